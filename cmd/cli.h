@@ -1,0 +1,103 @@
+/* cli: the command line only - option tables, parsing, protocol resolution, error printing.
+ * Adding a command: write cmd/<name>.c with `int cmd_<name>(int argc, char **argv)`, declare it here,
+ * add one row to the command table in cmd/main.c. */
+#ifndef EPAR_CLI_H
+#define EPAR_CLI_H
+
+#include <stdio.h>
+#include "lib/protocol.h"
+
+enum opt_type { OPT_END = 0, OPT_GROUP, OPT_FLAG, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_DLIST, OPT_SEEDS };
+
+struct opt_dlist {
+    int n;
+    double v[EPAR_MAX_LIST];
+};
+
+struct opt {
+    const char *name;   /* long name without "--" (group title for OPT_GROUP) */
+    char shortc;        /* 0 if none */
+    enum opt_type type;
+    void *dest;         /* int*, double*, const char**, struct opt_dlist*, struct epar_params* (seeds) */
+    const char *arg;    /* argument name in help, e.g. "X" */
+    const char *help;
+    int seen;           /* set by the parser */
+};
+
+/* Options every command takes, and the model parameters of the experiments. */
+struct cli_common {
+    const char *protocol, *preset, *out, *form, *importance;
+    int no_render, quiet, jobs, help;
+    int seed;
+    struct epar_params seeds;   /* only n_seeds / seeds used */
+    struct epar_params over;    /* CLI values of alpha ... runs */
+};
+
+#define OPTS_COMMON(c)                                                                                      \
+    {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},                                                 \
+    {"protocol", 0, OPT_STRING, &(c)->protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0}, \
+    {"preset", 0, OPT_STRING, &(c)->preset, "NAME", "protocol preset: reference_code (default) or paper", 0}, \
+    {"seed", 0, OPT_INT, &(c)->seed, "N", "run with this one seed", 0},                                    \
+    {"seeds", 0, OPT_SEEDS, &(c)->seeds, "LIST", "comma-separated seeds (default: the protocol's, 42-46)", 0}, \
+    {"out", 'o', OPT_STRING, &(c)->out, "DIR", "output root folder (default output)", 0},                  \
+    {"no-render", 0, OPT_FLAG, &(c)->no_render, NULL, "write .gp scripts but do not run gnuplot", 0},      \
+    {"quiet", 'q', OPT_FLAG, &(c)->quiet, NULL, "no progress on stderr, no summary on stdout", 0},         \
+    {"jobs", 'j', OPT_INT, &(c)->jobs, "N", "threads (default: all cores); results do not depend on it", 0}
+
+#define OPTS_MODEL(c)                                                                                       \
+    {"Model parameters (override the protocol)", 0, OPT_GROUP, NULL, NULL, NULL, 0},                       \
+    {"alpha", 0, OPT_DOUBLE, &(c)->over.alpha, "X", "position-effect strength alpha > 0", 0},              \
+    {"beta", 0, OPT_DOUBLE, &(c)->over.beta, "X", "decay rate beta >= 0", 0},                              \
+    {"gamma", 0, OPT_DOUBLE, &(c)->over.gamma, "X", "enhancement gamma >= 0 (really applied)", 0},         \
+    {"form", 0, OPT_STRING, &(c)->form, "F", "position effect: basic, enhanced or none", 0},               \
+    {"temperature", 0, OPT_DOUBLE, &(c)->over.temperature, "T", "softmax temperature > 0", 0},             \
+    {"length", 'L', OPT_INT, &(c)->over.length, "N", "sequence length", 0},                                \
+    {"hidden", 0, OPT_INT, &(c)->over.hidden, "N", "hidden width", 0},                                     \
+    {"heads", 0, OPT_INT, &(c)->over.heads, "N", "attention heads (must divide hidden)", 0},              \
+    {"batch", 0, OPT_INT, &(c)->over.batch, "N", "batch items per run", 0},                                \
+    {"runs", 0, OPT_INT, &(c)->over.runs, "N", "repetitions per seed", 0}
+
+/* Parse argv (argv[0] is the command name). Returns -1 to go on, or an exit code (0 after --help,
+ * 2 on a usage error, message printed). Positional arguments are refused. */
+int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv);
+/* Was option `name` given? */
+int cli_seen(const struct opt *opts, const char *name);
+/* Print the help of a command from its option table. */
+void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts);
+
+/* Load the protocol (from --protocol, ./paper_protocol.json or the installed copy), resolve the params
+ * of `experiment` and apply the command-line overrides; validate. Returns 0 or an exit code (printed). */
+int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
+                struct epar_protocol *proto, struct epar_params *prm);
+
+/* Print "epar: error: <last error>" (+ hint) and return the exit code for status st. */
+int cli_fail(int st);
+/* Print a usage error and return 2. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Progress line on stderr unless quiet. */
+void cli_progress(const struct cli_common *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Apply --jobs. */
+void cli_set_jobs(const struct cli_common *c);
+/* Parse a comma-separated list of doubles / names; 0 or a usage error code (printed). */
+int cli_parse_dlist(const char *opt, const char *s, struct opt_dlist *out);
+
+/* commands */
+int cmd_position_effect(int argc, char **argv);
+int cmd_run_all(int argc, char **argv);
+
+/* the command table, for run-all and help */
+enum { CMD_EXPERIMENT = 1 };
+struct cmd_entry {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    int flags;
+    const char *section;    /* paper section */
+    const char *out;        /* output sub-folder */
+    const char *summary;
+};
+extern const struct cmd_entry epar_commands[];
+const struct cmd_entry *cli_find_command(const char *name);
+
+#include "lib/version.h"
+
+#endif

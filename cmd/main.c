@@ -1,0 +1,136 @@
+/* epar: entry point and the command table (the one list that --help, help, run-all read). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <csv.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_version.h>
+#include <jansson.h>
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "cli.h"
+
+char *openblas_get_config(void);
+
+/* name, function (NULL: not built yet), flags, paper section, output folder, summary */
+const struct cmd_entry epar_commands[] = {
+    {"position-effect", cmd_position_effect, CMD_EXPERIMENT, "paper §4", "output/position/",
+     "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
+    {"optimal-position", NULL, CMD_EXPERIMENT, "paper §4.3", "output/optimal/",
+     "information importance, pos*, consistency and ranking per importance type"},
+    {"sensitivity", NULL, CMD_EXPERIMENT, "appendix", "output/parameter/",
+     "alpha, beta and gamma sweeps with a measured baseline and retention"},
+    {"adaptive", NULL, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
+     "task- and content-aware attention; when and why EPAR helps"},
+    {"compare", NULL, CMD_EXPERIMENT, "all seeds", "output/compare/",
+     "every attention/position mechanism of the sources, side by side"},
+    {"scale", NULL, 0, "long context", "output/scale/", "streaming analysis at large L"},
+    {"run-all", cmd_run_all, 0, "all", "output/report/",
+     "every experiment above with the protocol, then the claims audit"},
+    {NULL, NULL, 0, NULL, NULL, NULL}};
+
+const struct cmd_entry *cli_find_command(const char *name)
+{
+    for (const struct cmd_entry *c = epar_commands; c->name; c++)
+        if (!strcmp(c->name, name)) return c;
+    return NULL;
+}
+
+static void main_help(FILE *f)
+{
+    fputs("usage: epar <command> [options]\n"
+          "       epar help <command> | epar <command> --help | epar --version\n\n"
+          "Reproduces and audits the analyses of \"EPAR: Explicit Position-Attention Relationship for\n"
+          "Interpretable Long-Range Attention in Transformers\", and compares EPAR with other mechanisms.\n\n"
+          "Commands:\n", f);
+    for (const struct cmd_entry *c = epar_commands; c->name; c++)
+        fprintf(f, "  %-17s %-13s %s%s\n", c->name, c->section, c->summary, c->fn ? "" : " (not built yet)");
+    fputs("\nExamples:\n"
+          "  epar position-effect --gamma 0.5\n"
+          "  epar run-all\n\n"
+          "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 input/output or protocol error,\n"
+          "4 resource limit, 130/143 interrupted.\n", f);
+}
+
+static void version(void)
+{
+    printf("epar %s\n", EPAR_VERSION);
+    printf("GSL %s\n", gsl_version);
+    printf("OpenBLAS %s\n", openblas_get_config());
+    printf("libcsv %d.%d.%d\n", CSV_MAJOR, CSV_MINOR, CSV_RELEASE);
+    printf("jansson %s\n", jansson_version_str());
+}
+
+static void on_signal(int sig)
+{
+    epar_out_abort_all();
+    _exit(128 + sig);
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    if (argc < 2) {
+        main_help(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+        main_help(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "--version") || !strcmp(name, "version")) {
+        version();
+        return 0;
+    }
+    if (!strcmp(name, "help")) {
+        if (argc < 3) {
+            main_help(stdout);
+            return 0;
+        }
+        const struct cmd_entry *c = cli_find_command(argv[2]);
+        if (!c) {
+            cli_usage_error("unknown command '%s'", argv[2]);
+            fputs("hint: see 'epar --help' for the commands\n", stderr);
+            return 2;
+        }
+        if (!c->fn) {
+            printf("usage: epar %s [options]\n\n%s -> %s\n\nThis command is not built yet.\n", c->name, c->summary,
+                   c->out);
+            return 0;
+        }
+        char *hargv[] = {argv[2], "--help", NULL};
+        return c->fn(2, hargv);
+    }
+    const struct cmd_entry *c = cli_find_command(name);
+    if (!c) {
+        cli_usage_error("unknown command '%s'", name);
+        fputs("hint: see 'epar --help' for the commands\n", stderr);
+        return 2;
+    }
+    if (!c->fn) {
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+                printf("usage: epar %s [options]\n\n%s -> %s\n\nThis command is not built yet.\n", c->name,
+                       c->summary, c->out);
+                return 0;
+            }
+        cli_usage_error("command '%s' is not built yet", name);
+        fputs("hint: see 'epar --help' for the commands that are\n", stderr);
+        return 2;
+    }
+    int rc = c->fn(argc - 1, argv + 1);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "epar: error: cannot write to standard output\n");
+        return 3;
+    }
+    return rc;
+}

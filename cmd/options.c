@@ -1,0 +1,299 @@
+/* Option parsing and the shared resolution of protocol + command-line values. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <omp.h>
+#include "lib/err.h"
+#include "cli.h"
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("epar: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+int cli_fail(int st)
+{
+    fprintf(stderr, "epar: error: %s\n", epar_err_message());
+    const char *h = epar_err_hint_text();
+    if (h && *h) fprintf(stderr, "hint: %s\n", h);
+    return st ? st : 1;
+}
+
+void cli_progress(const struct cli_common *c, const char *fmt, ...)
+{
+    if (c->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("epar: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_set_jobs(const struct cli_common *c)
+{
+    if (c->jobs > 0) omp_set_num_threads(c->jobs);
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+static int parse_double(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno == ERANGE || !isfinite(v))
+        return cli_usage_error("invalid value for --%s: '%s' (expected a finite number)", opt, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno == ERANGE || v < -2147483647L || v > 2147483647L)
+        return cli_usage_error("invalid value for --%s: '%s' (expected an integer)", opt, s);
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_dlist(const char *opt, const char *s, struct opt_dlist *out)
+{
+    out->n = 0;
+    if (!*s) return cli_usage_error("invalid value for --%s: '' (expected a comma-separated list of numbers)", opt);
+    const char *p = s;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char item[64];
+        if (len == 0 || len >= sizeof item)
+            return cli_usage_error("invalid value for --%s: '%s' (empty or overlong list item)", opt, s);
+        if (out->n >= EPAR_MAX_LIST)
+            return cli_usage_error("invalid value for --%s: too many values (at most %d)", opt, EPAR_MAX_LIST);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        char *end;
+        errno = 0;
+        double v = strtod(item, &end);
+        if (*end || errno == ERANGE || !isfinite(v))
+            return cli_usage_error("invalid value for --%s: '%s' (list item '%s' is not a finite number)", opt, s,
+                                   item);
+        out->v[out->n++] = v;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static int parse_seeds(const char *opt, const char *s, struct epar_params *out)
+{
+    struct opt_dlist l;
+    int rc = cli_parse_dlist(opt, s, &l);
+    if (rc) return rc;
+    if (l.n > EPAR_MAX_SEEDS) return cli_usage_error("invalid value for --%s: too many seeds (at most 64)", opt);
+    for (int i = 0; i < l.n; i++) {
+        if (l.v[i] < 0 || l.v[i] > 4294967295.0 || l.v[i] != floor(l.v[i]))
+            return cli_usage_error("invalid value for --%s: '%s' (seeds are integers in [0, 4294967295])", opt, s);
+        out->seeds[i] = (unsigned long)l.v[i];
+    }
+    out->n_seeds = l.n;
+    return 0;
+}
+
+static int set_value(struct opt *o, const char *val)
+{
+    switch (o->type) {
+    case OPT_INT: return parse_int(o->name, val, o->dest);
+    case OPT_DOUBLE: return parse_double(o->name, val, o->dest);
+    case OPT_STRING:
+        *(const char **)o->dest = val;
+        return 0;
+    case OPT_DLIST: return cli_parse_dlist(o->name, val, o->dest);
+    case OPT_SEEDS: return parse_seeds(o->name, val, o->dest);
+    default: return 0;
+    }
+}
+
+int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            cli_help(stdout, cmd, usage, opts);
+            return 0;
+        }
+        if (!strcmp(a, "--")) {
+            if (i + 1 < argc) return cli_usage_error("unexpected argument '%s'", argv[i + 1]);
+            break;
+        }
+        struct opt *o = NULL;
+        const char *val = NULL;
+        char name[128];
+        if (a[0] == '-' && a[1] == '-' && a[2]) {
+            const char *eq = strchr(a + 2, '=');
+            size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (len >= sizeof name) len = sizeof name - 1;
+            memcpy(name, a + 2, len);
+            name[len] = '\0';
+            if (eq) val = eq + 1;
+            for (struct opt *p = opts; p->type != OPT_END; p++)
+                if (p->type != OPT_GROUP && !strcmp(p->name, name)) o = p;
+            if (!o) {
+                cli_usage_error("unknown option '--%s' for '%s'", name, cmd);
+                const char *best = NULL;
+                int bd = 3;
+                for (struct opt *p = opts; p->type != OPT_END; p++) {
+                    if (p->type == OPT_GROUP) continue;
+                    int d = edit_distance(name, p->name);
+                    if (d < bd) { bd = d; best = p->name; }
+                }
+                if (best) fprintf(stderr, "hint: did you mean '--%s'?\n", best);
+                else fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
+                return 2;
+            }
+        } else if (a[0] == '-' && a[1] && a[1] != '-' && !a[2]) {
+            for (struct opt *p = opts; p->type != OPT_END; p++)
+                if (p->type != OPT_GROUP && p->shortc == a[1]) o = p;
+            if (!o) {
+                cli_usage_error("unknown option '%s' for '%s'", a, cmd);
+                fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
+                return 2;
+            }
+        } else {
+            cli_usage_error("unexpected argument '%s' for '%s'", a, cmd);
+            fprintf(stderr, "hint: options start with '--'; see 'epar %s --help'\n", cmd);
+            return 2;
+        }
+        if (o->type == OPT_FLAG) {
+            if (val) return cli_usage_error("option '--%s' takes no value, got '%s'", o->name, val);
+            *(int *)o->dest = 1;
+        } else {
+            if (!val) {
+                if (i + 1 >= argc) return cli_usage_error("option '--%s' needs a value (%s)", o->name, o->arg);
+                val = argv[++i];
+            }
+            int rc = set_value(o, val);
+            if (rc) return rc;
+        }
+        o->seen = 1;
+    }
+    return -1;
+}
+
+int cli_seen(const struct opt *opts, const char *name)
+{
+    for (const struct opt *p = opts; p->type != OPT_END; p++)
+        if (p->type != OPT_GROUP && !strcmp(p->name, name)) return p->seen;
+    return 0;
+}
+
+void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts)
+{
+    const struct cmd_entry *ce = cli_find_command(cmd);
+    fprintf(f, "usage: epar %s %s\n\n", cmd, usage ? usage : "[options]");
+    if (ce) fprintf(f, "%s%s%s\n", ce->summary, ce->out ? " -> " : "", ce->out ? ce->out : "");
+    for (const struct opt *p = opts; p->type != OPT_END; p++) {
+        if (p->type == OPT_GROUP) {
+            fprintf(f, "\n%s:\n", p->name);
+            continue;
+        }
+        char left[64];
+        if (p->shortc)
+            snprintf(left, sizeof left, "-%c, --%s%s%s", p->shortc, p->name, p->arg ? " " : "", p->arg ? p->arg : "");
+        else
+            snprintf(left, sizeof left, "    --%s%s%s", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
+        fprintf(f, "  %-30s %s\n", left, p->help);
+    }
+    fprintf(f, "  %-30s %s\n", "-h, --help", "show this help");
+    fputs("\nExit codes: 0 ok, 1 a check failed, 2 usage error, 3 input/output or protocol error, 4 resource limit.\n", f);
+}
+
+/* ./paper_protocol.json, else the copy installed beside the executable */
+static const char *default_protocol(char *buf, size_t n)
+{
+    if (access("paper_protocol.json", R_OK) == 0) return "paper_protocol.json";
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        static const char *const rel[] = {"paper_protocol.json", "../paper_protocol.json",
+                                          "../share/epar/paper_protocol.json"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(buf, n, "%s/%s", exe, rel[i]);
+            if (access(buf, R_OK) == 0) return buf;
+        }
+    }
+    return "paper_protocol.json";
+}
+
+int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
+                struct epar_protocol *proto, struct epar_params *prm)
+{
+    char buf[4200];
+    const char *path = c->protocol ? c->protocol : default_protocol(buf, sizeof buf);
+    int st = epar_protocol_load(path, proto);
+    if (st) return cli_fail(st);
+    st = epar_protocol_params(proto, experiment, c->preset, prm);
+    if (st) {
+        epar_protocol_free(proto);
+        return cli_fail(st);
+    }
+    if (cli_seen(opts, "form") && (st = epar_posfx_form_parse(c->form, &prm->form))) goto fail;
+#define OVER(field, name) if (cli_seen(opts, name)) prm->field = c->over.field
+    OVER(alpha, "alpha"); OVER(beta, "beta"); OVER(gamma, "gamma"); OVER(temperature, "temperature");
+    OVER(length, "length"); OVER(hidden, "hidden"); OVER(heads, "heads"); OVER(batch, "batch"); OVER(runs, "runs");
+#undef OVER
+    if (cli_seen(opts, "seed")) {
+        if (c->seed < 0) {
+            epar_err_set(EPAR_EINVAL, "invalid value for --seed: '%d' (seeds are integers >= 0)", c->seed);
+            st = EPAR_EINVAL;
+            goto fail;
+        }
+        prm->n_seeds = 1;
+        prm->seeds[0] = (unsigned long)c->seed;
+    }
+    if (cli_seen(opts, "seeds")) {
+        prm->n_seeds = c->seeds.n_seeds;
+        memcpy(prm->seeds, c->seeds.seeds, sizeof prm->seeds);
+    }
+    if (cli_seen(opts, "jobs") && c->jobs < 1) {
+        epar_err_set(EPAR_EINVAL, "invalid value for --jobs: '%d' (expected an integer >= 1)", c->jobs);
+        st = EPAR_EINVAL;
+        goto fail;
+    }
+    if ((st = epar_params_validate(prm))) goto fail;
+    if (!c->out) c->out = "output";
+    cli_set_jobs(c);
+    return 0;
+fail:
+    epar_protocol_free(proto);
+    return cli_fail(st);
+}

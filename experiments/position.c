@@ -1,0 +1,391 @@
+/* Experiment 1: the position effect, attention, information importance, V(i) and pos*.
+ * One job per (seed, run): fresh weights and data; the figures show the first seed's first run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_deriv.h>
+#include <gsl/gsl_math.h>
+#include <gsl/gsl_statistics_double.h>
+#include <omp.h>
+#include "lib/err.h"
+#include "lib/importance.h"
+#include "lib/metrics.h"
+#include "common.h"
+#include "position.h"
+
+const char *const epar_position_keys[] = {"distance_curve", NULL};
+
+struct job_out {
+    int *pos;        /* (B) pos* per item */
+    double *vmax;    /* (B) V(pos*) */
+    double mean_weight;
+};
+
+/* ---- Theorem 1 ---- */
+
+struct fx_at { const struct epar_posfx *fx; double L; };
+static double fx_fn(double d, void *p)
+{
+    const struct fx_at *a = p;
+    return epar_posfx_value(a->fx, d, a->L);
+}
+
+struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int L, int *failed)
+{
+    struct epar_table *t = epar_csv_new("property,measured,reference,pass,note");
+    if (!t) return NULL;
+    *failed = 0;
+    double Ld = (double)L, dmax = L > 1 ? Ld - 1 : 1.0;
+    int decays = fx->form != EPAR_FORM_NONE && fx->beta > 0;
+
+    /* continuity: on a fine grid the largest jump is bounded by sup|m'| * step (m is Lipschitz) */
+    const int N = 10000;
+    double h = dmax / N, jump = 0.0, lip = fabs(epar_posfx_deriv(fx, 0.0, Ld));
+    for (int k = 0; k < N; k++) {
+        double dj = fabs(epar_posfx_value(fx, (k + 1) * h, Ld) - epar_posfx_value(fx, k * h, Ld));
+        if (dj > jump) jump = dj;
+    }
+    int ok = jump <= lip * h * (1 + 1e-9) + 1e-15;
+    *failed += !ok;
+    epar_csv_append(t, "sddss", "continuity_max_jump", jump, lip * h, ok ? "pass" : "fail",
+                    "largest |P(d+h)-P(d)| on a 10000-step grid over [0, L-1] vs the Lipschitz bound |P'(0)| h");
+
+    /* differentiability: analytic derivative vs GSL central difference */
+    struct fx_at at = {fx, Ld};
+    gsl_function F = {fx_fn, &at};
+    double worst = 0.0, worst_err = 0.0;
+    for (int k = 0; k <= 200; k++) {
+        double d = dmax * k / 200.0, num, abserr;
+        gsl_deriv_central(&F, d, 1e-3 * (Ld > 1 ? Ld : 1), &num, &abserr);
+        double diff = fabs(num - epar_posfx_deriv(fx, d, Ld));
+        if (diff > worst) { worst = diff; worst_err = abserr; }
+    }
+    ok = worst <= 1e-8;
+    *failed += !ok;
+    epar_csv_append(t, "sddss", "derivative_max_abs_error", worst, 1e-8, ok ? "pass" : "fail",
+                    worst_err > 0 ? "analytic dP/dd vs gsl_deriv_central at 201 points of [0, L-1]"
+                                  : "analytic dP/dd vs gsl_deriv_central at 201 points of [0, L-1] (exact)");
+
+    /* monotone decrease over the integer distances of the sequence */
+    double rise = -INFINITY;
+    for (int d = 0; d + 1 < L; d++) {
+        double r = epar_posfx_value(fx, d + 1, Ld) - epar_posfx_value(fx, d, Ld);
+        if (r > rise) rise = r;
+    }
+    if (L < 2) rise = 0.0;
+    ok = decays ? rise < 0 : rise <= 0;
+    *failed += !ok;
+    epar_csv_append(t, "sddss", "monotone_max_increment", rise, 0.0, ok ? "pass" : "fail",
+                    decays ? "max over d of P(d+1)-P(d); < 0 means strictly decreasing"
+                           : "max over d of P(d+1)-P(d); beta = 0 or form none: P is constant");
+
+    /* the bound alpha/(1+gamma) and the in-sequence minimum P(L-1) */
+    double inf = epar_posfx_infimum(fx), pmin = epar_posfx_value(fx, dmax, Ld);
+    ok = pmin >= inf;
+    *failed += !ok;
+    epar_csv_append(t, "sddss", "lower_bound", pmin, inf, ok ? "pass" : "fail",
+                    fx->form == EPAR_FORM_ENHANCED ? "in-sequence minimum P(L-1) vs the bound alpha/(1+gamma)"
+                    : fx->form == EPAR_FORM_BASIC  ? "in-sequence minimum P(L-1) vs the infimum 0 of the basic form"
+                                                   : "form none: P = 1");
+    epar_csv_append(t, "sddss", "bound_gap_in_sequence", pmin - inf, 0.0, pmin - inf > 0 ? "pass" : "fail",
+                    "P(L-1) - infimum: > 0 means the bound is an infimum never reached inside a sequence");
+    if (pmin - inf <= 0 && decays) (*failed)++;
+    epar_csv_append(t, "sddss", "in_sequence_minimum", pmin, epar_posfx_value(fx, dmax, Ld), "pass",
+                    "P at the largest in-sequence distance L-1 (the true floor of the matrix)");
+    epar_csv_append(t, "sddss", "retention_at_max_distance", pmin / epar_posfx_value(fx, 0, Ld), NAN, "info",
+                    "P(L-1)/P(0)");
+    return t;
+}
+
+/* ---- the experiment ---- */
+
+int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_position_result *res)
+{
+    memset(res, 0, sizeof *res);
+    const struct epar_params *prm = &cfg->prm;
+    int L = prm->length, D = prm->hidden, B = prm->batch, R = prm->runs, S = prm->n_seeds;
+    int J = S * R;
+    size_t LL = (size_t)L * L;
+    double mem = (double)L * L * B * 8.0 * 2 + (double)B * L * D * 8.0;
+    if (mem > 8e9) {
+        epar_err_set(EPAR_ENOMEM, "size does not fit: length %d, batch %d needs %.1f GB", L, B, mem / 1e9);
+        epar_err_hint("reduce --length or --batch");
+        return EPAR_ENOMEM;
+    }
+    struct job_out *jobs = epar_err_alloc((size_t)J, sizeof *jobs, "job results");
+    int *pos_all = epar_err_alloc((size_t)J * B, sizeof *pos_all, "pos* table");
+    double *vmax_all = epar_err_alloc((size_t)J * B, sizeof *vmax_all, "pos* table");
+    /* job 0 keeps its matrices for the figures */
+    double *A0 = epar_err_alloc((size_t)B * LL, sizeof *A0, "attention (figures)");
+    double *I0 = epar_err_alloc((size_t)B * L, sizeof *I0, "importance (figures)");
+    double *V0 = epar_err_alloc((size_t)B * L, sizeof *V0, "position scores (figures)");
+    double *P0 = epar_err_alloc(LL, sizeof *P0, "position effect");
+    int st = EPAR_OK;
+    if (!jobs || !pos_all || !vmax_all || !A0 || !I0 || !V0 || !P0) { st = EPAR_ENOMEM; goto done; }
+    for (int j = 0; j < J; j++) { jobs[j].pos = pos_all + (size_t)j * B; jobs[j].vmax = vmax_all + (size_t)j * B; }
+
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        struct epar_exp_model m;
+        double *X = malloc((size_t)B * L * D * sizeof *X);
+        double *A = malloc((size_t)B * LL * sizeof *A);
+        double *I = malloc((size_t)B * L * sizeof *I);
+        double *V = malloc((size_t)B * L * sizeof *V);
+        int ok = X && A && I && V && epar_exp_model_alloc(&m, prm) == EPAR_OK;
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int j = 0; j < J; j++) {
+            if (!ok) continue;
+            unsigned long seed = prm->seeds[j / R], run = (unsigned long)(j % R);
+            if (epar_exp_model_init(&m, seed, run) || epar_exp_data(prm, seed, run, X)) { failed = 1; continue; }
+            epar_imp_norm(X, B, L, D, I); /* I_j = ||x_j||, before the position embedding */
+            epar_exp_attention(&m, X, B, A);
+            double wsum = 0.0;
+            for (int b = 0; b < B; b++) {
+                epar_metric_value(A + (size_t)b * LL, I + (size_t)b * L, L, V + (size_t)b * L);
+                size_t p = epar_metric_argmax(V + (size_t)b * L, (size_t)L);
+                jobs[j].pos[b] = (int)p;
+                jobs[j].vmax[b] = V[(size_t)b * L + p];
+            }
+            for (size_t t = 0; t < (size_t)B * LL; t++) wsum += A[t];
+            jobs[j].mean_weight = wsum / ((double)B * LL);
+            if (j == 0) {
+                memcpy(A0, A, (size_t)B * LL * sizeof *A);
+                memcpy(I0, I, (size_t)B * L * sizeof *I);
+                memcpy(V0, V, (size_t)B * L * sizeof *V);
+                memcpy(P0, m.P, LL * sizeof *P0);
+            }
+        }
+        if (ok) epar_exp_model_free(&m);
+        free(X); free(A); free(I); free(V);
+    }
+    if (failed) { st = epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)", L); goto done; }
+
+    /* ---- tables ---- */
+    struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
+    if (prm->form == EPAR_FORM_NONE) for (size_t t = 0; t < LL; t++) P0[t] = 1.0;
+    st = EPAR_ENOMEM;
+    if (!(res->p_matrix = epar_exp_matrix_table("query,key,p_effect", P0, L, L))) goto done;
+    if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) goto done;
+    {
+        double *C = malloc(LL * sizeof *C), *W = malloc((size_t)L * B * L * sizeof *W);
+        if (C && W) {
+            epar_metric_position_correlation(A0, B, L, C, W);
+            res->correlation = epar_exp_matrix_table("query_i,query_j,correlation", C, L, L);
+        }
+        free(C); free(W);
+        if (!res->correlation) goto done;
+    }
+    {
+        double *Avg = calloc(LL, sizeof *Avg);
+        if (!Avg) goto done;
+        for (int b = 0; b < B; b++)
+            for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
+        res->average = epar_exp_matrix_table("query,key,weight", Avg, L, L);
+        free(Avg);
+        if (!res->average) goto done;
+    }
+    /* wide tables: position, item_0 .. item_{B-1} */
+    {
+        char cols[4096] = "position";
+        for (int b = 0; b < B && strlen(cols) < sizeof cols - 16; b++)
+            snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",item_%d", b);
+        res->importance = epar_csv_new(cols);
+        res->scores = epar_csv_new(cols);
+        if (!res->importance || !res->scores) goto done;
+        int nb = res->importance->ncols - 1;
+        for (int i = 0; i < L; i++) {
+            if (epar_csv_append(res->importance, "i", i) || epar_csv_append(res->scores, "i", i)) goto done;
+            for (int b = 0; b < nb; b++) {
+                res->importance->cells[(size_t)i * res->importance->ncols + 1 + b].v = I0[(size_t)b * L + i];
+                res->scores->cells[(size_t)i * res->scores->ncols + 1 + b].v = V0[(size_t)b * L + i];
+            }
+        }
+    }
+    {
+        double *mean = malloc(4 * (size_t)L * sizeof *mean);
+        if (!mean) goto done;
+        double *sd = mean + L, *mx = sd + L, *mn = mx + L;
+        epar_metric_key_stats(A0, L, mean, sd, mx, mn);
+        res->stats = epar_csv_new("key,mean,std,max,min");
+        res->column_attention = epar_csv_new("key,attention_received");
+        for (int j = 0; res->stats && res->column_attention && j < L; j++)
+            if (epar_csv_append(res->stats, "idddd", j, mean[j], sd[j], mx[j], mn[j]) ||
+                epar_csv_append(res->column_attention, "id", j, mean[j]))
+                break;
+        free(mean);
+        if (!res->stats || !res->column_attention || res->stats->nrows != (size_t)L) goto done;
+    }
+    {
+        res->distance = epar_csv_new("distance,p_effect,basic,enhanced");
+        if (!res->distance) goto done;
+        struct epar_posfx b = fx, e = fx;
+        b.form = EPAR_FORM_BASIC;
+        e.form = EPAR_FORM_ENHANCED;
+        for (int d = 0; d < cfg->distance_curve; d++)
+            if (epar_csv_append(res->distance, "iddd", d,
+                                prm->form == EPAR_FORM_NONE ? 1.0 : epar_posfx_value(&fx, d, L),
+                                epar_posfx_value(&b, d, L), epar_posfx_value(&e, d, L)))
+                goto done;
+    }
+    {
+        res->pos_star = epar_csv_new("seed,run,item,pos_star,value_max");
+        if (!res->pos_star) goto done;
+        size_t n = (size_t)J * B;
+        double *pd = malloc(n * sizeof *pd), *seed_means = malloc((size_t)S * sizeof *seed_means);
+        if (!pd || !seed_means) { free(pd); free(seed_means); goto done; }
+        double wsum = 0.0;
+        for (int j = 0; j < J; j++) {
+            wsum += jobs[j].mean_weight;
+            for (int b = 0; b < B; b++) {
+                pd[(size_t)j * B + b] = jobs[j].pos[b];
+                if (epar_csv_append(res->pos_star, "iiiid", (int)prm->seeds[j / R], j % R, b, jobs[j].pos[b],
+                                    jobs[j].vmax[b])) { free(pd); free(seed_means); goto done; }
+            }
+        }
+        for (int s = 0; s < S; s++) seed_means[s] = gsl_stats_mean(pd + (size_t)s * R * B, 1, (size_t)R * B);
+        res->pos_mean = gsl_stats_mean(pd, 1, n);
+        res->pos_std = gsl_stats_sd_with_fixed_mean(pd, 1, n, res->pos_mean); /* ddof = 0, as numpy */
+        gsl_stats_minmax(&res->pos_min, &res->pos_max, pd, 1, n);
+        res->mean_weight = wsum / J;
+        double seed_sd = S > 1 ? gsl_stats_sd(seed_means, 1, (size_t)S) : 0.0;
+        free(pd); free(seed_means);
+        res->summary = epar_csv_new("metric,value,note");
+        if (!res->summary) goto done;
+        char note[160];
+        snprintf(note, sizeof note, "rows of A sum to 1, so this is 1/L = %.12g by construction, not a measurement",
+                 1.0 / L);
+        if (epar_csv_append(res->summary, "sds", "pos_star_mean", res->pos_mean, "over every item of every run and seed") ||
+            epar_csv_append(res->summary, "sds", "pos_star_std", res->pos_std, "population std (ddof=0)") ||
+            epar_csv_append(res->summary, "sds", "pos_star_min", res->pos_min, "") ||
+            epar_csv_append(res->summary, "sds", "pos_star_max", res->pos_max, "") ||
+            epar_csv_append(res->summary, "sds", "pos_star_seed_sd", seed_sd, "sample sd across seeds of the per-seed mean") ||
+            epar_csv_append(res->summary, "sds", "items", (double)n, "seeds x runs x batch") ||
+            epar_csv_append(res->summary, "sds", "mean_attention_weight", res->mean_weight, note))
+            goto done;
+    }
+    if (!(res->properties = epar_exp_position_properties(&fx, L, &res->properties_failed))) goto done;
+    st = EPAR_OK;
+done:
+    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in position-effect");
+    free(jobs); free(pos_all); free(vmax_all);
+    free(A0); free(I0); free(V0); free(P0);
+    if (st) epar_exp_position_free(res);
+    return st;
+}
+
+void epar_exp_position_free(struct epar_position_result *res)
+{
+    struct epar_table **all[] = {&res->p_matrix, &res->attention, &res->correlation, &res->average,
+                                 &res->importance, &res->scores, &res->stats, &res->distance,
+                                 &res->column_attention, &res->pos_star, &res->summary, &res->properties};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        epar_csv_free(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct epar_position_result *res,
+                            struct epar_out *o, const char *protocol_path)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length, B = prm->batch;
+    struct { const char *name; const struct epar_table *t; } files[] = {
+        {"position_effect_matrix.csv", res->p_matrix}, {"attention_weights.csv", res->attention},
+        {"position_correlation.csv", res->correlation}, {"average_attention.csv", res->average},
+        {"information_importance.csv", res->importance}, {"position_scores.csv", res->scores},
+        {"attention_statistics.csv", res->stats}, {"position_effect_distance.csv", res->distance},
+        {"position_attention.csv", res->column_attention}, {"pos_star.csv", res->pos_star},
+        {"summary.csv", res->summary}, {"properties.csv", res->properties}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    json_t *extra = json_pack("{s:i, s:{s:I, s:i, s:i}}", "distance_curve", cfg->distance_curve, "figures_from",
+                              "seed", (json_int_t)prm->seeds[0], "run", 0, "item", 0);
+    if ((st = epar_exp_write_run_json(o, "position-effect", protocol_path, prm, extra))) return st;
+
+    char where[128];
+    snprintf(where, sizeof where, "seed %lu, run 0", prm->seeds[0]);
+    char title[256];
+    const char *form = epar_posfx_form_name(prm->form);
+
+    snprintf(title, sizeof title, "Attention weights A_{ij} (item 0, %s, %s form)", where, form);
+    if ((st = epar_exp_heatmap(o, "attention_weights", title, "attention_weights.csv", "key position j",
+                               "query position i", "attention weight")))
+        return st;
+    snprintf(title, sizeof title, "Position effect P(i,j) (%s, {/Symbol a}=%g, {/Symbol b}=%g, {/Symbol g}=%g, L=%d)",
+             form, prm->alpha, prm->beta, prm->gamma, L);
+    if ((st = epar_exp_heatmap(o, "position_effect_matrix", title, "position_effect_matrix.csv", "key position j",
+                               "query position i", "P(i,j)")))
+        return st;
+    snprintf(title, sizeof title, "Position correlation of attention rows (over %d items, %s)", B, where);
+    if ((st = epar_exp_heatmap(o, "position_correlation", title, "position_correlation.csv", "query position j",
+                               "query position i", "Pearson correlation")))
+        return st;
+    snprintf(title, sizeof title, "Average attention over the batch (%d items, %s)", B, where);
+    if ((st = epar_exp_heatmap(o, "average_attention", title, "average_attention.csv", "key position j",
+                               "query position i", "mean attention weight")))
+        return st;
+    if ((st = epar_plot_scriptf(o, "information_importance", "Information importance I_j = ||x_j||",
+                                "set title 'Information importance I_j = ||x_j||_2 (%s)'\n"
+                                "set xlabel 'position j'\nset ylabel 'I_j (L2 norm of the input)'\n"
+                                "set key outside right\n"
+                                "plot for [c=2:%d] 'information_importance.csv' skip 1 using 1:c with lines "
+                                "title sprintf('item %%d', c-2)\n",
+                                where, B + 1)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "position_scores", "Position score V(i) with pos* marked",
+                                "set title 'Position score V(i) = {/Symbol S}_j A_{ij} I_j, pos* marked (%s)'\n"
+                                "set xlabel 'position i'\nset ylabel 'V(i)'\nset key outside right\n"
+                                "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
+                                "title sprintf('item %%d', c-2), \\\n"
+                                "     'pos_star.csv' skip 1 using (($1==%lu && $2==0) ? $4 : NaN):5 "
+                                "with points pt 7 ps 1.5 lc rgb 'black' title 'pos*'\n",
+                                where, B + 1, prm->seeds[0])))
+        return st;
+    if ((st = epar_plot_scriptf(o, "attention_statistics", "Attention statistics per key position",
+                                "set terminal @epar_term size 1100,800\n"
+                                "set multiplot layout 2,2 title 'Attention received per key position, over "
+                                "queries (item 0, %s)'\n"
+                                "set xlabel 'key position j'\n"
+                                "set ylabel 'mean weight'\nplot 'attention_statistics.csv' skip 1 using 1:2 "
+                                "with lines lt 1 notitle\n"
+                                "set ylabel 'std of weight'\nplot 'attention_statistics.csv' skip 1 using 1:3 "
+                                "with lines lt 2 notitle\n"
+                                "set ylabel 'max weight'\nplot 'attention_statistics.csv' skip 1 using 1:4 "
+                                "with lines lt 3 notitle\n"
+                                "set ylabel 'min weight'\nplot 'attention_statistics.csv' skip 1 using 1:5 "
+                                "with lines lt 4 notitle\n"
+                                "unset multiplot\n",
+                                where)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "position_effect_distance", "Position effect vs distance, and the P surface",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Position effect ({/Symbol a}=%g, "
+                                "{/Symbol b}=%g, {/Symbol g}=%g, L=%d)'\n"
+                                "set xlabel 'distance |i-j| (positions)'\nset ylabel 'P(|i-j|)'\n"
+                                "set key bottom left\n"
+                                "plot 'position_effect_distance.csv' skip 1 using 1:3 with linespoints lt 2 "
+                                "title 'basic', '' skip 1 using 1:4 with linespoints lt 1 title 'enhanced', "
+                                "'' skip 1 using 1:2 with lines lt 8 dt 2 title 'this run (%s)'\n"
+                                "set title 'P(i,j) surface'\nset xlabel 'key j'\nset ylabel 'query i'\n"
+                                "set zlabel 'P' rotate\nset view 55,35\nunset key\nset cblabel 'P(i,j)'\n"
+                                "splot 'position_effect_matrix.csv' skip 1 every %d using 2:1:3 with points "
+                                "pt 5 ps 0.4 palette\n"
+                                "unset multiplot\n",
+                                prm->alpha, prm->beta, prm->gamma, L, form, L > 64 ? L / 32 : 1)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "position_attention", "Attention received per key position",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Position attention (item 0, %s)'\n"
+                                "set xlabel 'key position j'\nset ylabel 'mean attention received'\n"
+                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle\n"
+                                "set xlabel 'key position j'\nset ylabel 'query position i'\n"
+                                "set cblabel 'attention weight'\n@epar_heatmap\n"
+                                "set autoscale xfix\nset autoscale yfix\n"
+                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "unset multiplot\n",
+                                where)))
+        return st;
+    return EPAR_OK;
+}

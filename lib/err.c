@@ -1,0 +1,45 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include "err.h"
+
+static _Thread_local char err_msg[512];
+static _Thread_local char err_hint[512];
+
+int epar_err_set(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    err_hint[0] = '\0';
+    return code;
+}
+
+void epar_err_hint(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_hint, sizeof err_hint, fmt, ap);
+    va_end(ap);
+}
+
+const char *epar_err_message(void) { return err_msg[0] ? err_msg : "unknown error"; }
+const char *epar_err_hint_text(void) { return err_hint; }
+void epar_err_clear(void) { err_msg[0] = '\0'; err_hint[0] = '\0'; }
+
+void *epar_err_alloc(size_t n, size_t size, const char *what)
+{
+    if (n != 0 && size > SIZE_MAX / n) {
+        epar_err_set(EPAR_ENOMEM, "size overflow allocating %s", what);
+        return NULL;
+    }
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        epar_err_set(EPAR_ENOMEM, "out of memory allocating %s (%.1f MB)", what,
+                     (double)n * (double)size / 1048576.0);
+        epar_err_hint("reduce --length, --batch or --hidden");
+    }
+    return p;
+}

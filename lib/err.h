@@ -1,0 +1,34 @@
+/* err: status codes and the last error's message (GSL style: return a code, never print, never exit).
+ *
+ * Every lib/ and experiments/ function that can fail returns an int status. On failure it records a
+ * one-line message ("problem 'subject'") and optionally a hint; cmd/ prints them as
+ *   epar: error: <message>
+ *   hint: <hint>
+ * and maps the status to the process exit code. The buffer is thread-local. */
+#ifndef EPAR_ERR_H
+#define EPAR_ERR_H
+
+#include <stddef.h>
+
+enum epar_status {
+    EPAR_OK = 0,
+    EPAR_ECHECK = 1,    /* ran, but a check failed (exit 1) */
+    EPAR_EINVAL = 2,    /* invalid parameter value or combination (exit 2) */
+    EPAR_EIO = 3,       /* file could not be read or written (exit 3) */
+    EPAR_EPROTOCOL = 3, /* protocol file malformed or invalid (exit 3) */
+    EPAR_ENOMEM = 4,    /* size does not fit / allocation failed (exit 4) */
+    EPAR_EINTR = 130    /* interrupted by a signal */
+};
+
+/* Record an error; returns code so callers can write `return epar_err_set(EPAR_EINVAL, ...)`. */
+int epar_err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Attach a hint to the current error (known fix). */
+void epar_err_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *epar_err_message(void);
+const char *epar_err_hint_text(void); /* "" when none */
+void epar_err_clear(void);
+
+/* malloc/calloc that record an EPAR_ENOMEM error naming what was being allocated. */
+void *epar_err_alloc(size_t n, size_t size, const char *what);
+
+#endif

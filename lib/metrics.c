@@ -1,0 +1,116 @@
+#include <math.h>
+#include <string.h>
+#include <gsl/gsl_cblas.h>
+#include <gsl/gsl_statistics_double.h>
+#include "metrics.h"
+
+void epar_metric_value(const double *A, const double *I, int L, double *V)
+{
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, L, L, 1.0, A, L, I, 1, 0.0, V, 1);
+}
+
+size_t epar_metric_argmax(const double *x, size_t n)
+{
+    size_t best = 0;
+    double bv = -INFINITY;
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i]) && (!found || x[i] > bv)) {
+            bv = x[i];
+            best = i;
+            found = 1;
+        }
+    return best;
+}
+
+void epar_metric_row_entropy(const double *A, int L, double *H)
+{
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        double h = 0.0;
+        for (int j = 0; j < L; j++)
+            if (a[j] > 0) h -= a[j] * log(a[j]);
+        H[i] = h;
+    }
+}
+
+double epar_metric_entropy_ref(const double *A, int L)
+{
+    double total = 0.0;
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        double h = 0.0;
+        for (int j = 0; j < L; j++) h -= a[j] * log(a[j] + 1e-8);
+        total += h;
+    }
+    return total / L;
+}
+
+void epar_metric_mean_distance(const double *A, int L, double *D)
+{
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        double d = 0.0;
+        for (int j = 0; j < L; j++) d += a[j] * (double)(j > i ? j - i : i - j);
+        D[i] = d;
+    }
+}
+
+void epar_metric_local_mass(const double *A, int L, int w, double *W)
+{
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        int lo = i - w < 0 ? 0 : i - w, hi = i + w >= L ? L - 1 : i + w;
+        double s = 0.0;
+        for (int j = lo; j <= hi; j++) s += a[j];
+        W[i] = s;
+    }
+}
+
+void epar_metric_key_stats(const double *A, int L, double *mean, double *sd, double *max, double *min)
+{
+    for (int j = 0; j < L; j++) {
+        mean[j] = gsl_stats_mean(A + j, (size_t)L, (size_t)L);
+        sd[j] = L > 1 ? gsl_stats_sd_m(A + j, (size_t)L, (size_t)L, mean[j]) : 0.0;
+        gsl_stats_minmax(&min[j], &max[j], A + j, (size_t)L, (size_t)L);
+    }
+}
+
+void epar_metric_position_correlation(const double *A, int B, int L, double *C, double *work)
+{
+    size_t n = (size_t)B * L;
+    /* work row i = centred, unit-norm concatenation of A[b,i,:] over b */
+    for (int i = 0; i < L; i++) {
+        double *z = work + (size_t)i * n;
+        for (int b = 0; b < B; b++) memcpy(z + (size_t)b * L, A + ((size_t)b * L + i) * L, (size_t)L * sizeof *z);
+        double m = gsl_stats_mean(z, 1, n), ss = 0.0;
+        for (size_t t = 0; t < n; t++) {
+            z[t] -= m;
+            ss += z[t] * z[t];
+        }
+        /* zero variance: correlation undefined (NaN in numpy) -> 0, the reference's nan_to_num */
+        double inv = ss > 0 ? 1.0 / sqrt(ss) : 0.0;
+        for (size_t t = 0; t < n; t++) z[t] *= inv;
+    }
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, L, (int)n, 1.0, work, (int)n, 0.0, C, L);
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < i; j++) C[(size_t)i * L + j] = C[(size_t)j * L + i];
+}
+
+double epar_metric_spearman(const double *x, const double *y, size_t n, double *work)
+{
+    if (n < 2) return NAN;
+    int cx = 1, cy = 1;
+    for (size_t i = 1; i < n; i++) {
+        if (x[i] != x[0]) cx = 0;
+        if (y[i] != y[0]) cy = 0;
+    }
+    if (cx || cy) return NAN;
+    return gsl_stats_spearman(x, 1, y, 1, n, work);
+}
+
+void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd)
+{
+    *mean = n ? gsl_stats_mean(x, 1, n) : NAN;
+    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : 0.0;
+}

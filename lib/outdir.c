@@ -1,0 +1,122 @@
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "err.h"
+#include "outdir.h"
+
+#define MAX_ACTIVE 16
+static struct epar_out *volatile active_outs[MAX_ACTIVE];
+
+static void track(struct epar_out *o, int on)
+{
+    for (int i = 0; i < MAX_ACTIVE; i++) {
+        if (on && !active_outs[i]) { active_outs[i] = o; return; }
+        if (!on && active_outs[i] == o) { active_outs[i] = NULL; return; }
+    }
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    if (stat(buf, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
+}
+
+int epar_out_begin(struct epar_out *o, const char *root, const char *section)
+{
+    memset(o, 0, sizeof *o);
+    if (!root || !*root) return epar_err_set(EPAR_EIO, "empty output folder ''");
+    snprintf(o->root, sizeof o->root, "%s", root);
+    snprintf(o->section, sizeof o->section, "%s", section);
+    if (mkdir_p(root) != 0) {
+        epar_err_set(EPAR_EIO, "cannot create output folder '%s': %s", root, strerror(errno));
+        epar_err_hint("pass a writable folder with --out DIR");
+        return EPAR_EIO;
+    }
+    if (snprintf(o->final_dir, sizeof o->final_dir, "%s/%s", root, section) >= (int)sizeof o->final_dir ||
+        snprintf(o->stage_dir, sizeof o->stage_dir, "%s/%s.tmp-XXXXXX", root, section) >= (int)sizeof o->stage_dir)
+        return epar_err_set(EPAR_EIO, "output path too long '%s'", root);
+    if (!mkdtemp(o->stage_dir)) {
+        epar_err_set(EPAR_EIO, "cannot write in output folder '%s': %s", root, strerror(errno));
+        epar_err_hint("pass a writable folder with --out DIR");
+        return EPAR_EIO;
+    }
+    o->active = 1;
+    track(o, 1);
+    return EPAR_OK;
+}
+
+const char *epar_out_path(struct epar_out *o, const char *name)
+{
+    if (snprintf(o->path, sizeof o->path, "%s/%s", o->stage_dir, name) >= (int)sizeof o->path)
+        o->path[0] = '\0'; /* an empty path makes the following open fail with a clear error */
+    return o->path;
+}
+
+int epar_out_commit(struct epar_out *o)
+{
+    if (!o->active) return epar_err_set(EPAR_EIO, "output folder '%s' is not open", o->final_dir);
+    if (mkdir_p(o->final_dir) != 0) {
+        int e = errno;
+        epar_out_abort(o);
+        return epar_err_set(EPAR_EIO, "cannot create '%s': %s", o->final_dir, strerror(e));
+    }
+    DIR *d = opendir(o->stage_dir);
+    if (!d) {
+        int e = errno;
+        epar_out_abort(o);
+        return epar_err_set(EPAR_EIO, "cannot read '%s': %s", o->stage_dir, strerror(e));
+    }
+    struct dirent *de;
+    int st = EPAR_OK;
+    char from[PATH_MAX + 256], to[PATH_MAX + 256];
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(from, sizeof from, "%s/%s", o->stage_dir, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", o->final_dir, de->d_name);
+        if (rename(from, to) != 0 && st == EPAR_OK)
+            st = epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", to, strerror(errno));
+    }
+    closedir(d);
+    epar_out_abort(o); /* removes the (now empty, or partly left) staging folder */
+    return st;
+}
+
+void epar_out_abort(struct epar_out *o)
+{
+    if (!o->active) return;
+    o->active = 0;
+    track(o, 0);
+    DIR *d = opendir(o->stage_dir);
+    if (d) {
+        struct dirent *de;
+        char p[PATH_MAX + 256];
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            snprintf(p, sizeof p, "%s/%s", o->stage_dir, de->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(o->stage_dir);
+}
+
+void epar_out_abort_all(void)
+{
+    for (int i = 0; i < MAX_ACTIVE; i++)
+        if (active_outs[i]) epar_out_abort(active_outs[i]);
+}

@@ -1,0 +1,37 @@
+/* outdir: staged, all-or-nothing output folders.
+ *
+ * An experiment writes every file into a staging folder <root>/<section>.tmp-XXXXXX (same depth as the
+ * final folder, so relative paths in .gp scripts stay valid), and only when everything succeeded are
+ * the files renamed into <root>/<section>/. On error or interrupt the staging folder is removed, so a
+ * failed run leaves nothing behind. */
+#ifndef EPAR_OUTDIR_H
+#define EPAR_OUTDIR_H
+
+#include <limits.h>
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+struct epar_out {
+    char root[PATH_MAX];
+    char section[64];
+    char final_dir[PATH_MAX];
+    char stage_dir[PATH_MAX];
+    char path[PATH_MAX + 256];  /* scratch returned by epar_out_path */
+    int active;
+};
+
+/* Create root (and parents) if needed and a fresh staging folder. EPAR_EIO naming the path on failure
+ * (root is a regular file, not writable, missing parent that cannot be created ...). */
+int epar_out_begin(struct epar_out *o, const char *root, const char *section);
+/* Path of `name` inside the staging folder (valid until the next call). */
+const char *epar_out_path(struct epar_out *o, const char *name);
+/* Move every staged file into <root>/<section>/ and remove the staging folder. */
+int epar_out_commit(struct epar_out *o);
+/* Remove the staging folder and everything in it. Safe to call twice. */
+void epar_out_abort(struct epar_out *o);
+/* Abort every active staging folder (for signal handlers and fatal paths). */
+void epar_out_abort_all(void);
+
+#endif

@@ -1,0 +1,35 @@
+/* posfx: the EPAR position effect m(i,j) that multiplies the scaled content score (MECHANISMS.md §3-4).
+ *
+ *   basic:    m = alpha * exp(-beta |i-j| / L)
+ *   enhanced: m = alpha * (1 + gamma exp(-beta |i-j| / L)) / (1 + gamma)
+ *   none:     m = 1 (no position effect, and no alpha: the measured baseline)
+ *
+ * L is the number of keys in the sequence. Distances are passed as doubles so the same functions serve
+ * the continuous analysis (Theorem 1) and the integer matrix. */
+#ifndef EPAR_POSFX_H
+#define EPAR_POSFX_H
+
+enum epar_form { EPAR_FORM_NONE = 0, EPAR_FORM_BASIC = 1, EPAR_FORM_ENHANCED = 2, EPAR_FORM_COUNT };
+
+struct epar_posfx {
+    enum epar_form form;
+    double alpha, beta, gamma;
+};
+
+/* "none" | "basic" | "enhanced" -> form. EPAR_EINVAL with a message naming the value otherwise. */
+int epar_posfx_form_parse(const char *name, enum epar_form *form);
+const char *epar_posfx_form_name(enum epar_form form);
+
+/* Validates alpha > 0, beta >= 0, gamma >= 0, all finite. */
+int epar_posfx_validate(const struct epar_posfx *p);
+
+/* m at distance d (>= 0) in a sequence of length L. */
+double epar_posfx_value(const struct epar_posfx *p, double d, double L);
+/* dm/dd, analytic. */
+double epar_posfx_deriv(const struct epar_posfx *p, double d, double L);
+/* P (L,L) row-major: P[i*L+j] = m(|i-j|). */
+void epar_posfx_matrix(const struct epar_posfx *p, int L, double *P);
+/* Infimum over all distances: alpha/(1+gamma) enhanced, 0 basic, 1 none. */
+double epar_posfx_infimum(const struct epar_posfx *p);
+
+#endif

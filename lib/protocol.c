@@ -1,0 +1,362 @@
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "err.h"
+#include "protocol.h"
+
+static int perr(const struct epar_protocol *p, const char *jpath, const char *what)
+{
+    epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jpath, what);
+    return EPAR_EPROTOCOL;
+}
+
+static int ignorable_key(const char *k)
+{
+    return k[0] == '_' || !strcmp(k, "description") || !strcmp(k, "comment");
+}
+
+static int in_list(const char *k, const char *const *list)
+{
+    for (; list && *list; list++)
+        if (!strcmp(k, *list)) return 1;
+    return 0;
+}
+
+static int check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *const *a,
+                      const char *const *b)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        (void)v;
+        if (ignorable_key(k) || in_list(k, a) || in_list(k, b)) continue;
+        char jp[512];
+        snprintf(jp, sizeof jp, "%s.%s", jpath, k);
+        perr(p, jp, "unknown key");
+        epar_err_hint("check the spelling; keys starting with '_' are ignored (use them for comments)");
+        return EPAR_EPROTOCOL;
+    }
+    return EPAR_OK;
+}
+
+static const char *const preset_keys[] = {"alpha", "beta", "gamma", "form", "heads", "head_dim", "score_scale",
+                                          "temperature", "seeds", NULL};
+static const char *const common_keys[] = {"preset", "length", "hidden", "heads", "batch", "runs", "seeds",
+                                          "alpha", "beta", "gamma", "form", NULL};
+static const char *const top_keys[] = {"version", "default_preset", "seeds", "presets", "experiments", "claims",
+                                       NULL};
+
+/* ---- typed readers on one JSON value ---- */
+
+static int read_double(const struct epar_protocol *p, json_t *v, const char *jp, double *out, double lo,
+                       int lo_incl)
+{
+    if (!json_is_number(v)) return perr(p, jp, "expected a number");
+    double x = json_number_value(v);
+    if (!isfinite(x)) return perr(p, jp, "expected a finite number");
+    if (x < lo || (!lo_incl && x == lo)) {
+        char w[96];
+        snprintf(w, sizeof w, "expected a number %s %g, got %g", lo_incl ? ">=" : ">", lo, x);
+        return perr(p, jp, w);
+    }
+    *out = x;
+    return EPAR_OK;
+}
+
+static int read_int(const struct epar_protocol *p, json_t *v, const char *jp, int *out, int lo, int hi)
+{
+    if (!json_is_integer(v)) return perr(p, jp, "expected an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi) {
+        char w[96];
+        snprintf(w, sizeof w, "expected an integer in [%d, %d], got %lld", lo, hi, (long long)x);
+        return perr(p, jp, w);
+    }
+    *out = (int)x;
+    return EPAR_OK;
+}
+
+static int read_seeds(const struct epar_protocol *p, json_t *v, const char *jp, struct epar_params *prm)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) return perr(p, jp, "expected a non-empty array of seeds");
+    if (json_array_size(v) > EPAR_MAX_SEEDS) return perr(p, jp, "too many seeds (at most 64)");
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char ep[512];
+        snprintf(ep, sizeof ep, "%s[%zu]", jp, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > 4294967295LL)
+            return perr(p, ep, "expected an integer seed in [0, 4294967295]");
+        prm->seeds[i] = (unsigned long)json_integer_value(e);
+    }
+    prm->n_seeds = (int)json_array_size(v);
+    return EPAR_OK;
+}
+
+static int read_model_keys(const struct epar_protocol *p, json_t *obj, const char *jpath, struct epar_params *prm)
+{
+    char jp[512];
+    json_t *v;
+    int st;
+#define JP(k) (snprintf(jp, sizeof jp, "%s.%s", jpath, k), jp)
+    if ((v = json_object_get(obj, "alpha")) && (st = read_double(p, v, JP("alpha"), &prm->alpha, 0, 0))) return st;
+    if ((v = json_object_get(obj, "beta")) && (st = read_double(p, v, JP("beta"), &prm->beta, 0, 1))) return st;
+    if ((v = json_object_get(obj, "gamma")) && (st = read_double(p, v, JP("gamma"), &prm->gamma, 0, 1))) return st;
+    if ((v = json_object_get(obj, "temperature")) &&
+        (st = read_double(p, v, JP("temperature"), &prm->temperature, 0, 0)))
+        return st;
+    if ((v = json_object_get(obj, "form"))) {
+        if (!json_is_string(v)) return perr(p, JP("form"), "expected \"basic\", \"enhanced\" or \"none\"");
+        if (epar_posfx_form_parse(json_string_value(v), &prm->form))
+            return perr(p, JP("form"), "expected \"basic\", \"enhanced\" or \"none\"");
+    }
+    if ((v = json_object_get(obj, "heads")) && (st = read_int(p, v, JP("heads"), &prm->heads, 1, 4096))) return st;
+    if ((v = json_object_get(obj, "score_scale"))) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(s, "hidden")) prm->score_scale_head = 0;
+        else if (!strcmp(s, "head")) prm->score_scale_head = 1;
+        else return perr(p, JP("score_scale"), "expected \"hidden\" or \"head\"");
+    }
+    if ((v = json_object_get(obj, "seeds")) && (st = read_seeds(p, v, JP("seeds"), prm))) return st;
+#undef JP
+    return EPAR_OK;
+}
+
+int epar_protocol_load(const char *path, struct epar_protocol *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->path, sizeof p->path, "%s", path);
+    json_error_t je;
+    p->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!p->root) {
+        if (je.line < 1 || strstr(je.text, "unable to open")) {
+            epar_err_set(EPAR_EIO, "cannot read protocol '%s': %s", path, je.text);
+            epar_err_hint("pass an existing file with --protocol FILE");
+            return EPAR_EIO;
+        }
+        epar_err_set(EPAR_EPROTOCOL, "malformed protocol '%s': %s at line %d column %d", path, je.text, je.line,
+                     je.column);
+        return EPAR_EPROTOCOL;
+    }
+    int st = EPAR_OK;
+    if (!json_is_object(p->root)) { st = perr(p, "$", "expected a JSON object"); goto fail; }
+    if ((st = check_keys(p, p->root, "$", top_keys, NULL))) goto fail;
+    json_t *ver = json_object_get(p->root, "version");
+    if (!ver) { st = perr(p, "$.version", "missing (expected 1)"); goto fail; }
+    if (!json_is_integer(ver) || json_integer_value(ver) != EPAR_PROTOCOL_VERSION) {
+        st = perr(p, "$.version", "unsupported version (this epar reads version 1)");
+        epar_err_hint("convert the file to version 1 or use the paper_protocol.json shipped with epar");
+        goto fail;
+    }
+    json_t *presets = json_object_get(p->root, "presets");
+    if (!json_is_object(presets) || json_object_size(presets) == 0) {
+        st = perr(p, "$.presets", "missing or not a non-empty object");
+        goto fail;
+    }
+    const char *name;
+    json_t *pv;
+    json_object_foreach(presets, name, pv) {
+        char jp[512];
+        snprintf(jp, sizeof jp, "$.presets.%s", name);
+        if (!json_is_object(pv)) { st = perr(p, jp, "expected an object"); goto fail; }
+        if ((st = check_keys(p, pv, jp, preset_keys, NULL))) goto fail;
+        struct epar_params tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if ((st = read_model_keys(p, pv, jp, &tmp))) goto fail;
+        json_t *hd = json_object_get(pv, "head_dim");
+        int dummy;
+        if (hd && (st = read_int(p, hd, strcat(jp, ".head_dim"), &dummy, 1, 65536))) goto fail;
+    }
+    json_t *dp = json_object_get(p->root, "default_preset");
+    if (!json_is_string(dp) || !json_object_get(presets, json_string_value(dp))) {
+        st = perr(p, "$.default_preset", "missing or not the name of a preset");
+        goto fail;
+    }
+    json_t *exps = json_object_get(p->root, "experiments");
+    if (!json_is_object(exps)) { st = perr(p, "$.experiments", "missing or not an object"); goto fail; }
+    json_object_foreach(exps, name, pv) {
+        char jp[512];
+        snprintf(jp, sizeof jp, "$.experiments.%s", name);
+        if (!json_is_object(pv)) { st = perr(p, jp, "expected an object"); goto fail; }
+    }
+    json_t *seeds = json_object_get(p->root, "seeds");
+    if (seeds) {
+        struct epar_params tmp;
+        if ((st = read_seeds(p, seeds, "$.seeds", &tmp))) goto fail;
+    }
+    json_t *claims = json_object_get(p->root, "claims");
+    if (claims && !json_is_array(claims)) { st = perr(p, "$.claims", "expected an array"); goto fail; }
+    return EPAR_OK;
+fail:
+    json_decref(p->root);
+    p->root = NULL;
+    return st;
+}
+
+void epar_protocol_free(struct epar_protocol *p)
+{
+    if (p->root) json_decref(p->root);
+    p->root = NULL;
+}
+
+json_t *epar_protocol_section(const struct epar_protocol *p, const char *experiment)
+{
+    return json_object_get(json_object_get(p->root, "experiments"), experiment);
+}
+
+int epar_protocol_check_keys(const struct epar_protocol *p, const char *experiment, const char *const *allowed)
+{
+    json_t *s = epar_protocol_section(p, experiment);
+    if (!s) return EPAR_OK;
+    char jp[256];
+    snprintf(jp, sizeof jp, "$.experiments.%s", experiment);
+    return check_keys(p, s, jp, common_keys, allowed);
+}
+
+#define SECTION_VALUE(key)                                                  \
+    json_t *s = epar_protocol_section(p, experiment);                       \
+    json_t *v = s ? json_object_get(s, key) : NULL;                         \
+    if (!v) return EPAR_OK;                                                 \
+    char jp[512];                                                           \
+    snprintf(jp, sizeof jp, "$.experiments.%s.%s", experiment, key)
+
+int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
+                          int lo, int hi)
+{
+    SECTION_VALUE(key);
+    return read_int(p, v, jp, out, lo, hi);
+}
+
+int epar_protocol_get_double(const struct epar_protocol *p, const char *experiment, const char *key,
+                             double *out, double lo, int lo_inclusive)
+{
+    SECTION_VALUE(key);
+    return read_double(p, v, jp, out, lo, lo_inclusive);
+}
+
+int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
+                            double *out, int max, int *n)
+{
+    SECTION_VALUE(key);
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > (size_t)max) {
+        char w[96];
+        snprintf(w, sizeof w, "expected a non-empty array of at most %d numbers", max);
+        return perr(p, jp, w);
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char ep[560];
+        snprintf(ep, sizeof ep, "%s[%zu]", jp, i);
+        if (!json_is_number(e) || !isfinite(json_number_value(e))) return perr(p, ep, "expected a finite number");
+        out[i] = json_number_value(e);
+    }
+    *n = (int)json_array_size(v);
+    return EPAR_OK;
+}
+
+int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
+                             const char **out)
+{
+    SECTION_VALUE(key);
+    if (!json_is_string(v)) return perr(p, jp, "expected a string");
+    *out = json_string_value(v);
+    return EPAR_OK;
+}
+
+int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max)
+{
+    int n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(p->root, "presets"), k, v) {
+        (void)v;
+        if (n < max) names[n] = k;
+        n++;
+    }
+    return n;
+}
+
+int epar_protocol_params(const struct epar_protocol *p, const char *experiment, const char *preset,
+                         struct epar_params *out)
+{
+    memset(out, 0, sizeof *out);
+    /* built-in fallbacks: the reference code's values; the file normally sets all of them */
+    out->form = EPAR_FORM_ENHANCED;
+    out->alpha = 1.0; out->beta = 2.0; out->gamma = 1.5; out->temperature = 1.0;
+    out->heads = 1; out->length = 64; out->hidden = 128; out->batch = 2; out->runs = 1;
+    out->n_seeds = 1; out->seeds[0] = 42;
+    int st;
+    json_t *top_seeds = json_object_get(p->root, "seeds");
+    if (top_seeds && (st = read_seeds(p, top_seeds, "$.seeds", out))) return st;
+
+    char jp[256];
+    snprintf(jp, sizeof jp, "$.experiments.%s", experiment);
+    json_t *sec = epar_protocol_section(p, experiment);
+    if (sec) {
+        if ((st = epar_protocol_get_int(p, experiment, "length", &out->length, 1, 1 << 30))) return st;
+        if ((st = epar_protocol_get_int(p, experiment, "hidden", &out->hidden, 1, 1 << 20))) return st;
+        if ((st = epar_protocol_get_int(p, experiment, "batch", &out->batch, 1, 1 << 20))) return st;
+        if ((st = epar_protocol_get_int(p, experiment, "runs", &out->runs, 1, 1 << 24))) return st;
+        if (!preset && (st = epar_protocol_get_string(p, experiment, "preset", &preset))) return st;
+    }
+    if (!preset) preset = json_string_value(json_object_get(p->root, "default_preset"));
+    json_t *presets = json_object_get(p->root, "presets");
+    json_t *pv = json_object_get(presets, preset);
+    if (!pv) {
+        epar_err_set(EPAR_EINVAL, "unknown preset '%s'", preset);
+        char list[512] = "";
+        const char *k;
+        json_t *v;
+        json_object_foreach(presets, k, v) {
+            (void)v;
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", k);
+        }
+        epar_err_hint("presets in '%s': %s", p->path, list);
+        return EPAR_EINVAL;
+    }
+    snprintf(out->preset, sizeof out->preset, "%s", preset);
+    char pjp[256];
+    snprintf(pjp, sizeof pjp, "$.presets.%s", preset);
+    if ((st = read_model_keys(p, pv, pjp, out))) return st;
+    json_t *hd = json_object_get(pv, "head_dim");
+    if (hd) out->hidden = out->heads * (int)json_integer_value(hd);
+    /* the section may pin model keys too (after the preset: it is the more specific) */
+    if (sec && (st = read_model_keys(p, sec, jp, out))) return st;
+    return EPAR_OK;
+}
+
+int epar_params_validate(const struct epar_params *prm)
+{
+    struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
+    int st = epar_posfx_validate(&fx);
+    if (st) return st;
+    if (!isfinite(prm->temperature) || prm->temperature <= 0)
+        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0, got '%g'", prm->temperature);
+    if (prm->length < 1) return epar_err_set(EPAR_EINVAL, "length must be >= 1, got '%d'", prm->length);
+    if (prm->hidden < 1) return epar_err_set(EPAR_EINVAL, "hidden must be >= 1, got '%d'", prm->hidden);
+    if (prm->batch < 1) return epar_err_set(EPAR_EINVAL, "batch must be >= 1, got '%d'", prm->batch);
+    if (prm->runs < 1) return epar_err_set(EPAR_EINVAL, "runs must be >= 1, got '%d'", prm->runs);
+    if (prm->heads < 1) return epar_err_set(EPAR_EINVAL, "heads must be >= 1, got '%d'", prm->heads);
+    if (prm->hidden % prm->heads) {
+        epar_err_set(EPAR_EINVAL, "heads must divide hidden, got heads '%d' and hidden '%d'", prm->heads,
+                     prm->hidden);
+        epar_err_hint("choose --heads among the divisors of --hidden");
+        return EPAR_EINVAL;
+    }
+    if (prm->n_seeds < 1) return epar_err_set(EPAR_EINVAL, "at least one seed is needed");
+    return EPAR_OK;
+}
+
+json_t *epar_params_json(const struct epar_params *prm)
+{
+    json_t *seeds = json_array();
+    for (int i = 0; i < prm->n_seeds; i++) json_array_append_new(seeds, json_integer((json_int_t)prm->seeds[i]));
+    return json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i, s:i, s:i, s:o}",
+                     "preset", prm->preset, "form", epar_posfx_form_name(prm->form), "alpha", prm->alpha,
+                     "beta", prm->beta, "gamma", prm->gamma, "temperature", prm->temperature,
+                     "score_scale", prm->score_scale_head ? "head" : "hidden", "length", prm->length,
+                     "hidden", prm->hidden, "heads", prm->heads, "batch", prm->batch, "runs", prm->runs,
+                     "seeds", seeds);
+}

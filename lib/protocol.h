@@ -1,0 +1,70 @@
+/* protocol: load and validate paper_protocol.json (jansson) and resolve run parameters.
+ *
+ * Resolution order for one experiment (later wins):
+ *   top-level "seeds"  <  experiments.<name> sizes  <  presets.<preset> model parameters
+ *   (and preset "seeds", and hidden = heads*head_dim when the preset gives head_dim)
+ *   <  experiments.<name> "seeds"  <  command-line options (applied by cmd/).
+ * Every validation error names the JSON path ($.presets.paper.alpha) and what was expected, and
+ * returns EPAR_EPROTOCOL (exit 3). Unknown keys are errors (typos must not pass silently), except keys
+ * starting with "_" or named "description"/"comment". */
+#ifndef EPAR_PROTOCOL_H
+#define EPAR_PROTOCOL_H
+
+#include <jansson.h>
+#include "posfx.h"
+
+#define EPAR_PROTOCOL_VERSION 1
+#define EPAR_MAX_SEEDS 64
+#define EPAR_MAX_LIST 256
+
+struct epar_protocol {
+    json_t *root;
+    char path[4096];
+};
+
+/* Run parameters shared by the experiments. */
+struct epar_params {
+    char preset[64];
+    enum epar_form form;
+    double alpha, beta, gamma, temperature;
+    int score_scale_head;   /* 0: scores / sqrt(hidden) (reference code); 1: / sqrt(hidden/heads) */
+    int length, hidden, heads, batch, runs;
+    int n_seeds;
+    unsigned long seeds[EPAR_MAX_SEEDS];
+};
+
+int epar_protocol_load(const char *path, struct epar_protocol *p);
+void epar_protocol_free(struct epar_protocol *p);
+
+/* The experiment section object (NULL if absent). */
+json_t *epar_protocol_section(const struct epar_protocol *p, const char *experiment);
+/* Reject keys of experiments.<experiment> not in allowed (NULL-terminated) or the common keys
+ * (preset, length, hidden, heads, batch, runs, seeds, alpha, beta, gamma, form). */
+int epar_protocol_check_keys(const struct epar_protocol *p, const char *experiment, const char *const *allowed);
+
+/* Typed getters on experiments.<experiment>.<key>: absent -> *out unchanged and EPAR_OK. */
+int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
+                          int lo, int hi);
+int epar_protocol_get_double(const struct epar_protocol *p, const char *experiment, const char *key,
+                             double *out, double lo, int lo_inclusive);
+int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
+                            double *out, int max, int *n);
+int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
+                             const char **out);
+
+/* Names of the presets, in file order; returns count. */
+int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max);
+
+/* Resolve the parameters of `experiment` with preset `preset` (NULL: the section's "preset", else the
+ * file's "default_preset"). Unknown preset -> EPAR_EINVAL naming it (usage error, it comes from the CLI
+ * or the section) with the known presets as a hint. */
+int epar_protocol_params(const struct epar_protocol *p, const char *experiment, const char *preset,
+                         struct epar_params *out);
+
+/* Check the resolved parameters (exit-2 class errors). */
+int epar_params_validate(const struct epar_params *prm);
+
+/* The params as a JSON object (for run.json). */
+json_t *epar_params_json(const struct epar_params *prm);
+
+#endif

@@ -1,0 +1,26 @@
+# epar shared gnuplot style. Every figure script loads this file first, then may change the size with
+#   set terminal @epar_term size W,H
+epar_term = "pngcairo enhanced font 'DejaVu Sans,10' linewidth 1.5"
+set terminal @epar_term size 900,650
+set datafile separator comma
+set datafile missing 'nan'
+set encoding utf8
+set grid back lc rgb '#dddddd'
+set border 3 lc rgb '#444444'
+set tics nomirror out
+set key top right opaque box lc rgb '#bbbbbb'
+set style fill solid 0.8 noborder
+# perceptually ordered palette (viridis-like), for heatmaps
+set palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')
+set colorbox
+# line colours
+set linetype 1 lc rgb '#1f77b4' pt 7 ps 0.6
+set linetype 2 lc rgb '#d62728' pt 5 ps 0.6
+set linetype 3 lc rgb '#2ca02c' pt 9 ps 0.6
+set linetype 4 lc rgb '#ff7f0e' pt 11 ps 0.6
+set linetype 5 lc rgb '#9467bd' pt 13 ps 0.6
+set linetype 6 lc rgb '#8c564b' pt 15 ps 0.6
+set linetype 7 lc rgb '#e377c2' pt 7 ps 0.6
+set linetype 8 lc rgb '#7f7f7f' pt 5 ps 0.6
+# a heatmap of a long-form CSV with columns (row, column, value): call @epar_heatmap before plot
+epar_heatmap = "unset key; set view map; set size ratio -1; set yrange [*:*] reverse; set tics out; unset grid"
