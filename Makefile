@@ -37,6 +37,7 @@ EPAR_BIN = epar
 endif
 LIBEPAR  = $(BUILD)/libepar.a
 
+.SECONDARY:
 .PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz install clean
 all: $(EPAR_BIN) libepar.a
 

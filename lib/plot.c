@@ -83,7 +83,8 @@ static int style_ref(const struct epar_out *o, char *out, size_t n)
     snprintf(fd, sizeof fd, "%s/%s", root, o->section);
     char rel[2 * PATH_MAX];
     relpath(fd, sd, rel, sizeof rel);
-    snprintf(out, n, "%s/epar.gp", rel);
+    if (snprintf(out, n, "%s/epar.gp", rel) >= (int)n)
+        return epar_err_set(EPAR_EIO, "path of the gnuplot style too long '%s'", rel);
     return EPAR_OK;
 }
 
