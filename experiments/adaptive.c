@@ -464,7 +464,7 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         res->content_types = epar_csv_new("content_type,count,fraction");
         double nt = (double)J * B, nc = (double)J * BL;
         for (int k = 0; res->task_types && k < T; k++)
-            if (epar_csv_append(res->task_types, "ididd", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt)) break;
+            if (epar_csv_append(res->task_types, "iddid", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt)) break;
         for (int k = 0; res->content_types && k < C; k++)
             if (epar_csv_append(res->content_types, "idd", k, (double)ct[k], ct[k] / nc)) break;
         free(given); free(pred); free(ct);
@@ -746,7 +746,7 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                     }
                 }
                 int L = cfg->when_lengths[k];
-                if (epar_csv_append(res->when, "issddddddddddddddddii", L, cond_name[c],
+                if (epar_csv_append(res->when, "issdddddddddddddddii", L, cond_name[c],
                                     epar_posfx_form_name(when_forms[f]), m[0], sd[0], m[0] / log((double)L), m[1],
                                     sd[1], m[2], sd[2], m[3], sd[3], dm[0], dsd[0], dm[2], dsd[2], dm[3], dsd[3], S,
                                     cfg->when_window)) {
@@ -894,14 +894,14 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
         return st;
     if ((st = epar_plot_scriptf(o, "task_weights", "Task weights",
                                 "set title 'Task weights: sigmoid outputs of the untrained generator (%d seeds x %d runs x %d items x %d dims)'\n"
-                                "set xlabel 'task weight'\nset ylabel 'count'\n%s"
+                                "set xlabel 'task weight'\nset ylabel 'count'\nunset key\n%s"
                                 "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle\n",
                                 prm->n_seeds, prm->runs, prm->batch, prm->hidden, h_tw)))
         return st;
     if ((st = epar_plot_scriptf(o, "content_importance", "Content importance",
                                 "set terminal @epar_term size 1300,550\n"
                                 "set multiplot layout 1,2 title 'Content importance (untrained estimator, dropout off)'\n"
-                                "set xlabel 'importance c_i'\nset ylabel 'count'\n%s"
+                                "set xlabel 'importance c_i'\nset ylabel 'count'\nunset key\n%s"
                                 "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
                                 "set xlabel 'position i'\nset ylabel 'c_i'\nset title '%s'\n"
                                 "plot 'content_importance.csv' skip 1 using ($1==%lu && $2==0 && $3==0 ? $4 : NaN):5 "
@@ -932,7 +932,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
     if ((st = epar_plot_scriptf(o, "content_types", "Content types",
                                 "set title 'Content types: argmax of the untrained classifier per position'\n"
                                 "set xlabel 'content type'\nset ylabel 'positions'\nset boxwidth 0.6\n"
-                                "set xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                "set xrange [-0.6:%d-0.4]\nset yrange [0:*]\nunset key\n"
                                 "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle\n",
                                 cfg->content_types)))
         return st;
@@ -965,15 +965,15 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
                                 "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
                                 "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
-                                "set key top right font ',8'\n"
+                                "set key outside bottom center horizontal maxrows 3 font ',8' width -2\n"
                                 "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
                                 "using 1:(sel(c, f, $6)) with linespoints lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
                                 "unset key\n"
-                                "set title 'local mass {/Symbol S}_{|i-j|<=%d} A_{ij}'\nset ylabel 'local mass'\nset logscale y\n"
+                                "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
+                                "set ylabel 'local mass / ((2w+1)/L)'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $9)) with linespoints lt fc(f) dt dc(c)\n"
-                                "unset logscale y\n"
+                                "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))) with linespoints lt fc(f) dt dc(c)\n"
                                 "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
                                 "using 1:(sel(c, f, $7/$1)) with linespoints lt fc(f) dt dc(c)\n"
