@@ -959,13 +959,13 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
     if ((st = grid_heatmap(o, cfg, "grid_content_importance", title, 11, "content importance mean", "%.4f"))) return st;
     if ((st = epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
                                 "set terminal @epar_term size 1400,950\n"
-                                "set multiplot layout 2,2 title 'When to use EPAR: plain EPAR layer vs none on identical weights and data "
-                                "(mean of %d seeds; colour = form, dash = input)'\n"
+                                "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
+                                "layer vs none on identical weights and data (mean of %d seeds; colour = form, dash = input)'\n"
                                 "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
                                 "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
                                 "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
                                 "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
-                                "set key outside bottom center horizontal maxrows 3 font ',8' width -2\n"
+                                "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
                                 "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
                                 "using 1:(sel(c, f, $6)) with linespoints lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
