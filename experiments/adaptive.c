@@ -102,11 +102,6 @@ int epar_exp_adaptive_validate(const struct epar_adaptive_cfg *c)
     if (!(c->dropout >= 0 && c->dropout < 1)) return epar_err_set(EPAR_EINVAL, "dropout must be in [0, 1), got '%g'", c->dropout);
     if (c->grid_length < 1) return epar_err_set(EPAR_EINVAL, "grid length must be >= 1, got '%d'", c->grid_length);
     if (c->grid_hidden < 4) return epar_err_set(EPAR_EINVAL, "grid hidden must be >= 4, got '%d'", c->grid_hidden);
-    if (c->grid_hidden % c->prm.heads) {
-        epar_err_set(EPAR_EINVAL, "heads must divide the grid hidden width, got heads '%d' and grid hidden '%d'",
-                     c->prm.heads, c->grid_hidden);
-        return EPAR_EINVAL;
-    }
     if (c->grid_batch < 1) return epar_err_set(EPAR_EINVAL, "grid batch must be >= 1, got '%d'", c->grid_batch);
     for (int i = 0; i < c->n_grid_alpha; i++)
         if (!(c->grid_alpha[i] > 0) || !isfinite(c->grid_alpha[i]))
@@ -517,6 +512,7 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     g.length = cfg->grid_length;
     g.hidden = cfg->grid_hidden;
     g.batch = cfg->grid_batch;
+    g.heads = 1;    /* the reference's grid: one head over the full width, whatever the preset */
     int L = g.length, D = g.hidden, B = g.batch, R = cfg->grid_runs, S = g.n_seeds;
     int NA = cfg->n_grid_alpha, NB = cfg->n_grid_beta, NC = NA * NB, J = S * R;
     size_t LL = (size_t)L * L;
@@ -839,7 +835,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                 "is assumed (not given by the reference description)",
         "grid", "alpha", ga, "beta", gb, "length", cfg->grid_length, "hidden", cfg->grid_hidden, "batch",
         cfg->grid_batch, "runs", cfg->grid_runs, "dropout_active", cfg->dropout_in_grid && cfg->dropout > 0,
-        "design", "one draw of weights and data per seed and run, shared by every cell (paired)",
+        "design", "one draw of weights and data per seed and run, shared by every cell (paired); one head",
         "when_to_use", "lengths", wl, "hidden", cfg->when_hidden, "batch", cfg->when_batch, "local_window",
         cfg->when_window, "noise_sd", cfg->when_noise_sd, "content_corr", cfg->when_content_corr,
         "model", "plain EPAR layer (x = X + E, single head, scores / sqrt(hidden)); forms none/basic/enhanced on "

@@ -97,8 +97,9 @@ int main(void)
     check_int(m.type2.in * 10 + m.type2.out, 8 * 10 + 5, "content types: Linear(D/2,5)");
     check_int(m.fuse1.in * 100 + m.fuse1.out, 3 * 100 + 16, "fusion: Linear(3,D)");
     check_int(m.fuse2.in * 100 + m.fuse2.out, 16 * 100 + 1, "fusion: Linear(D,1)");
-    check_true(epar_model_adaptive_alloc(&m, 16, 10, 64, 5, 1.0) == 2, "dropout 1 refused");
-    epar_model_adaptive_alloc(&m, 16, 10, 64, 5, 0.1);
+    struct epar_model_adaptive refused;
+    check_true(epar_model_adaptive_alloc(&refused, 16, 10, 64, 5, 1.0) == 2, "dropout 1 refused");
+    check_true(epar_model_adaptive_alloc(&refused, 3, 10, 64, 5, 0.1) == 2, "hidden 3 refused (D/4 = 0)");
     epar_model_adaptive_init(&m, r);
     range(m.task_g1.W, 16 * 64, &lo, &hi);
     check_true(lo >= -0.125 && hi <= 0.125, "task generator 1 W in +-1/sqrt(64)");
