@@ -878,7 +878,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
                                 "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle\n"
                                 "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
-                                "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\n"
+                                "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
                                 "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
                                 "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle\n"
                                 "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
@@ -920,7 +920,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
         return st;
     if ((st = epar_plot_scriptf(o, "task_types", "Task types",
                                 "set title 'Task ids: given (uniform 0..%d) and argmax of the untrained classifier'\n"
-                                "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\n"
+                                "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
                                 "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
                                 "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'classifier'\n",
                                 cfg->tasks - 1, cfg->tasks)))
