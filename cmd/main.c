@@ -22,7 +22,7 @@ const struct cmd_entry epar_commands[] = {
      "information importance, pos*, consistency and ranking per importance type"},
     {"sensitivity", NULL, CMD_EXPERIMENT, "appendix", "output/parameter/",
      "alpha, beta and gamma sweeps with a measured baseline and retention"},
-    {"adaptive", NULL, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
+    {"adaptive", cmd_adaptive, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
      "task- and content-aware attention; when and why EPAR helps"},
     {"compare", NULL, CMD_EXPERIMENT, "all seeds", "output/compare/",
      "every attention/position mechanism of the sources, side by side"},

@@ -1,0 +1,983 @@
+/* Experiment 4: task- and content-aware attention (random-initialised modules, nothing trained), its
+ * alpha x beta grid, and the "when and why" sweep of §5.4 turned into measurements.
+ *
+ * Streams (lib/rng): for job (seed, run) the attention layer and then the adaptive modules are drawn from
+ * (seed, run, WEIGHTS) in one sequence; X from (seed, run, DATA); task ids and then dropout masks from
+ * (seed, run, EXTRA). Every job owns its streams and result slot, so the output does not depend on the
+ * number of threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_cblas.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_statistics_double.h>
+#include <omp.h>
+#include "lib/err.h"
+#include "lib/importance.h"
+#include "lib/metrics.h"
+#include "lib/model.h"
+#include "lib/rng.h"
+#include "common.h"
+#include "adaptive.h"
+
+const char *const epar_adaptive_keys[] = {
+    "tasks", "task_embedding", "content_types", "dropout", "grid_alpha", "grid_beta", "grid_length", "grid_hidden",
+    "grid_batch", "grid_runs", "dropout_in_grid", "when_lengths", "when_hidden", "when_batch", "when_local_window",
+    "when_noise_sd", "when_content_corr", NULL};
+
+enum { COND_CLEAN, COND_SHUFFLED, COND_NOISY, N_COND };
+static const char *const cond_name[N_COND] = {"clean", "shuffled", "noisy"};
+static const enum epar_form when_forms[3] = {EPAR_FORM_NONE, EPAR_FORM_BASIC, EPAR_FORM_ENHANCED};
+
+/* ---- configuration ---- */
+
+int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive_cfg *cfg)
+{
+    static const double ga[] = {0.5, 1, 1.5, 2, 2.5}, gb[] = {1, 1.5, 2, 2.5, 3};
+    static const int wl[] = {32, 64, 128, 256, 512, 1024, 2048};
+    cfg->tasks = 10;
+    cfg->task_dim = 64;
+    cfg->content_types = 5;
+    cfg->dropout = 0.1;
+    cfg->grid_length = 32;
+    cfg->grid_hidden = 64;
+    cfg->grid_batch = 2;
+    cfg->grid_runs = 1;
+    cfg->dropout_in_grid = 0;
+    cfg->n_grid_alpha = 5;
+    cfg->n_grid_beta = 5;
+    memcpy(cfg->grid_alpha, ga, sizeof ga);
+    memcpy(cfg->grid_beta, gb, sizeof gb);
+    cfg->n_when = 7;
+    memcpy(cfg->when_lengths, wl, sizeof wl);
+    cfg->when_hidden = 64;
+    cfg->when_batch = 1;
+    cfg->when_window = 1;
+    cfg->when_noise_sd = 1.0;
+    cfg->when_content_corr = 0.9;
+    const char *E = "adaptive";
+    int st = epar_protocol_check_keys(p, E, epar_adaptive_keys);
+    if (!st) st = epar_protocol_get_int(p, E, "tasks", &cfg->tasks, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "task_embedding", &cfg->task_dim, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "content_types", &cfg->content_types, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_double(p, E, "dropout", &cfg->dropout, 0, 1);
+    if (!st) st = epar_protocol_get_dlist(p, E, "grid_alpha", cfg->grid_alpha, EPAR_MAX_LIST, &cfg->n_grid_alpha);
+    if (!st) st = epar_protocol_get_dlist(p, E, "grid_beta", cfg->grid_beta, EPAR_MAX_LIST, &cfg->n_grid_beta);
+    if (!st) st = epar_protocol_get_int(p, E, "grid_length", &cfg->grid_length, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "grid_hidden", &cfg->grid_hidden, 4, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "grid_batch", &cfg->grid_batch, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "grid_runs", &cfg->grid_runs, 1, 1 << 20);
+    if (!st) {
+        json_t *s = epar_protocol_section(p, E), *v = s ? json_object_get(s, "dropout_in_grid") : NULL;
+        if (v && !json_is_boolean(v)) {
+            epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.adaptive.dropout_in_grid: expected true or false",
+                         p->path);
+            st = EPAR_EPROTOCOL;
+        } else if (v) cfg->dropout_in_grid = json_is_true(v);
+    }
+    if (!st) {
+        double l[EPAR_MAX_LIST];
+        int n = 0;
+        st = epar_protocol_get_dlist(p, E, "when_lengths", l, EPAR_MAX_LIST, &n);
+        for (int i = 0; !st && i < n; i++) {
+            if (l[i] != floor(l[i]) || l[i] < 2 || l[i] > 1 << 20) {
+                epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.adaptive.when_lengths[%d]: expected an integer >= 2",
+                             p->path, i);
+                st = EPAR_EPROTOCOL;
+            } else cfg->when_lengths[i] = (int)l[i];
+        }
+        if (!st && n) cfg->n_when = n;
+    }
+    if (!st) st = epar_protocol_get_int(p, E, "when_hidden", &cfg->when_hidden, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "when_batch", &cfg->when_batch, 1, 1 << 20);
+    if (!st) st = epar_protocol_get_int(p, E, "when_local_window", &cfg->when_window, 0, 1 << 20);
+    if (!st) st = epar_protocol_get_double(p, E, "when_noise_sd", &cfg->when_noise_sd, 0, 1);
+    if (!st) st = epar_protocol_get_double(p, E, "when_content_corr", &cfg->when_content_corr, 0, 1);
+    return st;
+}
+
+int epar_exp_adaptive_validate(const struct epar_adaptive_cfg *c)
+{
+    if (c->prm.hidden < 4) return epar_err_set(EPAR_EINVAL, "hidden must be >= 4 for the adaptive modules, got '%d'", c->prm.hidden);
+    if (!(c->dropout >= 0 && c->dropout < 1)) return epar_err_set(EPAR_EINVAL, "dropout must be in [0, 1), got '%g'", c->dropout);
+    if (c->grid_length < 1) return epar_err_set(EPAR_EINVAL, "grid length must be >= 1, got '%d'", c->grid_length);
+    if (c->grid_hidden < 4) return epar_err_set(EPAR_EINVAL, "grid hidden must be >= 4, got '%d'", c->grid_hidden);
+    if (c->grid_batch < 1) return epar_err_set(EPAR_EINVAL, "grid batch must be >= 1, got '%d'", c->grid_batch);
+    for (int i = 0; i < c->n_grid_alpha; i++)
+        if (!(c->grid_alpha[i] > 0) || !isfinite(c->grid_alpha[i]))
+            return epar_err_set(EPAR_EINVAL, "grid alpha values must be finite numbers > 0, got '%g'", c->grid_alpha[i]);
+    for (int i = 0; i < c->n_grid_beta; i++)
+        if (!(c->grid_beta[i] >= 0) || !isfinite(c->grid_beta[i]))
+            return epar_err_set(EPAR_EINVAL, "grid beta values must be finite numbers >= 0, got '%g'", c->grid_beta[i]);
+    for (int i = 0; i < c->n_when; i++)
+        if (c->when_lengths[i] < 2)
+            return epar_err_set(EPAR_EINVAL, "when-to-use lengths must be integers >= 2, got '%d'", c->when_lengths[i]);
+    if (c->when_hidden < 1) return epar_err_set(EPAR_EINVAL, "when-to-use hidden must be >= 1, got '%d'", c->when_hidden);
+    if (c->when_batch < 1) return epar_err_set(EPAR_EINVAL, "when-to-use batch must be >= 1, got '%d'", c->when_batch);
+    if (c->when_window < 0) return epar_err_set(EPAR_EINVAL, "local window must be >= 0, got '%d'", c->when_window);
+    if (!(c->when_noise_sd >= 0) || !isfinite(c->when_noise_sd))
+        return epar_err_set(EPAR_EINVAL, "noise sd must be a finite number >= 0, got '%g'", c->when_noise_sd);
+    if (!(c->when_content_corr >= 0 && c->when_content_corr < 1))
+        return epar_err_set(EPAR_EINVAL, "content correlation must be in [0, 1), got '%g'", c->when_content_corr);
+    /* memory: the largest per-thread matrices */
+    double big = 0;
+    for (int i = 0; i < c->n_when; i++) {
+        double m = (double)c->when_lengths[i] * c->when_lengths[i] * 8.0 +
+                   3.0 * c->when_batch * c->when_lengths[i] * c->when_hidden * 8.0;
+        if (m > big) big = m;
+    }
+    double main_mem = (double)c->prm.length * c->prm.length * 8.0 * 4 +
+                      (double)c->prm.batch * c->prm.length * (c->prm.hidden + 8) * 8.0;
+    double threads = omp_get_max_threads();
+    if (big * threads > 8e9 || main_mem * threads > 8e9) {
+        epar_err_set(EPAR_ENOMEM, "size does not fit: adaptive needs %.1f GB with %d threads",
+                     (big > main_mem ? big : main_mem) * threads / 1e9, (int)threads);
+        epar_err_hint("reduce --length, --batch or --when-lengths, or use fewer --jobs");
+        return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
+}
+
+/* ---- one-pass row metrics (when-to-use) ---- */
+
+void epar_exp_adaptive_row_metrics(const double *S, int L, const struct epar_posfx *fx, double inv_temp, int window,
+                                   const double *I, double *work, struct epar_adaptive_rowstats *out)
+{
+    double *m = work, *z = work + L, *V = work + 2 * (size_t)L;
+    for (int d = 0; d < L; d++) m[d] = (fx->form == EPAR_FORM_NONE ? 1.0 : epar_posfx_value(fx, d, L)) * inv_temp;
+    double H = 0, Dist = 0, W = 0;
+    for (int i = 0; i < L; i++) {
+        const double *s = S + (size_t)i * L;
+        double M = -INFINITY;
+        for (int j = 0; j < L; j++) {
+            double v = s[j] * m[j > i ? j - i : i - j];
+            z[j] = v;
+            if (v > M) M = v;
+        }
+        double Z = 0, ez = 0, dist = 0, loc = 0, val = 0;
+        for (int j = 0; j < L; j++) {
+            int d = j > i ? j - i : i - j;
+            double u = z[j] - M, p = exp(u);
+            Z += p;
+            ez += p * u;
+            dist += p * d;
+            if (d <= window) loc += p;
+            val += p * I[j];
+        }
+        H += log(Z) - ez / Z;   /* -sum p ln p with p = e^u / Z */
+        Dist += dist / Z;
+        W += loc / Z;
+        V[i] = val / Z;
+    }
+    out->entropy = H / L;
+    out->distance = Dist / L;
+    out->local = W / L;
+    /* rows sum to 1, so the reference's "actual" position argmax_i (mean_j A_ij) I_i is argmax I */
+    size_t t = epar_metric_argmax(V, (size_t)L), a = epar_metric_argmax(I, (size_t)L);
+    double sim = 1.0 - fabs(V[t] - V[a]) / (V[t] + 1e-8), prox = 1.0 - fabs((double)t - (double)a) / L;
+    out->consistency = 0.5 * (sim + prox);
+}
+
+/* ---- the adaptive forward pass ---- */
+
+/* Per-thread state for one size (L, D, B). A zeroed struct is safe to free. */
+struct adp {
+    struct epar_exp_model em;       /* layer (E, Wq, Wk ...), cfg, P, ws.x/Q/K */
+    struct epar_model_adaptive am;
+    double *X;      /* (B,L,D) */
+    double *tw;     /* (B,D) */
+    double *c;      /* (L) */
+    double *probs;  /* (L,C) */
+    double *f;      /* (L) */
+    double *S;      /* (L,L) scores of one head */
+    double *A;      /* (L,L) head-averaged attention */
+    double *tp;     /* (T) */
+    double *mws;    /* model workspace */
+};
+
+static void adp_free(struct adp *a)
+{
+    epar_exp_model_free(&a->em);
+    epar_model_adaptive_free(&a->am);
+    free(a->X); free(a->tw); free(a->c); free(a->probs); free(a->f); free(a->S); free(a->A); free(a->tp);
+    free(a->mws);
+    memset(a, 0, sizeof *a);
+}
+
+static int adp_alloc(struct adp *a, const struct epar_adaptive_cfg *cfg, const struct epar_params *prm)
+{
+    memset(a, 0, sizeof *a);
+    int L = prm->length, D = prm->hidden, B = prm->batch;
+    int st = epar_exp_model_alloc(&a->em, prm);
+    if (st) {
+        memset(a, 0, sizeof *a);
+        return st;
+    }
+    if ((st = epar_model_adaptive_alloc(&a->am, D, cfg->tasks, cfg->task_dim, cfg->content_types, cfg->dropout))) {
+        adp_free(a);
+        return st;
+    }
+    size_t LL = (size_t)L * L;
+    a->X = malloc((size_t)B * L * D * sizeof *a->X);
+    a->tw = malloc((size_t)B * D * sizeof *a->tw);
+    a->c = malloc((size_t)L * sizeof *a->c);
+    a->probs = malloc((size_t)L * cfg->content_types * sizeof *a->probs);
+    a->f = malloc((size_t)L * sizeof *a->f);
+    a->S = malloc(LL * sizeof *a->S);
+    a->A = malloc(LL * sizeof *a->A);
+    a->tp = malloc((size_t)cfg->tasks * sizeof *a->tp);
+    a->mws = malloc(epar_model_adaptive_ws_size(&a->am, L > B ? L : B) * sizeof *a->mws);
+    if (!a->X || !a->tw || !a->c || !a->probs || !a->f || !a->S || !a->A || !a->tp || !a->mws) {
+        adp_free(a);
+        return epar_err_set(EPAR_ENOMEM, "out of memory for the adaptive model (length %d, hidden %d)", L, D);
+    }
+    return EPAR_OK;
+}
+
+/* Weights, data, task ids for (seed, run); ids (B). Returns the EXTRA stream (for dropout) or NULL. */
+static gsl_rng *adp_draw(struct adp *a, const struct epar_params *prm, int tasks, unsigned long seed,
+                         unsigned long run, int *ids)
+{
+    gsl_rng *r = epar_rng_alloc(seed, run, EPAR_RNG_WEIGHTS);
+    if (!r) return NULL;
+    epar_attn_layer_init(&a->em.layer, r);
+    epar_model_adaptive_init(&a->am, r);
+    epar_rng_free(r);
+    if (epar_exp_data(prm, seed, run, a->X)) return NULL;
+    gsl_rng *x = epar_rng_alloc(seed, run, EPAR_RNG_EXTRA);
+    if (!x) return NULL;
+    for (int b = 0; b < prm->batch; b++) ids[b] = (int)gsl_rng_uniform_int(x, (unsigned long)tasks);
+    epar_model_task_weights(&a->am, ids, prm->batch, a->tw, a->mws);
+    return x;
+}
+
+/* x = X_b + E, then Q, K into em.ws. */
+static void adp_project(struct adp *a, int b)
+{
+    int L = a->em.cfg.L, D = a->em.cfg.D;
+    size_t LD = (size_t)L * D;
+    const double *Xb = a->X + (size_t)b * LD;
+    for (size_t t = 0; t < LD; t++) a->em.ws.x[t] = Xb[t] + a->em.layer.E[t];
+    struct epar_model_linear q = {D, D, a->em.layer.Wq, a->em.layer.bq}, k = {D, D, a->em.layer.Wk, a->em.layer.bk};
+    epar_model_linear_forward(&q, a->em.ws.x, L, a->em.ws.Q);
+    epar_model_linear_forward(&k, a->em.ws.x, L, a->em.ws.K);
+}
+
+/* A (L,L) = head average of softmax(fuse(S_h * P)/T) for item with task scalar t and content a->c;
+ * P == NULL: no position effect. Returns the mean fusion weight. */
+static double adp_attend(struct adp *a, const double *P, double t)
+{
+    const struct epar_attn_cfg *cfg = &a->em.cfg;
+    int L = cfg->L, D = cfg->D, H = cfg->heads, dk = D / H;
+    size_t LL = (size_t)L * L;
+    double fsum = 0;
+    for (int h = 0; h < H; h++) {
+        double *S = H == 1 ? a->A : a->S;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, cfg->scale, a->em.ws.Q + h * dk, D,
+                    a->em.ws.K + h * dk, D, 0.0, S, L);
+        if (P)
+            for (size_t q = 0; q < LL; q++) S[q] *= P[q];
+        epar_model_fuse(&a->am, S, L, t, a->c, a->f, a->mws);
+        fsum += gsl_stats_mean(a->f, 1, (size_t)L);
+        epar_attn_softmax_rows(cfg, NULL, h, S);
+        if (H > 1) {
+            if (h == 0) memcpy(a->A, S, LL * sizeof *S);
+            else for (size_t q = 0; q < LL; q++) a->A[q] += S[q];
+        }
+    }
+    if (H > 1)
+        for (size_t q = 0; q < LL; q++) a->A[q] /= H;
+    return fsum / H;
+}
+
+/* The reference's entropy per row: -sum_j A_ij log(A_ij + 1e-8). Hrow (L). */
+static void entropy_ref_rows(const double *A, int L, double *Hrow)
+{
+    for (int i = 0; i < L; i++) {
+        const double *r = A + (size_t)i * L;
+        double h = 0;
+        for (int j = 0; j < L; j++) h -= r[j] * log(r[j] + 1e-8);
+        Hrow[i] = h;
+    }
+}
+
+/* ---- main experiment ---- */
+
+struct main_job {
+    double *ent, *ent_none;     /* (B,L) reference entropy per row, EPAR and none */
+    double *tw;                 /* (B,D) */
+    double *c;                  /* (B,L) */
+    int *types;                 /* (B,L) argmax content type */
+    int *ids, *cls;             /* (B) given task id, classifier argmax */
+    double fusion;              /* mean fusion weight */
+};
+
+static void stats4(const double *x, size_t n, double *mean, double *sd, double *mn, double *mx)
+{
+    *mean = gsl_stats_mean(x, 1, n);
+    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : 0.0;  /* unbiased, as torch.std */
+    gsl_stats_minmax(mn, mx, x, 1, n);
+}
+
+static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int L = prm->length, D = prm->hidden, B = prm->batch, R = prm->runs, S = prm->n_seeds, C = cfg->content_types;
+    int T = cfg->tasks, J = S * R;
+    size_t LL = (size_t)L * L, BL = (size_t)B * L;
+    struct main_job *jobs = calloc((size_t)J, sizeof *jobs);
+    double *fd = malloc((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
+    int *fi = malloc((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
+    double *A0 = malloc(LL * sizeof *A0);
+    int st = EPAR_ENOMEM;
+    if (!jobs || !fd || !fi || !A0) goto done;
+    for (int j = 0; j < J; j++) {
+        double *d = fd + (size_t)j * (3 * BL + (size_t)B * D);
+        jobs[j].ent = d; jobs[j].ent_none = d + BL; jobs[j].c = d + 2 * BL; jobs[j].tw = d + 3 * BL;
+        int *q = fi + (size_t)j * (BL + 2 * (size_t)B);
+        jobs[j].types = q; jobs[j].ids = q + BL; jobs[j].cls = q + BL + B;
+    }
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        struct adp a;
+        int ok = adp_alloc(&a, cfg, prm) == EPAR_OK;
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int j = 0; j < J; j++) {
+            if (!ok) continue;
+            struct main_job *o = &jobs[j];
+            gsl_rng *x = adp_draw(&a, prm, T, prm->seeds[j / R], (unsigned long)(j % R), o->ids);
+            if (!x) { failed = 1; continue; }
+            epar_rng_free(x);   /* dropout is off in the main experiment */
+            memcpy(o->tw, a.tw, (size_t)B * D * sizeof *o->tw);
+            double fsum = 0;
+            const double *P = prm->form == EPAR_FORM_NONE ? NULL : a.em.P;
+            for (int b = 0; b < B; b++) {
+                adp_project(&a, b);
+                double t = gsl_stats_mean(a.tw + (size_t)b * D, 1, (size_t)D);
+                epar_model_content_importance(&a.am, a.em.ws.x, L, NULL, a.c, a.mws);
+                memcpy(o->c + (size_t)b * L, a.c, (size_t)L * sizeof *a.c);
+                epar_model_content_types(&a.am, a.em.ws.x, L, a.probs, a.mws);
+                for (int i = 0; i < L; i++) o->types[(size_t)b * L + i] = (int)epar_metric_argmax(a.probs + (size_t)i * C, (size_t)C);
+                epar_model_task_classify(&a.am, a.em.ws.x, L, a.tp, a.mws);
+                o->cls[b] = (int)epar_metric_argmax(a.tp, (size_t)T);
+                fsum += adp_attend(&a, P, t);
+                entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
+                if (j == 0 && b == 0) memcpy(A0, a.A, LL * sizeof *A0);
+                adp_attend(&a, NULL, t);
+                entropy_ref_rows(a.A, L, o->ent_none + (size_t)b * L);
+            }
+            o->fusion = fsum / B;
+        }
+        adp_free(&a);
+    }
+    if (failed) {
+        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory running adaptive (length %d)", L);
+        st = EPAR_ENOMEM;
+        goto done;
+    }
+
+    /* ---- tables ---- */
+    char cols[4096];
+    snprintf(cols, sizeof cols,
+             "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
+             "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
+             "content_importance_max,fusion_weight_mean");
+    for (int k = 0; k < C && strlen(cols) < sizeof cols - 32; k++)
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",content_type_%d", k);
+    if (!(res->metrics = epar_csv_new(cols))) goto done;
+    const int NV = 12;  /* numeric columns before the counts */
+    int ncol = res->metrics->ncols;
+    double *rowv = malloc((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
+    if (!rowv) goto done;
+    /* per run */
+    for (int j = 0; j < J; j++) {
+        double *v = rowv + (size_t)j * ncol;
+        v[0] = gsl_stats_mean(jobs[j].ent, 1, BL);
+        v[1] = gsl_stats_mean(jobs[j].ent_none, 1, BL);
+        stats4(jobs[j].tw, (size_t)B * D, &v[2], &v[3], &v[4], &v[5]);
+        stats4(jobs[j].c, BL, &v[6], &v[7], &v[8], &v[9]);
+        v[10] = jobs[j].fusion;
+        for (int k = 0; k < C; k++) v[NV - 1 + k] = 0;
+        for (size_t q = 0; q < BL; q++) v[NV - 1 + jobs[j].types[q]] += 1;
+    }
+    const int nv = NV - 1 + C;  /* values per row */
+    /* per seed: mean over runs, min of mins, max of maxes, counts summed */
+    double *seedv = rowv + (size_t)J * ncol;
+    for (int s = 0; s < S; s++) {
+        double *v = seedv + (size_t)s * ncol;
+        for (int k = 0; k < nv; k++) {
+            double acc = 0, mn = INFINITY, mx = -INFINITY;
+            for (int r = 0; r < R; r++) {
+                double u = rowv[(size_t)(s * R + r) * ncol + k];
+                acc += u;
+                if (u < mn) mn = u;
+                if (u > mx) mx = u;
+            }
+            v[k] = (k == 4 || k == 8) ? mn : (k == 5 || k == 9) ? mx : (k >= NV - 1) ? acc : acc / R;
+        }
+    }
+    /* across seeds: mean and sample sd of the per-seed rows */
+    double *mean = seedv + (size_t)S * ncol, *sdv = mean + ncol, *tmp = malloc((size_t)S * sizeof *tmp);
+    if (!tmp) { free(rowv); goto done; }
+    for (int k = 0; k < nv; k++) {
+        for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
+        mean[k] = gsl_stats_mean(tmp, 1, (size_t)S);
+        sdv[k] = S > 1 ? gsl_stats_sd_m(tmp, 1, (size_t)S, mean[k]) : 0.0;
+    }
+    free(tmp);
+    int bad = 0;
+    for (int j = 0; j < J + S + 2 && !bad; j++) {
+        const double *v = j < J ? rowv + (size_t)j * ncol : j < J + S ? seedv + (size_t)(j - J) * ncol
+                          : j == J + S ? mean : sdv;
+        const char *scope = j < J ? "run" : j < J + S ? "seed" : j == J + S ? "across_seeds_mean" : "across_seeds_sd";
+        double seed = j < J ? (double)prm->seeds[j / R] : j < J + S ? (double)prm->seeds[j - J] : NAN;
+        double run = j < J ? (double)(j % R) : NAN;
+        if (epar_csv_append(res->metrics, "sdd", scope, seed, run)) { bad = 1; break; }
+        struct epar_cell *cell = res->metrics->cells + (res->metrics->nrows - 1) * (size_t)ncol;
+        for (int k = 0; k < nv; k++) cell[3 + k].v = v[k];
+    }
+    res->entropy_mean = mean[0]; res->entropy_sd = sdv[0];
+    res->entropy_none_mean = mean[1]; res->entropy_none_sd = sdv[1];
+    res->task_mean = mean[2]; res->task_sd = sdv[2];
+    res->content_mean = mean[6]; res->content_sd = sdv[6];
+    res->fusion_mean = mean[10];
+    free(rowv);
+    if (bad) goto done;
+
+    /* task and content types over every item of every run and seed */
+    {
+        long *given = calloc((size_t)T, sizeof *given), *pred = calloc((size_t)T, sizeof *pred);
+        long *ct = calloc((size_t)C, sizeof *ct);
+        if (!given || !pred || !ct) { free(given); free(pred); free(ct); goto done; }
+        for (int j = 0; j < J; j++) {
+            for (int b = 0; b < B; b++) { given[jobs[j].ids[b]]++; pred[jobs[j].cls[b]]++; }
+            for (size_t q = 0; q < BL; q++) ct[jobs[j].types[q]]++;
+        }
+        res->task_types = epar_csv_new("task_id,given_count,given_fraction,classifier_count,classifier_fraction");
+        res->content_types = epar_csv_new("content_type,count,fraction");
+        double nt = (double)J * B, nc = (double)J * BL;
+        for (int k = 0; res->task_types && k < T; k++)
+            if (epar_csv_append(res->task_types, "iddid", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt)) break;
+        for (int k = 0; res->content_types && k < C; k++)
+            if (epar_csv_append(res->content_types, "idd", k, (double)ct[k], ct[k] / nc)) break;
+        free(given); free(pred); free(ct);
+        if (!res->task_types || !res->content_types || res->task_types->nrows != (size_t)T ||
+            res->content_types->nrows != (size_t)C)
+            goto done;
+    }
+    /* long tables: entropy per row, task weights, content importance */
+    res->entropy_by_row = epar_csv_new("seed,run,item,query,entropy,entropy_none");
+    res->task_weights = epar_csv_new("seed,run,item,task_id,dim,weight");
+    res->content_importance = epar_csv_new("seed,run,item,position,importance,content_type");
+    if (!res->entropy_by_row || !res->task_weights || !res->content_importance) goto done;
+    for (int j = 0; j < J; j++) {
+        int sd = (int)prm->seeds[j / R], r = j % R;
+        for (int b = 0; b < B; b++) {
+            for (int i = 0; i < L; i++) {
+                size_t q = (size_t)b * L + i;
+                if (epar_csv_append(res->entropy_by_row, "iiiidd", sd, r, b, i, jobs[j].ent[q], jobs[j].ent_none[q]) ||
+                    epar_csv_append(res->content_importance, "iiiidi", sd, r, b, i, jobs[j].c[q], jobs[j].types[q]))
+                    goto done;
+            }
+            for (int k = 0; k < D; k++)
+                if (epar_csv_append(res->task_weights, "iiiiid", sd, r, b, jobs[j].ids[b], k, jobs[j].tw[(size_t)b * D + k]))
+                    goto done;
+        }
+    }
+    if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) goto done;
+    {
+        double *mn = malloc(4 * (size_t)L * sizeof *mn);
+        if (!mn) goto done;
+        epar_metric_key_stats(A0, L, mn, mn + L, mn + 2 * L, mn + 3 * L);
+        res->position_attention = epar_csv_new("key,attention_received,attention_sd,attention_max");
+        for (int k = 0; res->position_attention && k < L; k++)
+            if (epar_csv_append(res->position_attention, "iddd", k, mn[k], mn[L + k], mn[2 * L + k])) break;
+        free(mn);
+        if (!res->position_attention || res->position_attention->nrows != (size_t)L) goto done;
+    }
+    st = EPAR_OK;
+done:
+    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in adaptive");
+    free(jobs); free(fd); free(fi); free(A0);
+    return st;
+}
+
+/* ---- sensitivity grid ---- */
+
+static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+{
+    struct epar_params g = cfg->prm;
+    g.length = cfg->grid_length;
+    g.hidden = cfg->grid_hidden;
+    g.batch = cfg->grid_batch;
+    g.heads = 1;    /* the reference's grid: one head over the full width, whatever the preset */
+    int L = g.length, D = g.hidden, B = g.batch, R = cfg->grid_runs, S = g.n_seeds;
+    int NA = cfg->n_grid_alpha, NB = cfg->n_grid_beta, NC = NA * NB, J = S * R;
+    size_t LL = (size_t)L * L;
+    /* per job and cell: entropy, task weight mean, content importance mean, fusion weight; plus none entropy */
+    double *val = calloc((size_t)J * (4 * (size_t)NC + 1), sizeof *val);
+    double *Ps = malloc((size_t)NC * LL * sizeof *Ps);
+    int st = EPAR_ENOMEM;
+    if (!val || !Ps) goto done;
+    for (int ia = 0; ia < NA; ia++)
+        for (int ib = 0; ib < NB; ib++) {
+            struct epar_posfx fx = {g.form, cfg->grid_alpha[ia], cfg->grid_beta[ib], g.gamma};
+            double *P = Ps + (size_t)(ia * NB + ib) * LL;
+            if (g.form == EPAR_FORM_NONE) for (size_t q = 0; q < LL; q++) P[q] = 1.0;
+            else epar_posfx_matrix(&fx, L, P);
+        }
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        struct adp a;
+        memset(&a, 0, sizeof a);
+        int *ids = malloc((size_t)B * sizeof *ids);
+        double *Hrow = malloc((size_t)L * sizeof *Hrow);
+        int ok = ids && Hrow && adp_alloc(&a, cfg, &g) == EPAR_OK;
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int j = 0; j < J; j++) {
+            if (!ok) continue;
+            double *v = val + (size_t)j * (4 * (size_t)NC + 1);
+            gsl_rng *x = adp_draw(&a, &g, cfg->tasks, g.seeds[j / R], (unsigned long)(j % R), ids);
+            if (!x) { failed = 1; continue; }
+            for (int b = 0; b < B; b++) {
+                adp_project(&a, b);
+                double t = gsl_stats_mean(a.tw + (size_t)b * D, 1, (size_t)D);
+                /* one content estimate per item, shared by all cells (dropout mask included) */
+                epar_model_content_importance(&a.am, a.em.ws.x, L, cfg->dropout_in_grid ? x : NULL, a.c, a.mws);
+                double cm = gsl_stats_mean(a.c, 1, (size_t)L);
+                for (int k = 0; k < NC; k++) {
+                    double fm = adp_attend(&a, g.form == EPAR_FORM_NONE ? NULL : Ps + (size_t)k * LL, t);
+                    entropy_ref_rows(a.A, L, Hrow);
+                    v[4 * k] += gsl_stats_mean(Hrow, 1, (size_t)L) / B;
+                    v[4 * k + 1] += t / B;
+                    v[4 * k + 2] += cm / B;
+                    v[4 * k + 3] += fm / B;
+                }
+                adp_attend(&a, NULL, t);
+                entropy_ref_rows(a.A, L, Hrow);
+                v[4 * NC] += gsl_stats_mean(Hrow, 1, (size_t)L) / B;
+            }
+            epar_rng_free(x);
+        }
+        adp_free(&a);
+        free(ids); free(Hrow);
+    }
+    if (failed) {
+        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in the adaptive grid");
+        st = EPAR_ENOMEM;
+        goto done;
+    }
+    res->grid = epar_csv_new("alpha,beta,alpha_index,beta_index,attention_entropy_mean,attention_entropy_sd,"
+                             "entropy_delta_vs_none_mean,entropy_delta_vs_none_sd,task_weight_mean,task_weight_sd,"
+                             "content_importance_mean,content_importance_sd,fusion_weight_mean,fusion_weight_sd,"
+                             "n_seeds,dropout_active");
+    if (!res->grid) goto done;
+    double *per = malloc(5 * (size_t)S * sizeof *per);
+    if (!per) goto done;
+    for (int k = 0; k < NC; k++) {
+        /* per seed: mean over runs, then mean and sample sd across seeds */
+        double m[5], sd[5];
+        for (int q = 0; q < 5; q++) {
+            for (int s = 0; s < S; s++) {
+                double acc = 0;
+                for (int r = 0; r < R; r++) {
+                    const double *v = val + (size_t)(s * R + r) * (4 * (size_t)NC + 1);
+                    acc += q < 4 ? v[4 * k + q] : v[4 * k] - v[4 * NC];
+                }
+                per[(size_t)q * S + s] = acc / R;
+            }
+            m[q] = gsl_stats_mean(per + (size_t)q * S, 1, (size_t)S);
+            sd[q] = S > 1 ? gsl_stats_sd_m(per + (size_t)q * S, 1, (size_t)S, m[q]) : 0.0;
+        }
+        if (epar_csv_append(res->grid, "ddiiddddddddddii", cfg->grid_alpha[k / NB], cfg->grid_beta[k % NB], k / NB,
+                            k % NB, m[0], sd[0], m[4], sd[4], m[1], sd[1], m[2], sd[2], m[3], sd[3], S,
+                            cfg->dropout_in_grid && cfg->dropout > 0)) {
+            free(per);
+            goto done;
+        }
+    }
+    free(per);
+    st = EPAR_OK;
+done:
+    free(val); free(Ps);
+    return st;
+}
+
+/* ---- when-to-use sweep ---- */
+
+static int when_job(const struct epar_adaptive_cfg *cfg, unsigned long seed, int k, double **Sbuf, size_t *Scap,
+                    double *out /* (N_COND, 3, 4) */)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int L = cfg->when_lengths[k], D = cfg->when_hidden, B = cfg->when_batch;
+    size_t LD = (size_t)L * D, LL = (size_t)L * L;
+    if (*Scap < LL) {
+        free(*Sbuf);
+        *Scap = 0;
+        if (!(*Sbuf = malloc(LL * sizeof **Sbuf))) return EPAR_ENOMEM;
+        *Scap = LL;
+    }
+    struct epar_layer layer;
+    if (epar_attn_layer_alloc(&layer, L, D, 1)) return EPAR_ENOMEM;
+    double *X = malloc((size_t)B * LD * sizeof *X), *N = malloc((size_t)B * LD * sizeof *N);
+    double *x = malloc(LD * sizeof *x), *Q = malloc(LD * sizeof *Q), *K = malloc(LD * sizeof *K);
+    double *I = malloc((size_t)L * sizeof *I), *Ip = malloc((size_t)L * sizeof *Ip), *work = malloc(3 * (size_t)L * sizeof *work);
+    size_t *perm = malloc((size_t)B * L * sizeof *perm);
+    gsl_rng *rw = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_WEIGHTS);
+    gsl_rng *rd = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_DATA);
+    gsl_rng *re = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_EXTRA);
+    int st = EPAR_ENOMEM;
+    if (!X || !N || !x || !Q || !K || !I || !Ip || !work || !perm || !rw || !rd || !re) goto done;
+    epar_attn_layer_init(&layer, rw);
+    /* sequential content: per feature an AR(1) along positions with unit variance and lag-1 correlation rho */
+    double rho = cfg->when_content_corr, innov = sqrt(1 - rho * rho);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            for (int d = 0; d < D; d++) {
+                size_t q = (size_t)b * LD + (size_t)i * D + d;
+                double e = gsl_ran_gaussian_ziggurat(rd, 1.0);
+                X[q] = i == 0 ? e : rho * X[q - D] + innov * e;
+            }
+    epar_rng_normal(re, N, (size_t)B * LD, cfg->when_noise_sd);
+    for (int b = 0; b < B; b++) epar_rng_permutation(re, perm + (size_t)b * L, (size_t)L);
+    for (int j = 0; j < L; j++) I[j] = 0.5 + 0.5 * sin(2 * M_PI * j / L);
+    epar_imp_minmax(I, (size_t)L);
+    memset(out, 0, N_COND * 3 * 4 * sizeof *out);
+    struct epar_model_linear q = {D, D, layer.Wq, layer.bq}, kk = {D, D, layer.Wk, layer.bk};
+    double scale = 1.0 / sqrt((double)D), inv_temp = 1.0 / prm->temperature;
+    for (int c = 0; c < N_COND; c++)
+        for (int b = 0; b < B; b++) {
+            const double *Xb = X + (size_t)b * LD, *Nb = N + (size_t)b * LD;
+            const size_t *pb = perm + (size_t)b * L;
+            for (int i = 0; i < L; i++) {
+                const double *src = Xb + (size_t)(c == COND_SHUFFLED ? pb[i] : (size_t)i) * D;
+                for (int d = 0; d < D; d++)
+                    x[(size_t)i * D + d] = src[d] + layer.E[(size_t)i * D + d] + (c == COND_NOISY ? Nb[(size_t)i * D + d] : 0.0);
+                Ip[i] = c == COND_SHUFFLED ? I[pb[i]] : I[i];
+            }
+            epar_model_linear_forward(&q, x, L, Q);
+            epar_model_linear_forward(&kk, x, L, K);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, D, scale, Q, D, K, D, 0.0, *Sbuf, L);
+            for (int f = 0; f < 3; f++) {
+                struct epar_posfx fx = {when_forms[f], prm->alpha, prm->beta, prm->gamma};
+                struct epar_adaptive_rowstats rs;
+                epar_exp_adaptive_row_metrics(*Sbuf, L, &fx, inv_temp, cfg->when_window, Ip, work, &rs);
+                double *o = out + (c * 3 + f) * 4;
+                o[0] += rs.entropy / B;
+                o[1] += rs.distance / B;
+                o[2] += rs.local / B;
+                o[3] += rs.consistency / B;
+            }
+        }
+    st = EPAR_OK;
+done:
+    epar_attn_layer_free(&layer);
+    free(X); free(N); free(x); free(Q); free(K); free(I); free(Ip); free(work); free(perm);
+    if (rw) epar_rng_free(rw);
+    if (rd) epar_rng_free(rd);
+    if (re) epar_rng_free(re);
+    return st;
+}
+
+static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int S = prm->n_seeds, NL = cfg->n_when, J = S * NL;
+    const int per = N_COND * 3 * 4;
+    double *val = malloc((size_t)J * per * sizeof *val);
+    int *order = malloc((size_t)J * sizeof *order);
+    int st = EPAR_ENOMEM;
+    if (!val || !order) goto done;
+    /* largest lengths first so the long jobs do not end up last on one thread */
+    int n = 0;
+    for (int pass = 0; pass < NL; pass++) {
+        int best = -1;
+        for (int k = 0; k < NL; k++) {
+            int taken = 0;
+            for (int q = 0; q < n; q += S) taken |= order[q] % NL == k;
+            if (!taken && (best < 0 || cfg->when_lengths[k] > cfg->when_lengths[best])) best = k;
+        }
+        for (int s = 0; s < S; s++) order[n++] = s * NL + best;
+    }
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        double *Sbuf = NULL;
+        size_t cap = 0;
+#pragma omp for schedule(dynamic, 1)
+        for (int q = 0; q < J; q++) {
+            int j = order[q];
+            if (failed) continue;
+            if (when_job(cfg, prm->seeds[j / NL], j % NL, &Sbuf, &cap, val + (size_t)j * per)) failed = 1;
+        }
+        free(Sbuf);
+    }
+    if (failed) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory in the when-to-use sweep");
+        goto done;
+    }
+    res->when = epar_csv_new("length,condition,form,entropy_mean,entropy_sd,entropy_norm_mean,mean_distance_mean,"
+                             "mean_distance_sd,local_mass_mean,local_mass_sd,consistency_mean,consistency_sd,"
+                             "entropy_delta_mean,entropy_delta_sd,local_mass_delta_mean,local_mass_delta_sd,"
+                             "consistency_delta_mean,consistency_delta_sd,n_seeds,local_window");
+    double *tmp = malloc((size_t)S * sizeof *tmp);
+    if (!res->when || !tmp) { free(tmp); goto done; }
+    for (int c = 0; c < N_COND; c++)
+        for (int f = 0; f < 3; f++)
+            for (int k = 0; k < NL; k++) {
+                double m[4], sd[4], dm[4], dsd[4];
+                for (int q = 0; q < 4; q++) {
+                    for (int pass = 0; pass < 2; pass++) {
+                        for (int s = 0; s < S; s++) {
+                            const double *v = val + (size_t)(s * NL + k) * per;
+                            tmp[s] = v[(c * 3 + f) * 4 + q] - (pass ? v[(c * 3 + 0) * 4 + q] : 0.0);
+                        }
+                        double mm = gsl_stats_mean(tmp, 1, (size_t)S);
+                        double ss = S > 1 ? gsl_stats_sd_m(tmp, 1, (size_t)S, mm) : 0.0;
+                        if (pass) { dm[q] = mm; dsd[q] = ss; } else { m[q] = mm; sd[q] = ss; }
+                    }
+                }
+                int L = cfg->when_lengths[k];
+                if (epar_csv_append(res->when, "issdddddddddddddddii", L, cond_name[c],
+                                    epar_posfx_form_name(when_forms[f]), m[0], sd[0], m[0] / log((double)L), m[1],
+                                    sd[1], m[2], sd[2], m[3], sd[3], dm[0], dsd[0], dm[2], dsd[2], dm[3], dsd[3], S,
+                                    cfg->when_window)) {
+                    free(tmp);
+                    goto done;
+                }
+            }
+    free(tmp);
+    st = EPAR_OK;
+done:
+    free(val); free(order);
+    return st;
+}
+
+int epar_exp_adaptive_run(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+{
+    memset(res, 0, sizeof *res);
+    int st = epar_exp_adaptive_validate(cfg);
+    if (!st) st = run_main(cfg, res);
+    if (!st) st = run_grid(cfg, res);
+    if (!st) st = run_when(cfg, res);
+    if (st) epar_exp_adaptive_free(res);
+    return st;
+}
+
+void epar_exp_adaptive_free(struct epar_adaptive_result *res)
+{
+    struct epar_table **all[] = {&res->metrics, &res->task_types, &res->content_types, &res->entropy_by_row,
+                                 &res->grid, &res->when, &res->attention, &res->position_attention,
+                                 &res->task_weights, &res->content_importance};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        epar_csv_free(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+/* ---- files and figures ---- */
+
+/* "set xtics ('0.5' 0, '1' 1, ...)" for the index axis of a grid heatmap */
+static void index_tics(char *buf, size_t n, const char *axis, const double *v, int nv)
+{
+    size_t len = (size_t)snprintf(buf, n, "set %s (", axis);
+    for (int i = 0; i < nv && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s'%g' %d", i ? ", " : "", v[i], i);
+    if (len < n) snprintf(buf + len, n - len, ")\n");
+}
+
+static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg, const char *name, const char *title,
+                        int col, const char *cblabel, const char *fmt)
+{
+    char xt[4096], yt[4096];
+    index_tics(xt, sizeof xt, "xtics", cfg->grid_beta, cfg->n_grid_beta);
+    index_tics(yt, sizeof yt, "ytics", cfg->grid_alpha, cfg->n_grid_alpha);
+    return epar_plot_scriptf(o, name, title,
+                             "set title '%s'\n"
+                             "set xlabel '{/Symbol b} (decay)'\nset ylabel '{/Symbol a} (strength)'\n"
+                             "set cblabel '%s'\n"
+                             "unset key\nset view map\nset tics out\nunset grid\n"
+                             "%s%s"
+                             "set xrange [-0.5:%d-0.5]\nset yrange [-0.5:%d-0.5]\n"
+                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%d with image, \\\n"
+                             "     '' skip 1 using 4:3:(sprintf('%s', $%d)) with labels tc rgb 'white' font ',8'\n",
+                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, col, fmt, col);
+}
+
+int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
+                            struct epar_out *o, const char *protocol_path)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
+    struct { const char *name; const struct epar_table *t; } files[] = {
+        {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
+        {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
+        {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
+        {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
+        {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+
+    json_t *ga = json_array(), *gb = json_array(), *wl = json_array();
+    for (int i = 0; i < cfg->n_grid_alpha; i++) json_array_append_new(ga, json_real(cfg->grid_alpha[i]));
+    for (int i = 0; i < cfg->n_grid_beta; i++) json_array_append_new(gb, json_real(cfg->grid_beta[i]));
+    for (int i = 0; i < cfg->n_when; i++) json_array_append_new(wl, json_integer(cfg->when_lengths[i]));
+    json_t *extra = json_pack(
+        "{s:{s:i, s:i, s:i, s:f, s:b, s:s}, s:{s:o, s:o, s:i, s:i, s:i, s:i, s:b, s:s}, "
+        "s:{s:o, s:i, s:i, s:i, s:f, s:f, s:s, s:s}, s:{s:I, s:i, s:i}}",
+        "modules", "tasks", cfg->tasks, "task_embedding", cfg->task_dim, "content_types", cfg->content_types,
+        "dropout", cfg->dropout, "dropout_in_main", 0,
+        "note", "untrained PyTorch-default initialisation; task classifier shape Linear(D,D/2)-ReLU-Linear(D/2,tasks) "
+                "is assumed (not given by the reference description)",
+        "grid", "alpha", ga, "beta", gb, "length", cfg->grid_length, "hidden", cfg->grid_hidden, "batch",
+        cfg->grid_batch, "runs", cfg->grid_runs, "dropout_active", cfg->dropout_in_grid && cfg->dropout > 0,
+        "design", "one draw of weights and data per seed and run, shared by every cell (paired); one head",
+        "when_to_use", "lengths", wl, "hidden", cfg->when_hidden, "batch", cfg->when_batch, "local_window",
+        cfg->when_window, "noise_sd", cfg->when_noise_sd, "content_corr", cfg->when_content_corr,
+        "model", "plain EPAR layer (x = X + E, single head, scores / sqrt(hidden)); forms none/basic/enhanced on "
+                 "identical weights and data",
+        "importance", "structured 0.5 + 0.5 sin(2 pi j / L), min-max normalised; moves with its token when shuffled",
+        "figures_from", "seed", (json_int_t)prm->seeds[0], "run", 0, "item", 0);
+    if ((st = epar_exp_write_run_json(o, "adaptive", protocol_path, prm, extra))) return st;
+
+    char where[128], title[512];
+    snprintf(where, sizeof where, "seed %lu, run 0, item 0", prm->seeds[0]);
+    const char *form = epar_posfx_form_name(prm->form);
+    const char *hist =
+        "stats '%s' skip 1 using %d nooutput\n"
+        "bw = (STATS_max - STATS_min) / 40.0\nif (bw <= 0) bw = 1e-3\n"
+        "bin(x) = bw * floor(x / bw) + bw / 2\nset boxwidth bw * 0.9\n";
+    char h_tw[512], h_ci[512], h_en[512];
+    snprintf(h_tw, sizeof h_tw, hist, "task_weights.csv", 6);
+    snprintf(h_ci, sizeof h_ci, hist, "content_importance.csv", 5);
+    snprintf(h_en, sizeof h_en, hist, "entropy_by_row.csv", 5);
+
+    snprintf(title, sizeof title, "Adaptive attention weights (%s, %s form, L=%d)", where, form, L);
+    if ((st = epar_exp_heatmap(o, "attention_weights", title, "attention_weights.csv", "key position j",
+                               "query position i", "attention weight")))
+        return st;
+    if ((st = epar_plot_scriptf(o, "adaptive_summary", "Adaptive attention: six-panel summary",
+                                "set terminal @epar_term size 1500,900\n"
+                                "set multiplot layout 2,3 title 'Adaptive attention (untrained modules, %s form, "
+                                "L=%d, %d seeds x %d runs x %d items)'\n"
+                                "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
+                                "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
+                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
+                                "%s"
+                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle\n"
+                                "%s"
+                                "set title 'content importance'\nset xlabel 'importance c_i'\n"
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
+                                "%s"
+                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
+                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle\n"
+                                "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
+                                "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle\n"
+                                "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
+                                "set ylabel 'positions'\nset boxwidth 0.6\nset xrange [-0.6:%d-0.4]\n"
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle\n"
+                                "unset multiplot\n",
+                                form, L, prm->n_seeds, prm->runs, prm->batch, where, h_tw, h_ci, h_en, cfg->tasks,
+                                cfg->content_types)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "task_weights", "Task weights",
+                                "set title 'Task weights: sigmoid outputs of the untrained generator (%d seeds x %d runs x %d items x %d dims)'\n"
+                                "set xlabel 'task weight'\nset ylabel 'count'\nunset key\n%s"
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle\n",
+                                prm->n_seeds, prm->runs, prm->batch, prm->hidden, h_tw)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "content_importance", "Content importance",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Content importance (untrained estimator, dropout off)'\n"
+                                "set xlabel 'importance c_i'\nset ylabel 'count'\nunset key\n%s"
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
+                                "set xlabel 'position i'\nset ylabel 'c_i'\nset title '%s'\n"
+                                "plot 'content_importance.csv' skip 1 using ($1==%lu && $2==0 && $3==0 ? $4 : NaN):5 "
+                                "with linespoints lt 3 notitle\n"
+                                "unset multiplot\n",
+                                h_ci, where, prm->seeds[0])))
+        return st;
+    if ((st = epar_plot_scriptf(o, "attention_entropy", "Attention entropy",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Attention entropy per row: -{/Symbol S}_j A_{ij} log(A_{ij}+10^{-8}) (ln L = %.4g)'\n"
+                                "set xlabel 'entropy (nats)'\nset ylabel 'rows'\n%s"
+                                "set style fill transparent solid 0.5 noborder\n"
+                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 title '%s', "
+                                "'' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 8 title 'none (same weights)'\n"
+                                "set xlabel 'query position i'\nset ylabel 'mean entropy over items (nats)'\nset key bottom right\n"
+                                "plot 'entropy_by_row.csv' skip 1 using 4:5 smooth unique with lines lt 2 title '%s', "
+                                "'' skip 1 using 4:6 smooth unique with lines lt 8 title 'none', %.12g with lines dt 2 lt 8 title 'ln L'\n"
+                                "unset multiplot\n",
+                                log((double)L), h_en, form, form, log((double)L))))
+        return st;
+    if ((st = epar_plot_scriptf(o, "task_types", "Task types",
+                                "set title 'Task ids: given (uniform 0..%d) and argmax of the untrained classifier'\n"
+                                "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'classifier'\n",
+                                cfg->tasks - 1, cfg->tasks)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "content_types", "Content types",
+                                "set title 'Content types: argmax of the untrained classifier per position'\n"
+                                "set xlabel 'content type'\nset ylabel 'positions'\nset boxwidth 0.6\n"
+                                "set xrange [-0.6:%d-0.4]\nset yrange [0:*]\nunset key\n"
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle\n",
+                                cfg->content_types)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "position_attention", "Attention received per key position",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Position attention (%s)'\n"
+                                "set xlabel 'key position j'\nset ylabel 'mean attention received over queries'\n"
+                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle, %.12g with lines dt 2 lt 8 title '1/L'\n"
+                                "set xlabel 'key position j'\nset ylabel 'query position i'\n"
+                                "set cblabel 'attention weight'\n@epar_heatmap\n"
+                                "set autoscale xfix\nset autoscale yfix\n"
+                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "unset multiplot\n",
+                                where, 1.0 / L)))
+        return st;
+    const char *dnote = cfg->dropout_in_grid && cfg->dropout > 0 ? "dropout on" : "dropout off";
+    snprintf(title, sizeof title, "Attention entropy over {/Symbol a} x {/Symbol b} (L=%d, hidden %d, mean of %d seeds, %s)",
+             cfg->grid_length, cfg->grid_hidden, prm->n_seeds, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_entropy", title, 5, "attention entropy (nats)", "%.3f"))) return st;
+    snprintf(title, sizeof title, "Task weight mean over {/Symbol a} x {/Symbol b} (L=%d, %s; independent of {/Symbol a}, {/Symbol b})",
+             cfg->grid_length, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_task_weight", title, 9, "task weight mean", "%.4f"))) return st;
+    snprintf(title, sizeof title, "Content importance mean over {/Symbol a} x {/Symbol b} (L=%d, %s)", cfg->grid_length, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_content_importance", title, 11, "content importance mean", "%.4f"))) return st;
+    if ((st = epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
+                                "set terminal @epar_term size 1400,950\n"
+                                "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
+                                "layer vs none on identical weights and data (mean of %d seeds; colour = form, dash = input)'\n"
+                                "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
+                                "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
+                                "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
+                                "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
+                                "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
+                                "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
+                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                                "using 1:(sel(c, f, $6)) with linespoints lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
+                                "unset key\n"
+                                "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
+                                "set ylabel 'local mass / ((2w+1)/L)'\n"
+                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                                "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))) with linespoints lt fc(f) dt dc(c)\n"
+                                "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
+                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                                "using 1:(sel(c, f, $7/$1)) with linespoints lt fc(f) dt dc(c)\n"
+                                "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
+                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                                "using 1:(sel(c, f, $11)) with linespoints lt fc(f) dt dc(c)\n"
+                                "unset multiplot\n",
+                                prm->n_seeds, cfg->when_window)))
+        return st;
+    return EPAR_OK;
+}
