@@ -15,6 +15,11 @@
 #include "common.h"
 #include "optimal.h"
 
+/* OpenBLAS (Debian's pthreads build) would start its own threads inside every OpenMP job and spin-wait
+ * (half the run time here): the jobs are the parallelism, so BLAS runs single-threaded during them. */
+void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
+
 const char *const epar_optimal_keys[] = {"types", NULL};
 
 static const enum epar_form form_of[EPAR_OPT_NFORMS] = {EPAR_FORM_BASIC, EPAR_FORM_ENHANCED, EPAR_FORM_NONE};
@@ -127,7 +132,8 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         mods[f].factor = form_of[f] == EPAR_FORM_NONE ? NULL : P + (size_t)f * LL;
     }
 
-    int failed = 0;
+    int failed = 0, blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
 #pragma omp parallel reduction(| : failed)
     {
         struct epar_attn_ws ws = {0};
@@ -163,18 +169,16 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
             int dk = D / H;
             for (int b = 0; b < B; b++) {
                 const double *Xb = X + (size_t)b * L * D, *Ib = I + (size_t)b * L;
+                /* projections once per item, the scores once per head, then one softmax per form */
+                epar_attn_project(&m->cfg, &m->layer, NULL, Xb, &ws);
+                for (int h = 0; h < H; h++)
+                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, m->cfg.scale, ws.Q + h * dk, D,
+                                ws.K + h * dk, D, 0.0, Sc + (size_t)h * LL, L);
                 for (int f = 0; f < NF; f++) {
-                    if (f == 0) {
-                        /* projections once per item (ws->Q, ws->K), then the scores once per head */
-                        epar_attn_forward(&m->cfg, &m->layer, &mods[0], Xb, Ah, &ws, NULL);
-                        for (int h = 0; h < H; h++)
-                            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, m->cfg.scale,
-                                        ws.Q + h * dk, D, ws.K + h * dk, D, 0.0, Sc + (size_t)h * LL, L);
-                    } else {
-                        memcpy(Ah, Sc, (size_t)H * LL * sizeof *Ah);
-                        for (int h = 0; h < H; h++) epar_attn_softmax_rows(&m->cfg, &mods[f], h, Ah + (size_t)h * LL);
-                    }
-                    epar_attn_head_average(Ah, H, L, A);
+                    double *Af = H == 1 ? A : Ah; /* one head: softmax straight into A */
+                    memcpy(Af, Sc, (size_t)H * LL * sizeof *Af);
+                    for (int h = 0; h < H; h++) epar_attn_softmax_rows(&m->cfg, &mods[f], h, Af + (size_t)h * LL);
+                    if (H > 1) epar_attn_head_average(Ah, H, L, A);
                     struct epar_metric_optimal mo;
                     epar_metric_optimal(A, Ib, L, work, perm, &mo);
                     sim[f] += mo.score_similarity;
@@ -182,9 +186,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
                     score[f] += mo.score_mean;
                     if (!isnan(mo.ranking)) { rank[f] += mo.ranking; nrank[f]++; }
                     /* rows sum to 1: the row means are 1/L up to rounding (stated in the report) */
-                    epar_metric_row_mean(A, L, work);
-                    for (int i = 0; i < L; i++)
-                        if (fabs(work[i] * L - 1.0) > dev) dev = fabs(work[i] * L - 1.0);
+                    if (mo.row_sum_dev > dev) dev = mo.row_sum_dev;
                 }
             }
             rowdev[j] = dev;
@@ -201,6 +203,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         epar_attn_ws_free(&ws);
         free(X); free(I); free(Sc); free(Ah); free(A); free(work); free(perm);
     }
+    openblas_set_num_threads(blas_threads);
     if (failed) { st = epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", L); goto done; }
 
     /* ---- per (seed, type, form): mean and std (ddof 0) over the runs ---- */
@@ -282,7 +285,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
     if (!res->consistency || !res->summary || !res->forms || !res->paired || !res->radar) goto agg_done;
     for (int t = 0; t < T; t++) {
         const double *a = am[mf][t], *d = asd[mf][t];
-        if (epar_csv_append(res->consistency, "sddddddddddii", tn[t], a[EPAR_OPT_CONS], a[EPAR_OPT_PROX],
+        if (epar_csv_append(res->consistency, "sdddddddddii", tn[t], a[EPAR_OPT_CONS], a[EPAR_OPT_PROX],
                             a[EPAR_OPT_SIM], a[EPAR_OPT_RANK], a[EPAR_OPT_SCORE], d[EPAR_OPT_CONS], d[EPAR_OPT_PROX],
                             d[EPAR_OPT_SIM], d[EPAR_OPT_RANK], S, R) ||
             epar_csv_append(res->summary, "sdddddddddd", tn[t], a[EPAR_OPT_CONS], d[EPAR_OPT_CONS], a[EPAR_OPT_RANK],

@@ -120,7 +120,13 @@ void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd)
 
 void epar_metric_row_mean(const double *A, int L, double *m)
 {
-    for (int i = 0; i < L; i++) m[i] = gsl_stats_mean(A + (size_t)i * L, 1, (size_t)L);
+    /* a plain sum: gsl_stats_mean's running mean divides at every element (5x slower here) */
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        double sum = 0.0;
+        for (int j = 0; j < L; j++) sum += a[j];
+        m[i] = sum / L;
+    }
 }
 
 void epar_metric_actual_score(const double *A, const double *I, int L, double *s)
@@ -162,7 +168,13 @@ void epar_metric_optimal(const double *A, const double *I, int L, double *work, 
     size_t n = (size_t)L;
     double *V = work, *s = work + n, *Vt = work + 2 * n, *sp = work + 4 * n;
     epar_metric_value(A, I, L, V);
-    epar_metric_actual_score(A, I, L, s);
+    epar_metric_row_mean(A, L, s);
+    double dev = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(s[i] * L - 1.0) > dev) dev = fabs(s[i] * L - 1.0);
+        s[i] *= I[i];
+    }
+    out->row_sum_dev = dev;
     memcpy(Vt, V, n * sizeof *V);
     epar_metric_tie_merge(Vt, n, EPAR_METRIC_TIE_RTOL, perm);
     epar_metric_tie_merge(s, n, EPAR_METRIC_TIE_RTOL, perm);

@@ -50,6 +50,7 @@ struct epar_metric_optimal {
     double consistency;         /* (score_similarity + proximity) / 2 */
     double ranking;             /* Spearman of V against s; NaN when either is constant (after ties) */
     double score_mean;          /* mean of V */
+    double row_sum_dev;         /* max_i |L mean_j A_ij - 1|: how far the rows are from summing to 1 */
 };
 
 /* m (L) <- row means of A (L,L). */
