@@ -297,7 +297,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         double rv[5] = {a[EPAR_OPT_CONS], (a[EPAR_OPT_RANK] + 1.0) / 2.0, a[EPAR_OPT_SCORE], perf[t], a[EPAR_OPT_CONS]};
         static const char *const axes[5] = {"consistency", "ranking", "position_score", "performance", "consistency"};
         for (int k = 0; k < 5; k++)
-            if (epar_csv_append(res->radar, "sisdd", tn[t], t, axes[k], 90.0 - 90.0 * k, rv[k])) goto agg_done;
+            if (epar_csv_append(res->radar, "sisdd", tn[t], t, axes[k], 45.0 - 90.0 * k, rv[k])) goto agg_done;
     }
     for (int f = 0; f < NF; f++)
         for (int t = 0; t < T; t++)
@@ -545,21 +545,12 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
              "set xlabel 'consistency'\nset ylabel 'ranking correlation (Spearman of V vs I)'\n"
              "set xrange [0:1]\nset yrange [-1:1]\nset xzeroaxis lt -1\nunset key\n"
              "plot 'verification_summary.csv' skip 1 using 2:4:3:5 with xyerrorbars lt 1 pt 7 ps 1.2 notitle, \\\n"
-             "     '' skip 1 using 2:4:1 with labels offset 0,1.2 notitle\n",
+             "     '' skip 1 using 2:($4 + (int($0)%%2 ? -0.07 : 0.07)):1 with labels notitle\n",
              sub);
     if ((st = epar_plot_script(o, "consistency_vs_ranking_correlation", "Consistency vs ranking correlation", body)))
         return st;
 
     /* radar: four quantities on [0,1], one closed polygon per type */
-    snprintf(body, sizeof body,
-             "set title 'Information type comparison (%s)'\n"
-             "set polar\nset angles degrees\nset size square\nunset border\nunset xtics\nunset ytics\n"
-             "set grid polar 90 lc rgb '#cccccc'\nset rrange [0:1]\nset rtics 0.25 format '%%.2f'\n"
-             "set ttics ('consistency' 90, 'ranking (r+1)/2' 0, 'mean V' 270, 'performance' 180) font ',10'\n"
-             "set key outside right\n"
-             "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i ? $4 : NaN):5 with linespoints lt i+1 lw 2 "
-             "title word('%s', i+1)\n",
-             sub, T - 1, "");
     {
         /* the key titles come from the type names */
         char words[256] = "";
@@ -570,11 +561,13 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
         snprintf(body, sizeof body,
                  "set title 'Information type comparison (%s)'\n"
                  "set polar\nset angles degrees\nset size square\nunset border\nunset xtics\nunset ytics\n"
-                 "set raxis\nset grid polar 90 lc rgb '#cccccc'\nset rrange [0:1]\nset rtics 0.25 format '%%.2f'\n"
-                 "set ttics ('consistency' 90, 'ranking (r+1)/2' 0, 'mean V' 270, 'performance' 180)\n"
+                 "set raxis\nset grid polar 45 lt 1 lc rgb '#999999' lw 0.8 dt 3\nset rrange [0:1]\n"
+                 "set rtics 0.25 format '%%.2f' scale 0.5\n"
+                 "set ttics ('consistency' 45, 'ranking (r+1)/2' 315, 'mean V' 225, 'performance 0.6c+0.2(r+1)' 135) "
+                 "font ',11'\n"
                  "set key outside right\n"
                  "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i ? $4 : NaN):5 with linespoints lt i+1 lw 2 "
-                 "title word('%s', i+1)\n",
+                 "ps 1.2 title word('%s', i+1)\n",
                  sub, T - 1, words);
     }
     if ((st = epar_plot_script(o, "information_type_radar_comparison", "Radar comparison of the types", body)))
