@@ -33,6 +33,10 @@ c_main=$(awk -F, '$1=="clustered"{print $2}' "$d/consistency.csv")
 c_enh=$(awk -F, '$1=="enhanced" && $2=="clustered"{print $3}' "$d/forms_comparison.csv")
 [ -n "$c_main" ] && [ "$c_main" = "$c_enh" ] && ok || fail "main (enhanced) consistency '$c_main' != paired enhanced '$c_enh'"
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+# a .gp runs on its own from its folder
+if command -v gnuplot >/dev/null; then
+    (cd "$d" && rm -f forms_comparison.png && gnuplot forms_comparison.gp) && [ -s "$d/forms_comparison.png" ] && ok || fail "gnuplot forms_comparison.gp from its folder"
+fi
 
 # determinism: byte-identical CSVs and report whatever the thread count
 expect_exit 0 "1 thread" -- "$EPAR" optimal-position $small --out "$T_TMP/run2" --jobs 1 --no-render
@@ -53,6 +57,18 @@ c_pb=$(awk -F, '$1=="basic" && $2=="random"{print $3}' "$d/forms_comparison.csv"
 [ "$c_b" = "$c_pb" ] && ok || fail "--form basic main result '$c_b' != paired basic '$c_pb'"
 expect_exit 0 "importance norm" -- "$EPAR" optimal-position $small --importance norm --out "$T_TMP/n" --no-render
 expect_grep '^norm,' "$T_TMP/n/optimal/consistency.csv"
+
+# several heads (head-averaged attention, the paper preset's path)
+expect_exit 0 "two heads" -- "$EPAR" optimal-position $small --heads 2 --out "$T_TMP/h" --no-render
+c_h=$(awk -F, '$1=="dense"{print $2}' "$T_TMP/h/optimal/consistency.csv")
+c_he=$(awk -F, '$1=="enhanced" && $2=="dense"{print $3}' "$T_TMP/h/optimal/forms_comparison.csv")
+[ -n "$c_h" ] && [ "$c_h" = "$c_he" ] && [ "$c_h" != "$(awk -F, '$1=="dense"{print $2}' "$d/consistency.csv")" ] && ok || fail "--heads 2 path"
+
+# a size that cannot fit: exit 4, nothing written
+rm -rf "$T_TMP/big"
+expect_exit 4 "size that cannot fit" -- "$EPAR" optimal-position --quiet --length 100000 --hidden 8 --runs 1 --seed 1 --out "$T_TMP/big"
+expect_error_line "size does not fit" "exit 4 message"
+expect_empty_dir "$T_TMP/big" "exit 4 leaves nothing"
 
 # bad input: usage errors (2) / protocol errors (3); nothing written
 bad() { # code pattern args...
