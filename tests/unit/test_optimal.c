@@ -181,6 +181,19 @@ int main(void)
         }
     }
 
+    /* short sequences: sparse keeps max(1, L/10) important positions, as the reference */
+    {
+        double Is[2 * 5];
+        gsl_rng *r = epar_rng_alloc(3, 0, EPAR_RNG_IMPORTANCE);
+        epar_imp_generate(EPAR_IMP_SPARSE, r, 2, 5, Is);
+        epar_rng_free(r);
+        for (int b = 0; b < 2; b++) {
+            int nz = 0;
+            for (int j = 0; j < 5; j++) nz += Is[b * 5 + j] != 0;
+            check_int(nz, 1, "sparse at L=5: one important position in item %d", b);
+        }
+    }
+
     /* the type-list parser */
     {
         struct epar_optimal_cfg c;
