@@ -18,7 +18,7 @@ char *openblas_get_config(void);
 const struct cmd_entry epar_commands[] = {
     {"position-effect", cmd_position_effect, CMD_EXPERIMENT, "paper §4", "output/position/",
      "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
-    {"optimal-position", NULL, CMD_EXPERIMENT, "paper §4.3", "output/optimal/",
+    {"optimal-position", cmd_optimal_position, CMD_EXPERIMENT, "paper §4.3", "output/optimal/",
      "information importance, pos*, consistency and ranking per importance type"},
     {"sensitivity", NULL, CMD_EXPERIMENT, "appendix", "output/parameter/",
      "alpha, beta and gamma sweeps with a measured baseline and retention"},

@@ -128,23 +128,31 @@ void epar_attn_head(const struct epar_attn_cfg *cfg, const struct epar_attn_mods
     if (n_empty) *n_empty += e;
 }
 
+void epar_attn_project(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
+                       const struct epar_attn_mods *mods, const double *X, struct epar_attn_ws *ws)
+{
+    int L = cfg->L, D = cfg->D, H = cfg->heads, dk = D / H;
+    size_t LD = (size_t)L * D;
+    if (layer->has_pos_embedding)
+        for (size_t t = 0; t < LD; t++) ws->x[t] = X[t] + layer->E[t];
+    else
+        memcpy(ws->x, X, LD * sizeof *X);
+    if (mods && mods->input) mods->input(mods->ctx, ws->x, L, D);
+    linear(ws->x, layer->Wq, layer->bq, ws->Q, L, D);
+    linear(ws->x, layer->Wk, layer->bk, ws->K, L, D);
+    if (mods && mods->qk)
+        for (int h = 0; h < H; h++) mods->qk(mods->ctx, h, ws->Q + h * dk, ws->K + h * dk, L, dk, D);
+}
+
 void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
                        const struct epar_attn_mods *mods, const double *X, double *A,
                        struct epar_attn_ws *ws, int *n_empty)
 {
     int L = cfg->L, D = cfg->D, H = cfg->heads, dk = D / H;
-    size_t LD = (size_t)L * D;
-    memcpy(ws->x, X, LD * sizeof *X);
-    if (layer->has_pos_embedding)
-        for (size_t t = 0; t < LD; t++) ws->x[t] += layer->E[t];
-    if (mods && mods->input) mods->input(mods->ctx, ws->x, L, D);
-    linear(ws->x, layer->Wq, layer->bq, ws->Q, L, D);
-    linear(ws->x, layer->Wk, layer->bk, ws->K, L, D);
+    epar_attn_project(cfg, layer, mods, X, ws);
     if (n_empty) *n_empty = 0;
-    for (int h = 0; h < H; h++) {
-        if (mods && mods->qk) mods->qk(mods->ctx, h, ws->Q + h * dk, ws->K + h * dk, L, dk, D);
+    for (int h = 0; h < H; h++)
         epar_attn_head(cfg, mods, h, ws->Q + h * dk, ws->K + h * dk, D, A + (size_t)h * L * L, n_empty);
-    }
 }
 
 void epar_attn_head_average(const double *A, int H, int L, double *Abar)

@@ -52,7 +52,7 @@ int epar_imp_generate(enum epar_imp_type type, gsl_rng *r, int B, int L, double 
         break;
     case EPAR_IMP_SPARSE: {
         /* k = L/10 distinct positions per item: partial Fisher-Yates over 0..L-1 */
-        int k = L / 10;
+        int k = L / 10 > 0 ? L / 10 : 1; /* max(1, L//10), as the reference */
         int *ix = epar_err_alloc((size_t)L, sizeof *ix, "sparse importance");
         if (!ix) return EPAR_ENOMEM;
         memset(I, 0, n * sizeof *I);

@@ -34,4 +34,38 @@ double epar_metric_spearman(const double *x, const double *y, size_t n, double *
 /* mean and sample sd (n-1) of x (n); sd = 0 when n < 2 */
 void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd);
 
+/* ---- Optimal position: the consistency family (REPRODUCTION.md Experiment 2), one batch item ----
+ * V = A I ("theoretical" position scores), s_i = (mean_j A_ij) I_i ("actual" scores).
+ * Because every row of a softmax sums to 1, s = I/L up to rounding, so a = argmax s is argmax I.
+ * Ties: values that agree to EPAR_METRIC_TIE_RTOL times the largest |value| are ties (this absorbs the
+ * last-bit rounding of the row means, so equal I_i stay equal); argmax takes the lowest tied index, and
+ * the ranking correlation gives tied values their average rank (Spearman, GSL). */
+#define EPAR_METRIC_TIE_RTOL 1e-12
+
+struct epar_metric_optimal {
+    int theoretical;            /* t = argmax_i V(i) */
+    int actual;                 /* a = argmax_i (mean_j A_ij) I_i */
+    double score_similarity;    /* 1 - |V(t) - V(a)| / (V(t) + 1e-8) */
+    double proximity;           /* 1 - |t - a| / L */
+    double consistency;         /* (score_similarity + proximity) / 2 */
+    double ranking;             /* Spearman of V against s; NaN when either is constant (after ties) */
+    double score_mean;          /* mean of V */
+    double row_sum_dev;         /* max_i |L mean_j A_ij - 1|: how far the rows are from summing to 1 */
+};
+
+/* m (L) <- row means of A (L,L). */
+void epar_metric_row_mean(const double *A, int L, double *m);
+/* s (L) <- (mean_j A_ij) I_i, A (L,L), I (L). */
+void epar_metric_actual_score(const double *A, const double *I, int L, double *s);
+/* In place on x (n): every group of values whose consecutive sorted gaps are <= rtol * max|x| is set to
+ * the group's smallest value, so ties are exact. perm is (n) scratch. */
+void epar_metric_tie_merge(double *x, size_t n, double rtol, size_t *perm);
+/* 1 - |V(t) - V(a)| / (V(t) + 1e-8) for V (L). */
+double epar_metric_score_similarity(const double *V, size_t t, size_t a);
+/* 1 - |t - a| / L */
+double epar_metric_proximity(size_t t, size_t a, int L);
+/* All of the above for one item: A (L,L), I (L). work is (6L) doubles, perm (L). */
+void epar_metric_optimal(const double *A, const double *I, int L, double *work, size_t *perm,
+                         struct epar_metric_optimal *out);
+
 #endif
