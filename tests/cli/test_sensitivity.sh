@@ -49,6 +49,7 @@ b=$(awk -F, -v c="$(col "$out/$P/baseline.csv" attention_locality)" '$1=="alpha"
 expect_grep '^enhanced_max_retention,0.78,pre-softmax retention P_enhanced\(d\)/P_enhanced\(0\) at d=L=16.*,paper,1,1,0.5,0.789293147057,0,yes,' "$out/$P/retention_claims.csv"
 if grep '^basic_max_retention,' "$out/$P/retention_claims.csv" | grep -q ',yes,'; then fail "2.8% should not be reproduced"; else ok; fi
 expect_grep '^defaults,1,2,1.5,16,8,15,' "$out/$P/retention.csv"
+expect_grep '^max_distance_gain,28.3,mixed: .*,paper\+beta\*,1,1,0.5,' "$out/$P/retention_claims.csv"
 
 # determinism: byte-identical files whatever the thread count
 expect_exit 0 "1 thread" -- "$EPAR" sensitivity $small --out "$T_TMP/j1" --jobs 1 --no-render
