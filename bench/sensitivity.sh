@@ -22,10 +22,10 @@ best() { # command... -> fastest wall time of $reps runs
 }
 common="--no-render --quiet --out $tmp"
 t1=$(best "$EPAR" sensitivity $common --jobs 1)
-tn=$(best "$EPAR" sensitivity $common --jobs "$cores")
-t2=$(best "$EPAR" sensitivity $common --jobs 1 --runs 2)
 draws=$(awk -F, '$1!="sweep"{s+=$3}END{print s}' "$tmp/parameter/baseline.csv")
 seeds=$(awk -F, 'NR==2{print $NF}' "$tmp/parameter/baseline.csv")
+tn=$(best "$EPAR" sensitivity $common --jobs "$cores")
+t2=$(best "$EPAR" sensitivity $common --jobs 1 --runs 2)
 echo "sensitivity: best of $reps, $((draws * seeds)) draws x 3 forms"
 awk -v a="$t1" -v b="$tn" -v r="$t2" -v n="$cores" 'BEGIN{
     printf "  --jobs 1 / --jobs %d wall-time ratio: %.2f (ideal %d)\n", n, a/b, n;
