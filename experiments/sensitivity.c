@@ -1030,7 +1030,7 @@ static int sweep_figure(struct epar_out *o, const char *name, const char *title,
                           "     bm with lines lc rgb '#c0392b' dt 2 title 'baseline (form none) +- sd', \\\n"
                           "     bm-bs with lines lc rgb '#f4c7c3' notitle, bm+bs with lines lc rgb '#f4c7c3' notitle\n"
                           "unset object 1\nunset logscale y\nset format y '%%g'\n",
-                          b, strcmp(p->metric, "attention_concentration") ? "" : "set logscale y\nset format y '10^{%%L}'\n", p->label, csv,
+                          b, strcmp(p->metric, "attention_concentration") ? "" : "set logscale y\nset format y '10^{%L}'\n", p->label, csv,
                           col1(t, p->metric), col1(t, sdn));
         } else {
             n += snprintf(body + n, sizeof body - n,
@@ -1083,7 +1083,7 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
                       "set title '%s'\n%s"
                       "plot '%s' skip 1 using %d:%d:%d with image, \\\n"
                       "     '' skip 1 using %d:%d:(sprintf('%%.3g', column(%d))) with labels boxed font ',6'\n",
-                      pn[q].label, q == 1 && logcb ? "set logscale cb\n" : "unset logscale cb\n", csv, col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric),
+                      pn[q].label, q == 1 && logcb ? "set logscale cb\nset format cb '10^{%L}'\n" : "unset logscale cb\nset format cb '%g'\n", csv, col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric),
                       col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric));
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
     snprintf(body + n, sizeof body - n, "unset multiplot\n");
@@ -1224,7 +1224,7 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              o, "retention_curves", title,
              "set terminal @epar_term size 1400,600\n"
              "set multiplot layout 1,2 title '%s'\n"
-             "set key bottom left opaque box lc rgb '#bbbbbb' font ',8'\n"
+             "set key bottom left opaque box lc rgb '#bbbbbb' font ',8'\nset xrange [0:%d]\n"
              "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 3 lc rgb '#555555'\n"
              "set arrow 2 from %d, graph 0 to %d, graph 1 nohead dt 3 lc rgb '#555555'\n"
              "set title 'pre-softmax effect (exact), marks at d = L/2 and L-1'\n"
@@ -1238,7 +1238,7 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              "     '' skip 1 using 1:10:11 with yerrorlines lt 1 pt 9 ps 0.3 title 'enhanced', \\\n"
              "     %.17g with lines lc rgb '#555555' dt 2 title '1/L (uniform rows)'\n"
              "unset multiplot\n",
-             title, L / 2, L / 2, L - 1, L - 1, prm->beta, prm->beta, prm->gamma, paper, prm->n_seeds, 1.0 / L)))
+             title, L, L / 2, L / 2, L - 1, L - 1, prm->beta, prm->beta, prm->gamma, paper, prm->n_seeds, 1.0 / L)))
         return st;
 
     /* improvement over the measured baseline (the reference's "improvement" figure, with a real baseline) */

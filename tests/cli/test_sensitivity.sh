@@ -15,6 +15,7 @@ for f in alpha_parameter_sensitivity beta_parameter_sensitivity gamma_parameter_
     expect_file "$out/$P/$f.gp"
     if command -v gnuplot >/dev/null; then expect_file "$out/$P/$f.png"; fi
 done
+if grep -l '%%' "$out/$P"/*.gp; then fail "a .gp script holds an unexpanded '%%'"; else ok; fi
 expect_file "$out/$P/parameter_sensitivity_report.txt"
 expect_file "$out/$P/run.json"
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
