@@ -697,6 +697,10 @@ static void trend(FILE *f, const struct ctx *c, int b, int form, const char *met
     double v0 = value(c, p0, form, metric), v1 = value(c, p1, form, metric);
     double x0 = value(c, p0, form, pname), x1 = value(c, p1, form, pname);
     int kmax = block_arg(c, b, form, metric, 1), kmin = block_arg(c, b, form, metric, -1);
+    if (kmax < 0 || kmin < 0) {
+        fprintf(f, "   measured: %s undefined over this sweep\n", label);
+        return;
+    }
     fprintf(f, "   measured: %s %s from %.4g (%s=%g) to %.4g (%s=%g); largest %.4g at %s=%g, smallest %.4g at %s=%g\n",
             label, v1 > v0 ? "rises" : v1 < v0 ? "falls" : "stays", v0, pname, x0, v1, pname, x1,
             value(c, p0 + kmax, form, metric), pname, value(c, p0 + kmax, form, pname),
@@ -819,6 +823,7 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                " -> most sensitive: %s\n", rr[0], rr[1], rr[2], pn[most]);
     for (int q = 0; q < 3; q++) {
         int kk = block_arg(c, pb[q], fs, "correlation_improvement_pct", 1), p = c->first[pb[q]] + kk;
+        if (kk < 0) continue; /* baseline correlation 0: no relative improvement */
         double im = value(c, p, fs, "correlation_improvement_pct"), isd = value(c, p, fs, "correlation_improvement_pct_sd");
         fprintf(f, "   - The reference's 'optimal' %s (largest position_correlation_mean improvement over the measured "
                    "baseline %.4f): %s=%g, %+.2f%% +- %.2f%% (%s)\n",
@@ -855,9 +860,11 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                 value(c, p0, fo, "attention_concentration_sd"), value(c, p0, fo, "position_correlation_offdiag_mean"),
                 value(c, p0, fo, "position_correlation_offdiag_mean_sd"));
 
-    fprintf(f, "\n7. Retention claims (README: %s) against every candidate definition:\n",
-            cfg->n_claims ? "see retention_claims.csv" : "no claims in the protocol");
-    fprintf(f, "   A claim agrees when the measured value rounds or truncates to its printed digits.\n");
+    fprintf(f, "\n7. Retention claims of the paper's README against every candidate definition (%s):\n",
+            cfg->n_claims ? "all rows in retention_claims.csv" : "no claims in the protocol");
+    fprintf(f, "   A claim agrees when the measured value rounds or truncates to its printed digits. Setting 'defaults' =\n"
+               "   this run's α, β, γ; 'paper' = the α, β, γ of preset 'paper' on this run's model; post-softmax values\n"
+               "   are measured (mean over seeds), pre-softmax ones exact.\n");
     for (int i = 0; i < cfg->n_claims; i++) {
         const struct epar_sens_claim *cl = &cfg->claims[i];
         fprintf(f, "   %s (\"%s\", claimed %g):\n", cl->id, cl->text, cl->value);
