@@ -20,7 +20,7 @@ const struct cmd_entry epar_commands[] = {
      "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
     {"optimal-position", cmd_optimal_position, CMD_EXPERIMENT, "paper §4.3", "output/optimal/",
      "information importance, pos*, consistency and ranking per importance type"},
-    {"sensitivity", NULL, CMD_EXPERIMENT, "appendix", "output/parameter/",
+    {"sensitivity", cmd_sensitivity, CMD_EXPERIMENT, "appendix", "output/parameter/",
      "alpha, beta and gamma sweeps with a measured baseline and retention"},
     {"adaptive", cmd_adaptive, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
      "task- and content-aware attention; when and why EPAR helps"},

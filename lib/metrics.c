@@ -187,3 +187,53 @@ void epar_metric_optimal(const double *A, const double *I, int L, double *work, 
     out->ranking = epar_metric_spearman(Vt, s, n, sp);
     out->score_mean = gsl_stats_mean(V, 1, n);
 }
+
+double epar_metric_batch_variance(const double *x, int B, size_t n)
+{
+    if (B < 2 || n == 0) return NAN;
+    double total = 0.0;
+    for (size_t t = 0; t < n; t++) {
+        double m = 0.0, ss = 0.0;
+        for (int b = 0; b < B; b++) m += x[(size_t)b * n + t];
+        m /= B;
+        for (int b = 0; b < B; b++) {
+            double d = x[(size_t)b * n + t] - m;
+            ss += d * d;
+        }
+        total += ss / (B - 1);
+    }
+    return total / (double)n;
+}
+
+double epar_metric_locality(const double *A, int B, int L, int w)
+{
+    double total = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++) {
+            const double *a = A + ((size_t)b * L + i) * L;
+            int lo = i - w < 0 ? 0 : i - w, hi = i + w >= L ? L - 1 : i + w;
+            for (int j = lo; j <= hi; j++) total += a[j];
+        }
+    return total / ((double)B * L);
+}
+
+void epar_metric_distance_profile(const double *A, int B, int L, double *prof)
+{
+    for (int d = 0; d < L; d++) prof[d] = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++) {
+            const double *a = A + ((size_t)b * L + i) * L;
+            for (int j = 0; j < L; j++) prof[j > i ? j - i : i - j] += a[j];
+        }
+    for (int d = 0; d < L; d++) prof[d] /= (double)B * (d ? 2.0 * (L - d) : (double)L);
+}
+
+void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, double *offdiag_mean)
+{
+    size_t n = (size_t)L * L;
+    *mean = gsl_stats_mean(M, 1, n);
+    *sd = n > 1 ? gsl_stats_sd_m(M, 1, n, *mean) : 0.0;
+    double tr = 0.0;
+    for (int i = 0; i < L; i++) tr += M[(size_t)i * L + i];
+    *offdiag_mean = L > 1 ? (*mean * (double)n - tr) / ((double)n - L) : NAN;
+}

@@ -31,6 +31,19 @@ void epar_metric_position_correlation(const double *A, int B, int L, double *C, 
  * work is (2n). */
 double epar_metric_spearman(const double *x, const double *y, size_t n, double *work);
 
+/* Sensitivity metrics (REPRODUCTION.md Experiment 3). A is (B,L,L).
+ * batch_variance: mean over the n entries of the unbiased (n-1) variance across the B items of x (B,n)
+ *   (the reference's attention_concentration with n = L*L); NaN when B < 2.
+ * locality: mean over items and queries of sum_{|i-j|<=w} A_bij (w = 1 in the reference).
+ * distance_profile: prof (L), prof[d] = mean of A_bij over every item and every pair with |i-j| = d
+ *   (the mean attention weight a pair at distance d receives; 1/L everywhere for uniform rows).
+ * matrix_stats: mean and unbiased sd of all L*L entries of M (L,L), and the mean of the entries off the
+ *   diagonal i = j (the diagonal of a correlation matrix is all ones). */
+double epar_metric_batch_variance(const double *x, int B, size_t n);
+double epar_metric_locality(const double *A, int B, int L, int w);
+void epar_metric_distance_profile(const double *A, int B, int L, double *prof);
+void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, double *offdiag_mean);
+
 /* mean and sample sd (n-1) of x (n); sd = 0 when n < 2 */
 void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd);
 

@@ -72,3 +72,19 @@ double epar_posfx_infimum(const struct epar_posfx *p)
     default: return 1.0;
     }
 }
+
+double epar_posfx_strength(const struct epar_posfx *p, int L)
+{
+    double Ld = (double)L, s = Ld * epar_posfx_value(p, 0.0, Ld);
+    for (int d = 1; d < L; d++) s += 2.0 * (Ld - d) * epar_posfx_value(p, (double)d, Ld);
+    return s / (Ld * Ld);
+}
+
+double epar_posfx_decay_speed(const struct epar_posfx *p, int L)
+{
+    int c = L / 2;
+    if (c < 2) return NAN;
+    double s = 0.0;
+    for (int k = 1; k < c; k++) s += epar_posfx_value(p, (double)k, (double)L);
+    return s / (c - 1);
+}

@@ -32,4 +32,12 @@ void epar_posfx_matrix(const struct epar_posfx *p, int L, double *P);
 /* Infimum over all distances: alpha/(1+gamma) enhanced, 0 basic, 1 none. */
 double epar_posfx_infimum(const struct epar_posfx *p);
 
+/* Summaries of the (L,L) matrix used by the sensitivity experiment (REPRODUCTION.md Experiment 3),
+ * exact, from the L distinct values (no matrix needed):
+ *   strength = mean over all L^2 pairs of P(i,j) = (L m(0) + 2 sum_{d=1}^{L-1} (L-d) m(d)) / L^2;
+ *   decay_speed = mean of P[c, c+k] = m(k) for c = L/2 (integer division), k = 1 .. c-1
+ *                 (the reference's window; NaN when it is empty, L < 4). */
+double epar_posfx_strength(const struct epar_posfx *p, int L);
+double epar_posfx_decay_speed(const struct epar_posfx *p, int L);
+
 #endif
