@@ -148,6 +148,10 @@ static void print_verdicts(const struct epar_audit *a, const char *out)
         printf("  %-20s %10d %14d %21d %14d\n", sec, cnt[0], cnt[1], cnt[2], cnt[3]);
     }
     printf("  %-20s %10d %14d %21d %14d\n", "total", a->counts[0], a->counts[1], a->counts[2], a->counts[3]);
+    if (a->counts[EPAR_AUDIT_NOT_HERE])
+        printf("  not reproducible here: %d need what epar does not do (training), %d read a file of an experiment "
+               "that did not run, %d have a spec to fix\n",
+               a->needs, a->missing_files, a->spec_problems);
     if (a->counts[EPAR_AUDIT_NOT_REPRODUCED]) {
         printf("  not reproduced:");
         for (size_t i = 0; i < a->n; i++)
@@ -468,6 +472,9 @@ int cmd_run_all(int argc, char **argv)
     if (check && update) return cli_usage_error("'--check' and '--update-golden' cannot be combined");
     if (audit_only && (check || update)) return cli_usage_error("'--audit-only' cannot be combined with '--check' or '--update-golden'");
     if (cli_seen(opts, "golden") && !check && !update) return cli_usage_error("'--golden' needs '--check' or '--update-golden'");
+    if ((check || update) && (cli_seen(opts, "seed") || cli_seen(opts, "seeds") || cli_seen(opts, "preset")))
+        return cli_usage_error("'--%s' cannot change the pinned runs: their protocol and seeds are in %s/protocol.json",
+                               check ? "check" : "update-golden", gdir);
 
     struct epar_protocol proto;
     struct epar_params prm;

@@ -716,8 +716,10 @@ static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
     if (imp) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", out_root, imp);
-        if (!file_exists(path))
+        if (!file_exists(path)) {
             note_add(note, sizeof note, "measurement file output/%s missing: experiment not run", imp);
+            row->missing_file = 1;
+        }
         else {
             note_add(note, sizeof note, "output/%s could not be imported: not a readable audit table with columns "
                                         "claim_id,source,statement,reported,measured,verdict,note", imp);
@@ -725,6 +727,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
         }
     } else if (json_object_get(m, "needs")) {
         note_add(note, sizeof note, "needs %s", jstr(m, "needs", ""));
+        row->needs = 1;
     } else if (json_object_get(m, "posfx")) {
         char desc[256];
         json_t *p = json_object_get(m, "posfx");
@@ -754,6 +757,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
         snprintf(path, sizeof path, "%s/%s", out_root, file);
         if (!file_exists(path)) {
             note_add(note, sizeof note, "measurement file output/%s missing: experiment not run", file);
+            row->missing_file = 1;
         } else {
             struct epar_table *t = NULL;
             if (epar_csv_read(path, &t)) {
@@ -815,6 +819,8 @@ static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
         return epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
     a->counts[row->verdict]++;
     a->spec_problems += row->spec_problem;
+    a->missing_files += row->missing_file;
+    a->needs += row->needs;
     return EPAR_OK;
 }
 

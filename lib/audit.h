@@ -13,6 +13,8 @@
  *
  * Tolerance rules: exact (|m-r| <= 1e-12 |r|), relative (|m-r| <= tol |r|), abs (|m-r| <= tol),
  * sd (|m-r| <= k * measured_sd), above (m > r), below (m < r), range (lo <= m <= hi).
+ * A "file" measurement may compare against another column of the same row ("against_column") instead of
+ * the reported number (e.g. a bound computed by the experiment).
  * Verdicts: reproduced, not reproduced, not reproducible here, trivially true (a claim flagged as an
  * identity whose check holds). */
 #ifndef EPAR_AUDIT_H
@@ -109,6 +111,8 @@ struct epar_audit_row {
     enum epar_audit_verdict verdict;
     int spec_problem;           /* the measurement spec does not fit the file (fix the JSON) */
     int imported;               /* copied from an imported table */
+    int missing_file;           /* its measurement file is absent (experiment not run / not built) */
+    int needs;                  /* cannot be measured here at all (measure.needs) */
     char **figures;             /* relative to the output root; NULL-terminated (may be NULL) */
 };
 
@@ -116,7 +120,7 @@ struct epar_audit {
     size_t n, cap;
     struct epar_audit_row *rows;
     int counts[EPAR_AUDIT_VERDICT_COUNT];
-    int spec_problems;
+    int spec_problems, missing_files, needs;
 };
 
 /* Validate the "claims" array (ids unique, fields typed, rules and quantities known). EPAR_EPROTOCOL with
