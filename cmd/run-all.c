@@ -154,8 +154,10 @@ static void print_verdicts(const struct epar_audit *a, const char *out)
                a->needs, a->missing_files, a->spec_problems);
     if (a->counts[EPAR_AUDIT_NOT_REPRODUCED]) {
         printf("  not reproduced:");
+        int shown = 0;
         for (size_t i = 0; i < a->n; i++)
-            if (a->rows[i].verdict == EPAR_AUDIT_NOT_REPRODUCED) printf(" %s", a->rows[i].id);
+            if (a->rows[i].verdict == EPAR_AUDIT_NOT_REPRODUCED && shown++ < 8) printf(" %s", a->rows[i].id);
+        if (shown > 8) printf(" ... (%d more in %s/report/claims.csv)", shown - 8, out);
         putchar('\n');
     }
 }

@@ -524,17 +524,27 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     fprintf(f, " (%zu claims).</p>\n<table><tr><th>claim</th><th>statement</th><th>reported</th><th>measured</th>"
                "<th>sd</th><th>tolerance</th><th>verdict</th><th>note</th></tr>\n",
             a->n);
-    for (size_t i = 0; i < a->n; i++) {
-        const struct epar_audit_row *r = &a->rows[i];
-        const char *cells[] = {r->id, r->statement, r->reported, r->measured, r->measured_sd, r->tolerance,
-                               epar_audit_verdict_name(r->verdict), r->note};
-        fprintf(f, "<tr class=\"v%d\">", (int)r->verdict);
-        for (int k = 0; k < 8; k++) {
-            fputs("<td>", f);
-            html(f, cells[k]);
-            fputs("</td>", f);
+    for (size_t g = 0; g < a->n; g++) {
+        const char *sec = a->rows[g].section;
+        int seen = 0;
+        for (size_t j = 0; j < g && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
+        if (seen) continue;
+        fputs("<tr><th colspan=\"8\" style=\"text-align:left\">", f);
+        html(f, group_title(sec));
+        fputs("</th></tr>\n", f);
+        for (size_t i = g; i < a->n; i++) {
+            const struct epar_audit_row *r = &a->rows[i];
+            if (strcmp(r->section, sec)) continue;
+            const char *cells[] = {r->id, r->statement, r->reported, r->measured, r->measured_sd, r->tolerance,
+                                   epar_audit_verdict_name(r->verdict), r->note};
+            fprintf(f, "<tr class=\"v%d\">", (int)r->verdict);
+            for (int k = 0; k < 8; k++) {
+                fputs("<td>", f);
+                html(f, cells[k]);
+                fputs("</td>", f);
+            }
+            fputs("</tr>\n", f);
         }
-        fputs("</tr>\n", f);
     }
     fputs("</table>\n<h2>Figures by paper section</h2>\n", f);
     index_figures(f, out_root, info);
