@@ -112,20 +112,36 @@ static int folders_from_table(struct epar_report_folder *f, char labels[][160], 
     return n;
 }
 
-static int run_audit(const char *preset, struct epar_protocol *proto, const char *out, const struct runset *rs,
-                     struct epar_audit *a)
+static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const char *out,
+                     const struct runset *rs, struct epar_audit *a)
 {
     json_t *claims = json_object_get(proto->root, "claims");
     int st = epar_audit_run(claims, out, a);
     if (st) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
-    struct epar_report_info info = {proto->path, proto->root, preset, EPAR_VERSION, folders, 0, rs->ran,
+    struct epar_report_info info = {proto->path, proto->root, prm->preset, EPAR_VERSION, folders, 0, rs->ran,
                                     rs->failed};
     info.n_folders = folders_from_table(folders, labels, MAX_EXPERIMENTS);
     struct epar_out o;
     if ((st = epar_out_begin(&o, out, "report"))) return st;
-    if ((st = epar_exp_report_write(&o, out, a, &info))) {
+    json_t *ran = json_array(), *failed = json_array();
+    for (int i = 0; i < rs->n_ran; i++) json_array_append_new(ran, json_string(rs->ran[i]));
+    for (int i = 0; i < rs->n_failed; i++) json_array_append_new(failed, json_string(rs->failed[i]));
+    json_t *seeds = json_array();
+    for (int i = 0; i < prm->n_seeds; i++) json_array_append_new(seeds, json_integer((json_int_t)prm->seeds[i]));
+    /* run.json of the audit: what was audited (the experiments' own run.json hold their parameters) */
+    json_t *rj = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:i}", "experiment",
+                           "run-all", "epar_version", EPAR_VERSION, "protocol", proto->path, "protocol_version",
+                           EPAR_PROTOCOL_VERSION, "preset", prm->preset, "seeds", seeds, "experiments_run", ran,
+                           "experiments_failed", failed, "claims", (int)a->n, "verdicts", "reproduced", a->counts[0],
+                           "not reproduced", a->counts[1], "not reproducible here", a->counts[2], "trivially true",
+                           a->counts[3], "spec_problems", a->spec_problems);
+    if (!rj) st = epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
+    else if (json_dump_file(rj, epar_out_path(&o, "run.json"), JSON_INDENT(2) | JSON_PRESERVE_ORDER))
+        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(&o, "run.json"));
+    json_decref(rj);
+    if (st || (st = epar_exp_report_write(&o, out, a, &info))) {
         epar_out_abort(&o);
         return st;
     }
@@ -351,7 +367,8 @@ static void val_text(const struct pinval *p, char *buf, size_t n)
 #define PIN_REL_TOL 1e-6
 #define PIN_ABS_TOL 1e-9
 
-static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto, const char *preset,
+static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto,
+                  const struct epar_params *prm,
                   const char *gdir, int update, int tty)
 {
     char files[128][256];
@@ -383,7 +400,7 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
     struct runset rs;
     int rc = run_experiments(c, opts, gproto, out, 1, tty, &rs);
     struct epar_audit a = {0};
-    if (!rc && (st = run_audit(preset, proto, out, &rs, &a))) rc = cli_fail(st);
+    if (!rc && (st = run_audit(prm, proto, out, &rs, &a))) rc = cli_fail(st);
     if (!rc && rs.n_failed) rc = 1;
     int skipped = 0;
     for (int i = 0; i < nfiles && !rc; i++) {
@@ -464,7 +481,7 @@ int cmd_run_all(int argc, char **argv)
         {"audit-only", 0, OPT_FLAG, &audit_only, NULL, "do not run the experiments: audit the files already in --out", 0},
         {"Regression", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"check", 0, OPT_FLAG, &check, NULL,
-         "rerun the small fixed-seed runs of --golden and compare with its pins (exit 1 if a number moved)", 0},
+         "rerun the small fixed-seed runs of --golden (in a temporary folder unless --out) and compare with its pins; exit 1 if a number moved", 0},
         {"update-golden", 0, OPT_FLAG, &update, NULL, "rewrite the pins of --golden from the small runs (deliberate)", 0},
         {"golden", 0, OPT_STRING, &gdir, "DIR", "regression folder: protocol.json, files.txt, pins.csv (default tests/golden)", 0},
         OPTS_COMMON(&c),
@@ -488,7 +505,7 @@ int cmd_run_all(int argc, char **argv)
     }
     int tty = isatty(STDERR_FILENO);
     if (check || update) {
-        rc = golden(&c, opts, &proto, prm.preset, gdir, update, tty);
+        rc = golden(&c, opts, &proto, &prm, gdir, update, tty);
         epar_protocol_free(&proto);
         return rc;
     }
@@ -500,7 +517,7 @@ int cmd_run_all(int argc, char **argv)
     }
     struct epar_audit a;
     if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));
-    st = run_audit(prm.preset, &proto, c.out, &rs, &a);
+    st = run_audit(&prm, &proto, c.out, &rs, &a);
     if (st) {
         epar_audit_free(&a);
         epar_protocol_free(&proto);
