@@ -13,6 +13,7 @@
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
+#include "experiments/common.h"
 #include "experiments/report.h"
 #include "cli.h"
 
@@ -112,8 +113,8 @@ static int folders_from_table(struct epar_report_folder *f, char labels[][160], 
     return n;
 }
 
-static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const char *out,
-                     const struct runset *rs, struct epar_audit *a)
+static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const char *out, int no_render,
+                     int jobs, const struct runset *rs, struct epar_audit *a)
 {
     json_t *claims = json_object_get(proto->root, "claims");
     int st = epar_audit_run(claims, out, a);
@@ -121,8 +122,9 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
     struct epar_report_info info = {proto->path, proto->root, prm->preset, EPAR_VERSION, folders, 0, rs->ran,
-                                    rs->failed};
+                                    rs->failed, 0};
     info.n_folders = folders_from_table(folders, labels, MAX_EXPERIMENTS);
+    info.figures = !no_render && epar_plot_available();
     struct epar_out o;
     if ((st = epar_out_begin(&o, out, "report"))) return st;
     json_t *ran = json_array(), *failed = json_array();
@@ -145,7 +147,7 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
         epar_out_abort(&o);
         return st;
     }
-    if ((st = epar_out_commit(&o))) return st;
+    if ((st = epar_exp_finish(&o, no_render, jobs))) return st;
     return epar_exp_report_index(out, a, &info);
 }
 
@@ -400,7 +402,7 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
     struct runset rs;
     int rc = run_experiments(c, opts, gproto, out, 1, tty, &rs);
     struct epar_audit a = {0};
-    if (!rc && (st = run_audit(prm, proto, out, &rs, &a))) rc = cli_fail(st);
+    if (!rc && (st = run_audit(prm, proto, out, 1, c->jobs, &rs, &a))) rc = cli_fail(st);
     if (!rc && rs.n_failed) rc = 1;
     int skipped = 0;
     for (int i = 0; i < nfiles && !rc; i++) {
@@ -517,7 +519,7 @@ int cmd_run_all(int argc, char **argv)
     }
     struct epar_audit a;
     if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));
-    st = run_audit(&prm, &proto, c.out, &rs, &a);
+    st = run_audit(&prm, &proto, c.out, c.no_render, c.jobs, &rs, &a);
     if (st) {
         epar_audit_free(&a);
         epar_protocol_free(&proto);

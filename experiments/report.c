@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lib/err.h"
+#include "lib/plot.h"
 #include "lib/posfx.h"
 #include "common.h"
 #include "report.h"
@@ -201,7 +202,7 @@ static void write_protocol_section(FILE *f, const char *out_root, const struct e
           f);
 }
 
-static void write_retention_section(FILE *f, json_t *proto, const struct epar_table *rt)
+static void write_retention_section(FILE *f, json_t *proto, const struct epar_table *rt, int figures)
 {
     fputs("## Which definition of \"retention\" gives the paper's figures\n\n"
           "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78% and 2.8% without a definition or "
@@ -249,6 +250,7 @@ static void write_retention_section(FILE *f, json_t *proto, const struct epar_ta
             fprintf(f, "- No beta > 0, gamma >= 0 gives both gains x%g and x%g.\n", rmid, rmax);
         }
     }
+    if (figures) fputs("\n![retention of both forms and the paper's values](retention_curves.png)\n", f);
     fputs("\nThe verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
           "named in the claim's note as alternatives, never used to change the verdict.\n\n",
           f);
@@ -317,7 +319,7 @@ static void free_list(char **v)
     free(v);
 }
 
-static void write_findings(FILE *f, const char *out_root, const struct epar_audit *a)
+static void write_findings(FILE *f, const char *out_root, const struct epar_audit *a, int figures)
 {
     fputs("## Findings by section\n\n", f);
     for (size_t i = 0; i < a->n; i++) {
@@ -366,12 +368,102 @@ static void write_findings(FILE *f, const char *out_root, const struct epar_audi
                 if (!header) { fputs("\nFigures:", f); header = 1; }
                 char p[4096];
                 snprintf(p, sizeof p, "%s/%s", out_root, *fg);
-                if (file_exists(p)) fprintf(f, " [%s](../%s)", *fg, *fg);
+                /* the report's own figures are rendered after this file is written */
+                int present = strncmp(*fg, "report/", 7) ? file_exists(p) : figures;
+                if (present) fprintf(f, " [%s](../%s)", *fg, *fg);
                 else fprintf(f, " %s (not produced in this run)", *fg);
             }
         }
         fputs(header ? "\n\n" : "\n", f);
     }
+}
+
+/* ---- figures ---- */
+
+static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
+{
+    struct epar_table *t = epar_csv_new("section,reproduced,not_reproduced,not_reproducible_here,trivially_true");
+    if (!t) return EPAR_ENOMEM;
+    int st = EPAR_OK;
+    for (size_t i = 0; i < a->n && !st; i++) {
+        const char *sec = a->rows[i].section;
+        int seen = 0, cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
+        if (seen) continue;
+        for (size_t j = i; j < a->n; j++)
+            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
+        st = epar_csv_append(t, "siiii", sec, cnt[0], cnt[1], cnt[2], cnt[3]);
+    }
+    if (!st) st = epar_exp_write_table(o, "verdicts.csv", t);
+    epar_csv_free(t);
+    if (st) return st;
+    return epar_plot_scriptf(o, "verdicts", "Verdicts per section of the audit",
+                             "set title 'Claims audit: verdicts per section (%zu claims)'\n"
+                             "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
+                             "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
+                             "set ylabel 'number of claims'\nset yrange [0:*]\nset key top right\n"
+                             "plot 'verdicts.csv' skip 1 using 2:xtic(1) title 'reproduced' lc rgb '#2ca02c', \\\n"
+                             "     '' skip 1 using 3 title 'not reproduced' lc rgb '#d62728', \\\n"
+                             "     '' skip 1 using 4 title 'not reproducible here' lc rgb '#aaaaaa', \\\n"
+                             "     '' skip 1 using 5 title 'trivially true' lc rgb '#1f77b4'\n",
+                             a->n);
+}
+
+/* P(d)/P(0) of both forms for every preset, against d/L, with the paper's 78% and 2.8% marked */
+static int retention_figure(struct epar_out *o, json_t *proto)
+{
+    double beta[8], gamma[8];
+    const char *pn[8];
+    int np = collect_params(proto, beta, gamma, pn, 8);
+    if (np == 0) return EPAR_OK;
+    char cols[512] = "d_over_L";
+    for (int p = 0; p < np; p++)
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",basic_%s,enhanced_%s", pn[p], pn[p]);
+    struct epar_table *t = epar_csv_new(cols);
+    if (!t) return EPAR_ENOMEM;
+    const int n = 200;
+    int st = EPAR_OK;
+    for (int k = 0; k <= n && !st; k++) {
+        double x = (double)k / n;
+        st = epar_csv_append(t, "d", x);
+        for (int p = 0; p < np; p++) {
+            struct epar_posfx b = {EPAR_FORM_BASIC, 1, beta[p], gamma[p]}, e = b;
+            e.form = EPAR_FORM_ENHANCED;
+            t->cells[(t->nrows - 1) * (size_t)t->ncols + 1 + 2 * p].v = epar_posfx_value(&b, x, 1);
+            t->cells[(t->nrows - 1) * (size_t)t->ncols + 2 + 2 * p].v = epar_posfx_value(&e, x, 1);
+        }
+    }
+    if (!st) st = epar_exp_write_table(o, "retention_curves.csv", t);
+    epar_csv_free(t);
+    if (st) return st;
+    struct epar_table *r = epar_csv_new("d_over_L,retention,label");
+    if (!r) return EPAR_ENOMEM;
+    double renh = claim_reported(proto, "retention_max_enhanced"), rbas = claim_reported(proto, "retention_max_basic");
+    if (isfinite(renh)) st = epar_csv_append(r, "dds", 1.0, renh, "paper: enhanced at max distance");
+    if (!st && isfinite(rbas)) st = epar_csv_append(r, "dds", 1.0, rbas, "paper: basic at max distance");
+    if (!st) st = epar_exp_write_table(o, "retention_reported.csv", r);
+    epar_csv_free(r);
+    if (st) return st;
+    char body[2048];
+    int u = snprintf(body, sizeof body,
+                     "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1), and the paper''s reported values'\n"
+                     "set xlabel 'distance d / L'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
+                     "set key bottom left\nplot ");
+    for (int p = 0; p < np && u < (int)sizeof body; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", pn[p]);
+        for (char *q = name; *q; q++)
+            if (*q == '_') *q = ' ';
+        u += snprintf(body + u, sizeof body - (size_t)u,
+                      "'retention_curves.csv' skip 1 using 1:%d with lines lt %d dt 2 title 'basic, %s ({/Symbol b}=%g)', "
+                      "'' skip 1 using 1:%d with lines lt %d title 'enhanced, %s ({/Symbol b}=%g, {/Symbol g}=%g)', \\\n     ",
+                      2 + 2 * p, p + 1, name, beta[p], 3 + 2 * p, p + 1, name, beta[p], gamma[p]);
+    }
+    if (u < (int)sizeof body)
+        snprintf(body + u, sizeof body - (size_t)u,
+                 "'retention_reported.csv' skip 1 using 1:2 with points pt 7 ps 1.6 lc rgb 'black' title 'reported by "
+                 "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle\n");
+    return epar_plot_script(o, "retention_curves", "Retention of the basic and enhanced forms", body);
 }
 
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
@@ -385,6 +477,8 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     }
     int st = epar_exp_write_table(o, "claims.csv", t);
     if (!st) st = epar_exp_write_table(o, "retention_definitions.csv", rt);
+    if (!st) st = verdict_figure(o, a);
+    if (!st) st = retention_figure(o, info->protocol);
     if (st) goto done;
     const char *path = epar_out_path(o, "REPORT.md");
     FILE *f = fopen(path, "w");
@@ -411,10 +505,11 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
         fprintf(f, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
                    "`measure` entry in `paper_protocol.json`.\n\n",
                 a->spec_problems);
+    if (info->figures) fputs("![verdicts per section](verdicts.png)\n\n", f);
     write_md_verdict_table(f, a);
     fputc('\n', f);
-    write_findings(f, out_root, a);
-    write_retention_section(f, info->protocol, rt);
+    write_findings(f, out_root, a, info->figures);
+    write_retention_section(f, info->protocol, rt, info->figures);
     write_defects(f);
     if (fclose(f) != 0) st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
 done:

@@ -26,6 +26,7 @@ struct epar_report_info {
     int n_folders;
     const char *const *ran;     /* names of the experiments that ran successfully (NULL-terminated) */
     const char *const *failed;  /* and of those that failed (NULL-terminated) */
+    int figures;                /* the report's own figures will be rendered (link them in REPORT.md) */
 };
 
 /* claims.csv, retention_definitions.csv and REPORT.md into o's staging folder (section "report"). */
