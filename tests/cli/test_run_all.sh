@@ -7,6 +7,9 @@ out=$T_TMP/full
 expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --seed 42 --out "$out"
 expect_grep '^audit: [0-9]+ claims' "$T_TMP/out"
 expect_grep '^  total ' "$T_TMP/out"
+# progress on stderr as plain lines when stderr is not a terminal (no carriage returns)
+expect_grep '^epar: run-all: \[1/[0-9]+\] position-effect' "$T_TMP/err"
+if grep -q "$(printf '\r')" "$T_TMP/err"; then fail "progress bar drawn on a non-terminal"; else ok; fi
 for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
 
@@ -61,6 +64,7 @@ expect_grep 'gamma is ignored' "$out/report/REPORT.md"
 
 # deterministic: same protocol and seed -> byte-identical audit, whatever --jobs
 expect_exit 0 "second run, 1 thread" -- "$EPAR" run-all --seed 42 --out "$T_TMP/again" --jobs 1 --no-render -q
+[ ! -s "$T_TMP/out" ] && [ ! -s "$T_TMP/err" ] && ok || fail "--quiet still printed something"
 cmp -s "$claims" "$T_TMP/again/report/claims.csv" && ok || fail "claims.csv not byte-identical across runs"
 cmp -s "$out/report/retention_definitions.csv" "$T_TMP/again/report/retention_definitions.csv" && ok ||
     fail "retention_definitions.csv not byte-identical"
