@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,16 @@ static void val_text(const struct pinval *p, char *buf, size_t n)
     else epar_csv_format_number(p->v, buf, n);
 }
 
+/* an interrupted --check removes its temporary folder too (the staging folders are aborted as usual) */
+static char golden_tmp[4096];
+
+static void golden_on_signal(int sig)
+{
+    epar_out_abort_all();
+    if (golden_tmp[0]) nftw(golden_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    _exit(128 + sig);
+}
+
 /* default tolerance of new pins: the runs are deterministic; this only absorbs BLAS/libm differences */
 #define PIN_REL_TOL 1e-6
 #define PIN_ABS_TOL 1e-9
@@ -398,6 +409,12 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
             return cli_fail(EPAR_EIO);
         }
         out = tmp;
+        snprintf(golden_tmp, sizeof golden_tmp, "%s", tmp);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = golden_on_signal;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
     }
     struct runset rs;
     int rc = run_experiments(c, opts, gproto, out, 1, tty, &rs);
@@ -469,7 +486,10 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
     pins_free(&pins);
     pins_free(&now);
     free(tols);
-    if (own_tmp) nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (own_tmp) {
+        nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        golden_tmp[0] = '\0';
+    }
     return rc;
 }
 
