@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# epar run-all: the audit files (claims.csv schema, REPORT.md, index.html links), exit codes, and the
+# regression check against tests/golden (clean pins pass; a perturbed pin fails with exit 1).
+. "$(dirname "$0")/lib.sh"
+
+out=$T_TMP/full
+expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --seed 42 --out "$out"
+expect_grep '^audit: [0-9]+ claims' "$T_TMP/out"
+expect_grep '^  total ' "$T_TMP/out"
+# progress on stderr as plain lines when stderr is not a terminal (no carriage returns)
+expect_grep '^epar: run-all: \[1/[0-9]+\] position-effect' "$T_TMP/err"
+if grep -q "$(printf '\r')" "$T_TMP/err"; then fail "progress bar drawn on a non-terminal"; else ok; fi
+for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
+[ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+
+# claims.csv: exact header, one of the four verdicts on every row, every claim id of the protocol present
+claims=$out/report/claims.csv
+[ "$(head -1 "$claims")" = "claim_id,source,statement,reported,measured,measured_sd,tolerance,verdict,note" ] && ok ||
+    fail "claims.csv header: $(head -1 "$claims")"
+python_free_verdicts() { # the verdict column is the 8th; fields may be quoted, so count verdict words per row
+    local bad=0 n=0
+    while IFS= read -r line; do
+        n=$((n + 1))
+        case "$line" in
+            *",reproduced,"*|*",not reproduced,"*|*",not reproducible here,"*|*",trivially true,"*) ;;
+            *) bad=$((bad + 1)); echo "bad row: $line" | head -c 200; echo ;;
+        esac
+    done < <(tail -n +2 "$claims")
+    [ "$bad" -eq 0 ] && [ "$n" -gt 0 ]
+}
+python_free_verdicts && ok || fail "a claims.csv row without one of the four verdicts"
+ids=$(grep -o '^    {"id": "[^"]*"' paper_protocol.json | sed 's/.*"id": "//; s/"$//')
+[ -n "$ids" ] && ok || fail "no claim ids found in paper_protocol.json"
+missing=0
+for id in $ids; do
+    case "$id" in seed_statements) continue ;; esac # an import: replaced by the imported rows when present
+    grep -q "^$id," "$claims" || { missing=$((missing + 1)); echo "claim $id not in claims.csv"; }
+done
+[ "$missing" -eq 0 ] && ok || fail "$missing claim(s) of the protocol missing from claims.csv"
+# the deterministic verdicts that do not depend on other experiments
+expect_grep '^retention_max_basic,.*,not reproduced,' "$claims"
+expect_grep '^retention_max_enhanced,.*,reproduced,' "$claims"
+expect_grep '^identity_mean_attention,.*,trivially true,' "$claims"
+expect_grep '^ref_alpha_1_position_strength,.*,reproduced,' "$claims"
+expect_grep '^train_wikitext103_ppl,.*,not reproducible here,.*needs training' "$claims"
+
+# index.html and REPORT.md: every link resolves to an existing file
+bad=0
+for l in $(grep -o '\(href\|src\)="[^"]*"' "$out/index.html" | sed 's/^[a-z]*="//; s/"$//'); do
+    case "$l" in http:*|https:*|//*) bad=$((bad + 1)); echo "external link $l" ;; esac
+    [ -f "$out/$l" ] || { bad=$((bad + 1)); echo "index.html link to missing $l"; }
+done
+[ "$bad" -eq 0 ] && ok || fail "$bad broken or external link(s) in index.html"
+nimg=$(grep -c '<img ' "$out/index.html")
+npng=$(find "$out" -name '*.png' | wc -l)
+[ "$nimg" -eq "$npng" ] && ok || fail "index.html shows $nimg figures, $npng PNGs exist"
+bad=0
+for l in $(grep -o '](\([^)]*\))' "$out/report/REPORT.md" | sed 's/^](//; s/)$//'); do
+    [ -f "$out/report/$l" ] || { bad=$((bad + 1)); echo "REPORT.md link to missing $l"; }
+done
+[ "$bad" -eq 0 ] && ok || fail "$bad broken link(s) in REPORT.md"
+expect_grep '^## Known defects of the reference code' "$out/report/REPORT.md"
+expect_grep 'gamma is ignored' "$out/report/REPORT.md"
+
+# deterministic: same protocol and seed -> byte-identical audit, whatever --jobs
+expect_exit 0 "second run, 1 thread" -- "$EPAR" run-all --seed 42 --out "$T_TMP/again" --jobs 1 --no-render -q
+[ ! -s "$T_TMP/out" ] && [ ! -s "$T_TMP/err" ] && ok || fail "--quiet still printed something"
+cmp -s "$claims" "$T_TMP/again/report/claims.csv" && ok || fail "claims.csv not byte-identical across runs"
+cmp -s "$out/report/retention_definitions.csv" "$T_TMP/again/report/retention_definitions.csv" && ok ||
+    fail "retention_definitions.csv not byte-identical"
+
+# --audit-only on a folder without experiments: every file claim says which file is missing, exit 0
+expect_exit 0 "audit only" -- "$EPAR" run-all --audit-only --out "$T_TMP/empty" -q
+expect_grep '^opt_structured_consistency_enhanced,.*not reproducible here,"?measurement file output/optimal/forms_comparison.csv missing: experiment not run' "$T_TMP/empty/report/claims.csv"
+
+# a measurement spec that does not fit its file: warning, verdict not reproducible here, the columns named
+sed 's/"column": "value"}, "tolerance": {"rule": "exact"}/"column": "valeur"}, "tolerance": {"rule": "exact"}/' paper_protocol.json > "$T_TMP/spec.json"
+expect_exit 0 "spec problem is not fatal" -- "$EPAR" run-all --protocol "$T_TMP/spec.json" --seed 42 --no-render --out "$T_TMP/spec"
+expect_grep 'warning: 1 claim\(s\) have a measurement spec' "$T_TMP/err"
+expect_grep "^identity_mean_attention,.*not reproducible here,.*column 'valeur' not in the file \\(columns: metric,value,note\\)" "$T_TMP/spec/report/claims.csv"
+
+# bad claims -> exit 3 naming the JSON path, nothing written
+sed 's/"tolerance": {"rule": "exact"}, "trivial": true/"tolerance": {"rule": "roughly"}, "trivial": true/' paper_protocol.json > "$T_TMP/badrule.json"
+expect_exit 3 "unknown tolerance rule" -- "$EPAR" run-all --protocol "$T_TMP/badrule.json" --out "$T_TMP/bad" -q
+expect_error_line '\$\.claims\[[0-9]+\]\.tolerance\.rule' "unknown rule"
+expect_empty_dir "$T_TMP/bad" "bad claims leave nothing"
+# an experiment that fails: exit 1, the audit still written
+sed 's/"distance_curve": 20/"distance_curve": 0/' paper_protocol.json > "$T_TMP/failexp.json"
+expect_exit 1 "failed experiment -> exit 1" -- "$EPAR" run-all --protocol "$T_TMP/failexp.json" --out "$T_TMP/fx" --no-render -q
+expect_grep 'position-effect failed' "$T_TMP/err"
+expect_file "$T_TMP/fx/report/claims.csv"
+# usage errors
+expect_exit 2 "check + update" -- "$EPAR" run-all --check --update-golden
+expect_exit 2 "golden without check" -- "$EPAR" run-all --golden tests/golden
+expect_exit 2 "unknown option" -- "$EPAR" run-all --chek
+expect_grep "did you mean '--check'" "$T_TMP/err"
+
+# regression: clean pins pass; a perturbed pin in a temp copy fails with exit 1 and is named
+expect_exit 0 "run-all --check on the committed pins" -- "$EPAR" run-all --check -q
+expect_grep '^regress: [0-9]+ pinned numbers checked: [0-9]+ unchanged, 0 moved, 0 missing' "$T_TMP/out"
+cp -r tests/golden "$T_TMP/golden"
+awk -F, 'BEGIN{OFS=","} $1=="position/summary.csv" && $2=="pos_star_mean" && $3=="value" {$4=$4+0.5} {print}' \
+    tests/golden/pins.csv > "$T_TMP/golden/pins.csv"
+cmp -s tests/golden/pins.csv "$T_TMP/golden/pins.csv" && fail "the pin was not perturbed" || ok
+expect_exit 1 "perturbed pin -> exit 1" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
+expect_grep 'position/summary.csv +pos_star_mean +value' "$T_TMP/out"
+expect_grep '1 moved, 0 missing' "$T_TMP/out"
+# a pinned number that disappears is a regression too
+grep -v '^report/claims.csv,identity_mean_attention,' tests/golden/pins.csv > "$T_TMP/golden/pins.csv"
+printf 'report/claims.csv,no_such_claim,measured,1,1e-06,1e-09\n' >> "$T_TMP/golden/pins.csv"
+expect_exit 1 "pin of a vanished number -> exit 1" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
+expect_grep '(missing)' "$T_TMP/out"
+# updating is deliberate and restores a passing check
+expect_exit 0 "update the copy" -- "$EPAR" run-all --update-golden --golden "$T_TMP/golden" -q
+expect_exit 0 "check after update" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
+rm "$T_TMP/golden/pins.csv"
+expect_exit 3 "no pins" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
+expect_error_line "no regression pins" "no pins"
+expect_grep 'make regress-update' "$T_TMP/err"
+expect_exit 3 "no golden folder" -- "$EPAR" run-all --check --golden "$T_TMP/nowhere" -q
+[ -z "$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'epar-golden.*' -newer "$T_TMP" 2>/dev/null)" ] && ok ||
+    fail "temporary folders of --check left behind"
+finish
