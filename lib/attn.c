@@ -128,11 +128,10 @@ void epar_attn_head(const struct epar_attn_cfg *cfg, const struct epar_attn_mods
     if (n_empty) *n_empty += e;
 }
 
-void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
-                       const struct epar_attn_mods *mods, const double *X, double *A,
-                       struct epar_attn_ws *ws, int *n_empty)
+void epar_attn_project(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
+                       const struct epar_attn_mods *mods, const double *X, struct epar_attn_ws *ws)
 {
-    int L = cfg->L, D = cfg->D, H = cfg->heads, dk = D / H;
+    int L = cfg->L, D = cfg->D;
     size_t LD = (size_t)L * D;
     memcpy(ws->x, X, LD * sizeof *X);
     if (layer->has_pos_embedding)
@@ -140,6 +139,14 @@ void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer 
     if (mods && mods->input) mods->input(mods->ctx, ws->x, L, D);
     linear(ws->x, layer->Wq, layer->bq, ws->Q, L, D);
     linear(ws->x, layer->Wk, layer->bk, ws->K, L, D);
+}
+
+void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
+                       const struct epar_attn_mods *mods, const double *X, double *A,
+                       struct epar_attn_ws *ws, int *n_empty)
+{
+    int L = cfg->L, D = cfg->D, H = cfg->heads, dk = D / H;
+    epar_attn_project(cfg, layer, mods, X, ws);
     if (n_empty) *n_empty = 0;
     for (int h = 0; h < H; h++) {
         if (mods && mods->qk) mods->qk(mods->ctx, h, ws->Q + h * dk, ws->K + h * dk, L, dk, D);

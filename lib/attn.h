@@ -68,6 +68,11 @@ void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer 
                        const struct epar_attn_mods *mods, const double *X, double *A,
                        struct epar_attn_ws *ws, int *n_empty);
 
+/* Steps (1)-(2) without the qk hook: ws->x = X (+E) through the input hook, ws->Q, ws->K projected.
+ * For mechanisms that replace the softmax (kernels, fixed weights, mixed masks: lib/mech). */
+void epar_attn_project(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
+                       const struct epar_attn_mods *mods, const double *X, struct epar_attn_ws *ws);
+
 /* Steps (3)-(7) for one head from given Q, K (L, ld) head slices: A (L,L). */
 void epar_attn_head(const struct epar_attn_cfg *cfg, const struct epar_attn_mods *mods, int head,
                     const double *Qh, const double *Kh, int ld, double *A, int *n_empty);
