@@ -180,20 +180,18 @@ double epar_compare_distance_mi(const double *A, int L, int causal, double *work
     for (int i = 0; i < L; i++)
         for (int j = 0; j < (causal ? i + 1 : L); j++) work[n++] = A[(size_t)i * L + j];
     if (n < 2) return 0.0;
-    /* ranks: sort by weight, ties by pair position (deterministic, independent of the sort algorithm) */
+    /* weight bins by rank; a run of equal weights shares its mid-rank (so uniform attention has MI 0) */
     gsl_sort_index(idx, work, 1, n);
+    size_t *rank = malloc(n * sizeof *rank);
+    if (!rank) return NAN;
     for (size_t a = 0; a < n;) {
         size_t b = a + 1;
         while (b < n && work[idx[b]] == work[idx[a]]) b++;
-        if (b - a > 1) gsl_sort_ulong((unsigned long *)(idx + a), 1, b - a);
+        for (size_t r = a; r < b; r++) rank[idx[r]] = (a + b - 1) / 2;
         a = b;
     }
-    /* position -> distance: invert the row-order enumeration */
     double joint[NB][NB] = {{0}}, px[NB] = {0}, py[NB] = {0};
     size_t pos = 0;
-    size_t *rank = malloc(n * sizeof *rank);
-    if (!rank) return NAN;
-    for (size_t r = 0; r < n; r++) rank[idx[r]] = r;
     for (int i = 0; i < L; i++)
         for (int j = 0; j < (causal ? i + 1 : L); j++, pos++) {
             int xb = L > 1 ? abs(i - j) * NB / L : 0, yb = (int)(rank[pos] * NB / n);
