@@ -859,6 +859,38 @@ static int build_gqa(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
+/* Haar W (rows, cols), rows >= cols: the first cols columns of Q of the QR of a Gaussian, applied as Q e_j
+ * (O(rows cols^2), instead of unpacking the full rows x rows Q), sign-fixed by sign(diag R) as
+ * epar_rng_orthogonal. */
+static int haar_thin(gsl_rng *r, double *W, int rows, int cols)
+{
+    gsl_matrix *G = gsl_matrix_alloc((size_t)rows, (size_t)cols);
+    gsl_vector *tau = gsl_vector_alloc((size_t)cols), *e = gsl_vector_alloc((size_t)rows);
+    int st = EPAR_OK;
+    if (!G || !tau || !e) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory in orthogonal init (%dx%d)", rows, cols);
+        goto done;
+    }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) gsl_matrix_set(G, (size_t)i, (size_t)j, gsl_ran_gaussian_ziggurat(r, 1.0));
+    if (gsl_linalg_QR_decomp(G, tau)) {
+        st = epar_err_set(EPAR_EINVAL, "QR decomposition failed in orthogonal init");
+        goto done;
+    }
+    for (int j = 0; j < cols; j++) {
+        gsl_vector_set_basis(e, (size_t)j);
+        if (gsl_linalg_QR_Qvec(G, tau, e)) {
+            st = epar_err_set(EPAR_EINVAL, "QR decomposition failed in orthogonal init");
+            goto done;
+        }
+        double sg = gsl_matrix_get(G, (size_t)j, (size_t)j) < 0 ? -1.0 : 1.0; /* diag of R */
+        for (int i = 0; i < rows; i++) W[(size_t)i * cols + j] = sg * gsl_vector_get(e, (size_t)i);
+    }
+done:
+    gsl_matrix_free(G); gsl_vector_free(tau); gsl_vector_free(e);
+    return st;
+}
+
 static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
 {
     int D = m->D, dk = m->dk, st;
@@ -867,8 +899,8 @@ static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
         return st;
     double jl = (int)m->p[0] ? sqrt((double)D / dk) : 1.0;
     for (int h = 0; h < m->H; h++) {
-        if ((st = epar_rng_orthogonal(r, m->Wq + (size_t)h * D * dk, D, dk))) return st;
-        if ((st = epar_rng_orthogonal(r, m->Wk + (size_t)h * D * dk, D, dk))) return st;
+        if ((st = haar_thin(r, m->Wq + (size_t)h * D * dk, D, dk))) return st;
+        if ((st = haar_thin(r, m->Wk + (size_t)h * D * dk, D, dk))) return st;
     }
     for (size_t t = 0; t < (size_t)m->H * D * dk; t++) { m->Wq[t] *= jl; m->Wk[t] *= jl; }
     return EPAR_OK;

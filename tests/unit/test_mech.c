@@ -474,6 +474,23 @@ static void test_gqa_orth_boost(void)
     check_rel(a, b, 1e-12, "dk = D: <xW, yW> = <x, y>");
     epar_rng_free(r);
 
+    {   /* the orthogonal-qk mechanism's frozen W_Q (D, dk) per head has orthonormal columns */
+        struct epar_mech m;
+        epar_mech_init(&m, EPAR_MECH_ORTHOGONAL_QK, NULL, 8, 64, 4, 0, 3);
+        double dev = 0;
+        for (int h = 0; h < 4; h++)
+            for (int a2 = 0; a2 < 16; a2++)
+                for (int b2 = 0; b2 < 16; b2++) {
+                    double s2 = 0;
+                    for (int t = 0; t < 64; t++) s2 += m.Wq[(h * 64 + t) * 16 + a2] * m.Wq[(h * 64 + t) * 16 + b2];
+                    if (fabs(s2 - (a2 == b2)) > dev) dev = fabs(s2 - (a2 == b2));
+                    s2 = 0;
+                    for (int t = 0; t < 64; t++) s2 += m.Wk[(h * 64 + t) * 16 + a2] * m.Wk[(h * 64 + t) * 16 + b2];
+                    if (fabs(s2 - (a2 == b2)) > dev) dev = fabs(s2 - (a2 == b2));
+                }
+        check_true(dev < 1e-12, "orthogonal-qk: W_Q^T W_Q = W_K^T W_K = I per head (max dev %g)", dev);
+        epar_mech_free(&m);
+    }
     const double row[] = {0.7, 0.1, 0.1, 0.1}, want[] = {0.636364, 0.181818, 0.0909091, 0.0909091};
     double out[4];
     epar_mech_boost(row, 4, 1, 2, out);
