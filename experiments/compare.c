@@ -1142,6 +1142,7 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
     }
     /* comparison plots */
     if ((st = epar_plot_scriptf(o, "mechanisms_locality", "Entropy vs mean attended distance",
+                                "set terminal @epar_term size 1300,850\n"
                                 "set title 'Normalised entropy vs mean attended distance (mean over %d seeds, L=%d)'\n"
                                 "set xlabel 'mean attended distance (positions)'\nset ylabel 'normalised entropy H_i / ln|S_i|'\n"
                                 "unset key\nset offsets 1, 4, 0.05, 0.05\n"
@@ -1198,9 +1199,10 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                                 "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
                                 "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
                                 "set key bottom right\n"
-                                "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 title "
-                                "'unidirectional, 16 buckets', \\\n"
-                                "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 title 'bidirectional, 32 buckets'\n",
+                                "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
+                                "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
+                                "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
+                                "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
                                 (int)cfg->p[EPAR_MECH_T5][1])))
         return st;
     if ((st = epar_plot_scriptf(o, "ablation", "Additive vs multiplicative x linear vs exponential",
