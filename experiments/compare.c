@@ -338,7 +338,8 @@ done:
 enum { AB_NONE, AB_ADD_LIN, AB_ADD_EXP, AB_MUL_LIN, AB_MUL_EXP, AB_COUNT };
 static const char *const ab_name[AB_COUNT] = {"none", "additive-linear", "additive-exponential", "multiplicative-linear",
                                               "multiplicative-exponential"};
-enum { AM_ENT, AM_NENT, AM_DIST, AM_LOCAL, AM_FARPOS, AM_FARNEG, AM_NEGUP, AM_COUNT };
+enum { AM_ENT, AM_NENT, AM_DIST, AM_LOCAL, AM_RMID, AM_RMAX, AM_FARPOS, AM_FARNEG, AM_NEGUP, AM_CONS,
+       AM_RANK = AM_CONS + EPAR_IMP_COUNT, AM_COUNT = AM_RANK + EPAR_IMP_COUNT };
 
 static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed, double out[AB_COUNT][AM_COUNT])
 {
@@ -348,11 +349,13 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
     double beta = cfg->ablation_beta;
     struct seed_data sd;
     struct epar_attn_ws ws = {0};
-    int st = seed_data_make(&sd, L, D, B, seed, 0);
+    int st = seed_data_make(&sd, L, D, B, seed, 1);
+    double *Abar = malloc((size_t)AB_COUNT * LL * sizeof *Abar), *V = malloc((size_t)4 * L * sizeof *V); /* V, act, Spearman work (2L) */
+    int nrank[AB_COUNT][EPAR_IMP_COUNT] = {{0}};
     double *S = malloc(LL * sizeof *S), *A0 = malloc(LL * sizeof *A0), *A = malloc(LL * sizeof *A),
            *fl = malloc(LL * sizeof *fl), *fe = malloc(LL * sizeof *fe), *bl = malloc((size_t)H * LL * sizeof *bl),
            *be = malloc((size_t)H * LL * sizeof *be), *sl = malloc((size_t)H * sizeof *sl);
-    if (st || !S || !A0 || !A || !fl || !fe || !bl || !be || !sl || epar_attn_ws_alloc(&ws, L, D)) {
+    if (st || !Abar || !V || !S || !A0 || !A || !fl || !fe || !bl || !be || !sl || epar_attn_ws_alloc(&ws, L, D)) {
         if (!st) st = epar_err_set(EPAR_ENOMEM, "out of memory in the ablation (length %d)", L);
         goto done;
     }
@@ -377,6 +380,7 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
     memset(out, 0, sizeof(double) * AB_COUNT * AM_COUNT);
     double norm = 1.0 / ((double)B * H);
     for (int b = 0; b < B; b++) {
+        memset(Abar, 0, (size_t)AB_COUNT * LL * sizeof *Abar);
         epar_attn_project(&c, &sd.layer, NULL, sd.X + (size_t)b * L * D, &ws);
         for (int h = 0; h < H; h++) {
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, c.scale, ws.Q + h * dk, D, ws.K + h * dk, D,
@@ -391,6 +395,9 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
                 out[a][AM_NENT] += hm[H_NENT] * norm;
                 out[a][AM_DIST] += hm[H_DIST] * norm;
                 out[a][AM_LOCAL] += hm[H_LOCAL] * norm;
+                out[a][AM_RMID] += hm[H_RMID] * norm;
+                out[a][AM_RMAX] += hm[H_RMAX] * norm;
+                for (size_t k = 0; k < LL; k++) Abar[(size_t)a * LL + k] += A[k] / H;
                 /* far keys (d > L/2): change of mass vs none, split by the sign of the content score */
                 double fp = 0, fn = 0;
                 long nneg = 0, up = 0;
@@ -407,11 +414,23 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
                 out[a][AM_NEGUP] += (nneg ? (double)up / nneg : 0.0) * norm;
             }
         }
+        /* consistency and ranking of the head-averaged attention, as in mechanisms.csv */
+        for (int a = 0; a < AB_COUNT; a++)
+            for (int t = 0; t < EPAR_IMP_COUNT; t++) {
+                double sim, prox, rank;
+                consistency(Abar + (size_t)a * LL, sd.I + ((size_t)t * B + b) * L, L, V, V + L, V + 2 * L, &sim, &prox,
+                            &rank);
+                out[a][AM_CONS + t] += (sim + prox) / 2 / B;
+                if (!isnan(rank)) { out[a][AM_RANK + t] += rank; nrank[a][t]++; }
+            }
     }
+    for (int a = 0; a < AB_COUNT; a++)
+        for (int t = 0; t < EPAR_IMP_COUNT; t++)
+            out[a][AM_RANK + t] = nrank[a][t] ? out[a][AM_RANK + t] / nrank[a][t] : NAN;
 done:
     seed_data_free(&sd);
     epar_attn_ws_free(&ws);
-    free(S); free(A0); free(A); free(fl); free(fe); free(bl); free(be); free(sl);
+    free(S); free(A0); free(A); free(fl); free(fe); free(bl); free(be); free(sl); free(Abar); free(V);
     return st;
 }
 
@@ -1022,11 +1041,18 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
 #pragma omp parallel for schedule(dynamic, 1)
         for (int s = 0; s < S; s++) ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
         for (int s = 0; s < S && !st; s++) st = ast[s];
-        res->ablation = epar_csv_new("design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
-                                     "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
-                                     "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
-                                     "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
-                                     "far_negative_pairs_gaining,far_negative_pairs_gaining_sd");
+        char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
+                           "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
+                           "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
+                           "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
+                           "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
+                           "far_negative_pairs_gaining,far_negative_pairs_gaining_sd";
+        for (int pass = 0; pass < 2; pass++)
+            for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
+                snprintf(acols + strlen(acols), sizeof acols - strlen(acols), ",%s_%s,%s_%s_sd",
+                         pass ? "ranking" : "consistency", epar_imp_name(ty), pass ? "ranking" : "consistency",
+                         epar_imp_name(ty));
+        res->ablation = epar_csv_new(acols);
         if (!st && !res->ablation) st = EPAR_ENOMEM;
         static const char *const comb[AB_COUNT] = {"none", "additive", "additive", "multiplicative", "multiplicative"};
         static const char *const fun[AB_COUNT] = {"none", "linear", "exponential", "linear", "exponential"};
@@ -1214,8 +1240,8 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                                 "plot 'ablation.csv' skip 1 using 10:11:xtic(1) title 'local mass', '' skip 1 using 6:7 title 'normalised entropy'\n"
                                 "set title 'mass change on far keys (|i-j| > L/2) vs none, per row'\n"
                                 "set ylabel 'change of attention mass'\n"
-                                "plot 'ablation.csv' skip 1 using 12:13:xtic(1) title 'keys with positive score', "
-                                "'' skip 1 using 14:15 title 'keys with negative score'\n"
+                                "plot 'ablation.csv' skip 1 using 16:17:xtic(1) title 'keys with positive score', "
+                                "'' skip 1 using 18:19 title 'keys with negative score'\n"
                                 "unset multiplot\n",
                                 L, cfg->ablation_beta, prm->heads, prm->n_seeds)))
         return st;
