@@ -665,6 +665,34 @@ static int seed_claims(const struct epar_compare_cfg *cfg, struct epar_table *t)
                          -m[0], "not reproduced", note)))
             goto done;
     }
+    /* --- seed003: "Scaled RoPE" theta' = theta * alpha makes the rotation slower */
+    {
+        double alpha = 2.0, v[2] = {1, 0}, w[2] = {1, 0};
+        epar_mech_rope_rotate(v, 2, 1.0, 10000, 0);          /* theta_0 = 1 per position */
+        epar_mech_rope_rotate(w, 2, alpha, 10000, 0);        /* theta_0 * alpha: same as position alpha */
+        double a0 = atan2(v[1], v[0]), a1 = atan2(w[1], w[0]);
+        double dn = epar_mech_ntk_base(10000, alpha, 64);
+        snprintf(note, sizeof note, "angle per position of the first pair: theta = %.6g rad, theta*alpha (alpha=%g) = "
+                 "%.6g rad; measured = ratio, > 1 means faster. Slower rotation is theta/s (position interpolation) or "
+                 "the NTK base change (base' = %.6g for d=64, s=%g, lowest frequency / s)", a0, alpha, a1, dn, alpha);
+        if ((st = claim(t, "seed003_scaled_rope_slower", "S3 1.3(4)", "multiplying theta by alpha makes the rotation "
+                         "slower (Scaled RoPE)", "slower", a1 / a0, a1 < a0 ? "reproduced" : "not reproduced", note)))
+            goto done;
+    }
+    /* --- seed004: the attention boost hook scales weights without renormalising */
+    {
+        const double row[4] = {0.7, 0.1, 0.1, 0.1};
+        double b = 2.0, out[4], hook = 0, proper = 0;
+        epar_mech_boost(row, 4, 1, b, out);
+        for (int j = 0; j < 4; j++) { hook += row[j] * (j == 1 ? b : 1.0); proper += out[j]; }
+        snprintf(note, sizeof note, "row [0.7,0.1,0.1,0.1], key 1 boosted by %g: S4's enforce_attention multiplies the "
+                 "weights, row sum %.6g; + ln b before the softmax keeps it %.6g (key 1 gets %.6g). The boosted matrix "
+                 "is then passed as an HF attention_mask (a padding mask), with no defined effect", b, hook, proper, out[1]);
+        if ((st = claim(t, "seed004_boost_row_sum", "S4 dynamic intervention (1), enforce_attention", "scaling a key's attention weights by a boost factor "
+                         "enforces attention on it", "rows stay attention distributions", hook,
+                         fabs(hook - 1) < 1e-12 ? "reproduced" : "not reproduced", note)))
+            goto done;
+    }
     /* --- seed003: log-n: dividing vs multiplying the scores */
     {
         int n = 4 * cfg->extrap_length;
@@ -860,7 +888,7 @@ free_masks:
         snprintf(note, sizeof note, "bytes of the K and V cache for H=%d query heads, dk=%d, L=%d: MHA %.0f, GQA with "
                  "G=%d KV heads %.0f (the mechanism stores only G K/V heads); measured = GQA/MHA = G/H", H, dk, Lk, mha,
                  G, gqa);
-        if ((st = claim(t, "seed004_gqa_kv_memory", "S4 §1, §3", "GQA reduces the KV memory while keeping the MHA "
+        if ((st = claim(t, "seed004_gqa_kv_memory", "S4 MHA §1(2), §2, §3(2)", "GQA reduces the KV memory while keeping the MHA "
                          "computation", "less KV memory", gqa / mha, "trivially true", note)))
             goto done;
         unsigned char M5[25];
@@ -873,7 +901,7 @@ free_masks:
         int n3 = 0;
         for (int i = 0; i < 5; i++) n3 += sizes[i] == 3;
         (void)edge;
-        if ((st = claim(t, "seed004_window_5_to_3", "S4 §4", "a window of 2 turns the 5 weights of a row into 3", "3 of 5",
+        if ((st = claim(t, "seed004_window_5_to_3", "S4 MHA computation §3(2)", "a window of 2 turns the 5 weights of a row into 3", "3 of 5",
                          n3, n3 == 5 ? "reproduced" : "not reproduced", note)))
             goto done;
     }
