@@ -31,9 +31,12 @@ expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
 expect_grep '^claim_id,source,statement,reported,measured,verdict,note$' "$d/seed_claims.csv"
 for c in seed003_sinusoidal_relative seed003_rope_relative seed003_t5_buckets seed003_alibi_slopes seed001_performer_unbiased \
          seed001_performer_orthogonal_variance seed001_strided_two_hop seed002_pi_coverage seed002_pi_sparsity \
-         seed002_pi_speedup seed001_linear_cost_scaling seed004_gqa_kv_memory; do
+         seed002_pi_speedup seed001_linear_cost_scaling seed004_gqa_kv_memory seed003_t5_direction seed003_logn_divide \
+         seed003_scaled_rope_slower seed001_performer_omega_identity seed004_window_5_to_3 seed004_boost_row_sum; do
     expect_grep "^$c," "$d/seed_claims.csv"
 done
+[ -z "$(cut -d, -f1 "$d/seed_claims.csv" | sort | uniq -d)" ] && ok || fail "claim ids are unique"
+if awk -F, 'NR>1 && $1 !~ /^seed00[1-4]_/' "$d/seed_claims.csv" | grep -q .; then fail "claim ids start seed00N_"; else ok; fi
 expect_grep '^multiplicative-exponential,multiplicative,exponential,' "$d/ablation.csv"
 expect_grep '^additive-linear,additive,linear,' "$d/ablation.csv"
 [ "$(grep -c -E '^(rope|ntk-rope|interpolation|alibi|epar-enhanced),[01],' "$d/extrapolation.csv")" -eq 40 ] && ok || fail "extrapolation: 5 mechanisms x 2 x 4 lengths"
