@@ -9,7 +9,7 @@
 
 static void list_mechanisms(void)
 {
-    printf("%-18s %-22s %-8s %s\n", "id", "kind", "section", "parameters (default) / what it does");
+    printf("%-18s %-22s %-7s %s\n", "id", "kind", "section", "parameters (default) / what it does"); /* § is 2 bytes */
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {
         const struct epar_mech_info *in = &epar_mech_table[id];
         char params[512] = "";
