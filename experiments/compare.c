@@ -911,6 +911,56 @@ done:
     return st;
 }
 
+/* Performer vs exact softmax on the same q, k (MECHANISMS.md §21 pitfall): max |A_perf - A_exact| and the
+ * mean over rows of KL(A_exact || A_perf), over items and heads of one seed. out[2]. */
+static int performer_error(const struct epar_compare_cfg *cfg, unsigned long seed, double *out)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int L = prm->length, D = prm->hidden, H = prm->heads, B = prm->batch;
+    size_t n = (size_t)H * L * L;
+    struct seed_data sd;
+    struct epar_mech mp, mn;
+    struct epar_attn_ws ws = {0};
+    int st = seed_data_make(&sd, L, D, B, seed, 0);
+    if (st) { seed_data_free(&sd); return st; }
+    if ((st = epar_mech_init(&mp, EPAR_MECH_PERFORMER, cfg->p[EPAR_MECH_PERFORMER], L, D, H, cfg->causal, seed))) {
+        seed_data_free(&sd);
+        return st;
+    }
+    if ((st = epar_mech_init(&mn, EPAR_MECH_NONE, NULL, L, D, H, cfg->causal, seed))) {
+        epar_mech_free(&mp);
+        seed_data_free(&sd);
+        return st;
+    }
+    double *Ap = malloc(n * sizeof *Ap), *Ae = malloc(n * sizeof *Ae), mx = 0, kl = 0;
+    if (!Ap || !Ae || epar_attn_ws_alloc(&ws, L, D)) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory comparing performer with softmax (length %d)", L);
+        goto done;
+    }
+    for (int b = 0; b < B; b++) {
+        epar_mech_forward(&mp, &sd.layer, sd.X + (size_t)b * L * D, Ap, &ws, NULL);
+        epar_mech_forward(&mn, &sd.layer, sd.X + (size_t)b * L * D, Ae, &ws, NULL);
+        for (size_t r = 0; r < (size_t)H * L; r++) {
+            double k = 0;
+            for (int j = 0; j < L; j++) {
+                double e = Ae[r * L + j], a = Ap[r * L + j];
+                if (fabs(a - e) > mx) mx = fabs(a - e);
+                if (e > 0) k += e * log(e / a);
+            }
+            kl += k / ((double)B * H * L);
+        }
+    }
+    out[0] = mx;
+    out[1] = kl;
+done:
+    epar_mech_free(&mp);
+    epar_mech_free(&mn);
+    seed_data_free(&sd);
+    epar_attn_ws_free(&ws);
+    free(Ap); free(Ae);
+    return st;
+}
+
 /* ------------------------------------------------------------------ driver */
 
 static int append_mean_sd(struct epar_table *t, size_t row, int col, const double *x, int n)
@@ -1134,6 +1184,16 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
         if (st) goto done;
     }
 
+    /* performer_error.csv */
+    res->performer = epar_csv_new("seed,features,orthogonal,max_abs_error,mean_row_kl");
+    if (!res->performer) { st = EPAR_ENOMEM; goto done; }
+    for (int s2 = 0; s2 < S; s2++) {
+        double pe[2] = {NAN, NAN};
+        if ((st = performer_error(cfg, prm->seeds[s2], pe))) goto done;
+        if (epar_csv_append(res->performer, "iiidd", (int)prm->seeds[s2], (int)cfg->p[EPAR_MECH_PERFORMER][0],
+                            (int)cfg->p[EPAR_MECH_PERFORMER][1], pe[0], pe[1])) { st = EPAR_ENOMEM; goto done; }
+    }
+
     /* seed_claims.csv */
     res->claims = epar_csv_new("claim_id,source,statement,reported,measured,verdict,note");
     if (!res->claims) { st = EPAR_ENOMEM; goto done; }
@@ -1148,7 +1208,7 @@ done:
 void epar_compare_free(struct epar_compare_result *res)
 {
     struct epar_table **all[] = {&res->mechanisms, &res->alibi, &res->t5, &res->fixed, &res->masks, &res->ablation,
-                                 &res->extrapolation, &res->claims, &res->consistency};
+                                 &res->extrapolation, &res->claims, &res->consistency, &res->performer};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) { epar_csv_free(*all[i]); *all[i] = NULL; }
     for (int k = 0; k < EPAR_MECH_COUNT; k++) { epar_csv_free(res->heat[k]); res->heat[k] = NULL; }
 }
@@ -1163,7 +1223,8 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
     struct { const char *name; const struct epar_table *t; } files[] = {
         {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
         {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
-        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_claims.csv", res->claims}};
+        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_claims.csv", res->claims},
+        {"performer_error.csv", res->performer}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
 

@@ -30,7 +30,8 @@ struct epar_compare_cfg {
 };
 
 struct epar_compare_result {
-    struct epar_table *mechanisms, *alibi, *t5, *fixed, *masks, *ablation, *extrapolation, *claims, *consistency;
+    struct epar_table *mechanisms, *alibi, *t5, *fixed, *masks, *ablation, *extrapolation, *claims, *consistency,
+        *performer;                             /* performer vs exact softmax per seed */
     struct epar_table *heat[EPAR_MECH_COUNT];   /* head-averaged attention, first seed, item 0 */
 };
 

@@ -492,6 +492,10 @@ static int build_epar(struct epar_mech *m, gsl_rng *r)
     if (st) return st;
     if ((st = alloc_d(&m->factor, (size_t)m->L * m->L, "EPAR factor"))) return st;
     epar_posfx_matrix(&fx, m->L, m->factor);
+    int prefix = (int)m->p[m->id == EPAR_MECH_EPAR_BASIC ? 2 : 3];
+    if (prefix && m->causal) /* L_mode=prefix: the sequence so far, i+1 keys, normalises the distance (§3) */
+        for (int i = 0; i < m->L; i++)
+            for (int j = 0; j < m->L; j++) m->factor[(size_t)i * m->L + j] = epar_posfx_value(&fx, abs(i - j), i + 1.0);
     return EPAR_OK;
 }
 
@@ -912,6 +916,7 @@ static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
 #define P_BASE {"base", 10000, 1.0001, 1e12, 0, "rotation / sinusoid base"}
 #define P_TRAIN {"train_length", 512, 2, 1 << 24, 0, "training length L_train"}
 #define P_END {NULL, 0, 0, 0, 0, NULL}
+#define P_PREFIX {"prefix", 0, 0, 1, 1, "1 (causal only): L = i+1 keys so far instead of the full length (L_mode=prefix)"}
 #define FIXED_ROW(name, p, note) \
     {name, EPAR_MK_FIXED, "S1 §1.1", "§19", {P_END}, build_fixed, "Raganato pattern " p "; " note}
 
@@ -919,11 +924,11 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_NONE] = {"none", EPAR_MK_BASELINE, "S1 §2.1, S4 §3", "§2", {P_END}, build_none,
                         "standard scaled dot-product attention, softmax(q.k/sqrt(dk))"},
     [EPAR_MECH_EPAR_BASIC] = {"epar-basic", EPAR_MK_FACTOR, "S0", "§3",
-        {{"alpha", 1, 1e-12, 1e6, 0, "global inverse temperature"}, {"beta", 1, 0, 1e6, 0, "decay rate"}, P_END},
+        {{"alpha", 1, 1e-12, 1e6, 0, "global inverse temperature"}, {"beta", 1, 0, 1e6, 0, "decay rate"}, P_PREFIX, P_END},
         build_epar, "s_ij * alpha exp(-beta |i-j|/L); inverts locality for negative scores"},
     [EPAR_MECH_EPAR_ENHANCED] = {"epar-enhanced", EPAR_MK_FACTOR, "S0", "§4",
         {{"alpha", 1, 1e-12, 1e6, 0, "global inverse temperature"}, {"beta", 1, 0, 1e6, 0, "decay rate"},
-         {"gamma", 0.5, 0, 1e6, 0, "enhancement"}, P_END},
+         {"gamma", 0.5, 0, 1e6, 0, "enhancement"}, P_PREFIX, P_END},
         build_epar, "s_ij * alpha (1 + gamma exp(-beta |i-j|/L))/(1+gamma)"},
     [EPAR_MECH_SINUSOIDAL] = {"sinusoidal", EPAR_MK_INPUT, "S1 §1.2.2, S3 1.1(2)", "§5", {P_BASE, P_END},
         build_sinusoidal, "x + p, interleaved sin/cos"},

@@ -15,7 +15,7 @@ expect_exit 0 "--help" -- "$EPAR" compare --help
 out=$T_TMP/all
 expect_exit 0 "all mechanisms, small" -- "$EPAR" compare --length 32 --hidden 32 --heads 4 --batch 1 --seed 42 --quiet --out "$out"
 d=$out/compare
-for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_claims consistency; do
+for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_claims consistency performer_error; do
     expect_file "$d/$f.csv"
 done
 expect_file "$d/run.json"
@@ -41,6 +41,7 @@ expect_grep '^multiplicative-exponential,multiplicative,exponential,' "$d/ablati
 expect_grep '^additive-linear,additive,linear,' "$d/ablation.csv"
 [ "$(grep -c -E '^(rope|ntk-rope|interpolation|alibi|epar-enhanced),[01],' "$d/extrapolation.csv")" -eq 40 ] && ok || fail "extrapolation: 5 mechanisms x 2 x 4 lengths"
 expect_grep '^fixed-left,4,' "$d/fixed_patterns.csv"
+expect_grep '^seed,features,orthogonal,max_abs_error,mean_row_kl$' "$d/performer_error.csv"
 expect_grep '^pi-attention,step,' "$d/masks.csv"
 for f in attention_none attention_alibi attention_pi-attention mechanisms_locality mechanisms_entropy consistency ablation extrapolation alibi_slopes t5_buckets; do
     expect_file "$d/$f.gp"

@@ -633,6 +633,15 @@ static void test_registry(void)
     epar_mech_init(&m, EPAR_MECH_EPAR_ENHANCED, NULL, 8, 4, 1, 0, 1);
     check_rel(m.factor[7], 0.805621, TOL, "epar-enhanced m at L=8 d=7");
     epar_mech_free(&m);
+    {   /* L_mode=prefix under causal: row i uses i+1 keys */
+        double ep[EPAR_MECH_MAX_PARAMS];
+        epar_mech_defaults(EPAR_MECH_EPAR_BASIC, ep);
+        epar_mech_set_param(EPAR_MECH_EPAR_BASIC, ep, "prefix", 1);
+        epar_mech_init(&m, EPAR_MECH_EPAR_BASIC, ep, 8, 4, 1, 1, 1);
+        check_rel(m.factor[7 * 8 + 0], 0.416862, TOL, "epar-basic prefix: row 7 (8 keys), d=7");
+        check_rel(m.factor[3 * 8 + 0], exp(-3.0 / 4), 1e-12, "epar-basic prefix: row 3 uses L=4");
+        epar_mech_free(&m);
+    }
     epar_mech_init(&m, EPAR_MECH_TUPE, NULL, 8, 4, 1, 0, 1);
     check_rel(m.factor[0], 1 / sqrt(2.0), 1e-12, "TUPE: content term s_ij / sqrt(2)");
     epar_mech_free(&m);
