@@ -67,6 +67,11 @@ expect_grep '"max_bias": 4' "$T_TMP/j1/compare/run.json"
 # a parameter really acts
 cmp -s "$T_TMP/j1/compare/attention_alibi.csv" "$out/compare/attention_alibi.csv" && fail "--set alibi.max_bias did not change A" || ok
 
+# same inputs and projections for every mechanism: a zero learned table reproduces the baseline exactly
+expect_exit 0 "zero table" -- "$EPAR" compare $small --mechanisms none,learned-ape,shaw --set learned-ape.init_sd=0 --set shaw.init_sd=0 --out "$T_TMP/z"
+cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_learned-ape.csv" && ok || fail "learned-ape with a zero table differs from none"
+cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_shaw.csv" && ok || fail "shaw with a zero table differs from none"
+
 # causal: look-ahead patterns dropped from the default list, refused when asked for
 expect_exit 0 "causal" -- "$EPAR" compare $small --causal --mechanisms none,alibi,strided,fixed-left --out "$T_TMP/c"
 python3 - "$T_TMP/c/compare/attention_alibi.csv" <<'PY' && ok || fail "causal heatmap has weight above the diagonal"

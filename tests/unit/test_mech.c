@@ -557,6 +557,28 @@ static void test_all_mechanisms(void)
             epar_mech_free(&m2);
             epar_mech_free(&m);
         }
+    {   /* GQA: query heads of a group see the K of their KV head; the other group keeps its own */
+        struct epar_mech m;
+        double gp[EPAR_MECH_MAX_PARAMS];
+        epar_mech_defaults(EPAR_MECH_GQA, gp);
+        epar_mech_init(&m, EPAR_MECH_GQA, gp, L, D, H, 0, 1);   /* H=4, G=2: heads 0,1 -> 0; 2,3 -> 1 */
+        epar_mech_forward(&m, &ly, X, A, &ws, NULL);
+        int dk = D / H, same01 = 1, same23 = 1, diff02 = 0;
+        for (int i = 0; i < L; i++)
+            for (int t = 0; t < dk; t++) {
+                same01 &= ws.K[i * D + t] == ws.K[i * D + dk + t];
+                same23 &= ws.K[i * D + 2 * dk + t] == ws.K[i * D + 3 * dk + t];
+                diff02 |= ws.K[i * D + t] != ws.K[i * D + 2 * dk + t];
+            }
+        check_true(same01 && same23 && diff02, "GQA: heads 0,1 share KV head 0, heads 2,3 share KV head 1");
+        struct epar_mech m0;
+        epar_mech_init(&m0, EPAR_MECH_NONE, NULL, L, D, H, 0, 1);
+        epar_mech_forward(&m0, &ly, X, B, &ws, NULL);
+        check_true(!memcmp(A, B, (size_t)L * L * sizeof *A), "GQA head 0 (a group leader) equals MHA head 0");
+        check_true(memcmp(A + (size_t)L * L, B + (size_t)L * L, (size_t)L * L * sizeof *A) != 0, "GQA head 1 differs from MHA head 1");
+        epar_mech_free(&m0);
+        epar_mech_free(&m);
+    }
     /* empty rows: sparse-fixed causal with l=4, c=1 has none merged; fixed-previous has row 0 fallback */
     {
         struct epar_mech m;
