@@ -1236,6 +1236,13 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
             json_object_set_new(pj, in->params[q].name, json_real(cfg->p[cfg->mech[k]][q]));
         json_object_set_new(mech, in->id, pj);
     }
+    json_t *notrun = json_array();   /* not selected, or dropped under --causal (look-ahead fixed patterns) */
+    for (int id = 0; id < EPAR_MECH_COUNT; id++) {
+        int in = 0;
+        for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;
+        if (!in) json_array_append_new(notrun, json_string(epar_mech_table[id].id));
+    }
+    json_object_set_new(mech, "_not_run", notrun);
     json_t *fac = json_array();
     for (int f = 0; f < cfg->n_factors; f++) json_array_append_new(fac, json_integer(cfg->factors[f]));
     json_t *extra = json_pack("{s:b, s:i, s:i, s:o, s:f, s:i, s:i, s:o, s:s, s:s}", "causal", cfg->causal, "local_window",
