@@ -51,5 +51,5 @@ int main(void)
     check_int(epar_compare_select(cfg, "rope,rope"), EPAR_EINVAL, "duplicate refused");
     check_int(epar_compare_select(cfg, ""), EPAR_EINVAL, "empty refused");
     free(cfg);
-    return check_summary("test_compare");
+    return check_summary("test_compare_metrics");
 }
