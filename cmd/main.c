@@ -24,7 +24,7 @@ const struct cmd_entry epar_commands[] = {
      "alpha, beta and gamma sweeps with a measured baseline and retention"},
     {"adaptive", cmd_adaptive, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
      "task- and content-aware attention; when and why EPAR helps"},
-    {"compare", NULL, CMD_EXPERIMENT, "all seeds", "output/compare/",
+    {"compare", cmd_compare, CMD_EXPERIMENT, "all seeds", "output/compare/",
      "every attention/position mechanism of the sources, side by side"},
     {"scale", NULL, 0, "long context", "output/scale/", "streaming analysis at large L"},
     {"run-all", cmd_run_all, 0, "all", "output/report/",

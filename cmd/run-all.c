@@ -242,6 +242,42 @@ static void cell_text(const struct epar_cell *c, char *buf, size_t n)
 }
 
 /* every numeric cell (and the verdict/pass strings) of one output file, keyed by its first column */
+/* Wall-clock measurements cannot be pinned: tests/golden/unpinned.txt lists "file,row,column" patterns
+ * ('*' matches anything) whose values are left out of the pins (timings and what is derived from them). */
+static char unpinned[64][3][128];
+static int n_unpinned;
+
+static int read_unpinned(const char *golden)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/unpinned.txt", golden);
+    n_unpinned = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return EPAR_OK; /* optional */
+    char line[512];
+    while (fgets(line, sizeof line, f) && n_unpinned < 64) {
+        line[strcspn(line, "\r\n#")] = '\0';
+        char *a = strtok(line, ","), *b = a ? strtok(NULL, ",") : NULL, *c = b ? strtok(NULL, ",") : NULL;
+        if (!a || !b || !c) continue;
+        snprintf(unpinned[n_unpinned][0], 128, "%s", a);
+        snprintf(unpinned[n_unpinned][1], 128, "%s", b);
+        snprintf(unpinned[n_unpinned][2], 128, "%s", c);
+        n_unpinned++;
+    }
+    fclose(f);
+    return EPAR_OK;
+}
+
+static int is_unpinned(const char *file, const char *row, const char *col)
+{
+    for (int i = 0; i < n_unpinned; i++)
+        if ((!strcmp(unpinned[i][0], "*") || !strcmp(unpinned[i][0], file)) &&
+            (!strcmp(unpinned[i][1], "*") || !strcmp(unpinned[i][1], row)) &&
+            (!strcmp(unpinned[i][2], "*") || !strcmp(unpinned[i][2], col)))
+            return 1;
+    return 0;
+}
+
 static int collect_file(struct pinset *ps, const char *out, const char *file)
 {
     char path[4096];
@@ -263,6 +299,7 @@ static int collect_file(struct pinset *ps, const char *out, const char *file)
         else snprintf(row, sizeof row, "%s", first);
         for (int c = 1; c < t->ncols && !st; c++) {
             const struct epar_cell *cell = &t->cells[r * (size_t)t->ncols + c];
+            if (is_unpinned(file, row, t->cols[c])) continue;
             if (!cell->s) {
                 if (!isnan(cell->v)) st = pins_add(ps, file, row, t->cols[c], cell->v, NULL); /* NaN: empty cell */
             }
@@ -386,7 +423,7 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
 {
     char files[128][256];
     int nfiles, st;
-    if ((st = read_file_list(gdir, files, 128, &nfiles))) return cli_fail(st);
+    if ((st = read_file_list(gdir, files, 128, &nfiles)) || (st = read_unpinned(gdir))) return cli_fail(st);
     char gproto[4096];
     snprintf(gproto, sizeof gproto, "%s/protocol.json", gdir);
     struct pinset pins = {0}, now = {0};

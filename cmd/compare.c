@@ -1,0 +1,126 @@
+/* epar compare: every attention/position mechanism of the sources, side by side -> output/compare/ */
+#include <stdio.h>
+#include <string.h>
+#include "lib/err.h"
+#include "lib/mech.h"
+#include "experiments/common.h"
+#include "experiments/compare.h"
+#include "cli.h"
+
+static void list_mechanisms(void)
+{
+    printf("%-18s %-22s %-7s %s\n", "id", "kind", "section", "parameters (default) / what it does"); /* § is 2 bytes */
+    for (int id = 0; id < EPAR_MECH_COUNT; id++) {
+        const struct epar_mech_info *in = &epar_mech_table[id];
+        char params[512] = "";
+        for (int q = 0; q < EPAR_MECH_MAX_PARAMS && in->params[q].name; q++)
+            snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s.%s=%g", q ? " " : "", in->id,
+                     in->params[q].name, in->params[q].def);
+        printf("%-18s %-22s %-8s %s\n", in->id, epar_mech_kind_name(in->kind), in->section, params[0] ? params : "-");
+        printf("%-18s %-22s %-8s   %s [%s]\n", "", "", "", in->note, in->seeds);
+    }
+}
+
+/* every --set value (the option may be repeated; each value may hold comma-separated assignments) */
+static int apply_sets(struct epar_compare_cfg *cfg, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--set") && i + 1 < argc) v = argv[++i];
+        else if (!strncmp(argv[i], "--set=", 6)) v = argv[i] + 6;
+        if (!v) continue;
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", v);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int st = epar_compare_set(cfg, t);
+            if (st) return st;
+        }
+    }
+    return EPAR_OK;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    struct cli_common c = {0};
+    const char *mechanisms = NULL, *set = NULL;
+    int causal = 0, list = 0;
+    struct opt opts[] = {
+        {"Mechanisms", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"list", 0, OPT_FLAG, &list, NULL, "print every mechanism: id, kind, parameters and defaults", 0},
+        {"mechanisms", 'm', OPT_STRING, &mechanisms, "LIST", "comma-separated ids (default: all)", 0},
+        {"set", 0, OPT_STRING, &set, "M.P=V", "mechanism parameter, e.g. alibi.max_bias=8 (repeatable)", 0},
+        {"causal", 0, OPT_FLAG, &causal, NULL, "causal attention (look-ahead fixed patterns are dropped)", 0},
+        {"Sizes (override the protocol)", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"length", 'L', OPT_INT, &c.over.length, "N", "sequence length", 0},
+        {"hidden", 0, OPT_INT, &c.over.hidden, "N", "model width", 0},
+        {"heads", 0, OPT_INT, &c.over.heads, "N", "attention heads (must divide hidden)", 0},
+        {"batch", 0, OPT_INT, &c.over.batch, "N", "inputs per seed", 0},
+        OPTS_COMMON(&c),
+        {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    int rc = cli_parse("compare", "[--list] [--mechanisms a,b,...] [--set mech.param=value] [options]", opts, argc, argv);
+    if (rc >= 0) return rc;
+    if (list) {
+        list_mechanisms();
+        return 0;
+    }
+    (void)set;
+    struct epar_protocol proto;
+    struct epar_compare_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if ((rc = cli_resolve(&c, opts, "compare", &proto, &cfg.prm))) return rc;
+    int st = epar_compare_cfg_load(&proto, &cfg);
+    if (!st && cli_seen(opts, "causal")) cfg.causal = 1;
+    if (!st && mechanisms) st = epar_compare_select(&cfg, mechanisms);
+    else if (!st && cfg.causal) { /* default list under causal: drop the look-ahead fixed patterns */
+        int n = 0;
+        for (int k = 0; k < cfg.n_mech; k++) {
+            enum epar_mech_id id = cfg.mech[k];
+            if (id == EPAR_MECH_FIXED_NEXT || id == EPAR_MECH_FIXED_RIGHT || id == EPAR_MECH_FIXED_START ||
+                id == EPAR_MECH_FIXED_END)
+                continue;
+            cfg.mech[n++] = id;
+        }
+        cfg.n_mech = n;
+    }
+    if (!st) st = apply_sets(&cfg, argc, argv);
+    if (st) {
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    cli_progress(&c, "compare: %d mechanisms, L=%d hidden=%d heads=%d batch=%d seeds=%d%s", cfg.n_mech, cfg.prm.length,
+                 cfg.prm.hidden, cfg.prm.heads, cfg.prm.batch, cfg.prm.n_seeds, cfg.causal ? " causal" : "");
+    struct epar_compare_result res;
+    if ((st = epar_compare_run(&cfg, &res))) {
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    struct epar_out o;
+    if (!(st = epar_out_begin(&o, c.out, "compare"))) {
+        st = epar_compare_write(&cfg, &res, &o, proto.path);
+        if (st) epar_out_abort(&o);
+        else {
+            cli_progress(&c, "compare: %s figures", c.no_render ? "skipping" : "rendering");
+            st = epar_exp_finish(&o, c.no_render, c.jobs);
+        }
+    }
+    if (!st && !c.quiet) {
+        printf("compare (L=%d, %d heads, %d seeds%s): wrote %s/compare/\n", cfg.prm.length, cfg.prm.heads,
+               cfg.prm.n_seeds, cfg.causal ? ", causal" : "", c.out);
+        printf("  %-18s %9s %9s %9s %9s\n", "mechanism", "norm.ent", "mean.dist", "local", "sparsity");
+        for (size_t r = 0; r < res.mechanisms->nrows; r++)
+            printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_csv_get_str(res.mechanisms, r, "mechanism"),
+                   epar_csv_get(res.mechanisms, r, "normalised_entropy"), epar_csv_get(res.mechanisms, r, "mean_distance"),
+                   epar_csv_get(res.mechanisms, r, "local_mass"), epar_csv_get(res.mechanisms, r, "sparsity"));
+        int nrep = 0, nnot = 0;
+        for (size_t r = 0; r < res.claims->nrows; r++) {
+            const char *v = epar_csv_get_str(res.claims, r, "verdict");
+            if (v && !strcmp(v, "not reproduced")) nnot++;
+            else nrep++;
+        }
+        printf("  seed claims: %d hold, %d not reproduced (seed_claims.csv)\n", nrep, nnot);
+    }
+    epar_compare_free(&res);
+    epar_protocol_free(&proto);
+    return st ? cli_fail(st) : 0;
+}

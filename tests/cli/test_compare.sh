@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# epar compare: --list, outputs and their columns, determinism across --jobs, bad input leaves nothing.
+. "$(dirname "$0")/lib.sh"
+small="--length 32 --hidden 32 --heads 4 --batch 1 --seeds 42,43 --quiet --no-render"
+mset="none,epar-enhanced,alibi,t5,rope,fixed-left,performer,strided,pi-attention,gqa"
+
+expect_exit 0 "--list" -- "$EPAR" compare --list
+n=$(grep -c -E '^(none|epar-basic|epar-enhanced|sinusoidal|learned-ape|floater|multiplicative-pe|shaw|transformer-xl|t5|deberta|tupe|rope|ntk-rope|interpolation|log-n|alibi|fixed-current|fixed-previous|fixed-next|fixed-left|fixed-right|fixed-start|fixed-end|linear-elu|linear-cos|performer|strided|sparse-fixed|sliding-window|block-sparse|global-local|pi-attention|gqa|orthogonal-qk) ' "$T_TMP/out")
+[ "$n" -eq 35 ] && ok || fail "--list shows $n of the 35 canonical ids"
+expect_grep 'alibi\.max_bias=8' "$T_TMP/out"
+expect_grep 'additive bias' "$T_TMP/out"
+expect_exit 0 "--help" -- "$EPAR" compare --help
+
+# the protocol-default mechanism list (all) at a small size, with figures
+out=$T_TMP/all
+expect_exit 0 "all mechanisms, small" -- "$EPAR" compare --length 32 --hidden 32 --heads 4 --batch 1 --seed 42 --quiet --out "$out"
+d=$out/compare
+for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_claims consistency performer_error; do
+    expect_file "$d/$f.csv"
+done
+expect_file "$d/run.json"
+[ "$(($(wc -l < "$d/mechanisms.csv") - 1))" -eq 35 ] && ok || fail "mechanisms.csv has one row per mechanism"
+head -1 "$d/mechanisms.csv" | grep -q '^mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd,consistency_random,.*ranking_norm,ranking_norm_sd,flops_per_row,time_us_per_row,time_us_per_row_sd$' && ok || fail "mechanisms.csv columns"
+expect_grep '^heads,head,slope$' "$d/alibi_slopes.csv"
+expect_grep '^8,0,0\.5$' "$d/alibi_slopes.csv"
+expect_grep '^12,8,0\.707106781187$' "$d/alibi_slopes.csv"
+[ "$(grep -c '^16,' "$d/alibi_slopes.csv")" -eq 16 ] && ok || fail "16 rows for 16 heads"
+expect_grep '^distance,bucket,num_buckets,max_distance,bidirectional$' "$d/t5_buckets.csv"
+expect_grep '^91,15,16,128,0$' "$d/t5_buckets.csv"
+expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
+expect_grep '^claim_id,source,statement,reported,measured,verdict,note$' "$d/seed_claims.csv"
+for c in seed003_sinusoidal_relative seed003_rope_relative seed003_t5_buckets seed003_alibi_slopes seed001_performer_unbiased \
+         seed001_performer_orthogonal_variance seed001_strided_two_hop seed002_pi_coverage seed002_pi_sparsity \
+         seed002_pi_speedup seed001_linear_cost_scaling seed004_gqa_kv_memory seed003_t5_direction seed003_logn_divide \
+         seed003_scaled_rope_slower seed001_performer_omega_identity seed004_window_5_to_3 seed004_boost_row_sum; do
+    expect_grep "^$c," "$d/seed_claims.csv"
+done
+[ -z "$(cut -d, -f1 "$d/seed_claims.csv" | sort | uniq -d)" ] && ok || fail "claim ids are unique"
+if awk -F, 'NR>1 && $1 !~ /^seed00[1-4]_/' "$d/seed_claims.csv" | grep -q .; then fail "claim ids start seed00N_"; else ok; fi
+expect_grep '^multiplicative-exponential,multiplicative,exponential,' "$d/ablation.csv"
+expect_grep '^additive-linear,additive,linear,' "$d/ablation.csv"
+[ "$(grep -c -E '^(rope|ntk-rope|interpolation|alibi|epar-enhanced),[01],' "$d/extrapolation.csv")" -eq 40 ] && ok || fail "extrapolation: 5 mechanisms x 2 x 4 lengths"
+expect_grep '^fixed-left,4,' "$d/fixed_patterns.csv"
+expect_grep '^seed,features,orthogonal,max_abs_error,mean_row_kl$' "$d/performer_error.csv"
+expect_grep '^pi-attention,step,' "$d/masks.csv"
+for f in attention_none attention_alibi attention_pi-attention mechanisms_locality mechanisms_entropy consistency ablation extrapolation alibi_slopes t5_buckets; do
+    expect_file "$d/$f.gp"
+    if command -v gnuplot >/dev/null; then expect_file "$d/$f.png"; fi
+done
+if grep -q ',nan,' <(cut -d, -f1-6 "$d/mechanisms.csv"); then fail "nan in entropy columns"; else ok; fi
+
+# determinism: same seeds -> byte-identical CSVs for any --jobs (the measured times and timing claims excepted)
+expect_exit 0 "jobs 1" -- "$EPAR" compare $small --mechanisms "$mset" --set alibi.max_bias=4 --out "$T_TMP/j1" --jobs 1
+expect_exit 0 "jobs 2" -- "$EPAR" compare $small --mechanisms "$mset" --set alibi.max_bias=4 --out "$T_TMP/j2" --jobs 2
+for f in "$T_TMP"/j1/compare/*.csv; do
+    b=$(basename "$f")
+    case $b in
+    mechanisms.csv) strip() { rev "$1" | cut -d, -f3- | rev; } ;;
+    seed_claims.csv) strip() { grep -v -E '^seed00[12]_(pi_speedup|linear_cost_scaling),' "$1"; } ;;
+    *) strip() { cat "$1"; } ;;
+    esac
+    cmp -s <(strip "$f") <(strip "$T_TMP/j2/compare/$b") && ok || fail "not byte-identical across --jobs: $b"
+done
+[ "$(($(wc -l < "$T_TMP/j1/compare/mechanisms.csv") - 1))" -eq 10 ] && ok || fail "--mechanisms selects 10 rows"
+expect_grep '^4,0,0\.5$' "$T_TMP/j1/compare/alibi_slopes.csv"
+expect_grep '"max_bias": 4' "$T_TMP/j1/compare/run.json"
+# a parameter really acts
+cmp -s "$T_TMP/j1/compare/attention_alibi.csv" "$out/compare/attention_alibi.csv" && fail "--set alibi.max_bias did not change A" || ok
+
+# same inputs and projections for every mechanism: a zero learned table reproduces the baseline exactly
+expect_exit 0 "zero table" -- "$EPAR" compare $small --mechanisms none,learned-ape,shaw --set learned-ape.init_sd=0 --set shaw.init_sd=0 --out "$T_TMP/z"
+cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_learned-ape.csv" && ok || fail "learned-ape with a zero table differs from none"
+cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_shaw.csv" && ok || fail "shaw with a zero table differs from none"
+
+# causal: look-ahead patterns dropped from the default list, refused when asked for
+expect_exit 0 "causal" -- "$EPAR" compare $small --causal --mechanisms none,alibi,strided,fixed-left --out "$T_TMP/c"
+python3 - "$T_TMP/c/compare/attention_alibi.csv" <<'PY' && ok || fail "causal heatmap has weight above the diagonal"
+import sys, csv
+r = csv.reader(open(sys.argv[1])); next(r)
+sys.exit(1 if any(int(j) > int(i) and float(w) != 0 for i, j, w in r) else 0)
+PY
+
+# bad input: exit 2, one error line, nothing written
+bad() { # pattern args...
+    local pat=$1; shift
+    rm -rf "$T_TMP/bad"
+    expect_exit 2 "$*" -- "$EPAR" compare $small --out "$T_TMP/bad" "$@"
+    expect_error_line "$pat" "$*"
+    expect_empty_dir "$T_TMP/bad" "$*"
+}
+bad "unknown mechanism 'alibii'" --mechanisms none,alibii
+bad "unknown parameter 'alibi.slope'" --set alibi.slope=3
+bad "unknown mechanism 'nothere'" --set nothere.x=1
+bad "invalid --set 'alibi'" --set alibi
+bad "invalid value for gqa.groups" --set gqa.groups=0
+bad "gqa.groups '3' must divide" --mechanisms gqa --set gqa.groups=3
+bad "looks ahead" --causal --mechanisms fixed-next
+bad "mechanism listed twice" --mechanisms rope,rope
+bad "learned-ape table has 16 positions" --mechanisms learned-ape --set learned-ape.max_length=16
+bad "heads must divide hidden" --heads 5
+finish
