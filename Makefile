@@ -37,7 +37,7 @@ EPAR_BIN = epar
 endif
 LIBEPAR  = $(BUILD)/libepar.a
 
-.PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz install clean
+.PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz fuzz-build install clean
 all: $(EPAR_BIN) libepar.a
 
 # Missing libraries are installed (or the exact apt-get line printed) before anything compiles.
@@ -88,6 +88,22 @@ regress-update: $(EPAR_BIN)
 bench: $(EPAR_BIN)
 	@if [ -x bench/run.sh ]; then bench/run.sh; else echo "bench: no benchmarks yet"; fi
 
+# libFuzzer harnesses (clang): build-fuzz/fuzz_protocol and build-fuzz/fuzz_options, each run FUZZ_SECONDS.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                -std=gnu11 $(WARN) -I. -Ilib $(DEPCFLAGS)
+FUZZ_LIBSRC   = lib/err.c lib/posfx.c lib/protocol.c
+build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_LIBSRC) $(wildcard lib/*.h) | $(DEPSTAMP)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_protocol.c $(FUZZ_LIBSRC) -ljansson -lm
+build-fuzz/fuzz_options: tests/fuzz/fuzz_options.c cmd/options.c cmd/cli.h $(FUZZ_LIBSRC) $(wildcard lib/*.h) | $(DEPSTAMP)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp -o $@ tests/fuzz/fuzz_options.c cmd/options.c $(FUZZ_LIBSRC) -ljansson -lm
+fuzz-build: build-fuzz/fuzz_protocol build-fuzz/fuzz_options
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 PREFIX ?= /usr/local
 install: $(EPAR_BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/epar/plots
@@ -96,6 +112,6 @@ install: $(EPAR_BIN)
 	install -m 644 paper_protocol.json $(DESTDIR)$(PREFIX)/share/epar/
 
 clean:
-	rm -rf build build-asan epar libepar.a
+	rm -rf build build-asan build-fuzz epar libepar.a
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
