@@ -341,8 +341,9 @@ int epar_params_validate(const struct epar_params *prm)
     struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
     int st = epar_posfx_validate(&fx);
     if (st) return st;
-    if (!isfinite(prm->temperature) || prm->temperature <= 0)
-        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0, got '%g'", prm->temperature);
+    if (!isfinite(prm->temperature) || prm->temperature <= 0 || !isfinite(1.0 / prm->temperature))
+        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0 (with 1/T finite), got '%g'",
+                            prm->temperature);
     if (prm->length < 1) return epar_err_set(EPAR_EINVAL, "length must be >= 1, got '%d'", prm->length);
     if (prm->hidden < 1) return epar_err_set(EPAR_EINVAL, "hidden must be >= 1, got '%d'", prm->hidden);
     if (prm->batch < 1) return epar_err_set(EPAR_EINVAL, "batch must be >= 1, got '%d'", prm->batch);
