@@ -70,11 +70,16 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 test: $(EPAR_BIN) $(TEST_BIN)
 	@EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh
 
+# allocator_may_return_null: a size that cannot fit must reach epar's own "out of memory" (exit 4)
 test-asan:
-	@$(MAKE) --no-print-directory SAN=1 test
+	@ASAN_OPTIONS=$${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1} \
+	 UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} $(MAKE) --no-print-directory SAN=1 test
 
+# unit programs under valgrind, then epar itself on a small run and on every kind of error path
 test-valgrind: $(EPAR_BIN) $(TEST_BIN)
+	@command -v valgrind >/dev/null || scripts/install-deps --with-valgrind
 	@VALGRIND=1 EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh unit
+	@EPAR=./$(EPAR_BIN) tests/valgrind_cli.sh
 
 run-all: $(EPAR_BIN)
 	./$(EPAR_BIN) run-all
