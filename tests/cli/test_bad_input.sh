@@ -158,7 +158,7 @@ bad $PE 2 "invalid value for --seed: '-1'" --seeds 1,2 --seed -1
 
 # ---- sizes that cannot fit: exit 4 before anything is written ----
 bad $PE 4 "size does not fit: length 200000, batch 64" --length 200000 --hidden 8 --batch 64 --runs 1 --seed 1
-bad $PE 4 "out of memory" --length 4 --hidden 1048576 --batch 1 --runs 1 --seed 1
+bad $PE 4 "out of memory" --length 4 --hidden 4194304 --batch 1 --runs 1 --seed 1  # weights: 422 TB, beyond any address space
 
 # ---- output paths ----
 # a regular file, a path below a regular file, empty, a device, a folder that cannot be created
