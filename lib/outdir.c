@@ -125,24 +125,36 @@ static int commit_files(struct epar_out *o)
     return st;
 }
 
-/* Remove every entry of `dir`, then `dir` itself. Async-signal-safe (open/getdents64/unlinkat/rmdir,
- * no malloc, no stdio), so the signal handler can call it. Files created meanwhile by another thread
- * or a gnuplot child are caught by the retries; once rmdir succeeds nothing can be created there. */
+/* Remove every entry of the folder open as fd, sub-folders too (at most 8 deep). */
+static void remove_entries(int fd, int depth)
+{
+    char buf[1024];
+    ssize_t n;
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+        for (ssize_t off = 0; off < n;) {
+            struct dirent64 *de = (struct dirent64 *)(buf + off);
+            off += de->d_reclen;
+            const char *nm = de->d_name;
+            if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) continue;
+            if (unlinkat(fd, nm, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth >= 8) continue;
+            int sub = openat(fd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                remove_entries(sub, depth + 1);
+                close(sub);
+            }
+            unlinkat(fd, nm, AT_REMOVEDIR);
+        }
+}
+
+/* Remove `dir` and everything in it. Async-signal-safe (open/getdents64/unlinkat/rmdir, no malloc,
+ * no stdio), so the signal handler can call it. Files created meanwhile by another thread or a
+ * gnuplot child are caught by the retries; once rmdir succeeds nothing can be created there. */
 static void remove_dir(const char *dir)
 {
     for (int attempt = 0; attempt < 50; attempt++) {
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return;
-        char buf[2048];
-        ssize_t n;
-        while ((n = getdents64(fd, buf, sizeof buf)) > 0)
-            for (ssize_t off = 0; off < n;) {
-                struct dirent64 *de = (struct dirent64 *)(buf + off);
-                off += de->d_reclen;
-                const char *nm = de->d_name;
-                if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) continue;
-                if (unlinkat(fd, nm, 0) != 0 && errno == EISDIR) unlinkat(fd, nm, AT_REMOVEDIR);
-            }
+        remove_entries(fd, 0);
         close(fd);
         if (rmdir(dir) == 0 || errno == ENOENT) return;
     }
