@@ -101,6 +101,17 @@ for f in tests/fuzz/regress/protocol/*; do
     bad $PE 3 "protocol '$f'" --protocol "$f"
 done
 
+# option-parser fuzzing regressions (tests/fuzz/regress/options/: arguments separated by NUL bytes):
+# whatever they parse to, epar exits with a documented code and no sanitizer/crash exit
+for f in tests/fuzz/regress/options/*; do
+    [ -f "$f" ] || continue
+    mapfile -d '' args < "$f"
+    "$EPAR" position-effect --quiet --no-render --length 8 --hidden 8 --batch 1 --runs 1 --out "$T_TMP/fz" \
+        "${args[@]}" >/dev/null 2>&1 </dev/null
+    rc=$?
+    case $rc in 0|2|3|4) ok ;; *) fail "options regression $f: exit $rc" ;; esac
+done
+
 # ---- every numeric option: invalid values and lists -> exit 2 naming the option and the value ----
 for v in abc '' 1e999 nan inf 1x 0x; do
     bad $PE 2 "invalid value for --alpha: '$v'" --alpha "$v"
