@@ -101,7 +101,6 @@ int main(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
-
     if (argc < 2) {
         main_help(stderr);
         return 2;
