@@ -2,10 +2,17 @@
  * argument vector, arguments separated by NUL bytes. It is parsed against the option table of an
  * experiment command (model, list, figure and common options); when parsing succeeds the values are
  * resolved against the shipped paper_protocol.json as the commands do (the fuzzed --protocol value
- * is replaced: reading arbitrary paths such as /dev/stdin would block). Built and run by `make fuzz`. */
+ * is replaced: reading arbitrary paths such as /dev/stdin would block). What reaches stderr is
+ * checked too: nothing on success or help, else exactly one "epar: error: " line, optionally followed
+ * by one "hint: " line (run with -close_fd_mask=3: sanitizer reports keep their own descriptor).
+ * Built and run by `make fuzz`. */
+#define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "lib/err.h"
 #include "cmd/cli.h"
 
@@ -22,6 +29,27 @@ const struct cmd_entry *cli_find_command(const char *name)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int errfd = -1;
+
+/* stderr of one input: "" or "epar: error: ...\n" [+ "hint: ...\n"], nothing else */
+static void check_stderr(int rc)
+{
+    fflush(stderr);
+    off_t n = lseek(errfd, 0, SEEK_END);
+    static char buf[8192];
+    if (n < 0 || n >= (off_t)sizeof buf) __builtin_trap();
+    if (pread(errfd, buf, (size_t)n, 0) != n) __builtin_trap();
+    buf[n] = '\0';
+    if (rc < 0 || rc == 0) {
+        if (n != 0) __builtin_trap(); /* success and --help print nothing on stderr */
+        return;
+    }
+    if (strncmp(buf, "epar: error: ", 13) != 0) __builtin_trap();
+    char *nl = strchr(buf, '\n');
+    if (!nl) __builtin_trap();
+    if (nl[1] && (strncmp(nl + 1, "hint: ", 6) != 0 || strchr(nl + 1, '\n') != buf + n - 1)) __builtin_trap();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,6 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
 
+    if (errfd < 0) {
+        errfd = memfd_create("stderr", 0);
+        if (errfd < 0) abort();
+    }
+    fflush(stderr);
+    if (ftruncate(errfd, 0) != 0 || dup2(errfd, 2) < 0) abort();
+    lseek(errfd, 0, SEEK_SET);
+
     struct cli_common c = {0};
     int dcurve = 0;
     struct opt_dlist alphas = {0};
@@ -52,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
     int rc = cli_parse("fuzz", "[options]", opts, argc, argv);
     if (rc >= 0 && rc != 0 && rc != 2) __builtin_trap(); /* only help (0) or a usage error (2) */
+    if (rc >= 0) check_stderr(rc);
     if (rc < 0) {
         if (alphas.n < 0 || alphas.n > EPAR_MAX_LIST) __builtin_trap();
         c.protocol = "paper_protocol.json";
@@ -60,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = cli_resolve(&c, opts, "position-effect", &proto, &prm);
         if (rc == 0) epar_protocol_free(&proto);
         else if (rc != 2 && rc != 3) __builtin_trap();
+        check_stderr(rc == 0 ? -1 : rc);
     }
     free(buf);
     return 0;

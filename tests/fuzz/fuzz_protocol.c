@@ -1,7 +1,9 @@
 /* libFuzzer harness for the protocol loader (lib/protocol.c): the input is a protocol file.
  * Each input is written to an in-memory file and loaded by path, exactly as `--protocol FILE` does;
  * when it loads, every resolution path the commands use is exercised (params for each preset,
- * validation, key checks, typed getters, run.json parameters). Built and run by `make fuzz`. */
+ * validation, key checks, typed getters, run.json parameters). Contracts checked besides the
+ * sanitizers: a failed load returns EPAR_EPROTOCOL (exit 3) naming the file and keeps nothing;
+ * resolution returns 0, EPAR_EINVAL or EPAR_EPROTOCOL. Built and run by `make fuzz`. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -26,8 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size) return 0;
 
     struct epar_protocol p;
-    if (epar_protocol_load(path, &p) != EPAR_OK) {
-        if (p.root) __builtin_trap(); /* a failed load must not keep the document */
+    int st = epar_protocol_load(path, &p);
+    if (st != EPAR_OK) {
+        if (p.root) __builtin_trap();         /* a failed load must not keep the document */
+        if (st != EPAR_EPROTOCOL) __builtin_trap(); /* exit 3, with a message naming the file */
+        if (!strstr(epar_err_message(), path)) __builtin_trap();
         return 0;
     }
     static const char *const exps[] = {"position-effect", "optimal-position", "sensitivity", "no-such"};
@@ -45,7 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         epar_protocol_get_string(&p, exps[e], "name", &sv);
         for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
             struct epar_params prm;
-            if (epar_protocol_params(&p, exps[e], presets[k], &prm) != EPAR_OK) continue;
+            st = epar_protocol_params(&p, exps[e], presets[k], &prm);
+            if (st != EPAR_OK && st != EPAR_EINVAL && st != EPAR_EPROTOCOL) __builtin_trap();
+            if (st != EPAR_OK) continue;
             if (prm.n_seeds < 0 || prm.n_seeds > EPAR_MAX_SEEDS) __builtin_trap();
             epar_params_validate(&prm);
             json_t *j = epar_params_json(&prm);
