@@ -38,7 +38,7 @@ endif
 LIBEPAR  = $(BUILD)/libepar.a
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz install clean
+.PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz fuzz-build install clean
 all: $(EPAR_BIN) libepar.a
 
 # Missing libraries are installed (or the exact apt-get line printed) before anything compiles.
@@ -71,11 +71,16 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 test: $(EPAR_BIN) $(TEST_BIN)
 	@EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh
 
+# allocator_may_return_null: a size that cannot fit must reach epar's own "out of memory" (exit 4)
 test-asan:
-	@$(MAKE) --no-print-directory SAN=1 test
+	@ASAN_OPTIONS=$${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1} \
+	 UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} $(MAKE) --no-print-directory SAN=1 test
 
+# unit programs under valgrind, then epar itself on a small run and on every kind of error path
 test-valgrind: $(EPAR_BIN) $(TEST_BIN)
+	@command -v valgrind >/dev/null || scripts/install-deps --with-valgrind
 	@VALGRIND=1 EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh unit
+	@EPAR=./$(EPAR_BIN) tests/valgrind_cli.sh
 
 run-all: $(EPAR_BIN)
 	./$(EPAR_BIN) run-all
@@ -89,6 +94,22 @@ regress-update: $(EPAR_BIN)
 bench: $(EPAR_BIN)
 	@if [ -x bench/run.sh ]; then bench/run.sh; else echo "bench: no benchmarks yet"; fi
 
+# libFuzzer harnesses (clang): build-fuzz/fuzz_protocol and build-fuzz/fuzz_options, each run FUZZ_SECONDS.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                -std=gnu11 $(WARN) -I. -Ilib $(DEPCFLAGS)
+FUZZ_LIBSRC   = lib/err.c lib/posfx.c lib/protocol.c
+build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_LIBSRC) $(wildcard lib/*.h) | $(DEPSTAMP)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_protocol.c $(FUZZ_LIBSRC) -ljansson -lm
+build-fuzz/fuzz_options: tests/fuzz/fuzz_options.c cmd/options.c cmd/cli.h $(FUZZ_LIBSRC) $(wildcard lib/*.h) | $(DEPSTAMP)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp -o $@ tests/fuzz/fuzz_options.c cmd/options.c $(FUZZ_LIBSRC) -ljansson -lm
+fuzz-build: build-fuzz/fuzz_protocol build-fuzz/fuzz_options
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 PREFIX ?= /usr/local
 install: $(EPAR_BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/epar/plots
@@ -97,6 +118,6 @@ install: $(EPAR_BIN)
 	install -m 644 paper_protocol.json $(DESTDIR)$(PREFIX)/share/epar/
 
 clean:
-	rm -rf build build-asan epar libepar.a
+	rm -rf build build-asan build-fuzz epar libepar.a
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)

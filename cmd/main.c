@@ -9,7 +9,9 @@
 #include <gsl/gsl_version.h>
 #include <jansson.h>
 #include "lib/err.h"
+#include "lib/csvout.h"
 #include "lib/outdir.h"
+#include "lib/plot.h"
 #include "cli.h"
 
 char *openblas_get_config(void);
@@ -63,11 +65,20 @@ static void version(void)
     printf("jansson %s\n", jansson_version_str());
 }
 
+/* SIGINT/SIGTERM/SIGHUP: stop gnuplot children, remove temp files and staging folders, exit 128+sig.
+ * Only async-signal-safe calls; it may run in any thread (OpenMP workers too), and only once. */
 static void on_signal(int sig)
 {
+    static int entered;
+    if (__atomic_exchange_n(&entered, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause(); /* a second signal: the first handler is cleaning up and will exit */
+    epar_plot_kill_all();
+    epar_csv_abort_all();
     epar_out_abort_all();
     _exit(128 + sig);
 }
+
+static int run(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
@@ -75,9 +86,21 @@ int main(int argc, char **argv)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int rc = run(argc, argv);
+    /* help, version and summaries go to stdout: a failed write (full disk, /dev/full) is an I/O error */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+        fprintf(stderr, "epar: error: cannot write to standard output\n");
+        return 3;
+    }
+    return rc;
+}
 
+static int run(int argc, char **argv)
+{
     if (argc < 2) {
         main_help(stderr);
         return 2;
@@ -127,10 +150,5 @@ int main(int argc, char **argv)
         fputs("hint: see 'epar --help' for the commands that are\n", stderr);
         return 2;
     }
-    int rc = c->fn(argc - 1, argv + 1);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "epar: error: cannot write to standard output\n");
-        return 3;
-    }
-    return rc;
+    return c->fn(argc - 1, argv + 1);
 }

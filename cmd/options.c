@@ -9,22 +9,32 @@
 #include "lib/err.h"
 #include "cli.h"
 
+/* One line on stderr: control characters of values (a newline in an argument, bytes of a binary
+ * protocol file quoted by the JSON parser) are printed as '?', so an error is always one line. */
+static void put_line(const char *prefix, const char *msg)
+{
+    fputs(prefix, stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, stderr);
+    fputc('\n', stderr);
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fputs("epar: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    put_line("epar: error: ", msg);
     return 2;
 }
 
 int cli_fail(int st)
 {
-    fprintf(stderr, "epar: error: %s\n", epar_err_message());
+    put_line("epar: error: ", epar_err_message());
     const char *h = epar_err_hint_text();
-    if (h && *h) fprintf(stderr, "hint: %s\n", h);
+    if (h && *h) put_line("hint: ", h);
     return st ? st : 1;
 }
 

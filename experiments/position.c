@@ -73,7 +73,7 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
         if (r > rise) rise = r;
     }
     if (L < 2) rise = 0.0;
-    ok = decays ? rise < 0 : rise <= 0;
+    ok = L < 2 || (decays ? rise < 0 : rise <= 0); /* L = 1: one distance, vacuously monotone */
     *failed += !ok;
     epar_csv_append(t, "sddss", "monotone_max_increment", rise, 0.0, ok ? "pass" : "fail",
                     decays ? "max over d of P(d+1)-P(d); < 0 means strictly decreasing"

@@ -90,7 +90,7 @@ int epar_attn_softmax_rows(const struct epar_attn_cfg *cfg, const struct epar_at
         const unsigned char *mk = mask ? mask + (size_t)i * L : NULL;
         int jmax = cfg->causal ? i + 1 : L;
         double M = -INFINITY;
-        int allowed = 0;
+        int allowed = 0, nan = 0;
         for (int j = 0; j < jmax; j++) {
             if (mk && !mk[j]) continue;
             double v = z[j];
@@ -99,12 +99,25 @@ int epar_attn_softmax_rows(const struct epar_attn_cfg *cfg, const struct epar_at
             v *= cfg->inv_temp;
             z[j] = v;
             if (v > M) M = v;
+            nan |= isnan(v);
             allowed++;
         }
         if (!allowed) {
             n_empty++;
             memset(z, 0, (size_t)L * sizeof *z);
             if (cfg->empty == EPAR_EMPTY_SELF) z[i] = 1.0;
+            continue;
+        }
+        if (nan || isinf(M)) {
+            /* NaN: the whole allowed row is NaN (never a plausible-looking number). Overflowed scores
+             * (M = +-inf): the limit of the softmax, the mass shared equally by the entries equal to M. */
+            int k = 0;
+            for (int j = 0; j < jmax; j++)
+                if (!(mk && !mk[j]) && z[j] == M) k++;
+            for (int j = 0; j < L; j++) {
+                if (j >= jmax || (mk && !mk[j])) z[j] = 0.0;
+                else z[j] = nan ? NAN : z[j] == M ? 1.0 / k : 0.0;
+            }
             continue;
         }
         double sum = 0.0;

@@ -7,6 +7,10 @@
  *   (5) additive bias (ALiBi, T5, ...);
  *   (6) boolean mask and the causal flag;
  *   (7) row softmax of z / T over the allowed set, with the empty-row policy;
+ *       edge cases (defined, tested in tests/unit/test_edge.c): a row with no allowed key follows the
+ *       empty-row policy; equal scores give exactly 1/n; scores that overflow to +-inf (huge alpha,
+ *       tiny T) give the softmax limit, the row's mass shared equally by the entries equal to the
+ *       maximum; a NaN score makes every allowed entry of its row NaN (masked ones stay 0);
  *   (8) head average (epar_attn_head_average).
  * Shapes: X and x are (L,D); Q, K are (L,D) with head h in columns h*dk..(h+1)*dk-1; A is (H,L,L). */
 #ifndef EPAR_ATTN_H

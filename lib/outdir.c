@@ -1,15 +1,22 @@
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "err.h"
 #include "outdir.h"
 
 #define MAX_ACTIVE 16
 static struct epar_out *volatile active_outs[MAX_ACTIVE];
+static int committing;  /* > 0 while a commit moves files into place (atomic builtins) */
+static int interrupted; /* set by epar_out_abort_all: no commit may start after it */
 
 static void track(struct epar_out *o, int on)
 {
@@ -67,9 +74,31 @@ const char *epar_out_path(struct epar_out *o, const char *name)
     return o->path;
 }
 
+static int commit_files(struct epar_out *o);
+
+/* Moving the files into place is not interruptible: SIGINT/SIGTERM/SIGHUP are blocked in this thread
+ * and a handler running in another thread waits (epar_out_abort_all), so an interrupt never leaves a
+ * half-moved folder. A pending signal is delivered when the mask is restored. */
 int epar_out_commit(struct epar_out *o)
 {
     if (!o->active) return epar_err_set(EPAR_EIO, "output folder '%s' is not open", o->final_dir);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    __atomic_add_fetch(&committing, 1, __ATOMIC_SEQ_CST);
+    int st = __atomic_load_n(&interrupted, __ATOMIC_SEQ_CST)
+                 ? epar_err_set(EPAR_EINTR, "interrupted before '%s' was written", o->final_dir)
+                 : commit_files(o);
+    __atomic_sub_fetch(&committing, 1, __ATOMIC_SEQ_CST);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}
+
+static int commit_files(struct epar_out *o)
+{
     if (mkdir_p(o->final_dir) != 0) {
         int e = errno;
         epar_out_abort(o);
@@ -96,27 +125,60 @@ int epar_out_commit(struct epar_out *o)
     return st;
 }
 
+/* Remove every entry of the folder open as fd, sub-folders too (at most 8 deep). */
+static void remove_entries(int fd, int depth)
+{
+    char buf[1024];
+    ssize_t n;
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+        for (ssize_t off = 0; off < n;) {
+            struct dirent64 *de = (struct dirent64 *)(buf + off);
+            off += de->d_reclen;
+            const char *nm = de->d_name;
+            if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) continue;
+            if (unlinkat(fd, nm, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth >= 8) continue;
+            int sub = openat(fd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                remove_entries(sub, depth + 1);
+                close(sub);
+            }
+            unlinkat(fd, nm, AT_REMOVEDIR);
+        }
+}
+
+/* Remove `dir` and everything in it. Async-signal-safe (open/getdents64/unlinkat/rmdir, no malloc,
+ * no stdio), so the signal handler can call it. Files created meanwhile by another thread or a
+ * gnuplot child are caught by the retries; once rmdir succeeds nothing can be created there. */
+static void remove_dir(const char *dir)
+{
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return;
+        remove_entries(fd, 0);
+        close(fd);
+        if (rmdir(dir) == 0 || errno == ENOENT) return;
+    }
+}
+
 void epar_out_abort(struct epar_out *o)
 {
     if (!o->active) return;
     o->active = 0;
     track(o, 0);
-    DIR *d = opendir(o->stage_dir);
-    if (d) {
-        struct dirent *de;
-        char p[PATH_MAX + 256];
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-            snprintf(p, sizeof p, "%s/%s", o->stage_dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(o->stage_dir);
+    remove_dir(o->stage_dir);
 }
 
 void epar_out_abort_all(void)
 {
-    for (int i = 0; i < MAX_ACTIVE; i++)
-        if (active_outs[i]) epar_out_abort(active_outs[i]);
+    /* a commit in progress (signals blocked in its thread) is let finish: its output is complete */
+    struct timespec ms = {0, 1000000};
+    __atomic_store_n(&interrupted, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; __atomic_load_n(&committing, __ATOMIC_SEQ_CST) && i < 5000; i++) nanosleep(&ms, NULL);
+    for (int i = 0; i < MAX_ACTIVE; i++) {
+        struct epar_out *o = active_outs[i];
+        if (o && o->active) {
+            o->active = 0;
+            remove_dir(o->stage_dir);
+        }
+    }
 }

@@ -3,7 +3,8 @@
  * An experiment writes every file into a staging folder <root>/<section>.tmp-XXXXXX (same depth as the
  * final folder, so relative paths in .gp scripts stay valid), and only when everything succeeded are
  * the files renamed into <root>/<section>/. On error or interrupt the staging folder is removed, so a
- * failed run leaves nothing behind. */
+ * failed run leaves nothing behind. A commit blocks SIGINT/SIGTERM/SIGHUP in its thread while it moves
+ * the files, so an interrupt leaves either the complete new files or none of them. */
 #ifndef EPAR_OUTDIR_H
 #define EPAR_OUTDIR_H
 
@@ -31,7 +32,8 @@ const char *epar_out_path(struct epar_out *o, const char *name);
 int epar_out_commit(struct epar_out *o);
 /* Remove the staging folder and everything in it. Safe to call twice. */
 void epar_out_abort(struct epar_out *o);
-/* Abort every active staging folder (for signal handlers and fatal paths). */
+/* Abort every active staging folder: for signal handlers (async-signal-safe). Waits (at most 5 s) for a
+ * commit in progress in another thread to finish, and makes every later commit fail with EPAR_EINTR. */
 void epar_out_abort_all(void);
 
 #endif

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,10 +137,39 @@ int epar_plot_available(void)
     return 0;
 }
 
+/* gnuplot children running now, so an interrupt can stop them (epar_plot_kill_all) */
+#define MAX_CHILDREN 256
+static pid_t children[MAX_CHILDREN];
+
+void epar_plot_kill_all(void)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        pid_t p = __atomic_load_n(&children[i], __ATOMIC_SEQ_CST);
+        if (p > 0 && kill(p, SIGTERM) == 0) waitpid(p, NULL, 0);
+    }
+}
+
+static void child_track(pid_t pid, int on)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        pid_t expect = on ? 0 : pid;
+        if (__atomic_compare_exchange_n(&children[i], &expect, on ? pid : 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return;
+    }
+}
+
 static pid_t spawn_gnuplot(const char *dir, const char *script)
 {
     pid_t pid = fork();
+    if (pid > 0) child_track(pid, 1);
     if (pid == 0) {
+        /* the parent's interrupt handler must not run in the child: default actions, nothing blocked */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir(dir) != 0) _exit(127);
         int dn = open("/dev/null", O_RDWR);
         if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(dn, 2); }
@@ -180,6 +210,7 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
         int ws;
         pid_t p = wait(&ws);
         if (p < 0) break;
+        child_track(p, 0);
         for (int i = 0; i < next; i++)
             if (pids[i] == p) {
                 running--;

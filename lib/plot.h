@@ -22,5 +22,7 @@ int epar_plot_available(void);
 /* Run gnuplot on every .gp in the staging folder (up to `jobs` at once). Returns EPAR_OK, or EPAR_EIO
  * naming the first script gnuplot rejected. Does nothing if gnuplot is absent (*rendered = 0). */
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered);
+/* Stop (SIGTERM) and reap the gnuplot children still running: for signal handlers (async-signal-safe). */
+void epar_plot_kill_all(void);
 
 #endif

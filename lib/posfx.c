@@ -38,7 +38,7 @@ double epar_posfx_value(const struct epar_posfx *p, double d, double L)
     double e = exp(-p->beta * d / L);
     switch (p->form) {
     case EPAR_FORM_BASIC: return p->alpha * e;
-    case EPAR_FORM_ENHANCED: return p->alpha * (1.0 + p->gamma * e) / (1.0 + p->gamma);
+    case EPAR_FORM_ENHANCED: return p->alpha * ((1.0 + p->gamma * e) / (1.0 + p->gamma)); /* finite for any finite alpha */
     default: return 1.0;
     }
 }
@@ -48,7 +48,7 @@ double epar_posfx_deriv(const struct epar_posfx *p, double d, double L)
     double e = exp(-p->beta * d / L), k = -p->beta / L;
     switch (p->form) {
     case EPAR_FORM_BASIC: return p->alpha * k * e;
-    case EPAR_FORM_ENHANCED: return p->alpha * p->gamma * k * e / (1.0 + p->gamma);
+    case EPAR_FORM_ENHANCED: return p->alpha * (p->gamma / (1.0 + p->gamma)) * k * e;
     default: return 0.0;
     }
 }

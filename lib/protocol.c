@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "err.h"
 #include "protocol.h"
 
@@ -126,6 +127,12 @@ int epar_protocol_load(const char *path, struct epar_protocol *p)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        epar_err_set(EPAR_EIO, "cannot read protocol '%s': is a folder", path);
+        epar_err_hint("pass a protocol file with --protocol FILE");
+        return EPAR_EIO;
+    }
     json_error_t je;
     p->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!p->root) {
@@ -165,7 +172,9 @@ int epar_protocol_load(const char *path, struct epar_protocol *p)
         if ((st = read_model_keys(p, pv, jp, &tmp))) goto fail;
         json_t *hd = json_object_get(pv, "head_dim");
         int dummy;
-        if (hd && (st = read_int(p, hd, strcat(jp, ".head_dim"), &dummy, 1, 65536))) goto fail;
+        char hjp[540]; /* not strcat into jp: a long preset name fills jp (fuzzing regression) */
+        snprintf(hjp, sizeof hjp, "%.500s.head_dim", jp);
+        if (hd && (st = read_int(p, hd, hjp, &dummy, 1, 65536))) goto fail;
     }
     json_t *dp = json_object_get(p->root, "default_preset");
     if (!json_is_string(dp) || !json_object_get(presets, json_string_value(dp))) {
@@ -332,8 +341,9 @@ int epar_params_validate(const struct epar_params *prm)
     struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
     int st = epar_posfx_validate(&fx);
     if (st) return st;
-    if (!isfinite(prm->temperature) || prm->temperature <= 0)
-        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0, got '%g'", prm->temperature);
+    if (!isfinite(prm->temperature) || prm->temperature <= 0 || !isfinite(1.0 / prm->temperature))
+        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0 (with 1/T finite), got '%g'",
+                            prm->temperature);
     if (prm->length < 1) return epar_err_set(EPAR_EINVAL, "length must be >= 1, got '%d'", prm->length);
     if (prm->hidden < 1) return epar_err_set(EPAR_EINVAL, "hidden must be >= 1, got '%d'", prm->hidden);
     if (prm->batch < 1) return epar_err_set(EPAR_EINVAL, "batch must be >= 1, got '%d'", prm->batch);

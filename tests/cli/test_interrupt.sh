@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Interrupts: SIGINT / SIGTERM during a long run exit 130 / 143 and leave no temp, staging or partial
+# files, whatever the phase (computing, writing the CSVs, gnuplot rendering). If the signal comes after
+# the files were committed, the output folder is complete (never a mix). No gnuplot child survives.
+. "$(dirname "$0")/lib.sh"
+
+# ~2 s of work on an idle core: computing, then 13 tables, then gnuplot on 9 figures (L^2-row heatmaps)
+# (not --quiet: the progress line tells the run has started and installed its signal handlers; before
+# that a background job still has the shell's "ignore SIGINT")
+long="--length 320 --hidden 32 --batch 4 --runs 4 --seeds 1,2 --jobs 2"
+expected=$(printf '%s\n' attention_statistics attention_weights average_attention information_importance \
+    position_attention position_correlation position_effect_distance position_effect_matrix position_scores)
+
+# complete: every table and script, and a PNG per script when gnuplot rendered
+complete() { # FOLDER [--no-render]
+    local d=$1 f
+    for f in $expected; do [ -s "$d/$f.csv" ] && [ -s "$d/$f.gp" ] || return 1; done
+    for f in summary.csv properties.csv pos_star.csv run.json; do [ -s "$d/$f" ] || return 1; done
+    if [ "${2:-}" != --no-render ] && command -v gnuplot >/dev/null; then for f in $expected; do [ -s "$d/$f.png" ] || return 1; done; fi
+    return 0
+}
+
+# interrupt SIGNAL DELAY [extra options]
+interrupt() {
+    local sig=$1 delay=$2; shift 2
+    local out="$T_TMP/int-$sig-$delay" want
+    case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
+    "$EPAR" position-effect $long --out "$out" "$@" >/dev/null 2>"$T_TMP/err" &
+    local pid=$! i
+    for i in $(seq 200); do grep -q 'position-effect: L=' "$T_TMP/err" 2>/dev/null && break; sleep 0.05; done
+    sleep "$delay"
+    kill -s "$sig" "$pid" 2>/dev/null
+    wait "$pid"; local rc=$?
+    local desc="SIG$sig after ${delay}s $*"
+    echo "# $desc: exit $rc, last progress: $(grep '^epar: position-effect' "$T_TMP/err" | tail -1 | cut -c24-50)"
+    if [ "$rc" -eq "$want" ]; then
+        ok
+        if [ -d "$out/position" ]; then
+            # only possible when the signal came after the commit: then everything is there
+            complete "$out/position" "$@" && ok || fail "$desc: partial output folder: $(ls "$out/position" | tr '\n' ' ')"
+        else
+            expect_empty_dir "$out" "$desc"
+        fi
+    elif [ "$rc" -eq 0 ]; then
+        echo "# $desc: the run finished before the signal (machine fast): checking the output instead"
+        complete "$out/position" "$@" && ok || fail "$desc: exit 0 but incomplete output"
+    else
+        fail "$desc: exit $rc, want $want ($(head -c 200 "$T_TMP/err"))"
+    fi
+    [ -z "$(find "$T_TMP" -path "$out*" \( -name '*.tmp*' -o -name '*.tmp-*' \) 2>/dev/null)" ] && ok ||
+        fail "$desc: temp files left: $(find "$out" -name '*.tmp*' | head -3)"
+    # no gnuplot child may keep writing: nothing appears afterwards either
+    sleep 0.2
+    if [ ! -d "$out/position" ]; then expect_empty_dir "$out" "$desc (0.2 s later)"; fi
+    if grep -q '^epar: error:' "$T_TMP/err"; then fail "$desc: an error was printed: $(head -c 200 "$T_TMP/err")"; else ok; fi
+}
+
+# delays after the start; on an idle core computing takes ~0.8 s, rendering the next ~0.7 s
+interrupt INT 0.3                 # while computing
+interrupt TERM 0.3
+interrupt HUP 0.5
+interrupt INT 1.0                 # writing or rendering, depending on the machine
+interrupt TERM 1.2
+interrupt INT 1.5
+interrupt INT 0.7 --no-render     # without gnuplot: computing or writing
+
+# no gnuplot started by these runs is still alive (their working folder was under $T_TMP)
+left=""
+for p in $(pgrep -x gnuplot 2>/dev/null); do
+    case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$T_TMP"*) left="$left $p" ;; esac
+done
+[ -z "$left" ] && ok || fail "gnuplot children survived the interrupts:$left"
+finish

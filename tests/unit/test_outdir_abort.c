@@ -1,0 +1,69 @@
+/* outdir and csvout under interruption: the signal-handler entry points (epar_out_abort_all,
+ * epar_csv_abort_all) remove staged files, temp files, nested folders, and block later commits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/csvout.h"
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "check.h"
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f) { fputs("x", f); fclose(f); }
+}
+
+int main(void)
+{
+    char tmpl[] = "/tmp/epar-abort.XXXXXX", root[300], p[600];
+    const char *tmp = mkdtemp(tmpl);
+    if (!tmp) return 1;
+    snprintf(root, sizeof root, "%s/out", tmp);
+
+    /* a staging folder with files, a csv temp file and a nested folder: abort_all removes all of it */
+    struct epar_out a, b;
+    check_int(epar_out_begin(&a, root, "one"), EPAR_OK, "begin one");
+    check_int(epar_out_begin(&b, root, "two"), EPAR_OK, "begin two");
+    touch(epar_out_path(&a, "t.csv"));
+    touch(epar_out_path(&a, "t.csv.tmp.123"));
+    snprintf(p, sizeof p, "%s", epar_out_path(&b, "sub"));
+    mkdir(p, 0777);
+    touch(epar_out_path(&b, "sub/inner.png"));
+    touch(epar_out_path(&b, "u.gp"));
+    char stage_a[4096], stage_b[4096];
+    snprintf(stage_a, sizeof stage_a, "%s", a.stage_dir);
+    snprintf(stage_b, sizeof stage_b, "%s", b.stage_dir);
+
+    /* a committed section stays: abort_all only removes what is in progress */
+    struct epar_out c;
+    check_int(epar_out_begin(&c, root, "done"), EPAR_OK, "begin done");
+    touch(epar_out_path(&c, "kept.csv"));
+    check_int(epar_out_commit(&c), EPAR_OK, "commit done");
+
+    epar_csv_abort_all(); /* nothing in progress: a no-op */
+    epar_out_abort_all();
+    check_true(access(stage_a, F_OK) != 0, "staging folder one removed");
+    check_true(access(stage_b, F_OK) != 0, "staging folder two (with a sub-folder) removed");
+    snprintf(p, sizeof p, "%s/done/kept.csv", root);
+    check_true(access(p, F_OK) == 0, "a committed folder is untouched");
+    snprintf(p, sizeof p, "%s/one", root);
+    check_true(access(p, F_OK) != 0, "no final folder for an aborted section");
+    epar_out_abort(&a); /* safe after abort_all */
+
+    /* after an interrupt no commit may start: the files stay staged for the handler to remove */
+    struct epar_out d;
+    check_int(epar_out_begin(&d, root, "late"), EPAR_OK, "begin after interrupt");
+    touch(epar_out_path(&d, "x.csv"));
+    check_int(epar_out_commit(&d), EPAR_EINTR, "commit after an interrupt fails with EPAR_EINTR");
+    snprintf(p, sizeof p, "%s/late/x.csv", root);
+    check_true(access(p, F_OK) != 0, "nothing moved into place after the interrupt");
+    epar_out_abort(&d);
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) return 1;
+    return check_summary("test_outdir_abort");
+}
