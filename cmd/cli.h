@@ -84,6 +84,7 @@ int cli_parse_dlist(const char *opt, const char *s, struct opt_dlist *out);
 /* commands */
 int cmd_position_effect(int argc, char **argv);
 int cmd_run_all(int argc, char **argv);
+int cmd_scale(int argc, char **argv);
 
 /* the command table, for run-all and help */
 enum { CMD_EXPERIMENT = 1 };
