@@ -245,8 +245,10 @@ static inline void acc_rebase(struct row_acc *a, double bmax)
 
 /* One row of one key block, portable C. z (n) scores in, overwritten; m (n) effect; imp (n) importance;
  * off = c0 - i, so key j is at signed offset off + j. */
-static void row_block_c(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a)
+static void row_block_c(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
+                        float *ebuf)
 {
+    (void)ebuf;
     float bmax = -INFINITY;
     for (int j = 0; j < n; j++) {
         z[j] *= m[j];
@@ -279,7 +281,8 @@ static inline double hsum4(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)));
 }
 
-static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a)
+static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
+                           float *ebuf)
 {
     int n8 = n & ~7, j;
     __m256 vmax = _mm256_set1_ps(-INFINITY);
@@ -301,9 +304,11 @@ static void row_block_avx2(float *z, const float *m, const double *imp, int n, i
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
     const __m256d sign = _mm256_set1_pd(-0.0), step = _mm256_set1_pd(8.0);
     __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
+    /* exp in its own loop: libmvec's calls clobber every ymm register, so no accumulator lives across it */
+    for (j = 0; j < n8; j += 8) _mm256_storeu_ps(ebuf + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), vM)));
     for (j = 0; j < n8; j += 8) {
         __m256 zz = _mm256_loadu_ps(z + j);
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(zz, vM));
+        __m256 e = _mm256_loadu_ps(ebuf + j);
         __m256d elo = _mm256_cvtps_pd(_mm256_castps256_ps128(e)), ehi = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
         __m256d zlo = _mm256_cvtps_pd(_mm256_castps256_ps128(zz)), zhi = _mm256_cvtps_pd(_mm256_extractf128_ps(zz, 1));
         s0 = _mm256_add_pd(s0, elo);
@@ -348,49 +353,52 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     for (size_t k = 0; k + 1 < 2 * (size_t)L; k++) mt[k] = (float)mtd[k];
     free(mtd);
 
-    void (*kernel)(float *, const float *, const double *, int, int, struct row_acc *) =
+    void (*kernel)(float *, const float *, const double *, int, int, struct row_acc *, float *) =
         have_simd() && !cfg->portable ? row_block_avx2 : row_block_c;
-    int nb = (L + Br - 1) / Br, failed = 0;
+    int nb = (L + Br - 1) / Br, T = cfg->threads;
+    /* small problems: a fork-join costs more than it saves (and a scheduler quantum on a busy machine);
+     * the thread count never changes the result */
+    if (epar_stream_flops(L, d) < 1e8) T = 1;
+    if (T > nb) T = nb;
+    /* per-thread tiles allocated up front: no barrier inside the parallel region, so a thread that the
+     * OS schedules late (a busy machine) never holds up the others */
+    size_t tile = ((size_t)Br + 1) * Bc;   /* scores (Br,Bc), then one row of exp */
+    float *tiles = malloc((size_t)T * tile * sizeof *tiles);
+    struct row_acc *accs = malloc((size_t)T * Br * sizeof *accs);
+    if (!tiles || !accs) {
+        free(tiles); free(accs); free(mt);
+        return epar_err_set(EPAR_ENOMEM, "out of memory for the streaming tiles (length %d)", L);
+    }
     int old = openblas_get_num_threads();
     openblas_set_num_threads(1);    /* parallelism comes from the row blocks */
-#pragma omp parallel num_threads(cfg->threads)
-    {
-        float *Sb = malloc((size_t)Br * Bc * sizeof *Sb);
-        struct row_acc *acc = malloc((size_t)Br * sizeof *acc);
-        if (!Sb || !acc) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp barrier
-        if (!failed) {
-#pragma omp for schedule(dynamic, 1)
-            for (int rb = 0; rb < nb; rb++) {
-                int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
-                for (int t = 0; t < nr; t++) acc[t] = (struct row_acc){-INFINITY, 0, 0, 0, 0};
-                for (int c0 = 0; c0 < L; c0 += Bc) {
-                    int nc = L - c0 < Bc ? L - c0 : Bc;
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, d, (float)cfg->scale,
-                                Q + (size_t)r0 * d, d, K + (size_t)c0 * d, d, 0.0f, Sb, Bc);
-                    for (int t = 0; t < nr; t++) {
-                        int i = r0 + t;
-                        kernel(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t);
-                    }
-                }
-                for (int t = 0; t < nr; t++) {
-                    int i = r0 + t;
-                    double inv = 1.0 / acc[t].S;
-                    r->V[i] = acc[t].SV * inv;
-                    r->D[i] = acc[t].SD * inv;
-                    r->H[i] = acc[t].M + log(acc[t].S) - acc[t].SZ * inv;
-                }
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
+    for (int rb = 0; rb < nb; rb++) {
+        int tid = omp_get_thread_num();
+        float *Sb = tiles + (size_t)tid * tile;
+        struct row_acc *acc = accs + (size_t)tid * Br;
+        int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
+        for (int t = 0; t < nr; t++) acc[t] = (struct row_acc){-INFINITY, 0, 0, 0, 0};
+        for (int c0 = 0; c0 < L; c0 += Bc) {
+            int nc = L - c0 < Bc ? L - c0 : Bc;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, d, (float)cfg->scale,
+                        Q + (size_t)r0 * d, d, K + (size_t)c0 * d, d, 0.0f, Sb, Bc);
+            for (int t = 0; t < nr; t++) {
+                int i = r0 + t;
+                kernel(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t, Sb + (size_t)Br * Bc);
             }
         }
-        free(Sb);
-        free(acc);
+        for (int t = 0; t < nr; t++) {
+            int i = r0 + t;
+            double inv = 1.0 / acc[t].S;
+            r->V[i] = acc[t].SV * inv;
+            r->D[i] = acc[t].SD * inv;
+            r->H[i] = acc[t].M + log(acc[t].S) - acc[t].SZ * inv;
+        }
     }
+    free(tiles);
+    free(accs);
     openblas_set_num_threads(old);
     free(mt);
-    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory for the streaming tiles (length %d)", L);
     summarise(r, L);
     return EPAR_OK;
 }

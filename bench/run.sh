@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# make bench: the streaming analysis against this machine's arithmetic floor, NumPy, and L^2 scaling.
+#   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below);
+#   2. runs `epar scale` per length (streaming for every L, materialised up to BENCH_MAT_MAX) and prints
+#      time, GFLOP/s (2 L^2 d / s), peak RSS, and the ratio to the floor
+#      floor = 1.25 * 2 L^2 d / peak   (the score FLOPs at the FMA peak, +25% for exp/softmax/V);
+#   3. runs bench/numpy_baseline.py at BENCH_NUMPY_L (default 8192) and prints NumPy time / epar time;
+#   4. writes output/bench/scaling.{csv,gp,png} (log-log time and memory vs L, with an L^2 line) and
+#      copies the PNG to bench/scaling.png.
+# Environment: BENCH_JOBS (threads, default nproc), BENCH_LENGTHS, BENCH_MAT_MAX, BENCH_NUMPY_L, BENCH_HIDDEN.
+# Never part of `make test`. Timings are noisy on a shared machine: every ratio is taken within this run.
+set -eu
+cd "$(dirname "$0")/.."
+EPAR=./epar
+OUT=output/bench
+JOBS=${BENCH_JOBS:-$(nproc)}
+D=${BENCH_HIDDEN:-64}
+LENGTHS=${BENCH_LENGTHS:-"1024 2048 4096 8192 16384 32768 65536 131072"}
+MAT_MAX=${BENCH_MAT_MAX:-8192}
+NUMPY_L=${BENCH_NUMPY_L:-8192}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+mkdir -p build/bench "$OUT"
+gcc -O2 -fopenmp bench/fma_peak.c -o build/bench/fma_peak
+
+echo "== fp32 FMA peak (bench/fma_peak.c, best of 7) =="
+build/bench/fma_peak "$JOBS" | tee "$OUT/fma_peak.txt" | awk '{ printf "  %d thread(s): %8.2f GFLOP/s\n", $1, $2 }'
+PEAK=$(tail -n 1 "$OUT/fma_peak.txt" | cut -d' ' -f2)
+echo "  floor model: 1.25 * 2 L^2 d / $PEAK GFLOP/s ($JOBS threads), d = $D"
+echo "  BLAS: $($EPAR --version | grep OpenBLAS)"
+
+repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
+csv=$OUT/scaling.csv
+echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,floor_seconds,times_floor,fraction_of_floor" > "$csv"
+run() { # path L
+    local path=$1 L=$2 dir="$OUT/runs/$1-$2"
+    rm -rf "$dir"
+    $EPAR scale --length "$L" --hidden "$D" --path "$path" --repeats "$(repeats "$L")" --jobs "$JOBS" \
+        --out "$dir" --quiet || { echo "  $path L=$L failed (exit $?)"; return 0; }
+    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$PEAK" 'BEGIN { OFS = "," }
+        { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9);
+          print $0, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5) }' >> "$csv"
+}
+echo
+echo "== epar scale, d = $D, $JOBS threads (seconds: median of the repeats) =="
+for L in $LENGTHS; do
+    run streaming "$L"
+    [ "$L" -le "$MAT_MAX" ] && run materialized "$L"
+done
+awk -F, 'NR == 1 { printf "  %8s %-12s %10s %9s %9s %8s %11s %9s %s\n", "L", "path", "seconds", "GFLOP/s", "RSS MB",
+                   "pos*", "floor s", "x floor", "within 2x"; next }
+         { printf "  %8d %-12s %10.4g %9.4g %9.4g %8d %11.4g %9.3g %s\n", $1, $3, $5, $6, $7, $8, $9, $10,
+                  ($10 <= 2 ? "yes" : "no") }' "$csv"
+
+# slope of log(seconds) vs log(L), streaming, L >= 4096 (least squares)
+SLOPE=$(awk -F, '$3 == "streaming" && $1 >= 4096 { x = log($1); y = log($5); n++; sx += x; sy += y; sxx += x*x; sxy += x*y }
+                 END { if (n >= 2) printf "%.3f", (n*sxy - sx*sy) / (n*sxx - sx*sx); else print "nan" }' "$csv")
+echo "  fitted slope of log(time) vs log(L), streaming, L >= 4096: $SLOPE (L^2 -> 2)"
+
+echo
+echo "== NumPy baseline (bench/numpy_baseline.py) at L = $NUMPY_L, d = $D =="
+EP=$(awk -F, -v L="$NUMPY_L" '$1 == L && $3 == "streaming" { print $5 }' "$csv")
+if [ -z "$EP" ]; then run streaming "$NUMPY_L"; EP=$(awk -F, -v L="$NUMPY_L" '$1 == L && $3 == "streaming" { print $5 }' "$csv"); fi
+for dt in float64 float32; do
+    if NP=$("$PY" bench/numpy_baseline.py --length "$NUMPY_L" --hidden "$D" --repeats 3 --dtype "$dt" | tail -n 1 | cut -d, -f4); then
+        echo "$NUMPY_L,$dt,$NP,$EP" >> "$OUT/numpy.csv.tmp"
+        awk -v np="$NP" -v ep="$EP" -v dt="$dt" 'BEGIN { printf "  NumPy %s: %.4g s   epar streaming: %.4g s   ratio %.1fx\n", dt, np, ep, np / ep }'
+    else
+        echo "  NumPy $dt: failed (is python3-numpy installed?)"
+    fi
+done
+{ echo "length,numpy_dtype,numpy_seconds,epar_seconds"; cat "$OUT/numpy.csv.tmp" 2>/dev/null; } > "$OUT/numpy.csv"
+rm -f "$OUT/numpy.csv.tmp"
+
+# figure: log-log time and peak RSS vs L with an L^2 reference through the largest streaming point
+REF=$(awk -F, '$3 == "streaming" { L = $1; s = $5 } END { printf "%.6g", s / (L * L) }' "$csv")
+cat > "$OUT/scaling.gp" <<GP
+load '../../plots/epar.gp'
+set terminal @epar_term size 1300,550
+set output 'scaling.png'
+set datafile separator ','
+set multiplot layout 1,2 title 'epar scale: single-head analysis, d = $D, $JOBS threads (fitted slope $SLOPE)'
+set logscale xy
+set xlabel 'sequence length L'
+set ylabel 'wall time of the analysis (s)'
+set key top left
+plot 'scaling.csv' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):5 with linespoints lt 1 pt 7 title 'streaming', \\
+     '' skip 1 using (strcol(3) eq 'materialized' ? \$1 : NaN):5 with linespoints lt 2 pt 5 title 'materialised', \\
+     '' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):9 with lines lt 8 dt 2 title 'floor (1.25 x 2L^2d at FMA peak)', \\
+     $REF * x**2 with lines lt 3 dt 3 title 'L^2 reference'
+set ylabel 'peak resident memory (MB)'
+plot 'scaling.csv' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):7 with linespoints lt 1 pt 7 title 'streaming', \\
+     '' skip 1 using (strcol(3) eq 'materialized' ? \$1 : NaN):7 with linespoints lt 2 pt 5 title 'materialised'
+unset multiplot
+GP
+if command -v gnuplot >/dev/null; then
+    (cd "$OUT" && gnuplot scaling.gp) && cp "$OUT/scaling.png" bench/scaling.png && echo && echo "figure: $OUT/scaling.png (copied to bench/scaling.png)"
+fi
