@@ -67,7 +67,7 @@ int main(void)
 
     /* random high-entropy inputs; L not a multiple of any tile, tiles small so that the online max is
      * rebased many times and both the vector body and the scalar tail run */
-    const int L = 777, d = 24;
+    const int L = 777, d = 96;   /* 2 L^2 d > 1e8: large enough that the streaming path really uses threads */
     size_t n = (size_t)L * d;
     double *Q = malloc(n * sizeof *Q), *K = malloc(n * sizeof *K), *imp = malloc(L * sizeof *imp);
     double *work = malloc((size_t)L * L * sizeof *work), *A = malloc((size_t)L * L * sizeof *A);
