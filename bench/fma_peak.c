@@ -1,7 +1,8 @@
 /* fma_peak: measured fp32 FMA peak of this machine (GFLOP/s) for 1..T threads.
  * Each thread runs 12 independent 8-lane FMA chains (enough to cover the FMA latency on two ports);
  * one FMA = 2 FLOPs per lane. The best of several repetitions is the peak (other load only lowers it).
- * usage: fma_peak [threads]   prints "threads gflops" lines. Built by bench/run.sh. */
+ * usage: fma_peak [threads [only]]   prints "threads gflops" lines for 1..threads (or threads only).
+ * Built by bench/run.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
     int T = argc > 1 ? atoi(argv[1]) : omp_get_num_procs();
     const long iters = 20000000;   /* ~0.1-0.3 s per repetition */
     volatile float sink = 0;
-    for (int t = 1; t <= T; t++) {
+    for (int t = argc > 2 ? T : 1; t <= T; t++) {
         double best = 0;
         for (int rep = 0; rep < 7; rep++) {
             double t0 = now();

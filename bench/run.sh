@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the streaming analysis against this machine's arithmetic floor, NumPy, and L^2 scaling.
-#   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below);
+#   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below),
+#      once at the start and again right before every length (the machine is shared: each length is
+#      compared with the peak measured next to it);
 #   2. runs `epar scale` per length (streaming for every L, materialised up to BENCH_MAT_MAX) and prints
 #      time, GFLOP/s (2 L^2 d / s), peak RSS, and the ratio to the floor
 #      floor = 1.25 * 2 L^2 d / peak   (the score FLOPs at the FMA peak, +25% for exp/softmax/V);
@@ -31,15 +33,16 @@ echo "  BLAS: $($EPAR --version | grep OpenBLAS)"
 
 repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
 csv=$OUT/scaling.csv
-echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,floor_seconds,times_floor,fraction_of_floor" > "$csv"
+echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor" > "$csv"
 run() { # path L
-    local path=$1 L=$2 dir="$OUT/runs/$1-$2"
+    local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak
     rm -rf "$dir"
+    peak=$(build/bench/fma_peak "$JOBS" only | cut -d' ' -f2)
     $EPAR scale --length "$L" --hidden "$D" --path "$path" --repeats "$(repeats "$L")" --jobs "$JOBS" \
         --out "$dir" --quiet || { echo "  $path L=$L failed (exit $?)"; return 0; }
-    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$PEAK" 'BEGIN { OFS = "," }
+    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" 'BEGIN { OFS = "," }
         { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9);
-          print $0, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5) }' >> "$csv"
+          print $0, peak, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5) }' >> "$csv"
 }
 echo
 echo "== epar scale, d = $D, $JOBS threads (seconds: median of the repeats) =="
@@ -47,10 +50,10 @@ for L in $LENGTHS; do
     run streaming "$L"
     [ "$L" -le "$MAT_MAX" ] && run materialized "$L"
 done
-awk -F, 'NR == 1 { printf "  %8s %-12s %10s %9s %9s %8s %11s %9s %s\n", "L", "path", "seconds", "GFLOP/s", "RSS MB",
-                   "pos*", "floor s", "x floor", "within 2x"; next }
-         { printf "  %8d %-12s %10.4g %9.4g %9.4g %8d %11.4g %9.3g %s\n", $1, $3, $5, $6, $7, $8, $9, $10,
-                  ($10 <= 2 ? "yes" : "no") }' "$csv"
+awk -F, 'NR == 1 { printf "  %8s %-12s %10s %9s %9s %8s %10s %10s %8s %9s %s\n", "L", "path", "seconds", "GFLOP/s",
+                   "RSS MB", "pos*", "peak GF/s", "floor s", "x floor", "fraction", "within 2x"; next }
+         { printf "  %8d %-12s %10.4g %9.4g %9.4g %8d %10.4g %10.4g %8.3g %9.3g %s\n", $1, $3, $5, $6, $7, $8, $9, $10,
+                  $11, $12, ($11 <= 2 ? "yes" : "no") }' "$csv"
 
 # slope of log(seconds) vs log(L), streaming, L >= 4096 (least squares)
 SLOPE=$(awk -F, '$3 == "streaming" && $1 >= 4096 { x = log($1); y = log($5); n++; sx += x; sy += y; sxx += x*x; sxy += x*y }
@@ -73,6 +76,8 @@ done
 rm -f "$OUT/numpy.csv.tmp"
 
 # figure: log-log time and peak RSS vs L with an L^2 reference through the largest streaming point
+awk -F, 'NR > 1 && $3 == "streaming"' "$csv" > "$OUT/scaling_streaming.csv"
+awk -F, 'NR > 1 && $3 == "materialized"' "$csv" > "$OUT/scaling_materialized.csv"
 REF=$(awk -F, '$3 == "streaming" { L = $1; s = $5 } END { printf "%.6g", s / (L * L) }' "$csv")
 cat > "$OUT/scaling.gp" <<GP
 load '../../plots/epar.gp'
@@ -81,16 +86,17 @@ set output 'scaling.png'
 set datafile separator ','
 set multiplot layout 1,2 title 'epar scale: single-head analysis, d = $D, $JOBS threads (fitted slope $SLOPE)'
 set logscale xy
+set xrange [$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | head -1)/1.5:$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | tail -1)*1.5]
 set xlabel 'sequence length L'
 set ylabel 'wall time of the analysis (s)'
 set key top left
-plot 'scaling.csv' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):5 with linespoints lt 1 pt 7 title 'streaming', \\
-     '' skip 1 using (strcol(3) eq 'materialized' ? \$1 : NaN):5 with linespoints lt 2 pt 5 title 'materialised', \\
-     '' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):9 with lines lt 8 dt 2 title 'floor (1.25 x 2L^2d at FMA peak)', \\
+plot 'scaling_streaming.csv' using 1:5 with linespoints lt 1 pt 7 title 'streaming', \\
+     'scaling_materialized.csv' using 1:5 with linespoints lt 2 pt 5 title 'materialised', \\
+     'scaling_streaming.csv' using 1:10 with lines lt 8 dt 2 title 'floor: 1.25 x 2L^2d at the FMA peak measured beside it', \\
      $REF * x**2 with lines lt 3 dt 3 title 'L^2 reference'
 set ylabel 'peak resident memory (MB)'
-plot 'scaling.csv' skip 1 using (strcol(3) eq 'streaming' ? \$1 : NaN):7 with linespoints lt 1 pt 7 title 'streaming', \\
-     '' skip 1 using (strcol(3) eq 'materialized' ? \$1 : NaN):7 with linespoints lt 2 pt 5 title 'materialised'
+plot 'scaling_streaming.csv' using 1:7 with linespoints lt 1 pt 7 title 'streaming', \\
+     'scaling_materialized.csv' using 1:7 with linespoints lt 2 pt 5 title 'materialised'
 unset multiplot
 GP
 if command -v gnuplot >/dev/null; then
