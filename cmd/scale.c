@@ -39,7 +39,7 @@ int cmd_scale(int argc, char **argv)
     struct opt opts[] = {
         {"Analysis", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"length", 'L', OPT_INT, &c.over.length, "N", "sequence length (default: protocol, 4096)", 0},
-        {"hidden", 0, OPT_INT, &c.over.hidden, "N", "head width d (default: protocol, 64)", 0},
+        {"hidden", 0, OPT_INT, &c.over.hidden, "N", "layer width; the head analysed is d = hidden/heads (default 64)", 0},
         {"mechanism", 'm', OPT_STRING, &mechanism, "NAME", "epar-enhanced (default), epar-basic or none", 0},
         {"path", 0, OPT_STRING, &path, "P", "auto (default), materialized or streaming", 0},
         {"materialized-max-length", 0, OPT_INT, &mat_max, "N", "auto picks materialized up to this length (2048)", 0},
@@ -89,11 +89,10 @@ int cmd_scale(int argc, char **argv)
         }
         cfg.materialized_max_length = mat_max;
     }
-    cfg.prm.heads = 1;  /* one head over the full width d = hidden, scores / sqrt(d) */
     cfg.threads = c.jobs > 0 ? c.jobs : omp_get_max_threads();
 
-    cli_progress(&c, "scale: L=%d d=%d mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
-                 cfg.prm.length, cfg.prm.hidden, epar_exp_scale_mechanism_name(cfg.prm.form),
+    cli_progress(&c, "scale: L=%d d=%d (head 0 of %d) mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
+                 cfg.prm.length, cfg.prm.hidden / cfg.prm.heads, cfg.prm.heads, epar_exp_scale_mechanism_name(cfg.prm.form),
                  epar_stream_path_name(epar_stream_choose(cfg.path, cfg.prm.length, cfg.materialized_max_length)),
                  cfg.threads, cfg.repeats, epar_stream_blas_core());
     struct epar_scale_result res;
@@ -106,7 +105,7 @@ int cmd_scale(int argc, char **argv)
     }
     if (!st && !c.quiet) {
         printf("scale (%s, L=%d, d=%d, %s path, %d threads): wrote %s/scale/\n",
-               epar_exp_scale_mechanism_name(cfg.prm.form), cfg.prm.length, cfg.prm.hidden,
+               epar_exp_scale_mechanism_name(cfg.prm.form), cfg.prm.length, cfg.prm.hidden / cfg.prm.heads,
                epar_stream_path_name(res.path), res.threads, c.out);
         printf("  time %.6g s (median of %d)  %.4g GFLOP/s (2 L^2 d)  peak RSS %.1f MB\n", res.seconds, cfg.repeats,
                res.gflops, res.peak_rss_mb);

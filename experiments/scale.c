@@ -40,10 +40,11 @@ const char *epar_exp_scale_mechanism_name(enum epar_form form)
 
 #define GEN_ROWS 512
 
-/* Q, K (L,D) as double (Qd/Kd) or float (Qf/Kf), imp (L). Row chunks: never more than GEN_ROWS x D of X. */
+/* Head 0 of the layer: Q, K (L,d) with d = D/H as double (Qd/Kd) or float (Qf/Kf), imp (L).
+ * Row chunks: never more than GEN_ROWS x D of X at a time. */
 static int make_inputs(const struct epar_params *prm, double *Qd, double *Kd, float *Qf, float *Kf, double *imp)
 {
-    int L = prm->length, D = prm->hidden, st = EPAR_ENOMEM;
+    int L = prm->length, D = prm->hidden, d = D / prm->heads, st = EPAR_ENOMEM;
     size_t DD = (size_t)D * D, chunk = (size_t)GEN_ROWS * D;
     unsigned long seed = prm->seeds[0];
     /* weights stream: E (L,D) first, then W_Q, b_Q, W_K, b_K, as epar_attn_layer_init draws them */
@@ -78,14 +79,16 @@ static int make_inputs(const struct epar_params *prm, double *Qd, double *Kd, fl
         }
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, D, D, 1.0, E, D, Wq, D, 1.0, q, D);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, D, D, 1.0, E, D, Wk, D, 1.0, k, D);
-        size_t off = (size_t)r0 * D;
-        if (Qd) {
-            memcpy(Qd + off, q, n * sizeof *q);
-            memcpy(Kd + off, k, n * sizeof *k);
-        } else {
-            for (size_t t = 0; t < n; t++) {
-                Qf[off + t] = (float)q[t];
-                Kf[off + t] = (float)k[t];
+        for (int i = 0; i < nr; i++) {     /* head 0: columns 0..d-1 */
+            size_t src = (size_t)i * D, dst = (size_t)(r0 + i) * d;
+            for (int c = 0; c < d; c++) {
+                if (Qd) {
+                    Qd[dst + c] = q[src + c];
+                    Kd[dst + c] = k[src + c];
+                } else {
+                    Qf[dst + c] = (float)q[src + c];
+                    Kf[dst + c] = (float)k[src + c];
+                }
             }
         }
     }
@@ -108,9 +111,9 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
 {
     memset(res, 0, sizeof *res);
     const struct epar_params *prm = &cfg->prm;
-    int L = prm->length, D = prm->hidden, st;
+    int L = prm->length, D = prm->hidden / prm->heads, st;   /* D here: the head width d */
     struct epar_stream_cfg sc = {
-        .L = L, .d = D, .scale = 1.0 / sqrt((double)D), .inv_temp = 1.0 / prm->temperature,
+        .L = L, .d = D, .scale = 1.0 / sqrt(prm->score_scale_head ? (double)D : (double)prm->hidden), .inv_temp = 1.0 / prm->temperature,
         .fx = {prm->form, prm->alpha, prm->beta, prm->gamma}, .threads = cfg->threads};
     if ((st = epar_stream_cfg_validate(&sc))) return st;
     if (cfg->repeats < 1) return epar_err_set(EPAR_EINVAL, "repeats must be >= 1, got '%d'", cfg->repeats);
@@ -163,7 +166,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
     res->scale = epar_csv_new("length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star");
     res->summary = epar_csv_new("metric,value,note");
     if (!res->scale || !res->summary) goto done;
-    if (epar_csv_append(res->scale, "iisiddd" "i", L, D, epar_stream_path_name(res->path), cfg->threads,
+    if (epar_csv_append(res->scale, "iisiddd" "i", L, prm->hidden, epar_stream_path_name(res->path), cfg->threads,
                         res->seconds, res->gflops, res->peak_rss_mb, res->r.pos_star))
         goto done;
     const struct epar_stream_result *r = &res->r;
@@ -176,6 +179,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         epar_csv_append(res->summary, "sds", "seconds_min", res->seconds_min, "fastest repetition") ||
         epar_csv_append(res->summary, "sds", "seconds_max", res->seconds_max, "slowest repetition") ||
         epar_csv_append(res->summary, "sds", "repeats", (double)cfg->repeats, "timed repetitions") ||
+        epar_csv_append(res->summary, "sds", "head_dim", (double)D, "d = hidden / heads: the width of the analysed head") ||
         epar_csv_append(res->summary, "sds", "flops", epar_stream_flops(L, D), "2 L^2 d: the score product, the unit of gflops"))
         goto done;
     st = EPAR_OK;

@@ -34,6 +34,10 @@ expect_exit 0 "auto above threshold" -- "$EPAR" scale $small --materialized-max-
 expect_grep ',streaming,' "$T_TMP/a2/scale/scale.csv"
 expect_exit 0 "mechanism none" -- "$EPAR" scale $small --mechanism none --out "$T_TMP/n"
 [ "$(ent "$T_TMP/n")" != "$(ent "$T_TMP/a")" ] && ok || fail "--mechanism none gave the EPAR result"
+# the paper preset analyses head 0 of 12 heads of 64: d = 64 of hidden 768
+expect_exit 0 "paper preset" -- "$EPAR" scale --preset paper --length 64 --repeats 1 --quiet --out "$T_TMP/p"
+expect_grep '^64,768,materialized,' "$T_TMP/p/scale/scale.csv"
+expect_grep '^head_dim,64,' "$T_TMP/p/scale/summary.csv"
 expect_exit 0 "help" -- "$EPAR" scale --help
 expect_grep 'mechanism' "$T_TMP/out"
 
