@@ -9,12 +9,13 @@
 #   3. runs bench/numpy_baseline.py at BENCH_NUMPY_L (default 8192) and prints NumPy time / epar time;
 #   4. writes output/bench/scaling.{csv,gp,png} (log-log time and memory vs L, with an L^2 line) and
 #      copies the PNG to bench/scaling.png.
-# Environment: BENCH_JOBS (threads, default nproc), BENCH_LENGTHS, BENCH_MAT_MAX, BENCH_NUMPY_L, BENCH_HIDDEN.
+# Environment: BENCH_JOBS (threads, default nproc), BENCH_LENGTHS, BENCH_MAT_MAX, BENCH_NUMPY_L, BENCH_HIDDEN,
+# BENCH_OUT (default output/bench; the figure is copied to bench/scaling.png only for the default).
 # Never part of `make test`. Timings are noisy on a shared machine: every ratio is taken within this run.
 set -eu
 cd "$(dirname "$0")/.."
 EPAR=./epar
-OUT=output/bench
+OUT=${BENCH_OUT:-output/bench}
 JOBS=${BENCH_JOBS:-$(nproc)}
 D=${BENCH_HIDDEN:-64}
 LENGTHS=${BENCH_LENGTHS:-"1024 2048 4096 8192 16384 32768 65536 131072"}
@@ -80,11 +81,11 @@ awk -F, 'NR > 1 && $3 == "streaming"' "$csv" > "$OUT/scaling_streaming.csv"
 awk -F, 'NR > 1 && $3 == "materialized"' "$csv" > "$OUT/scaling_materialized.csv"
 REF=$(awk -F, '$3 == "streaming" { L = $1; s = $5 } END { printf "%.6g", s / (L * L) }' "$csv")
 cat > "$OUT/scaling.gp" <<GP
-load '../../plots/epar.gp'
+load '$PWD/plots/epar.gp'
 set terminal @epar_term size 1300,550
 set output 'scaling.png'
 set datafile separator ','
-set multiplot layout 1,2 title 'epar scale: single-head analysis, d = $D, $JOBS threads (fitted slope $SLOPE)'
+set multiplot layout 1,2 title 'epar scale: single-head analysis, d = $D, threads: $JOBS (fitted slope of log time vs log L: $SLOPE)'
 set logscale xy
 set xrange [$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | head -1)/1.5:$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | tail -1)*1.5]
 set xlabel 'sequence length L'
@@ -100,5 +101,6 @@ plot 'scaling_streaming.csv' using 1:7 with linespoints lt 1 pt 7 title 'streami
 unset multiplot
 GP
 if command -v gnuplot >/dev/null; then
-    (cd "$OUT" && gnuplot scaling.gp) && cp "$OUT/scaling.png" bench/scaling.png && echo && echo "figure: $OUT/scaling.png (copied to bench/scaling.png)"
+    (cd "$OUT" && gnuplot scaling.gp) && echo && echo "figure: $OUT/scaling.png"
+    if [ "$OUT" = output/bench ]; then cp "$OUT/scaling.png" bench/scaling.png; echo "  (copied to bench/scaling.png)"; fi
 fi
