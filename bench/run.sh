@@ -6,7 +6,8 @@
 #   2. runs `epar scale` per length (streaming for every L, materialised up to BENCH_MAT_MAX) and prints
 #      time, GFLOP/s (2 L^2 d / s), peak RSS, and the ratio to the floor
 #      floor = 1.25 * 2 L^2 d / peak   (the score FLOPs at the FMA peak, +25% for exp/softmax/V);
-#   3. runs bench/numpy_baseline.py at BENCH_NUMPY_L (default 8192) and prints NumPy time / epar time;
+#   3. runs bench/numpy_baseline.py at BENCH_NUMPY_L (default 8192), float64 and float32, each right after
+#      an epar streaming run at the same L, and prints NumPy time / epar time;
 #   4. writes output/bench/scaling.{csv,gp,png} (log-log time and memory vs L, with an L^2 line) and
 #      copies the PNG to bench/scaling.png.
 # Environment: BENCH_JOBS (threads, default nproc), BENCH_LENGTHS, BENCH_MAT_MAX, BENCH_NUMPY_L, BENCH_HIDDEN,
@@ -63,12 +64,14 @@ echo "  fitted slope of log(time) vs log(L), streaming, L >= 4096: $SLOPE (L^2 -
 
 echo
 echo "== NumPy baseline (bench/numpy_baseline.py) at L = $NUMPY_L, d = $D =="
-EP=$(awk -F, -v L="$NUMPY_L" '$1 == L && $3 == "streaming" { print $5 }' "$csv")
-if [ -z "$EP" ]; then run streaming "$NUMPY_L"; EP=$(awk -F, -v L="$NUMPY_L" '$1 == L && $3 == "streaming" { print $5 }' "$csv"); fi
+# epar is re-run right before each NumPy run (same minute, same machine load): the ratio is taken there
 for dt in float64 float32; do
+    rm -rf "$OUT/runs/numpy-epar"
+    $EPAR scale --length "$NUMPY_L" --hidden "$D" --path streaming --repeats 3 --jobs "$JOBS" --out "$OUT/runs/numpy-epar" --quiet
+    EP=$(tail -n 1 "$OUT/runs/numpy-epar/scale/scale.csv" | cut -d, -f5)
     if NP=$("$PY" bench/numpy_baseline.py --length "$NUMPY_L" --hidden "$D" --repeats 3 --dtype "$dt" | tail -n 1 | cut -d, -f4); then
         echo "$NUMPY_L,$dt,$NP,$EP" >> "$OUT/numpy.csv.tmp"
-        awk -v np="$NP" -v ep="$EP" -v dt="$dt" 'BEGIN { printf "  NumPy %s: %.4g s   epar streaming: %.4g s   ratio %.1fx\n", dt, np, ep, np / ep }'
+        awk -v np="$NP" -v ep="$EP" -v dt="$dt" 'BEGIN { printf "  NumPy %s: %.4g s   epar streaming (run just before): %.4g s   ratio %.1fx\n", dt, np, ep, np / ep }'
     else
         echo "  NumPy $dt: failed (is python3-numpy installed?)"
     fi
