@@ -146,15 +146,24 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         Kf = Qf + LD;
     }
     if ((st = epar_stream_result_alloc(&res->r, L))) goto done;
-    if ((st = make_inputs(prm, Qd, Kd, Qf, Kf, imp))) goto done;
+    /* BLAS single-threaded from here on (both paths parallelise over row blocks themselves): a
+     * multi-threaded dgemm while drawing the inputs would leave OpenBLAS workers spinning during the timing */
+    int blas_old = epar_stream_blas_threads(1);
+    st = make_inputs(prm, Qd, Kd, Qf, Kf, imp);
+    if (st) {
+        epar_stream_blas_threads(blas_old);
+        goto done;
+    }
 
     for (int rep = 0; rep < cfg->repeats; rep++) {
         double t0 = omp_get_wtime();
         st = mat ? epar_stream_materialized(&sc, Qd, Kd, imp, work, &res->r)
                  : epar_stream_streaming(&sc, Qf, Kf, imp, &res->r);
         times[rep] = omp_get_wtime() - t0;
-        if (st) goto done;
+        if (st) break;
     }
+    epar_stream_blas_threads(blas_old);
+    if (st) goto done;
     gsl_sort(times, 1, (size_t)cfg->repeats);
     res->seconds = gsl_stats_median_from_sorted_data(times, 1, (size_t)cfg->repeats);
     res->seconds_min = times[0];

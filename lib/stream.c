@@ -62,6 +62,13 @@ double epar_stream_flops(int L, int d)
     return 2.0 * (double)L * (double)L * (double)d;
 }
 
+int epar_stream_blas_threads(int n)
+{
+    int old = openblas_get_num_threads();
+    openblas_set_num_threads(n);
+    return old;
+}
+
 const char *epar_stream_blas_core(void)
 {
     return openblas_get_corename();
