@@ -35,16 +35,18 @@ echo "  BLAS: $($EPAR --version | grep OpenBLAS)"
 
 repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
 csv=$OUT/scaling.csv
-echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor" > "$csv"
+echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor,cpu_seconds,cpu_share" > "$csv"
 run() { # path L
     local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak
     rm -rf "$dir"
     peak=$(build/bench/fma_peak "$JOBS" only | cut -d' ' -f2)
     $EPAR scale --length "$L" --hidden "$D" --path "$path" --repeats "$(repeats "$L")" --jobs "$JOBS" \
         --out "$dir" --quiet || { echo "  $path L=$L failed (exit $?)"; return 0; }
-    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" 'BEGIN { OFS = "," }
+    cpu=$(grep '^cpu_seconds_mean,' "$dir/scale/summary.csv" | cut -d, -f2)
+    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" -v cpu="$cpu" 'BEGIN { OFS = "," }
         { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9);
-          print $0, peak, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5) }' >> "$csv"
+          print $0, peak, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5),
+                sprintf("%.6g", cpu), sprintf("%.3g", cpu / ($5 * $4)) }' >> "$csv"
 }
 echo
 echo "== epar scale, d = $D, $JOBS threads (seconds: median of the repeats) =="
@@ -52,10 +54,11 @@ for L in $LENGTHS; do
     run streaming "$L"
     [ "$L" -le "$MAT_MAX" ] && run materialized "$L"
 done
-awk -F, 'NR == 1 { printf "  %8s %-12s %10s %9s %9s %8s %10s %10s %8s %9s %s\n", "L", "path", "seconds", "GFLOP/s",
-                   "RSS MB", "pos*", "peak GF/s", "floor s", "x floor", "fraction", "within 2x"; next }
-         { printf "  %8d %-12s %10.4g %9.4g %9.4g %8d %10.4g %10.4g %8.3g %9.3g %s\n", $1, $3, $5, $6, $7, $8, $9, $10,
-                  $11, $12, ($11 <= 2 ? "yes" : "no") }' "$csv"
+awk -F, 'NR == 1 { printf "  %7s %-12s %9s %8s %7s %6s %9s %9s %7s %8s %9s %9s\n", "L", "path", "seconds", "GFLOP/s",
+                   "RSS MB", "pos*", "peak GF/s", "floor s", "x floor", "within2x", "cpu s", "cpu share"; next }
+         { printf "  %7d %-12s %9.4g %8.4g %7.4g %6d %9.4g %9.4g %7.3g %8s %9.4g %9.3g\n", $1, $3, $5, $6, $7, $8, $9, $10,
+                  $11, ($11 <= 2 ? "yes" : "no"), $13, $14 }' "$csv"
+echo "  cpu share = process CPU time / (seconds x threads): below 1 when other processes took the cores"
 
 # slope of log(seconds) vs log(L), streaming, L >= 4096 (least squares)
 SLOPE=$(awk -F, '$3 == "streaming" && $1 >= 4096 { x = log($1); y = log($5); n++; sx += x; sy += y; sxx += x*x; sxy += x*y }

@@ -100,6 +100,14 @@ done:
     return st;
 }
 
+/* user + system CPU time of the process (all threads) */
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return NAN;
+    return ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec;
+}
+
 static double peak_rss_mb(void)
 {
     struct rusage ru;
@@ -155,6 +163,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         goto done;
     }
 
+    double cpu0 = cpu_seconds();
     for (int rep = 0; rep < cfg->repeats; rep++) {
         double t0 = omp_get_wtime();
         st = mat ? epar_stream_materialized(&sc, Qd, Kd, imp, work, &res->r)
@@ -164,6 +173,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
     }
     epar_stream_blas_threads(blas_old);
     if (st) goto done;
+    res->cpu_seconds = (cpu_seconds() - cpu0) / cfg->repeats;
     gsl_sort(times, 1, (size_t)cfg->repeats);
     res->seconds = gsl_stats_median_from_sorted_data(times, 1, (size_t)cfg->repeats);
     res->seconds_min = times[0];
@@ -187,6 +197,8 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         epar_csv_append(res->summary, "sds", "seconds_median", res->seconds, "wall time of the analysis, inputs excluded") ||
         epar_csv_append(res->summary, "sds", "seconds_min", res->seconds_min, "fastest repetition") ||
         epar_csv_append(res->summary, "sds", "seconds_max", res->seconds_max, "slowest repetition") ||
+        epar_csv_append(res->summary, "sds", "cpu_seconds_mean", res->cpu_seconds,
+                        "process CPU time (user+sys, all threads) per repetition; about threads x seconds on an idle machine") ||
         epar_csv_append(res->summary, "sds", "repeats", (double)cfg->repeats, "timed repetitions") ||
         epar_csv_append(res->summary, "sds", "head_dim", (double)D, "d = hidden / heads: the width of the analysed head") ||
         epar_csv_append(res->summary, "sds", "flops", epar_stream_flops(L, D), "2 L^2 d: the score product, the unit of gflops"))

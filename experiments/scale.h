@@ -21,7 +21,7 @@ struct epar_scale_result {
     enum epar_stream_path path;     /* the path that ran */
     int threads, simd;
     double seconds, gflops, peak_rss_mb;
-    double seconds_min, seconds_max;
+    double seconds_min, seconds_max, cpu_seconds;
     struct epar_stream_result r;
     struct epar_table *scale, *summary;
 };

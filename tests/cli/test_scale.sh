@@ -25,7 +25,7 @@ awk -v a="$(ent "$out")" -v b="$(ent "$T_TMP/s2")" 'BEGIN { d = a - b; if (d < 0
     && ok || fail "mean entropy differs between paths: $(ent "$out") vs $(ent "$T_TMP/s2")"
 # determinism: the streaming metrics are byte-identical with 1 thread (timings aside)
 expect_exit 0 "streaming, 1 thread" -- "$EPAR" scale $small --path streaming --jobs 1 --out "$T_TMP/s1"
-strip() { grep -v -E '^(seconds_|repeats)' "$1/scale/summary.csv"; }
+strip() { grep -v -E '^(seconds_|cpu_seconds|repeats)' "$1/scale/summary.csv"; }
 [ "$(strip "$T_TMP/s1")" = "$(strip "$T_TMP/s2")" ] && ok || fail "streaming summary depends on --jobs"
 # auto picks materialized at small L and streaming above the threshold; mechanism none changes the result
 expect_exit 0 "auto" -- "$EPAR" scale $small --out "$T_TMP/a"
