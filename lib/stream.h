@@ -6,8 +6,8 @@
  *   V(i) = sum_j A_ij I_j,   H_i = -sum_j A_ij ln A_ij,   D_i = sum_j A_ij |i-j|
  * and pos* = argmax_i V(i) (first index on ties).
  *
- *  - materialised: double precision; S = scale Q K^T by one BLAS dgemm into an (L,L) buffer, then one
- *    fused sweep per row (factor, max, exp, sum, normalise, V, H, D) that leaves A in the buffer.
+ *  - materialised: double precision; S = scale Q K^T by one BLAS dgemm per block of 128 rows into an
+ *    (L,L) buffer, then one fused sweep per row (factor, max, exp, sum, normalise, V, H, D) that leaves A in the buffer.
  *    Memory O(L^2). The reference for every test.
  *  - streaming: Q, K stored as float; blocks of rows x blocks of keys; scores of a block by BLAS
  *    sgemm, the position effect read from a (2L-1) table of m(|i-j|)/T, online softmax with the
@@ -16,8 +16,8 @@
  *
  * Threads: OpenMP over row blocks. Every row is computed by the same sequence of operations whatever
  * the thread count (blocks are fixed, each row belongs to one block), so results are byte-identical for
- * any number of threads. BLAS runs single-threaded inside the parallel region (no oversubscription)
- * and with the caller's threads for the materialised dgemm.
+ * any number of threads. BLAS runs single-threaded inside the parallel region on both paths (no
+ * oversubscription; a multi-threaded dgemm also splits its work by thread count and is not bit-stable).
  *
  * H uses ln A_ij = z_ij - M_i - ln S_i, so no logarithm per element: H_i = M_i + ln S_i - sum_j A_ij z_ij. */
 #ifndef EPAR_STREAM_H
