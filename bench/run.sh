@@ -3,6 +3,7 @@
 #   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below),
 #      once at the start and again right before every length (the machine is shared: each length is
 #      compared with the peak measured next to it);
+#      Also: OpenBLAS sgemm alone on the streaming tiles (bench/sgemm_tiles.c), as a fraction of the peak;
 #   2. runs `epar scale` per length (streaming for every L, materialised up to BENCH_MAT_MAX) and prints
 #      time, GFLOP/s (2 L^2 d / s), peak RSS, and the ratio to the floor
 #      floor = 1.25 * 2 L^2 d / peak   (the score FLOPs at the FMA peak, +25% for exp/softmax/V);
@@ -32,6 +33,10 @@ build/bench/fma_peak "$JOBS" | tee "$OUT/fma_peak.txt" | awk '{ printf "  %d thr
 PEAK=$(tail -n 1 "$OUT/fma_peak.txt" | cut -d' ' -f2)
 echo "  floor model: 1.25 * 2 L^2 d / $PEAK GFLOP/s ($JOBS threads), d = $D"
 echo "  BLAS: $($EPAR --version | grep OpenBLAS)"
+gcc -O2 $(pkg-config --cflags openblas 2>/dev/null) bench/sgemm_tiles.c -o build/bench/sgemm_tiles -lopenblas
+P1=$(build/bench/fma_peak 1 only | cut -d' ' -f2)
+SG=$(build/bench/sgemm_tiles 8192 "$D")
+awk -v sg="$SG" -v p="$P1" 'BEGIN { printf "  sgemm alone on the streaming tiles (128 x 512, K = d, L = 8192, 1 thread): %.1f GFLOP/s = %.0f%% of the 1-thread peak %.1f\n", sg, 100 * sg / p, p }'
 
 repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
 csv=$OUT/scaling.csv
