@@ -101,7 +101,7 @@ set logscale xy
 set xrange [$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | head -1)/1.5:$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | tail -1)*1.5]
 set xlabel 'sequence length L'
 set ylabel 'wall time of the analysis (s)'
-set key bottom right
+set key below
 plot 'scaling_streaming.csv' using 1:5 with linespoints lt 1 pt 7 title 'streaming', \\
      'scaling_materialized.csv' using 1:5 with linespoints lt 2 pt 5 title 'materialised', \\
      'scaling_streaming.csv' using 1:10 with lines lt 8 dt 2 title 'floor: 1.25 x 2L^2d at the FMA peak measured beside it', \\
