@@ -93,7 +93,7 @@ awk -F, 'NR > 1 && $3 == "materialized"' "$csv" > "$OUT/scaling_materialized.csv
 REF=$(awk -F, '$3 == "streaming" { L = $1; s = $5 } END { printf "%.6g", s / (L * L) }' "$csv")
 cat > "$OUT/scaling.gp" <<GP
 load '$PWD/plots/epar.gp'
-set terminal @epar_term size 1300,550
+set terminal @epar_term size 1300,560
 set output 'scaling.png'
 set datafile separator ','
 set multiplot layout 1,2 title 'epar scale: single-head analysis, d = $D, threads: $JOBS (fitted slope of log time vs log L: $SLOPE)'
@@ -101,10 +101,10 @@ set logscale xy
 set xrange [$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | head -1)/1.5:$(echo "$LENGTHS" | tr ' ' '\n' | sort -n | tail -1)*1.5]
 set xlabel 'sequence length L'
 set ylabel 'wall time of the analysis (s)'
-set key below
+set key top left Left reverse
 plot 'scaling_streaming.csv' using 1:5 with linespoints lt 1 pt 7 title 'streaming', \\
      'scaling_materialized.csv' using 1:5 with linespoints lt 2 pt 5 title 'materialised', \\
-     'scaling_streaming.csv' using 1:10 with lines lt 8 dt 2 title 'floor: 1.25 x 2L^2d at the FMA peak measured beside it', \\
+     'scaling_streaming.csv' using 1:10 with lines lt 8 dt 2 title 'floor: 1.25 x 2L^2d / FMA peak', \\
      $REF * x**2 with lines lt 3 dt 3 title 'L^2 reference'
 set ylabel 'peak resident memory (MB)'
 plot 'scaling_streaming.csv' using 1:7 with linespoints lt 1 pt 7 title 'streaming', \\
