@@ -60,4 +60,9 @@ bad 2 "invalid value for --repeats: '0'" --repeats 0
 bad 2 "invalid value for --jobs: '0'" --jobs 0
 bad 2 "temperature must be a finite number > 0" --temperature 0
 bad 2 "gamma must be a finite number >= 0" --gamma -1
+# protocol errors (exit 3): an unknown key and a bad mechanism in experiments.scale; nothing written
+sed 's/"materialized_max_length": 2048/"materialized_max_lenght": 2048/' paper_protocol.json > "$T_TMP/typo.json"
+bad 3 "materialized_max_lenght" --protocol "$T_TMP/typo.json"
+sed 's/"mechanism": "epar-enhanced"/"mechanism": "alibi"/' paper_protocol.json > "$T_TMP/mech.json"
+bad 3 "unknown mechanism 'alibi'" --protocol "$T_TMP/mech.json"
 finish
