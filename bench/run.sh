@@ -6,6 +6,6 @@ status=0
 for b in bench/bench_*.sh; do
     [ -f "$b" ] || continue
     echo "== $b"
-    sh "$b" || status=1
+    bash "$b" || status=1
 done
 exit $status

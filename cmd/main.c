@@ -28,7 +28,7 @@ const struct cmd_entry epar_commands[] = {
      "task- and content-aware attention; when and why EPAR helps"},
     {"compare", cmd_compare, CMD_EXPERIMENT, "all seeds", "output/compare/",
      "every attention/position mechanism of the sources, side by side"},
-    {"scale", NULL, 0, "long context", "output/scale/", "streaming analysis at large L"},
+    {"scale", cmd_scale, 0, "long context", "output/scale/", "streaming analysis at large L"},
     {"run-all", cmd_run_all, 0, "all", "output/report/",
      "every experiment above with the protocol, then the claims audit"},
     {NULL, NULL, 0, NULL, NULL, NULL}};

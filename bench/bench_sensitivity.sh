@@ -4,7 +4,7 @@
 #   - thread scaling: wall time with --jobs 1 over --jobs N (N = cores)
 #   - linearity in draws: wall time with --runs 2 over --runs 1 (ideal 2; less = fixed overhead such as
 #     tables, report and start-up)
-# Usage: bench/sensitivity.sh [repeats]   (env: EPAR=path/to/epar)
+# Usage: bench/bench_sensitivity.sh [repeats]   (env: EPAR=path/to/epar)
 set -eu
 cd "$(dirname "$0")/.."
 EPAR=${EPAR:-./epar}

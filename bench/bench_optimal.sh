@@ -3,12 +3,12 @@
 # basic/enhanced/none forms), compute only (--no-render), best of N runs.
 # Reported: wall and CPU seconds with one thread and with the default thread count, and their ratio, both
 # measured in this invocation (the machine is shared: compare ratios, not absolute times between runs).
-# Usage: bench/optimal.sh [extra epar options]    env: EPAR (default ./epar), N (default 5)
+# Usage: bench/bench_optimal.sh [extra epar options]    env: EPAR (default ./epar), N (default 5)
 set -eu
 cd "$(dirname "$0")/.."
 EPAR=${EPAR:-./epar}
 N=${N:-5}
-[ -x "$EPAR" ] || { echo "bench/optimal.sh: build epar first (make)" >&2; exit 2; }
+[ -x "$EPAR" ] || { echo "bench/bench_optimal.sh: build epar first (make)" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/epar-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 

@@ -1,0 +1,121 @@
+/* epar scale: the single-head analysis at long context -> output/scale/ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <omp.h>
+#include "lib/err.h"
+#include "experiments/common.h"
+#include "experiments/scale.h"
+#include "cli.h"
+
+/* OpenBLAS picks its kernel in a constructor, before main, and does not recognise this project's
+ * AMD EPYC machines as AVX-512 capable. When the CPU reports avx512f and the user set no
+ * OPENBLAS_CORETYPE, re-execute once with OPENBLAS_CORETYPE=SkylakeX (the AVX-512 sgemm kernel).
+ * Inactive on CPUs without AVX-512 (such as the 2-core EPYC this was written on). */
+static void select_blas_core(int argc, char **argv)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || getenv("OPENBLAS_CORETYPE") || getenv("EPAR_BLAS_REEXEC")) return;
+    char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
+    if (!nargv) return;
+    nargv[0] = "epar";
+    for (int i = 0; i < argc; i++) nargv[i + 1] = argv[i];
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    setenv("EPAR_BLAS_REEXEC", "1", 1);
+    fflush(NULL);
+    execv("/proc/self/exe", nargv);
+    /* exec failed: carry on with the kernel already loaded */
+    unsetenv("OPENBLAS_CORETYPE");
+    free(nargv);
+}
+
+int cmd_scale(int argc, char **argv)
+{
+    struct cli_common c = {0};
+    const char *mechanism = NULL, *path = NULL;
+    int repeats = 0, mat_max = 0;
+    struct opt opts[] = {
+        {"Analysis", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"length", 'L', OPT_INT, &c.over.length, "N", "sequence length (default: protocol, 4096)", 0},
+        {"hidden", 0, OPT_INT, &c.over.hidden, "N", "layer width; the head analysed is d = hidden/heads (default 64)", 0},
+        {"mechanism", 'm', OPT_STRING, &mechanism, "NAME", "epar-enhanced (default), epar-basic or none", 0},
+        {"path", 0, OPT_STRING, &path, "P", "auto (default), materialized or streaming", 0},
+        {"materialized-max-length", 0, OPT_INT, &mat_max, "N", "auto picks materialized up to this length (2048)", 0},
+        {"repeats", 0, OPT_INT, &repeats, "N", "timed repetitions; seconds is their median (default 3)", 0},
+        {"Model parameters (override the protocol)", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"alpha", 0, OPT_DOUBLE, &c.over.alpha, "X", "position-effect strength alpha > 0", 0},
+        {"beta", 0, OPT_DOUBLE, &c.over.beta, "X", "decay rate beta >= 0", 0},
+        {"gamma", 0, OPT_DOUBLE, &c.over.gamma, "X", "enhancement gamma >= 0", 0},
+        {"temperature", 0, OPT_DOUBLE, &c.over.temperature, "T", "softmax temperature > 0", 0},
+        OPTS_COMMON(&c),
+        {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    int rc = cli_parse("scale", "[--length L] [--hidden D] [--mechanism NAME] [--path P] [options]", opts, argc, argv);
+    if (rc >= 0) return rc;
+    select_blas_core(argc, argv);
+
+    struct epar_protocol proto;
+    struct epar_scale_cfg cfg = {.path = EPAR_STREAM_AUTO, .materialized_max_length = 2048, .repeats = 3};
+    if ((rc = cli_resolve(&c, opts, "scale", &proto, &cfg.prm))) return rc;
+    const char *mech = NULL, *pname = NULL;
+    int st = epar_protocol_check_keys(&proto, "scale", epar_scale_keys);
+    if (!st) st = epar_protocol_get_string(&proto, "scale", "mechanism", &mech);
+    if (!st) st = epar_protocol_get_string(&proto, "scale", "path", &pname);
+    if (!st) st = epar_protocol_get_int(&proto, "scale", "materialized_max_length", &cfg.materialized_max_length, 0,
+                                        1 << 24);
+    if (!st) st = epar_protocol_get_int(&proto, "scale", "repeats", &cfg.repeats, 1, 1000);
+    if (!st && mech) st = epar_exp_scale_mechanism(mech, &cfg.prm.form);
+    if (!st && pname) st = epar_stream_path_parse(pname, &cfg.path);
+    if (st) {
+        epar_protocol_free(&proto);
+        /* bad values inside the protocol file are protocol errors */
+        return cli_fail(st == EPAR_EINVAL ? EPAR_EPROTOCOL : st);
+    }
+    if (mechanism && (st = epar_exp_scale_mechanism(mechanism, &cfg.prm.form))) goto fail;
+    if (path && (st = epar_stream_path_parse(path, &cfg.path))) goto fail;
+    if (cli_seen(opts, "repeats")) {
+        if (repeats < 1) {
+            epar_protocol_free(&proto);
+            return cli_usage_error("invalid value for --repeats: '%d' (expected an integer >= 1)", repeats);
+        }
+        cfg.repeats = repeats;
+    }
+    if (cli_seen(opts, "materialized-max-length")) {
+        if (mat_max < 0) {
+            epar_protocol_free(&proto);
+            return cli_usage_error("invalid value for --materialized-max-length: '%d' (expected an integer >= 0)",
+                                   mat_max);
+        }
+        cfg.materialized_max_length = mat_max;
+    }
+    cfg.threads = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+
+    cli_progress(&c, "scale: L=%d d=%d (head 0 of %d) mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
+                 cfg.prm.length, cfg.prm.hidden / cfg.prm.heads, cfg.prm.heads, epar_exp_scale_mechanism_name(cfg.prm.form),
+                 epar_stream_path_name(epar_stream_choose(cfg.path, cfg.prm.length, cfg.materialized_max_length)),
+                 cfg.threads, cfg.repeats, epar_stream_blas_core());
+    struct epar_scale_result res;
+    if ((st = epar_exp_scale_run(&cfg, &res))) goto fail;
+    struct epar_out o;
+    if (!(st = epar_out_begin(&o, c.out, "scale"))) {
+        st = epar_exp_scale_write(&cfg, &res, &o, proto.path);
+        if (st) epar_out_abort(&o);
+        else st = epar_exp_finish(&o, 1, c.jobs);    /* no figures: the scaling figure is bench/'s */
+    }
+    if (!st && !c.quiet) {
+        printf("scale (%s, L=%d, d=%d, %s path, %d threads): wrote %s/scale/\n",
+               epar_exp_scale_mechanism_name(cfg.prm.form), cfg.prm.length, cfg.prm.hidden / cfg.prm.heads,
+               epar_stream_path_name(res.path), res.threads, c.out);
+        printf("  time %.6g s (median of %d)  %.4g GFLOP/s (2 L^2 d)  peak RSS %.1f MB\n", res.seconds, cfg.repeats,
+               res.gflops, res.peak_rss_mb);
+        printf("  pos* %d  V(pos*) %.6g  mean entropy %.6g nats (ln L = %.6g)  mean distance %.6g\n", res.r.pos_star,
+               res.r.v_max, res.r.mean_H, log((double)cfg.prm.length), res.r.mean_D);
+    }
+    epar_exp_scale_free(&res);
+    epar_protocol_free(&proto);
+    return st ? cli_fail(st) : 0;
+fail:
+    epar_protocol_free(&proto);
+    return cli_fail(st);
+}

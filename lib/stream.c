@@ -1,0 +1,411 @@
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cblas.h>      /* OpenBLAS: cblas_sgemm/dgemm and its thread / core controls */
+#include <omp.h>
+#include "err.h"
+#include "stream.h"
+
+#define DEFAULT_ROW_BLOCK 128
+#define DEFAULT_KEY_BLOCK 512
+
+int epar_stream_path_parse(const char *name, enum epar_stream_path *path)
+{
+    if (!strcmp(name, "auto")) *path = EPAR_STREAM_AUTO;
+    else if (!strcmp(name, "materialized") || !strcmp(name, "materialised")) *path = EPAR_STREAM_MATERIALIZED;
+    else if (!strcmp(name, "streaming")) *path = EPAR_STREAM_STREAMING;
+    else {
+        epar_err_set(EPAR_EINVAL, "unknown analysis path '%s'", name);
+        epar_err_hint("use one of: auto, materialized, streaming");
+        return EPAR_EINVAL;
+    }
+    return EPAR_OK;
+}
+
+const char *epar_stream_path_name(enum epar_stream_path path)
+{
+    switch (path) {
+    case EPAR_STREAM_MATERIALIZED: return "materialized";
+    case EPAR_STREAM_STREAMING: return "streaming";
+    default: return "auto";
+    }
+}
+
+enum epar_stream_path epar_stream_choose(enum epar_stream_path path, int L, int materialized_max_length)
+{
+    if (path != EPAR_STREAM_AUTO) return path;
+    return L <= materialized_max_length ? EPAR_STREAM_MATERIALIZED : EPAR_STREAM_STREAMING;
+}
+
+int epar_stream_cfg_validate(const struct epar_stream_cfg *cfg)
+{
+    if (cfg->L < 1) return epar_err_set(EPAR_EINVAL, "length must be >= 1, got '%d'", cfg->L);
+    if (cfg->d < 1) return epar_err_set(EPAR_EINVAL, "hidden must be >= 1, got '%d'", cfg->d);
+    if (cfg->L > (1 << 24))
+        return epar_err_set(EPAR_EINVAL, "length must be <= %d (distances are exact in float), got '%d'", 1 << 24,
+                            cfg->L);
+    if (!isfinite(cfg->scale)) return epar_err_set(EPAR_EINVAL, "score scale must be finite");
+    if (!isfinite(cfg->inv_temp) || cfg->inv_temp <= 0)
+        return epar_err_set(EPAR_EINVAL, "temperature must be a finite number > 0");
+    if (cfg->threads < 1) return epar_err_set(EPAR_EINVAL, "threads must be >= 1, got '%d'", cfg->threads);
+    if (cfg->row_block < 0 || cfg->key_block < 0)
+        return epar_err_set(EPAR_EINVAL, "streaming tile sizes must be >= 0 (0 = default)");
+    if (cfg->fx.form != EPAR_FORM_NONE) return epar_posfx_validate(&cfg->fx);
+    return EPAR_OK;
+}
+
+double epar_stream_flops(int L, int d)
+{
+    return 2.0 * (double)L * (double)L * (double)d;
+}
+
+int epar_stream_blas_threads(int n)
+{
+    int old = openblas_get_num_threads();
+    openblas_set_num_threads(n);
+    return old;
+}
+
+const char *epar_stream_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
+static int have_simd(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return cached;
+}
+
+int epar_stream_simd(void)
+{
+    return have_simd();
+}
+
+static int tile_rows(const struct epar_stream_cfg *cfg) { return cfg->row_block > 0 ? cfg->row_block : DEFAULT_ROW_BLOCK; }
+static int tile_keys(const struct epar_stream_cfg *cfg) { return cfg->key_block > 0 ? cfg->key_block : DEFAULT_KEY_BLOCK; }
+
+size_t epar_stream_bytes(enum epar_stream_path path, int L, int d, int threads)
+{
+    (void)d;
+    if (L < 1 || threads < 1) return 0;
+    size_t l = (size_t)L;
+    if (path == EPAR_STREAM_MATERIALIZED) {
+        if (l > SIZE_MAX / l / sizeof(double) / 2) return SIZE_MAX;
+        return l * l * sizeof(double) + (2 * l) * sizeof(double);
+    }
+    size_t tile = (size_t)DEFAULT_ROW_BLOCK * DEFAULT_KEY_BLOCK * sizeof(float) + 5 * DEFAULT_ROW_BLOCK * sizeof(double);
+    return 2 * l * sizeof(float) + (size_t)threads * tile;
+}
+
+/* memory available now, in bytes (0 if unknown) */
+static size_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t kb = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+        fclose(f);
+    }
+    if (kb) return kb * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
+}
+
+int epar_stream_check_fit(size_t bytes, const char *what, int L)
+{
+    size_t avail = mem_available();
+    if (bytes == SIZE_MAX || (avail && bytes > avail)) {
+        if (bytes == SIZE_MAX)
+            epar_err_set(EPAR_ENOMEM, "the %s path at length %d needs more memory than can be addressed", what, L);
+        else
+            epar_err_set(EPAR_ENOMEM, "the %s path at length %d needs %.1f GiB but %.1f GiB are available", what, L,
+                         bytes / 1073741824.0, avail / 1073741824.0);
+        epar_err_hint("use --path streaming (memory O(L*d)) for long sequences");
+        return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
+}
+
+int epar_stream_result_alloc(struct epar_stream_result *r, int L)
+{
+    memset(r, 0, sizeof *r);
+    double *m = epar_err_alloc(3 * (size_t)L, sizeof *m, "per-row results");
+    if (!m) return EPAR_ENOMEM;
+    r->V = m;
+    r->H = m + L;
+    r->D = m + 2 * (size_t)L;
+    return EPAR_OK;
+}
+
+void epar_stream_result_free(struct epar_stream_result *r)
+{
+    free(r->V);
+    memset(r, 0, sizeof *r);
+}
+
+/* m(|k|)/T for k = -(L-1)..L-1 at t[k + L-1]: a row i reads t + (L-1) - i + j for key j. */
+static void effect_table_d(const struct epar_stream_cfg *cfg, double *t)
+{
+    int L = cfg->L;
+    for (int k = 0; k < L; k++) {
+        double m = cfg->fx.form == EPAR_FORM_NONE ? 1.0 : epar_posfx_value(&cfg->fx, (double)k, (double)L);
+        t[L - 1 + k] = t[L - 1 - k] = m * cfg->inv_temp;
+    }
+}
+
+/* pos*, largest V, means: sequential, fixed order */
+static void summarise(struct epar_stream_result *r, int L)
+{
+    int best = 0;
+    double sh = 0.0, sd = 0.0;
+    for (int i = 0; i < L; i++) {
+        if (r->V[i] > r->V[best]) best = i;
+        sh += r->H[i];
+        sd += r->D[i];
+    }
+    r->pos_star = best;
+    r->v_max = r->V[best];
+    r->mean_H = sh / L;
+    r->mean_D = sd / L;
+}
+
+/* ---------------- materialised (double) ---------------- */
+
+int epar_stream_materialized(const struct epar_stream_cfg *cfg, const double *Q, const double *K,
+                             const double *imp, double *work, struct epar_stream_result *r)
+{
+    int st = epar_stream_cfg_validate(cfg);
+    if (st) return st;
+    int L = cfg->L, d = cfg->d;
+    double *mt = epar_err_alloc(2 * (size_t)L, sizeof *mt, "position-effect table");
+    if (!mt) return EPAR_ENOMEM;
+    effect_table_d(cfg, mt);
+
+    /* fixed row blocks, each one dgemm then one fused sweep per row: the same BLAS calls whatever the
+     * thread count (a multi-threaded dgemm splits its work by thread count and is not bit-stable) */
+    int Br = tile_rows(cfg), nb = (L + Br - 1) / Br;
+    int old = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+#pragma omp parallel for num_threads(cfg->threads) schedule(dynamic, 1)
+    for (int rb = 0; rb < nb; rb++) {
+        int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, L, d, cfg->scale, Q + (size_t)r0 * d, d, K, d,
+                    0.0, work + (size_t)r0 * L, L);
+        for (int i = r0; i < r0 + nr; i++) {
+            double *z = work + (size_t)i * L;
+            const double *m = mt + (L - 1) - i;
+            double M = -INFINITY;
+            for (int j = 0; j < L; j++) {   /* (4) factor on the scaled score, 1/T folded in */
+                z[j] *= m[j];
+                if (z[j] > M) M = z[j];
+            }
+            double S = 0.0, SZ = 0.0;
+            for (int j = 0; j < L; j++) {
+                double e = exp(z[j] - M);
+                SZ += e * z[j];
+                z[j] = e;
+                S += e;
+            }
+            double inv = 1.0 / S, v = 0.0, dist = 0.0;
+            for (int j = 0; j < L; j++) {
+                double p = z[j] * inv;
+                z[j] = p;
+                v += p * imp[j];
+                dist += p * (double)abs(i - j);
+            }
+            r->V[i] = v;
+            r->D[i] = dist;
+            r->H[i] = M + log(S) - SZ * inv;
+        }
+    }
+    openblas_set_num_threads(old);
+    free(mt);
+    summarise(r, L);
+    return EPAR_OK;
+}
+
+/* ---------------- streaming (float storage, double accumulation) ---------------- */
+
+struct row_acc {
+    double M, S, SV, SZ, SD;   /* running max; sums of e, e I_j, e z_j, e |i-j| with e = exp(z - M) */
+};
+
+/* Rescale the accumulators to a new running max. */
+static inline void acc_rebase(struct row_acc *a, double bmax)
+{
+    if (bmax > a->M) {
+        double f = a->M == -INFINITY ? 0.0 : exp(a->M - bmax);
+        a->S *= f; a->SV *= f; a->SZ *= f; a->SD *= f;
+        a->M = bmax;
+    }
+}
+
+/* One row of one key block, portable C. z (n) scores in, overwritten; m (n) effect; imp (n) importance;
+ * off = c0 - i, so key j is at signed offset off + j. */
+static void row_block_c(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
+                        float *ebuf)
+{
+    (void)ebuf;
+    float bmax = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        z[j] *= m[j];
+        if (z[j] > bmax) bmax = z[j];
+    }
+    acc_rebase(a, bmax);
+    float M = (float)a->M;
+    double S = 0, SV = 0, SZ = 0, SD = 0;
+    for (int j = 0; j < n; j++) {
+        double e = expf(z[j] - M);
+        S += e;
+        SV += e * imp[j];
+        SZ += e * z[j];
+        SD += e * fabs((double)(off + j));
+    }
+    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+
+/* glibc libmvec: 8-lane AVX2 expf (max 4 ulp), linked through libm's AS_NEEDED libmvec. */
+__m256 _ZGVdN8v_expf(__m256 x);
+
+static inline double hsum4(__m256d v)
+{
+    __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
+    lo = _mm_add_pd(lo, hi);
+    return _mm_cvtsd_f64(_mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)));
+}
+
+static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
+                           float *ebuf)
+{
+    int n8 = n & ~7, j;
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    for (j = 0; j < n8; j += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(z + j), _mm256_loadu_ps(m + j));
+        _mm256_storeu_ps(z + j, v);
+        vmax = _mm256_max_ps(vmax, v);
+    }
+    float lanes[8], bmax = -INFINITY;
+    _mm256_storeu_ps(lanes, vmax);
+    for (int k = 0; k < 8; k++) if (lanes[k] > bmax) bmax = lanes[k];
+    for (; j < n; j++) {
+        z[j] *= m[j];
+        if (z[j] > bmax) bmax = z[j];
+    }
+    acc_rebase(a, bmax);
+    float M = (float)a->M;
+    __m256 vM = _mm256_set1_ps(M);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
+    const __m256d sign = _mm256_set1_pd(-0.0), step = _mm256_set1_pd(8.0);
+    __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
+    /* exp in its own loop: libmvec's calls clobber every ymm register, so no accumulator lives across it */
+    for (j = 0; j < n8; j += 8) _mm256_storeu_ps(ebuf + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), vM)));
+    for (j = 0; j < n8; j += 8) {
+        __m256 zz = _mm256_loadu_ps(z + j);
+        __m256 e = _mm256_loadu_ps(ebuf + j);
+        __m256d elo = _mm256_cvtps_pd(_mm256_castps256_ps128(e)), ehi = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+        __m256d zlo = _mm256_cvtps_pd(_mm256_castps256_ps128(zz)), zhi = _mm256_cvtps_pd(_mm256_extractf128_ps(zz, 1));
+        s0 = _mm256_add_pd(s0, elo);
+        s1 = _mm256_add_pd(s1, ehi);
+        v0 = _mm256_fmadd_pd(elo, _mm256_loadu_pd(imp + j), v0);
+        v1 = _mm256_fmadd_pd(ehi, _mm256_loadu_pd(imp + j + 4), v1);
+        z0 = _mm256_fmadd_pd(elo, zlo, z0);
+        z1 = _mm256_fmadd_pd(ehi, zhi, z1);
+        d0 = _mm256_fmadd_pd(elo, _mm256_andnot_pd(sign, dlo), d0);
+        d1 = _mm256_fmadd_pd(ehi, _mm256_andnot_pd(sign, dhi), d1);
+        dlo = _mm256_add_pd(dlo, step);
+        dhi = _mm256_add_pd(dhi, step);
+    }
+    double S = hsum4(_mm256_add_pd(s0, s1)), SV = hsum4(_mm256_add_pd(v0, v1));
+    double SZ = hsum4(_mm256_add_pd(z0, z1)), SD = hsum4(_mm256_add_pd(d0, d1));
+    for (; j < n; j++) {
+        double e = expf(z[j] - M);
+        S += e;
+        SV += e * imp[j];
+        SZ += e * z[j];
+        SD += e * fabs((double)(off + j));
+    }
+    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+}
+#pragma GCC pop_options
+
+int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, const float *K, const double *imp,
+                          struct epar_stream_result *r)
+{
+    int st = epar_stream_cfg_validate(cfg);
+    if (st) return st;
+    int L = cfg->L, d = cfg->d, Br = tile_rows(cfg), Bc = tile_keys(cfg);
+    if (Br > L) Br = L;
+    if (Bc > L) Bc = L;
+    float *mt = epar_err_alloc(2 * (size_t)L, sizeof *mt, "position-effect table");
+    double *mtd = epar_err_alloc(2 * (size_t)L, sizeof *mtd, "position-effect table");
+    if (!mt || !mtd) {
+        free(mt); free(mtd);
+        return EPAR_ENOMEM;
+    }
+    effect_table_d(cfg, mtd);
+    for (size_t k = 0; k + 1 < 2 * (size_t)L; k++) mt[k] = (float)mtd[k];
+    free(mtd);
+
+    void (*kernel)(float *, const float *, const double *, int, int, struct row_acc *, float *) =
+        have_simd() && !cfg->portable ? row_block_avx2 : row_block_c;
+    int nb = (L + Br - 1) / Br, T = cfg->threads;
+    /* small problems: a fork-join costs more than it saves (and a scheduler quantum on a busy machine);
+     * the thread count never changes the result */
+    if (epar_stream_flops(L, d) < 1e8) T = 1;
+    if (T > nb) T = nb;
+    /* per-thread tiles allocated up front: no barrier inside the parallel region, so a thread that the
+     * OS schedules late (a busy machine) never holds up the others */
+    size_t tile = ((size_t)Br + 1) * Bc;   /* scores (Br,Bc), then one row of exp */
+    float *tiles = malloc((size_t)T * tile * sizeof *tiles);
+    struct row_acc *accs = malloc((size_t)T * Br * sizeof *accs);
+    if (!tiles || !accs) {
+        free(tiles); free(accs); free(mt);
+        return epar_err_set(EPAR_ENOMEM, "out of memory for the streaming tiles (length %d)", L);
+    }
+    int old = openblas_get_num_threads();
+    openblas_set_num_threads(1);    /* parallelism comes from the row blocks */
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
+    for (int rb = 0; rb < nb; rb++) {
+        int tid = omp_get_thread_num();
+        float *Sb = tiles + (size_t)tid * tile;
+        struct row_acc *acc = accs + (size_t)tid * Br;
+        int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
+        for (int t = 0; t < nr; t++) acc[t] = (struct row_acc){-INFINITY, 0, 0, 0, 0};
+        for (int c0 = 0; c0 < L; c0 += Bc) {
+            int nc = L - c0 < Bc ? L - c0 : Bc;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, d, (float)cfg->scale,
+                        Q + (size_t)r0 * d, d, K + (size_t)c0 * d, d, 0.0f, Sb, Bc);
+            for (int t = 0; t < nr; t++) {
+                int i = r0 + t;
+                kernel(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t, Sb + (size_t)Br * Bc);
+            }
+        }
+        for (int t = 0; t < nr; t++) {
+            int i = r0 + t;
+            double inv = 1.0 / acc[t].S;
+            r->V[i] = acc[t].SV * inv;
+            r->D[i] = acc[t].SD * inv;
+            r->H[i] = acc[t].M + log(acc[t].S) - acc[t].SZ * inv;
+        }
+    }
+    free(tiles);
+    free(accs);
+    openblas_set_num_threads(old);
+    free(mt);
+    summarise(r, L);
+    return EPAR_OK;
+}
