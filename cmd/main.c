@@ -8,13 +8,13 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_version.h>
 #include <jansson.h>
+#include "lib/blas.h"
 #include "lib/err.h"
 #include "lib/csvout.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
 #include "cli.h"
 
-char *openblas_get_config(void);
 
 /* name, function (NULL: not built yet), flags, paper section, output folder, summary */
 const struct cmd_entry epar_commands[] = {
@@ -60,7 +60,7 @@ static void version(void)
 {
     printf("epar %s\n", EPAR_VERSION);
     printf("GSL %s\n", gsl_version);
-    printf("OpenBLAS %s\n", openblas_get_config());
+    printf("%s (kernel %s)\n", epar_blas_config(), epar_blas_core()); /* "OpenBLAS 0.3.21 ..." */
     printf("libcsv %d.%d.%d\n", CSV_MAJOR, CSV_MINOR, CSV_RELEASE);
     printf("jansson %s\n", jansson_version_str());
 }
@@ -83,6 +83,8 @@ static int run(int argc, char **argv);
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
+    /* BLAS calls run inside OpenMP jobs: one BLAS thread (see lib/blas.h) */
+    epar_blas_threads(1);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

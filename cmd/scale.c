@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <omp.h>
+#include "lib/blas.h"
 #include "lib/err.h"
 #include "experiments/common.h"
 #include "experiments/scale.h"
@@ -94,7 +95,7 @@ int cmd_scale(int argc, char **argv)
     cli_progress(&c, "scale: L=%d d=%d (head 0 of %d) mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
                  cfg.prm.length, cfg.prm.hidden / cfg.prm.heads, cfg.prm.heads, epar_exp_scale_mechanism_name(cfg.prm.form),
                  epar_stream_path_name(epar_stream_choose(cfg.path, cfg.prm.length, cfg.materialized_max_length)),
-                 cfg.threads, cfg.repeats, epar_stream_blas_core());
+                 cfg.threads, cfg.repeats, epar_blas_core());
     struct epar_scale_result res;
     if ((st = epar_exp_scale_run(&cfg, &res))) goto fail;
     struct epar_out o;

@@ -16,7 +16,6 @@
 #include "compare.h"
 
 /* the jobs are small BLAS calls run in parallel by OpenMP: one BLAS thread each avoids oversubscription */
-void openblas_set_num_threads(int n);
 
 const char *const epar_compare_keys[] = {"mechanisms", "causal", "local_window", "extrapolation_length",
                                          "extrapolation_factors", "ablation_beta", "table_length", "claims_length",
@@ -989,7 +988,6 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
         epar_err_hint("reduce --length or --heads");
         return EPAR_ENOMEM;
     }
-    openblas_set_num_threads(1);
     /* preflight: every mechanism accepts the setting (errors are usage errors, nothing written) */
     for (int k = 0; k < K; k++) {
         struct epar_mech m;

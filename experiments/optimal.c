@@ -9,6 +9,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <omp.h>
 #include "lib/attn.h"
+#include "lib/blas.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
 #include "lib/rng.h"
@@ -17,8 +18,6 @@
 
 /* OpenBLAS (Debian's pthreads build) would start its own threads inside every OpenMP job and spin-wait
  * (half the run time here): the jobs are the parallelism, so BLAS runs single-threaded during them. */
-void openblas_set_num_threads(int n);
-int openblas_get_num_threads(void);
 
 const char *const epar_optimal_keys[] = {"types", NULL};
 
@@ -132,8 +131,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         mods[f].factor = form_of[f] == EPAR_FORM_NONE ? NULL : P + (size_t)f * LL;
     }
 
-    int failed = 0, blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
+    int failed = 0, blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
 #pragma omp parallel reduction(| : failed)
     {
         struct epar_attn_ws ws = {0};
@@ -203,7 +201,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         epar_attn_ws_free(&ws);
         free(X); free(I); free(Sc); free(Ah); free(A); free(work); free(perm);
     }
-    openblas_set_num_threads(blas_threads);
+    epar_blas_threads(blas_threads);
     if (failed) { st = epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", L); goto done; }
 
     /* ---- per (seed, type, form): mean and std (ddof 0) over the runs ---- */

@@ -9,6 +9,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <gsl/gsl_cblas.h>
 #include <omp.h>
+#include "lib/blas.h"
 #include "lib/err.h"
 #include "lib/rng.h"
 #include "common.h"
@@ -156,10 +157,10 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
     if ((st = epar_stream_result_alloc(&res->r, L))) goto done;
     /* BLAS single-threaded from here on (both paths parallelise over row blocks themselves): a
      * multi-threaded dgemm while drawing the inputs would leave OpenBLAS workers spinning during the timing */
-    int blas_old = epar_stream_blas_threads(1);
+    int blas_old = epar_blas_threads(1);
     st = make_inputs(prm, Qd, Kd, Qf, Kf, imp);
     if (st) {
-        epar_stream_blas_threads(blas_old);
+        epar_blas_threads(blas_old);
         goto done;
     }
 
@@ -171,7 +172,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         times[rep] = omp_get_wtime() - t0;
         if (st) break;
     }
-    epar_stream_blas_threads(blas_old);
+    epar_blas_threads(blas_old);
     if (st) goto done;
     res->cpu_seconds = (cpu_seconds() - cpu0) / cfg->repeats;
     gsl_sort(times, 1, (size_t)cfg->repeats);
@@ -221,7 +222,7 @@ int epar_exp_scale_write(const struct epar_scale_cfg *cfg, const struct epar_sca
                               epar_exp_scale_mechanism_name(cfg->prm.form), "path_requested",
                               epar_stream_path_name(cfg->path), "path", epar_stream_path_name(res->path),
                               "materialized_max_length", cfg->materialized_max_length, "repeats", cfg->repeats,
-                              "threads", res->threads, "blas_core", epar_stream_blas_core(), "simd_avx2_fma",
+                              "threads", res->threads, "blas_core", epar_blas_core(), "simd_avx2_fma",
                               res->simd, "input_seed", (json_int_t)cfg->prm.seeds[0]);
     return epar_exp_write_run_json(o, "scale", protocol_path, &cfg->prm, extra);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <cblas.h>      /* OpenBLAS: cblas_sgemm/dgemm and its thread / core controls */
 #include <omp.h>
+#include "blas.h"
 #include "err.h"
 #include "stream.h"
 
@@ -60,18 +61,6 @@ int epar_stream_cfg_validate(const struct epar_stream_cfg *cfg)
 double epar_stream_flops(int L, int d)
 {
     return 2.0 * (double)L * (double)L * (double)d;
-}
-
-int epar_stream_blas_threads(int n)
-{
-    int old = openblas_get_num_threads();
-    openblas_set_num_threads(n);
-    return old;
-}
-
-const char *epar_stream_blas_core(void)
-{
-    return openblas_get_corename();
 }
 
 static int have_simd(void)
@@ -194,8 +183,7 @@ int epar_stream_materialized(const struct epar_stream_cfg *cfg, const double *Q,
     /* fixed row blocks, each one dgemm then one fused sweep per row: the same BLAS calls whatever the
      * thread count (a multi-threaded dgemm splits its work by thread count and is not bit-stable) */
     int Br = tile_rows(cfg), nb = (L + Br - 1) / Br;
-    int old = openblas_get_num_threads();
-    openblas_set_num_threads(1);
+    int old = epar_blas_threads(1);
 #pragma omp parallel for num_threads(cfg->threads) schedule(dynamic, 1)
     for (int rb = 0; rb < nb; rb++) {
         int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
@@ -228,7 +216,7 @@ int epar_stream_materialized(const struct epar_stream_cfg *cfg, const double *Q,
             r->H[i] = M + log(S) - SZ * inv;
         }
     }
-    openblas_set_num_threads(old);
+    epar_blas_threads(old);
     free(mt);
     summarise(r, L);
     return EPAR_OK;
@@ -376,8 +364,7 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
         free(tiles); free(accs); free(mt);
         return epar_err_set(EPAR_ENOMEM, "out of memory for the streaming tiles (length %d)", L);
     }
-    int old = openblas_get_num_threads();
-    openblas_set_num_threads(1);    /* parallelism comes from the row blocks */
+    int old = epar_blas_threads(1);    /* parallelism comes from the row blocks */
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1)
     for (int rb = 0; rb < nb; rb++) {
         int tid = omp_get_thread_num();
@@ -404,7 +391,7 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     }
     free(tiles);
     free(accs);
-    openblas_set_num_threads(old);
+    epar_blas_threads(old);
     free(mt);
     summarise(r, L);
     return EPAR_OK;

@@ -73,12 +73,6 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
 /* FLOPs of the score product, 2 L^2 d: the unit of the reported GFLOP/s. */
 double epar_stream_flops(int L, int d);
 
-/* Set OpenBLAS's own thread count (its worker threads keep spinning for a while after a multi-threaded
- * call and would compete with the OpenMP threads); returns the previous count. */
-int epar_stream_blas_threads(int n);
-
-/* Name of the BLAS kernel OpenBLAS selected (e.g. "Zen", "Haswell", "SkylakeX"). */
-const char *epar_stream_blas_core(void);
 /* 1 when the inner loops of the streaming path run the AVX2+FMA code on this CPU. */
 int epar_stream_simd(void);
 
