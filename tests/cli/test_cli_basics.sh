@@ -28,4 +28,14 @@ expect_error_line "unknown option '--gama'" "unknown option message"
 expect_grep "did you mean '--gamma'" "$T_TMP/err"
 expect_exit 2 "option without value" -- "$EPAR" position-effect --alpha
 expect_exit 2 "positional argument" -- "$EPAR" position-effect extra
+
+# GSL's CBLAS is OpenBLAS: Debian's libgsl pulls in libgslcblas, but every cblas_ symbol must bind to OpenBLAS
+if LD_DEBUG=bindings "$EPAR" position-effect --length 8 --hidden 8 --batch 1 --runs 1 --seed 1 --no-render -q \
+        --out "$T_TMP/bind" 2>"$T_TMP/bind.log" && grep -q "symbol \`cblas_dgemm'" "$T_TMP/bind.log"; then
+    if grep -E "symbol \`cblas_" "$T_TMP/bind.log" | grep -v -q 'libopenblas'; then
+        fail "a cblas_ symbol binds outside OpenBLAS: $(grep -E "symbol \`cblas_" "$T_TMP/bind.log" | grep -v libopenblas | head -2)"
+    else ok; fi
+else
+    echo "# skip: LD_DEBUG bindings not available"; ok
+fi
 finish
