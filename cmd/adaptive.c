@@ -94,14 +94,8 @@ int cmd_adaptive(int argc, char **argv)
         return cli_fail(st);
     }
     struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "adaptive"))) {
-        st = epar_exp_adaptive_write(&cfg, &res, &o, proto.path);
-        if (st) epar_out_abort(&o);
-        else {
-            cli_progress(&c, "adaptive: %s figures", c.no_render ? "skipping" : "rendering");
-            st = epar_exp_finish(&o, c.no_render, c.jobs);
-        }
-    }
+    if (!(st = epar_out_begin(&o, c.out, "adaptive")))
+        st = cli_publish(&c, "adaptive", &o, epar_exp_adaptive_write(&cfg, &res, &o, proto.path));
     if (!st && !c.quiet) {
         const struct epar_params *p = &cfg.prm;
         printf("adaptive (%s preset, %s form, L=%d, hidden %d): wrote %s/adaptive/\n", p->preset,

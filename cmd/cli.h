@@ -76,6 +76,11 @@ int cli_fail(int st);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Progress line on stderr unless quiet. */
 void cli_progress(const struct cli_common *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The end of every experiment command: st is the status of writing into the staging folder o. On error
+ * the folder is removed; otherwise the figures are rendered (unless --no-render) and the files moved into
+ * place. Returns the final status. */
+struct epar_out;
+int cli_publish(const struct cli_common *c, const char *cmd, struct epar_out *o, int st);
 /* Apply --jobs. */
 void cli_set_jobs(const struct cli_common *c);
 /* Parse a comma-separated list of doubles / names; 0 or a usage error code (printed). */

@@ -96,14 +96,8 @@ int cmd_compare(int argc, char **argv)
         return cli_fail(st);
     }
     struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "compare"))) {
-        st = epar_compare_write(&cfg, &res, &o, proto.path);
-        if (st) epar_out_abort(&o);
-        else {
-            cli_progress(&c, "compare: %s figures", c.no_render ? "skipping" : "rendering");
-            st = epar_exp_finish(&o, c.no_render, c.jobs);
-        }
-    }
+    if (!(st = epar_out_begin(&o, c.out, "compare")))
+        st = cli_publish(&c, "compare", &o, epar_compare_write(&cfg, &res, &o, proto.path));
     if (!st && !c.quiet) {
         printf("compare (L=%d, %d heads, %d seeds%s): wrote %s/compare/\n", cfg.prm.length, cfg.prm.heads,
                cfg.prm.n_seeds, cfg.causal ? ", causal" : "", c.out);

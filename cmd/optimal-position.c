@@ -74,14 +74,8 @@ int cmd_optimal_position(int argc, char **argv)
         return cli_fail(st);
     }
     struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "optimal"))) {
-        st = epar_exp_optimal_write(&cfg, &res, &o, proto.path);
-        if (st) epar_out_abort(&o);
-        else {
-            cli_progress(&c, "optimal-position: %s figures", c.no_render ? "skipping" : "rendering");
-            st = epar_exp_finish(&o, c.no_render, c.jobs);
-        }
-    }
+    if (!(st = epar_out_begin(&o, c.out, "optimal")))
+        st = cli_publish(&c, "optimal-position", &o, epar_exp_optimal_write(&cfg, &res, &o, proto.path));
     if (!st && !c.quiet) {
         printf("optimal-position (%s preset, %s form, L=%d, %d runs x %d seeds): wrote %s/optimal/\n", cfg.prm.preset,
                epar_posfx_form_name(cfg.prm.form), cfg.prm.length, cfg.prm.runs, cfg.prm.n_seeds, c.out);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <omp.h>
 #include "lib/err.h"
+#include "experiments/common.h"
 #include "cli.h"
 
 /* One line on stderr: control characters of values (a newline in an argument, bytes of a binary
@@ -47,6 +48,16 @@ void cli_progress(const struct cli_common *c, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+int cli_publish(const struct cli_common *c, const char *cmd, struct epar_out *o, int st)
+{
+    if (st) {
+        epar_out_abort(o);
+        return st;
+    }
+    cli_progress(c, "%s: %s figures", cmd, c->no_render ? "skipping" : "rendering");
+    return epar_exp_finish(o, c->no_render, c->jobs);
 }
 
 void cli_set_jobs(const struct cli_common *c)

@@ -44,14 +44,8 @@ int cmd_position_effect(int argc, char **argv)
         return cli_fail(st);
     }
     struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "position"))) {
-        st = epar_exp_position_write(&cfg, &res, &o, proto.path);
-        if (st) epar_out_abort(&o);
-        else {
-            cli_progress(&c, "position-effect: %s figures", c.no_render ? "skipping" : "rendering");
-            st = epar_exp_finish(&o, c.no_render, c.jobs);
-        }
-    }
+    if (!(st = epar_out_begin(&o, c.out, "position")))
+        st = cli_publish(&c, "position-effect", &o, epar_exp_position_write(&cfg, &res, &o, proto.path));
     if (!st && !c.quiet) {
         printf("position-effect (%s preset, %s form, L=%d): wrote %s/position/\n", cfg.prm.preset,
                epar_posfx_form_name(cfg.prm.form), cfg.prm.length, c.out);

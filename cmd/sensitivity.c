@@ -85,14 +85,8 @@ int cmd_sensitivity(int argc, char **argv)
         return cli_fail(st);
     }
     struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "parameter"))) {
-        st = epar_exp_sensitivity_write(&cfg, &res, &o, proto.path);
-        if (st) epar_out_abort(&o);
-        else {
-            cli_progress(&c, "sensitivity: %s figures", c.no_render ? "skipping" : "rendering");
-            st = epar_exp_finish(&o, c.no_render, c.jobs);
-        }
-    }
+    if (!(st = epar_out_begin(&o, c.out, "parameter")))
+        st = cli_publish(&c, "sensitivity", &o, epar_exp_sensitivity_write(&cfg, &res, &o, proto.path));
     if (!st && !c.quiet) {
         printf("sensitivity (%s preset, %s form, L=%d, %d seeds): wrote %s/parameter/\n", cfg.prm.preset,
                epar_posfx_form_name(cfg.prm.form), cfg.prm.length, cfg.prm.n_seeds, c.out);
