@@ -157,15 +157,12 @@ static void print_verdicts(const struct epar_audit *a, const char *out)
     printf("audit: %zu claims -> %s/report/claims.csv, %s/report/REPORT.md, %s/index.html\n", a->n, out, out, out);
     printf("  %-20s %10s %14s %21s %14s\n", "section", "reproduced", "not reproduced", "not reproducible here",
            "trivially true");
-    for (size_t i = 0; i < a->n; i++) {
-        const char *sec = a->rows[i].section;
-        int seen = 0, cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
-        if (seen) continue;
-        for (size_t j = i; j < a->n; j++)
-            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
-        printf("  %-20s %10d %14d %21d %14d\n", sec, cnt[0], cnt[1], cnt[2], cnt[3]);
-    }
+    struct epar_table *t = epar_audit_section_counts(a);
+    for (size_t r = 0; t && r < t->nrows; r++)
+        printf("  %-20s %10.0f %14.0f %21.0f %14.0f\n", epar_csv_get_str(t, r, "section"),
+               epar_csv_get(t, r, "reproduced"), epar_csv_get(t, r, "not_reproduced"),
+               epar_csv_get(t, r, "not_reproducible_here"), epar_csv_get(t, r, "trivially_true"));
+    epar_csv_free(t);
     printf("  %-20s %10d %14d %21d %14d\n", "total", a->counts[0], a->counts[1], a->counts[2], a->counts[3]);
     if (a->counts[EPAR_AUDIT_NOT_HERE])
         printf("  not reproducible here: %d need what epar does not do (training), %d read a file of an experiment "

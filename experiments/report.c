@@ -382,19 +382,9 @@ static void write_findings(FILE *f, const char *out_root, const struct epar_audi
 
 static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
 {
-    struct epar_table *t = epar_csv_new("section,reproduced,not_reproduced,not_reproducible_here,trivially_true");
+    struct epar_table *t = epar_audit_section_counts(a);
     if (!t) return EPAR_ENOMEM;
-    int st = EPAR_OK;
-    for (size_t i = 0; i < a->n && !st; i++) {
-        const char *sec = a->rows[i].section;
-        int seen = 0, cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
-        if (seen) continue;
-        for (size_t j = i; j < a->n; j++)
-            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
-        st = epar_csv_append(t, "siiii", sec, cnt[0], cnt[1], cnt[2], cnt[3]);
-    }
-    if (!st) st = epar_exp_write_table(o, "verdicts.csv", t);
+    int st = epar_exp_write_table(o, "verdicts.csv", t);
     epar_csv_free(t);
     if (st) return st;
     return epar_plot_scriptf(o, "verdicts", "Verdicts per section of the audit",

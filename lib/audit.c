@@ -863,3 +863,21 @@ struct epar_table *epar_audit_table(const struct epar_audit *a)
     }
     return t;
 }
+
+struct epar_table *epar_audit_section_counts(const struct epar_audit *a)
+{
+    struct epar_table *t = epar_csv_new("section,reproduced,not_reproduced,not_reproducible_here,trivially_true");
+    for (size_t i = 0; t && i < a->n; i++) {
+        const char *sec = a->rows[i].section;
+        int seen = 0, cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
+        if (seen) continue;
+        for (size_t j = i; j < a->n; j++)
+            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
+        if (epar_csv_append(t, "siiii", sec, cnt[0], cnt[1], cnt[2], cnt[3])) {
+            epar_csv_free(t);
+            t = NULL;
+        }
+    }
+    return t;
+}

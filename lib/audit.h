@@ -131,5 +131,8 @@ int epar_audit_run(json_t *claims, const char *out_root, struct epar_audit *a);
 void epar_audit_free(struct epar_audit *a);
 /* claims.csv: claim_id,source,statement,reported,measured,measured_sd,tolerance,verdict,note */
 struct epar_table *epar_audit_table(const struct epar_audit *a);
+/* Verdict counts per claim section, in first-appearance order:
+ * section,reproduced,not_reproduced,not_reproducible_here,trivially_true. NULL + EPAR_ENOMEM on failure. */
+struct epar_table *epar_audit_section_counts(const struct epar_audit *a);
 
 #endif
