@@ -327,7 +327,12 @@ static int read_file_list(const char *golden, char files[][256], int max, int *n
         while (*s == ' ' || *s == '\t') s++;
         size_t l = strlen(s);
         while (l && (s[l - 1] == ' ' || s[l - 1] == '\t')) s[--l] = '\0';
-        if (*s) snprintf(files[(*n)++], 256, "%s", s);
+        if (!*s) continue;
+        if (l >= 256) {
+            fclose(f);
+            return epar_err_set(EPAR_EIO, "path too long in '%s': '%.40s...'", path, s);
+        }
+        memcpy(files[(*n)++], s, l + 1);
     }
     fclose(f);
     return EPAR_OK;
