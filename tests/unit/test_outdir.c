@@ -1,0 +1,45 @@
+/* outdir: unit tests of lib/outdir (worked values, round trips, error paths). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/outdir.h"
+#include "lib/err.h"
+#include "check.h"
+
+static char tmpdir[] = "/tmp/epar-test-outdir.XXXXXX";
+
+static void cleanup(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) return 2;
+    /* outdir: staged files appear only on commit; abort leaves nothing */
+    struct epar_out o;
+    char root[256];
+    snprintf(root, sizeof root, "%s/out", tmpdir);
+    check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "out begin");
+    FILE *f = fopen(epar_out_path(&o, "a.txt"), "w");
+    fputs("x", f);
+    fclose(f);
+    char fin[300];
+    snprintf(fin, sizeof fin, "%s/sec/a.txt", root);
+    check_true(access(fin, F_OK) != 0, "nothing in the final folder before commit");
+    check_int(epar_out_commit(&o), EPAR_OK, "commit");
+    check_true(access(fin, F_OK) == 0, "file in place after commit");
+    check_int(epar_out_begin(&o, root, "sec2"), EPAR_OK, "out begin 2");
+    f = fopen(epar_out_path(&o, "b.txt"), "w");
+    fclose(f);
+    epar_out_abort(&o);
+    char stage[300];
+    snprintf(stage, sizeof stage, "%s/sec2", root);
+    check_true(access(stage, F_OK) != 0, "abort leaves no folder");
+    check_int(epar_out_begin(&o, fin, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
+    cleanup();
+    return check_summary("test_outdir");
+}
