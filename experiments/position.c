@@ -1,5 +1,6 @@
 /* Experiment 1: the position effect, attention, information importance, V(i) and pos*.
- * One job per (seed, run): fresh weights and data; the figures show the first seed's first run. */
+ * As the reference: one model per seed, reused by its runs (each run draws fresh data); the figures show
+ * the last run of the first seed (the reference plots its last repetition). One job per (seed, run). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,7 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
         for (int j = 0; j < J; j++) {
             if (!ok) continue;
             unsigned long seed = prm->seeds[j / R], run = (unsigned long)(j % R);
-            if (epar_exp_model_init(&m, seed, run) || epar_exp_data(prm, seed, run, X)) { failed = 1; continue; }
+            if (epar_exp_model_init(&m, seed, 0) || epar_exp_data(prm, seed, run, X)) { failed = 1; continue; }
             epar_imp_norm(X, B, L, D, I); /* I_j = ||x_j||, before the position embedding */
             epar_exp_attention(&m, X, B, A);
             double wsum = 0.0;
@@ -150,7 +151,7 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             }
             for (size_t t = 0; t < (size_t)B * LL; t++) wsum += A[t];
             jobs[j].mean_weight = wsum / ((double)B * LL);
-            if (j == 0) {
+            if (j == R - 1) { /* first seed, last run: the figures */
                 memcpy(A0, A, (size_t)B * LL * sizeof *A);
                 memcpy(I0, I, (size_t)B * L * sizeof *I);
                 memcpy(V0, V, (size_t)B * L * sizeof *V);
@@ -301,11 +302,11 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
     json_t *extra = json_pack("{s:i, s:{s:I, s:i, s:i}}", "distance_curve", cfg->distance_curve, "figures_from",
-                              "seed", (json_int_t)prm->seeds[0], "run", 0, "item", 0);
+                              "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
     if ((st = epar_exp_write_run_json(o, "position-effect", protocol_path, prm, extra))) return st;
 
     char where[128];
-    snprintf(where, sizeof where, "seed %lu, run 0", prm->seeds[0]);
+    snprintf(where, sizeof where, "seed %lu, run %d", prm->seeds[0], prm->runs - 1);
     char title[256];
     const char *form = epar_posfx_form_name(prm->form);
 
@@ -339,9 +340,9 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                                 "set xlabel 'position i'\nset ylabel 'V(i)'\nset key outside right\n"
                                 "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
                                 "title sprintf('item %%d', c-2), \\\n"
-                                "     'pos_star.csv' skip 1 using (($1==%lu && $2==0) ? $4 : NaN):5 "
+                                "     'pos_star.csv' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5 "
                                 "with points pt 7 ps 1.5 lc rgb 'black' title 'pos*'\n",
-                                where, B + 1, prm->seeds[0])))
+                                where, B + 1, prm->seeds[0], prm->runs - 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "attention_statistics", "Attention statistics per key position",
                                 "set terminal @epar_term size 1100,800\n"

@@ -72,7 +72,7 @@ void epar_metric_key_stats(const double *A, int L, double *mean, double *sd, dou
 {
     for (int j = 0; j < L; j++) {
         mean[j] = gsl_stats_mean(A + j, (size_t)L, (size_t)L);
-        sd[j] = L > 1 ? gsl_stats_sd_m(A + j, (size_t)L, (size_t)L, mean[j]) : 0.0;
+        sd[j] = gsl_stats_sd_with_fixed_mean(A + j, (size_t)L, (size_t)L, mean[j]); /* ddof = 0 */
         gsl_stats_minmax(&min[j], &max[j], A + j, (size_t)L, (size_t)L);
     }
 }

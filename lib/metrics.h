@@ -19,7 +19,8 @@ void epar_metric_mean_distance(const double *A, int L, double *D);
 /* W (L): local mass sum_{|i-j|<=w} A_ij. */
 void epar_metric_local_mass(const double *A, int L, int w, double *W);
 
-/* Per key column j of A (L,L), statistics over the queries i: mean, sample sd (n-1), max, min. */
+/* Per key column j of A (L,L), statistics over the queries i: mean, population sd (ddof=0, as the
+ * reference's numpy .std()), max, min. */
 void epar_metric_key_stats(const double *A, int L, double *mean, double *sd, double *max, double *min);
 
 /* Position correlation C (L,L): Pearson correlation between query rows i and j of A, each flattened over
