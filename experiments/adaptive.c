@@ -234,11 +234,12 @@ static int adp_alloc(struct adp *a, const struct epar_adaptive_cfg *cfg, const s
     return EPAR_OK;
 }
 
-/* Weights, data, task ids for (seed, run); ids (B). Returns the EXTRA stream (for dropout) or NULL. */
+/* Weights of run `wrun`, data and task ids of run `run` under `seed`; ids (B). Returns the EXTRA stream
+ * (for dropout) or NULL. */
 static gsl_rng *adp_draw(struct adp *a, const struct epar_params *prm, int tasks, unsigned long seed,
-                         unsigned long run, int *ids)
+                         unsigned long wrun, unsigned long run, int *ids)
 {
-    gsl_rng *r = epar_rng_alloc(seed, run, EPAR_RNG_WEIGHTS);
+    gsl_rng *r = epar_rng_alloc(seed, wrun, EPAR_RNG_WEIGHTS);
     if (!r) return NULL;
     epar_attn_layer_init(&a->em.layer, r);
     epar_model_adaptive_init(&a->am, r);
@@ -347,7 +348,8 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         for (int j = 0; j < J; j++) {
             if (!ok) continue;
             struct main_job *o = &jobs[j];
-            gsl_rng *x = adp_draw(&a, prm, T, prm->seeds[j / R], (unsigned long)(j % R), o->ids);
+            /* as the reference: one model per seed, reused by its repetitions (fresh data each) */
+            gsl_rng *x = adp_draw(&a, prm, T, prm->seeds[j / R], 0, (unsigned long)(j % R), o->ids);
             if (!x) { failed = 1; continue; }
             epar_rng_free(x);   /* dropout is off in the main experiment */
             memcpy(o->tw, a.tw, (size_t)B * D * sizeof *o->tw);
@@ -364,7 +366,7 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 o->cls[b] = (int)epar_metric_argmax(a.tp, (size_t)T);
                 fsum += adp_attend(&a, P, t);
                 entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
-                if (j == 0 && b == 0) memcpy(A0, a.A, LL * sizeof *A0);
+                if (j == R - 1 && b == 0) memcpy(A0, a.A, LL * sizeof *A0); /* first seed, last run */
                 adp_attend(&a, NULL, t);
                 entropy_ref_rows(a.A, L, o->ent_none + (size_t)b * L);
             }
@@ -541,7 +543,7 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         for (int j = 0; j < J; j++) {
             if (!ok) continue;
             double *v = val + (size_t)j * (4 * (size_t)NC + 1);
-            gsl_rng *x = adp_draw(&a, &g, cfg->tasks, g.seeds[j / R], (unsigned long)(j % R), ids);
+            gsl_rng *x = adp_draw(&a, &g, cfg->tasks, g.seeds[j / R], (unsigned long)(j % R), (unsigned long)(j % R), ids);
             if (!x) { failed = 1; continue; }
             for (int b = 0; b < B; b++) {
                 adp_project(&a, b);
@@ -841,11 +843,11 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
         "model", "plain EPAR layer (x = X + E, single head, scores / sqrt(hidden)); forms none/basic/enhanced on "
                  "identical weights and data",
         "importance", "structured 0.5 + 0.5 sin(2 pi j / L), min-max normalised; moves with its token when shuffled",
-        "figures_from", "seed", (json_int_t)prm->seeds[0], "run", 0, "item", 0);
+        "figures_from", "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
     if ((st = epar_exp_write_run_json(o, "adaptive", protocol_path, prm, extra))) return st;
 
     char where[128], title[512];
-    snprintf(where, sizeof where, "seed %lu, run 0, item 0", prm->seeds[0]);
+    snprintf(where, sizeof where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
     const char *form = epar_posfx_form_name(prm->form);
     const char *hist =
         "stats '%s' skip 1 using %d nooutput\n"
@@ -900,10 +902,10 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "set xlabel 'importance c_i'\nset ylabel 'count'\nunset key\n%s"
                                 "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
                                 "set xlabel 'position i'\nset ylabel 'c_i'\nset title '%s'\n"
-                                "plot 'content_importance.csv' skip 1 using ($1==%lu && $2==0 && $3==0 ? $4 : NaN):5 "
+                                "plot 'content_importance.csv' skip 1 using ($1==%lu && $2==%d && $3==0 ? $4 : NaN):5 "
                                 "with linespoints lt 3 notitle\n"
                                 "unset multiplot\n",
-                                h_ci, where, prm->seeds[0])))
+                                h_ci, where, prm->seeds[0], prm->runs - 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "attention_entropy", "Attention entropy",
                                 "set terminal @epar_term size 1300,550\n"
