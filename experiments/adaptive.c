@@ -815,14 +815,13 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
 {
     const struct epar_params *prm = &cfg->prm;
     int st, L = prm->length;
-    struct { const char *name; const struct epar_table *t; } files[] = {
+    const struct epar_exp_file files[] = {
         {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
         {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
         {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
         {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
         {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
 
     json_t *ga = json_array(), *gb = json_array(), *wl = json_array();
     for (int i = 0; i < cfg->n_grid_alpha; i++) json_array_append_new(ga, json_real(cfg->grid_alpha[i]));

@@ -105,6 +105,13 @@ int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar
     return epar_csv_write(t, epar_out_path(o, name));
 }
 
+int epar_exp_write_tables(struct epar_out *o, const struct epar_exp_file *files, size_t n)
+{
+    int st = EPAR_OK;
+    for (size_t i = 0; i < n && !st; i++) st = epar_exp_write_table(o, files[i].name, files[i].t);
+    return st;
+}
+
 struct epar_table *epar_exp_matrix_table(const char *cols, const double *M, int R, int C)
 {
     struct epar_table *t = epar_csv_new(cols);

@@ -40,6 +40,12 @@ int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const ch
                             const struct epar_params *prm, json_t *extra);
 /* Write table t as <name> in o (takes care of the path). */
 int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar_table *t);
+/* Write n named tables in order; stops at the first error. */
+struct epar_exp_file {
+    const char *name;
+    const struct epar_table *t;
+};
+int epar_exp_write_tables(struct epar_out *o, const struct epar_exp_file *files, size_t n);
 /* Long-form table "rowname,colname,valname" of M (R,C). */
 struct epar_table *epar_exp_matrix_table(const char *cols, const double *M, int R, int C);
 /* A heatmap figure of a long-form CSV (row, column, value) with labelled axes and a colour bar. */

@@ -1219,13 +1219,12 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
 {
     const struct epar_params *prm = &cfg->prm;
     int st, L = prm->length, K = cfg->n_mech;
-    struct { const char *name; const struct epar_table *t; } files[] = {
+    const struct epar_exp_file files[] = {
         {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
         {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
         {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_claims.csv", res->claims},
         {"performer_error.csv", res->performer}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
 
     json_t *mech = json_object();
     for (int k = 0; k < K; k++) {
@@ -1280,9 +1279,6 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                                 "plot 'mechanisms.csv' skip 1 using 7:8:xtic(1) title 'normalised entropy', \\\n"
                                 "     '' skip 1 using 11:12 title 'local mass'\n",
                                 cfg->local_window, prm->n_seeds, L)))
-        return st;
-    if ((st = epar_exp_heatmap(o, "consistency", "Consistency per mechanism and importance type", "consistency_matrix.csv",
-                               "importance type", "mechanism", "consistency")))
         return st;
     {   /* the matrix form of consistency.csv with numeric indices, plus tic labels */
         struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");

@@ -461,12 +461,11 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
 {
     const struct epar_params *prm = &cfg->prm;
     int st, T = cfg->n_types, S = prm->n_seeds;
-    struct { const char *name; const struct epar_table *t; } files[] = {
+    const struct epar_exp_file files[] = {
         {"consistency_by_seed.csv", res->by_seed}, {"consistency.csv", res->consistency},
         {"forms_comparison.csv", res->forms}, {"forms_paired_difference.csv", res->paired},
         {"verification_summary.csv", res->summary}, {"radar.csv", res->radar}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
     {
         const char *path = epar_out_path(o, "verification_report.txt");
         FILE *f = fopen(path, "w");

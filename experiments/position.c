@@ -292,15 +292,14 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
 {
     const struct epar_params *prm = &cfg->prm;
     int st, L = prm->length, B = prm->batch;
-    struct { const char *name; const struct epar_table *t; } files[] = {
+    const struct epar_exp_file files[] = {
         {"position_effect_matrix.csv", res->p_matrix}, {"attention_weights.csv", res->attention},
         {"position_correlation.csv", res->correlation}, {"average_attention.csv", res->average},
         {"information_importance.csv", res->importance}, {"position_scores.csv", res->scores},
         {"attention_statistics.csv", res->stats}, {"position_effect_distance.csv", res->distance},
         {"position_attention.csv", res->column_attention}, {"pos_star.csv", res->pos_star},
         {"summary.csv", res->summary}, {"properties.csv", res->properties}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
     json_t *extra = json_pack("{s:i, s:{s:I, s:i, s:i}}", "distance_curve", cfg->distance_curve, "figures_from",
                               "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
     if ((st = epar_exp_write_run_json(o, "position-effect", protocol_path, prm, extra))) return st;

@@ -1113,14 +1113,13 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
 {
     const struct epar_params *prm = &cfg->prm;
     int st, L = prm->length;
-    struct { const char *name; const struct epar_table *t; } files[] = {
+    const struct epar_exp_file files[] = {
         {"alpha_parameter_data.csv", res->alpha}, {"beta_parameter_data.csv", res->beta},
         {"gamma_parameter_data.csv", res->gamma}, {"baseline.csv", res->baseline},
         {"basic_vs_enhanced.csv", res->basic_vs_enhanced}, {"retention.csv", res->retention},
         {"retention_claims.csv", res->claims}, {"retention_curves.csv", res->curves},
         {"grid_alpha_beta.csv", res->grid_ab}, {"grid_beta_gamma.csv", res->grid_bg}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if ((st = epar_exp_write_table(o, files[i].name, files[i].t))) return st;
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
     if ((st = write_text(o, "parameter_sensitivity_report.txt", res->report))) return st;
 
     json_t *sw = json_object();
