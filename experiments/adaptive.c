@@ -172,10 +172,10 @@ void epar_exp_adaptive_row_metrics(const double *S, int L, const struct epar_pos
     out->entropy = H / L;
     out->distance = Dist / L;
     out->local = W / L;
-    /* rows sum to 1, so the reference's "actual" position argmax_i (mean_j A_ij) I_i is argmax I */
-    size_t t = epar_metric_argmax(V, (size_t)L), a = epar_metric_argmax(I, (size_t)L);
-    double sim = 1.0 - fabs(V[t] - V[a]) / (V[t] + 1e-8), prox = 1.0 - fabs((double)t - (double)a) / L;
-    out->consistency = 0.5 * (sim + prox);
+    /* rows sum to 1, so the reference's "actual" scores (mean_j A_ij) I_i are I / L: a = argmax I */
+    struct epar_metric_optimal mo;
+    epar_metric_consistency(V, I, L, &mo);
+    out->consistency = mo.consistency;
 }
 
 /* ---- the adaptive forward pass ---- */
@@ -361,9 +361,9 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 epar_model_content_importance(&a.am, a.em.ws.x, L, NULL, a.c, a.mws);
                 memcpy(o->c + (size_t)b * L, a.c, (size_t)L * sizeof *a.c);
                 epar_model_content_types(&a.am, a.em.ws.x, L, a.probs, a.mws);
-                for (int i = 0; i < L; i++) o->types[(size_t)b * L + i] = (int)epar_metric_argmax(a.probs + (size_t)i * C, (size_t)C);
+                for (int i = 0; i < L; i++) o->types[(size_t)b * L + i] = (int)epar_metric_argmax_tied(a.probs + (size_t)i * C, (size_t)C, EPAR_METRIC_TIE_RTOL);
                 epar_model_task_classify(&a.am, a.em.ws.x, L, a.tp, a.mws);
-                o->cls[b] = (int)epar_metric_argmax(a.tp, (size_t)T);
+                o->cls[b] = (int)epar_metric_argmax_tied(a.tp, (size_t)T, EPAR_METRIC_TIE_RTOL);
                 fsum += adp_attend(&a, P, t);
                 entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
                 if (j == R - 1 && b == 0) memcpy(A0, a.A, LL * sizeof *A0); /* first seed, last run */

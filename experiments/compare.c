@@ -179,7 +179,9 @@ double epar_compare_distance_mi(const double *A, int L, int causal, double *work
     for (int i = 0; i < L; i++)
         for (int j = 0; j < (causal ? i + 1 : L); j++) work[n++] = A[(size_t)i * L + j];
     if (n < 2) return 0.0;
-    /* weight bins by rank; a run of equal weights shares its mid-rank (so uniform attention has MI 0) */
+    /* weight bins by rank; a run of tied weights (the tie rule of lib/metrics, so BLAS rounding cannot split a
+     * tie) shares its mid-rank (so uniform attention has MI 0) */
+    epar_metric_tie_merge(work, n, EPAR_METRIC_TIE_RTOL, idx);
     gsl_sort_index(idx, work, 1, n);
     size_t *rank = malloc(n * sizeof *rank);
     if (!rank) return NAN;
@@ -204,22 +206,6 @@ double epar_compare_distance_mi(const double *A, int L, int causal, double *work
         for (int y = 0; y < NB; y++)
             if (joint[x][y] > 0) mi += joint[x][y] * log(joint[x][y] / (px[x] * py[y]));
     return mi;
-}
-
-/* consistency (REPRODUCTION.md Experiment 2) of Abar (L,L) with importance I (L): sim, prox, ranking */
-static void consistency(const double *A, const double *I, int L, double *V, double *act, double *work, double *sim,
-                        double *prox, double *rank)
-{
-    epar_metric_value(A, I, L, V);
-    for (int i = 0; i < L; i++) {
-        double s = 0;
-        for (int j = 0; j < L; j++) s += A[(size_t)i * L + j];
-        act[i] = s / L * I[i];
-    }
-    size_t t = epar_metric_argmax(V, (size_t)L), a = epar_metric_argmax(act, (size_t)L);
-    *sim = 1.0 - fabs(V[t] - V[a]) / (V[t] + 1e-8);
-    *prox = 1.0 - fabs((double)t - (double)a) / L;
-    *rank = epar_metric_spearman(V, act, (size_t)L, work);
 }
 
 /* ------------------------------------------------------------------ the main comparison */
@@ -285,7 +271,7 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     if ((st = epar_mech_init(&m, id, cfg->p[id], L, D, H, cfg->causal, seed))) { seed_data_free(&sd); return st; }
     A = malloc((size_t)H * LL * sizeof *A);
     Abar = malloc(LL * sizeof *Abar);
-    V = malloc((size_t)4 * L * sizeof *V);
+    V = malloc((size_t)6 * L * sizeof *V);     /* epar_metric_optimal's work */
     work = malloc(LL * sizeof *work);
     idx = malloc(LL * sizeof *idx);
     if (!A || !Abar || !V || !work || !idx || epar_attn_ws_alloc(&ws, L, D)) {
@@ -316,10 +302,10 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
         if (b == 0 && Abar0) memcpy(Abar0, Abar, LL * sizeof *Abar);
         out[M_MI] += epar_compare_distance_mi(Abar, L, cfg->causal, work, idx) / B;
         for (int t = 0; t < EPAR_IMP_COUNT; t++) {
-            double sim, prox, rank;
-            consistency(Abar, sd.I + ((size_t)t * B + b) * L, L, V, V + L, V + 2 * L, &sim, &prox, &rank);
-            out[M_CONS + t] += (sim + prox) / 2 / B;
-            if (!isnan(rank)) { out[M_RANK + t] += rank; nrank[t]++; }
+            struct epar_metric_optimal mo;
+            epar_metric_optimal(Abar, sd.I + ((size_t)t * B + b) * L, L, V, idx, &mo);
+            out[M_CONS + t] += mo.consistency / B;
+            if (!isnan(mo.ranking)) { out[M_RANK + t] += mo.ranking; nrank[t]++; }
         }
     }
     for (int t = 0; t < EPAR_IMP_COUNT; t++) out[M_RANK + t] = nrank[t] ? out[M_RANK + t] / nrank[t] : NAN;
@@ -349,12 +335,13 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
     struct seed_data sd;
     struct epar_attn_ws ws = {0};
     int st = seed_data_make(&sd, L, D, B, seed, 1);
-    double *Abar = malloc((size_t)AB_COUNT * LL * sizeof *Abar), *V = malloc((size_t)4 * L * sizeof *V); /* V, act, Spearman work (2L) */
+    double *Abar = malloc((size_t)AB_COUNT * LL * sizeof *Abar), *V = malloc((size_t)6 * L * sizeof *V); /* epar_metric_optimal's work */
+    size_t *perm = malloc((size_t)L * sizeof *perm);
     int nrank[AB_COUNT][EPAR_IMP_COUNT] = {{0}};
     double *S = malloc(LL * sizeof *S), *A0 = malloc(LL * sizeof *A0), *A = malloc(LL * sizeof *A),
            *fl = malloc(LL * sizeof *fl), *fe = malloc(LL * sizeof *fe), *bl = malloc((size_t)H * LL * sizeof *bl),
            *be = malloc((size_t)H * LL * sizeof *be), *sl = malloc((size_t)H * sizeof *sl);
-    if (st || !Abar || !V || !S || !A0 || !A || !fl || !fe || !bl || !be || !sl || epar_attn_ws_alloc(&ws, L, D)) {
+    if (st || !Abar || !V || !perm || !S || !A0 || !A || !fl || !fe || !bl || !be || !sl || epar_attn_ws_alloc(&ws, L, D)) {
         if (!st) st = epar_err_set(EPAR_ENOMEM, "out of memory in the ablation (length %d)", L);
         goto done;
     }
@@ -416,11 +403,10 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
         /* consistency and ranking of the head-averaged attention, as in mechanisms.csv */
         for (int a = 0; a < AB_COUNT; a++)
             for (int t = 0; t < EPAR_IMP_COUNT; t++) {
-                double sim, prox, rank;
-                consistency(Abar + (size_t)a * LL, sd.I + ((size_t)t * B + b) * L, L, V, V + L, V + 2 * L, &sim, &prox,
-                            &rank);
-                out[a][AM_CONS + t] += (sim + prox) / 2 / B;
-                if (!isnan(rank)) { out[a][AM_RANK + t] += rank; nrank[a][t]++; }
+                struct epar_metric_optimal mo;
+                epar_metric_optimal(Abar + (size_t)a * LL, sd.I + ((size_t)t * B + b) * L, L, V, perm, &mo);
+                out[a][AM_CONS + t] += mo.consistency / B;
+                if (!isnan(mo.ranking)) { out[a][AM_RANK + t] += mo.ranking; nrank[a][t]++; }
             }
     }
     for (int a = 0; a < AB_COUNT; a++)
@@ -429,7 +415,7 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
 done:
     seed_data_free(&sd);
     epar_attn_ws_free(&ws);
-    free(S); free(A0); free(A); free(fl); free(fe); free(bl); free(be); free(sl); free(Abar); free(V);
+    free(S); free(A0); free(A); free(fl); free(fe); free(bl); free(be); free(sl); free(Abar); free(V); free(perm);
     return st;
 }
 

@@ -158,7 +158,7 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             double wsum = 0.0;
             for (int b = 0; b < B; b++) {
                 epar_metric_value(A + (size_t)b * LL, I + (size_t)b * L, L, V + (size_t)b * L);
-                size_t p = epar_metric_argmax(V + (size_t)b * L, (size_t)L);
+                size_t p = epar_metric_argmax_tied(V + (size_t)b * L, (size_t)L, EPAR_METRIC_TIE_RTOL);
                 jobs[j].pos[b] = (int)p;
                 jobs[j].vmax[b] = V[(size_t)b * L + p];
             }

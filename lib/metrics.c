@@ -24,6 +24,33 @@ size_t epar_metric_argmax(const double *x, size_t n)
     return best;
 }
 
+size_t epar_metric_argmax_tied(const double *x, size_t n, double rtol)
+{
+    double scale = 0.0, top = -INFINITY;
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i])) continue;
+        if (fabs(x[i]) > scale) scale = fabs(x[i]);
+        if (!found || x[i] > top) top = x[i];
+        found = 1;
+    }
+    if (!found) return 0;
+    /* lower the floor of the top group while the next smaller value is within tol of it (chained, as
+     * epar_metric_tie_merge compares each sorted value with its predecessor) */
+    double tol = rtol * scale, lo = top;
+    for (;;) {
+        double next = -INFINITY;
+        int any = 0;
+        for (size_t i = 0; i < n; i++)
+            if (x[i] < lo && (!any || x[i] > next)) { next = x[i]; any = 1; }
+        if (!any || lo - next > tol) break;
+        lo = next;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (x[i] >= lo) return i;
+    return 0;
+}
+
 void epar_metric_row_entropy(const double *A, int L, double *H)
 {
     for (int i = 0; i < L; i++) {
@@ -162,6 +189,18 @@ double epar_metric_proximity(size_t t, size_t a, int L)
     return 1.0 - fabs((double)t - (double)a) / L;
 }
 
+void epar_metric_consistency(const double *V, const double *s, int L, struct epar_metric_optimal *out)
+{
+    size_t n = (size_t)L;
+    size_t t = epar_metric_argmax_tied(V, n, EPAR_METRIC_TIE_RTOL), a = epar_metric_argmax_tied(s, n, EPAR_METRIC_TIE_RTOL);
+    out->theoretical = (int)t;
+    out->actual = (int)a;
+    out->score_similarity = epar_metric_score_similarity(V, t, a);
+    out->proximity = epar_metric_proximity(t, a, L);
+    out->consistency = 0.5 * (out->score_similarity + out->proximity);
+    out->score_mean = gsl_stats_mean(V, 1, n);
+}
+
 void epar_metric_optimal(const double *A, const double *I, int L, double *work, size_t *perm,
                          struct epar_metric_optimal *out)
 {
@@ -174,18 +213,13 @@ void epar_metric_optimal(const double *A, const double *I, int L, double *work, 
         if (fabs(s[i] * L - 1.0) > dev) dev = fabs(s[i] * L - 1.0);
         s[i] *= I[i];
     }
+    epar_metric_consistency(V, s, L, out);
     out->row_sum_dev = dev;
+    /* ranking: Spearman of the tie-merged vectors, so tied values share their average rank */
     memcpy(Vt, V, n * sizeof *V);
     epar_metric_tie_merge(Vt, n, EPAR_METRIC_TIE_RTOL, perm);
     epar_metric_tie_merge(s, n, EPAR_METRIC_TIE_RTOL, perm);
-    size_t t = epar_metric_argmax(Vt, n), a = epar_metric_argmax(s, n);
-    out->theoretical = (int)t;
-    out->actual = (int)a;
-    out->score_similarity = epar_metric_score_similarity(V, t, a);
-    out->proximity = epar_metric_proximity(t, a, L);
-    out->consistency = 0.5 * (out->score_similarity + out->proximity);
     out->ranking = epar_metric_spearman(Vt, s, n, sp);
-    out->score_mean = gsl_stats_mean(V, 1, n);
 }
 
 double epar_metric_batch_variance(const double *x, int B, size_t n)

@@ -5,10 +5,16 @@
 
 #include <stddef.h>
 
-/* V (L) = A (L,L) . I (L)  (BLAS dgemv) */
-void epar_metric_value(const double *A, const double *I, int L, double *V);
-/* index of the largest entry, first one on ties; 0 if all NaN */
+/* V (L) = A (L,L) . imp (L)  (BLAS dgemv). (No parameter is called I: <complex.h>, which OpenBLAS's cblas.h
+ * includes, defines I as a macro.) */
+void epar_metric_value(const double *A, const double *imp, int L, double *V);
+/* index of the largest entry, first one on exact ties; 0 if all NaN */
 size_t epar_metric_argmax(const double *x, size_t n);
+/* argmax under the tie rule: the lowest index of the top tie group, where a tie group is a run of sorted values
+ * whose consecutive gaps are <= rtol * max|x| (the groups of epar_metric_tie_merge, so this equals
+ * epar_metric_argmax of the merged vector). Every argmax taken on BLAS output goes through this: rounding that
+ * differs between BLAS kernels (~1e-16 relative) cannot reorder values that are tied. NaN never wins. */
+size_t epar_metric_argmax_tied(const double *x, size_t n, double rtol);
 
 /* H (L): per-row entropy -sum_{A>0} A ln A. */
 void epar_metric_row_entropy(const double *A, int L, double *H);
@@ -70,7 +76,7 @@ struct epar_metric_optimal {
 /* m (L) <- row means of A (L,L). */
 void epar_metric_row_mean(const double *A, int L, double *m);
 /* s (L) <- (mean_j A_ij) I_i, A (L,L), I (L). */
-void epar_metric_actual_score(const double *A, const double *I, int L, double *s);
+void epar_metric_actual_score(const double *A, const double *imp, int L, double *s);
 /* In place on x (n): every group of values whose consecutive sorted gaps are <= rtol * max|x| is set to
  * the group's smallest value, so ties are exact. perm is (n) scratch. */
 void epar_metric_tie_merge(double *x, size_t n, double rtol, size_t *perm);
@@ -78,8 +84,12 @@ void epar_metric_tie_merge(double *x, size_t n, double rtol, size_t *perm);
 double epar_metric_score_similarity(const double *V, size_t t, size_t a);
 /* 1 - |t - a| / L */
 double epar_metric_proximity(size_t t, size_t a, int L);
+/* The consistency family from given scores: V (L) theoretical, s (L) actual (e.g. I itself when rows sum to
+ * 1). t, a by epar_metric_argmax_tied; fills theoretical, actual, score_similarity, proximity, consistency and
+ * score_mean (not ranking, not row_sum_dev). The one implementation of the §4.3 consistency. */
+void epar_metric_consistency(const double *V, const double *s, int L, struct epar_metric_optimal *out);
 /* All of the above for one item: A (L,L), I (L). work is (6L) doubles, perm (L). */
-void epar_metric_optimal(const double *A, const double *I, int L, double *work, size_t *perm,
+void epar_metric_optimal(const double *A, const double *imp, int L, double *work, size_t *perm,
                          struct epar_metric_optimal *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include "blas.h"
 #include "err.h"
+#include "metrics.h"
 #include "stream.h"
 
 #define DEFAULT_ROW_BLOCK 128
@@ -155,10 +156,9 @@ static void effect_table_d(const struct epar_stream_cfg *cfg, double *t)
 /* pos*, largest V, means: sequential, fixed order */
 static void summarise(struct epar_stream_result *r, int L)
 {
-    int best = 0;
+    int best = (int)epar_metric_argmax_tied(r->V, (size_t)L, EPAR_METRIC_TIE_RTOL);
     double sh = 0.0, sd = 0.0;
     for (int i = 0; i < L; i++) {
-        if (r->V[i] > r->V[best]) best = i;
         sh += r->H[i];
         sd += r->D[i];
     }

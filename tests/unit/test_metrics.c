@@ -1,5 +1,6 @@
 /* metrics: the worked example of MECHANISMS.md §1, correlation vs naive, Spearman, ties. */
 #include <stdlib.h>
+#include <string.h>
 #include <gsl/gsl_statistics_double.h>
 #include "lib/metrics.h"
 #include "check.h"
@@ -73,5 +74,55 @@ int main(void)
     double m, sd;
     epar_metric_mean_sd(t2, 4, &m, &sd);
     check_rel(sd, sqrt(5.0 / 3.0), 1e-12, "sample sd (n-1)");
+
+    /* the tie rule: argmax_tied == argmax of the tie-merged vector; rounding noise of the size BLAS kernels
+     * differ by (a few ulp) cannot move it, a real difference (1e-9 relative) does */
+    const double near[] = {0.25, 0.9, 0.9 * (1 + 4e-16), 0.3, 0.9 * (1 - 3e-16)};
+    check_int((long)epar_metric_argmax(near, 5), 2, "plain argmax follows the last bit");
+    check_int((long)epar_metric_argmax_tied(near, 5, EPAR_METRIC_TIE_RTOL), 1, "tied argmax: lowest index of the top group");
+    const double apart[] = {0.25, 0.9, 0.9 * (1 + 1e-9), 0.3};
+    check_int((long)epar_metric_argmax_tied(apart, 4, EPAR_METRIC_TIE_RTOL), 2, "a 1e-9 difference is not a tie");
+    const double chain[] = {1 - 1.6e-12, 1 - 0.8e-12, 1.0, 0.5}; /* consecutive gaps <= tol: one group */
+    check_int((long)epar_metric_argmax_tied(chain, 4, EPAR_METRIC_TIE_RTOL), 0, "chained ties: one group");
+    const double gap[] = {1 - 1.6e-12, 1.0};
+    check_int((long)epar_metric_argmax_tied(gap, 2, EPAR_METRIC_TIE_RTOL), 1, "a gap above tol is not a tie");
+    const double nan3[] = {NAN, NAN, NAN};
+    check_int((long)epar_metric_argmax_tied(nan3, 3, EPAR_METRIC_TIE_RTOL), 0, "all NaN -> 0");
+    const double nan2[] = {NAN, 1, NAN, 1};
+    check_int((long)epar_metric_argmax_tied(nan2, 4, EPAR_METRIC_TIE_RTOL), 1, "NaN never wins the tied argmax");
+    {
+        enum { N = 40 };
+        double xs[N], ys[N];
+        size_t perm[N];
+        unsigned z = 2385u;
+        int same = 1, stable = 1;
+        for (int rep = 0; rep < 200; rep++) {
+            for (int i = 0; i < N; i++) {
+                z = z * 1103515245u + 12345u;
+                xs[i] = (double)((z >> 16) % 7) / 7.0 + 0.125;          /* many exact ties */
+                if (i % 5 == 0) xs[i] *= 1 + ((z >> 3) % 5 - 2) * 1e-16; /* and near ties of rounding size */
+            }
+            memcpy(ys, xs, sizeof xs);
+            epar_metric_tie_merge(ys, N, EPAR_METRIC_TIE_RTOL, perm);
+            size_t t = epar_metric_argmax_tied(xs, N, EPAR_METRIC_TIE_RTOL);
+            if (t != epar_metric_argmax(ys, N)) same = 0;
+            for (int i = 0; i < N; i++) ys[i] = xs[i] * (1 + ((i * 7 + rep) % 3 - 1) * 2.2e-16); /* "another kernel" */
+            if (epar_metric_argmax_tied(ys, N, EPAR_METRIC_TIE_RTOL) != t) stable = 0;
+        }
+        check_true(same, "argmax_tied equals argmax after tie_merge (200 vectors with ties)");
+        check_true(stable, "argmax_tied does not move under 1-ulp perturbations (200 vectors)");
+    }
+    /* the consistency family from given scores (the one implementation): worked numbers */
+    {
+        const double Vc[4] = {1.0, 3.0, 2.0, 3.0}, sc[4] = {0.1, 0.2, 0.4, 0.3};
+        struct epar_metric_optimal mo;
+        epar_metric_consistency(Vc, sc, 4, &mo);
+        check_int(mo.theoretical, 1, "t = first of the tied maxima of V");
+        check_int(mo.actual, 2, "a = argmax s");
+        check_rel(mo.score_similarity, 1 - 1.0 / (3 + 1e-8), 1e-15, "score similarity 1 - |V(t)-V(a)|/(V(t)+1e-8)");
+        check_rel(mo.proximity, 0.75, 1e-15, "proximity 1 - |t-a|/L");
+        check_rel(mo.consistency, 0.5 * (1 - 1.0 / (3 + 1e-8) + 0.75), 1e-15, "consistency = mean of the two");
+        check_rel(mo.score_mean, 2.25, 1e-15, "score mean");
+    }
     return check_summary("test_metrics");
 }
