@@ -275,6 +275,39 @@ static const char *default_protocol(char *buf, size_t n)
     return "paper_protocol.json";
 }
 
+/* The experiment options given on the command line as "name=value;..." (table order): everything but the
+ * options that choose what is run with which protocol and seeds (recorded apart) or how (threads, output). */
+static void overrides(const struct opt *opts, char *buf, size_t n)
+{
+    static const char *const skip[] = {"protocol", "preset", "seed", "seeds", "out", "no-render", "quiet", "jobs",
+                                       NULL};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const struct opt *p = opts; p->type != OPT_END; p++) {
+        if (p->type == OPT_GROUP || !p->seen) continue;
+        int skipped = 0;
+        for (const char *const *k = skip; *k; k++) skipped |= !strcmp(*k, p->name);
+        if (skipped) continue;
+        char v[256] = "";
+        switch (p->type) {
+        case OPT_FLAG: snprintf(v, sizeof v, "1"); break;
+        case OPT_INT: snprintf(v, sizeof v, "%d", *(const int *)p->dest); break;
+        case OPT_DOUBLE: snprintf(v, sizeof v, "%.17g", *(const double *)p->dest); break;
+        case OPT_STRING: snprintf(v, sizeof v, "%s", *(const char *const *)p->dest); break;
+        case OPT_DLIST: {
+            const struct opt_dlist *l = p->dest;
+            for (int i = 0; i < l->n; i++)
+                snprintf(v + strlen(v), sizeof v - strlen(v), "%s%.17g", i ? "," : "", l->v[i]);
+            break;
+        }
+        default: break;
+        }
+        int w = snprintf(buf + used, n - used, "%s%s=%s", used ? ";" : "", p->name, v);
+        if (w < 0 || (size_t)w >= n - used) break;
+        used += (size_t)w;
+    }
+}
+
 int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
                 struct epar_protocol *proto, struct epar_params *prm)
 {
@@ -311,6 +344,7 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
         goto fail;
     }
     if ((st = epar_params_validate(prm))) goto fail;
+    overrides(opts, prm->overrides, sizeof prm->overrides);
     if (!c->out) c->out = "output";
     cli_set_jobs(c);
     return 0;

@@ -425,8 +425,7 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     if (!tmp) { free(rowv); goto done; }
     for (int k = 0; k < nv; k++) {
         for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
-        mean[k] = gsl_stats_mean(tmp, 1, (size_t)S);
-        sdv[k] = S > 1 ? gsl_stats_sd_m(tmp, 1, (size_t)S, mean[k]) : 0.0;
+        epar_metric_mean_sd(tmp, (size_t)S, &mean[k], &sdv[k]);
     }
     free(tmp);
     int bad = 0;
@@ -592,8 +591,7 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 }
                 per[(size_t)q * S + s] = acc / R;
             }
-            m[q] = gsl_stats_mean(per + (size_t)q * S, 1, (size_t)S);
-            sd[q] = S > 1 ? gsl_stats_sd_m(per + (size_t)q * S, 1, (size_t)S, m[q]) : 0.0;
+            epar_metric_mean_sd(per + (size_t)q * S, (size_t)S, &m[q], &sd[q]);
         }
         if (epar_csv_append(res->grid, "ddiiddddddddddii", cfg->grid_alpha[k / NB], cfg->grid_beta[k % NB], k / NB,
                             k % NB, m[0], sd[0], m[4], sd[4], m[1], sd[1], m[2], sd[2], m[3], sd[3], S,
@@ -738,8 +736,8 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                             const double *v = val + (size_t)(s * NL + k) * per;
                             tmp[s] = v[(c * 3 + f) * 4 + q] - (pass ? v[(c * 3 + 0) * 4 + q] : 0.0);
                         }
-                        double mm = gsl_stats_mean(tmp, 1, (size_t)S);
-                        double ss = S > 1 ? gsl_stats_sd_m(tmp, 1, (size_t)S, mm) : 0.0;
+                        double mm, ss;
+                        epar_metric_mean_sd(tmp, (size_t)S, &mm, &ss);
                         if (pass) { dm[q] = mm; dsd[q] = ss; } else { m[q] = mm; sd[q] = ss; }
                     }
                 }

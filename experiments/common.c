@@ -82,8 +82,9 @@ void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra)
 {
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:o}", "experiment", experiment, "epar_version", EPAR_VERSION,
-                          "protocol", protocol_path, "protocol_version", EPAR_PROTOCOL_VERSION, "parameters",
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "experiment", experiment, "epar_version",
+                          EPAR_VERSION, "protocol", protocol_path, "protocol_version", EPAR_PROTOCOL_VERSION,
+                          "protocol_hash", prm->protocol_hash, "cli_overrides", prm->overrides, "parameters",
                           epar_params_json(prm));
     if (!j) {
         json_decref(extra);

@@ -71,15 +71,28 @@ static void mean_std0(const double *x, size_t stride, size_t n, double *tmp, dou
     *sd = gsl_stats_sd_with_fixed_mean(tmp, 1, m, *mean);
 }
 
-/* mean and sample sd (n-1; 0 with one value) of the non-NaN entries: the spread across seeds */
+/* mean and sample sd (NaN with one value) of the non-NaN entries: the spread across seeds */
 static void mean_sd1(const double *x, size_t stride, size_t n, double *tmp, double *mean, double *sd)
 {
     size_t m = 0;
     for (size_t k = 0; k < n; k++)
         if (!isnan(x[k * stride])) tmp[m++] = x[k * stride];
     if (!m) { *mean = *sd = NAN; return; }
-    *mean = gsl_stats_mean(tmp, 1, m);
-    *sd = m > 1 ? gsl_stats_sd_m(tmp, 1, m, *mean) : 0.0;
+    epar_metric_mean_sd(tmp, m, mean, sd);
+}
+
+/* Run-level standard error of a per-seed mean over R runs, pooled over the S seeds: the run-to-run variance
+ * of each seed (std0^2 R/(R-1), std0 with ddof 0) averaged, divided by R. The audit floors the across-seed sd
+ * with it (a lucky small spread of few seeds cannot be smaller than the run noise every seed mean carries).
+ * NaN when R < 2. std0 (S) with stride. */
+static double se_run(const double *std0, size_t stride, int S, int R)
+{
+    if (R < 2 || S < 1) return NAN;
+    double v = 0.0;
+    int n = 0;
+    for (int s = 0; s < S; s++)
+        if (!isnan(std0[s * stride])) { v += std0[s * stride] * std0[s * stride]; n++; }
+    return n ? sqrt(v / n / (R - 1)) : NAN;
 }
 
 static const char *verdict_of(double cons, double rank)
@@ -272,20 +285,24 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
 
     res->consistency = epar_csv_new("info_type,consistency,proximity,score_similarity,ranking_correlation,"
                                     "position_score_mean,consistency_sd,proximity_sd,score_similarity_sd,"
-                                    "ranking_correlation_sd,seeds,runs");
+                                    "ranking_correlation_sd,seeds,runs,consistency_se_run,proximity_se_run,"
+                                    "score_similarity_se_run,ranking_correlation_se_run");
     res->summary = epar_csv_new("info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd,"
                                 "position_score_mean,position_score_mean_sd,consistency_std,"
                                 "ranking_correlation_std,performance_score,performance_score_sd");
-    res->forms = epar_csv_new("form,info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd");
+    res->forms = epar_csv_new("form,info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd,"
+                              "seeds,consistency_se_run,ranking_correlation_se_run");
     res->paired = epar_csv_new("info_type,comparison,consistency_diff,consistency_diff_sd,ranking_diff,"
-                               "ranking_diff_sd,seeds");
+                               "ranking_diff_sd,seeds,consistency_diff_se_run,ranking_diff_se_run");
     res->radar = epar_csv_new("info_type,type_index,axis,angle_deg,value");
     if (!res->consistency || !res->summary || !res->forms || !res->paired || !res->radar) goto agg_done;
     for (int t = 0; t < T; t++) {
         const double *a = am[mf][t], *d = asd[mf][t];
-        if (epar_csv_append(res->consistency, "sdddddddddii", tn[t], a[EPAR_OPT_CONS], a[EPAR_OPT_PROX],
+#define SE(f, k) se_run(&sstd[IDX(0, t, f, k)], (size_t)T * NF * NM, S, R)
+        if (epar_csv_append(res->consistency, "sdddddddddiidddd", tn[t], a[EPAR_OPT_CONS], a[EPAR_OPT_PROX],
                             a[EPAR_OPT_SIM], a[EPAR_OPT_RANK], a[EPAR_OPT_SCORE], d[EPAR_OPT_CONS], d[EPAR_OPT_PROX],
-                            d[EPAR_OPT_SIM], d[EPAR_OPT_RANK], S, R) ||
+                            d[EPAR_OPT_SIM], d[EPAR_OPT_RANK], S, R, SE(mf, EPAR_OPT_CONS), SE(mf, EPAR_OPT_PROX),
+                            SE(mf, EPAR_OPT_SIM), SE(mf, EPAR_OPT_RANK)) ||
             epar_csv_append(res->summary, "sdddddddddd", tn[t], a[EPAR_OPT_CONS], d[EPAR_OPT_CONS], a[EPAR_OPT_RANK],
                             d[EPAR_OPT_RANK], a[EPAR_OPT_SCORE], d[EPAR_OPT_SCORE], stdm[t][EPAR_OPT_CONS],
                             stdm[t][EPAR_OPT_RANK], perf[t], perf_sd[t]))
@@ -299,9 +316,11 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
     }
     for (int f = 0; f < NF; f++)
         for (int t = 0; t < T; t++)
-            if (epar_csv_append(res->forms, "ssdddd", epar_exp_optimal_form_name(f), tn[t], am[f][t][EPAR_OPT_CONS],
-                                asd[f][t][EPAR_OPT_CONS], am[f][t][EPAR_OPT_RANK], asd[f][t][EPAR_OPT_RANK]))
+            if (epar_csv_append(res->forms, "ssddddidd", epar_exp_optimal_form_name(f), tn[t], am[f][t][EPAR_OPT_CONS],
+                                asd[f][t][EPAR_OPT_CONS], am[f][t][EPAR_OPT_RANK], asd[f][t][EPAR_OPT_RANK], S,
+                                SE(f, EPAR_OPT_CONS), SE(f, EPAR_OPT_RANK)))
                 goto agg_done;
+#undef SE
     /* paired differences, seed by seed (same weights, data and importance), then across seeds */
     static const int pairs[3][2] = {{1, 0}, {1, 2}, {0, 2}};
     double pd[3][EPAR_IMP_COUNT][4];
@@ -316,8 +335,23 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
             for (int s = 0; s < S; s++)
                 col[s] = smean[IDX(s, t, pairs[p][0], EPAR_OPT_RANK)] - smean[IDX(s, t, pairs[p][1], EPAR_OPT_RANK)];
             mean_sd1(col, 1, (size_t)S, tmp, &pd[p][t][2], &pd[p][t][3]);
-            if (epar_csv_append(res->paired, "ssddddi", tn[t], name, pd[p][t][0], pd[p][t][1], pd[p][t][2],
-                                pd[p][t][3], S))
+            /* run-level standard error of the paired difference: std (ddof 0) over the runs of the per-run
+             * difference, per seed, pooled as se_run does */
+            double dstd[2][EPAR_MAX_SEEDS];
+            for (int k = 0; k < 2; k++)
+                for (int s = 0; s < S; s++) {
+                    int km = k ? EPAR_OPT_RANK : EPAR_OPT_CONS;
+                    size_t j0 = ((size_t)s * T + t) * R;
+                    double *diff = malloc((size_t)R * sizeof *diff), *tmp2 = malloc((size_t)R * sizeof *tmp2), dm;
+                    if (!diff || !tmp2) { free(diff); free(tmp2); goto agg_done; }
+                    for (int r = 0; r < R; r++)
+                        diff[r] = out[((j0 + r) * NF + pairs[p][0]) * NM + km] - out[((j0 + r) * NF + pairs[p][1]) * NM + km];
+                    mean_std0(diff, 1, (size_t)R, tmp2, &dm, &dstd[k][s]);
+                    free(diff);
+                    free(tmp2);
+                }
+            if (epar_csv_append(res->paired, "ssddddidd", tn[t], name, pd[p][t][0], pd[p][t][1], pd[p][t][2],
+                                pd[p][t][3], S, se_run(dstd[0], 1, S, R), se_run(dstd[1], 1, S, R)))
                 goto agg_done;
         }
 

@@ -263,7 +263,8 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
         res->pos_std = gsl_stats_sd_with_fixed_mean(pd, 1, n, res->pos_mean); /* ddof = 0, as numpy */
         gsl_stats_minmax(&res->pos_min, &res->pos_max, pd, 1, n);
         res->mean_weight = wsum / J;
-        double seed_sd = S > 1 ? gsl_stats_sd(seed_means, 1, (size_t)S) : 0.0;
+        double seed_mean, seed_sd;
+        epar_metric_mean_sd(seed_means, (size_t)S, &seed_mean, &seed_sd);
         free(pd); free(seed_means);
         res->summary = epar_csv_new("metric,value,note");
         if (!res->summary) goto done;

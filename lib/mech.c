@@ -224,6 +224,28 @@ long epar_mech_mask_pi_step(int L, int pi, unsigned char *M)
     return mask_count(M, L);
 }
 
+long epar_mech_pi_union_pairs(int L, int pi, int r, int ring)
+{
+    long n = 0;
+    for (int i = 0; i < L; i++) {
+        n += (L - 1 - i % pi) / pi + 1; /* j = i mod pi, 0 <= j < L: the step part */
+        /* band keys not already on the step: distinct j within (ring) distance r */
+        int lo = i - r, hi = i + r;
+        if (!ring || 2 * r + 1 >= L) {
+            if (ring) { lo = 0; hi = L - 1; } /* the band covers the whole ring */
+            if (lo < 0) lo = 0;
+            if (hi > L - 1) hi = L - 1;
+            for (int j = lo; j <= hi; j++) n += (i - j) % pi != 0;
+        } else {
+            for (int k = -r; k <= r; k++) {
+                int j = ((i + k) % L + L) % L;
+                n += (i - j) % pi != 0;
+            }
+        }
+    }
+    return n;
+}
+
 long epar_mech_mask_csr(const unsigned char *M, int L, int *rowptr, int *cols)
 {
     long n = 0;
@@ -459,10 +481,23 @@ static void hook_qk(void *ctx, int h, double *Q, double *K, int L, int dk, int l
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dk, m->D, 1.0, m->xref, m->D,
                     m->Wk + (size_t)h * m->D * dk, dk, 0.0, K, ld);
     }
-    if (m->groups) { /* GQA: the KV head of the group is the K slice of its first query head */
-        int lead = epar_mech_gqa_group(h, m->H, m->groups) * (m->H / m->groups);
-        if (lead != h) {
-            const double *src = K - (size_t)(h - lead) * dk;
+    if (m->groups) {
+        /* GQA: one K head per group of g = H/G query heads. pool = mean (default): the mean of the group's K
+         * slices, the GQA paper's conversion of a multi-head checkpoint (Ainslie et al. 2023, §2.1); pool = first:
+         * the slice of the group's first query head. Heads come in order h = 0..H-1 (lib/attn), so the group's
+         * first head computes the pooled K from untouched slices into tab (L, dk) and every head copies it. */
+        int g = m->H / m->groups, lead = epar_mech_gqa_group(h, m->H, m->groups) * g;
+        const double *src = K - (size_t)(h - lead) * dk; /* the first slice of the group */
+        if (m->p[1] == 0) { /* mean */
+            if (h == lead)
+                for (int i = 0; i < L; i++)
+                    for (int t = 0; t < dk; t++) {
+                        double s = 0.0;
+                        for (int u = 0; u < g; u++) s += src[(size_t)i * ld + (size_t)u * dk + t];
+                        m->tab[(size_t)i * dk + t] = s / g;
+                    }
+            for (int i = 0; i < L; i++) memcpy(K + (size_t)i * ld, m->tab + (size_t)i * dk, (size_t)dk * sizeof *K);
+        } else if (lead != h) {
             for (int i = 0; i < L; i++) memcpy(K + (size_t)i * ld, src + (size_t)i * ld, (size_t)dk * sizeof *K);
         }
     }
@@ -860,7 +895,7 @@ static int build_gqa(struct epar_mech *m, gsl_rng *r)
         return EPAR_EINVAL;
     }
     m->groups = G;
-    return EPAR_OK;
+    return alloc_d(&m->tab, (size_t)m->L * (m->D / m->H), "GQA pooled keys");
 }
 
 /* Haar W (rows, cols), rows >= cols: the first cols columns of Q of the QR of a Gaussian, applied as Q e_j
@@ -1007,8 +1042,9 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
         {{"radius", 32, 0, 1 << 20, 1, "r of the ring-local mask"}, {"step", 16, 1, 1 << 20, 1, "pi"},
          {"gate", 0.5, 0, 1, 0, "g (untrained gate sigmoid(0))"}, {"ring", 1, 0, 1, 1, "1: ring distance"}, P_END},
         build_pi, "g softmax(local) + (1-g) softmax(step), each its own row softmax"},
-    [EPAR_MECH_GQA] = {"gqa", EPAR_MK_HEADS, "S4", "§28", {{"groups", 2, 1, 4096, 1, "KV heads G (divides H)"}, P_END},
-        build_gqa, "query head h uses KV head floor(h/(H/G))"},
+    [EPAR_MECH_GQA] = {"gqa", EPAR_MK_HEADS, "S4", "§28", {{"groups", 2, 1, 4096, 1, "KV heads G (divides H)"},
+                                                 {"pool", 0, 0, 1, 1, "KV head of a group: 0 mean of its K slices (GQA paper), 1 the first head's"}, P_END},
+        build_gqa, "query head h uses KV head floor(h/(H/G)); K heads mean-pooled per group"},
     [EPAR_MECH_ORTHOGONAL_QK] = {"orthogonal-qk", EPAR_MK_QK, "S1 §4", "§29",
         {{"jl", 0, 0, 1, 1, "1: scale by sqrt(D/dk)"}, P_END}, build_orthogonal,
         "frozen Haar W_Q, W_K (independent), exploratory (the seed's hypothesis)"},

@@ -155,6 +155,9 @@ long epar_mech_mask_block(int L, int b, int nb, int causal, unsigned char *M);
 long epar_mech_mask_global_local(int L, int w, int n_global, unsigned char *M);
 long epar_mech_mask_pi_local(int L, int r, int ring, unsigned char *M);
 long epar_mech_mask_pi_step(int L, int pi, unsigned char *M);
+/* Pairs of the union local(r, ring) | step(pi) at length L, counted row by row without the L x L mask (for the
+ * sparsity at the lengths S2 recommends, up to 32K); equals the count of epar_mech_mask_pi_local | _pi_step. */
+long epar_mech_pi_union_pairs(int L, int pi, int r, int ring);
 /* GQA: KV head of query head h (§28) */
 int epar_mech_gqa_group(int h, int H, int G);
 /* elu(x)+1 (§20) */

@@ -140,7 +140,7 @@ double epar_metric_spearman(const double *x, const double *y, size_t n, double *
 void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd)
 {
     *mean = n ? gsl_stats_mean(x, 1, n) : NAN;
-    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : 0.0;
+    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : NAN;
 }
 
 /* ---- optimal position ---- */

@@ -51,7 +51,8 @@ double epar_metric_locality(const double *A, int B, int L, int w);
 void epar_metric_distance_profile(const double *A, int B, int L, double *prof);
 void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, double *offdiag_mean);
 
-/* mean and sample sd (n-1) of x (n); sd = 0 when n < 2 */
+/* mean and sample sd (n-1) of x (n): the spread across seeds, used everywhere one is reported. sd is NaN when
+ * n < 2 (one seed has no spread: a claim judged by spread then says so instead of demanding equality). */
 void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd);
 
 /* ---- Optimal position: the consistency family (REPRODUCTION.md Experiment 2), one batch item ----

@@ -1,4 +1,6 @@
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,6 +125,21 @@ static int read_model_keys(const struct epar_protocol *p, json_t *obj, const cha
     return EPAR_OK;
 }
 
+void epar_protocol_hash(json_t *root, char out[32])
+{
+    json_t *copy = json_copy(root); /* shallow: only the top-level "claims" key is removed */
+    if (copy) json_object_del(copy, "claims");
+    char *text = copy ? json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
+    for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
+        h ^= *c;
+        h *= 1099511628211ull;
+    }
+    snprintf(out, 32, "fnv1a64:%016llx", (unsigned long long)h);
+    free(text);
+    json_decref(copy);
+}
+
 int epar_protocol_load(const char *path, struct epar_protocol *p)
 {
     memset(p, 0, sizeof *p);
@@ -195,6 +212,7 @@ int epar_protocol_load(const char *path, struct epar_protocol *p)
     }
     json_t *claims = json_object_get(p->root, "claims");
     if (claims && !json_is_array(claims)) { st = perr(p, "$.claims", "expected an array"); goto fail; }
+    epar_protocol_hash(p->root, p->hash);
     return EPAR_OK;
 fail:
     json_decref(p->root);
@@ -290,6 +308,7 @@ int epar_protocol_params(const struct epar_protocol *p, const char *experiment, 
                          struct epar_params *out)
 {
     memset(out, 0, sizeof *out);
+    snprintf(out->protocol_hash, sizeof out->protocol_hash, "%s", p->hash);
     /* built-in fallbacks: the reference code's values; the file normally sets all of them */
     out->form = EPAR_FORM_ENHANCED;
     out->alpha = 1.0; out->beta = 2.0; out->gamma = 1.5; out->temperature = 1.0;

@@ -20,6 +20,7 @@
 struct epar_protocol {
     json_t *root;
     char path[4096];
+    char hash[32];           /* "fnv1a64:" + 16 hex digits of the canonical JSON without "claims" (see below) */
 };
 
 /* Run parameters shared by the experiments. */
@@ -31,9 +32,17 @@ struct epar_params {
     int length, hidden, heads, batch, runs;
     int n_seeds;
     unsigned long seeds[EPAR_MAX_SEEDS];
+    char protocol_hash[32]; /* the hash of the protocol these were resolved from */
+    char overrides[512];    /* experiment options given on the command line, "name=value;..." in option-table
+                             * order ("" when none): with protocol_hash, preset and seeds, what makes a run the
+                             * protocol's own run or not (the audit marks claims read from another run stale) */
 };
 
 int epar_protocol_load(const char *path, struct epar_protocol *p);
+/* The protocol's fingerprint: FNV-1a 64 of its canonical JSON (sorted keys, compact) with the "claims" array
+ * left out, so editing a claim does not make the experiments' runs stale, while any change of a preset, size,
+ * sweep or seed does. Filled by epar_protocol_load into p->hash. */
+void epar_protocol_hash(json_t *root, char out[32]);
 void epar_protocol_free(struct epar_protocol *p);
 
 /* The experiment section object (NULL if absent). */

@@ -86,7 +86,12 @@ static void test_rope(void)
         for (int t = 0; t < 4; t++) s += x[t] * y[t];
         check_rel(s, want[c], TOL, "RoPE q=k=[1,0,1,0] at distance %d", dist[c]);
     }
-    for (int t = 0; t < 4; t++) check_rel(pow(10000, -2.0 * t / 8), (double[]){1, 0.1, 0.01, 0.001}[t], TOL, "theta d=8 [%d]", t);
+    {   /* epar's frequencies, read off the rotation: position 1 turns pair t of a unit vector by theta_t */
+        double e[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+        epar_mech_rope_rotate(e, 8, 1, 10000, 0);
+        for (int t = 0; t < 4; t++)
+            check_rel(atan2(e[2 * t + 1], e[2 * t]), (double[]){1, 0.1, 0.01, 0.001}[t], TOL, "theta d=8 [%d]", t);
+    }
     /* half pairing gives different numbers for the same q (layout pitfall) but also preserves the norm */
     double h[4] = {1, 2, 3, 4}, n = 0;
     epar_mech_rope_rotate(h, 4, 1, 10000, 1);
@@ -96,8 +101,15 @@ static void test_rope(void)
 
     check_rel(epar_mech_ntk_base(10000, 4, 128), 40889.9, TOL, "NTK base d=128 s=4");
     double bp = epar_mech_ntk_base(10000, 4, 128);
-    check_rel(pow(bp, -2.0 * 63 / 128) / pow(10000, -2.0 * 63 / 128), 0.25, TOL, "NTK theta_63 ratio");
-    check_rel(pow(bp, -2.0 / 128) / pow(10000, -2.0 / 128), 0.978236, TOL, "NTK theta_1 ratio");
+    {   /* the NTK base slows the lowest frequency by s and the highest almost not: angles of epar's rotation
+         * at position 1 with the two bases (pair 63 of d = 128 turns by ~1e-4 rad, far from any wrap) */
+        double ra[128], rb[128];
+        for (int t = 0; t < 128; t++) ra[t] = rb[t] = t % 2 == 0;
+        epar_mech_rope_rotate(ra, 128, 1, bp, 0);
+        epar_mech_rope_rotate(rb, 128, 1, 10000, 0);
+        check_rel(atan2(ra[127], ra[126]) / atan2(rb[127], rb[126]), 0.25, TOL, "NTK theta_63 ratio");
+        check_rel(atan2(ra[3], ra[2]) / atan2(rb[3], rb[2]), 0.978236, TOL, "NTK theta_1 ratio");
+    }
     check_rel(epar_mech_ntk_base(10000, 8, 128), 82684.6, TOL, "NTK base d=128 s=8");
     check_rel(epar_mech_ntk_base(10000, 2, 64), 20452.2, TOL, "NTK base d=64 s=2");
     check_rel(epar_mech_ntk_dynamic_base(10000, 2, 128, 4096, 2048), 30527.7, TOL, "dynamic NTK base");
@@ -557,10 +569,36 @@ static void test_all_mechanisms(void)
             epar_mech_free(&m2);
             epar_mech_free(&m);
         }
-    {   /* GQA: query heads of a group see the K of their KV head; the other group keeps its own */
+    {   /* GQA, mean pooling (the default): the KV head of a group is the mean of its heads' K slices */
+        struct epar_mech m, m0;
+        double gp[EPAR_MECH_MAX_PARAMS];
+        int dk = D / H;
+        epar_mech_init(&m0, EPAR_MECH_NONE, NULL, L, D, H, 0, 1);
+        epar_mech_forward(&m0, &ly, X, B, &ws, NULL);
+        double *K0 = malloc((size_t)L * D * sizeof *K0);
+        memcpy(K0, ws.K, (size_t)L * D * sizeof *K0);
+        epar_mech_defaults(EPAR_MECH_GQA, gp);
+        check_int((long)gp[1], 0, "GQA pools by the mean by default");
+        epar_mech_init(&m, EPAR_MECH_GQA, gp, L, D, H, 0, 1);
+        epar_mech_forward(&m, &ly, X, A, &ws, NULL);
+        double worst = 0;
+        for (int i = 0; i < L; i++)
+            for (int h = 0; h < H; h++)
+                for (int t = 0; t < dk; t++) {
+                    int g0 = (h / 2) * 2 * dk;
+                    double want = 0.5 * (K0[i * D + g0 + t] + K0[i * D + g0 + dk + t]);
+                    worst = fmax(worst, fabs(ws.K[i * D + h * dk + t] - want));
+                }
+        check_true(worst < 1e-15, "GQA mean pooling: every head's K is its group's mean slice (worst %g)", worst);
+        free(K0);
+        epar_mech_free(&m0);
+        epar_mech_free(&m);
+    }
+    {   /* GQA, pool = first: query heads of a group see the K of their first head; the other group keeps its own */
         struct epar_mech m;
         double gp[EPAR_MECH_MAX_PARAMS];
         epar_mech_defaults(EPAR_MECH_GQA, gp);
+        gp[1] = 1;
         epar_mech_init(&m, EPAR_MECH_GQA, gp, L, D, H, 0, 1);   /* H=4, G=2: heads 0,1 -> 0; 2,3 -> 1 */
         epar_mech_forward(&m, &ly, X, A, &ws, NULL);
         int dk = D / H, same01 = 1, same23 = 1, diff02 = 0;
@@ -570,7 +608,7 @@ static void test_all_mechanisms(void)
                 same23 &= ws.K[i * D + 2 * dk + t] == ws.K[i * D + 3 * dk + t];
                 diff02 |= ws.K[i * D + t] != ws.K[i * D + 2 * dk + t];
             }
-        check_true(same01 && same23 && diff02, "GQA: heads 0,1 share KV head 0, heads 2,3 share KV head 1");
+        check_true(same01 && same23 && diff02, "GQA first: heads 0,1 share KV head 0, heads 2,3 share KV head 1");
         struct epar_mech m0;
         epar_mech_init(&m0, EPAR_MECH_NONE, NULL, L, D, H, 0, 1);
         epar_mech_forward(&m0, &ly, X, B, &ws, NULL);
@@ -684,5 +722,22 @@ int main(void)
     test_gqa_orth_boost();
     test_all_mechanisms();
     test_registry();
+    {   /* the pi-attention pair count without the mask equals the count of the materialised union */
+        int ok = 1;
+        for (int Lq = 1; Lq <= 70; Lq += 3)
+            for (int ring = 0; ring <= 1; ring++)
+                for (int rr = 0; rr <= 6; rr += 3)
+                    for (int pq = 1; pq <= 16; pq *= 2) {
+                        unsigned char *M1 = malloc((size_t)Lq * Lq), *M2 = malloc((size_t)Lq * Lq);
+                        epar_mech_mask_pi_local(Lq, rr, ring, M1);
+                        epar_mech_mask_pi_step(Lq, pq, M2);
+                        long n = 0;
+                        for (size_t u = 0; u < (size_t)Lq * Lq; u++) n += M1[u] | M2[u];
+                        if (n != epar_mech_pi_union_pairs(Lq, pq, rr, ring)) ok = 0;
+                        free(M1);
+                        free(M2);
+                    }
+        check_true(ok, "pi union pair count equals the materialised local | step masks (L <= 70)");
+    }
     return check_summary("test_mech");
 }
