@@ -1262,8 +1262,8 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                                 "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
                                 "set xtics rotate by -60 font ',8'\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
                                 "set key top left\n"
-                                "plot 'mechanisms.csv' skip 1 using 7:8:xtic(1) title 'normalised entropy', \\\n"
-                                "     '' skip 1 using 11:12 title 'local mass'\n",
+                                "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy', \\\n"
+                                "     '' skip 1 using 11:(sd(12)) title 'local mass'\n",
                                 cfg->local_window, prm->n_seeds, L)))
         return st;
     {   /* the matrix form of consistency.csv with numeric indices, plus tic labels */
@@ -1314,11 +1314,11 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                                 "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
                                 "set xtics rotate by -30 font ',8'\nset key top left\n"
                                 "set ylabel 'value'\nset title 'locality'\n"
-                                "plot 'ablation.csv' skip 1 using 10:11:xtic(1) title 'local mass', '' skip 1 using 6:7 title 'normalised entropy'\n"
+                                "plot 'ablation.csv' skip 1 using 10:(sd(11)):xtic(1) title 'local mass', '' skip 1 using 6:(sd(7)) title 'normalised entropy'\n"
                                 "set title 'mass change on far keys (|i-j| > L/2) vs none, per row'\n"
                                 "set ylabel 'change of attention mass'\n"
-                                "plot 'ablation.csv' skip 1 using 16:17:xtic(1) title 'keys with positive score', "
-                                "'' skip 1 using 18:19 title 'keys with negative score'\n"
+                                "plot 'ablation.csv' skip 1 using 16:(sd(17)):xtic(1) title 'keys with positive score', "
+                                "'' skip 1 using 18:(sd(19)) title 'keys with negative score'\n"
                                 "unset multiplot\n",
                                 L, cfg->ablation_beta, prm->heads, prm->n_seeds)))
         return st;

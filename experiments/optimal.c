@@ -474,8 +474,8 @@ static void bars(char *buf, size_t n, const char *title, const char *ylabel, int
     char plot[512];
     if (sdcol)
         snprintf(plot, sizeof plot,
-                 "plot 'verification_summary.csv' skip 1 using 0:%d:%d with boxerrorbars lt %d notitle, \\\n"
-                 "     '' skip 1 using 0:($%d >= 0 ? $%d + $%d : $%d - $%d):(sprintf('%%.3f', $%d)) with labels "
+                 "plot 'verification_summary.csv' skip 1 using 0:%d:(sd(%d)) with boxerrorbars lt %d notitle, \\\n"
+                 "     '' skip 1 using 0:($%d >= 0 ? $%d + sd(%d) : $%d - sd(%d)):(sprintf('%%.3f', $%d)) with labels "
                  "offset 0,0.7 notitle\n",
                  col, sdcol, lt, col, col, sdcol, col, sdcol, col);
     else
@@ -575,7 +575,7 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
              "set title 'Consistency vs ranking correlation (%s; bars: sd across seeds)'\n"
              "set xlabel 'consistency'\nset ylabel 'ranking correlation (Spearman of V vs I)'\n"
              "set xrange [0:1]\nset yrange [-1:1]\nset xzeroaxis lt -1\nunset key\n"
-             "plot 'verification_summary.csv' skip 1 using 2:4:3:5 with xyerrorbars lt 1 pt 7 ps 1.2 notitle, \\\n"
+             "plot 'verification_summary.csv' skip 1 using 2:4:(sd(3)):(sd(5)) with xyerrorbars lt 1 pt 7 ps 1.2 notitle, \\\n"
              "     '' skip 1 using 2:($4 + (int($0)%%2 ? -0.07 : 0.07)):1 with labels notitle\n",
              sub);
     if ((st = epar_plot_script(o, "consistency_vs_ranking_correlation", "Consistency vs ranking correlation", body)))
@@ -614,7 +614,7 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
                      "set title '%s'\nset ylabel '%s'\nset xlabel 'information type'\n%s%s"
                      "set boxwidth 0.26\nset style fill solid 0.75 border lc rgb '#333333'\nset key top right\n"
                      "plot for [f=0:2] 'forms_comparison.csv' skip 1 using "
-                     "(int($0)/%d==f ? int($0)%%%d + (f-1)*0.28 : NaN):%d:%d with boxerrorbars lt f+1 "
+                     "(int($0)/%d==f ? int($0)%%%d + (f-1)*0.28 : NaN):%d:(sd(%d)) with boxerrorbars lt f+1 "
                      "title word('basic enhanced none', f+1)\n",
                      what[k], what[k], tics, k ? "set yrange [-1:1]\nset xzeroaxis lt -1\n" : "set yrange [0:1.1]\n",
                      T, T, c[k], c[k] + 1);

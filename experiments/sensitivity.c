@@ -996,7 +996,7 @@ static void band(char *out, size_t n, const struct epar_table *base, int row, co
     snprintf(sdn, sizeof sdn, "%s_sd", metric);
     snprintf(out, n,
              "stats 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\nbm = STATS_min\n"
-             "stats 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\nbs = STATS_min\n"
+             "stats 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\nbs = STATS_min\n"
              "set object 1 rect from graph 0, first (bm-bs) to graph 1, first (bm+bs) behind "
              "fc rgb '#f4c7c3' fs solid 0.7 noborder\n",
              row, row, col1(base, metric), row, row, col1(base, sdn));
@@ -1033,7 +1033,7 @@ static int sweep_figure(struct epar_out *o, const char *name, const char *title,
             band(b, sizeof b, base, row, p->metric);
             n += snprintf(body + n, sizeof body - n,
                           "%s%sset ylabel '%s'\n"
-                          "plot '%s' skip 1 using 1:%d:%d with yerrorlines lt 1 title 'mean +- sd over seeds', \\\n"
+                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt 1 title 'mean +- sd over seeds', \\\n"
                           "     bm with lines lc rgb '#c0392b' dt 2 title 'baseline (form none) +- sd', \\\n"
                           "     bm-bs with lines lc rgb '#f4c7c3' notitle, bm+bs with lines lc rgb '#f4c7c3' notitle\n"
                           "unset object 1\nunset logscale y\nset format y '%%g'\n",
@@ -1201,15 +1201,15 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n"
              "f = 'basic_vs_enhanced.csv'\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'attention locality'\n%s"
-             "plot f skip 1 every 2::%d::%d using 2:%d:%d with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 2:%d:%d with yerrorlines lt 1 title 'enhanced', \\\n"
+             "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
+             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
              "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'\nunset object 1\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'position correlation, off-diagonal mean'\n"
-             "plot f skip 1 every 2::%d::%d using 2:%d:%d with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 2:%d:%d with yerrorlines lt 1 title 'enhanced'\n"
+             "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
+             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced'\n"
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'attention locality'\n%s"
-             "plot f skip 1 every 2::%d::%d using 3:%d:%d with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 3:%d:%d with yerrorlines lt 1 title 'enhanced', \\\n"
+             "plot f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
+             "     f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
              "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'\nunset object 1\n"
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'decay speed (mean P[c,c+k], exact)'\n"
              "plot f skip 1 every 2::%d::%d using 3:%d with linespoints lt 2 title 'basic', \\\n"
@@ -1239,9 +1239,9 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              "     '' skip 1 using 1:3 with lines lt 1 lw 2 title 'enhanced ({/Symbol b}=%g, {/Symbol g}=%g)'%s\n"
              "set title 'post-softmax: mean attention weight of a pair at distance d (mean +- sd over %d seeds)'\n"
              "set ylabel 'mean A_{ij} over pairs with |i-j| = d'\nset autoscale y\nset key top right\n"
-             "plot 'retention_curves.csv' skip 1 using 1:6:7 with yerrorlines lt 8 pt 7 ps 0.3 title 'none', \\\n"
-             "     '' skip 1 using 1:8:9 with yerrorlines lt 2 pt 5 ps 0.3 title 'basic', \\\n"
-             "     '' skip 1 using 1:10:11 with yerrorlines lt 1 pt 9 ps 0.3 title 'enhanced', \\\n"
+             "plot 'retention_curves.csv' skip 1 using 1:6:(sd(7)) with yerrorlines lt 8 pt 7 ps 0.3 title 'none', \\\n"
+             "     '' skip 1 using 1:8:(sd(9)) with yerrorlines lt 2 pt 5 ps 0.3 title 'basic', \\\n"
+             "     '' skip 1 using 1:10:(sd(11)) with yerrorlines lt 1 pt 9 ps 0.3 title 'enhanced', \\\n"
              "     %.17g with lines lc rgb '#555555' dt 2 title '1/L (uniform rows)'\n"
              "unset multiplot\n",
              title, L, L / 2, L / 2, L - 1, L - 1, prm->beta, prm->beta, prm->gamma, paper, prm->n_seeds, 1.0 / L)))
@@ -1264,7 +1264,7 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
             snprintf(sdn, sizeof sdn, "%s_sd", m);
             n += snprintf(body + n, sizeof body - n,
                           "%s\nset xlabel '%s'\nset ylabel '%s'\n"
-                          "plot '%s' skip 1 using 1:%d:%d with yerrorlines lt %d, 0 with lines lc rgb '#c0392b' dt 2\n",
+                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt %d, 0 with lines lc rgb '#c0392b' dt 2\n",
                           q < 2 ? "set logscale x" : "unset logscale x", xl[q],
                           r ? "locality - baseline locality" : "correlation mean: % over baseline", csvs[q],
                           col1(ts[q], m), col1(ts[q], sdn), q + 1);

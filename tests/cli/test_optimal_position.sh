@@ -17,12 +17,12 @@ for g in verification_results consistency_verification ranking_correlation posit
 done
 # the columns the audit reads, exactly
 expect_grep '^seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,score_similarity_std,ranking_correlation,ranking_correlation_std,position_score_mean,runs$' "$d/consistency_by_seed.csv"
-expect_grep '^info_type,consistency,proximity,score_similarity,ranking_correlation,position_score_mean,consistency_sd,proximity_sd,score_similarity_sd,ranking_correlation_sd,seeds,runs$' "$d/consistency.csv"
-expect_grep '^form,info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd$' "$d/forms_comparison.csv"
+expect_grep '^info_type,consistency,proximity,score_similarity,ranking_correlation,position_score_mean,consistency_sd,proximity_sd,score_similarity_sd,ranking_correlation_sd,seeds,runs,consistency_se_run,proximity_se_run,score_similarity_se_run,ranking_correlation_se_run$' "$d/consistency.csv"
+expect_grep '^form,info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd,seeds,consistency_se_run,ranking_correlation_se_run$' "$d/forms_comparison.csv"
 [ "$(wc -l < "$d/consistency_by_seed.csv")" -eq 11 ] && ok || fail "2 seeds x 5 types rows in consistency_by_seed.csv"
 [ "$(wc -l < "$d/consistency.csv")" -eq 6 ] && ok || fail "5 type rows in consistency.csv"
 [ "$(wc -l < "$d/forms_comparison.csv")" -eq 16 ] && ok || fail "3 forms x 5 types rows in forms_comparison.csv"
-expect_grep '^structured,.*,2,4$' "$d/consistency.csv"
+expect_grep '^structured,.*,2,4,[^,]+,[^,]+,[^,]+,[^,]+$' "$d/consistency.csv"
 for t in random structured sparse dense clustered; do expect_grep "^Information Type: $t$" "$d/verification_report.txt"; done
 expect_grep 'Verification Result: (Excellent|Good|Needs Improvement)' "$d/verification_report.txt"
 expect_grep 'is argmax_i I_i' "$d/verification_report.txt"
