@@ -106,13 +106,8 @@ int cmd_compare(int argc, char **argv)
             printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_csv_get_str(res.mechanisms, r, "mechanism"),
                    epar_csv_get(res.mechanisms, r, "normalised_entropy"), epar_csv_get(res.mechanisms, r, "mean_distance"),
                    epar_csv_get(res.mechanisms, r, "local_mass"), epar_csv_get(res.mechanisms, r, "sparsity"));
-        int nrep = 0, nnot = 0;
-        for (size_t r = 0; r < res.claims->nrows; r++) {
-            const char *v = epar_csv_get_str(res.claims, r, "verdict");
-            if (v && !strcmp(v, "not reproduced")) nnot++;
-            else nrep++;
-        }
-        printf("  seed claims: %d hold, %d not reproduced (seed_claims.csv)\n", nrep, nnot);
+        printf("  %zu measurements of the seeds' statements in seed_checks.csv (judged by 'epar run-all')\n",
+               res.checks->nrows);
     }
     epar_compare_free(&res);
     epar_protocol_free(&proto);

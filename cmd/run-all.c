@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lib/audit.h"
+#include "lib/regress.h"
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
@@ -97,6 +98,34 @@ static int run_experiments(const struct cli_common *c, const struct opt *opts, c
 
 /* ---- the audit ---- */
 
+/* What each experiment folder's run.json must say to be this run's input: the protocol's hash, the preset and
+ * seeds run-all resolves for that experiment, this epar's version, and no command-line changes. */
+struct expectations {
+    struct epar_audit_expect e[MAX_EXPERIMENTS];
+    struct epar_params prm[MAX_EXPERIMENTS];
+    char dirs[MAX_EXPERIMENTS][64];
+    int n;
+};
+
+static int expectations(struct expectations *x, const struct epar_protocol *proto, const struct cli_common *c,
+                        const struct opt *opts)
+{
+    x->n = 0;
+    for (const struct cmd_entry *e = epar_commands; e->name && x->n < MAX_EXPERIMENTS; e++) {
+        if (!(e->flags & CMD_EXPERIMENT) || !e->fn || strncmp(e->out, "output/", 7)) continue;
+        struct epar_params *p = &x->prm[x->n];
+        int st = epar_protocol_params(proto, e->name, c->preset, p);
+        if (st) return st;
+        if (cli_seen(opts, "seed")) { p->n_seeds = 1; p->seeds[0] = (unsigned long)c->seed; }
+        if (cli_seen(opts, "seeds")) { p->n_seeds = c->seeds.n_seeds; memcpy(p->seeds, c->seeds.seeds, sizeof p->seeds); }
+        snprintf(x->dirs[x->n], sizeof x->dirs[x->n], "%.*s", (int)strcspn(e->out + 7, "/"), e->out + 7);
+        x->e[x->n] = (struct epar_audit_expect){x->dirs[x->n], proto->hash, p->preset, p->n_seeds, p->seeds,
+                                                EPAR_VERSION};
+        x->n++;
+    }
+    return EPAR_OK;
+}
+
 static int folders_from_table(struct epar_report_folder *f, char labels[][160], int max)
 {
     int n = 0;
@@ -114,12 +143,24 @@ static int folders_from_table(struct epar_report_folder *f, char labels[][160], 
     return n;
 }
 
-static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const char *out, int no_render,
-                     int jobs, const struct runset *rs, struct epar_audit *a)
+/* --audit-only needs runs to audit: at least one experiment folder with its run.json */
+static int any_run(const char *out, const struct expectations *x)
+{
+    for (int i = 0; i < x->n; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s/run.json", out, x->dirs[i]);
+        if (access(p, R_OK) == 0) return 1;
+    }
+    return 0;
+}
+
+static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const struct expectations *x,
+                     const char *out, int no_render, int jobs, const struct runset *rs, struct epar_audit *a)
 {
     json_t *claims = json_object_get(proto->root, "claims");
-    int st = epar_audit_run(claims, out, a);
-    if (st) return st;
+    struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n};
+    int st = epar_audit_level(proto->root, proto->path, &ctx.level);
+    if (st || (st = epar_audit_run(claims, &ctx, a))) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
     struct epar_report_info info = {proto->path, proto->root, prm->preset, EPAR_VERSION, folders, 0, rs->ran,
@@ -128,18 +169,19 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     info.figures = !no_render && epar_plot_available();
     struct epar_out o;
     if ((st = epar_out_begin(&o, out, "report"))) return st;
-    json_t *ran = json_array(), *failed = json_array();
+    json_t *ran = json_array(), *failed = json_array(), *verdicts = json_object();
     for (int i = 0; i < rs->n_ran; i++) json_array_append_new(ran, json_string(rs->ran[i]));
     for (int i = 0; i < rs->n_failed; i++) json_array_append_new(failed, json_string(rs->failed[i]));
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        json_object_set_new(verdicts, epar_audit_verdict_name((enum epar_audit_verdict)v), json_integer(a->counts[v]));
     json_t *seeds = json_array();
     for (int i = 0; i < prm->n_seeds; i++) json_array_append_new(seeds, json_integer((json_int_t)prm->seeds[i]));
     /* run.json of the audit: what was audited (the experiments' own run.json hold their parameters) */
-    json_t *rj = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:i}", "experiment",
+    json_t *rj = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o, s:f, s:o, s:o, s:i, s:o, s:i, s:i}", "experiment",
                            "run-all", "epar_version", EPAR_VERSION, "protocol", proto->path, "protocol_version",
-                           EPAR_PROTOCOL_VERSION, "preset", prm->preset, "seeds", seeds, "experiments_run", ran,
-                           "experiments_failed", failed, "claims", (int)a->n, "verdicts", "reproduced", a->counts[0],
-                           "not reproduced", a->counts[1], "not reproducible here", a->counts[2], "trivially true",
-                           a->counts[3], "spec_problems", a->spec_problems);
+                           EPAR_PROTOCOL_VERSION, "protocol_hash", proto->hash, "preset", prm->preset, "seeds", seeds,
+                           "level", ctx.level, "experiments_run", ran, "experiments_failed", failed, "claims", (int)a->n,
+                           "verdicts", verdicts, "spec_problems", a->spec_problems, "stale", a->stale);
     if (!rj) st = epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
     else if (json_dump_file(rj, epar_out_path(&o, "run.json"), JSON_INDENT(2) | JSON_PRESERVE_ORDER))
         st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(&o, "run.json"));
@@ -152,257 +194,53 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     return epar_exp_report_index(out, a, &info);
 }
 
+static void print_counts(const int *cnt)
+{
+    int first = 1;
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        if (cnt[v]) {
+            printf("%s%d %s", first ? "" : ", ", cnt[v], epar_audit_verdict_name((enum epar_audit_verdict)v));
+            first = 0;
+        }
+    putchar('\n');
+}
+
 static void print_verdicts(const struct epar_audit *a, const char *out)
 {
     printf("audit: %zu claims -> %s/report/claims.csv, %s/report/REPORT.md, %s/index.html\n", a->n, out, out, out);
-    printf("  %-20s %10s %14s %21s %14s\n", "section", "reproduced", "not reproduced", "not reproducible here",
-           "trivially true");
     struct epar_table *t = epar_audit_section_counts(a);
-    for (size_t r = 0; t && r < t->nrows; r++)
-        printf("  %-20s %10.0f %14.0f %21.0f %14.0f\n", epar_csv_get_str(t, r, "section"),
-               epar_csv_get(t, r, "reproduced"), epar_csv_get(t, r, "not_reproduced"),
-               epar_csv_get(t, r, "not_reproducible_here"), epar_csv_get(t, r, "trivially_true"));
+    for (size_t r = 0; t && r < t->nrows; r++) {
+        int cnt[EPAR_AUDIT_VERDICT_COUNT];
+        for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+            cnt[v] = (int)epar_csv_get(t, r, epar_audit_verdict_key((enum epar_audit_verdict)v));
+        printf("  %-20s ", epar_csv_get_str(t, r, "section"));
+        print_counts(cnt);
+    }
     epar_csv_free(t);
-    printf("  %-20s %10d %14d %21d %14d\n", "total", a->counts[0], a->counts[1], a->counts[2], a->counts[3]);
+    printf("  %-20s ", "total");
+    print_counts(a->counts);
     if (a->counts[EPAR_AUDIT_NOT_HERE])
         printf("  not reproducible here: %d need what epar does not do (training), %d read a file of an experiment "
                "that did not run, %d have a spec to fix\n",
                a->needs, a->missing_files, a->spec_problems);
-    if (a->counts[EPAR_AUDIT_NOT_REPRODUCED]) {
-        printf("  not reproduced:");
+    for (int v = EPAR_AUDIT_NOT_REPRODUCED; v <= EPAR_AUDIT_STALE; v += EPAR_AUDIT_STALE - EPAR_AUDIT_NOT_REPRODUCED) {
+        if (!a->counts[v]) continue;
+        printf("  %s:", epar_audit_verdict_name((enum epar_audit_verdict)v));
         int shown = 0;
         for (size_t i = 0; i < a->n; i++)
-            if (a->rows[i].verdict == EPAR_AUDIT_NOT_REPRODUCED && shown++ < 8) printf(" %s", a->rows[i].id);
+            if (a->rows[i].verdict == (enum epar_audit_verdict)v && shown++ < 8) printf(" %s", a->rows[i].id);
         if (shown > 8) printf(" ... (%d more in %s/report/claims.csv)", shown - 8, out);
         putchar('\n');
     }
 }
 
-/* ---- regression pins ---- */
-
-struct pinval {
-    char *key;          /* file|row|column */
-    char *file, *row, *col;
-    double v;
-    char *s;            /* string value (verdict / pass columns), else NULL */
-};
-
-struct pinset {
-    size_t n, cap;
-    struct pinval *p;
-};
-
-static void pins_free(struct pinset *ps)
-{
-    for (size_t i = 0; i < ps->n; i++) {
-        free(ps->p[i].key); free(ps->p[i].file); free(ps->p[i].row); free(ps->p[i].col); free(ps->p[i].s);
-    }
-    free(ps->p);
-    memset(ps, 0, sizeof *ps);
-}
-
-static int pins_add(struct pinset *ps, const char *file, const char *row, const char *col, double v, const char *s)
-{
-    if (ps->n == ps->cap) {
-        size_t cap = ps->cap ? 2 * ps->cap : 256;
-        struct pinval *q = realloc(ps->p, cap * sizeof *q);
-        if (!q) return epar_err_set(EPAR_ENOMEM, "out of memory collecting the numbers under regression");
-        ps->p = q;
-        ps->cap = cap;
-    }
-    struct pinval *p = &ps->p[ps->n];
-    size_t kl = strlen(file) + strlen(row) + strlen(col) + 3;
-    p->key = malloc(kl);
-    if (p->key) snprintf(p->key, kl, "%s|%s|%s", file, row, col);
-    p->file = strdup(file);
-    p->row = strdup(row);
-    p->col = strdup(col);
-    p->v = v;
-    p->s = s ? strdup(s) : NULL;
-    if (!p->key || !p->file || !p->row || !p->col || (s && !p->s))
-        return epar_err_set(EPAR_ENOMEM, "out of memory collecting the numbers under regression");
-    ps->n++;
-    return EPAR_OK;
-}
-
-static const struct pinval *pins_find(const struct pinset *ps, const char *key)
-{
-    for (size_t i = 0; i < ps->n; i++)
-        if (!strcmp(ps->p[i].key, key)) return &ps->p[i];
-    return NULL;
-}
-
-static void cell_text(const struct epar_cell *c, char *buf, size_t n)
-{
-    if (c->s) snprintf(buf, n, "%s", c->s);
-    else epar_csv_format_number(c->v, buf, n);
-}
-
-/* every numeric cell (and the verdict/pass strings) of one output file, keyed by its first column */
-/* Wall-clock measurements cannot be pinned: tests/golden/unpinned.txt lists "file,row,column" patterns
- * ('*' matches anything) whose values are left out of the pins (timings and what is derived from them). */
-static char unpinned[64][3][128];
-static int n_unpinned;
-
-static int read_unpinned(const char *golden)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/unpinned.txt", golden);
-    n_unpinned = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return EPAR_OK; /* optional */
-    char line[512];
-    while (fgets(line, sizeof line, f) && n_unpinned < 64) {
-        line[strcspn(line, "\r\n#")] = '\0';
-        char *a = strtok(line, ","), *b = a ? strtok(NULL, ",") : NULL, *c = b ? strtok(NULL, ",") : NULL;
-        if (!a || !b || !c) continue;
-        snprintf(unpinned[n_unpinned][0], 128, "%s", a);
-        snprintf(unpinned[n_unpinned][1], 128, "%s", b);
-        snprintf(unpinned[n_unpinned][2], 128, "%s", c);
-        n_unpinned++;
-    }
-    fclose(f);
-    return EPAR_OK;
-}
-
-static int is_unpinned(const char *file, const char *row, const char *col)
-{
-    for (int i = 0; i < n_unpinned; i++)
-        if ((!strcmp(unpinned[i][0], "*") || !strcmp(unpinned[i][0], file)) &&
-            (!strcmp(unpinned[i][1], "*") || !strcmp(unpinned[i][1], row)) &&
-            (!strcmp(unpinned[i][2], "*") || !strcmp(unpinned[i][2], col)))
-            return 1;
-    return 0;
-}
-
-static int collect_file(struct pinset *ps, const char *out, const char *file)
-{
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", out, file) >= (int)sizeof path)
-        return epar_err_set(EPAR_EIO, "path too long '%s'", file);
-    struct epar_table *t;
-    int st = epar_csv_read(path, &t);
-    if (st) return st;
-    for (size_t r = 0; r < t->nrows && !st; r++) {
-        char row[160], first[128];
-        cell_text(&t->cells[r * (size_t)t->ncols], first, sizeof first);
-        int dup = 0;
-        for (size_t q = 0; q < r; q++) {
-            char o[128];
-            cell_text(&t->cells[q * (size_t)t->ncols], o, sizeof o);
-            dup += !strcmp(o, first);
-        }
-        if (dup) snprintf(row, sizeof row, "%s#%d", first, dup + 1);
-        else snprintf(row, sizeof row, "%s", first);
-        for (int c = 1; c < t->ncols && !st; c++) {
-            const struct epar_cell *cell = &t->cells[r * (size_t)t->ncols + c];
-            if (is_unpinned(file, row, t->cols[c])) continue;
-            if (!cell->s) {
-                if (!isnan(cell->v)) st = pins_add(ps, file, row, t->cols[c], cell->v, NULL); /* NaN: empty cell */
-            }
-            else if (!strcmp(t->cols[c], "verdict") || !strcmp(t->cols[c], "pass"))
-                st = pins_add(ps, file, row, t->cols[c], NAN, cell->s);
-        }
-    }
-    epar_csv_free(t);
-    return st;
-}
-
-/* files.txt: one path (relative to the output root) per line, '#' comments */
-static int read_file_list(const char *golden, char files[][256], int max, int *n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/files.txt", golden);
-    FILE *f = fopen(path, "r");
-    *n = 0;
-    if (!f) {
-        epar_err_set(EPAR_EIO, "cannot read '%s': %s", path, strerror(errno));
-        epar_err_hint("pass the folder of the regression pins with --golden DIR (default tests/golden)");
-        return EPAR_EIO;
-    }
-    char line[512];
-    while (fgets(line, sizeof line, f) && *n < max) {
-        line[strcspn(line, "\r\n#")] = '\0';
-        char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        size_t l = strlen(s);
-        while (l && (s[l - 1] == ' ' || s[l - 1] == '\t')) s[--l] = '\0';
-        if (!*s) continue;
-        if (l >= 256) {
-            fclose(f);
-            return epar_err_set(EPAR_EIO, "path too long in '%s': '%.40s...'", path, s);
-        }
-        memcpy(files[(*n)++], s, l + 1);
-    }
-    fclose(f);
-    return EPAR_OK;
-}
+/* ---- regression: the small golden runs' numbers and the full reference run's verdicts ---- */
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb; (void)flag; (void)ftw;
     remove(p);
     return 0;
-}
-
-struct pin_tol {
-    double rel, abs;
-};
-
-/* pinned values with their tolerances */
-static int read_pins(const char *golden, struct pinset *ps, struct pin_tol **tols)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pins.csv", golden);
-    *tols = NULL;
-    if (access(path, R_OK) != 0) {
-        epar_err_set(EPAR_EIO, "no regression pins '%s': %s", path, strerror(errno));
-        epar_err_hint("create them deliberately with 'make regress-update' (epar run-all --update-golden)");
-        return EPAR_EIO;
-    }
-    struct epar_table *t;
-    int st = epar_csv_read(path, &t);
-    if (st) return st;
-    const char *need[] = {"file", "row", "column", "value", "rel_tol", "abs_tol"};
-    for (int k = 0; k < 6; k++)
-        if (epar_csv_col(t, need[k]) < 0) {
-            epar_csv_free(t);
-            return epar_err_set(EPAR_EIO, "malformed pins '%s': no column '%s'", path, need[k]);
-        }
-    *tols = calloc(t->nrows + 1, sizeof **tols);
-    if (!*tols) { epar_csv_free(t); return epar_err_set(EPAR_ENOMEM, "out of memory reading the pins"); }
-    int cf = epar_csv_col(t, "file"), cr = epar_csv_col(t, "row"), cc = epar_csv_col(t, "column"),
-        cv = epar_csv_col(t, "value");
-    for (size_t r = 0; r < t->nrows && !st; r++) {
-        char f[256], row[160], col[128];
-        cell_text(&t->cells[r * (size_t)t->ncols + cf], f, sizeof f);
-        cell_text(&t->cells[r * (size_t)t->ncols + cr], row, sizeof row);
-        cell_text(&t->cells[r * (size_t)t->ncols + cc], col, sizeof col);
-        const struct epar_cell *v = &t->cells[r * (size_t)t->ncols + cv];
-        st = pins_add(ps, f, row, col, v->s ? NAN : v->v, v->s);
-        (*tols)[r].rel = epar_csv_get(t, r, "rel_tol");
-        (*tols)[r].abs = epar_csv_get(t, r, "abs_tol");
-        if (!(isfinite((*tols)[r].rel) && (*tols)[r].rel >= 0 && isfinite((*tols)[r].abs) && (*tols)[r].abs >= 0)) {
-            st = epar_err_set(EPAR_EIO, "malformed pins '%s': row %zu needs rel_tol and abs_tol >= 0", path, r + 2);
-        }
-    }
-    epar_csv_free(t);
-    return st;
-}
-
-static int same_value(const struct pinval *pin, const struct pinval *now, const struct pin_tol *tol)
-{
-    if (pin->s || now->s) return pin->s && now->s && !strcmp(pin->s, now->s);
-    if (isnan(pin->v) || isnan(now->v)) return isnan(pin->v) && isnan(now->v);
-    if (isinf(pin->v) || isinf(now->v)) return pin->v == now->v;
-    return fabs(now->v - pin->v) <= fmax(tol->abs, tol->rel * fabs(pin->v));
-}
-
-static void val_text(const struct pinval *p, char *buf, size_t n)
-{
-    if (!p) snprintf(buf, n, "(missing)");
-    else if (p->s) snprintf(buf, n, "%s", p->s);
-    else epar_csv_format_number(p->v, buf, n);
 }
 
 /* an interrupted --check removes its temporary folder too (the staging folders are aborted as usual) */
@@ -421,112 +259,134 @@ static void golden_on_signal(int sig)
 #define PIN_REL_TOL 1e-9
 #define PIN_ABS_TOL 1e-12
 
-static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto,
-                  const struct epar_params *prm,
-                  const char *gdir, int update, int tty)
+/* the verdicts of the full reference protocol are pinned under this prefix */
+#define REFERENCE_PREFIX "reference/"
+
+/* Run every experiment with protocol `path` into out (no figures), then audit with that protocol's
+ * expectations and the claims of `claims_proto`. Returns 0 or an exit code. */
+static int pinned_run(struct cli_common *c, const struct opt *opts, const char *path, struct epar_protocol *claims_proto,
+                      const struct epar_params *prm, const char *out, int tty)
 {
-    char files[128][256];
-    int nfiles, st;
-    if ((st = read_file_list(gdir, files, 128, &nfiles)) || (st = read_unpinned(gdir))) return cli_fail(st);
-    char gproto[4096];
-    snprintf(gproto, sizeof gproto, "%s/protocol.json", gdir);
-    struct pinset pins = {0}, now = {0};
-    struct pin_tol *tols = NULL;
-    if (!update && (st = read_pins(gdir, &pins, &tols))) {
-        pins_free(&pins);
+    struct epar_protocol rp;
+    struct expectations x;
+    int st = epar_protocol_load(path, &rp);
+    if (st) return cli_fail(st);
+    if ((st = expectations(&x, &rp, c, opts))) {
+        epar_protocol_free(&rp);
         return cli_fail(st);
     }
-    /* the small runs go to a temporary folder unless --out was given */
-    char tmp[4096];
-    const char *out = c->out;
+    struct runset rs;
+    int rc = run_experiments(c, opts, path, out, 1, tty, &rs);
+    struct epar_audit a = {0};
+    if (!rc && (st = run_audit(prm, claims_proto, &x, out, 1, c->jobs, &rs, &a))) rc = cli_fail(st);
+    if (!rc && rs.n_failed) rc = 1;
+    epar_audit_free(&a);
+    epar_protocol_free(&rp);
+    return rc;
+}
+
+static int make_tmp(char *tmp, size_t n, const char *what)
+{
+    const char *td = getenv("TMPDIR");
+    snprintf(tmp, n, "%s/epar-%s.XXXXXX", td && *td ? td : "/tmp", what);
+    if (mkdtemp(tmp)) return EPAR_OK;
+    return epar_err_set(EPAR_EIO, "cannot create a temporary folder '%s': %s", tmp, strerror(errno));
+}
+
+static void print_moved(const struct epar_regress_set *pins, const struct epar_regress_set *now, int *moved, int *missing)
+{
+    int header = 0;
+    *moved = *missing = 0;
+    for (size_t i = 0; i < pins->n; i++) {
+        const struct epar_regress_pin *pin = &pins->p[i], *cur = epar_regress_find(now, pin->key);
+        if (epar_regress_same(pin, cur)) continue;
+        if (!cur) (*missing)++;
+        else (*moved)++;
+        if (!header) {
+            printf("regress: numbers that moved (tolerance max(abs_tol, rel_tol x |pinned|)):\n");
+            printf("  %-34s %-24s %-26s %-16s %-16s %s\n", "file", "row", "column", "pinned", "now", "tolerance");
+            header = 1;
+        }
+        char a1[64], a2[64], tl[64];
+        epar_regress_text(pin, a1, sizeof a1);
+        epar_regress_text(cur, a2, sizeof a2);
+        if (pin->s) snprintf(tl, sizeof tl, "exact");
+        else snprintf(tl, sizeof tl, "rel %g / abs %g", pin->rel, pin->abs);
+        printf("  %-34s %-24s %-26s %-16s %-16s %s\n", pin->file, pin->row, pin->col, a1, a2, tl);
+    }
+}
+
+static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto,
+                  const struct epar_params *prm, const char *gdir, int update, int tty)
+{
+    char files[EPAR_REGRESS_MAX_FILES][256], path[4200], gproto[4200], pp[4200];
+    int nfiles, st, rc = 0;
+    struct epar_regress_unpinned unp;
+    struct epar_regress_set pins = {0}, now = {0};
+    snprintf(path, sizeof path, "%s/files.txt", gdir);
+    if ((st = epar_regress_read_files(path, files, EPAR_REGRESS_MAX_FILES, &nfiles))) return cli_fail(st);
+    snprintf(path, sizeof path, "%s/unpinned.txt", gdir);
+    epar_regress_read_unpinned(path, &unp);
+    snprintf(gproto, sizeof gproto, "%s/protocol.json", gdir);
+    snprintf(pp, sizeof pp, "%s/pins.csv", gdir);
+    if (!update && (st = epar_regress_read_pins(pp, &pins))) {
+        epar_regress_free(&pins);
+        return cli_fail(st);
+    }
+    /* the runs go to a temporary folder (small runs in <tmp>/golden, the reference protocol in <tmp>/reference)
+     * unless --out was given */
+    char tmp[4096], gout[4200], rout[4200];
     int own_tmp = !cli_seen(opts, "out");
     if (own_tmp) {
-        const char *td = getenv("TMPDIR");
-        snprintf(tmp, sizeof tmp, "%s/epar-golden.XXXXXX", td && *td ? td : "/tmp");
-        if (!mkdtemp(tmp)) {
-            pins_free(&pins);
-            free(tols);
-            epar_err_set(EPAR_EIO, "cannot create a temporary folder '%s': %s", tmp, strerror(errno));
-            return cli_fail(EPAR_EIO);
-        }
-        out = tmp;
+        if ((st = make_tmp(tmp, sizeof tmp, "golden"))) { epar_regress_free(&pins); return cli_fail(st); }
         snprintf(golden_tmp, sizeof golden_tmp, "%s", tmp);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = golden_on_signal;
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+    } else {
+        snprintf(tmp, sizeof tmp, "%s", c->out);
     }
-    struct runset rs;
-    int rc = run_experiments(c, opts, gproto, out, 1, tty, &rs);
-    struct epar_audit a = {0};
-    if (!rc && (st = run_audit(prm, proto, out, 1, c->jobs, &rs, &a))) rc = cli_fail(st);
-    if (!rc && rs.n_failed) rc = 1;
+    snprintf(gout, sizeof gout, "%s/golden", tmp);
+    snprintf(rout, sizeof rout, "%s/reference", tmp);
+    rc = pinned_run(c, opts, gproto, proto, prm, gout, tty);
+    if (!rc) rc = pinned_run(c, opts, proto->path, proto, prm, rout, tty);
     int skipped = 0;
     for (int i = 0; i < nfiles && !rc; i++) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s", out, files[i]) >= (int)sizeof path || access(path, R_OK) != 0) {
+        snprintf(path, sizeof path, "%s/%s", gout, files[i]);
+        if (access(path, R_OK) != 0) {
             if (!c->quiet)
                 fprintf(stderr, "%s%s", skipped++ ? ", " : "epar: run-all: not produced by the small runs (skipped): ",
                         files[i]);
             continue;
         }
-        if ((st = collect_file(&now, out, files[i]))) rc = cli_fail(st);
+        if ((st = epar_regress_collect(&now, gout, files[i], NULL, &unp, NULL, PIN_REL_TOL, PIN_ABS_TOL))) rc = cli_fail(st);
     }
     if (skipped && !c->quiet) fputc('\n', stderr);
-    int moved = 0, missing = 0, added = 0;
+    /* every verdict of the full reference protocol (the headline verdicts; timing claims are unpinned) */
+    if (!rc && (st = epar_regress_collect(&now, rout, "report/claims.csv", REFERENCE_PREFIX, &unp, "verdict",
+                                          PIN_REL_TOL, PIN_ABS_TOL)))
+        rc = cli_fail(st);
     if (!rc && update) {
-        struct epar_table *t = epar_csv_new("file,row,column,value,rel_tol,abs_tol");
-        struct pinset old = {0};
-        struct pin_tol *otol = NULL;
-        char pp[4096];
-        snprintf(pp, sizeof pp, "%s/pins.csv", gdir);
-        if (access(pp, R_OK) == 0 && read_pins(gdir, &old, &otol)) { pins_free(&old); free(otol); otol = NULL; }
-        for (size_t i = 0; t && i < now.n && !st; i++) {
-            const struct pinval *p = &now.p[i];
-            double rel = PIN_REL_TOL, abs = PIN_ABS_TOL;
-            for (size_t k = 0; otol && k < old.n; k++)
-                if (!strcmp(old.p[k].key, p->key)) { rel = otol[k].rel; abs = otol[k].abs; }
-            st = p->s ? epar_csv_append(t, "ssssdd", p->file, p->row, p->col, p->s, rel, abs)
-                      : epar_csv_append(t, "sssddd", p->file, p->row, p->col, p->v, rel, abs);
-        }
-        if (!t) st = EPAR_ENOMEM;
-        if (!st) st = epar_csv_write(t, pp);
-        epar_csv_free(t);
-        pins_free(&old);
-        free(otol);
-        if (st) rc = cli_fail(st);
-        else if (!c->quiet) printf("regress: wrote %zu pins from %d file(s) to %s\n", now.n, nfiles, pp);
+        struct epar_regress_set old = {0};
+        if (access(pp, R_OK) == 0 && epar_regress_read_pins(pp, &old)) epar_regress_free(&old);
+        if ((st = epar_regress_write_pins(pp, &now, &old))) rc = cli_fail(st);
+        else if (!c->quiet) printf("regress: wrote %zu pins from %d file(s) and the reference run's verdicts to %s\n", now.n,
+                                   nfiles, pp);
+        epar_regress_free(&old);
     } else if (!rc) {
-        int header = 0;
-        for (size_t i = 0; i < pins.n; i++) {
-            const struct pinval *pin = &pins.p[i], *cur = pins_find(&now, pin->key);
-            if (cur && same_value(pin, cur, &tols[i])) continue;
-            if (!cur) missing++;
-            else moved++;
-            if (!header) {
-                printf("regress: numbers that moved (tolerance max(abs_tol, rel_tol x |pinned|)):\n");
-                printf("  %-34s %-24s %-26s %-16s %-16s %s\n", "file", "row", "column", "pinned", "now", "tolerance");
-                header = 1;
-            }
-            char a1[64], a2[64], tl[64];
-            val_text(pin, a1, sizeof a1);
-            val_text(cur, a2, sizeof a2);
-            if (pin->s) snprintf(tl, sizeof tl, "exact");
-            else snprintf(tl, sizeof tl, "rel %g / abs %g", tols[i].rel, tols[i].abs);
-            printf("  %-34s %-24s %-26s %-16s %-16s %s\n", pin->file, pin->row, pin->col, a1, a2, tl);
-        }
-        for (size_t i = 0; i < now.n; i++) added += pins_find(&pins, now.p[i].key) == NULL;
+        int moved, missing, added = 0;
+        print_moved(&pins, &now, &moved, &missing);
+        for (size_t i = 0; i < now.n; i++) added += epar_regress_find(&pins, now.p[i].key) == NULL;
         printf("regress: %zu pinned numbers checked: %zu unchanged, %d moved, %d missing; %d new (not pinned)\n",
                pins.n, pins.n - moved - missing, moved, missing, added);
         if (added && !c->quiet)
             fprintf(stderr, "hint: new numbers are not checked until pinned deliberately with 'make regress-update'\n");
         if (moved || missing) rc = 1;
     }
-    epar_audit_free(&a);
-    pins_free(&pins);
-    pins_free(&now);
-    free(tols);
+    epar_regress_free(&pins);
+    epar_regress_free(&now);
     if (own_tmp) {
         nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         golden_tmp[0] = '\0';
@@ -544,9 +404,10 @@ int cmd_run_all(int argc, char **argv)
         {"audit-only", 0, OPT_FLAG, &audit_only, NULL, "do not run the experiments: audit the files already in --out", 0},
         {"Regression", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"check", 0, OPT_FLAG, &check, NULL,
-         "rerun the small fixed-seed runs of --golden (in a temporary folder unless --out) and compare with its pins; exit 1 if a number moved", 0},
-        {"update-golden", 0, OPT_FLAG, &update, NULL, "rewrite the pins of --golden from the small runs (deliberate)", 0},
-        {"golden", 0, OPT_STRING, &gdir, "DIR", "regression folder: protocol.json, files.txt, pins.csv (default tests/golden)", 0},
+         "rerun the small fixed-seed runs of --golden and the full protocol (in a temporary folder unless --out), "
+         "compare with the pins (numbers of the small runs, verdicts of the full one); exit 1 if one moved", 0},
+        {"update-golden", 0, OPT_FLAG, &update, NULL, "rewrite the pins of --golden from those runs (deliberate)", 0},
+        {"golden", 0, OPT_STRING, &gdir, "DIR", "regression folder: protocol.json, files.txt, unpinned.txt, pins.csv (default tests/golden)", 0},
         OPTS_COMMON(&c),
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
     int rc = cli_parse("run-all", "[options]", opts, argc, argv);
@@ -555,13 +416,15 @@ int cmd_run_all(int argc, char **argv)
     if (audit_only && (check || update)) return cli_usage_error("'--audit-only' cannot be combined with '--check' or '--update-golden'");
     if (cli_seen(opts, "golden") && !check && !update) return cli_usage_error("'--golden' needs '--check' or '--update-golden'");
     if ((check || update) && (cli_seen(opts, "seed") || cli_seen(opts, "seeds") || cli_seen(opts, "preset")))
-        return cli_usage_error("'--%s' cannot change the pinned runs: their protocol and seeds are in %s/protocol.json",
-                               check ? "check" : "update-golden", gdir);
+        return cli_usage_error("'--%s' cannot change the pinned runs: their protocol and seeds are fixed (%s/protocol.json "
+                               "and the protocol file)", check ? "check" : "update-golden", gdir);
 
     struct epar_protocol proto;
     struct epar_params prm;
     if ((rc = cli_resolve(&c, opts, "run-all", &proto, &prm))) return rc;
+    double level;
     int st = epar_audit_check(json_object_get(proto.root, "claims"), proto.path);
+    if (!st) st = epar_audit_level(proto.root, proto.path, &level);
     if (st) {
         epar_protocol_free(&proto);
         return cli_fail(st);
@@ -572,6 +435,17 @@ int cmd_run_all(int argc, char **argv)
         epar_protocol_free(&proto);
         return rc;
     }
+    struct expectations x;
+    if ((st = expectations(&x, &proto, &c, opts))) {
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    if (audit_only && !any_run(c.out, &x)) {
+        epar_protocol_free(&proto);
+        epar_err_set(EPAR_EIO, "nothing to audit in '%s': no experiment has run there", c.out);
+        epar_err_hint("run 'epar run-all' (or the experiments) with --out pointing there first");
+        return cli_fail(EPAR_EIO);
+    }
     struct runset rs;
     memset(&rs, 0, sizeof rs);
     if (!audit_only && (rc = run_experiments(&c, opts, c.protocol, c.out, 0, tty, &rs))) {
@@ -580,7 +454,7 @@ int cmd_run_all(int argc, char **argv)
     }
     struct epar_audit a;
     if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));
-    st = run_audit(&prm, &proto, c.out, c.no_render, c.jobs, &rs, &a);
+    st = run_audit(&prm, &proto, &x, c.out, c.no_render, c.jobs, &rs, &a);
     if (st) {
         epar_audit_free(&a);
         epar_protocol_free(&proto);
@@ -598,6 +472,9 @@ int cmd_run_all(int argc, char **argv)
         fprintf(stderr, "epar: run-all: warning: %d claim(s) have a measurement spec that does not fit its file; "
                         "see their notes in %s/report/claims.csv\n",
                 a.spec_problems, c.out);
+    if (a.stale)
+        fprintf(stderr, "epar: run-all: warning: %d claim(s) read results of another run (verdict 'stale'); rerun "
+                        "'epar run-all' to audit this protocol's own runs\n", a.stale);
     epar_audit_free(&a);
     epar_protocol_free(&proto);
     return rs.n_failed ? 1 : 0;

@@ -30,7 +30,7 @@ struct epar_compare_cfg {
 };
 
 struct epar_compare_result {
-    struct epar_table *mechanisms, *alibi, *t5, *fixed, *masks, *ablation, *extrapolation, *claims, *consistency,
+    struct epar_table *mechanisms, *alibi, *t5, *fixed, *masks, *ablation, *extrapolation, *checks, *consistency,
         *performer;                             /* performer vs exact softmax per seed */
     struct epar_table *heat[EPAR_MECH_COUNT];   /* head-averaged attention, first seed, item 0 */
 };
@@ -54,6 +54,9 @@ void epar_compare_head_metrics(const double *A, int L, int causal, int w, double
 /* Binned mutual information (nats) between the distance |i-j| (8 equal-width bins) and the weight A_ij
  * (8 equal-count bins by rank) over the pairs of A (L,L) (j <= i when causal). work is (L*L) doubles and
  * idx (L*L) size_t. */
+/* The measurements behind the seed claims (compare_checks.c): *out = seed_checks.csv
+ * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock. */
+int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, struct epar_table **out);
 double epar_compare_distance_mi(const double *A, int L, int causal, double *work, size_t *idx);
 
 #endif

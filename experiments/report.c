@@ -120,8 +120,13 @@ static double claim_reported(json_t *proto, const char *id)
     json_t *c;
     json_array_foreach(json_object_get(proto, "claims"), i, c)
         if (!strcmp(json_string_value(json_object_get(c, "id")), id))
-            return json_is_number(json_object_get(c, "reported")) ? json_number_value(json_object_get(c, "reported"))
-                                                                  : NAN;
+        {
+            json_t *r = json_object_get(c, "reported");
+            double v, u;
+            if (json_is_number(r)) return json_number_value(r);
+            if (json_is_string(r) && epar_audit_printed_parse(json_string_value(r), &v, &u) == EPAR_OK) return v;
+            return NAN;
+        }
     return NAN;
 }
 
@@ -138,7 +143,7 @@ static void md_cell(FILE *f, const char *s)
 
 static void write_md_verdict_table(FILE *f, const struct epar_audit *a)
 {
-    fputs("| claim | reported | measured | sd | tolerance | verdict |\n|---|---|---|---|---|---|\n", f);
+    fputs("| claim | reported | measured | sd | rule | accepted | verdict |\n|---|---|---|---|---|---|---|\n", f);
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
         fprintf(f, "| `%s` | ", r->id);
@@ -148,7 +153,9 @@ static void write_md_verdict_table(FILE *f, const struct epar_audit *a)
         fputs(" | ", f);
         md_cell(f, r->measured_sd);
         fputs(" | ", f);
-        md_cell(f, r->tolerance);
+        md_cell(f, r->rule);
+        fputs(" | ", f);
+        md_cell(f, r->accepted);
         fprintf(f, " | %s |\n", epar_audit_verdict_name(r->verdict));
     }
 }
@@ -202,7 +209,46 @@ static void write_protocol_section(FILE *f, const char *out_root, const struct e
           f);
 }
 
-static void write_retention_section(FILE *f, json_t *proto, const struct epar_table *rt, int figures)
+/* The four retention figures against one (beta, gamma): the two gains determine beta, gamma
+ * (epar_audit_implied_params); with those, the two retentions are computed and judged by the printed-figure rule,
+ * as the claims are. Also the beta a basic retention of 2.8% would need, and the paper's own setting.
+ * quantity,meaning,value,reported,matches_reported */
+static struct epar_table *implied_table(json_t *proto)
+{
+    struct epar_table *t = epar_csv_new("quantity,meaning,value,reported,matches_reported");
+    if (!t) return NULL;
+    double rmid = claim_reported(proto, "retention_mid_gain"), rmax = claim_reported(proto, "retention_max_gain"),
+           rbas = claim_reported(proto, "retention_max_basic"), renh = claim_reported(proto, "retention_max_enhanced");
+    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
+    int st = EPAR_OK;
+#define ROW(q, meaning, v, rep, unit)                                                                            \
+    do {                                                                                                         \
+        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN};                                                   \
+        char acc_[128];                                                                                          \
+        const char *yes = isfinite(rep) ? (epar_audit_judge(&printed, (rep), (unit), &m_, 0.95, acc_, sizeof acc_) == \
+                                                   EPAR_AUDIT_HOLDS ? "yes" : "no")                               \
+                                        : "";                                                                    \
+        if (!st) st = epar_csv_append(t, "ssdds", q, meaning, (double)(v), (double)(rep), yes);                \
+    } while (0)
+    if (isfinite(rbas) && rbas > 0 && rbas < 1)
+        ROW("beta_for_basic_retention", "beta a basic-form retention of the printed value at d = L needs (-ln r)",
+            -log(rbas), NAN, 0.0);
+    double b, g;
+    if (isfinite(rmid) && isfinite(rmax) && epar_audit_implied_params(rmid, rmax, &b, &g) == EPAR_OK) {
+        struct epar_posfx e = {EPAR_FORM_ENHANCED, 1, b, g}, bb = {EPAR_FORM_BASIC, 1, b, g};
+        ROW("implied_beta", "beta implied by the two gains (d = L/2 and d = L)", b, NAN, 0.0);
+        ROW("implied_gamma", "gamma implied by the two gains", g, NAN, 0.0);
+        ROW("implied_enhanced_retention", "enhanced retention at d = L with the implied (beta, gamma)",
+            epar_posfx_value(&e, 1, 1) / epar_posfx_value(&e, 0, 1), renh, 0.01);
+        ROW("implied_basic_retention", "basic retention at d = L with the implied beta",
+            epar_posfx_value(&bb, 1, 1) / epar_posfx_value(&bb, 0, 1), rbas, 0.001);
+    }
+#undef ROW
+    if (st) { epar_csv_free(t); return NULL; }
+    return t;
+}
+
+static void write_retention_section(FILE *f, const struct epar_table *rt, const struct epar_table *im, int figures)
 {
     fputs("## Which definition of \"retention\" gives the paper's figures\n\n"
           "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78% and 2.8% without a definition or "
@@ -216,69 +262,57 @@ static void write_retention_section(FILE *f, json_t *proto, const struct epar_ta
                 epar_csv_get(rt, r, "beta"), epar_csv_get(rt, r, "gamma"), epar_csv_get(rt, r, "length"),
                 epar_csv_get_str(rt, r, "distance"), epar_csv_get(rt, r, "basic_retention"),
                 epar_csv_get(rt, r, "enhanced_retention"), epar_csv_get(rt, r, "gain"));
-    double rmid = claim_reported(proto, "retention_mid_gain"), rmax = claim_reported(proto, "retention_max_gain");
-    double rbasic = claim_reported(proto, "retention_max_basic"), renh = claim_reported(proto, "retention_max_enhanced");
     fputc('\n', f);
-    json_t *pp = json_object_get(json_object_get(proto, "presets"), "paper");
-    double pb = json_number_value(json_object_get(pp, "beta")), pg = json_number_value(json_object_get(pp, "gamma"));
-    int have_paper = json_is_number(json_object_get(pp, "beta")) && json_is_number(json_object_get(pp, "gamma"));
-    if (isfinite(rbasic) && rbasic > 0 && rbasic < 1) {
-        fprintf(f, "- A basic-form retention of %.4g at the maximum distance (d = L) needs beta = -ln(%.4g) = %.5g", rbasic,
-                rbasic, -log(rbasic));
-        if (have_paper) fprintf(f, "; the paper's beta = %g gives %.4g", pb, exp(-pb));
+    /* the sentences below come from implied_parameters.csv (implied_table): computed, never typed in */
+    for (size_t r = 0; im && r < im->nrows; r++) {
+        const char *q = epar_csv_get_str(im, r, "quantity");
+        double v = epar_csv_get(im, r, "value"), rep = epar_csv_get(im, r, "reported");
+        const char *m = epar_csv_get_str(im, r, "matches_reported");
+        fprintf(f, "- %s: %.5g", epar_csv_get_str(im, r, "meaning"), v);
+        if (isfinite(rep)) fprintf(f, " (reported %.4g; by the printed-figure rule: %s)", rep, m ? m : "");
+        (void)q;
         fputs(".\n", f);
     }
-    if (isfinite(renh) && renh > 0 && renh < 1) {
-        fprintf(f, "- An enhanced-form retention of %.4g at d = L means (1 + gamma e^-beta)/(1 + gamma) = %.4g", renh, renh);
-        if (have_paper) {
-            struct epar_posfx e = {EPAR_FORM_ENHANCED, 1, pb, pg};
-            fprintf(f, "; the paper's beta = %g, gamma = %g give %.6g", pb, pg,
-                    epar_posfx_value(&e, 1, 1) / epar_posfx_value(&e, 0, 1));
+    int all = 0, total = 0;
+    for (size_t r = 0; im && r < im->nrows; r++)
+        if (isfinite(epar_csv_get(im, r, "reported")) && !strncmp(epar_csv_get_str(im, r, "quantity"), "implied_", 8)) {
+            total++;
+            all += !strcmp(epar_csv_get_str(im, r, "matches_reported"), "yes");
         }
-        fputs(".\n", f);
-    }
-    double b, g;
-    if (isfinite(rmid) && isfinite(rmax)) {
-        if (epar_audit_implied_params(rmid, rmax, &b, &g) == EPAR_OK) {
-            struct epar_posfx e = {EPAR_FORM_ENHANCED, 1, b, g};
-            double re = epar_posfx_value(&e, 1, 1) / epar_posfx_value(&e, 0, 1);
-            fprintf(f, "- The two gains x%g (d = L/2) and x%g (d = L) together imply beta = %.5g, gamma = %.5g; with "
-                       "those, the enhanced retention at d = L is %.4g, so no single (beta, gamma) gives all four "
-                       "figures.\n",
-                    rmid, rmax, b, g, re);
-        } else {
-            fprintf(f, "- No beta > 0, gamma >= 0 gives both gains x%g and x%g.\n", rmid, rmax);
-        }
-    }
+    if (total)
+        fprintf(f, "- With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so "
+                   "%s.\n", all, total, all == total ? "one setting does give all four figures"
+                                                       : "no single (beta, gamma) gives all four figures");
     if (figures) fputs("\n![retention of both forms and the paper's values](retention_curves.png)\n", f);
     fputs("\nThe verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
           "named in the claim's note as alternatives, never used to change the verdict.\n\n",
           f);
 }
 
-static void write_defects(FILE *f)
+/* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
+ * verdicts and measured values of the claims that show it. */
+static void write_defects(FILE *f, json_t *proto, const struct epar_audit *a)
 {
-    fputs("## Known defects of the reference code (fixed in epar, not copied)\n\n"
-          "- **gamma is ignored**: the attention layer builds its position effect without passing gamma, so the "
-          "class default 1.5 applies whatever the configuration says; the reference's gamma sweep changes nothing. "
-          "epar applies gamma (`--gamma` changes P; see the tests), and the `reference_code` preset sets 1.5 "
-          "explicitly.\n"
-          "- **Constant baseline**: the sensitivity \"improvement\" is computed against a typed-in 0.01 instead of the "
-          "same metric measured without a position effect; epar measures the baseline (form `none`) on the same "
-          "seeds.\n"
-          "- **Trivial identities printed as measurements**: the mean attention weight is 1/L because rows sum to 1 "
-          "(claim `identity_mean_attention`); the \"actual\" optimal position a = argmax_i (mean_j A_ij) I_i is "
-          "argmax I for the same reason, so consistency measures whether V keeps the most important position on top; "
-          "the detected task counts of the adaptive experiment are the task ids given to the model; the diagonal of "
-          "the position-correlation matrix (all ones) contributes 1/L to its mean.\n"
-          "- **Not a measurement**: the sensitivity \"combination heatmap\" plots alpha e^(-beta/2), a formula.\n"
-          "- **Scale and heads**: scores are divided by sqrt(hidden) (not sqrt(head dim)) and `num_heads` is never "
-          "used (one head over the full width).\n"
-          "- **The bound**: alpha/(1+gamma) is an infimum reached only as beta|i-j|/L grows without bound; inside a "
-          "sequence the floor is P(L-1) (claim `thm1_bound_margin`).\n"
-          "- **Sign inversion**: multiplying a negative score by P < 1 raises its weight, so the monotone decrease of "
-          "P is a locality bias only for positive scores (MECHANISMS.md §3).\n\n",
-          f);
+    json_t *defs = json_object_get(proto, "reference_defects"), *d;
+    size_t i;
+    if (!json_array_size(defs)) return;
+    fputs("## Known defects of the reference code (fixed in epar, not copied)\n\n", f);
+    json_array_foreach(defs, i, d) {
+        fprintf(f, "- **%s**: ", json_string_value(json_object_get(d, "title")));
+        md_cell(f, json_string_value(json_object_get(d, "text")));
+        size_t k;
+        json_t *id;
+        json_array_foreach(json_object_get(d, "shown_by"), k, id) {
+            for (size_t r = 0; r < a->n; r++)
+                if (!strcmp(a->rows[r].id, json_string_value(id))) {
+                    fprintf(f, "%s`%s` %s", k ? "; " : " Shown by: ", a->rows[r].id,
+                            epar_audit_verdict_name(a->rows[r].verdict));
+                    if (*a->rows[r].measured) fprintf(f, ", measured %s", a->rows[r].measured);
+                }
+        }
+        fputs(k ? ".\n" : "\n", f);
+    }
+    fputc('\n', f);
 }
 
 static int sort_cmp(const void *a, const void *b)
@@ -331,8 +365,12 @@ static void write_findings(FILE *f, const char *out_root, const struct epar_audi
         for (size_t j = i; j < a->n; j++)
             if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
         fprintf(f, "### %s\n\n", group_title(sec));
-        fprintf(f, "%d reproduced, %d not reproduced, %d not reproducible here, %d trivially true.\n\n", cnt[0], cnt[1],
-                cnt[2], cnt[3]);
+        for (int v = 0, first = 1; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+            if (cnt[v]) {
+                fprintf(f, "%s%d %s", first ? "" : ", ", cnt[v], epar_audit_verdict_name((enum epar_audit_verdict)v));
+                first = 0;
+            }
+        fputs(".\n\n", f);
         for (size_t j = i; j < a->n; j++) {
             const struct epar_audit_row *r = &a->rows[j];
             if (strcmp(r->section, sec)) continue;
@@ -343,7 +381,7 @@ static void write_findings(FILE *f, const char *out_root, const struct epar_audi
             if (*r->measured) {
                 fputs(", measured ", f);
                 md_cell(f, r->measured);
-                if (*r->measured_sd && strcmp(r->measured_sd, "0")) {
+                if (*r->measured_sd) {
                     fputs(" (sd ", f);
                     md_cell(f, r->measured_sd);
                     fputc(')', f);
@@ -387,16 +425,22 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
     int st = epar_exp_write_table(o, "verdicts.csv", t);
     epar_csv_free(t);
     if (st) return st;
-    return epar_plot_scriptf(o, "verdicts", "Verdicts per section of the audit",
-                             "set title 'Claims audit: verdicts per section (%zu claims)'\n"
-                             "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
-                             "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
-                             "set ylabel 'number of claims'\nset yrange [0:*]\nset key top right\n"
-                             "plot 'verdicts.csv' skip 1 using 2:xtic(1) title 'reproduced' lc rgb '#2ca02c', \\\n"
-                             "     '' skip 1 using 3 title 'not reproduced' lc rgb '#d62728', \\\n"
-                             "     '' skip 1 using 4 title 'not reproducible here' lc rgb '#aaaaaa', \\\n"
-                             "     '' skip 1 using 5 title 'trivially true' lc rgb '#1f77b4'\n",
-                             a->n);
+    /* one stacked bar per section, one colour per verdict (a column of verdicts.csv each) */
+    static const char *const colour[EPAR_AUDIT_VERDICT_COUNT] = {"#2ca02c", "#98df8a", "#d62728", "#ff7f0e", "#1f77b4",
+                                                                 "#9467bd", "#e7ba52", "#aaaaaa", "#7f7f7f"};
+    char body[4096];
+    int u = snprintf(body, sizeof body,
+                     "set title 'Claims audit: verdicts per section (%zu claims)'\n"
+                     "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
+                     "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
+                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\nplot ",
+                     a->n);
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT && u < (int)sizeof body; v++)
+        u += snprintf(body + u, sizeof body - (size_t)u, "%s'verdicts.csv' skip 1 using %d%s title '%s' lc rgb '%s'",
+                      v ? ", \\\n     " : "", v + 2, v ? "" : ":xtic(1)", epar_audit_verdict_name((enum epar_audit_verdict)v),
+                      colour[v]);
+    if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, "\n");
+    return epar_plot_script(o, "verdicts", "Verdicts per section of the audit", body);
 }
 
 /* P(d)/P(0) of both forms for every preset, against d/L, with the paper's 78% and 2.8% marked */
@@ -459,14 +503,16 @@ static int retention_figure(struct epar_out *o, json_t *proto)
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
                           const struct epar_report_info *info)
 {
-    struct epar_table *t = epar_audit_table(a), *rt = retention_table(info->protocol);
-    if (!t || !rt) {
+    struct epar_table *t = epar_audit_table(a), *rt = retention_table(info->protocol), *im = implied_table(info->protocol);
+    if (!t || !rt || !im) {
         epar_csv_free(t);
         epar_csv_free(rt);
+        epar_csv_free(im);
         return epar_err_set(EPAR_ENOMEM, "out of memory building the report tables");
     }
     int st = epar_exp_write_table(o, "claims.csv", t);
     if (!st) st = epar_exp_write_table(o, "retention_definitions.csv", rt);
+    if (!st) st = epar_exp_write_table(o, "implied_parameters.csv", im);
     if (!st) st = verdict_figure(o, a);
     if (!st) st = retention_figure(o, info->protocol);
     if (st) goto done;
@@ -483,14 +529,29 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
         fprintf(f, "| %s | %d |\n", epar_audit_verdict_name((enum epar_audit_verdict)v), a->counts[v]);
     fprintf(f, "| **total** | %zu |\n\n", a->n);
-    fputs("How to read a verdict: **reproduced** means the measurement meets the claim's tolerance rule (column "
-          "`tolerance`: `exact`, `relative r`, `abs a`, `within k x sd` of the across-seed sd, `above`/`below` "
-          "the reported value, or a range); **not reproduced** shows the measured value and its spread; **not "
-          "reproducible here** gives the reason (training a 110M model, or an experiment whose output file is "
-          "missing); **trivially true** marks an identity that holds by construction. Tolerances are fixed in "
-          "`paper_protocol.json` before looking at results; nearby settings that would match are named in the note, "
-          "never used for the verdict.\n\n",
+    fputs("How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
+          "`paper_protocol.json` before looking at results (column `rule`; `accepted` shows what the rule accepts):\n\n"
+          "- **printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
+          "i.e. lie within half a unit of its last printed digit (78% means [77.5%, 78.5%)).\n"
+          "- **prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
+          "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by the "
+          "run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs >= 2 "
+          "seeds**.\n"
+          "- **estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.\n"
+          "- **exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
+          "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence interval "
+          "of the mean must be on the claimed side, else **inconclusive**); **at_least** (a wall-clock speed-up, with "
+          "a stated slack).\n"
+          "- Identities and by-construction properties are **trivially true** (the reason is given) when their check "
+          "holds; a statement that cannot be true or false as written is **ill-posed** (its readings are shown); a "
+          "claim with several readings is **partly reproduced** when some hold; a claim whose input comes from another "
+          "run than the one audited (protocol hash, preset, seeds, epar version or command-line changes differ) is "
+          "**stale**; **not reproducible here** gives the reason (training a 110M model, or an experiment that did not "
+          "run). Nearby settings that would match are named in the note, never used for the verdict.\n\n",
           f);
+    if (a->stale)
+        fprintf(f, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
+                   "to audit this protocol's own runs.\n\n", a->stale);
     if (a->spec_problems)
         fprintf(f, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
                    "`measure` entry in `paper_protocol.json`.\n\n",
@@ -499,12 +560,13 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     write_md_verdict_table(f, a);
     fputc('\n', f);
     write_findings(f, out_root, a, info->figures);
-    write_retention_section(f, info->protocol, rt, info->figures);
-    write_defects(f);
+    write_retention_section(f, rt, im, info->figures);
+    write_defects(f, info->protocol, a);
     if (fclose(f) != 0) st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
 done:
     epar_csv_free(t);
     epar_csv_free(rt);
+    epar_csv_free(im);
     return st;
 }
 
@@ -607,7 +669,7 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
         fprintf(f, "%s%s: %d", v ? ", " : "", epar_audit_verdict_name((enum epar_audit_verdict)v), a->counts[v]);
     fprintf(f, " (%zu claims).</p>\n<table><tr><th>claim</th><th>statement</th><th>reported</th><th>measured</th>"
-               "<th>sd</th><th>tolerance</th><th>verdict</th><th>note</th></tr>\n",
+               "<th>sd</th><th>rule</th><th>verdict</th><th>note</th></tr>\n",
             a->n);
     for (size_t g = 0; g < a->n; g++) {
         const char *sec = a->rows[g].section;
@@ -620,7 +682,7 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
         for (size_t i = g; i < a->n; i++) {
             const struct epar_audit_row *r = &a->rows[i];
             if (strcmp(r->section, sec)) continue;
-            const char *cells[] = {r->id, r->statement, r->reported, r->measured, r->measured_sd, r->tolerance,
+            const char *cells[] = {r->id, r->statement, r->reported, r->measured, r->measured_sd, r->rule,
                                    epar_audit_verdict_name(r->verdict), r->note};
             fprintf(f, "<tr class=\"v%d\">", (int)r->verdict);
             for (int k = 0; k < 8; k++) {

@@ -1,3 +1,4 @@
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -5,15 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_poly.h>
 #include <gsl/gsl_statistics_double.h>
 #include "audit.h"
 #include "err.h"
 
-static const char *const rule_names[EPAR_AUDIT_RULE_COUNT] = {"exact", "relative", "abs", "sd", "above", "below",
-                                                             "range"};
-static const char *const verdict_names[EPAR_AUDIT_VERDICT_COUNT] = {"reproduced", "not reproduced",
-                                                                   "not reproducible here", "trivially true"};
+static const char *const rule_names[EPAR_AUDIT_RULE_COUNT] = {"printed", "prediction", "estimate", "exact", "relative",
+                                                             "above", "below", "range", "at_least"};
+static const char *const verdict_names[EPAR_AUDIT_VERDICT_COUNT] = {
+    "reproduced", "partly reproduced", "not reproduced", "inconclusive", "trivially true", "ill-posed",
+    "needs >= 2 seeds", "not reproducible here", "stale"};
+static const char *const verdict_keys[EPAR_AUDIT_VERDICT_COUNT] = {
+    "reproduced", "partly_reproduced", "not_reproduced", "inconclusive", "trivially_true", "ill_posed",
+    "needs_2_seeds", "not_reproducible_here", "stale"};
 static const char *const qty_names[EPAR_AUDIT_Q_COUNT] = {"value", "retention", "gain", "infimum", "bound_margin",
                                                          "position_strength", "decay_speed", "extra_params"};
 
@@ -34,6 +40,11 @@ const char *epar_audit_verdict_name(enum epar_audit_verdict v)
     return (unsigned)v < EPAR_AUDIT_VERDICT_COUNT ? verdict_names[v] : "?";
 }
 
+const char *epar_audit_verdict_key(enum epar_audit_verdict v)
+{
+    return (unsigned)v < EPAR_AUDIT_VERDICT_COUNT ? verdict_keys[v] : "?";
+}
+
 int epar_audit_qty_parse(const char *name, enum epar_audit_qty *q)
 {
     for (int i = 0; i < EPAR_AUDIT_Q_COUNT; i++)
@@ -46,43 +57,127 @@ const char *epar_audit_qty_name(enum epar_audit_qty q)
     return (unsigned)q < EPAR_AUDIT_Q_COUNT ? qty_names[q] : "?";
 }
 
-void epar_audit_tol_format(const struct epar_audit_tol *t, char *buf, size_t n)
+int epar_audit_printed_parse(const char *s, double *value, double *unit)
 {
-    switch (t->rule) {
-    case EPAR_AUDIT_EXACT: snprintf(buf, n, "exact"); break;
-    case EPAR_AUDIT_RELATIVE: snprintf(buf, n, "relative %g", t->tol); break;
-    case EPAR_AUDIT_ABS: snprintf(buf, n, "abs %g", t->tol); break;
-    case EPAR_AUDIT_SD: snprintf(buf, n, "within %g x sd", t->tol); break;
-    case EPAR_AUDIT_ABOVE: snprintf(buf, n, "above reported"); break;
-    case EPAR_AUDIT_BELOW: snprintf(buf, n, "below reported"); break;
-    case EPAR_AUDIT_RANGE: snprintf(buf, n, "in [%g, %g]", t->lo, t->hi); break;
-    default: snprintf(buf, n, "?"); break;
+    if (!s) return EPAR_EINVAL;
+    const char *p = s;
+    if (*p == '-' || *p == '+') p++;
+    int digits = 0, decimals = -1;
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9') {
+            digits++;
+            if (decimals >= 0) decimals++;
+        } else if (*p == '.' && decimals < 0) {
+            decimals = 0;
+        } else {
+            break;
+        }
     }
+    int pct = *p == '%';
+    if (!digits || p[pct] != '\0') return EPAR_EINVAL;
+    char *end;
+    *value = strtod(s, &end);
+    *unit = pow(10.0, -(decimals > 0 ? decimals : 0));
+    if (pct) { *value /= 100; *unit /= 100; }
+    return EPAR_OK;
 }
 
-int epar_audit_within(const struct epar_audit_tol *t, double r, double m, double sd)
+/* ---- judging one measurement by one rule ---- */
+
+/* half-width of the two-sided interval of `level`: t quantile with df degrees of freedom, or normal (df 0) */
+static double quantile(double level, int df)
 {
-    if (!isfinite(m)) return -1;
-    double d = fabs(m - r);
-    switch (t->rule) {
-    case EPAR_AUDIT_EXACT: return d <= 1e-12 * fmax(1.0, fabs(r));
-    case EPAR_AUDIT_RELATIVE: return d <= t->tol * fabs(r);
-    case EPAR_AUDIT_ABS: return d <= t->tol;
-    case EPAR_AUDIT_SD:
-        if (!isfinite(sd)) return -1;
-        return d <= t->tol * sd;
-    case EPAR_AUDIT_ABOVE: return m > r;
-    case EPAR_AUDIT_BELOW: return m < r;
-    case EPAR_AUDIT_RANGE: return m >= t->lo && m <= t->hi;
-    default: return -1;
-    }
+    double p = 0.5 + level / 2;
+    return df > 0 ? gsl_cdf_tdist_Pinv(p, df) : gsl_cdf_ugaussian_Pinv(p);
 }
 
-enum epar_audit_verdict epar_audit_verdict(int available, int holds, int trivial)
+/* the measurement's confidence half-width for its mean (or estimate): q s / sqrt(n), or z se; NaN if none */
+static double conf_half(const struct epar_audit_meas *m, double level, char *how, size_t n)
 {
-    if (!available || holds < 0) return EPAR_AUDIT_NOT_HERE;
-    if (!holds) return EPAR_AUDIT_NOT_REPRODUCED;
-    return trivial ? EPAR_AUDIT_TRIVIAL : EPAR_AUDIT_REPRODUCED;
+    if (isfinite(m->se)) {
+        double z = quantile(level, 0);
+        snprintf(how, n, "z=%.3g x se %.3g", z, m->se);
+        return z * m->se;
+    }
+    double s = m->sd;
+    if (isfinite(m->se_run) && !(s >= m->se_run)) s = m->se_run;
+    double q = quantile(level, m->n - 1);
+    snprintf(how, n, "t(%d)=%.3g x sd %.3g%s / sqrt(%d)", m->n - 1, q, s, s == m->sd ? "" : " (run-level floor)", m->n);
+    return q * s / sqrt((double)m->n);
+}
+
+static int needs_spread(const struct epar_audit_meas *m)
+{
+    return m->stochastic && !isfinite(m->se) && (m->n < 2 || !isfinite(m->sd));
+}
+
+enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double r, double u,
+                                         const struct epar_audit_meas *m, double level, char *acc, size_t n)
+{
+    double v = m->value;
+    char how[160];
+    acc[0] = '\0';
+    if (!isfinite(v)) return EPAR_AUDIT_UNDECIDED;
+    switch (t->rule) {
+    case EPAR_AUDIT_PRINTED: {
+        double lo = r - u / 2, hi = r + u / 2;
+        snprintf(acc, n, "[%.10g, %.10g)", lo, hi);
+        return v >= lo && v < hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    }
+    case EPAR_AUDIT_PREDICTION: {
+        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
+        double s = m->sd, q = quantile(level, m->n - 1);
+        int floored = isfinite(m->se_run) && !(s >= m->se_run);
+        if (floored) s = m->se_run;
+        double half = q * s * sqrt(1.0 + 1.0 / m->n) + u / 2;
+        snprintf(acc, n, "[%.6g, %.6g] = m +- t(%d)=%.3g x sd %.3g%s x sqrt(1+1/%d)%s", v - half, v + half, m->n - 1, q,
+                 s, floored ? " (run-level floor)" : "", m->n, u > 0 ? " + half a printed unit" : "");
+        return fabs(r - v) <= half ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    }
+    case EPAR_AUDIT_ESTIMATE: {
+        if (!isfinite(m->se)) return EPAR_AUDIT_UNDECIDED;
+        double half = conf_half(m, level, how, sizeof how) + u / 2;
+        snprintf(acc, n, "[%.6g, %.6g] = m +- %s", v - half, v + half, how);
+        return fabs(r - v) <= half ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    }
+    case EPAR_AUDIT_EXACT: {
+        double tol = t->tol > 0 ? t->tol : 1e-12 * fmax(1.0, fabs(r));
+        snprintf(acc, n, "%.10g +- %.3g", r, tol);
+        return fabs(v - r) <= tol ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    }
+    case EPAR_AUDIT_RELATIVE:
+        snprintf(acc, n, "%.10g +- %.3g relative", r, t->tol);
+        return fabs(v - r) <= t->tol * fabs(r) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    case EPAR_AUDIT_ABOVE:
+    case EPAR_AUDIT_BELOW: {
+        int above = t->rule == EPAR_AUDIT_ABOVE;
+        if (!m->stochastic && !isfinite(m->se)) {
+            snprintf(acc, n, "%s %.10g", above ? ">" : "<", r);
+            return (above ? v > r : v < r) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+        }
+        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
+        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        snprintf(acc, n, "%s %.6g for the whole interval [%.6g, %.6g] (%s)", above ? ">" : "<", r, lo, hi, how);
+        if (above ? lo > r : hi < r) return EPAR_AUDIT_HOLDS;
+        if (above ? hi <= r : lo >= r) return EPAR_AUDIT_FAILS;
+        return EPAR_AUDIT_OPEN;
+    }
+    case EPAR_AUDIT_RANGE: {
+        if (!m->stochastic && !isfinite(m->se)) {
+            snprintf(acc, n, "[%.10g, %.10g]", t->lo, t->hi);
+            return v >= t->lo && v <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+        }
+        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
+        double half = conf_half(m, level, how, sizeof how);
+        snprintf(acc, n, "[%.6g, %.6g] meets [%.6g, %.6g] (%s)", v - half, v + half, t->lo, t->hi, how);
+        return v + half >= t->lo && v - half <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    }
+    case EPAR_AUDIT_AT_LEAST:
+        snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);
+        return v >= r * (1 - t->slack) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+    default:
+        return EPAR_AUDIT_UNDECIDED;
+    }
 }
 
 /* ---- position-effect quantities ---- */
@@ -105,22 +200,12 @@ int epar_audit_posfx_quantity(enum epar_audit_qty q, const struct epar_posfx *fx
     }
     case EPAR_AUDIT_Q_INFIMUM: *out = epar_posfx_infimum(fx); break;
     case EPAR_AUDIT_Q_BOUND_MARGIN: *out = epar_posfx_value(fx, Ld - 1, Ld) - epar_posfx_infimum(fx); break;
-    case EPAR_AUDIT_Q_POSITION_STRENGTH: {
-        /* mean over the L x L matrix: distance k occurs L (k = 0) or 2 (L - k) times */
-        double s = L * epar_posfx_value(fx, 0, Ld);
-        for (int k = 1; k < L; k++) s += 2.0 * (L - k) * epar_posfx_value(fx, k, Ld);
-        *out = s / (Ld * Ld);
+    case EPAR_AUDIT_Q_POSITION_STRENGTH: *out = epar_posfx_strength(fx, L); break;
+    case EPAR_AUDIT_Q_DECAY_SPEED:
+        if (L < 4) return epar_err_set(EPAR_EINVAL, "decay speed needs L >= 4, got '%d'", L);
+        *out = epar_posfx_decay_speed(fx, L);
         break;
-    }
-    case EPAR_AUDIT_Q_DECAY_SPEED: {
-        int c = L / 2;
-        if (c < 2) return epar_err_set(EPAR_EINVAL, "decay speed needs L >= 4, got '%d'", L);
-        double s = 0;
-        for (int k = 1; k < c; k++) s += epar_posfx_value(fx, k, Ld);
-        *out = s / (c - 1);
-        break;
-    }
-    case EPAR_AUDIT_Q_EXTRA_PARAMS: *out = fx->form == EPAR_FORM_ENHANCED ? 1 : 0; break;
+    case EPAR_AUDIT_Q_EXTRA_PARAMS: *out = epar_posfx_nparams(fx->form) - epar_posfx_nparams(EPAR_FORM_BASIC); break;
     default: return epar_err_set(EPAR_EINVAL, "unknown position-effect quantity");
     }
     return EPAR_OK;
@@ -272,8 +357,6 @@ int epar_audit_select(const struct epar_table *t, json_t *where, const char *col
     return st;
 }
 
-/* ---- claims: validation ---- */
-
 struct vctx {
     const char *path;
     char jp[256];
@@ -316,12 +399,16 @@ static int check_obj_keys(struct vctx *v, json_t *obj, const char *base, const c
 }
 
 static const char *const claim_keys[] = {"id", "section", "source", "statement", "reported", "reported_text",
-                                         "measure", "tolerance", "trivial", "note", "figures", "alternatives",
-                                         NULL};
-static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "against_column", "aggregate",
-                                           "posfx", "needs", "import", NULL};
+                                         "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
+                                         "alternatives", NULL};
+static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
+                                           "n_column", "against_column", "aggregate", "posfx", "needs", "readings",
+                                           NULL};
+static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
+                                           "se_run_column", "se_column", "n_column", "against_column", "aggregate",
+                                           "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
-static const char *const tol_keys[] = {"rule", "tol", "k", "lo", "hi", NULL};
+static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
 /* "L", "L-1", "L/2", "0", a number -> d = frac L + off */
 static int parse_distance(json_t *d, double *frac, double *off)
@@ -385,30 +472,108 @@ static int check_posfx(struct vctx *v, json_t *p, const char *base, int need_qua
     return EPAR_OK;
 }
 
+static int check_string(struct vctx *v, json_t *o, const char *base, const char *key, int required)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x && !required) return EPAR_OK;
+    if (!json_is_string(x) || !*json_string_value(x)) {
+        snprintf(v->jp, sizeof v->jp, "%s.%s", base, key);
+        return verr(v, "expected a non-empty string");
+    }
+    return EPAR_OK;
+}
+
+/* a "file" or "posfx" measurement (one reading) */
+static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
+{
+    int st;
+    if (!!json_object_get(m, "file") + !!json_object_get(m, "posfx") != 1) {
+        snprintf(v->jp, sizeof v->jp, "%s", mb);
+        return verr(v, "expected exactly one of file, posfx");
+    }
+    if (json_object_get(m, "posfx")) {
+        char pb[192];
+        snprintf(pb, sizeof pb, "%s.posfx", mb);
+        return check_posfx(v, json_object_get(m, "posfx"), pb, 1);
+    }
+    json_t *f = json_object_get(m, "file");
+    snprintf(v->jp, sizeof v->jp, "%s.file", mb);
+    if (!json_is_string(f) || !*json_string_value(f) || json_string_value(f)[0] == '/' ||
+        strstr(json_string_value(f), "..") || !strchr(json_string_value(f), '/'))
+        return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
+    if ((st = check_string(v, m, mb, "column", 1))) return st;
+    static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column"};
+    for (int k = 0; k < 5; k++)
+        if ((st = check_string(v, m, mb, cols[k], 0))) return st;
+    json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
+    snprintf(v->jp, sizeof v->jp, "%s.where", mb);
+    if (w && !json_is_object(w)) return verr(v, "expected an object {column: value | [values]}");
+    snprintf(v->jp, sizeof v->jp, "%s.aggregate", mb);
+    if (ag && (!json_is_string(ag) || (strcmp(json_string_value(ag), "mean") && strcmp(json_string_value(ag), "min") &&
+                                       strcmp(json_string_value(ag), "max"))))
+        return verr(v, "expected \"mean\", \"min\" or \"max\"");
+    return EPAR_OK;
+}
+
+/* reported: a number, or a printed figure ("0.934", "78%"); the rule printed needs the printed form */
+static int check_reported(struct vctx *v, json_t *rep, const char *jp, enum epar_audit_rule r, int against)
+{
+    double val, unit;
+    snprintf(v->jp, sizeof v->jp, "%s", jp);
+    if ((against || r == EPAR_AUDIT_RANGE) && !rep) return EPAR_OK;
+    if (r == EPAR_AUDIT_RANGE && json_is_string(rep)) return EPAR_OK; /* the range itself is in lo, hi */
+    if (json_is_number(rep)) {
+        if (r == EPAR_AUDIT_PRINTED)
+            return verr(v, "rule printed needs the figure as printed, a string such as \"0.934\" or \"78%%\"");
+        return EPAR_OK;
+    }
+    if (json_is_string(rep) && epar_audit_printed_parse(json_string_value(rep), &val, &unit) == EPAR_OK) return EPAR_OK;
+    if (against) return EPAR_OK; /* compared with a column: reported is only shown */
+    return verr(v, "expected a number or a printed figure such as \"0.934\" or \"78%%\" (put other text in reported_text)");
+}
+
+static int check_rule(struct vctx *v, json_t *t, const char *tb, enum epar_audit_rule *r)
+{
+    int st;
+    snprintf(v->jp, sizeof v->jp, "%s", tb);
+    if (!json_is_object(t)) return verr(v, "expected an object {\"rule\": ..., ...}");
+    if ((st = check_obj_keys(v, t, tb, tol_keys))) return st;
+    json_t *rn = json_object_get(t, "rule");
+    snprintf(v->jp, sizeof v->jp, "%s.rule", tb);
+    if (!json_is_string(rn) || epar_audit_rule_parse(json_string_value(rn), r))
+        return verr(v, "expected one of printed, prediction, estimate, exact, relative, above, below, range, at_least");
+    const char *need = *r == EPAR_AUDIT_RELATIVE ? "tol" : *r == EPAR_AUDIT_AT_LEAST ? "slack" : NULL;
+    if (need) {
+        json_t *x = json_object_get(t, need);
+        snprintf(v->jp, sizeof v->jp, "%s.%s", tb, need);
+        if (!json_is_number(x) || json_number_value(x) <= 0) return verr(v, "expected a number > 0");
+    }
+    /* a tolerance beyond the default is a choice: it must say why */
+    if ((need || json_object_get(t, "tol")) && (st = check_string(v, t, tb, "why", 1))) return st;
+    if (*r == EPAR_AUDIT_RANGE) {
+        json_t *lo = json_object_get(t, "lo"), *hi = json_object_get(t, "hi");
+        snprintf(v->jp, sizeof v->jp, "%s", tb);
+        if (!json_is_number(lo) || !json_is_number(hi) || json_number_value(lo) > json_number_value(hi))
+            return verr(v, "rule range needs numbers lo <= hi");
+    }
+    return EPAR_OK;
+}
+
 static int check_claim(struct vctx *v, json_t *c, size_t i)
 {
-    char base[96];
+    char base[96], mb[128], tb[128];
+    int st;
     snprintf(base, sizeof base, "$.claims[%zu]", i);
     snprintf(v->jp, sizeof v->jp, "%s", base);
     if (!json_is_object(c)) return verr(v, "expected an object");
-    int st = check_obj_keys(v, c, base, claim_keys);
-    if (st) return st;
-    const char *strs[] = {"id", "source", "statement"};
-    for (int k = 0; k < 3; k++) {
-        json_t *x = json_object_get(c, strs[k]);
-        if (!json_is_string(x) || !*json_string_value(x)) {
-            snprintf(v->jp, sizeof v->jp, "%s.%s", base, strs[k]);
-            return verr(v, "expected a non-empty string");
-        }
-    }
-    const char *opt[] = {"section", "note", "reported_text"};
-    for (int k = 0; k < 3; k++) {
-        json_t *x = json_object_get(c, opt[k]);
-        if (x && !json_is_string(x)) {
-            snprintf(v->jp, sizeof v->jp, "%s.%s", base, opt[k]);
-            return verr(v, "expected a string");
-        }
-    }
+    if ((st = check_obj_keys(v, c, base, claim_keys))) return st;
+    static const char *const req[] = {"id", "source", "statement"}, *const opt[] = {"section", "note",
+                                                                                    "reported_text", "trivial",
+                                                                                    "ill_posed"};
+    for (int k = 0; k < 3; k++)
+        if ((st = check_string(v, c, base, req[k], 1))) return st;
+    for (int k = 0; k < 5; k++)
+        if ((st = check_string(v, c, base, opt[k], 0))) return st;
     json_t *fig = json_object_get(c, "figures");
     if (fig) {
         size_t j;
@@ -418,106 +583,53 @@ static int check_claim(struct vctx *v, json_t *c, size_t i)
         json_array_foreach(fig, j, x) if (!json_is_string(x)) return verr(v, "expected strings");
     }
     json_t *m = json_object_get(c, "measure");
-    snprintf(v->jp, sizeof v->jp, "%s.measure", base);
-    if (!json_is_object(m)) return verr(v, "expected an object with one of file, posfx, needs, import");
-    char mb[128];
     snprintf(mb, sizeof mb, "%s.measure", base);
+    snprintf(v->jp, sizeof v->jp, "%s", mb);
+    if (!json_is_object(m)) return verr(v, "expected an object with one of file, posfx, readings, needs");
     if ((st = check_obj_keys(v, m, mb, measure_keys))) return st;
     int kinds = !!json_object_get(m, "file") + !!json_object_get(m, "posfx") + !!json_object_get(m, "needs") +
-                !!json_object_get(m, "import");
-    if (kinds != 1) return verr(v, "expected exactly one of file, posfx, needs, import");
-    json_t *rep = json_object_get(c, "reported");
-    int is_file = json_object_get(m, "file") != NULL, is_posfx = json_object_get(m, "posfx") != NULL;
-    if (is_file || is_posfx) {
-        snprintf(v->jp, sizeof v->jp, "%s.reported", base);
-        if (!json_is_number(rep) && !(json_is_string(rep) && json_object_get(m, "against_column")))
-            return verr(v, "expected a number (put the printed form in reported_text)");
-        json_t *t = json_object_get(c, "tolerance");
-        char tb[128];
-        snprintf(tb, sizeof tb, "%s.tolerance", base);
-        snprintf(v->jp, sizeof v->jp, "%s", tb);
-        if (!json_is_object(t)) return verr(v, "expected an object {\"rule\": ..., ...}");
-        if ((st = check_obj_keys(v, t, tb, tol_keys))) return st;
-        enum epar_audit_rule r;
-        json_t *rn = json_object_get(t, "rule");
-        snprintf(v->jp, sizeof v->jp, "%s.rule", tb);
-        if (!json_is_string(rn) || epar_audit_rule_parse(json_string_value(rn), &r))
-            return verr(v, "expected one of exact, relative, abs, sd, above, below, range");
-        const char *need = r == EPAR_AUDIT_RELATIVE || r == EPAR_AUDIT_ABS ? "tol" : r == EPAR_AUDIT_SD ? "k" : NULL;
-        if (need) {
-            json_t *x = json_object_get(t, need);
-            snprintf(v->jp, sizeof v->jp, "%s.%s", tb, need);
-            if (!json_is_number(x) || json_number_value(x) <= 0) return verr(v, "expected a number > 0");
-        }
-        if (r == EPAR_AUDIT_RANGE) {
-            json_t *lo = json_object_get(t, "lo"), *hi = json_object_get(t, "hi");
-            snprintf(v->jp, sizeof v->jp, "%s", tb);
-            if (!json_is_number(lo) || !json_is_number(hi) || json_number_value(lo) > json_number_value(hi))
-                return verr(v, "rule range needs numbers lo <= hi");
-        }
+                !!json_object_get(m, "readings");
+    if (kinds != 1) return verr(v, "expected exactly one of file, posfx, readings, needs");
+    if (json_object_get(m, "needs")) return check_string(v, m, mb, "needs", 1);
+    enum epar_audit_rule r;
+    snprintf(tb, sizeof tb, "%s.tolerance", base);
+    if ((st = check_rule(v, json_object_get(c, "tolerance"), tb, &r))) return st;
+    char rj[128];
+    snprintf(rj, sizeof rj, "%s.reported", base);
+    json_t *rd = json_object_get(m, "readings");
+    if (!rd) {
+        if ((st = check_one_measure(v, m, mb))) return st;
+        return check_reported(v, json_object_get(c, "reported"), rj, r, json_object_get(m, "against_column") != NULL);
     }
-    if (is_file) {
-        json_t *f = json_object_get(m, "file"), *col = json_object_get(m, "column");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.file", base);
-        if (!json_is_string(f) || !*json_string_value(f) || json_string_value(f)[0] == '/' ||
-            strstr(json_string_value(f), ".."))
-            return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.column", base);
-        if (!json_is_string(col)) return verr(v, "expected the name of the value column");
-        json_t *ac = json_object_get(m, "against_column");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.against_column", base);
-        if (ac && !json_is_string(ac)) return verr(v, "expected a column name");
-        json_t *sdc = json_object_get(m, "sd_column"), *w = json_object_get(m, "where"),
-               *ag = json_object_get(m, "aggregate");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.sd_column", base);
-        if (sdc && !json_is_string(sdc)) return verr(v, "expected a column name");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.where", base);
-        if (w && !json_is_object(w)) return verr(v, "expected an object {column: value | [values]}");
-        snprintf(v->jp, sizeof v->jp, "%s.measure.aggregate", base);
-        if (ag && (!json_is_string(ag) || (strcmp(json_string_value(ag), "mean") &&
-                                           strcmp(json_string_value(ag), "min") &&
-                                           strcmp(json_string_value(ag), "max"))))
-            return verr(v, "expected \"mean\", \"min\" or \"max\"");
+    snprintf(v->jp, sizeof v->jp, "%s.readings", mb);
+    if (!json_is_array(rd) || json_array_size(rd) < 1) return verr(v, "expected a non-empty array of measurements");
+    size_t j;
+    json_t *x;
+    json_array_foreach(rd, j, x) {
+        char xb[160], xr[180];
+        snprintf(xb, sizeof xb, "%s.readings[%zu]", mb, j);
+        snprintf(v->jp, sizeof v->jp, "%s", xb);
+        if (!json_is_object(x)) return verr(v, "expected an object");
+        if ((st = check_obj_keys(v, x, xb, reading_keys)) || (st = check_string(v, x, xb, "label", 1)) ||
+            (st = check_one_measure(v, x, xb)))
+            return st;
+        snprintf(xr, sizeof xr, "%s.reported", xb);
+        json_t *own = json_object_get(x, "reported");
+        if ((st = check_reported(v, own ? own : json_object_get(c, "reported"), own ? xr : rj, r,
+                                 json_object_get(x, "against_column") != NULL)))
+            return st;
     }
-    if (is_posfx) {
-        char pb[192];
-        snprintf(pb, sizeof pb, "%s.measure.posfx", base);
-        if ((st = check_posfx(v, json_object_get(m, "posfx"), pb, 1))) return st;
-        json_t *alt = json_object_get(c, "alternatives");
-        if (alt) {
-            size_t j;
-            json_t *a;
-            snprintf(v->jp, sizeof v->jp, "%s.alternatives", base);
-            if (!json_is_array(alt)) return verr(v, "expected an array of posfx overrides");
-            json_array_foreach(alt, j, a) {
-                snprintf(pb, sizeof pb, "%s.alternatives[%zu]", base, j);
-                if ((st = check_posfx(v, a, pb, 0))) return st;
-                if (!json_is_string(json_object_get(a, "label"))) {
-                    snprintf(v->jp, sizeof v->jp, "%s.label", pb);
-                    return verr(v, "expected a label naming the setting");
-                }
-            }
-        }
-    } else if (json_object_get(c, "alternatives")) {
-        snprintf(v->jp, sizeof v->jp, "%s.alternatives", base);
-        return verr(v, "alternatives are only for posfx measurements");
-    }
-    json_t *nd = json_object_get(m, "needs"), *im = json_object_get(m, "import");
-    snprintf(v->jp, sizeof v->jp, "%s.measure", base);
-    if (nd && (!json_is_string(nd) || !*json_string_value(nd))) return verr(v, "needs: expected the reason");
-    if (im && (!json_is_string(im) || json_string_value(im)[0] == '/' || strstr(json_string_value(im), "..")))
-        return verr(v, "import: expected a path relative to the output folder");
-    json_t *tr = json_object_get(c, "trivial");
-    snprintf(v->jp, sizeof v->jp, "%s.trivial", base);
-    if (tr && !json_is_boolean(tr)) return verr(v, "expected true or false");
     return EPAR_OK;
 }
 
 int epar_audit_check(json_t *claims, const char *protocol_path)
 {
-    struct vctx v = {protocol_path, "$.claims"};
+    struct vctx v = {protocol_path, ""};
     if (!claims) return EPAR_OK;
-    if (!json_is_array(claims)) return verr(&v, "expected an array of claims");
+    if (!json_is_array(claims)) {
+        snprintf(v.jp, sizeof v.jp, "$.claims");
+        return verr(&v, "expected an array");
+    }
     size_t i;
     json_t *c;
     json_array_foreach(claims, i, c) {
@@ -533,7 +645,25 @@ int epar_audit_check(json_t *claims, const char *protocol_path)
     return EPAR_OK;
 }
 
-/* ---- claims: evaluation ---- */
+int epar_audit_level(json_t *root, const char *protocol_path, double *level)
+{
+    struct vctx v = {protocol_path, "$.audit"};
+    *level = 0.95;
+    json_t *a = json_object_get(root, "audit");
+    if (!a) return EPAR_OK;
+    static const char *const keys[] = {"level", NULL};
+    if (!json_is_object(a)) return verr(&v, "expected an object {\"level\": 0.95}");
+    int st = check_obj_keys(&v, a, "$.audit", keys);
+    if (st) return st;
+    json_t *l = json_object_get(a, "level");
+    if (l) {
+        snprintf(v.jp, sizeof v.jp, "$.audit.level");
+        if (!json_is_number(l) || !(json_number_value(l) > 0.5 && json_number_value(l) < 1))
+            return verr(&v, "expected a confidence level in (0.5, 1), e.g. 0.95");
+        *level = json_number_value(l);
+    }
+    return EPAR_OK;
+}
 
 static char *sdup(const char *s)
 {
@@ -590,15 +720,6 @@ static struct epar_audit_row *new_row(struct epar_audit *a)
     return r;
 }
 
-static void tol_from_json(json_t *t, struct epar_audit_tol *tol)
-{
-    memset(tol, 0, sizeof *tol);
-    epar_audit_rule_parse(jstr(t, "rule", ""), &tol->rule);
-    tol->tol = tol->rule == EPAR_AUDIT_SD ? jnum(t, "k", 0) : jnum(t, "tol", 0);
-    tol->lo = jnum(t, "lo", NAN);
-    tol->hi = jnum(t, "hi", NAN);
-}
-
 /* resolve a posfx spec (with overrides from alt, may be NULL) */
 static int posfx_eval(json_t *base, json_t *alt, double *out, char *desc, size_t ndesc)
 {
@@ -633,179 +754,289 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int import_rows(struct epar_audit *a, json_t *c, const char *out_root, const char *file, int *done)
+/* ---- claims: evaluation ---- */
+
+/* One measurement of a claim (the claim itself, or one of its readings). */
+struct reading {
+    const char *label;          /* NULL for a claim's single measurement */
+    double r, u;                /* reported value and the unit of its last printed digit (0 if not printed) */
+    struct epar_audit_meas m;
+    enum epar_audit_outcome out;
+    int available, missing_file, spec_problem, stale;
+    char desc[512];             /* what was measured: file[where].column or the computation */
+    char accepted[320];
+    char why[640];              /* why the measurement is not available */
+    char input[160], hash[32], seeds[256], version[32], stale_why[512];
+};
+
+static void reported_of(json_t *rep, double *r, double *u)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", out_root, file);
-    *done = 0;
-    if (!file_exists(path)) return EPAR_OK;
-    struct epar_table *t;
-    if (epar_csv_read(path, &t)) return EPAR_OK; /* reported as not reproducible by the caller */
-    const char *need[] = {"claim_id", "source", "statement", "reported", "measured", "verdict", "note"};
-    for (int k = 0; k < 7; k++)
-        if (epar_csv_col(t, need[k]) < 0) { epar_csv_free(t); return EPAR_OK; }
-    for (size_t r = 0; r < t->nrows; r++) {
-        struct epar_audit_row *row = new_row(a);
-        if (!row) { epar_csv_free(t); return epar_err_set(EPAR_ENOMEM, "out of memory in the audit"); }
-        char *cells[9];
-        const char *cols[9] = {"claim_id", "source", "statement", "reported", "measured", "measured_sd",
-                               "tolerance", "verdict", "note"};
-        for (int k = 0; k < 9; k++) {
-            int ci = epar_csv_col(t, cols[k]);
-            if (ci < 0) { cells[k] = sdup(""); continue; }
-            const struct epar_cell *cell = &t->cells[r * (size_t)t->ncols + ci];
-            cells[k] = cell->s ? sdup(cell->s) : fmtnum(cell->v);
-        }
-        row->id = cells[0];
-        row->source = cells[1];
-        row->statement = cells[2];
-        row->reported = cells[3];
-        row->measured = cells[4];
-        row->measured_sd = cells[5];
-        row->tolerance = cells[6];
-        row->note = cells[8];
-        row->section = sdup(jstr(c, "section", "seeds"));
-        row->imported = 1;
-        row->verdict = EPAR_AUDIT_VERDICT_COUNT;
-        for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
-            if (!strcmp(cells[7], verdict_names[v])) row->verdict = (enum epar_audit_verdict)v;
-        if (row->verdict == EPAR_AUDIT_VERDICT_COUNT) {
-            char nb[1024] = "";
-            snprintf(nb, sizeof nb, "%s", row->note);
-            note_add(nb, sizeof nb, "imported verdict '%s' is not one of the four; counted as not reproducible here",
-                     cells[7]);
-            free(row->note);
-            row->note = sdup(nb);
-            row->verdict = EPAR_AUDIT_NOT_HERE;
-            row->spec_problem = 1;
-            a->spec_problems++;
-        }
-        free(cells[7]);
-        if (!row->id || !row->note || !row->section) { epar_csv_free(t); return epar_err_set(EPAR_ENOMEM, "out of memory"); }
-        a->counts[row->verdict]++;
-    }
-    epar_csv_free(t);
-    *done = 1;
-    return EPAR_OK;
+    *r = NAN;
+    *u = 0;
+    if (json_is_number(rep)) *r = json_number_value(rep);
+    else if (json_is_string(rep) && epar_audit_printed_parse(json_string_value(rep), r, u)) *r = NAN;
 }
 
-static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
+/* run.json of the folder of `file`: its fingerprint, and whether it is the run being audited */
+static void read_run(struct reading *rd, const struct epar_audit_ctx *ctx, const char *file)
 {
-    json_t *m = json_object_get(c, "measure");
-    const char *imp = jstr(m, "import", NULL);
-    if (imp) {
-        int done, st = import_rows(a, c, out_root, imp, &done);
-        if (st || done) return st;
-    }
-    struct epar_audit_row *row = new_row(a);
-    if (!row) return epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
-    char note[2048] = "";
-    double rep = jnum(c, "reported", NAN), meas = NAN, sd = NAN;
-    int available = 0, holds = -1, trivial = json_is_true(json_object_get(c, "trivial"));
-    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN};
-    char tolbuf[96] = "";
-    json_t *tj = json_object_get(c, "tolerance");
-    if (tj) {
-        tol_from_json(tj, &tol);
-        epar_audit_tol_format(&tol, tolbuf, sizeof tolbuf);
-        const char *ac = jstr(m, "against_column", NULL);
-        char *w = strstr(tolbuf, "reported");
-        if (ac && w) snprintf(w, sizeof tolbuf - (size_t)(w - tolbuf), "column %s", ac);
-    }
-    const char *cnote = jstr(c, "note", NULL);
-    if (imp) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", out_root, imp);
-        if (!file_exists(path)) {
-            note_add(note, sizeof note, "measurement file output/%s missing: experiment not run", imp);
-            row->missing_file = 1;
+    char dir[128], path[4200];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strchr(file, '/') - file), file);
+    snprintf(rd->input, sizeof rd->input, "%s/run.json", dir);
+    snprintf(path, sizeof path, "%s/%s", ctx->out_root, rd->input);
+    const struct epar_audit_expect *e = NULL;
+    for (int i = 0; i < ctx->n_expect; i++)
+        if (!strcmp(ctx->expect[i].dir, dir)) e = &ctx->expect[i];
+    json_t *j = json_load_file(path, 0, NULL);
+    if (!j) {
+        if (e) {
+            rd->stale = 1;
+            snprintf(rd->stale_why, sizeof rd->stale_why, "output/%s is missing or unreadable", rd->input);
         }
-        else {
-            note_add(note, sizeof note, "output/%s could not be imported: not a readable audit table with columns "
-                                        "claim_id,source,statement,reported,measured,verdict,note", imp);
-            row->spec_problem = 1;
+        return;
+    }
+    json_t *prm = json_object_get(j, "parameters"), *sj = json_object_get(prm, "seeds"), *x;
+    const char *hash = json_string_value(json_object_get(j, "protocol_hash")),
+               *over = json_string_value(json_object_get(j, "cli_overrides")),
+               *ver = json_string_value(json_object_get(j, "epar_version")),
+               *preset = json_string_value(json_object_get(prm, "preset"));
+    snprintf(rd->hash, sizeof rd->hash, "%s", hash ? hash : "");
+    snprintf(rd->version, sizeof rd->version, "%s", ver ? ver : "");
+    size_t k;
+    int ns = (int)json_array_size(sj);
+    json_array_foreach(sj, k, x) {
+        size_t l = strlen(rd->seeds);
+        snprintf(rd->seeds + l, sizeof rd->seeds - l, "%s%lld", k ? "," : "", (long long)json_integer_value(x));
+    }
+    if (rd->m.stochastic && rd->m.n == 0) rd->m.n = ns;
+    if (e) {
+        char w[320] = "";
+        if (e->protocol_hash && (!hash || strcmp(hash, e->protocol_hash)))
+            snprintf(w, sizeof w, "protocol %s, not this protocol's %s", hash ? hash : "(none)", e->protocol_hash);
+        else if (e->preset && (!preset || strcmp(preset, e->preset)))
+            snprintf(w, sizeof w, "preset %s, not %s", preset ? preset : "(none)", e->preset);
+        else if (over && *over)
+            snprintf(w, sizeof w, "run with command-line changes '%s'", over);
+        else if (e->version && (!ver || strcmp(ver, e->version)))
+            snprintf(w, sizeof w, "written by epar %s, not %s", ver ? ver : "(unknown)", e->version);
+        else if (e->n_seeds) {
+            int same = ns == e->n_seeds;
+            for (int i = 0; same && i < ns; i++)
+                same = (unsigned long)json_integer_value(json_array_get(sj, (size_t)i)) == e->seeds[i];
+            if (!same) snprintf(w, sizeof w, "seeds %s, not the %d seed(s) of this run", rd->seeds, e->n_seeds);
         }
-    } else if (json_object_get(m, "needs")) {
-        note_add(note, sizeof note, "needs %s", jstr(m, "needs", ""));
-        row->needs = 1;
-    } else if (json_object_get(m, "posfx")) {
+        if (*w) {
+            rd->stale = 1;
+            snprintf(rd->stale_why, sizeof rd->stale_why, "output/%s: %s", rd->input, w);
+        }
+    }
+    json_decref(j);
+}
+
+static void where_text(json_t *w, char *buf, size_t n)
+{
+    const char *k;
+    json_t *v;
+    size_t used = 0;
+    buf[0] = '\0';
+    json_object_foreach(w, k, v) {
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        int wr = snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", k, s ? s : "?");
+        free(s);
+        if (wr < 0 || (size_t)wr >= n - used) break;
+        used += (size_t)wr;
+    }
+}
+
+/* a value of another column of the same selected rows (mean over them), NaN when absent */
+static double same_rows(const struct epar_table *t, json_t *m, const char *col, char *why, size_t nwhy)
+{
+    double v, sd;
+    int nr;
+    const char *ag = jstr(m, "aggregate", NULL);
+    if (!col) return NAN;
+    if (epar_audit_select(t, json_object_get(m, "where"), col, NULL, ag && !strcmp(ag, "mean") ? "mean" : ag, &v, &sd,
+                          &nr, why, nwhy))
+        return NAN;
+    return v;
+}
+
+static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_ctx *ctx)
+{
+    const char *file = jstr(m, "file", ""), *col = jstr(m, "column", ""), *sdc = jstr(m, "sd_column", NULL),
+               *ag = jstr(m, "aggregate", NULL), *ac = jstr(m, "against_column", NULL);
+    char path[4200], w[256];
+    where_text(json_object_get(m, "where"), w, sizeof w);
+    snprintf(rd->desc, sizeof rd->desc, "%s%s%s%s.%s%s%s%s%s", file, *w ? "[" : "", w, *w ? "]" : "", col,
+             sdc ? " +- " : "", sdc ? sdc : "", ag ? ", " : "", ag ? ag : "");
+    if (ag) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " over the rows");
+    snprintf(path, sizeof path, "%s/%s", ctx->out_root, file);
+    if (!file_exists(path)) {
+        rd->missing_file = 1;
+        snprintf(rd->why, sizeof rd->why, "measurement file output/%s missing: the experiment that writes it has not run "
+                 "(rerun it, or 'epar run-all')", file);
+        read_run(rd, ctx, file);
+        return;
+    }
+    struct epar_table *t = NULL;
+    if (epar_csv_read(path, &t)) {
+        rd->spec_problem = 1;
+        snprintf(rd->why, sizeof rd->why, "cannot read output/%s: %s", file, epar_err_message());
+        return;
+    }
+    int nr;
+    char why[512];
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN};
+    if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, ag, &rd->m.value, &rd->m.sd, &nr, why, sizeof why) ||
+        (ac && isnan(rd->r = same_rows(t, m, ac, why, sizeof why)))) {
+        rd->spec_problem = 1;
+        snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: %s", file, why);
+    } else {
+        rd->available = 1;
+        rd->m.stochastic = sdc != NULL || (ag && !strcmp(ag, "mean") && nr > 1);
+        if (!sdc && rd->m.stochastic) rd->m.n = nr;
+        rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
+        rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
+        if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        if (ac) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " vs column %s", ac);
+    }
+    epar_csv_free(t);
+    read_run(rd, ctx, file);
+}
+
+static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const struct epar_audit_ctx *ctx)
+{
+    json_t *own = json_object_get(m, "reported");
+    reported_of(own ? own : claim_rep, &rd->r, &rd->u);
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN};
+    if (json_object_get(m, "posfx")) {
         char desc[256];
-        json_t *p = json_object_get(m, "posfx");
-        if (posfx_eval(p, NULL, &meas, desc, sizeof desc) == EPAR_OK) {
-            available = 1;
-            sd = 0;
-            holds = epar_audit_within(&tol, rep, meas, tol.rule == EPAR_AUDIT_SD ? NAN : 0);
-            note_add(note, sizeof note, "computed: %s", desc);
+        if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
+            rd->available = 1;
+            snprintf(rd->desc, sizeof rd->desc, "computed: %s", desc);
         } else {
-            note_add(note, sizeof note, "cannot compute %s: %s", desc, epar_err_message());
-            row->spec_problem = 1;
-        }
-        json_t *alts = json_object_get(c, "alternatives"), *alt;
-        size_t j;
-        json_array_foreach(alts, j, alt) {
-            double v;
-            char d2[256];
-            if (posfx_eval(p, alt, &v, d2, sizeof d2) == EPAR_OK) {
-                int h = epar_audit_within(&tol, rep, v, 0);
-                note_add(note, sizeof note, "alternative (%s): %.6g, %s", jstr(alt, "label", ""), v,
-                         h == 1 ? "matches" : "does not match");
-            }
+            rd->spec_problem = 1;
+            snprintf(rd->why, sizeof rd->why, "cannot compute %s: %s", desc, epar_err_message());
         }
     } else {
-        const char *file = jstr(m, "file", "");
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", out_root, file);
-        if (!file_exists(path)) {
-            note_add(note, sizeof note, "measurement file output/%s missing: experiment not run", file);
-            row->missing_file = 1;
-        } else {
-            struct epar_table *t = NULL;
-            if (epar_csv_read(path, &t)) {
-                note_add(note, sizeof note, "cannot read output/%s: %s", file, epar_err_message());
-            } else {
-                char why[768];
-                int nr;
-                if (epar_audit_select(t, json_object_get(m, "where"), jstr(m, "column", ""), jstr(m, "sd_column", NULL),
-                                      jstr(m, "aggregate", NULL), &meas, &sd, &nr, why, sizeof why)) {
-                    note_add(note, sizeof note, "measurement spec does not fit output/%s: %s", file, why);
-                    row->spec_problem = 1;
-                    meas = sd = NAN;
-                } else if (jstr(m, "against_column", NULL) &&
-                           epar_audit_select(t, json_object_get(m, "where"), jstr(m, "against_column", ""), NULL,
-                                             jstr(m, "aggregate", NULL), &rep, &(double){0}, &nr, why, sizeof why)) {
-                    note_add(note, sizeof note, "measurement spec does not fit output/%s: %s", file, why);
-                    row->spec_problem = 1;
-                    meas = sd = NAN;
-                } else {
-                    available = 1;
-                    if (jstr(m, "against_column", NULL))
-                        note_add(note, sizeof note, "compared with column %s = %.6g of the same row",
-                                 jstr(m, "against_column", ""), rep);
-                    holds = epar_audit_within(&tol, rep, meas, sd);
-                    if (holds < 0 && tol.rule == EPAR_AUDIT_SD && isfinite(meas))
-                        note_add(note, sizeof note, "no across-seed sd in output/%s to judge k x sd", file);
-                    if (nr > 1)
-                        note_add(note, sizeof note, "%s over %d rows of output/%s", jstr(m, "aggregate", ""), nr, file);
-                }
-                epar_csv_free(t);
-            }
+        measure_file(rd, m, ctx);
+    }
+}
+
+static const char *outcome_word(enum epar_audit_outcome o)
+{
+    switch (o) {
+    case EPAR_AUDIT_HOLDS: return "holds";
+    case EPAR_AUDIT_FAILS: return "does not hold";
+    case EPAR_AUDIT_OPEN: return "undecided at this level (the interval straddles the threshold)";
+    case EPAR_AUDIT_FEW_SEEDS: return "needs >= 2 seeds for a spread";
+    default: return "cannot be judged (the measured value is not a number)";
+    }
+}
+
+/* one reading's sentence: "[label: ]measured v (sd s over n seeds) vs reported r: accepted A -> holds" */
+static void reading_note(const struct reading *rd, char *note, size_t n)
+{
+    if (!rd->available) {
+        note_add(note, n, "%s%s%s", rd->label ? rd->label : "", rd->label ? ": " : "", rd->why);
+        return;
+    }
+    char spread[128] = "";
+    if (rd->m.stochastic && isfinite(rd->m.sd))
+        snprintf(spread, sizeof spread, " (sd %.3g over %d%s)", rd->m.sd, rd->m.n, rd->m.n == 1 ? "" : " seeds/rows");
+    else if (rd->m.stochastic)
+        snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
+    else if (isfinite(rd->m.se))
+        snprintf(spread, sizeof spread, " (se %.3g)", rd->m.se);
+    note_add(note, n, "%s%smeasured %.6g%s vs %.6g: accepted %s -> %s", rd->label ? rd->label : "",
+             rd->label ? ": " : "", rd->m.value, spread, rd->r, rd->accepted[0] ? rd->accepted : "-",
+             outcome_word(rd->out));
+}
+
+static enum epar_audit_verdict combine(const struct reading *rd, int n)
+{
+    int nh = 0, nf = 0, no = 0, ns = 0, nu = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rd[i].available) return EPAR_AUDIT_NOT_HERE;
+        nh += rd[i].out == EPAR_AUDIT_HOLDS;
+        nf += rd[i].out == EPAR_AUDIT_FAILS;
+        no += rd[i].out == EPAR_AUDIT_OPEN;
+        ns += rd[i].out == EPAR_AUDIT_FEW_SEEDS;
+        nu += rd[i].out == EPAR_AUDIT_UNDECIDED;
+    }
+    if (nu) return EPAR_AUDIT_NOT_HERE;
+    if (ns) return EPAR_AUDIT_NEEDS_SEEDS;
+    if (nh == n) return EPAR_AUDIT_REPRODUCED;
+    if (nf == n) return EPAR_AUDIT_NOT_REPRODUCED;
+    if (nh && nf) return EPAR_AUDIT_PARTLY;
+    return EPAR_AUDIT_INCONCLUSIVE;
+}
+
+static const char *verdict_reason(enum epar_audit_verdict v)
+{
+    switch (v) {
+    case EPAR_AUDIT_REPRODUCED: return "reproduced: the measurement meets the rule";
+    case EPAR_AUDIT_PARTLY: return "partly reproduced: some readings meet the rule, some do not";
+    case EPAR_AUDIT_NOT_REPRODUCED: return "not reproduced: the measurement does not meet the rule";
+    case EPAR_AUDIT_INCONCLUSIVE: return "inconclusive: the measurement's interval neither clears nor misses the claim";
+    case EPAR_AUDIT_TRIVIAL: return "trivially true: holds by construction, and the check confirms it";
+    case EPAR_AUDIT_ILL_POSED: return "ill-posed: the statement cannot be true or false as written";
+    case EPAR_AUDIT_NEEDS_SEEDS: return "needs >= 2 seeds: the rule judges against a spread, and one seed has none";
+    case EPAR_AUDIT_NOT_HERE: return "not reproducible here";
+    case EPAR_AUDIT_STALE: return "stale: the measurement comes from another run than the one audited";
+    default: return "";
+    }
+}
+
+static void alternatives_note(json_t *c, json_t *m, const struct epar_audit_tol *tol, const struct reading *rd,
+                              double level, char *note, size_t n)
+{
+    json_t *alts = json_object_get(c, "alternatives"), *alt;
+    size_t j;
+    json_array_foreach(alts, j, alt) {
+        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN};
+        char d2[256], acc[256];
+        if (posfx_eval(json_object_get(m, "posfx"), alt, &am.value, d2, sizeof d2) == EPAR_OK) {
+            enum epar_audit_outcome o = epar_audit_judge(tol, rd->r, rd->u, &am, level, acc, sizeof acc);
+            note_add(note, n, "alternative reading (%s, shown, never used for the verdict): %.6g, %s",
+                     jstr(alt, "label", ""), am.value, o == EPAR_AUDIT_HOLDS ? "would match" : "would not match");
         }
     }
-    row->verdict = epar_audit_verdict(available, holds, trivial);
-    if (available && holds == 0 && isfinite(meas) && isfinite(rep))
-        note_add(note, sizeof note, "measured %.6g%s vs reported %.6g", meas, isfinite(sd) && sd > 0 ? " (sd shown)" : "",
-                 rep);
-    if (cnote) note_add(note, sizeof note, "%s", cnote);
+}
+
+static int row_strings(struct epar_audit_row *row, json_t *c, const struct reading *rd, int nrd, const char *rule,
+                       const char *note)
+{
     json_t *rj = json_object_get(c, "reported");
     const char *rtext = jstr(c, "reported_text", NULL);
+    char meas[512] = "", desc[1024] = "", acc[1024] = "";
+    for (int i = 0; i < nrd; i++) {
+        size_t l = strlen(meas), ld = strlen(desc), la = strlen(acc);
+        char num[64];
+        epar_csv_format_number(rd[i].m.value, num, sizeof num);
+        snprintf(meas + l, sizeof meas - l, "%s%s", i ? "; " : "", rd[i].available && !isnan(rd[i].m.value) ? num : "");
+        snprintf(desc + ld, sizeof desc - ld, "%s%s%s%s", i ? "; " : "", rd[i].label ? rd[i].label : "",
+                 rd[i].label ? ": " : "", rd[i].desc);
+        snprintf(acc + la, sizeof acc - la, "%s%s", i ? "; " : "", rd[i].accepted);
+    }
+    const struct reading *r0 = &rd[0];
     row->id = sdup(jstr(c, "id", ""));
     row->source = sdup(jstr(c, "source", ""));
     row->statement = sdup(jstr(c, "statement", ""));
     row->section = sdup(jstr(c, "section", "other"));
     row->reported = rtext ? sdup(rtext) : json_is_number(rj) ? fmtnum(json_number_value(rj)) : sdup(jstr(c, "reported", ""));
-    row->measured = fmtnum(meas);
-    row->measured_sd = fmtnum(sd);
-    row->tolerance = sdup(tolbuf);
+    row->measured = nrd == 1 ? (r0->available ? fmtnum(r0->m.value) : sdup("")) : sdup(meas);
+    row->measured_sd = nrd == 1 && r0->m.stochastic ? fmtnum(r0->m.sd) : sdup("");
+    char nbuf[16] = "";
+    if (nrd == 1 && r0->m.stochastic) snprintf(nbuf, sizeof nbuf, "%d", r0->m.n);
+    row->n_seeds = sdup(nbuf);
+    row->rule = sdup(rule);
+    row->accepted = sdup(acc);
+    row->measurement = sdup(desc);
+    row->input = sdup(r0->input);
+    row->run_hash = sdup(r0->hash);
+    row->run_seeds = sdup(r0->seeds);
+    row->run_version = sdup(r0->version);
     row->note = sdup(note);
     json_t *figs = json_object_get(c, "figures");
     if (figs && json_array_size(figs)) {
@@ -814,23 +1045,103 @@ static int eval_claim(struct epar_audit *a, json_t *c, const char *out_root)
             for (size_t k = 0; k < json_array_size(figs); k++)
                 row->figures[k] = sdup(json_string_value(json_array_get(figs, k)));
     }
-    if (!row->id || !row->source || !row->statement || !row->section || !row->reported || !row->measured ||
-        !row->measured_sd || !row->tolerance || !row->note)
-        return epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
-    a->counts[row->verdict]++;
+    return row->id && row->source && row->statement && row->section && row->reported && row->measured &&
+                   row->measured_sd && row->n_seeds && row->rule && row->accepted && row->measurement && row->input &&
+                   row->run_hash && row->run_seeds && row->run_version && row->note
+               ? EPAR_OK
+               : epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
+}
+
+#define MAX_READINGS 16
+
+static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_ctx *ctx)
+{
+    struct epar_audit_row *row = new_row(a);
+    if (!row) return epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
+    json_t *m = json_object_get(c, "measure"), *rds = json_object_get(m, "readings");
+    static struct reading rd[MAX_READINGS]; /* one claim at a time */
+    int nrd = 0;
+    char note[4096] = "", rule[160] = "";
+    memset(rd, 0, sizeof rd);
+    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN, 0};
+    json_t *tj = json_object_get(c, "tolerance");
+    if (tj) {
+        epar_audit_rule_parse(jstr(tj, "rule", ""), &tol.rule);
+        tol.tol = jnum(tj, "tol", 0);
+        tol.lo = jnum(tj, "lo", NAN);
+        tol.hi = jnum(tj, "hi", NAN);
+        tol.slack = jnum(tj, "slack", 0);
+        snprintf(rule, sizeof rule, "%s", epar_audit_rule_name(tol.rule));
+        if (tol.rule == EPAR_AUDIT_PREDICTION || tol.rule == EPAR_AUDIT_ESTIMATE || tol.rule == EPAR_AUDIT_ABOVE ||
+            tol.rule == EPAR_AUDIT_BELOW || tol.rule == EPAR_AUDIT_RANGE)
+            snprintf(rule + strlen(rule), sizeof rule - strlen(rule), " (level %g)", ctx->level);
+    }
+    enum epar_audit_verdict v;
+    if (json_object_get(m, "needs")) {
+        nrd = 1;
+        row->needs = 1;
+        v = EPAR_AUDIT_NOT_HERE;
+        note_add(note, sizeof note, "not reproducible here: needs %s", jstr(m, "needs", ""));
+    } else {
+        if (rds) {
+            size_t j;
+            json_t *x;
+            json_array_foreach(rds, j, x) if (nrd < MAX_READINGS) {
+                rd[nrd].label = jstr(x, "label", NULL);
+                measure(&rd[nrd++], x, json_object_get(c, "reported"), ctx);
+            }
+        } else {
+            measure(&rd[nrd++], m, json_object_get(c, "reported"), ctx);
+        }
+        int stale = 0;
+        for (int i = 0; i < nrd; i++) {
+            if (rd[i].available) rd[i].out = epar_audit_judge(&tol, rd[i].r, rd[i].u, &rd[i].m, ctx->level, rd[i].accepted,
+                                                               sizeof rd[i].accepted);
+            reading_note(&rd[i], note, sizeof note);
+            row->missing_file |= rd[i].missing_file;
+            row->spec_problem |= rd[i].spec_problem;
+            stale |= rd[i].stale;
+        }
+        if (!rds && json_object_get(m, "posfx")) alternatives_note(c, m, &tol, &rd[0], ctx->level, note, sizeof note);
+        v = combine(rd, nrd);
+        const char *triv = jstr(c, "trivial", NULL), *ill = jstr(c, "ill_posed", NULL);
+        if (triv && v == EPAR_AUDIT_REPRODUCED) v = EPAR_AUDIT_TRIVIAL;
+        else if (triv && v == EPAR_AUDIT_NOT_REPRODUCED) {
+            row->broken_identity = 1;
+            note_add(note, sizeof note, "the by-construction property does not hold here (%s): a defect of epar, or "
+                     "parameters outside the property's assumptions", triv);
+        }
+        if (ill && v != EPAR_AUDIT_NOT_HERE) v = EPAR_AUDIT_ILL_POSED;
+        if (stale) {
+            for (int i = 0; i < nrd; i++)
+                if (rd[i].stale) { note_add(note, sizeof note, "input %s", rd[i].stale_why); break; }
+            note_add(note, sizeof note, "would be: %s", epar_audit_verdict_name(v));
+            v = EPAR_AUDIT_STALE;
+        }
+        note_add(note, sizeof note, "%s", verdict_reason(v));
+        if (triv) note_add(note, sizeof note, "by construction: %s", triv);
+        if (ill) note_add(note, sizeof note, "ill-posed: %s", ill);
+        if (tj && jstr(tj, "why", NULL)) note_add(note, sizeof note, "tolerance: %s", jstr(tj, "why", ""));
+    }
+    if (jstr(c, "note", NULL)) note_add(note, sizeof note, "%s", jstr(c, "note", ""));
+    row->verdict = v;
+    int st = row_strings(row, c, rd, nrd, rule, note);
+    if (st) return st;
+    a->counts[v]++;
     a->spec_problems += row->spec_problem;
     a->missing_files += row->missing_file;
     a->needs += row->needs;
+    a->stale += v == EPAR_AUDIT_STALE;
     return EPAR_OK;
 }
 
-int epar_audit_run(json_t *claims, const char *out_root, struct epar_audit *a)
+int epar_audit_run(json_t *claims, const struct epar_audit_ctx *ctx, struct epar_audit *a)
 {
     memset(a, 0, sizeof *a);
     size_t i;
     json_t *c;
     json_array_foreach(claims, i, c) {
-        int st = eval_claim(a, c, out_root);
+        int st = eval_claim(a, c, ctx);
         if (st) return st;
     }
     return EPAR_OK;
@@ -840,8 +1151,10 @@ void epar_audit_free(struct epar_audit *a)
 {
     for (size_t i = 0; i < a->n; i++) {
         struct epar_audit_row *r = &a->rows[i];
-        free(r->id); free(r->source); free(r->statement); free(r->section); free(r->reported);
-        free(r->measured); free(r->measured_sd); free(r->tolerance); free(r->note);
+        char **s[] = {&r->id, &r->source, &r->statement, &r->section, &r->reported, &r->measured, &r->measured_sd,
+                      &r->n_seeds, &r->rule, &r->accepted, &r->measurement, &r->input, &r->run_hash, &r->run_seeds,
+                      &r->run_version, &r->note};
+        for (size_t k = 0; k < sizeof s / sizeof *s; k++) free(*s[k]);
         for (char **f = r->figures; f && *f; f++) free(*f);
         free(r->figures);
     }
@@ -851,12 +1164,16 @@ void epar_audit_free(struct epar_audit *a)
 
 struct epar_table *epar_audit_table(const struct epar_audit *a)
 {
-    struct epar_table *t = epar_csv_new("claim_id,source,statement,reported,measured,measured_sd,tolerance,verdict,note");
+    struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,"
+                                        "accepted,verdict,measurement,input,run_protocol_hash,run_seeds,"
+                                        "run_epar_version,note");
     if (!t) return NULL;
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
-        if (epar_csv_append(t, "sssssssss", r->id, r->source, r->statement, r->reported, r->measured, r->measured_sd,
-                            r->tolerance, epar_audit_verdict_name(r->verdict), r->note)) {
+        if (epar_csv_append(t, "sssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
+                            r->measured, r->measured_sd, r->n_seeds, r->rule, r->accepted,
+                            epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash, r->run_seeds,
+                            r->run_version, r->note)) {
             epar_csv_free(t);
             return NULL;
         }
@@ -866,7 +1183,10 @@ struct epar_table *epar_audit_table(const struct epar_audit *a)
 
 struct epar_table *epar_audit_section_counts(const struct epar_audit *a)
 {
-    struct epar_table *t = epar_csv_new("section,reproduced,not_reproduced,not_reproducible_here,trivially_true");
+    char cols[512] = "section";
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",%s", verdict_keys[v]);
+    struct epar_table *t = epar_csv_new(cols);
     for (size_t i = 0; t && i < a->n; i++) {
         const char *sec = a->rows[i].section;
         int seen = 0, cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
@@ -874,7 +1194,8 @@ struct epar_table *epar_audit_section_counts(const struct epar_audit *a)
         if (seen) continue;
         for (size_t j = i; j < a->n; j++)
             if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
-        if (epar_csv_append(t, "siiii", sec, cnt[0], cnt[1], cnt[2], cnt[3])) {
+        static_assert(EPAR_AUDIT_VERDICT_COUNT == 9, "one count per verdict");
+        if (epar_csv_append(t, "siiiiiiiii", sec, cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], cnt[5], cnt[6], cnt[7], cnt[8])) {
             epar_csv_free(t);
             t = NULL;
         }

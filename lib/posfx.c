@@ -88,3 +88,8 @@ double epar_posfx_decay_speed(const struct epar_posfx *p, int L)
     for (int k = 1; k < c; k++) s += epar_posfx_value(p, (double)k, (double)L);
     return s / (c - 1);
 }
+
+int epar_posfx_nparams(enum epar_form form)
+{
+    return form == EPAR_FORM_ENHANCED ? 3 : form == EPAR_FORM_BASIC ? 2 : 0;
+}

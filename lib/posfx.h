@@ -29,6 +29,8 @@ double epar_posfx_value(const struct epar_posfx *p, double d, double L);
 double epar_posfx_deriv(const struct epar_posfx *p, double d, double L);
 /* P (L,L) row-major: P[i*L+j] = m(|i-j|). */
 void epar_posfx_matrix(const struct epar_posfx *p, int L, double *P);
+/* Scalar parameters the form reads: none 0, basic 2 (alpha, beta), enhanced 3 (alpha, beta, gamma). */
+int epar_posfx_nparams(enum epar_form form);
 /* Infimum over all distances: alpha/(1+gamma) enhanced, 0 basic, 1 none. */
 double epar_posfx_infimum(const struct epar_posfx *p);
 

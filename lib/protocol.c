@@ -46,7 +46,8 @@ static const char *const preset_keys[] = {"alpha", "beta", "gamma", "form", "hea
                                           "temperature", "seeds", NULL};
 static const char *const common_keys[] = {"preset", "length", "hidden", "heads", "batch", "runs", "seeds",
                                           "alpha", "beta", "gamma", "form", NULL};
-static const char *const top_keys[] = {"version", "default_preset", "seeds", "presets", "experiments", "claims",
+static const char *const top_keys[] = {"version", "default_preset", "seeds", "presets", "experiments", "claims", "audit",
+                                       "reference_defects",
                                        NULL};
 
 /* ---- typed readers on one JSON value ---- */
@@ -128,7 +129,11 @@ static int read_model_keys(const struct epar_protocol *p, json_t *obj, const cha
 void epar_protocol_hash(json_t *root, char out[32])
 {
     json_t *copy = json_copy(root); /* shallow: only the top-level "claims" key is removed */
-    if (copy) json_object_del(copy, "claims");
+    if (copy) { /* what judges runs, not what makes them */
+        json_object_del(copy, "claims");
+        json_object_del(copy, "audit");
+        json_object_del(copy, "reference_defects");
+    }
     char *text = copy ? json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
     for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {

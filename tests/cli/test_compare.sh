@@ -7,6 +7,8 @@ mset="none,epar-enhanced,alibi,t5,rope,fixed-left,performer,strided,pi-attention
 expect_exit 0 "--list" -- "$EPAR" compare --list
 n=$(grep -c -E '^(none|epar-basic|epar-enhanced|sinusoidal|learned-ape|floater|multiplicative-pe|shaw|transformer-xl|t5|deberta|tupe|rope|ntk-rope|interpolation|log-n|alibi|fixed-current|fixed-previous|fixed-next|fixed-left|fixed-right|fixed-start|fixed-end|linear-elu|linear-cos|performer|strided|sparse-fixed|sliding-window|block-sparse|global-local|pi-attention|gqa|orthogonal-qk) ' "$T_TMP/out")
 [ "$n" -eq 35 ] && ok || fail "--list shows $n of the 35 canonical ids"
+# the registry's size, as --list shows it (one line per mechanism: id, kind, section, parameters)
+nmech=$(awk 'NR > 1 && /^[a-z0-9-]+ +/ {n++} END {print n + 0}' "$T_TMP/out")
 expect_grep 'alibi\.max_bias=8' "$T_TMP/out"
 expect_grep 'additive bias' "$T_TMP/out"
 expect_exit 0 "--help" -- "$EPAR" compare --help
@@ -15,11 +17,11 @@ expect_exit 0 "--help" -- "$EPAR" compare --help
 out=$T_TMP/all
 expect_exit 0 "all mechanisms, small" -- "$EPAR" compare --length 32 --hidden 32 --heads 4 --batch 1 --seed 42 --quiet --out "$out"
 d=$out/compare
-for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_claims consistency performer_error; do
+for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_checks consistency performer_error; do
     expect_file "$d/$f.csv"
 done
 expect_file "$d/run.json"
-[ "$(($(wc -l < "$d/mechanisms.csv") - 1))" -eq 35 ] && ok || fail "mechanisms.csv has one row per mechanism"
+[ "$(($(wc -l < "$d/mechanisms.csv") - 1))" -eq "$nmech" ] && ok || fail "mechanisms.csv has one row per mechanism of --list ($nmech)"
 head -1 "$d/mechanisms.csv" | grep -q '^mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd,consistency_random,.*ranking_norm,ranking_norm_sd,flops_per_row,time_us_per_row,time_us_per_row_sd$' && ok || fail "mechanisms.csv columns"
 expect_grep '^heads,head,slope$' "$d/alibi_slopes.csv"
 expect_grep '^8,0,0\.5$' "$d/alibi_slopes.csv"
@@ -28,15 +30,13 @@ expect_grep '^12,8,0\.707106781187$' "$d/alibi_slopes.csv"
 expect_grep '^distance,bucket,num_buckets,max_distance,bidirectional$' "$d/t5_buckets.csv"
 expect_grep '^91,15,16,128,0$' "$d/t5_buckets.csv"
 expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
-expect_grep '^claim_id,source,statement,reported,measured,verdict,note$' "$d/seed_claims.csv"
-for c in seed003_sinusoidal_relative seed003_rope_relative seed003_t5_buckets seed003_alibi_slopes seed001_performer_unbiased \
-         seed001_performer_orthogonal_variance seed001_strided_two_hop seed002_pi_coverage seed002_pi_sparsity \
-         seed002_pi_speedup seed001_linear_cost_scaling seed004_gqa_kv_memory seed003_t5_direction seed003_logn_divide \
-         seed003_scaled_rope_slower seed001_performer_omega_identity seed004_window_5_to_3 seed004_boost_row_sum; do
-    expect_grep "^$c," "$d/seed_claims.csv"
+# measurements only (the verdicts come from the protocol's claims in run-all): every check a claim reads exists
+expect_grep '^check,value,reference,se,detail$' "$d/seed_checks.csv"
+if grep -q -E ',(not )?reproduced(,|$)' "$d/seed_checks.csv"; then fail "seed_checks.csv holds a verdict"; else ok; fi
+for c in $(grep -o '"check": "[^"]*"' "$EPAR_ROOT/paper_protocol.json" | cut -d'"' -f4 | sort -u); do
+    expect_grep "^$c," "$d/seed_checks.csv"
 done
-[ -z "$(cut -d, -f1 "$d/seed_claims.csv" | sort | uniq -d)" ] && ok || fail "claim ids are unique"
-if awk -F, 'NR>1 && $1 !~ /^seed00[1-4]_/' "$d/seed_claims.csv" | grep -q .; then fail "claim ids start seed00N_"; else ok; fi
+[ -z "$(cut -d, -f1 "$d/seed_checks.csv" | sort | uniq -d)" ] && ok || fail "check names are unique"
 expect_grep '^multiplicative-exponential,multiplicative,exponential,' "$d/ablation.csv"
 expect_grep '^additive-linear,additive,linear,' "$d/ablation.csv"
 [ "$(grep -c -E '^(rope|ntk-rope|interpolation|alibi|epar-enhanced),[01],' "$d/extrapolation.csv")" -eq 40 ] && ok || fail "extrapolation: 5 mechanisms x 2 x 4 lengths"
@@ -57,7 +57,7 @@ for f in "$T_TMP"/j1/compare/*.csv; do
     b=$(basename "$f")
     case $b in
     mechanisms.csv) strip() { rev "$1" | cut -d, -f3- | rev; } ;;
-    seed_claims.csv) strip() { grep -v -E '^seed00[12]_(pi_speedup|linear_cost_scaling),' "$1"; } ;;
+    seed_checks.csv) strip() { grep -v -E '^(pi_speedup|linear_cost_exponent),' "$1"; } ;;
     *) strip() { cat "$1"; } ;;
     esac
     cmp -s <(strip "$f") <(strip "$T_TMP/j2/compare/$b") && ok || fail "not byte-identical across --jobs: $b"

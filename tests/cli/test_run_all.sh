@@ -13,33 +13,37 @@ if grep -q "$(printf '\r')" "$T_TMP/err"; then fail "progress bar drawn on a non
 for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
 
-# claims.csv: exact header, one of the four verdicts on every row, every claim id of the protocol present
+# claims.csv: exact header, one of the verdicts on every row, every claim id of the protocol present
 claims=$out/report/claims.csv
-[ "$(head -1 "$claims")" = "claim_id,source,statement,reported,measured,measured_sd,tolerance,verdict,note" ] && ok ||
+[ "$(head -1 "$claims")" = "claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note" ] && ok ||
     fail "claims.csv header: $(head -1 "$claims")"
-python_free_verdicts() { # the verdict column is the 8th; fields may be quoted, so count verdict words per row
+python_free_verdicts() { # fields may be quoted, so look for a verdict word between commas on every row
     local bad=0 n=0
     while IFS= read -r line; do
         n=$((n + 1))
         case "$line" in
-            *",reproduced,"*|*",not reproduced,"*|*",not reproducible here,"*|*",trivially true,"*) ;;
+            *",reproduced,"*|*",partly reproduced,"*|*",not reproduced,"*|*",inconclusive,"*|*",trivially true,"*|\
+            *",ill-posed,"*|*",needs >= 2 seeds,"*|*",not reproducible here,"*|*",stale,"*) ;;
             *) bad=$((bad + 1)); echo "bad row: $line" | head -c 200; echo ;;
         esac
     done < <(tail -n +2 "$claims")
     [ "$bad" -eq 0 ] && [ "$n" -gt 0 ]
 }
-python_free_verdicts && ok || fail "a claims.csv row without one of the four verdicts"
+python_free_verdicts && ok || fail "a claims.csv row without a verdict"
 ids=$(grep -o '^    {"id": "[^"]*"' paper_protocol.json | sed 's/.*"id": "//; s/"$//')
 [ -n "$ids" ] && ok || fail "no claim ids found in paper_protocol.json"
 missing=0
 for id in $ids; do
-    case "$id" in seed_statements) continue ;; esac # an import: replaced by the imported rows when present
     grep -q "^$id," "$claims" || { missing=$((missing + 1)); echo "claim $id not in claims.csv"; }
 done
 [ "$missing" -eq 0 ] && ok || fail "$missing claim(s) of the protocol missing from claims.csv"
 # the deterministic verdicts that do not depend on other experiments
 expect_grep '^retention_max_basic,.*,not reproduced,' "$claims"
-expect_grep '^retention_max_enhanced,.*,reproduced,' "$claims"
+expect_grep '^retention_max_enhanced,.*,not reproduced,' "$claims"   # 78.95% is not 78% at half a unit
+# one seed has no spread: a claim judged against a spread says so
+expect_grep '^opt_structured_consistency_enhanced,.*,needs >= 2 seeds,' "$claims"
+# every note says how its verdict follows, every row names its measurement and input
+if awk -F, 'NR > 1 && $NF == ""' "$claims" | grep -q .; then fail "a claims.csv row with an empty note"; else ok; fi
 expect_grep '^identity_mean_attention,.*,trivially true,' "$claims"
 expect_grep '^ref_alpha_1_position_strength,.*,reproduced,' "$claims"
 expect_grep '^train_wikitext103_ppl,.*,not reproducible here,.*needs training' "$claims"
@@ -73,18 +77,27 @@ cmp -s <(untimed "$claims") <(untimed "$T_TMP/again/report/claims.csv") && ok ||
 cmp -s "$out/report/retention_definitions.csv" "$T_TMP/again/report/retention_definitions.csv" && ok ||
     fail "retention_definitions.csv not byte-identical"
 
-# --audit-only on a folder without experiments: every file claim says which file is missing, exit 0
-expect_exit 0 "audit only" -- "$EPAR" run-all --audit-only --out "$T_TMP/empty" -q
-expect_grep '^opt_structured_consistency_enhanced,.*not reproducible here,"?measurement file output/optimal/forms_comparison.csv missing: experiment not run' "$T_TMP/empty/report/claims.csv"
+# --audit-only on a folder without experiments: an error, not a verdict table
+mkdir -p "$T_TMP/empty"
+expect_exit 3 "audit only, nothing to audit" -- "$EPAR" run-all --audit-only --out "$T_TMP/empty" -q
+expect_error_line "nothing to audit in '.*empty'" "audit-only on an empty folder"
+expect_empty_dir "$T_TMP/empty" "audit-only on an empty folder writes nothing"
+# stale inputs: an experiment rerun with other parameters, then audited: its claims are marked, not judged
+expect_exit 0 "optimal-position with gamma 0.5 into the audited folder" -- "$EPAR" optimal-position --seed 42 --gamma 0.5 --types structured --out "$out" --no-render -q
+expect_exit 0 "audit only" -- "$EPAR" run-all --audit-only --seed 42 --out "$out" --no-render -q
+expect_grep '^opt_structured_consistency_enhanced,.*,stale,.*gamma=0.5.*would be' "$claims"
+expect_grep '^opt_clustered_consistency_enhanced,.*,stale,' "$claims"
+expect_grep '^retention_max_basic,.*,not reproduced,' "$claims"   # computed claims are never stale
 
 # a measurement spec that does not fit its file: warning, verdict not reproducible here, the columns named
-sed 's/"column": "value"}, "tolerance": {"rule": "exact"}/"column": "valeur"}, "tolerance": {"rule": "exact"}/' paper_protocol.json > "$T_TMP/spec.json"
+sed 's/"mean_attention_weight"}, "column": "value"}/"mean_attention_weight"}, "column": "valeur"}/' paper_protocol.json > "$T_TMP/spec.json"
 expect_exit 0 "spec problem is not fatal" -- "$EPAR" run-all --protocol "$T_TMP/spec.json" --seed 42 --no-render --out "$T_TMP/spec"
 expect_grep 'warning: 1 claim\(s\) have a measurement spec' "$T_TMP/err"
 expect_grep "^identity_mean_attention,.*not reproducible here,.*column 'valeur' not in the file \\(columns: metric,value,note\\)" "$T_TMP/spec/report/claims.csv"
 
 # bad claims -> exit 3 naming the JSON path, nothing written
-sed 's/"tolerance": {"rule": "exact"}, "trivial": true/"tolerance": {"rule": "roughly"}, "trivial": true/' paper_protocol.json > "$T_TMP/badrule.json"
+sed 's/"mean_attention_weight"}, "column": "value"}, "tolerance": {"rule": "exact"}/"mean_attention_weight"}, "column": "value"}, "tolerance": {"rule": "roughly"}/' paper_protocol.json > "$T_TMP/badrule.json"
+cmp -s paper_protocol.json "$T_TMP/badrule.json" && fail "the rule was not changed" || ok
 expect_exit 3 "unknown tolerance rule" -- "$EPAR" run-all --protocol "$T_TMP/badrule.json" --out "$T_TMP/bad" -q
 expect_error_line '\$\.claims\[[0-9]+\]\.tolerance\.rule' "unknown rule"
 expect_empty_dir "$T_TMP/bad" "bad claims leave nothing"
@@ -93,6 +106,11 @@ sed 's/"distance_curve": 20/"distance_curve": 0/' paper_protocol.json > "$T_TMP/
 expect_exit 1 "failed experiment -> exit 1" -- "$EPAR" run-all --protocol "$T_TMP/failexp.json" --out "$T_TMP/fx" --no-render -q
 expect_grep 'position-effect failed' "$T_TMP/err"
 expect_file "$T_TMP/fx/report/claims.csv"
+# after a good run, a run whose position-effect fails does not audit the old files as its own
+expect_exit 0 "a good one-seed run" -- "$EPAR" run-all --seed 42 --out "$T_TMP/fx2" --no-render -q
+expect_exit 1 "then a failing run with another seed" -- "$EPAR" run-all --protocol "$T_TMP/failexp.json" --seed 7 --out "$T_TMP/fx2" --no-render -q
+expect_grep '^thm1_continuity,.*,stale,.*(not this protocol|not the 1 seed)' "$T_TMP/fx2/report/claims.csv"
+expect_grep 'warning: [0-9]+ claim\(s\) read results of another run' "$T_TMP/err"
 # usage errors
 expect_exit 2 "check + update" -- "$EPAR" run-all --check --update-golden
 expect_exit 2 "golden without check" -- "$EPAR" run-all --golden tests/golden
@@ -111,9 +129,16 @@ expect_grep 'position/summary.csv +pos_star_mean +value' "$T_TMP/out"
 expect_grep '1 moved, 0 missing' "$T_TMP/out"
 # a pinned number that disappears is a regression too
 grep -v '^report/claims.csv,identity_mean_attention,' tests/golden/pins.csv > "$T_TMP/golden/pins.csv"
+# the verdicts of the full reference protocol are pinned too
 printf 'report/claims.csv,no_such_claim,measured,1,1e-06,1e-09\n' >> "$T_TMP/golden/pins.csv"
 expect_exit 1 "pin of a vanished number -> exit 1" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
 expect_grep '(missing)' "$T_TMP/out"
+grep -q '^reference/report/claims.csv,opt_structured_consistency_enhanced,verdict,reproduced,' tests/golden/pins.csv && ok ||
+    fail "the full protocol's headline verdict is not pinned"
+sed 's/^\(reference\/report\/claims.csv,opt_structured_consistency_enhanced,verdict,\)reproduced,/\1not reproduced,/' \
+    tests/golden/pins.csv > "$T_TMP/golden/pins.csv"
+expect_exit 1 "a flipped headline verdict -> exit 1" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q
+expect_grep 'reference/report/claims.csv +opt_structured_consistency_enhanced +verdict' "$T_TMP/out"
 # updating is deliberate and restores a passing check
 expect_exit 0 "update the copy" -- "$EPAR" run-all --update-golden --golden "$T_TMP/golden" -q
 expect_exit 0 "check after update" -- "$EPAR" run-all --check --golden "$T_TMP/golden" -q

@@ -19,51 +19,86 @@ static const struct epar_audit_row *row_of(const struct epar_audit *a, const cha
     return NULL;
 }
 
+static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u, double v, int stoch, double sd, int n,
+                                   double se_run, double se)
+{
+    struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1};
+    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se};
+    char acc[256];
+    return epar_audit_judge(&t, r, u, &m, 0.95, acc, sizeof acc);
+}
+
 static void rules(void)
 {
-    struct epar_audit_tol t = {EPAR_AUDIT_EXACT, 0, 0, 0};
-    check_int(epar_audit_within(&t, 0.0078125, 1.0 / 128, NAN), 1, "exact: identical");
-    check_int(epar_audit_within(&t, 0.0078125, 0.0078125 * (1 + 1e-9), NAN), 0, "exact: 1e-9 off fails");
-    t = (struct epar_audit_tol){EPAR_AUDIT_RELATIVE, 1e-6, 0, 0};
-    check_int(epar_audit_within(&t, 0.7406705617904663, 0.7406705212489787, NAN), 1, "relative 1e-6: float32 value");
-    check_int(epar_audit_within(&t, 2.385, 2.385 * (1 + 2e-6), NAN), 0, "relative 1e-6: 2e-6 off fails");
-    t = (struct epar_audit_tol){EPAR_AUDIT_ABS, 0.01, 0, 0};
-    check_int(epar_audit_within(&t, 0.78, 0.789293, NAN), 1, "abs 0.01: 0.789 vs 0.78");
-    check_int(epar_audit_within(&t, 0.78, 0.790255, NAN), 0, "abs 0.01: 0.7903 vs 0.78");
-    t = (struct epar_audit_tol){EPAR_AUDIT_SD, 3, 0, 0};
-    check_int(epar_audit_within(&t, 0.8121, 0.8121 + 2.9 * 0.0123, 0.0123), 1, "sd: 2.9 sd away holds with k=3");
-    check_int(epar_audit_within(&t, 0.8121, 0.8121 - 3.1 * 0.0123, 0.0123), 0, "sd: 3.1 sd away fails with k=3");
-    check_int(epar_audit_within(&t, 0.8121, 0.8121, NAN), -1, "sd: no sd cannot be judged");
-    t = (struct epar_audit_tol){EPAR_AUDIT_ABOVE, 0, 0, 0};
-    check_int(epar_audit_within(&t, 0.7, 0.7001, NAN), 1, "above: 0.7001 > 0.7");
-    check_int(epar_audit_within(&t, 0.7, 0.7, NAN), 0, "above is strict");
-    t = (struct epar_audit_tol){EPAR_AUDIT_BELOW, 0, 0, 0};
-    check_int(epar_audit_within(&t, 0, -0.0013, NAN), 1, "below: negative increment");
-    check_int(epar_audit_within(&t, 0, 0.0013, NAN), 0, "below: positive increment fails");
-    t = (struct epar_audit_tol){EPAR_AUDIT_RANGE, 0, 0.885, 0.935};
-    check_int(epar_audit_within(&t, 0.91, 0.935, NAN), 1, "range: upper end included");
-    check_int(epar_audit_within(&t, 0.91, 0.8849, NAN), 0, "range: below lo fails");
-    check_int(epar_audit_within(&t, 0.91, NAN, NAN), -1, "NaN measurement cannot be judged");
-    char b[64];
-    t = (struct epar_audit_tol){EPAR_AUDIT_SD, 3, 0, 0};
-    epar_audit_tol_format(&t, b, sizeof b);
-    check_true(!strcmp(b, "within 3 x sd"), "format sd rule: '%s'", b);
+    double v, u;
+    /* printed figures: half a unit of the last printed digit */
+    check_int(epar_audit_printed_parse("78%", &v, &u), EPAR_OK, "parse 78%%");
+    check_rel(v, 0.78, 1e-15, "78%% value");
+    check_rel(u, 0.01, 1e-15, "78%% unit");
+    check_int(epar_audit_printed_parse("0.2390", &v, &u), EPAR_OK, "parse 0.2390");
+    check_rel(u, 1e-4, 1e-12, "a trailing zero is a printed digit");
+    check_int(epar_audit_printed_parse("16", &v, &u), EPAR_OK, "parse 16");
+    check_rel(u, 1, 0, "integer unit 1");
+    check_int(epar_audit_printed_parse("93.75%", &v, &u), EPAR_OK, "parse 93.75%%");
+    check_rel(u, 1e-4, 1e-12, "93.75%% unit 0.0001");
+    check_int(epar_audit_printed_parse("x4.2", &v, &u), EPAR_EINVAL, "x4.2 is not a printed number");
+    check_int(epar_audit_printed_parse("0.89-0.93", &v, &u), EPAR_EINVAL, "a range is not one number");
+    check_int(J1(EPAR_AUDIT_PRINTED, 0.78, 0.01, 0.7849, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "78%%: 78.49%% holds");
+    check_int(J1(EPAR_AUDIT_PRINTED, 0.78, 0.01, 0.775, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "78%%: 77.5%% included");
+    check_int(J1(EPAR_AUDIT_PRINTED, 0.78, 0.01, 0.785, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "78%%: 78.5%% excluded");
+    check_int(J1(EPAR_AUDIT_PRINTED, 0.78, 0.01, 0.7895, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "78%%: 78.95%% fails");
+    /* prediction interval of a new run: t(4, 0.975) = 2.776445, sqrt(1 + 1/5) = 1.095445: half 0.0374094 */
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8121 + 0.0373, 0, 0.8121, 1, 0.0123, 5, NAN, NAN), EPAR_AUDIT_HOLDS,
+              "prediction: inside t(4) sd sqrt(1.2)");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8121 + 0.0375, 0, 0.8121, 1, 0.0123, 5, NAN, NAN), EPAR_AUDIT_FAILS,
+              "prediction: outside");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8121 + 0.0375, 0.001, 0.8121, 1, 0.0123, 5, NAN, NAN), EPAR_AUDIT_HOLDS,
+              "prediction: half a printed unit added");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8121 + 0.06, 0, 0.8121, 1, 0.0123, 5, 0.02, NAN), EPAR_AUDIT_HOLDS,
+              "prediction: a small sd is floored by the run-level standard error");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8, 0, 0.8, 1, NAN, 1, NAN, NAN), EPAR_AUDIT_FEW_SEEDS, "one seed: needs seeds");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.8, 0, NAN, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_UNDECIDED, "NaN: undecided");
+    /* estimate: z(0.975) = 1.959964 x se */
+    check_int(J1(EPAR_AUDIT_ESTIMATE, 1.0, 0, 1.00195, 0, NAN, 0, NAN, 0.001), EPAR_AUDIT_HOLDS, "estimate 1.95 se");
+    check_int(J1(EPAR_AUDIT_ESTIMATE, 1.0, 0, 1.00197, 0, NAN, 0, NAN, 0.001), EPAR_AUDIT_FAILS, "estimate 1.97 se");
+    /* exact and relative */
+    check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 1.0 / 128, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "exact: identical");
+    check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
+              "exact: 1e-9 off fails");
+    struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0};
+    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN};
+    char acc[256];
+    check_int(epar_audit_judge(&rel, 0.7406705617904663, 0, &m32, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
+              "relative 1e-6: the float32 value");
+    /* thresholds: deterministic plain, stochastic by the confidence interval of the mean (t(4) sd / sqrt 5) */
+    check_int(J1(EPAR_AUDIT_ABOVE, 0.7, 0, 0.7001, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "above: 0.7001 > 0.7");
+    check_int(J1(EPAR_AUDIT_ABOVE, 0.7, 0, 0.7, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "above is strict");
+    check_int(J1(EPAR_AUDIT_ABOVE, 0.7, 0, 0.72, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_HOLDS, "above: whole interval above");
+    check_int(J1(EPAR_AUDIT_ABOVE, 0.7, 0, 0.705, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_OPEN, "above: straddles -> open");
+    check_int(J1(EPAR_AUDIT_ABOVE, 0.7, 0, 0.68, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_FAILS, "above: whole interval below");
+    check_int(J1(EPAR_AUDIT_BELOW, 1, 0, 0.85, 0, NAN, 0, NAN, 0.04), EPAR_AUDIT_HOLDS, "below with se: 0.85+1.96x0.04 < 1");
+    check_int(J1(EPAR_AUDIT_BELOW, 1, 0, 0.95, 0, NAN, 0, NAN, 0.04), EPAR_AUDIT_OPEN, "below with se: straddles");
+    check_int(J1(EPAR_AUDIT_BELOW, 0.3, 0, 0.2, 1, NAN, 1, NAN, NAN), EPAR_AUDIT_FEW_SEEDS, "threshold with one seed");
+    /* range [0.885, 0.935]; at_least with slack 0.1 */
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.935, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "range: upper end included");
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.8849, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "range: below lo fails");
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.875, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_HOLDS, "range: mean's interval meets it");
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.87, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_FAILS, "range: mean's interval misses it");
+    check_int(J1(EPAR_AUDIT_AT_LEAST, 16, 0, 14.5, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "at_least 16 (1-0.1): 14.5");
+    check_int(J1(EPAR_AUDIT_AT_LEAST, 16, 0, 9.5, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "at_least: 9.5 < 14.4");
     enum epar_audit_rule r;
-    check_int(epar_audit_rule_parse("range", &r), EPAR_OK, "parse range");
-    check_int(r, EPAR_AUDIT_RANGE, "parse range value");
-    check_int(epar_audit_rule_parse("approx", &r), EPAR_EINVAL, "unknown rule refused");
+    check_int(epar_audit_rule_parse("prediction", &r), EPAR_OK, "parse prediction");
+    check_int(r, EPAR_AUDIT_PREDICTION, "parse prediction value");
+    check_int(epar_audit_rule_parse("sd", &r), EPAR_EINVAL, "the old k x sd rule is gone");
 }
 
 static void verdicts(void)
 {
-    check_int(epar_audit_verdict(1, 1, 0), EPAR_AUDIT_REPRODUCED, "holds -> reproduced");
-    check_int(epar_audit_verdict(1, 0, 0), EPAR_AUDIT_NOT_REPRODUCED, "fails -> not reproduced");
-    check_int(epar_audit_verdict(1, 0, 1), EPAR_AUDIT_NOT_REPRODUCED, "a failing identity is not reproduced");
-    check_int(epar_audit_verdict(1, 1, 1), EPAR_AUDIT_TRIVIAL, "identity that holds -> trivially true");
-    check_int(epar_audit_verdict(0, 1, 0), EPAR_AUDIT_NOT_HERE, "not available -> not reproducible here");
-    check_int(epar_audit_verdict(1, -1, 0), EPAR_AUDIT_NOT_HERE, "cannot judge -> not reproducible here");
     check_true(!strcmp(epar_audit_verdict_name(EPAR_AUDIT_NOT_HERE), "not reproducible here"), "verdict name");
-    check_true(!strcmp(epar_audit_verdict_name(EPAR_AUDIT_TRIVIAL), "trivially true"), "verdict name trivial");
+    check_true(!strcmp(epar_audit_verdict_name(EPAR_AUDIT_NEEDS_SEEDS), "needs >= 2 seeds"), "verdict needs seeds");
+    check_true(!strcmp(epar_audit_verdict_key(EPAR_AUDIT_PARTLY), "partly_reproduced"), "verdict key");
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        check_true(strcmp(epar_audit_verdict_name((enum epar_audit_verdict)v), "?") != 0, "verdict %d named", v);
 }
 
 static void quantities(void)
@@ -167,19 +202,25 @@ static void selection(void)
 
 static void validation(void)
 {
+#define C(x) "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", " x "}]"
     const char *bad[] = {
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"x.csv\", \"column\": \"c\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"near\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"/etc/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"posfx\": {\"quantity\": \"gain\", \"L\": 2}}, \"tolerance\": {\"rule\": \"exact\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"needs\": \"x\", \"import\": \"y.csv\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"needs\": \"x\"}, \"tolerence\": 1}]",
+        C("\"reported\": 1, \"measure\": {\"file\": \"e/x.csv\", \"column\": \"c\"}"),
+        C("\"reported\": 1, \"measure\": {\"file\": \"e/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"near\"}"),
+        C("\"reported\": 1, \"measure\": {\"file\": \"/etc/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}"),
+        C("\"reported\": 1, \"measure\": {\"posfx\": {\"quantity\": \"gain\", \"L\": 2}}, \"tolerance\": {\"rule\": \"exact\"}"),
+        C("\"reported\": 1, \"measure\": {\"needs\": \"x\", \"import\": \"y.csv\"}"),
+        C("\"reported\": 1, \"measure\": {\"needs\": \"x\"}, \"tolerence\": 1"),
         "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"measure\": {\"needs\": \"x\"}}, {\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"measure\": {\"needs\": \"x\"}}]",
-        "[{\"id\": \"a\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"sd\"}}]",
+        C("\"reported\": 1, \"measure\": {\"file\": \"e/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"relative\", \"tol\": 1e-6}"),
+        C("\"reported\": 0.78, \"measure\": {\"posfx\": {\"quantity\": \"value\", \"L\": 8}}, \"tolerance\": {\"rule\": \"printed\"}"),
+        C("\"reported\": 1, \"measure\": {\"readings\": [{\"file\": \"e/x.csv\", \"column\": \"c\"}]}, \"tolerance\": {\"rule\": \"exact\"}"),
+        C("\"reported\": 1, \"measure\": {\"file\": \"e/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}, \"trivial\": true"),
     };
     const char *path[] = {"$.claims[0].tolerance", "$.claims[0].tolerance.rule", "$.claims[0].measure.file",
                           "$.claims[0].measure.posfx.L", "$.claims[0].measure", "$.claims[0].tolerence",
-                          "$.claims[1].id", "$.claims[0].tolerance.k"};
+                          "$.claims[1].id", "$.claims[0].tolerance.why", "$.claims[0].reported",
+                          "$.claims[0].measure.readings[0].label", "$.claims[0].trivial"};
+#undef C
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         json_t *j = J(bad[i]);
         int st = epar_audit_check(j, "p.json");
@@ -188,6 +229,23 @@ static void validation(void)
         json_decref(j);
     }
     check_int(epar_audit_check(NULL, "p.json"), EPAR_OK, "no claims is fine");
+    double level;
+    json_t *root = J("{\"audit\": {\"level\": 0.99}}");
+    check_int(epar_audit_level(root, "p.json", &level), EPAR_OK, "level read");
+    check_rel(level, 0.99, 0, "level 0.99");
+    json_decref(root);
+    root = J("{\"audit\": {\"level\": 1.5}}");
+    check_int(epar_audit_level(root, "p.json", &level), EPAR_EPROTOCOL, "level out of range refused");
+    json_decref(root);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    fputs(text, f);
+    fclose(f);
 }
 
 static void evaluation(void)
@@ -197,59 +255,88 @@ static void evaluation(void)
     char p[256];
     snprintf(p, sizeof p, "%s/exp", dir);
     mkdir(p, 0777);
-    snprintf(p, sizeof p, "%s/exp/metrics.csv", dir);
-    FILE *f = fopen(p, "w");
-    fputs("info_type,consistency,consistency_sd,pass\nstructured,0.9,0.01,pass\nclustered,0.8,0.02,fail\n", f);
-    fclose(f);
-    snprintf(p, sizeof p, "%s/exp/seed_claims.csv", dir);
-    f = fopen(p, "w");
-    fputs("claim_id,source,statement,reported,measured,verdict,note\n"
-          "alibi_slopes,seed 004,slopes are 2^-8h/H,0.5,0.5,reproduced,\n"
-          "performer_unbiased,seed 001,unbiased,0,0.01,not reproduced,biased\n"
-          "odd,seed 001,x,1,1,maybe,\n", f);
-    fclose(f);
+    snprintf(p, sizeof p, "%s/one", dir);
+    mkdir(p, 0777);
+    snprintf(p, sizeof p, "%s/other", dir);
+    mkdir(p, 0777);
+    write_file(dir, "exp/metrics.csv", "info_type,consistency,consistency_sd,consistency_se_run,pass\n"
+                                       "structured,0.9,0.01,0.005,pass\nclustered,0.8,0.002,0.02,fail\n");
+    write_file(dir, "exp/run.json", "{\"protocol_hash\": \"fnv1a64:1\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                    " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3, 4, 5]}}");
+    write_file(dir, "one/metrics.csv", "info_type,consistency,consistency_sd\nstructured,0.9,nan\n");
+    write_file(dir, "one/run.json", "{\"protocol_hash\": \"fnv1a64:1\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                    " \"parameters\": {\"preset\": \"p\", \"seeds\": [7]}}");
+    write_file(dir, "other/metrics.csv", "info_type,consistency,consistency_sd\nstructured,0.9,0.01\n");
+    write_file(dir, "other/run.json", "{\"protocol_hash\": \"fnv1a64:1\", \"cli_overrides\": \"gamma=0.5\", "
+                                      "\"epar_version\": \"9\", \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3, 4, 5]}}");
+#define M(f, t) "\"measure\": {\"file\": \"" f "/metrics.csv\", \"where\": {\"info_type\": \"" t "\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\", \"se_run_column\": \"consistency_se_run\"}"
+#define N "\"source\": \"s\", \"statement\": \"t\", "
     json_t *claims = J("["
-        "{\"id\": \"ok\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0.91, \"measure\": {\"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"sd\", \"k\": 3}},"
-        "{\"id\": \"off\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0.891, \"measure\": {\"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"clustered\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"sd\", \"k\": 3}},"
-        "{\"id\": \"missing\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"optimal/none.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}},"
-        "{\"id\": \"speccol\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 1, \"measure\": {\"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"ranking\"}, \"tolerance\": {\"rule\": \"exact\"}},"
-        "{\"id\": \"train\", \"source\": \"s\", \"statement\": \"t\", \"reported\": \"22.8\", \"measure\": {\"needs\": \"training a 110M model\"}},"
-        "{\"id\": \"ident\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0.0, \"measure\": {\"posfx\": {\"quantity\": \"bound_margin\", \"form\": \"enhanced\", \"beta\": 1, \"gamma\": 0.5, \"L\": 8}}, \"tolerance\": {\"rule\": \"above\"}, \"trivial\": true},"
-        "{\"id\": \"ret\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0.028, \"measure\": {\"posfx\": {\"quantity\": \"retention\", \"form\": \"basic\", \"beta\": 1, \"L\": 100, \"d\": \"L\"}}, \"tolerance\": {\"rule\": \"abs\", \"tol\": 0.001}, \"alternatives\": [{\"label\": \"steep\", \"beta\": 3.57555}]},"
-        "{\"id\": \"seeds\", \"source\": \"s\", \"statement\": \"t\", \"reported\": \"rows\", \"measure\": {\"import\": \"exp/seed_claims.csv\"}},"
-        "{\"id\": \"seeds_missing\", \"source\": \"s\", \"statement\": \"t\", \"reported\": \"rows\", \"measure\": {\"import\": \"compare/seed_claims.csv\"}}"
+        "{\"id\": \"ok\", " N "\"reported\": \"0.91\", " M("exp", "structured") ", \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"floor\", " N "\"reported\": \"0.850\", " M("exp", "clustered") ", \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"off\", " N "\"reported\": \"0.95\", " M("exp", "structured") ", \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"oneseed\", " N "\"reported\": \"0.91\", \"measure\": {\"file\": \"one/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"stale\", " N "\"reported\": \"0.91\", \"measure\": {\"file\": \"other/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"missing\", " N "\"reported\": 1, \"measure\": {\"file\": \"optimal/none.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}},"
+        "{\"id\": \"speccol\", " N "\"reported\": 1, \"measure\": {\"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"ranking\"}, \"tolerance\": {\"rule\": \"exact\"}},"
+        "{\"id\": \"train\", " N "\"reported\": \"22.8\", \"measure\": {\"needs\": \"training a 110M model\"}},"
+        "{\"id\": \"ident\", " N "\"reported\": 0.0, \"measure\": {\"posfx\": {\"quantity\": \"bound_margin\", \"form\": \"enhanced\", \"beta\": 1, \"gamma\": 0.5, \"L\": 8}}, \"tolerance\": {\"rule\": \"above\"}, \"trivial\": \"e^x > 0\"},"
+        "{\"id\": \"brokenident\", " N "\"reported\": 0.0, \"measure\": {\"posfx\": {\"quantity\": \"bound_margin\", \"form\": \"enhanced\", \"beta\": 0, \"gamma\": 0.5, \"L\": 8}}, \"tolerance\": {\"rule\": \"above\"}, \"trivial\": \"e^x > 0\"},"
+        "{\"id\": \"ret\", " N "\"reported\": \"2.8%\", \"measure\": {\"posfx\": {\"quantity\": \"retention\", \"form\": \"basic\", \"beta\": 1, \"L\": 100, \"d\": \"L\"}}, \"tolerance\": {\"rule\": \"printed\"}, \"alternatives\": [{\"label\": \"steep\", \"beta\": 3.57555}]},"
+        "{\"id\": \"partly\", " N "\"reported\": \"0.9\", \"measure\": {\"readings\": [{\"label\": \"structured\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\"}, {\"label\": \"clustered\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"clustered\"}, \"column\": \"consistency\"}]}, \"tolerance\": {\"rule\": \"printed\"}},"
+        "{\"id\": \"ill\", " N "\"reported\": 1, \"measure\": {\"readings\": [{\"label\": \"a\", \"posfx\": {\"quantity\": \"infimum\", \"form\": \"none\", \"L\": 8}}]}, \"tolerance\": {\"rule\": \"exact\"}, \"ill_posed\": \"dimensions differ\"}"
         "]");
-    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "test claims valid");
+#undef M
+#undef N
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "test claims valid: %s", epar_err_message());
+    static const unsigned long seeds5[] = {1, 2, 3, 4, 5};
+    struct epar_audit_expect ex[] = {{"exp", "fnv1a64:1", "p", 5, seeds5, "9"}, {"one", "fnv1a64:1", "p", 0, NULL, "9"},
+                                     {"other", "fnv1a64:1", "p", 5, seeds5, "9"}};
+    struct epar_audit_ctx ctx = {dir, 0.95, ex, 3};
     struct epar_audit a;
-    check_int(epar_audit_run(claims, dir, &a), EPAR_OK, "audit runs");
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
-    check_true((r = row_of(&a, "ok")) && r->verdict == EPAR_AUDIT_REPRODUCED, "within 3 sd -> reproduced");
-    check_true((r = row_of(&a, "off")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED, "4.55 sd off -> not reproduced");
-    check_true(r && !strcmp(r->measured, "0.8") && !strcmp(r->measured_sd, "0.02"), "measured and sd shown");
-    check_true((r = row_of(&a, "missing")) && r->verdict == EPAR_AUDIT_NOT_HERE &&
-               strstr(r->note, "output/optimal/none.csv missing: experiment not run"), "missing file -> not here, said so");
+    r = row_of(&a, "ok");
+    check_true(r && r->verdict == EPAR_AUDIT_REPRODUCED, "inside the prediction interval");
+    check_true(r && !strcmp(r->n_seeds, "5") && !strcmp(r->input, "exp/run.json") && !strcmp(r->run_seeds, "1,2,3,4,5") &&
+               !strcmp(r->run_hash, "fnv1a64:1"), "n seeds and the run's fingerprint recorded");
+    check_true(r && strstr(r->measurement, "exp/metrics.csv[info_type=\"structured\"].consistency"), "measurement named: %s",
+               r ? r->measurement : "");
+    r = row_of(&a, "floor");
+    check_true(r && r->verdict == EPAR_AUDIT_REPRODUCED && strstr(r->accepted, "run-level floor"),
+               "a tiny sd floored by the run-level se: %s", r ? r->accepted : "");
+    check_true((r = row_of(&a, "off")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED, "outside -> not reproduced");
+    check_true(r && !strcmp(r->measured, "0.9") && !strcmp(r->measured_sd, "0.01") && strstr(r->note, "not reproduced:"),
+               "measured, sd and the reason shown");
+    check_true((r = row_of(&a, "oneseed")) && r->verdict == EPAR_AUDIT_NEEDS_SEEDS, "one seed -> needs >= 2 seeds");
+    check_true((r = row_of(&a, "stale")) && r->verdict == EPAR_AUDIT_STALE && strstr(r->note, "gamma=0.5") &&
+               strstr(r->note, "would be: reproduced"), "another run's output -> stale, with the would-be verdict");
+    check_true((r = row_of(&a, "missing")) && r->verdict == EPAR_AUDIT_NOT_HERE && r->missing_file &&
+               strstr(r->note, "output/optimal/none.csv missing"), "missing file -> not here, said so");
     check_true((r = row_of(&a, "speccol")) && r->verdict == EPAR_AUDIT_NOT_HERE && r->spec_problem &&
                strstr(r->note, "column 'ranking' not in the file"), "wrong column -> spec problem named");
     check_true((r = row_of(&a, "train")) && r->verdict == EPAR_AUDIT_NOT_HERE && strstr(r->note, "training"),
                "needs training -> not here with the reason");
-    check_true((r = row_of(&a, "ident")) && r->verdict == EPAR_AUDIT_TRIVIAL, "identity -> trivially true");
-    check_true((r = row_of(&a, "ret")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED, "36.8%% is not 2.8%%");
-    check_true(r && strstr(r->note, "alternative (steep): 0.028, matches"), "alternative named, verdict kept: %s",
-               r ? r->note : "");
-    check_true((r = row_of(&a, "alibi_slopes")) && r->verdict == EPAR_AUDIT_REPRODUCED && r->imported,
-               "imported row kept as is");
-    check_true((r = row_of(&a, "performer_unbiased")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED &&
-               !strcmp(r->note, "biased"), "imported not reproduced");
-    check_true((r = row_of(&a, "odd")) && r->verdict == EPAR_AUDIT_NOT_HERE && r->spec_problem,
-               "unknown imported verdict flagged");
-    check_true((r = row_of(&a, "seeds_missing")) && r->verdict == EPAR_AUDIT_NOT_HERE &&
-               strstr(r->note, "experiment not run"), "missing import -> one not-here row");
-    check_true(row_of(&a, "seeds") == NULL, "an import that worked has no row of its own");
+    check_true((r = row_of(&a, "ident")) && r->verdict == EPAR_AUDIT_TRIVIAL && strstr(r->note, "by construction: e^x > 0"),
+               "identity -> trivially true with its reason");
+    check_true((r = row_of(&a, "brokenident")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED && r->broken_identity,
+               "a failing identity is not reproduced and flagged");
+    r = row_of(&a, "ret");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED, "36.8%% is not 2.8%%");
+    check_true(r && strstr(r->note, "alternative reading (steep") && strstr(r->note, "would match"),
+               "alternative named, verdict kept: %s", r ? r->note : "");
+    check_true((r = row_of(&a, "partly")) && r->verdict == EPAR_AUDIT_PARTLY, "one reading of two -> partly");
+    check_true((r = row_of(&a, "ill")) && r->verdict == EPAR_AUDIT_ILL_POSED, "ill-posed flag -> ill-posed");
     check_int(a.counts[EPAR_AUDIT_REPRODUCED], 2, "count reproduced");
-    check_int(a.spec_problems, 2, "count spec problems");
+    check_int(a.stale, 1, "count stale");
     struct epar_table *t = epar_audit_table(&a);
-    check_true(t && t->ncols == 9 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[8], "note"), "claims.csv schema");
+    check_true(t && t->ncols == 17 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[16], "note") &&
+               epar_csv_col(t, "measurement") >= 0 && epar_csv_col(t, "accepted") >= 0, "claims.csv schema");
     check_int((long)t->nrows, (long)a.n, "one row per claim");
+    for (size_t i = 0; i < a.n; i++) check_true(a.rows[i].note[0] != '\0', "every note says how (%s)", a.rows[i].id);
+    epar_csv_free(t);
+    t = epar_audit_section_counts(&a);
+    check_true(t && t->ncols == 1 + EPAR_AUDIT_VERDICT_COUNT, "a count column per verdict");
     epar_csv_free(t);
     epar_audit_free(&a);
     json_decref(claims);
