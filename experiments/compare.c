@@ -211,7 +211,7 @@ double epar_compare_distance_mi(const double *A, int L, int causal, double *work
 /* ------------------------------------------------------------------ the main comparison */
 
 enum { M_ENT, M_NENT, M_DIST, M_LOCAL, M_SPARS, M_RMID, M_RMAX, M_MI, M_EMPTY, M_CONS, M_RANK = M_CONS + EPAR_IMP_COUNT,
-       M_TIME = M_RANK + EPAR_IMP_COUNT, M_COUNT };
+       M_TIME = M_RANK + EPAR_IMP_COUNT, M_RNAN, M_COUNT };
 
 struct seed_data {
     struct epar_layer layer;
@@ -308,7 +308,10 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
             if (!isnan(mo.ranking)) { out[M_RANK + t] += mo.ranking; nrank[t]++; }
         }
     }
-    for (int t = 0; t < EPAR_IMP_COUNT; t++) out[M_RANK + t] = nrank[t] ? out[M_RANK + t] / nrank[t] : NAN;
+    for (int t = 0; t < EPAR_IMP_COUNT; t++) {
+        out[M_RANK + t] = nrank[t] ? out[M_RANK + t] / nrank[t] : NAN;
+        out[M_RNAN] += B - nrank[t]; /* items whose ranking is undefined (a constant vector): counted, not averaged */
+    }
     out[M_TIME] = time / ((double)B * H * L) * 1e6;
 done:
     epar_mech_free(&m);
@@ -573,7 +576,7 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
     for (int t = 0; t < EPAR_IMP_COUNT; t++)
         snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",ranking_%s,ranking_%s_sd", epar_imp_name(t),
                  epar_imp_name(t));
-    strcat(cols, ",flops_per_row,time_us_per_row,time_us_per_row_sd");
+    strcat(cols, ",ranking_nan_items,flops_per_row,time_us_per_row,time_us_per_row_sd");
     res->mechanisms = epar_csv_new(cols);
     res->consistency = epar_csv_new("mechanism,importance,consistency,consistency_sd,ranking,ranking_sd");
     if (!res->mechanisms || !res->consistency) { st = EPAR_ENOMEM; goto done; }
@@ -594,6 +597,9 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
                 for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + base + ty];
                 append_mean_sd(t, row, col, x, S);
             }
+        double nan_items = 0;
+        for (int s = 0; s < S; s++) nan_items += R[((size_t)k * S + s) * M_COUNT + M_RNAN];
+        t->cells[row * t->ncols + col++].v = nan_items; /* over seeds, items and importance types */
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal,
                                  prm->seeds[0])))
@@ -800,6 +806,12 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                               "ablation_beta", cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
                               cfg->claims_length, "mechanism_parameters", mech, "score_scale", "1/sqrt(head dim)",
                               "position_embedding", "none (positions come only from the mechanism)");
+    /* the preset's alpha, beta, gamma, form, temperature and score scale do not act here (every mechanism carries its
+     * own parameters, scores are q.k/sqrt(head dim)): run.json lists only what the run used */
+    json_t *used = epar_params_json(prm);
+    static const char *const unused[] = {"form", "alpha", "beta", "gamma", "temperature", "score_scale", "runs"};
+    for (size_t u = 0; u < sizeof unused / sizeof *unused; u++) json_object_del(used, unused[u]);
+    json_object_set_new(extra, "parameters", used);
     if ((st = epar_exp_write_run_json(o, "compare", protocol_path, prm, extra))) return st;
 
     char name[96], csv[96], title[256];

@@ -35,6 +35,7 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
 {
     struct epar_table *t = epar_csv_new("property,measured,reference,pass,note");
     if (!t) return NULL;
+    int bad = 0; /* an append that fails (out of memory) fails the table, not a silent row less */
     *failed = 0;
     double Ld = (double)L, dmax = L > 1 ? Ld - 1 : 1.0;
     int decays = fx->form != EPAR_FORM_NONE && fx->beta > 0;
@@ -48,7 +49,7 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
     }
     int ok = jump <= lip * h * (1 + 1e-9) + 1e-15;
     *failed += !ok;
-    epar_csv_append(t, "sddss", "continuity_max_jump", jump, lip * h, ok ? "pass" : "fail",
+    bad |= epar_csv_append(t, "sddss", "continuity_max_jump", jump, lip * h, ok ? "pass" : "fail",
                     "largest |P(d+h)-P(d)| on a 10000-step grid over [0, L-1] vs the Lipschitz bound |P'(0)| h");
 
     /* differentiability: analytic derivative vs GSL central difference */
@@ -63,7 +64,7 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
     }
     ok = worst <= 1e-8;
     *failed += !ok;
-    epar_csv_append(t, "sddss", "derivative_max_abs_error", worst, 1e-8, ok ? "pass" : "fail",
+    bad |= epar_csv_append(t, "sddss", "derivative_max_abs_error", worst, 1e-8, ok ? "pass" : "fail",
                     worst_err > 0 ? "analytic dP/dd vs gsl_deriv_central at 201 points of [0, L-1]"
                                   : "analytic dP/dd vs gsl_deriv_central at 201 points of [0, L-1] (exact)");
 
@@ -76,7 +77,7 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
     if (L < 2) rise = 0.0;
     ok = L < 2 || (decays ? rise < 0 : rise <= 0); /* L = 1: one distance, vacuously monotone */
     *failed += !ok;
-    epar_csv_append(t, "sddss", "monotone_max_increment", rise, 0.0, ok ? "pass" : "fail",
+    bad |= epar_csv_append(t, "sddss", "monotone_max_increment", rise, 0.0, ok ? "pass" : "fail",
                     decays ? "max over d of P(d+1)-P(d); < 0 means strictly decreasing"
                            : "max over d of P(d+1)-P(d); beta = 0 or form none: P is constant");
 
@@ -84,13 +85,13 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
     double inf = epar_posfx_infimum(fx), pmin = epar_posfx_value(fx, dmax, Ld);
     ok = pmin >= inf;
     *failed += !ok;
-    epar_csv_append(t, "sddss", "lower_bound", pmin, inf, ok ? "pass" : "fail",
+    bad |= epar_csv_append(t, "sddss", "lower_bound", pmin, inf, ok ? "pass" : "fail",
                     fx->form == EPAR_FORM_ENHANCED ? "in-sequence minimum P(L-1) vs the bound alpha/(1+gamma)"
                     : fx->form == EPAR_FORM_BASIC  ? "in-sequence minimum P(L-1) vs the infimum 0 of the basic form"
                                                    : "form none: P = 1");
     ok = pmin - inf > 0;
     if (decays) *failed += !ok;
-    epar_csv_append(t, "sddss", "bound_gap_in_sequence", pmin - inf, 0.0, !decays ? "n/a" : ok ? "pass" : "fail",
+    bad |= epar_csv_append(t, "sddss", "bound_gap_in_sequence", pmin - inf, 0.0, !decays ? "n/a" : ok ? "pass" : "fail",
                     decays ? "P(L-1) - infimum: > 0 means the bound is an infimum never reached inside a sequence"
                            : "beta = 0 or form none: P is constant, so its bound is attained everywhere");
     /* the floor of the P matrix, measured over every in-sequence distance, is where Theorem 1 puts it */
@@ -105,9 +106,13 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
     char note[160];
     snprintf(note, sizeof note, "minimum of P over distances 0..L-1 (at d=%d) vs P(L-1): the true floor of the matrix",
              floor_d);
-    epar_csv_append(t, "sddss", "in_sequence_minimum", floor_v, pmin, ok ? "pass" : "fail", note);
-    epar_csv_append(t, "sddss", "retention_at_max_distance", pmin / epar_posfx_value(fx, 0, Ld), NAN, "info",
+    bad |= epar_csv_append(t, "sddss", "in_sequence_minimum", floor_v, pmin, ok ? "pass" : "fail", note);
+    bad |= epar_csv_append(t, "sddss", "retention_at_max_distance", pmin / epar_posfx_value(fx, 0, Ld), NAN, "info",
                     "P(L-1)/P(0)");
+    if (bad) {
+        epar_csv_free(t);
+        return NULL;
+    }
     return t;
 }
 

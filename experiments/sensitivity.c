@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
+#include "lib/audit.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
 #include "common.h"
@@ -393,10 +394,13 @@ static void definition_measure(const struct ctx *c, int p, const struct definiti
     if (e > 0 && e <= 1) *beta_needed = -log(e) / x;
 }
 
-/* the claim, as printed, agrees when the measurement rounds or truncates to it */
+/* the claim, as printed, agrees when the measurement rounds to it: the audit's rule for printed figures */
 static int agrees(double measured, const struct epar_sens_claim *cl)
 {
-    return measured >= cl->value - 0.5 * cl->unit && measured < cl->value + cl->unit;
+    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
+    struct epar_audit_meas m = {measured, 0, NAN, 0, NAN, NAN};
+    char acc[128];
+    return epar_audit_judge(&printed, cl->value, cl->unit, &m, 0.95, acc, sizeof acc) == EPAR_AUDIT_HOLDS;
 }
 
 /* ---- the run ---- */
@@ -862,7 +866,8 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
 
     fprintf(f, "\n7. Retention claims of the paper's README against every candidate definition (%s):\n",
             cfg->n_claims ? "all rows in retention_claims.csv" : "no claims in the protocol");
-    fprintf(f, "   A claim agrees when the measured value rounds or truncates to its printed digits. Setting 'defaults' =\n"
+    fprintf(f, "   A claim agrees when the measured value rounds to its printed digits (within half a unit of the last\n"
+               "   printed digit, the audit's rule for printed figures). Setting 'defaults' =\n"
                "   this run's α, β, γ; 'paper' = the α, β, γ of preset 'paper' on this run's model; post-softmax values\n"
                "   are measured (mean over seeds), pre-softmax ones exact.\n");
     for (int i = 0; i < cfg->n_claims; i++) {

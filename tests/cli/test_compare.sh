@@ -22,7 +22,7 @@ for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrap
 done
 expect_file "$d/run.json"
 [ "$(($(wc -l < "$d/mechanisms.csv") - 1))" -eq "$nmech" ] && ok || fail "mechanisms.csv has one row per mechanism of --list ($nmech)"
-head -1 "$d/mechanisms.csv" | grep -q '^mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd,consistency_random,.*ranking_norm,ranking_norm_sd,flops_per_row,time_us_per_row,time_us_per_row_sd$' && ok || fail "mechanisms.csv columns"
+head -1 "$d/mechanisms.csv" | grep -q '^mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd,consistency_random,.*ranking_norm,ranking_norm_sd,ranking_nan_items,flops_per_row,time_us_per_row,time_us_per_row_sd$' && ok || fail "mechanisms.csv columns"
 expect_grep '^heads,head,slope$' "$d/alibi_slopes.csv"
 expect_grep '^8,0,0\.5$' "$d/alibi_slopes.csv"
 expect_grep '^12,8,0\.707106781187$' "$d/alibi_slopes.csv"
