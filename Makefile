@@ -1,9 +1,14 @@
 # epar — build, test, run.   make | make test | make run-all | make test-asan | make bench
-# Variables: CC, BUILD (object dir), SAN=1 (ASan+UBSan build into build-asan/).
+# Variables: CC, BUILD (object dir), SAN=1 (ASan+UBSan build into build-asan/), COV=1 (gcov build into build-cov/).
 
 CC      ?= gcc
 SAN     ?= 0
-ifeq ($(SAN),1)
+COV     ?= 0
+ifeq ($(COV),1)
+BUILD   ?= build-cov
+SANFLAGS = --coverage
+OPT      = -O0
+else ifeq ($(SAN),1)
 BUILD   ?= build-asan
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT      = -O1
@@ -20,7 +25,8 @@ WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wpointer-arith -Wvla
 CFLAGS  ?= $(OPT) -g
 ALLCFLAGS = $(CFLAGS) $(SANFLAGS) -std=gnu11 $(WARN) -fopenmp -I. -Ilib $(DEPCFLAGS) -MMD -MP
 LDLIBS   = -lgsl -lopenblas -lcsv -ljansson -lm
-LDFLAGS += $(SANFLAGS) -fopenmp
+# the flags the build needs are kept apart from LDFLAGS, so 'make LDFLAGS=...' adds to them instead of replacing them
+EPAR_LDFLAGS = $(SANFLAGS) -fopenmp $(LDFLAGS)
 
 LIB_SRC  = $(wildcard lib/*.c) $(wildcard experiments/*.c)
 CMD_SRC  = $(wildcard cmd/*.c)
@@ -30,7 +36,7 @@ CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN = $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 DEPSTAMP = $(BUILD)/.deps-ok
 
-ifeq ($(SAN),1)
+ifneq ($(SAN)$(COV),00)
 EPAR_BIN = $(BUILD)/epar
 else
 EPAR_BIN = epar
@@ -38,7 +44,7 @@ endif
 LIBEPAR  = $(BUILD)/libepar.a
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-cli test-asan test-valgrind run-all regress regress-update bench fuzz fuzz-build install clean
+.PHONY: all deps test test-unit test-cli test-asan test-valgrind coverage run-all regress regress-update bench fuzz fuzz-build install clean
 all: $(EPAR_BIN) libepar.a
 
 # Missing libraries are installed (or the exact apt-get line printed) before anything compiles.
@@ -58,14 +64,14 @@ $(LIBEPAR): $(LIB_OBJ)
 	ar rcs $@ $^
 
 libepar.a: $(LIBEPAR)
-	@if [ "$(SAN)" != 1 ]; then cp $(LIBEPAR) libepar.a; fi
+	@if [ "$(SAN)$(COV)" = 00 ]; then cp $(LIBEPAR) libepar.a; fi
 
 $(EPAR_BIN): $(CMD_OBJ) $(LIBEPAR)
-	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBEPAR) $(LDLIBS)
+	$(CC) $(EPAR_LDFLAGS) -o $@ $(CMD_OBJ) $(LIBEPAR) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIBEPAR) $(LDLIBS)
+	$(CC) $(EPAR_LDFLAGS) -o $@ $< $(LIBEPAR) $(LDLIBS)
 
 # The test command: unit programs, then CLI tests against the real binary; ends "N passed, N failed".
 test: $(EPAR_BIN) $(TEST_BIN)
@@ -75,6 +81,13 @@ test: $(EPAR_BIN) $(TEST_BIN)
 test-asan:
 	@ASAN_OPTIONS=$${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1} \
 	 UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} $(MAKE) --no-print-directory SAN=1 test
+
+# line coverage of the whole suite (gcov, part of gcc): a summary per directory, then per file, into
+# build-cov/coverage.txt; the .gcov files stay in build-cov/gcov/
+coverage:
+	@rm -rf build-cov/gcov; find build-cov -name '*.gcda' -delete 2>/dev/null || true
+	@$(MAKE) --no-print-directory COV=1 test || true
+	@scripts/coverage build-cov | tee build-cov/coverage.txt
 
 # unit programs under valgrind, then epar itself on a small run and on every kind of error path
 test-valgrind: $(EPAR_BIN) $(TEST_BIN)
@@ -118,6 +131,6 @@ install: $(EPAR_BIN)
 	install -m 644 paper_protocol.json $(DESTDIR)$(PREFIX)/share/epar/
 
 clean:
-	rm -rf build build-asan build-fuzz epar libepar.a
+	rm -rf build build-asan build-cov build-fuzz epar libepar.a
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
