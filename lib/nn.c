@@ -13,6 +13,10 @@
 #define ROWS 64         /* row block of the matmuls and the row reductions (fixed: determinism) */
 #define OUT_BLOCK 32    /* output-feature block of the weight gradients */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
+/* Parallel regions only above this much work (multiply-adds or elements): below it the fork/join costs
+ * more than the loop, and far more when the cores are shared. Changes the thread count, never a result. */
+#define PAR_WORK 262144
+#define PAR(work) if ((double)(work) > PAR_WORK)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
@@ -25,7 +29,7 @@ void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const 
 {
     /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
     int nb = nblocks(N, ROWS);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
@@ -42,7 +46,7 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
     int nb = nblocks(N, ROWS), no = nblocks(OC, OUT_BLOCK);
-#pragma omp parallel
+#pragma omp parallel PAR((double)N * C * OC)
     {
         if (dinp) {
 #pragma omp for schedule(static) nowait
@@ -82,7 +86,7 @@ void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float
                                const float *b, int N, int C)
 {
     /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int r = 0; r < N; r++) {
         const float *x = inp + (size_t)r * C;
         double s = 0.0;
@@ -106,7 +110,7 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
 {
     /* dinp (N, C) +=, dw and db (C) +=, dout and inp (N, C), mean and rstd (N), part (ceil(N/ROWS), 2C) */
     int nb = nblocks(N, ROWS);
-#pragma omp parallel
+#pragma omp parallel PAR((double)N * C)
     {
 #pragma omp for schedule(static)
         for (int blk = 0; blk < nb; blk++) {
@@ -149,7 +153,7 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
 
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR(n)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
@@ -158,7 +162,7 @@ void epar_nn_gelu_forward(float *out, const float *inp, size_t n)
 
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR(n)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i], u = GELU_K * (x + 0.044715f * x * x * x), th = tanhf(u);
         float sech2 = 1.0f - th * th;
@@ -173,7 +177,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     /* out (B, T, C), preatt and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) PAR((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
@@ -222,7 +226,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     int nt = imin(omp_get_max_threads(), nscratch);
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             float *dA = datt + (size_t)omp_get_thread_num() * T * T;
@@ -277,7 +281,7 @@ void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *co
                                   const int *targets, const float *mask, int N, int V)
 {
     /* probs and logits (N, V) (may alias), losses and correct (N), targets and mask (N) */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * V)
     for (int r = 0; r < N; r++) {
         const float *z = logits + (size_t)r * V;
         float *p = probs + (size_t)r * V;
@@ -299,7 +303,7 @@ void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *co
 void epar_nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
                                    double scale, int N, int V)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * V)
     for (int r = 0; r < N; r++) {
         float w = (float)((mask ? mask[r] : 1.0f) * scale);
         const float *p = probs + (size_t)r * V;
@@ -552,7 +556,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     epar_nnpos_prepare(&m->pos, T);
 
     /* encoder: token embedding plus the input position term */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int i = 0; i < N; i++) memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
     epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
 
@@ -660,7 +664,7 @@ void epar_nn_backward(struct epar_nn *m)
     epar_nnpos_embed_backward(&m->pos, s->dres, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
     int ncb = nblocks(C, OUT_BLOCK);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int cb = 0; cb < ncb; cb++) {
         int c0 = cb * OUT_BLOCK, c1 = imin(C, c0 + OUT_BLOCK);
         for (int i = 0; i < N; i++) {

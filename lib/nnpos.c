@@ -337,7 +337,7 @@ void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T
     const float *tab = p->id == EPAR_NNPOS_SINUSOIDAL ? p->pe : p->id == EPAR_NNPOS_LEARNED ? p->theta : NULL;
     if (!tab) return;
     int C = p->C;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((double)B * T * C > 262144)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *xr = x + ((size_t)b * T + t) * C;
@@ -351,7 +351,7 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, const float *dx, int B, int
     if (p->id != EPAR_NNPOS_LEARNED) return;
     int C = p->C;
     /* each position's row sums over b in order: parallel over t, deterministic */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((double)B * T * C > 262144)
     for (int t = 0; t < T; t++) {
         float *g = p->dtheta + (size_t)t * C;
         for (int b = 0; b < B; b++) {
@@ -365,7 +365,7 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, const float *dx, int B, int
 static void rope_apply(const struct epar_nnpos *p, float *qkv, int B, int T, float dir)
 {
     int C = p->C, hs = p->hs, h2 = hs / 2, NH = p->NH;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((double)B * T * C > 262144)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *row = qkv + ((size_t)b * T + t) * 3 * C;

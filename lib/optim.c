@@ -61,7 +61,7 @@ double epar_optim_lr(const struct epar_optim_config *c, int step)
 double epar_optim_grad_norm(struct epar_optim *o, const float *g)
 {
     size_t nb = o->nblocks, n = o->n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb > 8)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
         double s = 0.0;
@@ -86,7 +86,7 @@ double epar_optim_step(struct epar_optim *o, float *params, float *grads, const 
     for (int k = 0; k < nseg; k++) {
         float wd = seg[k].decay ? (float)c->weight_decay : 0.0f;
         size_t i0 = seg[k].offset, i1 = seg[k].offset + seg[k].size;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (i1 - i0 > 262144)
         for (size_t i = i0; i < i1; i++) {
             float g = grads[i] * gscale;
             float m = b1 * o->m[i] + (1.0f - b1) * g;
