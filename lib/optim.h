@@ -44,7 +44,7 @@ void epar_optim_free(struct epar_optim *o);
 double epar_optim_lr(const struct epar_optim_config *c, int step);
 /* ||g||_2 of g (n) */
 double epar_optim_grad_norm(struct epar_optim *o, const float *g);
-/* One AdamW update of params (n) with grads (n) (clipped in place when their norm exceeds clip);
+/* One AdamW update of params (n) with grads (n) scaled by min(1, clip / norm) (grads are not modified);
  * returns the norm before clipping. */
 double epar_optim_step(struct epar_optim *o, float *params, float *grads, const struct epar_optim_segment *seg,
                        int nseg, double lr);
