@@ -40,7 +40,8 @@ int epar_ckpt_write(const char *path, const struct epar_ckpt_section *s, int n)
     int ok = put(f, &h, MAGIC, 8) && put(f, &h, &ver, 4) && put(f, &h, &bom, 4) && put(f, &h, &ns, 8);
     for (int k = 0; ok && k < n; k++) {
         char tag[EPAR_CKPT_TAG] = {0};
-        strncpy(tag, s[k].tag, EPAR_CKPT_TAG);
+        size_t tl = strlen(s[k].tag);
+        memcpy(tag, s[k].tag, tl < EPAR_CKPT_TAG ? tl : EPAR_CKPT_TAG);
         uint64_t sz = s[k].size;
         ok = put(f, &h, tag, EPAR_CKPT_TAG) && put(f, &h, &sz, 8) && put(f, &h, s[k].data, s[k].size);
     }
