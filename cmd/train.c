@@ -17,6 +17,7 @@
 /* command-line values; a field counts only when its option was seen */
 struct train_opts {
     const char *task, *mechanism, *resume, *text;
+    int until;
     int length, layers, dim, heads, mlp, steps, batch, warmup, eval_every, eval_batches, learn_posfx, posfx_length;
     int pairs, queries, keys, values, eval_sequences;
     double lr, lr_min_ratio, weight_decay, clip, holdout;
@@ -164,26 +165,27 @@ fail:
 
 /* ---- the command ---- */
 
-static int finish_output(struct cli_common *c, struct epar_train_run *r, int interrupted)
+static int finish_output(struct cli_common *c, struct epar_train_run *r, const char *status)
 {
     char root[4300];
     snprintf(root, sizeof root, "%s/train/%s", c->out, epar_task_name(r->cfg.task.id));
     struct epar_out o;
     int st = epar_out_begin(&o, root, epar_nnpos_name(r->cfg.mechanism));
     if (st) return st;
-    st = epar_train_write(r, &o, interrupted);
+    st = epar_train_write(r, &o, status);
     return cli_publish(c, "train", &o, st);
 }
 
-static void summary(const struct cli_common *c, const struct epar_train_run *r, int interrupted)
+static void summary(const struct cli_common *c, const struct epar_train_run *r, int interrupted, int partial)
 {
     if (c->quiet) return;
     const struct epar_train_cfg *g = &r->cfg;
     printf("train %s / %s (%ld parameters, %d layers, dim %d, %d heads, length %d): wrote %s/train/%s/%s/\n",
            epar_task_name(g->task.id), epar_nnpos_name(g->mechanism), (long)r->model.n_params, g->layers, g->dim, g->heads,
            g->task.length, c->out, epar_task_name(g->task.id), epar_nnpos_name(g->mechanism));
-    if (interrupted) {
-        printf("  interrupted after step %ld of %d: checkpoint saved\n", r->step, g->optim.steps);
+    if (interrupted || partial) {
+        printf("  %s after step %ld of %d: checkpoint saved\n", interrupted ? "interrupted" : "stopped (--until)", r->step,
+               g->optim.steps);
         return;
     }
     printf("  %ld steps, %.4g tokens, %.1f s (%.3gk tokens/s in the steps, BLAS kernel %s)\n", r->step, r->tokens,
@@ -217,6 +219,7 @@ int cmd_train(int argc, char **argv)
         {"eval-batches", 0, OPT_INT, &t.eval_batches, "N", "batches of the evaluation set used at those points", 0},
         {"seed", 0, OPT_INT, &c.seed, "N", "seed of the weights and the data (default: the protocol's first)", 0},
         {"resume", 0, OPT_STRING, &t.resume, "FILE", "continue the run saved in this checkpoint.bin", 0},
+        {"until", 0, OPT_INT, &t.until, "N", "stop after step N of the schedule and save a checkpoint (resume later)", 0},
         {"Position mechanism", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"alpha", 0, OPT_DOUBLE, &c.over.alpha, "X", "EPAR alpha > 0 (default: the preset's)", 0},
         {"beta", 0, OPT_DOUBLE, &c.over.beta, "X", "EPAR beta >= 0", 0},
@@ -246,6 +249,10 @@ int cmd_train(int argc, char **argv)
     struct epar_protocol proto;
     struct epar_train_cfg cfg;
     if ((rc = resolve(&c, opts, &t, &proto, &cfg))) return rc;
+    if (cli_seen(opts, "until") && t.until < 1) {
+        epar_protocol_free(&proto);
+        return cli_usage_error("invalid value for --until: '%d' (expected a step >= 1)", t.until);
+    }
     char cache[4200];
     snprintf(cache, sizeof cache, "%s/train/data", c.out);
     cfg.task.cache_dir = cache;
@@ -269,22 +276,27 @@ int cmd_train(int argc, char **argv)
                      cfg.optim.steps, cfg.batch, cfg.task.length, omp_get_max_threads(), epar_blas_core(),
                      t.resume ? " (resumed)" : "");
     }
+    r.until = cli_seen(opts, "until") ? t.until : 0;
     stop_signal = 0;
     r.stop = &stop_signal;
     catch_stop(1);
     st = epar_train_loop(&r);
     catch_stop(0);
-    int interrupted = st == EPAR_EINTR;
+    int interrupted = st == EPAR_EINTR, partial = !st && r.step < cfg.optim.steps;
     if (interrupted && !c.quiet) {
         if (pg.tty) fputc('\n', stderr);
         fprintf(stderr, "epar: train: interrupted at step %ld; saving a checkpoint\n", r.step);
     }
-    if (!st) {
+    if (!st && !partial) {
         cli_progress(&c, "train: final evaluation on %ld sequences", epar_task_eval_count(&r.task));
         st = epar_train_final_eval(&r);
     }
-    if (!st || interrupted) st = finish_output(&c, &r, interrupted);
-    if (!st) summary(&c, &r, interrupted);
+    if (!st || interrupted)
+        st = finish_output(&c, &r, interrupted ? "interrupted" : partial ? "partial" : "complete");
+    if (!st) summary(&c, &r, interrupted, partial);
+    if (!st && partial && !c.quiet)
+        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
+                epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
     if (!st && interrupted) {
         fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
                 epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));

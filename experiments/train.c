@@ -139,9 +139,6 @@ int epar_train_cfg_validate(const struct epar_train_cfg *c)
         struct epar_nn_config n = nn_config(c, 2);
         st = epar_nn_config_validate(&n);
     }
-    if (!st && c->optim.warmup >= c->optim.steps && c->optim.steps > 1)
-        st = epar_err_set(EPAR_EINVAL, "warmup must be below steps, got warmup '%d' and steps '%d'", c->optim.warmup,
-                          c->optim.steps);
     if (!st && c->eval_every < 1) st = epar_err_set(EPAR_EINVAL, "eval_every must be >= 1, got '%d'", c->eval_every);
     if (!st && c->eval_batches < 1) st = epar_err_set(EPAR_EINVAL, "eval_batches must be >= 1, got '%d'", c->eval_batches);
     if (!st && c->pos.learn_posfx && c->mechanism != EPAR_NNPOS_EPAR_BASIC && c->mechanism != EPAR_NNPOS_EPAR_ENHANCED) {
@@ -438,7 +435,7 @@ int epar_train_loop(struct epar_train_run *r)
     r->t0 = now();
     r->seconds0 = r->seconds;
     if (r->step == 0 && r->rows == 0 && (st = curve_row(r))) return st;   /* the untrained model */
-    while (r->step < steps) {
+    while (r->step < steps && (r->until <= 0 || r->step < r->until)) {
         if (r->stop && *r->stop) return EPAR_EINTR;
         if ((st = train_step(r))) return st;
         int evaluated = r->step % r->cfg.eval_every == 0 || r->step == steps;
@@ -526,7 +523,12 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
                              !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy", metric);
 }
 
-static int write_run_json(const struct epar_train_run *r, struct epar_out *o, int interrupted)
+unsigned long long epar_train_params_hash(const struct epar_train_run *r)
+{
+    return (unsigned long long)epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, r->model.params_mem, r->model.n_params * sizeof(float));
+}
+
+static int write_run_json(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
     const struct epar_train_cfg *c = &r->cfg;
     json_t *tensors = json_object();
@@ -535,7 +537,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, in
     double tps = r->step_seconds > 0 ? r->tokens / r->step_seconds : NAN;   /* both add up over resumed sessions */
     json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:s, s:s, s:i, s:s, s:s, s:s}",
                           "experiment", "train", "epar_version", EPAR_VERSION, "protocol", c->protocol,
-                          "protocol_version", EPAR_PROTOCOL_VERSION, "status", interrupted ? "interrupted" : "complete",
+                          "protocol_version", EPAR_PROTOCOL_VERSION, "status", status,
                           "config", epar_train_cfg_json(c), "parameters", (json_int_t)r->model.n_params,
                           "parameter_tensors", tensors, "data", epar_task_json(&r->task), "blas_core", epar_blas_core(),
                           "blas_config", epar_blas_config(), "threads", omp_get_max_threads(),
@@ -544,6 +546,9 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, in
                           "checkpoint", "checkpoint.bin");
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
     json_object_set_new(j, "steps_done", json_integer(r->step));
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", epar_train_params_hash(r));
+    json_object_set_new(j, "params_fnv1a", json_string(hash));
     json_object_set_new(j, "tokens", json_real(r->tokens));
     json_object_set_new(j, "seconds", json_real(r->seconds));
     json_object_set_new(j, "train_step_seconds", json_real(r->step_seconds));
@@ -560,7 +565,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, in
     return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
 }
 
-int epar_train_write(const struct epar_train_run *r, struct epar_out *o, int interrupted)
+int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
     struct epar_table *curve = curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
     int is_epar = r->cfg.mechanism == EPAR_NNPOS_EPAR_BASIC || r->cfg.mechanism == EPAR_NNPOS_EPAR_ENHANCED;
@@ -571,7 +576,7 @@ int epar_train_write(const struct epar_train_run *r, struct epar_out *o, int int
     if (!st && ev) st = epar_csv_write(ev, epar_out_path(o, "eval.csv"));
     if (!st && pf) st = epar_csv_write(pf, epar_out_path(o, "posfx.csv"));
     if (!st) st = write_figure(r, o);
-    if (!st) st = write_run_json(r, o, interrupted);
+    if (!st) st = write_run_json(r, o, status);
     if (!st) st = epar_train_checkpoint(r, epar_out_path(o, "checkpoint.bin"));
     epar_csv_free(curve);
     epar_csv_free(ev);

@@ -67,6 +67,7 @@ struct epar_train_run {
     int have_final;
     /* set by the caller */
     volatile sig_atomic_t *stop;        /* checked between steps: non-zero stops the loop (EPAR_EINTR) */
+    long until;                         /* > 0: stop after this step (a partial run, resumed later) */
     void (*progress)(void *ctx, const struct epar_train_run *r, int evaluated);
     void *progress_ctx;
     double t0;                          /* session start (omp_get_wtime) */
@@ -93,7 +94,7 @@ int epar_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c);
 int epar_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path);
 /* After setup: its data must match too; then params, optimiser, data stream, step and curve are restored. */
 int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path);
-/* Steps until cfg.optim.steps (or *stop): EPAR_OK or EPAR_EINTR. Evaluates every eval_every steps. */
+/* Steps until cfg.optim.steps (or until, or *stop): EPAR_OK or EPAR_EINTR. Evaluates every eval_every steps. */
 int epar_train_loop(struct epar_train_run *r);
 /* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
 int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
@@ -101,8 +102,11 @@ int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epa
 int epar_train_final_eval(struct epar_train_run *r);
 /* Write the checkpoint of the current state. */
 int epar_train_checkpoint(const struct epar_train_run *r, const char *path);
-/* learning_curve.csv/.gp, eval.csv (after the final evaluation), posfx.csv (EPAR), run.json, checkpoint.bin */
-int epar_train_write(const struct epar_train_run *r, struct epar_out *o, int interrupted);
+/* learning_curve.csv/.gp, eval.csv (after the final evaluation), posfx.csv (EPAR), run.json, checkpoint.bin;
+ * status: "complete", "partial" (stopped by until) or "interrupted" */
+int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status);
+/* FNV-1a 64 of the parameter bytes (run.json "params_fnv1a": equal weights, equal checksum) */
+unsigned long long epar_train_params_hash(const struct epar_train_run *r);
 void epar_train_free(struct epar_train_run *r);
 
 #endif
