@@ -43,6 +43,29 @@ expect_exit 0 "jobs 2" -- "$EPAR" train $big --mechanism t5 --jobs 2 --out "$T_T
 [ "$(numbers "$(d "$T_TMP/j1" t5)")" = "$(numbers "$(d "$T_TMP/j2" t5)")" ] && ok ||
     fail "--jobs 1 and --jobs 2 differ: $(diff <(numbers "$(d "$T_TMP/j1" t5)") <(numbers "$(d "$T_TMP/j2" t5)") | head -4)"
 
+# ---- across BLAS kernels: the sgemm kernels sum in different orders, so only the last bits may differ.
+# Tolerance: after 50 steps of this config every logged loss agrees to 1e-5 relative (measured: ~1e-8).
+kern="$small --mechanism epar-enhanced --steps 50 --eval-every 10 --jobs 1"
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+nk=0
+for k in Nehalem:sse4_2 Sandybridge:avx Haswell:avx2 SkylakeX:avx512f; do
+    case " $flags " in *" ${k#*:} "*) ;; *) continue ;; esac
+    expect_exit 0 "kernel ${k%%:*}" -- env OPENBLAS_CORETYPE="${k%%:*}" "$EPAR" train $kern --out "$T_TMP/k-${k%%:*}"
+    nk=$((nk + 1))
+done
+if [ "$nk" -ge 2 ]; then
+    ref=$(ls -d "$T_TMP"/k-* | head -n 1)
+    for kd in "$T_TMP"/k-*; do
+        awk -F, 'NR == FNR { a[FNR] = $3 "," $4; next }
+                 FNR > 1 { split(a[FNR], x, ","); for (i = 1; i <= 2; i++) { v = $(i + 2); w = x[i]; d = v - w; if (d < 0) d = -d;
+                           if (d > 1e-5 * (w < 0 ? -w : w)) { print "row " FNR ": " v " vs " w; exit 1 } } }' \
+            "$ref/train/recall/epar-enhanced/learning_curve.csv" "$kd/train/recall/epar-enhanced/learning_curve.csv" \
+            && ok || fail "kernel $(basename "$kd") differs from $(basename "$ref") by more than 1e-5 relative"
+    done
+else
+    echo "# test_train: fewer than two BLAS kernels runnable on this CPU: cross-kernel check skipped"
+fi
+
 # ---- resume == uninterrupted (learned EPAR parameters: every piece of state matters)
 lp="$small --mechanism epar-basic --learn-posfx --steps 20"
 expect_exit 0 "uninterrupted" -- "$EPAR" train $lp --out "$T_TMP/u"
