@@ -94,6 +94,7 @@ int cmd_optimal_position(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* the command table, for run-all and help */
 enum { CMD_EXPERIMENT = 1 };

@@ -29,6 +29,8 @@ const struct cmd_entry epar_commands[] = {
     {"compare", cmd_compare, CMD_EXPERIMENT, "all seeds", "output/compare/",
      "every attention/position mechanism of the sources, side by side"},
     {"scale", cmd_scale, 0, "long context", "output/scale/", "streaming analysis at large L"},
+    {"train", cmd_train, 0, "main table (proxy)", "output/train/",
+     "train a small Transformer (lm or recall) with one position mechanism"},
     {"run-all", cmd_run_all, 0, "all", "output/report/",
      "every experiment above with the protocol, then the claims audit"},
     {NULL, NULL, 0, NULL, NULL, NULL}};

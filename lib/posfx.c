@@ -53,6 +53,24 @@ double epar_posfx_deriv(const struct epar_posfx *p, double d, double L)
     }
 }
 
+void epar_posfx_param_grad(const struct epar_posfx *p, double d, double L, double g[3])
+{
+    double e = exp(-p->beta * d / L), u = d / L;
+    g[0] = g[1] = g[2] = 0.0;
+    switch (p->form) {
+    case EPAR_FORM_BASIC:              /* m = alpha e */
+        g[0] = e;
+        g[1] = -p->alpha * u * e;
+        break;
+    case EPAR_FORM_ENHANCED:           /* m = alpha (1 + gamma e) / (1 + gamma) */
+        g[0] = (1.0 + p->gamma * e) / (1.0 + p->gamma);
+        g[1] = -p->alpha * p->gamma / (1.0 + p->gamma) * u * e;
+        g[2] = p->alpha * (e - 1.0) / ((1.0 + p->gamma) * (1.0 + p->gamma));
+        break;
+    default: break;
+    }
+}
+
 void epar_posfx_matrix(const struct epar_posfx *p, int L, double *P)
 {
     /* one value per distance, then fill: L exp() calls instead of L^2 */

@@ -27,6 +27,9 @@ int epar_posfx_validate(const struct epar_posfx *p);
 double epar_posfx_value(const struct epar_posfx *p, double d, double L);
 /* dm/dd, analytic. */
 double epar_posfx_deriv(const struct epar_posfx *p, double d, double L);
+/* Partial derivatives of m at distance d with respect to (alpha, beta, gamma) -> g[0..2], analytic
+ * (training: learned position-effect parameters). basic: dm/dgamma = 0; none: all 0. */
+void epar_posfx_param_grad(const struct epar_posfx *p, double d, double L, double g[3]);
 /* P (L,L) row-major: P[i*L+j] = m(|i-j|). */
 void epar_posfx_matrix(const struct epar_posfx *p, int L, double *P);
 /* Scalar parameters the form reads: none 0, basic 2 (alpha, beta), enhanced 3 (alpha, beta, gamma). */

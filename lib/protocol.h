@@ -61,6 +61,19 @@ int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experimen
 int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
                              const char **out);
 
+/* Typed readers on `key` of any object of the file (experiment sections with nested objects, such as
+ * experiments.train.recall); jpath names the object ("$.experiments.train.recall") for the messages.
+ * Absent key -> *out unchanged and EPAR_OK; obj may be NULL. */
+int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath,
+                                 const char *const *allowed);
+int epar_protocol_obj_int(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out,
+                          int lo, int hi);
+int epar_protocol_obj_double(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
+                             double *out, double lo, int lo_inclusive);
+int epar_protocol_obj_string(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
+                             const char **out);
+int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out);
+
 /* Names of the presets, in file order; returns count. */
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max);
 

@@ -1,0 +1,313 @@
+/* epar train: one small Transformer trained on one task with one position mechanism
+ * -> output/train/<task>/<mechanism>/ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <omp.h>
+#include "lib/blas.h"
+#include "lib/ckpt.h"
+#include "lib/err.h"
+#include "experiments/common.h"
+#include "experiments/train.h"
+#include "cli.h"
+
+/* command-line values; a field counts only when its option was seen */
+struct train_opts {
+    const char *task, *mechanism, *resume, *text;
+    int until;
+    int length, layers, dim, heads, mlp, steps, batch, warmup, eval_every, eval_batches, learn_posfx, posfx_length;
+    int pairs, queries, keys, values, eval_sequences;
+    double lr, lr_min_ratio, weight_decay, clip, holdout;
+};
+
+/* ---- SIGINT/SIGTERM during the step loop: finish the step, save a checkpoint, exit 128 + signal ---- */
+
+static volatile sig_atomic_t stop_signal;
+static struct sigaction old_int, old_term;
+
+static void on_stop(int sig)
+{
+    if (stop_signal) {   /* a second signal: the ordinary handler (clean up, exit) */
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
+
+static void catch_stop(int on)
+{
+    if (on) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sigfillset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+    } else {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+}
+
+/* ---- progress on stderr: a bar on a terminal, a line per evaluation otherwise ---- */
+
+struct progress {
+    int tty;
+    double last;
+    long steps;
+};
+
+static void fmt_eta(double s, char *buf, size_t n)
+{
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
+    else if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+static void show_progress(void *ctx, const struct epar_train_run *r, int evaluated)
+{
+    struct progress *p = ctx;
+    double t = omp_get_wtime();
+    if (p->tty && !evaluated && t - p->last < 0.25 && r->step < p->steps) return;
+    if (!p->tty && !evaluated) return;
+    p->last = t;
+    double tps = r->step_seconds > 0 ? r->tokens / r->step_seconds : 0;
+    double per_step = r->step > 0 ? r->seconds / (r->step - (r->resumed_from > 0 ? r->resumed_from : 0)) : NAN;
+    char eta[32];
+    fmt_eta(per_step * (p->steps - r->step), eta, sizeof eta);
+    const double *row = r->rows ? r->curve + (size_t)(r->rows - 1) * EPAR_TRAIN_CURVE_COLS : NULL;
+    char line[256];
+    int n = snprintf(line, sizeof line, "step %ld/%ld  loss %.4f  eval %s %.4g  %.3gk tok/s  ETA %s", r->step, p->steps,
+                     r->last_loss, r->task.info->metric, row ? row[4] : NAN, tps / 1000, eta);
+    (void)n;
+    if (p->tty) {
+        int width = 20, done = (int)(width * r->step / (p->steps ? p->steps : 1));
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < done ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r\033[Kepar: train [%s] %s", bar, line);
+        if (r->step >= p->steps) fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "epar: train: %s\n", line);
+    }
+}
+
+/* ---- configuration: protocol, then the command line ---- */
+
+static int apply_options(struct epar_train_cfg *cfg, const struct opt *opts, const struct train_opts *t)
+{
+#define SET(name, field, value) if (cli_seen(opts, name)) (field) = (value)
+    SET("length", cfg->task.length, t->length);
+    SET("layers", cfg->layers, t->layers);
+    SET("dim", cfg->dim, t->dim);
+    SET("heads", cfg->heads, t->heads);
+    SET("mlp", cfg->mlp, t->mlp);
+    SET("steps", cfg->optim.steps, t->steps);
+    SET("batch", cfg->batch, t->batch);
+    SET("warmup", cfg->optim.warmup, t->warmup);
+    SET("eval-every", cfg->eval_every, t->eval_every);
+    SET("eval-batches", cfg->eval_batches, t->eval_batches);
+    SET("learn-posfx", cfg->pos.learn_posfx, 1);
+    SET("posfx-length", cfg->pos.posfx_length, t->posfx_length);
+    SET("lr", cfg->optim.lr, t->lr);
+    SET("lr-min-ratio", cfg->optim.lr_min_ratio, t->lr_min_ratio);
+    SET("weight-decay", cfg->optim.weight_decay, t->weight_decay);
+    SET("clip", cfg->optim.clip, t->clip);
+    SET("text", cfg->task.text_path, t->text);
+    SET("holdout", cfg->task.holdout, t->holdout);
+    SET("pairs", cfg->task.pairs, t->pairs);
+    SET("queries", cfg->task.queries, t->queries);
+    SET("keys", cfg->task.keys, t->keys);
+    SET("values", cfg->task.values, t->values);
+    SET("eval-sequences", cfg->task.eval_sequences, t->eval_sequences);
+#undef SET
+    if (t->mechanism && epar_nnpos_find(t->mechanism, &cfg->mechanism)) return EPAR_EINVAL;
+    return EPAR_OK;
+}
+
+/* load the protocol (common options, the preset's alpha/beta/gamma, the seed), read experiments.train,
+ * apply the command line; protocol problems exit 3, command-line ones 2 */
+static int resolve(struct cli_common *c, struct opt *opts, const struct train_opts *t, struct epar_protocol *proto,
+                   struct epar_train_cfg *cfg)
+{
+    /* the generic resolution must not apply --length/--heads/--batch to the analyses' parameters */
+    struct opt sub[64];
+    int n = 0;
+    for (struct opt *o = opts; o->type != OPT_END && n < 63; o++)
+        if (o->type == OPT_GROUP || (strcmp(o->name, "length") && strcmp(o->name, "heads") && strcmp(o->name, "batch")))
+            sub[n++] = *o;
+    sub[n] = (struct opt){NULL, 0, OPT_END, NULL, NULL, NULL, 0};
+    struct epar_params prm;
+    int rc = cli_resolve(c, sub, "train", proto, &prm);
+    if (rc) return rc;
+    int task = -1;
+    enum epar_task_id tid;
+    int st = EPAR_OK;
+    if (t->task && (st = epar_task_find(t->task, &tid))) goto fail;
+    if (t->task) task = (int)tid;
+    epar_train_cfg_default(cfg);
+    if ((st = epar_train_cfg_from_protocol(cfg, proto, &prm, task)) || (st = epar_train_cfg_validate(cfg))) {
+        st = st == EPAR_EINVAL ? EPAR_EPROTOCOL : st;   /* a bad value in the file is a protocol error */
+        goto fail;
+    }
+    if ((st = apply_options(cfg, opts, t)) || (st = epar_train_cfg_validate(cfg))) goto fail;
+    return 0;
+fail:
+    epar_protocol_free(proto);
+    return cli_fail(st);
+}
+
+/* ---- the command ---- */
+
+static int finish_output(struct cli_common *c, struct epar_train_run *r, const char *status)
+{
+    char root[4300];
+    snprintf(root, sizeof root, "%s/train/%s", c->out, epar_task_name(r->cfg.task.id));
+    struct epar_out o;
+    int st = epar_out_begin(&o, root, epar_nnpos_name(r->cfg.mechanism));
+    if (st) return st;
+    st = epar_train_write(r, &o, status);
+    return cli_publish(c, "train", &o, st);
+}
+
+static void summary(const struct cli_common *c, const struct epar_train_run *r, int interrupted, int partial)
+{
+    if (c->quiet) return;
+    const struct epar_train_cfg *g = &r->cfg;
+    printf("train %s / %s (%ld parameters, %d layers, dim %d, %d heads, length %d): wrote %s/train/%s/%s/\n",
+           epar_task_name(g->task.id), epar_nnpos_name(g->mechanism), (long)r->model.n_params, g->layers, g->dim, g->heads,
+           g->task.length, c->out, epar_task_name(g->task.id), epar_nnpos_name(g->mechanism));
+    if (interrupted || partial) {
+        printf("  %s after step %ld of %d: checkpoint saved\n", interrupted ? "interrupted" : "stopped (--until)", r->step,
+               g->optim.steps);
+        return;
+    }
+    printf("  %ld steps, %.4g tokens, %.1f s (%.3gk tokens/s in the steps, BLAS kernel %s)\n", r->step, r->tokens,
+           r->seconds, r->step_seconds > 0 ? r->tokens / r->step_seconds / 1000 : 0.0, epar_blas_core());
+    printf("  eval %s %.6g  (loss %.6g nats per scored token, %ld scored tokens in %ld sequences)\n",
+           r->task.info->metric, r->final.metric, r->final.loss, r->final.scored, r->final.sequences);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    struct cli_common c = {0};
+    struct train_opts t = {0};
+    struct opt opts[] = {
+        {"Task and model", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"task", 0, OPT_STRING, &t.task, "NAME", "lm (character-level text) or recall (associative recall)", 0},
+        {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "none, sinusoidal, learned, rope, alibi, t5, epar-basic, epar-enhanced", 0},
+        {"length", 'L', OPT_INT, &t.length, "N", "sequence length (training and evaluation)", 0},
+        {"layers", 0, OPT_INT, &t.layers, "N", "Transformer blocks", 0},
+        {"dim", 0, OPT_INT, &t.dim, "N", "model width", 0},
+        {"heads", 0, OPT_INT, &t.heads, "N", "attention heads (must divide dim)", 0},
+        {"mlp", 0, OPT_INT, &t.mlp, "N", "MLP hidden width", 0},
+        {"Training", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"steps", 0, OPT_INT, &t.steps, "N", "optimiser steps", 0},
+        {"batch", 0, OPT_INT, &t.batch, "N", "sequences per step", 0},
+        {"lr", 0, OPT_DOUBLE, &t.lr, "X", "peak learning rate (AdamW)", 0},
+        {"lr-min-ratio", 0, OPT_DOUBLE, &t.lr_min_ratio, "X", "final learning rate / peak (cosine decay)", 0},
+        {"warmup", 0, OPT_INT, &t.warmup, "N", "linear warm-up steps", 0},
+        {"weight-decay", 0, OPT_DOUBLE, &t.weight_decay, "X", "AdamW weight decay (embedding and weight matrices)", 0},
+        {"clip", 0, OPT_DOUBLE, &t.clip, "X", "clip the global gradient norm to X (0: off)", 0},
+        {"eval-every", 0, OPT_INT, &t.eval_every, "N", "steps between evaluations (rows of learning_curve.csv)", 0},
+        {"eval-batches", 0, OPT_INT, &t.eval_batches, "N", "batches of the evaluation set used at those points", 0},
+        {"seed", 0, OPT_INT, &c.seed, "N", "seed of the weights and the data (default: the protocol's first)", 0},
+        {"resume", 0, OPT_STRING, &t.resume, "FILE", "continue the run saved in this checkpoint.bin", 0},
+        {"until", 0, OPT_INT, &t.until, "N", "stop after step N of the schedule and save a checkpoint (resume later)", 0},
+        {"Position mechanism", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"alpha", 0, OPT_DOUBLE, &c.over.alpha, "X", "EPAR alpha > 0 (default: the preset's)", 0},
+        {"beta", 0, OPT_DOUBLE, &c.over.beta, "X", "EPAR beta >= 0", 0},
+        {"gamma", 0, OPT_DOUBLE, &c.over.gamma, "X", "EPAR gamma >= 0 (enhanced)", 0},
+        {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))", 0},
+        {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", "L in P(i,j,L): 0 = the sequence length (default), N = fixed", 0},
+        {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"text", 0, OPT_STRING, &t.text, "FILE", "lm: train on this UTF-8 file instead of the King James Bible", 0},
+        {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", "lm: share of the text held out at its end (0.1)", 0},
+        {"pairs", 0, OPT_INT, &t.pairs, "N", "recall: key-value pairs per sequence", 0},
+        {"queries", 0, OPT_INT, &t.queries, "N", "recall: queries per sequence (0: as many as pairs)", 0},
+        {"keys", 0, OPT_INT, &t.keys, "N", "recall: size of the key vocabulary", 0},
+        {"values", 0, OPT_INT, &t.values, "N", "recall: size of the value vocabulary", 0},
+        {"eval-sequences", 0, OPT_INT, &t.eval_sequences, "N", "recall: size of the fixed evaluation set", 0},
+        {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
+        {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the train section's, paper)", 0},
+        {"out", 'o', OPT_STRING, &c.out, "DIR", "output root folder (default output)", 0},
+        {"no-render", 0, OPT_FLAG, &c.no_render, NULL, "write the .gp script but do not run gnuplot", 0},
+        {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
+        {"jobs", 'j', OPT_INT, &c.jobs, "N", "threads (default: all cores); results do not depend on it", 0},
+        {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    int rc = cli_parse("train", "--task lm|recall --mechanism ID [--length N --layers N --dim N ...] [options]", opts,
+                       argc, argv);
+    if (rc >= 0) return rc;
+
+    struct epar_protocol proto;
+    struct epar_train_cfg cfg;
+    if ((rc = resolve(&c, opts, &t, &proto, &cfg))) return rc;
+    if (cli_seen(opts, "until") && t.until < 1) {
+        epar_protocol_free(&proto);
+        return cli_usage_error("invalid value for --until: '%d' (expected a step >= 1)", t.until);
+    }
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/train/data", c.out);
+    cfg.task.cache_dir = cache;
+
+    /* a checkpoint is read and checked against the options before anything is written */
+    struct epar_ckpt ck = {0};
+    struct epar_train_run r;
+    memset(&r, 0, sizeof r);
+    int st = EPAR_OK;
+    if (t.resume && ((st = epar_ckpt_read(t.resume, &ck)) || (st = epar_train_resume_check(&cfg, &ck, t.resume)))) goto done;
+    if ((st = epar_train_setup(&r, &cfg))) goto done;
+    if (t.resume && (st = epar_train_resume(&r, &ck, t.resume))) goto done;
+    epar_ckpt_free(&ck);
+
+    struct progress pg = {isatty(2), 0, cfg.optim.steps};
+    if (!c.quiet) {
+        r.progress = show_progress;
+        r.progress_ctx = &pg;
+        cli_progress(&c, "train: %s / %s, %ld parameters, %d steps of %d x %d tokens, %d threads, BLAS kernel %s%s",
+                     epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism), (long)r.model.n_params,
+                     cfg.optim.steps, cfg.batch, cfg.task.length, omp_get_max_threads(), epar_blas_core(),
+                     t.resume ? " (resumed)" : "");
+    }
+    r.until = cli_seen(opts, "until") ? t.until : 0;
+    stop_signal = 0;
+    r.stop = &stop_signal;
+    catch_stop(1);
+    st = epar_train_loop(&r);
+    catch_stop(0);
+    int interrupted = st == EPAR_EINTR, partial = !st && r.step < cfg.optim.steps;
+    if (interrupted && !c.quiet) {
+        if (pg.tty) fputc('\n', stderr);
+        fprintf(stderr, "epar: train: interrupted at step %ld; saving a checkpoint\n", r.step);
+    }
+    if (!st && !partial) {
+        cli_progress(&c, "train: final evaluation on %ld sequences", epar_task_eval_count(&r.task));
+        st = epar_train_final_eval(&r);
+    }
+    if (!st || interrupted)
+        st = finish_output(&c, &r, interrupted ? "interrupted" : partial ? "partial" : "complete");
+    if (!st) summary(&c, &r, interrupted, partial);
+    if (!st && partial && !c.quiet)
+        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
+                epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
+    if (!st && interrupted) {
+        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
+                epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
+        st = 128 + stop_signal;
+        epar_train_free(&r);
+        epar_protocol_free(&proto);
+        return st;
+    }
+done:
+    epar_ckpt_free(&ck);
+    epar_train_free(&r);
+    epar_protocol_free(&proto);
+    return st ? cli_fail(st) : 0;
+}

@@ -1,0 +1,598 @@
+/* One training run: config, setup/resume, the step loop, evaluation, checkpoint, tables. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include "lib/blas.h"
+#include "lib/ckpt.h"
+#include "lib/err.h"
+#include "lib/plot.h"
+#include "lib/rng.h"
+#include "lib/version.h"
+#include "train.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* config                                                                                             */
+
+#define RUN_KEYS "layers", "dim", "heads", "mlp", "length", "batch", "steps", "lr", "lr_min_ratio", "warmup", \
+    "weight_decay", "beta1", "beta2", "eps", "clip", "init_sd", "eval_every", "eval_batches"
+const char *const epar_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
+                                       "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", NULL};
+const char *const epar_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
+                                            "eval_sequences", NULL};
+
+void epar_train_cfg_default(struct epar_train_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    epar_task_cfg_default(&c->task, EPAR_TASK_LM);
+    c->mechanism = EPAR_NNPOS_EPAR_ENHANCED;
+    epar_nnpos_settings_default(&c->pos);
+    c->layers = 2; c->dim = 64; c->heads = 4; c->mlp = 256; c->batch = 8;
+    c->optim = (struct epar_optim_config){.lr = 1e-3, .lr_min_ratio = 0.1, .warmup = 10, .steps = 100, .beta1 = 0.9,
+                                          .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    c->init_sd = 0.02;
+    c->eval_every = 50;
+    c->eval_batches = 4;
+    c->seed = 42;
+    snprintf(c->preset, sizeof c->preset, "%s", "paper");
+}
+
+/* the keys that may appear both at the train level and in a task object */
+static int read_run_keys(struct epar_train_cfg *c, const struct epar_protocol *p, json_t *obj, const char *jp)
+{
+    int st = EPAR_OK;
+#define RI(key, field, lo, hi) if (!st) st = epar_protocol_obj_int(p, obj, jp, key, &(field), lo, hi)
+#define RD(key, field, lo, incl) if (!st) st = epar_protocol_obj_double(p, obj, jp, key, &(field), lo, incl)
+    RI("layers", c->layers, 1, 1024);
+    RI("dim", c->dim, 1, 65536);
+    RI("heads", c->heads, 1, 65536);
+    RI("mlp", c->mlp, 1, 1 << 20);
+    RI("length", c->task.length, 2, 65536);
+    RI("batch", c->batch, 1, 65536);
+    RI("steps", c->optim.steps, 1, 1 << 30);
+    RI("warmup", c->optim.warmup, 0, 1 << 30);
+    RI("eval_every", c->eval_every, 1, 1 << 30);
+    RI("eval_batches", c->eval_batches, 1, 1 << 20);
+    RD("lr", c->optim.lr, 0, 0);
+    RD("lr_min_ratio", c->optim.lr_min_ratio, 0, 1);
+    RD("weight_decay", c->optim.weight_decay, 0, 1);
+    RD("beta1", c->optim.beta1, 0, 1);
+    RD("beta2", c->optim.beta2, 0, 1);
+    RD("eps", c->optim.eps, 0, 0);
+    RD("clip", c->optim.clip, 0, 1);
+    RD("init_sd", c->init_sd, 0, 1);
+    return st;
+}
+
+int epar_train_cfg_from_protocol(struct epar_train_cfg *c, const struct epar_protocol *p,
+                                 const struct epar_params *prm, int task)
+{
+    const char *jp = "$.experiments.train";
+    json_t *sec = epar_protocol_section(p, "train");
+    int st = epar_protocol_check_keys(p, "train", epar_train_keys);
+    /* common keys that mean nothing here are refused rather than ignored */
+    static const char *const unused[] = {"hidden", "runs", "form", NULL};
+    for (int k = 0; !st && unused[k]; k++)
+        if (sec && json_object_get(sec, unused[k])) {
+            epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.%s: not used by train (%s)", p->path, jp, unused[k],
+                         !strcmp(unused[k], "hidden") ? "the width is 'dim'" :
+                         !strcmp(unused[k], "form") ? "the mechanism sets the form" : "one run per seed");
+            st = EPAR_EPROTOCOL;
+        }
+    const char *s = NULL;
+    if (!st) st = epar_protocol_obj_string(p, sec, jp, "task", &s);
+    if (!st && s && epar_task_find(s, &c->task.id)) st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.task: unknown task '%s'", p->path, jp, s);
+    if (task >= 0) c->task.id = (enum epar_task_id)task;
+    s = NULL;
+    if (!st) st = epar_protocol_obj_string(p, sec, jp, "mechanism", &s);
+    if (!st && s && epar_nnpos_find(s, &c->mechanism))
+        st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanism: unknown mechanism '%s'", p->path, jp, s);
+    if (!st) st = read_run_keys(c, p, sec, jp);
+    if (!st) st = epar_protocol_obj_bool(p, sec, jp, "learn_posfx", &c->pos.learn_posfx);
+    if (!st) st = epar_protocol_obj_int(p, sec, jp, "posfx_length", &c->pos.posfx_length, 0, 1 << 30);
+    if (!st) st = epar_protocol_obj_double(p, sec, jp, "rope_base", &c->pos.rope_base, 1, 0);
+    if (!st) st = epar_protocol_obj_double(p, sec, jp, "alibi_max_bias", &c->pos.alibi_max_bias, 0, 0);
+    if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_buckets", &c->pos.t5_buckets, 2, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_max_distance", &c->pos.t5_max_distance, 1, 1 << 30);
+    /* the task's own object: its options and run keys that differ for it */
+    char tjp[128];
+    snprintf(tjp, sizeof tjp, "%s.%s", jp, epar_task_name(c->task.id));
+    json_t *tobj = sec ? json_object_get(sec, epar_task_name(c->task.id)) : NULL;
+    for (int k = 0; !st && k < EPAR_TASK_COUNT; k++) {
+        char kjp[128];
+        snprintf(kjp, sizeof kjp, "%s.%s", jp, epar_task_table[k].id);
+        st = epar_protocol_obj_check_keys(p, sec ? json_object_get(sec, epar_task_table[k].id) : NULL, kjp,
+                                          epar_train_task_keys);
+    }
+    if (!st) st = read_run_keys(c, p, tobj, tjp);
+    if (!st) st = epar_protocol_obj_string(p, tobj, tjp, "text", &c->task.text_path);
+    if (!st) st = epar_protocol_obj_double(p, tobj, tjp, "holdout", &c->task.holdout, 0, 0);
+    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "pairs", &c->task.pairs, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "queries", &c->task.queries, 0, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "keys", &c->task.keys, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "values", &c->task.values, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "eval_sequences", &c->task.eval_sequences, 1, 1000000);
+    if (st) return st;
+    /* the preset: EPAR's alpha, beta, gamma (fixed unless learn_posfx) and the seed */
+    c->pos.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, prm->alpha, prm->beta, prm->gamma};
+    c->seed = prm->seeds[0];
+    c->task.seed = c->seed;
+    snprintf(c->preset, sizeof c->preset, "%s", prm->preset);
+    snprintf(c->protocol, sizeof c->protocol, "%s", p->path);
+    return EPAR_OK;
+}
+
+static struct epar_nn_config nn_config(const struct epar_train_cfg *c, int vocab)
+{
+    struct epar_nn_config n = {.V = vocab, .Tmax = c->task.length, .Bmax = c->batch, .C = c->dim, .NH = c->heads,
+                               .NL = c->layers, .F = c->mlp, .pos = c->mechanism, .pos_settings = c->pos,
+                               .init_sd = c->init_sd};
+    return n;
+}
+
+int epar_train_cfg_validate(const struct epar_train_cfg *c)
+{
+    int st = epar_task_validate(&c->task);
+    if (!st) st = epar_optim_config_validate(&c->optim);
+    if (!st) {
+        struct epar_nn_config n = nn_config(c, 2);
+        st = epar_nn_config_validate(&n);
+    }
+    if (!st && c->eval_every < 1) st = epar_err_set(EPAR_EINVAL, "eval_every must be >= 1, got '%d'", c->eval_every);
+    if (!st && c->eval_batches < 1) st = epar_err_set(EPAR_EINVAL, "eval_batches must be >= 1, got '%d'", c->eval_batches);
+    if (!st && c->pos.learn_posfx && c->mechanism != EPAR_NNPOS_EPAR_BASIC && c->mechanism != EPAR_NNPOS_EPAR_ENHANCED) {
+        epar_err_set(EPAR_EINVAL, "--learn-posfx applies to epar-basic and epar-enhanced, not '%s'",
+                     epar_nnpos_name(c->mechanism));
+        st = EPAR_EINVAL;
+    }
+    return st;
+}
+
+json_t *epar_train_cfg_json(const struct epar_train_cfg *c)
+{
+    const struct epar_task_cfg *t = &c->task;
+    json_t *j = json_pack(
+        "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i}",
+        "task", epar_task_name(t->id), "mechanism", epar_nnpos_name(c->mechanism), "preset", c->preset, "seed",
+        (json_int_t)c->seed, "layers", c->layers, "dim", c->dim, "heads", c->heads, "mlp", c->mlp, "length", t->length,
+        "batch", c->batch, "steps", c->optim.steps, "lr", c->optim.lr, "lr_min_ratio", c->optim.lr_min_ratio, "warmup",
+        c->optim.warmup, "weight_decay", c->optim.weight_decay, "beta1", c->optim.beta1, "beta2", c->optim.beta2, "eps",
+        c->optim.eps, "clip", c->optim.clip, "init_sd", c->init_sd, "eval_every", c->eval_every, "eval_batches",
+        c->eval_batches);
+    if (!j) return NULL;
+    json_t *pos = json_pack("{s:f, s:f, s:f, s:b, s:i, s:f, s:f, s:i, s:i}", "alpha", c->pos.fx.alpha, "beta",
+                            c->pos.fx.beta, "gamma", c->pos.fx.gamma, "learn_posfx", c->pos.learn_posfx, "posfx_length",
+                            c->pos.posfx_length, "rope_base", c->pos.rope_base, "alibi_max_bias", c->pos.alibi_max_bias,
+                            "t5_buckets", c->pos.t5_buckets, "t5_max_distance", c->pos.t5_max_distance);
+    json_object_set_new(j, "position", pos);
+    json_t *task = t->id == EPAR_TASK_LM
+                       ? json_pack("{s:s?, s:f}", "text", t->text_path, "holdout", t->holdout)
+                       : json_pack("{s:i, s:i, s:i, s:i, s:i}", "pairs", t->pairs, "queries", t->queries, "keys", t->keys,
+                                   "values", t->values, "eval_sequences", t->eval_sequences);
+    json_object_set_new(j, "task_options", task);
+    return j;
+}
+
+double epar_train_bytes(const struct epar_train_cfg *c, int vocab)
+{
+    struct epar_nn_config n = nn_config(c, vocab);
+    size_t np = 12 * (size_t)c->layers * c->dim * c->dim + (size_t)vocab * c->dim;
+    return epar_nn_bytes(&n, omp_get_max_threads()) + 8.0 * (double)np;   /* + AdamW moments */
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* set up, resume                                                                                     */
+
+int epar_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = *c;
+    r->resumed_from = -1;
+    int st = epar_train_cfg_validate(c);
+    if (st) return st;
+    if ((st = epar_task_open(&r->task, &c->task))) return st;
+    double need = epar_train_bytes(c, r->task.V);
+    if (need > 64e9) {   /* beyond any machine this is meant for: refuse before trying */
+        epar_err_set(EPAR_ENOMEM, "the model and its activations need %.3g GB", need / 1e9);
+        epar_err_hint("reduce --length, --batch, --dim or --layers");
+        return EPAR_ENOMEM;
+    }
+    struct epar_nn_config n = nn_config(c, r->task.V);
+    if ((st = epar_nn_alloc(&r->model, &n))) return st;
+    if ((st = epar_optim_alloc(&r->opt, &c->optim, r->model.n_params))) return st;
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+        if (r->model.sizes[k])
+            r->seg[r->nseg++] = (struct epar_optim_segment){r->model.offsets[k], r->model.sizes[k], epar_nn_decayed(k)};
+    size_t BT = (size_t)c->batch * c->task.length;
+    r->tok = epar_err_alloc(BT, sizeof *r->tok, "the batch");
+    r->tgt = epar_err_alloc(BT, sizeof *r->tgt, "the batch");
+    r->mask = epar_err_alloc(BT, sizeof *r->mask, "the batch");
+    r->rows_cap = c->optim.steps / c->eval_every + 3;
+    r->curve = epar_err_alloc((size_t)r->rows_cap * EPAR_TRAIN_CURVE_COLS, sizeof *r->curve, "the learning curve");
+    if (!r->tok || !r->tgt || !r->mask || !r->curve) return EPAR_ENOMEM;
+    gsl_rng *w = epar_rng_alloc(c->seed, 0, EPAR_RNG_WEIGHTS);
+    r->data = epar_rng_alloc(c->seed, 0, EPAR_RNG_DATA);
+    if (!w || !r->data) {
+        epar_rng_free(w);
+        return EPAR_ENOMEM;
+    }
+    epar_nn_init(&r->model, w);
+    epar_rng_free(w);
+    r->last_lr = epar_optim_lr(&c->optim, 0);
+    return EPAR_OK;
+}
+
+/* sections of the checkpoint: config and data (JSON text, compared on resume), state (doubles), params,
+ * the AdamW moments, the data stream's GSL state and name, the learning curve so far */
+#define STATE_N 10
+
+static void state_pack(const struct epar_train_run *r, double *s)
+{
+    double v[STATE_N] = {(double)r->step, r->tokens, (double)r->opt.t, r->loss_sum, (double)r->loss_count,
+                         r->last_lr, r->last_norm, r->seconds, r->step_seconds, r->last_loss};
+    memcpy(s, v, sizeof v);
+}
+
+static char *dump_sorted(json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    json_decref(j);
+    return s;
+}
+
+int epar_train_checkpoint(const struct epar_train_run *r, const char *path)
+{
+    char *cfg = dump_sorted(epar_train_cfg_json(&r->cfg)), *data = dump_sorted(epar_task_json(&r->task));
+    if (!cfg || !data) {
+        free(cfg); free(data);
+        return epar_err_set(EPAR_ENOMEM, "out of memory writing the checkpoint");
+    }
+    double state[STATE_N];
+    state_pack(r, state);
+    size_t n = r->model.n_params;
+    const char *rng_name = gsl_rng_name(r->data);
+    struct epar_ckpt_section s[] = {
+        {"config", cfg, strlen(cfg)},
+        {"data", data, strlen(data)},
+        {"state", state, sizeof state},
+        {"params", r->model.params_mem, n * sizeof(float)},
+        {"adam_m", r->opt.m, n * sizeof(float)},
+        {"adam_v", r->opt.v, n * sizeof(float)},
+        {"rng_name", rng_name, strlen(rng_name)},
+        {"rng", gsl_rng_state(r->data), gsl_rng_size(r->data)},
+        {"curve", r->curve, (size_t)r->rows * EPAR_TRAIN_CURVE_COLS * sizeof(double)},
+    };
+    int st = epar_ckpt_write(path, s, (int)(sizeof s / sizeof s[0]));
+    free(cfg);
+    free(data);
+    return st;
+}
+
+/* the first key whose value differs between the checkpoint's JSON and this run's */
+static int compare_json(const char *path, const char *what, const void *saved, size_t len, json_t *now)
+{
+    json_error_t je;
+    json_t *old = json_loadb(saved, len, 0, &je);
+    int st = EPAR_OK;
+    if (!old) st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s does not parse)", path, what);
+    const char *k;
+    json_t *v;
+    json_object_foreach(now, k, v) {
+        if (st) break;
+        json_t *o = json_object_get(old, k);
+        if (o && json_equal(o, v)) continue;
+        char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %.80s there, %.80s here", path, what, k,
+                     a ? a : "absent", b ? b : "?");
+        epar_err_hint("resume with the options of the run that wrote it (its run.json lists them)");
+        free(a); free(b);
+        st = EPAR_EINVAL;
+    }
+    json_decref(old);
+    json_decref(now);
+    return st;
+}
+
+int epar_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path)
+{
+    size_t len;
+    const void *d = epar_ckpt_get(ck, "config", &len);
+    if (!d) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (no config section)", path);
+    return compare_json(path, "option", d, len, epar_train_cfg_json(c));
+}
+
+int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path)
+{
+    int st;
+    size_t len, n = r->model.n_params;
+    const void *d;
+    if ((st = epar_train_resume_check(&r->cfg, ck, path))) return st;
+    if (!(d = epar_ckpt_get(ck, "data", &len))) goto missing;
+    if ((st = compare_json(path, "data", d, len, epar_task_json(&r->task)))) return st;
+    const double *state = epar_ckpt_get(ck, "state", &len);
+    if (!state || len != STATE_N * sizeof(double)) goto missing;
+    const void *pp = epar_ckpt_get(ck, "params", &len);
+    if (!pp || len != n * sizeof(float)) goto missing;
+    const void *pm = epar_ckpt_get(ck, "adam_m", &len);
+    if (!pm || len != n * sizeof(float)) goto missing;
+    const void *pv = epar_ckpt_get(ck, "adam_v", &len);
+    if (!pv || len != n * sizeof(float)) goto missing;
+    const char *rn = epar_ckpt_get(ck, "rng_name", &len);
+    if (!rn || len != strlen(gsl_rng_name(r->data)) || memcmp(rn, gsl_rng_name(r->data), len)) goto missing;
+    const void *rs = epar_ckpt_get(ck, "rng", &len);
+    if (!rs || len != gsl_rng_size(r->data)) goto missing;
+    const double *cv = epar_ckpt_get(ck, "curve", &len);
+    size_t rows = len / (EPAR_TRAIN_CURVE_COLS * sizeof(double));
+    if (!cv || len % (EPAR_TRAIN_CURVE_COLS * sizeof(double)) || rows > (size_t)r->rows_cap) goto missing;
+    if (state[0] > r->cfg.optim.steps) goto missing;
+    memcpy(r->model.params_mem, pp, n * sizeof(float));
+    memcpy(r->opt.m, pm, n * sizeof(float));
+    memcpy(r->opt.v, pv, n * sizeof(float));
+    memcpy(gsl_rng_state(r->data), rs, gsl_rng_size(r->data));
+    memcpy(r->curve, cv, rows * EPAR_TRAIN_CURVE_COLS * sizeof(double));
+    r->rows = (int)rows;
+    r->step = (long)state[0];
+    r->tokens = state[1];
+    r->opt.t = (long)state[2];
+    r->loss_sum = state[3];
+    r->loss_count = (long)state[4];
+    r->last_lr = state[5];
+    r->last_norm = state[6];
+    r->seconds = state[7];
+    r->step_seconds = state[8];
+    r->last_loss = state[9];
+    r->resumed_from = r->step;
+    r->model.pos.T = 0;     /* the position tables are rebuilt from the loaded parameters */
+    return EPAR_OK;
+missing:
+    return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (a section is missing or has the wrong size)", path);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* training and evaluation                                                                            */
+
+static double now(void) { return omp_get_wtime(); }
+
+int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
+{
+    int B = r->cfg.batch, T = r->cfg.task.length;
+    long count = epar_task_eval_count(&r->task), n = max_sequences > 0 && max_sequences < count ? max_sequences : count;
+    double loss = 0.0;
+    long correct = 0, scored = 0;
+    for (long k0 = 0; k0 < n; k0 += B) {
+        int nb = (int)(n - k0 < B ? n - k0 : B);
+        for (int b = 0; b < nb; b++) {
+            long item = n == count ? k0 + b : (long)((double)(k0 + b) * count / n);   /* evenly spread */
+            epar_task_eval_item(&r->task, item, r->tok + (size_t)b * T, r->tgt + (size_t)b * T, r->mask + (size_t)b * T);
+        }
+        int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
+        if (st) return st;
+        for (int i = 0; i < nb * T; i++) loss += r->model.a.losses[i];
+        long c, s;
+        epar_nn_accuracy(&r->model, &c, &s);
+        correct += c;
+        scored += s;
+    }
+    e->loss = scored > 0 ? loss / scored : NAN;   /* the masks are 0/1: scored = sum of the mask */
+    e->metric = epar_task_metric(&r->task, e->loss, correct, scored);
+    e->correct = correct;
+    e->scored = scored;
+    e->sequences = n;
+    return EPAR_OK;
+}
+
+/* one optimiser step on a fresh batch */
+static int train_step(struct epar_train_run *r)
+{
+    int B = r->cfg.batch, T = r->cfg.task.length;
+    double t0 = now();
+    epar_task_train_batch(&r->task, r->data, B, r->tok, r->tgt, r->mask);
+    int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, B, T);
+    if (st) return st;
+    epar_nn_zero_grad(&r->model);
+    epar_nn_backward(&r->model);
+    r->last_lr = epar_optim_lr(&r->cfg.optim, (int)r->step);
+    r->last_norm = epar_optim_step(&r->opt, r->model.params_mem, r->model.grads_mem, r->seg, r->nseg, r->last_lr);
+    r->last_loss = r->model.loss;
+    if (!isfinite(r->last_loss) || !isfinite(r->last_norm)) {
+        epar_err_set(EPAR_ECHECK, "training diverged at step %ld (loss %g, gradient norm %g)", r->step + 1, r->last_loss,
+                     r->last_norm);
+        epar_err_hint("lower --lr or raise --warmup");
+        return EPAR_ECHECK;
+    }
+    r->loss_sum += r->model.loss;
+    r->loss_count++;
+    r->step++;
+    r->tokens += (double)B * T;
+    r->step_seconds += now() - t0;
+    return EPAR_OK;
+}
+
+/* evaluate on the periodic subset and append a curve row */
+static int curve_row(struct epar_train_run *r)
+{
+    struct epar_train_eval e;
+    int st = epar_train_evaluate(r, (long)r->cfg.eval_batches * r->cfg.batch, &e);
+    if (st) return st;
+    if (r->rows >= r->rows_cap) return epar_err_set(EPAR_EINVAL, "learning curve full (%d rows)", r->rows);
+    r->seconds = r->seconds0 + (now() - r->t0);
+    double row[EPAR_TRAIN_CURVE_COLS] = {(double)r->step, r->tokens,
+                                         r->loss_count ? r->loss_sum / r->loss_count : NAN, e.loss, e.metric,
+                                         r->step ? r->last_lr : NAN, r->step ? r->last_norm : NAN, r->seconds};
+    memcpy(r->curve + (size_t)r->rows * EPAR_TRAIN_CURVE_COLS, row, sizeof row);
+    r->rows++;
+    r->loss_sum = 0.0;
+    r->loss_count = 0;
+    return EPAR_OK;
+}
+
+int epar_train_loop(struct epar_train_run *r)
+{
+    int st = EPAR_OK;
+    long steps = r->cfg.optim.steps;
+    r->t0 = now();
+    r->seconds0 = r->seconds;
+    if (r->step == 0 && r->rows == 0 && (st = curve_row(r))) return st;   /* the untrained model */
+    while (r->step < steps && (r->until <= 0 || r->step < r->until)) {
+        if (r->stop && *r->stop) return EPAR_EINTR;
+        if ((st = train_step(r))) return st;
+        int evaluated = r->step % r->cfg.eval_every == 0 || r->step == steps;
+        if (evaluated && (st = curve_row(r))) return st;
+        r->seconds = r->seconds0 + (now() - r->t0);
+        if (r->progress) r->progress(r->progress_ctx, r, evaluated);
+    }
+    return EPAR_OK;
+}
+
+int epar_train_final_eval(struct epar_train_run *r)
+{
+    int st = epar_train_evaluate(r, 0, &r->final);
+    if (!st) r->have_final = 1;
+    r->seconds = r->seconds0 + (now() - r->t0);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* tables and files                                                                                   */
+
+static struct epar_table *curve_table(const struct epar_train_run *r)
+{
+    struct epar_table *t = epar_csv_new(EPAR_TRAIN_CURVE_HEADER);
+    for (int i = 0; t && i < r->rows; i++) {
+        const double *v = r->curve + (size_t)i * EPAR_TRAIN_CURVE_COLS;
+        if (epar_csv_append(t, "iddddddd", (int)v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])) {
+            epar_csv_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static struct epar_table *eval_table(const struct epar_train_run *r)
+{
+    const struct epar_train_cfg *c = &r->cfg;
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,"
+                                        "eval_bits_per_token,scored_tokens,sequences,train_loss");
+    double train_loss = r->rows ? r->curve[(size_t)(r->rows - 1) * EPAR_TRAIN_CURVE_COLS + 2] : NAN;
+    if (t && epar_csv_append(t, "ssdididsdddiid", epar_task_name(c->task.id), epar_nnpos_name(c->mechanism), (double)c->seed,
+                             (int)r->step, r->tokens, c->task.length, (double)r->model.n_params, r->task.info->metric,
+                             r->final.metric, r->final.loss, r->final.loss / log(2.0), (int)r->final.scored,
+                             (int)r->final.sequences, train_loss)) {
+        epar_csv_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* EPAR: alpha, beta, gamma per layer and head (learned or fixed) and m(d) at a few distances */
+static struct epar_table *posfx_table(const struct epar_train_run *r)
+{
+    const struct epar_nnpos *p = &r->model.pos;
+    int T = r->cfg.task.length;
+    double L = p->s.posfx_length > 0 ? p->s.posfx_length : T;
+    struct epar_table *t = epar_csv_new("layer,head,alpha,beta,gamma,m_1,m_half,m_last,learned");
+    for (int l = 0; t && l < p->NL; l++)
+        for (int h = 0; h < p->NH; h++) {
+            struct epar_posfx fx = epar_nnpos_effect(p, l, h);
+            if (epar_csv_append(t, "iiddddddi", l, h, fx.alpha, fx.beta, fx.form == EPAR_FORM_ENHANCED ? fx.gamma : NAN,
+                                epar_posfx_value(&fx, 1, L), epar_posfx_value(&fx, T / 2, L),
+                                epar_posfx_value(&fx, T - 1, L), p->s.learn_posfx)) {
+                epar_csv_free(t);
+                return NULL;
+            }
+        }
+    return t;
+}
+
+static int write_figure(const struct epar_train_run *r, struct epar_out *o)
+{
+    const char *metric = r->task.info->metric;
+    return epar_plot_scriptf(o, "learning_curve", "learning curve",
+                             "set terminal @epar_term size 1100,450\n"
+                             "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
+                             "set xlabel 'training tokens'\nset ylabel 'cross-entropy (nats per scored token)'\n"
+                             "set key top right\n"
+                             "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
+                             "     '' skip 1 using 2:4 with linespoints title 'eval'\n"
+                             "set ylabel '%s'\n"
+                             "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'\n"
+                             "unset multiplot\n",
+                             epar_task_name(r->cfg.task.id), epar_nnpos_name(r->cfg.mechanism), (long)r->model.n_params,
+                             !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy", metric);
+}
+
+unsigned long long epar_train_params_hash(const struct epar_train_run *r)
+{
+    return (unsigned long long)epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, r->model.params_mem, r->model.n_params * sizeof(float));
+}
+
+static int write_run_json(const struct epar_train_run *r, struct epar_out *o, const char *status)
+{
+    const struct epar_train_cfg *c = &r->cfg;
+    json_t *tensors = json_object();
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+        json_object_set_new(tensors, epar_nn_tensor_name(k), json_integer((json_int_t)r->model.sizes[k]));
+    double tps = r->step_seconds > 0 ? r->tokens / r->step_seconds : NAN;   /* both add up over resumed sessions */
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:s, s:s, s:i, s:s, s:s, s:s}",
+                          "experiment", "train", "epar_version", EPAR_VERSION, "protocol", c->protocol,
+                          "protocol_version", EPAR_PROTOCOL_VERSION, "status", status,
+                          "config", epar_train_cfg_json(c), "parameters", (json_int_t)r->model.n_params,
+                          "parameter_tensors", tensors, "data", epar_task_json(&r->task), "blas_core", epar_blas_core(),
+                          "blas_config", epar_blas_config(), "threads", omp_get_max_threads(),
+                          "score_scale", "1/sqrt(head dim)",
+                          "posfx_L", c->pos.posfx_length > 0 ? "fixed (posfx_length)" : "the length T of the sequence processed",
+                          "checkpoint", "checkpoint.bin");
+    if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
+    json_object_set_new(j, "steps_done", json_integer(r->step));
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", epar_train_params_hash(r));
+    json_object_set_new(j, "params_fnv1a", json_string(hash));
+    json_object_set_new(j, "tokens", json_real(r->tokens));
+    json_object_set_new(j, "seconds", json_real(r->seconds));
+    json_object_set_new(j, "train_step_seconds", json_real(r->step_seconds));
+    if (isfinite(tps)) json_object_set_new(j, "tokens_per_second", json_real(tps));
+    json_object_set_new(j, "resumed_from_step", r->resumed_from >= 0 ? json_integer(r->resumed_from) : json_null());
+    if (r->have_final) {
+        json_object_set_new(j, "eval_metric", json_string(r->task.info->metric));
+        json_object_set_new(j, "eval_value", json_real(r->final.metric));
+        json_object_set_new(j, "eval_loss", json_real(r->final.loss));
+    }
+    const char *path = epar_out_path(o, "run.json");
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+}
+
+int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
+{
+    struct epar_table *curve = curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
+    int is_epar = r->cfg.mechanism == EPAR_NNPOS_EPAR_BASIC || r->cfg.mechanism == EPAR_NNPOS_EPAR_ENHANCED;
+    struct epar_table *pf = is_epar ? posfx_table(r) : NULL;
+    int st = !curve || (r->have_final && !ev) || (is_epar && !pf) ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables")
+                                                                   : EPAR_OK;
+    if (!st) st = epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"));
+    if (!st && ev) st = epar_csv_write(ev, epar_out_path(o, "eval.csv"));
+    if (!st && pf) st = epar_csv_write(pf, epar_out_path(o, "posfx.csv"));
+    if (!st) st = write_figure(r, o);
+    if (!st) st = write_run_json(r, o, status);
+    if (!st) st = epar_train_checkpoint(r, epar_out_path(o, "checkpoint.bin"));
+    epar_csv_free(curve);
+    epar_csv_free(ev);
+    epar_csv_free(pf);
+    return st;
+}
+
+void epar_train_free(struct epar_train_run *r)
+{
+    epar_task_close(&r->task);
+    epar_nn_free(&r->model);
+    epar_optim_free(&r->opt);
+    epar_rng_free(r->data);
+    free(r->tok); free(r->tgt); free(r->mask); free(r->curve);
+    r->data = NULL;
+    r->tok = r->tgt = NULL;
+    r->mask = NULL;
+    r->curve = NULL;
+}

@@ -1,0 +1,112 @@
+/* One training run (issue 15) -> output/train/<task>/<mechanism>/
+ *
+ * A small causal Transformer (lib/nn) with one position mechanism (lib/nnpos) trained by AdamW (lib/optim)
+ * on a task (lib/tasks), evaluated on the task's fixed evaluation set every eval_every steps (a subset of
+ * eval_batches batches, spread evenly) and on the whole set at the end. The run is split into steps that
+ * the command calls in order: config (protocol + command line), setup (or resume from a checkpoint), the
+ * step loop, the final evaluation, tables and files. Prefix epar_train_. */
+#ifndef EPAR_EXP_TRAIN_H
+#define EPAR_EXP_TRAIN_H
+
+#include <signal.h>
+#include <jansson.h>
+#include <gsl/gsl_rng.h>
+#include "lib/ckpt.h"
+#include "lib/csvout.h"
+#include "lib/nn.h"
+#include "lib/optim.h"
+#include "lib/outdir.h"
+#include "lib/protocol.h"
+#include "lib/tasks.h"
+
+struct epar_train_cfg {
+    struct epar_task_cfg task;          /* id, length, seed and the task's options */
+    enum epar_nnpos_id mechanism;
+    struct epar_nnpos_settings pos;     /* alpha, beta, gamma (from the preset), learn_posfx, tables */
+    int layers, dim, heads, mlp, batch;
+    struct epar_optim_config optim;     /* lr, schedule (steps, warmup), AdamW, clipping */
+    double init_sd;
+    int eval_every;                     /* steps between evaluations */
+    int eval_batches;                   /* batches of the evaluation set used at those points */
+    unsigned long seed;
+    char preset[64];
+    char protocol[4096];
+};
+
+/* the learning curve: one row per evaluation */
+#define EPAR_TRAIN_CURVE_COLS 8
+#define EPAR_TRAIN_CURVE_HEADER "step,tokens,train_loss,eval_loss,eval_metric,lr,grad_norm,seconds"
+
+struct epar_train_eval {
+    double loss;                        /* mean cross-entropy per scored token (nats) */
+    double metric;                      /* bpc or accuracy */
+    long correct, scored, sequences;
+};
+
+struct epar_train_run {
+    struct epar_train_cfg cfg;
+    struct epar_task task;
+    struct epar_nn model;
+    struct epar_optim opt;
+    struct epar_optim_segment seg[EPAR_NN_NTENSORS];
+    int nseg;
+    gsl_rng *data;                      /* training batches: stream (seed, 0, EPAR_RNG_DATA) */
+    int *tok, *tgt;                     /* (batch, length) */
+    float *mask;                        /* (batch, length) */
+    long step;                          /* optimiser steps done */
+    double tokens;                      /* training tokens processed */
+    double seconds;                     /* wall time so far (a resumed run adds to it) */
+    double step_seconds;                /* of which inside training steps */
+    double loss_sum;                    /* train loss since the last curve row ... */
+    long loss_count;                    /* ... and its count */
+    double last_lr, last_norm, last_loss;
+    double *curve;                      /* (rows, EPAR_TRAIN_CURVE_COLS) */
+    int rows, rows_cap;
+    long resumed_from;                  /* step of the checkpoint resumed from, -1 if none */
+    struct epar_train_eval final;
+    int have_final;
+    /* set by the caller */
+    volatile sig_atomic_t *stop;        /* checked between steps: non-zero stops the loop (EPAR_EINTR) */
+    long until;                         /* > 0: stop after this step (a partial run, resumed later) */
+    void (*progress)(void *ctx, const struct epar_train_run *r, int evaluated);
+    void *progress_ctx;
+    double t0;                          /* session start (omp_get_wtime) */
+    double seconds0;                    /* seconds at session start */
+};
+
+extern const char *const epar_train_keys[];       /* keys of experiments.train */
+extern const char *const epar_train_task_keys[];  /* keys of experiments.train.<task> */
+
+void epar_train_cfg_default(struct epar_train_cfg *c);
+/* Read experiments.train and experiments.train.<task> into c; task < 0: the section's "task".
+ * prm: the resolved preset (alpha, beta, gamma, seeds). Protocol errors are EPAR_EPROTOCOL naming the path. */
+int epar_train_cfg_from_protocol(struct epar_train_cfg *c, const struct epar_protocol *p,
+                                 const struct epar_params *prm, int task);
+int epar_train_cfg_validate(const struct epar_train_cfg *c);
+/* The hyperparameters as JSON (run.json; the checkpoint compares it on resume). */
+json_t *epar_train_cfg_json(const struct epar_train_cfg *c);
+/* Model and data sizes without allocating anything big: the model's bytes (refuse what cannot fit). */
+double epar_train_bytes(const struct epar_train_cfg *c, int vocab);
+
+/* Open the task, allocate model and optimiser, draw the weights. */
+int epar_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c);
+/* Before setup: the checkpoint's options must equal this run's (EPAR_EINVAL naming the first difference). */
+int epar_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path);
+/* After setup: its data must match too; then params, optimiser, data stream, step and curve are restored. */
+int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path);
+/* Steps until cfg.optim.steps (or until, or *stop): EPAR_OK or EPAR_EINTR. Evaluates every eval_every steps. */
+int epar_train_loop(struct epar_train_run *r);
+/* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
+int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
+/* The whole evaluation set -> r->final. */
+int epar_train_final_eval(struct epar_train_run *r);
+/* Write the checkpoint of the current state. */
+int epar_train_checkpoint(const struct epar_train_run *r, const char *path);
+/* learning_curve.csv/.gp, eval.csv (after the final evaluation), posfx.csv (EPAR), run.json, checkpoint.bin;
+ * status: "complete", "partial" (stopped by until) or "interrupted" */
+int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status);
+/* FNV-1a 64 of the parameter bytes (run.json "params_fnv1a": equal weights, equal checksum) */
+unsigned long long epar_train_params_hash(const struct epar_train_run *r);
+void epar_train_free(struct epar_train_run *r);
+
+#endif

@@ -1,0 +1,676 @@
+/* nn: the Transformer's ops (forward, backward) and the whole model. Reading order: sizes and memory,
+ * the ops (matmul, layernorm, gelu, attention, cross-entropy), then the model's forward and backward. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_cblas.h>
+#include <gsl/gsl_randist.h>
+#include <omp.h>
+#include "err.h"
+#include "nn.h"
+
+#define ROWS 64         /* row block of the matmuls and the row reductions (fixed: determinism) */
+#define OUT_BLOCK 32    /* output-feature block of the weight gradients */
+#define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
+/* Parallel regions only above this much work (multiply-adds or elements): below it the fork/join costs
+ * more than the loop, and far more when the cores are shared. Changes the thread count, never a result. */
+#define PAR_WORK 262144
+#define PAR(work) if ((double)(work) > PAR_WORK)
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* ops                                                                                               */
+
+void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
+                            int accumulate)
+{
+    /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
+    int nb = nblocks(N, ROWS);
+#pragma omp parallel for schedule(static) PAR((double)N * C * OC)
+    for (int blk = 0; blk < nb; blk++) {
+        int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+        float *o = out + (size_t)r0 * OC;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
+                    accumulate ? 1.0f : 0.0f, o, OC);
+        if (bias)
+            for (int r = 0; r < rows; r++)
+                for (int k = 0; k < OC; k++) o[(size_t)r * OC + k] += bias[k];
+    }
+}
+
+void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
+                             const float *W, int N, int C, int OC, int accumulate_dinp, float *part)
+{
+    /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
+    int nb = nblocks(N, ROWS), no = nblocks(OC, OUT_BLOCK);
+#pragma omp parallel PAR((double)N * C * OC)
+    {
+        if (dinp) {
+#pragma omp for schedule(static) nowait
+            for (int blk = 0; blk < nb; blk++) {
+                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
+                            OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
+            }
+        }
+        /* dW rows [o0, o0+ob) reduce over all N rows inside one sgemm: no cross-thread sum */
+#pragma omp for schedule(static) nowait
+        for (int ob = 0; ob < no; ob++) {
+            int o0 = ob * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
+                        dW + (size_t)o0 * C, C);
+        }
+        if (dbias) {
+#pragma omp for schedule(static)
+            for (int blk = 0; blk < nb; blk++) {
+                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+                float *pp = part + (size_t)blk * OC;
+                for (int k = 0; k < OC; k++) pp[k] = 0.0f;
+                for (int r = 0; r < rows; r++)
+                    for (int k = 0; k < OC; k++) pp[k] += dout[(size_t)(r0 + r) * OC + k];
+            }
+#pragma omp for schedule(static)
+            for (int k = 0; k < OC; k++) {
+                float acc = 0.0f;
+                for (int blk = 0; blk < nb; blk++) acc += part[(size_t)blk * OC + k];
+                dbias[k] += acc;
+            }
+        }
+    }
+}
+
+void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                               const float *b, int N, int C)
+{
+    /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
+#pragma omp parallel for schedule(static) PAR((double)N * C)
+    for (int r = 0; r < N; r++) {
+        const float *x = inp + (size_t)r * C;
+        double s = 0.0;
+        for (int c = 0; c < C; c++) s += x[c];
+        float m = (float)(s / C);
+        double v = 0.0;
+        for (int c = 0; c < C; c++) {
+            double d = (double)(x[c] - m);
+            v += d * d;
+        }
+        float rs = (float)(1.0 / sqrt(v / C + 1e-5));
+        float *o = out + (size_t)r * C;
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+
+void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                const float *w, const float *mean, const float *rstd, int N, int C, float *part)
+{
+    /* dinp (N, C) +=, dw and db (C) +=, dout and inp (N, C), mean and rstd (N), part (ceil(N/ROWS), 2C) */
+    int nb = nblocks(N, ROWS);
+#pragma omp parallel PAR((double)N * C)
+    {
+#pragma omp for schedule(static)
+        for (int blk = 0; blk < nb; blk++) {
+            float *pw = part + (size_t)blk * 2 * C, *pb = pw + C;
+            for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
+            int r0 = blk * ROWS, r1 = imin(N, r0 + ROWS);
+            for (int r = r0; r < r1; r++) {
+                const float *x = inp + (size_t)r * C, *dy = dout + (size_t)r * C;
+                float m = mean[r], rs = rstd[r];
+                double dnm = 0.0, dnnm = 0.0;
+                for (int c = 0; c < C; c++) {
+                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+                    dnm += dn;
+                    dnnm += (double)dn * n;
+                }
+                float a = (float)(dnm / C), bb = (float)(dnnm / C);
+                float *dx = dinp + (size_t)r * C;
+                for (int c = 0; c < C; c++) {
+                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+                    dx[c] += (dn - a - n * bb) * rs;
+                    pw[c] += n * dy[c];
+                    pb[c] += dy[c];
+                }
+            }
+        }
+#pragma omp for schedule(static)
+        for (int c = 0; c < C; c++) {
+            float aw = 0.0f, ab = 0.0f;
+            for (int blk = 0; blk < nb; blk++) {
+                aw += part[(size_t)blk * 2 * C + c];
+                ab += part[(size_t)blk * 2 * C + C + c];
+            }
+            dw[c] += aw;
+            db[c] += ab;
+        }
+    }
+}
+
+#define GELU_K 0.7978845608028654f   /* sqrt(2 / pi) */
+
+void epar_nn_gelu_forward(float *out, const float *inp, size_t n)
+{
+#pragma omp parallel for schedule(static) PAR(n)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    }
+}
+
+void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+{
+#pragma omp parallel for schedule(static) PAR(n)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i], u = GELU_K * (x + 0.044715f * x * x * x), th = tanhf(u);
+        float sech2 = 1.0f - th * th;
+        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = g * dout[i];
+    }
+}
+
+void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
+                               const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
+{
+    /* out (B, T, C), preatt and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(dynamic) PAR((double)B * T * T * C)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
+            size_t bh = ((size_t)b * NH + h) * T * T;
+            float *S = preatt + bh, *A = att + bh, *O = out + (size_t)b * T * C + h * hs;
+            const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
+            const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
+            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+                int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
+                            C3, 0.0f, S + (size_t)i0 * T, T);
+                /* pass 2: position factor and bias, causal row softmax */
+                for (int i = i0; i < i1; i++) {
+                    const float *s = S + (size_t)i * T;
+                    float *a = A + (size_t)i * T, mx = -INFINITY;
+                    for (int j = 0; j <= i; j++) {
+                        float z = s[j];
+                        if (fac) z *= fac[i - j];
+                        if (bias) z += bias[i - j];
+                        a[j] = z;
+                        if (z > mx) mx = z;
+                    }
+                    float sum = 0.0f;
+                    for (int j = 0; j <= i; j++) {
+                        float e = expf(a[j] - mx);
+                        a[j] = e;
+                        sum += e;
+                    }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= i; j++) a[j] *= inv;
+                    for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+                }
+                /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3,
+                            0.0f, O + (size_t)i0 * C, C);
+            }
+        }
+}
+
+void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
+                                const float *att, const struct epar_nn_attn_pos *pos, float *datt, int nscratch,
+                                int B, int T, int C, int NH)
+{
+    /* dqkv (B, T, 3C), dout (B, T, C), qkv (B, T, 3C), preatt and att (B, NH, T, T), datt (nscratch, T, T) */
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nt = imin(omp_get_max_threads(), nscratch);
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR((double)B * T * T * C)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            float *dA = datt + (size_t)omp_get_thread_num() * T * T;
+            const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
+            float *dQ = dqkv + (size_t)b * T * C3 + h * hs, *dK = dQ + C, *dV = dQ + 2 * C;
+            const float *dO = dout + (size_t)b * T * C + h * hs;
+            size_t bh = ((size_t)b * NH + h) * T * T;
+            const float *S = preatt + bh, *A = att + bh;
+            const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
+            float *gf = pos && pos->gfac ? pos->gfac + ((size_t)b * NH + h) * T : NULL;
+            float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
+            if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
+            if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
+            for (int t = 0; t < T; t++) {
+                memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
+                memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
+            }
+            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+                int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+                /* dA = dO V^T and dV += A^T dO over keys 0 .. i1-1 */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3,
+                            0.0f, dA + (size_t)i0 * T, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
+                            dO + (size_t)i0 * C, C, 1.0f, dV, C3);
+                /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
+                for (int i = i0; i < i1; i++) {
+                    const float *a = A + (size_t)i * T, *s = S + (size_t)i * T;
+                    float *d = dA + (size_t)i * T, dot = 0.0f;
+                    for (int j = 0; j <= i; j++) dot += a[j] * d[j];
+                    for (int j = 0; j <= i; j++) {
+                        float dz = a[j] * (d[j] - dot);
+                        int dist = i - j;
+                        if (gb) gb[dist] += dz;
+                        if (fac) {
+                            if (gf) gf[dist] += dz * s[j];
+                            dz *= fac[dist];
+                        }
+                        d[j] = dz;
+                    }
+                    for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+                }
+                /* dQ = scale dS K, dK += scale dS^T Q */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, scale, dA + (size_t)i0 * T, T, K, C3,
+                            0.0f, dQ + (size_t)i0 * C3, C3);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
+                            Q + (size_t)i0 * C3, C3, 1.0f, dK, C3);
+            }
+        }
+}
+
+void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *correct, const float *logits,
+                                  const int *targets, const float *mask, int N, int V)
+{
+    /* probs and logits (N, V) (may alias), losses and correct (N), targets and mask (N) */
+#pragma omp parallel for schedule(static) PAR((double)N * V)
+    for (int r = 0; r < N; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *p = probs + (size_t)r * V;
+        float mx = z[0];
+        int arg = 0;
+        for (int v = 1; v < V; v++)
+            if (z[v] > mx) { mx = z[v]; arg = v; }
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += exp((double)(z[v] - mx));
+        int t = targets ? targets[r] : -1;
+        double zt = t >= 0 ? (double)z[t] : 0.0;   /* read before z is overwritten (in place) */
+        for (int v = 0; v < V; v++) p[v] = (float)(exp((double)(z[v] - mx)) / sum);
+        double w = mask ? mask[r] : 1.0;
+        if (losses) losses[r] = t >= 0 && w != 0.0 ? (float)(w * ((double)mx + log(sum) - zt)) : 0.0f;
+        if (correct) correct[r] = t >= 0 && arg == t;
+    }
+}
+
+void epar_nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
+                                   double scale, int N, int V)
+{
+#pragma omp parallel for schedule(static) PAR((double)N * V)
+    for (int r = 0; r < N; r++) {
+        float w = (float)((mask ? mask[r] : 1.0f) * scale);
+        const float *p = probs + (size_t)r * V;
+        float *d = dlogits + (size_t)r * V;
+        int t = targets[r];
+        for (int v = 0; v < V; v++) d[v] = (p[v] - (v == t ? 1.0f : 0.0f)) * w;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the model                                                                                         */
+
+static const char *const tensor_names[EPAR_NN_NTENSORS] = {
+    "wte", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b", "fcw", "fcb", "fcprojw",
+    "fcprojb", "lnfw", "lnfb", "pos"};
+
+const char *epar_nn_tensor_name(int k) { return k >= 0 && k < EPAR_NN_NTENSORS ? tensor_names[k] : "?"; }
+
+int epar_nn_decayed(int k)
+{
+    return k == EPAR_NN_WTE || k == EPAR_NN_QKVW || k == EPAR_NN_ATTPROJW || k == EPAR_NN_FCW || k == EPAR_NN_FCPROJW;
+}
+
+int epar_nn_config_validate(const struct epar_nn_config *c)
+{
+    if (c->V < 2 || c->V > (1 << 24)) return epar_err_set(EPAR_EINVAL, "vocabulary must be in [2, 16777216], got '%d'", c->V);
+    if (c->Tmax < 1 || c->Tmax > (1 << 16))
+        return epar_err_set(EPAR_EINVAL, "length must be in [1, 65536], got '%d'", c->Tmax);
+    if (c->Bmax < 1 || c->Bmax > (1 << 16)) return epar_err_set(EPAR_EINVAL, "batch must be in [1, 65536], got '%d'", c->Bmax);
+    if (c->C < 1 || c->C > (1 << 16)) return epar_err_set(EPAR_EINVAL, "dim must be in [1, 65536], got '%d'", c->C);
+    if (c->NH < 1 || c->C % c->NH) {
+        epar_err_set(EPAR_EINVAL, "heads must divide dim, got heads '%d' and dim '%d'", c->NH, c->C);
+        epar_err_hint("choose --heads among the divisors of --dim");
+        return EPAR_EINVAL;
+    }
+    if (c->NL < 1 || c->NL > 1024) return epar_err_set(EPAR_EINVAL, "layers must be in [1, 1024], got '%d'", c->NL);
+    if (c->F < 1 || c->F > (1 << 20)) return epar_err_set(EPAR_EINVAL, "mlp must be in [1, 1048576], got '%d'", c->F);
+    if (!(c->init_sd >= 0) || !isfinite(c->init_sd))
+        return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", c->init_sd);
+    return epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+}
+
+static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
+{
+    size_t V = c->V, C = c->C, L = c->NL, F = c->F;
+    sz[EPAR_NN_WTE] = V * C;
+    sz[EPAR_NN_LN1W] = sz[EPAR_NN_LN1B] = L * C;
+    sz[EPAR_NN_QKVW] = L * 3 * C * C;
+    sz[EPAR_NN_QKVB] = L * 3 * C;
+    sz[EPAR_NN_ATTPROJW] = L * C * C;
+    sz[EPAR_NN_ATTPROJB] = L * C;
+    sz[EPAR_NN_LN2W] = sz[EPAR_NN_LN2B] = L * C;
+    sz[EPAR_NN_FCW] = L * F * C;
+    sz[EPAR_NN_FCB] = L * F;
+    sz[EPAR_NN_FCPROJW] = L * C * F;
+    sz[EPAR_NN_FCPROJB] = L * C;
+    sz[EPAR_NN_LNFW] = sz[EPAR_NN_LNFB] = C;
+    sz[EPAR_NN_POS] = n_pos;
+}
+
+/* activation floats for (B, T) = (Bmax, Tmax); the order of the carve in point_acts */
+static size_t act_floats(const struct epar_nn_config *c, size_t *out_att)
+{
+    size_t BT = (size_t)c->Bmax * c->Tmax, L = c->NL, C = c->C;
+    size_t att = L * c->Bmax * c->NH * (size_t)c->Tmax * c->Tmax;
+    if (out_att) *out_att = att;
+    return BT * C                    /* encoded */
+           + 4 * L * BT * C          /* ln1, atty, residual2, ln2 */
+           + L * BT * 3 * C          /* qkv */
+           + 2 * att                 /* preatt, att */
+           + 2 * L * BT * c->F       /* fch, fch_gelu */
+           + L * BT * C              /* residual3 */
+           + BT * C                  /* lnf */
+           + 4 * L * BT              /* ln1/ln2 mean, rstd */
+           + 2 * BT                  /* lnf mean, rstd */
+           + BT * c->V               /* probs */
+           + BT;                     /* losses */
+}
+
+static size_t part_floats(const struct epar_nn_config *c)
+{
+    size_t w = 2 * (size_t)c->C;
+    if ((size_t)3 * c->C > w) w = (size_t)3 * c->C;
+    if ((size_t)c->F > w) w = c->F;
+    if ((size_t)c->V > w) w = c->V;
+    return (size_t)nblocks(c->Bmax * c->Tmax, ROWS) * w;
+}
+
+static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
+{
+    size_t BT = (size_t)c->Bmax * c->Tmax;
+    return BT * (3 * (size_t)c->C + 3 * (size_t)c->C + c->F)   /* dres, dln, datty; dqkv; dfch */
+           + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
+           + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
+           + part_floats(c);
+}
+
+double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
+{
+    size_t sz[EPAR_NN_NTENSORS], np = 0;
+    param_sizes(c, (size_t)c->Tmax * c->C + (size_t)c->NL * c->NH * 3, sz);   /* upper bound on n_pos */
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++) np += sz[k];
+    double BT = (double)c->Bmax * c->Tmax;
+    return 4.0 * (2.0 * np + (double)act_floats(c, NULL) + (double)scratch_floats(c, nthreads)) + BT * 9.0;
+}
+
+static void point_params(float *mem, const size_t *sz, struct epar_nn_params *p)
+{
+    float **ptr[EPAR_NN_NTENSORS] = {&p->wte, &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
+                                     &p->ln2w, &p->ln2b, &p->fcw, &p->fcb, &p->fcprojw, &p->fcprojb, &p->lnfw,
+                                     &p->lnfb, &p->pos};
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++) {
+        *ptr[k] = mem;
+        mem += sz[k];
+    }
+}
+
+static void point_acts(float *mem, const struct epar_nn_config *c, struct epar_nn_acts *a)
+{
+    size_t BT = (size_t)c->Bmax * c->Tmax, L = c->NL, C = c->C, att;
+    act_floats(c, &att);
+#define CARVE(field, n) do { a->field = mem; mem += (n); } while (0)
+    CARVE(encoded, BT * C);
+    CARVE(ln1, L * BT * C);
+    CARVE(atty, L * BT * C);
+    CARVE(residual2, L * BT * C);
+    CARVE(ln2, L * BT * C);
+    CARVE(qkv, L * BT * 3 * C);
+    CARVE(preatt, att);
+    CARVE(att, att);
+    CARVE(fch, L * BT * c->F);
+    CARVE(fch_gelu, L * BT * c->F);
+    CARVE(residual3, L * BT * C);
+    CARVE(lnf, BT * C);
+    CARVE(ln1_mean, L * BT);
+    CARVE(ln1_rstd, L * BT);
+    CARVE(ln2_mean, L * BT);
+    CARVE(ln2_rstd, L * BT);
+    CARVE(lnf_mean, BT);
+    CARVE(lnf_rstd, BT);
+    CARVE(probs, BT * c->V);
+    CARVE(losses, BT);
+#undef CARVE
+}
+
+static void point_scratch(float *mem, const struct epar_nn_config *c, int nthreads, struct epar_nn_scratch *s)
+{
+    size_t BT = (size_t)c->Bmax * c->Tmax, C = c->C;
+#define CARVE(field, n) do { s->field = mem; mem += (n); } while (0)
+    CARVE(dres, BT * C);
+    CARVE(dln, BT * C);
+    CARVE(datty, BT * C);
+    CARVE(dqkv, BT * 3 * C);
+    CARVE(dfch, BT * c->F);
+    CARVE(datt, (size_t)nthreads * c->Tmax * c->Tmax);
+    CARVE(gfac, (size_t)c->Bmax * c->NH * c->Tmax);
+    CARVE(gbias, (size_t)c->Bmax * c->NH * c->Tmax);
+    CARVE(part, part_floats(c));
+#undef CARVE
+}
+
+int epar_nn_alloc(struct epar_nn *m, const struct epar_nn_config *c)
+{
+    memset(m, 0, sizeof *m);
+    int st = epar_nn_config_validate(c);
+    if (st) return st;
+    m->cfg = *c;
+    if ((st = epar_nnpos_alloc(&m->pos, c->pos, &c->pos_settings, c->Tmax, c->C, c->NH, c->NL))) return st;
+    param_sizes(c, epar_nnpos_n_params(&m->pos), m->sizes);
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++) {
+        m->offsets[k] = m->n_params;
+        m->n_params += m->sizes[k];
+    }
+    m->nthreads = omp_get_max_threads();
+    size_t BT = (size_t)c->Bmax * c->Tmax;
+    st = EPAR_ENOMEM;
+    if (!(m->params_mem = epar_err_alloc(m->n_params, sizeof(float), "the model parameters"))) goto fail;
+    if (!(m->grads_mem = epar_err_alloc(m->n_params, sizeof(float), "the gradients"))) goto fail;
+    if (!(m->acts_mem = epar_err_alloc(act_floats(c, NULL), sizeof(float), "the activations"))) goto fail;
+    if (!(m->scratch_mem = epar_err_alloc(scratch_floats(c, m->nthreads), sizeof(float), "the backward scratch")))
+        goto fail;
+    if (!(m->a.correct = epar_err_alloc(BT, 1, "the predictions"))) goto fail;
+    if (!(m->targets = epar_err_alloc(BT, sizeof *m->targets, "the targets"))) goto fail;
+    if (!(m->tokens = epar_err_alloc(BT, sizeof *m->tokens, "the tokens"))) goto fail;
+    if (!(m->mask = epar_err_alloc(BT, sizeof *m->mask, "the loss mask"))) goto fail;
+    point_params(m->params_mem, m->sizes, &m->p);
+    point_params(m->grads_mem, m->sizes, &m->g);
+    point_acts(m->acts_mem, c, &m->a);
+    point_scratch(m->scratch_mem, c, m->nthreads, &m->s);
+    m->pos.theta = m->sizes[EPAR_NN_POS] ? m->p.pos : NULL;
+    m->pos.dtheta = m->sizes[EPAR_NN_POS] ? m->g.pos : NULL;
+    return EPAR_OK;
+fail:
+    epar_nn_free(m);
+    return st;
+}
+
+void epar_nn_free(struct epar_nn *m)
+{
+    epar_nnpos_free(&m->pos);
+    free(m->params_mem); free(m->grads_mem); free(m->acts_mem); free(m->scratch_mem);
+    free(m->a.correct); free(m->targets); free(m->tokens); free(m->mask);
+    m->params_mem = m->grads_mem = m->acts_mem = m->scratch_mem = NULL;
+    m->a.correct = NULL;
+    m->targets = m->tokens = NULL;
+    m->mask = NULL;
+}
+
+static void fill_normal(gsl_rng *r, float *x, size_t n, double sd)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
+}
+
+void epar_nn_init(struct epar_nn *m, gsl_rng *r)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    double sd = c->init_sd, sd_res = c->init_sd / sqrt(2.0 * c->NL);
+    memset(m->params_mem, 0, m->n_params * sizeof(float));
+    fill_normal(r, m->p.wte, m->sizes[EPAR_NN_WTE], sd);
+    fill_normal(r, m->p.qkvw, m->sizes[EPAR_NN_QKVW], sd);
+    fill_normal(r, m->p.attprojw, m->sizes[EPAR_NN_ATTPROJW], sd_res);
+    fill_normal(r, m->p.fcw, m->sizes[EPAR_NN_FCW], sd);
+    fill_normal(r, m->p.fcprojw, m->sizes[EPAR_NN_FCPROJW], sd_res);
+    for (size_t i = 0; i < m->sizes[EPAR_NN_LN1W]; i++) m->p.ln1w[i] = m->p.ln2w[i] = 1.0f;
+    for (size_t i = 0; i < m->sizes[EPAR_NN_LNFW]; i++) m->p.lnfw[i] = 1.0f;
+    epar_nnpos_init(&m->pos, r);
+    m->pos.T = 0;
+}
+
+void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params * sizeof(float)); }
+
+/* per-layer views of the activations for the current (B, T) */
+#define LAYER(ptr, l, n) ((ptr) + (size_t)(l) * (n))
+
+int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, const float *mask, int B, int T)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    if (B < 1 || B > c->Bmax || T < 1 || T > c->Tmax)
+        return epar_err_set(EPAR_EINVAL, "batch %d x length %d exceeds the model's %d x %d", B, T, c->Bmax, c->Tmax);
+    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    for (int i = 0; i < N; i++)
+        if (tokens[i] < 0 || tokens[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
+            return epar_err_set(EPAR_EINVAL, "token %d at position %d is outside the vocabulary [0, %d)",
+                                tokens[i] < 0 || tokens[i] >= V ? tokens[i] : targets[i], i, V);
+    m->B = B;
+    m->T = T;
+    memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
+    struct epar_nn_params *p = &m->p;
+    struct epar_nn_acts *a = &m->a;
+    epar_nnpos_prepare(&m->pos, T);
+
+    /* encoder: token embedding plus the input position term */
+#pragma omp parallel for schedule(static) PAR((double)N * C)
+    for (int i = 0; i < N; i++) memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
+    epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
+
+    size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
+    for (int l = 0; l < c->NL; l++) {
+        const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
+        float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
+        float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
+        float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
+        epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), res,
+                                  p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C);
+        epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
+        epar_nnpos_qk_forward(&m->pos, qkv, B, T);
+        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL};
+        epar_nn_attention_forward(atty, LAYER(a->preatt, l, nA), LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+        memcpy(res2, res, nC * sizeof(float));
+        epar_nn_matmul_forward(res2, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C, 1);
+        epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
+                                  p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
+        epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
+        epar_nn_gelu_forward(fchg, fch, nF);
+        memcpy(res3, res2, nC * sizeof(float));
+        epar_nn_matmul_forward(res3, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C, 1);
+    }
+    epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb,
+                              N, C);
+    epar_nn_matmul_forward(a->probs, a->lnf, p->wte, NULL, N, C, V, 0);   /* logits, tied head */
+
+    m->loss = 0.0;
+    m->mask_sum = 0.0;
+    if (targets) {
+        memcpy(m->targets, targets, (size_t)N * sizeof *targets);
+        for (int i = 0; i < N; i++) m->mask[i] = mask ? mask[i] : 1.0f;
+    }
+    epar_nn_crossentropy_forward(a->probs, a->losses, a->correct, a->probs, targets ? m->targets : NULL,
+                                 targets ? m->mask : NULL, N, V);
+    if (targets) {
+        double s = 0.0;
+        for (int i = 0; i < N; i++) {
+            s += a->losses[i];
+            m->mask_sum += m->mask[i];
+        }
+        m->loss = m->mask_sum > 0 ? s / m->mask_sum : 0.0;
+    }
+    return EPAR_OK;
+}
+
+void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored)
+{
+    long c = 0, n = 0;
+    for (int i = 0; i < m->B * m->T; i++)
+        if (m->mask[i] > 0) {
+            n++;
+            c += m->a.correct[i];
+        }
+    *correct = c;
+    *scored = n;
+}
+
+void epar_nn_backward(struct epar_nn *m)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    struct epar_nn_params *p = &m->p, *g = &m->g;
+    struct epar_nn_acts *a = &m->a;
+    struct epar_nn_scratch *s = &m->s;
+    size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
+    if (m->mask_sum <= 0) return;   /* nothing scored: zero gradient */
+
+    /* loss -> logits (in place over probs) -> final LayerNorm -> the tied head's share of dwte */
+    epar_nn_crossentropy_backward(a->probs, a->probs, m->targets, m->mask, 1.0 / m->mask_sum, N, V);
+    epar_nn_matmul_backward(s->dln, g->wte, NULL, a->probs, a->lnf, p->wte, N, C, V, 0, s->part);
+    memset(s->dres, 0, nC * sizeof(float));
+    epar_nn_layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, LAYER(a->residual3, c->NL - 1, nC), p->lnfw,
+                               a->lnf_mean, a->lnf_rstd, N, C, s->part);
+
+    for (int l = c->NL - 1; l >= 0; l--) {
+        const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
+        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dres holds d residual3 */
+        epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
+                                LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part);
+        epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF);
+        epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
+                                LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part);
+        epar_nn_layernorm_backward(s->dres, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C, s->dln,
+                                   LAYER(a->residual2, l, nC), p->ln2w + (size_t)l * C, LAYER(a->ln2_mean, l, N),
+                                   LAYER(a->ln2_rstd, l, N), N, C, s->part);
+        /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dres holds d residual2 */
+        epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
+                                LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part);
+        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
+                                      m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
+                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL};
+        epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
+                                   LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
+        epar_nnpos_backward(&m->pos, l, s->gfac, s->gbias, B, T);
+        epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T);
+        epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
+                                LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part);
+        epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
+                                   p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N, C,
+                                   s->part);
+    }
+    /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
+    epar_nnpos_embed_backward(&m->pos, s->dres, B, T);
+    /* token rows: parallel over column blocks, each column summing the positions in order */
+    int ncb = nblocks(C, OUT_BLOCK);
+#pragma omp parallel for schedule(static) PAR((double)N * C)
+    for (int cb = 0; cb < ncb; cb++) {
+        int c0 = cb * OUT_BLOCK, c1 = imin(C, c0 + OUT_BLOCK);
+        for (int i = 0; i < N; i++) {
+            float *row = g->wte + (size_t)m->tokens[i] * C;
+            const float *d = s->dres + (size_t)i * C;
+            for (int k = c0; k < c1; k++) row[k] += d[k];
+        }
+    }
+}

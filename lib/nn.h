@@ -1,0 +1,179 @@
+/* nn: a small decoder-only (causal) Transformer in float32, forward and backward written out (after
+ * karpathy/llm.c train_gpt2.c): token embedding (+ an input position term), NL pre-LayerNorm blocks
+ * (multi-head attention with a position-mechanism hook, residual, MLP with GELU, residual), a final
+ * LayerNorm, the output head tied to the token embedding, softmax cross-entropy with a per-position
+ * loss mask.
+ *
+ * Legend: B batch, T sequence length (<= Tmax), C model width, NH heads, hs = C/NH head width, F MLP
+ * width, NL layers, V vocabulary. Every array is row-major; every buffer states its shape.
+ *
+ * Memory: one flat parameter buffer, one flat gradient buffer (same layout), one activation arena and
+ * one scratch arena, all allocated by epar_nn_alloc from the config; forward and backward never
+ * allocate. Matrix products are OpenBLAS sgemm calls on fixed row blocks.
+ *
+ * Determinism: every parallel loop either writes disjoint outputs or reduces over fixed blocks in a
+ * fixed order, so results are byte-identical for any OpenMP thread count. BLAS runs single-threaded
+ * inside the threads (cmd/main.c sets it); a different OpenBLAS kernel (OPENBLAS_CORETYPE) changes the
+ * last bits of the sgemm sums. */
+#ifndef EPAR_NN_H
+#define EPAR_NN_H
+
+#include <stddef.h>
+#include <gsl/gsl_rng.h>
+#include "nnpos.h"
+
+struct epar_nn_config {
+    int V;              /* vocabulary */
+    int Tmax;           /* longest sequence the model runs (learned positions: table size) */
+    int Bmax;           /* largest batch the activations are sized for */
+    int C, NH, NL, F;   /* width, heads, layers, MLP width */
+    enum epar_nnpos_id pos;
+    struct epar_nnpos_settings pos_settings;
+    double init_sd;     /* 0.02 (GPT-2); residual projections get init_sd / sqrt(2 NL) */
+};
+
+/* parameter tensors, in the order of the flat buffer */
+enum {
+    EPAR_NN_WTE, EPAR_NN_LN1W, EPAR_NN_LN1B, EPAR_NN_QKVW, EPAR_NN_QKVB, EPAR_NN_ATTPROJW, EPAR_NN_ATTPROJB,
+    EPAR_NN_LN2W, EPAR_NN_LN2B, EPAR_NN_FCW, EPAR_NN_FCB, EPAR_NN_FCPROJW, EPAR_NN_FCPROJB, EPAR_NN_LNFW,
+    EPAR_NN_LNFB, EPAR_NN_POS, EPAR_NN_NTENSORS
+};
+
+struct epar_nn_params {
+    float *wte;         /* (V, C) token embedding, also the output head */
+    float *ln1w, *ln1b; /* (NL, C) */
+    float *qkvw;        /* (NL, 3C, C) */
+    float *qkvb;        /* (NL, 3C) */
+    float *attprojw;    /* (NL, C, C) */
+    float *attprojb;    /* (NL, C) */
+    float *ln2w, *ln2b; /* (NL, C) */
+    float *fcw;         /* (NL, F, C) */
+    float *fcb;         /* (NL, F) */
+    float *fcprojw;     /* (NL, C, F) */
+    float *fcprojb;     /* (NL, C) */
+    float *lnfw, *lnfb; /* (C) */
+    float *pos;         /* (n_pos) the position mechanism's learned parameters (lib/nnpos), may be empty */
+};
+
+struct epar_nn_acts {
+    float *encoded;     /* (B, T, C) embedding + input position term */
+    float *ln1;         /* (NL, B, T, C) */
+    float *ln1_mean;    /* (NL, B, T) */
+    float *ln1_rstd;    /* (NL, B, T) */
+    float *qkv;         /* (NL, B, T, 3C) q, k (rotated by RoPE when that is the mechanism), v */
+    float *preatt;      /* (NL, B, NH, T, T) s_ij = q_i . k_j / sqrt(hs), j <= i */
+    float *att;         /* (NL, B, NH, T, T) attention weights, 0 for j > i */
+    float *atty;        /* (NL, B, T, C) attention output (heads concatenated) */
+    float *residual2;   /* (NL, B, T, C) residual + attention projection */
+    float *ln2;         /* (NL, B, T, C) */
+    float *ln2_mean;    /* (NL, B, T) */
+    float *ln2_rstd;    /* (NL, B, T) */
+    float *fch;         /* (NL, B, T, F) */
+    float *fch_gelu;    /* (NL, B, T, F) */
+    float *residual3;   /* (NL, B, T, C) block output */
+    float *lnf;         /* (B, T, C) */
+    float *lnf_mean;    /* (B, T) */
+    float *lnf_rstd;    /* (B, T) */
+    float *probs;       /* (B, T, V) softmax of the logits; the logits' gradient in place after backward */
+    float *losses;      /* (B, T) cross-entropy in nats per position (0 where the mask is 0) */
+    unsigned char *correct; /* (B, T) argmax of the logits == target */
+};
+
+/* backward scratch: one layer at a time */
+struct epar_nn_scratch {
+    float *dres;        /* (B, T, C) gradient of the residual stream */
+    float *dln;         /* (B, T, C) gradient of a LayerNorm output */
+    float *dqkv;        /* (B, T, 3C) */
+    float *datty;       /* (B, T, C) */
+    float *dfch;        /* (B, T, F) */
+    float *datt;        /* (nthreads, T, T) per-thread attention scratch */
+    float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
+    float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
+    float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
+};
+
+struct epar_nn {
+    struct epar_nn_config cfg;
+    struct epar_nnpos pos;
+    size_t sizes[EPAR_NN_NTENSORS];
+    size_t offsets[EPAR_NN_NTENSORS];
+    size_t n_params;
+    float *params_mem, *grads_mem;      /* (n_params) each */
+    struct epar_nn_params p, g;          /* views into params_mem and grads_mem */
+    float *acts_mem;
+    struct epar_nn_acts a;
+    float *scratch_mem;
+    struct epar_nn_scratch s;
+    int nthreads;                       /* per-thread scratch slots */
+    int B, T;                           /* shape of the last forward */
+    int *tokens;                        /* (Bmax, Tmax) copy of the last tokens */
+    int *targets;                       /* (Bmax, Tmax) copy of the last targets */
+    float *mask;                        /* (Bmax, Tmax) copy of the last loss mask */
+    double mask_sum;                    /* sum of the last mask */
+    double loss;                        /* mean cross-entropy over the masked positions (nats) */
+};
+
+/* Check sizes and mechanism (EPAR_EINVAL naming the value). */
+int epar_nn_config_validate(const struct epar_nn_config *c);
+/* Bytes epar_nn_alloc would take (to refuse a size that cannot fit before allocating). */
+double epar_nn_bytes(const struct epar_nn_config *c, int nthreads);
+int epar_nn_alloc(struct epar_nn *m, const struct epar_nn_config *c);
+void epar_nn_free(struct epar_nn *m);
+/* GPT-2 init from r: weights N(0, init_sd^2), residual projections N(0, init_sd^2 / (2 NL)), biases 0,
+ * LayerNorm 1 and 0, then the mechanism's parameters. */
+void epar_nn_init(struct epar_nn *m, gsl_rng *r);
+/* Weight decay applies to tensor k (the embedding and the four weight matrices per layer). */
+int epar_nn_decayed(int k);
+const char *epar_nn_tensor_name(int k);
+
+/* tokens, targets (B, T) in [0, V); mask (B, T) loss weights (targets/mask NULL: no loss).
+ * Returns EPAR_EINVAL for B > Bmax, T > Tmax or a token out of range. Sets m->loss. */
+int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, const float *mask, int B, int T);
+void epar_nn_zero_grad(struct epar_nn *m);
+/* gradient of m->loss (the masked mean) into m->g; needs a forward with targets */
+void epar_nn_backward(struct epar_nn *m);
+/* correct predictions and scored positions of the last forward (mask > 0) */
+void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored);
+
+/* ---- ops (exposed for the unit tests) ---- */
+/* out (N, OC) = inp (N, C) W^T (W is (OC, C)) + bias (OC, may be NULL); accumulate: out += instead. */
+void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
+                            int accumulate);
+/* dinp (N, C) = dout W (accumulate_dinp: +=); dW (OC, C) += dout^T inp; dbias (OC) += column sums of dout
+ * (dinp, dbias may be NULL); part: (ceil(N/64), OC) scratch for the bias sums. */
+void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
+                             const float *W, int N, int C, int OC, int accumulate_dinp, float *part);
+/* out (N, C) = LayerNorm(inp) w + b; mean, rstd (N) saved */
+void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                               const float *b, int N, int C);
+/* dinp (N, C) += ...; dw, db (C) += ...; part: (ceil(N/64), 2C) scratch */
+void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                const float *w, const float *mean, const float *rstd, int N, int C, float *part);
+/* GELU, tanh approximation (GPT-2); backward: dinp (n) = dout gelu'(inp) (in place allowed: dinp == dout) */
+void epar_nn_gelu_forward(float *out, const float *inp, size_t n);
+void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* position pieces of one layer for the attention kernel: tables indexed [h * ld + d], d = i - j */
+struct epar_nn_attn_pos {
+    const float *fac;   /* (NH, ld) multiplicative factor of the scaled score, NULL: none */
+    const float *bias;  /* (NH, ld) additive bias after the factor, NULL: none */
+    int ld;             /* row stride of fac and bias (>= T) */
+    float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
+    float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
+};
+/* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved */
+void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
+                               const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH);
+/* dqkv (B, T, 3C) overwritten; datt: (nscratch, T, T) per-thread scratch */
+void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
+                                const float *att, const struct epar_nn_attn_pos *pos, float *datt, int nscratch,
+                                int B, int T, int C, int NH);
+/* probs (N, V) = softmax(logits), losses (N) = mask (-log p[target]) (mask NULL: 1), correct (N) flags;
+ * logits may equal probs (in place) */
+void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *correct, const float *logits,
+                                  const int *targets, const float *mask, int N, int V);
+/* dlogits (N, V) = (probs - onehot(target)) mask scale (in place allowed: dlogits == probs) */
+void epar_nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
+                                   double scale, int N, int V);
+
+#endif

@@ -1,0 +1,527 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <gsl/gsl_sort.h>
+#include "err.h"
+#include "rng.h"
+#include "tasks.h"
+
+extern char **environ;
+
+#define MAX_VOCAB 65536
+#define MAX_TEXT (1L << 30)
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the King James Bible through bible-kjv's `bible` program                                          */
+
+int epar_task_kjv_strip(const char *line)
+{
+    /* "<book><chapter>:<verse> <text>", book = optional digit 1-3 then letters ("Ge", "1Sm", "SSol") */
+    const char *p = line;
+    if (*p >= '1' && *p <= '3') p++;
+    const char *b = p;
+    while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')) p++;
+    if (p == b) return -1;
+    const char *c = p;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == c || *p != ':') return -1;
+    const char *v = ++p;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == v || *p != ' ') return -1;
+    return (int)(p + 1 - line);
+}
+
+static int find_program(const char *name, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *e = strchr(path, ':');
+        size_t len = e ? (size_t)(e - path) : strlen(path);
+        if (len > 0 && (size_t)snprintf(out, n, "%.*s/%s", (int)len, path, name) < n && access(out, X_OK) == 0)
+            return 1;
+        path += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static int mkdir_parents(const char *dir)
+{
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int read_file(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot read text '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return epar_err_set(EPAR_EIO, "cannot read text '%s': not a regular file", path);
+    }
+    if (sb.st_size > MAX_TEXT) {
+        fclose(f);
+        return epar_err_set(EPAR_EINVAL, "text '%s' is larger than 1 GiB", path);
+    }
+    char *buf = epar_err_alloc((size_t)sb.st_size + 1, 1, "the text");
+    if (!buf) {
+        fclose(f);
+        return EPAR_ENOMEM;
+    }
+    size_t got = fread(buf, 1, (size_t)sb.st_size, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != (size_t)sb.st_size) {
+        free(buf);
+        return epar_err_set(EPAR_EIO, "cannot read text '%s': short read", path);
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = got;
+    return EPAR_OK;
+}
+
+/* run bible, strip every line into buf */
+static int run_bible(const char *prog, char **text, size_t *len)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return epar_err_set(EPAR_EIO, "cannot run '%s': %s", prog, strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    posix_spawn_file_actions_addclose(&fa, fd[1]);
+    char *argv[] = {(char *)prog, "-f", "Gen1:1-Rev22:21", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    if (rc != 0) {
+        close(fd[0]);
+        return epar_err_set(EPAR_EIO, "cannot run '%s': %s", prog, strerror(rc));
+    }
+    FILE *f = fdopen(fd[0], "r");
+    size_t cap = 1 << 22, n = 0;
+    char *buf = malloc(cap), *line = NULL;
+    size_t lcap = 0;
+    long lineno = 0;
+    int st = buf && f ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the Bible text");
+    ssize_t got;
+    while (!st && (got = getline(&line, &lcap, f)) > 0) {
+        lineno++;
+        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
+        int off = epar_task_kjv_strip(line);
+        if (off < 0) {
+            st = epar_err_set(EPAR_EIO, "unexpected output of '%s' at line %ld: '%.60s'", prog, lineno, line);
+            break;
+        }
+        size_t add = (size_t)(got - off) + 1;
+        if (n + add + 1 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) { st = epar_err_set(EPAR_ENOMEM, "out of memory reading the Bible text"); break; }
+            buf = nb;
+        }
+        memcpy(buf + n, line + off, add - 1);
+        n += add;
+        buf[n - 1] = '\n';
+    }
+    free(line);
+    if (f) fclose(f);
+    else close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (!st && (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || n == 0)) {
+        st = epar_err_set(EPAR_EIO, "'%s -f Gen1:1-Rev22:21' failed (%s)", prog,
+                          n == 0 ? "no output" : "non-zero exit");
+        epar_err_hint("reinstall the text: sudo apt-get install --reinstall bible-kjv bible-kjv-text");
+    }
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return EPAR_OK;
+}
+
+int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *source, size_t source_len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/kjv.txt", cache_dir);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        int st = read_file(path, text, len);
+        if (!st) snprintf(source, source_len, "King James Bible (Debian bible-kjv), cached as %s", path);
+        return st;
+    }
+    char prog[4096];
+    if (!find_program("bible", prog, sizeof prog)) {
+        epar_err_set(EPAR_EIO, "the King James Bible needs the Debian package bible-kjv ('bible' is not on PATH)");
+        epar_err_hint("sudo apt-get install bible-kjv (or scripts/install-deps), or train on a file with --text FILE");
+        return EPAR_EIO;
+    }
+    int st = run_bible(prog, text, len);
+    if (st) return st;
+    snprintf(source, source_len, "King James Bible (Debian bible-kjv: %s -f Gen1:1-Rev22:21, references stripped)", prog);
+    /* cache atomically: a reader never sees half a file; failing to cache is not an error */
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (mkdir_parents(cache_dir) == 0) {
+        FILE *f = fopen(tmp, "wb");
+        int ok = f && fwrite(*text, 1, *len, f) == *len;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok || rename(tmp, path) != 0) unlink(tmp);
+    }
+    return EPAR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* lm                                                                                                 */
+
+/* decode UTF-8 (strict: no overlong forms, no surrogates) into code points; returns the count or -1 with
+ * the byte offset of the first bad sequence in *bad */
+static long utf8_decode(const unsigned char *s, size_t n, uint32_t *out, size_t *bad)
+{
+    size_t i = 0;
+    long k = 0;
+    while (i < n) {
+        uint32_t c = s[i];
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!len || i + len > n) { *bad = i; return -1; }
+        if (len > 1) {
+            c &= 0xff >> (len + 1);
+            for (int q = 1; q < len; q++) {
+                if ((s[i + q] & 0xc0) != 0x80) { *bad = i; return -1; }
+                c = (c << 6) | (s[i + q] & 0x3f);
+            }
+            static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+            if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) { *bad = i; return -1; }
+        }
+        out[k++] = c;
+        i += (size_t)len;
+    }
+    return k;
+}
+
+static int lm_open(struct epar_task *t)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    char *text = NULL;
+    size_t len = 0;
+    int st;
+    if (c->text_path) {
+        if ((st = read_file(c->text_path, &text, &len))) return st;
+        snprintf(t->source, sizeof t->source, "%s", c->text_path);
+    } else if ((st = epar_task_kjv_text(c->cache_dir ? c->cache_dir : ".", &text, &len, t->source, sizeof t->source))) {
+        return st;
+    }
+    const char *name = c->text_path ? c->text_path : "the Bible text";
+    uint32_t *cp = epar_err_alloc(len ? len : 1, sizeof *cp, "the decoded text");
+    int32_t *map = epar_err_alloc(0x110000, sizeof *map, "the character table");
+    if (!cp || !map) {
+        free(text); free(cp); free(map);
+        return EPAR_ENOMEM;
+    }
+    size_t bad = 0;
+    long n = utf8_decode((const unsigned char *)text, len, cp, &bad);
+    free(text);
+    if (n < 0) {
+        free(cp); free(map);
+        epar_err_set(EPAR_EINVAL, "text '%s' is not UTF-8 (bad byte sequence at offset %zu)", name, bad);
+        epar_err_hint("convert it, e.g. iconv -f latin1 -t utf-8");
+        return EPAR_EINVAL;
+    }
+    /* vocabulary: the distinct code points, ascending */
+    for (long i = 0; i < n; i++) map[cp[i]] = 1;
+    int V = 0;
+    for (uint32_t u = 0; u < 0x110000; u++)
+        if (map[u]) map[u] = V++;
+    st = EPAR_OK;
+    long held = (long)floor(c->holdout * (double)n);
+    if (V > MAX_VOCAB) st = epar_err_set(EPAR_EINVAL, "text '%s' has %d distinct characters (at most %d)", name, V, MAX_VOCAB);
+    else if (V < 2) st = epar_err_set(EPAR_EINVAL, "text '%s' has fewer than 2 distinct characters", name);
+    else if (n - held < c->length + 1 || held < c->length + 1) {
+        st = epar_err_set(EPAR_EINVAL,
+                          "text '%s' is too short for length %d: %ld characters, %ld held out (each part needs length + 1)",
+                          name, c->length, n, held);
+        epar_err_hint("use a longer text or a smaller --length");
+    }
+    if (!st) {
+        t->ids = malloc((size_t)n * sizeof *t->ids);
+        t->chars = malloc((size_t)V * sizeof *t->chars);
+        if (!t->ids || !t->chars) st = epar_err_set(EPAR_ENOMEM, "out of memory holding the text (%ld characters)", n);
+    }
+    if (!st) {
+        for (long i = 0; i < n; i++) t->ids[i] = map[cp[i]];
+        for (long i = 0; i < n; i++) t->chars[t->ids[i]] = cp[i];
+        t->V = V;
+        t->n_text = n;
+        t->n_train = n - held;
+    }
+    free(cp);
+    free(map);
+    return st;
+}
+
+static void lm_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
+{
+    int T = t->cfg.length;
+    for (int b = 0; b < B; b++) {
+        long o = (long)gsl_rng_uniform_int(r, (unsigned long)(t->n_train - T));   /* o + T < n_train */
+        for (int k = 0; k < T; k++) {
+            tok[b * T + k] = t->ids[o + k];
+            tgt[b * T + k] = t->ids[o + k + 1];
+            mask[b * T + k] = 1.0f;
+        }
+    }
+}
+
+static long lm_eval_count(const struct epar_task *t) { return (t->n_text - t->n_train - 1) / t->cfg.length; }
+
+static void lm_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+{
+    int T = t->cfg.length;
+    long o = t->n_train + k * T;   /* consecutive windows of the held-out text */
+    for (int q = 0; q < T; q++) {
+        tok[q] = t->ids[o + q];
+        tgt[q] = t->ids[o + q + 1];
+        mask[q] = 1.0f;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* recall                                                                                             */
+
+static int recall_queries(const struct epar_task_cfg *c) { return c->queries > 0 ? c->queries : c->pairs; }
+
+/* one sequence: tokens 0 = pad, 1..keys = keys, keys+1 .. keys+values = values */
+static void recall_sequence(struct epar_task *t, gsl_rng *r, int *tok, int *tgt, float *mask)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length, N = c->pairs, Q = recall_queries(c), K = c->keys, R = T - 2 * N;
+    size_t *perm = t->perm;
+    for (int q = 0; q < T; q++) {
+        tok[q] = 0;
+        mask[q] = 0.0f;
+    }
+    /* N distinct keys in random order (partial Fisher-Yates), values with replacement */
+    for (int i = 0; i < K; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < N; i++) {
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(K - i)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        tok[2 * i] = 1 + (int)perm[i];
+        tok[2 * i + 1] = 1 + K + (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+    }
+    /* Q non-overlapping (key, value) slots in the R positions after the pairs: Q distinct numbers s_i of
+     * 0 .. R-Q-1, sorted; pair i starts at 2N + s_i + i */
+    int *slot = t->slots;
+    for (int i = 0; i < R - Q; i++) slot[i] = i;
+    for (int i = 0; i < Q; i++) {
+        int j = i + (int)gsl_rng_uniform_int(r, (unsigned long)(R - Q - i)), tmp = slot[i];
+        slot[i] = slot[j];
+        slot[j] = tmp;
+    }
+    gsl_sort_int(slot, 1, (size_t)Q);
+    /* which pair each query asks: distinct pairs while Q <= N (partial Fisher-Yates over perm), else any */
+    for (int i = 0; i < N; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < Q; i++) {
+        size_t p;
+        if (Q <= N) {
+            size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+            p = perm[i];
+        } else {
+            p = gsl_rng_uniform_int(r, (unsigned long)N);
+        }
+        int at = 2 * N + slot[i] + i;
+        tok[at] = tok[2 * p];
+        tok[at + 1] = tok[2 * p + 1];
+        mask[at] = 1.0f;    /* the target at the query key is the value that follows it */
+    }
+    for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
+    tgt[T - 1] = 0;
+}
+
+static int recall_open(struct epar_task *t)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length;
+    size_t n = (size_t)c->eval_sequences * T;
+    t->V = 1 + c->keys + c->values;
+    t->perm = epar_err_alloc((size_t)(c->keys > c->pairs ? c->keys : c->pairs), sizeof *t->perm, "the recall scratch");
+    t->slots = epar_err_alloc((size_t)T, sizeof *t->slots, "the recall scratch");
+    t->eval_tok = epar_err_alloc(n, sizeof *t->eval_tok, "the recall evaluation set");
+    t->eval_tgt = epar_err_alloc(n, sizeof *t->eval_tgt, "the recall evaluation set");
+    t->eval_mask = epar_err_alloc(n, sizeof *t->eval_mask, "the recall evaluation set");
+    if (!t->perm || !t->slots || !t->eval_tok || !t->eval_tgt || !t->eval_mask) return EPAR_ENOMEM;
+    gsl_rng *r = epar_rng_alloc(c->seed, 1, EPAR_RNG_EXTRA);
+    if (!r) return EPAR_ENOMEM;
+    for (int k = 0; k < c->eval_sequences; k++)
+        recall_sequence(t, r, t->eval_tok + (size_t)k * T, t->eval_tgt + (size_t)k * T, t->eval_mask + (size_t)k * T);
+    epar_rng_free(r);
+    snprintf(t->source, sizeof t->source, "multi-query associative recall: %d pairs, %d queries, %d keys, %d values",
+             c->pairs, recall_queries(c), c->keys, c->values);
+    return EPAR_OK;
+}
+
+static void recall_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
+{
+    int T = t->cfg.length;
+    for (int b = 0; b < B; b++) recall_sequence(t, r, tok + (size_t)b * T, tgt + (size_t)b * T, mask + (size_t)b * T);
+}
+
+static long recall_eval_count(const struct epar_task *t) { return t->cfg.eval_sequences; }
+
+static void recall_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+{
+    size_t T = (size_t)t->cfg.length;
+    memcpy(tok, t->eval_tok + k * T, T * sizeof *tok);
+    memcpy(tgt, t->eval_tgt + k * T, T * sizeof *tgt);
+    memcpy(mask, t->eval_mask + k * T, T * sizeof *mask);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the registry                                                                                       */
+
+const struct epar_task_info epar_task_table[EPAR_TASK_COUNT] = {
+    [EPAR_TASK_LM] = {"lm", "bpc", 0, "character-level language modelling, bits per character on the held-out 10 %",
+                      lm_open, lm_train_batch, lm_eval_count, lm_eval_item},
+    [EPAR_TASK_RECALL] = {"recall", "accuracy", 1, "multi-query associative recall, accuracy of the answers",
+                          recall_open, recall_train_batch, recall_eval_count, recall_eval_item},
+};
+_Static_assert(sizeof epar_task_table / sizeof epar_task_table[0] == EPAR_TASK_COUNT, "one row per task");
+
+int epar_task_find(const char *name, enum epar_task_id *id)
+{
+    for (int k = 0; k < EPAR_TASK_COUNT; k++)
+        if (!strcmp(name, epar_task_table[k].id)) {
+            *id = (enum epar_task_id)k;
+            return EPAR_OK;
+        }
+    epar_err_set(EPAR_EINVAL, "unknown task '%s'", name);
+    epar_err_hint("tasks: lm, recall");
+    return EPAR_EINVAL;
+}
+
+const char *epar_task_name(enum epar_task_id id) { return id >= 0 && id < EPAR_TASK_COUNT ? epar_task_table[id].id : "?"; }
+
+void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id)
+{
+    memset(c, 0, sizeof *c);
+    c->id = id;
+    c->length = 64;
+    c->seed = 42;
+    c->holdout = 0.1;
+    c->pairs = 8;
+    c->keys = 64;
+    c->values = 64;
+    c->eval_sequences = 512;
+}
+
+int epar_task_validate(const struct epar_task_cfg *c)
+{
+    if (c->id < 0 || c->id >= EPAR_TASK_COUNT) return epar_err_set(EPAR_EINVAL, "unknown task id %d", (int)c->id);
+    if (c->length < 2) return epar_err_set(EPAR_EINVAL, "length must be >= 2, got '%d'", c->length);
+    if (c->id == EPAR_TASK_LM) {
+        if (!(c->holdout > 0 && c->holdout < 1))
+            return epar_err_set(EPAR_EINVAL, "holdout must be in (0, 1), got '%g'", c->holdout);
+        return EPAR_OK;
+    }
+    int Q = recall_queries(c);
+    if (c->pairs < 1) return epar_err_set(EPAR_EINVAL, "pairs must be >= 1, got '%d'", c->pairs);
+    if (c->queries < 0) return epar_err_set(EPAR_EINVAL, "queries must be >= 0 (0: as many as pairs), got '%d'", c->queries);
+    if (c->keys < c->pairs)
+        return epar_err_set(EPAR_EINVAL, "recall needs at least as many keys as pairs, got keys '%d' and pairs '%d'",
+                            c->keys, c->pairs);
+    if (c->values < 1) return epar_err_set(EPAR_EINVAL, "values must be >= 1, got '%d'", c->values);
+    if (c->keys > MAX_VOCAB || c->values > MAX_VOCAB)
+        return epar_err_set(EPAR_EINVAL, "keys and values must be at most %d", MAX_VOCAB);
+    if (2L * c->pairs + 2L * Q > c->length) {
+        epar_err_set(EPAR_EINVAL, "recall with %d pairs and %d queries needs length >= %ld, got '%d'", c->pairs, Q,
+                     2L * c->pairs + 2L * Q, c->length);
+        epar_err_hint("raise --length or lower --pairs");
+        return EPAR_EINVAL;
+    }
+    if (c->eval_sequences < 1 || c->eval_sequences > 1000000)
+        return epar_err_set(EPAR_EINVAL, "eval_sequences must be in [1, 1000000], got '%d'", c->eval_sequences);
+    return EPAR_OK;
+}
+
+int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c)
+{
+    memset(t, 0, sizeof *t);
+    int st = epar_task_validate(c);
+    if (st) return st;
+    t->cfg = *c;
+    t->info = &epar_task_table[c->id];
+    if ((st = t->info->open(t))) epar_task_close(t);
+    return st;
+}
+
+void epar_task_close(struct epar_task *t)
+{
+    free(t->ids); free(t->chars); free(t->eval_tok); free(t->eval_tgt); free(t->eval_mask); free(t->perm);
+    free(t->slots);
+    t->ids = t->eval_tok = t->eval_tgt = t->slots = NULL;
+    t->chars = NULL;
+    t->eval_mask = NULL;
+    t->perm = NULL;
+}
+
+void epar_task_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
+{
+    t->info->train_batch(t, r, B, tok, tgt, mask);
+}
+
+long epar_task_eval_count(const struct epar_task *t) { return t->info->eval_count(t); }
+
+void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+{
+    t->info->eval_item(t, k, tok, tgt, mask);
+}
+
+double epar_task_metric(const struct epar_task *t, double loss, long correct, long scored)
+{
+    if (t->cfg.id == EPAR_TASK_LM) return loss / log(2.0);
+    return scored > 0 ? (double)correct / (double)scored : NAN;
+}
+
+json_t *epar_task_json(const struct epar_task *t)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i}", "task", t->info->id, "metric", t->info->metric, "source",
+                          t->source, "vocabulary", t->V, "length", c->length);
+    if (!j) return NULL;
+    if (c->id == EPAR_TASK_LM) {
+        json_object_set_new(j, "characters", json_integer(t->n_text));
+        json_object_set_new(j, "train_characters", json_integer(t->n_train));
+        json_object_set_new(j, "heldout_characters", json_integer(t->n_text - t->n_train));
+        json_object_set_new(j, "holdout", json_real(c->holdout));
+        json_object_set_new(j, "eval_windows", json_integer(lm_eval_count(t)));
+    } else {
+        json_object_set_new(j, "pairs", json_integer(c->pairs));
+        json_object_set_new(j, "queries", json_integer(recall_queries(c)));
+        json_object_set_new(j, "keys", json_integer(c->keys));
+        json_object_set_new(j, "values", json_integer(c->values));
+        json_object_set_new(j, "eval_sequences", json_integer(c->eval_sequences));
+    }
+    return j;
+}

@@ -1,0 +1,102 @@
+/* tasks: what `epar train` trains on. Each task yields sequences as (tokens, targets, loss mask), a training
+ * batch from a seeded random stream (so a batch is reproducible and a resumed run draws the same batches),
+ * and a fixed evaluation set.
+ *
+ *   id       data                                                       metric (eval set)
+ *   lm       character-level language modelling of a text: the King     bits per character = mean
+ *            James Bible (Debian bible-kjv, read through its `bible`    cross-entropy / ln 2 on the
+ *            program, verse references stripped, one verse per line)    held-out last 10 %
+ *            or any UTF-8 file (--text); tokens = the distinct
+ *            characters (Unicode code points) of the whole text
+ *   recall   multi-query associative recall: N key-value pairs, then    accuracy of the answers
+ *            Q queries (a key, then its value) at random places in      (argmax = the value) on a
+ *            the rest of the sequence, pad tokens between; only the     fixed set of sequences
+ *            answers are scored
+ *
+ * Adding a task: one enum value before EPAR_TASK_COUNT, one row in epar_task_table (tasks.c) with its
+ * functions (open, train batch, eval item), and its options in struct epar_task_cfg.
+ * Legend: B batch, T sequence length. Arrays are row-major (B, T). */
+#ifndef EPAR_TASKS_H
+#define EPAR_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <gsl/gsl_rng.h>
+
+enum epar_task_id { EPAR_TASK_LM = 0, EPAR_TASK_RECALL, EPAR_TASK_COUNT };
+
+struct epar_task_cfg {
+    enum epar_task_id id;
+    int length;                 /* T */
+    unsigned long seed;         /* the evaluation set of recall is drawn from (seed, 1, EPAR_RNG_EXTRA) */
+    /* lm */
+    const char *text_path;      /* NULL: the King James Bible from bible-kjv */
+    const char *cache_dir;      /* where the stripped Bible text is cached (kjv.txt) */
+    double holdout;             /* share of the text held out at its end (0.1) */
+    /* recall */
+    int pairs;                  /* N key-value pairs */
+    int queries;                /* Q queries (<= N: distinct keys; 0: Q = N) */
+    int keys, values;           /* sizes of the key and value vocabularies */
+    int eval_sequences;         /* size of the fixed evaluation set */
+};
+
+struct epar_task;
+struct epar_task_info {
+    const char *id;
+    const char *metric;         /* "bpc" or "accuracy" */
+    int higher_is_better;
+    const char *summary;
+    int (*open)(struct epar_task *t);
+    /* tok, tgt, mask (B, T) */
+    void (*train_batch)(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask);
+    /* number of evaluation sequences, and sequence k of them: tok, tgt, mask (T) */
+    long (*eval_count)(const struct epar_task *t);
+    void (*eval_item)(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
+};
+
+struct epar_task {
+    struct epar_task_cfg cfg;
+    const struct epar_task_info *info;
+    int V;                      /* vocabulary size */
+    /* lm */
+    int *ids;                   /* (n_text) token ids of the text */
+    long n_text, n_train;       /* characters; the first n_train are for training */
+    uint32_t *chars;            /* (V) the code point of every token id, ascending */
+    char source[512];           /* where the text came from */
+    /* recall */
+    int *eval_tok, *eval_tgt;   /* (eval_sequences, T) */
+    float *eval_mask;           /* (eval_sequences, T) */
+    size_t *perm;               /* (max(keys, pairs)) scratch of the key draw */
+    int *slots;                 /* (T) scratch of the query placement */
+};
+
+extern const struct epar_task_info epar_task_table[EPAR_TASK_COUNT];
+
+int epar_task_find(const char *name, enum epar_task_id *id);
+const char *epar_task_name(enum epar_task_id id);
+void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id);
+/* Check the options (EPAR_EINVAL naming the value); reads no file. */
+int epar_task_validate(const struct epar_task_cfg *c);
+/* Load or generate the data: EPAR_EIO for a missing or unreadable text (the Bible: with the install line
+ * as hint), EPAR_EINVAL for a text too short for the length or not UTF-8. */
+int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c);
+void epar_task_close(struct epar_task *t);
+void epar_task_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask);
+long epar_task_eval_count(const struct epar_task *t);
+void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
+/* The task's metric from a mean cross-entropy (nats per scored token) and the count of correct argmax
+ * predictions: bpc = loss / ln 2, accuracy = correct / scored. */
+double epar_task_metric(const struct epar_task *t, double loss, long correct, long scored);
+/* What the data is (for run.json): source, vocabulary, sizes. */
+json_t *epar_task_json(const struct epar_task *t);
+
+/* The King James Bible as plain text: `bible -f "Gen1:1-Rev22:21"` with the verse references stripped,
+ * one verse per line; cached as <cache_dir>/kjv.txt (written atomically) and read from there next time.
+ * *text is malloc'ed, NUL-terminated. */
+int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *source, size_t source_len);
+/* Strip one line of `bible` output ("Ge1:1 In the beginning ...", "1Sm3:4 ...") to its verse text;
+ * returns the offset of the text, or -1 when the line has no reference. */
+int epar_task_kjv_strip(const char *line);
+
+#endif

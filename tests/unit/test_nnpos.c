@@ -1,0 +1,216 @@
+/* test_nnpos: the training position mechanisms' tables against lib/mech (what `epar compare` uses) and
+ * the MECHANISMS.md worked numbers: RoPE's relative property, ALiBi slopes and bias, T5 buckets and
+ * bias, the sinusoid, the EPAR factor and its learned parametrisation, the registry. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/err.h"
+#include "lib/mech.h"
+#include "lib/nnpos.h"
+#include "lib/posfx.h"
+#include "lib/rng.h"
+#include "check.h"
+
+static struct epar_nnpos_settings settings(void)
+{
+    struct epar_nnpos_settings s;
+    epar_nnpos_settings_default(&s);
+    return s;
+}
+
+static void test_registry(void)
+{
+    for (int k = 0; k < EPAR_NNPOS_COUNT; k++) {
+        enum epar_nnpos_id id;
+        check_int(epar_nnpos_find(epar_nnpos_table[k].id, &id), EPAR_OK, "find '%s'", epar_nnpos_table[k].id);
+        check_int(id, k, "'%s' maps to its row", epar_nnpos_table[k].id);
+        check_true(epar_nnpos_table[k].build && epar_nnpos_table[k].n_params && epar_nnpos_table[k].init &&
+                       epar_nnpos_table[k].prepare && epar_nnpos_table[k].backward,
+                   "'%s' has its function set", epar_nnpos_table[k].id);
+    }
+    enum epar_nnpos_id id;
+    check_int(epar_nnpos_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
+    check_true(strstr(epar_err_message(), "'alibii'") != NULL, "the error names the value");
+    struct epar_nnpos_settings s = settings();
+    check_int(epar_nnpos_validate(EPAR_NNPOS_ROPE, &s, 7), EPAR_EINVAL, "rope refuses an odd head width");
+    s.learn_posfx = 1;
+    s.fx.gamma = 0;
+    check_int(epar_nnpos_validate(EPAR_NNPOS_EPAR_ENHANCED, &s, 8), EPAR_EINVAL, "learned gamma cannot start at 0");
+    check_int(epar_nnpos_validate(EPAR_NNPOS_EPAR_BASIC, &s, 8), EPAR_OK, "basic has no gamma to learn");
+}
+
+static void test_rope(void)
+{
+    int T = 40, C = 8, NH = 2, hs = 4;
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_ROPE, &s, T, C, NH, 1), EPAR_OK, "rope alloc");
+    epar_nnpos_prepare(&p, T);
+    /* worked: rot([1,2,3,4], pos=1), d=4 = [-1.14264, 1.92208, 2.95985, 4.0298] (head 0 of q at t=1) */
+    float qkv[2 * 3 * 8];
+    memset(qkv, 0, sizeof qkv);
+    float v[4] = {1, 2, 3, 4};
+    memcpy(qkv + 3 * C, v, sizeof v);
+    epar_nnpos_qk_forward(&p, qkv, 1, 2);
+    const double want[4] = {-1.14264, 1.92208, 2.95985, 4.0298};
+    for (int i = 0; i < 4; i++) check_rel(qkv[3 * C + i], want[i], 1e-5, "rope worked number [%d]", i);
+    /* relative property: <rot(q, i), rot(k, j)> depends on i - j only (q=[1,2,3,4], k=[0.5,-1,2,0.25]) */
+    float *buf = calloc((size_t)T * 3 * C, sizeof *buf);
+    const float q[4] = {1, 2, 3, 4}, k[4] = {0.5f, -1, 2, 0.25f};
+    for (int t = 0; t < T; t++) {
+        memcpy(buf + (size_t)t * 3 * C + hs, q, sizeof q);      /* head 1 of q */
+        memcpy(buf + (size_t)t * 3 * C + C + hs, k, sizeof k);  /* head 1 of k */
+    }
+    epar_nnpos_qk_forward(&p, buf, 1, T);
+    double maxdev = 0;
+    for (int d = 0; d < 10; d++) {
+        double ref = 0;
+        for (int i = d; i < T; i++) {
+            const float *qi = buf + (size_t)i * 3 * C + hs, *kj = buf + (size_t)(i - d) * 3 * C + C + hs;
+            double dot = 0;
+            for (int c = 0; c < hs; c++) dot += (double)qi[c] * kj[c];
+            if (i == d) ref = dot;
+            else maxdev = fmax(maxdev, fabs(dot - ref));
+        }
+    }
+    check_abs(maxdev, 0, 2e-5, "rope: q.k at (i, i-d) is the same for every i (float32 tables)");
+    /* worked: <rot(q,3), rot(k,1)> = 5.65924 */
+    double dot = 0;
+    for (int c = 0; c < hs; c++) dot += (double)buf[3 * 3 * C + hs + c] * buf[1 * 3 * C + C + hs + c];
+    check_rel(dot, 5.65924, 1e-5, "rope worked number <rot(q,3), rot(k,1)>");
+    /* backward rotates back: qk_backward(qk_forward(x)) = x */
+    float *x = malloc((size_t)T * 3 * C * sizeof *x), *y = malloc((size_t)T * 3 * C * sizeof *y);
+    gsl_rng *r = epar_rng_alloc(1, 0, EPAR_RNG_DATA);
+    for (int i = 0; i < T * 3 * C; i++) x[i] = y[i] = (float)gsl_rng_uniform(r);
+    epar_nnpos_qk_forward(&p, y, 1, T);
+    epar_nnpos_qk_backward(&p, y, 1, T);
+    double e = 0;
+    for (int i = 0; i < T * 3 * C; i++) e = fmax(e, fabs(x[i] - y[i]));
+    check_abs(e, 0, 1e-5, "rope backward is the inverse rotation");
+    epar_rng_free(r);
+    free(x); free(y); free(buf);
+    epar_nnpos_free(&p);
+}
+
+/* lib/mech's bias (H, L, L) of a causal mechanism against the nnpos table bias[h][i - j], j <= i */
+static double max_bias_diff(const struct epar_mech *mm, const struct epar_nnpos *p, int L, int H)
+{
+    double e = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < L; i++)
+            for (int j = 0; j <= i; j++)
+                e = fmax(e, fabs(mm->bias[((size_t)h * L + i) * L + j] - p->bias[(size_t)h * p->Tmax + (i - j)]));
+    return e;
+}
+
+static void test_alibi(void)
+{
+    int L = 50, H = 12, C = 48;
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_ALIBI, &s, L, C, H, 1), EPAR_OK, "alibi alloc");
+    epar_nnpos_prepare(&p, L);
+    /* MECHANISMS.md §18 worked: 12 heads = the 8 of 8 heads then 0.707107, 0.353553, 0.176777, 0.0883883 */
+    const double want[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                             0.707107, 0.353553, 0.176777, 0.0883883};
+    for (int h = 0; h < H; h++) check_rel(p.slopes[h], want[h], 1e-5, "alibi slope, 12 heads, head %d", h);
+    struct epar_mech mm;
+    double prm[EPAR_MECH_MAX_PARAMS];
+    epar_mech_defaults(EPAR_MECH_ALIBI, prm);
+    check_int(epar_mech_init(&mm, EPAR_MECH_ALIBI, prm, L, C, H, 1, 42), EPAR_OK, "compare's alibi");
+    check_abs(max_bias_diff(&mm, &p, L, H), 0, 1e-5 * L, "alibi bias equals compare's (causal, every head and pair)");
+    epar_mech_free(&mm);
+    epar_nnpos_free(&p);
+}
+
+static void test_t5(void)
+{
+    int L = 200, H = 4, C = 16;
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_T5, &s, L, C, H, 1), EPAR_OK, "t5 alloc");
+    /* MECHANISMS.md §11 worked, unidirectional 32/128, distance i-j: bucket */
+    const int dist[8] = {7, 15, 16, 20, 32, 64, 100, 127}, bk[8] = {7, 15, 16, 17, 21, 26, 30, 31};
+    for (int k = 0; k < 8; k++) check_int(p.bucket[dist[k]], bk[k], "t5 causal bucket of distance %d", dist[k]);
+    check_int(p.bucket[199], 31, "t5: distances past max_distance share the last bucket");
+    /* the same table as compare's synthetic one gives the same bias */
+    struct epar_mech mm;
+    double prm[EPAR_MECH_MAX_PARAMS];
+    epar_mech_defaults(EPAR_MECH_T5, prm);
+    check_int(epar_mech_init(&mm, EPAR_MECH_T5, prm, L, C, H, 1, 42), EPAR_OK, "compare's t5");
+    size_t n = epar_nnpos_n_params(&p);
+    check_int((long)n, 32L * H, "t5 learns a (32, heads) table");
+    float *theta = malloc(n * sizeof *theta);
+    for (size_t i = 0; i < n; i++) theta[i] = (float)mm.tab[i];
+    p.theta = theta;
+    epar_nnpos_prepare(&p, L);
+    check_abs(max_bias_diff(&mm, &p, L, H), 0, 1e-6, "t5 bias equals compare's for the same table (causal)");
+    free(theta);
+    epar_mech_free(&mm);
+    epar_nnpos_free(&p);
+}
+
+static void test_sinusoid(void)
+{
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_SINUSOIDAL, &s, 5, 4, 1, 1), EPAR_OK, "sinusoidal alloc");
+    /* §5 worked: p_1 (d=4) = [0.841471, 0.540302, 0.00999983, 0.99995] */
+    const double want[4] = {0.841471, 0.540302, 0.00999983, 0.99995};
+    for (int c = 0; c < 4; c++) check_rel(p.pe[4 + c], want[c], 1e-5, "sinusoid p_1[%d]", c);
+    float x[2 * 5 * 4];
+    memset(x, 0, sizeof x);
+    epar_nnpos_embed_forward(&p, x, 2, 5);
+    check_rel(x[20 + 4], 0.841471, 1e-5, "the sinusoid is added to every batch item");
+    epar_nnpos_free(&p);
+}
+
+static void test_epar(void)
+{
+    int L = 16, C = 8, H = 2, NL = 2;
+    struct epar_nnpos_settings s = settings();   /* alpha 1, beta 1, gamma 0.5 */
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar alloc");
+    epar_nnpos_prepare(&p, 8);
+    /* §4 worked: L=8, |i-j|=7 gives 0.805621; the factor uses L = the current length by default */
+    check_rel(epar_nnpos_factor(&p, 1)[L + 7], 0.805621, 1e-6, "enhanced factor, L = T = 8, d = 7, layer 1 head 1");
+    epar_nnpos_prepare(&p, 16);
+    struct epar_posfx fx = {EPAR_FORM_ENHANCED, 1, 1, 0.5};
+    check_rel(epar_nnpos_factor(&p, 0)[7], epar_posfx_value(&fx, 7, 16), 1e-7, "at T = 16 the same distance uses L = 16");
+    epar_nnpos_free(&p);
+    s.posfx_length = 8;
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_BASIC, &s, L, C, H, NL), EPAR_OK, "epar basic, fixed L");
+    epar_nnpos_prepare(&p, 16);
+    /* §3 worked: L=8, |i-j|=7: 0.416862 */
+    check_rel(epar_nnpos_factor(&p, 0)[7], 0.416862, 1e-6, "basic factor with posfx_length 8 at T = 16");
+    epar_nnpos_free(&p);
+    /* learned: theta = ln(alpha, beta, gamma) per layer and head */
+    s = settings();
+    s.learn_posfx = 1;
+    s.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, 1.0, 2.0, 1.5};
+    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar learned alloc");
+    size_t n = epar_nnpos_n_params(&p);
+    check_int((long)n, (long)NL * H * 3, "learned: 3 numbers per layer and head");
+    float *theta = calloc(n, sizeof *theta), *dtheta = calloc(n, sizeof *dtheta);
+    p.theta = theta;
+    p.dtheta = dtheta;
+    epar_nnpos_init(&p, NULL);
+    check_rel(theta[1], log(2.0), 1e-6, "theta starts at ln(beta)");
+    theta[3 * 3 + 0] = -40.0f;    /* layer 1 head 1: alpha = exp(-40) is still > 0 */
+    struct epar_posfx e = epar_nnpos_effect(&p, 1, 1);
+    check_true(e.alpha > 0 && e.beta > 0 && e.gamma > 0, "exp parametrisation keeps alpha, beta, gamma > 0");
+    free(theta); free(dtheta);
+    epar_nnpos_free(&p);
+}
+
+int main(void)
+{
+    test_registry();
+    test_rope();
+    test_alibi();
+    test_t5();
+    test_sinusoid();
+    test_epar();
+    return check_summary("test_nnpos");
+}

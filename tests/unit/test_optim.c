@@ -1,0 +1,48 @@
+/* test_optim: the learning-rate schedule, clipping and one AdamW update against hand-computed values. */
+#include <math.h>
+#include <stdlib.h>
+#include "lib/err.h"
+#include "lib/optim.h"
+#include "check.h"
+
+int main(void)
+{
+    struct epar_optim_config c = {.lr = 3e-3, .lr_min_ratio = 0.1, .warmup = 10, .steps = 110, .beta1 = 0.9,
+                                  .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    check_rel(epar_optim_lr(&c, 0), 3e-4, 1e-12, "warm-up starts at lr / warmup");
+    check_rel(epar_optim_lr(&c, 9), 3e-3, 1e-12, "warm-up ends at lr");
+    check_rel(epar_optim_lr(&c, 10), 3e-3, 1e-12, "cosine starts at lr");
+    check_rel(epar_optim_lr(&c, 109), 3e-4, 1e-12, "cosine ends at lr_min at the last step");
+    /* midpoint u = 1/2: lr_min + (lr - lr_min)/2; (s - 10)/99 = 1/2 at s = 59.5: check s = 59 by formula */
+    double u = 49.0 / 99.0, want = 3e-4 + 2.7e-3 * 0.5 * (1 + cos(M_PI * u));
+    check_rel(epar_optim_lr(&c, 59), want, 1e-12, "cosine at step 59");
+    struct epar_optim_config z = c;
+    z.warmup = 0;
+    check_rel(epar_optim_lr(&z, 0), 3e-3, 1e-12, "no warm-up: the first step uses lr");
+    struct epar_optim_config bad = c;
+    bad.lr = -1;
+    check_int(epar_optim_config_validate(&bad), EPAR_EINVAL, "negative lr refused");
+    bad = c;
+    bad.beta2 = 1;
+    check_int(epar_optim_config_validate(&bad), EPAR_EINVAL, "beta2 = 1 refused");
+
+    struct epar_optim o;
+    check_int(epar_optim_alloc(&o, &c, 3), EPAR_OK, "alloc");
+    float p[3] = {0.5f, -1.25f, 2.0f}, g[3] = {3.0f, 4.0f, 0.0f};   /* ||g|| = 5 > clip 1 */
+    struct epar_optim_segment seg[2] = {{0, 2, 1}, {2, 1, 0}};
+    double norm = epar_optim_step(&o, p, g, seg, 2, 1e-2);
+    check_rel(norm, 5.0, 1e-12, "norm before clipping");
+    check_rel(g[0], 3.0, 0, "the gradient buffer is left as it was");
+    /* first step with the clipped g' = g / 5: m = 0.1 g', v = 0.05 g'^2, mhat/sqrt(vhat) = sign(g): p -= lr (1 + wd p) */
+    check_rel(p[0], 0.5 - 1e-2 * (1.0 + 0.1 * 0.5), 1e-5, "AdamW first step, decayed entry");
+    check_rel(p[2], 2.0, 1e-7, "zero gradient, no decay: unchanged");
+    float g2[3] = {0.3f, 0.0f, 0.0f};
+    epar_optim_step(&o, p, g2, seg, 2, 1e-2);
+    /* second step by hand */
+    double m = 0.9 * 0.06 + 0.1 * 0.3, v = 0.95 * 0.05 * 0.36 + 0.05 * 0.09;
+    double mh = m / (1 - 0.81), vh = v / (1 - 0.9025);
+    double p0 = 0.5 - 1e-2 * (1.0 + 0.05);
+    check_rel(p[0], p0 - 1e-2 * (mh / (sqrt(vh) + 1e-8) + 0.1 * p0), 1e-5, "AdamW second step by hand");
+    epar_optim_free(&o);
+    return check_summary("test_optim");
+}
