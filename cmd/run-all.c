@@ -319,7 +319,7 @@ static void print_moved(const struct epar_regress_set *pins, const struct epar_r
 static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto,
                   const struct epar_params *prm, const char *gdir, int update, int tty)
 {
-    char files[EPAR_REGRESS_MAX_FILES][256], path[4200], gproto[4200], pp[4200];
+    char files[EPAR_REGRESS_MAX_FILES][256], path[4480], gproto[4200], pp[4200];
     int nfiles, st, rc = 0;
     struct epar_regress_unpinned unp;
     struct epar_regress_set pins = {0}, now = {0};
