@@ -291,17 +291,6 @@ static double adp_attend(struct adp *a, const double *P, double t)
     return fsum / H;
 }
 
-/* The reference's entropy per row: -sum_j A_ij log(A_ij + 1e-8). Hrow (L). */
-static void entropy_ref_rows(const double *A, int L, double *Hrow)
-{
-    for (int i = 0; i < L; i++) {
-        const double *r = A + (size_t)i * L;
-        double h = 0;
-        for (int j = 0; j < L; j++) h -= r[j] * log(r[j] + 1e-8);
-        Hrow[i] = h;
-    }
-}
-
 /* ---- main experiment ---- */
 
 struct main_job {
@@ -315,8 +304,7 @@ struct main_job {
 
 static void stats4(const double *x, size_t n, double *mean, double *sd, double *mn, double *mx)
 {
-    *mean = gsl_stats_mean(x, 1, n);
-    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : 0.0;  /* unbiased, as torch.std */
+    epar_metric_mean_sd(x, n, mean, sd);  /* sample sd (unbiased, as torch.std) */
     gsl_stats_minmax(mn, mx, x, 1, n);
 }
 
@@ -365,10 +353,10 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 epar_model_task_classify(&a.am, a.em.ws.x, L, a.tp, a.mws);
                 o->cls[b] = (int)epar_metric_argmax_tied(a.tp, (size_t)T, EPAR_METRIC_TIE_RTOL);
                 fsum += adp_attend(&a, P, t);
-                entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
+                epar_metric_entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
                 if (j == R - 1 && b == 0) memcpy(A0, a.A, LL * sizeof *A0); /* first seed, last run */
                 adp_attend(&a, NULL, t);
-                entropy_ref_rows(a.A, L, o->ent_none + (size_t)b * L);
+                epar_metric_entropy_ref_rows(a.A, L, o->ent_none + (size_t)b * L);
             }
             o->fusion = fsum / B;
         }
@@ -552,14 +540,14 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 double cm = gsl_stats_mean(a.c, 1, (size_t)L);
                 for (int k = 0; k < NC; k++) {
                     double fm = adp_attend(&a, g.form == EPAR_FORM_NONE ? NULL : Ps + (size_t)k * LL, t);
-                    entropy_ref_rows(a.A, L, Hrow);
+                    epar_metric_entropy_ref_rows(a.A, L, Hrow);
                     v[4 * k] += gsl_stats_mean(Hrow, 1, (size_t)L) / B;
                     v[4 * k + 1] += t / B;
                     v[4 * k + 2] += cm / B;
                     v[4 * k + 3] += fm / B;
                 }
                 adp_attend(&a, NULL, t);
-                entropy_ref_rows(a.A, L, Hrow);
+                epar_metric_entropy_ref_rows(a.A, L, Hrow);
                 v[4 * NC] += gsl_stats_mean(Hrow, 1, (size_t)L) / B;
             }
             epar_rng_free(x);

@@ -126,88 +126,6 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
     return EPAR_OK;
 }
 
-/* ------------------------------------------------------------------ metrics */
-
-enum { H_ENT, H_NENT, H_DIST, H_LOCAL, H_SPARS, H_RMID, H_RMAX, H_COUNT };
-
-void epar_compare_head_metrics(const double *A, int L, int causal, int w, double *out)
-{
-    double ent = 0, nent = 0, dist = 0, loc = 0;
-    long zeros = 0, pairs = 0;
-    int dmid = L / 2, dmax = L - 1;
-    double s0 = 0, smid = 0, smax = 0;
-    long n0 = 0, nmid = 0, nmax = 0;
-    for (int i = 0; i < L; i++) {
-        const double *a = A + (size_t)i * L;
-        double h = 0, dd = 0, lm = 0;
-        int nz = 0, jmax = causal ? i + 1 : L;
-        for (int j = 0; j < L; j++) {
-            double v = a[j];
-            int d = abs(i - j);
-            if (v > 0) { h -= v * log(v); nz++; }
-            dd += v * d;
-            if (d <= w) lm += v;
-            if (j < jmax) {
-                pairs++;
-                zeros += v == 0;
-                if (d == 0) { s0 += v; n0++; }
-                if (d == dmid) { smid += v; nmid++; }
-                if (d == dmax) { smax += v; nmax++; }
-            }
-        }
-        ent += h;
-        nent += nz > 1 ? h / log((double)nz) : 0.0;
-        dist += dd;
-        loc += lm;
-    }
-    out[H_ENT] = ent / L;
-    out[H_NENT] = nent / L;
-    out[H_DIST] = dist / L;
-    out[H_LOCAL] = loc / L;
-    out[H_SPARS] = pairs ? (double)zeros / pairs : 0.0;
-    /* retention: mean weight at distance d over the mean weight at distance 0 */
-    double m0 = n0 ? s0 / n0 : 0.0;
-    out[H_RMID] = (m0 > 0 && nmid) ? (smid / nmid) / m0 : NAN;
-    out[H_RMAX] = (m0 > 0 && nmax && L > 1) ? (smax / nmax) / m0 : NAN;
-}
-
-double epar_compare_distance_mi(const double *A, int L, int causal, double *work, size_t *idx)
-{
-    enum { NB = 8 };
-    /* the pairs in row order: work = weight, and the distance is recomputed from the pair's position */
-    size_t n = 0;
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < (causal ? i + 1 : L); j++) work[n++] = A[(size_t)i * L + j];
-    if (n < 2) return 0.0;
-    /* weight bins by rank; a run of tied weights (the tie rule of lib/metrics, so BLAS rounding cannot split a
-     * tie) shares its mid-rank (so uniform attention has MI 0) */
-    epar_metric_tie_merge(work, n, EPAR_METRIC_TIE_RTOL, idx);
-    gsl_sort_index(idx, work, 1, n);
-    size_t *rank = malloc(n * sizeof *rank);
-    if (!rank) return NAN;
-    for (size_t a = 0; a < n;) {
-        size_t b = a + 1;
-        while (b < n && work[idx[b]] == work[idx[a]]) b++;
-        for (size_t r = a; r < b; r++) rank[idx[r]] = (a + b - 1) / 2;
-        a = b;
-    }
-    double joint[NB][NB] = {{0}}, px[NB] = {0}, py[NB] = {0};
-    size_t pos = 0;
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < (causal ? i + 1 : L); j++, pos++) {
-            int xb = L > 1 ? abs(i - j) * NB / L : 0, yb = (int)(rank[pos] * NB / n);
-            joint[xb][yb] += 1.0 / n;
-        }
-    free(rank);
-    for (int x = 0; x < NB; x++)
-        for (int y = 0; y < NB; y++) { px[x] += joint[x][y]; py[y] += joint[x][y]; }
-    double mi = 0;
-    for (int x = 0; x < NB; x++)
-        for (int y = 0; y < NB; y++)
-            if (joint[x][y] > 0) mi += joint[x][y] * log(joint[x][y] / (px[x] * py[y]));
-    return mi;
-}
-
 /* ------------------------------------------------------------------ the main comparison */
 
 enum { M_ENT, M_NENT, M_DIST, M_LOCAL, M_SPARS, M_RMID, M_RMAX, M_MI, M_EMPTY, M_CONS, M_RANK = M_CONS + EPAR_IMP_COUNT,
@@ -287,20 +205,20 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
         epar_mech_forward(&m, &sd.layer, sd.X + (size_t)b * L * D, A, &ws, &empty);
         time += omp_get_wtime() - t0;
         out[M_EMPTY] += (double)empty / B;
-        double hm[H_COUNT];
+        double hm[EPAR_HEAD_COUNT];
         for (int h = 0; h < H; h++) {
-            epar_compare_head_metrics(A + (size_t)h * LL, L, cfg->causal, cfg->local_window, hm);
-            out[M_ENT] += hm[H_ENT] / (B * H);
-            out[M_NENT] += hm[H_NENT] / (B * H);
-            out[M_DIST] += hm[H_DIST] / (B * H);
-            out[M_LOCAL] += hm[H_LOCAL] / (B * H);
-            out[M_SPARS] += hm[H_SPARS] / (B * H);
-            out[M_RMID] += hm[H_RMID] / (B * H);
-            out[M_RMAX] += hm[H_RMAX] / (B * H);
+            if ((st = epar_metric_head_summary(A + (size_t)h * LL, L, cfg->causal, cfg->local_window, hm))) goto done;
+            out[M_ENT] += hm[EPAR_HEAD_ENT] / (B * H);
+            out[M_NENT] += hm[EPAR_HEAD_NENT] / (B * H);
+            out[M_DIST] += hm[EPAR_HEAD_DIST] / (B * H);
+            out[M_LOCAL] += hm[EPAR_HEAD_LOCAL] / (B * H);
+            out[M_SPARS] += hm[EPAR_HEAD_SPARS] / (B * H);
+            out[M_RMID] += hm[EPAR_HEAD_RMID] / (B * H);
+            out[M_RMAX] += hm[EPAR_HEAD_RMAX] / (B * H);
         }
         epar_attn_head_average(A, H, L, Abar);
         if (b == 0 && Abar0) memcpy(Abar0, Abar, LL * sizeof *Abar);
-        out[M_MI] += epar_compare_distance_mi(Abar, L, cfg->causal, work, idx) / B;
+        out[M_MI] += epar_metric_distance_mi(Abar, L, cfg->causal, work, idx) / B;
         for (int t = 0; t < EPAR_IMP_COUNT; t++) {
             struct epar_metric_optimal mo;
             epar_metric_optimal(Abar, sd.I + ((size_t)t * B + b) * L, L, V, idx, &mo);
@@ -378,14 +296,14 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
                 memcpy(A, S, LL * sizeof *A);
                 epar_attn_softmax_rows(&c, &mods[a], h, A);
                 if (a == AB_NONE) memcpy(A0, A, LL * sizeof *A);
-                double hm[H_COUNT];
-                epar_compare_head_metrics(A, L, cfg->causal, cfg->local_window, hm);
-                out[a][AM_ENT] += hm[H_ENT] * norm;
-                out[a][AM_NENT] += hm[H_NENT] * norm;
-                out[a][AM_DIST] += hm[H_DIST] * norm;
-                out[a][AM_LOCAL] += hm[H_LOCAL] * norm;
-                out[a][AM_RMID] += hm[H_RMID] * norm;
-                out[a][AM_RMAX] += hm[H_RMAX] * norm;
+                double hm[EPAR_HEAD_COUNT];
+                if ((st = epar_metric_head_summary(A, L, cfg->causal, cfg->local_window, hm))) goto done;
+                out[a][AM_ENT] += hm[EPAR_HEAD_ENT] * norm;
+                out[a][AM_NENT] += hm[EPAR_HEAD_NENT] * norm;
+                out[a][AM_DIST] += hm[EPAR_HEAD_DIST] * norm;
+                out[a][AM_LOCAL] += hm[EPAR_HEAD_LOCAL] * norm;
+                out[a][AM_RMID] += hm[EPAR_HEAD_RMID] * norm;
+                out[a][AM_RMAX] += hm[EPAR_HEAD_RMAX] * norm;
                 for (size_t k = 0; k < LL; k++) Abar[(size_t)a * LL + k] += A[k] / H;
                 /* far keys (d > L/2): change of mass vs none, split by the sign of the content score */
                 double fp = 0, fn = 0;
@@ -453,12 +371,12 @@ static int extrap_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, 
     epar_mech_forward(&m, &sd.layer, sd.X, A, &ws, NULL);
     memset(out, 0, 4 * sizeof *out);
     for (int h = 0; h < H; h++) {
-        double hm[H_COUNT];
-        epar_compare_head_metrics(A + (size_t)h * LL, L, cfg->causal, cfg->local_window, hm);
-        out[0] += hm[H_ENT] / H;
-        out[1] += hm[H_NENT] / H;
-        out[2] += hm[H_DIST] / H;
-        out[3] += hm[H_LOCAL] / H;
+        double hm[EPAR_HEAD_COUNT];
+        if ((st = epar_metric_head_summary(A + (size_t)h * LL, L, cfg->causal, cfg->local_window, hm))) goto done;
+        out[0] += hm[EPAR_HEAD_ENT] / H;
+        out[1] += hm[EPAR_HEAD_NENT] / H;
+        out[2] += hm[EPAR_HEAD_DIST] / H;
+        out[3] += hm[EPAR_HEAD_LOCAL] / H;
     }
 done:
     epar_mech_free(&m);

@@ -49,14 +49,8 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                        const char *protocol_path);
 void epar_compare_free(struct epar_compare_result *res);
 
-/* Metrics of one head's attention A (L,L) -> out[] (see the column list in compare.c). */
-void epar_compare_head_metrics(const double *A, int L, int causal, int w, double *out);
-/* Binned mutual information (nats) between the distance |i-j| (8 equal-width bins) and the weight A_ij
- * (8 equal-count bins by rank) over the pairs of A (L,L) (j <= i when causal). work is (L*L) doubles and
- * idx (L*L) size_t. */
 /* The measurements behind the seed claims (compare_checks.c): *out = seed_checks.csv
  * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock. */
 int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, struct epar_table **out);
-double epar_compare_distance_mi(const double *A, int L, int causal, double *work, size_t *idx);
 
 #endif

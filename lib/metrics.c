@@ -1,8 +1,10 @@
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_sort_double.h>
 #include <gsl/gsl_statistics_double.h>
+#include "err.h"
 #include "metrics.h"
 
 void epar_metric_value(const double *A, const double *I, int L, double *V)
@@ -59,6 +61,16 @@ void epar_metric_row_entropy(const double *A, int L, double *H)
         for (int j = 0; j < L; j++)
             if (a[j] > 0) h -= a[j] * log(a[j]);
         H[i] = h;
+    }
+}
+
+void epar_metric_entropy_ref_rows(const double *A, int L, double *Hrow)
+{
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        double h = 0.0;
+        for (int j = 0; j < L; j++) h -= a[j] * log(a[j] + 1e-8);
+        Hrow[i] = h;
     }
 }
 
@@ -270,4 +282,86 @@ void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, 
     double tr = 0.0;
     for (int i = 0; i < L; i++) tr += M[(size_t)i * L + i];
     *offdiag_mean = L > 1 ? (*mean * (double)n - tr) / ((double)n - L) : NAN;
+}
+
+int epar_metric_head_summary(const double *A, int L, int causal, int w, double *out)
+{
+    double *H = malloc(3 * (size_t)L * sizeof *H), *D = H + L, *W = D + L;
+    if (!H) return EPAR_ENOMEM;
+    epar_metric_row_entropy(A, L, H);
+    epar_metric_mean_distance(A, L, D);
+    epar_metric_local_mass(A, L, w, W);
+    double ent = 0, nent = 0, dist = 0, loc = 0;
+    long zeros = 0, pairs = 0;
+    int dmid = L / 2, dmax = L - 1;
+    double s0 = 0, smid = 0, smax = 0;
+    long n0 = 0, nmid = 0, nmax = 0;
+    for (int i = 0; i < L; i++) {
+        const double *a = A + (size_t)i * L;
+        int nz = 0, jmax = causal ? i + 1 : L;
+        for (int j = 0; j < L; j++) {
+            double v = a[j];
+            int d = abs(i - j);
+            nz += v > 0;
+            if (j < jmax) {
+                pairs++;
+                zeros += v == 0;
+                if (d == 0) { s0 += v; n0++; }
+                if (d == dmid) { smid += v; nmid++; }
+                if (d == dmax) { smax += v; nmax++; }
+            }
+        }
+        ent += H[i];
+        nent += nz > 1 ? H[i] / log((double)nz) : 0.0;
+        dist += D[i];
+        loc += W[i];
+    }
+    free(H);
+    out[EPAR_HEAD_ENT] = ent / L;
+    out[EPAR_HEAD_NENT] = nent / L;
+    out[EPAR_HEAD_DIST] = dist / L;
+    out[EPAR_HEAD_LOCAL] = loc / L;
+    out[EPAR_HEAD_SPARS] = pairs ? (double)zeros / pairs : 0.0;
+    /* retention: mean weight at distance d over the mean weight at distance 0 */
+    double m0 = n0 ? s0 / n0 : 0.0;
+    out[EPAR_HEAD_RMID] = (m0 > 0 && nmid) ? (smid / nmid) / m0 : NAN;
+    out[EPAR_HEAD_RMAX] = (m0 > 0 && nmax && L > 1) ? (smax / nmax) / m0 : NAN;
+    return EPAR_OK;
+}
+
+double epar_metric_distance_mi(const double *A, int L, int causal, double *work, size_t *idx)
+{
+    enum { NB = 8 };
+    /* the pairs in row order: work = weight, and the distance is recomputed from the pair's position */
+    size_t n = 0;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < (causal ? i + 1 : L); j++) work[n++] = A[(size_t)i * L + j];
+    if (n < 2) return 0.0;
+    /* weight bins by rank; a run of tied weights (the tie rule of lib/metrics, so BLAS rounding cannot split a
+     * tie) shares its mid-rank (so uniform attention has MI 0) */
+    epar_metric_tie_merge(work, n, EPAR_METRIC_TIE_RTOL, idx);
+    gsl_sort_index(idx, work, 1, n);
+    size_t *rank = malloc(n * sizeof *rank);
+    if (!rank) return NAN;
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && work[idx[b]] == work[idx[a]]) b++;
+        for (size_t r = a; r < b; r++) rank[idx[r]] = (a + b - 1) / 2;
+        a = b;
+    }
+    double joint[NB][NB] = {{0}}, px[NB] = {0}, py[NB] = {0};
+    size_t pos = 0;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < (causal ? i + 1 : L); j++, pos++) {
+            int xb = L > 1 ? abs(i - j) * NB / L : 0, yb = (int)(rank[pos] * NB / n);
+            joint[xb][yb] += 1.0 / n;
+        }
+    free(rank);
+    for (int x = 0; x < NB; x++)
+        for (int y = 0; y < NB; y++) { px[x] += joint[x][y]; py[y] += joint[x][y]; }
+    double mi = 0;
+    for (int x = 0; x < NB; x++)
+        for (int y = 0; y < NB; y++)
+            if (joint[x][y] > 0) mi += joint[x][y] * log(joint[x][y] / (px[x] * py[y]));
+    return mi;
 }

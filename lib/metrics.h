@@ -20,10 +20,29 @@ size_t epar_metric_argmax_tied(const double *x, size_t n, double rtol);
 void epar_metric_row_entropy(const double *A, int L, double *H);
 /* The reference's entropy: mean over rows of -sum_j A_ij log(A_ij + 1e-8). */
 double epar_metric_entropy_ref(const double *A, int L);
+/* Hrow (L): the reference's entropy of each row, -sum_j A_ij log(A_ij + 1e-8). */
+void epar_metric_entropy_ref_rows(const double *A, int L, double *Hrow);
 /* D (L): mean attended distance sum_j A_ij |i-j|. */
 void epar_metric_mean_distance(const double *A, int L, double *D);
 /* W (L): local mass sum_{|i-j|<=w} A_ij. */
 void epar_metric_local_mass(const double *A, int L, int w, double *W);
+
+/* One head's attention A (L,L) summarised (compare's mechanism table), out[EPAR_HEAD_COUNT]:
+ *   ENT    mean over rows of the row entropy (epar_metric_row_entropy)
+ *   NENT   mean over rows of H_i / ln n_i, n_i = the row's non-zero weights (0 when n_i <= 1)
+ *   DIST   mean over rows of the mean attended distance (epar_metric_mean_distance)
+ *   LOCAL  mean over rows of the local mass within w (epar_metric_local_mass)
+ *   SPARS  share of exact zeros among the allowed pairs (j <= i when causal)
+ *   RMID, RMAX  retention: mean allowed weight at distance L/2 (L-1) over the mean at distance 0; NaN when
+ *          undefined. Returns EPAR_ENOMEM (out untouched) if its (3L) scratch cannot be allocated. */
+enum { EPAR_HEAD_ENT, EPAR_HEAD_NENT, EPAR_HEAD_DIST, EPAR_HEAD_LOCAL, EPAR_HEAD_SPARS, EPAR_HEAD_RMID, EPAR_HEAD_RMAX,
+       EPAR_HEAD_COUNT };
+int epar_metric_head_summary(const double *A, int L, int causal, int w, double *out);
+/* Binned mutual information (nats) between the distance |i-j| (8 equal-width bins) and the weight A_ij
+ * (8 equal-count bins by rank; tied weights, by the tie rule, share their mid-rank so uniform attention has MI 0)
+ * over the pairs of A (L,L) (j <= i when causal). work is (L*L) doubles and idx (L*L) size_t. NaN on allocation
+ * failure. */
+double epar_metric_distance_mi(const double *A, int L, int causal, double *work, size_t *idx);
 
 /* Per key column j of A (L,L), statistics over the queries i: mean, population sd (ddof=0, as the
  * reference's numpy .std()), max, min. */

@@ -29,6 +29,13 @@ int main(void)
     double U[64];
     for (int t = 0; t < 64; t++) U[t] = 1.0 / 8;
     check_rel(epar_metric_entropy_ref(U, 8), log(8.0), 1e-6, "reference entropy of uniform rows = ln L");
+    {   /* per-row reference entropy: rows of a non-uniform matrix, their mean is the scalar form */
+        double R[9] = {0.5, 0.5, 0, 0.2, 0.3, 0.5, 0, 0, 1}, Hr[3];
+        epar_metric_entropy_ref_rows(R, 3, Hr);
+        check_rel(Hr[0], -2 * 0.5 * log(0.5 + 1e-8), 1e-12, "row 0: two halves");
+        check_abs(Hr[2], -log(1 + 1e-8), 1e-15, "one-hot row: -log(1+1e-8)");
+        check_rel((Hr[0] + Hr[1] + Hr[2]) / 3, epar_metric_entropy_ref(R, 3), 1e-15, "mean of rows = entropy_ref");
+    }
 
     /* position correlation: BLAS path vs naive per-pair Pearson */
     int B = 3, L = 7;
