@@ -135,6 +135,32 @@ static void test_gelu(void)
     check_int(bad, 0, "gelu backward against finite differences on [-5, 5]");
     epar_nn_gelu_forward(y, x, n);
     check_abs(y[n - 1], 5.0137, 1e-4, "gelu(5) ~ 5");
+    /* the sigmoid form against the tanh form in double, relative (also where gelu(x) is tiny, x << 0),
+     * on both code paths (AVX2 + libmvec and portable C), which must agree to a few ulp */
+    double maxrel[2] = {0, 0}, maxd[2] = {0, 0};
+    float yp[200], dxp[200];
+    for (int path = 0; path < 2; path++) {
+        epar_nn_set_portable(path);
+        float *yy = path ? yp : y, *dd = path ? dxp : dx;
+        epar_nn_gelu_forward(yy, x, n);
+        epar_nn_gelu_backward(dd, x, one, n);
+        for (int i = 0; i < n; i++) {
+            double xd = x[i], u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd), th = tanh(u);
+            double ref = 0.5 * xd * (1.0 + th);
+            double dref = 0.5 * (1.0 + th) + 0.5 * xd * (1.0 - th * th) * 0.7978845608028654 * (1.0 + 3 * 0.044715 * xd * xd);
+            double e = fabs(yy[i] - ref) / fabs(ref), de = fabs(dd[i] - dref) / (fabs(dref) + 1e-3);
+            if (e > maxrel[path]) maxrel[path] = e;
+            if (de > maxd[path]) maxd[path] = de;
+        }
+    }
+    epar_nn_set_portable(0);
+    check_true(maxrel[0] < 1e-5 && maxrel[1] < 1e-5, "gelu = 0.5 x (1 + tanh u) to 1e-5 relative on [-5, 5] (%s: %.2g, C: %.2g)",
+          epar_nn_simd() ? "AVX2" : "C again", maxrel[0], maxrel[1]);
+    check_true(maxd[0] < 1e-4 && maxd[1] < 1e-4, "gelu' to 1e-4 relative (+1e-3 absolute) on both paths (%.2g, %.2g)", maxd[0],
+          maxd[1]);
+    double pd = 0;
+    for (int i = 0; i < n; i++) pd = fmax(pd, fabs(y[i] - yp[i]) / (fabs(yp[i]) + 1e-30));
+    check_true(pd < 4e-6, "gelu: AVX2 path and portable path agree to 4e-6 relative (%.2g)", pd);
 }
 
 static void test_crossentropy(void)
