@@ -11,8 +11,14 @@
 #include "nn.h"
 #include "stream.h"
 
-#define ROWS 64         /* row block of the matmuls and the row reductions (fixed: determinism) */
-#define OUT_BLOCK 32    /* output-feature block of the weight gradients */
+#define ROWS 64         /* row block of the row reductions (fixed: determinism) */
+/* Tiles of the matrix products, fixed (never from the thread count): every sgemm call has the same shape
+ * whatever --jobs is, so each output element is summed the same way. Large enough that OpenBLAS's packing
+ * of the shared operand is amortised (measured on one core, N = 4096, dim 128: 64-row blocks ran at
+ * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120). */
+#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient) */
+#define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
+#define COL_BLOCK 128   /* ... x input features */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
 /* Parallel regions only above this much work (multiply-adds or elements): below it the fork/join costs
  * more than the loop, and far more when the cores are shared. Changes the thread count, never a result. */
@@ -29,10 +35,10 @@ void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const 
                             int accumulate)
 {
     /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
-    int nb = nblocks(N, ROWS);
+    int nb = nblocks(N, MM_ROWS);
 #pragma omp parallel for schedule(static) PAR((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
-        int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+        int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
                     accumulate ? 1.0f : 0.0f, o, OC);
@@ -46,23 +52,25 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                              const float *W, int N, int C, int OC, int accumulate_dinp, float *part)
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
-    int nb = nblocks(N, ROWS), no = nblocks(OC, OUT_BLOCK);
+    int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
 #pragma omp parallel PAR((double)N * C * OC)
     {
+        /* dynamic: threads done with dinp take weight-gradient tiles (each tile is one sgemm either way) */
         if (dinp) {
-#pragma omp for schedule(static) nowait
-            for (int blk = 0; blk < nb; blk++) {
-                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+#pragma omp for schedule(dynamic) nowait
+            for (int blk = 0; blk < nbm; blk++) {
+                int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
                             OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
             }
         }
-        /* dW rows [o0, o0+ob) reduce over all N rows inside one sgemm: no cross-thread sum */
-#pragma omp for schedule(static) nowait
-        for (int ob = 0; ob < no; ob++) {
-            int o0 = ob * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
-                        dW + (size_t)o0 * C, C);
+        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum */
+#pragma omp for schedule(dynamic) nowait
+        for (int t = 0; t < no * nc; t++) {
+            int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
+            int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
+                        dW + (size_t)o0 * C + c0, C);
         }
         if (dbias) {
 #pragma omp for schedule(static)
@@ -188,9 +196,14 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
     for (int i = 0; i < n; i += 8) {
         int w = n - i < 8 ? n - i : 8;
         float xb[8] = {0}, db[8] = {0}, ob[8];
-        memcpy(xb, inp + i, (size_t)w * sizeof(float));
-        if (!out) memcpy(db, dout + i, (size_t)w * sizeof(float));
-        __m256 x = _mm256_loadu_ps(xb), x2 = _mm256_mul_ps(x, x);
+        const float *xp = inp + i, *dp = out ? NULL : dout + i;
+        if (w < 8) {   /* the tail, padded */
+            memcpy(xb, xp, (size_t)w * sizeof(float));
+            if (dp) memcpy(db, dp, (size_t)w * sizeof(float));
+            xp = xb;
+            dp = dp ? db : NULL;
+        }
+        __m256 x = _mm256_loadu_ps(xp), x2 = _mm256_mul_ps(x, x);
         __m256 u = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(a, x2), x)));
         __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_mul_ps(m2, u))));
         __m256 r;
@@ -199,10 +212,14 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
         } else {
             __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), s), _mm256_sub_ps(one, s));
             t = _mm256_mul_ps(_mm256_mul_ps(t, k), _mm256_add_ps(one, _mm256_mul_ps(a3, x2)));
-            r = _mm256_mul_ps(_mm256_add_ps(s, t), _mm256_loadu_ps(db));
+            r = _mm256_mul_ps(_mm256_add_ps(s, t), _mm256_loadu_ps(dp));
         }
-        _mm256_storeu_ps(ob, r);
-        memcpy((out ? out : dinp) + i, ob, (size_t)w * sizeof(float));
+        if (w == 8) {
+            _mm256_storeu_ps((out ? out : dinp) + i, r);
+        } else {
+            _mm256_storeu_ps(ob, r);
+            memcpy((out ? out : dinp) + i, ob, (size_t)w * sizeof(float));
+        }
     }
 }
 #pragma GCC pop_options

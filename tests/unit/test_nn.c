@@ -47,11 +47,11 @@ static int close_enough(double a, double n) { return fabs(a - n) <= 2e-3 + 2e-2 
 
 static void test_matmul(void)
 {
-    int N = 70, C = 5, OC = 6;   /* N > 64: two row blocks */
+    int N = 300, C = 5, OC = 6;   /* N > 256: two row blocks of the products, five of the bias sums */
     float *x = malloc(N * C * sizeof *x), *W = malloc(OC * C * sizeof *W), *b = malloc(OC * sizeof *b);
     float *y = malloc(N * OC * sizeof *y), *w = malloc(N * OC * sizeof *w);
     float *dx = calloc(N * C, sizeof *dx), *dW = calloc(OC * C, sizeof *dW), *db = calloc(OC, sizeof *db);
-    float *part = malloc(2 * OC * sizeof *part);
+    float *part = malloc(5 * OC * sizeof *part);
     randn(x, N * C, 1); randn(W, OC * C, 1); randn(b, OC, 1); randn(w, N * OC, 1);
     epar_nn_matmul_forward(y, x, W, b, N, C, OC, 0);
     /* forward against a naive product */
@@ -84,6 +84,53 @@ static void test_matmul(void)
         }
     check_int(bad, 0, "matmul backward (dx, dW, db) against finite differences");
     free(x); free(W); free(b); free(y); free(w); free(dx); free(dW); free(db); free(part);
+}
+
+/* the tiled products (rows in blocks of 256, weight gradient in 128 x 128 tiles, ragged edges) against
+ * naive double sums, with accumulation into nonzero outputs */
+static void test_matmul_tiles(void)
+{
+    int N = 300, C = 140, OC = 135;
+    float *x = malloc(N * C * sizeof *x), *W = malloc(OC * C * sizeof *W), *dy = malloc(N * OC * sizeof *dy);
+    float *dx = malloc(N * C * sizeof *dx), *dW = malloc(OC * C * sizeof *dW), *db = malloc(OC * sizeof *db);
+    float *dx0 = malloc(N * C * sizeof *dx0), *dW0 = malloc(OC * C * sizeof *dW0), *db0 = malloc(OC * sizeof *db0);
+    float *part = malloc(5 * OC * sizeof *part), *y = malloc(N * OC * sizeof *y), *y0 = malloc(N * OC * sizeof *y0);
+    randn(x, N * C, 1); randn(W, OC * C, 1); randn(dy, N * OC, 1); randn(dx0, N * C, 1); randn(dW0, OC * C, 1);
+    randn(db0, OC, 1); randn(y0, N * OC, 1);
+    memcpy(dx, dx0, N * C * sizeof *dx); memcpy(dW, dW0, OC * C * sizeof *dW); memcpy(db, db0, OC * sizeof *db);
+    memcpy(y, y0, N * OC * sizeof *y);
+    epar_nn_matmul_forward(y, x, W, NULL, N, C, OC, 1);
+    epar_nn_matmul_backward(dx, dW, db, dy, x, W, N, C, OC, 1, part);
+    double ey = 0, ex = 0, ew = 0, eb = 0;
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < OC; o++) {
+            double s = y0[r * OC + o];
+            for (int k = 0; k < C; k++) s += (double)x[r * C + k] * W[o * C + k];
+            ey = fmax(ey, fabs(s - y[r * OC + o]));
+        }
+    for (int r = 0; r < N; r++)
+        for (int k = 0; k < C; k++) {
+            double s = dx0[r * C + k];
+            for (int o = 0; o < OC; o++) s += (double)dy[r * OC + o] * W[o * C + k];
+            ex = fmax(ex, fabs(s - dx[r * C + k]));
+        }
+    for (int o = 0; o < OC; o++) {
+        double sb = db0[o];
+        for (int r = 0; r < N; r++) sb += dy[r * OC + o];
+        eb = fmax(eb, fabs(sb - db[o]));
+        for (int k = 0; k < C; k++) {
+            double s = dW0[o * C + k];
+            for (int r = 0; r < N; r++) s += (double)dy[r * OC + o] * x[r * C + k];
+            ew = fmax(ew, fabs(s - dW[o * C + k]));
+        }
+    }
+    /* sums of ~150-300 products of N(0,1) numbers: size ~15, fp32 rounding ~1e-5 */
+    check_abs(ey, 0, 1e-4, "tiled matmul forward (accumulate) equals the naive product");
+    check_abs(ex, 0, 1e-4, "tiled matmul dinp (accumulate) equals the naive product");
+    check_abs(ew, 0, 1e-4, "tiled matmul dW (128 x 128 tiles, ragged) equals the naive product");
+    check_abs(eb, 0, 1e-4, "matmul dbias equals the naive column sums");
+    free(x); free(W); free(dy); free(dx); free(dW); free(db); free(dx0); free(dW0); free(db0); free(part); free(y);
+    free(y0);
 }
 
 static void test_layernorm(void)
@@ -380,7 +427,10 @@ static void test_model_gradient(enum epar_nnpos_id id, int learn)
         randn(u, m.n_params, 1.0);
         double an = 0;
         for (size_t i = 0; i < m.n_params; i++) an += (double)grad[i] * u[i];
-        const float hd = 1e-3f;   /* the step has norm hd sqrt(n_params) ~ 0.05: truncation below 1e-3 */
+        /* the step has norm hd sqrt(n_params) ~ 0.015. At hd = 1e-3 the truncation error h^2 f'''/6 reached
+         * 1.2% along one random direction with RoPE (a strongly curved direction); at 3e-4 it stays below
+         * 0.15% in every case, and fp32 rounding of the loss still contributes < 0.1% (checked at 1e-4) */
+        const float hd = 3e-4f;
         for (size_t i = 0; i < m.n_params; i++) m.params_mem[i] = p0[i] + hd * u[i];
         epar_nn_forward(&m, tok, tgt, mask, B, T);
         double lp = m.loss;
@@ -449,6 +499,7 @@ int main(void)
     gsl_rng_set(R, 2385);
     test_matmul();
     test_layernorm();
+    test_matmul_tiles();
     test_gelu();
     test_crossentropy();
     test_attention();
