@@ -183,6 +183,49 @@ static void gelu_block_c(float *out, float *dinp, const float *inp, const float 
     }
 }
 
+/* Causal attention rows. Row i of a head: z_j = s_j fac[i-j] + bias[i-j] (fac, bias may be NULL), j <= i;
+ * a = softmax(z) over j <= i; backward: dz_j = a_j (d_j - sum_k a_k d_k), ds_j = dz_j fac[i-j].
+ * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
+ * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
+ * throughout and its bits do not depend on the thread count either way. */
+static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, int i)
+{
+    float mx = -INFINITY;
+    for (int j = 0; j <= i; j++) {
+        float z = s[j];
+        if (fac) z *= fac[i - j];
+        if (bias) z += bias[i - j];
+        a[j] = z;
+        if (z > mx) mx = z;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        float e = expf(a[j] - mx);
+        a[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j <= i; j++) a[j] *= inv;
+}
+
+/* d (i+1) <- ds of row i from d = dA and a = A; gf, gb (T): per-distance sums of dz s and dz (NULL: none) */
+static void softmax_row_backward_c(float *d, const float *a, const float *s, const float *fac, float *gf, float *gb,
+                                   int i)
+{
+    float dot = 0.0f;
+    for (int j = 0; j <= i; j++) dot += a[j] * d[j];
+    for (int j = 0; j <= i; j++) {
+        float dz = a[j] * (d[j] - dot);
+        int dist = i - j;
+        if (gb) gb[dist] += dz;
+        if (fac) {
+            if (gf) gf[dist] += dz * s[j];
+            dz *= fac[dist];
+        }
+        d[j] = dz;
+    }
+}
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #include <immintrin.h>
@@ -222,6 +265,101 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
         }
     }
 }
+
+static inline __m256 rev8(__m256 v) { return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
+
+static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... then pairs */
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed */
+static inline __m256 row_z(const float *s, const float *fac, const float *bias, int i, int j, int w)
+{
+    float sb[8], fb[8], bb[8];
+    if (w == 8) {
+        __m256 z = _mm256_loadu_ps(s + j);
+        if (fac) z = _mm256_mul_ps(z, rev8(_mm256_loadu_ps(fac + i - j - 7)));
+        if (bias) z = _mm256_add_ps(z, rev8(_mm256_loadu_ps(bias + i - j - 7)));
+        return z;
+    }
+    for (int k = 0; k < 8; k++) {
+        sb[k] = k < w ? s[j + k] : 0.0f;
+        fb[k] = k < w && fac ? fac[i - j - k] : 1.0f;
+        bb[k] = k < w && bias ? bias[i - j - k] : 0.0f;
+    }
+    __m256 z = _mm256_loadu_ps(sb);
+    if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
+    if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z,
+                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+}
+
+static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, int i)
+{
+    int n = i + 1;
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    float tail[8];
+    for (int j = 0; j < n; j += 8) {
+        int w = n - j < 8 ? n - j : 8;
+        __m256 z = row_z(s, fac, bias, i, j, w);
+        vmax = _mm256_max_ps(vmax, z);
+        if (w == 8) _mm256_storeu_ps(a + j, z);
+        else _mm256_storeu_ps(tail, z);   /* -inf in the padding lanes */
+    }
+    float lanes[8], mx = -INFINITY;
+    _mm256_storeu_ps(lanes, vmax);
+    for (int k = 0; k < 8; k++) mx = lanes[k] > mx ? lanes[k] : mx;
+    __m256 vM = _mm256_set1_ps(mx), vsum = _mm256_setzero_ps();
+    int n8 = n & ~7;
+    for (int j = 0; j < n8; j += 8) {
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
+        _mm256_storeu_ps(a + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    if (n8 < n) {
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(tail), vM));   /* exp(-inf) = 0 */
+        _mm256_storeu_ps(tail, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
+    for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
+    if (n8 < n) {
+        _mm256_storeu_ps(tail, _mm256_mul_ps(_mm256_loadu_ps(tail), inv));
+        memcpy(a + n8, tail, (size_t)(n - n8) * sizeof(float));
+    }
+}
+
+/* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version) */
+static void softmax_row_backward_avx2(float *d, const float *a, const float *fac, int i)
+{
+    int n = i + 1, n8 = n & ~7;
+    __m256 vdot = _mm256_setzero_ps();
+    float ab[8] = {0}, db[8] = {0}, fb[8];
+    for (int j = 0; j < n8; j += 8) vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(d + j)));
+    if (n8 < n) {
+        memcpy(ab, a + n8, (size_t)(n - n8) * sizeof(float));
+        memcpy(db, d + n8, (size_t)(n - n8) * sizeof(float));
+        vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_loadu_ps(db)));
+    }
+    __m256 dot = _mm256_set1_ps(hsum8(vdot));
+    for (int j = 0; j < n8; j += 8) {
+        __m256 dz = _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_sub_ps(_mm256_loadu_ps(d + j), dot));
+        if (fac) dz = _mm256_mul_ps(dz, rev8(_mm256_loadu_ps(fac + i - j - 7)));
+        _mm256_storeu_ps(d + j, dz);
+    }
+    if (n8 < n) {
+        __m256 dz = _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_sub_ps(_mm256_loadu_ps(db), dot));
+        if (fac) {
+            for (int k = 0; k < 8; k++) fb[k] = n8 + k < n ? fac[i - n8 - k] : 0.0f;
+            dz = _mm256_mul_ps(dz, _mm256_loadu_ps(fb));
+        }
+        _mm256_storeu_ps(db, dz);
+        memcpy(d + n8, db, (size_t)(n - n8) * sizeof(float));
+    }
+}
 #pragma GCC pop_options
 
 static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, size_t n)
@@ -249,6 +387,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     /* out (B, T, C), preatt and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
+    void (*row)(float *, const float *, const float *, const float *, int) =
+        epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
 #pragma omp parallel for collapse(2) schedule(dynamic) PAR((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -264,23 +404,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                             C3, 0.0f, S + (size_t)i0 * T, T);
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
-                    const float *s = S + (size_t)i * T;
-                    float *a = A + (size_t)i * T, mx = -INFINITY;
-                    for (int j = 0; j <= i; j++) {
-                        float z = s[j];
-                        if (fac) z *= fac[i - j];
-                        if (bias) z += bias[i - j];
-                        a[j] = z;
-                        if (z > mx) mx = z;
-                    }
-                    float sum = 0.0f;
-                    for (int j = 0; j <= i; j++) {
-                        float e = expf(a[j] - mx);
-                        a[j] = e;
-                        sum += e;
-                    }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j <= i; j++) a[j] *= inv;
+                    float *a = A + (size_t)i * T;
+                    row(a, S + (size_t)i * T, fac, bias, i);
                     for (int j = i + 1; j < T; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
@@ -297,7 +422,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     /* dqkv (B, T, 3C), dout (B, T, C), qkv (B, T, 3C), preatt and att (B, NH, T, T), datt (nscratch, T, T) */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    int nt = imin(omp_get_max_threads(), nscratch);
+    int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -325,19 +450,9 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                             dO + (size_t)i0 * C, C, 1.0f, dV, C3);
                 /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
                 for (int i = i0; i < i1; i++) {
-                    const float *a = A + (size_t)i * T, *s = S + (size_t)i * T;
-                    float *d = dA + (size_t)i * T, dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-                    for (int j = 0; j <= i; j++) {
-                        float dz = a[j] * (d[j] - dot);
-                        int dist = i - j;
-                        if (gb) gb[dist] += dz;
-                        if (fac) {
-                            if (gf) gf[dist] += dz * s[j];
-                            dz *= fac[dist];
-                        }
-                        d[j] = dz;
-                    }
+                    float *d = dA + (size_t)i * T;
+                    if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                    else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
                     for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
                 }
                 /* dQ = scale dS K, dK += scale dS^T Q */

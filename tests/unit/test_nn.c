@@ -330,8 +330,50 @@ static void test_attention_case(int T, int use_fac, int use_bias)
     free(datt);
 }
 
+/* the AVX2 rows (libmvec expf, 8-lane sums, reversed table loads) against the portable C rows: forward
+ * weights, output and dqkv with a factor and a bias (no table gradients: the path fixed EPAR runs), at
+ * lengths that leave ragged 8-lane tails */
+static void test_attention_paths(int T)
+{
+    int B = 2, C = 16, NH = 2, ld = T + 3;
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    float *qkv = malloc(nq * sizeof *qkv), *w = malloc(no * sizeof *w), *fac = malloc(NH * ld * sizeof *fac);
+    float *bias = malloc(NH * ld * sizeof *bias), *datt = malloc(64 * T * T * sizeof *datt);
+    float *out[2], *pre[2], *att[2], *dq[2];
+    for (int p = 0; p < 2; p++) {
+        out[p] = malloc(no * sizeof(float)); pre[p] = malloc(na * sizeof(float));
+        att[p] = malloc(na * sizeof(float)); dq[p] = malloc(nq * sizeof(float));
+    }
+    randn(qkv, nq, 1.5); randn(w, no, 1.0);
+    for (int i = 0; i < NH * ld; i++) {
+        fac[i] = (float)(0.5 + gsl_rng_uniform(R));
+        bias[i] = (float)gsl_ran_gaussian(R, 0.5);
+    }
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL};
+    for (int p = 0; p < 2; p++) {
+        epar_nn_set_portable(p);
+        epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
+        epar_nn_attention_backward(dq[p], w, qkv, pre[p], att[p], &pos, datt, 64, B, T, C, NH);
+    }
+    epar_nn_set_portable(0);
+    double ea = 0, eo = 0, ed = 0, sd = 0;
+    for (size_t i = 0; i < na; i++) ea = fmax(ea, fabs(att[0][i] - att[1][i]));
+    for (size_t i = 0; i < no; i++) eo = fmax(eo, fabs(out[0][i] - out[1][i]));
+    for (size_t i = 0; i < nq; i++) {
+        ed = fmax(ed, fabs(dq[0][i] - dq[1][i]));
+        sd = fmax(sd, fabs(dq[1][i]));
+    }
+    check_abs(ea, 0, 1e-6, "attention weights: AVX2 rows = C rows to 1e-6 (T=%d%s)", T, epar_nn_simd() ? "" : ", no AVX2 here");
+    check_abs(eo, 0, 1e-5, "attention output: AVX2 rows = C rows to 1e-5 (T=%d)", T);
+    check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 rows = C rows to 1e-5 of its largest entry (T=%d)", T);
+    for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
+    free(qkv); free(w); free(fac); free(bias); free(datt);
+}
+
 static void test_attention(void)
 {
+    test_attention_paths(67);
+    test_attention_paths(13);
     test_attention_case(5, 0, 0);
     test_attention_case(5, 1, 1);
     test_attention_case(70, 1, 0);    /* two query blocks */
