@@ -15,7 +15,9 @@
 /* Tiles of the matrix products, fixed (never from the thread count): every sgemm call has the same shape
  * whatever --jobs is, so each output element is summed the same way. Large enough that OpenBLAS's packing
  * of the shared operand is amortised (measured on one core, N = 4096, dim 128: 64-row blocks ran at
- * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120). */
+ * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120;
+ * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Query blocks of the
+ * attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper triangle computed). */
 #define MM_ROWS 256     /* row block of the products over rows (forward, input gradient) */
 #define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
 #define COL_BLOCK 128   /* ... x input features */
