@@ -386,7 +386,7 @@ void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, siz
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
-    /* out (B, T, C), preatt and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
+    /* out (B, T, C), preatt (or NULL) and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     void (*row)(float *, const float *, const float *, const float *, int) =
@@ -396,12 +396,12 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
         for (int h = 0; h < NH; h++) {
             const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
             size_t bh = ((size_t)b * NH + h) * T * T;
-            float *S = preatt + bh, *A = att + bh, *O = out + (size_t)b * T * C + h * hs;
+            float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 */
+                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
                             C3, 0.0f, S + (size_t)i0 * T, T);
                 /* pass 2: position factor and bias, causal row softmax */
@@ -760,7 +760,9 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL};
-        epar_nn_attention_forward(atty, LAYER(a->preatt, l, nA), LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+        /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
+        float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
+        epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
         memcpy(res2, res, nC * sizeof(float));
         epar_nn_matmul_forward(res2, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C, 1);
         epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
