@@ -22,10 +22,15 @@
 #define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
 #define COL_BLOCK 128   /* ... x input features */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
-/* Parallel regions only above this much work (multiply-adds or elements): below it the fork/join costs
- * more than the loop, and far more when the cores are shared. Changes the thread count, never a result. */
-#define PAR_WORK 262144
-#define PAR(work) if ((double)(work) > PAR_WORK)
+/* Parallel regions only above this much work: below it the fork/join costs more than the loop, and far
+ * more when the cores are shared (a thread that has lost its core holds up the join for a time slice:
+ * a 2-layer dim-32 model trained 3-10x slower with --jobs 2 than with 1 on the loaded 2-core machine,
+ * with products of ~1.5M multiply-adds forked). Products (sgemm, ~100 GFLOP/s) count multiply-adds,
+ * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. */
+#define PAR_MACS 4194304.0      /* ~40-80 us of sgemm */
+#define PAR_ELEMS 262144.0
+#define PAR(work) if ((double)(work) > PAR_ELEMS)
+#define PAR_MM(macs) if ((double)(macs) > PAR_MACS)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
@@ -38,7 +43,7 @@ void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const 
 {
     /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
     int nb = nblocks(N, MM_ROWS);
-#pragma omp parallel for schedule(static) PAR((double)N * C * OC)
+#pragma omp parallel for schedule(static) PAR_MM((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
@@ -55,7 +60,7 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
     int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
-#pragma omp parallel PAR((double)N * C * OC)
+#pragma omp parallel PAR_MM((double)N * C * OC)
     {
         /* dynamic: threads done with dinp take weight-gradient tiles (each tile is one sgemm either way) */
         if (dinp) {
@@ -391,7 +396,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     float scale = 1.0f / sqrtf((float)hs);
     void (*row)(float *, const float *, const float *, const float *, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
-#pragma omp parallel for collapse(2) schedule(dynamic) PAR((double)B * T * T * C)
+#pragma omp parallel for collapse(2) schedule(dynamic) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
@@ -425,7 +430,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR((double)B * T * T * C)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             float *dA = datt + (size_t)omp_get_thread_num() * T * T;
