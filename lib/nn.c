@@ -98,27 +98,60 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
     }
 }
 
+/* One row of LayerNorm, forward and backward. The reductions are in double; `omp simd` lets the compiler
+ * split them into vector lanes (a fixed split for a given build and CPU: the bits do not depend on the
+ * thread count), and target_clones builds an AVX2+FMA version beside the baseline one, chosen once at
+ * load time from the CPU (before: scalar double sums, 4% of a training step). */
+#define LN_CLONES __attribute__((target_clones("avx2", "default")))
+
+LN_CLONES static void ln_row_forward(float *o, float *mean, float *rstd, const float *x, const float *w,
+                                     const float *b, int C)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int c = 0; c < C; c++) s += x[c];
+    float m = (float)(s / C);
+    double v = 0.0;
+#pragma omp simd reduction(+ : v)
+    for (int c = 0; c < C; c++) {
+        double d = (double)(x[c] - m);
+        v += d * d;
+    }
+    float rs = (float)(1.0 / sqrt(v / C + 1e-5));
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
+    *mean = m;
+    *rstd = rs;
+}
+
+/* dx (C) += ..., pw, pb (C) += this row's share of dw, db */
+LN_CLONES static void ln_row_backward(float *dx, float *pw, float *pb, const float *dy, const float *x,
+                                      const float *w, float m, float rs, int C)
+{
+    double dnm = 0.0, dnnm = 0.0;
+#pragma omp simd reduction(+ : dnm, dnnm)
+    for (int c = 0; c < C; c++) {
+        float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+        dnm += dn;
+        dnnm += (double)dn * n;
+    }
+    float a = (float)(dnm / C), bb = (float)(dnnm / C);
+#pragma omp simd
+    for (int c = 0; c < C; c++) {
+        float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+        dx[c] += (dn - a - n * bb) * rs;
+        pw[c] += n * dy[c];
+        pb[c] += dy[c];
+    }
+}
+
 void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                const float *b, int N, int C)
 {
     /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
 #pragma omp parallel for schedule(static) PAR((double)N * C)
-    for (int r = 0; r < N; r++) {
-        const float *x = inp + (size_t)r * C;
-        double s = 0.0;
-        for (int c = 0; c < C; c++) s += x[c];
-        float m = (float)(s / C);
-        double v = 0.0;
-        for (int c = 0; c < C; c++) {
-            double d = (double)(x[c] - m);
-            v += d * d;
-        }
-        float rs = (float)(1.0 / sqrt(v / C + 1e-5));
-        float *o = out + (size_t)r * C;
-        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
-        mean[r] = m;
-        rstd[r] = rs;
-    }
+    for (int r = 0; r < N; r++)
+        ln_row_forward(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C, w, b, C);
 }
 
 void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -133,24 +166,9 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
             float *pw = part + (size_t)blk * 2 * C, *pb = pw + C;
             for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
             int r0 = blk * ROWS, r1 = imin(N, r0 + ROWS);
-            for (int r = r0; r < r1; r++) {
-                const float *x = inp + (size_t)r * C, *dy = dout + (size_t)r * C;
-                float m = mean[r], rs = rstd[r];
-                double dnm = 0.0, dnnm = 0.0;
-                for (int c = 0; c < C; c++) {
-                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
-                    dnm += dn;
-                    dnnm += (double)dn * n;
-                }
-                float a = (float)(dnm / C), bb = (float)(dnnm / C);
-                float *dx = dinp + (size_t)r * C;
-                for (int c = 0; c < C; c++) {
-                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
-                    dx[c] += (dn - a - n * bb) * rs;
-                    pw[c] += n * dy[c];
-                    pb[c] += dy[c];
-                }
-            }
+            for (int r = r0; r < r1; r++)
+                ln_row_backward(dinp + (size_t)r * C, pw, pb, dout + (size_t)r * C, inp + (size_t)r * C, w, mean[r],
+                                rstd[r], C);
         }
 #pragma omp for schedule(static)
         for (int c = 0; c < C; c++) {
