@@ -15,7 +15,8 @@
 #      a round (same minutes, same machine load) and the median over rounds is reported;
 #   4. writes output/bench/train.csv (one row per round x mechanism x implementation).
 # PyTorch is Debian's python3-torch (scripts/install-deps --with-bench); without it the comparison is
-# skipped with a note. Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
+# skipped with a note. On a loaded machine run it with OMP_WAIT_POLICY=passive (both epar and PyTorch are
+# libgomp programs; threads spinning at barriers then steal the cores). Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
 # per mechanism, default 20), BENCH_OUT (default output/bench). Never part of `make test`.
 set -eu
 cd "$(dirname "$0")/.."
@@ -40,6 +41,7 @@ echo "  model FLOPs per token = 3 x [layers x (2 (3C^2 + C^2 + 2CF) + 2 x 2C (T+
 echo "    (qkv, projection, MLP; scores and weighted values over the (T+1)/2 keys a causal query sees on"
 echo "     average; the tied output head; x3 for forward + backward; non-matmul ops not counted)"
 echo "  BLAS: $(./epar --version | grep OpenBLAS)"
+echo "  OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(unset: libgomp spins before sleeping)} (both sides use libgomp)"
 HAVE_TORCH=1
 if ! "$PY" -c 'import torch' 2>/dev/null; then
     HAVE_TORCH=0
