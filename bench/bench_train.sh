@@ -13,7 +13,9 @@
 #      epar-basic, epar-enhanced interleaved step by step in one process, median step time each), then
 #      bench/torch_train.py (none and alibi) with torch.set_num_threads equal. Every ratio is taken within
 #      a round (same minutes, same machine load) and the median over rounds is reported;
-#   4. writes output/bench/train.csv (one row per round x mechanism x implementation).
+#   4. writes output/bench/train.csv (one row per round x mechanism x implementation). Besides wall time,
+#      each step's process CPU time is recorded: on a shared machine the wall time of either side grows
+#      when other processes take its core, its CPU time much less, so the CPU-time ratio is the steadier one.
 # PyTorch is Debian's python3-torch (scripts/install-deps --with-bench); without it the comparison is
 # skipped with a note. On a loaded machine run it with OMP_WAIT_POLICY=passive (both epar and PyTorch are
 # libgomp programs; threads spinning at barriers then steal the cores). Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
@@ -53,20 +55,20 @@ fi
 
 csv=$OUT/train.csv
 tmp=$csv.tmp
-echo "impl,mechanism,threads,round,seconds_per_step,tokens_per_second,model_gflops,fma_peak_gflops,fraction_of_peak,forward_s,backward_s,optim_s" > "$tmp"
+echo "impl,mechanism,threads,round,seconds_per_step,tokens_per_second,model_gflops,fma_peak_gflops,fraction_of_peak,forward_s,backward_s,optim_s,cpu_seconds_per_step" > "$tmp"
 for th in $THREADS; do
     for r in $(seq 1 "$ROUNDS"); do
         peak=$(build/bench/fma_peak "$th" only | cut -d' ' -f2)
         build/bench/train_step --threads "$th" --mechanisms "$MECHS" --steps "$STEPS" --warmup-steps 3 \
             --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
             awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" 'NR > 1 { g = $12 * fl / 1e9;
-                printf "epar,%s,%s,%s,%s,%s,%.4g,%s,%.4g,%s,%s,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13, $14, $15 }' >> "$tmp"
+                printf "epar,%s,%s,%s,%s,%s,%.4g,%s,%.4g,%s,%s,%s,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13, $14, $15, $16 }' >> "$tmp"
         if [ "$HAVE_TORCH" = 1 ]; then
             for m in none alibi; do
                 "$PY" bench/torch_train.py --threads "$th" --mechanism "$m" --steps "$STEPS" --warmup-steps 3 \
                     --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
                     awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" '{ g = $12 * fl / 1e9;
-                        printf "torch,%s,%s,%s,%s,%s,%.4g,%s,%.4g,,,\n", $1, $2, r, $11, $12, g, peak, g / peak }' >> "$tmp"
+                        printf "torch,%s,%s,%s,%s,%s,%.4g,%s,%.4g,,,,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13 }' >> "$tmp"
             done
         fi
     done
@@ -75,17 +77,18 @@ mv "$tmp" "$csv"
 
 echo
 echo "  per round (seconds per step: median of $STEPS steps after 3 warm-up steps; peak measured right before):"
-awk -F, 'NR == 1 { next } { printf "    %-5s %-13s %d thr  round %d  %8.4f s/step %8.0f tok/s %7.2f GFLOP/s  %5.1f%% of %.1f\n",
-                            $1, $2, $3, $4, $5, $6, $7, 100 * $9, $8 }' "$csv"
+awk -F, 'NR == 1 { next } { printf "    %-5s %-13s %d thr  round %d  %8.4f s/step %8.0f tok/s %7.2f GFLOP/s  %5.1f%% of %5.1f  cpu %7.4f s/step\n",
+                            $1, $2, $3, $4, $5, $6, $7, 100 * $9, $8, $13 }' "$csv"
 
 # medians over rounds of within-round figures
 echo
 echo "  summary (median over rounds of the within-round figures):"
 for th in $THREADS; do
-    awk -F, -v th="$th" -v torch="$HAVE_TORCH" '
+    awk -F, -v th="$th" -v torch="$HAVE_TORCH" -v fl="$FLOPS" '
         function med(a, n,    i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
                                         return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
-        NR > 1 && $3 == th { s[$1 "," $2 "," $4] = $5; tok[$1 "," $2 "," $4] = $6; fr[$1 "," $2 "," $4] = $9; if ($4 > R) R = $4 }
+        NR > 1 && $3 == th { s[$1 "," $2 "," $4] = $5; tok[$1 "," $2 "," $4] = $6; fr[$1 "," $2 "," $4] = $9;
+                             cs[$1 "," $2 "," $4] = $13; if ($4 > R) R = $4 }
         END {
             for (r = 1; r <= R; r++) { a[r] = tok["epar,none," r]; f[r] = fr["epar,none," r] }
             printf "    %d thread(s): epar none %.0f tokens/s, %.1f%% of the FMA peak", th, med(a, R), 100 * med(f, R)
@@ -94,13 +97,21 @@ for th in $THREADS; do
                                            qa[r] = tok["epar,alibi," r] / tok["torch,alibi," r] }
                 printf "; PyTorch none %.0f tokens/s\n", med(a, R)
                 printf "      epar / PyTorch tokens/s: none %.2fx, alibi %.2fx (target >= 2x)\n", med(q, R), med(qa, R)
+                for (r = 1; r <= R; r++) { q[r] = cs["torch,none," r] / cs["epar,none," r]; qa[r] = cs["torch,alibi," r] / cs["epar,alibi," r] }
+                printf "      PyTorch / epar CPU seconds per step: none %.2fx, alibi %.2fx (robust to other processes taking the cores)\n", med(q, R), med(qa, R)
             } else printf "\n"
-            for (r = 1; r <= R; r++) { ob[r] = s["epar,epar-basic," r] / s["epar,none," r] - 1;
-                                       oe[r] = s["epar,epar-enhanced," r] / s["epar,none," r] - 1;
-                                       oeb[r] = s["epar,epar-enhanced," r] / s["epar,epar-basic," r] - 1;
-                                       oa[r] = s["epar,alibi," r] / s["epar,none," r] - 1 }
-            printf "      step time over none: epar-basic %+.1f%%, epar-enhanced %+.1f%%, alibi %+.1f%%; enhanced over basic %+.1f%% (paper: +2.4%%, < 1.2%%)\n",
+            for (r = 1; r <= R; r++) { a[r] = fl * tok["epar,none," r] * s["epar,none," r] / cs["epar,none," r] / 1e9 / th }
+            printf "      epar none per CPU-second: %.1f model GFLOP/s per thread\n", med(a, R)
+            # overheads from the CPU time of steps interleaved in one process (wall time gives the same within noise)
+            for (r = 1; r <= R; r++) { ob[r] = cs["epar,epar-basic," r] / cs["epar,none," r] - 1;
+                                       oe[r] = cs["epar,epar-enhanced," r] / cs["epar,none," r] - 1;
+                                       oeb[r] = cs["epar,epar-enhanced," r] / cs["epar,epar-basic," r] - 1;
+                                       oa[r] = cs["epar,alibi," r] / cs["epar,none," r] - 1;
+                                       wb[r] = s["epar,epar-basic," r] / s["epar,none," r] - 1;
+                                       we[r] = s["epar,epar-enhanced," r] / s["epar,none," r] - 1 }
+            printf "      step CPU time over none: epar-basic %+.1f%%, epar-enhanced %+.1f%%, alibi %+.1f%%; enhanced over basic %+.1f%% (paper: +2.4%%, < 1.2%%)\n",
                    100 * med(ob, R), 100 * med(oe, R), 100 * med(oa, R), 100 * med(oeb, R)
+            printf "      (wall time: epar-basic %+.1f%%, epar-enhanced %+.1f%% over none)\n", 100 * med(wb, R), 100 * med(we, R)
         }' "$csv"
 done
 echo "  table: $csv"

@@ -9,8 +9,9 @@ only), alibi (z_ij = s_ij - m_h (i - j), slopes 2^(-8 (h+1) / H)) or epar-basic 
 exp(-beta (i - j) / T), alpha = beta = 1 as the paper preset), each a precomputed (H, T, T) table applied
 to the scaled scores, the way a PyTorch user would write it.
 
-Prints one CSV line: mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second
-(seconds_per_step = median over the timed steps, after warm-up steps).
+Prints one CSV line: mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,
+cpu_seconds_per_step (medians over the timed steps, after warm-up steps; cpu = process CPU time of a step, which
+other processes on a shared machine do not inflate).
 """
 import argparse
 import math
@@ -106,23 +107,24 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
     g = torch.Generator().manual_seed(1)
-    times = []
+    times, cpus = [], []
     for step in range(a.warmup_steps + a.steps):
         idx = torch.randint(0, a.vocab, (a.batch, a.length), generator=g)
         tgt = torch.randint(0, a.vocab, (a.batch, a.length), generator=g)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         loss = m(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if step >= a.warmup_steps:
             times.append(dt)
+            cpus.append(dc)
     s = statistics.median(times)
     params = sum(p.numel() for p in m.parameters())
     print(f"{a.mechanism},{a.threads},{a.batch},{a.length},{a.dim},{a.layers},{a.heads},{a.mlp},{a.vocab},{params},{s:.6g},"
-          f"{a.batch * a.length / s:.6g}")
+          f"{a.batch * a.length / s:.6g},{statistics.median(cpus):.6g}")
 
 
 if __name__ == "__main__":

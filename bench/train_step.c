@@ -4,18 +4,22 @@
  * loss, zero the gradients, backward, AdamW with clipping (lib/optim). The batch is random tokens (fixed
  * seed), as in bench/torch_train.py, so neither side measures data loading.
  *
- * Several mechanisms in one run are interleaved step by step (none, epar-basic, none, epar-basic, ...),
- * so a drift of the shared machine's speed hits all of them alike; each gets the median of its timed steps.
+ * Several mechanisms in one run are interleaved step by step (none, epar-basic, then epar-basic, none, ...:
+ * the order rotates each step), so a drift of the shared machine's speed hits all of them alike; each gets
+ * the median of its timed steps.
  *
  * usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]
  *                   [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V]
  * Prints one CSV line per mechanism (header first):
  *   mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,
- *   forward_s,backward_s,optim_s
- * (each seconds figure is the median over the timed steps of that phase). Exit 2: usage; 3: setup failed. */
+ *   forward_s,backward_s,optim_s,cpu_seconds_per_step
+ * (each seconds figure is the median over the timed steps of that phase; cpu_seconds_per_step is the
+ * process CPU time of a step, which a shared machine's other processes do not inflate when they take the
+ * core away). Exit 2: usage; 3: setup failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
 #include <gsl/gsl_rng.h>
 #include "lib/blas.h"
@@ -37,6 +41,13 @@ static double median(double *x, int n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]\n"
@@ -49,7 +60,7 @@ struct run {
     struct epar_optim o;
     struct epar_optim_segment seg[EPAR_NN_NTENSORS];
     int nseg;
-    double *t_step, *t_fwd, *t_bwd, *t_opt;   /* (steps) */
+    double *t_step, *t_fwd, *t_bwd, *t_opt, *t_cpu;   /* (steps) */
 };
 
 int main(int argc, char **argv)
@@ -115,16 +126,18 @@ int main(int argc, char **argv)
         for (int t = 0; t < EPAR_NN_NTENSORS; t++)
             if (u->m.sizes[t])
                 u->seg[u->nseg++] = (struct epar_optim_segment){u->m.offsets[t], u->m.sizes[t], epar_nn_decayed(t)};
-        u->t_step = calloc((size_t)steps * 4, sizeof(double));
+        u->t_step = calloc((size_t)steps * 5, sizeof(double));
         if (!u->t_step) return 3;
         u->t_fwd = u->t_step + steps;
         u->t_bwd = u->t_fwd + steps;
         u->t_opt = u->t_bwd + steps;
+        u->t_cpu = u->t_opt + steps;
     }
     for (int s = 0; s < warm + steps; s++)
-        for (int k = 0; k < nm; k++) {
+        for (int kk = 0; kk < nm; kk++) {
+            int k = (kk + s) % nm;   /* rotate the order: no mechanism always runs first (caches, TLB) */
             struct run *u = &runs[k];
-            double t0 = omp_get_wtime();
+            double c0 = cpu_now(), t0 = omp_get_wtime();
             if (epar_nn_forward(&u->m, tok, tgt, NULL, B, T)) {
                 fprintf(stderr, "train_step: %s\n", epar_err_message());
                 return 3;
@@ -134,8 +147,9 @@ int main(int argc, char **argv)
             epar_nn_backward(&u->m);
             double t2 = omp_get_wtime();
             epar_optim_step(&u->o, u->m.params_mem, u->m.grads_mem, u->seg, u->nseg, epar_optim_lr(&u->o.cfg, s));
-            double t3 = omp_get_wtime();
+            double t3 = omp_get_wtime(), c3 = cpu_now();
             if (s >= warm) {
+                u->t_cpu[s - warm] = c3 - c0;
                 u->t_step[s - warm] = t3 - t0;
                 u->t_fwd[s - warm] = t1 - t0;
                 u->t_bwd[s - warm] = t2 - t1;
@@ -143,13 +157,13 @@ int main(int argc, char **argv)
             }
         }
     printf("mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,"
-           "forward_s,backward_s,optim_s\n");
+           "forward_s,backward_s,optim_s,cpu_seconds_per_step\n");
     for (int k = 0; k < nm; k++) {
         struct run *u = &runs[k];
         double sps = median(u->t_step, steps);
-        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g\n", epar_nnpos_name(ids[k]), threads, B, T, C,
-               NL, NH, F, V, u->m.n_params, sps, (double)B * T / sps, median(u->t_fwd, steps),
-               median(u->t_bwd, steps), median(u->t_opt, steps));
+        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", epar_nnpos_name(ids[k]), threads, B, T,
+               C, NL, NH, F, V, u->m.n_params, sps, (double)B * T / sps, median(u->t_fwd, steps),
+               median(u->t_bwd, steps), median(u->t_opt, steps), median(u->t_cpu, steps));
         epar_nn_free(&u->m);
         epar_optim_free(&u->o);
         free(u->t_step);
