@@ -100,8 +100,8 @@ for th in $THREADS; do
                 for (r = 1; r <= R; r++) { q[r] = cs["torch,none," r] / cs["epar,none," r]; qa[r] = cs["torch,alibi," r] / cs["epar,alibi," r] }
                 printf "      PyTorch / epar CPU seconds per step: none %.2fx, alibi %.2fx (robust to other processes taking the cores)\n", med(q, R), med(qa, R)
             } else printf "\n"
-            for (r = 1; r <= R; r++) { a[r] = fl * tok["epar,none," r] * s["epar,none," r] / cs["epar,none," r] / 1e9 / th }
-            printf "      epar none per CPU-second: %.1f model GFLOP/s per thread\n", med(a, R)
+            for (r = 1; r <= R; r++) { a[r] = fl * tok["epar,none," r] * s["epar,none," r] / cs["epar,none," r] / 1e9 }
+            printf "      epar none: %.1f model GFLOP per CPU-second (per core busy; wall-clock figures also count time the core was taken)\n", med(a, R)
             # overheads from the CPU time of steps interleaved in one process (wall time gives the same within noise)
             for (r = 1; r <= R; r++) { ob[r] = cs["epar,epar-basic," r] / cs["epar,none," r] - 1;
                                        oe[r] = cs["epar,epar-enhanced," r] / cs["epar,none," r] - 1;
