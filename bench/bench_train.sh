@@ -19,14 +19,14 @@
 # PyTorch is Debian's python3-torch (scripts/install-deps --with-bench); without it the comparison is
 # skipped with a note. On a loaded machine run it with OMP_WAIT_POLICY=passive (both epar and PyTorch are
 # libgomp programs; threads spinning at barriers then steal the cores). Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
-# per mechanism, default 20), BENCH_OUT (default output/bench). Never part of `make test`.
-set -eu
+# per mechanism, default 20), BENCH_PYTHON (default /usr/bin/python3), BENCH_OUT (default output/bench). Never part of `make test`.
+set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${BENCH_OUT:-output/bench}
 THREADS=${BENCH_TRAIN_THREADS:-"1 2"}
 ROUNDS=${BENCH_TRAIN_ROUNDS:-3}
 STEPS=${BENCH_TRAIN_STEPS:-20}
-PY=/usr/bin/python3
+PY=${BENCH_PYTHON:-/usr/bin/python3}   # Debian's python3 (python3-torch); another interpreter may lack torch
 [ -x "$PY" ] || PY=python3
 L=4 C=128 H=4 F=512 T=256 B=16 V=63
 MECHS=none,alibi,epar-basic,epar-enhanced
@@ -68,7 +68,8 @@ for th in $THREADS; do
                 "$PY" bench/torch_train.py --threads "$th" --mechanism "$m" --steps "$STEPS" --warmup-steps 3 \
                     --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
                     awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" '{ g = $12 * fl / 1e9;
-                        printf "torch,%s,%s,%s,%s,%s,%.4g,%s,%.4g,,,,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13 }' >> "$tmp"
+                        printf "torch,%s,%s,%s,%s,%s,%.4g,%s,%.4g,,,,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13 }' >> "$tmp" ||
+                    echo "  note: bench/torch_train.py failed ($m, $th threads, round $r); its row is missing"
             done
         fi
     done
@@ -92,14 +93,16 @@ for th in $THREADS; do
         END {
             for (r = 1; r <= R; r++) { a[r] = tok["epar,none," r]; f[r] = fr["epar,none," r] }
             printf "    %d thread(s): epar none %.0f tokens/s, %.1f%% of the FMA peak", th, med(a, R), 100 * med(f, R)
-            if (torch) {
-                for (r = 1; r <= R; r++) { a[r] = tok["torch,none," r]; q[r] = tok["epar,none," r] / tok["torch,none," r];
-                                           qa[r] = tok["epar,alibi," r] / tok["torch,alibi," r] }
-                printf "; PyTorch none %.0f tokens/s\n", med(a, R)
-                printf "      epar / PyTorch tokens/s: none %.2fx, alibi %.2fx (target >= 2x)\n", med(q, R), med(qa, R)
-                for (r = 1; r <= R; r++) { q[r] = cs["torch,none," r] / cs["epar,none," r]; qa[r] = cs["torch,alibi," r] / cs["epar,alibi," r] }
-                printf "      PyTorch / epar CPU seconds per step: none %.2fx, alibi %.2fx (robust to other processes taking the cores)\n", med(q, R), med(qa, R)
-            } else printf "\n"
+            n = 0   # rounds where both PyTorch runs gave a row
+            for (r = 1; r <= R; r++) if (tok["torch,none," r] > 0 && tok["torch,alibi," r] > 0) {
+                n++; a[n] = tok["torch,none," r]; q[n] = tok["epar,none," r] / tok["torch,none," r];
+                qa[n] = tok["epar,alibi," r] / tok["torch,alibi," r]; c[n] = cs["torch,none," r] / cs["epar,none," r];
+                ca[n] = cs["torch,alibi," r] / cs["epar,alibi," r] }
+            if (torch && n > 0) {
+                printf "; PyTorch none %.0f tokens/s\n", med(a, n)
+                printf "      epar / PyTorch tokens/s: none %.2fx, alibi %.2fx (target >= 2x)\n", med(q, n), med(qa, n)
+                printf "      PyTorch / epar CPU seconds per step: none %.2fx, alibi %.2fx (robust to other processes taking the cores)\n", med(c, n), med(ca, n)
+            } else printf "; no PyTorch figures\n"
             for (r = 1; r <= R; r++) { a[r] = fl * tok["epar,none," r] * s["epar,none," r] / cs["epar,none," r] / 1e9 }
             printf "      epar none: %.1f model GFLOP per CPU-second (per core busy; wall-clock figures also count time the core was taken)\n", med(a, R)
             # overheads from the CPU time of steps interleaved in one process (wall time gives the same within noise)
