@@ -311,8 +311,11 @@ int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, cons
     if ((st = epar_train_resume_check(&r->cfg, ck, path))) return st;
     if (!(d = epar_ckpt_get(ck, "data", &len))) goto missing;
     if ((st = compare_json(path, "data", d, len, epar_task_json(&r->task)))) return st;
-    const double *state = epar_ckpt_get(ck, "state", &len);
-    if (!state || len != STATE_N * sizeof(double)) goto missing;
+    /* sections sit at any byte offset of the file: copy the doubles out, never read them in place */
+    const void *sp = epar_ckpt_get(ck, "state", &len);
+    if (!sp || len != STATE_N * sizeof(double)) goto missing;
+    double state[STATE_N];
+    memcpy(state, sp, sizeof state);
     const void *pp = epar_ckpt_get(ck, "params", &len);
     if (!pp || len != n * sizeof(float)) goto missing;
     const void *pm = epar_ckpt_get(ck, "adam_m", &len);
@@ -323,7 +326,7 @@ int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, cons
     if (!rn || len != strlen(gsl_rng_name(r->data)) || memcmp(rn, gsl_rng_name(r->data), len)) goto missing;
     const void *rs = epar_ckpt_get(ck, "rng", &len);
     if (!rs || len != gsl_rng_size(r->data)) goto missing;
-    const double *cv = epar_ckpt_get(ck, "curve", &len);
+    const void *cv = epar_ckpt_get(ck, "curve", &len);
     size_t rows = len / (EPAR_TRAIN_CURVE_COLS * sizeof(double));
     if (!cv || len % (EPAR_TRAIN_CURVE_COLS * sizeof(double)) || rows > (size_t)r->rows_cap) goto missing;
     if (state[0] > r->cfg.optim.steps) goto missing;

@@ -42,7 +42,8 @@ uint64_t epar_ckpt_fnv1a(uint64_t h, const void *data, size_t n);
 
 int epar_ckpt_write(const char *path, const struct epar_ckpt_section *s, int n);
 int epar_ckpt_read(const char *path, struct epar_ckpt *c);
-/* data of section tag (NULL if absent; *size set) */
+/* data of section tag (NULL if absent; *size set). It sits at any byte offset of the file: copy it out
+ * (memcpy) before reading it as float or double. */
 const void *epar_ckpt_get(const struct epar_ckpt *c, const char *tag, size_t *size);
 void epar_ckpt_free(struct epar_ckpt *c);
 

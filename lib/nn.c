@@ -9,14 +9,28 @@
 #include <omp.h>
 #include "err.h"
 #include "nn.h"
+#include "stream.h"
 
-#define ROWS 64         /* row block of the matmuls and the row reductions (fixed: determinism) */
-#define OUT_BLOCK 32    /* output-feature block of the weight gradients */
+#define ROWS 64         /* row block of the row reductions (fixed: determinism) */
+/* Tiles of the matrix products, fixed (never from the thread count): every sgemm call has the same shape
+ * whatever --jobs is, so each output element is summed the same way. Large enough that OpenBLAS's packing
+ * of the shared operand is amortised (measured on one core, N = 4096, dim 128: 64-row blocks ran at
+ * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120;
+ * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Query blocks of the
+ * attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper triangle computed). */
+#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient) */
+#define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
+#define COL_BLOCK 128   /* ... x input features */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
-/* Parallel regions only above this much work (multiply-adds or elements): below it the fork/join costs
- * more than the loop, and far more when the cores are shared. Changes the thread count, never a result. */
-#define PAR_WORK 262144
-#define PAR(work) if ((double)(work) > PAR_WORK)
+/* Parallel regions only above this much work: below it the fork/join costs more than the loop, and far
+ * more when the cores are shared (a thread that has lost its core holds up the join for a time slice:
+ * a 2-layer dim-32 model trained 3-10x slower with --jobs 2 than with 1 on the loaded 2-core machine,
+ * with products of ~1.5M multiply-adds forked). Products (sgemm, ~100 GFLOP/s) count multiply-adds,
+ * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. */
+#define PAR_MACS 4194304.0      /* ~40-80 us of sgemm */
+#define PAR_ELEMS 262144.0
+#define PAR(work) if ((double)(work) > PAR_ELEMS)
+#define PAR_MM(macs) if ((double)(macs) > PAR_MACS)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
@@ -28,10 +42,10 @@ void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const 
                             int accumulate)
 {
     /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
-    int nb = nblocks(N, ROWS);
-#pragma omp parallel for schedule(static) PAR((double)N * C * OC)
+    int nb = nblocks(N, MM_ROWS);
+#pragma omp parallel for schedule(static) PAR_MM((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
-        int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+        int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
                     accumulate ? 1.0f : 0.0f, o, OC);
@@ -45,23 +59,25 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                              const float *W, int N, int C, int OC, int accumulate_dinp, float *part)
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
-    int nb = nblocks(N, ROWS), no = nblocks(OC, OUT_BLOCK);
-#pragma omp parallel PAR((double)N * C * OC)
+    int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
+#pragma omp parallel PAR_MM((double)N * C * OC)
     {
+        /* dynamic: threads done with dinp take weight-gradient tiles (each tile is one sgemm either way) */
         if (dinp) {
-#pragma omp for schedule(static) nowait
-            for (int blk = 0; blk < nb; blk++) {
-                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
+#pragma omp for schedule(dynamic) nowait
+            for (int blk = 0; blk < nbm; blk++) {
+                int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
                             OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
             }
         }
-        /* dW rows [o0, o0+ob) reduce over all N rows inside one sgemm: no cross-thread sum */
-#pragma omp for schedule(static) nowait
-        for (int ob = 0; ob < no; ob++) {
-            int o0 = ob * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, C, N, 1.0f, dout + o0, OC, inp, C, 1.0f,
-                        dW + (size_t)o0 * C, C);
+        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum */
+#pragma omp for schedule(dynamic) nowait
+        for (int t = 0; t < no * nc; t++) {
+            int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
+            int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
+                        dW + (size_t)o0 * C + c0, C);
         }
         if (dbias) {
 #pragma omp for schedule(static)
@@ -82,27 +98,60 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
     }
 }
 
+/* One row of LayerNorm, forward and backward. The reductions are in double; `omp simd` lets the compiler
+ * split them into vector lanes (a fixed split for a given build and CPU: the bits do not depend on the
+ * thread count), and target_clones builds an AVX2+FMA version beside the baseline one, chosen once at
+ * load time from the CPU (before: scalar double sums, 4% of a training step). */
+#define LN_CLONES __attribute__((target_clones("avx2", "default")))
+
+LN_CLONES static void ln_row_forward(float *o, float *mean, float *rstd, const float *x, const float *w,
+                                     const float *b, int C)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int c = 0; c < C; c++) s += x[c];
+    float m = (float)(s / C);
+    double v = 0.0;
+#pragma omp simd reduction(+ : v)
+    for (int c = 0; c < C; c++) {
+        double d = (double)(x[c] - m);
+        v += d * d;
+    }
+    float rs = (float)(1.0 / sqrt(v / C + 1e-5));
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
+    *mean = m;
+    *rstd = rs;
+}
+
+/* dx (C) += ..., pw, pb (C) += this row's share of dw, db */
+LN_CLONES static void ln_row_backward(float *dx, float *pw, float *pb, const float *dy, const float *x,
+                                      const float *w, float m, float rs, int C)
+{
+    double dnm = 0.0, dnnm = 0.0;
+#pragma omp simd reduction(+ : dnm, dnnm)
+    for (int c = 0; c < C; c++) {
+        float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+        dnm += dn;
+        dnnm += (double)dn * n;
+    }
+    float a = (float)(dnm / C), bb = (float)(dnnm / C);
+#pragma omp simd
+    for (int c = 0; c < C; c++) {
+        float n = (x[c] - m) * rs, dn = w[c] * dy[c];
+        dx[c] += (dn - a - n * bb) * rs;
+        pw[c] += n * dy[c];
+        pb[c] += dy[c];
+    }
+}
+
 void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                const float *b, int N, int C)
 {
     /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
 #pragma omp parallel for schedule(static) PAR((double)N * C)
-    for (int r = 0; r < N; r++) {
-        const float *x = inp + (size_t)r * C;
-        double s = 0.0;
-        for (int c = 0; c < C; c++) s += x[c];
-        float m = (float)(s / C);
-        double v = 0.0;
-        for (int c = 0; c < C; c++) {
-            double d = (double)(x[c] - m);
-            v += d * d;
-        }
-        float rs = (float)(1.0 / sqrt(v / C + 1e-5));
-        float *o = out + (size_t)r * C;
-        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
-        mean[r] = m;
-        rstd[r] = rs;
-    }
+    for (int r = 0; r < N; r++)
+        ln_row_forward(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C, w, b, C);
 }
 
 void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -117,24 +166,9 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
             float *pw = part + (size_t)blk * 2 * C, *pb = pw + C;
             for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
             int r0 = blk * ROWS, r1 = imin(N, r0 + ROWS);
-            for (int r = r0; r < r1; r++) {
-                const float *x = inp + (size_t)r * C, *dy = dout + (size_t)r * C;
-                float m = mean[r], rs = rstd[r];
-                double dnm = 0.0, dnnm = 0.0;
-                for (int c = 0; c < C; c++) {
-                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
-                    dnm += dn;
-                    dnnm += (double)dn * n;
-                }
-                float a = (float)(dnm / C), bb = (float)(dnnm / C);
-                float *dx = dinp + (size_t)r * C;
-                for (int c = 0; c < C; c++) {
-                    float n = (x[c] - m) * rs, dn = w[c] * dy[c];
-                    dx[c] += (dn - a - n * bb) * rs;
-                    pw[c] += n * dy[c];
-                    pb[c] += dy[c];
-                }
-            }
+            for (int r = r0; r < r1; r++)
+                ln_row_backward(dinp + (size_t)r * C, pw, pb, dout + (size_t)r * C, inp + (size_t)r * C, w, mean[r],
+                                rstd[r], C);
         }
 #pragma omp for schedule(static)
         for (int c = 0; c < C; c++) {
@@ -150,65 +184,253 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
 }
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2 / pi) */
+#define GELU_A 0.044715f
+#define EW_BLOCK 4096                 /* element block of the elementwise ops (fixed: determinism) */
 
-void epar_nn_gelu_forward(float *out, const float *inp, size_t n)
+/* GELU, tanh form, written with the identity 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + exp(-2u)):
+ *   gelu(x)  = x s,                                   u = K (x + A x^3), s = 1 / (1 + exp(-2u))
+ *   gelu'(x) = s + 2 x s (1 - s) K (1 + 3 A x^2)      (sech^2 u = 4 s (1 - s))
+ * One exp per element instead of tanhf (glibc's tanhf -> expm1f was a third of a training step), accurate
+ * in relative terms also where 1 + tanh u is tiny (x << 0). exp is glibc's: libmvec's 8-lane AVX2 expf
+ * (max 4 ulp) when the CPU has AVX2+FMA, else libm's expf; every element of a run goes through the same
+ * one (a block's tail is padded to 8 lanes), so the bits do not depend on where an element sits. */
+static int nn_portable;
+
+void epar_nn_set_portable(int portable) { nn_portable = portable != 0; }
+int epar_nn_simd(void) { return !nn_portable && epar_stream_simd(); }
+
+static void gelu_block_c(float *out, float *dinp, const float *inp, const float *dout, int n)
 {
-#pragma omp parallel for schedule(static) PAR(n)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    for (int i = 0; i < n; i++) {
+        float x = inp[i], u = GELU_K * (x + GELU_A * x * x * x), s = 1.0f / (1.0f + expf(-2.0f * u));
+        if (out) out[i] = x * s;
+        else dinp[i] = (s + 2.0f * x * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_A * x * x)) * dout[i];
     }
 }
 
+/* Causal attention rows. Row i of a head: z_j = s_j fac[i-j] + bias[i-j] (fac, bias may be NULL), j <= i;
+ * a = softmax(z) over j <= i; backward: dz_j = a_j (d_j - sum_k a_k d_k), ds_j = dz_j fac[i-j].
+ * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
+ * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
+ * throughout and its bits do not depend on the thread count either way. */
+static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, int i)
+{
+    float mx = -INFINITY;
+    for (int j = 0; j <= i; j++) {
+        float z = s[j];
+        if (fac) z *= fac[i - j];
+        if (bias) z += bias[i - j];
+        a[j] = z;
+        if (z > mx) mx = z;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        float e = expf(a[j] - mx);
+        a[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j <= i; j++) a[j] *= inv;
+}
+
+/* d (i+1) <- ds of row i from d = dA and a = A; gf, gb (T): per-distance sums of dz s and dz (NULL: none) */
+static void softmax_row_backward_c(float *d, const float *a, const float *s, const float *fac, float *gf, float *gb,
+                                   int i)
+{
+    float dot = 0.0f;
+    for (int j = 0; j <= i; j++) dot += a[j] * d[j];
+    for (int j = 0; j <= i; j++) {
+        float dz = a[j] * (d[j] - dot);
+        int dist = i - j;
+        if (gb) gb[dist] += dz;
+        if (fac) {
+            if (gf) gf[dist] += dz * s[j];
+            dz *= fac[dist];
+        }
+        d[j] = dz;
+    }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+__m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
+
+/* out (n) = gelu(inp), or (out NULL) dinp (n) = gelu'(inp) dout; the same arithmetic as gelu_block_c */
+static void gelu_block_avx2(float *out, float *dinp, const float *inp, const float *dout, int n)
+{
+    const __m256 k = _mm256_set1_ps(GELU_K), a = _mm256_set1_ps(GELU_A), one = _mm256_set1_ps(1.0f);
+    const __m256 m2 = _mm256_set1_ps(-2.0f), two = _mm256_set1_ps(2.0f), a3 = _mm256_set1_ps(3.0f * GELU_A);
+    for (int i = 0; i < n; i += 8) {
+        int w = n - i < 8 ? n - i : 8;
+        float xb[8] = {0}, db[8] = {0}, ob[8];
+        const float *xp = inp + i, *dp = out ? NULL : dout + i;
+        if (w < 8) {   /* the tail, padded */
+            memcpy(xb, xp, (size_t)w * sizeof(float));
+            if (dp) memcpy(db, dp, (size_t)w * sizeof(float));
+            xp = xb;
+            dp = dp ? db : NULL;
+        }
+        __m256 x = _mm256_loadu_ps(xp), x2 = _mm256_mul_ps(x, x);
+        __m256 u = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(a, x2), x)));
+        __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_mul_ps(m2, u))));
+        __m256 r;
+        if (out) {
+            r = _mm256_mul_ps(x, s);
+        } else {
+            __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), s), _mm256_sub_ps(one, s));
+            t = _mm256_mul_ps(_mm256_mul_ps(t, k), _mm256_add_ps(one, _mm256_mul_ps(a3, x2)));
+            r = _mm256_mul_ps(_mm256_add_ps(s, t), _mm256_loadu_ps(dp));
+        }
+        if (w == 8) {
+            _mm256_storeu_ps((out ? out : dinp) + i, r);
+        } else {
+            _mm256_storeu_ps(ob, r);
+            memcpy((out ? out : dinp) + i, ob, (size_t)w * sizeof(float));
+        }
+    }
+}
+
+static inline __m256 rev8(__m256 v) { return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
+
+static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... then pairs */
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed */
+static inline __m256 row_z(const float *s, const float *fac, const float *bias, int i, int j, int w)
+{
+    float sb[8], fb[8], bb[8];
+    if (w == 8) {
+        __m256 z = _mm256_loadu_ps(s + j);
+        if (fac) z = _mm256_mul_ps(z, rev8(_mm256_loadu_ps(fac + i - j - 7)));
+        if (bias) z = _mm256_add_ps(z, rev8(_mm256_loadu_ps(bias + i - j - 7)));
+        return z;
+    }
+    for (int k = 0; k < 8; k++) {
+        sb[k] = k < w ? s[j + k] : 0.0f;
+        fb[k] = k < w && fac ? fac[i - j - k] : 1.0f;
+        bb[k] = k < w && bias ? bias[i - j - k] : 0.0f;
+    }
+    __m256 z = _mm256_loadu_ps(sb);
+    if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
+    if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z,
+                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+}
+
+static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, int i)
+{
+    int n = i + 1;
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    float tail[8];
+    for (int j = 0; j < n; j += 8) {
+        int w = n - j < 8 ? n - j : 8;
+        __m256 z = row_z(s, fac, bias, i, j, w);
+        vmax = _mm256_max_ps(vmax, z);
+        if (w == 8) _mm256_storeu_ps(a + j, z);
+        else _mm256_storeu_ps(tail, z);   /* -inf in the padding lanes */
+    }
+    float lanes[8], mx = -INFINITY;
+    _mm256_storeu_ps(lanes, vmax);
+    for (int k = 0; k < 8; k++) mx = lanes[k] > mx ? lanes[k] : mx;
+    __m256 vM = _mm256_set1_ps(mx), vsum = _mm256_setzero_ps();
+    int n8 = n & ~7;
+    for (int j = 0; j < n8; j += 8) {
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
+        _mm256_storeu_ps(a + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    if (n8 < n) {
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(tail), vM));   /* exp(-inf) = 0 */
+        _mm256_storeu_ps(tail, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
+    for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
+    if (n8 < n) {
+        _mm256_storeu_ps(tail, _mm256_mul_ps(_mm256_loadu_ps(tail), inv));
+        memcpy(a + n8, tail, (size_t)(n - n8) * sizeof(float));
+    }
+}
+
+/* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version) */
+static void softmax_row_backward_avx2(float *d, const float *a, const float *fac, int i)
+{
+    int n = i + 1, n8 = n & ~7;
+    __m256 vdot = _mm256_setzero_ps();
+    float ab[8] = {0}, db[8] = {0}, fb[8];
+    for (int j = 0; j < n8; j += 8) vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(d + j)));
+    if (n8 < n) {
+        memcpy(ab, a + n8, (size_t)(n - n8) * sizeof(float));
+        memcpy(db, d + n8, (size_t)(n - n8) * sizeof(float));
+        vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_loadu_ps(db)));
+    }
+    __m256 dot = _mm256_set1_ps(hsum8(vdot));
+    for (int j = 0; j < n8; j += 8) {
+        __m256 dz = _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_sub_ps(_mm256_loadu_ps(d + j), dot));
+        if (fac) dz = _mm256_mul_ps(dz, rev8(_mm256_loadu_ps(fac + i - j - 7)));
+        _mm256_storeu_ps(d + j, dz);
+    }
+    if (n8 < n) {
+        __m256 dz = _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_sub_ps(_mm256_loadu_ps(db), dot));
+        if (fac) {
+            for (int k = 0; k < 8; k++) fb[k] = n8 + k < n ? fac[i - n8 - k] : 0.0f;
+            dz = _mm256_mul_ps(dz, _mm256_loadu_ps(fb));
+        }
+        _mm256_storeu_ps(db, dz);
+        memcpy(d + n8, db, (size_t)(n - n8) * sizeof(float));
+    }
+}
+#pragma GCC pop_options
+
+static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, size_t n)
+{
+    void (*f)(float *, float *, const float *, const float *, int) = epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
+    size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) PAR(n)
+    for (size_t b = 0; b < nb; b++) {
+        size_t i0 = b * EW_BLOCK;
+        int w = (int)(n - i0 < EW_BLOCK ? n - i0 : EW_BLOCK);
+        f(out ? out + i0 : NULL, out ? NULL : dinp + i0, inp + i0, out ? NULL : dout + i0, w);
+    }
+}
+
+void epar_nn_gelu_forward(float *out, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, n); }
+
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-#pragma omp parallel for schedule(static) PAR(n)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i], u = GELU_K * (x + 0.044715f * x * x * x), th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = g * dout[i];
-    }
+    gelu_run(NULL, dinp, inp, dout, n);
 }
 
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
-    /* out (B, T, C), preatt and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
+    /* out (B, T, C), preatt (or NULL) and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) schedule(dynamic) PAR((double)B * T * T * C)
+    void (*row)(float *, const float *, const float *, const float *, int) =
+        epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
+#pragma omp parallel for collapse(2) schedule(dynamic) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
             size_t bh = ((size_t)b * NH + h) * T * T;
-            float *S = preatt + bh, *A = att + bh, *O = out + (size_t)b * T * C + h * hs;
+            float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 */
+                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
                             C3, 0.0f, S + (size_t)i0 * T, T);
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
-                    const float *s = S + (size_t)i * T;
-                    float *a = A + (size_t)i * T, mx = -INFINITY;
-                    for (int j = 0; j <= i; j++) {
-                        float z = s[j];
-                        if (fac) z *= fac[i - j];
-                        if (bias) z += bias[i - j];
-                        a[j] = z;
-                        if (z > mx) mx = z;
-                    }
-                    float sum = 0.0f;
-                    for (int j = 0; j <= i; j++) {
-                        float e = expf(a[j] - mx);
-                        a[j] = e;
-                        sum += e;
-                    }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j <= i; j++) a[j] *= inv;
+                    float *a = A + (size_t)i * T;
+                    row(a, S + (size_t)i * T, fac, bias, i);
                     for (int j = i + 1; j < T; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
@@ -225,8 +447,8 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     /* dqkv (B, T, 3C), dout (B, T, C), qkv (B, T, 3C), preatt and att (B, NH, T, T), datt (nscratch, T, T) */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    int nt = imin(omp_get_max_threads(), nscratch);
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR((double)B * T * T * C)
+    int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             float *dA = datt + (size_t)omp_get_thread_num() * T * T;
@@ -253,19 +475,9 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                             dO + (size_t)i0 * C, C, 1.0f, dV, C3);
                 /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
                 for (int i = i0; i < i1; i++) {
-                    const float *a = A + (size_t)i * T, *s = S + (size_t)i * T;
-                    float *d = dA + (size_t)i * T, dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-                    for (int j = 0; j <= i; j++) {
-                        float dz = a[j] * (d[j] - dot);
-                        int dist = i - j;
-                        if (gb) gb[dist] += dz;
-                        if (fac) {
-                            if (gf) gf[dist] += dz * s[j];
-                            dz *= fac[dist];
-                        }
-                        d[j] = dz;
-                    }
+                    float *d = dA + (size_t)i * T;
+                    if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                    else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
                     for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
                 }
                 /* dQ = scale dS K, dK += scale dS^T Q */
@@ -571,7 +783,9 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL};
-        epar_nn_attention_forward(atty, LAYER(a->preatt, l, nA), LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+        /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
+        float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
+        epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
         memcpy(res2, res, nC * sizeof(float));
         epar_nn_matmul_forward(res2, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C, 1);
         epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,

@@ -61,7 +61,8 @@ struct epar_nn_acts {
     float *ln1_mean;    /* (NL, B, T) */
     float *ln1_rstd;    /* (NL, B, T) */
     float *qkv;         /* (NL, B, T, 3C) q, k (rotated by RoPE when that is the mechanism), v */
-    float *preatt;      /* (NL, B, NH, T, T) s_ij = q_i . k_j / sqrt(hs), j <= i */
+    float *preatt;      /* (NL, B, NH, T, T) s_ij = q_i . k_j / sqrt(hs), j <= i; written only when a learned
+                         * factor needs it in backward (EPAR with learn_posfx) */
     float *att;         /* (NL, B, NH, T, T) attention weights, 0 for j > i */
     float *atty;        /* (NL, B, T, C) attention output (heads concatenated) */
     float *residual2;   /* (NL, B, T, C) residual + attention projection */
@@ -150,6 +151,10 @@ void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float
 void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                 const float *w, const float *mean, const float *rstd, int N, int C, float *part);
 /* GELU, tanh approximation (GPT-2); backward: dinp (n) = dout gelu'(inp) (in place allowed: dinp == dout) */
+/* 1: the elementwise ops use portable C (libm expf) instead of AVX2 + libmvec (the tests compare both) */
+void epar_nn_set_portable(int portable);
+/* 1 when the AVX2 path runs (CPU has AVX2+FMA and not set portable) */
+int epar_nn_simd(void);
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n);
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
@@ -161,7 +166,8 @@ struct epar_nn_attn_pos {
     float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
 };
-/* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved */
+/* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
+ * scores are not kept; backward then must not be asked for gfac) */
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH);
 /* dqkv (B, T, 3C) overwritten; datt: (nscratch, T, T) per-thread scratch */

@@ -51,10 +51,15 @@ int main(void)
     struct epar_ckpt c;
     check_int(epar_ckpt_read(path, &c), EPAR_OK, "read back");
     size_t n;
-    const float *p = epar_ckpt_get(&c, "params", &n);
-    check_true(p && n == 5 * sizeof(float) && p[0] == 1.5f && p[4] == 5.0f, "params round trip");
-    const double *d = epar_ckpt_get(&c, "state", &n);
-    check_true(d && n == 2 * sizeof(double) && d[0] == 0.25, "state round trip");
+    /* section data sits at any byte offset: copied out, as epar_ckpt_get's callers must */
+    float p[5] = {0};
+    double d[2] = {0};
+    const void *pp = epar_ckpt_get(&c, "params", &n);
+    if (pp && n == sizeof p) memcpy(p, pp, sizeof p);
+    check_true(pp && n == 5 * sizeof(float) && p[0] == 1.5f && p[4] == 5.0f, "params round trip");
+    const void *dp = epar_ckpt_get(&c, "state", &n);
+    if (dp && n == sizeof d) memcpy(d, dp, sizeof d);
+    check_true(dp && n == 2 * sizeof(double) && d[0] == 0.25, "state round trip");
     check_true(epar_ckpt_get(&c, "empty", &n) != NULL && n == 0, "empty section");
     check_true(epar_ckpt_get(&c, "missing", &n) == NULL, "absent section");
     epar_ckpt_free(&c);

@@ -1,0 +1,175 @@
+/* train_step: training throughput of epar's Transformer (lib/nn + lib/optim), for bench/bench_train.sh.
+ *
+ * One training step is what experiments/train.c's step does, minus drawing the batch: forward with the
+ * loss, zero the gradients, backward, AdamW with clipping (lib/optim). The batch is random tokens (fixed
+ * seed), as in bench/torch_train.py, so neither side measures data loading.
+ *
+ * Several mechanisms in one run are interleaved step by step (none, epar-basic, then epar-basic, none, ...:
+ * the order rotates each step), so a drift of the shared machine's speed hits all of them alike; each gets
+ * the median of its timed steps.
+ *
+ * usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]
+ *                   [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V]
+ * Prints one CSV line per mechanism (header first):
+ *   mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,
+ *   forward_s,backward_s,optim_s,cpu_seconds_per_step
+ * (each seconds figure is the median over the timed steps of that phase; cpu_seconds_per_step is the
+ * process CPU time of a step, which a shared machine's other processes do not inflate when they take the
+ * core away). Exit 2: usage; 3: setup failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <omp.h>
+#include <gsl/gsl_rng.h>
+#include "lib/blas.h"
+#include "lib/err.h"
+#include "lib/nn.h"
+#include "lib/optim.h"
+
+#define MAXMECH 8
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]\n"
+                    "                  [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V]\n");
+    return 2;
+}
+
+struct run {
+    struct epar_nn m;
+    struct epar_optim o;
+    struct epar_optim_segment seg[EPAR_NN_NTENSORS];
+    int nseg;
+    double *t_step, *t_fwd, *t_bwd, *t_opt, *t_cpu;   /* (steps) */
+};
+
+int main(int argc, char **argv)
+{
+    int threads = 1, steps = 20, warm = 3, B = 16, T = 256, C = 128, NL = 4, NH = 4, F = 512, V = 63;
+    char mechs[256] = "none";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int *dst = !strcmp(a, "--threads") ? &threads : !strcmp(a, "--steps") ? &steps
+                   : !strcmp(a, "--warmup-steps") ? &warm : !strcmp(a, "--batch") ? &B
+                   : !strcmp(a, "--length") ? &T : !strcmp(a, "--dim") ? &C : !strcmp(a, "--layers") ? &NL
+                   : !strcmp(a, "--heads") ? &NH : !strcmp(a, "--mlp") ? &F : !strcmp(a, "--vocab") ? &V : NULL;
+        if (!v) return usage();
+        if (dst) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (*end || x < (dst == &warm ? 0 : 1) || x > 1 << 20) {
+                fprintf(stderr, "train_step: bad value '%s' for %s\n", v, a);
+                return 2;
+            }
+            *dst = (int)x;
+        } else if (!strcmp(a, "--mechanisms")) {
+            snprintf(mechs, sizeof mechs, "%s", v);
+        } else {
+            return usage();
+        }
+        i++;
+    }
+    epar_blas_threads(1);   /* as cmd/main.c: BLAS single-threaded inside epar's OpenMP threads */
+    omp_set_num_threads(threads);
+
+    struct run runs[MAXMECH];
+    enum epar_nnpos_id ids[MAXMECH];
+    int nm = 0;
+    for (char *tok = strtok(mechs, ","); tok; tok = strtok(NULL, ",")) {
+        if (nm == MAXMECH || epar_nnpos_find(tok, &ids[nm])) {
+            fprintf(stderr, "train_step: unknown mechanism (or more than %d) '%s'\n", MAXMECH, tok);
+            return 2;
+        }
+        nm++;
+    }
+    int *tok = malloc((size_t)B * T * sizeof *tok), *tgt = malloc((size_t)B * T * sizeof *tgt);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!tok || !tgt || !r) return 3;
+    gsl_rng_set(r, 42);
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int)gsl_rng_uniform_int(r, (unsigned long)V);
+        tgt[i] = (int)gsl_rng_uniform_int(r, (unsigned long)V);
+    }
+    for (int k = 0; k < nm; k++) {
+        struct run *u = &runs[k];
+        struct epar_nn_config cfg = {.V = V, .Tmax = T, .Bmax = B, .C = C, .NH = NH, .NL = NL, .F = F, .pos = ids[k],
+                                     .init_sd = 0.02};
+        epar_nnpos_settings_default(&cfg.pos_settings);
+        struct epar_optim_config oc = {.lr = 1e-3, .lr_min_ratio = 0.1, .warmup = 0, .steps = warm + steps,
+                                       .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+        if (epar_nn_alloc(&u->m, &cfg) || epar_optim_alloc(&u->o, &oc, u->m.n_params)) {
+            fprintf(stderr, "train_step: %s\n", epar_err_message());
+            return 3;
+        }
+        epar_nn_init(&u->m, r);
+        u->nseg = 0;
+        for (int t = 0; t < EPAR_NN_NTENSORS; t++)
+            if (u->m.sizes[t])
+                u->seg[u->nseg++] = (struct epar_optim_segment){u->m.offsets[t], u->m.sizes[t], epar_nn_decayed(t)};
+        u->t_step = calloc((size_t)steps * 5, sizeof(double));
+        if (!u->t_step) return 3;
+        u->t_fwd = u->t_step + steps;
+        u->t_bwd = u->t_fwd + steps;
+        u->t_opt = u->t_bwd + steps;
+        u->t_cpu = u->t_opt + steps;
+    }
+    for (int s = 0; s < warm + steps; s++)
+        for (int kk = 0; kk < nm; kk++) {
+            int k = (kk + s) % nm;   /* rotate the order: no mechanism always runs first (caches, TLB) */
+            struct run *u = &runs[k];
+            double c0 = cpu_now(), t0 = omp_get_wtime();
+            if (epar_nn_forward(&u->m, tok, tgt, NULL, B, T)) {
+                fprintf(stderr, "train_step: %s\n", epar_err_message());
+                return 3;
+            }
+            double t1 = omp_get_wtime();
+            epar_nn_zero_grad(&u->m);
+            epar_nn_backward(&u->m);
+            double t2 = omp_get_wtime();
+            epar_optim_step(&u->o, u->m.params_mem, u->m.grads_mem, u->seg, u->nseg, epar_optim_lr(&u->o.cfg, s));
+            double t3 = omp_get_wtime(), c3 = cpu_now();
+            if (s >= warm) {
+                u->t_cpu[s - warm] = c3 - c0;
+                u->t_step[s - warm] = t3 - t0;
+                u->t_fwd[s - warm] = t1 - t0;
+                u->t_bwd[s - warm] = t2 - t1;
+                u->t_opt[s - warm] = t3 - t2;
+            }
+        }
+    printf("mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,"
+           "forward_s,backward_s,optim_s,cpu_seconds_per_step\n");
+    for (int k = 0; k < nm; k++) {
+        struct run *u = &runs[k];
+        double sps = median(u->t_step, steps);
+        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", epar_nnpos_name(ids[k]), threads, B, T,
+               C, NL, NH, F, V, u->m.n_params, sps, (double)B * T / sps, median(u->t_fwd, steps),
+               median(u->t_bwd, steps), median(u->t_opt, steps), median(u->t_cpu, steps));
+        epar_nn_free(&u->m);
+        epar_optim_free(&u->o);
+        free(u->t_step);
+    }
+    gsl_rng_free(r);
+    free(tok);
+    free(tgt);
+    return 0;
+}
