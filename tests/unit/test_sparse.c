@@ -170,7 +170,7 @@ static void check_forward(const struct setting *s, int L, int D, int H, int caus
     epar_mech_forward(&m, &ly, X, A, &aw, &empty);
     check_int(empty, 0, "%s forward L=%d causal=%d: no empty row", s->name, L, causal);
     epar_attn_project(&m.cfg, &ly, &m.mods, X, &aw);
-    epar_attn_values(&m.cfg, &ly, &aw, V);
+    epar_attn_values(&m.cfg, &ly, aw.x, V);
     for (int h = 0; h < H; h++)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dk, L, 1.0, A + h * LL, L, V + h * dk, D, 0.0,
                     Oref + h * dk, D);
