@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the streaming analysis against this machine's arithmetic floor, NumPy, and L^2 scaling.
-#   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below),
-#      once at the start and again right before every length (the machine is shared: each length is
-#      compared with the peak measured next to it);
+#   1. measures the fp32 FMA peak with bench/fma_peak.c (best of 7, with the thread count used below) on the
+#      widest FMA the CPU has (AVX-512 when present, else AVX2; at the start every ISA is shown), once at the
+#      start and again right before every length (the machine is shared: each length is compared with the
+#      peak measured next to it);
 #      Also: OpenBLAS sgemm alone on the streaming tiles (bench/sgemm_tiles.c), as a fraction of the peak;
 #   2. runs `epar scale` per length (streaming for every L, materialised up to BENCH_MAT_MAX) and prints
 #      time, GFLOP/s (2 L^2 d / s), peak RSS, and the ratio to the floor
@@ -28,10 +29,12 @@ PY=/usr/bin/python3
 mkdir -p build/bench "$OUT"
 gcc -O2 -fopenmp bench/fma_peak.c -o build/bench/fma_peak
 
-echo "== fp32 FMA peak (bench/fma_peak.c, best of 7) =="
-build/bench/fma_peak "$JOBS" | tee "$OUT/fma_peak.txt" | awk '{ printf "  %d thread(s): %8.2f GFLOP/s\n", $1, $2 }'
+echo "== fp32 FMA peak (bench/fma_peak.c, best of 7; every ISA the CPU has, the widest is the peak) =="
+# lines "threads gflops isa"; with --all the widest ISA is the last line of each thread count
+build/bench/fma_peak --all "$JOBS" | tee "$OUT/fma_peak.txt" | awk '{ printf "  %d thread(s): %8.2f GFLOP/s  %s\n", $1, $2, $3 }'
 PEAK=$(tail -n 1 "$OUT/fma_peak.txt" | cut -d' ' -f2)
-echo "  floor model: 1.25 * 2 L^2 d / $PEAK GFLOP/s ($JOBS threads), d = $D"
+ISA=$(tail -n 1 "$OUT/fma_peak.txt" | cut -d' ' -f3)
+echo "  floor model: 1.25 * 2 L^2 d / $PEAK GFLOP/s ($ISA FMA, $JOBS threads), d = $D"
 echo "  BLAS: $($EPAR --version | grep OpenBLAS)"
 gcc -O2 $(pkg-config --cflags openblas 2>/dev/null) bench/sgemm_tiles.c -o build/bench/sgemm_tiles -lopenblas
 P1=$(build/bench/fma_peak 1 only | cut -d' ' -f2)
@@ -40,18 +43,19 @@ awk -v sg="$SG" -v p="$P1" 'BEGIN { printf "  sgemm alone on the streaming tiles
 
 repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
 csv=$OUT/scaling.csv
-echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor,cpu_seconds,cpu_share" > "$csv"
+echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor,cpu_seconds,cpu_share,fma_isa,blas_core" > "$csv"
 run() { # path L
-    local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak
+    local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak isa core
     rm -rf "$dir"
-    peak=$(build/bench/fma_peak "$JOBS" only | cut -d' ' -f2)
+    read -r _ peak isa < <(build/bench/fma_peak "$JOBS" only)   # the widest ISA
     $EPAR scale --length "$L" --hidden "$D" --path "$path" --repeats "$(repeats "$L")" --jobs "$JOBS" \
         --out "$dir" --quiet || { echo "  $path L=$L failed (exit $?)"; return 0; }
     cpu=$(grep '^cpu_seconds_mean,' "$dir/scale/summary.csv" | cut -d, -f2)
-    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" -v cpu="$cpu" 'BEGIN { OFS = "," }
+    core=$(grep '^blas_core,' "$dir/scale/summary.csv" | cut -d, -f2)
+    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" -v cpu="$cpu" -v isa="$isa" -v core="$core" 'BEGIN { OFS = "," }
         { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9);
           print $0, peak, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5),
-                sprintf("%.6g", cpu), sprintf("%.3g", cpu / ($5 * $4)) }' >> "$csv"
+                sprintf("%.6g", cpu), sprintf("%.3g", cpu / ($5 * $4)), isa, core }' >> "$csv"
 }
 echo
 echo "== epar scale, d = $D, $JOBS threads (seconds: median of the repeats) =="
@@ -64,6 +68,7 @@ awk -F, 'NR == 1 { printf "  %7s %-12s %9s %8s %7s %6s %9s %9s %7s %8s %9s %9s\n
          { printf "  %7d %-12s %9.4g %8.4g %7.4g %6d %9.4g %9.4g %7.3g %8s %9.4g %9.3g\n", $1, $3, $5, $6, $7, $8, $9, $10,
                   $11, ($11 <= 2 ? "yes" : "no"), $13, $14 }' "$csv"
 echo "  cpu share = process CPU time / (seconds x threads): below 1 when other processes took the cores"
+echo "  floor from the $ISA FMA peak; BLAS kernel epar scale ran with (run.json, summary.csv): $(awk -F, 'NR > 1 { print $16 }' "$csv" | sort -u | tr '\n' ' ')"
 
 # slope of log(seconds) vs log(L), streaming, L >= 4096 (least squares)
 SLOPE=$(awk -F, '$3 == "streaming" && $1 >= 4096 { x = log($1); y = log($5); n++; sx += x; sy += y; sxx += x*x; sxy += x*y }

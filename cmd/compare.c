@@ -44,7 +44,8 @@ int cmd_compare(int argc, char **argv)
 {
     struct cli_common c = {0};
     const char *mechanisms = NULL, *set = NULL;
-    int causal = 0, list = 0;
+    int causal = 0, list = 0, speed_tile = 0;
+    struct opt_dlist speed = {0};
     struct opt opts[] = {
         {"Mechanisms", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"list", 0, OPT_FLAG, &list, NULL, "print every mechanism: id, kind, parameters and defaults", 0},
@@ -56,6 +57,9 @@ int cmd_compare(int argc, char **argv)
         {"hidden", 0, OPT_INT, &c.over.hidden, "N", "model width", 0},
         {"heads", 0, OPT_INT, &c.over.heads, "N", "attention heads (must divide hidden)", 0},
         {"batch", 0, OPT_INT, &c.over.batch, "N", "inputs per seed", 0},
+        {"Sparse speed (sparse_speed.csv, the pi_speedup check)", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"speed-lengths", 0, OPT_DLIST, &speed, "LIST", "lengths of the dense vs structured kernel timings (protocol: 1024,2048,4096)", 0},
+        {"speed-tile", 0, OPT_INT, &speed_tile, "N", "rows per tile of the structured kernels (0: the default)", 0},
         OPTS_COMMON(&c),
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
     int rc = cli_parse("compare", "[--list] [--mechanisms a,b,...] [--set mech.param=value] [options]", opts, argc, argv);
@@ -84,6 +88,26 @@ int cmd_compare(int argc, char **argv)
         cfg.n_mech = n;
     }
     if (!st) st = apply_sets(&cfg, argc, argv);
+    if (!st && cli_seen(opts, "speed-lengths")) {
+        if (speed.n < 1 || speed.n > EPAR_COMPARE_MAX_FACTORS) {
+            epar_protocol_free(&proto);
+            return cli_usage_error("--speed-lengths takes 1 to %d lengths", EPAR_COMPARE_MAX_FACTORS);
+        }
+        for (int k = 0; k < speed.n; k++)
+            if (speed.v[k] < 1 || speed.v[k] > 16384 || speed.v[k] != (int)speed.v[k]) {
+                epar_protocol_free(&proto);
+                return cli_usage_error("invalid --speed-lengths value '%g' (an integer in [1, 16384])", speed.v[k]);
+            }
+        cfg.n_speed = speed.n;
+        for (int k = 0; k < speed.n; k++) cfg.speed_lengths[k] = (int)speed.v[k];
+    }
+    if (!st && cli_seen(opts, "speed-tile")) {
+        if (speed_tile < 0 || speed_tile > 65536) {
+            epar_protocol_free(&proto);
+            return cli_usage_error("invalid --speed-tile '%d' (0 to 65536)", speed_tile);
+        }
+        cfg.speed_tile = speed_tile;
+    }
     if (st) {
         epar_protocol_free(&proto);
         return cli_fail(st);

@@ -62,7 +62,11 @@ static void version(void)
 {
     printf("epar %s\n", EPAR_VERSION);
     printf("GSL %s\n", gsl_version);
-    printf("%s (kernel %s)\n", epar_blas_config(), epar_blas_core()); /* "OpenBLAS 0.3.21 ..." */
+    /* "OpenBLAS 0.3.21 ... (kernel X)"; epar scale reports the same kernel unless it upgrades (lib/blas.h) */
+    const char *up = epar_blas_upgrade_core();
+    if (up) printf("%s (kernel %s; epar scale re-executes with %s: the CPU has AVX-512)\n", epar_blas_config(),
+                   epar_blas_core(), up);
+    else printf("%s (kernel %s)\n", epar_blas_config(), epar_blas_core());
     printf("libcsv %d.%d.%d\n", CSV_MAJOR, CSV_MINOR, CSV_RELEASE);
     printf("jansson %s\n", jansson_version_str());
 }

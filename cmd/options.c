@@ -276,11 +276,13 @@ static const char *default_protocol(char *buf, size_t n)
 }
 
 /* The experiment options given on the command line as "name=value;..." (table order): everything but the
- * options that choose what is run with which protocol and seeds (recorded apart) or how (threads, output). */
+ * options that choose what is run with which protocol and seeds (recorded apart) or how (threads, output, and
+ * compare's kernel-timing lengths and tile: they change wall-clock columns only, which --jobs changes too, and
+ * run.json records them). */
 static void overrides(const struct opt *opts, char *buf, size_t n)
 {
     static const char *const skip[] = {"protocol", "preset", "seed", "seeds", "out", "no-render", "quiet", "jobs",
-                                       NULL};
+                                       "speed-lengths", "speed-tile", NULL};
     size_t used = 0;
     buf[0] = '\0';
     for (const struct opt *p = opts; p->type != OPT_END; p++) {

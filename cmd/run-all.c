@@ -45,8 +45,12 @@ struct runset {
     int n_ran, n_failed, worst;
 };
 
+/* pinned: the runs of --check / --update-golden: no figures, and compare times its dense and structured kernels
+ * at L = 256 only (PINNED_SPEED_LENGTH), since no wall-clock number is pinned and the protocol's lengths (up to
+ * 4096) would make every check pay seconds of timing */
+#define PINNED_SPEED_LENGTH "256"
 static int run_experiments(const struct cli_common *c, const struct opt *opts, const char *protocol,
-                           const char *out, int force_no_render, int tty, struct runset *rs)
+                           const char *out, int pinned, int tty, struct runset *rs)
 {
     char *fwd[32];
     int nf = 0;
@@ -55,7 +59,7 @@ static int run_experiments(const struct cli_common *c, const struct opt *opts, c
     if (c->preset) { fwd[nf++] = "--preset"; fwd[nf++] = (char *)c->preset; }
     fwd[nf++] = "--out";
     fwd[nf++] = (char *)out;
-    if (c->no_render || force_no_render) fwd[nf++] = "--no-render";
+    if (c->no_render || pinned) fwd[nf++] = "--no-render";
     fwd[nf++] = "--quiet"; /* run-all shows its own progress; each experiment's summary is in its files */
     if (cli_seen(opts, "jobs")) { snprintf(jobs, sizeof jobs, "%d", c->jobs); fwd[nf++] = "--jobs"; fwd[nf++] = jobs; }
     if (cli_seen(opts, "seed")) { snprintf(seed, sizeof seed, "%d", c->seed); fwd[nf++] = "--seed"; fwd[nf++] = seed; }
@@ -79,6 +83,10 @@ static int run_experiments(const struct cli_common *c, const struct opt *opts, c
         int ac = 0;
         av[ac++] = (char *)e->name;
         for (int k = 0; k < nf; k++) av[ac++] = fwd[k];
+        if (pinned && !strcmp(e->name, "compare")) {
+            av[ac++] = "--speed-lengths";
+            av[ac++] = PINNED_SPEED_LENGTH;
+        }
         av[ac] = NULL;
         int r = e->fn(ac, av);
         i++;

@@ -11,24 +11,26 @@
 #include "experiments/scale.h"
 #include "cli.h"
 
-/* OpenBLAS picks its kernel in a constructor, before main, and does not recognise this project's
- * AMD EPYC machines as AVX-512 capable. When the CPU reports avx512f and the user set no
- * OPENBLAS_CORETYPE, re-execute once with OPENBLAS_CORETYPE=SkylakeX (the AVX-512 sgemm kernel).
- * Inactive on CPUs without AVX-512 (such as the 2-core EPYC this was written on). */
+/* OpenBLAS picks its kernel in a constructor, before main. When that kernel lacks AVX-512 on a CPU that has
+ * it (OpenBLAS 0.3.21 gives AMD Zen 4 its AVX2 "Zen" kernel) and the user set no OPENBLAS_CORETYPE,
+ * re-execute once with OPENBLAS_CORETYPE=SkylakeX; an AVX-512 kernel OpenBLAS already chose (SkylakeX,
+ * Cooperlake, SapphireRapids) is kept (lib/blas.h). EPAR_BLAS_REEXEC (the kernel OpenBLAS had chosen) guards
+ * against a second exec and is recorded in run.json. */
 static void select_blas_core(int argc, char **argv)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || getenv("OPENBLAS_CORETYPE") || getenv("EPAR_BLAS_REEXEC")) return;
+    const char *up = epar_blas_upgrade_core();
+    if (!up || getenv("EPAR_BLAS_REEXEC")) return;
     char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
     if (!nargv) return;
     nargv[0] = "epar";
     for (int i = 0; i < argc; i++) nargv[i + 1] = argv[i];
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    setenv("EPAR_BLAS_REEXEC", "1", 1);
+    setenv("OPENBLAS_CORETYPE", up, 1);
+    setenv("EPAR_BLAS_REEXEC", epar_blas_core(), 1);
     fflush(NULL);
     execv("/proc/self/exe", nargv);
     /* exec failed: carry on with the kernel already loaded */
     unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("EPAR_BLAS_REEXEC");
     free(nargv);
 }
 

@@ -12,6 +12,7 @@
 #include "lib/importance.h"
 #include "lib/metrics.h"
 #include "lib/rng.h"
+#include "lib/sparse.h"
 #include "common.h"
 #include "compare.h"
 
@@ -19,7 +20,7 @@
 
 const char *const epar_compare_keys[] = {"mechanisms", "causal", "local_window", "extrapolation_length",
                                          "extrapolation_factors", "ablation_beta", "table_length", "claims_length",
-                                         "set", NULL};
+                                         "speed_lengths", "speed_head_dim", "speed_repeats", "speed_tile", "set", NULL};
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -79,12 +80,17 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
     cfg->ablation_beta = 1.0;
     cfg->table_length = 12;
     cfg->claims_length = 2048;
+    cfg->n_speed = 3;
+    for (int k = 0; k < 3; k++) cfg->speed_lengths[k] = 1024 << k;
+    cfg->speed_head_dim = 64;
+    cfg->speed_repeats = 3;
+    cfg->speed_tile = 0;
     int st = epar_protocol_check_keys(proto, E, epar_compare_keys);
     if (st) return st;
     int causal = 0;
     const char *list = NULL;
-    double f[EPAR_COMPARE_MAX_FACTORS];
-    int nf = 0;
+    double f[EPAR_COMPARE_MAX_FACTORS], sl[EPAR_COMPARE_MAX_FACTORS];
+    int nf = 0, nsl = 0;
     if ((st = epar_protocol_get_int(proto, E, "causal", &causal, 0, 1)) ||
         (st = epar_protocol_get_int(proto, E, "local_window", &cfg->local_window, 0, 1 << 20)) ||
         (st = epar_protocol_get_int(proto, E, "extrapolation_length", &cfg->extrap_length, 2, 1 << 16)) ||
@@ -92,6 +98,10 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
         (st = epar_protocol_get_double(proto, E, "ablation_beta", &cfg->ablation_beta, 0, 0)) ||
         (st = epar_protocol_get_int(proto, E, "table_length", &cfg->table_length, 2, 256)) ||
         (st = epar_protocol_get_int(proto, E, "claims_length", &cfg->claims_length, 64, 1 << 16)) ||
+        (st = epar_protocol_get_dlist(proto, E, "speed_lengths", sl, EPAR_COMPARE_MAX_FACTORS, &nsl)) ||
+        (st = epar_protocol_get_int(proto, E, "speed_head_dim", &cfg->speed_head_dim, 1, 4096)) ||
+        (st = epar_protocol_get_int(proto, E, "speed_repeats", &cfg->speed_repeats, 1, 1000)) ||
+        (st = epar_protocol_get_int(proto, E, "speed_tile", &cfg->speed_tile, 0, 1 << 16)) ||
         (st = epar_protocol_get_string(proto, E, "mechanisms", &list)))
         return st;
     cfg->causal = causal;
@@ -101,6 +111,14 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
             if (f[k] < 1 || f[k] > 64 || f[k] != floor(f[k]))
                 return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.extrapolation_factors[%d]: expected an integer in [1, 64]", k);
             cfg->factors[k] = (int)f[k];
+        }
+    }
+    if (nsl) {
+        cfg->n_speed = nsl;
+        for (int k = 0; k < nsl; k++) {
+            if (sl[k] < 1 || sl[k] > 16384 || sl[k] != floor(sl[k]))
+                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.speed_lengths[%d]: expected an integer in [1, 16384]", k);
+            cfg->speed_lengths[k] = (int)sl[k];
         }
     }
     if (list && (st = epar_compare_select(cfg, list))) {
@@ -172,6 +190,31 @@ static void seed_data_free(struct seed_data *sd)
     memset(sd, 0, sizeof *sd);
 }
 
+/* The attention output O (L,D) of every head for one item X (L,D), each mechanism on the fastest kernel epar
+ * has for it: with sws (mask mechanisms), Q, K and V = x W_V + b_V, then lib/sparse's structured kernel per head
+ * (the L x L matrix is never formed); otherwise epar_mech_forward (A (H,L,L), what the metrics use), V, and one
+ * dgemm O_h = A_h V_h per head. This is what time_us_per_row times. Fixed weights use no q, k: their values come
+ * from X itself (compare's layer has no position embedding). */
+static void attention_output(struct epar_mech *m, const struct epar_layer *layer, const double *X,
+                             struct epar_attn_ws *ws, const struct epar_sparse_pattern *pat,
+                             struct epar_sparse_ws *sws, double *A, double *V, double *O)
+{
+    int L = m->L, D = m->D, dk = m->dk;
+    if (sws) {
+        epar_attn_project(&m->cfg, layer, &m->mods, X, ws);
+        epar_attn_values(&m->cfg, layer, ws->x, V);
+        for (int h = 0; h < m->H; h++)
+            epar_sparse_output(pat, ws->Q + h * dk, ws->K + h * dk, V + h * dk, D, dk, m->cfg.scale * m->cfg.inv_temp,
+                               O + h * dk, D, sws);
+        return;
+    }
+    epar_mech_forward(m, layer, X, A, ws, NULL);
+    epar_attn_values(&m->cfg, layer, m->info->kind == EPAR_MK_FIXED ? X : ws->x, V);
+    for (int h = 0; h < m->H; h++)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dk, L, 1.0, A + (size_t)h * L * L, L, V + h * dk, D,
+                    0.0, O + h * dk, D);
+}
+
 /* one (mechanism, seed) job: fills out[M_COUNT]; Abar0 (L,L) of item 0 if not NULL */
 static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, unsigned long seed, double *out,
                    double *Abar0)
@@ -182,9 +225,11 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     struct seed_data sd;
     struct epar_mech m;
     struct epar_attn_ws ws = {0};
-    double *A = NULL, *Abar = NULL, *V = NULL, *work = NULL;
+    struct epar_sparse_pattern pat;
+    struct epar_sparse_ws sws = {0};
+    double *A = NULL, *Abar = NULL, *V = NULL, *work = NULL, *Vo = NULL, *O = NULL;
     size_t *idx = NULL;
-    int st = seed_data_make(&sd, L, D, B, seed, 1);
+    int st = seed_data_make(&sd, L, D, B, seed, 1), sparse = 0;
     if (st) { seed_data_free(&sd); return st; }
     if ((st = epar_mech_init(&m, id, cfg->p[id], L, D, H, cfg->causal, seed))) { seed_data_free(&sd); return st; }
     A = malloc((size_t)H * LL * sizeof *A);
@@ -192,7 +237,13 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     V = malloc((size_t)6 * L * sizeof *V);     /* epar_metric_optimal's work */
     work = malloc(LL * sizeof *work);
     idx = malloc(LL * sizeof *idx);
-    if (!A || !Abar || !V || !work || !idx || epar_attn_ws_alloc(&ws, L, D)) {
+    Vo = malloc((size_t)L * D * sizeof *Vo);
+    O = malloc((size_t)L * D * sizeof *O);
+    if (m.info->kind == EPAR_MK_MASK) {
+        if ((st = epar_sparse_pattern_from_mech(&m, &pat)) || (st = epar_sparse_ws_alloc(&sws, &pat, m.dk))) goto done;
+        sparse = 1;
+    }
+    if (!A || !Abar || !V || !work || !idx || !Vo || !O || epar_attn_ws_alloc(&ws, L, D)) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory in compare (length %d)", L);
         goto done;
     }
@@ -201,9 +252,7 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     double time = 0;
     for (int b = 0; b < B; b++) {
         int empty = 0;
-        double t0 = omp_get_wtime();
         epar_mech_forward(&m, &sd.layer, sd.X + (size_t)b * L * D, A, &ws, &empty);
-        time += omp_get_wtime() - t0;
         out[M_EMPTY] += (double)empty / B;
         double hm[EPAR_HEAD_COUNT];
         for (int h = 0; h < H; h++) {
@@ -225,6 +274,15 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
             out[M_CONS + t] += mo.consistency / B;
             if (!isnan(mo.ranking)) { out[M_RANK + t] += mo.ranking; nrank[t]++; }
         }
+        /* time_us_per_row: one untimed call (warm-up: first touch of this job's buffers, caches, lazy binding), then
+         * the fastest of speed_repeats calls (other load only slows a call); A is overwritten, after its metrics */
+        double best = INFINITY;
+        for (int rep = -1; rep < cfg->speed_repeats; rep++) {
+            double t0 = omp_get_wtime();
+            attention_output(&m, &sd.layer, sd.X + (size_t)b * L * D, &ws, &pat, sparse ? &sws : NULL, A, Vo, O);
+            if (rep >= 0) best = fmin(best, omp_get_wtime() - t0);
+        }
+        time += best;
     }
     for (int t = 0; t < EPAR_IMP_COUNT; t++) {
         out[M_RANK + t] = nrank[t] ? out[M_RANK + t] / nrank[t] : NAN;
@@ -235,7 +293,8 @@ done:
     epar_mech_free(&m);
     seed_data_free(&sd);
     epar_attn_ws_free(&ws);
-    free(A); free(Abar); free(V); free(work); free(idx);
+    epar_sparse_ws_free(&sws);
+    free(A); free(Abar); free(V); free(work); free(idx); free(Vo); free(O);
     return st;
 }
 
@@ -671,8 +730,9 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
                             (int)cfg->p[EPAR_MECH_PERFORMER][1], pe[0], pe[1])) { st = EPAR_ENOMEM; goto done; }
     }
 
-    /* seed_checks.csv: the measurements the seed claims of the protocol are judged on */
-    st = epar_exp_compare_checks(cfg, &res->checks);
+    /* sparse_speed.csv, then seed_checks.csv: the measurements the seed claims of the protocol are judged on */
+    if ((st = epar_exp_compare_speed(cfg, &res->speed))) goto done;
+    st = epar_exp_compare_checks(cfg, res->speed, &res->checks);
 done:
     free(R); free(heat); free(jst);
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in compare");
@@ -683,7 +743,7 @@ done:
 void epar_compare_free(struct epar_compare_result *res)
 {
     struct epar_table **all[] = {&res->mechanisms, &res->alibi, &res->t5, &res->fixed, &res->masks, &res->ablation,
-                                 &res->extrapolation, &res->checks, &res->consistency, &res->performer};
+                                 &res->extrapolation, &res->checks, &res->consistency, &res->performer, &res->speed};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) { epar_csv_free(*all[i]); *all[i] = NULL; }
     for (int k = 0; k < EPAR_MECH_COUNT; k++) { epar_csv_free(res->heat[k]); res->heat[k] = NULL; }
 }
@@ -699,7 +759,7 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
         {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
         {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
         {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
-        {"performer_error.csv", res->performer}};
+        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
     if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
 
     json_t *mech = json_object();
@@ -724,6 +784,30 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
                               "ablation_beta", cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
                               cfg->claims_length, "mechanism_parameters", mech, "score_scale", "1/sqrt(head dim)",
                               "position_embedding", "none (positions come only from the mechanism)");
+    {   /* how the wall-clock columns were measured */
+        char tm[1024], sp[1024], ln[128] = "";
+        for (int q = 0; q < cfg->n_speed; q++)
+            snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
+        snprintf(tm, sizeof tm,
+                 "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
+                 "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
+                 "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
+                 "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
+                 "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
+                 cfg->speed_repeats);
+        snprintf(sp, sizeof sp,
+                 "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
+                 "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
+                 "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
+                 "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
+        json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
+        json_t *sl = json_array();
+        for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
+        json_object_set_new(extra, "speed_lengths", sl);
+        json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
+        json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
+        json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
+    }
     /* the preset's alpha, beta, gamma, form, temperature and score scale do not act here (every mechanism carries its
      * own parameters, scores are q.k/sqrt(head dim)): run.json lists only what the run used */
     json_t *used = epar_params_json(prm);

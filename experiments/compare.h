@@ -26,12 +26,18 @@ struct epar_compare_cfg {
     int factors[EPAR_COMPARE_MAX_FACTORS]; /* lengths L0 * factor */
     double ablation_beta;               /* beta of the multiplicative designs */
     int table_length;                   /* length of fixed_patterns.csv */
-    int claims_length;                  /* length of the timing claims (sparse vs dense, linear scaling) */
+    int claims_length;                  /* longest length of the linear-attention cost slope */
+    int n_speed;
+    int speed_lengths[EPAR_COMPARE_MAX_FACTORS]; /* lengths of sparse_speed.csv (the pi_speedup check: the largest) */
+    int speed_head_dim;                 /* d of sparse_speed.csv */
+    int speed_repeats;                  /* timed calls per kernel; the fastest counts */
+    int speed_tile;                     /* rows per tile of the structured kernels; 0 = lib/sparse's default */
 };
 
 struct epar_compare_result {
     struct epar_table *mechanisms, *alibi, *t5, *fixed, *masks, *ablation, *extrapolation, *checks, *consistency,
-        *performer;                             /* performer vs exact softmax per seed */
+        *performer,                             /* performer vs exact softmax per seed */
+        *speed;                                 /* sparse_speed.csv */
     struct epar_table *heat[EPAR_MECH_COUNT];   /* head-averaged attention, first seed, item 0 */
 };
 
@@ -50,7 +56,12 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
 void epar_compare_free(struct epar_compare_result *res);
 
 /* The measurements behind the seed claims (compare_checks.c): *out = seed_checks.csv
- * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock. */
-int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, struct epar_table **out);
+ * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock; pi_speedup is
+ * read from speed (sparse_speed.csv; measured here when it lacks pi-attention with its default parameters). */
+int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table **out);
+/* *out = sparse_speed.csv: every selected mask mechanism at every speed length, one head of speed_head_dim, one
+ * thread: the dense kernel vs lib/sparse's structured kernel (fastest of speed_repeats, after a warm-up call),
+ * the distinct allowed pairs and the pair-count bound L^2 / pairs (wall clock; not pinned). */
+int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out);
 
 #endif

@@ -15,6 +15,7 @@
 #include "lib/err.h"
 #include "lib/mech.h"
 #include "lib/rng.h"
+#include "lib/sparse.h"
 #include "compare.h"
 
 static int row(struct epar_table *t, const char *check, double value, double reference, double se, const char *fmt,
@@ -373,54 +374,145 @@ static double best_time(void (*fn)(void *), void *arg, int reps)
 }
 
 struct timing_arg {
-    const double *Q, *K, *V, *PQ, *PK;
+    const double *V, *PQ, *PK;
     const unsigned char *M;
-    const int *rp, *cols;
     int L, d, nf;
-    double *O, *S, *z, *work;
+    double *O, *S, *work;
 };
-static void t_dense(void *p)
-{
-    struct timing_arg *a = p;
-    epar_mech_masked_output_dense(a->Q, a->K, a->V, a->M, a->L, a->d, 0.125, a->O, a->S);
-}
-static void t_sparse(void *p)
-{
-    struct timing_arg *a = p;
-    epar_mech_masked_output_sparse(a->Q, a->K, a->V, a->rp, a->cols, a->L, a->d, 0.125, a->O, a->z);
-}
 static void t_linear(void *p)
 {
     struct timing_arg *a = p;
     epar_mech_kernel_output(a->PQ, a->PK, a->V, a->L, a->nf, a->d, 0, 1e-6, a->O, a->work);
 }
+static void t_dense(void *p)    /* dense softmax attention, the reference slope: the mask is all ones */
+{
+    struct timing_arg *a = p;
+    epar_mech_masked_output_dense(a->PQ, a->PK, a->V, a->M, a->L, a->d, 0.125, a->O, a->S);
+}
+
+/* ---- sparse speed (S2 §4.2 and the other mask mechanisms): lib/sparse's structured kernel vs the dense kernel ----
+ *
+ * One head, d = speed_head_dim, scores / sqrt(d), Q, K, V ~ N(0,1) from the stream (seed, 2000 + id, EXTRA), the
+ * mechanism's parameters and causal flag; one thread (compare's BLAS runs one thread; this runs outside the job
+ * loop). Each kernel is called once untimed (warm-up: first touch of its buffers, lazy binding), then the two are
+ * timed alternately speed_repeats times and each keeps its fastest call (wall clock; other load only slows a
+ * call). pairs = the distinct allowed (i, j) of the mask(s); pair_bound = L^2 / pairs: a kernel that computes
+ * the allowed scores and weights only, at the dense kernel's rate per pair, is that much faster. */
+
+struct speed {
+    long pairs;             /* distinct allowed pairs (pi-attention: of the union local | step) */
+    double dense, sparse;   /* seconds, fastest call */
+};
+
+static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id id, const double *prm, int L,
+                         struct speed *out)
+{
+    int d = cfg->speed_head_dim, st;
+    struct epar_mech m;
+    if ((st = epar_mech_init(&m, id, prm, L, d, 1, cfg->causal, cfg->prm.seeds[0]))) return st;
+    struct epar_sparse_pattern pat;
+    struct epar_sparse_ws ws = {0};
+    size_t LL = (size_t)L * L, Ld = (size_t)L * d;
+    double *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *S = NULL, *row2 = NULL;
+    int *idx = NULL;
+    gsl_rng *r = NULL;
+    if ((st = epar_sparse_pattern_from_mech(&m, &pat))) goto done;
+    pat.tile = cfg->speed_tile;
+    if ((st = epar_sparse_ws_alloc(&ws, &pat, d))) goto done;
+    st = EPAR_ENOMEM;
+    if (!(Q = malloc(Ld * sizeof *Q)) || !(K = malloc(Ld * sizeof *K)) || !(V = malloc(Ld * sizeof *V)) ||
+        !(O = malloc(Ld * sizeof *O)) || !(S = malloc(LL * sizeof *S)) || !(row2 = malloc(2 * (size_t)L * sizeof *row2)) ||
+        !(idx = malloc(2 * (size_t)L * sizeof *idx)) || !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
+        goto done;
+    epar_rng_normal(r, Q, Ld, 1);
+    epar_rng_normal(r, K, Ld, 1);
+    epar_rng_normal(r, V, Ld, 1);
+    long pairs = 0;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < (cfg->causal ? i + 1 : L); j++)
+            pairs += m.mask[(size_t)i * L + j] | (m.mask2 ? m.mask2[(size_t)i * L + j] : 0);
+    double scale = 1.0 / sqrt((double)d), td = INFINITY, ts = INFINITY;
+    for (int rep = -1; rep < cfg->speed_repeats; rep++) {   /* rep -1: warm-up, not timed */
+        double t0 = omp_get_wtime();
+        epar_sparse_dense_output(m.mask, m.mask2, m.gate, cfg->causal, L, Q, K, V, d, d, scale, O, d, S, row2, idx);
+        double t1 = omp_get_wtime();
+        epar_sparse_output(&pat, Q, K, V, d, d, scale, O, d, &ws);
+        double t2 = omp_get_wtime();
+        if (rep >= 0) { td = fmin(td, t1 - t0); ts = fmin(ts, t2 - t1); }
+    }
+    out->pairs = pairs;
+    out->dense = td;
+    out->sparse = ts;
+    st = EPAR_OK;
+done:
+    if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory timing '%s' at length %d", m.info->id, L);
+    epar_mech_free(&m);
+    epar_sparse_ws_free(&ws);
+    free(Q); free(K); free(V); free(O); free(S); free(row2); free(idx);
+    if (r) epar_rng_free(r);
+    return st;
+}
+
+int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out)
+{
+    *out = epar_csv_new("mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound");
+    if (!*out) return EPAR_ENOMEM;
+    for (int k = 0; k < cfg->n_mech; k++) {
+        enum epar_mech_id id = cfg->mech[k];
+        if (epar_mech_table[id].kind != EPAR_MK_MASK) continue;
+        for (int q = 0; q < cfg->n_speed; q++) {
+            int L = cfg->speed_lengths[q];
+            struct speed sp;
+            int st = speed_measure(cfg, id, cfg->p[id], L, &sp);
+            if (st) return st;
+            double bound = (double)L * L / sp.pairs, su = sp.dense / sp.sparse;
+            if (epar_csv_append(*out, "siiiddddd", epar_mech_table[id].id, L, cfg->speed_head_dim, (int)sp.pairs,
+                                sp.dense * 1e6, sp.sparse * 1e6, su, bound, su / bound))
+                return EPAR_ENOMEM;
+        }
+    }
+    return EPAR_OK;
+}
+
+/* S2 §4.2 "pi = 16 gives a 16x speed-up": pi-attention with its MECHANISMS.md defaults (r = 32, pi = 16, ring) at
+ * the largest speed length, read from sparse_speed.csv when that row was measured with these parameters */
+static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table *t)
+{
+    double p[EPAR_MECH_MAX_PARAMS];
+    epar_mech_defaults(EPAR_MECH_PI_ATTENTION, p);
+    int L = 0, d = cfg->speed_head_dim;
+    for (int q = 0; q < cfg->n_speed; q++) if (cfg->speed_lengths[q] > L) L = cfg->speed_lengths[q];
+    struct speed sp = {0};
+    int found = 0, same = !memcmp(p, cfg->p[EPAR_MECH_PI_ATTENTION], sizeof p);
+    for (size_t rw = 0; speed && same && rw < speed->nrows && !found; rw++)
+        if (!strcmp(speed->cells[rw * speed->ncols].s, "pi-attention") && epar_csv_get(speed, rw, "L") == L) {
+            sp.pairs = (long)epar_csv_get(speed, rw, "pairs");
+            sp.dense = epar_csv_get(speed, rw, "dense_us") * 1e-6;
+            sp.sparse = epar_csv_get(speed, rw, "sparse_us") * 1e-6;
+            found = 1;
+        }
+    int st;
+    if (!found && (st = speed_measure(cfg, EPAR_MECH_PI_ATTENTION, p, L, &sp))) return st;
+    double bound = (double)L * L / sp.pairs, su = sp.dense / sp.sparse;
+    return row(t, "pi_speedup", su, bound, NAN,
+               "one head, L=%d, d=%d, r=%g, pi=%g, ring %s: dense kernel (all L^2 scores by dgemm, masked softmaxes, dgemm "
+               "A V) %.4g s vs the structured kernel of lib/sparse (%s) %.4g s (fastest of %d, one thread, wall clock) "
+               "= %.1f%% of the pair-count bound; reference = the bound L^2 / pairs over the %ld distinct allowed pairs",
+               L, d, p[0], p[1], p[3] != 0 && !cfg->causal ? "on" : "off", sp.dense,
+               epar_sparse_kernel_name(EPAR_SPARSE_PI), sp.sparse, cfg->speed_repeats, 100 * su / bound, sp.pairs);
+}
 
 static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
 {
-    const int Lc = cfg->claims_length, pi = 16, rr = 32, d = 64, nf = 64;
+    const int Lc = cfg->claims_length, d = 64, nf = 64;
     size_t LL = (size_t)Lc * Lc;
-    unsigned char *M = malloc(LL), *M2 = malloc(LL), *full = malloc(LL);
-    double *Q = malloc((size_t)Lc * d * sizeof *Q), *K = malloc((size_t)Lc * d * sizeof *K),
-           *V = malloc((size_t)Lc * d * sizeof *V), *O = malloc((size_t)Lc * d * sizeof *O), *S = malloc(LL * sizeof *S),
-           *z = malloc((size_t)Lc * sizeof *z), *PQ = malloc((size_t)Lc * nf * sizeof *PQ),
-           *PK = malloc((size_t)Lc * nf * sizeof *PK), *W = malloc((size_t)nf * (d + 1) * sizeof *W);
-    int *rp = malloc((size_t)(Lc + 1) * sizeof *rp), *cols = NULL, st = EPAR_ENOMEM;
-    if (!M || !M2 || !full || !Q || !K || !V || !O || !S || !z || !PQ || !PK || !W || !rp) goto done;
-    epar_mech_mask_pi_step(Lc, pi, M2);
-    epar_mech_mask_pi_local(Lc, rr, 1, M);
-    long nu = 0;
-    for (size_t u = 0; u < LL; u++) { M[u] |= M2[u]; nu += M[u]; }
-    if (!(cols = malloc((size_t)nu * sizeof *cols))) goto done;
-    epar_rng_normal(r, Q, (size_t)Lc * d, 1); epar_rng_normal(r, K, (size_t)Lc * d, 1);
+    unsigned char *full = malloc(LL);
+    double *V = malloc((size_t)Lc * d * sizeof *V), *O = malloc((size_t)Lc * d * sizeof *O), *S = malloc(LL * sizeof *S),
+           *PQ = malloc((size_t)Lc * nf * sizeof *PQ), *PK = malloc((size_t)Lc * nf * sizeof *PK),
+           *W = malloc((size_t)nf * (d + 1) * sizeof *W);
+    int st = EPAR_ENOMEM;
+    if (!full || !V || !O || !S || !PQ || !PK || !W) goto done;
     epar_rng_normal(r, V, (size_t)Lc * d, 1);
-    epar_mech_mask_csr(M, Lc, rp, cols);
-    struct timing_arg a = {.Q = Q, .K = K, .V = V, .M = M, .rp = rp, .cols = cols, .L = Lc, .d = d, .O = O, .S = S, .z = z};
-    double td = best_time(t_dense, &a, 3), ts = best_time(t_sparse, &a, 3);
-    if ((st = row(t, "pi_speedup", td / ts, (double)LL / nu, NAN,
-                  "one head, L=%d, d=%d, r=%d, pi=%d: dense masked (BLAS scores + masked softmax + BLAS A V) %.4g s vs "
-                  "sparse CSR over the %ld allowed pairs %.4g s (best of 3, wall clock); reference = the pair-count "
-                  "bound L^2 / pairs", Lc, d, rr, pi, td, nu, ts)))
-        goto done;
     /* linear attention: log-log slope of time against L over four lengths, fast path vs dense softmax */
     epar_rng_uniform(r, PQ, (size_t)Lc * nf, 0.01, 1);
     epar_rng_uniform(r, PK, (size_t)Lc * nf, 0.01, 1);
@@ -428,8 +520,8 @@ static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct 
     double lx[4], ll[4], ls[4], c0, cov00, cov01, cov11, sumsq, el, es;
     for (int k = 0; k < 4; k++) {
         int n = Lc >> (3 - k);
-        struct timing_arg b = {.Q = Q, .K = K, .V = V, .M = full, .PQ = PQ, .PK = PK, .L = n, .d = d, .nf = nf, .O = O,
-                               .S = S, .work = W}; /* full is all ones, so its first n*n entries serve as (n,n) */
+        struct timing_arg b = {.V = V, .M = full, .PQ = PQ, .PK = PK, .L = n, .d = d, .nf = nf, .O = O, .S = S,
+                               .work = W}; /* full is all ones, so its first n*n entries serve as (n,n) */
         lx[k] = log((double)n);
         ll[k] = log(best_time(t_linear, &b, 5));
         ls[k] = log(best_time(t_dense, &b, 3));
@@ -442,13 +534,12 @@ static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct 
                   Lc / 8, Lc / 4, Lc / 2, Lc, d, nf, es)))
         goto done;
 done:
-    free(M); free(M2); free(full); free(Q); free(K); free(V); free(O); free(S); free(z); free(PQ); free(PK); free(W);
-    free(rp); free(cols);
+    free(full); free(V); free(O); free(S); free(PQ); free(PK); free(W);
     if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory measuring the seed checks (length %d)", Lc);
     return st;
 }
 
-int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, struct epar_table **out)
+int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table **out)
 {
     *out = epar_csv_new("check,value,reference,se,detail");
     if (!*out) return EPAR_ENOMEM;
@@ -457,7 +548,7 @@ int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, struct epar_tabl
     int st;
     if ((st = checks_relative(cfg, r, *out)) || (st = checks_t5_alibi(*out)) || (st = checks_scaling(cfg, r, *out)) ||
         (st = checks_performer(r, *out)) || (st = checks_patterns(cfg, *out)) || (st = checks_pi_structure(cfg, *out)) ||
-        (st = checks_timing(cfg, r, *out)))
+        (st = checks_pi_speed(cfg, speed, *out)) || (st = checks_timing(cfg, r, *out)))
         if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory measuring the seed checks");
     epar_rng_free(r);
     return st;

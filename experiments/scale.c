@@ -2,6 +2,7 @@
  * k = x W_K^T + b_K, I_j = ||X_j||), then time the analysis itself on the chosen path. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -14,6 +15,21 @@
 #include "lib/rng.h"
 #include "common.h"
 #include "scale.h"
+
+/* How the BLAS kernel of this process was chosen (cmd/scale.c re-executes to upgrade, see lib/blas.h). */
+static const char *blas_core_source(void)
+{
+    static char buf[160];
+    const char *orig = getenv("EPAR_BLAS_REEXEC"), *env = getenv("OPENBLAS_CORETYPE");
+    if (orig && orig[0])
+        snprintf(buf, sizeof buf, "epar scale re-executed with OPENBLAS_CORETYPE=%s (OpenBLAS had "
+                 "chosen %s, without AVX-512, on an AVX-512 CPU)", env ? env : "?", orig);
+    else if (env && env[0])
+        snprintf(buf, sizeof buf, "set by OPENBLAS_CORETYPE=%s", env);
+    else
+        snprintf(buf, sizeof buf, "chosen by OpenBLAS for this CPU (as in epar --version)");
+    return buf;
+}
 
 const char *const epar_scale_keys[] = {"mechanism", "path", "materialized_max_length", "repeats", NULL};
 
@@ -202,7 +218,8 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
                         "process CPU time (user+sys, all threads) per repetition; about threads x seconds on an idle machine") ||
         epar_csv_append(res->summary, "sds", "repeats", (double)cfg->repeats, "timed repetitions") ||
         epar_csv_append(res->summary, "sds", "head_dim", (double)D, "d = hidden / heads: the width of the analysed head") ||
-        epar_csv_append(res->summary, "sds", "flops", epar_stream_flops(L, D), "2 L^2 d: the score product, the unit of gflops"))
+        epar_csv_append(res->summary, "sds", "flops", epar_stream_flops(L, D), "2 L^2 d: the score product, the unit of gflops") ||
+        epar_csv_append(res->summary, "sss", "blas_core", epar_blas_core(), blas_core_source()))   /* the kernel used */
         goto done;
     st = EPAR_OK;
 done:
@@ -218,12 +235,13 @@ int epar_exp_scale_write(const struct epar_scale_cfg *cfg, const struct epar_sca
     int st;
     if ((st = epar_exp_write_table(o, "scale.csv", res->scale))) return st;
     if ((st = epar_exp_write_table(o, "summary.csv", res->summary))) return st;
-    json_t *extra = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:b, s:I}", "mechanism",
+    json_t *extra = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:b, s:I}", "mechanism",
                               epar_exp_scale_mechanism_name(cfg->prm.form), "path_requested",
                               epar_stream_path_name(cfg->path), "path", epar_stream_path_name(res->path),
                               "materialized_max_length", cfg->materialized_max_length, "repeats", cfg->repeats,
-                              "threads", res->threads, "blas_core", epar_blas_core(), "simd_avx2_fma",
-                              res->simd, "input_seed", (json_int_t)cfg->prm.seeds[0]);
+                              "threads", res->threads, "blas_core", epar_blas_core(), "blas_core_source",
+                              blas_core_source(), "simd_avx2_fma", res->simd, "input_seed",
+                              (json_int_t)cfg->prm.seeds[0]);
     return epar_exp_write_run_json(o, "scale", protocol_path, &cfg->prm, extra);
 }
 

@@ -157,6 +157,11 @@ void epar_attn_project(const struct epar_attn_cfg *cfg, const struct epar_layer 
         for (int h = 0; h < H; h++) mods->qk(mods->ctx, h, ws->Q + h * dk, ws->K + h * dk, L, dk, D);
 }
 
+void epar_attn_values(const struct epar_attn_cfg *cfg, const struct epar_layer *layer, const double *x, double *V)
+{
+    linear(x, layer->Wv, layer->bv, V, cfg->L, cfg->D);
+}
+
 void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
                        const struct epar_attn_mods *mods, const double *X, double *A,
                        struct epar_attn_ws *ws, int *n_empty)

@@ -78,6 +78,10 @@ void epar_attn_forward(const struct epar_attn_cfg *cfg, const struct epar_layer 
 void epar_attn_project(const struct epar_attn_cfg *cfg, const struct epar_layer *layer,
                        const struct epar_attn_mods *mods, const double *X, struct epar_attn_ws *ws);
 
+/* V (L,D) <- x W_V^T + b_V for the input x (L,D) after step (1) (ws->x once epar_attn_project has run). The
+ * analyses need A only; the attention output O = A V (its cost is what compare times) needs V. */
+void epar_attn_values(const struct epar_attn_cfg *cfg, const struct epar_layer *layer, const double *x, double *V);
+
 /* Steps (3)-(7) for one head from given Q, K (L, ld) head slices: A (L,L). */
 void epar_attn_head(const struct epar_attn_cfg *cfg, const struct epar_attn_mods *mods, int head,
                     const double *Qh, const double *Kh, int ld, double *A, int *n_empty);

@@ -1,3 +1,5 @@
+#include <stdlib.h>
+#include <strings.h>
 #include "blas.h"
 
 /* OpenBLAS extensions (cblas.h of OpenBLAS would clash with GSL's gsl_cblas.h, so declared here) */
@@ -15,3 +17,24 @@ int epar_blas_threads(int n)
 
 const char *epar_blas_core(void) { return openblas_get_corename(); }
 const char *epar_blas_config(void) { return openblas_get_config(); }
+
+int epar_blas_core_is_avx512(const char *core)
+{
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    if (!core) return 0;
+    for (size_t k = 0; k < sizeof avx512 / sizeof avx512[0]; k++)
+        if (!strcasecmp(core, avx512[k])) return 1;
+    return 0;
+}
+
+const char *epar_blas_upgrade_for(const char *loaded, int cpu_avx512, const char *coretype_env)
+{
+    if (!cpu_avx512 || (coretype_env && coretype_env[0]) || epar_blas_core_is_avx512(loaded)) return NULL;
+    return "SkylakeX";  /* the AVX-512 kernel every AVX-512F CPU can run (Cooperlake needs AVX512-BF16) */
+}
+
+const char *epar_blas_upgrade_core(void)
+{
+    __builtin_cpu_init();
+    return epar_blas_upgrade_for(epar_blas_core(), __builtin_cpu_supports("avx512f"), getenv("OPENBLAS_CORETYPE"));
+}

@@ -2,7 +2,13 @@
  *
  * epar parallelises over jobs, row blocks and seeds with OpenMP; BLAS calls inside those jobs must be
  * single-threaded, or OpenBLAS's own threads spin against the OpenMP ones. cmd/main.c therefore sets
- * one BLAS thread for the whole process; code that wants BLAS threads sets and restores them here. */
+ * one BLAS thread for the whole process; code that wants BLAS threads sets and restores them here.
+ *
+ * Kernel choice: OpenBLAS (DYNAMIC_ARCH) picks its kernel in a constructor, before main, from the CPU id
+ * or from OPENBLAS_CORETYPE. Some releases do not map every AVX-512 CPU to an AVX-512 kernel (0.3.21 gives
+ * AMD Zen 4 the AVX2 "Zen" kernel). epar_blas_upgrade_core names the kernel a process should re-execute
+ * with (only `epar scale` does, see cmd/scale.c): an upgrade, never a replacement of an AVX-512 kernel
+ * OpenBLAS already chose (SkylakeX, Cooperlake, SapphireRapids). */
 #ifndef EPAR_BLAS_H
 #define EPAR_BLAS_H
 
@@ -12,5 +18,15 @@ int epar_blas_threads(int n);
 const char *epar_blas_core(void);
 /* OpenBLAS's build configuration string (version, threading, ...). */
 const char *epar_blas_config(void);
+
+/* 1 when the OpenBLAS kernel name is one of the AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids;
+ * case-insensitive), 0 otherwise. */
+int epar_blas_core_is_avx512(const char *core);
+/* The decision, as a pure function: the kernel to re-execute with, or NULL to keep `loaded`.
+ * "SkylakeX" only when the CPU (and OS) support AVX-512F (cpu_avx512), the user set no OPENBLAS_CORETYPE
+ * (coretype_env NULL or empty) and `loaded` is not an AVX-512 kernel. */
+const char *epar_blas_upgrade_for(const char *loaded, int cpu_avx512, const char *coretype_env);
+/* The same for this process: epar_blas_core(), __builtin_cpu_supports("avx512f"), getenv("OPENBLAS_CORETYPE"). */
+const char *epar_blas_upgrade_core(void);
 
 #endif

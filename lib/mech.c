@@ -829,6 +829,8 @@ static int auto_stride(const struct epar_mech *m, double v)
     return l < 1 ? 1 : l;
 }
 
+int epar_mech_stride(const struct epar_mech *m) { return auto_stride(m, m->p[0]); }
+
 static int build_strided(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;

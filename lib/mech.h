@@ -114,6 +114,8 @@ int epar_mech_param_index(enum epar_mech_id id, const char *name);
 int epar_mech_init(struct epar_mech *m, enum epar_mech_id id, const double *p, int L, int D, int H, int causal,
                    unsigned long seed);
 void epar_mech_free(struct epar_mech *m);
+/* The stride l of strided and sparse-fixed: the parameter, or round(sqrt(L)) when it is 0 (at least 1). */
+int epar_mech_stride(const struct epar_mech *m);
 /* Multiply log-n scaling kappa_i = max(1, ln n_i / ln L_train) (clamp) into the factor (§17): stacking. */
 int epar_mech_stack_logn(struct epar_mech *m, double train_length, int clamp);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # epar compare: --list, outputs and their columns, determinism across --jobs, bad input leaves nothing.
 . "$(dirname "$0")/lib.sh"
-small="--length 32 --hidden 32 --heads 4 --batch 1 --seeds 42,43 --quiet --no-render"
+small="--length 32 --hidden 32 --heads 4 --batch 1 --seeds 42,43 --quiet --no-render --speed-lengths 64"
 mset="none,epar-enhanced,alibi,t5,rope,fixed-left,performer,strided,pi-attention,gqa"
 
 expect_exit 0 "--list" -- "$EPAR" compare --list
@@ -15,9 +15,9 @@ expect_exit 0 "--help" -- "$EPAR" compare --help
 
 # the protocol-default mechanism list (all) at a small size, with figures
 out=$T_TMP/all
-expect_exit 0 "all mechanisms, small" -- "$EPAR" compare --length 32 --hidden 32 --heads 4 --batch 1 --seed 42 --quiet --out "$out"
+expect_exit 0 "all mechanisms, small" -- "$EPAR" compare --length 32 --hidden 32 --heads 4 --batch 1 --seed 42 --quiet --out "$out" --speed-lengths 48,128
 d=$out/compare
-for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_checks consistency performer_error; do
+for f in mechanisms alibi_slopes t5_buckets fixed_patterns masks ablation extrapolation seed_checks consistency performer_error sparse_speed; do
     expect_file "$d/$f.csv"
 done
 expect_file "$d/run.json"
@@ -30,6 +30,30 @@ expect_grep '^12,8,0\.707106781187$' "$d/alibi_slopes.csv"
 expect_grep '^distance,bucket,num_buckets,max_distance,bidirectional$' "$d/t5_buckets.csv"
 expect_grep '^91,15,16,128,0$' "$d/t5_buckets.csv"
 expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
+# sparse_speed.csv: every mask mechanism at every --speed-lengths; pairs, bound, speed-up and fraction consistent
+expect_grep '^mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound$' "$d/sparse_speed.csv"
+python3 - "$d/sparse_speed.csv" "$d/seed_checks.csv" <<'PY' && ok || fail "sparse_speed.csv rows or arithmetic"
+import sys, csv
+rows = list(csv.DictReader(open(sys.argv[1])))
+want = [(m, L) for m in ["strided", "sparse-fixed", "sliding-window", "block-sparse", "global-local", "pi-attention"]
+        for L in (48, 128)]
+assert [(r["mechanism"], int(r["L"])) for r in rows] == want, rows
+for r in rows:
+    L, p = int(r["L"]), int(r["pairs"])
+    assert r["d"] == "64" and 0 < p <= L * L
+    rel = lambda a, b: abs(a - b) <= 1e-9 * abs(b)
+    assert rel(float(r["pair_bound"]), L * L / p)
+    assert rel(float(r["speedup"]), float(r["dense_us"]) / float(r["sparse_us"]))
+    assert rel(float(r["fraction_of_bound"]), float(r["speedup"]) / float(r["pair_bound"]))
+# pi-attention at L=128: ring band 2r+1 = 65 keys and the residue class L/pi = 8, 5 of them in the band (0, +-16, +-32)
+assert int(rows[-1]["pairs"]) == 128 * (65 + 8 - 5)
+# the seed check reads the pi-attention row at the largest length
+pi = [r for r in csv.DictReader(open(sys.argv[2])) if r["check"] == "pi_speedup"][0]
+assert float(pi["value"]) == float(rows[-1]["speedup"]) and float(pi["reference"]) == float(rows[-1]["pair_bound"]), pi
+assert "L=128" in pi["detail"] and "structured kernel" in pi["detail"]
+PY
+expect_grep '"time_us_per_row": "mechanisms.csv time_us_per_row: .*structured' "$d/run.json"
+expect_grep '"speed_lengths": \[' "$d/run.json"
 # measurements only (the verdicts come from the protocol's claims in run-all): every check a claim reads exists
 expect_grep '^check,value,reference,se,detail$' "$d/seed_checks.csv"
 if grep -q -E ',(not )?reproduced(,|$)' "$d/seed_checks.csv"; then fail "seed_checks.csv holds a verdict"; else ok; fi
@@ -58,6 +82,7 @@ for f in "$T_TMP"/j1/compare/*.csv; do
     case $b in
     mechanisms.csv) strip() { rev "$1" | cut -d, -f3- | rev; } ;;
     seed_checks.csv) strip() { grep -v -E '^(pi_speedup|linear_cost_exponent),' "$1"; } ;;
+    sparse_speed.csv) strip() { cut -d, -f1-4,8 "$1"; } ;;   # mechanism, L, d, pairs, pair_bound
     *) strip() { cat "$1"; } ;;
     esac
     cmp -s <(strip "$f") <(strip "$T_TMP/j2/compare/$b") && ok || fail "not byte-identical across --jobs: $b"
@@ -90,6 +115,8 @@ bad() { # pattern args...
     expect_empty_dir "$T_TMP/bad" "$*"
 }
 bad "unknown mechanism 'alibii'" --mechanisms none,alibii
+bad "invalid --speed-lengths value '0'" --speed-lengths 0
+bad "invalid --speed-tile '-1'" --speed-tile -1
 bad "unknown parameter 'alibi.slope'" --set alibi.slope=3
 bad "unknown mechanism 'nothere'" --set nothere.x=1
 bad "invalid --set 'alibi'" --set alibi

@@ -38,6 +38,28 @@ expect_exit 0 "mechanism none" -- "$EPAR" scale $small --mechanism none --out "$
 expect_exit 0 "paper preset" -- "$EPAR" scale --preset paper --length 64 --repeats 1 --quiet --out "$T_TMP/p"
 expect_grep '^64,768,materialized,' "$T_TMP/p/scale/scale.csv"
 expect_grep '^head_dim,64,' "$T_TMP/p/scale/summary.csv"
+# the BLAS kernel: run.json and summary.csv record the kernel the run used, which is the one `epar --version`
+# reports for the same environment (or the AVX-512 kernel it says epar scale re-executes with); a kernel set
+# by OPENBLAS_CORETYPE is kept, never replaced
+want_core() { # the kernel epar scale should run with, from `epar --version` in the current environment
+    "$EPAR" --version | sed -n -E 's/^OpenBLAS .*\(kernel ([A-Za-z0-9]+)(; epar scale re-executes with ([A-Za-z0-9]+).*)?\)$/\1 \3/p' |
+        awk '{ print $NF }'
+}
+core_json() { sed -n -E 's/^ *"blas_core": "([^"]*)",?$/\1/p' "$1/scale/run.json"; }
+core_csv() { grep '^blas_core,' "$1/scale/summary.csv" | cut -d, -f2; }
+w=$(want_core)
+[ -n "$w" ] && ok || fail "no kernel in epar --version: $("$EPAR" --version | grep OpenBLAS)"
+[ "$(core_json "$out")" = "$w" ] && ok || fail "run.json blas_core '$(core_json "$out")', epar --version says '$w'"
+[ "$(core_csv "$out")" = "$w" ] && ok || fail "summary.csv blas_core '$(core_csv "$out")', epar --version says '$w'"
+cores="Haswell"
+grep -q -w avx512f /proc/cpuinfo && cores="$cores SkylakeX Cooperlake"
+for c in $cores; do
+    expect_exit 0 "OPENBLAS_CORETYPE=$c" -- env OPENBLAS_CORETYPE=$c "$EPAR" scale $small --out "$T_TMP/core-$c"
+    w=$(OPENBLAS_CORETYPE=$c want_core)
+    [ "$(core_json "$T_TMP/core-$c")" = "$w" ] && [ "$(core_csv "$T_TMP/core-$c")" = "$w" ] && ok ||
+        fail "OPENBLAS_CORETYPE=$c: run.json '$(core_json "$T_TMP/core-$c")', summary.csv '$(core_csv "$T_TMP/core-$c")', epar --version '$w'"
+    expect_grep "\"blas_core_source\": \"set by OPENBLAS_CORETYPE=$c\"" "$T_TMP/core-$c/scale/run.json"
+done
 expect_exit 0 "help" -- "$EPAR" scale --help
 expect_grep 'mechanism' "$T_TMP/out"
 

@@ -1,0 +1,624 @@
+#include <assert.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_cblas.h>
+#include <immintrin.h>
+#include "err.h"
+#include "sparse.h"
+
+/* ================================================================== vector helpers
+ * max of a range, and z <- exp(z - m) with the sum of the results. libmvec's exp (glibc, at most 4 ulp)
+ * on AVX-512 or AVX2 when the CPU has them, libm's exp otherwise; chosen once per call. */
+
+struct vops {
+    double (*max)(const double *z, int n);
+    double (*expsum)(double *z, int n, double m);
+};
+
+static double max_c(const double *z, int n)
+{
+    double m = -INFINITY;
+    for (int k = 0; k < n; k++)
+        if (z[k] > m) m = z[k];
+    return m;
+}
+
+static double expsum_c(double *z, int n, double m)
+{
+    double s = 0.0;
+    for (int k = 0; k < n; k++) {
+        z[k] = exp(z[k] - m);
+        s += z[k];
+    }
+    return s;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+__m256d _ZGVdN4v_exp(__m256d x);   /* glibc libmvec, linked through libm's AS_NEEDED libmvec */
+
+static double max_avx2(const double *z, int n)
+{
+    __m256d vm = _mm256_set1_pd(-INFINITY);
+    int k = 0;
+    for (; k + 4 <= n; k += 4) vm = _mm256_max_pd(vm, _mm256_loadu_pd(z + k));
+    double lane[4], m;
+    _mm256_storeu_pd(lane, vm);
+    m = lane[0] > lane[1] ? lane[0] : lane[1];
+    if (lane[2] > m) m = lane[2];
+    if (lane[3] > m) m = lane[3];
+    for (; k < n; k++)
+        if (z[k] > m) m = z[k];
+    return m;
+}
+
+static double expsum_avx2(double *z, int n, double m)
+{
+    __m256d vm = _mm256_set1_pd(m), acc = _mm256_setzero_pd();
+    int k = 0;
+    for (; k + 4 <= n; k += 4) {
+        __m256d e = _ZGVdN4v_exp(_mm256_sub_pd(_mm256_loadu_pd(z + k), vm));
+        _mm256_storeu_pd(z + k, e);
+        acc = _mm256_add_pd(acc, e);
+    }
+    if (k < n) {    /* the tail through a padded buffer (exp(-inf) = 0) */
+        double t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(t, z + k, (size_t)(n - k) * sizeof *t);
+        __m256d e = _ZGVdN4v_exp(_mm256_sub_pd(_mm256_loadu_pd(t), vm));
+        _mm256_storeu_pd(t, e);
+        memcpy(z + k, t, (size_t)(n - k) * sizeof *t);
+        acc = _mm256_add_pd(acc, e);
+    }
+    double lane[4];
+    _mm256_storeu_pd(lane, acc);
+    return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+__m512d _ZGVeN8v_exp(__m512d x);
+
+static double max_avx512(const double *z, int n)
+{
+    __m512d vm = _mm512_set1_pd(-INFINITY);
+    int k = 0;
+    for (; k + 8 <= n; k += 8) vm = _mm512_max_pd(vm, _mm512_loadu_pd(z + k));
+    double m = _mm512_reduce_max_pd(vm);
+    for (; k < n; k++)
+        if (z[k] > m) m = z[k];
+    return m;
+}
+
+static double expsum_avx512(double *z, int n, double m)
+{
+    __m512d vm = _mm512_set1_pd(m), acc = _mm512_setzero_pd();
+    int k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512d e = _ZGVeN8v_exp(_mm512_sub_pd(_mm512_loadu_pd(z + k), vm));
+        _mm512_storeu_pd(z + k, e);
+        acc = _mm512_add_pd(acc, e);
+    }
+    if (k < n) {
+        double t[8];
+        for (int q = 0; q < 8; q++) t[q] = -INFINITY;
+        memcpy(t, z + k, (size_t)(n - k) * sizeof *t);
+        __m512d e = _ZGVeN8v_exp(_mm512_sub_pd(_mm512_loadu_pd(t), vm));
+        _mm512_storeu_pd(t, e);
+        memcpy(z + k, t, (size_t)(n - k) * sizeof *t);
+        acc = _mm512_add_pd(acc, e);
+    }
+    return _mm512_reduce_add_pd(acc);
+}
+#pragma GCC pop_options
+
+static const struct vops ops_c = {max_c, expsum_c}, ops_avx2 = {max_avx2, expsum_avx2},
+                         ops_avx512 = {max_avx512, expsum_avx512};
+
+static const struct vops *vops(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return &ops_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &ops_avx2;
+    return &ops_c;
+}
+
+/* ================================================================== patterns and their pieces */
+
+static const char *const kernel_names[EPAR_SPARSE_COUNT] = {
+    [EPAR_SPARSE_WINDOW] = "band tiles",
+    [EPAR_SPARSE_BLOCK] = "block-band tiles",
+    [EPAR_SPARSE_STRIDED] = "band tiles + residue-class tiles (mod l), one softmax",
+    [EPAR_SPARSE_FIXED] = "own-block tiles + gathered summary-column tiles, one softmax",
+    [EPAR_SPARSE_GLOBAL_LOCAL] = "dense global rows + band tiles + global-column tiles, one softmax",
+    [EPAR_SPARSE_PI] = "ring-band tiles + residue-class tiles (mod pi), two softmaxes, gate"};
+static_assert(sizeof kernel_names / sizeof kernel_names[0] == EPAR_SPARSE_COUNT, "one name per kind");
+
+const char *epar_sparse_kernel_name(enum epar_sparse_kind kind)
+{
+    return kind < EPAR_SPARSE_COUNT ? kernel_names[kind] : "?";
+}
+
+int epar_sparse_pattern_from_mech(const struct epar_mech *m, struct epar_sparse_pattern *p)
+{
+    memset(p, 0, sizeof *p);
+    p->L = m->L;
+    p->causal = m->causal;
+    switch (m->id) {
+    case EPAR_MECH_SLIDING_WINDOW:
+        p->kind = EPAR_SPARSE_WINDOW;
+        p->radius = (int)m->p[0];
+        break;
+    case EPAR_MECH_BLOCK_SPARSE:
+        p->kind = EPAR_SPARSE_BLOCK;
+        p->block = (int)m->p[0];
+        p->neighbours = (int)m->p[1];
+        break;
+    case EPAR_MECH_STRIDED:
+        p->kind = EPAR_SPARSE_STRIDED;
+        p->stride = epar_mech_stride(m);
+        p->openai_local = (int)m->p[1];
+        break;
+    case EPAR_MECH_SPARSE_FIXED:
+        p->kind = EPAR_SPARSE_FIXED;
+        p->stride = epar_mech_stride(m);
+        p->summary = (int)m->p[1];
+        break;
+    case EPAR_MECH_GLOBAL_LOCAL:
+        p->kind = EPAR_SPARSE_GLOBAL_LOCAL;
+        p->radius = (int)m->p[0];
+        p->globals = (int)m->p[1];
+        break;
+    case EPAR_MECH_PI_ATTENTION:
+        p->kind = EPAR_SPARSE_PI;
+        p->radius = (int)m->p[0];
+        p->step = (int)m->p[1];
+        p->gate = m->p[2];
+        p->ring = (int)m->p[3];
+        break;
+    default:
+        return epar_err_set(EPAR_EINVAL, "mechanism '%s' has no structured kernel", m->info->id);
+    }
+    return EPAR_OK;
+}
+
+/* Keys of a piece, by the key coordinate u of its intervals: */
+enum { KEYS_DIRECT,   /* j = u */
+       KEYS_WRAP,     /* j = (u - shift) mod L: the ring band, u = i - r .. i + r shifted by r */
+       KEYS_GATHER,   /* j = ws->idx[u]: gathered into ws->Kg, ws->Vg once per call */
+       KEYS_CLASS };  /* residue class c mod p: row i = c + a p, key j = c + u p */
+
+struct piece {
+    int id;           /* rule of allowed() */
+    int keys;         /* KEYS_* */
+    int r0, r1;       /* rows r0 .. r1-1 (all but KEYS_CLASS) */
+    int p;            /* KEYS_CLASS: modulus */
+    int shift;        /* KEYS_WRAP */
+    int group;        /* 0 or 1: the softmax it belongs to (pi-attention has two) */
+};
+
+#define MAX_PIECES 3
+
+static int ring_full(const struct epar_sparse_pattern *p) { return 2L * p->radius + 1 >= p->L; }
+static int ring_on(const struct epar_sparse_pattern *p) { return p->ring && !p->causal; }
+static int imin(int a, int b) { return a < b ? a : b; }
+static int imax(int a, int b) { return a > b ? a : b; }
+
+static int pieces(const struct epar_sparse_pattern *p, struct piece *pc)
+{
+    int L = p->L;
+    memset(pc, 0, MAX_PIECES * sizeof *pc);
+    for (int k = 0; k < MAX_PIECES; k++) { pc[k].id = k; pc[k].r1 = L; }
+    switch (p->kind) {
+    case EPAR_SPARSE_WINDOW:
+    case EPAR_SPARSE_BLOCK:
+        return 1;
+    case EPAR_SPARSE_STRIDED:
+        pc[1].keys = KEYS_CLASS;
+        pc[1].p = p->stride;
+        return 2;
+    case EPAR_SPARSE_FIXED:
+        pc[1].keys = KEYS_GATHER;
+        return 2;
+    case EPAR_SPARSE_GLOBAL_LOCAL: {
+        int G = imin(p->globals, L);
+        pc[0].r1 = G;       /* global rows: every key */
+        pc[1].r0 = G;       /* band */
+        pc[2].r0 = G;       /* global columns */
+        return 3;
+    }
+    case EPAR_SPARSE_PI:
+        if (ring_on(p) && !ring_full(p)) {
+            pc[0].keys = KEYS_WRAP;
+            pc[0].shift = p->radius;
+        }
+        pc[1].keys = KEYS_CLASS;
+        pc[1].p = p->step;
+        pc[1].group = 1;
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* Allowed keys of row i (for KEYS_CLASS: class row a of nc, i = c + a p) in the piece's key coordinate u:
+ * iv[0] = number of half-open intervals (0..2), then lo1, hi1, lo2, hi2, sorted and disjoint. */
+static void allowed(const struct epar_sparse_pattern *p, const struct piece *pc, int i, int a, int nc, int *iv)
+{
+    int L = p->L, lo = 0, hi = 0, top = p->causal ? i + 1 : L;    /* hi exclusive */
+    switch (p->kind) {
+    case EPAR_SPARSE_WINDOW:
+        lo = imax(0, i - p->radius);
+        hi = (int)(i + (long)p->radius + 1 < top ? i + p->radius + 1 : top);
+        break;
+    case EPAR_SPARSE_BLOCK: {
+        long B = i / p->block, b = p->block, nb = p->neighbours;
+        long l0 = (B - nb) * b, h0 = (B + nb + 1) * b;
+        lo = l0 < 0 ? 0 : (int)l0;
+        hi = h0 < top ? (int)h0 : top;
+        break;
+    }
+    case EPAR_SPARSE_STRIDED:
+        if (pc->id == 0) {                      /* band i-l .. i, or i-l+1 .. i (openai_local) */
+            lo = (int)imax(0, (int)((long)i - p->stride + p->openai_local));
+            hi = i + 1;
+        } else {                                /* class pairs outside the band: a - b >= 2 (>= 1 openai) */
+            lo = 0;
+            hi = a - (p->openai_local ? 1 : 2) + 1;
+        }
+        break;
+    case EPAR_SPARSE_FIXED:
+        if (pc->id == 0) {                      /* own block, j <= i */
+            lo = i / p->stride * p->stride;
+            hi = i + 1;
+        } else {                                /* summary columns of the earlier blocks: c per block */
+            lo = 0;
+            hi = (int)((long)(i / p->stride) * p->summary);
+        }
+        break;
+    case EPAR_SPARSE_GLOBAL_LOCAL: {
+        int G = imin(p->globals, L);
+        if (pc->id == 0) { lo = 0; hi = top; }
+        else if (pc->id == 1) {                 /* band without the global columns */
+            lo = imax(i - p->radius, G);
+            hi = (int)(i + (long)p->radius + 1 < top ? i + p->radius + 1 : top);
+        } else { lo = 0; hi = G; }
+        break;
+    }
+    case EPAR_SPARSE_PI:
+        if (pc->id == 1) {                      /* residue class of i: every member (j <= i when causal) */
+            lo = 0;
+            hi = p->causal ? a + 1 : nc;
+        } else if (pc->keys == KEYS_WRAP) {     /* ring band i-r .. i+r, shifted by r */
+            lo = i;
+            hi = i + 2 * p->radius + 1;
+        } else if (ring_on(p)) {                /* the ring band covers every key */
+            lo = 0;
+            hi = L;
+        } else {
+            lo = imax(0, i - p->radius);
+            hi = (int)(i + (long)p->radius + 1 < top ? i + p->radius + 1 : top);
+        }
+        break;
+    default:
+        break;
+    }
+    iv[0] = hi > lo;
+    iv[1] = lo;
+    iv[2] = hi;
+}
+
+static int class_size(int L, int p, int c) { return (L - 1 - c) / p + 1; }
+
+long epar_sparse_pairs(const struct epar_sparse_pattern *p)
+{
+    struct piece pc[MAX_PIECES];
+    int np = pieces(p, pc), iv[5] = {0};
+    long n = 0;
+    for (int k = 0; k < np; k++) {
+        if (pc[k].keys == KEYS_CLASS) {
+            for (int c = 0; c < imin(pc[k].p, p->L); c++) {
+                int nc = class_size(p->L, pc[k].p, c);
+                for (int a = 0; a < nc; a++) {
+                    allowed(p, &pc[k], c + a * pc[k].p, a, nc, iv);
+                    for (int q = 0; q < iv[0]; q++) n += iv[2 + 2 * q] - iv[1 + 2 * q];
+                }
+            }
+        } else {
+            for (int i = pc[k].r0; i < pc[k].r1; i++) {
+                allowed(p, &pc[k], i, 0, 0, iv);
+                for (int q = 0; q < iv[0]; q++) n += iv[2 + 2 * q] - iv[1 + 2 * q];
+            }
+        }
+    }
+    return n;
+}
+
+/* ================================================================== the tile engine */
+
+static int default_tile(const struct epar_sparse_pattern *p)
+{
+    (void)p;
+    return 32;
+}
+
+struct run {
+    const struct epar_sparse_pattern *p;
+    const double *Q, *K, *V;
+    int ld, d;
+    double scale;
+    double *O[2];       /* output of each softmax group, row stride ldo[g] */
+    int ldo[2];
+    double *m[2], *s[2];
+    struct epar_sparse_ws *ws;
+    const struct vops *ops;
+    int dry;            /* 1: only measure the widest tile (ws->width) */
+};
+
+/* One tile: rows of Qp (nr, ldq), keys of Kp, Vp (kw, ldk) with the allowed intervals iv (nr, 5) in tile key
+ * coordinates 0..kw-1; running max m and sum s of each row (stride ms) and the unnormalised output rows Op
+ * (nr, ldo) are updated: with mn = max(m, tile max), O <- e^(m - mn) O + P V, P = exp(z - mn) on the allowed
+ * keys and 0 elsewhere. */
+static void tile(const struct run *R, int nr, int kw, const double *Qp, int ldq, const double *Kp, const double *Vp,
+                 int ldk, double *Op, int ldo, double *m, double *s, int ms, const int *iv)
+{
+    int d = R->d;
+    double *S = R->ws->S;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, R->scale, Qp, ldq, Kp, ldk, 0.0, S, kw);
+    for (int t = 0; t < nr; t++) {
+        double *z = S + (size_t)t * kw;
+        const int *v = iv + 5 * t;
+        if (!v[0]) {
+            memset(z, 0, (size_t)kw * sizeof *z);
+            continue;
+        }
+        double mt = -INFINITY;
+        for (int q = 0; q < v[0]; q++) {
+            double x = R->ops->max(z + v[1 + 2 * q], v[2 + 2 * q] - v[1 + 2 * q]);
+            if (x > mt) mt = x;
+        }
+        double mo = m[(size_t)t * ms], mn = mt > mo ? mt : mo, st = 0.0;
+        int prev = 0;
+        for (int q = 0; q < v[0]; q++) {
+            int lo = v[1 + 2 * q], hi = v[2 + 2 * q];
+            memset(z + prev, 0, (size_t)(lo - prev) * sizeof *z);
+            st += R->ops->expsum(z + lo, hi - lo, mn);
+            prev = hi;
+        }
+        memset(z + prev, 0, (size_t)(kw - prev) * sizeof *z);
+        double a1 = mo == mn ? 1.0 : mo == -INFINITY ? 0.0 : exp(mo - mn);
+        s[(size_t)t * ms] = a1 * s[(size_t)t * ms] + st;
+        m[(size_t)t * ms] = mn;
+        if (a1 != 1.0) {
+            double *o = Op + (size_t)t * ldo;
+            for (int c = 0; c < d; c++) o[c] *= a1;
+        }
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, Vp, ldk, 1.0, Op, ldo);
+}
+
+/* intervals of rows (computed by the caller into iv) -> the tile's key range [ua, ub), intervals shifted */
+static int key_range(int nr, int *iv, int *ua)
+{
+    int lo = INT_MAX, hi = 0;
+    for (int t = 0; t < nr; t++) {
+        const int *v = iv + 5 * t;
+        if (!v[0]) continue;
+        if (v[1] < lo) lo = v[1];
+        if (v[2 * v[0]] > hi) hi = v[2 * v[0]];
+    }
+    if (hi <= lo) return 0;
+    for (int t = 0; t < nr; t++) {
+        int *v = iv + 5 * t;
+        for (int q = 0; q < v[0]; q++) { v[1 + 2 * q] -= lo; v[2 + 2 * q] -= lo; }
+    }
+    *ua = lo;
+    return hi - lo;
+}
+
+static void run_piece(const struct run *R, const struct piece *pc)
+{
+    const struct epar_sparse_pattern *p = R->p;
+    struct epar_sparse_ws *ws = R->ws;
+    int L = p->L, ld = R->ld, d = R->d, T = ws->tile, g = pc->group, ua = 0;
+    int *iv = ws->iv;
+    double *O = R->O[g], *m = R->m[g], *s = R->s[g];
+    int ldo = R->ldo[g];
+    if (pc->keys == KEYS_CLASS) {
+        int P = pc->p;
+        for (int c = 0; c < imin(P, L); c++) {
+            int nc = class_size(L, P, c);
+            for (int a0 = 0; a0 < nc; a0 += T) {
+                int nr = imin(T, nc - a0);
+                for (int t = 0; t < nr; t++) allowed(p, pc, c + (a0 + t) * P, a0 + t, nc, iv + 5 * t);
+                int kw = key_range(nr, iv, &ua);
+                if (!kw) continue;
+                if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
+                int ldr = nr > 1 ? P * ld : ld, ldk = kw > 1 ? P * ld : ld;
+                int ldor = nr > 1 ? P * ldo : ldo;
+                size_t i0 = (size_t)c + (size_t)a0 * P, j0 = (size_t)c + (size_t)ua * P;
+                tile(R, nr, kw, R->Q + i0 * ld, ldr, R->K + j0 * ld, R->V + j0 * ld, ldk, O + i0 * ldo, ldor, m + i0,
+                     s + i0, P, iv);
+            }
+        }
+        return;
+    }
+    for (int i0 = pc->r0; i0 < pc->r1; i0 += T) {
+        int nr = imin(T, pc->r1 - i0);
+        for (int t = 0; t < nr; t++) allowed(p, pc, i0 + t, 0, 0, iv + 5 * t);
+        int kw = key_range(nr, iv, &ua);
+        if (!kw) continue;
+        if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
+        const double *Kp, *Vp;
+        int ldk = ld;
+        if (pc->keys == KEYS_GATHER) {
+            Kp = ws->Kg + (size_t)ua * d;
+            Vp = ws->Vg + (size_t)ua * d;
+            ldk = d;
+        } else if (pc->keys == KEYS_WRAP && (ua - pc->shift < 0 || ua + kw - pc->shift > L)) {
+            for (int u = 0; u < kw; u++) {     /* keys past either end of the ring: gathered for this tile */
+                int j = ((ua + u - pc->shift) % L + L) % L;
+                memcpy(ws->Kg + (size_t)u * d, R->K + (size_t)j * ld, (size_t)d * sizeof(double));
+                memcpy(ws->Vg + (size_t)u * d, R->V + (size_t)j * ld, (size_t)d * sizeof(double));
+            }
+            Kp = ws->Kg;
+            Vp = ws->Vg;
+            ldk = d;
+        } else {
+            size_t j0 = (size_t)(ua - (pc->keys == KEYS_WRAP ? pc->shift : 0));
+            Kp = R->K + j0 * ld;
+            Vp = R->V + j0 * ld;
+        }
+        tile(R, nr, kw, R->Q + (size_t)i0 * ld, ld, Kp, Vp, ldk, O + (size_t)i0 * ldo, ldo, m + i0, s + i0, 1, iv);
+    }
+}
+
+/* summary columns of sparse-fixed: j mod l >= l - c, increasing */
+static int summary_columns(const struct epar_sparse_pattern *p, int *idx)
+{
+    int n = 0;
+    if (p->kind != EPAR_SPARSE_FIXED) return 0;
+    for (int j = 0; j < p->L; j++)
+        if (j % p->stride >= p->stride - p->summary) {
+            if (idx) idx[n] = j;
+            n++;
+        }
+    return n;
+}
+
+static int pattern_valid(const struct epar_sparse_pattern *p, int d)
+{
+    if (p->L < 1 || d < 1 || p->kind < 0 || p->kind >= EPAR_SPARSE_COUNT || p->radius < 0 || p->neighbours < 0 ||
+        p->globals < 0 || p->tile < 0 || (p->kind == EPAR_SPARSE_BLOCK && p->block < 1) ||
+        ((p->kind == EPAR_SPARSE_STRIDED || p->kind == EPAR_SPARSE_FIXED) && p->stride < 1) ||
+        (p->kind == EPAR_SPARSE_FIXED && (p->summary < 1 || p->summary > p->stride)) ||
+        (p->kind == EPAR_SPARSE_PI && p->step < 1))
+        return epar_err_set(EPAR_EINVAL, "invalid structured-attention pattern (kind %d, length %d)", (int)p->kind, p->L);
+    return EPAR_OK;
+}
+
+int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pattern *p, int d)
+{
+    memset(ws, 0, sizeof *ws);
+    int st = pattern_valid(p, d);
+    if (st) return st;
+    int L = p->L;
+    ws->L = L;
+    ws->d = d;
+    ws->tile = p->tile > 0 ? p->tile : default_tile(p);
+    if (!(ws->iv = epar_err_alloc((size_t)ws->tile * 5, sizeof *ws->iv, "sparse tile intervals"))) return EPAR_ENOMEM;
+    /* dry run: the widest key range of any tile */
+    struct piece pc[MAX_PIECES];
+    int np = pieces(p, pc);
+    struct run R = {.p = p, .ld = d, .d = d, .ws = ws, .dry = 1};
+    for (int k = 0; k < np; k++) run_piece(&R, &pc[k]);
+    if (ws->width < 1) ws->width = 1;
+    int ns = summary_columns(p, NULL), nw = p->kind == EPAR_SPARSE_PI && ring_on(p) && !ring_full(p) ? ws->width : 0;
+    ws->ng = ns > nw ? ns : nw;
+    if (!(ws->S = epar_err_alloc((size_t)ws->tile * ws->width, sizeof *ws->S, "sparse tile")) ||
+        !(ws->m = epar_err_alloc((size_t)4 * L, sizeof *ws->m, "sparse softmax state")) ||
+        (p->kind == EPAR_SPARSE_PI && !(ws->O2 = epar_err_alloc((size_t)L * d, sizeof *ws->O2, "sparse output"))) ||
+        (ws->ng && (!(ws->Kg = epar_err_alloc((size_t)2 * ws->ng * d, sizeof *ws->Kg, "sparse gathered keys")) ||
+                    !(ws->idx = epar_err_alloc((size_t)ws->ng, sizeof *ws->idx, "sparse key index"))))) {
+        epar_sparse_ws_free(ws);
+        return EPAR_ENOMEM;
+    }
+    ws->s = ws->m + 2 * (size_t)L;
+    if (ws->Kg) ws->Vg = ws->Kg + (size_t)ws->ng * d;
+    summary_columns(p, ws->idx);
+    return EPAR_OK;
+}
+
+void epar_sparse_ws_free(struct epar_sparse_ws *ws)
+{
+    free(ws->S);
+    free(ws->m);
+    free(ws->O2);
+    free(ws->Kg);
+    free(ws->iv);
+    free(ws->idx);
+    memset(ws, 0, sizeof *ws);
+}
+
+/* o (d) <- o / s, or v when the softmax had no allowed key (policy self); times w */
+static void finish_row(double *o, const double *v, double s, double w, int d)
+{
+    if (s > 0) {
+        double f = w / s;
+        for (int c = 0; c < d; c++) o[c] *= f;
+    } else {
+        for (int c = 0; c < d; c++) o[c] = w * v[c];
+    }
+}
+
+void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, const double *K, const double *V,
+                        int ld, int d, double scale, double *O, int ldo, struct epar_sparse_ws *ws)
+{
+    int L = p->L, gated = p->kind == EPAR_SPARSE_PI;
+    struct run R = {.p = p, .Q = Q, .K = K, .V = V, .ld = ld, .d = d, .scale = scale, .O = {O, ws->O2},
+                    .ldo = {ldo, d}, .m = {ws->m, ws->m + L}, .s = {ws->s, ws->s + L}, .ws = ws, .ops = vops()};
+    for (int g = 0; g <= gated; g++)
+        for (int i = 0; i < L; i++) {
+            memset(R.O[g] + (size_t)i * R.ldo[g], 0, (size_t)d * sizeof *O);
+            R.m[g][i] = -INFINITY;
+            R.s[g][i] = 0.0;
+        }
+    for (int u = 0; u < ws->ng && p->kind == EPAR_SPARSE_FIXED; u++) {
+        memcpy(ws->Kg + (size_t)u * d, K + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *K);
+        memcpy(ws->Vg + (size_t)u * d, V + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *V);
+    }
+    struct piece pc[MAX_PIECES];
+    int np = pieces(p, pc);
+    for (int k = 0; k < np; k++) run_piece(&R, &pc[k]);
+    for (int i = 0; i < L; i++) {
+        double *o = O + (size_t)i * ldo;
+        const double *v = V + (size_t)i * ld;
+        if (!gated) {
+            finish_row(o, v, R.s[0][i], 1.0, d);
+            continue;
+        }
+        double *o2 = ws->O2 + (size_t)i * d;
+        finish_row(o, v, R.s[0][i], p->gate, d);
+        finish_row(o2, v, R.s[1][i], 1.0 - p->gate, d);
+        for (int c = 0; c < d; c++) o[c] += o2[c];
+    }
+}
+
+/* ================================================================== the dense kernel */
+
+/* the allowed entries of row z (j < jmax with mk[j]) -> tmp, their indices -> idx; returns their number */
+static int compact(const double *z, const unsigned char *mk, int jmax, double *tmp, int *idx)
+{
+    int n = 0;
+    for (int j = 0; j < jmax; j++)
+        if (mk[j]) { idx[n] = j; tmp[n] = z[j]; n++; }
+    return n;
+}
+
+/* z[idx[k]] += w softmax(tmp)_k (n entries), or z[i] += w when n = 0 (policy self) */
+static void scatter_softmax(double *z, int i, double *tmp, const int *idx, int n, double w, const struct vops *ops)
+{
+    if (!n) { z[i] += w; return; }
+    double f = w / ops->expsum(tmp, n, ops->max(tmp, n));
+    for (int k = 0; k < n; k++) z[idx[k]] += f * tmp[k];
+}
+
+void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, double gate, int causal, int L,
+                              const double *Q, const double *K, const double *V, int ld, int d, double scale,
+                              double *O, int ldo, double *S, double *row, int *idx)
+{
+    const struct vops *ops = vops();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, d, scale, Q, ld, K, ld, 0.0, S, L);
+    for (int i = 0; i < L; i++) {
+        double *z = S + (size_t)i * L;
+        int jmax = causal ? i + 1 : L;
+        int n1 = compact(z, M + (size_t)i * L, jmax, row, idx), n2 = 0;
+        if (M2) n2 = compact(z, M2 + (size_t)i * L, jmax, row + L, idx + L);
+        memset(z, 0, (size_t)L * sizeof *z);
+        scatter_softmax(z, i, row, idx, n1, M2 ? gate : 1.0, ops);
+        if (M2) scatter_softmax(z, i, row + L, idx + L, n2, 1.0 - gate, ops);
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, 1.0, S, L, V, ld, 0.0, O, ldo);
+}

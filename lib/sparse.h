@@ -1,0 +1,93 @@
+/* sparse: attention kernels that exploit the structure of the mask mechanisms (MECHANISMS.md §22-27).
+ *
+ * Each kernel computes the output of one head, O = A V, where A is the masked row softmax of
+ * z_ij = scale * q_i . k_j over the allowed set S_i of the mechanism (MECHANISMS.md §1: max over S_i, exp,
+ * sum; an empty row follows the policy self, o_i = v_i), without forming the L x L matrix. The allowed pairs
+ * of every mask are the union of a few regular pieces, and every piece is computed with dense tiles:
+ * for a tile of T rows, one dgemm gives the scores against the tile's contiguous (or evenly strided) key
+ * range, the vector exp of libmvec turns the allowed ones into weights, and one dgemm adds P V. Pieces of one
+ * softmax are merged exactly with a running maximum and sum (online softmax); a pair lying in two pieces is
+ * counted in one only. The causal flag intersects every piece with j <= i.
+ *
+ *   mechanism (§)        pieces
+ *   sliding-window (24)  band max(0,i-w) .. i+w
+ *   block-sparse (25)    the blocks B(i)-nb .. B(i)+nb of the block index B(i) = floor(i/b)
+ *   strided (22)         band i-l .. i (i-l+1 .. i with openai_local)  U  residue class (i-j) mod l = 0, j <= i
+ *                        (one dense tile per class: rows and keys with stride l)
+ *   sparse-fixed (23)    own block floor(j/l) = floor(i/l), j <= i  U  summary columns j mod l >= l-c (gathered)
+ *   global-local (26)    rows i < G dense; other rows: band |i-j| <= w  U  the G global columns
+ *   pi-attention (27)    ring band rd(i,j) <= r (its own softmax) and the pi residue classes (i-j) mod pi = 0 (its
+ *                        own softmax), mixed g A_loc V + (1-g) A_step V
+ *
+ * epar_sparse_dense_output is the dense kernel they are timed against: all L x L scores by one dgemm, the
+ * masked row softmax (the same vector exp, on the allowed entries only), one dgemm A V.
+ * Results agree with the dense masked path of lib/mech (epar_mech_forward, epar_mech_masked_output_dense) to
+ * rounding (about 1e-15, tested at 1e-12); they are not bit-identical to it (other summation orders, and
+ * libmvec's exp differs from libm's by a few ulp), nor between CPUs with and without AVX-512. Scores must be
+ * finite.
+ * Legend: L = sequence length, d = head dimension, ld = row stride of Q, K, V (e.g. the model width when they
+ * are head slices). Arrays are row-major. */
+#ifndef EPAR_SPARSE_H
+#define EPAR_SPARSE_H
+
+#include "mech.h"
+
+enum epar_sparse_kind {
+    EPAR_SPARSE_WINDOW = 0, EPAR_SPARSE_BLOCK, EPAR_SPARSE_STRIDED, EPAR_SPARSE_FIXED, EPAR_SPARSE_GLOBAL_LOCAL,
+    EPAR_SPARSE_PI, EPAR_SPARSE_COUNT
+};
+
+/* The structure of one mask mechanism at length L. */
+struct epar_sparse_pattern {
+    enum epar_sparse_kind kind;
+    int L;
+    int causal;         /* intersect every piece with j <= i */
+    int radius;         /* window w, global-local w, pi-attention r */
+    int block, neighbours;  /* block-sparse b, nb */
+    int stride;         /* strided and sparse-fixed l (>= 1) */
+    int openai_local;   /* strided: local band of l keys (i-l < j <= i) instead of l+1 */
+    int summary;        /* sparse-fixed c (1 <= c <= l) */
+    int globals;        /* global-local: the first G tokens are global */
+    int step, ring;     /* pi-attention: pi (>= 1); ring distance (ignored when causal) */
+    double gate;        /* pi-attention: g */
+    int tile;           /* rows per tile; 0 = the default (bench/bench_sparse.sh measures the choice) */
+};
+
+/* The pattern of an instantiated mask mechanism (kind EPAR_MK_MASK); EPAR_EINVAL for any other. */
+int epar_sparse_pattern_from_mech(const struct epar_mech *m, struct epar_sparse_pattern *p);
+/* Kernel name for reports, e.g. "band tiles + residue-class tiles, two softmaxes". */
+const char *epar_sparse_kernel_name(enum epar_sparse_kind kind);
+
+/* Number of (i, j) pairs whose weight the kernel computes: |S_i| summed over rows (with the causal flag);
+ * for pi-attention |S^loc_i| + |S^pi_i|, as each mask has its own softmax. L^2 / pairs bounds the speed-up
+ * over a dense kernel. */
+long epar_sparse_pairs(const struct epar_sparse_pattern *p);
+
+/* Workspace for patterns of length p->L and head dimension d; one per thread. */
+struct epar_sparse_ws {
+    int L, d, tile, width;  /* sizes it was allocated for; width = the widest key range of a tile */
+    double *S;          /* (tile, width) scores and weights of one tile */
+    double *m, *s;      /* (2, L) running maximum and sum of each softmax */
+    double *O2;         /* (L, d) second softmax of pi-attention */
+    double *Kg, *Vg;    /* (ng, d) gathered keys and values (ring wrap, summary columns) */
+    int *iv;            /* (tile, 5) allowed key intervals of the rows of a tile */
+    int *idx;           /* (ng) gathered key indices */
+    int ng;
+};
+int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pattern *p, int d);
+void epar_sparse_ws_free(struct epar_sparse_ws *ws);
+
+/* O (L, ldo) <- the attention output of pattern p for Q, K, V (L, ld) (the first d columns of each row are
+ * used), scores scale * q_i . k_j. ws from epar_sparse_ws_alloc(ws, p, d) (or a larger pattern of the same
+ * kind). Does not allocate. */
+void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, const double *K, const double *V,
+                        int ld, int d, double scale, double *O, int ldo, struct epar_sparse_ws *ws);
+
+/* The dense kernel: O (L, ldo) <- softmax_M(scale Q K^T) V with the mask M (L,L) (1 = allowed) and the causal
+ * flag, computed on all L x L scores; with M2 (L,L) non-NULL (pi-attention) O = g A_M V + (1-g) A_M2 V.
+ * S is (L,L) and row (2L) workspace; idx (2L) ints. */
+void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, double gate, int causal, int L,
+                              const double *Q, const double *K, const double *V, int ld, int d, double scale,
+                              double *O, int ldo, double *S, double *row, int *idx);
+
+#endif
