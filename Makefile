@@ -23,7 +23,7 @@ PKGS     = gsl jansson openblas
 DEPCFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wpointer-arith -Wvla
 CFLAGS  ?= $(OPT) -g
-ALLCFLAGS = $(CFLAGS) $(SANFLAGS) -std=gnu11 $(WARN) -fopenmp -I. -Ilib $(DEPCFLAGS) -MMD -MP
+ALLCFLAGS = $(CFLAGS) $(SANFLAGS) -std=gnu11 $(WARN) -fopenmp -I. -Ilib -I$(BUILD)/gen $(DEPCFLAGS) -MMD -MP
 LDLIBS   = -lgsl -lopenblas -lcsv -ljansson -lm
 # the flags the build needs are kept apart from LDFLAGS, so 'make LDFLAGS=...' adds to them instead of replacing them
 EPAR_LDFLAGS = $(SANFLAGS) -fopenmp $(LDFLAGS)
@@ -54,6 +54,14 @@ $(DEPSTAMP):
 	 else echo "make: some dependencies are missing; running scripts/install-deps"; scripts/install-deps || exit 1; fi
 	@touch $@
 deps: $(DEPSTAMP)
+
+# plots/epar.gp compiled in as a C string: every .gp script carries the style (lib/plot.c)
+$(BUILD)/gen/plot_style.h: plots/epar.gp
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from plots/epar.gp by the Makefile: do not edit */'; \
+	   echo 'static const char epar_plot_style_text[] ='; \
+	   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/lib/plot.o: $(BUILD)/gen/plot_style.h
 
 $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(dir $@)
@@ -125,9 +133,8 @@ fuzz: fuzz-build
 
 PREFIX ?= /usr/local
 install: $(EPAR_BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/epar/plots
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/epar
 	install -m 755 $(EPAR_BIN) $(DESTDIR)$(PREFIX)/bin/epar
-	install -m 644 plots/*.gp $(DESTDIR)$(PREFIX)/share/epar/plots/
 	install -m 644 paper_protocol.json $(DESTDIR)$(PREFIX)/share/epar/
 
 clean:
