@@ -88,6 +88,10 @@ expect_exit 0 "audit only" -- "$EPAR" run-all --audit-only --seed 42 --out "$out
 expect_grep '^opt_structured_consistency_enhanced,.*,stale,.*gamma=0.5.*would be' "$claims"
 expect_grep '^opt_clustered_consistency_enhanced,.*,stale,' "$claims"
 expect_grep '^retention_max_basic,.*,not reproduced,' "$claims"   # computed claims are never stale
+# the types that run did not produce: "rerun the experiment", not "fix the claim's measure"
+expect_grep '^ref_opt_random_consistency,.*,stale,.*no row matches.*holds another run.*rerun the experiment that writes output/optimal/' "$claims"
+expect_grep '^retention_max_basic,.*,"computed: [^"]*","none \(the closed form' "$claims"
+expect_grep '^train_glue_acc,.*,not reproducible here,"not measured: needs [^"]*",none,' "$claims"
 
 # a measurement spec that does not fit its file: warning, verdict not reproducible here, the columns named
 sed 's/"mean_attention_weight"}, "column": "value"}/"mean_attention_weight"}, "column": "valeur"}/' paper_protocol.json > "$T_TMP/spec.json"
