@@ -44,7 +44,7 @@ endif
 LIBEPAR  = $(BUILD)/libepar.a
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-cli test-asan test-valgrind coverage run-all regress regress-update bench fuzz fuzz-build install clean
+.PHONY: all deps test test-unit test-cli test-browser test-asan test-valgrind coverage run-all regress regress-update bench fuzz fuzz-build install clean
 all: $(EPAR_BIN) libepar.a
 
 # Missing libraries are installed (or the exact apt-get line printed) before anything compiles.
@@ -84,6 +84,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 # The test command: unit programs, then CLI tests against the real binary; ends "N passed, N failed".
 test: $(EPAR_BIN) $(TEST_BIN)
 	@EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh
+
+# index.html and REPORT.html in headless Chromium (links, images, 420 px layout, the verdict filter, screenshots into
+# $(BROWSER_OUT)/screenshots/); installs chromium, chromium-driver and python3-selenium when missing
+BROWSER_OUT ?= build/browser
+test-browser: $(EPAR_BIN)
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || \
+	    ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then scripts/install-deps --with-browser || exit 1; fi
+	@EPAR=./$(EPAR_BIN) tests/browser/run.sh $(BROWSER_OUT)
 
 # allocator_may_return_null: a size that cannot fit must reach epar's own "out of memory" (exit 4)
 test-asan:

@@ -840,7 +840,7 @@ static void where_text(json_t *w, char *buf, size_t n)
     size_t used = 0;
     buf[0] = '\0';
     json_object_foreach(w, k, v) {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
         int wr = snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", k, s ? s : "?");
         free(s);
         if (wr < 0 || (size_t)wr >= n - used) break;

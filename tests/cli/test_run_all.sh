@@ -50,14 +50,31 @@ expect_grep '^train_wikitext103_ppl,.*,not reproducible here,.*needs training' "
 
 # index.html and REPORT.md: every link resolves to an existing file
 bad=0
-for l in $(grep -o '\(href\|src\)="[^"]*"' "$out/index.html" | sed 's/^[a-z]*="//; s/"$//'); do
+for l in $(grep -o '\(href\|src\)="[^"]*"' "$out/index.html" | sed 's/^[a-z]*="//; s/"$//; s/#.*//' | grep .); do
     case "$l" in http:*|https:*|//*) bad=$((bad + 1)); echo "external link $l" ;; esac
     [ -f "$out/$l" ] || { bad=$((bad + 1)); echo "index.html link to missing $l"; }
 done
 [ "$bad" -eq 0 ] && ok || fail "$bad broken or external link(s) in index.html"
-nimg=$(grep -c '<img ' "$out/index.html")
-npng=$(find "$out" -name '*.png' | wc -l)
-[ "$nimg" -eq "$npng" ] && ok || fail "index.html shows $nimg figures, $npng PNGs exist"
+missing=0
+for p in $(cd "$out" && find . -name '*.png' | sed 's|^\./||'); do
+    grep -q "<img src=\"$p\"" "$out/index.html" || { missing=$((missing + 1)); echo "index.html does not show $p"; }
+done
+[ "$missing" -eq 0 ] && ok || fail "$missing PNG(s) not shown in index.html"
+expect_grep '<meta name="viewport"' "$out/index.html"
+expect_grep 'id="verdict-filter"' "$out/index.html"
+[ "$(grep -c '<tr class="claim ' "$out/index.html")" -eq "$(($(wc -l < "$claims") - 1))" ] && ok ||
+    fail "index.html has one claim row per claims.csv row"
+# measured values at the precision of the reported figure (6 significant digits at most, a digit or two more only
+# where a value that misses the claim would print as the claim), never the CSV's 12
+long=$(grep -o 'data-label="measured" class="num">[^<]*' "$out/index.html" | sed 's/.*>//' | tr ';' '\n' |
+       sed -E 's/[^0-9.]//g; s/\.//; s/^0+//' | awk 'length($0) >= 10' | head -3)
+[ -z "$long" ] && ok || fail "index.html shows measured values with 10+ significant digits: $long"
+expect_file "$out/report/REPORT.html"
+bad=0
+for l in $(grep -o '\(href\|src\)="[^"#]*' "$out/report/REPORT.html" | sed 's/^[a-z]*="//'); do
+    [ -f "$out/report/$l" ] || { bad=$((bad + 1)); echo "REPORT.html link to missing $l"; }
+done
+[ "$bad" -eq 0 ] && ok || fail "$bad broken link(s) in REPORT.html"
 bad=0
 for l in $(grep -o '](\([^)]*\))' "$out/report/REPORT.md" | sed 's/^](//; s/)$//'); do
     [ -f "$out/report/$l" ] || { bad=$((bad + 1)); echo "REPORT.md link to missing $l"; }
