@@ -273,7 +273,7 @@ static int retention_figure(struct epar_out *o, json_t *proto)
     if (st) return st;
     char body[2048];
     int u = snprintf(body, sizeof body,
-                     "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1), and the paper''s reported values'\n"
+                     "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1; colour = form, dash = preset), and the paper''s reported values'\n"
                      "set xlabel 'distance d / L'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
                      "set key bottom left\nplot ");
     for (int p = 0; p < np && u < (int)sizeof body; p++) {
@@ -281,9 +281,10 @@ static int retention_figure(struct epar_out *o, json_t *proto)
         snprintf(name, sizeof name, "%s", pn[p]);
         for (char *q = name; *q; q++)
             if (*q == '_') *q = ' ';
+        /* colour = form (basic red, enhanced blue, as in parameter/retention_curves.png), dash = preset */
         u += snprintf(body + u, sizeof body - (size_t)u,
-                      "'retention_curves.csv' skip 1 using 1:%d with lines lt %d dt 2 title 'basic, %s ({/Symbol b}=%g)', "
-                      "'' skip 1 using 1:%d with lines lt %d title 'enhanced, %s ({/Symbol b}=%g, {/Symbol g}=%g)', \\\n     ",
+                      "'retention_curves.csv' skip 1 using 1:%d with lines lt 2 lw 2 dt %d title 'basic, %s ({/Symbol b}=%g)', "
+                      "'' skip 1 using 1:%d with lines lt 1 lw 2 dt %d title 'enhanced, %s ({/Symbol b}=%g, {/Symbol g}=%g)', \\\n     ",
                       2 + 2 * p, p + 1, name, beta[p], 3 + 2 * p, p + 1, name, beta[p], gamma[p]);
     }
     if (u < (int)sizeof body)
