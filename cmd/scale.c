@@ -15,10 +15,17 @@
  * AMD EPYC machines as AVX-512 capable. When the CPU reports avx512f and the user set no
  * OPENBLAS_CORETYPE, re-execute once with OPENBLAS_CORETYPE=SkylakeX (the AVX-512 sgemm kernel).
  * Inactive on CPUs without AVX-512 (such as the 2-core EPYC this was written on). */
-static void select_blas_core(int argc, char **argv)
+const char *cli_scale_blas_core(void)
 {
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || getenv("OPENBLAS_CORETYPE") || getenv("EPAR_BLAS_REEXEC")) return;
+    if (!__builtin_cpu_supports("avx512f") || getenv("OPENBLAS_CORETYPE") || getenv("EPAR_BLAS_REEXEC"))
+        return epar_blas_core();
+    return "SkylakeX";
+}
+
+static void select_blas_core(int argc, char **argv)
+{
+    if (strcmp(cli_scale_blas_core(), "SkylakeX") || !strcmp(epar_blas_core(), "SkylakeX")) return;
     char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
     if (!nargv) return;
     nargv[0] = "epar";
@@ -30,6 +37,17 @@ static void select_blas_core(int argc, char **argv)
     /* exec failed: carry on with the kernel already loaded */
     unsetenv("OPENBLAS_CORETYPE");
     free(nargv);
+}
+
+/* progress on stderr: the inputs, then each timed repetition with an estimate of the time left */
+static void scale_progress(void *ctx, int rep, int repeats, double seconds)
+{
+    const struct cli_common *c = ctx;
+    if (rep == 0) cli_progress(c, "scale: inputs drawn; %d timed repetition(s) follow", repeats);
+    else if (rep < repeats)
+        cli_progress(c, "scale: repetition %d of %d took %.3g s (about %.3g s left)", rep, repeats, seconds,
+                     seconds * (repeats - rep));
+    else cli_progress(c, "scale: repetition %d of %d took %.3g s; writing the tables", rep, repeats, seconds);
 }
 
 int cmd_scale(int argc, char **argv)
@@ -91,6 +109,8 @@ int cmd_scale(int argc, char **argv)
         cfg.materialized_max_length = mat_max;
     }
     cfg.threads = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+    cfg.progress = scale_progress;
+    cfg.progress_ctx = &c;
 
     cli_progress(&c, "scale: L=%d d=%d (head 0 of %d) mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
                  cfg.prm.length, cfg.prm.hidden / cfg.prm.heads, cfg.prm.heads, epar_exp_scale_mechanism_name(cfg.prm.form),
