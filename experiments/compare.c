@@ -468,7 +468,7 @@ done:
     return st;
 }
 
-/* Performer vs exact softmax on the same q, k (MECHANISMS.md §21 pitfall): max |A_perf - A_exact| and the
+/* Performer vs exact softmax on the same q, k (docs/MECHANISMS.md §21 pitfall): max |A_perf - A_exact| and the
  * mean over rows of KL(A_exact || A_perf), over items and heads of one seed. out[2]. */
 static int performer_error(const struct epar_compare_cfg *cfg, unsigned long seed, double *out)
 {

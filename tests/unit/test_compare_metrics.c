@@ -1,4 +1,4 @@
-/* compare: the per-head metrics against the worked example of MECHANISMS.md §1, the distance MI, and the
+/* compare: the per-head metrics against the worked example of docs/MECHANISMS.md §1, the distance MI, and the
  * --set / --mechanisms parsing of the experiment. */
 #include <stdlib.h>
 #include <string.h>
