@@ -125,7 +125,7 @@ static int commit_files(struct epar_out *o)
     }
     if (!S_ISDIR(st.st_mode)) {
         epar_out_abort(o);
-        return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(ENOTDIR));
+        return epar_err_set(EPAR_EIO, "cannot create '%s': %s", o->final_dir, strerror(ENOTDIR));
     }
     if (renameat2(AT_FDCWD, o->stage_dir, AT_FDCWD, o->final_dir, RENAME_EXCHANGE) == 0) {
         epar_out_abort(o); /* the staging path now holds the old folder */

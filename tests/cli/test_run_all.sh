@@ -10,6 +10,9 @@ expect_grep '^  total ' "$T_TMP/out"
 # progress on stderr as plain lines when stderr is not a terminal (no carriage returns)
 expect_grep '^epar: run-all: \[1/[0-9]+\] position-effect' "$T_TMP/err"
 if grep -q "$(printf '\r')" "$T_TMP/err"; then fail "progress bar drawn on a non-terminal"; else ok; fi
+# the progress line and the summary count the same claims
+np=$(sed -n 's/^epar: run-all: auditing \([0-9]*\) claims$/\1/p' "$T_TMP/err"); ns=$(sed -n 's/^audit: \([0-9]*\) claims.*/\1/p' "$T_TMP/out")
+[ -n "$np" ] && [ "$np" = "$ns" ] && ok || fail "progress says '$np' claims, the summary '$ns'"
 for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
 
