@@ -465,6 +465,7 @@ static int reported_figure(const char *rep, double *v, double *unit, int *percen
     while (n + 1 < sizeof num && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.' || p[n] == '%')) { num[n] = p[n]; n++; }
     num[n] = '\0';
     if (strchr(num, '%') && strchr(num, '%')[1]) return 0;
+    if (p[n] == '/' || p[n] == '^') return 0; /* "1/L", "2^-8": a formula, not a printed figure */
     if (epar_audit_printed_parse(num, v, unit) != EPAR_OK) return 0;
     if (neg) *v = -*v;
     *percent = strchr(num, '%') != NULL;
@@ -750,7 +751,7 @@ static const char page_css[] =
     "h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\n"
     "code{font-size:0.92em;background:#f3f3f3;padding:0 2px;overflow-wrap:anywhere}\n"
     "a{overflow-wrap:anywhere}\n"
-    ".scroll{max-width:100%;overflow-x:auto}\n"
+    ".scroll{max-width:100%;overflow-x:auto}.scroll td code{overflow-wrap:normal;white-space:nowrap}\n"
     "table{border-collapse:collapse;font-size:0.88em}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;"
     "text-align:left}\n"
     "img{max-width:100%;height:auto}\n"
