@@ -2,6 +2,10 @@
 # epar run-all: the audit files (claims.csv schema, REPORT.md, index.html links), exit codes, and the
 # regression check against tests/golden (clean pins pass; a perturbed pin fails with exit 1).
 . "$(dirname "$0")/lib.sh"
+# --check's temporary folders go to a folder of this test alone: other runs of the suite on the machine (other
+# worktrees, CI jobs) create theirs in /tmp at the same time, which the "nothing left behind" check must not see
+export TMPDIR=$T_TMP/tmp
+mkdir -p "$TMPDIR"
 
 out=$T_TMP/full
 expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --seed 42 --out "$out"
