@@ -35,7 +35,7 @@ struct cli_common {
 
 #define OPTS_COMMON(c)                                                                                      \
     {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},                                                 \
-    {"protocol", 0, OPT_STRING, &(c)->protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0}, \
+    {"protocol", 0, OPT_STRING, &(c)->protocol, "FILE", "protocol file (default: ./paper_protocol.json, else the installed copy)", 0}, \
     {"preset", 0, OPT_STRING, &(c)->preset, "NAME", "protocol preset: reference_code (default) or paper", 0}, \
     {"seed", 0, OPT_INT, &(c)->seed, "N", "run with this one seed", 0},                                    \
     {"seeds", 0, OPT_SEEDS, &(c)->seeds, "LIST", "comma-separated seeds (default: the protocol's, 42-46)", 0}, \
@@ -62,6 +62,11 @@ struct cli_common {
 int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv);
 /* Was option `name` given? */
 int cli_seen(const struct opt *opts, const char *name);
+/* Levenshtein distance (strings up to 40 bytes; 99 beyond): for "did you mean" hints. */
+int cli_edit_distance(const char *a, const char *b);
+/* Columns a UTF-8 string takes on a terminal; print s padded with spaces to `width` columns. */
+size_t cli_text_width(const char *s);
+void cli_pad(FILE *f, const char *s, size_t width);
 /* Print the help of a command from its option table. */
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts);
 
@@ -108,6 +113,11 @@ struct cmd_entry {
 };
 extern const struct cmd_entry epar_commands[];
 const struct cmd_entry *cli_find_command(const char *name);
+
+/* Generated from the command table and each command's own --help (cmd/docgen.c): the manual page epar(1) in roff
+ * (epar --man) and shell completion (epar --completion bash|zsh). Return an exit code. */
+int cli_man(FILE *f);
+int cli_completion(FILE *f, const char *shell);
 
 #include "lib/version.h"
 

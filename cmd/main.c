@@ -26,7 +26,7 @@ const struct cmd_entry epar_commands[] = {
      "alpha, beta and gamma sweeps with a measured baseline and retention"},
     {"adaptive", cmd_adaptive, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
      "task- and content-aware attention; when and why EPAR helps"},
-    {"compare", cmd_compare, CMD_EXPERIMENT, "all seeds", "output/compare/",
+    {"compare", cmd_compare, CMD_EXPERIMENT, "all sources", "output/compare/",
      "every attention/position mechanism of the sources, side by side"},
     {"scale", cmd_scale, 0, "long context", "output/scale/", "streaming analysis at large L"},
     {"train", cmd_train, 0, "main table (proxy)", "output/train/",
@@ -49,8 +49,17 @@ static void main_help(FILE *f)
           "Reproduces and audits the analyses of \"EPAR: Explicit Position-Attention Relationship for\n"
           "Interpretable Long-Range Attention in Transformers\", and compares EPAR with other mechanisms.\n\n"
           "Commands:\n", f);
-    for (const struct cmd_entry *c = epar_commands; c->name; c++)
-        fprintf(f, "  %-17s %-13s %s%s\n", c->name, c->section, c->summary, c->fn ? "" : " (not built yet)");
+    size_t wn = 0, ws = 0; /* column widths from the table, in terminal columns ("§" is one) */
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+        if (cli_text_width(c->name) > wn) wn = cli_text_width(c->name);
+        if (cli_text_width(c->section) > ws) ws = cli_text_width(c->section);
+    }
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+        fputs("  ", f);
+        cli_pad(f, c->name, wn + 2);
+        cli_pad(f, c->section, ws + 2);
+        fprintf(f, "%s%s\n", c->summary, c->fn ? "" : " (not built yet)");
+    }
     fputs("\nExamples:\n"
           "  epar position-effect --gamma 0.5\n"
           "  epar run-all\n\n"
@@ -85,6 +94,23 @@ static void on_signal(int sig)
 }
 
 static int run(int argc, char **argv);
+
+/* an unknown command: the error, and the nearest command name when one is close (a typo) */
+static int unknown_command(const char *name)
+{
+    cli_usage_error("unknown command '%s'", name);
+    const char *best = NULL;
+    int bd = 3; /* two edits at most: a typo, not another word */
+    for (const struct cmd_entry *c = epar_commands;; c++) {
+        const char *cand = c->name ? c->name : "help";
+        int d = cli_edit_distance(name, cand);
+        if (d < bd) { bd = d; best = cand; }
+        if (!c->name) break;
+    }
+    if (best) fprintf(stderr, "hint: did you mean 'epar %s'?\n", best);
+    else fputs("hint: see 'epar --help' for the commands\n", stderr);
+    return 2;
+}
 
 int main(int argc, char **argv)
 {
@@ -127,12 +153,14 @@ static int run(int argc, char **argv)
             main_help(stdout);
             return 0;
         }
-        const struct cmd_entry *c = cli_find_command(argv[2]);
-        if (!c) {
-            cli_usage_error("unknown command '%s'", argv[2]);
-            fputs("hint: see 'epar --help' for the commands\n", stderr);
-            return 2;
+        if (!strcmp(argv[2], "help") || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
+            puts("usage: epar help [<command>]\n\n"
+                 "Without a command: the list of commands. With one: its options, as 'epar <command> --help'.\n"
+                 "The manual page is epar(1) ('man epar' after 'make install').");
+            return 0;
         }
+        const struct cmd_entry *c = cli_find_command(argv[2]);
+        if (!c) return unknown_command(argv[2]);
         if (!c->fn) {
             printf("usage: epar %s [options]\n\n%s -> %s\n\nThis command is not built yet.\n", c->name, c->summary,
                    c->out);
@@ -141,12 +169,14 @@ static int run(int argc, char **argv)
         char *hargv[] = {argv[2], "--help", NULL};
         return c->fn(2, hargv);
     }
-    const struct cmd_entry *c = cli_find_command(name);
-    if (!c) {
-        cli_usage_error("unknown command '%s'", name);
-        fputs("hint: see 'epar --help' for the commands\n", stderr);
-        return 2;
+    if (!strcmp(name, "--man")) return cli_man(stdout);
+    if (!strcmp(name, "--completion")) {
+        if (argc != 3 || (strcmp(argv[2], "bash") && strcmp(argv[2], "zsh")))
+            return cli_usage_error("'--completion' needs 'bash' or 'zsh', got '%s'", argc > 2 ? argv[2] : "");
+        return cli_completion(stdout, argv[2]);
     }
+    const struct cmd_entry *c = cli_find_command(name);
+    if (!c) return unknown_command(name);
     if (!c->fn) {
         for (int i = 2; i < argc; i++)
             if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

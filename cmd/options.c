@@ -65,7 +65,7 @@ void cli_set_jobs(const struct cli_common *c)
     if (c->jobs > 0) omp_set_num_threads(c->jobs);
 }
 
-static int edit_distance(const char *a, const char *b)
+int cli_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 40 || lb > 40) return 99;
@@ -191,7 +191,7 @@ int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, ch
                 int bd = 3;
                 for (struct opt *p = opts; p->type != OPT_END; p++) {
                     if (p->type == OPT_GROUP) continue;
-                    int d = edit_distance(name, p->name);
+                    int d = cli_edit_distance(name, p->name);
                     if (d < bd) { bd = d; best = p->name; }
                 }
                 if (best) fprintf(stderr, "hint: did you mean '--%s'?\n", best);
@@ -224,6 +224,21 @@ int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, ch
         }
         o->seen = 1;
     }
+    if (cli_seen(opts, "seed") && cli_seen(opts, "seeds")) {
+        int seed = 0;
+        char list[256] = "";
+        for (struct opt *p = opts; p->type != OPT_END; p++) {
+            if (p->type == OPT_INT && !strcmp(p->name, "seed")) seed = *(int *)p->dest;
+            if (p->type == OPT_SEEDS) {
+                const struct epar_params *sp = p->dest;
+                for (int i = 0; i < sp->n_seeds; i++)
+                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%lu", i ? "," : "", sp->seeds[i]);
+            }
+        }
+        cli_usage_error("options '--seed %d' and '--seeds %s' exclude each other", seed, list);
+        fputs("hint: give one of them ('--seeds N' is the same as '--seed N')\n", stderr);
+        return 2;
+    }
     return -1;
 }
 
@@ -233,6 +248,24 @@ int cli_seen(const struct opt *opts, const char *name)
         if (p->type != OPT_GROUP && !strcmp(p->name, name)) return p->seen;
     return 0;
 }
+
+/* columns a UTF-8 string takes on a terminal (one per code point: "paper §4" is 8, not 9 bytes' worth) */
+size_t cli_text_width(const char *s)
+{
+    size_t w = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) w += (*p & 0xC0) != 0x80;
+    return w;
+}
+
+/* s, then spaces up to `width` columns (at least one space after s) */
+void cli_pad(FILE *f, const char *s, size_t width)
+{
+    size_t w = cli_text_width(s);
+    fputs(s, f);
+    do fputc(' ', f); while (++w < width);
+}
+
+static const char *default_protocol(char *buf, size_t n);
 
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts)
 {
@@ -249,9 +282,20 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
             snprintf(left, sizeof left, "-%c, --%s%s%s", p->shortc, p->name, p->arg ? " " : "", p->arg ? p->arg : "");
         else
             snprintf(left, sizeof left, "    --%s%s%s", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
-        fprintf(f, "  %-30s %s\n", left, p->help);
+        fputs("  ", f);
+        cli_pad(f, left, 31);
+        if (!strcmp(p->name, "protocol") && p->type == OPT_STRING) {
+            /* the default as this binary resolves it: ./paper_protocol.json, else the installed copy */
+            char buf[4200];
+            fprintf(f, "protocol file (default: ./paper_protocol.json if present, else the copy installed with epar; "
+                       "here: %s)\n", default_protocol(buf, sizeof buf));
+            continue;
+        }
+        fprintf(f, "%s\n", p->help);
     }
-    fprintf(f, "  %-30s %s\n", "-h, --help", "show this help");
+    fputs("  ", f);
+    cli_pad(f, "-h, --help", 31);
+    fputs("show this help\n", f);
     fputs("\nExit codes: 0 ok, 1 a check failed, 2 usage error, 3 input/output or protocol error, 4 resource limit.\n", f);
 }
 

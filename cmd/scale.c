@@ -34,6 +34,17 @@ static void select_blas_core(int argc, char **argv)
     free(nargv);
 }
 
+/* progress on stderr: the inputs, then each timed repetition with an estimate of the time left */
+static void scale_progress(void *ctx, int rep, int repeats, double seconds)
+{
+    const struct cli_common *c = ctx;
+    if (rep == 0) cli_progress(c, "scale: inputs drawn; %d timed repetition(s) follow", repeats);
+    else if (rep < repeats)
+        cli_progress(c, "scale: repetition %d of %d took %.3g s (about %.3g s left)", rep, repeats, seconds,
+                     seconds * (repeats - rep));
+    else cli_progress(c, "scale: repetition %d of %d took %.3g s; writing the tables", rep, repeats, seconds);
+}
+
 int cmd_scale(int argc, char **argv)
 {
     struct cli_common c = {0};
@@ -93,6 +104,8 @@ int cmd_scale(int argc, char **argv)
         cfg.materialized_max_length = mat_max;
     }
     cfg.threads = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+    cfg.progress = scale_progress;
+    cfg.progress_ctx = &c;
 
     cli_progress(&c, "scale: L=%d d=%d (head 0 of %d) mechanism=%s path=%s threads=%d repeats=%d (BLAS kernel %s)",
                  cfg.prm.length, cfg.prm.hidden / cfg.prm.heads, cfg.prm.heads, epar_exp_scale_mechanism_name(cfg.prm.form),

@@ -1,4 +1,4 @@
-/* epar sensitivity: appendix (REPRODUCTION.md Experiment 3) -> output/parameter/ */
+/* epar sensitivity: appendix (docs/PROTOCOLS.md Experiment 3) -> output/parameter/ */
 #include <stdio.h>
 #include <string.h>
 #include "lib/err.h"

@@ -943,7 +943,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
     if ((st = epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
                                 "set terminal @epar_term size 1400,950\n"
                                 "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
-                                "layer vs none on identical weights and data (mean of %d seeds; colour = form, dash = input)'\n"
+                                "layer vs none on identical weights and data (mean +- sd of %d seeds; colour = form, dash = input)'\n"
                                 "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
                                 "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
                                 "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
@@ -951,18 +951,18 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
                                 "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $6)) with linespoints lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
+                                "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
                                 "unset key\n"
                                 "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
                                 "set ylabel 'local mass / ((2w+1)/L)'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))) with linespoints lt fc(f) dt dc(c)\n"
+                                "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)\n"
                                 "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $7/$1)) with linespoints lt fc(f) dt dc(c)\n"
+                                "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)\n"
                                 "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
                                 "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $11)) with linespoints lt fc(f) dt dc(c)\n"
+                                "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)\n"
                                 "unset multiplot\n",
                                 prm->n_seeds, cfg->when_window)))
         return st;

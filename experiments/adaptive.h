@@ -1,4 +1,4 @@
-/* Experiment 4 - adaptive attention (paper §5.4, REPRODUCTION.md Experiment 4) -> output/adaptive/
+/* Experiment 4 - adaptive attention (paper §5.4, docs/PROTOCOLS.md Experiment 4) -> output/adaptive/
  *
  * Three parts, all untrained (PyTorch-default random init, lib/model):
  *   main        task- and content-aware attention at L=64, hidden 128, batch 4, 3 runs, every seed;
@@ -57,7 +57,7 @@ struct epar_adaptive_rowstats {
     double entropy;     /* -sum_j A_ij ln A_ij (exact, no 1e-8) */
     double distance;    /* sum_j A_ij |i-j| */
     double local;       /* sum_{|i-j| <= window} A_ij */
-    double consistency; /* REPRODUCTION.md Exp 2: (score similarity + proximity)/2 of t = argmax V, a = argmax I */
+    double consistency; /* docs/PROTOCOLS.md Exp 2: (score similarity + proximity)/2 of t = argmax V, a = argmax I */
 };
 
 /* A_ij = softmax_j(S_ij m(|i-j|) inv_temp) and its metrics in one pass per row; A is never stored.

@@ -1,4 +1,4 @@
-/* Shared pieces of the experiment drivers: the reference's generative model (REPRODUCTION.md "Shared
+/* Shared pieces of the experiment drivers: the reference's generative model (docs/PROTOCOLS.md "Shared
  * generative model"), run.json, and small table/figure helpers. Prefix epar_exp_. */
 #ifndef EPAR_EXP_COMMON_H
 #define EPAR_EXP_COMMON_H

@@ -445,7 +445,7 @@ done:
     return st;
 }
 
-/* Performer vs exact softmax on the same q, k (MECHANISMS.md §21 pitfall): max |A_perf - A_exact| and the
+/* Performer vs exact softmax on the same q, k (docs/MECHANISMS.md §21 pitfall): max |A_perf - A_exact| and the
  * mean over rows of KL(A_exact || A_perf), over items and heads of one seed. out[2]. */
 static int performer_error(const struct epar_compare_cfg *cfg, unsigned long seed, double *out)
 {
@@ -827,23 +827,31 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
         if ((st = epar_exp_heatmap(o, name, title, csv, "key position j", "query position i", "attention weight"))) return st;
     }
     /* comparison plots */
-    if ((st = epar_plot_scriptf(o, "mechanisms_locality", "Entropy vs mean attended distance",
-                                "set terminal @epar_term size 1300,850\n"
-                                "set title 'Normalised entropy vs mean attended distance (mean over %d seeds, L=%d)'\n"
-                                "set xlabel 'mean attended distance (positions)'\nset ylabel 'normalised entropy H_i / ln|S_i|'\n"
-                                "unset key\nset offsets 1, 4, 0.05, 0.05\n"
-                                "plot 'mechanisms.csv' skip 1 using 9:7 with points pt 7 ps 1 lc rgb '#1f77b4', \\\n"
-                                "     '' skip 1 using 9:7:1 with labels font ',7' offset 0.6,0.4 left rotate by 20 tc rgb '#333333'\n",
-                                prm->n_seeds, L)))
+    /* one row per mechanism, two panels: a dot chart never stacks 18 labels on one point, and its axes stay on the
+     * values' own ranges (a distance >= 0, an entropy in [0, 1]) */
+    if ((st = epar_plot_scriptf(o, "mechanisms_locality", "Mean attended distance and normalised entropy per mechanism",
+                                "set terminal @epar_term size 1100,%d\n"
+                                "set multiplot layout 1,2 title 'Locality per mechanism: mean +- sd over %d seeds, L=%d "
+                                "(uniform attention: entropy 1)' noenhanced\n"
+                                "unset key\nset yrange [%d:-1]\nset ytics font ',8' noenhanced\nset grid xtics ytics\n"
+                                "set xlabel 'mean attended distance |i-j| (positions)'\nset xrange [0:*]\n"
+                                "plot 'mechanisms.csv' skip 1 using 9:0:(sd(10)):ytic(1) with xerrorbars pt 7 ps 0.8 "
+                                "lc rgb '#1f77b4'\n"
+                                "set xlabel 'normalised entropy H_i / ln|S_i|'\nset xrange [0:1.05]\n"
+                                "plot 'mechanisms.csv' skip 1 using 7:0:(sd(8)):ytic(1) with xerrorbars pt 7 ps 0.8 "
+                                "lc rgb '#d62728'\n"
+                                "unset multiplot\n",
+                                170 + 20 * K, prm->n_seeds, L, K)))
         return st;
     if ((st = epar_plot_scriptf(o, "mechanisms_entropy", "Normalised entropy and local mass per mechanism",
-                                "set terminal @epar_term size 1300,600\n"
+                                "set terminal @epar_term size 1300,650\n"
                                 "set title 'Per mechanism: normalised entropy and local mass W(|i-j|<=%d), mean +- sd over %d seeds (L=%d)'\n"
                                 "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
-                                "set xtics rotate by -60 font ',8'\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
-                                "set key top left\n"
-                                "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy', \\\n"
-                                "     '' skip 1 using 11:(sd(12)) title 'local mass'\n",
+                                "set style fill solid 0.8 border lc rgb '#333333'\n"
+                                "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
+                                "set key outside top center horizontal\n"
+                                "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
+                                "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
                                 cfg->local_window, prm->n_seeds, L)))
         return st;
     {   /* the matrix form of consistency.csv with numeric indices, plus tic labels */

@@ -1,4 +1,4 @@
-/* compare: every mechanism of MECHANISMS.md on the same inputs and projections per seed -> output/compare/
+/* compare: every mechanism of docs/MECHANISMS.md on the same inputs and projections per seed -> output/compare/
  *
  * Per seed s: one layer (stream (s, 0, WEIGHTS), no position embedding: positions come only from the
  * mechanism), inputs X (B,L,D) from (s, 0, DATA), importance vectors (B,L) of every type from

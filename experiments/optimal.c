@@ -597,8 +597,8 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
                  "set ttics ('consistency' 45, 'ranking (r+1)/2' 315, 'mean V' 225, 'performance 0.6c+0.2(r+1)' 135) "
                  "font ',11'\n"
                  "set key outside right\n"
-                 "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i ? $4 : NaN):5 with linespoints lt i+1 lw 2 "
-                 "ps 1.2 title word('%s', i+1)\n",
+                 "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i ? $4 : NaN):5 with linespoints lt i+1 "
+                 "lw (4.5 - 0.7 * i) dt i+1 pt 4+2*i ps 1.6 title word('%s', i+1)\n",
                  sub, T - 1, words);
     }
     if ((st = epar_plot_script(o, "information_type_radar_comparison", "Radar comparison of the types", body)))

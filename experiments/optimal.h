@@ -1,4 +1,4 @@
-/* Experiment 2 - optimal position (paper §4.3, REPRODUCTION.md Experiment 2) -> output/optimal/
+/* Experiment 2 - optimal position (paper §4.3, docs/PROTOCOLS.md Experiment 2) -> output/optimal/
  *
  * For every protocol seed: one attention layer (weights drawn once per seed, as the reference draws one
  * model per invocation), and for every importance type and run fresh data X ~ N(0,1) (B,L,D) and a fresh

@@ -358,15 +358,17 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                                 "set xlabel 'position i'\nset ylabel 'V(i)'\nset key outside right\n"
                                 "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
                                 "title sprintf('item %%d', c-2), \\\n"
-                                "     'pos_star.csv' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5 "
-                                "with points pt 7 ps 1.5 lc rgb 'black' title 'pos*'\n",
-                                where, B + 1, prm->seeds[0], prm->runs - 1)))
+                                "     'pos_star.csv' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5:($3+1) "
+                                "with points pt 7 ps 1.6 lc variable title 'pos* (colour of its item)', \\\n"
+                                "     '' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5 with points pt 6 ps 1.7 "
+                                "lc rgb 'black' notitle\n",
+                                where, B + 1, prm->seeds[0], prm->runs - 1, prm->seeds[0], prm->runs - 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "attention_statistics", "Attention statistics per key position",
                                 "set terminal @epar_term size 1100,800\n"
                                 "set multiplot layout 2,2 title 'Attention received per key position, over "
                                 "queries (item 0, %s)'\n"
-                                "set xlabel 'key position j'\n"
+                                "unset key\nset xlabel 'key position j'\n"
                                 "set ylabel 'mean weight'\nplot 'attention_statistics.csv' skip 1 using 1:2 "
                                 "with lines lt 1 notitle\n"
                                 "set ylabel 'std of weight'\nplot 'attention_statistics.csv' skip 1 using 1:3 "
@@ -378,7 +380,7 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                                 "unset multiplot\n",
                                 where)))
         return st;
-    if ((st = epar_plot_scriptf(o, "position_effect_distance", "Position effect vs distance, and the P surface",
+    if ((st = epar_plot_scriptf(o, "position_effect_distance", "Position effect vs distance, and P(i,j) as a heatmap",
                                 "set terminal @epar_term size 1300,550\n"
                                 "set multiplot layout 1,2 title 'Position effect ({/Symbol a}=%g, "
                                 "{/Symbol b}=%g, {/Symbol g}=%g, L=%d)'\n"
@@ -386,13 +388,13 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                                 "set key bottom left\n"
                                 "plot 'position_effect_distance.csv' skip 1 using 1:3 with linespoints lt 2 "
                                 "title 'basic', '' skip 1 using 1:4 with linespoints lt 1 title 'enhanced', "
-                                "'' skip 1 using 1:2 with lines lt 8 dt 2 title 'this run (%s)'\n"
-                                "set title 'P(i,j) surface'\nset xlabel 'key j'\nset ylabel 'query i'\n"
-                                "set zlabel 'P' rotate\nset view 55,35\nunset key\nset cblabel 'P(i,j)'\n"
-                                "splot 'position_effect_matrix.csv' skip 1 every %d using 2:1:3 with points "
-                                "pt 5 ps 0.4 palette\n"
+                                "'' skip 1 using 1:2 with points pt 6 ps 1.4 lc rgb 'black' title 'this run (%s)'\n"
+                                "set title 'P(i,j) over all query-key pairs'\nset xlabel 'key position j'\n"
+                                "set ylabel 'query position i'\nset cblabel 'P(i,j)'\n@epar_heatmap\n"
+                                "set autoscale xfix\nset autoscale yfix\n"
+                                "plot 'position_effect_matrix.csv' skip 1 using 2:1:3 with image notitle\n"
                                 "unset multiplot\n",
-                                prm->alpha, prm->beta, prm->gamma, L, form, L > 64 ? L / 32 : 1)))
+                                prm->alpha, prm->beta, prm->gamma, L, form)))
         return st;
     if ((st = epar_plot_scriptf(o, "position_attention", "Attention received per key position",
                                 "set terminal @epar_term size 1300,550\n"

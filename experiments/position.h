@@ -1,4 +1,4 @@
-/* Experiment 1 - position effect (paper §4, REPRODUCTION.md Experiment 1) -> output/position/ */
+/* Experiment 1 - position effect (paper §4, docs/PROTOCOLS.md Experiment 1) -> output/position/ */
 #ifndef EPAR_EXP_POSITION_H
 #define EPAR_EXP_POSITION_H
 

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -26,7 +27,7 @@ static const struct {
     {"cost", "Cost of the position effect"},
     {"training", "Main results table (paper §5.2): trained 110M models"},
     {"when-to-use", "When to use EPAR (paper §5.4)"},
-    {"seeds", "Statements of the other sources (seeds 001-004, epar compare)"},
+    {"seeds", "Statements of the other source documents (001-004, epar compare)"},
 };
 
 static const char *group_title(const char *id)
@@ -130,85 +131,6 @@ static double claim_reported(json_t *proto, const char *id)
     return NAN;
 }
 
-/* ---- markdown ---- */
-
-static void md_cell(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        if (*s == '|') fputs("\\|", f);
-        else if (*s == '\n') fputc(' ', f);
-        else fputc(*s, f);
-    }
-}
-
-static void write_md_verdict_table(FILE *f, const struct epar_audit *a)
-{
-    fputs("| claim | reported | measured | sd | rule | accepted | verdict |\n|---|---|---|---|---|---|---|\n", f);
-    for (size_t i = 0; i < a->n; i++) {
-        const struct epar_audit_row *r = &a->rows[i];
-        fprintf(f, "| `%s` | ", r->id);
-        md_cell(f, r->reported);
-        fputs(" | ", f);
-        md_cell(f, r->measured);
-        fputs(" | ", f);
-        md_cell(f, r->measured_sd);
-        fputs(" | ", f);
-        md_cell(f, r->rule);
-        fputs(" | ", f);
-        md_cell(f, r->accepted);
-        fprintf(f, " | %s |\n", epar_audit_verdict_name(r->verdict));
-    }
-}
-
-static void write_protocol_section(FILE *f, const char *out_root, const struct epar_report_info *info)
-{
-    fprintf(f, "## Protocol\n\nProtocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records "
-               "the exact parameters; the main ones:\n\n",
-            info->protocol_path, EPAR_PROTOCOL_VERSION, info->preset ? info->preset : "(the file's default)");
-    fputs("| folder | section | status | form | alpha | beta | gamma | L | hidden | heads | batch | runs | seeds |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", f);
-    for (int s = 0; s < info->n_folders; s++) {
-        const struct epar_report_folder *fo = &info->folders[s];
-        if (!strcmp(fo->dir, "report")) continue;
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
-        json_t *j = file_exists(p) ? json_load_file(p, 0, NULL) : NULL;
-        json_t *prm = json_object_get(j, "parameters");
-        fprintf(f, "| `%s/` | %s | ", fo->dir, fo->label);
-        if (!prm) {
-            fputs(file_exists(p) ? "run.json unreadable" : "not run", f);
-            fputs(" | | | | | | | | | | |\n", f);
-            json_decref(j);
-            continue;
-        }
-        char seeds[256] = "";
-        size_t i;
-        json_t *sv;
-        json_array_foreach(json_object_get(prm, "seeds"), i, sv)
-            snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "",
-                     (long long)json_integer_value(sv));
-        const char *form = json_string_value(json_object_get(prm, "form"));
-        fprintf(f, "ran | %s | %g | %g | %g | %lld | %lld | %lld | %lld | %lld | %s |\n", form ? form : "",
-                json_number_value(json_object_get(prm, "alpha")), json_number_value(json_object_get(prm, "beta")),
-                json_number_value(json_object_get(prm, "gamma")),
-                (long long)json_integer_value(json_object_get(prm, "length")),
-                (long long)json_integer_value(json_object_get(prm, "hidden")),
-                (long long)json_integer_value(json_object_get(prm, "heads")),
-                (long long)json_integer_value(json_object_get(prm, "batch")),
-                (long long)json_integer_value(json_object_get(prm, "runs")), seeds);
-        json_decref(j);
-    }
-    if (info->failed && info->failed[0]) {
-        fputs("\nExperiments that FAILED in this run (their claims read older files or none):", f);
-        for (const char *const *x = info->failed; *x; x++) fprintf(f, " `%s`", *x);
-        fputc('\n', f);
-    }
-    fputs("\nStochastic numbers are run once per seed and reported as the mean across seeds with the sample sd "
-          "across seeds (`measured_sd`); deterministic numbers (functions of alpha, beta, gamma, L) are computed "
-          "exactly.\n\n",
-          f);
-}
-
 /* The four retention figures against one (beta, gamma): the two gains determine beta, gamma
  * (epar_audit_implied_params); with those, the two retentions are computed and judged by the printed-figure rule,
  * as the claims are. Also the beta a basic retention of 2.8% would need, and the paper's own setting.
@@ -246,73 +168,6 @@ static struct epar_table *implied_table(json_t *proto)
 #undef ROW
     if (st) { epar_csv_free(t); return NULL; }
     return t;
-}
-
-static void write_retention_section(FILE *f, const struct epar_table *rt, const struct epar_table *im, int figures)
-{
-    fputs("## Which definition of \"retention\" gives the paper's figures\n\n"
-          "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78% and 2.8% without a definition or "
-          "parameters. `retention_definitions.csv` computes the pre-softmax retention P(d)/P(0) of both forms and "
-          "their ratio (the gain) for every preset's (beta, gamma) and every sequence length of the protocol, at "
-          "d = L/2, L-1 and L:\n\n"
-          "| preset | beta | gamma | L | d | basic | enhanced | gain |\n|---|---|---|---|---|---|---|---|\n",
-          f);
-    for (size_t r = 0; r < rt->nrows; r++)
-        fprintf(f, "| %s | %g | %g | %g | %s | %.4g | %.4g | %.4g |\n", epar_csv_get_str(rt, r, "preset"),
-                epar_csv_get(rt, r, "beta"), epar_csv_get(rt, r, "gamma"), epar_csv_get(rt, r, "length"),
-                epar_csv_get_str(rt, r, "distance"), epar_csv_get(rt, r, "basic_retention"),
-                epar_csv_get(rt, r, "enhanced_retention"), epar_csv_get(rt, r, "gain"));
-    fputc('\n', f);
-    /* the sentences below come from implied_parameters.csv (implied_table): computed, never typed in */
-    for (size_t r = 0; im && r < im->nrows; r++) {
-        const char *q = epar_csv_get_str(im, r, "quantity");
-        double v = epar_csv_get(im, r, "value"), rep = epar_csv_get(im, r, "reported");
-        const char *m = epar_csv_get_str(im, r, "matches_reported");
-        fprintf(f, "- %s: %.5g", epar_csv_get_str(im, r, "meaning"), v);
-        if (isfinite(rep)) fprintf(f, " (reported %.4g; by the printed-figure rule: %s)", rep, m ? m : "");
-        (void)q;
-        fputs(".\n", f);
-    }
-    int all = 0, total = 0;
-    for (size_t r = 0; im && r < im->nrows; r++)
-        if (isfinite(epar_csv_get(im, r, "reported")) && !strncmp(epar_csv_get_str(im, r, "quantity"), "implied_", 8)) {
-            total++;
-            all += !strcmp(epar_csv_get_str(im, r, "matches_reported"), "yes");
-        }
-    if (total)
-        fprintf(f, "- With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so "
-                   "%s.\n", all, total, all == total ? "one setting does give all four figures"
-                                                       : "no single (beta, gamma) gives all four figures");
-    if (figures) fputs("\n![retention of both forms and the paper's values](retention_curves.png)\n", f);
-    fputs("\nThe verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
-          "named in the claim's note as alternatives, never used to change the verdict.\n\n",
-          f);
-}
-
-/* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
- * verdicts and measured values of the claims that show it. */
-static void write_defects(FILE *f, json_t *proto, const struct epar_audit *a)
-{
-    json_t *defs = json_object_get(proto, "reference_defects"), *d;
-    size_t i;
-    if (!json_array_size(defs)) return;
-    fputs("## Known defects of the reference code (fixed in epar, not copied)\n\n", f);
-    json_array_foreach(defs, i, d) {
-        fprintf(f, "- **%s**: ", json_string_value(json_object_get(d, "title")));
-        md_cell(f, json_string_value(json_object_get(d, "text")));
-        size_t k;
-        json_t *id;
-        json_array_foreach(json_object_get(d, "shown_by"), k, id) {
-            for (size_t r = 0; r < a->n; r++)
-                if (!strcmp(a->rows[r].id, json_string_value(id))) {
-                    fprintf(f, "%s`%s` %s", k ? "; " : " Shown by: ", a->rows[r].id,
-                            epar_audit_verdict_name(a->rows[r].verdict));
-                    if (*a->rows[r].measured) fprintf(f, ", measured %s", a->rows[r].measured);
-                }
-        }
-        fputs(k ? ".\n" : "\n", f);
-    }
-    fputc('\n', f);
 }
 
 static int sort_cmp(const void *a, const void *b)
@@ -353,73 +208,11 @@ static void free_list(char **v)
     free(v);
 }
 
-static void write_findings(FILE *f, const char *out_root, const struct epar_audit *a, int figures)
-{
-    fputs("## Findings by section\n\n", f);
-    for (size_t i = 0; i < a->n; i++) {
-        const char *sec = a->rows[i].section;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
-        if (seen) continue;
-        int cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
-        for (size_t j = i; j < a->n; j++)
-            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
-        fprintf(f, "### %s\n\n", group_title(sec));
-        for (int v = 0, first = 1; v < EPAR_AUDIT_VERDICT_COUNT; v++)
-            if (cnt[v]) {
-                fprintf(f, "%s%d %s", first ? "" : ", ", cnt[v], epar_audit_verdict_name((enum epar_audit_verdict)v));
-                first = 0;
-            }
-        fputs(".\n\n", f);
-        for (size_t j = i; j < a->n; j++) {
-            const struct epar_audit_row *r = &a->rows[j];
-            if (strcmp(r->section, sec)) continue;
-            fprintf(f, "- `%s` **%s**: ", r->id, epar_audit_verdict_name(r->verdict));
-            md_cell(f, r->statement);
-            fputs(" Reported ", f);
-            md_cell(f, r->reported);
-            if (*r->measured) {
-                fputs(", measured ", f);
-                md_cell(f, r->measured);
-                if (*r->measured_sd) {
-                    fputs(" (sd ", f);
-                    md_cell(f, r->measured_sd);
-                    fputc(')', f);
-                }
-            }
-            fputs(". ", f);
-            md_cell(f, r->note);
-            fputc('\n', f);
-        }
-        /* the figures named by this section's claims */
-        int header = 0;
-        for (size_t j = i; j < a->n; j++) {
-            const struct epar_audit_row *r = &a->rows[j];
-            if (strcmp(r->section, sec)) continue;
-            for (char **fg = r->figures; fg && *fg; fg++) {
-                int dup = 0;
-                for (size_t q = i; q < j && !dup; q++)
-                    if (!strcmp(a->rows[q].section, sec))
-                        for (char **h = a->rows[q].figures; h && *h && !dup; h++) dup = !strcmp(*h, *fg);
-                for (char **h = r->figures; h < fg && !dup; h++) dup = !strcmp(*h, *fg);
-                if (dup) continue;
-                if (!header) { fputs("\nFigures:", f); header = 1; }
-                char p[4096];
-                snprintf(p, sizeof p, "%s/%s", out_root, *fg);
-                /* the report's own figures are rendered after this file is written */
-                int present = strncmp(*fg, "report/", 7) ? file_exists(p) : figures;
-                if (present) fprintf(f, " [%s](../%s)", *fg, *fg);
-                else fprintf(f, " %s (not produced in this run)", *fg);
-            }
-        }
-        fputs(header ? "\n\n" : "\n", f);
-    }
-}
-
 /* ---- figures ---- */
 
 static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
 {
+    if (a->n == 0) return EPAR_OK; /* a protocol without claims (tests/golden): nothing to plot */
     struct epar_table *t = epar_audit_section_counts(a);
     if (!t) return EPAR_ENOMEM;
     int st = epar_exp_write_table(o, "verdicts.csv", t);
@@ -480,7 +273,7 @@ static int retention_figure(struct epar_out *o, json_t *proto)
     if (st) return st;
     char body[2048];
     int u = snprintf(body, sizeof body,
-                     "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1), and the paper''s reported values'\n"
+                     "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1; colour = form, dash = preset), and the paper''s reported values'\n"
                      "set xlabel 'distance d / L'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
                      "set key bottom left\nplot ");
     for (int p = 0; p < np && u < (int)sizeof body; p++) {
@@ -488,9 +281,10 @@ static int retention_figure(struct epar_out *o, json_t *proto)
         snprintf(name, sizeof name, "%s", pn[p]);
         for (char *q = name; *q; q++)
             if (*q == '_') *q = ' ';
+        /* colour = form (basic red, enhanced blue, as in parameter/retention_curves.png), dash = preset */
         u += snprintf(body + u, sizeof body - (size_t)u,
-                      "'retention_curves.csv' skip 1 using 1:%d with lines lt %d dt 2 title 'basic, %s ({/Symbol b}=%g)', "
-                      "'' skip 1 using 1:%d with lines lt %d title 'enhanced, %s ({/Symbol b}=%g, {/Symbol g}=%g)', \\\n     ",
+                      "'retention_curves.csv' skip 1 using 1:%d with lines lt 2 lw 2 dt %d title 'basic, %s ({/Symbol b}=%g)', "
+                      "'' skip 1 using 1:%d with lines lt 1 lw 2 dt %d title 'enhanced, %s ({/Symbol b}=%g, {/Symbol g}=%g)', \\\n     ",
                       2 + 2 * p, p + 1, name, beta[p], 3 + 2 * p, p + 1, name, beta[p], gamma[p]);
     }
     if (u < (int)sizeof body)
@@ -498,6 +292,567 @@ static int retention_figure(struct epar_out *o, json_t *proto)
                  "'retention_reported.csv' skip 1 using 1:2 with points pt 7 ps 1.6 lc rgb 'black' title 'reported by "
                  "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle\n");
     return epar_plot_script(o, "retention_curves", "Retention of the basic and enhanced forms", body);
+}
+
+/* ---- one writer, two formats ----
+ * REPORT.md and REPORT.html come from the same calls on the same data. Text given to the writer may use four
+ * inline marks of our own strings: **bold**, `code`, [text](href) and ![alt](src); markdown keeps them, HTML gets
+ * the tags (and everything else escaped). Blocks are explicit calls: heading, paragraph, list, table, image. */
+struct doc {
+    FILE *f;
+    int html;
+};
+
+static void esc(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && s[i]; i++) {
+        switch (s[i]) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(s[i], f);
+        }
+    }
+}
+
+static void html(FILE *f, const char *s)
+{
+    esc(f, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* the inline marks of s, as markdown (table cells: '|' escaped, newlines as spaces) or HTML */
+static void doc_inline(struct doc *d, const char *s, int cell)
+{
+    if (!s) return;
+    if (!d->html) {
+        for (; *s; s++) {
+            if (cell && *s == '|') fputs("\\|", d->f);
+            else if (cell && *s == '\n') fputc(' ', d->f);
+            else fputc(*s, d->f);
+        }
+        return;
+    }
+    int bold = 0;
+    while (*s) {
+        const char *e;
+        if (s[0] == '*' && s[1] == '*') {
+            fputs(bold ? "</strong>" : "<strong>", d->f);
+            bold = !bold;
+            s += 2;
+        } else if (*s == '`' && (e = strchr(s + 1, '`'))) {
+            fputs("<code>", d->f);
+            esc(d->f, s + 1, (size_t)(e - s - 1));
+            fputs("</code>", d->f);
+            s = e + 1;
+        } else if ((s[0] == '[' || (s[0] == '!' && s[1] == '[')) && (e = strstr(s, "](")) && strchr(e, ')')) {
+            int img = s[0] == '!';
+            const char *t = s + 1 + img, *h = e + 2, *he = strchr(h, ')');
+            fputs(img ? "<img src=\"" : "<a href=\"", d->f);
+            esc(d->f, h, (size_t)(he - h));
+            fputs(img ? "\" alt=\"" : "\">", d->f);
+            esc(d->f, t, (size_t)(e - t));
+            fputs(img ? "\">" : "</a>", d->f);
+            s = he + 1;
+        } else {
+            esc(d->f, s, 1);
+            s++;
+        }
+    }
+    if (bold) fputs("</strong>", d->f);
+}
+
+static void doc_vfmt(struct doc *d, int cell, const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) return;
+    doc_inline(d, s, cell);
+    free(s);
+}
+
+static void doc_h(struct doc *d, int level, const char *id, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void doc_h(struct doc *d, int level, const char *id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (d->html) {
+        fprintf(d->f, "<h%d", level);
+        if (id) { fputs(" id=\"", d->f); html(d->f, id); fputc('"', d->f); }
+        fputc('>', d->f);
+    } else {
+        for (int i = 0; i < level; i++) fputc('#', d->f);
+        fputc(' ', d->f);
+    }
+    doc_vfmt(d, 0, fmt, ap);
+    va_end(ap);
+    if (d->html) fprintf(d->f, "</h%d>\n", level);
+    else fputs("\n\n", d->f);
+}
+
+static void doc_p(struct doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void doc_p(struct doc *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(d->html ? "<p>" : "", d->f);
+    doc_vfmt(d, 0, fmt, ap);
+    va_end(ap);
+    fputs(d->html ? "</p>\n" : "\n\n", d->f);
+}
+
+static void doc_ul(struct doc *d, int open)
+{
+    fputs(d->html ? (open ? "<ul>\n" : "</ul>\n") : (open ? "" : "\n"), d->f);
+}
+
+static void doc_li(struct doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void doc_li(struct doc *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(d->html ? "<li>" : "- ", d->f);
+    doc_vfmt(d, 0, fmt, ap);
+    va_end(ap);
+    fputs(d->html ? "</li>\n" : "\n", d->f);
+}
+
+/* a table: the head row, then doc_tr per row, then doc_table_end (HTML: in a box that scrolls sideways on a narrow
+ * screen instead of widening the page) */
+static void doc_table(struct doc *d, int n, const char *const *head)
+{
+    if (d->html) {
+        fputs("<div class=\"scroll\"><table>\n<tr>", d->f);
+        for (int i = 0; i < n; i++) { fputs("<th>", d->f); doc_inline(d, head[i], 1); fputs("</th>", d->f); }
+        fputs("</tr>\n", d->f);
+        return;
+    }
+    for (int i = 0; i < n; i++) { fputs("| ", d->f); doc_inline(d, head[i], 1); fputc(' ', d->f); }
+    fputs("|\n", d->f);
+    for (int i = 0; i < n; i++) fputs("|---", d->f);
+    fputs("|\n", d->f);
+}
+
+static void doc_tr(struct doc *d, int n, const char *const *cells)
+{
+    fputs(d->html ? "<tr>" : "", d->f);
+    for (int i = 0; i < n; i++) {
+        fputs(d->html ? "<td>" : "| ", d->f);
+        doc_inline(d, cells[i] ? cells[i] : "", 1);
+        fputs(d->html ? "</td>" : " ", d->f);
+    }
+    fputs(d->html ? "</tr>\n" : "|\n", d->f);
+}
+
+static void doc_table_end(struct doc *d)
+{
+    fputs(d->html ? "</table></div>\n" : "\n", d->f);
+}
+
+/* ---- numbers as a reader sees them ----
+ * A measured value is shown at the precision of the figure it is compared with: as many decimals as the reported
+ * figure prints (a percentage as a percentage), with digits added only when a value that does not meet the claim
+ * would otherwise print as the claim itself. Full precision stays in claims.csv. */
+
+/* the first printed number of a reported text ("x4.2" -> 4.2 unit 0.1, "78%" -> 0.78 unit 0.01 percent) */
+static int reported_figure(const char *rep, double *v, double *unit, int *percent)
+{
+    const char *p = rep;
+    while (*p && !(*p >= '0' && *p <= '9') && !(*p == '.' && p[1] >= '0' && p[1] <= '9')) p++;
+    if (!*p) return 0;
+    int neg = p > rep && p[-1] == '-';
+    char num[64];
+    size_t n = 0;
+    while (n + 1 < sizeof num && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.' || p[n] == '%')) { num[n] = p[n]; n++; }
+    num[n] = '\0';
+    if (strchr(num, '%') && strchr(num, '%')[1]) return 0;
+    if (p[n] == '/' || p[n] == '^') return 0; /* "1/L", "2^-8": a formula, not a printed figure */
+    if (epar_audit_printed_parse(num, v, unit) != EPAR_OK) return 0;
+    if (neg) *v = -*v;
+    *percent = strchr(num, '%') != NULL;
+    return 1;
+}
+
+static int decimals_of(double unit)
+{
+    int dec = (int)lround(-log10(unit));
+    return dec < 0 ? 0 : dec > 12 ? 12 : dec;
+}
+
+/* one number m rounded like the reported text (fails: the claim does not hold, so m must not print as it) */
+static void round_like(const char *rep, double m, int fails, char *out, size_t n)
+{
+    double r, u;
+    int pct;
+    if (!isfinite(m)) { snprintf(out, n, "%s", isnan(m) ? "nan" : m > 0 ? "inf" : "-inf"); return; }
+    if (!reported_figure(rep, &r, &u, &pct)) {
+        snprintf(out, n, "%.3g", m);
+        return;
+    }
+    double scale = pct ? 100 : 1;
+    int dec = decimals_of(u * scale);
+    /* a figure copied with 12 digits (the reference's CSVs) is shown to 6 significant digits, the precision the
+     * float32 reference and the audit's relative tolerance of 1e-6 give it */
+    if (m != 0) {
+        int sig = dec + 1 + (int)floor(log10(fabs(m * scale)));
+        if (sig > 6) dec -= sig - 6;
+        if (dec < 0) dec = 0;
+    }
+    char rtext[64];
+    snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
+    snprintf(out, n, "%.*f", dec, m * scale);
+    while (fails && !strcmp(out, rtext) && dec < 12 && fabs(m - r) > 1e-12 * fmax(1, fabs(r))) {
+        dec++;
+        snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
+        snprintf(out, n, "%.*f", dec, m * scale);
+    }
+    if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
+}
+
+/* the measured column of a claim ("a; b; c" for several readings), each number rounded like the reported figure */
+static void shown_measured(const struct epar_audit_row *r, char *out, size_t n)
+{
+    int fails = r->verdict == EPAR_AUDIT_NOT_REPRODUCED || r->verdict == EPAR_AUDIT_PARTLY;
+    out[0] = '\0';
+    const char *p = r->measured;
+    while (p && *p) {
+        const char *e = strstr(p, "; ");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char item[64], num[64];
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        char *end;
+        double v = strtod(item, &end);
+        if (*item && !*end) round_like(r->reported, v, fails, num, sizeof num);
+        else snprintf(num, sizeof num, "%s", item);
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "; " : "", num);
+        p = e ? e + 2 : NULL;
+    }
+}
+
+/* the across-seed sd: two significant digits, "n/a (one seed)" when there is no spread, "" when not stochastic */
+static void shown_sd(const struct epar_audit_row *r, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (!r->measured_sd || !*r->measured_sd) return;
+    char *end;
+    double v = strtod(r->measured_sd, &end);
+    if (*end || isnan(v)) snprintf(out, n, "n/a (one seed)");
+    else snprintf(out, n, "%.2g", v);
+}
+
+/* ---- REPORT.md / REPORT.html ---- */
+
+static void write_verdict_table(struct doc *d, const struct epar_audit *a)
+{
+    static const char *const head[] = {"claim", "reported", "measured", "sd across seeds", "rule", "verdict"};
+    doc_table(d, 6, head);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        char id[160], meas[512], sd[64];
+        snprintf(id, sizeof id, "`%s`", r->id);
+        shown_measured(r, meas, sizeof meas);
+        shown_sd(r, sd, sizeof sd);
+        const char *cells[] = {id, r->reported, meas, sd, r->rule, epar_audit_verdict_name(r->verdict)};
+        doc_tr(d, 6, cells);
+    }
+    doc_table_end(d);
+}
+
+static void write_protocol_section(struct doc *d, const char *out_root, const struct epar_report_info *info)
+{
+    doc_h(d, 2, "protocol", "Protocol");
+    doc_p(d, "Protocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records the exact parameters; "
+             "the main ones:", info->protocol_path, EPAR_PROTOCOL_VERSION,
+          info->preset ? info->preset : "(the file's default)");
+    static const char *const head[] = {"folder", "section", "status", "form", "alpha", "beta", "gamma",
+                                       "L", "hidden", "heads", "batch", "runs", "seeds"};
+    doc_table(d, 13, head);
+    for (int s = 0; s < info->n_folders; s++) {
+        const struct epar_report_folder *fo = &info->folders[s];
+        if (!strcmp(fo->dir, "report")) continue;
+        char p[4096], dir[80];
+        snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
+        snprintf(dir, sizeof dir, "`%s/`", fo->dir);
+        json_t *j = file_exists(p) ? json_load_file(p, 0, NULL) : NULL;
+        json_t *prm = json_object_get(j, "parameters");
+        if (!prm) {
+            const char *cells[13] = {dir, fo->label, file_exists(p) ? "run.json unreadable" : "not run"};
+            doc_tr(d, 13, cells);
+            json_decref(j);
+            continue;
+        }
+        char seeds[256] = "", v[9][32];
+        size_t i;
+        json_t *sv;
+        json_array_foreach(json_object_get(prm, "seeds"), i, sv)
+            snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "",
+                     (long long)json_integer_value(sv));
+        const char *form = json_string_value(json_object_get(prm, "form"));
+        static const char *const num[] = {"alpha", "beta", "gamma"}, *const integer[] = {"length", "hidden", "heads",
+                                                                                        "batch", "runs"};
+        for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", json_number_value(json_object_get(prm, num[k])));
+        for (int k = 0; k < 5; k++)
+            snprintf(v[3 + k], sizeof v[3 + k], "%lld", (long long)json_integer_value(json_object_get(prm, integer[k])));
+        const char *cells[13] = {dir, fo->label, "ran", form ? form : "", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+                                 seeds};
+        doc_tr(d, 13, cells);
+        json_decref(j);
+    }
+    doc_table_end(d);
+    if (info->failed && info->failed[0]) {
+        char list[512] = "";
+        for (const char *const *x = info->failed; *x; x++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), " `%s`", *x);
+        doc_p(d, "Experiments that FAILED in this run (their claims read older files or none):%s", list);
+    }
+    doc_p(d, "Stochastic numbers are run once per seed and reported as the mean across seeds with the sample sd across "
+             "seeds; deterministic numbers (functions of alpha, beta, gamma, L) are computed exactly. Numbers here are "
+             "rounded to the precision of the figure they are compared with; `claims.csv` has them in full.");
+}
+
+static void write_retention_section(struct doc *d, const struct epar_table *rt, const struct epar_table *im, int figures)
+{
+    doc_h(d, 2, "retention", "Which definition of \"retention\" gives the paper's figures");
+    doc_p(d, "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78%% and 2.8%% without a definition or "
+             "parameters. `retention_definitions.csv` computes the pre-softmax retention P(d)/P(0) of both forms and "
+             "their ratio (the gain) for every preset's (beta, gamma) and every sequence length of the protocol, at "
+             "d = L/2, L-1 and L:");
+    static const char *const head[] = {"preset", "beta", "gamma", "L", "d", "basic", "enhanced", "gain"};
+    doc_table(d, 8, head);
+    for (size_t r = 0; r < rt->nrows; r++) {
+        char v[7][32];
+        snprintf(v[0], sizeof v[0], "%g", epar_csv_get(rt, r, "beta"));
+        snprintf(v[1], sizeof v[1], "%g", epar_csv_get(rt, r, "gamma"));
+        snprintf(v[2], sizeof v[2], "%g", epar_csv_get(rt, r, "length"));
+        snprintf(v[3], sizeof v[3], "%.4g", epar_csv_get(rt, r, "basic_retention"));
+        snprintf(v[4], sizeof v[4], "%.4g", epar_csv_get(rt, r, "enhanced_retention"));
+        snprintf(v[5], sizeof v[5], "%.4g", epar_csv_get(rt, r, "gain"));
+        const char *cells[] = {epar_csv_get_str(rt, r, "preset"), v[0], v[1], v[2], epar_csv_get_str(rt, r, "distance"),
+                               v[3], v[4], v[5]};
+        doc_tr(d, 8, cells);
+    }
+    doc_table_end(d);
+    /* the sentences below come from implied_parameters.csv (implied_table): computed, never typed in */
+    doc_ul(d, 1);
+    for (size_t r = 0; im && r < im->nrows; r++) {
+        double v = epar_csv_get(im, r, "value"), rep = epar_csv_get(im, r, "reported");
+        const char *m = epar_csv_get_str(im, r, "matches_reported");
+        char tail[160] = "";
+        if (isfinite(rep)) snprintf(tail, sizeof tail, " (reported %.4g; by the printed-figure rule: %s)", rep, m ? m : "");
+        doc_li(d, "%s: %.5g%s.", epar_csv_get_str(im, r, "meaning"), v, tail);
+    }
+    int all = 0, total = 0;
+    for (size_t r = 0; im && r < im->nrows; r++)
+        if (isfinite(epar_csv_get(im, r, "reported")) && !strncmp(epar_csv_get_str(im, r, "quantity"), "implied_", 8)) {
+            total++;
+            all += !strcmp(epar_csv_get_str(im, r, "matches_reported"), "yes");
+        }
+    if (total)
+        doc_li(d, "With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so %s.",
+               all, total, all == total ? "one setting does give all four figures"
+                                        : "no single (beta, gamma) gives all four figures");
+    doc_ul(d, 0);
+    if (figures) doc_p(d, "![retention of both forms and the paper's values](retention_curves.png)");
+    doc_p(d, "The verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
+             "named in the claim's note as alternatives, never used to change the verdict.");
+}
+
+/* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
+ * verdicts and measured values of the claims that show it. */
+static void write_defects(struct doc *d, json_t *proto, const struct epar_audit *a)
+{
+    json_t *defs = json_object_get(proto, "reference_defects"), *x;
+    size_t i;
+    if (!json_array_size(defs)) return;
+    doc_h(d, 2, "defects", "Known defects of the reference code (fixed in epar, not copied)");
+    doc_ul(d, 1);
+    json_array_foreach(defs, i, x) {
+        char shown[2048] = "";
+        size_t k;
+        json_t *id;
+        json_array_foreach(json_object_get(x, "shown_by"), k, id) {
+            for (size_t r = 0; r < a->n; r++)
+                if (!strcmp(a->rows[r].id, json_string_value(id))) {
+                    char meas[256] = "";
+                    if (*a->rows[r].measured) {
+                        char m[200];
+                        shown_measured(&a->rows[r], m, sizeof m);
+                        snprintf(meas, sizeof meas, ", measured %s", m);
+                    }
+                    snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%s`%s` %s%s",
+                             k ? "; " : " Shown by: ", a->rows[r].id, epar_audit_verdict_name(a->rows[r].verdict), meas);
+                }
+        }
+        doc_li(d, "**%s**: %s%s%s", json_string_value(json_object_get(x, "title")),
+               json_string_value(json_object_get(x, "text")), shown, k ? "." : "");
+    }
+    doc_ul(d, 0);
+}
+
+static void write_findings(struct doc *d, const char *out_root, const struct epar_audit *a, int figures)
+{
+    doc_h(d, 2, "findings", "Findings by section");
+    for (size_t i = 0; i < a->n; i++) {
+        const char *sec = a->rows[i].section;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
+        if (seen) continue;
+        int cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
+        for (size_t j = i; j < a->n; j++)
+            if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
+        char anchor[96], counts[512] = "";
+        snprintf(anchor, sizeof anchor, "findings-%s", sec);
+        doc_h(d, 3, anchor, "%s", group_title(sec));
+        for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+            if (cnt[v])
+                snprintf(counts + strlen(counts), sizeof counts - strlen(counts), "%s%d %s", counts[0] ? ", " : "",
+                         cnt[v], epar_audit_verdict_name((enum epar_audit_verdict)v));
+        doc_p(d, "%s.", counts);
+        doc_ul(d, 1);
+        for (size_t j = i; j < a->n; j++) {
+            const struct epar_audit_row *r = &a->rows[j];
+            if (strcmp(r->section, sec)) continue;
+            char meas[640] = "";
+            if (*r->measured) {
+                char m[512], sd[64];
+                shown_measured(r, m, sizeof m);
+                shown_sd(r, sd, sizeof sd);
+                snprintf(meas, sizeof meas, ", measured %s%s%s%s", m, *sd ? " (sd " : "", sd, *sd ? ")" : "");
+            }
+            doc_li(d, "`%s` **%s**: %s Reported %s%s. Source: %s. Measurement: %s. %s", r->id,
+                   epar_audit_verdict_name(r->verdict), r->statement, r->reported, meas, r->source, r->measurement,
+                   r->note);
+        }
+        doc_ul(d, 0);
+        /* the figures named by this section's claims */
+        char figs[4096] = "";
+        for (size_t j = i; j < a->n; j++) {
+            const struct epar_audit_row *r = &a->rows[j];
+            if (strcmp(r->section, sec)) continue;
+            for (char **fg = r->figures; fg && *fg; fg++) {
+                char mark[512];
+                snprintf(mark, sizeof mark, "[%s](../%s)", *fg, *fg);
+                if (strstr(figs, mark)) continue;
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s", out_root, *fg);
+                /* the report's own figures are rendered after this file is written */
+                int present = strncmp(*fg, "report/", 7) ? file_exists(p) : figures;
+                if (present) snprintf(figs + strlen(figs), sizeof figs - strlen(figs), " %s", mark);
+                else snprintf(figs + strlen(figs), sizeof figs - strlen(figs), " %s (not produced in this run)", *fg);
+            }
+        }
+        if (figs[0]) doc_p(d, "Figures:%s", figs);
+    }
+}
+
+/* the style of both HTML pages: readable from 420 px up, no external fonts or scripts */
+static const char page_css[] =
+    "*{box-sizing:border-box}[hidden]{display:none !important}\n"
+    "body{font-family:sans-serif;line-height:1.4;margin:0 auto;padding:0 12px 3em;max-width:1400px;color:#222;overflow-wrap:break-word}\n"
+    "h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\n"
+    "code{font-size:0.92em;background:#f3f3f3;padding:0 2px;overflow-wrap:anywhere}\n"
+    "a{overflow-wrap:anywhere}\n"
+    ".scroll{max-width:100%;overflow-x:auto}.scroll td code{overflow-wrap:normal;white-space:nowrap}\n"
+    "table{border-collapse:collapse;font-size:0.88em}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;"
+    "text-align:left}\n"
+    "img{max-width:100%;height:auto}\n"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:14px}\n"
+    "figure{margin:0}figure img{width:100%;border:1px solid #ddd}figcaption{font-size:0.85em;color:#333}\n"
+    "nav.toc{background:#f6f6f6;padding:6px 12px;border:1px solid #ddd}nav.toc ul{margin:0.3em 0;padding-left:1.2em}\n"
+    ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
+    ".v-not-reproduced{background:#fbe3e3}.v-inconclusive,.v-stale{background:#fdf0dc}"
+    ".v-ill-posed,.v-needs-2-seeds,.v-not-reproducible-here{background:#eeeeee}\n"
+    "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}td.num{white-space:nowrap}\n"
+    "details{font-size:0.92em}details summary{cursor:pointer;color:#1f4e99}\n"
+    ".chips button{margin:2px;padding:2px 8px;border:1px solid #999;border-radius:10px;cursor:pointer;font-size:0.9em}\n"
+    "@media (max-width:760px){table.claims,table.claims tbody,table.claims tr,table.claims td{display:block;width:100%}"
+    "table.claims tr.head{display:none}table.claims tr{border:1px solid #bbb;margin-bottom:8px}"
+    "table.claims td{border:none;padding:2px 6px}table.claims td[data-label]::before{content:attr(data-label) \": \";"
+    "font-weight:bold}td.num{white-space:normal}}\n";
+
+static void page_head(FILE *f, const char *title)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
+    html(f, title);
+    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n", page_css);
+}
+
+static void write_report(struct doc *d, const char *out_root, const struct epar_audit *a,
+                         const struct epar_report_info *info, const struct epar_table *rt, const struct epar_table *im)
+{
+    if (d->html) page_head(d->f, "EPAR reproduction report");
+    doc_h(d, 1, NULL, "EPAR reproduction report");
+    doc_p(d, "Written by `epar run-all` (epar %s). Every number below is computed by epar or read from its output "
+             "files; the reported values are the paper's and the reference repository's. The full audit table is "
+             "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
+          info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
+    write_protocol_section(d, out_root, info);
+    doc_h(d, 2, "verdicts", "Verdicts");
+    static const char *const head[] = {"verdict", "claims"};
+    doc_table(d, 2, head);
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", a->counts[v]);
+        const char *cells[] = {epar_audit_verdict_name((enum epar_audit_verdict)v), n};
+        doc_tr(d, 2, cells);
+    }
+    char tot[16];
+    snprintf(tot, sizeof tot, "%zu", a->n);
+    const char *total[] = {"**total**", tot};
+    doc_tr(d, 2, total);
+    doc_table_end(d);
+    doc_p(d, "How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
+             "`paper_protocol.json` before looking at results (column `rule`; `accepted` in claims.csv shows what the "
+             "rule accepts):");
+    doc_ul(d, 1);
+    doc_li(d, "**printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
+              "i.e. lie within half a unit of its last printed digit (78%% means [77.5%%, 78.5%%)).");
+    doc_li(d, "**prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
+              "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by "
+              "the run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs "
+              ">= 2 seeds**.");
+    doc_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
+    doc_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
+              "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence "
+              "interval of the mean must be on the claimed side, else **inconclusive**); **at_least** (a wall-clock "
+              "speed-up, with a stated slack).");
+    doc_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their check "
+              "holds; a statement that cannot be true or false as written is **ill-posed** (its readings are shown); a "
+              "claim with several readings is **partly reproduced** when some hold; a claim whose input comes from "
+              "another run than the one audited (protocol hash, preset, seeds, epar version or command-line changes "
+              "differ) is **stale**; **not reproducible here** gives the reason (training a 110M model, or an "
+              "experiment that did not run: rerun it). Nearby settings that would match are named in the note, never "
+              "used for the verdict.");
+    doc_ul(d, 0);
+    doc_p(d, "Sources: `seed 00N_...txt §x` is a section of one of the five source documents, `charles-wang888/...` "
+             "a file of the reference repository; docs/SOURCES.md of the epar sources lists each with its title, and "
+             "the published papers behind every mechanism.");
+    if (a->stale)
+        doc_p(d, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
+                 "to audit this protocol's own runs.", a->stale);
+    if (a->spec_problems)
+        doc_p(d, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
+                 "`measure` entry in `paper_protocol.json`.", a->spec_problems);
+    if (info->figures && a->n) doc_p(d, "![verdicts per section](verdicts.png)");
+    write_verdict_table(d, a);
+    write_findings(d, out_root, a, info->figures);
+    write_retention_section(d, rt, im, info->figures);
+    write_defects(d, info->protocol, a);
+    if (d->html) fputs("</body></html>\n", d->f);
+}
+
+static int write_doc(struct epar_out *o, const char *name, int as_html, const char *out_root,
+                     const struct epar_audit *a, const struct epar_report_info *info, const struct epar_table *rt,
+                     const struct epar_table *im)
+{
+    const char *path = epar_out_path(o, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct doc d = {f, as_html};
+    write_report(&d, out_root, a, info, rt, im);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    return EPAR_OK;
 }
 
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
@@ -515,55 +870,8 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     if (!st) st = epar_exp_write_table(o, "implied_parameters.csv", im);
     if (!st) st = verdict_figure(o, a);
     if (!st) st = retention_figure(o, info->protocol);
-    if (st) goto done;
-    const char *path = epar_out_path(o, "REPORT.md");
-    FILE *f = fopen(path, "w");
-    if (!f) { st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno)); goto done; }
-    fprintf(f, "# EPAR reproduction report\n\n"
-               "Written by `epar run-all` (epar %s). Every number below is computed by epar or read from its output "
-               "files; the reported values are the paper's and the reference repository's. The full audit table is "
-               "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html).\n\n",
-            info->version);
-    write_protocol_section(f, out_root, info);
-    fprintf(f, "## Verdicts\n\n| verdict | claims |\n|---|---|\n");
-    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
-        fprintf(f, "| %s | %d |\n", epar_audit_verdict_name((enum epar_audit_verdict)v), a->counts[v]);
-    fprintf(f, "| **total** | %zu |\n\n", a->n);
-    fputs("How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
-          "`paper_protocol.json` before looking at results (column `rule`; `accepted` shows what the rule accepts):\n\n"
-          "- **printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
-          "i.e. lie within half a unit of its last printed digit (78% means [77.5%, 78.5%)).\n"
-          "- **prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
-          "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by the "
-          "run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs >= 2 "
-          "seeds**.\n"
-          "- **estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.\n"
-          "- **exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
-          "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence interval "
-          "of the mean must be on the claimed side, else **inconclusive**); **at_least** (a wall-clock speed-up, with "
-          "a stated slack).\n"
-          "- Identities and by-construction properties are **trivially true** (the reason is given) when their check "
-          "holds; a statement that cannot be true or false as written is **ill-posed** (its readings are shown); a "
-          "claim with several readings is **partly reproduced** when some hold; a claim whose input comes from another "
-          "run than the one audited (protocol hash, preset, seeds, epar version or command-line changes differ) is "
-          "**stale**; **not reproducible here** gives the reason (training a 110M model, or an experiment that did not "
-          "run). Nearby settings that would match are named in the note, never used for the verdict.\n\n",
-          f);
-    if (a->stale)
-        fprintf(f, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
-                   "to audit this protocol's own runs.\n\n", a->stale);
-    if (a->spec_problems)
-        fprintf(f, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
-                   "`measure` entry in `paper_protocol.json`.\n\n",
-                a->spec_problems);
-    if (info->figures) fputs("![verdicts per section](verdicts.png)\n\n", f);
-    write_md_verdict_table(f, a);
-    fputc('\n', f);
-    write_findings(f, out_root, a, info->figures);
-    write_retention_section(f, rt, im, info->figures);
-    write_defects(f, info->protocol, a);
-    if (fclose(f) != 0) st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-done:
+    if (!st) st = write_doc(o, "REPORT.md", 0, out_root, a, info, rt, im);
+    if (!st) st = write_doc(o, "REPORT.html", 1, out_root, a, info, rt, im);
     epar_csv_free(t);
     epar_csv_free(rt);
     epar_csv_free(im);
@@ -572,34 +880,184 @@ done:
 
 /* ---- index.html ---- */
 
-static void html(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 static int is_folder(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static void index_figures(FILE *f, const char *out_root, const struct epar_report_info *info)
+/* "not reproduced" -> "not-reproduced", "needs >= 2 seeds" -> "needs-2-seeds": a class name / filter key */
+static void verdict_slug(enum epar_audit_verdict v, char *out, size_t n)
 {
-    /* known folders in command-table order, then any other folder with PNGs */
+    const char *s = epar_audit_verdict_name(v);
+    size_t k = 0;
+    int dash = 0;
+    for (; *s && k + 1 < n; s++) {
+        if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')) {
+            if (dash && k) out[k++] = '-';
+            dash = 0;
+            out[k++] = *s;
+        } else dash = 1;
+    }
+    out[k] = '\0';
+}
+
+/* what a figure shows: the title line its .gp script starts with ("# <title>"), else its file name */
+static void figure_caption(const char *out_root, const char *rel_png, char *out, size_t n)
+{
+    char p[4300];
+    snprintf(p, sizeof p, "%s/%.*s.gp", out_root, (int)(strlen(rel_png) - 4), rel_png);
+    snprintf(out, n, "%s", rel_png);
+    FILE *f = fopen(p, "r");
+    if (!f) return;
+    char line[512];
+    if (fgets(line, sizeof line, f) && line[0] == '#' && line[1] == ' ') {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(out, n, "%s", line + 2);
+    }
+    fclose(f);
+}
+
+static void index_figure(FILE *f, const char *out_root, const char *rel_png)
+{
+    char cap[512], gp[600];
+    figure_caption(out_root, rel_png, cap, sizeof cap);
+    fputs("<figure><a href=\"", f);
+    html(f, rel_png);
+    fputs("\"><img src=\"", f);
+    html(f, rel_png);
+    fputs("\" alt=\"", f);
+    html(f, cap);
+    fputs("\" loading=\"lazy\"></a><figcaption>", f);
+    html(f, cap);
+    fputs(" <small>(<code>", f);
+    html(f, rel_png);
+    fputs("</code>", f);
+    snprintf(gp, sizeof gp, "%s/%.*s.gp", out_root, (int)(strlen(rel_png) - 4), rel_png);
+    if (file_exists(gp)) {
+        fputs(", <a href=\"", f);
+        fprintf(f, "%.*s.gp", (int)(strlen(rel_png) - 4), rel_png);
+        fputs("\">script</a>", f);
+    }
+    fputs(")</small></figcaption></figure>\n", f);
+}
+
+/* one claim as a table row (data-verdict: the filter's key) */
+static void index_claim(FILE *f, const struct epar_audit_row *r)
+{
+    char slug[48], meas[512], sd[64];
+    verdict_slug(r->verdict, slug, sizeof slug);
+    shown_measured(r, meas, sizeof meas);
+    shown_sd(r, sd, sizeof sd);
+    fprintf(f, "<tr class=\"claim v-%s\" data-verdict=\"%s\" id=\"claim-", slug, slug);
+    html(f, r->id);
+    fputs("\"><td data-label=\"claim\"><code>", f);
+    html(f, r->id);
+    fputs("</code><br>", f);
+    html(f, r->statement);
+    fputs("</td><td data-label=\"reported\" class=\"num\">", f);
+    html(f, r->reported);
+    fputs("</td><td data-label=\"measured\" class=\"num\">", f);
+    html(f, meas);
+    if (*sd) {
+        fputs(" <small>(sd ", f);
+        html(f, sd);
+        fputs(")</small>", f);
+    }
+    fputs("</td><td data-label=\"verdict\"><strong>", f);
+    html(f, epar_audit_verdict_name(r->verdict));
+    fputs("</strong></td><td data-label=\"how\"><details><summary>rule, measurement, source, note</summary>"
+          "<b>rule</b> ", f);
+    html(f, r->rule);
+    if (*r->accepted) {
+        fputs("; <b>accepted</b> ", f);
+        html(f, r->accepted);
+    }
+    fputs("<br><b>measurement</b> <code>", f);
+    html(f, r->measurement);
+    fputs("</code>", f);
+    if (*r->input) {
+        fputs(" <b>input</b> <code>", f);
+        html(f, r->input);
+        fputs("</code>", f);
+    }
+    fputs("<br><b>source</b> ", f);
+    html(f, r->source);
+    fputs("<br><b>how the verdict follows</b> ", f);
+    html(f, r->note);
+    fputs("</details></td></tr>\n", f);
+}
+
+/* the claim sections in first-appearance order: id of the i-th (NULL past the end) */
+static const char *nth_section(const struct epar_audit *a, int k)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, a->rows[i].section);
+        if (!seen && k-- == 0) return a->rows[i].section;
+    }
+    return NULL;
+}
+
+static void section_counts(const struct epar_audit *a, const char *sec, char *out, size_t n)
+{
+    int cnt[EPAR_AUDIT_VERDICT_COUNT] = {0};
+    for (size_t j = 0; j < a->n; j++)
+        if (!sec || !strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
+    out[0] = '\0';
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        if (cnt[v])
+            snprintf(out + strlen(out), n - strlen(out), "%s%d %s", out[0] ? ", " : "", cnt[v],
+                     epar_audit_verdict_name((enum epar_audit_verdict)v));
+}
+
+/* the claims of one section, then the figures they name */
+static void index_claim_section(FILE *f, const char *out_root, const struct epar_audit *a, const char *sec)
+{
+    char counts[512];
+    section_counts(a, sec, counts, sizeof counts);
+    fputs("<section class=\"claims-section\" id=\"claims-", f);
+    html(f, sec);
+    fputs("\"><h2>", f);
+    html(f, group_title(sec));
+    fputs("</h2>\n<p>", f);
+    html(f, counts);
+    fputs(".</p>\n<table class=\"claims\"><tr class=\"head\"><th>claim</th><th>reported</th><th>measured</th>"
+          "<th>verdict</th><th>how</th></tr>\n", f);
+    for (size_t j = 0; j < a->n; j++)
+        if (!strcmp(a->rows[j].section, sec)) index_claim(f, &a->rows[j]);
+    fputs("</table>\n", f);
+    int shown = 0;
+    for (size_t j = 0; j < a->n; j++) {
+        const struct epar_audit_row *r = &a->rows[j];
+        if (strcmp(r->section, sec)) continue;
+        for (char **fg = r->figures; fg && *fg; fg++) {
+            int dup = 0;
+            for (size_t q = 0; q < j && !dup; q++)
+                if (!strcmp(a->rows[q].section, sec))
+                    for (char **h = a->rows[q].figures; h && *h && !dup; h++) dup = !strcmp(*h, *fg);
+            for (char **h = r->figures; h < fg && !dup; h++) dup = !strcmp(*h, *fg);
+            char p[4300];
+            snprintf(p, sizeof p, "%s/%s", out_root, *fg);
+            if (dup || !file_exists(p)) continue;
+            if (!shown++) fputs("<h3>The figures these claims rest on</h3>\n<div class=\"grid\">\n", f);
+            index_figure(f, out_root, *fg);
+        }
+    }
+    if (shown) fputs("</div>\n", f);
+    fputs("</section>\n", f);
+}
+
+/* every folder with figures: the command table's in its order, then any other, sorted */
+static int figure_folders(const char *out_root, const struct epar_report_info *info, char ***dirs_out,
+                          const char ***labels_out)
+{
     DIR *d = opendir(out_root);
     char *others[64];
     int no = 0;
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp-") || no == 64) continue;
+        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp-") || strstr(de->d_name, ".old-") || no == 64) continue;
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", out_root, de->d_name);
         if (!is_folder(p)) continue;
@@ -609,39 +1067,60 @@ static void index_figures(FILE *f, const char *out_root, const struct epar_repor
     }
     if (d) closedir(d);
     qsort(others, (size_t)no, sizeof *others, sort_cmp);
-    int total = info->n_folders + no;
-    for (int s = 0; s < total; s++) {
+    int total = info->n_folders + no, n = 0;
+    char **dirs = calloc((size_t)total + 1, sizeof *dirs);
+    const char **labels = calloc((size_t)total + 1, sizeof *labels);
+    for (int s = 0; dirs && labels && s < total; s++) {
         const char *dir = s < info->n_folders ? info->folders[s].dir : others[s - info->n_folders];
-        const char *label = s < info->n_folders ? info->folders[s].label : dir;
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", out_root, dir);
-        int n;
-        char **pngs = list_pngs(p, &n);
-        if (n > 0) {
-            fputs("<section><h2>", f);
-            html(f, label);
-            fprintf(f, " <small>(%s/, %d figures)</small></h2>\n<div class=\"grid\">\n", dir, n);
-            for (int i = 0; i < n; i++) {
-                fputs("<figure><a href=\"", f);
-                html(f, dir);
-                fputc('/', f);
-                html(f, pngs[i]);
-                fputs("\"><img src=\"", f);
-                html(f, dir);
-                fputc('/', f);
-                html(f, pngs[i]);
-                fputs("\" alt=\"", f);
-                html(f, pngs[i]);
-                fputs("\" loading=\"lazy\"></a><figcaption>", f);
-                html(f, pngs[i]);
-                fputs("</figcaption></figure>\n", f);
-            }
-            fputs("</div></section>\n", f);
-        }
+        int np;
+        char **pngs = list_pngs(p, &np);
         free_list(pngs);
+        if (np <= 0) continue;
+        dirs[n] = strdup(dir);
+        labels[n++] = s < info->n_folders ? info->folders[s].label : NULL;
     }
     for (int i = 0; i < no; i++) free(others[i]);
+    *dirs_out = dirs;
+    *labels_out = labels;
+    return dirs && labels ? n : 0;
 }
+
+static void index_folder(FILE *f, const char *out_root, const char *dir, const char *label)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", out_root, dir);
+    int n;
+    char **pngs = list_pngs(p, &n);
+    fputs("<section id=\"fig-", f);
+    html(f, dir);
+    fputs("\"><h3>", f);
+    html(f, label ? label : dir);
+    fprintf(f, " <small>(<code>%s/</code>, %d figures)</small></h3>\n<div class=\"grid\">\n", dir, n);
+    for (int i = 0; i < n; i++) {
+        char rel[600];
+        snprintf(rel, sizeof rel, "%s/%s", dir, pngs[i]);
+        index_figure(f, out_root, rel);
+    }
+    fputs("</div></section>\n", f);
+    free_list(pngs);
+}
+
+/* the filter: a select of the verdicts present; rows of other verdicts are hidden, and so is a section left empty */
+static const char filter_js[] =
+    "<script>\n(function(){\n"
+    "var sel=document.getElementById('verdict-filter'),status=document.getElementById('filter-status');\n"
+    "function apply(){var v=sel.value,shown=0;\n"
+    " document.querySelectorAll('tr.claim').forEach(function(r){var on=(v==='all'||r.dataset.verdict===v);"
+    "r.hidden=!on;if(on)shown++;});\n"
+    " document.querySelectorAll('section.claims-section').forEach(function(s){"
+    "s.hidden=!s.querySelector('tr.claim:not([hidden])');});\n"
+    " status.textContent=shown+' claim'+(shown===1?'':'s')+' shown';}\n"
+    "sel.addEventListener('change',apply);\n"
+    "document.querySelectorAll('button[data-verdict]').forEach(function(b){b.addEventListener('click',function(){"
+    "sel.value=b.dataset.verdict;apply();document.getElementById('claims').scrollIntoView();});});\n"
+    "apply();})();\n</script>\n";
 
 int epar_exp_report_index(const char *out_root, const struct epar_audit *a, const struct epar_report_info *info)
 {
@@ -650,51 +1129,111 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-               "<title>EPAR reproduction (epar %s)</title>\n<style>\n"
-               "body{font-family:sans-serif;margin:1.5em;max-width:1400px}\n"
-               "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px;"
-               "vertical-align:top}\n"
-               ".grid{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0;width:420px}figure img{width:100%%;"
-               "border:1px solid #ddd}\n"
-               "figcaption{font-size:0.8em;color:#444}\n"
-               "tr.v0{background:#e6f4e6}tr.v1{background:#fbe3e3}tr.v2{background:#f1f1f1}tr.v3{background:#e8eefa}\n"
-               "</style></head><body>\n<h1>EPAR reproduction</h1>\n<p>Written by <code>epar run-all</code> (epar %s) "
-               "from <code>",
-            info->version, info->version);
+    char title[128], counts[512];
+    snprintf(title, sizeof title, "EPAR reproduction (epar %s)", info->version);
+    page_head(f, title);
+    fputs("<h1>EPAR reproduction and audit</h1>\n<p>Written by <code>epar run-all</code> (epar ", f);
+    html(f, info->version);
+    fputs(") from <code>", f);
     html(f, info->protocol_path);
-    fputs("</code>. Report: <a href=\"report/REPORT.md\">report/REPORT.md</a>, audit table: "
-          "<a href=\"report/claims.csv\">report/claims.csv</a>.</p>\n<h2>Verdicts</h2>\n<p>",
-          f);
-    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
-        fprintf(f, "%s%s: %d", v ? ", " : "", epar_audit_verdict_name((enum epar_audit_verdict)v), a->counts[v]);
-    fprintf(f, " (%zu claims).</p>\n<table><tr><th>claim</th><th>statement</th><th>reported</th><th>measured</th>"
-               "<th>sd</th><th>rule</th><th>verdict</th><th>note</th></tr>\n",
-            a->n);
-    for (size_t g = 0; g < a->n; g++) {
-        const char *sec = a->rows[g].section;
-        int seen = 0;
-        for (size_t j = 0; j < g && !seen; j++) seen = !strcmp(a->rows[j].section, sec);
-        if (seen) continue;
-        fputs("<tr><th colspan=\"8\" style=\"text-align:left\">", f);
-        html(f, group_title(sec));
-        fputs("</th></tr>\n", f);
-        for (size_t i = g; i < a->n; i++) {
-            const struct epar_audit_row *r = &a->rows[i];
-            if (strcmp(r->section, sec)) continue;
-            const char *cells[] = {r->id, r->statement, r->reported, r->measured, r->measured_sd, r->rule,
-                                   epar_audit_verdict_name(r->verdict), r->note};
-            fprintf(f, "<tr class=\"v%d\">", (int)r->verdict);
-            for (int k = 0; k < 8; k++) {
-                fputs("<td>", f);
-                html(f, cells[k]);
-                fputs("</td>", f);
-            }
-            fputs("</tr>\n", f);
-        }
+    fputs("</code>, preset <code>", f);
+    html(f, info->preset ? info->preset : "(the file's default)");
+    fputs("</code>. The claims of the paper <i>EPAR: Explicit Position-Attention Relationship for Interpretable "
+          "Long-Range Attention in Transformers</i>, of its reference code and of four other source documents, each "
+          "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
+    /* summary: counts, then one sentence per section, computed from the audit */
+    section_counts(a, NULL, counts, sizeof counts);
+    fprintf(f, "<section id=\"summary\"><h2>Summary</h2>\n<p><strong>%zu claims:</strong> ", a->n);
+    html(f, counts);
+    fputs(".</p>\n<div class=\"chips\">", f);
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
+        if (!a->counts[v]) continue;
+        char slug[48];
+        verdict_slug((enum epar_audit_verdict)v, slug, sizeof slug);
+        fprintf(f, "<button type=\"button\" class=\"v-%s\" data-verdict=\"%s\">%s: %d</button>", slug, slug,
+                epar_audit_verdict_name((enum epar_audit_verdict)v), a->counts[v]);
     }
-    fputs("</table>\n<h2>Figures by paper section</h2>\n", f);
-    index_figures(f, out_root, info);
+    fputs("</div>\n<ul>\n", f);
+    const char *sec;
+    for (int k = 0; (sec = nth_section(a, k)); k++) {
+        section_counts(a, sec, counts, sizeof counts);
+        fputs("<li><a href=\"#claims-", f);
+        html(f, sec);
+        fputs("\">", f);
+        html(f, group_title(sec));
+        fputs("</a>: ", f);
+        html(f, counts);
+        /* the first claim of the section that does not hold, as an example */
+        for (size_t j = 0; j < a->n; j++) {
+            const struct epar_audit_row *r = &a->rows[j];
+            if (strcmp(r->section, sec) || r->verdict != EPAR_AUDIT_NOT_REPRODUCED) continue;
+            char meas[256];
+            shown_measured(r, meas, sizeof meas);
+            fputs(". Not reproduced, e.g. <a href=\"#claim-", f);
+            html(f, r->id);
+            fputs("\">", f);
+            html(f, r->id);
+            fputs("</a>: reported ", f);
+            html(f, r->reported);
+            fputs(", measured ", f);
+            html(f, meas);
+            break;
+        }
+        fputs(".</li>\n", f);
+    }
+    fputs("</ul>\n", f);
+    if (info->failed && info->failed[0]) {
+        fputs("<p><strong>Experiments that failed in this run:</strong>", f);
+        for (const char *const *x = info->failed; *x; x++) { fputs(" <code>", f); html(f, *x); fputs("</code>", f); }
+        fputs(" (their claims read older files or none).</p>\n", f);
+    }
+    if (a->stale) fprintf(f, "<p><strong>%d claim(s) are stale</strong>: their files come from another run; rerun "
+                             "<code>epar run-all</code>.</p>\n", a->stale);
+    fputs("<p>The full report: <a href=\"report/REPORT.html\">report/REPORT.html</a> (protocol, verdicts, findings, "
+          "retention definitions, the reference's defects; as markdown: <a href=\"report/REPORT.md\">REPORT.md</a>); "
+          "every number in full precision: <a href=\"report/claims.csv\">report/claims.csv</a>. Numbers on this page "
+          "are rounded to the precision of the figure they are compared with.</p></section>\n", f);
+    /* table of contents */
+    char **dirs;
+    const char **labels;
+    int nd = figure_folders(out_root, info, &dirs, &labels);
+    fputs("<nav class=\"toc\" id=\"contents\"><strong>Contents</strong><ul>\n<li><a href=\"#summary\">Summary</a></li>\n"
+          "<li><a href=\"#claims\">Claims by paper section</a><ul>\n", f);
+    for (int k = 0; (sec = nth_section(a, k)); k++) {
+        fputs("<li><a href=\"#claims-", f);
+        html(f, sec);
+        fputs("\">", f);
+        html(f, group_title(sec));
+        fputs("</a></li>\n", f);
+    }
+    fputs("</ul></li>\n<li><a href=\"#figures\">Figures by output folder</a><ul>\n", f);
+    for (int i = 0; i < nd; i++) {
+        fputs("<li><a href=\"#fig-", f);
+        html(f, dirs[i]);
+        fputs("\">", f);
+        html(f, labels[i] ? labels[i] : dirs[i]);
+        fputs("</a></li>\n", f);
+    }
+    fputs("</ul></li>\n<li><a href=\"report/REPORT.html\">The full report</a></li>\n</ul></nav>\n", f);
+    /* claims, with the filter */
+    fputs("<section id=\"claims\"><h2>Claims by paper section</h2>\n<p><label for=\"verdict-filter\">Show verdict: "
+          "</label><select id=\"verdict-filter\"><option value=\"all\">all</option>", f);
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
+        if (!a->counts[v]) continue;
+        char slug[48];
+        verdict_slug((enum epar_audit_verdict)v, slug, sizeof slug);
+        fprintf(f, "<option value=\"%s\">%s (%d)</option>", slug, epar_audit_verdict_name((enum epar_audit_verdict)v),
+                a->counts[v]);
+    }
+    fprintf(f, "</select> <span id=\"filter-status\">%zu claims shown</span></p>\n</section>\n", a->n);
+    for (int k = 0; (sec = nth_section(a, k)); k++) index_claim_section(f, out_root, a, sec);
+    fputs("<section id=\"figures\"><h2>Figures by output folder</h2>\n", f);
+    for (int i = 0; i < nd; i++) index_folder(f, out_root, dirs[i], labels[i]);
+    fputs("</section>\n", f);
+    for (int i = 0; dirs && i < nd; i++) free(dirs[i]);
+    free(dirs);
+    free(labels);
+    fputs(filter_js, f);
     fputs("</body></html>\n", f);
     int bad = ferror(f);
     if (fclose(f) != 0) bad = 1;

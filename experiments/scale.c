@@ -180,6 +180,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         goto done;
     }
 
+    if (cfg->progress) cfg->progress(cfg->progress_ctx, 0, cfg->repeats, 0);
     double cpu0 = cpu_seconds();
     for (int rep = 0; rep < cfg->repeats; rep++) {
         double t0 = omp_get_wtime();
@@ -187,6 +188,7 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
                  : epar_stream_streaming(&sc, Qf, Kf, imp, &res->r);
         times[rep] = omp_get_wtime() - t0;
         if (st) break;
+        if (cfg->progress) cfg->progress(cfg->progress_ctx, rep + 1, cfg->repeats, times[rep]);
     }
     epar_blas_threads(blas_old);
     if (st) goto done;

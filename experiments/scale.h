@@ -15,6 +15,10 @@ struct epar_scale_cfg {
     int materialized_max_length;
     int repeats;                    /* timed repetitions; seconds = their median */
     int threads;
+    /* called (if set) after the inputs are drawn (rep = 0) and after each timed repetition rep = 1..repeats with its
+     * seconds, so a long run (minutes at L = 131072) reports where it is */
+    void (*progress)(void *ctx, int rep, int repeats, double seconds);
+    void *progress_ctx;
 };
 
 struct epar_scale_result {

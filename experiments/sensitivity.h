@@ -1,4 +1,4 @@
-/* Appendix - parameter sensitivity (REPRODUCTION.md Experiment 3) -> output/parameter/
+/* Appendix - parameter sensitivity (docs/PROTOCOLS.md Experiment 3) -> output/parameter/
  *
  * Sweeps alpha, beta and gamma one at a time (the others fixed at the run's values), and measures
  * every point on fresh weights and data for every seed (or on common draws). Each draw is measured

@@ -1,5 +1,5 @@
 /* attn: one attention layer with random (PyTorch-default) weights and the composition order of
- * MECHANISMS.md §1:
+ * docs/MECHANISMS.md §1:
  *   (1) input PE: x = X + E (the reference's learned embedding) and the optional input hook;
  *   (2) projections q = x W_Q^T + b_Q, k = x W_K^T + b_K (BLAS), then the optional q/k transform hook;
  *   (3) s_ij = scale * q_i . k_j   (reference: scale = 1/sqrt(hidden); paper: 1/sqrt(head dim));

@@ -765,7 +765,7 @@ struct reading {
     int available, missing_file, spec_problem, stale;
     char desc[512];             /* what was measured: file[where].column or the computation */
     char accepted[320];
-    char why[640];              /* why the measurement is not available */
+    char why[1024];             /* why the measurement is not available */
     char input[160], hash[32], seeds[256], version[32], stale_why[512];
 };
 
@@ -840,7 +840,7 @@ static void where_text(json_t *w, char *buf, size_t n)
     size_t used = 0;
     buf[0] = '\0';
     json_object_foreach(w, k, v) {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
         int wr = snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", k, s ? s : "?");
         free(s);
         if (wr < 0 || (size_t)wr >= n - used) break;
@@ -902,6 +902,19 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
     }
     epar_csv_free(t);
     read_run(rd, ctx, file);
+    if (rd->spec_problem && rd->stale) {
+        /* the folder holds another run (other types, lengths, mechanisms ...): the row or column the claim reads is
+         * absent because that run did not produce it, not because the claim's spec is wrong */
+        char w2[2048];
+        int len = snprintf(w2, sizeof w2, "%s, because output/%s holds another run (%s): rerun the experiment that writes "
+                 "output/%.*s/ with the protocol (or 'epar run-all')", rd->why, file, rd->stale_why,
+                 (int)(strchr(file, '/') - file), file);
+        size_t keep = len < 0 ? 0 : (size_t)len < sizeof rd->why ? (size_t)len : sizeof rd->why - 1;
+        memcpy(rd->why, w2, keep);
+        rd->why[keep] = '\0';
+        rd->spec_problem = 0;
+        rd->missing_file = 1;
+    }
 }
 
 static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const struct epar_audit_ctx *ctx)
@@ -914,6 +927,7 @@ static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const stru
         if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
             rd->available = 1;
             snprintf(rd->desc, sizeof rd->desc, "computed: %s", desc);
+            snprintf(rd->input, sizeof rd->input, "none (the closed form of lib/posfx, docs/MECHANISMS.md §3-4)");
         } else {
             rd->spec_problem = 1;
             snprintf(rd->why, sizeof rd->why, "cannot compute %s: %s", desc, epar_err_message());
@@ -1080,6 +1094,8 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
     if (json_object_get(m, "needs")) {
         nrd = 1;
         row->needs = 1;
+        snprintf(rd[0].desc, sizeof rd[0].desc, "not measured: needs %s", jstr(m, "needs", ""));
+        snprintf(rd[0].input, sizeof rd[0].input, "none");
         v = EPAR_AUDIT_NOT_HERE;
         note_add(note, sizeof note, "not reproducible here: needs %s", jstr(m, "needs", ""));
     } else {

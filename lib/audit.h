@@ -1,4 +1,4 @@
-/* audit: claims vs measurements -> verdicts (REPRODUCTION.md "Claims under audit"). The only place a verdict is
+/* audit: claims vs measurements -> verdicts (docs/PROTOCOLS.md "Claims under audit"). The only place a verdict is
  * made: experiments write measurements, the protocol's "claims" array says what each claim states, what measures
  * it and by which rule it is judged, and this module turns measurement + rule into a verdict.
  *

@@ -1,4 +1,4 @@
-/* importance: information-importance vectors I (B,L) (REPRODUCTION.md Experiment 2).
+/* importance: information-importance vectors I (B,L) (docs/PROTOCOLS.md Experiment 2).
  *
  *   random      U(0,1)
  *   structured  0.5 + 0.5 sin(2 pi j / L), the same for every item

@@ -1,5 +1,5 @@
-/* mech: every attention/position mechanism of MECHANISMS.md as pieces plugged into lib/attn.
- * Formulas cite the MECHANISMS.md section; pitfalls noted there are handled where marked. */
+/* mech: every attention/position mechanism of docs/MECHANISMS.md as pieces plugged into lib/attn.
+ * Formulas cite the docs/MECHANISMS.md section; pitfalls noted there are handled where marked. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -548,7 +548,7 @@ static int build_learned(struct epar_mech *m, gsl_rng *r)
     int Lmax = (int)m->p[0];
     if (m->L > Lmax) {
         epar_err_set(EPAR_EINVAL, "learned-ape table has %d positions, sequence length '%d' exceeds it", Lmax, m->L);
-        epar_err_hint("raise learned-ape.max_length (silent wrap-around is not allowed, MECHANISMS.md §6)");
+        epar_err_hint("raise learned-ape.max_length (silent wrap-around is not allowed, docs/MECHANISMS.md §6)");
         return EPAR_EINVAL;
     }
     int st = alloc_d(&m->pe, (size_t)m->L * m->D, "learned PE");

@@ -1,8 +1,8 @@
-/* mech: the registry of attention and position mechanisms of MECHANISMS.md, side by side.
+/* mech: the registry of attention and position mechanisms of docs/MECHANISMS.md, side by side.
  *
  * One enum (epar_mech_id), one name table (epar_mech_table, a row per mechanism: id, kind, seeds, section,
  * parameters with defaults and ranges, and the function that builds its pieces), and one way of applying
- * each KIND through the composition hooks of lib/attn (MECHANISMS.md §1):
+ * each KIND through the composition hooks of lib/attn (docs/MECHANISMS.md §1):
  *
  *   kind       piece built once per (mechanism, seed, L)      applied at
  *   input      pe (L,D), added (x+p) or multiplied (x*p)       (1) attn input hook
@@ -55,7 +55,7 @@ struct epar_mech_info {
     const char *id;             /* canonical id, e.g. "alibi" */
     enum epar_mech_kind kind;
     const char *seeds;          /* where the sources name it, e.g. "S0, S3 §3" */
-    const char *section;        /* MECHANISMS.md section, e.g. "§18" */
+    const char *section;        /* docs/MECHANISMS.md section, e.g. "§18" */
     struct epar_mech_param params[EPAR_MECH_MAX_PARAMS];
     int (*build)(struct epar_mech *m, gsl_rng *r);  /* fills the pieces of m; EPAR_EINVAL when refused */
     const char *note;
@@ -127,7 +127,7 @@ int epar_mech_forward(struct epar_mech *m, const struct epar_layer *layer, const
  * (scores, normalisation, weighted sum of values with dv = dk). */
 double epar_mech_flops_row(const struct epar_mech *m);
 
-/* ---- formulas (tested against MECHANISMS.md worked numbers) ---- */
+/* ---- formulas (tested against docs/MECHANISMS.md worked numbers) ---- */
 /* p (D) <- sinusoid at position k, interleaved sin/cos (§5); concat: [sin... | cos...] (TXL, §10) */
 void epar_mech_sinusoid(double k, int D, double base, int concat, double *p);
 /* P (L,D) <- FLOATER recursive rotation from p_0 = [0,1,0,1,...] (§7) */

@@ -57,7 +57,7 @@ void epar_metric_position_correlation(const double *A, int B, int L, double *C, 
  * work is (2n). */
 double epar_metric_spearman(const double *x, const double *y, size_t n, double *work);
 
-/* Sensitivity metrics (REPRODUCTION.md Experiment 3). A is (B,L,L).
+/* Sensitivity metrics (docs/PROTOCOLS.md Experiment 3). A is (B,L,L).
  * batch_variance: mean over the n entries of the unbiased (n-1) variance across the B items of x (B,n)
  *   (the reference's attention_concentration with n = L*L); NaN when B < 2.
  * locality: mean over items and queries of sum_{|i-j|<=w} A_bij (w = 1 in the reference).
@@ -74,7 +74,7 @@ void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, 
  * n < 2 (one seed has no spread: a claim judged by spread then says so instead of demanding equality). */
 void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd);
 
-/* ---- Optimal position: the consistency family (REPRODUCTION.md Experiment 2), one batch item ----
+/* ---- Optimal position: the consistency family (docs/PROTOCOLS.md Experiment 2), one batch item ----
  * V = A I ("theoretical" position scores), s_i = (mean_j A_ij) I_i ("actual" scores).
  * Because every row of a softmax sums to 1, s = I/L up to rounding, so a = argmax s is argmax I.
  * Ties: values that agree to EPAR_METRIC_TIE_RTOL times the largest |value| are ties (this absorbs the

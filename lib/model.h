@@ -1,5 +1,5 @@
 /* model: small random-initialised dense layers and the adaptive-attention modules of the reference's
- * experiment 4 (REPRODUCTION.md "Experiment 4"). Nothing is trained: every layer keeps its PyTorch-default
+ * experiment 4 (docs/PROTOCOLS.md "Experiment 4"). Nothing is trained: every layer keeps its PyTorch-default
  * initial weights.
  *
  * Legend: N = rows (tokens or batch items), D = hidden width, L = sequence length, T = number of tasks,
@@ -10,7 +10,7 @@
  *   task module       embedding(T=10, E=64) ~ N(0,1); generator Linear(E,D)-ReLU-Linear(D,D)-Sigmoid
  *                     -> task weights (D) per item, broadcast over L; the scalar t = mean over D.
  *   task classifier   Linear(D,D/2)-ReLU-Linear(D/2,T)-Softmax on the mean-pooled input (an assumption:
- *                     REPRODUCTION.md does not give its shape; the reference's "detected task" is the given id).
+ *                     docs/PROTOCOLS.md does not give its shape; the reference's "detected task" is the given id).
  *   content estimator Linear(D,D/2)-ReLU-Dropout(p)-Linear(D/2,D/4)-ReLU-Linear(D/4,1)-Sigmoid -> c_i (L)
  *   content types     Linear(D,D/2)-ReLU-Linear(D/2,C=5)-Softmax -> (L,C)
  *   fusion            Linear(3,D)-ReLU-Linear(D,1)-Sigmoid on [mean_j base_ij, mean_j task_ij, mean_j content_ij]

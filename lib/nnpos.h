@@ -5,7 +5,7 @@
  * (epar_mech_alibi_slopes), the T5 buckets (epar_mech_t5_bucket) and the EPAR effect (lib/posfx).
  * Nothing is re-typed here: the tables below are filled by calling those functions.
  *
- *   id              kind     what it changes (MECHANISMS.md section)                     learned
+ *   id              kind     what it changes (docs/MECHANISMS.md section)                     learned
  *   none            baseline causal mask only (§2)                                        -
  *   sinusoidal      input    x_t += p_t, interleaved sin/cos, base 10000 (§5)              -
  *   learned         input    x_t += E[t], E (Tmax, C) ~ N(0, 0.02^2) (§6)                  E
@@ -81,7 +81,7 @@ struct epar_nnpos {
 struct epar_nnpos_info {
     const char *id;
     enum epar_nnpos_kind kind;
-    const char *section;        /* MECHANISMS.md */
+    const char *section;        /* docs/MECHANISMS.md */
     const char *summary;
     /* fixed tables (independent of T and of the learned parameters), once at alloc */
     int (*build)(struct epar_nnpos *p);

@@ -75,6 +75,7 @@ const char *epar_out_path(struct epar_out *o, const char *name)
 }
 
 static int commit_files(struct epar_out *o);
+static void remove_dir(const char *dir);
 
 /* Moving the files into place is not interruptible: SIGINT/SIGTERM/SIGHUP are blocked in this thread
  * and a handler running in another thread waits (epar_out_abort_all), so an interrupt never leaves a
@@ -97,32 +98,61 @@ int epar_out_commit(struct epar_out *o)
     return st;
 }
 
+/* The staged folder replaces <root>/<section>/ as a whole (stale files of an earlier run do not survive):
+ * renameat2(RENAME_EXCHANGE) swaps the two folders atomically, and the staging path, which then holds the
+ * old folder, is removed. Where the file system cannot exchange, the old folder is first renamed aside
+ * (<section>.old-XXXXXX) and put back if the new one cannot be moved in. */
 static int commit_files(struct epar_out *o)
 {
-    if (mkdir_p(o->final_dir) != 0) {
+    mode_t um = umask(0);
+    umask(um);
+    chmod(o->stage_dir, 0777 & ~um); /* mkdtemp made it 0700: the final folder gets the usual mode */
+    struct stat st;
+    if (lstat(o->final_dir, &st) != 0) {
+        int e = errno;
+        if (e != ENOENT) {
+            epar_out_abort(o);
+            return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(e));
+        }
+        if (rename(o->stage_dir, o->final_dir) != 0) {
+            e = errno;
+            epar_out_abort(o);
+            return epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", o->final_dir, strerror(e));
+        }
+        o->active = 0;
+        track(o, 0);
+        return EPAR_OK;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        epar_out_abort(o);
+        return epar_err_set(EPAR_EIO, "cannot create '%s': %s", o->final_dir, strerror(ENOTDIR));
+    }
+    if (renameat2(AT_FDCWD, o->stage_dir, AT_FDCWD, o->final_dir, RENAME_EXCHANGE) == 0) {
+        epar_out_abort(o); /* the staging path now holds the old folder */
+        return EPAR_OK;
+    }
+    char old[PATH_MAX];
+    if (snprintf(old, sizeof old, "%s.old-XXXXXX", o->final_dir) >= (int)sizeof old || !mkdtemp(old)) {
         int e = errno;
         epar_out_abort(o);
-        return epar_err_set(EPAR_EIO, "cannot create '%s': %s", o->final_dir, strerror(e));
+        return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(e));
     }
-    DIR *d = opendir(o->stage_dir);
-    if (!d) {
+    if (rename(o->final_dir, old) != 0) { /* onto the empty folder mkdtemp made */
         int e = errno;
+        rmdir(old);
         epar_out_abort(o);
-        return epar_err_set(EPAR_EIO, "cannot read '%s': %s", o->stage_dir, strerror(e));
+        return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(e));
     }
-    struct dirent *de;
-    int st = EPAR_OK;
-    char from[PATH_MAX + 256], to[PATH_MAX + 256];
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        snprintf(from, sizeof from, "%s/%s", o->stage_dir, de->d_name);
-        snprintf(to, sizeof to, "%s/%s", o->final_dir, de->d_name);
-        if (rename(from, to) != 0 && st == EPAR_OK)
-            st = epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", to, strerror(errno));
+    if (rename(o->stage_dir, o->final_dir) != 0) {
+        int e = errno;
+        if (rename(old, o->final_dir) != 0) remove_dir(old);
+        epar_out_abort(o);
+        return epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", o->final_dir, strerror(e));
     }
-    closedir(d);
-    epar_out_abort(o); /* removes the (now empty, or partly left) staging folder */
-    return st;
+    o->active = 0;
+    track(o, 0);
+    remove_dir(old);
+    return EPAR_OK;
 }
 
 /* Remove every entry of the folder open as fd, sub-folders too (at most 8 deep). */

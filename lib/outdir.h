@@ -1,8 +1,8 @@
 /* outdir: staged, all-or-nothing output folders.
  *
  * An experiment writes every file into a staging folder <root>/<section>.tmp-XXXXXX (same depth as the
- * final folder, so relative paths in .gp scripts stay valid), and only when everything succeeded are
- * the files renamed into <root>/<section>/. On error or interrupt the staging folder is removed, so a
+ * final folder), and only when everything succeeded does the staging folder replace <root>/<section>/ as
+ * a whole: files of an earlier run that this run did not write are gone, never mixed with the new ones. On error or interrupt the staging folder is removed, so a
  * failed run leaves nothing behind. A commit blocks SIGINT/SIGTERM/SIGHUP in its thread while it moves
  * the files, so an interrupt leaves either the complete new files or none of them. */
 #ifndef EPAR_OUTDIR_H
@@ -28,7 +28,8 @@ struct epar_out {
 int epar_out_begin(struct epar_out *o, const char *root, const char *section);
 /* Path of `name` inside the staging folder (valid until the next call). */
 const char *epar_out_path(struct epar_out *o, const char *name);
-/* Move every staged file into <root>/<section>/ and remove the staging folder. */
+/* Replace <root>/<section>/ by the staging folder (atomically where the file system can exchange two
+ * folders) and remove the old one. */
 int epar_out_commit(struct epar_out *o);
 /* Remove the staging folder and everything in it. Safe to call twice. */
 void epar_out_abort(struct epar_out *o);

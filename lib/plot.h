@@ -1,16 +1,15 @@
 /* plot: gnuplot scripts that render the figures, one .gp per figure, runnable on their own from the
- * output folder (`gnuplot name.gp` -> name.png). Every script loads the shared style plots/epar.gp by a
- * path relative to the output folder (absolute if no relative path exists). */
+ * output folder (`gnuplot name.gp` -> name.png). Every script carries a copy of the shared style
+ * plots/epar.gp (compiled into the binary), so a folder of figures renders wherever it is copied. */
 #ifndef EPAR_PLOT_H
 #define EPAR_PLOT_H
 
 #include "outdir.h"
 
-/* Folder holding epar.gp: $EPAR_PLOTS_DIR, else next to the executable (plots/, ../plots/,
- * ../share/epar/plots/), else ./plots. Returns EPAR_EIO if none has epar.gp. */
-int epar_plot_style_dir(char *buf, size_t n);
+/* The shared gnuplot style (the text of plots/epar.gp at build time). */
+const char *epar_plot_style(void);
 
-/* Write <name>.gp into the staging folder of o: a header (title, how to run it), the style load, the
+/* Write <name>.gp into the staging folder of o: a header (title, how to run it), the shared style, the
  * output file name, then body. */
 int epar_plot_script(struct epar_out *o, const char *name, const char *title, const char *body);
 /* printf-style convenience over epar_plot_script. */

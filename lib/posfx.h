@@ -1,4 +1,4 @@
-/* posfx: the EPAR position effect m(i,j) that multiplies the scaled content score (MECHANISMS.md §3-4).
+/* posfx: the EPAR position effect m(i,j) that multiplies the scaled content score (docs/MECHANISMS.md §3-4).
  *
  *   basic:    m = alpha * exp(-beta |i-j| / L)
  *   enhanced: m = alpha * (1 + gamma exp(-beta |i-j| / L)) / (1 + gamma)
@@ -37,7 +37,7 @@ int epar_posfx_nparams(enum epar_form form);
 /* Infimum over all distances: alpha/(1+gamma) enhanced, 0 basic, 1 none. */
 double epar_posfx_infimum(const struct epar_posfx *p);
 
-/* Summaries of the (L,L) matrix used by the sensitivity experiment (REPRODUCTION.md Experiment 3),
+/* Summaries of the (L,L) matrix used by the sensitivity experiment (docs/PROTOCOLS.md Experiment 3),
  * exact, from the L distinct values (no matrix needed):
  *   strength = mean over all L^2 pairs of P(i,j) = (L m(0) + 2 sum_{d=1}^{L-1} (L-d) m(d)) / L^2;
  *   decay_speed = mean of P[c, c+k] = m(k) for c = L/2 (integer division), k = 1 .. c-1

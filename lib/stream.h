@@ -1,7 +1,7 @@
 /* stream: the single-head position analysis at any length L, on two paths that give one result.
  *
  * Both paths compute, for every query row i of one bidirectional head,
- *   z_ij = (scale * q_i . k_j) * m(|i-j|) / T          (MECHANISMS.md §1 steps 3, 4, 7; m from posfx)
+ *   z_ij = (scale * q_i . k_j) * m(|i-j|) / T          (docs/MECHANISMS.md §1 steps 3, 4, 7; m from posfx)
  *   A_ij = softmax_j(z_ij)
  *   V(i) = sum_j A_ij I_j,   H_i = -sum_j A_ij ln A_ij,   D_i = sum_j A_ij |i-j|
  * and pos* = argmax_i V(i) (first index on ties).

@@ -1,4 +1,5 @@
-# epar shared gnuplot style. Every figure script loads this file first, then may change the size with
+# epar shared gnuplot style. Compiled into epar and copied at the top of every figure script it writes (so a
+# figure folder renders wherever it is copied); a script may then change the size with
 #   set terminal @epar_term size W,H
 epar_term = "pngcairo enhanced font 'DejaVu Sans,10' linewidth 1.5"
 set terminal @epar_term size 900,650

@@ -165,7 +165,7 @@ bad $PE 2 "unknown preset 'papr'" --preset papr
 # ---- inconsistent combinations ----
 bad $PE 2 "heads must divide hidden, got heads '3' and hidden '10'" --hidden 10 --heads 3
 bad $PE 2 "heads must divide hidden, got heads '12' and hidden '8'" --preset paper --hidden 8
-bad $PE 2 "invalid value for --seed: '-1'" --seeds 1,2 --seed -1
+bad $PE 2 "'--seed -1' and '--seeds 1,2' exclude each other" --seeds 1,2 --seed -1
 
 # ---- sizes that cannot fit: exit 4 before anything is written ----
 bad $PE 4 "size does not fit: length 200000, batch 64" --length 200000 --hidden 8 --batch 64 --runs 1 --seed 1

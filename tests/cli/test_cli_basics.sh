@@ -38,4 +38,71 @@ if LD_DEBUG=bindings "$EPAR" position-effect --length 8 --hidden 8 --batch 1 --r
 else
     echo "# skip (not counted): LD_DEBUG bindings not available, the cblas_ binding was not checked"
 fi
+
+# a mistyped command gets the nearest one; 'help help' and 'help --help' explain help
+expect_exit 2 "mistyped command" -- "$EPAR" positon-effect
+expect_error_line "unknown command 'positon-effect'" "mistyped command message"
+expect_grep "^hint: did you mean 'epar position-effect'\?" "$T_TMP/err"
+expect_exit 2 "mistyped run-all" -- "$EPAR" runall
+expect_grep "did you mean 'epar run-all'" "$T_TMP/err"
+expect_exit 2 "a word far from every command" -- "$EPAR" xyz
+if grep -q 'did you mean' "$T_TMP/err"; then fail "'xyz' got a suggestion"; else ok; fi
+expect_exit 0 "help help" -- "$EPAR" help help
+expect_grep '^usage: epar help' "$T_TMP/out"
+expect_exit 0 "help --help" -- "$EPAR" help --help
+
+# --seed and --seeds together: a usage error naming both values, nothing written
+expect_exit 2 "--seed with --seeds" -- "$EPAR" position-effect --seed 42 --seeds 43,44 --out "$T_TMP/seeds"
+expect_error_line "'--seed 42' and '--seeds 43,44' exclude each other" "--seed with --seeds"
+expect_empty_dir "$T_TMP/seeds" "--seed with --seeds writes nothing"
+
+# --help columns line up in terminal columns, '§' counting as one (the summaries start at one column)
+widths=$(LC_ALL=C.UTF-8 "$EPAR" --help | LC_ALL=C.UTF-8 bash -c '
+    f=0; while IFS= read -r line; do
+        [ "$line" = "Commands:" ] && { f=1; continue; }; [ $f = 1 ] && [ -z "$line" ] && break
+        [[ $f = 1 && $line =~ ^(.*[^\ ]\ \ +)[^\ ] ]] && p=${BASH_REMATCH[1]} && echo ${#p}
+    done' | sort -u)
+[ "$(echo "$widths" | wc -l)" -eq 1 ] && [ -n "$widths" ] && ok || fail "--help summary columns start at: $(echo $widths)"
+LC_ALL=C.UTF-8 "$EPAR" position-effect --help | grep -q '§' && fail "position-effect --help has a § row (alignment untested)" || ok
+expect_exit 0 "--help" -- "$EPAR" --help
+expect_grep '^  compare +all sources ' "$T_TMP/out"
+
+# --version names the BLAS kernel every command uses, and the one 'scale' runs with when it differs
+expect_exit 0 "--version" -- "$EPAR" --version
+k=$(sed -n 's/.*(kernel \([A-Za-z0-9]*\)[;)].*/\1/p' "$T_TMP/out")
+expect_exit 0 "scale reports its kernel" -- "$EPAR" scale --length 256 --repeats 1 --out "$T_TMP/sc"
+ks=$(sed -n 's/.*(BLAS kernel \([A-Za-z0-9]*\)).*/\1/p' "$T_TMP/err")
+if [ -n "$k" ] && { [ "$ks" = "$k" ] || grep -q "'epar scale' uses $ks" <("$EPAR" --version); }; then ok
+else fail "--version says kernel '$k', scale ran with '$ks' and --version does not say so"; fi
+expect_grep '^epar: scale: repetition 1 of 1 took' "$T_TMP/err"
+
+# make install DESTDIR=...: binary, protocol, the manual page and completions, generated from the command table
+# (install-files: the installation part of 'make install', for the binary under test, building nothing)
+inst=$T_TMP/inst
+if make -s -C "$EPAR_ROOT" install-files DESTDIR="$inst" PREFIX=/usr EPAR_BIN="$EPAR" >/dev/null 2>"$T_TMP/err"; then ok
+else fail "make install DESTDIR: $(head -c 300 "$T_TMP/err")"; fi
+for f in bin/epar share/epar/paper_protocol.json share/man/man1/epar.1 share/bash-completion/completions/epar \
+         share/zsh/site-functions/_epar; do expect_file "$inst/usr/$f"; done
+for c in $cmds; do
+    grep -q "^\.SS $c\$" "$inst/usr/share/man/man1/epar.1" && ok || fail "epar.1 has no section for '$c'"
+done
+grep -q 'here: ' "$inst/usr/share/man/man1/epar.1" && fail "epar.1 names this machine's protocol path" || ok
+if command -v man >/dev/null; then
+    MANWIDTH=100 man -l "$inst/usr/share/man/man1/epar.1" > "$T_TMP/man.txt" 2>"$T_TMP/man.err" && ok || fail "man -l epar.1 failed"
+    expect_grep '^EPAR\(1\)' "$T_TMP/man.txt"
+    expect_grep '^ +-m, --mechanisms LIST' "$T_TMP/man.txt"
+    if grep -q -i 'warning' "$T_TMP/man.err"; then fail "man -l warns: $(head -c 200 "$T_TMP/man.err")"; else ok; fi
+else
+    echo "# skip (not counted): man is not installed, epar.1 was not rendered"
+fi
+comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _epar; echo "${COMPREPLY[*]}"' _ \
+         "$inst/usr/share/bash-completion/completions/epar" "$@"; }
+[ "$(comp epar posit)" = position-effect ] && ok || fail "bash completion of 'epar posit': '$(comp epar posit)'"
+[ "$(comp epar compare --mech)" = --mechanisms ] && ok || fail "bash completion of 'compare --mech': '$(comp epar compare --mech)'"
+[ "$(comp epar position-effect --form e)" = enhanced ] && ok || fail "bash completion of '--form e'"
+if command -v zsh >/dev/null; then zsh -n "$inst/usr/share/zsh/site-functions/_epar" && ok || fail "zsh -n _epar"
+else echo "# skip (not counted): zsh is not installed, _epar was not parsed"; fi
+# the installed binary, run outside the source tree, names its own protocol copy as the default
+(cd "$T_TMP" && "$inst/usr/bin/epar" position-effect --help) > "$T_TMP/out"
+expect_grep "here: $inst/usr/bin/../share/epar/paper_protocol.json\)" "$T_TMP/out"
 finish

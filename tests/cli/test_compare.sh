@@ -126,4 +126,9 @@ bad "looks ahead" --causal --mechanisms fixed-next
 bad "mechanism listed twice" --mechanisms rope,rope
 bad "learned-ape table has 16 positions" --mechanisms learned-ape --set learned-ape.max_length=16
 bad "heads must divide hidden" --heads 5
+# a second run into the same folder replaces it: none of the first run's 35 heatmaps survives beside 2 rows
+expect_exit 0 "two mechanisms into the full run's folder" -- "$EPAR" compare $small --mechanisms none,alibi --out "$out"
+[ "$(ls "$out/compare" | grep -c '^attention_.*\.csv$')" -eq 2 ] && ok || fail "stale heatmaps left: $(ls "$out/compare" | grep -c '^attention_.*\.csv$') attention_*.csv, want 2"
+[ ! -e "$out/compare/attention_rope.png" ] && ok || fail "attention_rope.png of the first run left in compare/"
+[ -z "$(ls "$out" | grep -E '\.(tmp|old)-')" ] && ok || fail "staging or old folder left in $out: $(ls "$out")"
 finish

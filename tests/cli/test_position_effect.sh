@@ -21,7 +21,13 @@ if grep -q ',fail,' "$out/position/properties.csv"; then fail "a Theorem 1 check
 if command -v gnuplot >/dev/null; then
     rm "$out/position/summary.csv.png" 2>/dev/null
     (cd "$out/position" && rm -f position_scores.png && gnuplot position_scores.gp) && [ -s "$out/position/position_scores.png" ] && ok || fail "gnuplot position_scores.gp from its folder"
+    # ... and from a copy of the folder anywhere else (no path back to the source tree or the output root)
+    mkdir -p "$T_TMP/elsewhere/a/b" && cp -r "$out/position" "$T_TMP/elsewhere/a/b/" &&
+        (cd "$T_TMP/elsewhere/a/b/position" && rm -f ./*.png && for g in ./*.gp; do gnuplot "$g" || exit 1; done) &&
+        [ "$(ls "$T_TMP/elsewhere/a/b/position" | grep -c '\.png$')" -eq "$(ls "$T_TMP/elsewhere/a/b/position" | grep -c '\.gp$')" ] && ok ||
+        fail "every .gp of position/ renders from a copy of the folder"
 fi
+if grep -l "^load " "$out"/position/*.gp >/dev/null 2>&1; then fail "a .gp loads another file: $(grep -l '^load ' "$out"/position/*.gp | head -2)"; else ok; fi
 
 # determinism: same seed -> byte-identical CSVs, whatever the thread count
 expect_exit 0 "second run, 1 thread" -- "$EPAR" position-effect $small --out "$T_TMP/run2" --jobs 1 --no-render

@@ -2,6 +2,10 @@
 # epar run-all: the audit files (claims.csv schema, REPORT.md, index.html links), exit codes, and the
 # regression check against tests/golden (clean pins pass; a perturbed pin fails with exit 1).
 . "$(dirname "$0")/lib.sh"
+# --check's temporary folders go to a folder of this test alone: other runs of the suite on the machine (other
+# worktrees, CI jobs) create theirs in /tmp at the same time, which the "nothing left behind" check must not see
+export TMPDIR=$T_TMP/tmp
+mkdir -p "$TMPDIR"
 
 out=$T_TMP/full
 expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --seed 42 --out "$out"
@@ -10,6 +14,9 @@ expect_grep '^  total ' "$T_TMP/out"
 # progress on stderr as plain lines when stderr is not a terminal (no carriage returns)
 expect_grep '^epar: run-all: \[1/[0-9]+\] position-effect' "$T_TMP/err"
 if grep -q "$(printf '\r')" "$T_TMP/err"; then fail "progress bar drawn on a non-terminal"; else ok; fi
+# the progress line and the summary count the same claims
+np=$(sed -n 's/^epar: run-all: auditing \([0-9]*\) claims$/\1/p' "$T_TMP/err"); ns=$(sed -n 's/^audit: \([0-9]*\) claims.*/\1/p' "$T_TMP/out")
+[ -n "$np" ] && [ "$np" = "$ns" ] && ok || fail "progress says '$np' claims, the summary '$ns'"
 for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
 
@@ -50,14 +57,31 @@ expect_grep '^train_wikitext103_ppl,.*,not reproducible here,.*needs training' "
 
 # index.html and REPORT.md: every link resolves to an existing file
 bad=0
-for l in $(grep -o '\(href\|src\)="[^"]*"' "$out/index.html" | sed 's/^[a-z]*="//; s/"$//'); do
+for l in $(grep -o '\(href\|src\)="[^"]*"' "$out/index.html" | sed 's/^[a-z]*="//; s/"$//; s/#.*//' | grep .); do
     case "$l" in http:*|https:*|//*) bad=$((bad + 1)); echo "external link $l" ;; esac
     [ -f "$out/$l" ] || { bad=$((bad + 1)); echo "index.html link to missing $l"; }
 done
 [ "$bad" -eq 0 ] && ok || fail "$bad broken or external link(s) in index.html"
-nimg=$(grep -c '<img ' "$out/index.html")
-npng=$(find "$out" -name '*.png' | wc -l)
-[ "$nimg" -eq "$npng" ] && ok || fail "index.html shows $nimg figures, $npng PNGs exist"
+missing=0
+for p in $(cd "$out" && find . -name '*.png' | sed 's|^\./||'); do
+    grep -q "<img src=\"$p\"" "$out/index.html" || { missing=$((missing + 1)); echo "index.html does not show $p"; }
+done
+[ "$missing" -eq 0 ] && ok || fail "$missing PNG(s) not shown in index.html"
+expect_grep '<meta name="viewport"' "$out/index.html"
+expect_grep 'id="verdict-filter"' "$out/index.html"
+[ "$(grep -c '<tr class="claim ' "$out/index.html")" -eq "$(($(wc -l < "$claims") - 1))" ] && ok ||
+    fail "index.html has one claim row per claims.csv row"
+# measured values at the precision of the reported figure (6 significant digits at most, a digit or two more only
+# where a value that misses the claim would print as the claim), never the CSV's 12
+long=$(grep -o 'data-label="measured" class="num">[^<]*' "$out/index.html" | sed 's/.*>//' | tr ';' '\n' |
+       sed -E 's/[^0-9.]//g; s/\.//; s/^0+//' | awk 'length($0) >= 10' | head -3)
+[ -z "$long" ] && ok || fail "index.html shows measured values with 10+ significant digits: $long"
+expect_file "$out/report/REPORT.html"
+bad=0
+for l in $(grep -o '\(href\|src\)="[^"#]*' "$out/report/REPORT.html" | sed 's/^[a-z]*="//'); do
+    [ -f "$out/report/$l" ] || { bad=$((bad + 1)); echo "REPORT.html link to missing $l"; }
+done
+[ "$bad" -eq 0 ] && ok || fail "$bad broken link(s) in REPORT.html"
 bad=0
 for l in $(grep -o '](\([^)]*\))' "$out/report/REPORT.md" | sed 's/^](//; s/)$//'); do
     [ -f "$out/report/$l" ] || { bad=$((bad + 1)); echo "REPORT.md link to missing $l"; }
@@ -88,6 +112,10 @@ expect_exit 0 "audit only" -- "$EPAR" run-all --audit-only --seed 42 --out "$out
 expect_grep '^opt_structured_consistency_enhanced,.*,stale,.*gamma=0.5.*would be' "$claims"
 expect_grep '^opt_clustered_consistency_enhanced,.*,stale,' "$claims"
 expect_grep '^retention_max_basic,.*,not reproduced,' "$claims"   # computed claims are never stale
+# the types that run did not produce: "rerun the experiment", not "fix the claim's measure"
+expect_grep '^ref_opt_random_consistency,.*,stale,.*no row matches.*holds another run.*rerun the experiment that writes output/optimal/' "$claims"
+expect_grep '^retention_max_basic,.*,"computed: [^"]*","none \(the closed form' "$claims"
+expect_grep '^train_glue_acc,.*,not reproducible here,"not measured: needs [^"]*",none,' "$claims"
 
 # a measurement spec that does not fit its file: warning, verdict not reproducible here, the columns named
 sed 's/"mean_attention_weight"}, "column": "value"}/"mean_attention_weight"}, "column": "valeur"}/' paper_protocol.json > "$T_TMP/spec.json"

@@ -1,4 +1,4 @@
-/* attn: the row tests of MECHANISMS.md §3-4 and §18, composition order, masks, causal, heads. */
+/* attn: the row tests of docs/MECHANISMS.md §3-4 and §18, composition order, masks, causal, heads. */
 #include <stdlib.h>
 #include "lib/attn.h"
 #include "lib/posfx.h"
@@ -45,7 +45,7 @@ int main(void)
     const double we[] = {0.758425, 0.0721473, 0.0809278, 0.0884998};
     for (int j = 0; j < 4; j++) check_rel(A[j], we[j], 1e-5, "enhanced EPAR negative row j=%d", j);
 
-    /* ALiBi-like additive bias after the factor, causal, zero content: MECHANISMS.md §18 */
+    /* ALiBi-like additive bias after the factor, causal, zero content: docs/MECHANISMS.md §18 */
     {
         struct epar_attn_cfg cfg = {.L = 4, .D = 4, .heads = 1, .scale = 1, .inv_temp = 1, .causal = 1};
         double S[16] = {0}, Bm[16];

@@ -1,4 +1,4 @@
-/* audit: every tolerance rule, every verdict, the position-effect quantities (MECHANISMS.md §3-4 worked
+/* audit: every tolerance rule, every verdict, the position-effect quantities (docs/MECHANISMS.md §3-4 worked
  * numbers and the reference's committed float32 values as oracles), row selection, claim validation and a
  * whole evaluation on hand-made files. */
 #include <math.h>
@@ -105,7 +105,7 @@ static void quantities(void)
 {
     struct epar_posfx e = {EPAR_FORM_ENHANCED, 1, 1, 0.5}, b = {EPAR_FORM_BASIC, 1, 1, 0.5};
     double v;
-    /* MECHANISMS.md §4: 0.789293 at distance L; basic 36.8%; ratio 2.14552 */
+    /* docs/MECHANISMS.md §4: 0.789293 at distance L; basic 36.8%; ratio 2.14552 */
     epar_audit_posfx_quantity(EPAR_AUDIT_Q_RETENTION, &e, 100, 100, &v);
     check_rel(v, 0.789293, 1e-5, "enhanced retention at d = L");
     epar_audit_posfx_quantity(EPAR_AUDIT_Q_RETENTION, &b, 100, 100, &v);

@@ -1,4 +1,4 @@
-/* lib/metrics head summary (used by compare) against the worked example of MECHANISMS.md §1, the distance MI, and the
+/* lib/metrics head summary (used by compare) against the worked example of docs/MECHANISMS.md §1, the distance MI, and the
  * --set / --mechanisms parsing of the experiment. */
 #include <stdlib.h>
 #include <string.h>

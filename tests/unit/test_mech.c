@@ -1,4 +1,4 @@
-/* mech: every worked number of MECHANISMS.md (rel tol 1e-5), row sums, empty rows, the causal flag,
+/* mech: every worked number of docs/MECHANISMS.md (rel tol 1e-5), row sums, empty rows, the causal flag,
  * naive vs fast paths, and the registry. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* metrics: the worked example of MECHANISMS.md §1, correlation vs naive, Spearman, ties. */
+/* metrics: the worked example of docs/MECHANISMS.md §1, correlation vs naive, Spearman, ties. */
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_statistics_double.h>

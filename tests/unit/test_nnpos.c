@@ -1,5 +1,5 @@
 /* test_nnpos: the training position mechanisms' tables against lib/mech (what `epar compare` uses) and
- * the MECHANISMS.md worked numbers: RoPE's relative property, ALiBi slopes and bias, T5 buckets and
+ * the docs/MECHANISMS.md worked numbers: RoPE's relative property, ALiBi slopes and bias, T5 buckets and
  * bias, the sinusoid, the EPAR factor and its learned parametrisation, the registry. */
 #include <math.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ static void test_alibi(void)
     struct epar_nnpos p;
     check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_ALIBI, &s, L, C, H, 1), EPAR_OK, "alibi alloc");
     epar_nnpos_prepare(&p, L);
-    /* MECHANISMS.md §18 worked: 12 heads = the 8 of 8 heads then 0.707107, 0.353553, 0.176777, 0.0883883 */
+    /* docs/MECHANISMS.md §18 worked: 12 heads = the 8 of 8 heads then 0.707107, 0.353553, 0.176777, 0.0883883 */
     const double want[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
                              0.707107, 0.353553, 0.176777, 0.0883883};
     for (int h = 0; h < H; h++) check_rel(p.slopes[h], want[h], 1e-5, "alibi slope, 12 heads, head %d", h);
@@ -130,7 +130,7 @@ static void test_t5(void)
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
     check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_T5, &s, L, C, H, 1), EPAR_OK, "t5 alloc");
-    /* MECHANISMS.md §11 worked, unidirectional 32/128, distance i-j: bucket */
+    /* docs/MECHANISMS.md §11 worked, unidirectional 32/128, distance i-j: bucket */
     const int dist[8] = {7, 15, 16, 20, 32, 64, 100, 127}, bk[8] = {7, 15, 16, 17, 21, 26, 30, 31};
     for (int k = 0; k < 8; k++) check_int(p.bucket[dist[k]], bk[k], "t5 causal bucket of distance %d", dist[k]);
     check_int(p.bucket[199], 31, "t5: distances past max_distance share the last bucket");

@@ -19,6 +19,7 @@ static void cleanup(void)
 int main(void)
 {
     if (!mkdtemp(tmpdir)) return 2;
+    umask(022);
     /* outdir: staged files appear only on commit; abort leaves nothing */
     struct epar_out o;
     char root[256];
@@ -32,6 +33,18 @@ int main(void)
     check_true(access(fin, F_OK) != 0, "nothing in the final folder before commit");
     check_int(epar_out_commit(&o), EPAR_OK, "commit");
     check_true(access(fin, F_OK) == 0, "file in place after commit");
+    /* a second run replaces the folder as a whole: a file it does not write is gone */
+    check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "out begin again");
+    f = fopen(epar_out_path(&o, "c.txt"), "w");
+    fclose(f);
+    check_int(epar_out_commit(&o), EPAR_OK, "commit again");
+    char fc[300];
+    snprintf(fc, sizeof fc, "%s/sec/c.txt", root);
+    check_true(access(fc, F_OK) == 0, "new file in place after the second commit");
+    check_true(access(fin, F_OK) != 0, "the first run's file is gone (replaced, not merged)");
+    struct stat sb;
+    snprintf(fc, sizeof fc, "%s/sec", root);
+    check_int(stat(fc, &sb) == 0 ? (int)(sb.st_mode & 0777) : -1, 0755, "final folder mode 0777 & ~umask 022, not mkdtemp's 0700");
     check_int(epar_out_begin(&o, root, "sec2"), EPAR_OK, "out begin 2");
     f = fopen(epar_out_path(&o, "b.txt"), "w");
     fclose(f);
@@ -39,7 +52,8 @@ int main(void)
     char stage[300];
     snprintf(stage, sizeof stage, "%s/sec2", root);
     check_true(access(stage, F_OK) != 0, "abort leaves no folder");
-    check_int(epar_out_begin(&o, fin, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
+    snprintf(fc, sizeof fc, "%s/sec/c.txt", root);
+    check_int(epar_out_begin(&o, fc, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
     cleanup();
     return check_summary("test_outdir");
 }

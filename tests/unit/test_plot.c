@@ -1,4 +1,4 @@
-/* plot: the emitted script loads the shared style by a path relative to the output folder, names its PNG,
+/* plot: the emitted script carries the shared style (runs wherever the folder is copied), names its PNG,
  * and gnuplot renders it; a script gnuplot rejects is reported. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,20 +26,11 @@ static int file_has(const char *path, const char *text)
 int main(void)
 {
     if (!mkdtemp(tmpdir)) return 2;
-    char dir[300], root[300], p[600];
-    snprintf(dir, sizeof dir, "%s/share/plots", tmpdir);
-    snprintf(p, sizeof p, "mkdir -p %s %s/out/deep", dir, tmpdir);
+    char root[300], p[600];
+    snprintf(p, sizeof p, "mkdir -p %s/out/deep", tmpdir);
     if (system(p) != 0) return 2;
-    snprintf(p, sizeof p, "%s/epar.gp", dir);
-    FILE *f = fopen(p, "w");
-    fputs("set terminal pngcairo size 200,150\nset datafile separator comma\n", f);
-    fclose(f);
-    setenv("EPAR_PLOTS_DIR", dir, 1);
-    char found[300];
-    check_int(epar_plot_style_dir(found, sizeof found), EPAR_OK, "style found through EPAR_PLOTS_DIR");
-    check_true(!strcmp(found, dir), "style folder is the one given");
+    check_true(strstr(epar_plot_style(), "set datafile separator comma") != NULL, "the compiled-in style is plots/epar.gp");
 
-    /* output root two levels below the common ancestor: <tmp>/out/deep/<section> -> ../../../share/plots */
     snprintf(root, sizeof root, "%s/out/deep", tmpdir);
     struct epar_out o;
     check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "open output folder");
@@ -47,7 +38,8 @@ int main(void)
                                 0, 1, 1, 2),
               EPAR_OK, "write a script");
     const char *gp = epar_out_path(&o, "fig.gp");
-    check_true(file_has(gp, "load '../../../share/plots/epar.gp'"), "style loaded by a path relative to the final folder");
+    check_true(!file_has(gp, "load "), "the script loads no other file");
+    check_true(file_has(gp, "epar_heatmap = "), "the script carries the shared style");
     check_true(file_has(gp, "set output 'fig.png'"), "script names its PNG");
     check_true(file_has(gp, "# A test figure"), "script starts with its title");
     if (epar_plot_available()) {
@@ -64,12 +56,14 @@ int main(void)
     check_int(epar_out_commit(&o), EPAR_OK, "commit");
     snprintf(p, sizeof p, "%s/sec/fig.gp", root);
     check_true(access(p, F_OK) == 0, "script in the final folder after commit");
-    /* the committed script runs on its own from its folder */
+    /* the committed script runs on its own from its folder, and from a copy of the folder anywhere */
     if (epar_plot_available()) {
         snprintf(p, sizeof p, "cd %s/sec && rm -f fig.png && gnuplot fig.gp 2>/dev/null && test -s fig.png", root);
         check_int(system(p), 0, "gnuplot fig.gp from the final folder");
+        snprintf(p, sizeof p, "cp -r %s/sec %s/moved && rm -rf %s/out && cd %s/moved && rm -f fig.png && "
+                              "gnuplot fig.gp 2>/dev/null && test -s fig.png", root, tmpdir, tmpdir, tmpdir);
+        check_int(system(p), 0, "gnuplot fig.gp from a copy of the folder, the output root removed");
     }
-    unsetenv("EPAR_PLOTS_DIR");
     snprintf(p, sizeof p, "rm -rf %s", tmpdir);
     if (system(p) != 0) return 2;
     return check_summary("test_plot");

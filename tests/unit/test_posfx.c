@@ -1,4 +1,4 @@
-/* posfx: worked numbers of MECHANISMS.md §3-4 as oracles (relative tolerance 1e-5). */
+/* posfx: worked numbers of docs/MECHANISMS.md §3-4 as oracles (relative tolerance 1e-5). */
 #include "lib/posfx.h"
 #include "lib/err.h"
 #include "check.h"

@@ -1,4 +1,4 @@
-/* sensitivity metrics (REPRODUCTION.md Experiment 3): position_strength and decay_speed against closed
+/* sensitivity metrics (docs/PROTOCOLS.md Experiment 3): position_strength and decay_speed against closed
  * geometric-series forms (1e-12), and the variance, locality, distance-profile and correlation-summary
  * definitions on hand-made matrices. */
 #include <stdlib.h>
@@ -76,7 +76,7 @@ int main(void)
     check_rel(epar_metric_batch_variance(x1, 3, 1), 1.0, 1e-15, "variance of 0.5, 1.5, 2.5 is 1 (n-1)");
     check_true(isnan(epar_metric_batch_variance(x3, 1, 3)), "batch of 1: variance undefined (NaN)");
 
-    /* attention_locality on the worked rows of MECHANISMS.md §1 (item 0) and the identity (item 1) */
+    /* attention_locality on the worked rows of docs/MECHANISMS.md §1 (item 0) and the identity (item 1) */
     double A[32] = {0.7, 0.1, 0.1, 0.1, 0.25, 0.25, 0.25, 0.25, 0.1, 0.2, 0.3, 0.4, 0, 0, 0, 1};
     for (int i = 0; i < 4; i++) A[16 + i * 4 + i] = 1;
     check_rel(epar_metric_locality(A, 1, 4, 1), (0.8 + 0.75 + 0.9 + 1.0) / 4, 1e-15, "locality w=1, one item");

@@ -1,4 +1,4 @@
-/* stream: both paths against the worked EPAR rows of MECHANISMS.md §3-4, the materialised path against
+/* stream: both paths against the worked EPAR rows of docs/MECHANISMS.md §3-4, the materialised path against
  * lib/attn + lib/metrics, the float streaming path (AVX2 and portable loops) against the double
  * materialised path, and byte-identical results across thread counts. */
 #include <math.h>

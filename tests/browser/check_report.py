@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+"""Loads epar's index.html and report/REPORT.html in headless Chromium (selenium + chromedriver, Debian packages
+chromium, chromium-driver, python3-selenium) and checks what a reader meets:
+
+  - every link and image resolves: relative links name an existing file (and an existing id for a #fragment),
+    no link leaves the folder for the network, every image decodes (naturalWidth > 0);
+  - no horizontal page overflow at 420 px (document.scrollingElement.scrollWidth <= innerWidth), nor at 1400 px;
+  - the verdict filter shows exactly the rows of claims.csv with the chosen verdict, for every verdict offered;
+  - screenshots at 1400 and 420 px wide go to OUT/screenshots/ for a person to look at.
+
+Usage: tests/browser/check_report.py OUT     (OUT: the --out folder of an `epar run-all`)
+Prints "not ok ..." per failed check and ends with "# test_browser: N passed, M failed"; exit 1 on a failure,
+3 when the browser cannot start. Chromium refuses to run as root without --no-sandbox: the flag is passed then.
+"""
+import csv
+import os
+import sys
+import time
+import urllib.parse
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+except ImportError as e:
+    print(f"epar: error: cannot import selenium: {e}", file=sys.stderr)
+    print("hint: apt-get install python3-selenium chromium chromium-driver (scripts/install-deps --with-browser)",
+          file=sys.stderr)
+    sys.exit(3)
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"not ok test_browser: {what}")
+
+
+def start_browser():
+    opts = webdriver.ChromeOptions()
+    opts.add_argument("--headless=new")
+    if os.geteuid() == 0:
+        opts.add_argument("--no-sandbox")  # Chromium's sandbox does not run as root
+    opts.add_argument("--disable-gpu")
+    opts.add_argument("--disable-dev-shm-usage")
+    opts.add_argument("--hide-scrollbars")
+    opts.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=opts)
+
+
+def set_width(drv, width, height=1000):
+    drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def load(drv, path):
+    drv.get("file://" + os.path.abspath(path))
+    # lazy images below the fold would never load in a screenshot-less check: load them all now
+    drv.execute_script("document.querySelectorAll('img').forEach(function(i){i.loading='eager';});")
+    for _ in range(300):
+        if drv.execute_script("return Array.from(document.images).every(function(i){return i.complete;});"):
+            break
+        time.sleep(0.1)
+
+
+def check_links(drv, page):
+    """every a[href] and img[src] of the loaded page resolves to a file under the output, ids for fragments"""
+    base = os.path.dirname(os.path.abspath(page))
+    links = drv.execute_script(
+        "return Array.from(document.querySelectorAll('a[href]')).map(function(a){return a.getAttribute('href');})"
+        ".concat(Array.from(document.images).map(function(i){return i.getAttribute('src');}));")
+    ids = set(drv.execute_script("return Array.from(document.querySelectorAll('[id]')).map(function(e){return e.id;});"))
+    bad = []
+    for href in links:
+        u = urllib.parse.urlsplit(href)
+        if u.scheme or u.netloc:
+            bad.append(f"{href} (leaves the folder)")
+            continue
+        if not u.path:
+            if urllib.parse.unquote(u.fragment) not in ids:
+                bad.append(f"{href} (no such id)")
+            continue
+        target = os.path.normpath(os.path.join(base, urllib.parse.unquote(u.path)))
+        if not os.path.isfile(target):
+            bad.append(f"{href} (no file)")
+    check(not bad, f"{os.path.basename(page)}: {len(bad)} of {len(links)} links do not resolve: {bad[:5]}")
+    broken = drv.execute_script(
+        "return Array.from(document.images).filter(function(i){return !(i.naturalWidth>0);})"
+        ".map(function(i){return i.getAttribute('src');});")
+    check(not broken, f"{os.path.basename(page)}: {len(broken)} images do not load: {broken[:5]}")
+    return len(links)
+
+
+def check_overflow(drv, page, width):
+    sw, iw = drv.execute_script("return [document.scrollingElement.scrollWidth, window.innerWidth];")
+    check(sw <= iw, f"{os.path.basename(page)} at {width} px: the page is {sw} px wide (horizontal overflow)")
+
+
+def check_filter(drv, claims):
+    by_verdict = {}
+    for row in claims:
+        by_verdict.setdefault(row["verdict"], set()).add(row["claim_id"])
+    sel = Select(drv.find_element(By.ID, "verdict-filter"))
+    offered = [(o.get_attribute("value"), o.text) for o in sel.options]
+    check(offered and offered[0][0] == "all", "the filter offers 'all' first")
+    names = {}
+    for value, text in offered[1:]:
+        names[value] = text.rsplit(" (", 1)[0]
+    check(set(names.values()) == set(by_verdict), f"the filter offers the verdicts of claims.csv: {sorted(names.values())} "
+          f"vs {sorted(by_verdict)}")
+    for value, _ in offered:
+        sel.select_by_value(value)
+        shown = drv.execute_script(
+            "return Array.from(document.querySelectorAll('tr.claim')).filter(function(r){return r.offsetParent!==null;})"
+            ".map(function(r){return r.id.replace(/^claim-/,'');});")
+        want = {r["claim_id"] for r in claims} if value == "all" else by_verdict.get(names[value], set())
+        check(sorted(shown) == sorted(want) and len(shown) == len(want),
+              f"filter '{value}': shows {len(shown)} rows, claims.csv has {len(want)} "
+              f"(extra {sorted(set(shown) - want)[:3]}, missing {sorted(want - set(shown))[:3]})")
+        status = drv.find_element(By.ID, "filter-status").text
+        check(status.startswith(f"{len(want)} claim"), f"filter '{value}': status says '{status}'")
+    sel.select_by_value("all")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    index, report = os.path.join(out, "index.html"), os.path.join(out, "report", "REPORT.html")
+    claims_csv = os.path.join(out, "report", "claims.csv")
+    for p in (index, report, claims_csv):
+        if not os.path.isfile(p):
+            print(f"epar: error: no such file '{p}'", file=sys.stderr)
+            print("hint: run 'epar run-all --out DIR' first", file=sys.stderr)
+            return 3
+    with open(claims_csv, newline="", encoding="utf-8") as f:
+        claims = list(csv.DictReader(f))
+    try:
+        drv = start_browser()
+    except Exception as e:  # the browser or its driver is missing or does not start
+        print(f"epar: error: cannot start headless chromium: {str(e).splitlines()[0]}", file=sys.stderr)
+        print("hint: apt-get install chromium chromium-driver python3-selenium", file=sys.stderr)
+        return 3
+    shots = os.path.join(out, "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    try:
+        for width in (1400, 420):
+            set_width(drv, width)
+            for page in (index, report):
+                load(drv, page)
+                if width == 1400:
+                    check_links(drv, page)
+                check_overflow(drv, page, width)
+                name = os.path.splitext(os.path.basename(page))[0].lower()
+                drv.save_screenshot(os.path.join(shots, f"{name}_{width}.png"))
+            load(drv, index)
+            check_filter(drv, claims)
+            # the claims part at this width, filtered to one verdict, for a person to look at
+            sel = Select(drv.find_element(By.ID, "verdict-filter"))
+            sel.select_by_index(min(2, len(sel.options) - 1))
+            drv.execute_script("document.getElementById('claims').scrollIntoView();")
+            check_overflow(drv, index + " (filtered)", width)
+            drv.save_screenshot(os.path.join(shots, f"index_claims_{width}.png"))
+        check(all(os.path.getsize(os.path.join(shots, f)) > 0 for f in os.listdir(shots)), "screenshots written")
+    finally:
+        drv.quit()
+    print(f"# screenshots in {shots}/")
+    print(f"# test_browser: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

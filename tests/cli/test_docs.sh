@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# docs/: every claim's source resolves to an entry of docs/SOURCES.md (document and section), every mechanism
+# section that `epar compare --list` cites exists in docs/MECHANISMS.md, and every docs/ page named anywhere exists.
+. "$(dirname "$0")/lib.sh"
+src=docs/SOURCES.md
+expect_file "$src"; expect_file docs/MECHANISMS.md; expect_file docs/PROTOCOLS.md
+
+# the text of one document's entry in SOURCES.md: from its "### SN" heading to the next heading
+entry() { awk -v h="### $1 " 'index($0, h) == 1 {f = 1; next} f && /^##/ {exit} f' "$src"; }
+bad=0; n=0
+while IFS= read -r s; do
+    IFS=';' read -ra parts <<< "$s"
+    for p in "${parts[@]}"; do
+        p=${p# }
+        n=$((n + 1))
+        if [[ $p =~ ^(S[0-4])\ (00[0-4]_[0-9a-f]{16}\.txt) ]]; then
+            doc=${BASH_REMATCH[1]}; file=${BASH_REMATCH[2]}
+            e=$(entry "$doc")
+            if ! grep -q "^### $doc — \`$file\`" "$src"; then bad=$((bad + 1)); echo "no SOURCES.md entry '### $doc — $file' for: $p"; continue; fi
+            # each §section: its number (without the "(n)" item) or its heading appears in the document's entry
+            for sec in $(grep -o '§[^ ,;/()]*' <<< "$p"); do
+                grep -q -F -- "$sec" <<< "$e" || { bad=$((bad + 1)); echo "SOURCES.md entry of $doc lacks $sec (from: $p)"; }
+            done
+        elif [[ $p =~ ^(charles-wang888/epar-framework@[0-9a-f]+)\ ([^ ]+) ]]; then
+            grep -q -F "${BASH_REMATCH[1]}" "$src" && grep -q -F "${BASH_REMATCH[2]}" "$src" ||
+                { bad=$((bad + 1)); echo "SOURCES.md does not name $p"; }
+        else
+            bad=$((bad + 1)); echo "source of an unknown form: $p"
+        fi
+    done
+done < <(grep -o '"source": "[^"]*"' paper_protocol.json | cut -d'"' -f4 | sort -u)
+[ "$n" -gt 20 ] && ok || fail "only $n claim sources read from paper_protocol.json"
+[ "$bad" -eq 0 ] && ok || fail "$bad claim source(s) do not resolve in $src"
+
+# mechanism sections: compare --list's column, and the section table of SOURCES.md
+secs=$("$EPAR" compare --list | grep -E '^[a-z0-9-]+ ' | grep -oE ' §[0-9]+ ' | tr -d ' §' | sort -un)
+[ "$(echo "$secs" | wc -w)" -gt 20 ] && ok || fail "compare --list shows few sections: $(echo $secs)"
+for k in $secs; do grep -q "^## $k\. " docs/MECHANISMS.md && ok || fail "docs/MECHANISMS.md has no section $k"; done
+for id in $("$EPAR" compare --list | awk 'NR > 1 && /^[a-z0-9-]+ +/ {print $1}'); do
+    case "$id" in fixed-previous|fixed-next|fixed-left|fixed-right|fixed-start) continue ;; esac  # one row: fixed-current ... fixed-end
+    grep -q -F "\`$id\`" "$src" && ok || fail "SOURCES.md names no work behind mechanism '$id'"
+done
+
+# every docs/ page named in the code, the protocol, the README or the docs exists; no reference to the shared
+# documents that do not ship
+for d in $(grep -rhoE 'docs/[A-Z]+\.md' README.md paper_protocol.json cmd lib experiments tests docs | sort -u); do
+    [ -f "$d" ] && ok || fail "'$d' is referenced but missing"
+done
+if grep -rnE '(^|[^/A-Za-z])(MECHANISMS|REPRODUCTION)\.md' README.md paper_protocol.json cmd lib experiments | grep -v 'docs/' | head -3 | grep -q .; then
+    fail "references to MECHANISMS.md / REPRODUCTION.md outside docs/"; else ok; fi
+finish
