@@ -25,7 +25,7 @@ static const char *const bench_keys[] = {"description", "preset", "mechanisms", 
                                          "distance_bins", "tasks", "budgets", NULL};
 static const char *const task_keys[] = {"id", "task", "paper", "condition", "length", "pairs", "queries", "keys",
                                         "values", "noise", "shuffle", NULL};
-static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "mlp", "batch", "steps", "warmup", "lr",
+static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "mlp", "batch", "long_batch", "steps", "warmup", "lr",
                                           "lr_min_ratio", "weight_decay", "clip", "init_sd", "eval_every",
                                           "eval_batches", "eval_sequences", "lm_eval_sequences", "lm_length",
                                           "short_length", "long_length", "extrapolation", "extrapolation_tokens",
@@ -54,6 +54,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
     RI("heads", heads, 1, 65536);
     RI("mlp", mlp, 1, 1 << 20);
     RI("batch", batch, 1, 65536);
+    RI("long_batch", long_batch, 1, 65536);
     RI("steps", steps, 1, 1 << 30);
     RI("warmup", warmup, 0, 1 << 30);
     RI("eval_every", eval_every, 1, 1 << 30);
@@ -65,7 +66,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
     RI("long_length", long_length, 3, 65536);
     RI("extrapolation_tokens", extrap_tokens, 1, 1 << 30);
     RI("cost_length", cost_length, 2, 65536);
-    RI("cost_steps", cost_steps, 1, 1 << 20);
+    RI("cost_steps", cost_steps, 2, 1 << 20);
     RI("cost_repeats", cost_repeats, 1, 1000);
     RD("lr", lr, 0, 0);
     RD("lr_min_ratio", lr_min_ratio, 0, 1);
@@ -283,7 +284,7 @@ void epar_bench_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench
     t->dim = b->dim;
     t->heads = b->heads;
     t->mlp = cell->mlp;
-    t->batch = b->batch;
+    t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
     t->optim.steps = cell->task >= 0 ? b->steps : b->cost_steps;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr;
@@ -571,8 +572,12 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                 break;
             }
             r.stop = stop;
+            r.until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
             st = epar_train_loop(&r);
-            sec[(size_t)m * R + rep] = r.step_seconds / (double)(r.step > 0 ? r.step : 1);
+            double first = r.step_seconds;
+            r.until = 0;
+            if (!st) st = epar_train_loop(&r);
+            sec[(size_t)m * R + rep] = (r.step_seconds - first) / (double)(r.step > 1 ? r.step - 1 : 1);
             params[m] = r.model.n_params;
             bytes[m] = epar_train_bytes(&t, r.task.V);
             epar_train_free(&r);

@@ -33,7 +33,7 @@ struct epar_bench_budget {
     char name[16];
     int n_seeds;
     unsigned long seeds[EPAR_MAX_SEEDS];
-    int layers, dim, heads, mlp, batch, steps, warmup, eval_every, eval_batches, eval_sequences, lm_eval_sequences;
+    int layers, dim, heads, mlp, batch, long_batch, steps, warmup, eval_every, eval_batches, eval_sequences, lm_eval_sequences;
     int lm_length, short_length, long_length;
     double lr, lr_min_ratio, weight_decay, clip, init_sd;
     int n_extrap;
