@@ -306,6 +306,9 @@ int cmd_benchmark(int argc, char **argv)
         rs.t0 = omp_get_wtime();
         /* the lm text is read (and cached) once before the threads start */
         st = run_cells(&c, &cfg, &plan, root, pending, np, jobs, &rs);
+#ifdef EPAR_MPI
+        if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
+#endif
         if (!st && cost_pending && !stop_signal) {
             int one[1] = {plan.n - 1};
             st = run_cells(&c, &cfg, &plan, root, one, 1, 1, &rs);
