@@ -218,6 +218,10 @@ int cmd_benchmark(int argc, char **argv)
     }
 #endif
 
+    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
+     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
+    for (struct opt *o = opts; o->type != OPT_END; o++)
+        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
     struct epar_protocol proto;
     struct epar_params prm;
     if ((rc = cli_resolve(&c, opts, "benchmark", &proto, &prm))) return rc;
