@@ -125,8 +125,11 @@ static int expectations(struct expectations *x, const struct epar_protocol *prot
         x->n++;
     }
     /* the benchmark (not an experiment of run-all: it trains for minutes to hours) is audited when its folder
-     * exists: it must come from this protocol, preset and epar; its seeds are the budget's */
-    if (x->n < MAX_EXPERIMENTS && epar_protocol_section(proto, "benchmark")) {
+     * exists (absent, its claims are "not reproducible here", never stale): it must come from this protocol, preset
+     * and epar; its seeds are the budget's */
+    char bj[4200];
+    snprintf(bj, sizeof bj, "%s/benchmark/run.json", c->out ? c->out : "output");
+    if (x->n < MAX_EXPERIMENTS && epar_protocol_section(proto, "benchmark") && access(bj, R_OK) == 0) {
         struct epar_params *p = &x->prm[x->n];
         int st = epar_protocol_params(proto, "benchmark", c->preset, p);
         if (st) return st;
@@ -489,6 +492,10 @@ int cmd_run_all(int argc, char **argv)
             rs.failed[rs.n_failed++] = "benchmark";
         } else {
             rs.ran[rs.n_ran++] = "benchmark";
+        }
+        if ((st = expectations(&x, &proto, &c, opts))) {   /* now with the benchmark folder */
+            epar_protocol_free(&proto);
+            return cli_fail(st);
         }
     }
     struct epar_audit a;

@@ -44,6 +44,13 @@ expect_grep '"param_max_rel_diff": ' "$b/run.json"
 expect_grep '"seeds": \[' "$b/run.json"
 [ -z "$(find "$T_TMP" -name '*.tmp*')" ] && ok || fail "temp files left behind"
 
+# ---- the audit reads it: a --tasks/--mechanisms subset is another run than the protocol's (stale); the literal
+# 110M claims stay "not reproducible here"
+expect_exit 0 "run-all --audit-only on the benchmark alone" -- "$EPAR" run-all --audit-only --out "$a" --no-render --quiet
+expect_grep '^proxy_train_squad2_f1,training,.*,stale,' "$a/report/claims.csv"
+expect_grep '^train_squad2_f1,training,.*,not reproducible here,' "$a/report/claims.csv"
+expect_grep '^## The trained proxy' "$a/report/REPORT.md"
+
 # ---- --jobs 1: the same bytes
 one=$T_TMP/one
 expect_exit 0 "smoke grid, --jobs 1" -- "$EPAR" benchmark $grid --jobs 1 --out "$one"
