@@ -1073,7 +1073,7 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
         int l = snprintf(body, sizeof body,
                          "mech = '%s'\nset terminal @epar_term size %d,550\nset multiplot layout 1,%d title 'needle: accuracy "
                          "vs distance of the fact before the query (mean over %d seed(s))'\n"
-                         "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\nset key bottom left\n",
+                         "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\nset key top right\n",
                          mech, 520 * nn, nn, g->S);
         for (int i = 0; i < c->n_tasks; i++)
             if (c->tasks[i].task.id == EPAR_TASK_NEEDLE)
@@ -1169,13 +1169,12 @@ int epar_bench_write(const struct epar_bench_cfg *c, const struct epar_bench_pla
     if (!st) {
         /* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid */
         json_t *extra = run_extra ? run_extra : json_object();
-        json_t *tasks = json_array(), *mechs = json_array(), *seeds = json_array(), *ex = json_array();
+        json_t *tasks = json_array(), *mechs = json_array(), *ex = json_array();
         for (int i = 0; i < c->n_tasks; i++)
             json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", c->tasks[i].id, "task",
                                                    epar_task_name(c->tasks[i].task.id), "paper", c->tasks[i].paper,
                                                    "condition", c->tasks[i].condition, "length", c->tasks[i].task.length));
         for (int m = 0; m < c->n_mech; m++) json_array_append_new(mechs, json_string(epar_nnpos_name(c->mech[m])));
-        for (int s = 0; s < c->b.n_seeds; s++) json_array_append_new(seeds, json_integer((json_int_t)c->b.seeds[s]));
         for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
         const struct epar_bench_budget *b = &c->b;
         json_object_set_new(extra, "budget", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:o, s:i}",
