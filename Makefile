@@ -1,5 +1,6 @@
 # epar — build, test, run.   make | make test | make run-all | make test-asan | make bench
-# Variables: CC, BUILD (object dir), SAN=1 (ASan+UBSan build into build-asan/), COV=1 (gcov build into build-cov/).
+# Variables: CC, BUILD (object dir), SAN=1 (ASan+UBSan build into build-asan/), COV=1 (gcov build into build-cov/),
+# MPI=1 (also ./epar-mpi: epar with Open MPI, for `mpirun -np N ./epar-mpi benchmark`; MPICC, default mpicc).
 
 CC      ?= gcc
 SAN     ?= 0
@@ -45,7 +46,17 @@ LIBEPAR  = $(BUILD)/libepar.a
 
 .SECONDARY:
 .PHONY: install-files all deps test test-unit test-cli test-browser test-asan test-valgrind coverage run-all regress regress-update bench fuzz fuzz-build install clean
-all: $(EPAR_BIN) libepar.a
+all: $(EPAR_BIN) libepar.a $(if $(filter 1,$(MPI)),epar-mpi)
+
+# epar-mpi: the same objects, but cmd/benchmark.c compiled with -DEPAR_MPI (ranks share the grid's cells, rank 0
+# writes the tables) and everything linked by the MPI compiler wrapper (Debian: libopenmpi-dev, openmpi-bin).
+MPICC ?= mpicc
+$(BUILD)/mpi/cmd/benchmark.o: cmd/benchmark.c | $(DEPSTAMP)
+	@command -v $(MPICC) >/dev/null || { echo "make: $(MPICC) not found: scripts/install-deps --with-mpi" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(MPICC) $(ALLCFLAGS) -DEPAR_MPI -c $< -o $@
+epar-mpi: $(filter-out $(BUILD)/cmd/benchmark.o,$(CMD_OBJ)) $(BUILD)/mpi/cmd/benchmark.o $(LIBEPAR)
+	$(MPICC) $(EPAR_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Missing libraries are installed (or the exact apt-get line printed) before anything compiles.
 $(DEPSTAMP):
@@ -82,7 +93,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 	$(CC) $(EPAR_LDFLAGS) -o $@ $< $(LIBEPAR) $(LDLIBS)
 
 # The test command: unit programs, then CLI tests against the real binary; ends "N passed, N failed".
+# (with an MPI compiler on PATH, epar-mpi is built first so tests/cli/test_benchmark.sh runs its mpirun part)
 test: $(EPAR_BIN) $(TEST_BIN)
+	@if command -v $(MPICC) >/dev/null && [ "$(SAN)$(COV)" = 00 ]; then $(MAKE) --no-print-directory epar-mpi >/dev/null; fi
 	@EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh
 
 # index.html and REPORT.html in headless Chromium (links, images, 420 px layout, the verdict filter, screenshots into
@@ -154,6 +167,6 @@ install-files:
 	$(abspath $(EPAR_BIN)) --completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_epar
 
 clean:
-	rm -rf build build-asan build-cov build-fuzz epar libepar.a
+	rm -rf build build-asan build-cov build-fuzz epar epar-mpi libepar.a
 
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(BUILD)/mpi/cmd/benchmark.d

@@ -100,6 +100,7 @@ int cmd_sensitivity(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_benchmark(int argc, char **argv);
 
 /* the command table, for run-all and help */
 enum { CMD_EXPERIMENT = 1 };

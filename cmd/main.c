@@ -31,6 +31,8 @@ const struct cmd_entry epar_commands[] = {
     {"scale", cmd_scale, 0, "long context", "output/scale/", "streaming analysis at large L"},
     {"train", cmd_train, 0, "main table (proxy)", "output/train/",
      "train a small Transformer (lm or recall) with one position mechanism"},
+    {"benchmark", cmd_benchmark, 0, "main table, when to use, cost (proxy)", "output/benchmark/",
+     "the grid proxy task x mechanism x seed of trained models"},
     {"run-all", cmd_run_all, 0, "all", "output/report/",
      "every experiment above with the protocol, then the claims audit"},
     {NULL, NULL, 0, NULL, NULL, NULL}};

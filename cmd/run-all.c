@@ -6,6 +6,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,6 +130,19 @@ static int expectations(struct expectations *x, const struct epar_protocol *prot
         snprintf(x->dirs[x->n], sizeof x->dirs[x->n], "%.*s", (int)strcspn(e->out + 7, "/"), e->out + 7);
         x->e[x->n] = (struct epar_audit_expect){x->dirs[x->n], proto->hash, p->preset, p->n_seeds, p->seeds,
                                                 EPAR_VERSION};
+        x->n++;
+    }
+    /* the benchmark (not an experiment of run-all: it trains for minutes to hours) is audited when its folder
+     * exists (absent, its claims are "not reproducible here", never stale): it must come from this protocol, preset
+     * and epar; its seeds are the budget's */
+    char bj[4200];
+    snprintf(bj, sizeof bj, "%s/benchmark/run.json", c->out ? c->out : "output");
+    if (x->n < MAX_EXPERIMENTS && epar_protocol_section(proto, "benchmark") && access(bj, R_OK) == 0) {
+        struct epar_params *p = &x->prm[x->n];
+        int st = epar_protocol_params(proto, "benchmark", c->preset, p);
+        if (st) return st;
+        snprintf(x->dirs[x->n], sizeof x->dirs[x->n], "benchmark");
+        x->e[x->n] = (struct epar_audit_expect){x->dirs[x->n], proto->hash, p->preset, 0, NULL, EPAR_VERSION};
         x->n++;
     }
     return EPAR_OK;
@@ -405,11 +419,14 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
 int cmd_run_all(int argc, char **argv)
 {
     struct cli_common c = {0};
-    int check = 0, update = 0, audit_only = 0;
+    int check = 0, update = 0, audit_only = 0, with_benchmark = 0;
     const char *gdir = "tests/golden";
     struct opt opts[] = {
         {"Run-all", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"audit-only", 0, OPT_FLAG, &audit_only, NULL, "do not run the experiments: audit the files already in --out", 0},
+        {"with-benchmark", 0, OPT_FLAG, &with_benchmark, NULL,
+         "run 'epar benchmark --budget quick' first (trained models, under 15 minutes on 2 cores); without it an "
+         "existing <out>/benchmark/ is audited", 0},
         {"Regression", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"check", 0, OPT_FLAG, &check, NULL,
          "rerun the small fixed-seed runs of --golden and the full protocol (in a temporary folder unless --out), "
@@ -422,6 +439,8 @@ int cmd_run_all(int argc, char **argv)
     if (rc >= 0) return rc;
     if (check && update) return cli_usage_error("'--check' and '--update-golden' cannot be combined");
     if (audit_only && (check || update)) return cli_usage_error("'--audit-only' cannot be combined with '--check' or '--update-golden'");
+    if (with_benchmark && (check || update || audit_only))
+        return cli_usage_error("'--with-benchmark' cannot be combined with '--check', '--update-golden' or '--audit-only'");
     if (cli_seen(opts, "golden") && !check && !update) return cli_usage_error("'--golden' needs '--check' or '--update-golden'");
     if ((check || update) && (cli_seen(opts, "seed") || cli_seen(opts, "seeds") || cli_seen(opts, "preset")))
         return cli_usage_error("'--%s' cannot change the pinned runs: their protocol and seeds are fixed (%s/protocol.json "
@@ -459,6 +478,33 @@ int cmd_run_all(int argc, char **argv)
     if (!audit_only && (rc = run_experiments(&c, opts, c.protocol, c.out, 0, tty, &rs))) {
         epar_protocol_free(&proto);
         return rc;
+    }
+    if (with_benchmark) {
+        char jobs[32];
+        snprintf(jobs, sizeof jobs, "%d", c.jobs > 0 ? c.jobs : omp_get_max_threads());
+        char *bargv[16] = {"benchmark", "--budget", "quick", "--out", (char *)c.out, "--jobs", jobs};
+        int bn = 7;
+        if (c.protocol) { bargv[bn++] = "--protocol"; bargv[bn++] = (char *)c.protocol; }
+        if (c.preset) { bargv[bn++] = "--preset"; bargv[bn++] = (char *)c.preset; }
+        if (c.no_render) bargv[bn++] = "--no-render";
+        if (c.quiet) bargv[bn++] = "--quiet";
+        bargv[bn] = NULL;
+        if (!c.quiet) fprintf(stderr, "epar: run-all: benchmark, budget quick\n");
+        int brc = cmd_benchmark(bn, bargv);
+        if (brc) {
+            if (brc >= 128) {
+                epar_protocol_free(&proto);
+                return brc;
+            }
+            fprintf(stderr, "epar: run-all: benchmark failed (exit %d)\n", brc);
+            rs.failed[rs.n_failed++] = "benchmark";
+        } else {
+            rs.ran[rs.n_ran++] = "benchmark";
+        }
+        if ((st = expectations(&x, &proto, &c, opts))) {   /* now with the benchmark folder */
+            epar_protocol_free(&proto);
+            return cli_fail(st);
+        }
     }
     struct epar_audit a;
     if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));

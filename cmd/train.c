@@ -200,7 +200,7 @@ int cmd_train(int argc, char **argv)
     struct train_opts t = {0};
     struct opt opts[] = {
         {"Task and model", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"task", 0, OPT_STRING, &t.task, "NAME", "lm (character-level text) or recall (associative recall)", 0},
+        {"task", 0, OPT_STRING, &t.task, "NAME", "lm, recall, needle, transduce, classify, select, set (lib/tasks.h)", 0},
         {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "none, sinusoidal, learned, rope, alibi, t5, epar-basic, epar-enhanced", 0},
         {"length", 'L', OPT_INT, &t.length, "N", "sequence length (training and evaluation)", 0},
         {"layers", 0, OPT_INT, &t.layers, "N", "Transformer blocks", 0},
@@ -242,7 +242,7 @@ int cmd_train(int argc, char **argv)
         {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
         {"jobs", 'j', OPT_INT, &c.jobs, "N", "threads (default: all cores); results do not depend on it", 0},
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
-    int rc = cli_parse("train", "--task lm|recall --mechanism ID [--length N --layers N --dim N ...] [options]", opts,
+    int rc = cli_parse("train", "--task NAME --mechanism ID [--length N --layers N --dim N ...] [options]", opts,
                        argc, argv);
     if (rc >= 0) return rc;
 

@@ -375,6 +375,15 @@ int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epa
         for (int i = 0; i < nb * T; i++) loss += r->model.a.losses[i];
         long c, s;
         epar_nn_accuracy(&r->model, &c, &s);
+        for (int b = 0; r->eval_item && b < nb; b++) {   /* per sequence: its correct and scored positions */
+            long ci = 0, si = 0;
+            for (int q = 0; q < T; q++)
+                if (r->model.mask[(size_t)b * T + q] > 0) {
+                    si++;
+                    ci += r->model.a.correct[(size_t)b * T + q];
+                }
+            r->eval_item(r->eval_ctx, n == count ? k0 + b : (long)((double)(k0 + b) * count / n), ci, si);
+        }
         correct += c;
         scored += s;
     }
@@ -449,6 +458,53 @@ int epar_train_loop(struct epar_train_run *r)
     return EPAR_OK;
 }
 
+int epar_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n)
+{
+    struct epar_nn_config nc = nn_config(c, vocab);
+    nc.Bmax = 1;
+    struct epar_nn m;
+    memset(&m, 0, sizeof m);
+    int st = epar_nn_alloc(&m, &nc);
+    if (!st) *n = m.n_params;
+    epar_nn_free(&m);
+    return st;
+}
+
+int epar_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
+                           int *defined)
+{
+    *defined = 1;
+    if (length == r->cfg.task.length) return epar_train_evaluate(r, max_sequences, e);
+    if (r->cfg.mechanism == EPAR_NNPOS_LEARNED) {   /* its table has exactly the trained length */
+        *defined = 0;
+        *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0};
+        return EPAR_OK;
+    }
+    struct epar_train_run x;
+    memset(&x, 0, sizeof x);
+    x.cfg = r->cfg;
+    x.cfg.task.length = length;
+    long tokens = (long)r->cfg.batch * r->cfg.task.length;
+    x.cfg.batch = tokens / length >= 1 ? (int)(tokens / length) : 1;
+    int st = epar_task_open(&x.task, &x.cfg.task);
+    if (st) return st;
+    struct epar_nn_config nc = nn_config(&x.cfg, x.task.V);
+    if (!(st = epar_nn_alloc(&x.model, &nc)) && x.model.n_params != r->model.n_params)
+        st = epar_err_set(EPAR_EINVAL, "the model at length %d has %zu parameters, not %zu", length, x.model.n_params,
+                          r->model.n_params);
+    size_t BT = (size_t)x.cfg.batch * length;
+    if (!st) {
+        memcpy(x.model.params_mem, r->model.params_mem, r->model.n_params * sizeof(float));
+        x.tok = epar_err_alloc(BT, sizeof *x.tok, "the batch");
+        x.tgt = epar_err_alloc(BT, sizeof *x.tgt, "the batch");
+        x.mask = epar_err_alloc(BT, sizeof *x.mask, "the batch");
+        if (!x.tok || !x.tgt || !x.mask) st = EPAR_ENOMEM;
+    }
+    if (!st) st = epar_train_evaluate(&x, max_sequences, e);
+    epar_train_free(&x);
+    return st;
+}
+
 int epar_train_final_eval(struct epar_train_run *r)
 {
     int st = epar_train_evaluate(r, 0, &r->final);
@@ -460,7 +516,7 @@ int epar_train_final_eval(struct epar_train_run *r)
 /* ------------------------------------------------------------------------------------------------ */
 /* tables and files                                                                                   */
 
-static struct epar_table *curve_table(const struct epar_train_run *r)
+struct epar_table *epar_train_curve_table(const struct epar_train_run *r)
 {
     struct epar_table *t = epar_csv_new(EPAR_TRAIN_CURVE_HEADER);
     for (int i = 0; t && i < r->rows; i++) {
@@ -570,7 +626,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
 
 int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
-    struct epar_table *curve = curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
+    struct epar_table *curve = epar_train_curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
     int is_epar = r->cfg.mechanism == EPAR_NNPOS_EPAR_BASIC || r->cfg.mechanism == EPAR_NNPOS_EPAR_ENHANCED;
     struct epar_table *pf = is_epar ? posfx_table(r) : NULL;
     int st = !curve || (r->have_final && !ev) || (is_epar && !pf) ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables")

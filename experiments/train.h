@@ -70,6 +70,8 @@ struct epar_train_run {
     long until;                         /* > 0: stop after this step (a partial run, resumed later) */
     void (*progress)(void *ctx, const struct epar_train_run *r, int evaluated);
     void *progress_ctx;
+    void (*eval_item)(void *ctx, long item, long correct, long scored);   /* per evaluated sequence, may be NULL */
+    void *eval_ctx;
     double t0;                          /* session start (omp_get_wtime) */
     double seconds0;                    /* seconds at session start */
 };
@@ -98,6 +100,17 @@ int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, cons
 int epar_train_loop(struct epar_train_run *r);
 /* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
 int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
+/* The trained weights evaluated at another length: a model of Tmax = length gets a copy of the parameters and
+ * the task is opened at that length (lm: consecutive held-out windows of that length); max_sequences as above,
+ * batch scaled so a batch holds about as many tokens as a training batch. L in P(i, j, L) is the evaluation
+ * length unless posfx_length fixes it. A learned absolute table is sized for the trained length: at any other
+ * length e->metric is NaN and *defined 0. */
+int epar_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
+                           int *defined);
+/* The parameter count of a configuration (a model of batch 1 is allocated and freed). */
+int epar_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n);
+/* learning_curve.csv of the run (EPAR_TRAIN_CURVE_HEADER); NULL when out of memory */
+struct epar_table *epar_train_curve_table(const struct epar_train_run *r);
 /* The whole evaluation set -> r->final. */
 int epar_train_final_eval(struct epar_train_run *r);
 /* Write the checkpoint of the current state. */

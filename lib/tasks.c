@@ -219,6 +219,49 @@ static long utf8_decode(const unsigned char *s, size_t n, uint32_t *out, size_t 
     return k;
 }
 
+/* the words (maximal runs without space or newline) of every line in a random order, joined by one space;
+ * one fixed stream (0, 2, EPAR_RNG_EXTRA): the same text for every seed */
+static int shuffle_words(uint32_t *cp, long n)
+{
+    long *start = malloc((size_t)(n + 1) * sizeof *start), *len = malloc((size_t)(n + 1) * sizeof *len);
+    uint32_t *out = malloc((size_t)(n ? n : 1) * sizeof *out);
+    gsl_rng *r = epar_rng_alloc(0, 2, EPAR_RNG_EXTRA);
+    if (!start || !len || !out || !r) {
+        free(start); free(len); free(out); epar_rng_free(r);
+        return epar_err_set(EPAR_ENOMEM, "out of memory shuffling the text");
+    }
+    long o = 0, i = 0;
+    while (i < n) {
+        long w = 0, e = i;
+        while (e < n && cp[e] != '\n') e++;
+        for (long q = i; q < e;) {
+            while (q < e && cp[q] == ' ') q++;
+            if (q >= e) break;
+            start[w] = q;
+            while (q < e && cp[q] != ' ') q++;
+            len[w] = q - start[w];
+            w++;
+        }
+        for (long a = w - 1; a > 0; a--) {   /* Fisher-Yates */
+            long b = (long)gsl_rng_uniform_int(r, (unsigned long)(a + 1)), ts = start[a], tl = len[a];
+            start[a] = start[b]; len[a] = len[b];
+            start[b] = ts; len[b] = tl;
+        }
+        long o0 = o;
+        for (long a = 0; a < w; a++) {
+            if (a) out[o++] = ' ';
+            memcpy(out + o, cp + start[a], (size_t)len[a] * sizeof *out);
+            o += len[a];
+        }
+        while (o - o0 < e - i) out[o++] = ' ';   /* keep the length: trailing spaces where runs were collapsed */
+        if (e < n) out[o++] = '\n';
+        i = e + 1;
+    }
+    memcpy(cp, out, (size_t)n * sizeof *cp);
+    free(start); free(len); free(out); epar_rng_free(r);
+    return EPAR_OK;
+}
+
 static int lm_open(struct epar_task *t)
 {
     const struct epar_task_cfg *c = &t->cfg;
@@ -246,6 +289,10 @@ static int lm_open(struct epar_task *t)
         epar_err_set(EPAR_EINVAL, "text '%s' is not UTF-8 (bad byte sequence at offset %zu)", name, bad);
         epar_err_hint("convert it, e.g. iconv -f latin1 -t utf-8");
         return EPAR_EINVAL;
+    }
+    if (c->shuffle && (st = shuffle_words(cp, n))) {
+        free(cp); free(map);
+        return st;
     }
     /* vocabulary: the distinct code points, ascending */
     for (long i = 0; i < n; i++) map[cp[i]] = 1;
@@ -311,8 +358,10 @@ static void lm_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, 
 static int recall_queries(const struct epar_task_cfg *c) { return c->queries > 0 ? c->queries : c->pairs; }
 
 /* one sequence: tokens 0 = pad, 1..keys = keys, keys+1 .. keys+values = values */
-static void recall_sequence(struct epar_task *t, gsl_rng *r, int *tok, int *tgt, float *mask)
+static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
+    (void)item;
+    *group = 0;
     const struct epar_task_cfg *c = &t->cfg;
     int T = c->length, N = c->pairs, Q = recall_queries(c), K = c->keys, R = T - 2 * N;
     size_t *perm = t->perm;
@@ -360,37 +409,229 @@ static void recall_sequence(struct epar_task *t, gsl_rng *r, int *tok, int *tgt,
     tgt[T - 1] = 0;
 }
 
-static int recall_open(struct epar_task *t)
+static int recall_vocab(const struct epar_task_cfg *c) { return 1 + c->keys + c->values; }
+
+/* needle: tokens 0 pad, 1..keys keys, keys+1 .. keys+values values (the filler too). The key sits at p = T-1-d,
+ * its value at p+1, filler values elsewhere, the key again at T-1: the target there is the value. Training draws
+ * d uniformly in [2, T-1]; evaluation item k of E has d = 2 + floor(k (T-2) / E). */
+static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length, K = c->keys;
+    int d = item < 0 ? 2 + (int)gsl_rng_uniform_int(r, (unsigned long)(T - 2))
+                     : 2 + (int)((long long)item * (T - 2) / c->eval_sequences);
+    int p = T - 1 - d;
+    for (int q = 0; q < T; q++) {
+        tok[q] = 1 + K + (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+        mask[q] = 0.0f;
+    }
+    int key = 1 + (int)gsl_rng_uniform_int(r, (unsigned long)K);
+    tok[p] = key;
+    tok[T - 1] = key;
+    for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
+    tgt[T - 1] = tok[p + 1];
+    mask[T - 1] = 1.0f;
+    *group = d;
+}
+
+/* transduce: tokens 0 pad, 1 separator, 2 .. 1+values symbols. n = (T-1)/2 source symbols, the separator at n,
+ * then the source reversed at n+1 .. 2n (a pad at T-1 when T is even); positions n .. 2n-1 are scored. */
+static void transduce_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    (void)item;
+    int T = t->cfg.length, n = (T - 1) / 2;
+    for (int q = 0; q < T; q++) {
+        tok[q] = 0;
+        tgt[q] = 0;
+        mask[q] = 0.0f;
+    }
+    for (int i = 0; i < n; i++) tok[i] = 2 + (int)gsl_rng_uniform_int(r, (unsigned long)t->cfg.values);
+    tok[n] = 1;
+    for (int i = 0; i < n; i++) tok[n + 1 + i] = tok[n - 1 - i];
+    for (int q = n; q < 2 * n; q++) {
+        tgt[q] = tok[q + 1];
+        mask[q] = 1.0f;
+    }
+    *group = 0;
+}
+
+static int transduce_vocab(const struct epar_task_cfg *c) { return 2 + c->values; }
+
+/* classify: tokens 0 pad, 1 CLS, 2 .. 1+values the classes. T-1 symbols then CLS; the target at CLS is the label:
+ * a class drawn first, then symbols drawn uniformly, then random non-label positions set to the label until
+ * the label is the unique majority. */
+static void classify_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    (void)item;
+    int T = t->cfg.length, K = t->cfg.values, n = T - 1, *cnt = t->counts;
+    int label = (int)gsl_rng_uniform_int(r, (unsigned long)K);
+    for (int k = 0; k < K; k++) cnt[k] = 0;
+    for (int q = 0; q < n; q++) {
+        int s = (int)gsl_rng_uniform_int(r, (unsigned long)K);
+        tok[q] = 2 + s;
+        cnt[s]++;
+    }
+    for (;;) {
+        int unique = 1;
+        for (int k = 0; k < K; k++)
+            if (k != label && cnt[k] >= cnt[label]) unique = 0;
+        if (unique) break;
+        int q = (int)gsl_rng_uniform_int(r, (unsigned long)n);
+        if (tok[q] - 2 == label) continue;
+        cnt[tok[q] - 2]--;
+        cnt[label]++;
+        tok[q] = 2 + label;
+    }
+    tok[n] = 1;
+    for (int q = 0; q < T; q++) {
+        tgt[q] = q + 1 < T ? tok[q + 1] : 2 + label;
+        mask[q] = 0.0f;
+    }
+    mask[n] = 1.0f;
+    *group = 0;
+}
+
+static int classify_vocab(const struct epar_task_cfg *c) { return 2 + c->values; }
+
+/* select: tokens 0 pad, 1 separator, 2 .. 1+values plain symbols, 2+values .. 1+2 values the same symbols marked.
+ * k = pairs marked symbols at random distinct places of the n = T-1-k content positions, the separator at n,
+ * then the marked symbols in order as plain symbols; positions n .. n+k-1 are scored. */
+static void select_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    (void)item;
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length, S = c->values, k = c->pairs, n = T - 1 - k, *slot = t->slots;
+    for (int q = 0; q < n; q++) tok[q] = 2 + (int)gsl_rng_uniform_int(r, (unsigned long)S);
+    for (int i = 0; i < n; i++) slot[i] = i;
+    for (int i = 0; i < k; i++) {   /* k distinct places (partial Fisher-Yates), in order */
+        int j = i + (int)gsl_rng_uniform_int(r, (unsigned long)(n - i)), tmp = slot[i];
+        slot[i] = slot[j];
+        slot[j] = tmp;
+    }
+    gsl_sort_int(slot, 1, (size_t)k);
+    tok[n] = 1;
+    for (int i = 0; i < k; i++) {
+        tok[n + 1 + i] = tok[slot[i]];
+        tok[slot[i]] += S;
+    }
+    for (int q = 0; q < T; q++) {
+        tgt[q] = q + 1 < T ? tok[q + 1] : 0;
+        mask[q] = q >= n && q < n + k ? 1.0f : 0.0f;
+    }
+    *group = 0;
+}
+
+static int select_vocab(const struct epar_task_cfg *c) { return 2 + 2 * c->values; }
+
+/* set: tokens 0 pad, 1 .. keys items, keys+1 .. keys+1+values the counts 0 .. values. Every item gets a count
+ * drawn in [0, values] and is placed that many times at random distinct positions of 0 .. T-2 (pads elsewhere);
+ * the query item at T-1; its target is the count token. The answer does not depend on the order. */
+static void set_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    (void)item;
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length, A = c->keys, n = T - 1, *slot = t->slots, *cnt = t->counts, used = 0;
+    for (int q = 0; q < T; q++) {
+        tok[q] = 0;
+        mask[q] = 0.0f;
+    }
+    for (int i = 0; i < n; i++) slot[i] = i;
+    for (int a = 0; a < A; a++) {
+        cnt[a] = (int)gsl_rng_uniform_int(r, (unsigned long)(c->values + 1));
+        for (int m = 0; m < cnt[a]; m++, used++) {   /* the next free place, drawn among the unused */
+            int j = used + (int)gsl_rng_uniform_int(r, (unsigned long)(n - used)), tmp = slot[used];
+            slot[used] = slot[j];
+            slot[j] = tmp;
+            tok[slot[used]] = 1 + a;
+        }
+    }
+    int query = (int)gsl_rng_uniform_int(r, (unsigned long)A);
+    tok[n] = 1 + query;
+    for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
+    tgt[n] = 1 + A + cnt[query];
+    mask[n] = 1.0f;
+    *group = 0;
+}
+
+static int set_vocab(const struct epar_task_cfg *c) { return 1 + c->keys + c->values + 1; }
+
+/* ---- the synthetic tasks' common path: a clean sequence, then the noise condition ---- */
+
+static void synth_fill(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    t->info->sequence(t, r, item, tok, tgt, mask, group);
+    if (t->cfg.noise > 0)   /* unscored inputs only: the question itself stays; targets stay clean */
+        for (int q = 0; q < t->cfg.length; q++)
+            if (gsl_rng_uniform(r) < t->cfg.noise && mask[q] == 0.0f) tok[q] = (int)gsl_rng_uniform_int(r, (unsigned long)t->V);
+}
+
+static const char *task_source(const struct epar_task_cfg *c, char *buf, size_t n)
+{
+    switch (c->id) {
+    case EPAR_TASK_RECALL:
+        snprintf(buf, n, "multi-query associative recall: %d pairs, %d queries, %d keys, %d values", c->pairs,
+                 recall_queries(c), c->keys, c->values);
+        break;
+    case EPAR_TASK_NEEDLE:
+        snprintf(buf, n, "needle: one key-value pair at distance 2..%d before the query, %d keys, %d filler values",
+                 c->length - 1, c->keys, c->values);
+        break;
+    case EPAR_TASK_TRANSDUCE:
+        snprintf(buf, n, "transduce: %d source symbols of %d, a separator, the reversal", (c->length - 1) / 2, c->values);
+        break;
+    case EPAR_TASK_CLASSIFY:
+        snprintf(buf, n, "classify: %d symbols of %d classes then CLS, label = the majority class", c->length - 1, c->values);
+        break;
+    case EPAR_TASK_SELECT:
+        snprintf(buf, n, "select: %d marked symbols among %d (alphabet %d) copied in order", c->pairs,
+                 c->length - 1 - c->pairs, c->values);
+        break;
+    case EPAR_TASK_SET:
+        snprintf(buf, n, "set: %d items present 0..%d times, the count of a queried item", c->keys, c->values);
+        break;
+    default: snprintf(buf, n, "?");
+    }
+    size_t l = strlen(buf);
+    if (c->noise > 0 && l < n) snprintf(buf + l, n - l, "; %g of unscored inputs replaced at random", c->noise);
+    return buf;
+}
+
+static int synth_open(struct epar_task *t)
 {
     const struct epar_task_cfg *c = &t->cfg;
     int T = c->length;
     size_t n = (size_t)c->eval_sequences * T;
-    t->V = 1 + c->keys + c->values;
-    t->perm = epar_err_alloc((size_t)(c->keys > c->pairs ? c->keys : c->pairs), sizeof *t->perm, "the recall scratch");
-    t->slots = epar_err_alloc((size_t)T, sizeof *t->slots, "the recall scratch");
-    t->eval_tok = epar_err_alloc(n, sizeof *t->eval_tok, "the recall evaluation set");
-    t->eval_tgt = epar_err_alloc(n, sizeof *t->eval_tgt, "the recall evaluation set");
-    t->eval_mask = epar_err_alloc(n, sizeof *t->eval_mask, "the recall evaluation set");
-    if (!t->perm || !t->slots || !t->eval_tok || !t->eval_tgt || !t->eval_mask) return EPAR_ENOMEM;
+    t->V = t->info->vocab(c);
+    size_t np = (size_t)(c->keys > c->pairs ? c->keys : c->pairs);
+    t->perm = epar_err_alloc(np ? np : 1, sizeof *t->perm, "the task scratch");
+    t->slots = epar_err_alloc((size_t)T, sizeof *t->slots, "the task scratch");
+    t->counts = epar_err_alloc((size_t)(c->keys > c->values ? c->keys : c->values) + 1, sizeof *t->counts, "the task scratch");
+    t->eval_tok = epar_err_alloc(n, sizeof *t->eval_tok, "the evaluation set");
+    t->eval_tgt = epar_err_alloc(n, sizeof *t->eval_tgt, "the evaluation set");
+    t->eval_mask = epar_err_alloc(n, sizeof *t->eval_mask, "the evaluation set");
+    t->eval_group = epar_err_alloc((size_t)c->eval_sequences, sizeof *t->eval_group, "the evaluation set");
+    if (!t->perm || !t->slots || !t->counts || !t->eval_tok || !t->eval_tgt || !t->eval_mask || !t->eval_group)
+        return EPAR_ENOMEM;
     gsl_rng *r = epar_rng_alloc(c->seed, 1, EPAR_RNG_EXTRA);
     if (!r) return EPAR_ENOMEM;
     for (int k = 0; k < c->eval_sequences; k++)
-        recall_sequence(t, r, t->eval_tok + (size_t)k * T, t->eval_tgt + (size_t)k * T, t->eval_mask + (size_t)k * T);
+        synth_fill(t, r, k, t->eval_tok + (size_t)k * T, t->eval_tgt + (size_t)k * T, t->eval_mask + (size_t)k * T,
+                   t->eval_group + k);
     epar_rng_free(r);
-    snprintf(t->source, sizeof t->source, "multi-query associative recall: %d pairs, %d queries, %d keys, %d values",
-             c->pairs, recall_queries(c), c->keys, c->values);
+    task_source(c, t->source, sizeof t->source);
     return EPAR_OK;
 }
 
-static void recall_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
+static void synth_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
 {
-    int T = t->cfg.length;
-    for (int b = 0; b < B; b++) recall_sequence(t, r, tok + (size_t)b * T, tgt + (size_t)b * T, mask + (size_t)b * T);
+    int T = t->cfg.length, g;
+    for (int b = 0; b < B; b++)
+        synth_fill(t, r, -1, tok + (size_t)b * T, tgt + (size_t)b * T, mask + (size_t)b * T, &g);
 }
 
-static long recall_eval_count(const struct epar_task *t) { return t->cfg.eval_sequences; }
+static long synth_eval_count(const struct epar_task *t) { return t->cfg.eval_sequences; }
 
-static void recall_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+static void synth_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
 {
     size_t T = (size_t)t->cfg.length;
     memcpy(tok, t->eval_tok + k * T, T * sizeof *tok);
@@ -401,12 +642,24 @@ static void recall_eval_item(const struct epar_task *t, long k, int *tok, int *t
 /* ------------------------------------------------------------------------------------------------ */
 /* the registry                                                                                       */
 
+#define SYNTH(name, seqfn, vocabfn) synth_open, synth_train_batch, synth_eval_count, synth_eval_item, seqfn, vocabfn
 const struct epar_task_info epar_task_table[EPAR_TASK_COUNT] = {
     [EPAR_TASK_LM] = {"lm", "bpc", 0, "character-level language modelling, bits per character on the held-out 10 %",
-                      lm_open, lm_train_batch, lm_eval_count, lm_eval_item},
+                      lm_open, lm_train_batch, lm_eval_count, lm_eval_item, NULL, NULL},
     [EPAR_TASK_RECALL] = {"recall", "accuracy", 1, "multi-query associative recall, accuracy of the answers",
-                          recall_open, recall_train_batch, recall_eval_count, recall_eval_item},
+                          SYNTH(recall, recall_sequence, recall_vocab)},
+    [EPAR_TASK_NEEDLE] = {"needle", "accuracy", 1, "one key-value pair at a controlled distance before the query",
+                          SYNTH(needle, needle_sequence, recall_vocab)},
+    [EPAR_TASK_TRANSDUCE] = {"transduce", "accuracy", 1, "a source, a separator, then its reversal",
+                             SYNTH(transduce, transduce_sequence, transduce_vocab)},
+    [EPAR_TASK_CLASSIFY] = {"classify", "accuracy", 1, "one label per sequence: the majority symbol",
+                            SYNTH(classify, classify_sequence, classify_vocab)},
+    [EPAR_TASK_SELECT] = {"select", "accuracy", 1, "copy the marked symbols of a long sequence in order",
+                          SYNTH(select, select_sequence, select_vocab)},
+    [EPAR_TASK_SET] = {"set", "accuracy", 1, "order-free answer: the count of a queried item",
+                       SYNTH(set, set_sequence, set_vocab)},
 };
+#undef SYNTH
 _Static_assert(sizeof epar_task_table / sizeof epar_task_table[0] == EPAR_TASK_COUNT, "one row per task");
 
 int epar_task_find(const char *name, enum epar_task_id *id)
@@ -417,7 +670,7 @@ int epar_task_find(const char *name, enum epar_task_id *id)
             return EPAR_OK;
         }
     epar_err_set(EPAR_EINVAL, "unknown task '%s'", name);
-    epar_err_hint("tasks: lm, recall");
+    epar_err_hint("tasks: lm, recall, needle, transduce, classify, select, set");
     return EPAR_EINVAL;
 }
 
@@ -440,10 +693,50 @@ int epar_task_validate(const struct epar_task_cfg *c)
 {
     if (c->id < 0 || c->id >= EPAR_TASK_COUNT) return epar_err_set(EPAR_EINVAL, "unknown task id %d", (int)c->id);
     if (c->length < 2) return epar_err_set(EPAR_EINVAL, "length must be >= 2, got '%d'", c->length);
+    const char *name = epar_task_name(c->id);
     if (c->id == EPAR_TASK_LM) {
         if (!(c->holdout > 0 && c->holdout < 1))
             return epar_err_set(EPAR_EINVAL, "holdout must be in (0, 1), got '%g'", c->holdout);
+        if (c->noise != 0) return epar_err_set(EPAR_EINVAL, "noise applies to the synthetic tasks, not lm (got '%g')", c->noise);
         return EPAR_OK;
+    }
+    if (c->shuffle) return epar_err_set(EPAR_EINVAL, "shuffle applies to lm only, not '%s'", name);
+    if (!(c->noise >= 0 && c->noise < 1)) return epar_err_set(EPAR_EINVAL, "noise must be in [0, 1), got '%g'", c->noise);
+    if (c->eval_sequences < 1 || c->eval_sequences > 1000000)
+        return epar_err_set(EPAR_EINVAL, "eval_sequences must be in [1, 1000000], got '%d'", c->eval_sequences);
+    if (c->values < 1) return epar_err_set(EPAR_EINVAL, "values must be >= 1, got '%d'", c->values);
+    if (c->keys > MAX_VOCAB || c->values > MAX_VOCAB || c->pairs > MAX_VOCAB)
+        return epar_err_set(EPAR_EINVAL, "keys, values and pairs must be at most %d", MAX_VOCAB);
+    switch (c->id) {
+    case EPAR_TASK_NEEDLE:
+        if (c->keys < 1) return epar_err_set(EPAR_EINVAL, "needle needs keys >= 1, got '%d'", c->keys);
+        if (c->length < 3) return epar_err_set(EPAR_EINVAL, "needle needs length >= 3, got '%d'", c->length);
+        return EPAR_OK;
+    case EPAR_TASK_TRANSDUCE:
+        if (c->length < 3) return epar_err_set(EPAR_EINVAL, "transduce needs length >= 3, got '%d'", c->length);
+        return EPAR_OK;
+    case EPAR_TASK_CLASSIFY:
+        if (c->values < 2) return epar_err_set(EPAR_EINVAL, "classify needs values (classes) >= 2, got '%d'", c->values);
+        return EPAR_OK;
+    case EPAR_TASK_SELECT:
+        if (c->pairs < 1) return epar_err_set(EPAR_EINVAL, "select needs pairs (marked symbols) >= 1, got '%d'", c->pairs);
+        if (2L * c->pairs + 1 > c->length) {
+            epar_err_set(EPAR_EINVAL, "select with %d marked symbols needs length >= %ld, got '%d'", c->pairs,
+                         2L * c->pairs + 1, c->length);
+            epar_err_hint("raise --length or lower --pairs");
+            return EPAR_EINVAL;
+        }
+        return EPAR_OK;
+    case EPAR_TASK_SET:
+        if (c->keys < 1) return epar_err_set(EPAR_EINVAL, "set needs keys (items) >= 1, got '%d'", c->keys);
+        if ((long)c->keys * c->values > c->length - 1) {
+            epar_err_set(EPAR_EINVAL, "set with %d items present up to %d times needs length >= %ld, got '%d'", c->keys,
+                         c->values, (long)c->keys * c->values + 1, c->length);
+            epar_err_hint("raise --length or lower --keys / --values");
+            return EPAR_EINVAL;
+        }
+        return EPAR_OK;
+    default: break;
     }
     int Q = recall_queries(c);
     if (c->pairs < 1) return epar_err_set(EPAR_EINVAL, "pairs must be >= 1, got '%d'", c->pairs);
@@ -451,17 +744,12 @@ int epar_task_validate(const struct epar_task_cfg *c)
     if (c->keys < c->pairs)
         return epar_err_set(EPAR_EINVAL, "recall needs at least as many keys as pairs, got keys '%d' and pairs '%d'",
                             c->keys, c->pairs);
-    if (c->values < 1) return epar_err_set(EPAR_EINVAL, "values must be >= 1, got '%d'", c->values);
-    if (c->keys > MAX_VOCAB || c->values > MAX_VOCAB)
-        return epar_err_set(EPAR_EINVAL, "keys and values must be at most %d", MAX_VOCAB);
     if (2L * c->pairs + 2L * Q > c->length) {
         epar_err_set(EPAR_EINVAL, "recall with %d pairs and %d queries needs length >= %ld, got '%d'", c->pairs, Q,
                      2L * c->pairs + 2L * Q, c->length);
         epar_err_hint("raise --length or lower --pairs");
         return EPAR_EINVAL;
     }
-    if (c->eval_sequences < 1 || c->eval_sequences > 1000000)
-        return epar_err_set(EPAR_EINVAL, "eval_sequences must be in [1, 1000000], got '%d'", c->eval_sequences);
     return EPAR_OK;
 }
 
@@ -479,8 +767,8 @@ int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c)
 void epar_task_close(struct epar_task *t)
 {
     free(t->ids); free(t->chars); free(t->eval_tok); free(t->eval_tgt); free(t->eval_mask); free(t->perm);
-    free(t->slots);
-    t->ids = t->eval_tok = t->eval_tgt = t->slots = NULL;
+    free(t->slots); free(t->eval_group); free(t->counts);
+    t->ids = t->eval_tok = t->eval_tgt = t->slots = t->eval_group = t->counts = NULL;
     t->chars = NULL;
     t->eval_mask = NULL;
     t->perm = NULL;
@@ -497,6 +785,8 @@ void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, 
 {
     t->info->eval_item(t, k, tok, tgt, mask);
 }
+
+int epar_task_eval_group(const struct epar_task *t, long k) { return t->eval_group ? t->eval_group[k] : 0; }
 
 double epar_task_metric(const struct epar_task *t, double loss, long correct, long scored)
 {
@@ -516,12 +806,14 @@ json_t *epar_task_json(const struct epar_task *t)
         json_object_set_new(j, "heldout_characters", json_integer(t->n_text - t->n_train));
         json_object_set_new(j, "holdout", json_real(c->holdout));
         json_object_set_new(j, "eval_windows", json_integer(lm_eval_count(t)));
+        json_object_set_new(j, "shuffle", json_boolean(c->shuffle));
     } else {
         json_object_set_new(j, "pairs", json_integer(c->pairs));
         json_object_set_new(j, "queries", json_integer(recall_queries(c)));
         json_object_set_new(j, "keys", json_integer(c->keys));
         json_object_set_new(j, "values", json_integer(c->values));
         json_object_set_new(j, "eval_sequences", json_integer(c->eval_sequences));
+        json_object_set_new(j, "noise", json_real(c->noise));
     }
     return j;
 }

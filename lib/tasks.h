@@ -12,6 +12,22 @@
  *            Q queries (a key, then its value) at random places in      (argmax = the value) on a
  *            the rest of the sequence, pad tokens between; only the     fixed set of sequences
  *            answers are scored
+ *   needle   one key-value pair at distance d before the query (the     accuracy of the answer, and
+ *            key again, last position), filler from the value           per distance d (eval items
+ *            vocabulary; training draws d in [2, T-1]                   spread evenly over d)
+ *   transduce source symbols, a separator, then the source reversed;    accuracy of the reversed
+ *            every token of the reversal is scored                      tokens
+ *   classify T-1 symbols then a CLS token; the label is the symbol in   accuracy of the label
+ *            the (unique) majority
+ *   select   a long sequence of plain symbols with `pairs` marked ones, accuracy of the copied
+ *            a separator, then the marked symbols in order (plain)     symbols
+ *   set      items 1..keys each present 0..values times at random      accuracy of the count
+ *            places, then a query item: the answer is its count (order-
+ *            free)
+ * Conditions (any task but lm: `noise`, lm only: `shuffle`): noise replaces each input token that is not
+ * itself scored by a uniform random token with probability noise (targets stay the clean answers);
+ * shuffle permutes the words of every line of the text (one fixed permutation, the same for every seed:
+ * stream (0, 2, EPAR_RNG_EXTRA)), so characters within a word keep their order and word order is lost.
  *
  * Adding a task: one enum value before EPAR_TASK_COUNT, one row in epar_task_table (tasks.c) with its
  * functions (open, train batch, eval item), and its options in struct epar_task_cfg.
@@ -24,7 +40,10 @@
 #include <jansson.h>
 #include <gsl/gsl_rng.h>
 
-enum epar_task_id { EPAR_TASK_LM = 0, EPAR_TASK_RECALL, EPAR_TASK_COUNT };
+enum epar_task_id {
+    EPAR_TASK_LM = 0, EPAR_TASK_RECALL, EPAR_TASK_NEEDLE, EPAR_TASK_TRANSDUCE, EPAR_TASK_CLASSIFY, EPAR_TASK_SELECT,
+    EPAR_TASK_SET, EPAR_TASK_COUNT
+};
 
 struct epar_task_cfg {
     enum epar_task_id id;
@@ -39,6 +58,9 @@ struct epar_task_cfg {
     int queries;                /* Q queries (<= N: distinct keys; 0: Q = N) */
     int keys, values;           /* sizes of the key and value vocabularies */
     int eval_sequences;         /* size of the fixed evaluation set */
+    /* conditions */
+    double noise;               /* synthetic tasks: share of unscored input tokens replaced at random (0) */
+    int shuffle;                /* lm: 1 = words of every line shuffled (0) */
 };
 
 struct epar_task;
@@ -53,6 +75,10 @@ struct epar_task_info {
     /* number of evaluation sequences, and sequence k of them: tok, tgt, mask (T) */
     long (*eval_count)(const struct epar_task *t);
     void (*eval_item)(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
+    /* synthetic tasks: one clean sequence (item < 0: a training draw; >= 0: evaluation item `item`, which
+     * needle uses to spread the distances) and its group (needle: the distance; others 0); NULL for lm */
+    void (*sequence)(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group);
+    int (*vocab)(const struct epar_task_cfg *c);     /* synthetic tasks: V from the options */
 };
 
 struct epar_task {
@@ -69,6 +95,8 @@ struct epar_task {
     float *eval_mask;           /* (eval_sequences, T) */
     size_t *perm;               /* (max(keys, pairs)) scratch of the key draw */
     int *slots;                 /* (T) scratch of the query placement */
+    int *eval_group;            /* (eval_sequences) group of each evaluation item (needle: distance), synthetic */
+    int *counts;                /* (max(keys, values) + 1) scratch of classify and set */
 };
 
 extern const struct epar_task_info epar_task_table[EPAR_TASK_COUNT];
@@ -88,6 +116,8 @@ void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, 
 /* The task's metric from a mean cross-entropy (nats per scored token) and the count of correct argmax
  * predictions: bpc = loss / ln 2, accuracy = correct / scored. */
 double epar_task_metric(const struct epar_task *t, double loss, long correct, long scored);
+/* Group of evaluation item k (needle: its distance; lm and the other tasks: 0). */
+int epar_task_eval_group(const struct epar_task *t, long k);
 /* What the data is (for run.json): source, vocabulary, sizes. */
 json_t *epar_task_json(const struct epar_task *t);
 

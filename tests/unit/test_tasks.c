@@ -150,10 +150,249 @@ static void test_recall(void)
     check_int(epar_task_validate(&c), EPAR_EINVAL, "more pairs than keys is refused");
 }
 
+static int open_task(struct epar_task *t, enum epar_task_id id, int T, int keys, int values, int pairs, int E, double noise)
+{
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, id);
+    c.length = T;
+    c.keys = keys;
+    c.values = values;
+    c.pairs = pairs;
+    c.eval_sequences = E;
+    c.noise = noise;
+    c.seed = 7;
+    return epar_task_open(t, &c);
+}
+
+/* every scored position's target, and that a training batch has the same structure as the evaluation set */
+static void test_needle(void)
+{
+    struct epar_task t;
+    int T = 50, E = 96;
+    check_int(open_task(&t, EPAR_TASK_NEEDLE, T, 9, 13, 0, E, 0), EPAR_OK, "open needle");
+    check_int(t.V, 23, "needle vocabulary: pad + keys + values");
+    int bad = 0, dmin = 1 << 30, dmax = 0, prev = 0, mono = 1;
+    for (long k = 0; k < E; k++) {
+        int tok[50], tgt[50];
+        float mask[50];
+        epar_task_eval_item(&t, k, tok, tgt, mask);
+        int d = epar_task_eval_group(&t, k), p = T - 1 - d, keys = 0;
+        for (int q = 0; q < T; q++) keys += tok[q] >= 1 && tok[q] <= 9;
+        /* exactly two keys: at p and the query at T-1; the target there is the value after the key */
+        if (keys != 2 || tok[p] != tok[T - 1] || tgt[T - 1] != tok[p + 1] || tok[p + 1] < 10) bad++;
+        for (int q = 0; q < T; q++) if ((mask[q] != 0) != (q == T - 1)) bad++;
+        if (d < dmin) dmin = d;
+        if (d > dmax) dmax = d;
+        if (d < prev) mono = 0;
+        prev = d;
+    }
+    check_int(bad, 0, "needle: one key-value pair at distance d, the key again at the end, only the answer scored");
+    check_int(dmin, 2, "needle: shortest evaluated distance 2 (the value sits between key and query)");
+    check_true(dmax == T - 2 || dmax == T - 1, "needle: the longest evaluated distance reaches the start (%d)", dmax);
+    check_true(mono, "needle: evaluation items are ordered by distance");
+    int tok[4 * 50], tgt[4 * 50];
+    float mask[4 * 50];
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    int tb = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        epar_task_train_batch(&t, r, 4, tok, tgt, mask);
+        for (int b = 0; b < 4; b++) {
+            int *x = tok + b * T, p = -1;
+            for (int q = 0; q < T - 1; q++) if (x[q] >= 1 && x[q] <= 9) p = q;
+            if (p < 0 || x[p] != x[T - 1] || tgt[b * T + T - 1] != x[p + 1]) tb++;
+        }
+    }
+    check_int(tb, 0, "needle: training draws have the same structure");
+    gsl_rng_free(r);
+    epar_task_close(&t);
+}
+
+static void test_transduce(void)
+{
+    struct epar_task t;
+    int T = 21, E = 20;
+    check_int(open_task(&t, EPAR_TASK_TRANSDUCE, T, 0, 5, 0, E, 0), EPAR_OK, "open transduce");
+    int bad = 0, scored = 0;
+    for (long k = 0; k < E; k++) {
+        int tok[21], tgt[21];
+        float mask[21];
+        epar_task_eval_item(&t, k, tok, tgt, mask);
+        int n = 10;
+        if (tok[n] != 1) bad++;
+        for (int i = 0; i < n; i++) if (tok[i] < 2 || tok[i] > 6 || tok[n + 1 + i] != tok[n - 1 - i]) bad++;
+        for (int q = 0; q < T; q++) {
+            if (mask[q] != 0) {
+                scored++;
+                if (q < n || q >= 2 * n || tgt[q] != tok[q + 1]) bad++;
+            }
+        }
+    }
+    check_int(bad, 0, "transduce: source, separator, the source reversed; the reversal is scored");
+    check_int(scored, 10 * E, "transduce: n scored tokens per sequence");
+    epar_task_close(&t);
+}
+
+static void test_classify(void)
+{
+    struct epar_task t;
+    int T = 30, E = 200, K = 3;
+    check_int(open_task(&t, EPAR_TASK_CLASSIFY, T, 0, K, 0, E, 0), EPAR_OK, "open classify");
+    int bad = 0, label_count[3] = {0};
+    for (long k = 0; k < E; k++) {
+        int tok[30], tgt[30], cnt[3] = {0};
+        float mask[30];
+        epar_task_eval_item(&t, k, tok, tgt, mask);
+        for (int q = 0; q < T - 1; q++) cnt[tok[q] - 2]++;
+        int lab = tgt[T - 1] - 2;
+        if (tok[T - 1] != 1 || lab < 0 || lab >= K) { bad++; continue; }
+        for (int c = 0; c < K; c++) if (c != lab && cnt[c] >= cnt[lab]) bad++;
+        for (int q = 0; q < T; q++) if ((mask[q] != 0) != (q == T - 1)) bad++;
+        label_count[lab]++;
+    }
+    check_int(bad, 0, "classify: the label is the unique majority symbol, scored at CLS only");
+    check_true(label_count[0] > 40 && label_count[1] > 40 && label_count[2] > 40, "classify: every class occurs (%d %d %d)",
+               label_count[0], label_count[1], label_count[2]);
+    epar_task_close(&t);
+}
+
+static void test_select(void)
+{
+    struct epar_task t;
+    int T = 60, E = 30, S = 6, k = 5;
+    check_int(open_task(&t, EPAR_TASK_SELECT, T, 0, S, k, E, 0), EPAR_OK, "open select");
+    check_int(t.V, 2 + 2 * S, "select vocabulary: pad, separator, plain and marked symbols");
+    int bad = 0;
+    for (long e = 0; e < E; e++) {
+        int tok[60], tgt[60];
+        float mask[60];
+        epar_task_eval_item(&t, e, tok, tgt, mask);
+        int n = T - 1 - k, m = 0, want[5];
+        for (int q = 0; q < n; q++) {
+            if (tok[q] >= 2 + S) { if (m < k) want[m] = tok[q] - S; m++; }
+            else if (tok[q] < 2) bad++;
+        }
+        if (m != k || tok[n] != 1) { bad++; continue; }
+        for (int i = 0; i < k; i++) if (tgt[n + i] != want[i] || mask[n + i] == 0) bad++;
+        int sc = 0;
+        for (int q = 0; q < T; q++) sc += mask[q] != 0;
+        if (sc != k) bad++;
+    }
+    check_int(bad, 0, "select: k marked symbols, copied in order after the separator as plain symbols");
+    epar_task_close(&t);
+}
+
+static void test_set(void)
+{
+    struct epar_task t;
+    int T = 40, E = 100, A = 4, M = 6;
+    check_int(open_task(&t, EPAR_TASK_SET, T, A, M, 0, E, 0), EPAR_OK, "open set");
+    check_int(t.V, 1 + A + M + 1, "set vocabulary: pad, items, counts 0..values");
+    int bad = 0, zero = 0;
+    for (long e = 0; e < E; e++) {
+        int tok[40], tgt[40];
+        float mask[40];
+        epar_task_eval_item(&t, e, tok, tgt, mask);
+        int qi = tok[T - 1], cnt = 0;
+        for (int q = 0; q < T - 1; q++) cnt += tok[q] == qi;
+        if (qi < 1 || qi > A || tgt[T - 1] != 1 + A + cnt) bad++;
+        zero += cnt == 0;
+        /* reversing the content gives the same answer: the task is order-free by construction */
+        int rc = 0;
+        for (int q = T - 2; q >= 0; q--) rc += tok[q] == qi;
+        if (rc != cnt) bad++;
+    }
+    check_int(bad, 0, "set: the answer is the count of the queried item");
+    check_true(zero > 0 && zero < E, "set: counts include 0 (%d of %d)", zero, E);
+    epar_task_close(&t);
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, EPAR_TASK_SET);
+    c.length = 20; c.keys = 4; c.values = 5;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "set: 4 items x 5 do not fit in 19 places");
+}
+
+/* noise: unscored inputs replaced at about the given rate, scored ones and targets untouched */
+static void test_noise(void)
+{
+    struct epar_task a, b;
+    int T = 64, E = 200;
+    check_int(open_task(&a, EPAR_TASK_TRANSDUCE, T, 0, 8, 0, E, 0), EPAR_OK, "open clean");
+    check_int(open_task(&b, EPAR_TASK_TRANSDUCE, T, 0, 8, 0, E, 0.2), EPAR_OK, "open noisy");
+    long changed = 0, unscored = 0, bad = 0;
+    /* the noisy set draws more numbers, so compare structure: scored tokens and targets are the clean rule */
+    for (long e = 0; e < E; e++) {
+        int tok[64], tgt[64];
+        float mask[64];
+        epar_task_eval_item(&b, e, tok, tgt, mask);
+        int n = (T - 1) / 2;
+        for (int i = 0; i < n; i++) {
+            unscored++;
+            if (tok[i] != tok[2 * n - i]) changed++;   /* the source differs from its (clean, scored) reversal */
+        }
+        for (int q = n; q < 2 * n; q++)   /* the last reversed token (2n) is an unscored input: it may be noised */
+            if (mask[q] == 0 || (q + 1 < 2 * n && tgt[q] != tok[q + 1])) bad++;
+    }
+    check_int(bad, 0, "noise: the scored tokens and targets stay clean");
+    double rate = (double)changed / unscored;   /* a replaced token equals the old one with prob 1/V */
+    check_true(rate > 0.2 * (1 - 1.0 / b.V) - 0.03 && rate < 0.2 * (1 - 1.0 / b.V) + 0.03,
+               "noise: about 20 %% of the unscored inputs replaced (%.3f)", rate);
+    epar_task_close(&a);
+    epar_task_close(&b);
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, EPAR_TASK_LM);
+    c.noise = 0.2;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "noise on lm is refused");
+    epar_task_cfg_default(&c, EPAR_TASK_RECALL);
+    c.shuffle = 1;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "shuffle on recall is refused");
+}
+
+/* shuffle: every line keeps its words (as a multiset) and the text its length, the word order changes */
+static void test_shuffle(void)
+{
+    char text[4096] = "";
+    for (int i = 0; i < 40; i++) strcat(text, "in the beginning god created the heaven and the earth\nand the earth was\n");
+    const char *path = write_text(text);
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, EPAR_TASK_LM);
+    c.text_path = path;
+    c.length = 16;
+    struct epar_task a, b;
+    check_int(epar_task_open(&a, &c), EPAR_OK, "open the text");
+    c.shuffle = 1;
+    check_int(epar_task_open(&b, &c), EPAR_OK, "open the text word-shuffled");
+    check_int((int)b.n_text, (int)a.n_text, "shuffled text: same length");
+    long same = 1, moved = 0;
+    int cnt_a[128] = {0}, cnt_b[128] = {0};
+    for (long i = 0; i < a.n_text; i++) {
+        uint32_t x = a.chars[a.ids[i]], y = b.chars[b.ids[i]];
+        if ((x == '\n') != (y == '\n')) same = 0;
+        if (x < 128) cnt_a[x]++;
+        if (y < 128) cnt_b[y]++;
+        moved += x != y;
+    }
+    check_true(same && !memcmp(cnt_a, cnt_b, sizeof cnt_a), "shuffled text: same lines, same characters");
+    check_true(moved > a.n_text / 4, "shuffled text: the word order changed (%ld characters moved)", moved);
+    struct epar_task b2;
+    c.seed = 99;
+    epar_task_open(&b2, &c);
+    check_true(!memcmp(b.ids, b2.ids, (size_t)b.n_text * sizeof *b.ids), "shuffled text: the same for every seed");
+    epar_task_close(&a);
+    epar_task_close(&b);
+    epar_task_close(&b2);
+    unlink(path);
+}
+
 int main(void)
 {
     test_strip();
     test_lm();
     test_recall();
+    test_needle();
+    test_transduce();
+    test_classify();
+    test_select();
+    test_set();
+    test_noise();
+    test_shuffle();
     return check_summary("test_tasks");
 }

@@ -1,0 +1,375 @@
+/* epar benchmark: the grid proxy task x mechanism x seed -> output/benchmark/
+ *
+ *   epar benchmark --budget smoke|quick|full [--tasks ..] [--mechanisms ..] [--seeds ..] [--jobs N]
+ *   epar benchmark --budget full --shard K/N          (cells k with k mod N = K-1 only; no tables)
+ *   epar benchmark --budget full --merge DIR...       (gather the cells of other --out folders, then the tables)
+ *   mpirun -np N epar benchmark --budget full         (built with make MPI=1: ranks share the cells, rank 0 writes)
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#ifdef EPAR_MPI
+#include <mpi.h>
+#endif
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "experiments/benchmark.h"
+#include "experiments/common.h"
+#include "cli.h"
+
+#define MAX_MERGE 256
+
+static volatile sig_atomic_t stop_signal;
+static struct sigaction old_int, old_term;
+
+static void on_stop(int sig)
+{
+    if (stop_signal) {   /* a second signal: the ordinary handler */
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
+
+static void catch_stop(int on)
+{
+    if (on) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sigfillset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+    } else {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+}
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
+    else if (s < 60) snprintf(buf, n, "%.0f s", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+/* seconds per unit of cell weight: a few steps of the cost configuration with `none`, one thread */
+static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan)
+{
+    struct epar_bench_cell cell = plan->cells[plan->n - 1];
+    cell.mech = 0;
+    cell.mlp = plan->cost_mlp[0];
+    struct epar_train_cfg t;
+    epar_bench_cell_cfg(c, &cell, &t);
+    t.optim.steps = 3;
+    t.eval_every = 4;
+    struct epar_train_run r;
+    double spw = NAN;
+    int st = epar_train_setup(&r, &t);
+    r.until = 1;   /* the first step is not timed (first touch of the activations) */
+    if (!st && !epar_train_loop(&r)) {
+        double first = r.step_seconds;
+        r.until = 0;
+        if (!epar_train_loop(&r) && r.step > 1) {
+            double T = t.task.length, C = t.dim;
+            double w = (double)(r.step - 1) * t.batch * T * (12.0 * C * C + 2.0 * t.mlp * C + 4.0 * T * C) * t.layers;
+            spw = (r.step_seconds - first) / w;
+        }
+    }
+    epar_train_free(&r);
+    return spw;
+}
+
+static int parse_shard(const char *s, int *k, int *n)
+{
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || *end != '/') return -1;
+    const char *q = end + 1;
+    long b = strtol(q, &end, 10);
+    if (end == q || *end || b < 1 || b > 1000000 || a < 1 || a > b) return -1;
+    *k = (int)a;
+    *n = (int)b;
+    return 0;
+}
+
+struct run_state {
+    int done, total;
+    double w_done, w_total, t0;
+};
+
+static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
+                     const char *root, const int *pending, int np, int jobs, struct run_state *rs)
+{
+    int st = EPAR_OK;
+    char err[600] = "", hint[600] = "";
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(jobs)
+    for (int q = 0; q < np; q++) {
+        int failed;
+        #pragma omp atomic read
+        failed = st;
+        if (failed || stop_signal) continue;
+        omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
+        int k = pending[q];
+        double t0 = omp_get_wtime();
+        int s = epar_bench_cell_run(cfg, plan, k, root, &stop_signal);
+        double dt = omp_get_wtime() - t0;
+        #pragma omp critical(bench_progress)
+        {
+            if (s && !st) {
+                st = s;
+                snprintf(err, sizeof err, "%s", epar_err_message());
+                snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
+            }
+            if (!s) {
+                rs->done++;
+                rs->w_done += plan->cells[k].weight;
+                double el = omp_get_wtime() - rs->t0, eta = el / rs->w_done * (rs->w_total - rs->w_done);
+                char e1[32];
+                fmt_time(eta, e1, sizeof e1);
+                const struct epar_bench_cell *cell = &plan->cells[k];
+                if (cell->task >= 0)
+                    cli_progress(c, "benchmark: [%d/%d] %s / %s / seed %lu done in %.1f s, ETA %s", rs->done, rs->total,
+                                 cfg->tasks[cell->task].id, epar_nnpos_name(cfg->mech[cell->mech]),
+                                 cfg->b.seeds[cell->seed], dt, e1);
+                else
+                    cli_progress(c, "benchmark: [%d/%d] cost cell done in %.1f s", rs->done, rs->total, dt);
+            }
+        }
+    }
+    if (st && st != EPAR_EINTR) {
+        epar_err_set(st, "%s", err);
+        if (*hint) epar_err_hint("%s", hint);
+    }
+    return st;
+}
+
+int cmd_benchmark(int argc, char **argv)
+{
+    /* --merge DIR...: the folders up to the next option */
+    const char *merge[MAX_MERGE];
+    int n_merge = 0, merging = 0;
+    char **av = malloc(((size_t)argc + 1) * sizeof *av);
+    if (!av) return cli_fail(epar_err_set(EPAR_ENOMEM, "out of memory"));
+    int ac = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--merge")) {
+            merging = 1;
+            for (; i + 1 < argc && strncmp(argv[i + 1], "-", 1); i++) {
+                if (n_merge >= MAX_MERGE) {
+                    free(av);
+                    return cli_usage_error("--merge takes at most %d folders", MAX_MERGE);
+                }
+                merge[n_merge++] = argv[i + 1];
+            }
+            continue;
+        }
+        av[ac++] = argv[i];
+    }
+    av[ac] = NULL;
+
+    struct cli_common c = {0};
+    const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL;
+    int merge_flag = 0;
+    struct opt opts[] = {
+        {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (< 15 min, 3 seeds) or full (5 seeds, hours)", 0},
+        {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
+        {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "position mechanisms (default: all eight)", 0},
+        {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},
+        {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables", 0},
+        {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
+        {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
+        {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the benchmark section's, paper)", 0},
+        {"seed", 0, OPT_INT, &c.seed, "N", "run with this one seed (default: the budget's seeds)", 0},
+        {"seeds", 0, OPT_SEEDS, &c.seeds, "LIST", "comma-separated seeds (default: the budget's)", 0},
+        {"out", 'o', OPT_STRING, &c.out, "DIR", "output root folder (default output)", 0},
+        {"no-render", 0, OPT_FLAG, &c.no_render, NULL, "write the .gp scripts but do not run gnuplot", 0},
+        {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
+        {"jobs", 'j', OPT_INT, &c.jobs, "N", "cells trained at once (default: all cores); results do not depend on it", 0},
+        {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    int rc = cli_parse("benchmark", "--budget smoke|quick|full [--tasks LIST] [--mechanisms LIST] [--shard K/N | --merge DIR...] [options]",
+                       opts, ac, av);
+    free(av);
+    if (rc >= 0) return rc;
+    if (merging && n_merge == 0) return cli_usage_error("--merge needs at least one folder (the --out of a shard)");
+    int K = 1, N = 1;
+    if (shard && parse_shard(shard, &K, &N)) return cli_usage_error("invalid value for --shard: '%s' (expected K/N with 1 <= K <= N)", shard);
+    if (shard && merging) return cli_usage_error("'--shard' and '--merge' cannot be combined");
+    int rank = 0, size = 1;
+    (void)rank;
+#ifdef EPAR_MPI
+    int mpi_on = 0;
+    MPI_Initialized(&mpi_on);
+    if (!mpi_on) MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1 && (shard || merging)) return cli_usage_error("under mpirun the ranks are the shards: no --shard or --merge");
+    if (size > 1) {
+        K = rank + 1;
+        N = size;
+        if (rank) c.quiet = 1;
+    }
+#endif
+
+    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
+     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
+    for (struct opt *o = opts; o->type != OPT_END; o++)
+        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
+    struct epar_protocol proto;
+    struct epar_params prm;
+    if ((rc = cli_resolve(&c, opts, "benchmark", &proto, &prm))) return rc;
+    int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+    static struct epar_bench_cfg cfg;
+    struct epar_bench_plan plan = {0};
+    int st = epar_bench_cfg_from_protocol(&cfg, &proto, &prm, budget);
+    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
+        cfg.b.n_seeds = prm.n_seeds;
+        memcpy(cfg.b.seeds, prm.seeds, sizeof cfg.b.seeds);
+    }
+    if (st == EPAR_EINVAL) {   /* an unknown budget is a usage error */
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    if (!st && (st = epar_bench_select(&cfg, tasks, mechs))) {
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
+    char root[4300];
+    snprintf(root, sizeof root, "%s/benchmark", c.out);
+    if (!st) st = epar_bench_plan(&cfg, &plan);
+    if (st) goto done;
+
+    int total = plan.n, mine = 0, have = 0, redo = 0;
+    int *pending = malloc((size_t)plan.n * sizeof *pending), np = 0, cost_pending = 0;
+    if (!pending) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (merging) {
+        /* every cell from the first folder that has it (this configuration), unless --out has it already */
+        int missing = 0;
+        for (int k = 0; k < plan.n; k++) {
+            if (epar_bench_cell_state(&cfg, &plan, k, root) == 1) continue;
+            int found = 0;
+            for (int d = 0; d < n_merge && !found && !st; d++) {
+                char from[4300];
+                snprintf(from, sizeof from, "%s/benchmark", merge[d]);
+                if (epar_bench_cell_state(&cfg, &plan, k, from) == 1) {
+                    st = epar_bench_cell_copy(&cfg, &plan.cells[k], from, root);
+                    found = 1;
+                }
+            }
+            if (!found) missing++;
+        }
+        if (!st && missing) {
+            st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan.n, n_merge);
+            epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
+        }
+        if (!st) cli_progress(&c, "benchmark: merged %d cells from %d folder(s)", plan.n, n_merge);
+    } else {
+        struct run_state rs = {0, 0, 0, 0, 0};
+        for (int k = 0; k < plan.n; k++) {
+            if (k % N != K - 1) continue;
+            mine++;
+            int s = epar_bench_cell_state(&cfg, &plan, k, root);
+            if (s == 1) {
+                have++;
+                continue;
+            }
+            redo += s < 0;
+            if (plan.cells[k].task < 0) cost_pending = 1;
+            else pending[np++] = k;
+            rs.w_total += plan.cells[k].weight;
+        }
+        /* the heaviest cells first (the schedule ends with short cells on every thread) */
+        for (int i = 1; i < np; i++)
+            for (int j = i; j > 0 && plan.cells[pending[j]].weight > plan.cells[pending[j - 1]].weight; j--) {
+                int tmp = pending[j];
+                pending[j] = pending[j - 1];
+                pending[j - 1] = tmp;
+            }
+        rs.total = np + cost_pending;
+        double spw = rs.total ? calibrate(&cfg, &plan) : 0;
+        char est[32];
+        fmt_time(spw * rs.w_total / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
+        cli_progress(&c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
+                         "(%d done already%s), %d at once; estimated %s",
+                     cfg.b.name, cfg.n_tasks, cfg.n_mech, cfg.b.n_seeds, plan.n - 1,
+                     N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
+        if (N > 1) cli_progress(&c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
+        stop_signal = 0;
+        catch_stop(1);
+        rs.t0 = omp_get_wtime();
+        /* the lm text is read (and cached) once before the threads start */
+        st = run_cells(&c, &cfg, &plan, root, pending, np, jobs, &rs);
+#ifdef EPAR_MPI
+        if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
+#endif
+        if (!st && cost_pending && !stop_signal) {
+            int one[1] = {plan.n - 1};
+            st = run_cells(&c, &cfg, &plan, root, one, 1, 1, &rs);
+        }
+        catch_stop(0);
+        if (stop_signal) {
+            fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
+            fprintf(stderr, "hint: run the same command again to resume\n");
+            free(pending);
+            epar_bench_plan_free(&plan);
+            epar_protocol_free(&proto);
+            return 128 + stop_signal;
+        }
+    }
+    free(pending);
+#ifdef EPAR_MPI
+    if (size > 1) {
+        int mine_st = st, any = 0;
+        MPI_Allreduce(&mine_st, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!st && any) st = epar_err_set(EPAR_ECHECK, "another rank failed");
+        N = 1;   /* rank 0 writes the tables below; the others stop here */
+        if (rank) goto done;
+    }
+#endif
+    if (st) goto done;
+    if (N > 1) {
+        if (!c.quiet)
+            printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
+                   "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
+                   K, N, mine, root, cfg.b.name);
+        goto done;
+    }
+    struct epar_out o;
+    if ((st = epar_out_begin(&o, c.out, "benchmark"))) goto done;
+    json_t *extra = json_pack("{s:s, s:i}", "mode", merging ? "merge" : size > 1 ? "mpi" : "single", "jobs", jobs);
+    st = epar_bench_write(&cfg, &plan, root, &o, extra);
+    st = cli_publish(&c, "benchmark", &o, st);
+    if (!st && !c.quiet) {
+        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg.b.name, plan.n, c.out);
+        char md[4400];
+        snprintf(md, sizeof md, "%s/benchmark/main_table.md", c.out);
+        FILE *f = fopen(md, "r");
+        char line[1024];
+        int shown = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
+        if (f) fclose(f);
+    }
+done:
+    epar_bench_plan_free(&plan);
+    epar_protocol_free(&proto);
+#ifdef EPAR_MPI
+    {
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (!fin) MPI_Finalize();
+    }
+#endif
+    return st ? cli_fail(st) : 0;
+}

@@ -1,0 +1,1208 @@
+/* The benchmark grid: configuration, plan (equal parameter counts), cells, tables and figures. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <omp.h>
+#include <gsl/gsl_cdf.h>
+#include "lib/blas.h"
+#include "lib/csvout.h"
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "lib/plot.h"
+#include "lib/version.h"
+#include "benchmark.h"
+#include "common.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* configuration                                                                                      */
+
+static const char *const bench_keys[] = {"description", "preset", "mechanisms", "equalise", "param_tolerance",
+                                         "distance_bins", "tasks", "budgets", NULL};
+static const char *const task_keys[] = {"id", "task", "paper", "condition", "length", "pairs", "queries", "keys",
+                                        "values", "noise", "shuffle", NULL};
+static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "mlp", "batch", "long_batch", "steps", "warmup", "lr",
+                                          "lr_min_ratio", "weight_decay", "clip", "init_sd", "eval_every",
+                                          "eval_batches", "eval_sequences", "lm_eval_sequences", "lm_length",
+                                          "short_length", "long_length", "extrapolation", "extrapolation_tokens",
+                                          "cost_task", "cost_length", "cost_steps", "cost_repeats", NULL};
+
+static int perr(const struct epar_protocol *p, const char *jp, const char *what)
+{
+    return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
+}
+
+/* every key of a budget is required: a budget states all its sizes */
+static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *p, json_t *o, const char *jp)
+{
+    int st = epar_protocol_obj_check_keys(p, o, jp, budget_keys);
+    for (int k = 0; !st && budget_keys[k]; k++)
+        if (!json_object_get(o, budget_keys[k])) {
+            char w[128];
+            snprintf(w, sizeof w, "missing key '%s' (a budget states every size)", budget_keys[k]);
+            st = perr(p, jp, w);
+        }
+    if (st) return st;
+#define RI(key, field, lo, hi) if (!st) st = epar_protocol_obj_int(p, o, jp, key, &b->field, lo, hi)
+#define RD(key, field, lo, incl) if (!st) st = epar_protocol_obj_double(p, o, jp, key, &b->field, lo, incl)
+    RI("layers", layers, 1, 1024);
+    RI("dim", dim, 1, 65536);
+    RI("heads", heads, 1, 65536);
+    RI("mlp", mlp, 1, 1 << 20);
+    RI("batch", batch, 1, 65536);
+    RI("long_batch", long_batch, 1, 65536);
+    RI("steps", steps, 1, 1 << 30);
+    RI("warmup", warmup, 0, 1 << 30);
+    RI("eval_every", eval_every, 1, 1 << 30);
+    RI("eval_batches", eval_batches, 1, 1 << 20);
+    RI("eval_sequences", eval_sequences, 1, 1000000);
+    RI("lm_eval_sequences", lm_eval_sequences, 1, 1000000);
+    RI("lm_length", lm_length, 2, 65536);
+    RI("short_length", short_length, 3, 65536);
+    RI("long_length", long_length, 3, 65536);
+    RI("extrapolation_tokens", extrap_tokens, 1, 1 << 30);
+    RI("cost_length", cost_length, 2, 65536);
+    RI("cost_steps", cost_steps, 2, 1 << 20);
+    RI("cost_repeats", cost_repeats, 1, 1000);
+    RD("lr", lr, 0, 0);
+    RD("lr_min_ratio", lr_min_ratio, 0, 1);
+    RD("weight_decay", weight_decay, 0, 1);
+    RD("clip", clip, 0, 1);
+    RD("init_sd", init_sd, 0, 1);
+#undef RI
+#undef RD
+    if (st) return st;
+    json_t *seeds = json_object_get(o, "seeds");
+    size_t i;
+    json_t *v;
+    char sjp[360];
+    snprintf(sjp, sizeof sjp, "%s.seeds", jp);
+    if (!json_is_array(seeds) || json_array_size(seeds) < 1 || json_array_size(seeds) > EPAR_MAX_SEEDS)
+        return perr(p, sjp, "expected an array of 1 to 64 seeds");
+    b->n_seeds = 0;
+    json_array_foreach(seeds, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 4294967295LL)
+            return perr(p, sjp, "seeds are integers in [0, 4294967295]");
+        b->seeds[b->n_seeds++] = (unsigned long)json_integer_value(v);
+    }
+    const char *s = NULL;
+    if ((st = epar_protocol_obj_string(p, o, jp, "extrapolation", &s))) return st;
+    b->n_extrap = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    snprintf(sjp, sizeof sjp, "%s.extrapolation", jp);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long L = strtol(tok, &end, 10);
+        if (*end || L < 2 || L > 65536 || b->n_extrap >= EPAR_BENCH_MAX_EXTRAP)
+            return perr(p, sjp, "expected up to 16 comma-separated lengths in [2, 65536]");
+        b->extrap[b->n_extrap++] = (int)L;
+    }
+    if (b->n_extrap < 1) return perr(p, sjp, "expected at least one length");
+    s = NULL;
+    if ((st = epar_protocol_obj_string(p, o, jp, "cost_task", &s))) return st;
+    if (epar_task_find(s, &b->cost_task)) {
+        snprintf(sjp, sizeof sjp, "%s.cost_task", jp);
+        return perr(p, sjp, "unknown task");
+    }
+    if (b->dim % b->heads) return perr(p, jp, "heads must divide dim");
+    return EPAR_OK;
+}
+
+static int read_task(struct epar_bench_task *t, const struct epar_protocol *p, json_t *o, const char *jp)
+{
+    int st = epar_protocol_obj_check_keys(p, o, jp, task_keys);
+    const char *id = NULL, *task = NULL, *paper = NULL, *cond = NULL, *len = NULL;
+    if (!st) st = epar_protocol_obj_string(p, o, jp, "id", &id);
+    if (!st) st = epar_protocol_obj_string(p, o, jp, "task", &task);
+    if (!st) st = epar_protocol_obj_string(p, o, jp, "paper", &paper);
+    if (!st) st = epar_protocol_obj_string(p, o, jp, "condition", &cond);
+    if (!st) st = epar_protocol_obj_string(p, o, jp, "length", &len);
+    if (st) return st;
+    if (!id || !task || !paper || !cond || !len) return perr(p, jp, "id, task, paper, condition and length are required");
+    if (strlen(id) >= sizeof t->id || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(id))
+        return perr(p, jp, "id: lower-case letters, digits, '-' and '_', at most 31");
+    enum epar_task_id tid;
+    if (epar_task_find(task, &tid)) return perr(p, jp, "unknown task");
+    if (strcmp(len, "lm") && strcmp(len, "short") && strcmp(len, "long")) return perr(p, jp, "length is lm, short or long");
+    snprintf(t->id, sizeof t->id, "%s", id);
+    snprintf(t->paper, sizeof t->paper, "%s", paper);
+    snprintf(t->condition, sizeof t->condition, "%s", cond);
+    snprintf(t->length_class, sizeof t->length_class, "%s", len);
+    epar_task_cfg_default(&t->task, tid);
+    t->task.keys = 32;
+    t->task.values = 32;
+    if (!st) st = epar_protocol_obj_int(p, o, jp, "pairs", &t->task.pairs, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, o, jp, "queries", &t->task.queries, 0, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, o, jp, "keys", &t->task.keys, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_int(p, o, jp, "values", &t->task.values, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_double(p, o, jp, "noise", &t->task.noise, 0, 1);
+    if (!st) st = epar_protocol_obj_bool(p, o, jp, "shuffle", &t->task.shuffle);
+    return st;
+}
+
+int epar_bench_cfg_from_protocol(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
+                                 const char *budget)
+{
+    memset(c, 0, sizeof *c);
+    const char *jp = "$.experiments.benchmark";
+    json_t *sec = epar_protocol_section(p, "benchmark");
+    if (!sec) return perr(p, jp, "missing (the benchmark needs its section)");
+    int st = epar_protocol_check_keys(p, "benchmark", bench_keys);
+    if (st) return st;
+    /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
+    epar_train_cfg_default(&c->base);
+    if ((st = epar_train_cfg_from_protocol(&c->base, p, prm, EPAR_TASK_LM))) return st;
+    const char *s = NULL;
+    if ((st = epar_protocol_obj_string(p, sec, jp, "mechanisms", &s))) return st;
+    if (!s) return perr(p, jp, "missing key 'mechanisms'");
+    if ((st = epar_bench_select(c, NULL, s))) {
+        epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
+        return EPAR_EPROTOCOL;
+    }
+    s = "mlp";
+    if ((st = epar_protocol_obj_string(p, sec, jp, "equalise", &s))) return st;
+    if (strcmp(s, "mlp") && strcmp(s, "none")) return perr(p, jp, "equalise is 'mlp' or 'none'");
+    c->equalise_mlp = !strcmp(s, "mlp");
+    c->param_tol = 0.01;
+    if ((st = epar_protocol_obj_double(p, sec, jp, "param_tolerance", &c->param_tol, 0, 1))) return st;
+    c->distance_bins = 8;
+    if ((st = epar_protocol_obj_int(p, sec, jp, "distance_bins", &c->distance_bins, 1, 1024))) return st;
+    json_t *tasks = json_object_get(sec, "tasks");
+    char tjp[300];
+    if (!json_is_array(tasks) || json_array_size(tasks) < 1 || json_array_size(tasks) > EPAR_BENCH_MAX_TASKS)
+        return perr(p, jp, "tasks: expected an array of 1 to 32 task objects");
+    size_t i;
+    json_t *v;
+    json_array_foreach(tasks, i, v) {
+        snprintf(tjp, sizeof tjp, "%s.tasks[%zu]", jp, i);
+        if (!json_is_object(v)) return perr(p, tjp, "expected an object");
+        if ((st = read_task(&c->tasks[c->n_tasks], p, v, tjp))) return st;
+        for (int k = 0; k < c->n_tasks; k++)
+            if (!strcmp(c->tasks[k].id, c->tasks[c->n_tasks].id)) return perr(p, tjp, "repeated id");
+        c->n_tasks++;
+    }
+    json_t *budgets = json_object_get(sec, "budgets");
+    json_t *bo = json_object_get(budgets, budget);
+    if (!json_is_object(bo)) {
+        epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
+        char list[256] = "";
+        const char *k;
+        json_object_foreach(budgets, k, v) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", k);
+        }
+        epar_err_hint("budgets in '%s': %s", p->path, list);
+        return EPAR_EINVAL;
+    }
+    snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
+    if ((st = read_budget(&c->b, p, bo, tjp))) return st;
+    snprintf(c->b.name, sizeof c->b.name, "%s", budget);
+    /* lengths from the budget, the evaluation set size, then every task checked as it will run */
+    for (int k = 0; k < c->n_tasks; k++) {
+        struct epar_bench_task *t = &c->tasks[k];
+        t->task.length = !strcmp(t->length_class, "lm") ? c->b.lm_length
+                         : !strcmp(t->length_class, "short") ? c->b.short_length : c->b.long_length;
+        t->task.eval_sequences = c->b.eval_sequences;
+        if (epar_task_validate(&t->task)) {
+            snprintf(tjp, sizeof tjp, "%s.tasks[%d] (%s) with budget %s", jp, k, t->id, budget);
+            return perr(p, tjp, epar_err_message());
+        }
+    }
+    c->prm = *prm;
+    snprintf(c->preset, sizeof c->preset, "%s", prm->preset);
+    snprintf(c->protocol, sizeof c->protocol, "%s", p->path);
+    snprintf(c->protocol_hash, sizeof c->protocol_hash, "%s", p->hash);
+    return EPAR_OK;
+}
+
+int epar_bench_select(struct epar_bench_cfg *c, const char *tasks, const char *mechanisms)
+{
+    char buf[1024];
+    if (mechanisms) {
+        snprintf(buf, sizeof buf, "%s", mechanisms);
+        c->n_mech = 0;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            enum epar_nnpos_id id;
+            if (epar_nnpos_find(tok, &id)) return EPAR_EINVAL;
+            for (int k = 0; k < c->n_mech; k++)
+                if (c->mech[k] == id) return epar_err_set(EPAR_EINVAL, "mechanism '%s' is listed twice", tok);
+            c->mech[c->n_mech++] = id;
+        }
+        if (!c->n_mech) return epar_err_set(EPAR_EINVAL, "no mechanism in '%s'", mechanisms);
+    }
+    if (tasks) {
+        struct epar_bench_task keep[EPAR_BENCH_MAX_TASKS];
+        int n = 0;
+        snprintf(buf, sizeof buf, "%s", tasks);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            int found = -1;
+            for (int k = 0; k < c->n_tasks; k++)
+                if (!strcmp(c->tasks[k].id, tok)) found = k;
+            if (found < 0) {
+                epar_err_set(EPAR_EINVAL, "unknown benchmark task '%s'", tok);
+                char list[512] = "";
+                for (int k = 0; k < c->n_tasks; k++) {
+                    size_t l = strlen(list);
+                    snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
+                }
+                epar_err_hint("tasks of the protocol: %s", list);
+                return EPAR_EINVAL;
+            }
+            for (int k = 0; k < n; k++)
+                if (!strcmp(keep[k].id, tok)) return epar_err_set(EPAR_EINVAL, "task '%s' is listed twice", tok);
+            keep[n++] = c->tasks[found];
+        }
+        if (!n) return epar_err_set(EPAR_EINVAL, "no task in '%s'", tasks);
+        memcpy(c->tasks, keep, (size_t)n * sizeof keep[0]);
+        c->n_tasks = n;
+    }
+    return EPAR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* plan                                                                                               */
+
+void epar_bench_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
+{
+    const struct epar_bench_budget *b = &c->b;
+    *t = c->base;
+    if (cell->task >= 0) {
+        t->task = c->tasks[cell->task].task;
+    } else {
+        epar_task_cfg_default(&t->task, b->cost_task);
+        t->task.length = b->cost_length;
+        t->task.eval_sequences = b->batch;
+    }
+    t->task.cache_dir = c->cache_dir;
+    t->mechanism = c->mech[cell->mech];
+    t->layers = b->layers;
+    t->dim = b->dim;
+    t->heads = b->heads;
+    t->mlp = cell->mlp;
+    t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
+    t->optim.steps = cell->task >= 0 ? b->steps : b->cost_steps;
+    t->optim.warmup = b->warmup;
+    t->optim.lr = b->lr;
+    t->optim.lr_min_ratio = b->lr_min_ratio;
+    t->optim.weight_decay = b->weight_decay;
+    t->optim.clip = b->clip;
+    t->init_sd = b->init_sd;
+    t->eval_every = cell->task >= 0 ? b->eval_every : b->cost_steps + 1;
+    t->eval_batches = cell->task >= 0 ? b->eval_batches : 1;
+    t->seed = b->seeds[cell->seed];
+    t->task.seed = t->seed;
+}
+
+void epar_bench_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
+{
+    if (cell->task < 0) snprintf(buf, n, "cells/cost");
+    else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
+                  c->b.seeds[cell->seed]);
+}
+
+/* the vocabulary of a task (lm: of the text) */
+static int task_vocab(const struct epar_task_cfg *tc, int *V)
+{
+    struct epar_task t;
+    int st = epar_task_open(&t, tc);
+    if (!st) *V = t.V;
+    epar_task_close(&t);
+    return st;
+}
+
+/* relative work of a cell: tokens x (weights + attention) per token */
+static double cell_weight(const struct epar_train_cfg *t)
+{
+    double T = t->task.length, C = t->dim;
+    return (double)t->optim.steps * t->batch * T * (12.0 * C * C + 2.0 * t->mlp * C + 4.0 * T * C) * t->layers;
+}
+
+int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
+{
+    int S = c->b.n_seeds, M = c->n_mech;
+    plan->n = c->n_tasks * M * S + 1;
+    plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
+    if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
+    int k = 0;
+    for (int i = 0; i <= c->n_tasks; i++) {
+        struct epar_bench_cell probe = {i < c->n_tasks ? i : -1, 0, 0, c->b.mlp, 0, 0};
+        struct epar_train_cfg t;
+        epar_bench_cell_cfg(c, &probe, &t);
+        int V, st;
+        if ((st = epar_train_cfg_validate(&t)) || (st = task_vocab(&t.task, &V))) return st;
+        /* none's count is the reference; a mechanism beyond the tolerance gets the MLP width that brings it
+         * closest (the count is linear in the width: slope measured from two counts) */
+        size_t ref, n0, n1;
+        t.mechanism = EPAR_NNPOS_NONE;
+        if ((st = epar_train_param_count(&t, V, &ref))) return st;
+        for (int m = 0; m < M; m++) {
+            struct epar_train_cfg u = t;
+            u.mechanism = c->mech[m];
+            u.mlp = c->b.mlp;
+            if ((st = epar_train_param_count(&u, V, &n0))) return st;
+            double rel = fabs((double)n0 - (double)ref) / (double)ref;
+            if (rel > c->param_tol && c->equalise_mlp && u.mlp > 1) {
+                u.mlp = c->b.mlp - 1;
+                if ((st = epar_train_param_count(&u, V, &n1))) return st;
+                double slope = (double)n0 - (double)n1;
+                int mlp = c->b.mlp - (int)lround(((double)n0 - (double)ref) / slope);
+                u.mlp = mlp < 1 ? 1 : mlp;
+                if ((st = epar_train_param_count(&u, V, &n0))) return st;
+                rel = fabs((double)n0 - (double)ref) / (double)ref;
+            }
+            if (rel > c->param_tol) {
+                epar_err_set(EPAR_ECHECK, "%s on %s has %zu parameters, %.2f%% from none's %zu (tolerance %g%%)",
+                             epar_nnpos_name(u.mechanism), i < c->n_tasks ? c->tasks[i].id : "the cost task", n0,
+                             100 * rel, ref, 100 * c->param_tol);
+                epar_err_hint("raise param_tolerance or set equalise to 'mlp' in $.experiments.benchmark");
+                return EPAR_ECHECK;
+            }
+            if (i == c->n_tasks) {
+                plan->cost_mlp[m] = u.mlp;
+                plan->cost_params[m] = n0;
+            }
+            int nseeds = i < c->n_tasks ? S : (m == 0 ? 1 : 0);   /* the cost cell: one for all mechanisms */
+            for (int s = 0; s < nseeds; s++) {
+                struct epar_bench_cell *cell = &plan->cells[k++];
+                *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
+                struct epar_train_cfg w;
+                epar_bench_cell_cfg(c, cell, &w);
+                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats);
+            }
+        }
+    }
+    return EPAR_OK;
+}
+
+void epar_bench_plan_free(struct epar_bench_plan *plan)
+{
+    free(plan->cells);
+    plan->cells = NULL;
+    plan->n = 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* cells                                                                                              */
+
+static int mkdir_p(const char *dir)
+{
+    char buf[4400];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) return -1;
+    for (char *q = buf + 1; *q; q++)
+        if (*q == '/') {
+            *q = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *q = '/';
+        }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* the cost cell's configuration: every mechanism's (it times them all) */
+static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                                const struct epar_bench_cell *cell)
+{
+    struct epar_train_cfg t;
+    if (cell->task >= 0) {
+        epar_bench_cell_cfg(c, cell, &t);
+        json_t *j = epar_train_cfg_json(&t);
+        json_object_set_new(j, "benchmark_task", json_string(c->tasks[cell->task].id));
+        json_object_set_new(j, "noise", json_real(t.task.noise));
+        json_object_set_new(j, "shuffle", json_boolean(t.task.shuffle));
+        json_object_set_new(j, "eval_sequences", json_integer(c->tasks[cell->task].task.id == EPAR_TASK_LM
+                                                                  ? c->b.lm_eval_sequences : c->b.eval_sequences));
+        if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
+            json_t *ex = json_array();
+            for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
+            json_object_set_new(j, "extrapolation", ex);
+            json_object_set_new(j, "extrapolation_tokens", json_integer(c->b.extrap_tokens));
+        }
+        return j;
+    }
+    json_t *j = json_object(), *ms = json_array();
+    for (int m = 0; m < c->n_mech; m++) {
+        struct epar_bench_cell mc = *cell;
+        mc.mech = m;
+        mc.mlp = plan->cost_mlp[m];
+        epar_bench_cell_cfg(c, &mc, &t);
+        json_array_append_new(ms, epar_train_cfg_json(&t));
+    }
+    json_object_set_new(j, "mechanisms", ms);
+    json_object_set_new(j, "repeats", json_integer(c->b.cost_repeats));
+    return j;
+}
+
+/* does the cell folder hold this configuration? 1 yes, 0 absent, -1 another configuration */
+int epar_bench_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root)
+{
+    char dir[512], path[4800];
+    epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    if (!j) return 0;
+    json_t *want = cell_config_json(c, plan, &plan->cells[k]);
+    int same = json_equal(json_object_get(j, "config"), want);
+    json_decref(want);
+    json_decref(j);
+    return same ? 1 : -1;
+}
+
+struct group_acc {
+    long *correct, *scored;     /* (T) per needle distance */
+    const struct epar_task *task;
+};
+
+static void on_eval_item(void *ctx, long item, long correct, long scored)
+{
+    struct group_acc *g = ctx;
+    int d = epar_task_eval_group(g->task, item);
+    g->correct[d] += correct;
+    g->scored[d] += scored;
+}
+
+static json_t *long_array(const long *x, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(x[i]));
+    return a;
+}
+
+/* train one cell, evaluate, write cell.json + learning_curve.csv into an epar_out staging folder */
+static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
+                             volatile sig_atomic_t *stop)
+{
+    const struct epar_bench_cell *cell = &plan->cells[k];
+    struct epar_train_cfg t;
+    epar_bench_cell_cfg(c, cell, &t);
+    struct epar_train_run r;
+    int st = epar_train_setup(&r, &t);
+    long *gc = NULL, *gs = NULL;
+    json_t *j = NULL;
+    if (st) goto done;
+    r.stop = stop;
+    if ((st = epar_train_loop(&r))) goto done;
+    int T = t.task.length;
+    gc = calloc((size_t)T + 1, sizeof *gc);
+    gs = calloc((size_t)T + 1, sizeof *gs);
+    if (!gc || !gs) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory evaluating a cell");
+        goto done;
+    }
+    struct group_acc g = {gc, gs, &r.task};
+    int needle = t.task.id == EPAR_TASK_NEEDLE;
+    if (needle) {
+        r.eval_item = on_eval_item;
+        r.eval_ctx = &g;
+    }
+    long nev = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : 0;   /* lm: windows spread over the held-out text */
+    if ((st = epar_train_evaluate(&r, nev, &r.final))) goto done;
+    r.have_final = 1;
+    r.eval_item = NULL;
+    j = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:f}", "config",
+                  cell_config_json(c, plan, cell), "task", c->tasks[cell->task].id, "task_kind", epar_task_name(t.task.id),
+                  "mechanism", epar_nnpos_name(t.mechanism), "seed", (json_int_t)t.seed, "params",
+                  (json_int_t)r.model.n_params, "metric", r.task.info->metric, "value", r.final.metric, "eval_loss",
+                  r.final.loss, "scored", (json_int_t)r.final.scored, "sequences", (json_int_t)r.final.sequences, "steps",
+                  (json_int_t)r.step, "tokens", r.tokens);
+    if (!j) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+        goto done;
+    }
+    if (needle) {
+        json_object_set_new(j, "distance_correct", long_array(gc, T));
+        json_object_set_new(j, "distance_scored", long_array(gs, T));
+    }
+    if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
+        json_t *ex = json_array();
+        for (int e = 0; e < c->b.n_extrap && !st; e++) {
+            int L = c->b.extrap[e], defined;
+            struct epar_train_eval ev;
+            long n = c->b.extrap_tokens / L > 0 ? c->b.extrap_tokens / L : 1;
+            st = epar_train_evaluate_at(&r, L, n, &ev, &defined);
+            json_array_append_new(ex, json_pack("{s:i, s:f, s:b, s:I}", "length", L, "value", defined ? ev.metric : 0.0,
+                                                "defined", defined, "sequences", (json_int_t)(defined ? ev.sequences : 0)));
+        }
+        json_object_set_new(j, "extrapolation", ex);
+        if (st) goto done;
+    }
+    /* wall clock: not used by the tables except cost (which has its own cell) */
+    json_object_set_new(j, "seconds", json_real(r.seconds));
+    json_object_set_new(j, "train_step_seconds", json_real(r.step_seconds));
+    struct epar_table *curve = epar_train_curve_table(&r);
+    st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
+               : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
+    epar_csv_free(curve);
+    if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
+        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
+done:
+    json_decref(j);
+    free(gc);
+    free(gs);
+    epar_train_free(&r);
+    return st;
+}
+
+/* the cost cell: every mechanism trained cost_steps steps, cost_repeats times, in a rotating order (so drift of
+ * the machine's speed falls on every mechanism alike); the time inside the training steps only */
+static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
+                         volatile sig_atomic_t *stop)
+{
+    int M = c->n_mech, R = c->b.cost_repeats, st = EPAR_OK;
+    double *sec = calloc((size_t)M * R, sizeof *sec);
+    if (!sec) return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
+    json_t *cfg = cell_config_json(c, plan, &plan->cells[k]);
+    json_t *ms = json_array();
+    double bytes[EPAR_NNPOS_COUNT];
+    size_t params[EPAR_NNPOS_COUNT];
+    for (int rep = 0; rep < R && !st; rep++)
+        for (int q = 0; q < M && !st; q++) {
+            int m = (q + rep) % M;
+            struct epar_train_cfg t;
+            struct epar_bench_cell mc = plan->cells[k];
+            mc.mech = m;
+            mc.mlp = plan->cost_mlp[m];
+            epar_bench_cell_cfg(c, &mc, &t);
+            struct epar_train_run r;
+            if ((st = epar_train_setup(&r, &t))) {
+                epar_train_free(&r);
+                break;
+            }
+            r.stop = stop;
+            r.until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
+            st = epar_train_loop(&r);
+            double first = r.step_seconds;
+            r.until = 0;
+            if (!st) st = epar_train_loop(&r);
+            sec[(size_t)m * R + rep] = (r.step_seconds - first) / (double)(r.step > 1 ? r.step - 1 : 1);
+            params[m] = r.model.n_params;
+            bytes[m] = epar_train_bytes(&t, r.task.V);
+            epar_train_free(&r);
+        }
+    for (int m = 0; m < M && !st; m++) {
+        json_t *a = json_array();
+        for (int rep = 0; rep < R; rep++) json_array_append_new(a, json_real(sec[(size_t)m * R + rep]));
+        json_array_append_new(ms, json_pack("{s:s, s:I, s:f, s:o}", "mechanism", epar_nnpos_name(c->mech[m]), "params",
+                                            (json_int_t)params[m], "bytes", bytes[m], "step_seconds", a));
+    }
+    free(sec);
+    json_t *j = json_pack("{s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:o}", "config", cfg, "task",
+                          epar_task_name(c->b.cost_task), "length", c->b.cost_length, "batch", c->b.batch, "steps",
+                          c->b.cost_steps, "threads", 1, "blas_core", epar_blas_core(), "mechanisms", ms);
+    if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
+        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
+    json_decref(j);
+    return st;
+}
+
+int epar_bench_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
+                        volatile sig_atomic_t *stop)
+{
+    char dir[512], parent[4800];
+    epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(parent, sizeof parent, "%s/%s", root, dir);
+    char *slash = strrchr(parent, '/');
+    *slash = '\0';
+    struct epar_out o;
+    int st = epar_out_begin(&o, parent, slash + 1);
+    if (st) return st;
+    /* a folder of another configuration (the budget or protocol changed): its files are replaced */
+    st = plan->cells[k].task >= 0 ? run_training_cell(c, plan, k, &o, stop) : run_cost_cell(c, plan, k, &o, stop);
+    if (st) {
+        epar_out_abort(&o);
+        return st;
+    }
+    return epar_out_commit(&o);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", from, strerror(errno));
+    char tmp[5100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid());
+    FILE *g = fopen(tmp, "wb");
+    if (!g) {
+        fclose(f);
+        return epar_err_set(EPAR_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+    }
+    char buf[65536];
+    size_t n;
+    int ok = 1;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, n, g) != n) ok = 0;
+    if (ferror(f)) ok = 0;
+    fclose(f);
+    if (fclose(g) != 0) ok = 0;
+    if (!ok || rename(tmp, to) != 0) {
+        unlink(tmp);
+        return epar_err_set(EPAR_EIO, "cannot write '%s'", to);
+    }
+    return EPAR_OK;
+}
+
+int epar_bench_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
+                         const char *root)
+{
+    char dir[512], a[4800], b[4800], fa[5000], fb[5000];
+    epar_bench_cell_dir(c, cell, dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/%s", from_root, dir);
+    snprintf(b, sizeof b, "%s/%s", root, dir);
+    if (mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
+    static const char *const files[] = {"learning_curve.csv", "cell.json"};   /* cell.json last: it marks the cell done */
+    for (int i = 0; i < 2; i++) {
+        snprintf(fa, sizeof fa, "%s/%s", a, files[i]);
+        snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
+        if (cell->task < 0 && i == 0) continue;
+        int st = copy_file(fa, fb);
+        if (st) return st;
+    }
+    return EPAR_OK;
+}
+
+
+/* ------------------------------------------------------------------------------------------------ */
+/* tables                                                                                             */
+
+/* the numbers of every training cell, read back from the cell files */
+struct grid {
+    int NT, M, S;
+    double *value;          /* (NT, M, S) final metric */
+    json_t **cell;          /* (plan->n) the parsed cell.json */
+};
+
+static double *gv(const struct grid *g, int t, int m, int s) { return g->value + ((size_t)t * g->M + m) * g->S + s; }
+
+static void mean_sd(const double *x, int n, double *mean, double *sd)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = n > 0 ? s / n : NAN;
+    double q = 0;
+    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : NAN;
+}
+
+/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y|:
+ * mean (the relative improvement), its sample sd, Student's t and the two-sided p (gsl_cdf_tdist_Q) */
+struct paired {
+    double rel, sd, t, p;
+    int n;
+};
+
+static struct paired paired_test(const double *x, const double *y, int n, int higher_is_better)
+{
+    struct paired r = {NAN, NAN, NAN, NAN, n};
+    double ym, ysd, d[EPAR_MAX_SEEDS] = {0};
+    mean_sd(y, n, &ym, &ysd);
+    if (!(fabs(ym) > 0) || !isfinite(ym)) return r;
+    for (int i = 0; i < n; i++) d[i] = (higher_is_better ? 1 : -1) * (x[i] - y[i]) / fabs(ym);
+    mean_sd(d, n, &r.rel, &r.sd);
+    if (n < 2 || !isfinite(r.rel)) return r;
+    if (r.sd == 0) {   /* identical differences: no spread to test against */
+        r.p = r.rel == 0 ? 1.0 : 0.0;
+        return r;
+    }
+    r.t = r.rel / (r.sd / sqrt((double)n));
+    r.p = 2.0 * gsl_cdf_tdist_Q(fabs(r.t), (double)(n - 1));
+    return r;
+}
+
+static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id)
+{
+    for (int m = 0; m < c->n_mech; m++)
+        if (c->mech[m] == id) return m;
+    return -1;
+}
+
+/* the best baseline of task t: the non-EPAR mechanism with the best mean (-1 if none) */
+static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, int t, int hib)
+{
+    int best = -1;
+    double bm = NAN, sd;
+    for (int m = 0; m < c->n_mech; m++) {
+        if (c->mech[m] == EPAR_NNPOS_EPAR_BASIC || c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) continue;
+        double mean;
+        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        if (best < 0 || (hib ? mean > bm : mean < bm)) {
+            best = m;
+            bm = mean;
+        }
+    }
+    return best;
+}
+
+static int task_hib(const struct epar_bench_cfg *c, int t) { return epar_task_table[c->tasks[t].task.id].higher_is_better; }
+
+static void set_num(struct epar_table *t, const char *col, double v)
+{
+    int k = epar_csv_col(t, col);
+    if (k >= 0 && t->nrows > 0) t->cells[(t->nrows - 1) * (size_t)t->ncols + k].v = v;
+}
+
+#define CMP_N 5
+static const char *const cmp_names[CMP_N] = {"basic_vs_best", "enhanced_vs_best", "enhanced_vs_basic", "basic_vs_none",
+                                             "enhanced_vs_none"};
+
+/* x and y mechanisms of comparison k for task t (-1: not in the grid) */
+static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, int *y)
+{
+    int b = mech_index(c, EPAR_NNPOS_EPAR_BASIC), e = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED),
+        n = mech_index(c, EPAR_NNPOS_NONE);
+    int xs[CMP_N] = {b, e, e, b, e}, ys[CMP_N] = {best, best, b, n, n};
+    *x = xs[k];
+    *y = ys[k];
+}
+
+static struct epar_table *main_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    char head[4096] = "task,paper,condition,length,metric,higher_is_better,seeds";
+    for (int m = 0; m < c->n_mech; m++) {
+        size_t l = strlen(head);
+        snprintf(head + l, sizeof head - l, ",%s_mean,%s_sd", epar_nnpos_name(c->mech[m]), epar_nnpos_name(c->mech[m]));
+    }
+    strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd");
+    for (int k = 0; k < CMP_N; k++) {
+        size_t l = strlen(head);
+        snprintf(head + l, sizeof head - l, ",%s_rel,%s_rel_sd,%s_t,%s_p", cmp_names[k], cmp_names[k], cmp_names[k],
+                 cmp_names[k]);
+    }
+    struct epar_table *t = epar_csv_new(head);
+    for (int i = 0; t && i < c->n_tasks; i++) {
+        int hib = task_hib(c, i), best = best_baseline(c, g, i, hib);
+        if (epar_csv_append(t, "sssisii", c->tasks[i].id, c->tasks[i].paper, c->tasks[i].condition,
+                            c->tasks[i].task.length, epar_task_table[c->tasks[i].task.id].metric, hib, g->S)) {
+            epar_csv_free(t);
+            return NULL;
+        }
+        char col[96];
+        for (int m = 0; m < c->n_mech; m++) {
+            double mean, sd;
+            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            snprintf(col, sizeof col, "%s_mean", epar_nnpos_name(c->mech[m]));
+            set_num(t, col, mean);
+            snprintf(col, sizeof col, "%s_sd", epar_nnpos_name(c->mech[m]));
+            set_num(t, col, sd);
+        }
+        struct epar_cell *row = t->cells + (t->nrows - 1) * (size_t)t->ncols;
+        int bc = epar_csv_col(t, "best_baseline");
+        row[bc].s = strdup(best >= 0 ? epar_nnpos_name(c->mech[best]) : "");
+        if (!row[bc].s) {
+            epar_csv_free(t);
+            return NULL;
+        }
+        if (best >= 0) {
+            double mean, sd;
+            mean_sd(gv(g, i, best, 0), g->S, &mean, &sd);
+            set_num(t, "best_baseline_mean", mean);
+            set_num(t, "best_baseline_sd", sd);
+        }
+        for (int k = 0; k < CMP_N; k++) {
+            int x, y;
+            cmp_pair(c, k, best, &x, &y);
+            if (x < 0 || y < 0) continue;
+            struct paired pr = paired_test(gv(g, i, x, 0), gv(g, i, y, 0), g->S, hib);
+            snprintf(col, sizeof col, "%s_rel", cmp_names[k]);
+            set_num(t, col, pr.rel);
+            snprintf(col, sizeof col, "%s_rel_sd", cmp_names[k]);
+            set_num(t, col, pr.sd);
+            snprintf(col, sizeof col, "%s_t", cmp_names[k]);
+            set_num(t, col, pr.t);
+            snprintf(col, sizeof col, "%s_p", cmp_names[k]);
+            set_num(t, col, pr.p);
+        }
+    }
+    return t;
+}
+
+/* when to use: per condition, EPAR's gain over none and over each task's best baseline, the per-seed mean over
+ * the condition's tasks of the relative differences, then mean, sd, t and p across seeds */
+static struct epar_table *when_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    struct epar_table *t = epar_csv_new("condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p");
+    const char *conds[EPAR_BENCH_MAX_TASKS];
+    int nc = 0;
+    for (int i = 0; i < c->n_tasks; i++) {
+        int seen = 0;
+        for (int k = 0; k < nc; k++) seen |= !strcmp(conds[k], c->tasks[i].condition);
+        if (!seen) conds[nc++] = c->tasks[i].condition;
+    }
+    static const enum epar_nnpos_id ep[2] = {EPAR_NNPOS_EPAR_BASIC, EPAR_NNPOS_EPAR_ENHANCED};
+    for (int k = 0; t && k < nc; k++)
+        for (int e = 0; e < 2; e++)
+            for (int vs = 0; vs < 2; vs++) {
+                int x = mech_index(c, ep[e]);
+                if (x < 0) continue;
+                double gain[EPAR_MAX_SEEDS] = {0}, zero[EPAR_MAX_SEEDS] = {0};
+                char tasks[512] = "";
+                int nt = 0, ok = 1;
+                for (int i = 0; i < c->n_tasks; i++) {
+                    if (strcmp(c->tasks[i].condition, conds[k])) continue;
+                    int hib = task_hib(c, i);
+                    int y = vs == 0 ? mech_index(c, EPAR_NNPOS_NONE) : best_baseline(c, g, i, hib);
+                    if (y < 0) { ok = 0; break; }
+                    double ym, ysd;
+                    mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
+                    for (int s = 0; s < g->S; s++)
+                        gain[s] += (hib ? 1 : -1) * (*gv(g, i, x, s) - *gv(g, i, y, s)) / fabs(ym);
+                    size_t l = strlen(tasks);
+                    snprintf(tasks + l, sizeof tasks - l, "%s%s", nt ? " " : "", c->tasks[i].id);
+                    nt++;
+                }
+                if (!ok || !nt) continue;
+                for (int s = 0; s < g->S; s++) gain[s] /= nt;
+                /* the paired test of the gains against 0 (x = gain + 1, y = 1: relative difference = gain) */
+                double one[EPAR_MAX_SEEDS], xg[EPAR_MAX_SEEDS];
+                for (int s = 0; s < g->S; s++) {
+                    one[s] = 1.0;
+                    xg[s] = 1.0 + gain[s];
+                }
+                (void)zero;
+                struct paired pr = paired_test(xg, one, g->S, 1);
+                if (epar_csv_append(t, "ssssiddidd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
+                                    nt, pr.rel, pr.sd, g->S, pr.t, pr.p)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+    return t;
+}
+
+static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const struct grid *g,
+                                       const struct epar_bench_plan *plan)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,length,train_length,value,value_sd,seeds,defined,posfx_L");
+    for (int i = 0; t && i < c->n_tasks; i++) {
+        if (c->tasks[i].task.id != EPAR_TASK_LM || c->tasks[i].task.shuffle) continue;
+        for (int m = 0; m < c->n_mech; m++)
+            for (int e = 0; e < c->b.n_extrap; e++) {
+                double v[EPAR_MAX_SEEDS];
+                int defined = 1;
+                for (int s = 0; s < g->S; s++) {
+                    int k = (i * c->n_mech + m) * g->S + s;
+                    json_t *x = json_array_get(json_object_get(g->cell[k], "extrapolation"), (size_t)e);
+                    v[s] = json_number_value(json_object_get(x, "value"));
+                    if (!json_is_true(json_object_get(x, "defined"))) defined = 0;
+                }
+                double mean = NAN, sd = NAN;
+                if (defined) mean_sd(v, g->S, &mean, &sd);
+                const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
+                if (c->mech[m] != EPAR_NNPOS_EPAR_BASIC && c->mech[m] != EPAR_NNPOS_EPAR_ENHANCED) L = "";
+                if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
+                                    c->tasks[i].task.length, mean, sd, g->S, defined, L)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+    }
+    (void)plan;
+    return t;
+}
+
+static struct epar_table *distance_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,bin,distance_lo,distance_hi,accuracy,accuracy_sd,seeds,answers");
+    for (int i = 0; t && i < c->n_tasks; i++) {
+        if (c->tasks[i].task.id != EPAR_TASK_NEEDLE) continue;
+        int T = c->tasks[i].task.length, nb = c->distance_bins;
+        if (nb > T - 2) nb = T - 2;
+        for (int m = 0; m < c->n_mech; m++)
+            for (int bin = 0; bin < nb; bin++) {
+                /* distances 2 .. T-1 in nb bins of (nearly) equal width */
+                int lo = 2 + (int)((long)bin * (T - 2) / nb), hi = 1 + (int)((long)(bin + 1) * (T - 2) / nb);
+                double acc[EPAR_MAX_SEEDS];
+                long answers = 0;
+                for (int s = 0; s < g->S; s++) {
+                    int k = (i * c->n_mech + m) * g->S + s;
+                    json_t *jc = json_object_get(g->cell[k], "distance_correct"),
+                           *js = json_object_get(g->cell[k], "distance_scored");
+                    long cc = 0, ss = 0;
+                    for (int d = lo; d <= hi; d++) {
+                        cc += json_integer_value(json_array_get(jc, (size_t)d));
+                        ss += json_integer_value(json_array_get(js, (size_t)d));
+                    }
+                    acc[s] = ss > 0 ? (double)cc / ss : NAN;
+                    answers += ss;
+                }
+                double mean, sd;
+                mean_sd(acc, g->S, &mean, &sd);
+                if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_nnpos_name(c->mech[m]), bin, lo, hi, mean, sd,
+                                    g->S, (int)answers)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+    }
+    return t;
+}
+
+static struct epar_table *params_table(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, double *worst)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance");
+    *worst = 0;
+    int none = mech_index(c, EPAR_NNPOS_NONE);
+    for (int k = 0; t && k < plan->n; k++) {
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (cell->seed != 0) continue;
+        size_t p = cell->task >= 0 ? cell->params : plan->cost_params[cell->mech];
+        size_t ref = 0;
+        for (int q = 0; q < plan->n; q++)
+            if (plan->cells[q].task == cell->task && plan->cells[q].seed == 0 && plan->cells[q].mech == none)
+                ref = cell->task >= 0 ? plan->cells[q].params : plan->cost_params[none];
+        for (int m = 0; m < (cell->task >= 0 ? 1 : c->n_mech); m++) {
+            int mm = cell->task >= 0 ? cell->mech : m;
+            if (cell->task < 0) p = plan->cost_params[mm];
+            if (cell->task < 0 && none >= 0) ref = plan->cost_params[none];
+            double rel = ref ? ((double)p - (double)ref) / (double)ref : NAN;
+            if (fabs(rel) > *worst) *worst = fabs(rel);
+            if (epar_csv_append(t, "ssdidi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
+                                epar_nnpos_name(c->mech[mm]), (double)p,
+                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol)) {
+                epar_csv_free(t);
+                return NULL;
+            }
+        }
+    }
+    return t;
+}
+
+/* cost: mean step time over the repeats, and the overheads as the mean of the per-repeat ratios - 1 */
+static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
+{
+    struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
+                                        "overhead_vs_none,overhead_vs_none_sd,overhead_vs_basic,overhead_vs_basic_sd,"
+                                        "repeats");
+    json_t *ms = json_object_get(cj, "mechanisms");
+    int M = (int)json_array_size(ms), none = mech_index(c, EPAR_NNPOS_NONE), basic = mech_index(c, EPAR_NNPOS_EPAR_BASIC);
+    int L = (int)json_integer_value(json_object_get(cj, "length")), B = (int)json_integer_value(json_object_get(cj, "batch"));
+    for (int m = 0; t && m < M; m++) {
+        json_t *x = json_array_get(ms, (size_t)m), *sec = json_object_get(x, "step_seconds");
+        int R = (int)json_array_size(sec);
+        double ms_[1000], on[1000], ob[1000], mean, sd, onm = NAN, ons = NAN, obm = NAN, obs = NAN;
+        for (int r = 0; r < R && r < 1000; r++) {
+            double s = json_number_value(json_array_get(sec, (size_t)r));
+            ms_[r] = 1000 * s;
+            double sn = none >= 0 ? json_number_value(json_array_get(json_object_get(json_array_get(ms, (size_t)none), "step_seconds"), (size_t)r)) : NAN;
+            double sb = basic >= 0 ? json_number_value(json_array_get(json_object_get(json_array_get(ms, (size_t)basic), "step_seconds"), (size_t)r)) : NAN;
+            on[r] = s / sn - 1;
+            ob[r] = s / sb - 1;
+        }
+        mean_sd(ms_, R, &mean, &sd);
+        if (none >= 0 && m != none) mean_sd(on, R, &onm, &ons);
+        if (basic >= 0 && c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) mean_sd(ob, R, &obm, &obs);
+        if (epar_csv_append(t, "ssiidddddddddi", json_string_value(json_object_get(x, "mechanism")),
+                            json_string_value(json_object_get(cj, "task")), L, B,
+                            json_number_value(json_object_get(x, "params")), mean, sd, (double)B * L / (mean / 1000),
+                            json_number_value(json_object_get(x, "bytes")) / 1e6, onm, ons, obm, obs, R)) {
+            epar_csv_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* main_table.md: the paper's table in words */
+static int write_markdown(const struct epar_bench_cfg *c, const struct epar_table *t, const char *path)
+{
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    fprintf(f, "# epar benchmark, budget `%s`: the main table on proxy tasks\n\n", c->b.name);
+    fprintf(f, "Mean ± sd across %d seed(s); relative improvement = EPAR over the best baseline (the non-EPAR mechanism "
+               "with the best mean on that task; positive = better, also for bits per character); p: two-sided paired "
+               "t-test across seeds (GSL `gsl_cdf_tdist_Q`). Every cell: the same steps, batch, length and tokens; "
+               "parameter counts within %g %% of `none` (params.csv).\n\n", c->b.n_seeds, 100 * c->param_tol);
+    fprintf(f, "| proxy task | stands for | metric | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | p | basic vs best | p |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t r = 0; r < t->nrows; r++) {
+        char b[64], e[64], x[64];
+        const char *best = epar_csv_get_str(t, r, "best_baseline");
+        snprintf(b, sizeof b, "%.4g ± %.2g (%s)", epar_csv_get(t, r, "best_baseline_mean"), epar_csv_get(t, r, "best_baseline_sd"),
+                 best ? best : "");
+        snprintf(e, sizeof e, "%.4g ± %.2g", epar_csv_get(t, r, "epar-basic_mean"), epar_csv_get(t, r, "epar-basic_sd"));
+        snprintf(x, sizeof x, "%.4g ± %.2g", epar_csv_get(t, r, "epar-enhanced_mean"), epar_csv_get(t, r, "epar-enhanced_sd"));
+        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %+.2f %% | %.3g | %+.2f %% | %.3g |\n", epar_csv_get_str(t, r, "task"),
+                (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"), epar_csv_get_str(t, r, "metric"),
+                epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", b, e, x,
+                100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), epar_csv_get(t, r, "enhanced_vs_best_p"),
+                100 * epar_csv_get(t, r, "basic_vs_best_rel"), epar_csv_get(t, r, "basic_vs_best_p"));
+    }
+    fprintf(f, "\nEvery mechanism: main_table.csv (`<mechanism>_mean`, `_sd`). A proxy at this scale says whether EPAR's "
+               "direction of effect holds for small trained models on tasks that isolate what each row is about; it "
+               "cannot give the paper's 110M-parameter numbers.\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
+    }
+    return EPAR_OK;
+}
+
+static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int m = 0; m < c->n_mech; m++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%s", m ? " " : "", epar_nnpos_name(c->mech[m]));
+    }
+}
+
+static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, struct epar_out *o, int have_extrap,
+                         int have_distance)
+{
+    char mech[512];
+    mech_words(c, mech, sizeof mech);
+    int st = EPAR_OK;
+    if (have_extrap)
+        st = epar_plot_scriptf(o, "extrapolation", "Length extrapolation of lm",
+                               "mech = '%s'\nset terminal @epar_term size 900,600\n"
+                               "set title 'lm trained at L=%d, evaluated at longer L (mean over %d seed(s); L in P = the evaluation length)'\n"
+                               "set xlabel 'evaluation length'\nset ylabel 'bits per character (lower is better)'\n"
+                               "set logscale x 2\nset key outside right\n"
+                               "plot for [i=1:words(mech)] 'extrapolation.csv' skip 1 using (strcol(2) eq word(mech,i) ? $3 : NaN):5:(sd(6)) "
+                               "with yerrorlines lt i title word(mech,i)\n",
+                               mech, c->b.lm_length, g->S);
+    if (!st && have_distance) {
+        int nn = 0;
+        for (int i = 0; i < c->n_tasks; i++) nn += c->tasks[i].task.id == EPAR_TASK_NEEDLE;
+        char body[8192];
+        int l = snprintf(body, sizeof body,
+                         "mech = '%s'\nset terminal @epar_term size %d,550\nset multiplot layout 1,%d title 'needle: accuracy "
+                         "vs distance of the fact before the query (mean over %d seed(s))'\n"
+                         "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\nset key top right\n",
+                         mech, 520 * nn, nn, g->S);
+        for (int i = 0; i < c->n_tasks; i++)
+            if (c->tasks[i].task.id == EPAR_TASK_NEEDLE)
+                l += snprintf(body + l, sizeof body - (size_t)l,
+                              "set title '%s (L=%d)'\nplot for [i=1:words(mech)] 'distance.csv' skip 1 using "
+                              "(strcol(1) eq '%s' && strcol(2) eq word(mech,i) ? ($4+$5)/2 : NaN):6 with linespoints lt i title word(mech,i)\n",
+                              c->tasks[i].id, c->tasks[i].task.length, c->tasks[i].id);
+        snprintf(body + l, sizeof body - (size_t)l, "unset multiplot\n");
+        st = epar_plot_script(o, "distance", "Needle accuracy vs distance", body);
+    }
+    if (!st)
+        st = epar_plot_scriptf(o, "when_to_use", "When to use EPAR: gain per condition",
+                               "set terminal @epar_term size 1000,550\n"
+                               "set title 'EPAR gain per condition (mean relative difference over the condition''s tasks; bars: sd across %d seed(s))'\n"
+                               "set ylabel 'relative gain (positive = EPAR better)'\nset key outside right\n"
+                               "set xzeroaxis lt -1\nset boxwidth 0.9\nset xtics scale 0\n"
+                               "# rows come 4 per condition: basic vs none, basic vs best, enhanced vs none, enhanced vs best\n"
+                               "x(r) = int(r / 4) * 5 + int(r) %% 4\n"
+                               "plot 'when_to_use.csv' skip 1 using (x($0)):6:(int($0) %% 4 + 1) with boxes lc variable notitle, \\\n"
+                               "     '' skip 1 using (x($0)):6:(sd(7)) with yerrorbars lt -1 pt -1 notitle, \\\n"
+                               "     '' skip 1 using (x($0)):(NaN):xtic(int($0) %% 4 == 1 ? strcol(1) : '') notitle, \\\n"
+                               "     NaN with boxes lt 1 title 'basic vs none', NaN with boxes lt 2 title 'basic vs best baseline', \\\n"
+                               "     NaN with boxes lt 3 title 'enhanced vs none', NaN with boxes lt 4 title 'enhanced vs best baseline'\n",
+                               g->S);
+    if (!st)
+        st = epar_plot_scriptf(o, "cost", "Training cost per mechanism",
+                               "set terminal @epar_term size 1100,480\nset multiplot layout 1,2 title 'Training step cost "
+                               "(%s, L=%d, batch %d, 1 thread; mean ± sd over %d interleaved repeats)'\n"
+                               "set style data histograms\nset style histogram errorbars gap 1 lw 1\nset xtics rotate by -30\nunset key\n"
+                               "set ylabel 'ms per training step'\nset yrange [0:*]\n"
+                               "plot 'cost.csv' skip 1 using 6:(sd(7)):xtic(1) lt 1\n"
+                               "set ylabel 'step-time overhead vs none'\nset yrange [*:*]\nset xzeroaxis lt -1\n"
+                               "plot 'cost.csv' skip 1 using 10:(sd(11)):xtic(1) lt 2\nunset multiplot\n",
+                               epar_task_name(c->b.cost_task), c->b.cost_length, c->b.batch, c->b.cost_repeats);
+    /* a learning curve per task: eval metric vs tokens, every mechanism, the first seed */
+    for (int i = 0; !st && i < c->n_tasks; i++) {
+        char body[8192], name[64];
+        int l = snprintf(body, sizeof body,
+                         "set terminal @epar_term size 900,550\nset title '%s (L=%d): learning curves, seed %lu'\n"
+                         "set xlabel 'training tokens'\nset ylabel 'eval %s'\nset key outside right\nplot ",
+                         c->tasks[i].id, c->tasks[i].task.length, c->b.seeds[0], epar_task_table[c->tasks[i].task.id].metric);
+        for (int m = 0; m < c->n_mech; m++)
+            l += snprintf(body + l, sizeof body - (size_t)l,
+                          "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
+                          m ? ", \\\n     " : "", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.seeds[0], m + 1,
+                          epar_nnpos_name(c->mech[m]));
+        snprintf(body + l, sizeof body - (size_t)l, "\n");
+        snprintf(name, sizeof name, "curves_%s", c->tasks[i].id);
+        st = epar_plot_script(o, name, "Learning curves", body);
+    }
+    return st;
+}
+
+int epar_bench_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                     struct epar_out *o, json_t *run_extra)
+{
+    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL};
+    g.value = calloc((size_t)g.NT * g.M * g.S + 1, sizeof *g.value);
+    g.cell = calloc((size_t)plan->n, sizeof *g.cell);
+    int st = g.value && g.cell ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
+    for (int k = 0; !st && k < plan->n; k++) {
+        char dir[512], path[4800];
+        epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
+        json_error_t je;
+        g.cell[k] = json_load_file(path, 0, &je);
+        if (!g.cell[k]) {
+            st = epar_err_set(EPAR_EIO, "cell '%s' is missing or unreadable (%s)", path, je.text);
+            epar_err_hint("run the missing cells (the same command resumes), or merge the shard that has them");
+            break;
+        }
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (cell->task >= 0) *gv(&g, cell->task, cell->mech, cell->seed) = json_number_value(json_object_get(g.cell[k], "value"));
+    }
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL;
+    double worst = 0;
+    if (!st) {
+        mt = main_table(c, &g);
+        wt = when_table(c, &g);
+        et = extrap_table(c, &g, plan);
+        dt = distance_table(c, &g);
+        pt = params_table(c, plan, &worst);
+        ct = cost_table(c, g.cell[plan->n - 1]);
+        if (!mt || !wt || !et || !dt || !pt || !ct) st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
+    }
+    if (!st) {
+        struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
+                                        {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}};
+        st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
+    }
+    if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
+    if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
+    if (!st) {
+        /* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid */
+        json_t *extra = run_extra ? run_extra : json_object();
+        json_t *tasks = json_array(), *mechs = json_array(), *ex = json_array();
+        for (int i = 0; i < c->n_tasks; i++)
+            json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", c->tasks[i].id, "task",
+                                                   epar_task_name(c->tasks[i].task.id), "paper", c->tasks[i].paper,
+                                                   "condition", c->tasks[i].condition, "length", c->tasks[i].task.length));
+        for (int m = 0; m < c->n_mech; m++) json_array_append_new(mechs, json_string(epar_nnpos_name(c->mech[m])));
+        for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
+        const struct epar_bench_budget *b = &c->b;
+        json_object_set_new(extra, "budget", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:o, s:i}",
+                                                       "name", b->name, "layers", b->layers, "dim", b->dim, "heads", b->heads,
+                                                       "mlp", b->mlp, "batch", b->batch, "steps", b->steps, "warmup", b->warmup,
+                                                       "lr", b->lr, "lr_min_ratio", b->lr_min_ratio, "weight_decay", b->weight_decay,
+                                                       "lm_length", b->lm_length, "short_length", b->short_length,
+                                                       "long_length", b->long_length, "extrapolation", ex,
+                                                       "tokens_per_cell_short", b->steps * b->batch * b->short_length));
+        json_object_set_new(extra, "tasks", tasks);
+        json_object_set_new(extra, "mechanisms", mechs);
+        json_object_set_new(extra, "cells", json_integer(plan->n));
+        json_object_set_new(extra, "equalise", json_string(c->equalise_mlp ? "mlp" : "none"));
+        json_object_set_new(extra, "param_tolerance", json_real(c->param_tol));
+        json_object_set_new(extra, "param_max_rel_diff", json_real(worst));
+        json_object_set_new(extra, "posfx_L", json_string(c->base.pos.posfx_length > 0 ? "fixed (posfx_length)"
+                                                                                       : "the length T of the sequence processed"));
+        json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
+        struct epar_params prm = c->prm;
+        prm.n_seeds = c->b.n_seeds;
+        memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);
+        st = epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
+        run_extra = NULL;
+    }
+    json_decref(run_extra);
+    epar_csv_free(mt); epar_csv_free(wt); epar_csv_free(et); epar_csv_free(dt); epar_csv_free(pt); epar_csv_free(ct);
+    for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
+    free(g.cell);
+    free(g.value);
+    return st;
+}

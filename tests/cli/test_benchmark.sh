@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# epar benchmark on the smoke budget, trimmed to a tiny grid (3 tasks x 3 mechanisms x 2 seeds + the cost cell):
+# outputs and columns, parameter counts within the tolerance, --jobs 1 == --jobs 2, a rerun redoes nothing,
+# --shard 1/2 + 2/2 + --merge == one process (byte for byte, the wall-clock cost.csv and cost.png aside), a merge
+# with a shard missing writes no tables, bad options exit 2 with nothing written, and under mpirun (when epar is
+# built with MPI=1 and Open MPI is installed) 2 ranks give the same tables.
+. "$(dirname "$0")/lib.sh"
+grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned,epar-enhanced --seeds 42,43 --quiet --no-render"
+# every table that does not hold wall-clock numbers, and the numbers of every cell
+tables() {
+    local b=$1/benchmark
+    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv; do
+        echo "== $f"; cat "$b/$f"
+    done
+    for c in $(cd "$b" && find cells -name cell.json ! -path '*cost*' | sort); do
+        echo "== $c"; grep -v -E '"(seconds|train_step_seconds)"' "$b/$c"
+        cut -d, -f1-7 "$b/${c%cell.json}learning_curve.csv"
+    done
+    grep -v -E '"(mode|jobs)"' "$b/run.json"
+}
+
+# ---- one process, 2 threads: files, columns, the parameter check
+a=$T_TMP/a
+expect_exit 0 "smoke grid, --jobs 2" -- "$EPAR" benchmark $grid --jobs 2 --out "$a"
+b=$a/benchmark
+for f in main_table.csv main_table.md when_to_use.csv when_to_use.gp extrapolation.csv distance.csv distance.gp \
+         params.csv cost.csv cost.gp run.json curves_recall.gp cells/recall/epar-enhanced/seed-43/cell.json \
+         cells/recall/epar-enhanced/seed-43/learning_curve.csv cells/cost/cell.json; do expect_file "$b/$f"; done
+expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned_mean,learned_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,basic_vs_best_rel' "$b/main_table.csv"
+expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,accuracy,1,2,' "$b/main_table.csv"
+expect_grep '^needle,' "$b/main_table.csv"
+[ "$(wc -l < "$b/main_table.csv")" -eq 4 ] && ok || fail "main table: a header and 3 task rows"
+# the paired test: with 2 seeds every comparison of enhanced with the best baseline has a p in [0, 1]
+awk -F, -v c="$(head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n '^enhanced_vs_best_p$' | cut -d: -f1)" \
+    'NR > 1 && !($c >= 0 && $c <= 1) { bad = 1 } END { exit bad }' "$b/main_table.csv" && ok || fail "p-values in [0, 1]"
+# parameter counts: learned has a smaller MLP and every count is within the 1 % tolerance of none's
+awk -F, 'NR > 1 && $6 != 1 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "a parameter count beyond the tolerance"
+awk -F, 'NR > 1 && $2 == "learned" && $4 >= 64 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "learned's MLP is narrowed"
+expect_grep '^needle,none,0,2,' "$b/distance.csv"
+expect_grep '^short,epar-enhanced,best_baseline,recall needle,2,' "$b/when_to_use.csv"
+expect_grep '^non-sequential,epar-enhanced,none,set,1,' "$b/when_to_use.csv"
+expect_grep '^epar-enhanced,lm,32,8,[0-9]+,' "$b/cost.csv"
+expect_grep '"param_max_rel_diff": ' "$b/run.json"
+expect_grep '"seeds": \[' "$b/run.json"
+[ -z "$(find "$T_TMP" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+
+# ---- the audit reads it: a --tasks/--mechanisms subset is another run than the protocol's (stale); the literal
+# 110M claims stay "not reproducible here"
+expect_exit 0 "run-all --audit-only on the benchmark alone" -- "$EPAR" run-all --audit-only --out "$a" --no-render --quiet
+expect_grep '^proxy_train_squad2_f1,training,.*,stale,' "$a/report/claims.csv"
+expect_grep '^train_squad2_f1,training,.*,not reproducible here,' "$a/report/claims.csv"
+expect_grep '^## The trained proxy' "$a/report/REPORT.md"
+
+# ---- --jobs 1: the same bytes
+one=$T_TMP/one
+expect_exit 0 "smoke grid, --jobs 1" -- "$EPAR" benchmark $grid --jobs 1 --out "$one"
+[ "$(tables "$a")" = "$(tables "$one")" ] && ok || fail "--jobs 1 and --jobs 2 differ: $(diff <(tables "$a") <(tables "$one") | head -5)"
+
+# ---- a rerun finds every cell done
+before=$(stat -c %Y "$b/cells/recall/none/seed-42/cell.json")
+expect_exit 0 "rerun" -- "$EPAR" benchmark $grid --jobs 2 --out "$a"
+[ "$(stat -c %Y "$b/cells/recall/none/seed-42/cell.json")" = "$before" ] && ok || fail "a finished cell was redone"
+"$EPAR" benchmark ${grid/--quiet/} --jobs 2 --out "$a" 2>&1 >/dev/null | grep -q '0 to run here (19 done already' && ok \
+    || fail "the rerun does not report every cell done"
+
+# ---- shards and merge
+for k in 1 2; do
+    expect_exit 0 "shard $k/2" -- "$EPAR" benchmark $grid --jobs 1 --shard $k/2 --out "$T_TMP/s$k"
+done
+[ ! -e "$T_TMP/s1/benchmark/main_table.csv" ] && ok || fail "a shard writes no tables"
+n1=$(find "$T_TMP/s1/benchmark/cells" -name cell.json | wc -l); n2=$(find "$T_TMP/s2/benchmark/cells" -name cell.json | wc -l)
+[ "$n1" -eq 10 ] && [ "$n2" -eq 9 ] && ok || fail "shards hold 10 and 9 of the 19 cells (got $n1, $n2)"
+expect_exit 3 "merge with a shard missing" -- "$EPAR" benchmark $grid --merge "$T_TMP/s1" --out "$T_TMP/m1"
+expect_error_line '9 of 19 cells are in none of the 1 folder' "missing cells named"
+[ ! -e "$T_TMP/m1/benchmark/main_table.csv" ] && ok || fail "a failed merge writes no tables"
+expect_exit 0 "merge" -- "$EPAR" benchmark $grid --merge "$T_TMP/s1" "$T_TMP/s2" --out "$T_TMP/m"
+[ "$(tables "$a")" = "$(tables "$T_TMP/m")" ] && ok || fail "shards + merge differ from one process: $(diff <(tables "$a") <(tables "$T_TMP/m") | head -5)"
+expect_grep '"mode": "merge"' "$T_TMP/m/benchmark/run.json"
+
+# ---- MPI (optional): 2 ranks share the cells, rank 0 writes the same tables
+if command -v mpirun >/dev/null && [ -x ./epar-mpi ]; then
+    [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    expect_exit 0 "mpirun -np 2" -- mpirun --oversubscribe -np 2 ./epar-mpi benchmark $grid --jobs 1 --out "$T_TMP/mpi"
+    [ "$(tables "$a")" = "$(tables "$T_TMP/mpi")" ] && ok || fail "mpirun -np 2 differs from one process: $(diff <(tables "$a") <(tables "$T_TMP/mpi") | head -5)"
+else
+    echo "# test_benchmark: MPI part skipped (needs mpirun and ./epar-mpi: scripts/install-deps --with-mpi; make MPI=1)"
+fi
+
+# ---- bad options: exit 2, nothing written
+for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge"; do
+    expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
+    expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
+done
+expect_exit 2 "--shard with --merge" -- "$EPAR" benchmark --budget smoke --shard 1/2 --merge "$a" --out "$T_TMP/bad"
+expect_exit 0 "help" -- "$EPAR" benchmark --help
+expect_grep 'shard' "$T_TMP/out"
+finish
