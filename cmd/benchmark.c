@@ -347,6 +347,7 @@ int cmd_benchmark(int argc, char **argv)
     }
     struct epar_out o;
     if ((st = epar_out_begin(&o, c.out, "benchmark"))) goto done;
+    epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
     json_t *extra = json_pack("{s:s, s:i}", "mode", merging ? "merge" : size > 1 ? "mpi" : "single", "jobs", jobs);
     st = epar_bench_write(&cfg, &plan, root, &o, extra);
     st = cli_publish(&c, "benchmark", &o, st);

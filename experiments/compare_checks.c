@@ -474,7 +474,7 @@ int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table
     return EPAR_OK;
 }
 
-/* S2 §4.2 "pi = 16 gives a 16x speed-up": pi-attention with its MECHANISMS.md defaults (r = 32, pi = 16, ring) at
+/* S2 §4.2 "pi = 16 gives a 16x speed-up": pi-attention with its docs/MECHANISMS.md defaults (r = 32, pi = 16, ring) at
  * the largest speed length, read from sparse_speed.csv when that row was measured with these parameters */
 static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table *t)
 {

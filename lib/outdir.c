@@ -102,6 +102,23 @@ int epar_out_commit(struct epar_out *o)
  * renameat2(RENAME_EXCHANGE) swaps the two folders atomically, and the staging path, which then holds the
  * old folder, is removed. Where the file system cannot exchange, the old folder is first renamed aside
  * (<section>.old-XXXXXX) and put back if the new one cannot be moved in. */
+void epar_out_keep(struct epar_out *o, const char *name)
+{
+    snprintf(o->keep, sizeof o->keep, "%s", name ? name : "");
+}
+
+/* move <from>/<keep> to <to>/<keep> when there is one to move and nothing in the way; 1 when moved */
+static int move_kept(const struct epar_out *o, const char *from, const char *to)
+{
+    if (!o->keep[0]) return 0;
+    char a[PATH_MAX + 80], b[PATH_MAX + 80];
+    snprintf(a, sizeof a, "%s/%s", from, o->keep);
+    snprintf(b, sizeof b, "%s/%s", to, o->keep);
+    struct stat st;
+    if (lstat(a, &st) != 0 || !S_ISDIR(st.st_mode) || lstat(b, &st) == 0) return 0;
+    return rename(a, b) == 0;
+}
+
 static int commit_files(struct epar_out *o)
 {
     mode_t um = umask(0);
@@ -127,6 +144,7 @@ static int commit_files(struct epar_out *o)
         epar_out_abort(o);
         return epar_err_set(EPAR_EIO, "cannot create '%s': %s", o->final_dir, strerror(ENOTDIR));
     }
+    int kept = move_kept(o, o->final_dir, o->stage_dir); /* put back below if the new folder cannot go in */
     if (renameat2(AT_FDCWD, o->stage_dir, AT_FDCWD, o->final_dir, RENAME_EXCHANGE) == 0) {
         epar_out_abort(o); /* the staging path now holds the old folder */
         return EPAR_OK;
@@ -134,18 +152,21 @@ static int commit_files(struct epar_out *o)
     char old[PATH_MAX];
     if (snprintf(old, sizeof old, "%s.old-XXXXXX", o->final_dir) >= (int)sizeof old || !mkdtemp(old)) {
         int e = errno;
+        if (kept) move_kept(o, o->stage_dir, o->final_dir);
         epar_out_abort(o);
         return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(e));
     }
     if (rename(o->final_dir, old) != 0) { /* onto the empty folder mkdtemp made */
         int e = errno;
         rmdir(old);
+        if (kept) move_kept(o, o->stage_dir, o->final_dir);
         epar_out_abort(o);
         return epar_err_set(EPAR_EIO, "cannot replace '%s': %s", o->final_dir, strerror(e));
     }
     if (rename(o->stage_dir, o->final_dir) != 0) {
         int e = errno;
         if (rename(old, o->final_dir) != 0) remove_dir(old);
+        else if (kept) move_kept(o, o->stage_dir, o->final_dir);
         epar_out_abort(o);
         return epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", o->final_dir, strerror(e));
     }

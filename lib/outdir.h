@@ -20,6 +20,7 @@ struct epar_out {
     char final_dir[PATH_MAX];
     char stage_dir[PATH_MAX];
     char path[PATH_MAX + 256];  /* scratch returned by epar_out_path */
+    char keep[64];              /* a sub-folder of the old folder that the commit carries over ("" = none) */
     int active;
 };
 
@@ -31,6 +32,10 @@ const char *epar_out_path(struct epar_out *o, const char *name);
 /* Replace <root>/<section>/ by the staging folder (atomically where the file system can exchange two
  * folders) and remove the old one. */
 int epar_out_commit(struct epar_out *o);
+/* Carry <root>/<section>/<name>/ of the existing folder over into the new one at commit (moved, not copied),
+ * when the staging folder has no <name> of its own: for a section whose sub-folder is an incrementally built
+ * store (the benchmark's cells/), not this run's output. Call after epar_out_begin. */
+void epar_out_keep(struct epar_out *o, const char *name);
 /* Remove the staging folder and everything in it. Safe to call twice. */
 void epar_out_abort(struct epar_out *o);
 /* Abort every active staging folder: for signal handlers (async-signal-safe). Waits (at most 5 s) for a

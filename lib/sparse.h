@@ -1,7 +1,7 @@
-/* sparse: attention kernels that exploit the structure of the mask mechanisms (MECHANISMS.md §22-27).
+/* sparse: attention kernels that exploit the structure of the mask mechanisms (docs/MECHANISMS.md §22-27).
  *
  * Each kernel computes the output of one head, O = A V, where A is the masked row softmax of
- * z_ij = scale * q_i . k_j over the allowed set S_i of the mechanism (MECHANISMS.md §1: max over S_i, exp,
+ * z_ij = scale * q_i . k_j over the allowed set S_i of the mechanism (docs/MECHANISMS.md §1: max over S_i, exp,
  * sum; an empty row follows the policy self, o_i = v_i), without forming the L x L matrix. The allowed pairs
  * of every mask are the union of a few regular pieces, and every piece is computed with dense tiles:
  * for a tile of T rows, one dgemm gives the scores against the tile's contiguous (or evenly strided) key

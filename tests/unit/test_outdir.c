@@ -52,7 +52,31 @@ int main(void)
     char stage[300];
     snprintf(stage, sizeof stage, "%s/sec2", root);
     check_true(access(stage, F_OK) != 0, "abort leaves no folder");
-    snprintf(fc, sizeof fc, "%s/sec/c.txt", root);
+    {   /* a kept sub-folder (the benchmark's cells/) survives the replacement; the rest is replaced */
+        char d[600], k[700];
+        snprintf(d, sizeof d, "%s/sec/cells", root);
+        check_int(mkdir(d, 0755), 0, "make sec/cells");
+        snprintf(k, sizeof k, "%s/one.json", d);
+        FILE *g = fopen(k, "w");
+        fputs("{}", g);
+        fclose(g);
+        check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "out begin, keeping cells");
+        epar_out_keep(&o, "cells");
+        g = fopen(epar_out_path(&o, "t.csv"), "w");
+        fclose(g);
+        check_int(epar_out_commit(&o), EPAR_OK, "commit keeping cells");
+        check_true(access(k, F_OK) == 0, "cells/one.json carried over");
+        snprintf(k, sizeof k, "%s/sec/c.txt", root);
+        check_true(access(k, F_OK) != 0, "the old top-level file is gone");
+        check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "out begin, not keeping");
+        check_int(epar_out_commit(&o), EPAR_OK, "commit without keep");
+        check_true(access(d, F_OK) != 0, "without keep, cells/ is replaced like everything else");
+    }
+    snprintf(fc, sizeof fc, "%s/sec/t.csv", root);
+    check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "out begin for a file root");
+    FILE *h = fopen(epar_out_path(&o, "t.csv"), "w");
+    fclose(h);
+    check_int(epar_out_commit(&o), EPAR_OK, "commit t.csv");
     check_int(epar_out_begin(&o, fc, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
     cleanup();
     return check_summary("test_outdir");
