@@ -66,23 +66,23 @@ static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_
     cell.mech = 0;
     cell.mlp = plan->cost_mlp[0];
     struct epar_train_cfg t;
-    epar_bench_cell_cfg(c, &cell, &t);
+    epar_exp_benchmark_cell_cfg(c, &cell, &t);
     t.optim.steps = 3;
     t.eval_every = 4;
     struct epar_train_run r;
     double spw = NAN;
-    int st = epar_train_setup(&r, &t);
+    int st = epar_exp_train_setup(&r, &t);
     r.until = 1;   /* the first step is not timed (first touch of the activations) */
-    if (!st && !epar_train_loop(&r)) {
+    if (!st && !epar_exp_train_loop(&r)) {
         double first = r.step_seconds;
         r.until = 0;
-        if (!epar_train_loop(&r) && r.step > 1) {
+        if (!epar_exp_train_loop(&r) && r.step > 1) {
             double T = t.task.length, C = t.dim;
             double w = (double)(r.step - 1) * t.batch * T * (12.0 * C * C + 2.0 * t.mlp * C + 4.0 * T * C) * t.layers;
             spw = (r.step_seconds - first) / w;
         }
     }
-    epar_train_free(&r);
+    epar_exp_train_free(&r);
     return spw;
 }
 
@@ -118,7 +118,7 @@ static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cf
         omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
         int k = pending[q];
         double t0 = omp_get_wtime();
-        int s = epar_bench_cell_run(cfg, plan, k, root, &stop_signal);
+        int s = epar_exp_benchmark_cell_run(cfg, plan, k, root, &stop_signal);
         double dt = omp_get_wtime() - t0;
         #pragma omp critical(bench_progress)
         {
@@ -228,7 +228,7 @@ int cmd_benchmark(int argc, char **argv)
     int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     static struct epar_bench_cfg cfg;
     struct epar_bench_plan plan = {0};
-    int st = epar_bench_cfg_from_protocol(&cfg, &proto, &prm, budget);
+    int st = epar_exp_benchmark_config(&cfg, &proto, &prm, budget);
     if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
         cfg.b.n_seeds = prm.n_seeds;
         memcpy(cfg.b.seeds, prm.seeds, sizeof cfg.b.seeds);
@@ -237,7 +237,7 @@ int cmd_benchmark(int argc, char **argv)
         epar_protocol_free(&proto);
         return cli_fail(st);
     }
-    if (!st && (st = epar_bench_select(&cfg, tasks, mechs))) {
+    if (!st && (st = epar_exp_benchmark_select(&cfg, tasks, mechs))) {
         epar_protocol_free(&proto);
         return cli_fail(st);
     }
@@ -257,13 +257,13 @@ int cmd_benchmark(int argc, char **argv)
         /* every cell from the first folder that has it (this configuration), unless --out has it already */
         int missing = 0;
         for (int k = 0; k < plan.n; k++) {
-            if (epar_bench_cell_state(&cfg, &plan, k, root) == 1) continue;
+            if (epar_exp_benchmark_cell_state(&cfg, &plan, k, root) == 1) continue;
             int found = 0;
             for (int d = 0; d < n_merge && !found && !st; d++) {
                 char from[4300];
                 snprintf(from, sizeof from, "%s/benchmark", merge[d]);
-                if (epar_bench_cell_state(&cfg, &plan, k, from) == 1) {
-                    st = epar_bench_cell_copy(&cfg, &plan.cells[k], from, root);
+                if (epar_exp_benchmark_cell_state(&cfg, &plan, k, from) == 1) {
+                    st = epar_exp_benchmark_cell_copy(&cfg, &plan.cells[k], from, root);
                     found = 1;
                 }
             }
@@ -279,7 +279,7 @@ int cmd_benchmark(int argc, char **argv)
         for (int k = 0; k < plan.n; k++) {
             if (k % N != K - 1) continue;
             mine++;
-            int s = epar_bench_cell_state(&cfg, &plan, k, root);
+            int s = epar_exp_benchmark_cell_state(&cfg, &plan, k, root);
             if (s == 1) {
                 have++;
                 continue;
@@ -322,7 +322,7 @@ int cmd_benchmark(int argc, char **argv)
             fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
             fprintf(stderr, "hint: run the same command again to resume\n");
             free(pending);
-            epar_bench_plan_free(&plan);
+            epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
             return 128 + stop_signal;
         }
@@ -349,7 +349,7 @@ int cmd_benchmark(int argc, char **argv)
     if ((st = epar_out_begin(&o, c.out, "benchmark"))) goto done;
     epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
     json_t *extra = json_pack("{s:s, s:i}", "mode", merging ? "merge" : size > 1 ? "mpi" : "single", "jobs", jobs);
-    st = epar_bench_write(&cfg, &plan, root, &o, extra);
+    st = epar_exp_benchmark_write(&cfg, &plan, root, &o, extra);
     st = cli_publish(&c, "benchmark", &o, st);
     if (!st && !c.quiet) {
         printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg.b.name, plan.n, c.out);
@@ -363,7 +363,7 @@ int cmd_benchmark(int argc, char **argv)
         if (f) fclose(f);
     }
 done:
-    epar_bench_plan_free(&plan);
+    epar_exp_benchmark_plan_free(&plan);
     epar_protocol_free(&proto);
 #ifdef EPAR_MPI
     {

@@ -86,6 +86,15 @@ void cli_progress(const struct cli_common *c, const char *fmt, ...) __attribute_
  * place. Returns the final status. */
 struct epar_out;
 int cli_publish(const struct cli_common *c, const char *cmd, struct epar_out *o, int st);
+/* The body every analysis command shares (experiments/experiment.h): resolve the protocol into cfg (whose first
+ * member is its struct epar_params), x->config, apply(cfg, opts, ctx) for the command's own options (returns 0
+ * or an exit code it has printed), x->check, a progress line from describe, x->run, x->write into a staging
+ * folder that replaces --out/<folder>, then summary(c, cfg, res) on stdout unless --quiet. Returns the exit code. */
+struct epar_experiment;
+int cli_experiment(const struct epar_experiment *x, struct cli_common *c, const struct opt *opts, void *cfg,
+                   int (*apply)(void *cfg, const struct opt *opts, void *ctx), void *ctx,
+                   void (*describe)(const void *cfg, char *buf, size_t n),
+                   void (*summary)(const struct cli_common *c, const void *cfg, const void *res));
 /* Apply --jobs. */
 void cli_set_jobs(const struct cli_common *c);
 /* Parse a comma-separated list of doubles / names; 0 or a usage error code (printed). */

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "lib/err.h"
 #include "lib/mech.h"
-#include "experiments/common.h"
+#include "experiments/experiment.h"
 #include "experiments/compare.h"
 #include "cli.h"
 
@@ -33,11 +33,78 @@ static int apply_sets(struct epar_compare_cfg *cfg, int argc, char **argv)
         snprintf(buf, sizeof buf, "%s", v);
         char *save = NULL;
         for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int st = epar_compare_set(cfg, t);
+            int st = epar_exp_compare_set(cfg, t);
             if (st) return st;
         }
     }
     return EPAR_OK;
+}
+
+struct compare_opts {
+    const char *mechanisms;
+    const struct opt_dlist *speed;
+    int speed_tile, argc;
+    char **argv;
+};
+
+static int apply(void *cfgv, const struct opt *opts, void *ctx)
+{
+    struct epar_compare_cfg *cfg = cfgv;
+    const struct compare_opts *co = ctx;
+    int st = EPAR_OK;
+    if (cli_seen(opts, "causal")) cfg->causal = 1;
+    if (co->mechanisms) st = epar_exp_compare_select(cfg, co->mechanisms);
+    else if (cfg->causal) { /* default list under causal: drop the look-ahead fixed patterns */
+        int n = 0;
+        for (int k = 0; k < cfg->n_mech; k++) {
+            enum epar_mech_id id = cfg->mech[k];
+            if (id == EPAR_MECH_FIXED_NEXT || id == EPAR_MECH_FIXED_RIGHT || id == EPAR_MECH_FIXED_START ||
+                id == EPAR_MECH_FIXED_END)
+                continue;
+            cfg->mech[n++] = id;
+        }
+        cfg->n_mech = n;
+    }
+    if (!st) st = apply_sets(cfg, co->argc, co->argv);
+    if (st) return cli_fail(st);
+    if (cli_seen(opts, "speed-lengths")) {
+        const struct opt_dlist *sp = co->speed;
+        if (sp->n < 1 || sp->n > EPAR_COMPARE_MAX_FACTORS)
+            return cli_usage_error("--speed-lengths takes 1 to %d lengths", EPAR_COMPARE_MAX_FACTORS);
+        for (int k = 0; k < sp->n; k++)
+            if (sp->v[k] < 1 || sp->v[k] > 16384 || sp->v[k] != (int)sp->v[k])
+                return cli_usage_error("invalid --speed-lengths value '%g' (an integer in [1, 16384])", sp->v[k]);
+        cfg->n_speed = sp->n;
+        for (int k = 0; k < sp->n; k++) cfg->speed_lengths[k] = (int)sp->v[k];
+    }
+    if (cli_seen(opts, "speed-tile")) {
+        if (co->speed_tile < 0 || co->speed_tile > 65536)
+            return cli_usage_error("invalid --speed-tile '%d' (0 to 65536)", co->speed_tile);
+        cfg->speed_tile = co->speed_tile;
+    }
+    return 0;
+}
+
+static void describe(const void *cfgv, char *buf, size_t n)
+{
+    const struct epar_compare_cfg *cfg = cfgv;
+    snprintf(buf, n, "%d mechanisms, L=%d hidden=%d heads=%d batch=%d seeds=%d%s", cfg->n_mech, cfg->prm.length,
+             cfg->prm.hidden, cfg->prm.heads, cfg->prm.batch, cfg->prm.n_seeds, cfg->causal ? " causal" : "");
+}
+
+static void summary(const struct cli_common *c, const void *cfgv, const void *resv)
+{
+    const struct epar_compare_cfg *cfg = cfgv;
+    const struct epar_compare_result *res = resv;
+    printf("compare (L=%d, %d heads, %d seeds%s): wrote %s/compare/\n", cfg->prm.length, cfg->prm.heads,
+           cfg->prm.n_seeds, cfg->causal ? ", causal" : "", c->out);
+    printf("  %-18s %9s %9s %9s %9s\n", "mechanism", "norm.ent", "mean.dist", "local", "sparsity");
+    for (size_t r = 0; r < res->mechanisms->nrows; r++)
+        printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_csv_get_str(res->mechanisms, r, "mechanism"),
+               epar_csv_get(res->mechanisms, r, "normalised_entropy"), epar_csv_get(res->mechanisms, r, "mean_distance"),
+               epar_csv_get(res->mechanisms, r, "local_mass"), epar_csv_get(res->mechanisms, r, "sparsity"));
+    printf("  %zu measurements of the seeds' statements in seed_checks.csv (judged by 'epar run-all')\n",
+           res->checks->nrows);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -69,71 +136,8 @@ int cmd_compare(int argc, char **argv)
         return 0;
     }
     (void)set;
-    struct epar_protocol proto;
+    struct compare_opts co = {mechanisms, &speed, speed_tile, argc, argv};
     struct epar_compare_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    if ((rc = cli_resolve(&c, opts, "compare", &proto, &cfg.prm))) return rc;
-    int st = epar_compare_cfg_load(&proto, &cfg);
-    if (!st && cli_seen(opts, "causal")) cfg.causal = 1;
-    if (!st && mechanisms) st = epar_compare_select(&cfg, mechanisms);
-    else if (!st && cfg.causal) { /* default list under causal: drop the look-ahead fixed patterns */
-        int n = 0;
-        for (int k = 0; k < cfg.n_mech; k++) {
-            enum epar_mech_id id = cfg.mech[k];
-            if (id == EPAR_MECH_FIXED_NEXT || id == EPAR_MECH_FIXED_RIGHT || id == EPAR_MECH_FIXED_START ||
-                id == EPAR_MECH_FIXED_END)
-                continue;
-            cfg.mech[n++] = id;
-        }
-        cfg.n_mech = n;
-    }
-    if (!st) st = apply_sets(&cfg, argc, argv);
-    if (!st && cli_seen(opts, "speed-lengths")) {
-        if (speed.n < 1 || speed.n > EPAR_COMPARE_MAX_FACTORS) {
-            epar_protocol_free(&proto);
-            return cli_usage_error("--speed-lengths takes 1 to %d lengths", EPAR_COMPARE_MAX_FACTORS);
-        }
-        for (int k = 0; k < speed.n; k++)
-            if (speed.v[k] < 1 || speed.v[k] > 16384 || speed.v[k] != (int)speed.v[k]) {
-                epar_protocol_free(&proto);
-                return cli_usage_error("invalid --speed-lengths value '%g' (an integer in [1, 16384])", speed.v[k]);
-            }
-        cfg.n_speed = speed.n;
-        for (int k = 0; k < speed.n; k++) cfg.speed_lengths[k] = (int)speed.v[k];
-    }
-    if (!st && cli_seen(opts, "speed-tile")) {
-        if (speed_tile < 0 || speed_tile > 65536) {
-            epar_protocol_free(&proto);
-            return cli_usage_error("invalid --speed-tile '%d' (0 to 65536)", speed_tile);
-        }
-        cfg.speed_tile = speed_tile;
-    }
-    if (st) {
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
-    cli_progress(&c, "compare: %d mechanisms, L=%d hidden=%d heads=%d batch=%d seeds=%d%s", cfg.n_mech, cfg.prm.length,
-                 cfg.prm.hidden, cfg.prm.heads, cfg.prm.batch, cfg.prm.n_seeds, cfg.causal ? " causal" : "");
-    struct epar_compare_result res;
-    if ((st = epar_compare_run(&cfg, &res))) {
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
-    struct epar_out o;
-    if (!(st = epar_out_begin(&o, c.out, "compare")))
-        st = cli_publish(&c, "compare", &o, epar_compare_write(&cfg, &res, &o, proto.path));
-    if (!st && !c.quiet) {
-        printf("compare (L=%d, %d heads, %d seeds%s): wrote %s/compare/\n", cfg.prm.length, cfg.prm.heads,
-               cfg.prm.n_seeds, cfg.causal ? ", causal" : "", c.out);
-        printf("  %-18s %9s %9s %9s %9s\n", "mechanism", "norm.ent", "mean.dist", "local", "sparsity");
-        for (size_t r = 0; r < res.mechanisms->nrows; r++)
-            printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_csv_get_str(res.mechanisms, r, "mechanism"),
-                   epar_csv_get(res.mechanisms, r, "normalised_entropy"), epar_csv_get(res.mechanisms, r, "mean_distance"),
-                   epar_csv_get(res.mechanisms, r, "local_mass"), epar_csv_get(res.mechanisms, r, "sparsity"));
-        printf("  %zu measurements of the seeds' statements in seed_checks.csv (judged by 'epar run-all')\n",
-               res.checks->nrows);
-    }
-    epar_compare_free(&res);
-    epar_protocol_free(&proto);
-    return st ? cli_fail(st) : 0;
+    return cli_experiment(&epar_exp_compare, &c, opts, &cfg, apply, &co, describe, summary);
 }

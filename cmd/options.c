@@ -8,6 +8,7 @@
 #include <omp.h>
 #include "lib/err.h"
 #include "experiments/common.h"
+#include "experiments/experiment.h"
 #include "cli.h"
 
 /* One line on stderr: control characters of values (a newline in an argument, bytes of a binary
@@ -58,6 +59,44 @@ int cli_publish(const struct cli_common *c, const char *cmd, struct epar_out *o,
     }
     cli_progress(c, "%s: %s figures", cmd, c->no_render ? "skipping" : "rendering");
     return epar_exp_finish(o, c->no_render, c->jobs);
+}
+
+int cli_experiment(const struct epar_experiment *x, struct cli_common *c, const struct opt *opts, void *cfg,
+                   int (*apply)(void *cfg, const struct opt *opts, void *ctx), void *ctx,
+                   void (*describe)(const void *cfg, char *buf, size_t n),
+                   void (*summary)(const struct cli_common *c, const void *cfg, const void *res))
+{
+    struct epar_protocol proto;
+    int rc = cli_resolve(c, opts, x->name, &proto, (struct epar_params *)cfg);
+    if (rc) return rc;
+    int st = x->config(&proto, cfg);
+    if (!st && apply && (rc = apply(cfg, opts, ctx))) {
+        epar_protocol_free(&proto);
+        return rc;
+    }
+    if (!st && x->check) st = x->check(cfg);
+    void *res = st ? NULL : calloc(1, x->res_size);
+    if (!st && !res) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    if (st) {
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    char line[1024];
+    describe(cfg, line, sizeof line);
+    cli_progress(c, "%s: %s", x->name, line);
+    if ((st = x->run(cfg, res))) {
+        free(res);
+        epar_protocol_free(&proto);
+        return cli_fail(st);
+    }
+    struct epar_out o;
+    if (!(st = epar_out_begin(&o, c->out, x->folder)))
+        st = cli_publish(c, x->name, &o, x->write(cfg, res, &o, proto.path));
+    if (!st && !c->quiet && summary) summary(c, cfg, res);
+    x->free(res);
+    free(res);
+    epar_protocol_free(&proto);
+    return st ? cli_fail(st) : 0;
 }
 
 void cli_set_jobs(const struct cli_common *c)

@@ -73,7 +73,7 @@ int cmd_scale(int argc, char **argv)
     struct epar_scale_cfg cfg = {.path = EPAR_STREAM_AUTO, .materialized_max_length = 2048, .repeats = 3};
     if ((rc = cli_resolve(&c, opts, "scale", &proto, &cfg.prm))) return rc;
     const char *mech = NULL, *pname = NULL;
-    int st = epar_protocol_check_keys(&proto, "scale", epar_scale_keys);
+    int st = epar_protocol_check_keys(&proto, "scale", epar_exp_scale_keys);
     if (!st) st = epar_protocol_get_string(&proto, "scale", "mechanism", &mech);
     if (!st) st = epar_protocol_get_string(&proto, "scale", "path", &pname);
     if (!st) st = epar_protocol_get_int(&proto, "scale", "materialized_max_length", &cfg.materialized_max_length, 0,

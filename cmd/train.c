@@ -151,12 +151,12 @@ static int resolve(struct cli_common *c, struct opt *opts, const struct train_op
     int st = EPAR_OK;
     if (t->task && (st = epar_task_find(t->task, &tid))) goto fail;
     if (t->task) task = (int)tid;
-    epar_train_cfg_default(cfg);
-    if ((st = epar_train_cfg_from_protocol(cfg, proto, &prm, task)) || (st = epar_train_cfg_validate(cfg))) {
+    epar_exp_train_defaults(cfg);
+    if ((st = epar_exp_train_config(cfg, proto, &prm, task)) || (st = epar_exp_train_check(cfg))) {
         st = st == EPAR_EINVAL ? EPAR_EPROTOCOL : st;   /* a bad value in the file is a protocol error */
         goto fail;
     }
-    if ((st = apply_options(cfg, opts, t)) || (st = epar_train_cfg_validate(cfg))) goto fail;
+    if ((st = apply_options(cfg, opts, t)) || (st = epar_exp_train_check(cfg))) goto fail;
     return 0;
 fail:
     epar_protocol_free(proto);
@@ -172,7 +172,7 @@ static int finish_output(struct cli_common *c, struct epar_train_run *r, const c
     struct epar_out o;
     int st = epar_out_begin(&o, root, epar_nnpos_name(r->cfg.mechanism));
     if (st) return st;
-    st = epar_train_write(r, &o, status);
+    st = epar_exp_train_write(r, &o, status);
     return cli_publish(c, "train", &o, st);
 }
 
@@ -262,9 +262,9 @@ int cmd_train(int argc, char **argv)
     struct epar_train_run r;
     memset(&r, 0, sizeof r);
     int st = EPAR_OK;
-    if (t.resume && ((st = epar_ckpt_read(t.resume, &ck)) || (st = epar_train_resume_check(&cfg, &ck, t.resume)))) goto done;
-    if ((st = epar_train_setup(&r, &cfg))) goto done;
-    if (t.resume && (st = epar_train_resume(&r, &ck, t.resume))) goto done;
+    if (t.resume && ((st = epar_ckpt_read(t.resume, &ck)) || (st = epar_exp_train_resume_check(&cfg, &ck, t.resume)))) goto done;
+    if ((st = epar_exp_train_setup(&r, &cfg))) goto done;
+    if (t.resume && (st = epar_exp_train_resume(&r, &ck, t.resume))) goto done;
     epar_ckpt_free(&ck);
 
     struct progress pg = {isatty(2), 0, cfg.optim.steps};
@@ -280,7 +280,7 @@ int cmd_train(int argc, char **argv)
     stop_signal = 0;
     r.stop = &stop_signal;
     catch_stop(1);
-    st = epar_train_loop(&r);
+    st = epar_exp_train_loop(&r);
     catch_stop(0);
     int interrupted = st == EPAR_EINTR, partial = !st && r.step < cfg.optim.steps;
     if (interrupted && !c.quiet) {
@@ -289,7 +289,7 @@ int cmd_train(int argc, char **argv)
     }
     if (!st && !partial) {
         cli_progress(&c, "train: final evaluation on %ld sequences", epar_task_eval_count(&r.task));
-        st = epar_train_final_eval(&r);
+        st = epar_exp_train_final_eval(&r);
     }
     if (!st || interrupted)
         st = finish_output(&c, &r, interrupted ? "interrupted" : partial ? "partial" : "complete");
@@ -301,13 +301,13 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
                 epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
         st = 128 + stop_signal;
-        epar_train_free(&r);
+        epar_exp_train_free(&r);
         epar_protocol_free(&proto);
         return st;
     }
 done:
     epar_ckpt_free(&ck);
-    epar_train_free(&r);
+    epar_exp_train_free(&r);
     epar_protocol_free(&proto);
     return st ? cli_fail(st) : 0;
 }

@@ -19,8 +19,9 @@
 #include "lib/rng.h"
 #include "common.h"
 #include "adaptive.h"
+#include "experiments/experiment.h"
 
-const char *const epar_adaptive_keys[] = {
+const char *const epar_exp_adaptive_keys[] = {
     "tasks", "task_embedding", "content_types", "dropout", "grid_alpha", "grid_beta", "grid_length", "grid_hidden",
     "grid_batch", "grid_runs", "dropout_in_grid", "when_lengths", "when_hidden", "when_batch", "when_local_window",
     "when_noise_sd", "when_content_corr", NULL};
@@ -56,7 +57,7 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
     cfg->when_noise_sd = 1.0;
     cfg->when_content_corr = 0.9;
     const char *E = "adaptive";
-    int st = epar_protocol_check_keys(p, E, epar_adaptive_keys);
+    int st = epar_protocol_check_keys(p, E, epar_exp_adaptive_keys);
     if (!st) st = epar_protocol_get_int(p, E, "tasks", &cfg->tasks, 1, 1 << 20);
     if (!st) st = epar_protocol_get_int(p, E, "task_embedding", &cfg->task_dim, 1, 1 << 20);
     if (!st) st = epar_protocol_get_int(p, E, "content_types", &cfg->content_types, 1, 1 << 20);
@@ -96,7 +97,7 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
     return st;
 }
 
-int epar_exp_adaptive_validate(const struct epar_adaptive_cfg *c)
+int epar_exp_adaptive_check(const struct epar_adaptive_cfg *c)
 {
     if (c->prm.hidden < 4) return epar_err_set(EPAR_EINVAL, "hidden must be >= 4 for the adaptive modules, got '%d'", c->prm.hidden);
     if (!(c->dropout >= 0 && c->dropout < 1)) return epar_err_set(EPAR_EINVAL, "dropout must be in [0, 1), got '%g'", c->dropout);
@@ -748,7 +749,7 @@ done:
 int epar_exp_adaptive_run(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
 {
     memset(res, 0, sizeof *res);
-    int st = epar_exp_adaptive_validate(cfg);
+    int st = epar_exp_adaptive_check(cfg);
     if (!st) st = run_main(cfg, res);
     if (!st) st = run_grid(cfg, res);
     if (!st) st = run_when(cfg, res);
@@ -968,3 +969,7 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
         return st;
     return EPAR_OK;
 }
+
+static int adaptive_check_v(const void *cfg) { return epar_exp_adaptive_check(cfg); }
+
+EPAR_EXPERIMENT(adaptive, "adaptive", "adaptive", adaptive_check_v);

@@ -39,13 +39,13 @@ struct epar_adaptive_result {
 };
 
 /* Protocol keys of experiments.adaptive beyond the common ones. */
-extern const char *const epar_adaptive_keys[];
+extern const char *const epar_exp_adaptive_keys[];
 
 /* Defaults of the reference (tasks 10, embedding 64, 5 content types, dropout 0.1, the grid and the
  * when-to-use lengths) into cfg, then the protocol section's values. prm must already be resolved. */
 int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive_cfg *cfg);
 /* Check every value (EPAR_EINVAL naming it). */
-int epar_exp_adaptive_validate(const struct epar_adaptive_cfg *cfg);
+int epar_exp_adaptive_check(const struct epar_adaptive_cfg *cfg);
 
 int epar_exp_adaptive_run(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res);
 int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,

@@ -145,7 +145,7 @@ static int read_task(struct epar_bench_task *t, const struct epar_protocol *p, j
     return st;
 }
 
-int epar_bench_cfg_from_protocol(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
+int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
                                  const char *budget)
 {
     memset(c, 0, sizeof *c);
@@ -155,12 +155,12 @@ int epar_bench_cfg_from_protocol(struct epar_bench_cfg *c, const struct epar_pro
     int st = epar_protocol_check_keys(p, "benchmark", bench_keys);
     if (st) return st;
     /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
-    epar_train_cfg_default(&c->base);
-    if ((st = epar_train_cfg_from_protocol(&c->base, p, prm, EPAR_TASK_LM))) return st;
+    epar_exp_train_defaults(&c->base);
+    if ((st = epar_exp_train_config(&c->base, p, prm, EPAR_TASK_LM))) return st;
     const char *s = NULL;
     if ((st = epar_protocol_obj_string(p, sec, jp, "mechanisms", &s))) return st;
     if (!s) return perr(p, jp, "missing key 'mechanisms'");
-    if ((st = epar_bench_select(c, NULL, s))) {
+    if ((st = epar_exp_benchmark_select(c, NULL, s))) {
         epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
         return EPAR_EPROTOCOL;
     }
@@ -220,7 +220,7 @@ int epar_bench_cfg_from_protocol(struct epar_bench_cfg *c, const struct epar_pro
     return EPAR_OK;
 }
 
-int epar_bench_select(struct epar_bench_cfg *c, const char *tasks, const char *mechanisms)
+int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const char *mechanisms)
 {
     char buf[1024];
     if (mechanisms) {
@@ -267,7 +267,7 @@ int epar_bench_select(struct epar_bench_cfg *c, const char *tasks, const char *m
 /* ------------------------------------------------------------------------------------------------ */
 /* plan                                                                                               */
 
-void epar_bench_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
+void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
 {
     const struct epar_bench_budget *b = &c->b;
     *t = c->base;
@@ -298,7 +298,7 @@ void epar_bench_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench
     t->task.seed = t->seed;
 }
 
-void epar_bench_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
+void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
 {
     if (cell->task < 0) snprintf(buf, n, "cells/cost");
     else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
@@ -332,27 +332,27 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
     for (int i = 0; i <= c->n_tasks; i++) {
         struct epar_bench_cell probe = {i < c->n_tasks ? i : -1, 0, 0, c->b.mlp, 0, 0};
         struct epar_train_cfg t;
-        epar_bench_cell_cfg(c, &probe, &t);
+        epar_exp_benchmark_cell_cfg(c, &probe, &t);
         int V, st;
-        if ((st = epar_train_cfg_validate(&t)) || (st = task_vocab(&t.task, &V))) return st;
+        if ((st = epar_exp_train_check(&t)) || (st = task_vocab(&t.task, &V))) return st;
         /* none's count is the reference; a mechanism beyond the tolerance gets the MLP width that brings it
          * closest (the count is linear in the width: slope measured from two counts) */
         size_t ref, n0, n1;
         t.mechanism = EPAR_NNPOS_NONE;
-        if ((st = epar_train_param_count(&t, V, &ref))) return st;
+        if ((st = epar_exp_train_param_count(&t, V, &ref))) return st;
         for (int m = 0; m < M; m++) {
             struct epar_train_cfg u = t;
             u.mechanism = c->mech[m];
             u.mlp = c->b.mlp;
-            if ((st = epar_train_param_count(&u, V, &n0))) return st;
+            if ((st = epar_exp_train_param_count(&u, V, &n0))) return st;
             double rel = fabs((double)n0 - (double)ref) / (double)ref;
             if (rel > c->param_tol && c->equalise_mlp && u.mlp > 1) {
                 u.mlp = c->b.mlp - 1;
-                if ((st = epar_train_param_count(&u, V, &n1))) return st;
+                if ((st = epar_exp_train_param_count(&u, V, &n1))) return st;
                 double slope = (double)n0 - (double)n1;
                 int mlp = c->b.mlp - (int)lround(((double)n0 - (double)ref) / slope);
                 u.mlp = mlp < 1 ? 1 : mlp;
-                if ((st = epar_train_param_count(&u, V, &n0))) return st;
+                if ((st = epar_exp_train_param_count(&u, V, &n0))) return st;
                 rel = fabs((double)n0 - (double)ref) / (double)ref;
             }
             if (rel > c->param_tol) {
@@ -371,7 +371,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 struct epar_bench_cell *cell = &plan->cells[k++];
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
-                epar_bench_cell_cfg(c, cell, &w);
+                epar_exp_benchmark_cell_cfg(c, cell, &w);
                 cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats);
             }
         }
@@ -379,7 +379,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
     return EPAR_OK;
 }
 
-void epar_bench_plan_free(struct epar_bench_plan *plan)
+void epar_exp_benchmark_plan_free(struct epar_bench_plan *plan)
 {
     free(plan->cells);
     plan->cells = NULL;
@@ -408,8 +408,8 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
 {
     struct epar_train_cfg t;
     if (cell->task >= 0) {
-        epar_bench_cell_cfg(c, cell, &t);
-        json_t *j = epar_train_cfg_json(&t);
+        epar_exp_benchmark_cell_cfg(c, cell, &t);
+        json_t *j = epar_exp_train_cfg_json(&t);
         json_object_set_new(j, "benchmark_task", json_string(c->tasks[cell->task].id));
         json_object_set_new(j, "noise", json_real(t.task.noise));
         json_object_set_new(j, "shuffle", json_boolean(t.task.shuffle));
@@ -428,8 +428,8 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
         struct epar_bench_cell mc = *cell;
         mc.mech = m;
         mc.mlp = plan->cost_mlp[m];
-        epar_bench_cell_cfg(c, &mc, &t);
-        json_array_append_new(ms, epar_train_cfg_json(&t));
+        epar_exp_benchmark_cell_cfg(c, &mc, &t);
+        json_array_append_new(ms, epar_exp_train_cfg_json(&t));
     }
     json_object_set_new(j, "mechanisms", ms);
     json_object_set_new(j, "repeats", json_integer(c->b.cost_repeats));
@@ -437,10 +437,10 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
 }
 
 /* does the cell folder hold this configuration? 1 yes, 0 absent, -1 another configuration */
-int epar_bench_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root)
+int epar_exp_benchmark_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root)
 {
     char dir[512], path[4800];
-    epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
     json_t *j = json_load_file(path, 0, NULL);
     if (!j) return 0;
@@ -477,14 +477,14 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
 {
     const struct epar_bench_cell *cell = &plan->cells[k];
     struct epar_train_cfg t;
-    epar_bench_cell_cfg(c, cell, &t);
+    epar_exp_benchmark_cell_cfg(c, cell, &t);
     struct epar_train_run r;
-    int st = epar_train_setup(&r, &t);
+    int st = epar_exp_train_setup(&r, &t);
     long *gc = NULL, *gs = NULL;
     json_t *j = NULL;
     if (st) goto done;
     r.stop = stop;
-    if ((st = epar_train_loop(&r))) goto done;
+    if ((st = epar_exp_train_loop(&r))) goto done;
     int T = t.task.length;
     gc = calloc((size_t)T + 1, sizeof *gc);
     gs = calloc((size_t)T + 1, sizeof *gs);
@@ -499,7 +499,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
         r.eval_ctx = &g;
     }
     long nev = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : 0;   /* lm: windows spread over the held-out text */
-    if ((st = epar_train_evaluate(&r, nev, &r.final))) goto done;
+    if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
     r.have_final = 1;
     r.eval_item = NULL;
     j = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:f}", "config",
@@ -522,7 +522,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
             int L = c->b.extrap[e], defined;
             struct epar_train_eval ev;
             long n = c->b.extrap_tokens / L > 0 ? c->b.extrap_tokens / L : 1;
-            st = epar_train_evaluate_at(&r, L, n, &ev, &defined);
+            st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
             json_array_append_new(ex, json_pack("{s:i, s:f, s:b, s:I}", "length", L, "value", defined ? ev.metric : 0.0,
                                                 "defined", defined, "sequences", (json_int_t)(defined ? ev.sequences : 0)));
         }
@@ -532,7 +532,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     /* wall clock: not used by the tables except cost (which has its own cell) */
     json_object_set_new(j, "seconds", json_real(r.seconds));
     json_object_set_new(j, "train_step_seconds", json_real(r.step_seconds));
-    struct epar_table *curve = epar_train_curve_table(&r);
+    struct epar_table *curve = epar_exp_train_curve_table(&r);
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
     epar_csv_free(curve);
@@ -542,7 +542,7 @@ done:
     json_decref(j);
     free(gc);
     free(gs);
-    epar_train_free(&r);
+    epar_exp_train_free(&r);
     return st;
 }
 
@@ -565,22 +565,22 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             struct epar_bench_cell mc = plan->cells[k];
             mc.mech = m;
             mc.mlp = plan->cost_mlp[m];
-            epar_bench_cell_cfg(c, &mc, &t);
+            epar_exp_benchmark_cell_cfg(c, &mc, &t);
             struct epar_train_run r;
-            if ((st = epar_train_setup(&r, &t))) {
-                epar_train_free(&r);
+            if ((st = epar_exp_train_setup(&r, &t))) {
+                epar_exp_train_free(&r);
                 break;
             }
             r.stop = stop;
             r.until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
-            st = epar_train_loop(&r);
+            st = epar_exp_train_loop(&r);
             double first = r.step_seconds;
             r.until = 0;
-            if (!st) st = epar_train_loop(&r);
+            if (!st) st = epar_exp_train_loop(&r);
             sec[(size_t)m * R + rep] = (r.step_seconds - first) / (double)(r.step > 1 ? r.step - 1 : 1);
             params[m] = r.model.n_params;
-            bytes[m] = epar_train_bytes(&t, r.task.V);
-            epar_train_free(&r);
+            bytes[m] = epar_exp_train_bytes(&t, r.task.V);
+            epar_exp_train_free(&r);
         }
     for (int m = 0; m < M && !st; m++) {
         json_t *a = json_array();
@@ -598,11 +598,11 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
     return st;
 }
 
-int epar_bench_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
+int epar_exp_benchmark_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
                         volatile sig_atomic_t *stop)
 {
     char dir[512], parent[4800];
-    epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
     snprintf(parent, sizeof parent, "%s/%s", root, dir);
     char *slash = strrchr(parent, '/');
     *slash = '\0';
@@ -644,11 +644,11 @@ static int copy_file(const char *from, const char *to)
     return EPAR_OK;
 }
 
-int epar_bench_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
+int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
                          const char *root)
 {
     char dir[512], a[4800], b[4800], fa[5000], fb[5000];
-    epar_bench_cell_dir(c, cell, dir, sizeof dir);
+    epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
     snprintf(a, sizeof a, "%s/%s", from_root, dir);
     snprintf(b, sizeof b, "%s/%s", root, dir);
     if (mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
@@ -1127,7 +1127,7 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
     return st;
 }
 
-int epar_bench_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
     struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL};
@@ -1136,7 +1136,7 @@ int epar_bench_write(const struct epar_bench_cfg *c, const struct epar_bench_pla
     int st = g.value && g.cell ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
     for (int k = 0; !st && k < plan->n; k++) {
         char dir[512], path[4800];
-        epar_bench_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+        epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
         snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
         json_error_t je;
         g.cell[k] = json_load_file(path, 0, &je);

@@ -77,30 +77,30 @@ struct epar_bench_plan {
 
 /* Read $.experiments.benchmark (budget `budget`), the train section's defaults and the preset. Protocol errors
  * are EPAR_EPROTOCOL naming the JSON path; an unknown budget is EPAR_EINVAL. */
-int epar_bench_cfg_from_protocol(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
+int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
                                  const char *budget);
 /* Keep only the tasks / mechanisms of comma-separated lists (NULL: all); EPAR_EINVAL naming an unknown or
  * repeated name. */
-int epar_bench_select(struct epar_bench_cfg *c, const char *tasks, const char *mechanisms);
+int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const char *mechanisms);
 /* The grid: equalised MLP widths and parameter counts (EPAR_ECHECK when a count stays beyond the tolerance). */
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan);
-void epar_bench_plan_free(struct epar_bench_plan *plan);
+void epar_exp_benchmark_plan_free(struct epar_bench_plan *plan);
 /* The training configuration of cell k. */
-void epar_bench_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t);
+void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t);
 /* cells/<task>/<mech>/seed-<seed> (or cells/cost) under <out>/benchmark */
-void epar_bench_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n);
+void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n);
 /* Cell k's folder under root (<out>/benchmark): 1 complete and of this configuration, 0 absent, -1 of another
  * configuration (the budget or the protocol changed: it is redone). */
-int epar_bench_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root);
+int epar_exp_benchmark_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root);
 /* Run one cell and write its folder under root. stop: checked between steps (EPAR_EINTR). */
-int epar_bench_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
+int epar_exp_benchmark_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
                         volatile sig_atomic_t *stop);
 /* Copy cell k from another output root's benchmark folder (merge); EPAR_EIO when it is absent there. */
-int epar_bench_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
+int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
                          const char *root);
 /* Every table, figure and run.json from the cells under root into the staging folder o. */
 struct epar_out;
-int epar_bench_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra);
 
 #endif

@@ -15,16 +15,17 @@
 #include "lib/sparse.h"
 #include "common.h"
 #include "compare.h"
+#include "experiments/experiment.h"
 
 /* the jobs are small BLAS calls run in parallel by OpenMP: one BLAS thread each avoids oversubscription */
 
-const char *const epar_compare_keys[] = {"mechanisms", "causal", "local_window", "extrapolation_length",
+const char *const epar_exp_compare_keys[] = {"mechanisms", "causal", "local_window", "extrapolation_length",
                                          "extrapolation_factors", "ablation_beta", "table_length", "claims_length",
                                          "speed_lengths", "speed_head_dim", "speed_repeats", "speed_tile", "set", NULL};
 
 /* ------------------------------------------------------------------ configuration */
 
-int epar_compare_select(struct epar_compare_cfg *cfg, const char *list)
+int epar_exp_compare_select(struct epar_compare_cfg *cfg, const char *list)
 {
     cfg->n_mech = 0;
     char buf[2048];
@@ -42,7 +43,7 @@ int epar_compare_select(struct epar_compare_cfg *cfg, const char *list)
     return EPAR_OK;
 }
 
-int epar_compare_set(struct epar_compare_cfg *cfg, const char *assignment)
+int epar_exp_compare_set(struct epar_compare_cfg *cfg, const char *assignment)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", assignment);
@@ -67,7 +68,7 @@ int epar_compare_set(struct epar_compare_cfg *cfg, const char *assignment)
     return epar_mech_set_param(id, cfg->p[id], dot + 1, v);
 }
 
-int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare_cfg *cfg)
+int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compare_cfg *cfg)
 {
     const char *E = "compare";
     for (int id = 0; id < EPAR_MECH_COUNT; id++) epar_mech_defaults((enum epar_mech_id)id, cfg->p[id]);
@@ -85,7 +86,7 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
     cfg->speed_head_dim = 64;
     cfg->speed_repeats = 3;
     cfg->speed_tile = 0;
-    int st = epar_protocol_check_keys(proto, E, epar_compare_keys);
+    int st = epar_protocol_check_keys(proto, E, epar_exp_compare_keys);
     if (st) return st;
     int causal = 0;
     const char *list = NULL;
@@ -121,7 +122,7 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
             cfg->speed_lengths[k] = (int)sl[k];
         }
     }
-    if (list && (st = epar_compare_select(cfg, list))) {
+    if (list && (st = epar_exp_compare_select(cfg, list))) {
         epar_err_hint("in $.experiments.compare.mechanisms of the protocol");
         return EPAR_EPROTOCOL;
     }
@@ -135,7 +136,7 @@ int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare
             if (!json_is_number(v))
                 return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.set.%s: expected a number", k);
             snprintf(a, sizeof a, "%s=%.17g", k, json_number_value(v));
-            if ((st = epar_compare_set(cfg, a))) {
+            if ((st = epar_exp_compare_set(cfg, a))) {
                 epar_err_hint("in $.experiments.compare.set of the protocol");
                 return EPAR_EPROTOCOL;
             }
@@ -510,7 +511,7 @@ static int append_mean_sd(struct epar_table *t, size_t row, int col, const doubl
     return 0;
 }
 
-int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res)
+int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res)
 {
     memset(res, 0, sizeof *res);
     const struct epar_params *prm = &cfg->prm;
@@ -736,11 +737,11 @@ int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_res
 done:
     free(R); free(heat); free(jst);
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in compare");
-    if (st) epar_compare_free(res);
+    if (st) epar_exp_compare_free(res);
     return st;
 }
 
-void epar_compare_free(struct epar_compare_result *res)
+void epar_exp_compare_free(struct epar_compare_result *res)
 {
     struct epar_table **all[] = {&res->mechanisms, &res->alibi, &res->t5, &res->fixed, &res->masks, &res->ablation,
                                  &res->extrapolation, &res->checks, &res->consistency, &res->performer, &res->speed};
@@ -750,7 +751,7 @@ void epar_compare_free(struct epar_compare_result *res)
 
 /* ------------------------------------------------------------------ files and figures */
 
-int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
+int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
                        const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
@@ -930,3 +931,5 @@ int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_com
         return st;
     return EPAR_OK;
 }
+
+EPAR_EXPERIMENT(compare, "compare", "compare", NULL);

@@ -41,19 +41,19 @@ struct epar_compare_result {
     struct epar_table *heat[EPAR_MECH_COUNT];   /* head-averaged attention, first seed, item 0 */
 };
 
-extern const char *const epar_compare_keys[];
+extern const char *const epar_exp_compare_keys[];
 
 /* Fill cfg from the protocol section "compare" (after epar_protocol_params). */
-int epar_compare_cfg_load(const struct epar_protocol *proto, struct epar_compare_cfg *cfg);
+int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compare_cfg *cfg);
 /* Apply "mech.param=value" (one assignment). */
-int epar_compare_set(struct epar_compare_cfg *cfg, const char *assignment);
+int epar_exp_compare_set(struct epar_compare_cfg *cfg, const char *assignment);
 /* Comma-separated mechanism ids -> cfg->mech (order kept, duplicates refused). */
-int epar_compare_select(struct epar_compare_cfg *cfg, const char *list);
+int epar_exp_compare_select(struct epar_compare_cfg *cfg, const char *list);
 
-int epar_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res);
-int epar_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
+int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res);
+int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
                        const char *protocol_path);
-void epar_compare_free(struct epar_compare_result *res);
+void epar_exp_compare_free(struct epar_compare_result *res);
 
 /* The measurements behind the seed claims (compare_checks.c): *out = seed_checks.csv
  * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock; pi_speedup is

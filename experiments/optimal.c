@@ -15,11 +15,12 @@
 #include "lib/rng.h"
 #include "common.h"
 #include "optimal.h"
+#include "experiments/experiment.h"
 
 /* OpenBLAS (Debian's pthreads build) would start its own threads inside every OpenMP job and spin-wait
  * (half the run time here): the jobs are the parallelism, so BLAS runs single-threaded during them. */
 
-const char *const epar_optimal_keys[] = {"types", NULL};
+const char *const epar_exp_optimal_keys[] = {"types", NULL};
 
 static const enum epar_form form_of[EPAR_OPT_NFORMS] = {EPAR_FORM_BASIC, EPAR_FORM_ENHANCED, EPAR_FORM_NONE};
 
@@ -629,3 +630,20 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
     }
     return EPAR_OK;
 }
+
+int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_cfg *cfg)
+{
+    int st = epar_protocol_check_keys(p, "optimal-position", epar_exp_optimal_keys);
+    if (st || cfg->n_types) return st;
+    const char *pt = "random,structured,sparse,dense,clustered";
+    if ((st = epar_protocol_get_string(p, "optimal-position", "types", &pt))) return st;
+    if (epar_exp_optimal_parse_types(pt, cfg)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", epar_err_message());
+        return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.optimal-position.types: %s", p->path,
+                            msg);
+    }
+    return EPAR_OK;
+}
+
+EPAR_EXPERIMENT(optimal, "optimal-position", "optimal", NULL);

@@ -41,7 +41,10 @@ struct epar_optimal_result {
 };
 
 /* Protocol keys of experiments.optimal-position beyond the common ones. */
-extern const char *const epar_optimal_keys[];
+extern const char *const epar_exp_optimal_keys[];
+/* experiments.optimal-position of the protocol -> cfg: the importance types, unless cfg already has some (the
+ * command line's --types or --importance norm win); unknown keys refused. */
+int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_cfg *cfg);
 
 /* Parse a comma-separated list of importance types ("random,structured,...,norm") into cfg.
  * EPAR_EINVAL naming the problem (empty list or item, unknown or repeated type). */

@@ -13,8 +13,9 @@
 #include "lib/metrics.h"
 #include "common.h"
 #include "position.h"
+#include "experiments/experiment.h"
 
-const char *const epar_position_keys[] = {"distance_curve", NULL};
+const char *const epar_exp_position_keys[] = {"distance_curve", NULL};
 
 struct job_out {
     int *pos;        /* (B) pos* per item */
@@ -410,3 +411,13 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
         return st;
     return EPAR_OK;
 }
+
+int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg)
+{
+    cfg->distance_curve = 20;
+    int st = epar_protocol_check_keys(p, "position-effect", epar_exp_position_keys);
+    if (!st) st = epar_protocol_get_int(p, "position-effect", "distance_curve", &cfg->distance_curve, 1, 1 << 20);
+    return st;
+}
+
+EPAR_EXPERIMENT(position, "position-effect", "position", NULL);

@@ -20,7 +20,9 @@ struct epar_position_result {
 };
 
 /* Protocol keys of experiments.position-effect beyond the common ones. */
-extern const char *const epar_position_keys[];
+extern const char *const epar_exp_position_keys[];
+/* experiments.position-effect of the protocol -> cfg (distance_curve, default 20); unknown keys refused. */
+int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg);
 
 int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_position_result *res);
 /* CSVs, run.json and one .gp per figure into o's staging folder. */

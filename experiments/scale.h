@@ -30,7 +30,7 @@ struct epar_scale_result {
     struct epar_table *scale, *summary;
 };
 
-extern const char *const epar_scale_keys[];
+extern const char *const epar_exp_scale_keys[];
 
 /* "epar-enhanced" | "epar-basic" | "none" -> form; EPAR_EINVAL otherwise. */
 int epar_exp_scale_mechanism(const char *name, enum epar_form *form);

@@ -12,8 +12,9 @@
 #include "lib/metrics.h"
 #include "common.h"
 #include "sensitivity.h"
+#include "experiments/experiment.h"
 
-const char *const epar_sensitivity_keys[] = {"alpha_values", "beta_values", "gamma_values", "locality_window",
+const char *const epar_exp_sensitivity_keys[] = {"alpha_values", "beta_values", "gamma_values", "locality_window",
                                              "draws", "retention_claims", NULL};
 
 /* ---- points, blocks, metrics ---- */
@@ -42,11 +43,11 @@ struct ctx {
     double *sp;         /* (P,S,NF,L) per-seed distance profile (mean weight per pair at distance d) */
 };
 
-static double *SM(const struct ctx *c, int p, int s, int f)
+static double *seed_means(const struct ctx *c, int p, int s, int f)
 {
     return c->sm + (((size_t)p * c->S + s) * NF + f) * NSTOCH;
 }
-static double *SP(const struct ctx *c, int p, int s, int f)
+static double *seed_profile(const struct ctx *c, int p, int s, int f)
 {
     return c->sp + (((size_t)p * c->S + s) * NF + f) * (size_t)c->L;
 }
@@ -119,7 +120,7 @@ static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cf
 
 int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensitivity_cfg *cfg)
 {
-    int st = epar_protocol_check_keys(p, "sensitivity", epar_sensitivity_keys);
+    int st = epar_protocol_check_keys(p, "sensitivity", epar_exp_sensitivity_keys);
     if (st) return st;
     if ((st = read_list(p, "alpha_values", cfg->alpha_values, &cfg->n_alpha, 0, 0))) return st;
     if ((st = read_list(p, "beta_values", cfg->beta_values, &cfg->n_beta, 0, 1))) return st;
@@ -180,7 +181,7 @@ int epar_exp_sensitivity_check(const struct epar_sensitivity_cfg *cfg)
 static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
-    for (int s = 0; s < c->S; s++) v[s] = SM(c, p, s, f)[m];
+    for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m];
     epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
@@ -188,7 +189,7 @@ static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, d
 static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
-    for (int s = 0; s < c->S; s++) v[s] = SM(c, p, s, f)[m] - SM(c, p, s, EPAR_FORM_NONE)[m];
+    for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m] - seed_means(c, p, s, EPAR_FORM_NONE)[m];
     epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
@@ -196,14 +197,14 @@ static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, 
 static void ratio_stats(const struct ctx *c, int p, int fn, int dn, int fd, int dd, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
-    for (int s = 0; s < c->S; s++) v[s] = SP(c, p, s, fn)[dn] / SP(c, p, s, fd)[dd];
+    for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, fn)[dn] / seed_profile(c, p, s, fd)[dd];
     epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 static void prof_stats(const struct ctx *c, int p, int f, int d, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
-    for (int s = 0; s < c->S; s++) v[s] = SP(c, p, s, f)[d];
+    for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, f)[d];
     epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
@@ -213,7 +214,7 @@ static void block_baseline(const struct ctx *c, int b, int m, double *mean, doub
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) {
         double acc = 0.0;
-        for (int k = 0; k < c->count[b]; k++) acc += SM(c, c->first[b] + k, s, EPAR_FORM_NONE)[m];
+        for (int k = 0; k < c->count[b]; k++) acc += seed_means(c, c->first[b] + k, s, EPAR_FORM_NONE)[m];
         v[s] = acc / c->count[b];
     }
     epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
@@ -518,7 +519,7 @@ static int measure(struct ctx *c)
     for (int p = 0; p < c->P; p++)
         for (int s = 0; s < S; s++)
             for (int f = 0; f < NF; f++) {
-                double *om = SM(c, p, s, f), *op = SP(c, p, s, f);
+                double *om = seed_means(c, p, s, f), *op = seed_profile(c, p, s, f);
                 memset(om, 0, NSTOCH * sizeof *om);
                 memset(op, 0, (size_t)L * sizeof *op);
                 for (int r = 0; r < R; r++) {
@@ -1278,3 +1279,7 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
     snprintf(body + n, sizeof body - n, "unset multiplot\n");
     return epar_plot_script(o, "improvement_over_baseline", title, body);
 }
+
+static int sensitivity_check_v(const void *cfg) { return epar_exp_sensitivity_check(cfg); }
+
+EPAR_EXPERIMENT(sensitivity, "sensitivity", "parameter", sensitivity_check_v);

@@ -42,7 +42,7 @@ struct epar_sensitivity_result {
 };
 
 /* Protocol keys of experiments.sensitivity beyond the common ones. */
-extern const char *const epar_sensitivity_keys[];
+extern const char *const epar_exp_sensitivity_keys[];
 
 /* Read the sweeps, locality_window, draws, retention_claims of experiments.sensitivity (and the alpha,
  * beta, gamma of preset "paper") into cfg; protocol errors name the JSON path (EPAR_EPROTOCOL). */

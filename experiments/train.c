@@ -17,12 +17,12 @@
 
 #define RUN_KEYS "layers", "dim", "heads", "mlp", "length", "batch", "steps", "lr", "lr_min_ratio", "warmup", \
     "weight_decay", "beta1", "beta2", "eps", "clip", "init_sd", "eval_every", "eval_batches"
-const char *const epar_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
+const char *const epar_exp_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
                                        "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", NULL};
-const char *const epar_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
+const char *const epar_exp_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
                                             "eval_sequences", NULL};
 
-void epar_train_cfg_default(struct epar_train_cfg *c)
+void epar_exp_train_defaults(struct epar_train_cfg *c)
 {
     memset(c, 0, sizeof *c);
     epar_task_cfg_default(&c->task, EPAR_TASK_LM);
@@ -65,12 +65,12 @@ static int read_run_keys(struct epar_train_cfg *c, const struct epar_protocol *p
     return st;
 }
 
-int epar_train_cfg_from_protocol(struct epar_train_cfg *c, const struct epar_protocol *p,
+int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *p,
                                  const struct epar_params *prm, int task)
 {
     const char *jp = "$.experiments.train";
     json_t *sec = epar_protocol_section(p, "train");
-    int st = epar_protocol_check_keys(p, "train", epar_train_keys);
+    int st = epar_protocol_check_keys(p, "train", epar_exp_train_keys);
     /* common keys that mean nothing here are refused rather than ignored */
     static const char *const unused[] = {"hidden", "runs", "form", NULL};
     for (int k = 0; !st && unused[k]; k++)
@@ -103,7 +103,7 @@ int epar_train_cfg_from_protocol(struct epar_train_cfg *c, const struct epar_pro
         char kjp[128];
         snprintf(kjp, sizeof kjp, "%s.%s", jp, epar_task_table[k].id);
         st = epar_protocol_obj_check_keys(p, sec ? json_object_get(sec, epar_task_table[k].id) : NULL, kjp,
-                                          epar_train_task_keys);
+                                          epar_exp_train_task_keys);
     }
     if (!st) st = read_run_keys(c, p, tobj, tjp);
     if (!st) st = epar_protocol_obj_string(p, tobj, tjp, "text", &c->task.text_path);
@@ -131,7 +131,7 @@ static struct epar_nn_config nn_config(const struct epar_train_cfg *c, int vocab
     return n;
 }
 
-int epar_train_cfg_validate(const struct epar_train_cfg *c)
+int epar_exp_train_check(const struct epar_train_cfg *c)
 {
     int st = epar_task_validate(&c->task);
     if (!st) st = epar_optim_config_validate(&c->optim);
@@ -149,7 +149,7 @@ int epar_train_cfg_validate(const struct epar_train_cfg *c)
     return st;
 }
 
-json_t *epar_train_cfg_json(const struct epar_train_cfg *c)
+json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 {
     const struct epar_task_cfg *t = &c->task;
     json_t *j = json_pack(
@@ -174,7 +174,7 @@ json_t *epar_train_cfg_json(const struct epar_train_cfg *c)
     return j;
 }
 
-double epar_train_bytes(const struct epar_train_cfg *c, int vocab)
+double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab)
 {
     struct epar_nn_config n = nn_config(c, vocab);
     size_t np = 12 * (size_t)c->layers * c->dim * c->dim + (size_t)vocab * c->dim;
@@ -184,15 +184,15 @@ double epar_train_bytes(const struct epar_train_cfg *c, int vocab)
 /* ------------------------------------------------------------------------------------------------ */
 /* set up, resume                                                                                     */
 
-int epar_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c)
+int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *c;
     r->resumed_from = -1;
-    int st = epar_train_cfg_validate(c);
+    int st = epar_exp_train_check(c);
     if (st) return st;
     if ((st = epar_task_open(&r->task, &c->task))) return st;
-    double need = epar_train_bytes(c, r->task.V);
+    double need = epar_exp_train_bytes(c, r->task.V);
     if (need > 64e9) {   /* beyond any machine this is meant for: refuse before trying */
         epar_err_set(EPAR_ENOMEM, "the model and its activations need %.3g GB", need / 1e9);
         epar_err_hint("reduce --length, --batch, --dim or --layers");
@@ -241,9 +241,9 @@ static char *dump_sorted(json_t *j)
     return s;
 }
 
-int epar_train_checkpoint(const struct epar_train_run *r, const char *path)
+int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
 {
-    char *cfg = dump_sorted(epar_train_cfg_json(&r->cfg)), *data = dump_sorted(epar_task_json(&r->task));
+    char *cfg = dump_sorted(epar_exp_train_cfg_json(&r->cfg)), *data = dump_sorted(epar_task_json(&r->task));
     if (!cfg || !data) {
         free(cfg); free(data);
         return epar_err_set(EPAR_ENOMEM, "out of memory writing the checkpoint");
@@ -295,20 +295,20 @@ static int compare_json(const char *path, const char *what, const void *saved, s
     return st;
 }
 
-int epar_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path)
+int epar_exp_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path)
 {
     size_t len;
     const void *d = epar_ckpt_get(ck, "config", &len);
     if (!d) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (no config section)", path);
-    return compare_json(path, "option", d, len, epar_train_cfg_json(c));
+    return compare_json(path, "option", d, len, epar_exp_train_cfg_json(c));
 }
 
-int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path)
+int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path)
 {
     int st;
     size_t len, n = r->model.n_params;
     const void *d;
-    if ((st = epar_train_resume_check(&r->cfg, ck, path))) return st;
+    if ((st = epar_exp_train_resume_check(&r->cfg, ck, path))) return st;
     if (!(d = epar_ckpt_get(ck, "data", &len))) goto missing;
     if ((st = compare_json(path, "data", d, len, epar_task_json(&r->task)))) return st;
     /* sections sit at any byte offset of the file: copy the doubles out, never read them in place */
@@ -358,7 +358,7 @@ missing:
 
 static double now(void) { return omp_get_wtime(); }
 
-int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
+int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
     long count = epar_task_eval_count(&r->task), n = max_sequences > 0 && max_sequences < count ? max_sequences : count;
@@ -426,7 +426,7 @@ static int train_step(struct epar_train_run *r)
 static int curve_row(struct epar_train_run *r)
 {
     struct epar_train_eval e;
-    int st = epar_train_evaluate(r, (long)r->cfg.eval_batches * r->cfg.batch, &e);
+    int st = epar_exp_train_evaluate(r, (long)r->cfg.eval_batches * r->cfg.batch, &e);
     if (st) return st;
     if (r->rows >= r->rows_cap) return epar_err_set(EPAR_EINVAL, "learning curve full (%d rows)", r->rows);
     r->seconds = r->seconds0 + (now() - r->t0);
@@ -440,7 +440,7 @@ static int curve_row(struct epar_train_run *r)
     return EPAR_OK;
 }
 
-int epar_train_loop(struct epar_train_run *r)
+int epar_exp_train_loop(struct epar_train_run *r)
 {
     int st = EPAR_OK;
     long steps = r->cfg.optim.steps;
@@ -458,7 +458,7 @@ int epar_train_loop(struct epar_train_run *r)
     return EPAR_OK;
 }
 
-int epar_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n)
+int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n)
 {
     struct epar_nn_config nc = nn_config(c, vocab);
     nc.Bmax = 1;
@@ -470,11 +470,11 @@ int epar_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n)
     return st;
 }
 
-int epar_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
+int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
                            int *defined)
 {
     *defined = 1;
-    if (length == r->cfg.task.length) return epar_train_evaluate(r, max_sequences, e);
+    if (length == r->cfg.task.length) return epar_exp_train_evaluate(r, max_sequences, e);
     if (r->cfg.mechanism == EPAR_NNPOS_LEARNED) {   /* its table has exactly the trained length */
         *defined = 0;
         *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0};
@@ -500,14 +500,14 @@ int epar_train_evaluate_at(struct epar_train_run *r, int length, long max_sequen
         x.mask = epar_err_alloc(BT, sizeof *x.mask, "the batch");
         if (!x.tok || !x.tgt || !x.mask) st = EPAR_ENOMEM;
     }
-    if (!st) st = epar_train_evaluate(&x, max_sequences, e);
-    epar_train_free(&x);
+    if (!st) st = epar_exp_train_evaluate(&x, max_sequences, e);
+    epar_exp_train_free(&x);
     return st;
 }
 
-int epar_train_final_eval(struct epar_train_run *r)
+int epar_exp_train_final_eval(struct epar_train_run *r)
 {
-    int st = epar_train_evaluate(r, 0, &r->final);
+    int st = epar_exp_train_evaluate(r, 0, &r->final);
     if (!st) r->have_final = 1;
     r->seconds = r->seconds0 + (now() - r->t0);
     return st;
@@ -516,7 +516,7 @@ int epar_train_final_eval(struct epar_train_run *r)
 /* ------------------------------------------------------------------------------------------------ */
 /* tables and files                                                                                   */
 
-struct epar_table *epar_train_curve_table(const struct epar_train_run *r)
+struct epar_table *epar_exp_train_curve_table(const struct epar_train_run *r)
 {
     struct epar_table *t = epar_csv_new(EPAR_TRAIN_CURVE_HEADER);
     for (int i = 0; t && i < r->rows; i++) {
@@ -582,7 +582,7 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
                              !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy", metric);
 }
 
-unsigned long long epar_train_params_hash(const struct epar_train_run *r)
+unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)
 {
     return (unsigned long long)epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, r->model.params_mem, r->model.n_params * sizeof(float));
 }
@@ -597,7 +597,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
     json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:s, s:s, s:i, s:s, s:s, s:s}",
                           "experiment", "train", "epar_version", EPAR_VERSION, "protocol", c->protocol,
                           "protocol_version", EPAR_PROTOCOL_VERSION, "status", status,
-                          "config", epar_train_cfg_json(c), "parameters", (json_int_t)r->model.n_params,
+                          "config", epar_exp_train_cfg_json(c), "parameters", (json_int_t)r->model.n_params,
                           "parameter_tensors", tensors, "data", epar_task_json(&r->task), "blas_core", epar_blas_core(),
                           "blas_config", epar_blas_config(), "threads", omp_get_max_threads(),
                           "score_scale", "1/sqrt(head dim)",
@@ -606,7 +606,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
     json_object_set_new(j, "steps_done", json_integer(r->step));
     char hash[32];
-    snprintf(hash, sizeof hash, "%016llx", epar_train_params_hash(r));
+    snprintf(hash, sizeof hash, "%016llx", epar_exp_train_params_hash(r));
     json_object_set_new(j, "params_fnv1a", json_string(hash));
     json_object_set_new(j, "tokens", json_real(r->tokens));
     json_object_set_new(j, "seconds", json_real(r->seconds));
@@ -624,9 +624,9 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
     return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
 }
 
-int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
+int epar_exp_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
-    struct epar_table *curve = epar_train_curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
+    struct epar_table *curve = epar_exp_train_curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
     int is_epar = r->cfg.mechanism == EPAR_NNPOS_EPAR_BASIC || r->cfg.mechanism == EPAR_NNPOS_EPAR_ENHANCED;
     struct epar_table *pf = is_epar ? posfx_table(r) : NULL;
     int st = !curve || (r->have_final && !ev) || (is_epar && !pf) ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables")
@@ -636,14 +636,14 @@ int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const c
     if (!st && pf) st = epar_csv_write(pf, epar_out_path(o, "posfx.csv"));
     if (!st) st = write_figure(r, o);
     if (!st) st = write_run_json(r, o, status);
-    if (!st) st = epar_train_checkpoint(r, epar_out_path(o, "checkpoint.bin"));
+    if (!st) st = epar_exp_train_checkpoint(r, epar_out_path(o, "checkpoint.bin"));
     epar_csv_free(curve);
     epar_csv_free(ev);
     epar_csv_free(pf);
     return st;
 }
 
-void epar_train_free(struct epar_train_run *r)
+void epar_exp_train_free(struct epar_train_run *r)
 {
     epar_task_close(&r->task);
     epar_nn_free(&r->model);

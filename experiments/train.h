@@ -76,50 +76,50 @@ struct epar_train_run {
     double seconds0;                    /* seconds at session start */
 };
 
-extern const char *const epar_train_keys[];       /* keys of experiments.train */
-extern const char *const epar_train_task_keys[];  /* keys of experiments.train.<task> */
+extern const char *const epar_exp_train_keys[];       /* keys of experiments.train */
+extern const char *const epar_exp_train_task_keys[];  /* keys of experiments.train.<task> */
 
-void epar_train_cfg_default(struct epar_train_cfg *c);
+void epar_exp_train_defaults(struct epar_train_cfg *c);
 /* Read experiments.train and experiments.train.<task> into c; task < 0: the section's "task".
  * prm: the resolved preset (alpha, beta, gamma, seeds). Protocol errors are EPAR_EPROTOCOL naming the path. */
-int epar_train_cfg_from_protocol(struct epar_train_cfg *c, const struct epar_protocol *p,
+int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *p,
                                  const struct epar_params *prm, int task);
-int epar_train_cfg_validate(const struct epar_train_cfg *c);
+int epar_exp_train_check(const struct epar_train_cfg *c);
 /* The hyperparameters as JSON (run.json; the checkpoint compares it on resume). */
-json_t *epar_train_cfg_json(const struct epar_train_cfg *c);
+json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c);
 /* Model and data sizes without allocating anything big: the model's bytes (refuse what cannot fit). */
-double epar_train_bytes(const struct epar_train_cfg *c, int vocab);
+double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab);
 
 /* Open the task, allocate model and optimiser, draw the weights. */
-int epar_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c);
+int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c);
 /* Before setup: the checkpoint's options must equal this run's (EPAR_EINVAL naming the first difference). */
-int epar_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path);
+int epar_exp_train_resume_check(const struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path);
 /* After setup: its data must match too; then params, optimiser, data stream, step and curve are restored. */
-int epar_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path);
+int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path);
 /* Steps until cfg.optim.steps (or until, or *stop): EPAR_OK or EPAR_EINTR. Evaluates every eval_every steps. */
-int epar_train_loop(struct epar_train_run *r);
+int epar_exp_train_loop(struct epar_train_run *r);
 /* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
-int epar_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
+int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
 /* The trained weights evaluated at another length: a model of Tmax = length gets a copy of the parameters and
  * the task is opened at that length (lm: consecutive held-out windows of that length); max_sequences as above,
  * batch scaled so a batch holds about as many tokens as a training batch. L in P(i, j, L) is the evaluation
  * length unless posfx_length fixes it. A learned absolute table is sized for the trained length: at any other
  * length e->metric is NaN and *defined 0. */
-int epar_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
+int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
                            int *defined);
 /* The parameter count of a configuration (a model of batch 1 is allocated and freed). */
-int epar_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n);
+int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n);
 /* learning_curve.csv of the run (EPAR_TRAIN_CURVE_HEADER); NULL when out of memory */
-struct epar_table *epar_train_curve_table(const struct epar_train_run *r);
+struct epar_table *epar_exp_train_curve_table(const struct epar_train_run *r);
 /* The whole evaluation set -> r->final. */
-int epar_train_final_eval(struct epar_train_run *r);
+int epar_exp_train_final_eval(struct epar_train_run *r);
 /* Write the checkpoint of the current state. */
-int epar_train_checkpoint(const struct epar_train_run *r, const char *path);
+int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path);
 /* learning_curve.csv/.gp, eval.csv (after the final evaluation), posfx.csv (EPAR), run.json, checkpoint.bin;
  * status: "complete", "partial" (stopped by until) or "interrupted" */
-int epar_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status);
+int epar_exp_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status);
 /* FNV-1a 64 of the parameter bytes (run.json "params_fnv1a": equal weights, equal checksum) */
-unsigned long long epar_train_params_hash(const struct epar_train_run *r);
-void epar_train_free(struct epar_train_run *r);
+unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r);
+void epar_exp_train_free(struct epar_train_run *r);
 
 #endif
