@@ -42,15 +42,15 @@ int main(void)
     /* configuration: --set and --mechanisms */
     struct epar_compare_cfg *cfg = calloc(1, sizeof *cfg);
     for (int id = 0; id < EPAR_MECH_COUNT; id++) epar_mech_defaults((enum epar_mech_id)id, cfg->p[id]);
-    check_int(epar_compare_set(cfg, "alibi.max_bias=4"), EPAR_OK, "--set alibi.max_bias=4");
+    check_int(epar_exp_compare_set(cfg, "alibi.max_bias=4"), EPAR_OK, "--set alibi.max_bias=4");
     check_rel(cfg->p[EPAR_MECH_ALIBI][0], 4, 0, "max_bias set");
-    check_int(epar_compare_set(cfg, "alibi.max_bias=x"), EPAR_EINVAL, "non-number refused");
-    check_int(epar_compare_set(cfg, "alibi=4"), EPAR_EINVAL, "missing parameter refused");
-    check_int(epar_compare_set(cfg, "rop.base=4"), EPAR_EINVAL, "unknown mechanism refused");
-    check_int(epar_compare_select(cfg, "rope,alibi"), EPAR_OK, "select two");
+    check_int(epar_exp_compare_set(cfg, "alibi.max_bias=x"), EPAR_EINVAL, "non-number refused");
+    check_int(epar_exp_compare_set(cfg, "alibi=4"), EPAR_EINVAL, "missing parameter refused");
+    check_int(epar_exp_compare_set(cfg, "rop.base=4"), EPAR_EINVAL, "unknown mechanism refused");
+    check_int(epar_exp_compare_select(cfg, "rope,alibi"), EPAR_OK, "select two");
     check_true(cfg->n_mech == 2 && cfg->mech[0] == EPAR_MECH_ROPE && cfg->mech[1] == EPAR_MECH_ALIBI, "order kept");
-    check_int(epar_compare_select(cfg, "rope,rope"), EPAR_EINVAL, "duplicate refused");
-    check_int(epar_compare_select(cfg, ""), EPAR_EINVAL, "empty refused");
+    check_int(epar_exp_compare_select(cfg, "rope,rope"), EPAR_EINVAL, "duplicate refused");
+    check_int(epar_exp_compare_select(cfg, ""), EPAR_EINVAL, "empty refused");
     free(cfg);
     return check_summary("test_compare_metrics");
 }
