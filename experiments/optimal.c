@@ -103,13 +103,45 @@ static const char *verdict_of(double cons, double rank)
     return "Needs Improvement";
 }
 
-int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal_result *res)
+/* ---- the run, in named steps: set up, iterate (one job per seed x type x run), reduce, tabulate, report ---- */
+
+struct opt_scratch {            /* per thread */
+    struct epar_attn_ws ws;
+    double *X, *I, *Sc, *Ah, *A, *work;  /* (B,L,D) (B,L) (H,L,L) (H,L,L) (L,L) (6L) */
+    size_t *perm;                        /* (L) */
+};
+
+struct opt_run {
+    const struct epar_optimal_cfg *cfg;
+    const struct epar_params *prm;
+    int L, D, B, R, S, T, H, J, mf;
+    size_t LL;
+    double *out;                /* (J,NF,NM) per-run metrics */
+    long *nan_items;            /* (J,NF) items whose ranking is NaN */
+    double *rowdev;             /* (J) largest |L mean_j A_ij - 1| */
+    double *P;                  /* (NF,L,L) position effects */
+    struct epar_attn_mods mods[EPAR_OPT_NFORMS];
+    struct epar_exp_model *models;      /* (S) one layer per seed */
+    int n_models;
+    double *smean, *sstd;       /* (S,T,NF,NM) per seed: mean and std (ddof 0) over the runs */
+    double *tmp, *col;          /* (R+S+1), (S+1) */
+    const char *tn[EPAR_IMP_COUNT];
+    /* across seeds: mean and sample sd of the per-seed values (every form); run-to-run std averaged (main form) */
+    double am[EPAR_OPT_NFORMS][EPAR_IMP_COUNT][EPAR_OPT_NM], asd[EPAR_OPT_NFORMS][EPAR_IMP_COUNT][EPAR_OPT_NM];
+    double stdm[EPAR_IMP_COUNT][EPAR_OPT_NM], perf[EPAR_IMP_COUNT], perf_sd[EPAR_IMP_COUNT];
+    double pd[3][EPAR_IMP_COUNT][4];    /* paired differences: consistency mean, sd, ranking mean, sd */
+    double maxdev;
+};
+
+#define IDX(s, t, f, k) ((((size_t)(s) * T + (t)) * NF + (f)) * NM + (k))
+static int opt_setup(struct opt_run *c, const struct epar_optimal_cfg *cfg, struct epar_optimal_result *res)
 {
-    memset(res, 0, sizeof *res);
-    const struct epar_params *prm = &cfg->prm;
-    int L = prm->length, D = prm->hidden, B = prm->batch, R = prm->runs, S = prm->n_seeds, T = cfg->n_types;
-    int H = prm->heads, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM;
-    size_t LL = (size_t)L * L;
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    const struct epar_params *prm = c->prm = &cfg->prm;
+    int L = c->L = prm->length, D = c->D = prm->hidden, B = c->B = prm->batch, R = c->R = prm->runs;
+    int S = c->S = prm->n_seeds, T = c->T = cfg->n_types, H = c->H = prm->heads, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM;
+    size_t LL = c->LL = (size_t)L * L;
     double mem = (double)B * L * D * 8.0 + (double)(2 * H + 1) * LL * 8.0 + (double)S * (L + 3.0 * D) * D * 8.0;
     double njobs = (double)S * T * R;
     if (mem > 8e9 || njobs * NF * NM * 8.0 > 8e9) {
@@ -118,62 +150,87 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         return EPAR_ENOMEM;
     }
     if (T < 1) return epar_err_set(EPAR_EINVAL, "empty list of importance types ''");
-    int J = S * T * R;
-    res->main_form = prm->form == EPAR_FORM_BASIC ? 0 : prm->form == EPAR_FORM_ENHANCED ? 1 : 2;
+    int J = c->J = S * T * R;
+    res->main_form = c->mf = prm->form == EPAR_FORM_BASIC ? 0 : prm->form == EPAR_FORM_ENHANCED ? 1 : 2;
     res->items = (long)J * B;
-
-    int st = EPAR_OK;
-    double *out = epar_err_alloc((size_t)J * NF * NM, sizeof *out, "run results");
-    long *nan_items = epar_err_alloc((size_t)J * NF, sizeof *nan_items, "run results");
-    double *rowdev = epar_err_alloc((size_t)J, sizeof *rowdev, "run results");
-    double *P = epar_err_alloc((size_t)NF * LL, sizeof *P, "position effects");
-    struct epar_exp_model *models = epar_err_alloc((size_t)S, sizeof *models, "attention layers");
-    int n_models = 0;
-    if (!out || !nan_items || !rowdev || !P || !models) { st = EPAR_ENOMEM; goto done; }
-
+    c->out = epar_err_alloc((size_t)J * NF * NM, sizeof *c->out, "run results");
+    c->nan_items = epar_err_alloc((size_t)J * NF, sizeof *c->nan_items, "run results");
+    c->rowdev = epar_err_alloc((size_t)J, sizeof *c->rowdev, "run results");
+    c->P = epar_err_alloc((size_t)NF * LL, sizeof *c->P, "position effects");
+    c->models = epar_err_alloc((size_t)S, sizeof *c->models, "attention layers");
+    if (!c->out || !c->nan_items || !c->rowdev || !c->P || !c->models) return EPAR_ENOMEM;
     /* one layer per seed: the reference builds one model and reuses it for every type and run */
-    for (; n_models < S; n_models++) {
-        struct epar_exp_model *m = &models[n_models];
-        if ((st = epar_exp_model_alloc(m, prm))) goto done;
-        if ((st = epar_exp_model_init(m, prm->seeds[n_models], 0))) { epar_exp_model_free(m); goto done; }
+    for (; c->n_models < S; c->n_models++) {
+        struct epar_exp_model *m = &c->models[c->n_models];
+        int st = epar_exp_model_alloc(m, prm);
+        if (st) return st;
+        if ((st = epar_exp_model_init(m, prm->seeds[c->n_models], 0))) { epar_exp_model_free(m); return st; }
     }
-    struct epar_attn_mods mods[EPAR_OPT_NFORMS];
-    memset(mods, 0, sizeof mods);
     for (int f = 0; f < NF; f++) {
         struct epar_posfx fx = {form_of[f], prm->alpha, prm->beta, prm->gamma};
-        epar_posfx_matrix(&fx, L, P + (size_t)f * LL);
-        mods[f].factor = form_of[f] == EPAR_FORM_NONE ? NULL : P + (size_t)f * LL;
+        epar_posfx_matrix(&fx, L, c->P + (size_t)f * LL);
+        c->mods[f].factor = form_of[f] == EPAR_FORM_NONE ? NULL : c->P + (size_t)f * LL;
     }
+    for (int t = 0; t < T; t++) c->tn[t] = epar_imp_name(cfg->types[t]);
+    return EPAR_OK;
+}
 
-    int failed = 0, blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
-#pragma omp parallel reduction(| : failed)
-    {
-        struct epar_attn_ws ws = {0};
-        double *X = malloc((size_t)B * L * D * sizeof *X);
-        double *I = malloc((size_t)B * L * sizeof *I);
-        double *Sc = malloc((size_t)H * LL * sizeof *Sc);
-        double *Ah = malloc((size_t)H * LL * sizeof *Ah);
-        double *A = malloc(LL * sizeof *A);
-        double *work = malloc(6 * (size_t)L * sizeof *work);
-        size_t *perm = malloc((size_t)L * sizeof *perm);
-        int ok = X && I && Sc && Ah && A && work && perm && epar_attn_ws_alloc(&ws, L, D) == EPAR_OK;
-        if (!ok) failed = 1;
-#pragma omp for schedule(dynamic, 4)
-        for (int j = 0; j < J; j++) {
-            if (!ok) continue;
+static void opt_run_free(struct opt_run *c)
+{
+    for (int s = 0; s < c->n_models; s++) epar_exp_model_free(&c->models[s]);
+    free(c->models); free(c->out); free(c->nan_items); free(c->rowdev); free(c->P);
+    free(c->smean); free(c->sstd); free(c->tmp); free(c->col);
+}
+
+static int opt_scratch_alloc(struct opt_scratch *w, const struct opt_run *c)
+{
+    memset(w, 0, sizeof *w);
+    w->X = malloc((size_t)c->B * c->L * c->D * sizeof *w->X);
+    w->I = malloc((size_t)c->B * c->L * sizeof *w->I);
+    w->Sc = malloc((size_t)c->H * c->LL * sizeof *w->Sc);
+    w->Ah = malloc((size_t)c->H * c->LL * sizeof *w->Ah);
+    w->A = malloc(c->LL * sizeof *w->A);
+    w->work = malloc(6 * (size_t)c->L * sizeof *w->work);
+    w->perm = malloc((size_t)c->L * sizeof *w->perm);
+    return w->X && w->I && w->Sc && w->Ah && w->A && w->work && w->perm &&
+           epar_attn_ws_alloc(&w->ws, c->L, c->D) == EPAR_OK;
+}
+
+static void opt_scratch_free(struct opt_scratch *w)
+{
+    epar_attn_ws_free(&w->ws);
+    free(w->X); free(w->I); free(w->Sc); free(w->Ah); free(w->A); free(w->work); free(w->perm);
+}
+
+/* job j = (seed, type, run): draw data and importance, score every item under the three forms; 0 or 1 (failed) */
+static int opt_job(struct opt_run *c, int j, struct opt_scratch *w)
+{
+    const struct epar_optimal_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int L = c->L, D = c->D, B = c->B, R = c->R, T = c->T, H = c->H, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM;
+    size_t LL = c->LL;
+    double *X = w->X, *I = w->I, *Sc = w->Sc, *Ah = w->Ah, *A = w->A, *work = w->work;
+    size_t *perm = w->perm;
+    struct epar_attn_ws *ws = &w->ws;
+    const struct epar_attn_mods *mods = c->mods;
+    const struct epar_exp_model *models = c->models;
+    double *out = c->out, *rowdev = c->rowdev;
+    long *nan_items = c->nan_items;
+    int failed = 0;
+    do {
             int s = j / (T * R), t = (j / R) % T, r = j % R;
             enum epar_imp_type type = cfg->types[t];
             unsigned long seed = prm->seeds[s], run_id = (unsigned long)type * (unsigned long)R + (unsigned long)r;
             const struct epar_exp_model *m = &models[s];
-            if (epar_exp_data(prm, seed, run_id, X)) { failed = 1; continue; }
+            if (epar_exp_data(prm, seed, run_id, X)) { failed = 1; break; }
             if (type == EPAR_IMP_NORM) {
                 epar_imp_norm(X, B, L, D, I); /* the paper's I_j = ||x_j||, before the position embedding */
             } else {
                 gsl_rng *rg = epar_rng_alloc(seed, run_id, EPAR_RNG_IMPORTANCE);
-                if (!rg) { failed = 1; continue; }
+                if (!rg) { failed = 1; break; }
                 int e = epar_imp_generate(type, rg, B, L, I);
                 epar_rng_free(rg);
-                if (e) { failed = 1; continue; }
+                if (e) { failed = 1; break; }
             }
             double sim[EPAR_OPT_NFORMS] = {0}, prox[EPAR_OPT_NFORMS] = {0}, rank[EPAR_OPT_NFORMS] = {0},
                    score[EPAR_OPT_NFORMS] = {0}, dev = 0.0;
@@ -182,10 +239,10 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
             for (int b = 0; b < B; b++) {
                 const double *Xb = X + (size_t)b * L * D, *Ib = I + (size_t)b * L;
                 /* projections once per item, the scores once per head, then one softmax per form */
-                epar_attn_project(&m->cfg, &m->layer, NULL, Xb, &ws);
+                epar_attn_project(&m->cfg, &m->layer, NULL, Xb, ws);
                 for (int h = 0; h < H; h++)
-                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, m->cfg.scale, ws.Q + h * dk, D,
-                                ws.K + h * dk, D, 0.0, Sc + (size_t)h * LL, L);
+                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dk, m->cfg.scale, ws->Q + h * dk, D,
+                                ws->K + h * dk, D, 0.0, Sc + (size_t)h * LL, L);
                 for (int f = 0; f < NF; f++) {
                     double *Af = H == 1 ? A : Ah; /* one head: softmax straight into A */
                     memcpy(Af, Sc, (size_t)H * LL * sizeof *Af);
@@ -211,79 +268,103 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
                 o[EPAR_OPT_SCORE] = score[f] / B;
                 nan_items[(size_t)j * NF + f] = B - nrank[f];
             }
-        }
-        epar_attn_ws_free(&ws);
-        free(X); free(I); free(Sc); free(Ah); free(A); free(work); free(perm);
+    } while (0);
+    return failed;
+}
+
+static int opt_iterate(struct opt_run *c)
+{
+    int failed = 0, blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
+#pragma omp parallel reduction(| : failed)
+    {
+        struct opt_scratch w;
+        int ok = opt_scratch_alloc(&w, c);
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 4)
+        for (int j = 0; j < c->J; j++)
+            if (ok && opt_job(c, j, &w)) failed = 1;
+        opt_scratch_free(&w);
     }
     epar_blas_threads(blas_threads);
-    if (failed) { st = epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", L); goto done; }
+    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", c->L);
+    return EPAR_OK;
+}
 
-    /* ---- per (seed, type, form): mean and std (ddof 0) over the runs ---- */
+/* per (seed, type, form): mean and std over the runs; then across seeds (every form), the main form's summary */
+static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
+{
+    int S = c->S, T = c->T, R = c->R, J = c->J, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
     size_t nst = (size_t)S * T * NF * NM;
-    double *smean = malloc(nst * sizeof *smean), *sstd = malloc(nst * sizeof *sstd);
-    double *tmp = malloc(((size_t)R + S + 1) * sizeof *tmp), *col = malloc(((size_t)S + 1) * sizeof *col);
-    char *rep = NULL;
-    size_t replen = 0;
-    FILE *f_rep = NULL;
-    st = EPAR_ENOMEM;
-    if (!smean || !sstd || !tmp || !col) goto agg_done;
-#define IDX(s, t, f, k) ((((size_t)(s) * T + (t)) * NF + (f)) * NM + (k))
+    double *smean = c->smean = malloc(nst * sizeof *smean), *sstd = c->sstd = malloc(nst * sizeof *sstd);
+    double *tmp = c->tmp = malloc(((size_t)R + S + 1) * sizeof *tmp), *col = c->col = malloc(((size_t)S + 1) * sizeof *col);
+    if (!smean || !sstd || !tmp || !col) return EPAR_ENOMEM;
     for (int s = 0; s < S; s++)
         for (int t = 0; t < T; t++)
             for (int f = 0; f < NF; f++)
                 for (int k = 0; k < NM; k++) {
                     size_t j0 = ((size_t)s * T + t) * R;
-                    mean_std0(out + (j0 * NF + f) * NM + k, (size_t)NF * NM, (size_t)R, tmp, &smean[IDX(s, t, f, k)],
+                    mean_std0(c->out + (j0 * NF + f) * NM + k, (size_t)NF * NM, (size_t)R, tmp, &smean[IDX(s, t, f, k)],
                               &sstd[IDX(s, t, f, k)]);
                 }
     for (int f = 0; f < NF; f++)
-        for (int j = 0; j < J; j++) res->nan_items[f] += nan_items[(size_t)j * NF + f];
-    double maxdev = 0.0;
+        for (int j = 0; j < J; j++) res->nan_items[f] += c->nan_items[(size_t)j * NF + f];
+    c->maxdev = 0.0;
     for (int j = 0; j < J; j++)
-        if (rowdev[j] > maxdev) maxdev = rowdev[j];
-
-    int mf = res->main_form;
-    const char *tn[EPAR_IMP_COUNT];
-    for (int t = 0; t < T; t++) tn[t] = epar_imp_name(cfg->types[t]);
-
-    /* consistency_by_seed.csv (main form) */
-    res->by_seed = epar_csv_new("seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,"
-                                "score_similarity_std,ranking_correlation,ranking_correlation_std,"
-                                "position_score_mean,runs");
-    if (!res->by_seed) goto agg_done;
-    for (int s = 0; s < S; s++)
-        for (int t = 0; t < T; t++)
-            if (epar_csv_append(res->by_seed, "isdddddddddi", (int)prm->seeds[s], tn[t], smean[IDX(s, t, mf, EPAR_OPT_CONS)],
-                                sstd[IDX(s, t, mf, EPAR_OPT_CONS)], smean[IDX(s, t, mf, EPAR_OPT_PROX)],
-                                sstd[IDX(s, t, mf, EPAR_OPT_PROX)], smean[IDX(s, t, mf, EPAR_OPT_SIM)],
-                                sstd[IDX(s, t, mf, EPAR_OPT_SIM)], smean[IDX(s, t, mf, EPAR_OPT_RANK)],
-                                sstd[IDX(s, t, mf, EPAR_OPT_RANK)], smean[IDX(s, t, mf, EPAR_OPT_SCORE)], R))
-                goto agg_done;
-
-    /* across seeds: mean and sample sd of the per-seed values, for every form */
-    double am[EPAR_OPT_NFORMS][EPAR_IMP_COUNT][EPAR_OPT_NM], asd[EPAR_OPT_NFORMS][EPAR_IMP_COUNT][EPAR_OPT_NM];
-    double stdm[EPAR_IMP_COUNT][EPAR_OPT_NM], perf[EPAR_IMP_COUNT], perf_sd[EPAR_IMP_COUNT];
+        if (c->rowdev[j] > c->maxdev) c->maxdev = c->rowdev[j];
     for (int f = 0; f < NF; f++)
         for (int t = 0; t < T; t++)
             for (int k = 0; k < NM; k++) {
                 for (int s = 0; s < S; s++) col[s] = smean[IDX(s, t, f, k)];
-                mean_sd1(col, 1, (size_t)S, tmp, &am[f][t][k], &asd[f][t][k]);
+                mean_sd1(col, 1, (size_t)S, tmp, &c->am[f][t][k], &c->asd[f][t][k]);
                 if (f == mf) {
                     double dummy;
                     for (int s = 0; s < S; s++) col[s] = sstd[IDX(s, t, f, k)];
-                    mean_sd1(col, 1, (size_t)S, tmp, &stdm[t][k], &dummy);
+                    mean_sd1(col, 1, (size_t)S, tmp, &c->stdm[t][k], &dummy);
                 }
             }
     for (int t = 0; t < T; t++) {
         for (int s = 0; s < S; s++)
             col[s] = 0.6 * smean[IDX(s, t, mf, EPAR_OPT_CONS)] + 0.2 * (smean[IDX(s, t, mf, EPAR_OPT_RANK)] + 1.0);
-        mean_sd1(col, 1, (size_t)S, tmp, &perf[t], &perf_sd[t]);
-        res->cons[t] = am[mf][t][EPAR_OPT_CONS];
-        res->cons_sd[t] = asd[mf][t][EPAR_OPT_CONS];
-        res->rank[t] = am[mf][t][EPAR_OPT_RANK];
-        res->rank_sd[t] = asd[mf][t][EPAR_OPT_RANK];
+        mean_sd1(col, 1, (size_t)S, tmp, &c->perf[t], &c->perf_sd[t]);
+        res->cons[t] = c->am[mf][t][EPAR_OPT_CONS];
+        res->cons_sd[t] = c->asd[mf][t][EPAR_OPT_CONS];
+        res->rank[t] = c->am[mf][t][EPAR_OPT_RANK];
+        res->rank_sd[t] = c->asd[mf][t][EPAR_OPT_RANK];
     }
+    return EPAR_OK;
+}
 
+/* consistency_by_seed.csv (main form) */
+static int opt_by_seed(struct opt_run *c, struct epar_optimal_result *res)
+{
+    int S = c->S, T = c->T, R = c->R, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
+    const double *smean = c->smean, *sstd = c->sstd;
+    res->by_seed = epar_csv_new("seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,"
+                                "score_similarity_std,ranking_correlation,ranking_correlation_std,"
+                                "position_score_mean,runs");
+    if (!res->by_seed) return EPAR_ENOMEM;
+    for (int s = 0; s < S; s++)
+        for (int t = 0; t < T; t++)
+            if (epar_csv_append(res->by_seed, "isdddddddddi", (int)c->prm->seeds[s], c->tn[t],
+                                smean[IDX(s, t, mf, EPAR_OPT_CONS)], sstd[IDX(s, t, mf, EPAR_OPT_CONS)],
+                                smean[IDX(s, t, mf, EPAR_OPT_PROX)], sstd[IDX(s, t, mf, EPAR_OPT_PROX)],
+                                smean[IDX(s, t, mf, EPAR_OPT_SIM)], sstd[IDX(s, t, mf, EPAR_OPT_SIM)],
+                                smean[IDX(s, t, mf, EPAR_OPT_RANK)], sstd[IDX(s, t, mf, EPAR_OPT_RANK)],
+                                smean[IDX(s, t, mf, EPAR_OPT_SCORE)], R))
+                return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+/* consistency.csv, verification_summary.csv, radar.csv, forms_comparison.csv, forms_paired_difference.csv */
+static int opt_tabulate(struct opt_run *c, struct epar_optimal_result *res)
+{
+    int S = c->S, T = c->T, R = c->R, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
+    const double *smean = c->smean, *sstd = c->sstd, *out = c->out;
+    double *tmp = c->tmp, *col = c->col;
+    const char *const *tn = c->tn;
+    double (*am)[EPAR_IMP_COUNT][EPAR_OPT_NM] = c->am, (*asd)[EPAR_IMP_COUNT][EPAR_OPT_NM] = c->asd;
+    double (*stdm)[EPAR_OPT_NM] = c->stdm, *perf = c->perf, *perf_sd = c->perf_sd;
+    double (*pd)[EPAR_IMP_COUNT][4] = c->pd;
     res->consistency = epar_csv_new("info_type,consistency,proximity,score_similarity,ranking_correlation,"
                                     "position_score_mean,consistency_sd,proximity_sd,score_similarity_sd,"
                                     "ranking_correlation_sd,seeds,runs,consistency_se_run,proximity_se_run,"
@@ -296,7 +377,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
     res->paired = epar_csv_new("info_type,comparison,consistency_diff,consistency_diff_sd,ranking_diff,"
                                "ranking_diff_sd,seeds,consistency_diff_se_run,ranking_diff_se_run");
     res->radar = epar_csv_new("info_type,type_index,axis,angle_deg,value");
-    if (!res->consistency || !res->summary || !res->forms || !res->paired || !res->radar) goto agg_done;
+    if (!res->consistency || !res->summary || !res->forms || !res->paired || !res->radar) return EPAR_ENOMEM;
     for (int t = 0; t < T; t++) {
         const double *a = am[mf][t], *d = asd[mf][t];
 #define SE(f, k) se_run(&sstd[IDX(0, t, f, k)], (size_t)T * NF * NM, S, R)
@@ -307,24 +388,23 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
             epar_csv_append(res->summary, "sdddddddddd", tn[t], a[EPAR_OPT_CONS], d[EPAR_OPT_CONS], a[EPAR_OPT_RANK],
                             d[EPAR_OPT_RANK], a[EPAR_OPT_SCORE], d[EPAR_OPT_SCORE], stdm[t][EPAR_OPT_CONS],
                             stdm[t][EPAR_OPT_RANK], perf[t], perf_sd[t]))
-            goto agg_done;
+            return EPAR_ENOMEM;
         /* radar: four quantities on [0,1]: consistency, (ranking+1)/2, mean V (I in [0,1], rows sum to 1),
          * performance 0.6 c + 0.2 (r+1); the first axis is repeated to close the polygon */
         double rv[5] = {a[EPAR_OPT_CONS], (a[EPAR_OPT_RANK] + 1.0) / 2.0, a[EPAR_OPT_SCORE], perf[t], a[EPAR_OPT_CONS]};
         static const char *const axes[5] = {"consistency", "ranking", "position_score", "performance", "consistency"};
         for (int k = 0; k < 5; k++)
-            if (epar_csv_append(res->radar, "sisdd", tn[t], t, axes[k], 45.0 - 90.0 * k, rv[k])) goto agg_done;
+            if (epar_csv_append(res->radar, "sisdd", tn[t], t, axes[k], 45.0 - 90.0 * k, rv[k])) return EPAR_ENOMEM;
     }
     for (int f = 0; f < NF; f++)
         for (int t = 0; t < T; t++)
             if (epar_csv_append(res->forms, "ssddddidd", epar_exp_optimal_form_name(f), tn[t], am[f][t][EPAR_OPT_CONS],
                                 asd[f][t][EPAR_OPT_CONS], am[f][t][EPAR_OPT_RANK], asd[f][t][EPAR_OPT_RANK], S,
                                 SE(f, EPAR_OPT_CONS), SE(f, EPAR_OPT_RANK)))
-                goto agg_done;
+                return EPAR_ENOMEM;
 #undef SE
     /* paired differences, seed by seed (same weights, data and importance), then across seeds */
     static const int pairs[3][2] = {{1, 0}, {1, 2}, {0, 2}};
-    double pd[3][EPAR_IMP_COUNT][4];
     for (int p = 0; p < 3; p++)
         for (int t = 0; t < T; t++) {
             char name[64];
@@ -344,7 +424,7 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
                     int km = k ? EPAR_OPT_RANK : EPAR_OPT_CONS;
                     size_t j0 = ((size_t)s * T + t) * R;
                     double *diff = malloc((size_t)R * sizeof *diff), *tmp2 = malloc((size_t)R * sizeof *tmp2), dm;
-                    if (!diff || !tmp2) { free(diff); free(tmp2); goto agg_done; }
+                    if (!diff || !tmp2) { free(diff); free(tmp2); return EPAR_ENOMEM; }
                     for (int r = 0; r < R; r++)
                         diff[r] = out[((j0 + r) * NF + pairs[p][0]) * NM + km] - out[((j0 + r) * NF + pairs[p][1]) * NM + km];
                     mean_std0(diff, 1, (size_t)R, tmp2, &dm, &dstd[k][s]);
@@ -353,12 +433,27 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
                 }
             if (epar_csv_append(res->paired, "ssddddidd", tn[t], name, pd[p][t][0], pd[p][t][1], pd[p][t][2],
                                 pd[p][t][3], S, se_run(dstd[0], 1, S, R), se_run(dstd[1], 1, S, R)))
-                goto agg_done;
+                return EPAR_ENOMEM;
         }
 
-    /* ---- verification_report.txt: the reference's layout and verdict rule, then epar's notes ---- */
-    f_rep = open_memstream(&rep, &replen);
-    if (!f_rep) goto agg_done;
+    return EPAR_OK;
+}
+
+/* verification_report.txt: the reference's layout and verdict rule, then epar's notes */
+static int opt_report(struct opt_run *c, struct epar_optimal_result *res)
+{
+    const struct epar_params *prm = c->prm;
+    int L = c->L, D = c->D, B = c->B, R = c->R, S = c->S, T = c->T, H = c->H, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM,
+        mf = c->mf;
+    const double *smean = c->smean;
+    const char *const *tn = c->tn;
+    double (*am)[EPAR_IMP_COUNT][EPAR_OPT_NM] = c->am, (*asd)[EPAR_IMP_COUNT][EPAR_OPT_NM] = c->asd;
+    double (*stdm)[EPAR_OPT_NM] = c->stdm, maxdev = c->maxdev;
+    double (*pd)[EPAR_IMP_COUNT][4] = c->pd;
+    char *rep = NULL;
+    size_t replen = 0;
+    FILE *f_rep = open_memstream(&rep, &replen);
+    if (!f_rep) return EPAR_ENOMEM;
     fprintf(f_rep, "=== Optimal Position Formula Verification Report ===\n\n");
     fprintf(f_rep, "Core Formula: pos* = argmax_i \u03a3_j A_ij * I_j\nWhere:\n  - pos*: Optimal position\n"
                    "  - A_ij: Attention weight from position i to position j\n"
@@ -394,12 +489,12 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
                    "  Good if > 0.5 and > 0.3; otherwise Needs Improvement.\n");
     fprintf(f_rep, "Verdict per seed:");
     for (int s = 0; s < S; s++) {
-        double c = 0.0, r = 0.0;
+        double cs = 0.0, r = 0.0;
         for (int t = 0; t < T; t++) {
-            c += smean[IDX(s, t, mf, EPAR_OPT_CONS)] / T;
+            cs += smean[IDX(s, t, mf, EPAR_OPT_CONS)] / T;
             r += smean[IDX(s, t, mf, EPAR_OPT_RANK)] / T;
         }
-        fprintf(f_rep, "%s %lu: %s (%.4f, %.4f)", s ? ";" : "", prm->seeds[s], verdict_of(c, r), c, r);
+        fprintf(f_rep, "%s %lu: %s (%.4f, %.4f)", s ? ";" : "", prm->seeds[s], verdict_of(cs, r), cs, r);
     }
     fprintf(f_rep, "\n\nAcross-seed spread (sample sd over %d seeds) of the per-seed means:\n", S);
     for (int t = 0; t < T; t++)
@@ -427,20 +522,24 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
         fprintf(f_rep, "            enhanced-basic: consistency %+.4f \u00b1 %.4f, ranking %+.4f \u00b1 %.4f\n",
                 pd[0][t][0], pd[0][t][1], pd[0][t][2], pd[0][t][3]);
     }
-    if (fclose(f_rep) != 0) { f_rep = NULL; goto agg_done; }
-    f_rep = NULL;
+    if (fclose(f_rep) != 0) { free(rep); return EPAR_ENOMEM; }
     res->report = rep;
-    rep = NULL;
-    st = EPAR_OK;
+    return EPAR_OK;
+}
 #undef IDX
-agg_done:
-    if (f_rep) fclose(f_rep);
-    free(rep);
-    free(smean); free(sstd); free(tmp); free(col);
-done:
+
+int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal_result *res)
+{
+    memset(res, 0, sizeof *res);
+    struct opt_run c;
+    int st = opt_setup(&c, cfg, res);
+    if (!st) st = opt_iterate(&c);
+    if (!st) st = opt_reduce(&c, res);
+    if (!st) st = opt_by_seed(&c, res);
+    if (!st) st = opt_tabulate(&c, res);
+    if (!st) st = opt_report(&c, res);
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in optimal-position");
-    for (int s = 0; s < n_models; s++) epar_exp_model_free(&models[s]);
-    free(models); free(out); free(nan_items); free(rowdev); free(P);
+    opt_run_free(&c);
     if (st) epar_exp_optimal_free(res);
     return st;
 }
