@@ -119,48 +119,68 @@ struct epar_table *epar_exp_position_properties(const struct epar_posfx *fx, int
 
 /* ---- the experiment ---- */
 
-int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_position_result *res)
+/* ---- the run, in named steps: set up, iterate (one job per seed x run), matrices, item tables, pos* summary ---- */
+
+struct pos_run {
+    const struct epar_position_cfg *cfg;
+    const struct epar_params *prm;
+    int L, D, B, R, S, J;
+    size_t LL;
+    struct job_out *jobs;       /* (J) */
+    int *pos_all;               /* (J,B) pos* of every item */
+    double *vmax_all;           /* (J,B) V(pos*) */
+    double *A0, *I0, *V0, *P0;  /* first seed, last run, for the figures: (B,L,L) (B,L) (B,L) (L,L) */
+};
+
+static int pos_setup(struct pos_run *c, const struct epar_position_cfg *cfg)
 {
-    memset(res, 0, sizeof *res);
-    const struct epar_params *prm = &cfg->prm;
-    int L = prm->length, D = prm->hidden, B = prm->batch, R = prm->runs, S = prm->n_seeds;
-    int J = S * R;
-    size_t LL = (size_t)L * L;
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    const struct epar_params *prm = c->prm = &cfg->prm;
+    int L = c->L = prm->length, D = c->D = prm->hidden, B = c->B = prm->batch, R = c->R = prm->runs;
+    c->S = prm->n_seeds;
+    int J = c->J = c->S * R;
+    size_t LL = c->LL = (size_t)L * L;
     double mem = (double)L * L * B * 8.0 * 2 + (double)B * L * D * 8.0;
     if (mem > 8e9) {
         epar_err_set(EPAR_ENOMEM, "size does not fit: length %d, batch %d needs %.1f GB", L, B, mem / 1e9);
         epar_err_hint("reduce --length or --batch");
         return EPAR_ENOMEM;
     }
-    struct job_out *jobs = epar_err_alloc((size_t)J, sizeof *jobs, "job results");
-    int *pos_all = epar_err_alloc((size_t)J * B, sizeof *pos_all, "pos* table");
-    double *vmax_all = epar_err_alloc((size_t)J * B, sizeof *vmax_all, "pos* table");
-    /* job 0 keeps its matrices for the figures */
-    double *A0 = epar_err_alloc((size_t)B * LL, sizeof *A0, "attention (figures)");
-    double *I0 = epar_err_alloc((size_t)B * L, sizeof *I0, "importance (figures)");
-    double *V0 = epar_err_alloc((size_t)B * L, sizeof *V0, "position scores (figures)");
-    double *P0 = epar_err_alloc(LL, sizeof *P0, "position effect");
-    int st = EPAR_OK;
-    if (!jobs || !pos_all || !vmax_all || !A0 || !I0 || !V0 || !P0) { st = EPAR_ENOMEM; goto done; }
-    for (int j = 0; j < J; j++) { jobs[j].pos = pos_all + (size_t)j * B; jobs[j].vmax = vmax_all + (size_t)j * B; }
+    c->jobs = epar_err_alloc((size_t)J, sizeof *c->jobs, "job results");
+    c->pos_all = epar_err_alloc((size_t)J * B, sizeof *c->pos_all, "pos* table");
+    c->vmax_all = epar_err_alloc((size_t)J * B, sizeof *c->vmax_all, "pos* table");
+    /* job R-1 keeps its matrices for the figures */
+    c->A0 = epar_err_alloc((size_t)B * LL, sizeof *c->A0, "attention (figures)");
+    c->I0 = epar_err_alloc((size_t)B * L, sizeof *c->I0, "importance (figures)");
+    c->V0 = epar_err_alloc((size_t)B * L, sizeof *c->V0, "position scores (figures)");
+    c->P0 = epar_err_alloc(LL, sizeof *c->P0, "position effect");
+    if (!c->jobs || !c->pos_all || !c->vmax_all || !c->A0 || !c->I0 || !c->V0 || !c->P0) return EPAR_ENOMEM;
+    for (int j = 0; j < J; j++) {
+        c->jobs[j].pos = c->pos_all + (size_t)j * B;
+        c->jobs[j].vmax = c->vmax_all + (size_t)j * B;
+    }
+    return EPAR_OK;
+}
 
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
-    {
-        struct epar_exp_model m;
-        double *X = malloc((size_t)B * L * D * sizeof *X);
-        double *A = malloc((size_t)B * LL * sizeof *A);
-        double *I = malloc((size_t)B * L * sizeof *I);
-        double *V = malloc((size_t)B * L * sizeof *V);
-        int ok = X && A && I && V && epar_exp_model_alloc(&m, prm) == EPAR_OK;
-        if (!ok) failed = 1;
-#pragma omp for schedule(dynamic, 1)
-        for (int j = 0; j < J; j++) {
-            if (!ok) continue;
+static void pos_run_free(struct pos_run *c)
+{
+    free(c->jobs); free(c->pos_all); free(c->vmax_all);
+    free(c->A0); free(c->I0); free(c->V0); free(c->P0);
+}
+
+/* job j = (seed, run): draw the layer and the data, attention, V = A I and pos* per item; 0 or 1 (failed) */
+static int pos_job(struct pos_run *c, int j, struct epar_exp_model *mp, double *X, double *A, double *I, double *V)
+{
+    const struct epar_params *prm = c->prm;
+    int L = c->L, D = c->D, B = c->B, R = c->R;
+    size_t LL = c->LL;
+    struct job_out *jobs = c->jobs;
+    double *A0 = c->A0, *I0 = c->I0, *V0 = c->V0, *P0 = c->P0;
             unsigned long seed = prm->seeds[j / R], run = (unsigned long)(j % R);
-            if (epar_exp_model_init(&m, seed, 0) || epar_exp_data(prm, seed, run, X)) { failed = 1; continue; }
+            if (epar_exp_model_init(mp, seed, 0) || epar_exp_data(prm, seed, run, X)) return 1;
             epar_imp_norm(X, B, L, D, I); /* I_j = ||x_j||, before the position embedding */
-            epar_exp_attention(&m, X, B, A);
+            epar_exp_attention(mp, X, B, A);
             double wsum = 0.0;
             for (int b = 0; b < B; b++) {
                 epar_metric_value(A + (size_t)b * LL, I + (size_t)b * L, L, V + (size_t)b * L);
@@ -174,20 +194,42 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
                 memcpy(A0, A, (size_t)B * LL * sizeof *A);
                 memcpy(I0, I, (size_t)B * L * sizeof *I);
                 memcpy(V0, V, (size_t)B * L * sizeof *V);
-                memcpy(P0, m.P, LL * sizeof *P0);
+                memcpy(P0, mp->P, LL * sizeof *P0);
             }
-        }
+    return 0;
+}
+
+static int pos_iterate(struct pos_run *c)
+{
+    int failed = 0, B = c->B, L = c->L, D = c->D;
+#pragma omp parallel reduction(| : failed)
+    {
+        struct epar_exp_model m;
+        double *X = malloc((size_t)B * L * D * sizeof *X);
+        double *A = malloc((size_t)B * c->LL * sizeof *A);
+        double *I = malloc((size_t)B * L * sizeof *I);
+        double *V = malloc((size_t)B * L * sizeof *V);
+        int ok = X && A && I && V && epar_exp_model_alloc(&m, c->prm) == EPAR_OK;
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int j = 0; j < c->J; j++)
+            if (ok && pos_job(c, j, &m, X, A, I, V)) failed = 1;
         if (ok) epar_exp_model_free(&m);
         free(X); free(A); free(I); free(V);
     }
-    if (failed) { st = epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)", L); goto done; }
+    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)", c->L);
+    return EPAR_OK;
+}
 
-    /* ---- tables ---- */
-    struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
-    if (prm->form == EPAR_FORM_NONE) for (size_t t = 0; t < LL; t++) P0[t] = 1.0;
-    st = EPAR_ENOMEM;
-    if (!(res->p_matrix = epar_exp_matrix_table("query,key,p_effect", P0, L, L))) goto done;
-    if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) goto done;
+/* p_matrix, attention, correlation and average attention of the figures' run */
+static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
+{
+    int L = c->L, B = c->B;
+    size_t LL = c->LL;
+    double *A0 = c->A0, *P0 = c->P0;
+    if (c->prm->form == EPAR_FORM_NONE) for (size_t t = 0; t < LL; t++) P0[t] = 1.0;
+    if (!(res->p_matrix = epar_exp_matrix_table("query,key,p_effect", P0, L, L))) return EPAR_ENOMEM;
+    if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) return EPAR_ENOMEM;
     {
         double *C = malloc(LL * sizeof *C), *W = malloc((size_t)L * B * L * sizeof *W);
         if (C && W) {
@@ -195,17 +237,37 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             res->correlation = epar_exp_matrix_table("query_i,query_j,correlation", C, L, L);
         }
         free(C); free(W);
-        if (!res->correlation) goto done;
+        if (!res->correlation) return EPAR_ENOMEM;
     }
     {
         double *Avg = calloc(LL, sizeof *Avg);
-        if (!Avg) goto done;
+        if (!Avg) return EPAR_ENOMEM;
         for (int b = 0; b < B; b++)
             for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
         res->average = epar_exp_matrix_table("query,key,weight", Avg, L, L);
         free(Avg);
-        if (!res->average) goto done;
+        if (!res->average) return EPAR_ENOMEM;
     }
+    {
+        double *Avg = calloc(LL, sizeof *Avg);
+        if (!Avg) return EPAR_ENOMEM;
+        for (int b = 0; b < B; b++)
+            for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
+        res->average = epar_exp_matrix_table("query,key,weight", Avg, L, L);
+        free(Avg);
+        if (!res->average) return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
+}
+
+/* importance and scores per item (wide), per-key statistics, the distance curve */
+static int pos_items(struct pos_run *c, struct epar_position_result *res)
+{
+    const struct epar_params *prm = c->prm;
+    int L = c->L, B = c->B;
+    const double *A0 = c->A0, *I0 = c->I0, *V0 = c->V0;
+    struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
+    const struct epar_position_cfg *cfg = c->cfg;
     /* wide tables: position, item_0 .. item_{B-1} */
     {
         char cols[4096] = "position";
@@ -213,10 +275,10 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",item_%d", b);
         res->importance = epar_csv_new(cols);
         res->scores = epar_csv_new(cols);
-        if (!res->importance || !res->scores) goto done;
+        if (!res->importance || !res->scores) return EPAR_ENOMEM;
         int nb = res->importance->ncols - 1;
         for (int i = 0; i < L; i++) {
-            if (epar_csv_append(res->importance, "i", i) || epar_csv_append(res->scores, "i", i)) goto done;
+            if (epar_csv_append(res->importance, "i", i) || epar_csv_append(res->scores, "i", i)) return EPAR_ENOMEM;
             for (int b = 0; b < nb; b++) {
                 res->importance->cells[(size_t)i * res->importance->ncols + 1 + b].v = I0[(size_t)b * L + i];
                 res->scores->cells[(size_t)i * res->scores->ncols + 1 + b].v = V0[(size_t)b * L + i];
@@ -225,7 +287,7 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
     }
     {
         double *mean = malloc(4 * (size_t)L * sizeof *mean);
-        if (!mean) goto done;
+        if (!mean) return EPAR_ENOMEM;
         double *sd = mean + L, *mx = sd + L, *mn = mx + L;
         epar_metric_key_stats(A0, L, mean, sd, mx, mn);
         res->stats = epar_csv_new("key,mean,std,max,min");
@@ -235,11 +297,11 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
                 epar_csv_append(res->column_attention, "id", j, mean[j]))
                 break;
         free(mean);
-        if (!res->stats || !res->column_attention || res->stats->nrows != (size_t)L) goto done;
+        if (!res->stats || !res->column_attention || res->stats->nrows != (size_t)L) return EPAR_ENOMEM;
     }
     {
         res->distance = epar_csv_new("distance,p_effect,basic,enhanced");
-        if (!res->distance) goto done;
+        if (!res->distance) return EPAR_ENOMEM;
         struct epar_posfx b = fx, e = fx;
         b.form = EPAR_FORM_BASIC;
         e.form = EPAR_FORM_ENHANCED;
@@ -247,21 +309,30 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             if (epar_csv_append(res->distance, "iddd", d,
                                 prm->form == EPAR_FORM_NONE ? 1.0 : epar_posfx_value(&fx, d, L),
                                 epar_posfx_value(&b, d, L), epar_posfx_value(&e, d, L)))
-                goto done;
+                return EPAR_ENOMEM;
     }
+    return EPAR_OK;
+}
+
+/* pos_star.csv and summary.csv over every item of every run and seed */
+static int pos_summary(struct pos_run *c, struct epar_position_result *res)
+{
+    const struct epar_params *prm = c->prm;
+    int L = c->L, B = c->B, R = c->R, S = c->S, J = c->J;
+    const struct job_out *jobs = c->jobs;
     {
         res->pos_star = epar_csv_new("seed,run,item,pos_star,value_max");
-        if (!res->pos_star) goto done;
+        if (!res->pos_star) return EPAR_ENOMEM;
         size_t n = (size_t)J * B;
         double *pd = malloc(n * sizeof *pd), *seed_means = malloc((size_t)S * sizeof *seed_means);
-        if (!pd || !seed_means) { free(pd); free(seed_means); goto done; }
+        if (!pd || !seed_means) { free(pd); free(seed_means); return EPAR_ENOMEM; }
         double wsum = 0.0;
         for (int j = 0; j < J; j++) {
             wsum += jobs[j].mean_weight;
             for (int b = 0; b < B; b++) {
                 pd[(size_t)j * B + b] = jobs[j].pos[b];
                 if (epar_csv_append(res->pos_star, "iiiid", (int)prm->seeds[j / R], j % R, b, jobs[j].pos[b],
-                                    jobs[j].vmax[b])) { free(pd); free(seed_means); goto done; }
+                                    jobs[j].vmax[b])) { free(pd); free(seed_means); return EPAR_ENOMEM; }
             }
         }
         for (int s = 0; s < S; s++) seed_means[s] = gsl_stats_mean(pd + (size_t)s * R * B, 1, (size_t)R * B);
@@ -273,7 +344,7 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
         epar_metric_mean_sd(seed_means, (size_t)S, &seed_mean, &seed_sd);
         free(pd); free(seed_means);
         res->summary = epar_csv_new("metric,value,note");
-        if (!res->summary) goto done;
+        if (!res->summary) return EPAR_ENOMEM;
         char note[160];
         snprintf(note, sizeof note, "rows of A sum to 1, so this is 1/L = %.12g by construction, not a measurement",
                  1.0 / L);
@@ -284,14 +355,27 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
             epar_csv_append(res->summary, "sds", "pos_star_seed_sd", seed_sd, "sample sd across seeds of the per-seed mean") ||
             epar_csv_append(res->summary, "sds", "items", (double)n, "seeds x runs x batch") ||
             epar_csv_append(res->summary, "sds", "mean_attention_weight", res->mean_weight, note))
-            goto done;
+            return EPAR_ENOMEM;
     }
-    if (!(res->properties = epar_exp_position_properties(&fx, L, &res->properties_failed))) goto done;
-    st = EPAR_OK;
-done:
+    return EPAR_OK;
+}
+
+int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_position_result *res)
+{
+    memset(res, 0, sizeof *res);
+    struct pos_run c;
+    int st = pos_setup(&c, cfg);
+    if (!st) st = pos_iterate(&c);
+    if (!st) st = pos_matrices(&c, res);
+    if (!st) st = pos_items(&c, res);
+    if (!st) st = pos_summary(&c, res);
+    if (!st) {
+        const struct epar_params *prm = &cfg->prm;
+        struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
+        if (!(res->properties = epar_exp_position_properties(&fx, c.L, &res->properties_failed))) st = EPAR_ENOMEM;
+    }
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in position-effect");
-    free(jobs); free(pos_all); free(vmax_all);
-    free(A0); free(I0); free(V0); free(P0);
+    pos_run_free(&c);
     if (st) epar_exp_position_free(res);
     return st;
 }
