@@ -248,15 +248,6 @@ static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
         free(Avg);
         if (!res->average) return EPAR_ENOMEM;
     }
-    {
-        double *Avg = calloc(LL, sizeof *Avg);
-        if (!Avg) return EPAR_ENOMEM;
-        for (int b = 0; b < B; b++)
-            for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
-        res->average = epar_exp_matrix_table("query,key,weight", Avg, L, L);
-        free(Avg);
-        if (!res->average) return EPAR_ENOMEM;
-    }
     return EPAR_OK;
 }
 
