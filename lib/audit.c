@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_poly.h>
@@ -789,7 +790,11 @@ static void read_run(struct reading *rd, const struct epar_audit_ctx *ctx, const
         if (!strcmp(ctx->expect[i].dir, dir)) e = &ctx->expect[i];
     json_t *j = json_load_file(path, 0, NULL);
     if (!j) {
-        if (e) {
+        /* no run.json: if the measured file is missing too the experiment has not run (the claim is "not
+         * reproducible here", rerun it), not stale; a file without its run.json cannot be placed, so it is stale */
+        char fp[4200];
+        snprintf(fp, sizeof fp, "%s/%s", ctx->out_root, file);
+        if (e && access(fp, F_OK) == 0) {
             rd->stale = 1;
             snprintf(rd->stale_why, sizeof rd->stale_why, "output/%s is missing or unreadable", rd->input);
         }
