@@ -111,18 +111,20 @@ int cmd_scale(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_benchmark(int argc, char **argv);
 
-/* the command table, for run-all and help */
-enum { CMD_EXPERIMENT = 1 };
+/* the command table, for run-all and help. A row with `exp` is an analysis experiment: run-all runs it, and its
+ * output folder is exp->folder (one place); other rows name their folder in `folder`. */
 struct cmd_entry {
     const char *name;
     int (*fn)(int argc, char **argv);
-    int flags;
-    const char *section;    /* paper section */
-    const char *out;        /* output sub-folder */
+    const struct epar_experiment *exp;  /* NULL: not an experiment of run-all */
+    const char *section;                /* paper section */
+    const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
 };
 extern const struct cmd_entry epar_commands[];
 const struct cmd_entry *cli_find_command(const char *name);
+/* the row's output sub-folder under the output root ("position", "report", ...) */
+const char *cli_command_folder(const struct cmd_entry *e);
 
 /* Generated from the command table and each command's own --help (cmd/docgen.c): the manual page epar(1) in roff
  * (epar --man) and shell completion (epar --completion bash|zsh). Return an exit code. */

@@ -104,8 +104,9 @@ int cli_man(FILE *f)
     for (const struct cmd_entry *c = epar_commands; c->name; c++) {
         fprintf(f, ".SS %s\n", c->name);
         roff(f, c->summary, 0);
-        fprintf(f, " (%s; writes \\fI", c->section);
-        roff(f, c->out, 0);
+        fprintf(f, " (%s; writes \\fIoutput/", c->section);
+        roff(f, cli_command_folder(c), 0);
+        fputc('/', f);
         fputs("\\fR).\n", f);
         char *help = capture_help(c), *save = NULL;
         for (char *line = help ? strtok_r(help, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {

@@ -13,29 +13,33 @@
 #include "lib/csvout.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
+#include "experiments/experiment.h"
 #include "cli.h"
 
 
-/* name, function (NULL: not built yet), flags, paper section, output folder, summary */
+/* name, function, experiment (run-all runs these, in this order), paper section, output folder of the other rows,
+ * summary */
 const struct cmd_entry epar_commands[] = {
-    {"position-effect", cmd_position_effect, CMD_EXPERIMENT, "paper §4", "output/position/",
+    {"position-effect", cmd_position_effect, &epar_exp_position, "paper §4", NULL,
      "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
-    {"optimal-position", cmd_optimal_position, CMD_EXPERIMENT, "paper §4.3", "output/optimal/",
+    {"optimal-position", cmd_optimal_position, &epar_exp_optimal, "paper §4.3", NULL,
      "information importance, pos*, consistency and ranking per importance type"},
-    {"sensitivity", cmd_sensitivity, CMD_EXPERIMENT, "appendix", "output/parameter/",
+    {"sensitivity", cmd_sensitivity, &epar_exp_sensitivity, "appendix", NULL,
      "alpha, beta and gamma sweeps with a measured baseline and retention"},
-    {"adaptive", cmd_adaptive, CMD_EXPERIMENT, "paper §5.4", "output/adaptive/",
+    {"adaptive", cmd_adaptive, &epar_exp_adaptive, "paper §5.4", NULL,
      "task- and content-aware attention; when and why EPAR helps"},
-    {"compare", cmd_compare, CMD_EXPERIMENT, "all sources", "output/compare/",
+    {"compare", cmd_compare, &epar_exp_compare, "all sources", NULL,
      "every attention/position mechanism of the sources, side by side"},
-    {"scale", cmd_scale, 0, "long context", "output/scale/", "streaming analysis at large L"},
-    {"train", cmd_train, 0, "main table (proxy)", "output/train/",
+    {"scale", cmd_scale, NULL, "long context", "scale", "streaming analysis at large L"},
+    {"train", cmd_train, NULL, "main table (proxy)", "train",
      "train a small Transformer (lm or recall) with one position mechanism"},
-    {"benchmark", cmd_benchmark, 0, "main table, when to use, cost (proxy)", "output/benchmark/",
+    {"benchmark", cmd_benchmark, NULL, "main table, when to use, cost (proxy)", "benchmark",
      "the grid proxy task x mechanism x seed of trained models"},
-    {"run-all", cmd_run_all, 0, "all", "output/report/",
+    {"run-all", cmd_run_all, NULL, "all", "report",
      "every experiment above with the protocol, then the claims audit"},
-    {NULL, NULL, 0, NULL, NULL, NULL}};
+    {NULL, NULL, NULL, NULL, NULL, NULL}};
+
+const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->exp->folder : e->folder; }
 
 const struct cmd_entry *cli_find_command(const char *name)
 {
@@ -163,11 +167,6 @@ static int run(int argc, char **argv)
         }
         const struct cmd_entry *c = cli_find_command(argv[2]);
         if (!c) return unknown_command(argv[2]);
-        if (!c->fn) {
-            printf("usage: epar %s [options]\n\n%s -> %s\n\nThis command is not built yet.\n", c->name, c->summary,
-                   c->out);
-            return 0;
-        }
         char *hargv[] = {argv[2], "--help", NULL};
         return c->fn(2, hargv);
     }
@@ -179,16 +178,5 @@ static int run(int argc, char **argv)
     }
     const struct cmd_entry *c = cli_find_command(name);
     if (!c) return unknown_command(name);
-    if (!c->fn) {
-        for (int i = 2; i < argc; i++)
-            if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-                printf("usage: epar %s [options]\n\n%s -> %s\n\nThis command is not built yet.\n", c->name,
-                       c->summary, c->out);
-                return 0;
-            }
-        cli_usage_error("command '%s' is not built yet", name);
-        fputs("hint: see 'epar --help' for the commands that are\n", stderr);
-        return 2;
-    }
     return c->fn(argc - 1, argv + 1);
 }

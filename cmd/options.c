@@ -310,7 +310,7 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
 {
     const struct cmd_entry *ce = cli_find_command(cmd);
     fprintf(f, "usage: epar %s %s\n\n", cmd, usage ? usage : "[options]");
-    if (ce) fprintf(f, "%s%s%s\n", ce->summary, ce->out ? " -> " : "", ce->out ? ce->out : "");
+    if (ce) fprintf(f, "%s -> output/%s/\n", ce->summary, cli_command_folder(ce));
     for (const struct opt *p = opts; p->type != OPT_END; p++) {
         if (p->type == OPT_GROUP) {
             fprintf(f, "\n%s:\n", p->name);

@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "experiments/common.h"
+#include "experiments/experiment.h"
 #include "experiments/report.h"
 #include "cli.h"
 
@@ -72,11 +73,11 @@ static int run_experiments(const struct cli_common *c, const struct opt *opts, c
     }
     int n = 0;
     for (const struct cmd_entry *e = epar_commands; e->name; e++)
-        if ((e->flags & CMD_EXPERIMENT) && e->fn) n++;
+        if (e->exp) n++;
     memset(rs, 0, sizeof *rs);
     int i = 0;
     for (const struct cmd_entry *e = epar_commands; e->name; e++) {
-        if (!(e->flags & CMD_EXPERIMENT) || !e->fn || i >= MAX_EXPERIMENTS) continue;
+        if (!e->exp || i >= MAX_EXPERIMENTS) continue;
         char label[128];
         snprintf(label, sizeof label, "%s (%s)", e->name, e->section);
         progress(c, tty, i, n, label);
@@ -121,13 +122,13 @@ static int expectations(struct expectations *x, const struct epar_protocol *prot
 {
     x->n = 0;
     for (const struct cmd_entry *e = epar_commands; e->name && x->n < MAX_EXPERIMENTS; e++) {
-        if (!(e->flags & CMD_EXPERIMENT) || !e->fn || strncmp(e->out, "output/", 7)) continue;
+        if (!e->exp) continue;
         struct epar_params *p = &x->prm[x->n];
         int st = epar_protocol_params(proto, e->name, c->preset, p);
         if (st) return st;
         if (cli_seen(opts, "seed")) { p->n_seeds = 1; p->seeds[0] = (unsigned long)c->seed; }
         if (cli_seen(opts, "seeds")) { p->n_seeds = c->seeds.n_seeds; memcpy(p->seeds, c->seeds.seeds, sizeof p->seeds); }
-        snprintf(x->dirs[x->n], sizeof x->dirs[x->n], "%.*s", (int)strcspn(e->out + 7, "/"), e->out + 7);
+        snprintf(x->dirs[x->n], sizeof x->dirs[x->n], "%s", e->exp->folder);
         x->e[x->n] = (struct epar_audit_expect){x->dirs[x->n], proto->hash, p->preset, p->n_seeds, p->seeds,
                                                 EPAR_VERSION};
         x->n++;
@@ -152,13 +153,8 @@ static int folders_from_table(struct epar_report_folder *f, char labels[][160], 
 {
     int n = 0;
     for (const struct cmd_entry *e = epar_commands; e->name && n < max; e++) {
-        if (!e->out || strncmp(e->out, "output/", 7)) continue;
-        static char dirs[MAX_EXPERIMENTS][64];
-        snprintf(dirs[n], sizeof dirs[n], "%s", e->out + 7);
-        size_t l = strlen(dirs[n]);
-        if (l && dirs[n][l - 1] == '/') dirs[n][l - 1] = '\0';
         snprintf(labels[n], 160, "%s: epar %s", e->section, e->name);
-        f[n].dir = dirs[n];
+        f[n].dir = cli_command_folder(e);
         f[n].label = labels[n];
         n++;
     }

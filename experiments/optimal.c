@@ -590,11 +590,12 @@ static void bars(char *buf, size_t n, const char *title, const char *ylabel, int
              title, ylabel, yrange, plot);
 }
 
-int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar_optimal_result *res,
+/* the tables, the text report and run.json */
+static int opt_write_files(const struct epar_optimal_cfg *cfg, const struct epar_optimal_result *res,
                            struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, T = cfg->n_types, S = prm->n_seeds;
+    int st, T = cfg->n_types;
     const struct epar_exp_file files[] = {
         {"consistency_by_seed.csv", res->by_seed}, {"consistency.csv", res->consistency},
         {"forms_comparison.csv", res->forms}, {"forms_paired_difference.csv", res->paired},
@@ -617,15 +618,31 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
                               "relative 1e-12; argmax lowest index; average ranks");
     if ((st = epar_exp_write_run_json(o, "optimal-position", protocol_path, prm, extra))) return st;
 
-    char tics[1024], body[8192], title[512], sub[256];
-    type_tics(cfg, tics, sizeof tics);
-    snprintf(sub, sizeof sub, "%s form, L=%d, %d runs x %d seeds", epar_posfx_form_name(prm->form), prm->length,
-             prm->runs, S);
-    char yr01[1200], yr11[1200], yr0[1200];
-    snprintf(yr01, sizeof yr01, "%sset yrange [0:1.05]\n", tics);
-    snprintf(yr11, sizeof yr11, "%sset yrange [-1:1]\nset xzeroaxis lt -1\n", tics);
-    snprintf(yr0, sizeof yr0, "%sset yrange [0:*]\n", tics);
+    return EPAR_OK;
+}
 
+/* the figure's common subtitle and the three y ranges of the bar charts */
+struct opt_fig {
+    char tics[1024], sub[256], yr01[1200], yr11[1200], yr0[1200];
+};
+
+static void opt_fig_init(struct opt_fig *g, const struct epar_optimal_cfg *cfg)
+{
+    const struct epar_params *prm = &cfg->prm;
+    type_tics(cfg, g->tics, sizeof g->tics);
+    snprintf(g->sub, sizeof g->sub, "%s form, L=%d, %d runs x %d seeds", epar_posfx_form_name(prm->form),
+             prm->length, prm->runs, prm->n_seeds);
+    snprintf(g->yr01, sizeof g->yr01, "%sset yrange [0:1.05]\n", g->tics);
+    snprintf(g->yr11, sizeof g->yr11, "%sset yrange [-1:1]\nset xzeroaxis lt -1\n", g->tics);
+    snprintf(g->yr0, sizeof g->yr0, "%sset yrange [0:*]\n", g->tics);
+}
+
+/* the bar charts per information type: four single ones, the standard deviations, the six-panel overview */
+static int opt_write_bars(const struct opt_fig *g, struct epar_out *o)
+{
+    int st;
+    char body[8192], title[512];
+    const char *sub = g->sub, *yr01 = g->yr01, *yr11 = g->yr11, *yr0 = g->yr0;
     snprintf(title, sizeof title, "Formula consistency by information type (%s; bars: sd across seeds)", sub);
     bars(body, sizeof body, title, "consistency (score similarity + proximity)/2", 2, 3, yr01, 1);
     if ((st = epar_plot_script(o, "consistency_verification", "Consistency by information type", body))) return st;
@@ -670,6 +687,15 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
         if ((st = epar_plot_script(o, "verification_results", "Verification results overview", big))) return st;
     }
 
+    return EPAR_OK;
+}
+
+/* consistency against ranking (a scatter) and the radar of the four quantities */
+static int opt_write_scatter_radar(const struct epar_optimal_cfg *cfg, const struct opt_fig *g, struct epar_out *o)
+{
+    int st, T = cfg->n_types;
+    char body[8192];
+    const char *sub = g->sub;
     /* consistency vs ranking: one point per type with across-seed error bars in both directions */
     snprintf(body, sizeof body,
              "set title 'Consistency vs ranking correlation (%s; bars: sd across seeds)'\n"
@@ -704,6 +730,16 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
     if ((st = epar_plot_script(o, "information_type_radar_comparison", "Radar comparison of the types", body)))
         return st;
 
+    return EPAR_OK;
+}
+
+/* the paired forms (basic, enhanced, none) on the same weights, data and importance */
+static int opt_write_forms(const struct epar_optimal_cfg *cfg, const struct opt_fig *g, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, T = cfg->n_types, S = prm->n_seeds;
+    char body[8192];
+    const char *tics = g->tics;
     /* paired forms: grouped bars of consistency and ranking, error bars across seeds */
     {
         char panel[2][2500];
@@ -728,6 +764,18 @@ int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar
             return st;
     }
     return EPAR_OK;
+}
+
+int epar_exp_optimal_write(const struct epar_optimal_cfg *cfg, const struct epar_optimal_result *res,
+                           struct epar_out *o, const char *protocol_path)
+{
+    struct opt_fig g;
+    int st;
+    if ((st = opt_write_files(cfg, res, o, protocol_path))) return st;
+    opt_fig_init(&g, cfg);
+    if ((st = opt_write_bars(&g, o))) return st;
+    if ((st = opt_write_scatter_radar(cfg, &g, o))) return st;
+    return opt_write_forms(cfg, &g, o);
 }
 
 int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_cfg *cfg)

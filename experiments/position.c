@@ -382,11 +382,12 @@ void epar_exp_position_free(struct epar_position_result *res)
     }
 }
 
-int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct epar_position_result *res,
-                            struct epar_out *o, const char *protocol_path)
+/* the tables and run.json */
+static int pos_write_files(const struct epar_position_cfg *cfg, const struct epar_position_result *res,
+                           struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length, B = prm->batch;
+    int st;
     const struct epar_exp_file files[] = {
         {"position_effect_matrix.csv", res->p_matrix}, {"attention_weights.csv", res->attention},
         {"position_correlation.csv", res->correlation}, {"average_attention.csv", res->average},
@@ -399,8 +400,13 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                               "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
     if ((st = epar_exp_write_run_json(o, "position-effect", protocol_path, prm, extra))) return st;
 
-    char where[128];
-    snprintf(where, sizeof where, "seed %lu, run %d", prm->seeds[0], prm->runs - 1);
+    return EPAR_OK;
+}
+
+/* the four L x L heatmaps; `where` names the seed and run the figures show */
+static int pos_write_heatmaps(const struct epar_params *prm, const char *where, struct epar_out *o)
+{
+    int st, L = prm->length, B = prm->batch;
     char title[256];
     const char *form = epar_posfx_form_name(prm->form);
 
@@ -421,6 +427,14 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
     if ((st = epar_exp_heatmap(o, "average_attention", title, "average_attention.csv", "key position j",
                                "query position i", "mean attention weight")))
         return st;
+    return EPAR_OK;
+}
+
+/* importance, scores with pos*, per-key statistics, the distance curve, attention received */
+static int pos_write_curves(const struct epar_params *prm, const char *where, struct epar_out *o)
+{
+    int st, L = prm->length, B = prm->batch;
+    const char *form = epar_posfx_form_name(prm->form);
     if ((st = epar_plot_scriptf(o, "information_importance", "Information importance I_j = ||x_j||",
                                 "set title 'Information importance I_j = ||x_j||_2 (%s)'\n"
                                 "set xlabel 'position j'\nset ylabel 'I_j (L2 norm of the input)'\n"
@@ -485,6 +499,18 @@ int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct ep
                                 where)))
         return st;
     return EPAR_OK;
+}
+
+int epar_exp_position_write(const struct epar_position_cfg *cfg, const struct epar_position_result *res,
+                            struct epar_out *o, const char *protocol_path)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st;
+    if ((st = pos_write_files(cfg, res, o, protocol_path))) return st;
+    char where[128];
+    snprintf(where, sizeof where, "seed %lu, run %d", prm->seeds[0], prm->runs - 1);
+    if ((st = pos_write_heatmaps(prm, where, o))) return st;
+    return pos_write_curves(prm, where, o);
 }
 
 int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg)

@@ -1157,26 +1157,10 @@ static const char filter_js[] =
     "sel.value=b.dataset.verdict;apply();document.getElementById('claims').scrollIntoView();});});\n"
     "apply();})();\n</script>\n";
 
-int epar_exp_report_index(const char *out_root, const struct epar_audit *a, const struct epar_report_info *info)
+/* index.html's summary: counts, verdict chips, one sentence per section, failed experiments, stale claims */
+static void index_summary(FILE *f, const struct epar_audit *a, const struct epar_report_info *info)
 {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/index.html", out_root);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-    char title[128], counts[512];
-    snprintf(title, sizeof title, "EPAR reproduction (epar %s)", info->version);
-    page_head(f, title);
-    fputs("<h1>EPAR reproduction and audit</h1>\n<p>Written by <code>epar run-all</code> (epar ", f);
-    html(f, info->version);
-    fputs(") from <code>", f);
-    html(f, info->protocol_path);
-    fputs("</code>, preset <code>", f);
-    html(f, info->preset ? info->preset : "(the file's default)");
-    fputs("</code>. The claims of the paper <i>EPAR: Explicit Position-Attention Relationship for Interpretable "
-          "Long-Range Attention in Transformers</i>, of its reference code and of four other source documents, each "
-          "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
-    /* summary: counts, then one sentence per section, computed from the audit */
+    char counts[512];
     section_counts(a, NULL, counts, sizeof counts);
     fprintf(f, "<section id=\"summary\"><h2>Summary</h2>\n<p><strong>%zu claims:</strong> ", a->n);
     html(f, counts);
@@ -1228,10 +1212,12 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
           "retention definitions, the reference's defects; as markdown: <a href=\"report/REPORT.md\">REPORT.md</a>); "
           "every number in full precision: <a href=\"report/claims.csv\">report/claims.csv</a>. Numbers on this page "
           "are rounded to the precision of the figure they are compared with.</p></section>\n", f);
-    /* table of contents */
-    char **dirs;
-    const char **labels;
-    int nd = figure_folders(out_root, info, &dirs, &labels);
+}
+
+/* the table of contents: the claim sections and the figure folders */
+static void index_toc(FILE *f, const struct epar_audit *a, char **dirs, const char **labels, int nd)
+{
+    const char *sec;
     fputs("<nav class=\"toc\" id=\"contents\"><strong>Contents</strong><ul>\n<li><a href=\"#summary\">Summary</a></li>\n"
           "<li><a href=\"#claims\">Claims by paper section</a><ul>\n", f);
     for (int k = 0; (sec = nth_section(a, k)); k++) {
@@ -1250,7 +1236,11 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
         fputs("</a></li>\n", f);
     }
     fputs("</ul></li>\n<li><a href=\"report/REPORT.html\">The full report</a></li>\n</ul></nav>\n", f);
-    /* claims, with the filter */
+}
+
+/* the claims heading with its verdict filter */
+static void index_filter(FILE *f, const struct epar_audit *a)
+{
     fputs("<section id=\"claims\"><h2>Claims by paper section</h2>\n<p><label for=\"verdict-filter\">Show verdict: "
           "</label><select id=\"verdict-filter\"><option value=\"all\">all</option>", f);
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
@@ -1261,6 +1251,34 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
                 a->counts[v]);
     }
     fprintf(f, "</select> <span id=\"filter-status\">%zu claims shown</span></p>\n</section>\n", a->n);
+}
+
+int epar_exp_report_index(const char *out_root, const struct epar_audit *a, const struct epar_report_info *info)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/index.html", out_root);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    char title[128];
+    snprintf(title, sizeof title, "EPAR reproduction (epar %s)", info->version);
+    page_head(f, title);
+    fputs("<h1>EPAR reproduction and audit</h1>\n<p>Written by <code>epar run-all</code> (epar ", f);
+    html(f, info->version);
+    fputs(") from <code>", f);
+    html(f, info->protocol_path);
+    fputs("</code>, preset <code>", f);
+    html(f, info->preset ? info->preset : "(the file's default)");
+    fputs("</code>. The claims of the paper <i>EPAR: Explicit Position-Attention Relationship for Interpretable "
+          "Long-Range Attention in Transformers</i>, of its reference code and of four other source documents, each "
+          "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
+    index_summary(f, a, info);
+    char **dirs;
+    const char **labels;
+    int nd = figure_folders(out_root, info, &dirs, &labels);
+    index_toc(f, a, dirs, labels, nd);
+    index_filter(f, a);
+    const char *sec;
     for (int k = 0; (sec = nth_section(a, k)); k++) index_claim_section(f, out_root, a, sec);
     fputs("<section id=\"figures\"><h2>Figures by output folder</h2>\n", f);
     for (int i = 0; i < nd; i++) index_folder(f, out_root, dirs[i], labels[i]);
