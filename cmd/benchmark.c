@@ -150,29 +150,154 @@ static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cf
     return st;
 }
 
+/* the arguments without "--merge DIR...", and the folders it names (up to the next option) */
+static int take_merge(int argc, char **argv, char **av, int *ac, const char **merge, int *n_merge, int *merging)
+{
+    *ac = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--merge")) {
+            *merging = 1;
+            for (; i + 1 < argc && strncmp(argv[i + 1], "-", 1); i++) {
+                if (*n_merge >= MAX_MERGE) return cli_usage_error("--merge takes at most %d folders", MAX_MERGE);
+                merge[(*n_merge)++] = argv[i + 1];
+            }
+            continue;
+        }
+        av[(*ac)++] = argv[i];
+    }
+    av[*ac] = NULL;
+    return -1;
+}
+
+/* --merge: every cell from the first folder that has it (this configuration), unless root has it already */
+static int merge_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
+                       const char *root, const char *const *merge, int n_merge)
+{
+    int st = EPAR_OK, missing = 0;
+    for (int k = 0; k < plan->n; k++) {
+        if (epar_exp_benchmark_cell_state(cfg, plan, k, root) == 1) continue;
+        int found = 0;
+        for (int d = 0; d < n_merge && !found && !st; d++) {
+            char from[4300];
+            snprintf(from, sizeof from, "%s/benchmark", merge[d]);
+            if (epar_exp_benchmark_cell_state(cfg, plan, k, from) == 1) {
+                st = epar_exp_benchmark_cell_copy(cfg, &plan->cells[k], from, root);
+                found = 1;
+            }
+        }
+        if (!found) missing++;
+    }
+    if (!st && missing) {
+        st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan->n, n_merge);
+        epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
+    }
+    if (!st) cli_progress(c, "benchmark: merged %d cells from %d folder(s)", plan->n, n_merge);
+    return st;
+}
+
+/* the cells of shard K/N not done yet in root: the heaviest first, then the cost cell alone; *stopped = 128 + the
+ * signal when interrupted (finished cells are kept) */
+static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
+                    const char *root, int K, int N, int jobs, int size, int *stopped)
+{
+    int st = EPAR_OK, total = plan->n, mine = 0, have = 0, redo = 0;
+    int *pending = malloc((size_t)plan->n * sizeof *pending), np = 0, cost_pending = 0;
+    if (!pending) return epar_err_set(EPAR_ENOMEM, "out of memory");
+    struct run_state rs = {0, 0, 0, 0, 0};
+    for (int k = 0; k < plan->n; k++) {
+        if (k % N != K - 1) continue;
+        mine++;
+        int s = epar_exp_benchmark_cell_state(cfg, plan, k, root);
+        if (s == 1) {
+            have++;
+            continue;
+        }
+        redo += s < 0;
+        if (plan->cells[k].task < 0) cost_pending = 1;
+        else pending[np++] = k;
+        rs.w_total += plan->cells[k].weight;
+    }
+    /* the heaviest cells first (the schedule ends with short cells on every thread) */
+    for (int i = 1; i < np; i++)
+        for (int j = i; j > 0 && plan->cells[pending[j]].weight > plan->cells[pending[j - 1]].weight; j--) {
+            int tmp = pending[j];
+            pending[j] = pending[j - 1];
+            pending[j - 1] = tmp;
+        }
+    rs.total = np + cost_pending;
+    double spw = rs.total ? calibrate(cfg, plan) : 0;
+    char est[32];
+    fmt_time(spw * rs.w_total / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
+    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
+                     "(%d done already%s), %d at once; estimated %s",
+                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, plan->n - 1,
+                 N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
+    if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
+    stop_signal = 0;
+    catch_stop(1);
+    rs.t0 = omp_get_wtime();
+    /* the lm text is read (and cached) once before the threads start */
+    st = run_cells(c, cfg, plan, root, pending, np, jobs, &rs);
+#ifdef EPAR_MPI
+    if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
+#endif
+    if (!st && cost_pending && !stop_signal) {
+        int one[1] = {plan->n - 1};
+        st = run_cells(c, cfg, plan, root, one, 1, 1, &rs);
+    }
+    catch_stop(0);
+    if (stop_signal) {
+        fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
+        fprintf(stderr, "hint: run the same command again to resume\n");
+        free(pending);
+        *stopped = 128 + stop_signal;
+        return EPAR_OK;
+    }
+    free(pending);
+    if (!st && N > 1 && size == 1 && !c->quiet)   /* under mpirun rank 0 writes the tables instead */
+        printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
+               "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
+               K, N, mine, root, cfg->b.name);
+    return st;
+}
+
+/* the tables into a fresh benchmark/ (cells/ carried over), published; the main table on stdout */
+static int write_tables(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
+                        const char *root, const char *mode, int jobs)
+{
+    int st;
+    struct epar_out o;
+    if ((st = epar_out_begin(&o, c->out, "benchmark"))) return st;
+    epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
+    json_t *extra = json_pack("{s:s, s:i}", "mode", mode, "jobs", jobs);
+    st = epar_exp_benchmark_write(cfg, plan, root, &o, extra);
+    st = cli_publish(c, "benchmark", &o, st);
+    if (!st && !c->quiet) {
+        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg->b.name, plan->n, c->out);
+        char md[4400];
+        snprintf(md, sizeof md, "%s/benchmark/main_table.md", c->out);
+        FILE *f = fopen(md, "r");
+        char line[1024];
+        int shown = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
+        if (f) fclose(f);
+    }
+    return st;
+}
+
 int cmd_benchmark(int argc, char **argv)
 {
     /* --merge DIR...: the folders up to the next option */
     const char *merge[MAX_MERGE];
-    int n_merge = 0, merging = 0;
+    int n_merge = 0, merging = 0, ac;
     char **av = malloc(((size_t)argc + 1) * sizeof *av);
     if (!av) return cli_fail(epar_err_set(EPAR_ENOMEM, "out of memory"));
-    int ac = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--merge")) {
-            merging = 1;
-            for (; i + 1 < argc && strncmp(argv[i + 1], "-", 1); i++) {
-                if (n_merge >= MAX_MERGE) {
-                    free(av);
-                    return cli_usage_error("--merge takes at most %d folders", MAX_MERGE);
-                }
-                merge[n_merge++] = argv[i + 1];
-            }
-            continue;
-        }
-        av[ac++] = argv[i];
+    int rc = take_merge(argc, argv, av, &ac, merge, &n_merge, &merging);
+    if (rc >= 0) {
+        free(av);
+        return rc;
     }
-    av[ac] = NULL;
 
     struct cli_common c = {0};
     const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL;
@@ -194,8 +319,8 @@ int cmd_benchmark(int argc, char **argv)
         {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
         {"jobs", 'j', OPT_INT, &c.jobs, "N", "cells trained at once (default: all cores); results do not depend on it", 0},
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
-    int rc = cli_parse("benchmark", "--budget smoke|quick|full [--tasks LIST] [--mechanisms LIST] [--shard K/N | --merge DIR...] [options]",
-                       opts, ac, av);
+    rc = cli_parse("benchmark", "--budget smoke|quick|full [--tasks LIST] [--mechanisms LIST] [--shard K/N | --merge DIR...] [options]",
+                   opts, ac, av);
     free(av);
     if (rc >= 0) return rc;
     if (merging && n_merge == 0) return cli_usage_error("--merge needs at least one folder (the --out of a shard)");
@@ -247,87 +372,17 @@ int cmd_benchmark(int argc, char **argv)
     if (!st) st = epar_bench_plan(&cfg, &plan);
     if (st) goto done;
 
-    int total = plan.n, mine = 0, have = 0, redo = 0;
-    int *pending = malloc((size_t)plan.n * sizeof *pending), np = 0, cost_pending = 0;
-    if (!pending) {
-        st = epar_err_set(EPAR_ENOMEM, "out of memory");
-        goto done;
-    }
     if (merging) {
-        /* every cell from the first folder that has it (this configuration), unless --out has it already */
-        int missing = 0;
-        for (int k = 0; k < plan.n; k++) {
-            if (epar_exp_benchmark_cell_state(&cfg, &plan, k, root) == 1) continue;
-            int found = 0;
-            for (int d = 0; d < n_merge && !found && !st; d++) {
-                char from[4300];
-                snprintf(from, sizeof from, "%s/benchmark", merge[d]);
-                if (epar_exp_benchmark_cell_state(&cfg, &plan, k, from) == 1) {
-                    st = epar_exp_benchmark_cell_copy(&cfg, &plan.cells[k], from, root);
-                    found = 1;
-                }
-            }
-            if (!found) missing++;
-        }
-        if (!st && missing) {
-            st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan.n, n_merge);
-            epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
-        }
-        if (!st) cli_progress(&c, "benchmark: merged %d cells from %d folder(s)", plan.n, n_merge);
+        st = merge_cells(&c, &cfg, &plan, root, merge, n_merge);
     } else {
-        struct run_state rs = {0, 0, 0, 0, 0};
-        for (int k = 0; k < plan.n; k++) {
-            if (k % N != K - 1) continue;
-            mine++;
-            int s = epar_exp_benchmark_cell_state(&cfg, &plan, k, root);
-            if (s == 1) {
-                have++;
-                continue;
-            }
-            redo += s < 0;
-            if (plan.cells[k].task < 0) cost_pending = 1;
-            else pending[np++] = k;
-            rs.w_total += plan.cells[k].weight;
-        }
-        /* the heaviest cells first (the schedule ends with short cells on every thread) */
-        for (int i = 1; i < np; i++)
-            for (int j = i; j > 0 && plan.cells[pending[j]].weight > plan.cells[pending[j - 1]].weight; j--) {
-                int tmp = pending[j];
-                pending[j] = pending[j - 1];
-                pending[j - 1] = tmp;
-            }
-        rs.total = np + cost_pending;
-        double spw = rs.total ? calibrate(&cfg, &plan) : 0;
-        char est[32];
-        fmt_time(spw * rs.w_total / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
-        cli_progress(&c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
-                         "(%d done already%s), %d at once; estimated %s",
-                     cfg.b.name, cfg.n_tasks, cfg.n_mech, cfg.b.n_seeds, plan.n - 1,
-                     N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
-        if (N > 1) cli_progress(&c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
-        stop_signal = 0;
-        catch_stop(1);
-        rs.t0 = omp_get_wtime();
-        /* the lm text is read (and cached) once before the threads start */
-        st = run_cells(&c, &cfg, &plan, root, pending, np, jobs, &rs);
-#ifdef EPAR_MPI
-        if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
-#endif
-        if (!st && cost_pending && !stop_signal) {
-            int one[1] = {plan.n - 1};
-            st = run_cells(&c, &cfg, &plan, root, one, 1, 1, &rs);
-        }
-        catch_stop(0);
-        if (stop_signal) {
-            fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
-            fprintf(stderr, "hint: run the same command again to resume\n");
-            free(pending);
+        int stopped = 0;
+        st = run_here(&c, &cfg, &plan, root, K, N, jobs, size, &stopped);
+        if (stopped) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
-            return 128 + stop_signal;
+            return stopped;
         }
     }
-    free(pending);
 #ifdef EPAR_MPI
     if (size > 1) {
         int mine_st = st, any = 0;
@@ -337,31 +392,7 @@ int cmd_benchmark(int argc, char **argv)
         if (rank) goto done;
     }
 #endif
-    if (st) goto done;
-    if (N > 1) {
-        if (!c.quiet)
-            printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
-                   "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
-                   K, N, mine, root, cfg.b.name);
-        goto done;
-    }
-    struct epar_out o;
-    if ((st = epar_out_begin(&o, c.out, "benchmark"))) goto done;
-    epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
-    json_t *extra = json_pack("{s:s, s:i}", "mode", merging ? "merge" : size > 1 ? "mpi" : "single", "jobs", jobs);
-    st = epar_exp_benchmark_write(&cfg, &plan, root, &o, extra);
-    st = cli_publish(&c, "benchmark", &o, st);
-    if (!st && !c.quiet) {
-        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg.b.name, plan.n, c.out);
-        char md[4400];
-        snprintf(md, sizeof md, "%s/benchmark/main_table.md", c.out);
-        FILE *f = fopen(md, "r");
-        char line[1024];
-        int shown = 0;
-        while (f && fgets(line, sizeof line, f))
-            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
-        if (f) fclose(f);
-    }
+    if (!st && N == 1) st = write_tables(&c, &cfg, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
 done:
     epar_exp_benchmark_plan_free(&plan);
     epar_protocol_free(&proto);

@@ -412,6 +412,52 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
     return rc;
 }
 
+/* --with-benchmark: 'epar benchmark --budget quick' into the same output root; a failure is recorded in rs and the
+ * audit goes on (its claims read no files); returns nonzero only for a signal (exit >= 128) */
+static int run_benchmark(const struct cli_common *c, struct runset *rs)
+{
+    char jobs[32];
+    snprintf(jobs, sizeof jobs, "%d", c->jobs > 0 ? c->jobs : omp_get_max_threads());
+    char *bargv[16] = {"benchmark", "--budget", "quick", "--out", (char *)c->out, "--jobs", jobs};
+    int bn = 7;
+    if (c->protocol) { bargv[bn++] = "--protocol"; bargv[bn++] = (char *)c->protocol; }
+    if (c->preset) { bargv[bn++] = "--preset"; bargv[bn++] = (char *)c->preset; }
+    if (c->no_render) bargv[bn++] = "--no-render";
+    if (c->quiet) bargv[bn++] = "--quiet";
+    bargv[bn] = NULL;
+    if (!c->quiet) fprintf(stderr, "epar: run-all: benchmark, budget quick\n");
+    int brc = cmd_benchmark(bn, bargv);
+    if (brc >= 128) return brc;
+    if (brc) {
+        fprintf(stderr, "epar: run-all: benchmark failed (exit %d)\n", brc);
+        rs->failed[rs->n_failed++] = "benchmark";
+    } else {
+        rs->ran[rs->n_ran++] = "benchmark";
+    }
+    return 0;
+}
+
+/* stdout: what ran and the verdicts; stderr: warnings about specs that do not fit and stale claims */
+static void print_outcome(const struct cli_common *c, int audit_only, const struct runset *rs,
+                          const struct epar_audit *a)
+{
+    if (!c->quiet) {
+        if (!audit_only) {
+            printf("run-all: %d experiment(s) run, %d failed", rs->n_ran + rs->n_failed, rs->n_failed);
+            for (int i = 0; i < rs->n_failed; i++) printf("%s%s", i ? ", " : " (", rs->failed[i]);
+            printf("%s\n", rs->n_failed ? ")" : "");
+        }
+        print_verdicts(a, c->out);
+    }
+    if (a->spec_problems)
+        fprintf(stderr, "epar: run-all: warning: %d claim(s) have a measurement spec that does not fit its file; "
+                        "see their notes in %s/report/claims.csv\n",
+                a->spec_problems, c->out);
+    if (a->stale)
+        fprintf(stderr, "epar: run-all: warning: %d claim(s) read results of another run (verdict 'stale'); rerun "
+                        "'epar run-all' to audit this protocol's own runs\n", a->stale);
+}
+
 int cmd_run_all(int argc, char **argv)
 {
     struct cli_common c = {0};
@@ -476,26 +522,9 @@ int cmd_run_all(int argc, char **argv)
         return rc;
     }
     if (with_benchmark) {
-        char jobs[32];
-        snprintf(jobs, sizeof jobs, "%d", c.jobs > 0 ? c.jobs : omp_get_max_threads());
-        char *bargv[16] = {"benchmark", "--budget", "quick", "--out", (char *)c.out, "--jobs", jobs};
-        int bn = 7;
-        if (c.protocol) { bargv[bn++] = "--protocol"; bargv[bn++] = (char *)c.protocol; }
-        if (c.preset) { bargv[bn++] = "--preset"; bargv[bn++] = (char *)c.preset; }
-        if (c.no_render) bargv[bn++] = "--no-render";
-        if (c.quiet) bargv[bn++] = "--quiet";
-        bargv[bn] = NULL;
-        if (!c.quiet) fprintf(stderr, "epar: run-all: benchmark, budget quick\n");
-        int brc = cmd_benchmark(bn, bargv);
-        if (brc) {
-            if (brc >= 128) {
-                epar_protocol_free(&proto);
-                return brc;
-            }
-            fprintf(stderr, "epar: run-all: benchmark failed (exit %d)\n", brc);
-            rs.failed[rs.n_failed++] = "benchmark";
-        } else {
-            rs.ran[rs.n_ran++] = "benchmark";
+        if ((rc = run_benchmark(&c, &rs))) {
+            epar_protocol_free(&proto);
+            return rc;
         }
         if ((st = expectations(&x, &proto, &c, opts))) {   /* now with the benchmark folder */
             epar_protocol_free(&proto);
@@ -510,21 +539,7 @@ int cmd_run_all(int argc, char **argv)
         epar_protocol_free(&proto);
         return cli_fail(st);
     }
-    if (!c.quiet) {
-        if (!audit_only) {
-            printf("run-all: %d experiment(s) run, %d failed", rs.n_ran + rs.n_failed, rs.n_failed);
-            for (int i = 0; i < rs.n_failed; i++) printf("%s%s", i ? ", " : " (", rs.failed[i]);
-            printf("%s\n", rs.n_failed ? ")" : "");
-        }
-        print_verdicts(&a, c.out);
-    }
-    if (a.spec_problems)
-        fprintf(stderr, "epar: run-all: warning: %d claim(s) have a measurement spec that does not fit its file; "
-                        "see their notes in %s/report/claims.csv\n",
-                a.spec_problems, c.out);
-    if (a.stale)
-        fprintf(stderr, "epar: run-all: warning: %d claim(s) read results of another run (verdict 'stale'); rerun "
-                        "'epar run-all' to audit this protocol's own runs\n", a.stale);
+    print_outcome(&c, audit_only, &rs, &a);
     epar_audit_free(&a);
     epar_protocol_free(&proto);
     return rs.n_failed ? 1 : 0;
