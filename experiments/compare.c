@@ -842,18 +842,38 @@ void epar_exp_compare_free(struct epar_compare_result *res)
 
 /* ------------------------------------------------------------------ files and figures */
 
-int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
-                       const char *protocol_path)
+/* run.json "timing": how the wall-clock columns were measured, and the sparse_speed.csv settings */
+static void cmp_timing_json(const struct epar_compare_cfg *cfg, json_t *extra)
+{
+    char tm[1024], sp[1024], ln[128] = "";
+    for (int q = 0; q < cfg->n_speed; q++)
+        snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
+    snprintf(tm, sizeof tm,
+             "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
+             "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
+             "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
+             "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
+             "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
+             cfg->speed_repeats);
+    snprintf(sp, sizeof sp,
+             "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
+             "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
+             "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
+             "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
+    json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
+    json_t *sl = json_array();
+    for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
+    json_object_set_new(extra, "speed_lengths", sl);
+    json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
+    json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
+    json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
+}
+
+/* run.json: every mechanism's parameters, the ones not run, the settings and the timing */
+static int cmp_run_json(const struct epar_compare_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length, K = cfg->n_mech;
-    const struct epar_exp_file files[] = {
-        {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
-        {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
-        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
-        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-
+    int K = cfg->n_mech;
     json_t *mech = json_object();
     for (int k = 0; k < K; k++) {
         const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
@@ -876,38 +896,21 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                               "ablation_beta", cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
                               cfg->claims_length, "mechanism_parameters", mech, "score_scale", "1/sqrt(head dim)",
                               "position_embedding", "none (positions come only from the mechanism)");
-    {   /* how the wall-clock columns were measured */
-        char tm[1024], sp[1024], ln[128] = "";
-        for (int q = 0; q < cfg->n_speed; q++)
-            snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
-        snprintf(tm, sizeof tm,
-                 "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
-                 "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
-                 "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
-                 "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
-                 "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
-                 cfg->speed_repeats);
-        snprintf(sp, sizeof sp,
-                 "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
-                 "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
-                 "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
-                 "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
-        json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
-        json_t *sl = json_array();
-        for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
-        json_object_set_new(extra, "speed_lengths", sl);
-        json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
-        json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
-        json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
-    }
+    cmp_timing_json(cfg, extra);
     /* the preset's alpha, beta, gamma, form, temperature and score scale do not act here (every mechanism carries its
      * own parameters, scores are q.k/sqrt(head dim)): run.json lists only what the run used */
     json_t *used = epar_params_json(prm);
     static const char *const unused[] = {"form", "alpha", "beta", "gamma", "temperature", "score_scale", "runs"};
     for (size_t u = 0; u < sizeof unused / sizeof *unused; u++) json_object_del(used, unused[u]);
     json_object_set_new(extra, "parameters", used);
-    if ((st = epar_exp_write_run_json(o, "compare", protocol_path, prm, extra))) return st;
+    return epar_exp_write_run_json(o, "compare", protocol_path, prm, extra);
+}
 
+/* attention_<id>.csv and its heatmap, one per mechanism */
+static int cmp_heatmaps(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length, K = cfg->n_mech;
     char name[96], csv[96], title[256];
     for (int k = 0; k < K; k++) {
         const char *id = epar_mech_table[cfg->mech[k]].id;
@@ -918,7 +921,14 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                  prm->heads, cfg->causal ? ", causal" : "");
         if ((st = epar_exp_heatmap(o, name, title, csv, "key position j", "query position i", "attention weight"))) return st;
     }
-    /* comparison plots */
+    return EPAR_OK;
+}
+
+/* the comparison plots of mechanisms.csv: locality and entropy per mechanism */
+static int cmp_plot_mechanisms(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length, K = cfg->n_mech;
     /* one row per mechanism, two panels: a dot chart never stacks 18 labels on one point, and its axes stay on the
      * values' own ranges (a distance >= 0, an entropy in [0, 1]) */
     if ((st = epar_plot_scriptf(o, "mechanisms_locality", "Mean attended distance and normalised entropy per mechanism",
@@ -935,42 +945,51 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "unset multiplot\n",
                                 170 + 20 * K, prm->n_seeds, L, K)))
         return st;
-    if ((st = epar_plot_scriptf(o, "mechanisms_entropy", "Normalised entropy and local mass per mechanism",
-                                "set terminal @epar_term size 1300,650\n"
-                                "set title 'Per mechanism: normalised entropy and local mass W(|i-j|<=%d), mean +- sd over %d seeds (L=%d)'\n"
-                                "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
-                                "set style fill solid 0.8 border lc rgb '#333333'\n"
-                                "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
-                                "set key outside top center horizontal\n"
-                                "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
-                                "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
-                                cfg->local_window, prm->n_seeds, L)))
-        return st;
-    {   /* the matrix form of consistency.csv with numeric indices, plus tic labels */
-        struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");
-        if (!cm) return EPAR_ENOMEM;
-        for (size_t r2 = 0; r2 < res->consistency->nrows; r2++)
-            if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT),
-                                epar_csv_get(res->consistency, r2, "consistency"))) { epar_csv_free(cm); return EPAR_ENOMEM; }
-        st = epar_exp_write_table(o, "consistency_matrix.csv", cm);
-        epar_csv_free(cm);
-        if (st) return st;
-        char tics[8192] = "set ytics (";
-        for (int k = 0; k < K; k++)
-            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_table[cfg->mech[k]].id, k);
-        strcat(tics, ") font ',7'\nset xtics (");
-        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
-            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", ty ? ", " : "", epar_imp_name(ty), ty);
-        strcat(tics, ")\n");
-        if ((st = epar_plot_scriptf(o, "consistency", "Consistency per mechanism and importance type",
-                                    "set terminal @epar_term size 800,1000\n"
-                                    "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
-                                    "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
-                                    "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
-                                    "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle\n",
-                                    prm->n_seeds, tics)))
-            return st;
-    }
+    return epar_plot_scriptf(o, "mechanisms_entropy", "Normalised entropy and local mass per mechanism",
+                             "set terminal @epar_term size 1300,650\n"
+                             "set title 'Per mechanism: normalised entropy and local mass W(|i-j|<=%d), mean +- sd over %d seeds (L=%d)'\n"
+                             "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
+                             "set style fill solid 0.8 border lc rgb '#333333'\n"
+                             "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
+                             "set key outside top center horizontal\n"
+                             "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
+                             "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
+                             cfg->local_window, prm->n_seeds, L);
+}
+
+/* consistency_matrix.csv (consistency.csv with numeric indices) and its heatmap with the names as tic labels */
+static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res,
+                                struct epar_out *o)
+{
+    int st, K = cfg->n_mech;
+    struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");
+    if (!cm) return EPAR_ENOMEM;
+    for (size_t r2 = 0; r2 < res->consistency->nrows; r2++)
+        if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT),
+                            epar_csv_get(res->consistency, r2, "consistency"))) { epar_csv_free(cm); return EPAR_ENOMEM; }
+    st = epar_exp_write_table(o, "consistency_matrix.csv", cm);
+    epar_csv_free(cm);
+    if (st) return st;
+    char tics[8192] = "set ytics (";
+    for (int k = 0; k < K; k++)
+        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_table[cfg->mech[k]].id, k);
+    strcat(tics, ") font ',7'\nset xtics (");
+    for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
+        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", ty ? ", " : "", epar_imp_name(ty), ty);
+    strcat(tics, ")\n");
+    return epar_plot_scriptf(o, "consistency", "Consistency per mechanism and importance type",
+                             "set terminal @epar_term size 800,1000\n"
+                             "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
+                             "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
+                             "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
+                             "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle\n",
+                             cfg->prm.n_seeds, tics);
+}
+
+/* the reference curves: alibi_slopes.csv, t5_buckets.csv */
+static int cmp_plot_curves(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    int st;
     if ((st = epar_plot_scriptf(o, "alibi_slopes", "ALiBi slopes per head",
                                 "set title 'ALiBi slopes m_h (max bias %g) for 1..16 heads'\n"
                                 "set xlabel 'head h'\nset ylabel 'slope m_h'\nset logscale y 2\nset key outside right\n"
@@ -978,16 +997,22 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "with linespoints title sprintf('%%s heads', n)\n",
                                 cfg->p[EPAR_MECH_ALIBI][0])))
         return st;
-    if ((st = epar_plot_scriptf(o, "t5_buckets", "T5 relative buckets",
-                                "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
-                                "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
-                                "set key bottom right\n"
-                                "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
-                                "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
-                                "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
-                                "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
-                                (int)cfg->p[EPAR_MECH_T5][1])))
-        return st;
+    return epar_plot_scriptf(o, "t5_buckets", "T5 relative buckets",
+                             "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
+                             "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
+                             "set key bottom right\n"
+                             "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
+                             "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
+                             "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
+                             "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
+                             (int)cfg->p[EPAR_MECH_T5][1]);
+}
+
+/* ablation.csv and extrapolation.csv */
+static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
     if ((st = epar_plot_scriptf(o, "ablation", "Additive vs multiplicative x linear vs exponential",
                                 "set terminal @epar_term size 1200,550\n"
                                 "set multiplot layout 1,2 title 'Ablation (L=%d, beta=%g, ALiBi slopes for %d heads; mean +- sd over %d seeds)'\n"
@@ -1002,25 +1027,42 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "unset multiplot\n",
                                 L, cfg->ablation_beta, prm->heads, prm->n_seeds)))
         return st;
-    if ((st = epar_plot_scriptf(o, "extrapolation", "Entropy and locality beyond the base length",
-                                "set terminal @epar_term size 1300,550\n"
-                                "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
-                                "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
-                                "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
-                                "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
-                                "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):7 "
-                                "with linespoints lt i title word(mech,i), \\\n"
-                                "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):7 "
-                                "with linespoints lt i dt 2 notitle\n"
-                                "set ylabel 'local mass W(|i-j|<=%d)'\nset title 'local mass'\n"
-                                "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):11 "
-                                "with linespoints lt i title word(mech,i), \\\n"
-                                "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):11 "
-                                "with linespoints lt i dt 2 notitle\n"
-                                "unset multiplot\n",
-                                cfg->extrap_length, prm->n_seeds, cfg->local_window)))
-        return st;
-    return EPAR_OK;
+    return epar_plot_scriptf(o, "extrapolation", "Entropy and locality beyond the base length",
+                             "set terminal @epar_term size 1300,550\n"
+                             "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
+                             "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
+                             "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
+                             "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
+                             "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):7 "
+                             "with linespoints lt i title word(mech,i), \\\n"
+                             "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):7 "
+                             "with linespoints lt i dt 2 notitle\n"
+                             "set ylabel 'local mass W(|i-j|<=%d)'\nset title 'local mass'\n"
+                             "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):11 "
+                             "with linespoints lt i title word(mech,i), \\\n"
+                             "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):11 "
+                             "with linespoints lt i dt 2 notitle\n"
+                             "unset multiplot\n",
+                             cfg->extrap_length, prm->n_seeds, cfg->local_window);
+}
+
+/* every table, run.json, then one .gp per figure */
+int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
+                       const char *protocol_path)
+{
+    int st;
+    const struct epar_exp_file files[] = {
+        {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
+        {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
+        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
+        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+    if ((st = cmp_run_json(cfg, o, protocol_path))) return st;
+    if ((st = cmp_heatmaps(cfg, res, o))) return st;
+    if ((st = cmp_plot_mechanisms(cfg, o))) return st;
+    if ((st = cmp_plot_consistency(cfg, res, o))) return st;
+    if ((st = cmp_plot_curves(cfg, o))) return st;
+    return cmp_plot_studies(cfg, o);
 }
 
 EPAR_EXPERIMENT(compare, "compare", "compare", NULL);
