@@ -511,11 +511,24 @@ static int append_mean_sd(struct epar_table *t, size_t row, int col, const doubl
     return 0;
 }
 
-int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res)
+/* ---- the run, in named steps: preflight, set up, iterate (one job per mechanism x seed), mechanism tables,
+ * reference curves, patterns and masks, ablation, extrapolation, performer error, then speed and seed checks ---- */
+
+struct cmp_run {
+    const struct epar_compare_cfg *cfg;
+    const struct epar_params *prm;
+    int L, S, K, J;
+    size_t LL;
+    double *R;                  /* (K,S,M_COUNT) metrics of every job */
+    double *heat;               /* (K,L,L) head-averaged attention, first seed, item 0 */
+    int *jst;                   /* (J) status of every job */
+};
+
+/* the size fits and every mechanism accepts the setting: usage errors, reported before anything is allocated */
+static int cmp_preflight(const struct epar_compare_cfg *cfg)
 {
-    memset(res, 0, sizeof *res);
     const struct epar_params *prm = &cfg->prm;
-    int L = prm->length, S = prm->n_seeds, K = cfg->n_mech, st = EPAR_OK;
+    int L = prm->length, K = cfg->n_mech, st = EPAR_OK;
     size_t LL = (size_t)L * L;
     double mem = (double)prm->heads * L * L * 8.0 * 3 * 2 + (double)K * LL * 8.0;
     if (mem > 8e9) {
@@ -531,20 +544,56 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
             return st;
         epar_mech_free(&m);
     }
-    double *R = calloc((size_t)K * S * M_COUNT, sizeof *R);
-    double *heat = calloc((size_t)K * LL, sizeof *heat);
-    int *jst = calloc((size_t)K * S, sizeof *jst);
-    if (!R || !heat || !jst) { st = epar_err_set(EPAR_ENOMEM, "out of memory in compare"); goto done; }
-    int J = K * S;
+    return st;
+}
+
+/* c is zeroed first: cmp_run_free is safe whatever fails */
+static int cmp_setup(struct cmp_run *c, const struct epar_compare_cfg *cfg)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    const struct epar_params *prm = c->prm = &cfg->prm;
+    int L = c->L = prm->length, S = c->S = prm->n_seeds, K = c->K = cfg->n_mech;
+    c->J = K * S;
+    size_t LL = c->LL = (size_t)L * L;
+    c->R = calloc((size_t)K * S * M_COUNT, sizeof *c->R);
+    c->heat = calloc((size_t)K * LL, sizeof *c->heat);
+    c->jst = calloc((size_t)K * S, sizeof *c->jst);
+    if (!c->R || !c->heat || !c->jst) return epar_err_set(EPAR_ENOMEM, "out of memory in compare");
+    return EPAR_OK;
+}
+
+static void cmp_run_free(struct cmp_run *c)
+{
+    free(c->R); free(c->heat); free(c->jst);
+}
+
+/* job j = (mechanism j / S, seed j % S) into R; the first seed's job keeps its item-0 attention in heat */
+static int cmp_iterate(struct cmp_run *c)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int L = c->L, S = c->S, J = c->J, *jst = c->jst;
+    size_t LL = c->LL;
+    double *R = c->R, *heat = c->heat;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < J; j++) {
         int k = j / S, s = j % S;
         jst[j] = run_job(cfg, cfg->mech[k], prm->seeds[s], R + (size_t)j * M_COUNT, s == 0 ? heat + (size_t)k * LL : NULL);
     }
     for (int j = 0; j < J; j++)
-        if (jst[j]) { st = epar_err_set(jst[j], "a comparison job failed (out of memory at length %d)", L); goto done; }
+        if (jst[j]) return epar_err_set(jst[j], "a comparison job failed (out of memory at length %d)", L);
+    return EPAR_OK;
+}
 
-    /* mechanisms.csv */
+/* mechanisms.csv (mean and sd over seeds of every metric), consistency.csv, one attention table per mechanism */
+static int cmp_mechanisms(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int L = c->L, S = c->S, K = c->K, st;
+    size_t LL = c->LL;
+    const double *R = c->R, *heat = c->heat;
     char cols[4096] = "mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,"
                       "mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,"
                       "retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd";
@@ -557,11 +606,11 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
     strcat(cols, ",ranking_nan_items,flops_per_row,time_us_per_row,time_us_per_row_sd");
     res->mechanisms = epar_csv_new(cols);
     res->consistency = epar_csv_new("mechanism,importance,consistency,consistency_sd,ranking,ranking_sd");
-    if (!res->mechanisms || !res->consistency) { st = EPAR_ENOMEM; goto done; }
+    if (!res->mechanisms || !res->consistency) return EPAR_ENOMEM;
     static const int order[] = {M_EMPTY, M_ENT, M_NENT, M_DIST, M_LOCAL, M_SPARS, M_RMID, M_RMAX, M_MI};
     for (int k = 0; k < K; k++) {
         const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
-        if (epar_csv_append(res->mechanisms, "ss", in->id, epar_mech_kind_name(in->kind))) { st = EPAR_ENOMEM; goto done; }
+        if (epar_csv_append(res->mechanisms, "ss", in->id, epar_mech_kind_name(in->kind))) return EPAR_ENOMEM;
         struct epar_table *t = res->mechanisms;
         size_t row = t->nrows - 1;
         int col = 2;
@@ -581,54 +630,66 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal,
                                  prm->seeds[0])))
-            goto done;
+            return st;
         t->cells[row * t->ncols + col].v = epar_mech_flops_row(&m);
         epar_mech_free(&m);
         for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + M_TIME];
         append_mean_sd(t, row, col + 1, x, S);
         for (int ty = 0; ty < EPAR_IMP_COUNT; ty++) {
-            double c[EPAR_MAX_SEEDS], rk[EPAR_MAX_SEEDS], cm, cs, rm, rs;
+            double cv[EPAR_MAX_SEEDS], rk[EPAR_MAX_SEEDS], cm, cs, rm, rs;
             for (int s = 0; s < S; s++) {
-                c[s] = R[((size_t)k * S + s) * M_COUNT + M_CONS + ty];
+                cv[s] = R[((size_t)k * S + s) * M_COUNT + M_CONS + ty];
                 rk[s] = R[((size_t)k * S + s) * M_COUNT + M_RANK + ty];
             }
-            epar_metric_mean_sd(c, (size_t)S, &cm, &cs);
+            epar_metric_mean_sd(cv, (size_t)S, &cm, &cs);
             epar_metric_mean_sd(rk, (size_t)S, &rm, &rs);
-            if (epar_csv_append(res->consistency, "ssdddd", in->id, epar_imp_name(ty), cm, cs, rm, rs)) { st = EPAR_ENOMEM; goto done; }
+            if (epar_csv_append(res->consistency, "ssdddd", in->id, epar_imp_name(ty), cm, cs, rm, rs)) return EPAR_ENOMEM;
         }
-        if (!(res->heat[k] = epar_exp_matrix_table("query,key,weight", heat + (size_t)k * LL, L, L))) { st = EPAR_ENOMEM; goto done; }
+        if (!(res->heat[k] = epar_exp_matrix_table("query,key,weight", heat + (size_t)k * LL, L, L))) return EPAR_ENOMEM;
     }
+    return EPAR_OK;
+}
 
-    /* alibi_slopes.csv, t5_buckets.csv */
+/* alibi_slopes.csv (1..16 heads), t5_buckets.csv (uni- and bidirectional): the reference curves */
+static int cmp_curves(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
     res->alibi = epar_csv_new("heads,head,slope");
     res->t5 = epar_csv_new("distance,bucket,num_buckets,max_distance,bidirectional");
-    if (!res->alibi || !res->t5) { st = EPAR_ENOMEM; goto done; }
+    if (!res->alibi || !res->t5) return EPAR_ENOMEM;
     for (int n = 1; n <= 16; n++) {
         double sl[16];
         epar_mech_alibi_slopes(n, cfg->p[EPAR_MECH_ALIBI][0], sl);
-        for (int h = 0; h < n; h++) if (epar_csv_append(res->alibi, "iid", n, h, sl[h])) { st = EPAR_ENOMEM; goto done; }
+        for (int h = 0; h < n; h++) if (epar_csv_append(res->alibi, "iid", n, h, sl[h])) return EPAR_ENOMEM;
     }
     int maxd = (int)cfg->p[EPAR_MECH_T5][1];
     for (int d = 0; d <= 256; d++)
-        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 0, 16, maxd), 16, maxd, 0)) { st = EPAR_ENOMEM; goto done; }
+        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 0, 16, maxd), 16, maxd, 0)) return EPAR_ENOMEM;
     for (int d = -256; d <= 256; d++) /* distance = i - j; negative = key to the right of the query */
-        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 1, 32, maxd), 32, maxd, 1)) { st = EPAR_ENOMEM; goto done; }
+        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 1, 32, maxd), 32, maxd, 1)) return EPAR_ENOMEM;
+    return EPAR_OK;
+}
 
-    /* fixed_patterns.csv (table_length), masks.csv (the run's length) */
+/* fixed_patterns.csv (table_length), masks.csv (the run's length) */
+static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int L = c->L, K = c->K, st;
     res->fixed = epar_csv_new("mechanism,pattern,query,key,weight");
     res->masks = epar_csv_new("mechanism,mask,query,key");
-    if (!res->fixed || !res->masks) { st = EPAR_ENOMEM; goto done; }
+    if (!res->fixed || !res->masks) return EPAR_ENOMEM;
     {
         int Lt = cfg->table_length;
         double *W = malloc((size_t)Lt * Lt * sizeof *W);
-        if (!W) { st = EPAR_ENOMEM; goto done; }
+        if (!W) return EPAR_ENOMEM;
         static const int pat[] = {1, 2, 3, 4, 5, 7, 6};
         for (int f = 0; f < 7; f++) {
             epar_mech_fixed_pattern(pat[f], Lt, W);
             for (int i = 0; i < Lt; i++)
                 for (int j = 0; j < Lt; j++)
                     if (epar_csv_append(res->fixed, "siiid", epar_mech_table[EPAR_MECH_FIXED_CURRENT + f].id, pat[f], i, j,
-                                        W[(size_t)i * Lt + j])) { free(W); st = EPAR_ENOMEM; goto done; }
+                                        W[(size_t)i * Lt + j])) { free(W); return EPAR_ENOMEM; }
         }
         free(W);
     }
@@ -636,106 +697,136 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
         if (epar_mech_table[cfg->mech[k]].kind != EPAR_MK_MASK) continue;
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal, prm->seeds[0])))
-            goto done;
+            return st;
         for (int pass = 0; pass < (m.mask2 ? 2 : 1); pass++) {
             const unsigned char *M = pass ? m.mask2 : m.mask;
             const char *mn = m.mask2 ? (pass ? "step" : "local") : "mask";
             for (int i = 0; i < L; i++)
                 for (int j = 0; j < L; j++)
                     if (M[(size_t)i * L + j] && (!cfg->causal || j <= i) &&
-                        epar_csv_append(res->masks, "ssii", m.info->id, mn, i, j)) { epar_mech_free(&m); st = EPAR_ENOMEM; goto done; }
+                        epar_csv_append(res->masks, "ssii", m.info->id, mn, i, j)) { epar_mech_free(&m); return EPAR_ENOMEM; }
         }
         epar_mech_free(&m);
     }
+    return EPAR_OK;
+}
 
-    /* ablation.csv */
-    {
-        double (*ab)[AB_COUNT][AM_COUNT] = calloc((size_t)S, sizeof *ab);
-        int *ast = calloc((size_t)S, sizeof *ast);
-        if (!ab || !ast) { free(ab); free(ast); st = EPAR_ENOMEM; goto done; }
+/* ablation.csv: one job per seed, then mean and sd over seeds per design */
+static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int S = c->S, st = EPAR_OK;
+    double (*ab)[AB_COUNT][AM_COUNT] = calloc((size_t)S, sizeof *ab);
+    int *ast = calloc((size_t)S, sizeof *ast);
+    if (!ab || !ast) { free(ab); free(ast); return EPAR_ENOMEM; }
 #pragma omp parallel for schedule(dynamic, 1)
-        for (int s = 0; s < S; s++) ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
-        for (int s = 0; s < S && !st; s++) st = ast[s];
-        char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
-                           "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
-                           "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
-                           "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
-                           "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
-                           "far_negative_pairs_gaining,far_negative_pairs_gaining_sd";
-        for (int pass = 0; pass < 2; pass++)
-            for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
-                snprintf(acols + strlen(acols), sizeof acols - strlen(acols), ",%s_%s,%s_%s_sd",
-                         pass ? "ranking" : "consistency", epar_imp_name(ty), pass ? "ranking" : "consistency",
-                         epar_imp_name(ty));
-        res->ablation = epar_csv_new(acols);
-        if (!st && !res->ablation) st = EPAR_ENOMEM;
-        static const char *const comb[AB_COUNT] = {"none", "additive", "additive", "multiplicative", "multiplicative"};
-        static const char *const fun[AB_COUNT] = {"none", "linear", "exponential", "linear", "exponential"};
-        for (int a = 0; a < AB_COUNT && !st; a++) {
-            if (epar_csv_append(res->ablation, "sss", ab_name[a], comb[a], fun[a])) { st = EPAR_ENOMEM; break; }
-            double x[EPAR_MAX_SEEDS];
-            for (int q = 0; q < AM_COUNT; q++) {
-                for (int s = 0; s < S; s++) x[s] = ab[s][a][q];
-                append_mean_sd(res->ablation, res->ablation->nrows - 1, 3 + 2 * q, x, S);
-            }
+    for (int s = 0; s < S; s++) ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
+    for (int s = 0; s < S && !st; s++) st = ast[s];
+    char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
+                       "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
+                       "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
+                       "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
+                       "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
+                       "far_negative_pairs_gaining,far_negative_pairs_gaining_sd";
+    for (int pass = 0; pass < 2; pass++)
+        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
+            snprintf(acols + strlen(acols), sizeof acols - strlen(acols), ",%s_%s,%s_%s_sd",
+                     pass ? "ranking" : "consistency", epar_imp_name(ty), pass ? "ranking" : "consistency",
+                     epar_imp_name(ty));
+    res->ablation = epar_csv_new(acols);
+    if (!st && !res->ablation) st = EPAR_ENOMEM;
+    static const char *const comb[AB_COUNT] = {"none", "additive", "additive", "multiplicative", "multiplicative"};
+    static const char *const fun[AB_COUNT] = {"none", "linear", "exponential", "linear", "exponential"};
+    for (int a = 0; a < AB_COUNT && !st; a++) {
+        if (epar_csv_append(res->ablation, "sss", ab_name[a], comb[a], fun[a])) { st = EPAR_ENOMEM; break; }
+        double x[EPAR_MAX_SEEDS];
+        for (int q = 0; q < AM_COUNT; q++) {
+            for (int s = 0; s < S; s++) x[s] = ab[s][a][q];
+            append_mean_sd(res->ablation, res->ablation->nrows - 1, 3 + 2 * q, x, S);
         }
-        free(ab); free(ast);
-        if (st) goto done;
     }
+    free(ab); free(ast);
+    return st;
+}
 
-    /* extrapolation.csv */
-    {
-        int NF = cfg->n_factors, NJ = N_EXTRAP * 2 * NF * S;
-        double *ex = calloc((size_t)NJ * 4, sizeof *ex);
-        int *est = calloc((size_t)NJ, sizeof *est);
-        char (*emsg)[160] = calloc((size_t)NJ, sizeof *emsg);
-        if (!ex || !est || !emsg) { free(ex); free(est); free(emsg); st = EPAR_ENOMEM; goto done; }
+/* extrapolation.csv: one job per (mechanism, log-n, factor, seed); a mechanism refusing a length leaves a note */
+static int cmp_extrapolation(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int S = c->S, st = EPAR_OK;
+    int NF = cfg->n_factors, NJ = N_EXTRAP * 2 * NF * S;
+    double *ex = calloc((size_t)NJ * 4, sizeof *ex);
+    int *est = calloc((size_t)NJ, sizeof *est);
+    char (*emsg)[160] = calloc((size_t)NJ, sizeof *emsg);
+    if (!ex || !est || !emsg) { free(ex); free(est); free(emsg); return EPAR_ENOMEM; }
 #pragma omp parallel for schedule(dynamic, 1)
-        for (int j = 0; j < NJ; j++) {
-            int s = j % S, f = (j / S) % NF, lg = (j / (S * NF)) % 2, e = j / (S * NF * 2);
-            est[j] = extrap_job(cfg, extrap_mech[e], lg, cfg->extrap_length * cfg->factors[f], prm->seeds[s], ex + (size_t)j * 4);
-            if (est[j]) snprintf(emsg[j], sizeof emsg[j], "%s", epar_err_message());
-        }
-        res->extrapolation = epar_csv_new("mechanism,logn,length,scale,entropy,entropy_sd,normalised_entropy,"
-                                          "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,note");
-        if (!res->extrapolation) st = EPAR_ENOMEM;
-        for (int e = 0; e < N_EXTRAP && !st; e++)
-            for (int lg = 0; lg < 2 && !st; lg++)
-                for (int f = 0; f < NF && !st; f++) {
-                    int j0 = ((e * 2 + lg) * NF + f) * S;
-                    const char *note = "";
-                    for (int s = 0; s < S; s++) {
-                        if (est[j0 + s] == EPAR_ENOMEM) { st = epar_err_set(EPAR_ENOMEM, "%s", emsg[j0 + s]); break; }
-                        if (est[j0 + s]) note = emsg[j0 + s];
-                    }
-                    if (st) break;
-                    if (epar_csv_append(res->extrapolation, "siii--------s", epar_mech_table[extrap_mech[e]].id, lg,
-                                        cfg->extrap_length * cfg->factors[f], cfg->factors[f], note)) { st = EPAR_ENOMEM; break; }
-                    double x[EPAR_MAX_SEEDS];
-                    for (int q = 0; q < 4; q++) {
-                        for (int s = 0; s < S; s++) x[s] = est[j0 + s] ? NAN : ex[(size_t)(j0 + s) * 4 + q];
-                        append_mean_sd(res->extrapolation, res->extrapolation->nrows - 1, 4 + 2 * q, x, S);
-                    }
+    for (int j = 0; j < NJ; j++) {
+        int s = j % S, f = (j / S) % NF, lg = (j / (S * NF)) % 2, e = j / (S * NF * 2);
+        est[j] = extrap_job(cfg, extrap_mech[e], lg, cfg->extrap_length * cfg->factors[f], prm->seeds[s], ex + (size_t)j * 4);
+        if (est[j]) snprintf(emsg[j], sizeof emsg[j], "%s", epar_err_message());
+    }
+    res->extrapolation = epar_csv_new("mechanism,logn,length,scale,entropy,entropy_sd,normalised_entropy,"
+                                      "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,note");
+    if (!res->extrapolation) st = EPAR_ENOMEM;
+    for (int e = 0; e < N_EXTRAP && !st; e++)
+        for (int lg = 0; lg < 2 && !st; lg++)
+            for (int f = 0; f < NF && !st; f++) {
+                int j0 = ((e * 2 + lg) * NF + f) * S;
+                const char *note = "";
+                for (int s = 0; s < S; s++) {
+                    if (est[j0 + s] == EPAR_ENOMEM) { st = epar_err_set(EPAR_ENOMEM, "%s", emsg[j0 + s]); break; }
+                    if (est[j0 + s]) note = emsg[j0 + s];
                 }
-        free(ex); free(est); free(emsg);
-        if (st) goto done;
-    }
+                if (st) break;
+                if (epar_csv_append(res->extrapolation, "siii--------s", epar_mech_table[extrap_mech[e]].id, lg,
+                                    cfg->extrap_length * cfg->factors[f], cfg->factors[f], note)) { st = EPAR_ENOMEM; break; }
+                double x[EPAR_MAX_SEEDS];
+                for (int q = 0; q < 4; q++) {
+                    for (int s = 0; s < S; s++) x[s] = est[j0 + s] ? NAN : ex[(size_t)(j0 + s) * 4 + q];
+                    append_mean_sd(res->extrapolation, res->extrapolation->nrows - 1, 4 + 2 * q, x, S);
+                }
+            }
+    free(ex); free(est); free(emsg);
+    return st;
+}
 
-    /* performer_error.csv */
+/* performer_error.csv: one row per seed */
+static int cmp_performer(struct cmp_run *c, struct epar_compare_result *res)
+{
+    const struct epar_compare_cfg *cfg = c->cfg;
+    const struct epar_params *prm = c->prm;
+    int S = c->S, st;
     res->performer = epar_csv_new("seed,features,orthogonal,max_abs_error,mean_row_kl");
-    if (!res->performer) { st = EPAR_ENOMEM; goto done; }
+    if (!res->performer) return EPAR_ENOMEM;
     for (int s2 = 0; s2 < S; s2++) {
         double pe[2] = {NAN, NAN};
-        if ((st = performer_error(cfg, prm->seeds[s2], pe))) goto done;
+        if ((st = performer_error(cfg, prm->seeds[s2], pe))) return st;
         if (epar_csv_append(res->performer, "iiidd", (int)prm->seeds[s2], (int)cfg->p[EPAR_MECH_PERFORMER][0],
-                            (int)cfg->p[EPAR_MECH_PERFORMER][1], pe[0], pe[1])) { st = EPAR_ENOMEM; goto done; }
+                            (int)cfg->p[EPAR_MECH_PERFORMER][1], pe[0], pe[1])) return EPAR_ENOMEM;
     }
+    return EPAR_OK;
+}
 
+int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res)
+{
+    memset(res, 0, sizeof *res);
+    int st = cmp_preflight(cfg);
+    if (st) return st;
+    struct cmp_run c;
+    st = cmp_setup(&c, cfg);
+    if (!st) st = cmp_iterate(&c);
+    if (!st) st = cmp_mechanisms(&c, res);
+    if (!st) st = cmp_curves(&c, res);
+    if (!st) st = cmp_patterns(&c, res);
+    if (!st) st = cmp_ablation(&c, res);
+    if (!st) st = cmp_extrapolation(&c, res);
+    if (!st) st = cmp_performer(&c, res);
     /* sparse_speed.csv, then seed_checks.csv: the measurements the seed claims of the protocol are judged on */
-    if ((st = epar_exp_compare_speed(cfg, &res->speed))) goto done;
-    st = epar_exp_compare_checks(cfg, res->speed, &res->checks);
-done:
-    free(R); free(heat); free(jst);
+    if (!st) st = epar_exp_compare_speed(cfg, &res->speed);
+    if (!st) st = epar_exp_compare_checks(cfg, res->speed, &res->checks);
+    cmp_run_free(&c);
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in compare");
     if (st) epar_exp_compare_free(res);
     return st;
@@ -751,18 +842,38 @@ void epar_exp_compare_free(struct epar_compare_result *res)
 
 /* ------------------------------------------------------------------ files and figures */
 
-int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
-                       const char *protocol_path)
+/* run.json "timing": how the wall-clock columns were measured, and the sparse_speed.csv settings */
+static void cmp_timing_json(const struct epar_compare_cfg *cfg, json_t *extra)
+{
+    char tm[1024], sp[1024], ln[128] = "";
+    for (int q = 0; q < cfg->n_speed; q++)
+        snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
+    snprintf(tm, sizeof tm,
+             "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
+             "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
+             "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
+             "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
+             "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
+             cfg->speed_repeats);
+    snprintf(sp, sizeof sp,
+             "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
+             "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
+             "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
+             "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
+    json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
+    json_t *sl = json_array();
+    for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
+    json_object_set_new(extra, "speed_lengths", sl);
+    json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
+    json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
+    json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
+}
+
+/* run.json: every mechanism's parameters, the ones not run, the settings and the timing */
+static int cmp_run_json(const struct epar_compare_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length, K = cfg->n_mech;
-    const struct epar_exp_file files[] = {
-        {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
-        {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
-        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
-        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-
+    int K = cfg->n_mech;
     json_t *mech = json_object();
     for (int k = 0; k < K; k++) {
         const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
@@ -785,38 +896,21 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                               "ablation_beta", cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
                               cfg->claims_length, "mechanism_parameters", mech, "score_scale", "1/sqrt(head dim)",
                               "position_embedding", "none (positions come only from the mechanism)");
-    {   /* how the wall-clock columns were measured */
-        char tm[1024], sp[1024], ln[128] = "";
-        for (int q = 0; q < cfg->n_speed; q++)
-            snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
-        snprintf(tm, sizeof tm,
-                 "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
-                 "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
-                 "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
-                 "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
-                 "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
-                 cfg->speed_repeats);
-        snprintf(sp, sizeof sp,
-                 "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
-                 "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
-                 "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
-                 "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
-        json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
-        json_t *sl = json_array();
-        for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
-        json_object_set_new(extra, "speed_lengths", sl);
-        json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
-        json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
-        json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
-    }
+    cmp_timing_json(cfg, extra);
     /* the preset's alpha, beta, gamma, form, temperature and score scale do not act here (every mechanism carries its
      * own parameters, scores are q.k/sqrt(head dim)): run.json lists only what the run used */
     json_t *used = epar_params_json(prm);
     static const char *const unused[] = {"form", "alpha", "beta", "gamma", "temperature", "score_scale", "runs"};
     for (size_t u = 0; u < sizeof unused / sizeof *unused; u++) json_object_del(used, unused[u]);
     json_object_set_new(extra, "parameters", used);
-    if ((st = epar_exp_write_run_json(o, "compare", protocol_path, prm, extra))) return st;
+    return epar_exp_write_run_json(o, "compare", protocol_path, prm, extra);
+}
 
+/* attention_<id>.csv and its heatmap, one per mechanism */
+static int cmp_heatmaps(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length, K = cfg->n_mech;
     char name[96], csv[96], title[256];
     for (int k = 0; k < K; k++) {
         const char *id = epar_mech_table[cfg->mech[k]].id;
@@ -827,7 +921,14 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                  prm->heads, cfg->causal ? ", causal" : "");
         if ((st = epar_exp_heatmap(o, name, title, csv, "key position j", "query position i", "attention weight"))) return st;
     }
-    /* comparison plots */
+    return EPAR_OK;
+}
+
+/* the comparison plots of mechanisms.csv: locality and entropy per mechanism */
+static int cmp_plot_mechanisms(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length, K = cfg->n_mech;
     /* one row per mechanism, two panels: a dot chart never stacks 18 labels on one point, and its axes stay on the
      * values' own ranges (a distance >= 0, an entropy in [0, 1]) */
     if ((st = epar_plot_scriptf(o, "mechanisms_locality", "Mean attended distance and normalised entropy per mechanism",
@@ -844,42 +945,51 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "unset multiplot\n",
                                 170 + 20 * K, prm->n_seeds, L, K)))
         return st;
-    if ((st = epar_plot_scriptf(o, "mechanisms_entropy", "Normalised entropy and local mass per mechanism",
-                                "set terminal @epar_term size 1300,650\n"
-                                "set title 'Per mechanism: normalised entropy and local mass W(|i-j|<=%d), mean +- sd over %d seeds (L=%d)'\n"
-                                "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
-                                "set style fill solid 0.8 border lc rgb '#333333'\n"
-                                "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
-                                "set key outside top center horizontal\n"
-                                "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
-                                "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
-                                cfg->local_window, prm->n_seeds, L)))
-        return st;
-    {   /* the matrix form of consistency.csv with numeric indices, plus tic labels */
-        struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");
-        if (!cm) return EPAR_ENOMEM;
-        for (size_t r2 = 0; r2 < res->consistency->nrows; r2++)
-            if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT),
-                                epar_csv_get(res->consistency, r2, "consistency"))) { epar_csv_free(cm); return EPAR_ENOMEM; }
-        st = epar_exp_write_table(o, "consistency_matrix.csv", cm);
-        epar_csv_free(cm);
-        if (st) return st;
-        char tics[8192] = "set ytics (";
-        for (int k = 0; k < K; k++)
-            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_table[cfg->mech[k]].id, k);
-        strcat(tics, ") font ',7'\nset xtics (");
-        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
-            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", ty ? ", " : "", epar_imp_name(ty), ty);
-        strcat(tics, ")\n");
-        if ((st = epar_plot_scriptf(o, "consistency", "Consistency per mechanism and importance type",
-                                    "set terminal @epar_term size 800,1000\n"
-                                    "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
-                                    "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
-                                    "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
-                                    "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle\n",
-                                    prm->n_seeds, tics)))
-            return st;
-    }
+    return epar_plot_scriptf(o, "mechanisms_entropy", "Normalised entropy and local mass per mechanism",
+                             "set terminal @epar_term size 1300,650\n"
+                             "set title 'Per mechanism: normalised entropy and local mass W(|i-j|<=%d), mean +- sd over %d seeds (L=%d)'\n"
+                             "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
+                             "set style fill solid 0.8 border lc rgb '#333333'\n"
+                             "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
+                             "set key outside top center horizontal\n"
+                             "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
+                             "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
+                             cfg->local_window, prm->n_seeds, L);
+}
+
+/* consistency_matrix.csv (consistency.csv with numeric indices) and its heatmap with the names as tic labels */
+static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res,
+                                struct epar_out *o)
+{
+    int st, K = cfg->n_mech;
+    struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");
+    if (!cm) return EPAR_ENOMEM;
+    for (size_t r2 = 0; r2 < res->consistency->nrows; r2++)
+        if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT),
+                            epar_csv_get(res->consistency, r2, "consistency"))) { epar_csv_free(cm); return EPAR_ENOMEM; }
+    st = epar_exp_write_table(o, "consistency_matrix.csv", cm);
+    epar_csv_free(cm);
+    if (st) return st;
+    char tics[8192] = "set ytics (";
+    for (int k = 0; k < K; k++)
+        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_table[cfg->mech[k]].id, k);
+    strcat(tics, ") font ',7'\nset xtics (");
+    for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
+        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", ty ? ", " : "", epar_imp_name(ty), ty);
+    strcat(tics, ")\n");
+    return epar_plot_scriptf(o, "consistency", "Consistency per mechanism and importance type",
+                             "set terminal @epar_term size 800,1000\n"
+                             "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
+                             "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
+                             "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
+                             "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle\n",
+                             cfg->prm.n_seeds, tics);
+}
+
+/* the reference curves: alibi_slopes.csv, t5_buckets.csv */
+static int cmp_plot_curves(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    int st;
     if ((st = epar_plot_scriptf(o, "alibi_slopes", "ALiBi slopes per head",
                                 "set title 'ALiBi slopes m_h (max bias %g) for 1..16 heads'\n"
                                 "set xlabel 'head h'\nset ylabel 'slope m_h'\nset logscale y 2\nset key outside right\n"
@@ -887,16 +997,22 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "with linespoints title sprintf('%%s heads', n)\n",
                                 cfg->p[EPAR_MECH_ALIBI][0])))
         return st;
-    if ((st = epar_plot_scriptf(o, "t5_buckets", "T5 relative buckets",
-                                "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
-                                "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
-                                "set key bottom right\n"
-                                "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
-                                "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
-                                "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
-                                "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
-                                (int)cfg->p[EPAR_MECH_T5][1])))
-        return st;
+    return epar_plot_scriptf(o, "t5_buckets", "T5 relative buckets",
+                             "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
+                             "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
+                             "set key bottom right\n"
+                             "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
+                             "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
+                             "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
+                             "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
+                             (int)cfg->p[EPAR_MECH_T5][1]);
+}
+
+/* ablation.csv and extrapolation.csv */
+static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
     if ((st = epar_plot_scriptf(o, "ablation", "Additive vs multiplicative x linear vs exponential",
                                 "set terminal @epar_term size 1200,550\n"
                                 "set multiplot layout 1,2 title 'Ablation (L=%d, beta=%g, ALiBi slopes for %d heads; mean +- sd over %d seeds)'\n"
@@ -911,25 +1027,42 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                                 "unset multiplot\n",
                                 L, cfg->ablation_beta, prm->heads, prm->n_seeds)))
         return st;
-    if ((st = epar_plot_scriptf(o, "extrapolation", "Entropy and locality beyond the base length",
-                                "set terminal @epar_term size 1300,550\n"
-                                "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
-                                "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
-                                "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
-                                "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
-                                "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):7 "
-                                "with linespoints lt i title word(mech,i), \\\n"
-                                "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):7 "
-                                "with linespoints lt i dt 2 notitle\n"
-                                "set ylabel 'local mass W(|i-j|<=%d)'\nset title 'local mass'\n"
-                                "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):11 "
-                                "with linespoints lt i title word(mech,i), \\\n"
-                                "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):11 "
-                                "with linespoints lt i dt 2 notitle\n"
-                                "unset multiplot\n",
-                                cfg->extrap_length, prm->n_seeds, cfg->local_window)))
-        return st;
-    return EPAR_OK;
+    return epar_plot_scriptf(o, "extrapolation", "Entropy and locality beyond the base length",
+                             "set terminal @epar_term size 1300,550\n"
+                             "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
+                             "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
+                             "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
+                             "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
+                             "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):7 "
+                             "with linespoints lt i title word(mech,i), \\\n"
+                             "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):7 "
+                             "with linespoints lt i dt 2 notitle\n"
+                             "set ylabel 'local mass W(|i-j|<=%d)'\nset title 'local mass'\n"
+                             "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):11 "
+                             "with linespoints lt i title word(mech,i), \\\n"
+                             "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):11 "
+                             "with linespoints lt i dt 2 notitle\n"
+                             "unset multiplot\n",
+                             cfg->extrap_length, prm->n_seeds, cfg->local_window);
+}
+
+/* every table, run.json, then one .gp per figure */
+int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
+                       const char *protocol_path)
+{
+    int st;
+    const struct epar_exp_file files[] = {
+        {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
+        {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
+        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
+        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+    if ((st = cmp_run_json(cfg, o, protocol_path))) return st;
+    if ((st = cmp_heatmaps(cfg, res, o))) return st;
+    if ((st = cmp_plot_mechanisms(cfg, o))) return st;
+    if ((st = cmp_plot_consistency(cfg, res, o))) return st;
+    if ((st = cmp_plot_curves(cfg, o))) return st;
+    return cmp_plot_studies(cfg, o);
 }
 
 EPAR_EXPERIMENT(compare, "compare", "compare", NULL);
