@@ -292,7 +292,8 @@ static double adp_attend(struct adp *a, const double *P, double t)
     return fsum / H;
 }
 
-/* ---- main experiment ---- */
+/* ---- main experiment, in named steps: set up, iterate (one job per seed x run), reduce, metrics table, type
+ * counts, long tables, the figures' matrices ---- */
 
 struct main_job {
     double *ent, *ent_none;     /* (B,L) reference entropy per row, EPAR and none */
@@ -303,73 +304,119 @@ struct main_job {
     double fusion;              /* mean fusion weight */
 };
 
+struct main_run {
+    const struct epar_adaptive_cfg *cfg;
+    const struct epar_params *prm;
+    int L, D, B, R, S, C, T, J;
+    size_t LL, BL;
+    struct main_job *jobs;      /* (J) */
+    double *fd;                 /* (J, 3BL + BD) the jobs' doubles */
+    int *fi;                    /* (J, BL + 2B) the jobs' ints */
+    double *A0;                 /* (L,L) first seed, last run, item 0: the figures */
+    double *rowv;               /* (J + 2S + 2, ncol) metrics per run, per seed, across-seed mean and sd */
+    int ncol, nv;               /* columns of adaptive_metrics.csv, values per row */
+};
+
 static void stats4(const double *x, size_t n, double *mean, double *sd, double *mn, double *mx)
 {
     epar_metric_mean_sd(x, n, mean, sd);  /* sample sd (unbiased, as torch.std) */
     gsl_stats_minmax(mn, mx, x, 1, n);
 }
 
-static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+/* sizes, and every job's slots carved from two blocks */
+static int main_setup(struct main_run *c, const struct epar_adaptive_cfg *cfg)
 {
-    const struct epar_params *prm = &cfg->prm;
-    int L = prm->length, D = prm->hidden, B = prm->batch, R = prm->runs, S = prm->n_seeds, C = cfg->content_types;
-    int T = cfg->tasks, J = S * R;
-    size_t LL = (size_t)L * L, BL = (size_t)B * L;
-    struct main_job *jobs = calloc((size_t)J, sizeof *jobs);
-    double *fd = malloc((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
-    int *fi = malloc((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
-    double *A0 = malloc(LL * sizeof *A0);
-    int st = EPAR_ENOMEM;
-    if (!jobs || !fd || !fi || !A0) goto done;
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    const struct epar_params *prm = c->prm = &cfg->prm;
+    int L = c->L = prm->length, D = c->D = prm->hidden, B = c->B = prm->batch, R = c->R = prm->runs;
+    int S = c->S = prm->n_seeds;
+    c->C = cfg->content_types;
+    c->T = cfg->tasks;
+    int J = c->J = S * R;
+    size_t LL = c->LL = (size_t)L * L, BL = c->BL = (size_t)B * L;
+    struct main_job *jobs = c->jobs = calloc((size_t)J, sizeof *jobs);
+    double *fd = c->fd = malloc((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
+    int *fi = c->fi = malloc((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
+    c->A0 = malloc(LL * sizeof *c->A0);
+    if (!jobs || !fd || !fi || !c->A0) return EPAR_ENOMEM;
     for (int j = 0; j < J; j++) {
         double *d = fd + (size_t)j * (3 * BL + (size_t)B * D);
         jobs[j].ent = d; jobs[j].ent_none = d + BL; jobs[j].c = d + 2 * BL; jobs[j].tw = d + 3 * BL;
         int *q = fi + (size_t)j * (BL + 2 * (size_t)B);
         jobs[j].types = q; jobs[j].ids = q + BL; jobs[j].cls = q + BL + B;
     }
+    return EPAR_OK;
+}
+
+static void main_run_free(struct main_run *c)
+{
+    free(c->jobs); free(c->fd); free(c->fi); free(c->A0); free(c->rowv);
+}
+
+/* job j = (seed, run): draw the modules, data and task ids; per item the content estimates, the classifiers and
+ * the row entropies with and without P; 0 or 1 (failed) */
+static int main_run_job(struct main_run *c, int j, struct adp *a)
+{
+    const struct epar_params *prm = c->prm;
+    int L = c->L, D = c->D, B = c->B, R = c->R, C = c->C, T = c->T;
+    size_t LL = c->LL;
+    struct main_job *o = &c->jobs[j];
+    /* as the reference: one model per seed, reused by its repetitions (fresh data each) */
+    gsl_rng *x = adp_draw(a, prm, T, prm->seeds[j / R], 0, (unsigned long)(j % R), o->ids);
+    if (!x) return 1;
+    epar_rng_free(x);   /* dropout is off in the main experiment */
+    memcpy(o->tw, a->tw, (size_t)B * D * sizeof *o->tw);
+    double fsum = 0;
+    const double *P = prm->form == EPAR_FORM_NONE ? NULL : a->em.P;
+    for (int b = 0; b < B; b++) {
+        adp_project(a, b);
+        double t = gsl_stats_mean(a->tw + (size_t)b * D, 1, (size_t)D);
+        epar_model_content_importance(&a->am, a->em.ws.x, L, NULL, a->c, a->mws);
+        memcpy(o->c + (size_t)b * L, a->c, (size_t)L * sizeof *a->c);
+        epar_model_content_types(&a->am, a->em.ws.x, L, a->probs, a->mws);
+        for (int i = 0; i < L; i++)
+            o->types[(size_t)b * L + i] =
+                (int)epar_metric_argmax_tied(a->probs + (size_t)i * C, (size_t)C, EPAR_METRIC_TIE_RTOL);
+        epar_model_task_classify(&a->am, a->em.ws.x, L, a->tp, a->mws);
+        o->cls[b] = (int)epar_metric_argmax_tied(a->tp, (size_t)T, EPAR_METRIC_TIE_RTOL);
+        fsum += adp_attend(a, P, t);
+        epar_metric_entropy_ref_rows(a->A, L, o->ent + (size_t)b * L);
+        if (j == R - 1 && b == 0) memcpy(c->A0, a->A, LL * sizeof *c->A0); /* first seed, last run */
+        adp_attend(a, NULL, t);
+        epar_metric_entropy_ref_rows(a->A, L, o->ent_none + (size_t)b * L);
+    }
+    o->fusion = fsum / B;
+    return 0;
+}
+
+static int main_iterate(struct main_run *c)
+{
     int failed = 0;
 #pragma omp parallel reduction(| : failed)
     {
         struct adp a;
-        int ok = adp_alloc(&a, cfg, prm) == EPAR_OK;
+        int ok = adp_alloc(&a, c->cfg, c->prm) == EPAR_OK;
         if (!ok) failed = 1;
 #pragma omp for schedule(dynamic, 1)
-        for (int j = 0; j < J; j++) {
-            if (!ok) continue;
-            struct main_job *o = &jobs[j];
-            /* as the reference: one model per seed, reused by its repetitions (fresh data each) */
-            gsl_rng *x = adp_draw(&a, prm, T, prm->seeds[j / R], 0, (unsigned long)(j % R), o->ids);
-            if (!x) { failed = 1; continue; }
-            epar_rng_free(x);   /* dropout is off in the main experiment */
-            memcpy(o->tw, a.tw, (size_t)B * D * sizeof *o->tw);
-            double fsum = 0;
-            const double *P = prm->form == EPAR_FORM_NONE ? NULL : a.em.P;
-            for (int b = 0; b < B; b++) {
-                adp_project(&a, b);
-                double t = gsl_stats_mean(a.tw + (size_t)b * D, 1, (size_t)D);
-                epar_model_content_importance(&a.am, a.em.ws.x, L, NULL, a.c, a.mws);
-                memcpy(o->c + (size_t)b * L, a.c, (size_t)L * sizeof *a.c);
-                epar_model_content_types(&a.am, a.em.ws.x, L, a.probs, a.mws);
-                for (int i = 0; i < L; i++) o->types[(size_t)b * L + i] = (int)epar_metric_argmax_tied(a.probs + (size_t)i * C, (size_t)C, EPAR_METRIC_TIE_RTOL);
-                epar_model_task_classify(&a.am, a.em.ws.x, L, a.tp, a.mws);
-                o->cls[b] = (int)epar_metric_argmax_tied(a.tp, (size_t)T, EPAR_METRIC_TIE_RTOL);
-                fsum += adp_attend(&a, P, t);
-                epar_metric_entropy_ref_rows(a.A, L, o->ent + (size_t)b * L);
-                if (j == R - 1 && b == 0) memcpy(A0, a.A, LL * sizeof *A0); /* first seed, last run */
-                adp_attend(&a, NULL, t);
-                epar_metric_entropy_ref_rows(a.A, L, o->ent_none + (size_t)b * L);
-            }
-            o->fusion = fsum / B;
-        }
+        for (int j = 0; j < c->J; j++)
+            if (ok && main_run_job(c, j, &a)) failed = 1;
         adp_free(&a);
     }
     if (failed) {
-        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory running adaptive (length %d)", L);
-        st = EPAR_ENOMEM;
-        goto done;
+        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory running adaptive (length %d)", c->L);
+        return EPAR_ENOMEM;
     }
+    return EPAR_OK;
+}
 
-    /* ---- tables ---- */
+/* the columns of adaptive_metrics.csv and its values: per run; per seed the mean over runs, min of mins, max of
+ * maxes, counts summed; across seeds the mean and sample sd of the per-seed rows */
+static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
+{
+    const struct main_job *jobs = c->jobs;
+    int B = c->B, D = c->D, R = c->R, S = c->S, C = c->C, J = c->J;
+    size_t BL = c->BL;
     char cols[4096];
     snprintf(cols, sizeof cols,
              "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
@@ -377,11 +424,11 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
              "content_importance_max,fusion_weight_mean");
     for (int k = 0; k < C && strlen(cols) < sizeof cols - 32; k++)
         snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",content_type_%d", k);
-    if (!(res->metrics = epar_csv_new(cols))) goto done;
+    if (!(res->metrics = epar_csv_new(cols))) return EPAR_ENOMEM;
     const int NV = 12;  /* numeric columns before the counts */
-    int ncol = res->metrics->ncols;
-    double *rowv = malloc((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
-    if (!rowv) goto done;
+    int ncol = c->ncol = res->metrics->ncols;
+    double *rowv = c->rowv = malloc((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
+    if (!rowv) return EPAR_ENOMEM;
     /* per run */
     for (int j = 0; j < J; j++) {
         double *v = rowv + (size_t)j * ncol;
@@ -393,7 +440,7 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         for (int k = 0; k < C; k++) v[NV - 1 + k] = 0;
         for (size_t q = 0; q < BL; q++) v[NV - 1 + jobs[j].types[q]] += 1;
     }
-    const int nv = NV - 1 + C;  /* values per row */
+    const int nv = c->nv = NV - 1 + C;  /* values per row */
     /* per seed: mean over runs, min of mins, max of maxes, counts summed */
     double *seedv = rowv + (size_t)J * ncol;
     for (int s = 0; s < S; s++) {
@@ -411,12 +458,22 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     }
     /* across seeds: mean and sample sd of the per-seed rows */
     double *mean = seedv + (size_t)S * ncol, *sdv = mean + ncol, *tmp = malloc((size_t)S * sizeof *tmp);
-    if (!tmp) { free(rowv); goto done; }
+    if (!tmp) return EPAR_ENOMEM;
     for (int k = 0; k < nv; k++) {
         for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
         epar_metric_mean_sd(tmp, (size_t)S, &mean[k], &sdv[k]);
     }
     free(tmp);
+    return EPAR_OK;
+}
+
+/* adaptive_metrics.csv: the rows per run, per seed, across seeds; the summary values of the result */
+static int main_metrics(struct main_run *c, struct epar_adaptive_result *res)
+{
+    const struct epar_params *prm = c->prm;
+    int R = c->R, S = c->S, J = c->J, ncol = c->ncol, nv = c->nv;
+    const double *rowv = c->rowv, *seedv = rowv + (size_t)J * ncol, *mean = seedv + (size_t)S * ncol;
+    const double *sdv = mean + ncol;
     int bad = 0;
     for (int j = 0; j < J + S + 2 && !bad; j++) {
         const double *v = j < J ? rowv + (size_t)j * ncol : j < J + S ? seedv + (size_t)(j - J) * ncol
@@ -433,64 +490,91 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     res->task_mean = mean[2]; res->task_sd = sdv[2];
     res->content_mean = mean[6]; res->content_sd = sdv[6];
     res->fusion_mean = mean[10];
-    free(rowv);
-    if (bad) goto done;
+    return bad ? EPAR_ENOMEM : EPAR_OK;
+}
 
-    /* task and content types over every item of every run and seed */
-    {
-        long *given = calloc((size_t)T, sizeof *given), *pred = calloc((size_t)T, sizeof *pred);
-        long *ct = calloc((size_t)C, sizeof *ct);
-        if (!given || !pred || !ct) { free(given); free(pred); free(ct); goto done; }
-        for (int j = 0; j < J; j++) {
-            for (int b = 0; b < B; b++) { given[jobs[j].ids[b]]++; pred[jobs[j].cls[b]]++; }
-            for (size_t q = 0; q < BL; q++) ct[jobs[j].types[q]]++;
-        }
-        res->task_types = epar_csv_new("task_id,given_count,given_fraction,classifier_count,classifier_fraction");
-        res->content_types = epar_csv_new("content_type,count,fraction");
-        double nt = (double)J * B, nc = (double)J * BL;
-        for (int k = 0; res->task_types && k < T; k++)
-            if (epar_csv_append(res->task_types, "iddid", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt)) break;
-        for (int k = 0; res->content_types && k < C; k++)
-            if (epar_csv_append(res->content_types, "idd", k, (double)ct[k], ct[k] / nc)) break;
-        free(given); free(pred); free(ct);
-        if (!res->task_types || !res->content_types || res->task_types->nrows != (size_t)T ||
-            res->content_types->nrows != (size_t)C)
-            goto done;
+/* task_types.csv and content_types.csv over every item of every run and seed */
+static int main_types(const struct main_run *c, struct epar_adaptive_result *res)
+{
+    const struct main_job *jobs = c->jobs;
+    int B = c->B, C = c->C, T = c->T, J = c->J;
+    size_t BL = c->BL;
+    long *given = calloc((size_t)T, sizeof *given), *pred = calloc((size_t)T, sizeof *pred);
+    long *ct = calloc((size_t)C, sizeof *ct);
+    if (!given || !pred || !ct) { free(given); free(pred); free(ct); return EPAR_ENOMEM; }
+    for (int j = 0; j < J; j++) {
+        for (int b = 0; b < B; b++) { given[jobs[j].ids[b]]++; pred[jobs[j].cls[b]]++; }
+        for (size_t q = 0; q < BL; q++) ct[jobs[j].types[q]]++;
     }
-    /* long tables: entropy per row, task weights, content importance */
+    res->task_types = epar_csv_new("task_id,given_count,given_fraction,classifier_count,classifier_fraction");
+    res->content_types = epar_csv_new("content_type,count,fraction");
+    double nt = (double)J * B, nc = (double)J * BL;
+    for (int k = 0; res->task_types && k < T; k++)
+        if (epar_csv_append(res->task_types, "iddid", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt))
+            break;
+    for (int k = 0; res->content_types && k < C; k++)
+        if (epar_csv_append(res->content_types, "idd", k, (double)ct[k], ct[k] / nc)) break;
+    free(given); free(pred); free(ct);
+    if (!res->task_types || !res->content_types || res->task_types->nrows != (size_t)T ||
+        res->content_types->nrows != (size_t)C)
+        return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+/* long tables: entropy per row, task weights, content importance */
+static int main_long_tables(const struct main_run *c, struct epar_adaptive_result *res)
+{
+    const struct main_job *jobs = c->jobs;
+    int L = c->L, D = c->D, B = c->B, R = c->R, J = c->J;
     res->entropy_by_row = epar_csv_new("seed,run,item,query,entropy,entropy_none");
     res->task_weights = epar_csv_new("seed,run,item,task_id,dim,weight");
     res->content_importance = epar_csv_new("seed,run,item,position,importance,content_type");
-    if (!res->entropy_by_row || !res->task_weights || !res->content_importance) goto done;
+    if (!res->entropy_by_row || !res->task_weights || !res->content_importance) return EPAR_ENOMEM;
     for (int j = 0; j < J; j++) {
-        int sd = (int)prm->seeds[j / R], r = j % R;
+        int sd = (int)c->prm->seeds[j / R], r = j % R;
         for (int b = 0; b < B; b++) {
             for (int i = 0; i < L; i++) {
                 size_t q = (size_t)b * L + i;
                 if (epar_csv_append(res->entropy_by_row, "iiiidd", sd, r, b, i, jobs[j].ent[q], jobs[j].ent_none[q]) ||
                     epar_csv_append(res->content_importance, "iiiidi", sd, r, b, i, jobs[j].c[q], jobs[j].types[q]))
-                    goto done;
+                    return EPAR_ENOMEM;
             }
             for (int k = 0; k < D; k++)
                 if (epar_csv_append(res->task_weights, "iiiiid", sd, r, b, jobs[j].ids[b], k, jobs[j].tw[(size_t)b * D + k]))
-                    goto done;
+                    return EPAR_ENOMEM;
         }
     }
-    if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) goto done;
-    {
-        double *mn = malloc(4 * (size_t)L * sizeof *mn);
-        if (!mn) goto done;
-        epar_metric_key_stats(A0, L, mn, mn + L, mn + 2 * L, mn + 3 * L);
-        res->position_attention = epar_csv_new("key,attention_received,attention_sd,attention_max");
-        for (int k = 0; res->position_attention && k < L; k++)
-            if (epar_csv_append(res->position_attention, "iddd", k, mn[k], mn[L + k], mn[2 * L + k])) break;
-        free(mn);
-        if (!res->position_attention || res->position_attention->nrows != (size_t)L) goto done;
-    }
-    st = EPAR_OK;
-done:
+    return EPAR_OK;
+}
+
+/* attention_weights.csv and position_attention.csv of the figures' item */
+static int main_figures(const struct main_run *c, struct epar_adaptive_result *res)
+{
+    int L = c->L;
+    if (!(res->attention = epar_exp_matrix_table("query,key,weight", c->A0, L, L))) return EPAR_ENOMEM;
+    double *mn = malloc(4 * (size_t)L * sizeof *mn);
+    if (!mn) return EPAR_ENOMEM;
+    epar_metric_key_stats(c->A0, L, mn, mn + L, mn + 2 * L, mn + 3 * L);
+    res->position_attention = epar_csv_new("key,attention_received,attention_sd,attention_max");
+    for (int k = 0; res->position_attention && k < L; k++)
+        if (epar_csv_append(res->position_attention, "iddd", k, mn[k], mn[L + k], mn[2 * L + k])) break;
+    free(mn);
+    if (!res->position_attention || res->position_attention->nrows != (size_t)L) return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
+{
+    struct main_run c;
+    int st = main_setup(&c, cfg);
+    if (!st) st = main_iterate(&c);
+    if (!st) st = main_reduce(&c, res);
+    if (!st) st = main_metrics(&c, res);
+    if (!st) st = main_types(&c, res);
+    if (!st) st = main_long_tables(&c, res);
+    if (!st) st = main_figures(&c, res);
     if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in adaptive");
-    free(jobs); free(fd); free(fi); free(A0);
+    main_run_free(&c);
     return st;
 }
 
@@ -797,19 +881,20 @@ static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg,
                              title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, col, fmt, col);
 }
 
-int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
-                            struct epar_out *o, const char *protocol_path)
+/* what the figure steps share: the figures' item, the form and the histogram preambles */
+struct adp_fig {
+    const struct epar_adaptive_cfg *cfg;
+    const struct epar_params *prm;
+    int L;
+    const char *form;
+    char where[128];
+    char h_tw[512], h_ci[512], h_en[512];   /* bins for task weights, content importance, row entropy */
+};
+
+/* run.json: the common fields and the modules, grid and when-to-use settings */
+static int write_run_json(const struct epar_adaptive_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length;
-    const struct epar_exp_file files[] = {
-        {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
-        {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
-        {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
-        {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
-        {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-
     json_t *ga = json_array(), *gb = json_array(), *wl = json_array();
     for (int i = 0; i < cfg->n_grid_alpha; i++) json_array_append_new(ga, json_real(cfg->grid_alpha[i]));
     for (int i = 0; i < cfg->n_grid_beta; i++) json_array_append_new(gb, json_real(cfg->grid_beta[i]));
@@ -830,20 +915,36 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                  "identical weights and data",
         "importance", "structured 0.5 + 0.5 sin(2 pi j / L), min-max normalised; moves with its token when shuffled",
         "figures_from", "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
-    if ((st = epar_exp_write_run_json(o, "adaptive", protocol_path, prm, extra))) return st;
+    return epar_exp_write_run_json(o, "adaptive", protocol_path, prm, extra);
+}
 
-    char where[128], title[512];
-    snprintf(where, sizeof where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
-    const char *form = epar_posfx_form_name(prm->form);
+/* the figures' item (first seed, last run, item 0) and the histogram bins, shared by several figures */
+static void fig_setup(struct adp_fig *f, const struct epar_adaptive_cfg *cfg)
+{
+    const struct epar_params *prm = f->prm = &cfg->prm;
+    f->cfg = cfg;
+    f->L = prm->length;
+    snprintf(f->where, sizeof f->where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
+    f->form = epar_posfx_form_name(prm->form);
     const char *hist =
         "stats '%s' skip 1 using %d nooutput\n"
         "bw = (STATS_max - STATS_min) / 40.0\nif (bw <= 0) bw = 1e-3\n"
         "bin(x) = bw * floor(x / bw) + bw / 2\nset boxwidth bw * 0.9\n";
-    char h_tw[512], h_ci[512], h_en[512];
-    snprintf(h_tw, sizeof h_tw, hist, "task_weights.csv", 6);
-    snprintf(h_ci, sizeof h_ci, hist, "content_importance.csv", 5);
-    snprintf(h_en, sizeof h_en, hist, "entropy_by_row.csv", 5);
+    snprintf(f->h_tw, sizeof f->h_tw, hist, "task_weights.csv", 6);
+    snprintf(f->h_ci, sizeof f->h_ci, hist, "content_importance.csv", 5);
+    snprintf(f->h_en, sizeof f->h_en, hist, "entropy_by_row.csv", 5);
+}
 
+/* attention_weights (the figures' item) and the six-panel adaptive_summary */
+static int fig_summary(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    int L = f->L;
+    const char *form = f->form, *where = f->where;
+    const char *h_tw = f->h_tw, *h_ci = f->h_ci, *h_en = f->h_en;
+    char title[512];
+    int st;
     snprintf(title, sizeof title, "Adaptive attention weights (%s, %s form, L=%d)", where, form, L);
     if ((st = epar_exp_heatmap(o, "attention_weights", title, "attention_weights.csv", "key position j",
                                "query position i", "attention weight")))
@@ -876,6 +977,17 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 form, L, prm->n_seeds, prm->runs, prm->batch, where, h_tw, h_ci, h_en, cfg->tasks,
                                 cfg->content_types)))
         return st;
+    return EPAR_OK;
+}
+
+/* task_weights, content_importance and attention_entropy: histograms and per-position curves */
+static int fig_distributions(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_params *prm = f->prm;
+    int L = f->L;
+    const char *form = f->form, *where = f->where;
+    const char *h_tw = f->h_tw, *h_ci = f->h_ci, *h_en = f->h_en;
+    int st;
     if ((st = epar_plot_scriptf(o, "task_weights", "Task weights",
                                 "set title 'Task weights: sigmoid outputs of the untrained generator (%d seeds x %d runs x %d items x %d dims)'\n"
                                 "set xlabel 'task weight'\nset ylabel 'count'\nunset key\n%s"
@@ -906,6 +1018,16 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "unset multiplot\n",
                                 log((double)L), h_en, form, form, log((double)L))))
         return st;
+    return EPAR_OK;
+}
+
+/* task_types, content_types and position_attention */
+static int fig_types(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    int L = f->L;
+    const char *where = f->where;
+    int st;
     if ((st = epar_plot_scriptf(o, "task_types", "Task types",
                                 "set title 'Task ids: given (uniform 0..%d) and argmax of the untrained classifier'\n"
                                 "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
@@ -932,6 +1054,16 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
                                 "unset multiplot\n",
                                 where, 1.0 / L)))
         return st;
+    return EPAR_OK;
+}
+
+/* the alpha x beta grid: entropy, task weight and content importance heatmaps */
+static int fig_grid(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    char title[512];
+    int st;
     const char *dnote = cfg->dropout_in_grid && cfg->dropout > 0 ? "dropout on" : "dropout off";
     snprintf(title, sizeof title, "Attention entropy over {/Symbol a} x {/Symbol b} (L=%d, hidden %d, mean of %d seeds, %s)",
              cfg->grid_length, cfg->grid_hidden, prm->n_seeds, dnote);
@@ -941,33 +1073,60 @@ int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct ep
     if ((st = grid_heatmap(o, cfg, "grid_task_weight", title, 9, "task weight mean", "%.4f"))) return st;
     snprintf(title, sizeof title, "Content importance mean over {/Symbol a} x {/Symbol b} (L=%d, %s)", cfg->grid_length, dnote);
     if ((st = grid_heatmap(o, cfg, "grid_content_importance", title, 11, "content importance mean", "%.4f"))) return st;
-    if ((st = epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
-                                "set terminal @epar_term size 1400,950\n"
-                                "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
-                                "layer vs none on identical weights and data (mean +- sd of %d seeds; colour = form, dash = input)'\n"
-                                "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
-                                "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
-                                "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
-                                "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
-                                "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
-                                "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
-                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
-                                "unset key\n"
-                                "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
-                                "set ylabel 'local mass / ((2w+1)/L)'\n"
-                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)\n"
-                                "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
-                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)\n"
-                                "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
-                                "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                                "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)\n"
-                                "unset multiplot\n",
-                                prm->n_seeds, cfg->when_window)))
-        return st;
     return EPAR_OK;
+}
+
+/* when_to_use: the four panels of the sweep over lengths, conditions and forms */
+static int fig_when(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    return epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
+                             "set terminal @epar_term size 1400,950\n"
+                             "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
+                             "layer vs none on identical weights and data (mean +- sd of %d seeds; colour = form, dash = input)'\n"
+                             "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
+                             "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
+                             "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
+                             "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
+                             "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
+                             "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
+                             "unset key\n"
+                             "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
+                             "set ylabel 'local mass / ((2w+1)/L)'\n"
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "unset multiplot\n",
+                             prm->n_seeds, cfg->when_window);
+}
+
+int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
+                            struct epar_out *o, const char *protocol_path)
+{
+    int st;
+    const struct epar_exp_file files[] = {
+        {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
+        {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
+        {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
+        {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
+        {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+    if ((st = write_run_json(cfg, o, protocol_path))) return st;
+    struct adp_fig f;
+    fig_setup(&f, cfg);
+    if ((st = fig_summary(&f, o))) return st;
+    if ((st = fig_distributions(&f, o))) return st;
+    if ((st = fig_types(&f, o))) return st;
+    if ((st = fig_grid(&f, o))) return st;
+    return fig_when(&f, o);
 }
 
 static int adaptive_check_v(const void *cfg) { return epar_exp_adaptive_check(cfg); }

@@ -542,7 +542,8 @@ static int block_table(struct epar_table **t, const char *cols, const struct ctx
     return EPAR_OK;
 }
 
-static int retention_tables(const struct ctx *c, struct epar_sensitivity_result *res)
+/* retention.csv: pre-softmax retention and measured attention at d = L/2 and L-1, per setting */
+static int retention_rows(const struct ctx *c, struct epar_sensitivity_result *res)
 {
     int L = c->L, mid = L / 2, mx = L - 1;
     res->retention = epar_csv_new(
@@ -584,7 +585,13 @@ static int retention_tables(const struct ctx *c, struct epar_sensitivity_result 
                 return EPAR_ENOMEM;
         }
     }
-    /* curves at the defaults (and the paper's parameters): pre-softmax P(d)/P(0), post-softmax A(d) */
+    return EPAR_OK;
+}
+
+/* retention_curves.csv: the curves at the defaults (and the paper's parameters) */
+static int retention_curves(const struct ctx *c, struct epar_sensitivity_result *res)
+{
+    int L = c->L;
     res->curves = epar_csv_new("distance,basic,enhanced,basic_paper,enhanced_paper,attn_none,attn_none_sd,"
                                "attn_basic,attn_basic_sd,attn_enhanced,attn_enhanced_sd");
     if (!res->curves) return EPAR_ENOMEM;
@@ -601,7 +608,14 @@ static int retention_tables(const struct ctx *c, struct epar_sensitivity_result 
                             abs_, ae, aes))
             return EPAR_ENOMEM;
     }
-    /* the claims against every candidate definition, at the defaults and the paper's parameters */
+    return EPAR_OK;
+}
+
+/* retention_claims.csv: each claim against every candidate definition, at the defaults and the paper's
+ * parameters */
+static int retention_claims(const struct ctx *c, struct epar_sensitivity_result *res)
+{
+    int L = c->L;
     res->claims = epar_csv_new("claim,claimed,definition,setting,alpha,beta,gamma,measured,measured_sd,agrees,"
                                "beta_needed");
     if (!res->claims) return EPAR_ENOMEM;
@@ -624,9 +638,15 @@ static int retention_tables(const struct ctx *c, struct epar_sensitivity_result 
                     return EPAR_ENOMEM;
             }
     }
-    /* a mixed reading of the ratio claims: enhanced at the paper's parameters over basic at the beta* that
-     * makes the basic retention at the largest distance equal the claimed basic retention (two parameter
-     * sets: a construction, labelled as such) */
+    return EPAR_OK;
+}
+
+/* a mixed reading of the ratio claims: enhanced at the paper's parameters over basic at the beta* that
+ * makes the basic retention at the largest distance equal the claimed basic retention (two parameter
+ * sets: a construction, labelled as such), appended to retention_claims.csv */
+static int retention_mixed(const struct ctx *c, struct epar_sensitivity_result *res)
+{
+    int L = c->L;
     const struct epar_sens_claim *cb = NULL;
     for (int i = 0; i < c->cfg->n_claims; i++)
         if (!strcmp(c->cfg->claims[i].id, "basic_max_retention")) cb = &c->cfg->claims[i];
@@ -654,6 +674,16 @@ static int retention_tables(const struct ctx *c, struct epar_sensitivity_result 
         }
     }
     return EPAR_OK;
+}
+
+/* retention.csv, retention_curves.csv and retention_claims.csv */
+static int retention_tables(const struct ctx *c, struct epar_sensitivity_result *res)
+{
+    int st = retention_rows(c, res);
+    if (!st) st = retention_curves(c, res);
+    if (!st) st = retention_claims(c, res);
+    if (!st) st = retention_mixed(c, res);
+    return st;
 }
 
 static int baseline_table(const struct ctx *c, struct epar_sensitivity_result *res)
@@ -740,16 +770,13 @@ static void gain_line(FILE *f, const struct ctx *c, int p, int form, const char 
                                  : "within 2 sd across seeds: not distinguishable from seed noise");
 }
 
-static char *build_report(const struct ctx *c, const struct epar_sensitivity_result *res)
+/* the title and what every number is: the run's settings, seeds, draws, baseline */
+static void report_head(FILE *f, const struct ctx *c)
 {
     const struct epar_sensitivity_cfg *cfg = c->cfg;
     const struct epar_params *prm = &cfg->prm;
-    int fs = prm->form, L = c->L;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    char seeds[600] = "", lb[4096];
+    int L = c->L;
+    char seeds[600] = "";
     for (int s = 0; s < c->S; s++)
         snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lu", s ? "," : "", prm->seeds[s]);
 
@@ -759,7 +786,14 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                " none on the same weights and data. attention_locality window |i-j| <= %d. Every number is measured.)\n\n",
             prm->preset, epar_posfx_form_name(prm->form), L, prm->hidden, prm->heads, prm->batch, seeds, c->R,
             cfg->common_draws ? "common" : "fresh", c->S, cfg->locality_window);
+}
 
+/* sections 1-3: the alpha, beta and gamma sweeps, the trend and every point */
+static void report_sweeps(FILE *f, const struct ctx *c)
+{
+    const struct epar_sensitivity_cfg *cfg = c->cfg;
+    const struct epar_params *prm = &cfg->prm;
+    int fs = prm->form;
     int b = B_ALPHA;
     fprintf(f, "1. α Parameter Sensitivity Analysis (β=%g, γ=%g):\n", prm->beta, prm->gamma);
     fprintf(f, "   α multiplies every score (P(i,i) = α): it acts as an inverse temperature of the whole row\n");
@@ -800,7 +834,15 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                 value(c, p, fs, "attention_concentration"), value(c, p, fs, "attention_locality"),
                 value(c, p, fs, "attention_locality_sd"), value(c, p, fs, "attention_locality_baseline"));
     }
+}
 
+/* section 4: the most and least local settings, the most sensitive parameter, the reference's "optimal"
+ * values */
+static void report_suggestions(FILE *f, const struct ctx *c)
+{
+    const struct epar_sensitivity_cfg *cfg = c->cfg;
+    const struct epar_params *prm = &cfg->prm;
+    int fs = prm->form;
     fprintf(f, "\n4. Parameter Combination Suggestions (derived from the measurements above and the grids):\n");
     int k = block_arg(c, B_AB, fs, "attention_locality", 1);
     char d[160];
@@ -839,7 +881,13 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                 : fabs(im) > 2 * isd ? "larger than 2 sd"
                                      : "within 2 sd: noise");
     }
+}
 
+/* sections 5 and 6: the measured baseline per block, the three forms at the run's parameters */
+static void report_baseline(FILE *f, const struct ctx *c, const struct epar_sensitivity_result *res)
+{
+    const struct epar_sensitivity_cfg *cfg = c->cfg;
+    const struct epar_params *prm = &cfg->prm;
     fprintf(f, "\n5. Baseline (form none, measured on the same seeds and draws; the reference divided by a typed-in 0.01):\n");
     for (size_t r = 0; r < res->baseline->nrows; r++)
         fprintf(f, "   %-10s concentration %.4g +- %.2g, locality %.4f +- %.4f, correlation mean %.4f +- %.4f "
@@ -864,7 +912,13 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                 value(c, p0, fo, "attention_locality_sd"), value(c, p0, fo, "attention_concentration"),
                 value(c, p0, fo, "attention_concentration_sd"), value(c, p0, fo, "position_correlation_offdiag_mean"),
                 value(c, p0, fo, "position_correlation_offdiag_mean_sd"));
+}
 
+/* section 7: each retention claim against every candidate definition, and its verdict */
+static void report_claims(FILE *f, const struct ctx *c, const struct epar_sensitivity_result *res)
+{
+    const struct epar_sensitivity_cfg *cfg = c->cfg;
+    char lb[4096];
     fprintf(f, "\n7. Retention claims of the paper's README against every candidate definition (%s):\n",
             cfg->n_claims ? "all rows in retention_claims.csv" : "no claims in the protocol");
     fprintf(f, "   A claim agrees when the measured value rounds to its printed digits (within half a unit of the last\n"
@@ -893,7 +947,14 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
                             "(enhanced and basic at different beta)"
                           : "not reproduced by any of these definitions");
     }
+}
 
+/* section 8: notes on the correlation metric, the sweeps and the untrained models */
+static void report_notes(FILE *f, const struct ctx *c)
+{
+    const struct epar_sensitivity_cfg *cfg = c->cfg;
+    int L = c->L;
+    char lb[4096];
     fprintf(f, "\n8. Notes:\n");
     fprintf(f, "   - position_correlation_mean includes the diagonal (all ones), which alone contributes 1/L = %.6g;\n"
                "     position_correlation_offdiag_mean leaves it out.\n", 1.0 / L);
@@ -902,6 +963,21 @@ static char *build_report(const struct ctx *c, const struct epar_sensitivity_res
     fprintf(f, "γ in {%s} (γ really applied).\n", fmt_list(cfg->gamma_values, cfg->n_gamma, lb, sizeof lb));
     fprintf(f, "   - the models are untrained and random, as in the reference: these are properties of P and of\n"
                "     random attention, not of a trained Transformer.\n");
+}
+
+/* parameter_sensitivity_report.txt, section by section */
+static char *build_report(const struct ctx *c, const struct epar_sensitivity_result *res)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    report_head(f, c);
+    report_sweeps(f, c);
+    report_suggestions(f, c);
+    report_baseline(f, c, res);
+    report_claims(f, c, res);
+    report_notes(f, c);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -1114,20 +1190,10 @@ static int write_text(struct epar_out *o, const char *name, const char *text)
     return EPAR_OK;
 }
 
-int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                               struct epar_out *o, const char *protocol_path)
+/* run.json: the common fields, the sweeps, the draws and the paper's parameters */
+static int write_run_json(const struct epar_sensitivity_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length;
-    const struct epar_exp_file files[] = {
-        {"alpha_parameter_data.csv", res->alpha}, {"beta_parameter_data.csv", res->beta},
-        {"gamma_parameter_data.csv", res->gamma}, {"baseline.csv", res->baseline},
-        {"basic_vs_enhanced.csv", res->basic_vs_enhanced}, {"retention.csv", res->retention},
-        {"retention_claims.csv", res->claims}, {"retention_curves.csv", res->curves},
-        {"grid_alpha_beta.csv", res->grid_ab}, {"grid_beta_gamma.csv", res->grid_bg}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-    if ((st = write_text(o, "parameter_sensitivity_report.txt", res->report))) return st;
-
     json_t *sw = json_object();
     json_t *la = json_array(), *lb = json_array(), *lg = json_array();
     for (int i = 0; i < cfg->n_alpha; i++) json_array_append_new(la, json_real(cfg->alpha_values[i]));
@@ -1142,8 +1208,15 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
     if (cfg->has_paper)
         json_object_set_new(extra, "paper_parameters", json_pack("{s:f, s:f, s:f}", "alpha", cfg->paper_alpha, "beta",
                                                                  cfg->paper_beta, "gamma", cfg->paper_gamma));
-    if ((st = epar_exp_write_run_json(o, "sensitivity", protocol_path, prm, extra))) return st;
+    return epar_exp_write_run_json(o, "sensitivity", protocol_path, prm, extra);
+}
 
+/* the alpha, beta and gamma sweeps: four metrics each against the swept parameter */
+static int fig_sweeps(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
+                      struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
     char title[512];
     const char *form = epar_posfx_form_name(prm->form);
     struct panel pa[4] = {{"position_strength", "position strength (mean of P)", 0},
@@ -1173,7 +1246,17 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
     if ((st = sweep_figure(o, "gamma_parameter_sensitivity", title, "gamma_parameter_data.csv", res->gamma,
                            res->baseline, "gamma", "{/Symbol g}", 0, pg)))
         return st;
+    return EPAR_OK;
+}
 
+/* the alpha x beta and beta x gamma grids as heatmaps */
+static int fig_grids(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
+                     struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st;
+    char title[512];
+    const char *form = epar_posfx_form_name(prm->form);
     snprintf(title, sizeof title, "Measured metrics over {/Symbol a} x {/Symbol b} (%s, {/Symbol g}=%g, mean of %d seeds)",
              form, prm->gamma, prm->n_seeds);
     if ((st = grid_figure(o, "heatmap_alpha_beta", title, "grid_alpha_beta.csv", res->grid_ab, "beta_index",
@@ -1186,8 +1269,16 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
                           "beta_index", "{/Symbol g}", "{/Symbol b}", cfg->gamma_values, cfg->n_gamma,
                           cfg->beta_values, cfg->n_beta, cfg->locality_window)))
         return st;
+    return EPAR_OK;
+}
 
-    /* basic vs enhanced over the alpha and beta sweeps (same weights and data) */
+/* basic vs enhanced over the alpha and beta sweeps (same weights and data) */
+static int fig_basic_vs_enhanced(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
+                                 struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
+    char title[512];
     const struct epar_table *bv = res->basic_vs_enhanced;
     char ba[1024], bb[1024];
     band(ba, sizeof ba, res->baseline, baseline_row(res->baseline, "alpha"), "attention_locality");
@@ -1224,7 +1315,15 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              title, prm->beta, ba, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, a0, a1, cc, ccs, a0 + 1, a1, cc,
              ccs, prm->alpha, bb, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, b0, b1, cd, b0 + 1, b1, cd)))
         return st;
+    return EPAR_OK;
+}
 
+/* retention_curves: pre-softmax P(d)/P(0) and the measured attention per pair at distance d */
+static int fig_retention(const struct epar_sensitivity_cfg *cfg, struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int st, L = prm->length;
+    char title[512];
     snprintf(title, sizeof title, "Retention: pre-softmax P(d)/P(0) and measured attention per pair (L=%d)", L);
     char paper[512] = "";
     if (cfg->has_paper)
@@ -1252,8 +1351,15 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
              "unset multiplot\n",
              title, L, L / 2, L / 2, L - 1, L - 1, prm->beta, prm->beta, prm->gamma, paper, prm->n_seeds, 1.0 / L)))
         return st;
+    return EPAR_OK;
+}
 
-    /* improvement over the measured baseline (the reference's "improvement" figure, with a real baseline) */
+/* improvement over the measured baseline (the reference's "improvement" figure, with a real baseline) */
+static int fig_improvement(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
+                           struct epar_out *o)
+{
+    const struct epar_params *prm = &cfg->prm;
+    char title[512];
     const struct epar_table *ts[3] = {res->alpha, res->beta, res->gamma};
     const char *csvs[3] = {"alpha_parameter_data.csv", "beta_parameter_data.csv", "gamma_parameter_data.csv"};
     const char *xl[3] = {"{/Symbol a}", "{/Symbol b}", "{/Symbol g}"};
@@ -1278,6 +1384,26 @@ int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const str
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: 'improvement_over_baseline'");
     snprintf(body + n, sizeof body - n, "unset multiplot\n");
     return epar_plot_script(o, "improvement_over_baseline", title, body);
+}
+
+int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
+                               struct epar_out *o, const char *protocol_path)
+{
+    int st;
+    const struct epar_exp_file files[] = {
+        {"alpha_parameter_data.csv", res->alpha}, {"beta_parameter_data.csv", res->beta},
+        {"gamma_parameter_data.csv", res->gamma}, {"baseline.csv", res->baseline},
+        {"basic_vs_enhanced.csv", res->basic_vs_enhanced}, {"retention.csv", res->retention},
+        {"retention_claims.csv", res->claims}, {"retention_curves.csv", res->curves},
+        {"grid_alpha_beta.csv", res->grid_ab}, {"grid_beta_gamma.csv", res->grid_bg}};
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+    if ((st = write_text(o, "parameter_sensitivity_report.txt", res->report))) return st;
+    if ((st = write_run_json(cfg, o, protocol_path))) return st;
+    if ((st = fig_sweeps(cfg, res, o))) return st;
+    if ((st = fig_grids(cfg, res, o))) return st;
+    if ((st = fig_basic_vs_enhanced(cfg, res, o))) return st;
+    if ((st = fig_retention(cfg, o))) return st;
+    return fig_improvement(cfg, res, o);
 }
 
 static int sensitivity_check_v(const void *cfg) { return epar_exp_sensitivity_check(cfg); }
