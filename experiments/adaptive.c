@@ -417,14 +417,19 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
     const struct main_job *jobs = c->jobs;
     int B = c->B, D = c->D, R = c->R, S = c->S, C = c->C, J = c->J;
     size_t BL = c->BL;
-    char cols[4096];
-    snprintf(cols, sizeof cols,
-             "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
-             "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
-             "content_importance_max,fusion_weight_mean");
-    for (int k = 0; k < C && strlen(cols) < sizeof cols - 32; k++)
-        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",content_type_%d", k);
-    if (!(res->metrics = epar_csv_new(cols))) return EPAR_ENOMEM;
+    /* one count column per content type: the header grows with content_types (up to 2^20) */
+    static const char head[] =
+        "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
+        "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
+        "content_importance_max,fusion_weight_mean";
+    size_t cap = sizeof head + (size_t)C * 24, len = sizeof head - 1;
+    char *cols = malloc(cap);
+    if (!cols) return EPAR_ENOMEM;
+    memcpy(cols, head, sizeof head);
+    for (int k = 0; k < C; k++) len += (size_t)snprintf(cols + len, cap - len, ",content_type_%d", k);
+    res->metrics = epar_csv_new(cols);
+    free(cols);
+    if (!res->metrics) return EPAR_ENOMEM;
     const int NV = 12;  /* numeric columns before the counts */
     int ncol = c->ncol = res->metrics->ncols;
     double *rowv = c->rowv = malloc((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);

@@ -100,6 +100,16 @@ printf '{"version": 1, "default_preset": "r", "presets": {"r": {}}, "experiments
 bad 3 'adaptive.grid_alfa' --protocol "$T_TMP/p2.json"
 printf '{"version": 1, "default_preset": "r", "presets": {"r": {}}, "experiments": {"adaptive": {"when_lengths": [16, 1.5]}}}' > "$T_TMP/p3.json"
 bad 3 'when_lengths\[1\]' --protocol "$T_TMP/p3.json"
+# many content types: one count column each in adaptive_metrics.csv (the header once stopped at 4096 characters
+# while the rows went on), and with one seed the across-seed sd row is nan, not a copy of the mean row
+sed 's/"content_types": 5,/"content_types": 300,/' paper_protocol.json > "$T_TMP/ct.json"
+expect_exit 0 "content_types 300" -- "$EPAR" adaptive $small --seeds 42 --protocol "$T_TMP/ct.json" --out "$T_TMP/ct"
+m=$T_TMP/ct/adaptive/adaptive_metrics.csv
+[ "$(head -1 "$m" | tr ',' '\n' | grep -c '^content_type_')" = 300 ] && head -1 "$m" | grep -q ',content_type_299$' &&
+    awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad }' "$m" && ok ||
+    fail "adaptive_metrics.csv with 300 content types: header or row widths wrong"
+grep '^across_seeds_sd,' "$m" | cut -d, -f4- | tr ',' '\n' | grep -v -x -q 'nan' &&
+    fail "one seed: across_seeds_sd holds numbers" || ok
 expect_exit 4 "size that cannot fit" -- "$EPAR" adaptive --quiet --when-lengths 100000 --seed 1 --out "$T_TMP/big"
 expect_error_line "size does not fit" "exit 4 message"
 expect_empty_dir "$T_TMP/big/adaptive" "exit 4 leaves nothing"
