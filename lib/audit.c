@@ -319,7 +319,7 @@ int epar_audit_select(const struct epar_table *t, json_t *where, const char *col
     int st = EPAR_OK;
     *nrows = (int)nm;
     if (nm == 0) {
-        char *sel = where ? json_dumps(where, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char *sel = where ? json_dumps(where, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) : NULL;
         st = why_set(why, nwhy, "no row matches %s", sel ? sel : "(every row)");
         free(sel);
     } else if (nm > 1 && !aggregate) {
