@@ -15,6 +15,10 @@
 struct vops {
     double (*max)(const double *z, int n);
     double (*expsum)(double *z, int n, double m);
+    /* z[k] <- scale q . K[u[k]] (rows of K with stride ldk), k < n */
+    void (*dots)(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z);
+    /* o <- a o + sum_k p[k] V[u[k]] (rows of V with stride ldv), k < n; a = 0: o is not read */
+    void (*axpys)(double *o, double a, const double *V, int ldv, const int *u, const double *p, int n, int d);
 };
 
 static double max_c(const double *z, int n)
@@ -33,6 +37,28 @@ static double expsum_c(double *z, int n, double m)
         s += z[k];
     }
     return s;
+}
+
+static void dots_c(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z)
+{
+    for (int k = 0; k < n; k++) {
+        const double *kr = K + (size_t)u[k] * ldk;
+        double a = 0.0;
+        for (int c = 0; c < d; c++) a += q[c] * kr[c];
+        z[k] = scale * a;
+    }
+}
+
+static void axpys_c(double *o, double a, const double *V, int ldv, const int *u, const double *p, int n, int d)
+{
+    if (a == 0.0)
+        memset(o, 0, (size_t)d * sizeof *o);
+    else if (a != 1.0)
+        for (int c = 0; c < d; c++) o[c] *= a;
+    for (int k = 0; k < n; k++) {
+        const double *vr = V + (size_t)u[k] * ldv;
+        for (int c = 0; c < d; c++) o[c] += p[k] * vr[c];
+    }
 }
 
 #pragma GCC push_options
@@ -63,22 +89,96 @@ static double expsum_avx2(double *z, int n, double m)
         _mm256_storeu_pd(z + k, e);
         acc = _mm256_add_pd(acc, e);
     }
-    if (k < n) {    /* the tail through a padded buffer (exp(-inf) = 0) */
-        double t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    if (k < n) {    /* the tail through a buffer padded with m (exp(0), dropped: padding with -inf would send
+                     * the whole vector down libmvec's slow path for special inputs) */
+        double t[4] = {m, m, m, m};
         memcpy(t, z + k, (size_t)(n - k) * sizeof *t);
         __m256d e = _ZGVdN4v_exp(_mm256_sub_pd(_mm256_loadu_pd(t), vm));
         _mm256_storeu_pd(t, e);
-        memcpy(z + k, t, (size_t)(n - k) * sizeof *t);
-        acc = _mm256_add_pd(acc, e);
+        for (int q = 0; q < n - k; q++) z[k + q] = t[q];
+        __m256d keep = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_set1_epi64x(n - k), _mm256_set_epi64x(3, 2, 1, 0)));
+        acc = _mm256_add_pd(acc, _mm256_and_pd(e, keep));
     }
     double lane[4];
     _mm256_storeu_pd(lane, acc);
     return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
+
+static double hsum_avx2(__m256d a)
+{
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+static void dots_avx2(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z)
+{
+    int k = 0;
+    for (; k + 4 <= n; k += 4) {    /* four keys at a time: four independent accumulators */
+        const double *k0 = K + (size_t)u[k] * ldk, *k1 = K + (size_t)u[k + 1] * ldk, *k2 = K + (size_t)u[k + 2] * ldk,
+                     *k3 = K + (size_t)u[k + 3] * ldk;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        int c = 0;
+        for (; c + 4 <= d; c += 4) {
+            __m256d qv = _mm256_loadu_pd(q + c);
+            a0 = _mm256_fmadd_pd(qv, _mm256_loadu_pd(k0 + c), a0);
+            a1 = _mm256_fmadd_pd(qv, _mm256_loadu_pd(k1 + c), a1);
+            a2 = _mm256_fmadd_pd(qv, _mm256_loadu_pd(k2 + c), a2);
+            a3 = _mm256_fmadd_pd(qv, _mm256_loadu_pd(k3 + c), a3);
+        }
+        double t0 = hsum_avx2(a0), t1 = hsum_avx2(a1), t2 = hsum_avx2(a2), t3 = hsum_avx2(a3);
+        for (; c < d; c++) {
+            t0 += q[c] * k0[c]; t1 += q[c] * k1[c]; t2 += q[c] * k2[c]; t3 += q[c] * k3[c];
+        }
+        z[k] = scale * t0; z[k + 1] = scale * t1; z[k + 2] = scale * t2; z[k + 3] = scale * t3;
+    }
+    for (; k < n; k++) {
+        const double *k0 = K + (size_t)u[k] * ldk;
+        __m256d a0 = _mm256_setzero_pd();
+        int c = 0;
+        for (; c + 4 <= d; c += 4) a0 = _mm256_fmadd_pd(_mm256_loadu_pd(q + c), _mm256_loadu_pd(k0 + c), a0);
+        double t0 = hsum_avx2(a0);
+        for (; c < d; c++) t0 += q[c] * k0[c];
+        z[k] = scale * t0;
+    }
+}
+
+static void axpys_avx2(double *o, double a, const double *V, int ldv, const int *u, const double *p, int n, int d)
+{
+    __m256d va = _mm256_set1_pd(a);
+    int c = 0;
+    for (; c + 16 <= d; c += 16) {  /* 16 columns: four independent accumulators */
+        __m256d o0 = _mm256_setzero_pd(), o1 = o0, o2 = o0, o3 = o0;
+        if (a != 0.0) {
+            o0 = _mm256_mul_pd(va, _mm256_loadu_pd(o + c)); o1 = _mm256_mul_pd(va, _mm256_loadu_pd(o + c + 4));
+            o2 = _mm256_mul_pd(va, _mm256_loadu_pd(o + c + 8)); o3 = _mm256_mul_pd(va, _mm256_loadu_pd(o + c + 12));
+        }
+        for (int k = 0; k < n; k++) {
+            const double *vr = V + (size_t)u[k] * ldv + c;
+            __m256d pk = _mm256_set1_pd(p[k]);
+            o0 = _mm256_fmadd_pd(pk, _mm256_loadu_pd(vr), o0);
+            o1 = _mm256_fmadd_pd(pk, _mm256_loadu_pd(vr + 4), o1);
+            o2 = _mm256_fmadd_pd(pk, _mm256_loadu_pd(vr + 8), o2);
+            o3 = _mm256_fmadd_pd(pk, _mm256_loadu_pd(vr + 12), o3);
+        }
+        _mm256_storeu_pd(o + c, o0); _mm256_storeu_pd(o + c + 4, o1);
+        _mm256_storeu_pd(o + c + 8, o2); _mm256_storeu_pd(o + c + 12, o3);
+    }
+    for (; c + 4 <= d; c += 4) {
+        __m256d o0 = a != 0.0 ? _mm256_mul_pd(va, _mm256_loadu_pd(o + c)) : _mm256_setzero_pd();
+        for (int k = 0; k < n; k++)
+            o0 = _mm256_fmadd_pd(_mm256_set1_pd(p[k]), _mm256_loadu_pd(V + (size_t)u[k] * ldv + c), o0);
+        _mm256_storeu_pd(o + c, o0);
+    }
+    for (; c < d; c++) {
+        double x = a != 0.0 ? a * o[c] : 0.0;
+        for (int k = 0; k < n; k++) x += p[k] * V[(size_t)u[k] * ldv + c];
+        o[c] = x;
+    }
+}
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f")
+#pragma GCC target("avx512f,avx2,fma")
 __m512d _ZGVeN8v_exp(__m512d x);
 
 static double max_avx512(const double *z, int n)
@@ -101,21 +201,92 @@ static double expsum_avx512(double *z, int n, double m)
         _mm512_storeu_pd(z + k, e);
         acc = _mm512_add_pd(acc, e);
     }
-    if (k < n) {
-        double t[8];
-        for (int q = 0; q < 8; q++) t[q] = -INFINITY;
-        memcpy(t, z + k, (size_t)(n - k) * sizeof *t);
-        __m512d e = _ZGVeN8v_exp(_mm512_sub_pd(_mm512_loadu_pd(t), vm));
-        _mm512_storeu_pd(t, e);
-        memcpy(z + k, t, (size_t)(n - k) * sizeof *t);
-        acc = _mm512_add_pd(acc, e);
+    if (k < n) {    /* the tail masked; the lanes past it hold exp(0) and are dropped (padding them with -inf
+                     * would send the whole vector down libmvec's slow path for special inputs) */
+        __mmask8 mk = (__mmask8)((1u << (n - k)) - 1);
+        __m512d e = _ZGVeN8v_exp(_mm512_sub_pd(_mm512_mask_loadu_pd(vm, mk, z + k), vm));
+        _mm512_mask_storeu_pd(z + k, mk, e);
+        acc = _mm512_mask_add_pd(acc, mk, acc, e);
     }
     return _mm512_reduce_add_pd(acc);
 }
+
+static void dots_avx512(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z)
+{
+    int k = 0, dt = d & 7;
+    __mmask8 mt = (__mmask8)((1u << dt) - 1);     /* the last d mod 8 columns */
+    for (; k + 4 <= n; k += 4) {    /* four keys at a time: four independent accumulators */
+        const double *k0 = K + (size_t)u[k] * ldk, *k1 = K + (size_t)u[k + 1] * ldk, *k2 = K + (size_t)u[k + 2] * ldk,
+                     *k3 = K + (size_t)u[k + 3] * ldk;
+        __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        int c = 0;
+        for (; c + 8 <= d; c += 8) {
+            __m512d qv = _mm512_loadu_pd(q + c);
+            a0 = _mm512_fmadd_pd(qv, _mm512_loadu_pd(k0 + c), a0);
+            a1 = _mm512_fmadd_pd(qv, _mm512_loadu_pd(k1 + c), a1);
+            a2 = _mm512_fmadd_pd(qv, _mm512_loadu_pd(k2 + c), a2);
+            a3 = _mm512_fmadd_pd(qv, _mm512_loadu_pd(k3 + c), a3);
+        }
+        if (dt) {
+            __m512d qv = _mm512_maskz_loadu_pd(mt, q + c);
+            a0 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k0 + c), a0);
+            a1 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k1 + c), a1);
+            a2 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k2 + c), a2);
+            a3 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k3 + c), a3);
+        }
+        /* the four sums at once: halves added, then pairwise */
+        __m256d b0 = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1)),
+                b1 = _mm256_add_pd(_mm512_castpd512_pd256(a1), _mm512_extractf64x4_pd(a1, 1)),
+                b2 = _mm256_add_pd(_mm512_castpd512_pd256(a2), _mm512_extractf64x4_pd(a2, 1)),
+                b3 = _mm256_add_pd(_mm512_castpd512_pd256(a3), _mm512_extractf64x4_pd(a3, 1));
+        __m256d h01 = _mm256_hadd_pd(b0, b1), h23 = _mm256_hadd_pd(b2, b3);
+        __m256d sum = _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20), _mm256_permute2f128_pd(h01, h23, 0x31));
+        _mm256_storeu_pd(z + k, _mm256_mul_pd(_mm256_set1_pd(scale), sum));
+    }
+    for (; k < n; k++) {
+        const double *k0 = K + (size_t)u[k] * ldk;
+        __m512d a0 = _mm512_setzero_pd();
+        int c = 0;
+        for (; c + 8 <= d; c += 8) a0 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c), _mm512_loadu_pd(k0 + c), a0);
+        if (dt) a0 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(mt, q + c), _mm512_maskz_loadu_pd(mt, k0 + c), a0);
+        z[k] = scale * _mm512_reduce_add_pd(a0);
+    }
+}
+
+static void axpys_avx512(double *o, double a, const double *V, int ldv, const int *u, const double *p, int n, int d)
+{
+    __m512d va = _mm512_set1_pd(a);
+    int c = 0;
+    for (; c + 32 <= d; c += 32) {  /* 32 columns: four independent accumulators */
+        __m512d o0 = _mm512_setzero_pd(), o1 = o0, o2 = o0, o3 = o0;
+        if (a != 0.0) {
+            o0 = _mm512_mul_pd(va, _mm512_loadu_pd(o + c)); o1 = _mm512_mul_pd(va, _mm512_loadu_pd(o + c + 8));
+            o2 = _mm512_mul_pd(va, _mm512_loadu_pd(o + c + 16)); o3 = _mm512_mul_pd(va, _mm512_loadu_pd(o + c + 24));
+        }
+        for (int k = 0; k < n; k++) {
+            const double *vr = V + (size_t)u[k] * ldv + c;
+            __m512d pk = _mm512_set1_pd(p[k]);
+            o0 = _mm512_fmadd_pd(pk, _mm512_loadu_pd(vr), o0);
+            o1 = _mm512_fmadd_pd(pk, _mm512_loadu_pd(vr + 8), o1);
+            o2 = _mm512_fmadd_pd(pk, _mm512_loadu_pd(vr + 16), o2);
+            o3 = _mm512_fmadd_pd(pk, _mm512_loadu_pd(vr + 24), o3);
+        }
+        _mm512_storeu_pd(o + c, o0); _mm512_storeu_pd(o + c + 8, o1);
+        _mm512_storeu_pd(o + c + 16, o2); _mm512_storeu_pd(o + c + 24, o3);
+    }
+    for (; c < d; c += 8) {         /* 8 columns at a time, the last ones masked */
+        __mmask8 mk = d - c >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (d - c)) - 1);
+        __m512d o0 = a != 0.0 ? _mm512_mul_pd(va, _mm512_maskz_loadu_pd(mk, o + c)) : _mm512_setzero_pd();
+        for (int k = 0; k < n; k++)
+            o0 = _mm512_fmadd_pd(_mm512_set1_pd(p[k]), _mm512_maskz_loadu_pd(mk, V + (size_t)u[k] * ldv + c), o0);
+        _mm512_mask_storeu_pd(o + c, mk, o0);
+    }
+}
 #pragma GCC pop_options
 
-static const struct vops ops_c = {max_c, expsum_c}, ops_avx2 = {max_avx2, expsum_avx2},
-                         ops_avx512 = {max_avx512, expsum_avx512};
+static const struct vops ops_c = {max_c, expsum_c, dots_c, axpys_c},
+                         ops_avx2 = {max_avx2, expsum_avx2, dots_avx2, axpys_avx2},
+                         ops_avx512 = {max_avx512, expsum_avx512, dots_avx512, axpys_avx512};
 
 static const struct vops *vops(void)
 {
@@ -336,7 +507,37 @@ long epar_sparse_pairs(const struct epar_sparse_pattern *p)
     return n;
 }
 
-/* ================================================================== the tile engine */
+/* ================================================================== the tile engine
+ *
+ * A tile is nr consecutive rows of a piece (for KEYS_CLASS: consecutive rows of one residue class) with the
+ * allowed key intervals of each row, in the tile's key coordinate 0..kw-1 (the union of the rows' ranges). It
+ * is computed one of two ways, whichever costs less (tile_by_rows):
+ *  - dense tile: S = scale Q K^T by one dgemm on all nr x kw entries, exp on the allowed ones (0 elsewhere), one
+ *    dgemm O += P V. Both dgemm calls take their operands untransposed (K^T is kept transposed in ws->Kt,
+ *    ws->Ktc, ws->Kgt, filled when the first dense tile needs them): OpenBLAS's small-matrix kernels run the
+ *    NN products of these sizes without packing, where Q K^T with K untransposed went through the packing path;
+ *  - row by row: only the allowed pairs, each score a dot product and each weight an axpy of the value row
+ *    (vops dots, axpys). Cheaper when the tile is mostly empty (a band of a few keys, a block diagonal, single
+ *    global columns, the first rows of a residue class): the dense tile pays for nr x kw entries. */
+
+/* Row-by-row when the allowed pairs are few against the tile's area, or the tile is too thin for a dgemm to
+ * pay (its fixed cost, and K^T to transpose). ROWS_FILL: 0, 0.3 and 0.5 measured on strided, sparse-fixed and
+ * pi-attention at L = 4096 (bench/README.md); 0.3 was as fast or faster for all three. */
+#define ROWS_FILL 0.3
+#define ROWS_MIN_ROWS 4
+
+static int tile_pairs(int nr, const int *iv)
+{
+    int n = 0;
+    for (int t = 0; t < nr; t++)
+        for (int q = 0; q < iv[5 * t]; q++) n += iv[5 * t + 2 + 2 * q] - iv[5 * t + 1 + 2 * q];
+    return n;
+}
+
+static int tile_by_rows(int nr, int kw, const int *iv)
+{
+    return nr < ROWS_MIN_ROWS || tile_pairs(nr, iv) <= ROWS_FILL * nr * kw;
+}
 
 static int default_tile(const struct epar_sparse_pattern *p)
 {
@@ -355,18 +556,54 @@ struct run {
     struct epar_sparse_ws *ws;
     const struct vops *ops;
     int dry;            /* 1: only measure the widest tile (ws->width) */
+    int kt, ktc, kgt;   /* ws->Kt, ws->Ktc, ws->Kgt (gathered summary columns) filled */
 };
 
-/* One tile: rows of Qp (nr, ldq), keys of Kp, Vp (kw, ldk) with the allowed intervals iv (nr, 5) in tile key
- * coordinates 0..kw-1; running max m and sum s of each row (stride ms) and the unnormalised output rows Op
- * (nr, ldo) are updated: with mn = max(m, tile max), O <- e^(m - mn) O + P V, P = exp(z - mn) on the allowed
- * keys and 0 elsewhere. */
-static void tile(const struct run *R, int nr, int kw, const double *Qp, int ldq, const double *Kp, const double *Vp,
-                 int ldk, double *Op, int ldo, double *m, double *s, int ms, const int *iv)
+/* The keys of a tile: key u (0..kw-1) is row u of K and V (stride ldk) and column u of Kt (d rows, stride ldt;
+ * NULL on the row-by-row path). */
+struct keys {
+    const double *K, *V;
+    int ldk;
+    const double *Kt;
+    int ldt;
+};
+
+/* B (d, ldb) <- A^T for the n rows of A (stride lda), d columns: B[c ldb + u] = A[u lda + c]; by blocks of 8 x 8
+ * (the strides are often powers of two: a block touches 8 lines of each side) */
+static void transpose(const double *A, size_t lda, int n, int d, double *B, int ldb)
+{
+    int u0 = 0;
+    for (; u0 + 8 <= n; u0 += 8) {
+        int c0 = 0;
+        for (; c0 + 8 <= d; c0 += 8)    /* whole blocks: fixed trip counts, vectorised */
+            for (int c = 0; c < 8; c++) {
+                double *b = B + (size_t)(c0 + c) * ldb + u0;
+                const double *a = A + (size_t)u0 * lda + c0 + c;
+                for (int u = 0; u < 8; u++) b[u] = a[(size_t)u * lda];
+            }
+        for (int c = c0; c < d; c++)
+            for (int u = u0; u < u0 + 8; u++) B[(size_t)c * ldb + u] = A[(size_t)u * lda + c];
+    }
+    for (int c = 0; c < d; c++)
+        for (int u = u0; u < n; u++) B[(size_t)c * ldb + u] = A[(size_t)u * lda + c];
+}
+
+/* row stride of the transposed keys (d, >= L): L rounded up to 8, plus 8, so that it is never a power of two (the d
+ * rows a dgemm tile reads would fall into one cache set) */
+static int kt_ld(int L) { return (L + 7) / 8 * 8 + 8; }
+
+/* first key of residue class c (mod P) in the class order of ws->Ktc */
+static int class_start(int L, int P, int c) { return c * (L / P) + imin(c, L % P); }
+
+/* Dense tile: rows of Qp (nr, ldq), keys kv, allowed intervals iv (nr, 5) in tile key coordinates 0..kw-1;
+ * running max m and sum s of each row (stride ms) and the unnormalised output rows Op (nr, ldo) are updated:
+ * with mn = max(m, tile max), O <- e^(m - mn) O + P V, P = exp(z - mn) on the allowed keys and 0 elsewhere. */
+static void tile_dense(const struct run *R, int nr, int kw, const double *Qp, int ldq, const struct keys *kv,
+                       double *Op, int ldo, double *m, double *s, int ms, const int *iv)
 {
     int d = R->d;
     double *S = R->ws->S;
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, R->scale, Qp, ldq, Kp, ldk, 0.0, S, kw);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, kw, d, R->scale, Qp, ldq, kv->Kt, kv->ldt, 0.0, S, kw);
     for (int t = 0; t < nr; t++) {
         double *z = S + (size_t)t * kw;
         const int *v = iv + 5 * t;
@@ -396,7 +633,29 @@ static void tile(const struct run *R, int nr, int kw, const double *Qp, int ldq,
             for (int c = 0; c < d; c++) o[c] *= a1;
         }
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, Vp, ldk, 1.0, Op, ldo);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, kv->V, kv->ldk, 1.0, Op, ldo);
+}
+
+/* The same update, row by row on the allowed pairs only. */
+static void tile_rows(const struct run *R, int nr, const double *Qp, int ldq, const struct keys *kv, double *Op,
+                      int ldo, double *m, double *s, int ms, const int *iv)
+{
+    int d = R->d, *ul = R->ws->ul;
+    double *z = R->ws->S;
+    for (int t = 0; t < nr; t++) {
+        const int *v = iv + 5 * t;
+        int n = 0;
+        for (int q = 0; q < v[0]; q++)
+            for (int u = v[1 + 2 * q]; u < v[2 + 2 * q]; u++) ul[n++] = u;
+        if (!n) continue;
+        R->ops->dots(Qp + (size_t)t * ldq, kv->K, kv->ldk, ul, n, d, R->scale, z);
+        double mt = R->ops->max(z, n), mo = m[(size_t)t * ms], mn = mt > mo ? mt : mo;
+        double st = R->ops->expsum(z, n, mn);
+        double a1 = mo == mn ? 1.0 : mo == -INFINITY ? 0.0 : exp(mo - mn);
+        s[(size_t)t * ms] = a1 * s[(size_t)t * ms] + st;
+        m[(size_t)t * ms] = mn;
+        R->ops->axpys(Op + (size_t)t * ldo, a1, kv->V, kv->ldk, ul, z, n, d);
+    }
 }
 
 /* intervals of rows (computed by the caller into iv) -> the tile's key range [ua, ub), intervals shifted */
@@ -418,7 +677,7 @@ static int key_range(int nr, int *iv, int *ua)
     return hi - lo;
 }
 
-static void run_piece(const struct run *R, const struct piece *pc)
+static void run_piece(struct run *R, const struct piece *pc)
 {
     const struct epar_sparse_pattern *p = R->p;
     struct epar_sparse_ws *ws = R->ws;
@@ -426,6 +685,7 @@ static void run_piece(const struct run *R, const struct piece *pc)
     int *iv = ws->iv;
     double *O = R->O[g], *m = R->m[g], *s = R->s[g];
     int ldo = R->ldo[g];
+    struct keys kv;
     if (pc->keys == KEYS_CLASS) {
         int P = pc->p;
         for (int c = 0; c < imin(P, L); c++) {
@@ -436,11 +696,24 @@ static void run_piece(const struct run *R, const struct piece *pc)
                 int kw = key_range(nr, iv, &ua);
                 if (!kw) continue;
                 if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
-                int ldr = nr > 1 ? P * ld : ld, ldk = kw > 1 ? P * ld : ld;
-                int ldor = nr > 1 ? P * ldo : ldo;
+                int ldr = nr > 1 ? P * ld : ld, ldor = nr > 1 ? P * ldo : ldo;
                 size_t i0 = (size_t)c + (size_t)a0 * P, j0 = (size_t)c + (size_t)ua * P;
-                tile(R, nr, kw, R->Q + i0 * ld, ldr, R->K + j0 * ld, R->V + j0 * ld, ldk, O + i0 * ldo, ldor, m + i0,
-                     s + i0, P, iv);
+                kv = (struct keys){R->K + j0 * ld, R->V + j0 * ld, kw > 1 ? P * ld : ld, NULL, kt_ld(L)};
+                if (tile_by_rows(nr, kw, iv)) {
+                    tile_rows(R, nr, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
+                    continue;
+                }
+                if (!R->ktc) {  /* every class, keys in class order; K read in its order (prefetched) */
+                    for (int jb = 0; jb < L; jb += P)
+                        for (int c2 = 0; c2 < imin(P, L - jb); c2++) {
+                            const double *kr = R->K + (size_t)(jb + c2) * ld;
+                            double *b = ws->Ktc + class_start(L, P, c2) + jb / P;
+                            for (int c3 = 0; c3 < d; c3++) b[(size_t)c3 * kt_ld(L)] = kr[c3];
+                        }
+                    R->ktc = 1;
+                }
+                kv.Kt = ws->Ktc + class_start(L, P, c) + ua;
+                tile_dense(R, nr, kw, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
             }
         }
         return;
@@ -451,27 +724,79 @@ static void run_piece(const struct run *R, const struct piece *pc)
         int kw = key_range(nr, iv, &ua);
         if (!kw) continue;
         if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
-        const double *Kp, *Vp;
-        int ldk = ld;
+        int rows = tile_by_rows(nr, kw, iv);
         if (pc->keys == KEYS_GATHER) {
-            Kp = ws->Kg + (size_t)ua * d;
-            Vp = ws->Vg + (size_t)ua * d;
-            ldk = d;
+            kv = (struct keys){ws->Kg + (size_t)ua * d, ws->Vg + (size_t)ua * d, d, NULL, ws->ng};
+            if (!rows && !R->kgt) {
+                transpose(ws->Kg, (size_t)d, ws->ng, d, ws->Kgt, ws->ng);
+                R->kgt = 1;
+            }
+            kv.Kt = ws->Kgt + ua;
         } else if (pc->keys == KEYS_WRAP && (ua - pc->shift < 0 || ua + kw - pc->shift > L)) {
             for (int u = 0; u < kw; u++) {     /* keys past either end of the ring: gathered for this tile */
                 int j = ((ua + u - pc->shift) % L + L) % L;
                 memcpy(ws->Kg + (size_t)u * d, R->K + (size_t)j * ld, (size_t)d * sizeof(double));
                 memcpy(ws->Vg + (size_t)u * d, R->V + (size_t)j * ld, (size_t)d * sizeof(double));
             }
-            Kp = ws->Kg;
-            Vp = ws->Vg;
-            ldk = d;
+            kv = (struct keys){ws->Kg, ws->Vg, d, ws->Kgt, kw};
+            if (!rows) {
+                transpose(ws->Kg, (size_t)d, kw, d, ws->Kgt, kw);
+                R->kgt = 0;
+            }
         } else {
             size_t j0 = (size_t)(ua - (pc->keys == KEYS_WRAP ? pc->shift : 0));
-            Kp = R->K + j0 * ld;
-            Vp = R->V + j0 * ld;
+            kv = (struct keys){R->K + j0 * ld, R->V + j0 * ld, ld, ws->Kt + j0, kt_ld(L)};
+            if (!rows && !R->kt) {
+                transpose(R->K, (size_t)ld, L, d, ws->Kt, kt_ld(L));
+                R->kt = 1;
+            }
         }
-        tile(R, nr, kw, R->Q + (size_t)i0 * ld, ld, Kp, Vp, ldk, O + (size_t)i0 * ldo, ldo, m + i0, s + i0, 1, iv);
+        if (rows)
+            tile_rows(R, nr, R->Q + (size_t)i0 * ld, ld, &kv, O + (size_t)i0 * ldo, ldo, m + i0, s + i0, 1, iv);
+        else
+            tile_dense(R, nr, kw, R->Q + (size_t)i0 * ld, ld, &kv, O + (size_t)i0 * ldo, ldo, m + i0, s + i0, 1, iv);
+    }
+}
+
+/* Very sparse patterns (a few keys per row: sliding-window, block-sparse, global-local at their defaults) row by
+ * row in one pass, without tiles: for each row, the keys j of every piece of a softmax, their scores, the
+ * softmax and o_i = sum_j A_ij v_j written once (no running maximum, no second pass over O). */
+#define WHOLE_MAX_KEYS 16   /* mean allowed keys per row up to which a pattern goes row by row */
+
+static void rows_whole(const struct run *R, const struct piece *pc, int np)
+{
+    const struct epar_sparse_pattern *p = R->p;
+    struct epar_sparse_ws *ws = R->ws;
+    int L = p->L, ld = R->ld, d = R->d, *ul = ws->ul, iv[5];
+    double *z = ws->S;
+    for (int i = 0; i < L; i++) {
+        double *o = R->O[0] + (size_t)i * R->ldo[0];
+        for (int g = 0; g <= (p->kind == EPAR_SPARSE_PI); g++) {
+            int n = 0;
+            for (int k = 0; k < np; k++) {
+                const struct piece *c = &pc[k];
+                if (c->group != g) continue;
+                int P = c->p, cls = c->keys == KEYS_CLASS;
+                if (cls) allowed(p, c, i, i / P, class_size(L, P, i % P), iv);
+                else if (i >= c->r0 && i < c->r1) allowed(p, c, i, 0, 0, iv);
+                else continue;
+                for (int q = 0; q < iv[0]; q++)
+                    for (int u = iv[1 + 2 * q]; u < iv[2 + 2 * q]; u++)
+                        ul[n++] = cls ? i % P + u * P
+                                : c->keys == KEYS_WRAP ? ((u - c->shift) % L + L) % L
+                                : c->keys == KEYS_GATHER ? ws->idx[u] : u;
+            }
+            double w = p->kind == EPAR_SPARSE_PI ? (g ? 1.0 - p->gate : p->gate) : 1.0;
+            if (!n) {   /* policy self */
+                const double *v = R->V + (size_t)i * ld;
+                for (int c = 0; c < d; c++) o[c] = (g ? o[c] : 0.0) + w * v[c];
+                continue;
+            }
+            R->ops->dots(R->Q + (size_t)i * ld, R->K, ld, ul, n, d, R->scale, z);
+            double f = w / R->ops->expsum(z, n, R->ops->max(z, n));
+            for (int k = 0; k < n; k++) z[k] *= f;
+            R->ops->axpys(o, g ? 1.0 : 0.0, R->V, ld, ul, z, n, d);
+        }
     }
 }
 
@@ -513,14 +838,25 @@ int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pat
     struct piece pc[MAX_PIECES];
     int np = pieces(p, pc);
     struct run R = {.p = p, .ld = d, .d = d, .ws = ws, .dry = 1};
-    for (int k = 0; k < np; k++) run_piece(&R, &pc[k]);
+    int direct = 0, cls = 0;     /* pieces with keys in K's order (ws->Kt), with residue-class keys (ws->Ktc) */
+    for (int k = 0; k < np; k++) {
+        run_piece(&R, &pc[k]);
+        direct |= pc[k].keys == KEYS_DIRECT || pc[k].keys == KEYS_WRAP;
+        cls |= pc[k].keys == KEYS_CLASS;
+    }
     if (ws->width < 1) ws->width = 1;
     int ns = summary_columns(p, NULL), nw = p->kind == EPAR_SPARSE_PI && ring_on(p) && !ring_full(p) ? ws->width : 0;
     ws->ng = ns > nw ? ns : nw;
-    if (!(ws->S = epar_err_alloc((size_t)ws->tile * ws->width, sizeof *ws->S, "sparse tile")) ||
+    ws->whole = epar_sparse_pairs(p) <= (long)WHOLE_MAX_KEYS * L;
+    size_t nS = (size_t)ws->tile * ws->width > (size_t)L ? (size_t)ws->tile * ws->width : (size_t)L;
+    if (!(ws->S = epar_err_alloc(nS, sizeof *ws->S, "sparse tile")) ||
         !(ws->m = epar_err_alloc((size_t)4 * L, sizeof *ws->m, "sparse softmax state")) ||
         (p->kind == EPAR_SPARSE_PI && !(ws->O2 = epar_err_alloc((size_t)L * d, sizeof *ws->O2, "sparse output"))) ||
+        !(ws->ul = epar_err_alloc((size_t)(ws->width > L ? ws->width : L), sizeof *ws->ul, "sparse row keys")) ||
+        (direct && !(ws->Kt = epar_err_alloc((size_t)d * kt_ld(L), sizeof *ws->Kt, "sparse transposed keys"))) ||
+        (cls && !(ws->Ktc = epar_err_alloc((size_t)d * kt_ld(L), sizeof *ws->Ktc, "sparse transposed class keys"))) ||
         (ws->ng && (!(ws->Kg = epar_err_alloc((size_t)2 * ws->ng * d, sizeof *ws->Kg, "sparse gathered keys")) ||
+                    !(ws->Kgt = epar_err_alloc((size_t)ws->ng * d, sizeof *ws->Kgt, "sparse gathered keys")) ||
                     !(ws->idx = epar_err_alloc((size_t)ws->ng, sizeof *ws->idx, "sparse key index"))))) {
         epar_sparse_ws_free(ws);
         return EPAR_ENOMEM;
@@ -537,8 +873,12 @@ void epar_sparse_ws_free(struct epar_sparse_ws *ws)
     free(ws->m);
     free(ws->O2);
     free(ws->Kg);
+    free(ws->Kgt);
+    free(ws->Kt);
+    free(ws->Ktc);
     free(ws->iv);
     free(ws->idx);
+    free(ws->ul);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -559,18 +899,23 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
     int L = p->L, gated = p->kind == EPAR_SPARSE_PI;
     struct run R = {.p = p, .Q = Q, .K = K, .V = V, .ld = ld, .d = d, .scale = scale, .O = {O, ws->O2},
                     .ldo = {ldo, d}, .m = {ws->m, ws->m + L}, .s = {ws->s, ws->s + L}, .ws = ws, .ops = vops()};
+    struct piece pc[MAX_PIECES];
+    int np = pieces(p, pc);
+    if (ws->whole) {
+        rows_whole(&R, pc, np);
+        return;
+    }
+    if (p->kind == EPAR_SPARSE_FIXED)
+        for (int u = 0; u < ws->ng; u++) {
+            memcpy(ws->Kg + (size_t)u * d, K + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *K);
+            memcpy(ws->Vg + (size_t)u * d, V + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *V);
+        }
     for (int g = 0; g <= gated; g++)
         for (int i = 0; i < L; i++) {
             memset(R.O[g] + (size_t)i * R.ldo[g], 0, (size_t)d * sizeof *O);
             R.m[g][i] = -INFINITY;
             R.s[g][i] = 0.0;
         }
-    for (int u = 0; u < ws->ng && p->kind == EPAR_SPARSE_FIXED; u++) {
-        memcpy(ws->Kg + (size_t)u * d, K + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *K);
-        memcpy(ws->Vg + (size_t)u * d, V + (size_t)ws->idx[u] * ld, (size_t)d * sizeof *V);
-    }
-    struct piece pc[MAX_PIECES];
-    int np = pieces(p, pc);
     for (int k = 0; k < np; k++) run_piece(&R, &pc[k]);
     for (int i = 0; i < L; i++) {
         double *o = O + (size_t)i * ldo;

@@ -70,9 +70,14 @@ struct epar_sparse_ws {
     double *m, *s;      /* (2, L) running maximum and sum of each softmax */
     double *O2;         /* (L, d) second softmax of pi-attention */
     double *Kg, *Vg;    /* (ng, d) gathered keys and values (ring wrap, summary columns) */
+    double *Kt, *Ktc;   /* (d, L) keys transposed, in key order and in residue-class order (filled per call,
+                         * when a tile first needs them) */
+    double *Kgt;        /* (d, max(ng, width)) gathered keys transposed */
     int *iv;            /* (tile, 5) allowed key intervals of the rows of a tile */
     int *idx;           /* (ng) gathered key indices */
+    int *ul;            /* (max(width, L)) allowed keys of one row (row-by-row paths) */
     int ng;
+    int whole;          /* 1: the pattern is computed row by row (few keys per row: lib/sparse.c, rows_whole) */
 };
 int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pattern *p, int d);
 void epar_sparse_ws_free(struct epar_sparse_ws *ws);
