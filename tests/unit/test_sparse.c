@@ -132,6 +132,17 @@ static void check_setting(const struct setting *s, int L, int d, int causal, int
     /* a second call on the same workspace gives the same result (state is reset) */
     epar_sparse_output(&pat, Q, K, V, ld, d, scale, Od, ldo, &ws);
     check_true(rel_err(Od, ldo, O, ldo, L, d) == 0, "%s L=%d: second call on the same workspace identical", s->name, L);
+    /* the other path: row by row for the whole pattern (ws.whole, chosen for a few keys per row) or tiles */
+    ws.whole = !ws.whole;
+    for (size_t t = 0; t < (size_t)L * ldo; t++) Od[t] = 12345.0;
+    epar_sparse_output(&pat, Q, K, V, ld, d, scale, Od, ldo, &ws);
+    e = rel_err(Od, ldo, Oref, d, L, d);
+    check_true(e <= TOL, "%s L=%d d=%d causal=%d tile=%d ld=%d %s: structured kernel vs dense masked (rel err %.3g)",
+               s->name, L, d, causal, ws.tile, ld, ws.whole ? "row by row" : "tiles", e);
+    kept = 1;
+    for (int i = 0; i < L; i++)
+        for (int c = d; c < ldo; c++) kept &= Od[(size_t)i * ldo + c] == 12345.0;
+    check_true(kept, "%s L=%d %s: columns past d of O untouched", s->name, L, ws.whole ? "row by row" : "tiles");
     epar_sparse_ws_free(&ws);
 
     epar_sparse_dense_output(M1, m.mask2 ? M2 : NULL, m.gate, causal, L, Q, K, V, ld, d, scale, Od, ldo, S, row, idx);
@@ -235,6 +246,18 @@ int main(void)
         for (int t = 0; t < 4; t++)
             for (int causal = 0; causal <= 1; causal++) check_setting(&set[k], 100, 8, causal, tiles[t], 13, r);
     for (int t = 0; t < 4; t++) check_setting(&set[nset - 3], 257, 16, 0, tiles[t], 24, r);
+    /* head dimensions past the vector widths (the 4-key and 32-column blocks of the row-by-row kernels, masked
+     * tails), L not a multiple of the tile, row strides ld > d */
+    for (int k = 0; k < nset; k++)
+        for (int causal = 0; causal <= 1; causal++) {
+            check_setting(&set[k], 130, 37, causal, 0, 37, r);
+            check_setting(&set[k], 75, 64, causal, 0, 67, r);
+        }
+    /* a length where strided and sparse-fixed (l = 32) use dense tiles with the keys transposed in class order,
+     * and row-by-row tiles (the short last tiles of the residue classes); pi-attention with ring-wrapped tiles */
+    for (int k = 6; k <= 11; k += k == 7 ? 3 : 1) check_setting(&set[k], 1024, 64, 0, 0, 64, r);
+    check_setting(&set[16], 1024, 64, 0, 0, 64, r);
+    check_setting(&set[0], 1024, 64, 0, 0, 64, r);
     /* the analysis path, several heads */
     for (int k = 0; k < nset; k += 2)
         for (int causal = 0; causal <= 1; causal++) check_forward(&set[k], 77, 24, 3, causal, r);
