@@ -513,16 +513,15 @@ long epar_sparse_pairs(const struct epar_sparse_pattern *p)
  * allowed key intervals of each row, in the tile's key coordinate 0..kw-1 (the union of the rows' ranges). It
  * is computed one of two ways, whichever costs less (tile_by_rows):
  *  - dense tile: S = scale Q K^T by one dgemm on all nr x kw entries, exp on the allowed ones (0 elsewhere), one
- *    dgemm O += P V. Both dgemm calls take their operands untransposed (K^T is kept transposed in ws->Kt,
- *    ws->Ktc, ws->Kgt, filled when the first dense tile needs them): OpenBLAS's small-matrix kernels run the
- *    NN products of these sizes without packing, where Q K^T with K untransposed went through the packing path;
+ *    dgemm O += P V. Large tiles take K^T from a transposed copy (ws->Kt, ws->Ktc in residue-class order,
+ *    ws->Kgt; filled once per call when the first large tile needs them), see tile_nt;
  *  - row by row: only the allowed pairs, each score a dot product and each weight an axpy of the value row
  *    (vops dots, axpys). Cheaper when the tile is mostly empty (a band of a few keys, a block diagonal, single
  *    global columns, the first rows of a residue class): the dense tile pays for nr x kw entries. */
 
 /* Row-by-row when the allowed pairs are few against the tile's area, or the tile is too thin for a dgemm to
- * pay (its fixed cost, and K^T to transpose). ROWS_FILL: 0, 0.3 and 0.5 measured on strided, sparse-fixed and
- * pi-attention at L = 4096 (bench/README.md); 0.3 was as fast or faster for all three. */
+ * pay. ROWS_FILL: 0, 0.3 and 0.5 measured on strided, sparse-fixed and pi-attention at L = 4096 (bench/README.md):
+ * within the noise of each other; 0.3 was never the slowest. */
 #define ROWS_FILL 0.3
 #define ROWS_MIN_ROWS 4
 
@@ -539,11 +538,19 @@ static int tile_by_rows(int nr, int kw, const int *iv)
     return nr < ROWS_MIN_ROWS || tile_pairs(nr, iv) <= ROWS_FILL * nr * kw;
 }
 
+/* Rows per tile, measured at L = 4096, d = 64 (bench/README.md): strided 12 (a band tile spans 12 + l keys; 8-16
+ * were within 10 %, 32 was 20 % slower), sparse-fixed 16 (a divisor of its blocks l = 64: tiles do not straddle
+ * them), the others 32 (pi-attention's tiles of 32 x 96 and 32 x 256; the very sparse masks go row by row). */
 static int default_tile(const struct epar_sparse_pattern *p)
 {
-    (void)p;
-    return 32;
+    return p->kind == EPAR_SPARSE_STRIDED ? 12 : p->kind == EPAR_SPARSE_FIXED ? 16 : 32;
 }
+
+/* Q K^T of a dense tile: with K as it is stored (NT) up to NT_MAX_AREA entries, where OpenBLAS (0.3.21) runs it
+ * on its small-matrix kernel without packing; above, on K^T transposed once per call (NN), as packing K for every
+ * tile cost more than the transposition (pi-attention's 32 x 256 tiles). */
+#define NT_MAX_AREA 1200
+static int tile_nt(int nr, int kw) { return (long)nr * kw <= NT_MAX_AREA; }
 
 struct run {
     const struct epar_sparse_pattern *p;
@@ -603,7 +610,11 @@ static void tile_dense(const struct run *R, int nr, int kw, const double *Qp, in
 {
     int d = R->d;
     double *S = R->ws->S;
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, kw, d, R->scale, Qp, ldq, kv->Kt, kv->ldt, 0.0, S, kw);
+    if (!kv->Kt)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, R->scale, Qp, ldq, kv->K, kv->ldk, 0.0, S, kw);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, kw, d, R->scale, Qp, ldq, kv->Kt, kv->ldt, 0.0, S,
+                    kw);
     for (int t = 0; t < nr; t++) {
         double *z = S + (size_t)t * kw;
         const int *v = iv + 5 * t;
@@ -703,6 +714,10 @@ static void run_piece(struct run *R, const struct piece *pc)
                     tile_rows(R, nr, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
                     continue;
                 }
+                if (tile_nt(nr, kw)) {
+                    tile_dense(R, nr, kw, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
+                    continue;
+                }
                 if (!R->ktc) {  /* every class, keys in class order; K read in its order (prefetched) */
                     for (int jb = 0; jb < L; jb += P)
                         for (int c2 = 0; c2 < imin(P, L - jb); c2++) {
@@ -724,29 +739,26 @@ static void run_piece(struct run *R, const struct piece *pc)
         int kw = key_range(nr, iv, &ua);
         if (!kw) continue;
         if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
-        int rows = tile_by_rows(nr, kw, iv);
+        int rows = tile_by_rows(nr, kw, iv), nt = rows || tile_nt(nr, kw);
         if (pc->keys == KEYS_GATHER) {
             kv = (struct keys){ws->Kg + (size_t)ua * d, ws->Vg + (size_t)ua * d, d, NULL, ws->ng};
-            if (!rows && !R->kgt) {
+            if (!nt && !R->kgt) {
                 transpose(ws->Kg, (size_t)d, ws->ng, d, ws->Kgt, ws->ng);
                 R->kgt = 1;
             }
-            kv.Kt = ws->Kgt + ua;
+            if (!nt) kv.Kt = ws->Kgt + ua;
         } else if (pc->keys == KEYS_WRAP && (ua - pc->shift < 0 || ua + kw - pc->shift > L)) {
             for (int u = 0; u < kw; u++) {     /* keys past either end of the ring: gathered for this tile */
                 int j = ((ua + u - pc->shift) % L + L) % L;
                 memcpy(ws->Kg + (size_t)u * d, R->K + (size_t)j * ld, (size_t)d * sizeof(double));
                 memcpy(ws->Vg + (size_t)u * d, R->V + (size_t)j * ld, (size_t)d * sizeof(double));
             }
-            kv = (struct keys){ws->Kg, ws->Vg, d, ws->Kgt, kw};
-            if (!rows) {
-                transpose(ws->Kg, (size_t)d, kw, d, ws->Kgt, kw);
-                R->kgt = 0;
-            }
+            kv = (struct keys){ws->Kg, ws->Vg, d, nt ? NULL : ws->Kgt, kw};
+            if (!nt) transpose(ws->Kg, (size_t)d, kw, d, ws->Kgt, kw);
         } else {
             size_t j0 = (size_t)(ua - (pc->keys == KEYS_WRAP ? pc->shift : 0));
-            kv = (struct keys){R->K + j0 * ld, R->V + j0 * ld, ld, ws->Kt + j0, kt_ld(L)};
-            if (!rows && !R->kt) {
+            kv = (struct keys){R->K + j0 * ld, R->V + j0 * ld, ld, nt ? NULL : ws->Kt + j0, kt_ld(L)};
+            if (!nt && !R->kt) {
                 transpose(R->K, (size_t)ld, L, d, ws->Kt, kt_ld(L));
                 R->kt = 1;
             }
