@@ -243,13 +243,19 @@ static void dots_avx512(const double *q, const double *K, int ldk, const int *u,
         __m256d sum = _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20), _mm256_permute2f128_pd(h01, h23, 0x31));
         _mm256_storeu_pd(z + k, _mm256_mul_pd(_mm256_set1_pd(scale), sum));
     }
-    for (; k < n; k++) {
+    for (; k < n; k++) {    /* the last 1-3 keys: four accumulators along d (short dependency chains) */
         const double *k0 = K + (size_t)u[k] * ldk;
-        __m512d a0 = _mm512_setzero_pd();
+        __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
         int c = 0;
+        for (; c + 32 <= d; c += 32) {
+            a0 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c), _mm512_loadu_pd(k0 + c), a0);
+            a1 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c + 8), _mm512_loadu_pd(k0 + c + 8), a1);
+            a2 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c + 16), _mm512_loadu_pd(k0 + c + 16), a2);
+            a3 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c + 24), _mm512_loadu_pd(k0 + c + 24), a3);
+        }
         for (; c + 8 <= d; c += 8) a0 = _mm512_fmadd_pd(_mm512_loadu_pd(q + c), _mm512_loadu_pd(k0 + c), a0);
-        if (dt) a0 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(mt, q + c), _mm512_maskz_loadu_pd(mt, k0 + c), a0);
-        z[k] = scale * _mm512_reduce_add_pd(a0);
+        if (dt) a1 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(mt, q + c), _mm512_maskz_loadu_pd(mt, k0 + c), a1);
+        z[k] = scale * _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
     }
 }
 
@@ -775,39 +781,70 @@ static void run_piece(struct run *R, const struct piece *pc)
  * softmax and o_i = sum_j A_ij v_j written once (no running maximum, no second pass over O). */
 #define WHOLE_MAX_KEYS 16   /* mean allowed keys per row up to which a pattern goes row by row */
 
+/* the keys j of row i in softmax group g, from every piece of the group, into ul; returns their number */
+static int row_keys(const struct run *R, const struct piece *pc, int np, int i, int g, int *ul)
+{
+    const struct epar_sparse_pattern *p = R->p;
+    int L = p->L, n = 0, iv[5];
+    for (int k = 0; k < np; k++) {
+        const struct piece *c = &pc[k];
+        if (c->group != g) continue;
+        int P = c->p, cls = c->keys == KEYS_CLASS;
+        if (cls) allowed(p, c, i, i / P, class_size(L, P, i % P), iv);
+        else if (i >= c->r0 && i < c->r1) allowed(p, c, i, 0, 0, iv);
+        else continue;
+        for (int q = 0; q < iv[0]; q++) {
+            int lo = iv[1 + 2 * q], hi = iv[2 + 2 * q];
+            if (c->keys == KEYS_DIRECT)
+                for (int u = lo; u < hi; u++) ul[n++] = u;
+            else
+                for (int u = lo; u < hi; u++)
+                    ul[n++] = cls ? i % P + u * P
+                            : c->keys == KEYS_WRAP ? ((u - c->shift) % L + L) % L : R->ws->idx[u];
+        }
+    }
+    return n;
+}
+
+/* Rows go by blocks of up to WHOLE_BLOCK: their scores, less each row's maximum, go through one vector exp call;
+ * a row of 5 keys alone used one 8-lane vector and waited for its result (20 % slower at L = 256, d = 64). */
+#define WHOLE_BLOCK 8
+
 static void rows_whole(const struct run *R, const struct piece *pc, int np)
 {
     const struct epar_sparse_pattern *p = R->p;
     struct epar_sparse_ws *ws = R->ws;
-    int L = p->L, ld = R->ld, d = R->d, *ul = ws->ul, iv[5];
+    int L = p->L, ld = R->ld, d = R->d, *ul = ws->ul, cap = ws->L > ws->width ? ws->L : ws->width;
     double *z = ws->S;
-    for (int i = 0; i < L; i++) {
-        double *o = R->O[0] + (size_t)i * R->ldo[0];
-        for (int g = 0; g <= (p->kind == EPAR_SPARSE_PI); g++) {
-            int n = 0;
-            for (int k = 0; k < np; k++) {
-                const struct piece *c = &pc[k];
-                if (c->group != g) continue;
-                int P = c->p, cls = c->keys == KEYS_CLASS;
-                if (cls) allowed(p, c, i, i / P, class_size(L, P, i % P), iv);
-                else if (i >= c->r0 && i < c->r1) allowed(p, c, i, 0, 0, iv);
-                else continue;
-                for (int q = 0; q < iv[0]; q++)
-                    for (int u = iv[1 + 2 * q]; u < iv[2 + 2 * q]; u++)
-                        ul[n++] = cls ? i % P + u * P
-                                : c->keys == KEYS_WRAP ? ((u - c->shift) % L + L) % L
-                                : c->keys == KEYS_GATHER ? ws->idx[u] : u;
+    for (int g = 0; g <= (p->kind == EPAR_SPARSE_PI); g++) {
+        double w = p->kind == EPAR_SPARSE_PI ? (g ? 1.0 - p->gate : p->gate) : 1.0;
+        for (int i = 0; i < L;) {
+            int i0 = i, off[WHOLE_BLOCK + 1] = {0}, nb = 0;
+            /* a row has at most cap keys: the buffers (2 cap) take one more while the block holds <= cap */
+            for (; i < L && nb < WHOLE_BLOCK && off[nb] <= cap; i++, nb++) {
+                int n = row_keys(R, pc, np, i, g, ul + off[nb]);
+                off[nb + 1] = off[nb] + n;
+                double *o = R->O[0] + (size_t)i * R->ldo[0];
+                if (!n) {   /* policy self */
+                    const double *v = R->V + (size_t)i * ld;
+                    for (int c = 0; c < d; c++) o[c] = (g ? o[c] : 0.0) + w * v[c];
+                    continue;
+                }
+                double *zr = z + off[nb];
+                R->ops->dots(R->Q + (size_t)i * ld, R->K, ld, ul + off[nb], n, d, R->scale, zr);
+                double mx = R->ops->max(zr, n);
+                for (int k = 0; k < n; k++) zr[k] -= mx;
             }
-            double w = p->kind == EPAR_SPARSE_PI ? (g ? 1.0 - p->gate : p->gate) : 1.0;
-            if (!n) {   /* policy self */
-                const double *v = R->V + (size_t)i * ld;
-                for (int c = 0; c < d; c++) o[c] = (g ? o[c] : 0.0) + w * v[c];
-                continue;
+            R->ops->expsum(z, off[nb], 0.0);
+            for (int b = 0; b < nb; b++) {
+                int n = off[b + 1] - off[b];
+                if (!n) continue;
+                double *zr = z + off[b], st = 0.0;
+                for (int k = 0; k < n; k++) st += zr[k];
+                double f = w / st;
+                for (int k = 0; k < n; k++) zr[k] *= f;
+                R->ops->axpys(R->O[0] + (size_t)(i0 + b) * R->ldo[0], g ? 1.0 : 0.0, R->V, ld, ul + off[b], zr, n, d);
             }
-            R->ops->dots(R->Q + (size_t)i * ld, R->K, ld, ul, n, d, R->scale, z);
-            double f = w / R->ops->expsum(z, n, R->ops->max(z, n));
-            for (int k = 0; k < n; k++) z[k] *= f;
-            R->ops->axpys(o, g ? 1.0 : 0.0, R->V, ld, ul, z, n, d);
         }
     }
 }
@@ -860,11 +897,12 @@ int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pat
     int ns = summary_columns(p, NULL), nw = p->kind == EPAR_SPARSE_PI && ring_on(p) && !ring_full(p) ? ws->width : 0;
     ws->ng = ns > nw ? ns : nw;
     ws->whole = epar_sparse_pairs(p) <= (long)WHOLE_MAX_KEYS * L;
-    size_t nS = (size_t)ws->tile * ws->width > (size_t)L ? (size_t)ws->tile * ws->width : (size_t)L;
+    size_t cap = (size_t)(L > ws->width ? L : ws->width), nS = (size_t)ws->tile * ws->width;
+    if (nS < 2 * cap) nS = 2 * cap;    /* rows_whole: a block of rows' keys */
     if (!(ws->S = epar_err_alloc(nS, sizeof *ws->S, "sparse tile")) ||
         !(ws->m = epar_err_alloc((size_t)4 * L, sizeof *ws->m, "sparse softmax state")) ||
         (p->kind == EPAR_SPARSE_PI && !(ws->O2 = epar_err_alloc((size_t)L * d, sizeof *ws->O2, "sparse output"))) ||
-        !(ws->ul = epar_err_alloc((size_t)(ws->width > L ? ws->width : L), sizeof *ws->ul, "sparse row keys")) ||
+        !(ws->ul = epar_err_alloc(2 * cap, sizeof *ws->ul, "sparse row keys")) ||
         (direct && !(ws->Kt = epar_err_alloc((size_t)d * kt_ld(L), sizeof *ws->Kt, "sparse transposed keys"))) ||
         (cls && !(ws->Ktc = epar_err_alloc((size_t)d * kt_ld(L), sizeof *ws->Ktc, "sparse transposed class keys"))) ||
         (ws->ng && (!(ws->Kg = epar_err_alloc((size_t)2 * ws->ng * d, sizeof *ws->Kg, "sparse gathered keys")) ||

@@ -66,7 +66,7 @@ long epar_sparse_pairs(const struct epar_sparse_pattern *p);
 /* Workspace for patterns of length p->L and head dimension d; one per thread. */
 struct epar_sparse_ws {
     int L, d, tile, width;  /* sizes it was allocated for; width = the widest key range of a tile */
-    double *S;          /* (tile, width) scores and weights of one tile */
+    double *S;          /* (max(tile width, 2 max(width, L))) scores and weights of one tile or a few rows */
     double *m, *s;      /* (2, L) running maximum and sum of each softmax */
     double *O2;         /* (L, d) second softmax of pi-attention */
     double *Kg, *Vg;    /* (ng, d) gathered keys and values (ring wrap, summary columns) */
@@ -75,7 +75,7 @@ struct epar_sparse_ws {
     double *Kgt;        /* (d, max(ng, width)) gathered keys transposed */
     int *iv;            /* (tile, 5) allowed key intervals of the rows of a tile */
     int *idx;           /* (ng) gathered key indices */
-    int *ul;            /* (max(width, L)) allowed keys of one row (row-by-row paths) */
+    int *ul;            /* (2 max(width, L)) allowed keys of a few rows (row-by-row paths) */
     int ng;
     int whole;          /* 1: the pattern is computed row by row (few keys per row: lib/sparse.c, rows_whole) */
 };
