@@ -12,6 +12,8 @@
  * max of a range, and z <- exp(z - m) with the sum of the results. libmvec's exp (glibc, at most 4 ulp)
  * on AVX-512 or AVX2 when the CPU has them, libm's exp otherwise; chosen once per call. */
 
+static int imin(int a, int b) { return a < b ? a : b; }
+
 struct vops {
     double (*max)(const double *z, int n);
     double (*expsum)(double *z, int n, double m);
@@ -19,7 +21,27 @@ struct vops {
     void (*dots)(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z);
     /* o <- a o + sum_k p[k] V[u[k]] (rows of V with stride ldv), k < n; a = 0: o is not read */
     void (*axpys)(double *o, double a, const double *V, int ldv, const int *u, const double *p, int n, int d);
+    /* the two products of a dense tile (NULL: cblas_dgemm), on the blocks of 4 rows x 4 keys that hold an allowed
+     * pair (the intervals iv (nr, 5), see tile_dense): S (nr, kw) <- scale Q K^T there (other entries are left as
+     * they are), and O (nr, d) += P V over the key range of each 4 rows (P (nr, kw) is 0 outside it) */
+    void (*qk)(int nr, int kw, int d, double scale, const double *Q, int ldq, const double *K, int ldk, double *S,
+               const int *iv);
+    void (*pv)(int nr, int kw, int d, const double *P, const double *V, int ldv, double *O, int ldo, const int *iv);
 };
+
+/* the key range [lo, hi) of the allowed intervals of rows t0 .. t0+rb-1 (iv (nr, 5)); 0 if they have none */
+static int block_range(const int *iv, int t0, int rb, int *lo, int *hi)
+{
+    *lo = INT_MAX;
+    *hi = 0;
+    for (int r = 0; r < rb; r++) {
+        const int *v = iv + 5 * (t0 + r);
+        if (!v[0]) continue;
+        if (v[1] < *lo) *lo = v[1];
+        if (v[2 * v[0]] > *hi) *hi = v[2 * v[0]];
+    }
+    return *hi > *lo;
+}
 
 static double max_c(const double *z, int n)
 {
@@ -178,7 +200,7 @@ static void axpys_avx2(double *o, double a, const double *V, int ldv, const int 
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+#pragma GCC target("avx512f,avx512vl,avx2,fma")
 __m512d _ZGVeN8v_exp(__m512d x);
 
 static double max_avx512(const double *z, int n)
@@ -288,16 +310,181 @@ static void axpys_avx512(double *o, double a, const double *V, int ldv, const in
         _mm512_mask_storeu_pd(o + c, mk, o0);
     }
 }
+
+/* four sums of the lanes of a0..a3, times scale, in one vector */
+static __m256d sum4_avx512(__m512d a0, __m512d a1, __m512d a2, __m512d a3, __m256d scale)
+{
+    __m256d b0 = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1)),
+            b1 = _mm256_add_pd(_mm512_castpd512_pd256(a1), _mm512_extractf64x4_pd(a1, 1)),
+            b2 = _mm256_add_pd(_mm512_castpd512_pd256(a2), _mm512_extractf64x4_pd(a2, 1)),
+            b3 = _mm256_add_pd(_mm512_castpd512_pd256(a3), _mm512_extractf64x4_pd(a3, 1));
+    __m256d h01 = _mm256_hadd_pd(b0, b1), h23 = _mm256_hadd_pd(b2, b3);
+    return _mm256_mul_pd(scale, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
+                                              _mm256_permute2f128_pd(h01, h23, 0x31)));
+}
+
+/* one row of a 4 x 4 block: a<r>0..3 += q<r> . k0..3 (macros: GCC -O2 keeps named variables in registers, a
+ * 4 x 4 array of vectors went to the stack) */
+#define QK_ROW(r, qv)                                                    \
+    do {                                                                 \
+        __m512d q_ = (qv);                                               \
+        a##r##0 = _mm512_fmadd_pd(q_, kv0, a##r##0);                     \
+        a##r##1 = _mm512_fmadd_pd(q_, kv1, a##r##1);                     \
+        a##r##2 = _mm512_fmadd_pd(q_, kv2, a##r##2);                     \
+        a##r##3 = _mm512_fmadd_pd(q_, kv3, a##r##3);                     \
+    } while (0)
+
+/* Q K^T by blocks of 4 rows x 4 keys, each a 4 x 4 set of dot products along d (K as stored: no packing, no
+ * transposition); a block's last rows and keys past the tile repeat its last ones, their results dropped */
+static void qk_avx512(int nr, int kw, int d, double scale, const double *Q, int ldq, const double *K, int ldk,
+                      double *S, const int *iv)
+{
+    int dt = d & 7, lo, hi;
+    __mmask8 mt = (__mmask8)((1u << dt) - 1);
+    __m256d vs = _mm256_set1_pd(scale);
+    for (int t0 = 0; t0 < nr; t0 += 4) {
+        int rb = imin(4, nr - t0);
+        if (!block_range(iv, t0, rb, &lo, &hi)) continue;
+        const double *q0 = Q + (size_t)t0 * ldq, *q1 = Q + (size_t)(t0 + imin(1, rb - 1)) * ldq,
+                     *q2 = Q + (size_t)(t0 + imin(2, rb - 1)) * ldq, *q3 = Q + (size_t)(t0 + imin(3, rb - 1)) * ldq;
+        for (int u0 = lo / 4 * 4; u0 < hi; u0 += 4) {
+            int kb = imin(4, kw - u0);
+            const double *k0 = K + (size_t)u0 * ldk, *k1 = K + (size_t)(u0 + imin(1, kb - 1)) * ldk,
+                         *k2 = K + (size_t)(u0 + imin(2, kb - 1)) * ldk, *k3 = K + (size_t)(u0 + imin(3, kb - 1)) * ldk;
+            __m512d a00 = _mm512_setzero_pd(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
+                    a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+            int c = 0;
+            for (; c + 8 <= d; c += 8) {
+                __m512d kv0 = _mm512_loadu_pd(k0 + c), kv1 = _mm512_loadu_pd(k1 + c), kv2 = _mm512_loadu_pd(k2 + c),
+                        kv3 = _mm512_loadu_pd(k3 + c);
+                QK_ROW(0, _mm512_loadu_pd(q0 + c));
+                QK_ROW(1, _mm512_loadu_pd(q1 + c));
+                QK_ROW(2, _mm512_loadu_pd(q2 + c));
+                QK_ROW(3, _mm512_loadu_pd(q3 + c));
+            }
+            if (dt) {
+                __m512d kv0 = _mm512_maskz_loadu_pd(mt, k0 + c), kv1 = _mm512_maskz_loadu_pd(mt, k1 + c),
+                        kv2 = _mm512_maskz_loadu_pd(mt, k2 + c), kv3 = _mm512_maskz_loadu_pd(mt, k3 + c);
+                QK_ROW(0, _mm512_maskz_loadu_pd(mt, q0 + c));
+                QK_ROW(1, _mm512_maskz_loadu_pd(mt, q1 + c));
+                QK_ROW(2, _mm512_maskz_loadu_pd(mt, q2 + c));
+                QK_ROW(3, _mm512_maskz_loadu_pd(mt, q3 + c));
+            }
+            __mmask8 ms = (__mmask8)((1u << kb) - 1);
+            double *s0 = S + (size_t)t0 * kw + u0;
+            _mm256_mask_storeu_pd(s0, ms, sum4_avx512(a00, a01, a02, a03, vs));
+            if (rb > 1) _mm256_mask_storeu_pd(s0 + kw, ms, sum4_avx512(a10, a11, a12, a13, vs));
+            if (rb > 2) _mm256_mask_storeu_pd(s0 + 2 * (size_t)kw, ms, sum4_avx512(a20, a21, a22, a23, vs));
+            if (rb > 3) _mm256_mask_storeu_pd(s0 + 3 * (size_t)kw, ms, sum4_avx512(a30, a31, a32, a33, vs));
+        }
+    }
+}
+#undef QK_ROW
+
+/* one row of O += P V: a<r>0..3 += p<r>[u] v0..3 */
+#define PV_ROW(r)                                                        \
+    do {                                                                 \
+        __m512d p_ = _mm512_set1_pd(p##r[u]);                            \
+        a##r##0 = _mm512_fmadd_pd(p_, v0, a##r##0);                       \
+        a##r##1 = _mm512_fmadd_pd(p_, v1, a##r##1);                       \
+        a##r##2 = _mm512_fmadd_pd(p_, v2, a##r##2);                       \
+        a##r##3 = _mm512_fmadd_pd(p_, v3, a##r##3);                       \
+    } while (0)
+
+/* O += P V by blocks of 4 rows: 4 x 32 columns of O in registers, over the keys of the block's range */
+static void pv_avx512(int nr, int kw, int d, const double *P, const double *V, int ldv, double *O, int ldo,
+                      const int *iv)
+{
+    int lo, hi;
+    for (int t0 = 0; t0 < nr; t0 += 4) {
+        int rb = imin(4, nr - t0);
+        if (!block_range(iv, t0, rb, &lo, &hi)) continue;
+        const double *p0 = P + (size_t)t0 * kw, *p1 = P + (size_t)(t0 + imin(1, rb - 1)) * kw,
+                     *p2 = P + (size_t)(t0 + imin(2, rb - 1)) * kw, *p3 = P + (size_t)(t0 + imin(3, rb - 1)) * kw;
+        double *o0 = O + (size_t)t0 * ldo, *o1 = O + (size_t)(t0 + imin(1, rb - 1)) * ldo,
+               *o2 = O + (size_t)(t0 + imin(2, rb - 1)) * ldo, *o3 = O + (size_t)(t0 + imin(3, rb - 1)) * ldo;
+        int c = 0;
+        for (; c + 32 <= d; c += 32) {
+            __m512d a00 = _mm512_loadu_pd(o0 + c), a01 = _mm512_loadu_pd(o0 + c + 8), a02 = _mm512_loadu_pd(o0 + c + 16),
+                    a03 = _mm512_loadu_pd(o0 + c + 24), a10 = _mm512_loadu_pd(o1 + c), a11 = _mm512_loadu_pd(o1 + c + 8),
+                    a12 = _mm512_loadu_pd(o1 + c + 16), a13 = _mm512_loadu_pd(o1 + c + 24), a20 = _mm512_loadu_pd(o2 + c),
+                    a21 = _mm512_loadu_pd(o2 + c + 8), a22 = _mm512_loadu_pd(o2 + c + 16),
+                    a23 = _mm512_loadu_pd(o2 + c + 24), a30 = _mm512_loadu_pd(o3 + c), a31 = _mm512_loadu_pd(o3 + c + 8),
+                    a32 = _mm512_loadu_pd(o3 + c + 16), a33 = _mm512_loadu_pd(o3 + c + 24);
+            for (int u = lo; u < hi; u++) {
+                const double *vr = V + (size_t)u * ldv + c;
+                __m512d v0 = _mm512_loadu_pd(vr), v1 = _mm512_loadu_pd(vr + 8), v2 = _mm512_loadu_pd(vr + 16),
+                        v3 = _mm512_loadu_pd(vr + 24);
+                PV_ROW(0);
+                PV_ROW(1);
+                PV_ROW(2);
+                PV_ROW(3);
+            }
+            _mm512_storeu_pd(o0 + c, a00); _mm512_storeu_pd(o0 + c + 8, a01);
+            _mm512_storeu_pd(o0 + c + 16, a02); _mm512_storeu_pd(o0 + c + 24, a03);
+            if (rb > 1) {
+                _mm512_storeu_pd(o1 + c, a10); _mm512_storeu_pd(o1 + c + 8, a11);
+                _mm512_storeu_pd(o1 + c + 16, a12); _mm512_storeu_pd(o1 + c + 24, a13);
+            }
+            if (rb > 2) {
+                _mm512_storeu_pd(o2 + c, a20); _mm512_storeu_pd(o2 + c + 8, a21);
+                _mm512_storeu_pd(o2 + c + 16, a22); _mm512_storeu_pd(o2 + c + 24, a23);
+            }
+            if (rb > 3) {
+                _mm512_storeu_pd(o3 + c, a30); _mm512_storeu_pd(o3 + c + 8, a31);
+                _mm512_storeu_pd(o3 + c + 16, a32); _mm512_storeu_pd(o3 + c + 24, a33);
+            }
+        }
+        for (; c < d; c += 8) {
+            __mmask8 mk = d - c >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (d - c)) - 1);
+            __m512d b0 = _mm512_maskz_loadu_pd(mk, o0 + c), b1 = _mm512_maskz_loadu_pd(mk, o1 + c),
+                    b2 = _mm512_maskz_loadu_pd(mk, o2 + c), b3 = _mm512_maskz_loadu_pd(mk, o3 + c);
+            for (int u = lo; u < hi; u++) {
+                __m512d v0 = _mm512_maskz_loadu_pd(mk, V + (size_t)u * ldv + c);
+                b0 = _mm512_fmadd_pd(_mm512_set1_pd(p0[u]), v0, b0);
+                b1 = _mm512_fmadd_pd(_mm512_set1_pd(p1[u]), v0, b1);
+                b2 = _mm512_fmadd_pd(_mm512_set1_pd(p2[u]), v0, b2);
+                b3 = _mm512_fmadd_pd(_mm512_set1_pd(p3[u]), v0, b3);
+            }
+            _mm512_mask_storeu_pd(o0 + c, mk, b0);
+            if (rb > 1) _mm512_mask_storeu_pd(o1 + c, mk, b1);
+            if (rb > 2) _mm512_mask_storeu_pd(o2 + c, mk, b2);
+            if (rb > 3) _mm512_mask_storeu_pd(o3 + c, mk, b3);
+        }
+    }
+}
+#undef PV_ROW
 #pragma GCC pop_options
 
-static const struct vops ops_c = {max_c, expsum_c, dots_c, axpys_c},
-                         ops_avx2 = {max_avx2, expsum_avx2, dots_avx2, axpys_avx2},
-                         ops_avx512 = {max_avx512, expsum_avx512, dots_avx512, axpys_avx512};
+static const struct vops ops_c = {max_c, expsum_c, dots_c, axpys_c, NULL, NULL},
+                         ops_avx2 = {max_avx2, expsum_avx2, dots_avx2, axpys_avx2, NULL, NULL},
+                         ops_avx512 = {max_avx512, expsum_avx512, dots_avx512, axpys_avx512, qk_avx512, pv_avx512};
+
+static const struct vops *isa_forced;   /* epar_sparse_set_isa */
+
+int epar_sparse_set_isa(const char *name)
+{
+    __builtin_cpu_init();
+    if (!name) {
+        isa_forced = NULL;
+        return EPAR_OK;
+    }
+    if (!strcmp(name, "c"))
+        isa_forced = &ops_c;
+    else if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isa_forced = &ops_avx2;
+    else if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        isa_forced = &ops_avx512;
+    else
+        return epar_err_set(EPAR_EINVAL, "vector kernels '%s' unknown or not supported by this CPU", name);
+    return EPAR_OK;
+}
 
 static const struct vops *vops(void)
 {
+    if (isa_forced) return isa_forced;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &ops_avx512;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return &ops_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &ops_avx2;
     return &ops_c;
 }
@@ -305,11 +492,12 @@ static const struct vops *vops(void)
 /* ================================================================== patterns and their pieces */
 
 static const char *const kernel_names[EPAR_SPARSE_COUNT] = {
-    [EPAR_SPARSE_WINDOW] = "band tiles",
-    [EPAR_SPARSE_BLOCK] = "block-band tiles",
+    [EPAR_SPARSE_WINDOW] = "row by row (<= 16 keys per row), or band tiles",
+    [EPAR_SPARSE_BLOCK] = "row by row (<= 16 keys per row), or block-band tiles",
     [EPAR_SPARSE_STRIDED] = "band tiles + residue-class tiles (mod l), one softmax",
     [EPAR_SPARSE_FIXED] = "own-block tiles + gathered summary-column tiles, one softmax",
-    [EPAR_SPARSE_GLOBAL_LOCAL] = "dense global rows + band tiles + global-column tiles, one softmax",
+    [EPAR_SPARSE_GLOBAL_LOCAL] = "row by row (<= 16 keys per row), or dense global rows + band tiles + "
+                                 "global-column tiles, one softmax",
     [EPAR_SPARSE_PI] = "ring-band tiles + residue-class tiles (mod pi), two softmaxes, gate"};
 static_assert(sizeof kernel_names / sizeof kernel_names[0] == EPAR_SPARSE_COUNT, "one name per kind");
 
@@ -380,7 +568,6 @@ struct piece {
 
 static int ring_full(const struct epar_sparse_pattern *p) { return 2L * p->radius + 1 >= p->L; }
 static int ring_on(const struct epar_sparse_pattern *p) { return p->ring && !p->causal; }
-static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
 static int pieces(const struct epar_sparse_pattern *p, struct piece *pc)
@@ -518,9 +705,13 @@ long epar_sparse_pairs(const struct epar_sparse_pattern *p)
  * A tile is nr consecutive rows of a piece (for KEYS_CLASS: consecutive rows of one residue class) with the
  * allowed key intervals of each row, in the tile's key coordinate 0..kw-1 (the union of the rows' ranges). It
  * is computed one of two ways, whichever costs less (tile_by_rows):
- *  - dense tile: S = scale Q K^T by one dgemm on all nr x kw entries, exp on the allowed ones (0 elsewhere), one
- *    dgemm O += P V. Large tiles take K^T from a transposed copy (ws->Kt, ws->Ktc in residue-class order,
- *    ws->Kgt; filled once per call when the first large tile needs them), see tile_nt;
+ *  - dense tile: S = scale Q K^T on the tile's entries, exp on the allowed ones (0 elsewhere), O += P V. With
+ *    AVX-512 both products are vops qk, pv: blocks of 4 rows x 4 keys, skipping the blocks without an allowed
+ *    pair (the triangles of a band tile or of a residue class), no packing (they replaced two cblas_dgemm
+ *    calls: strided 12.3 -> 11.0 ns per pair at L = 4096, sparse-fixed 12.5 -> 11.3, bench/README.md). Otherwise
+ *    two cblas_dgemm calls on all nr x kw entries; large tiles then take K^T from a transposed copy (ws->Kt,
+ *    ws->Ktc in residue-class order, ws->Kgt; filled once per call when the first large tile needs it), see
+ *    tile_nt;
  *  - row by row: only the allowed pairs, each score a dot product and each weight an axpy of the value row
  *    (vops dots, axpys). Cheaper when the tile is mostly empty (a band of a few keys, a block diagonal, single
  *    global columns, the first rows of a residue class): the dense tile pays for nr x kw entries. */
@@ -616,7 +807,9 @@ static void tile_dense(const struct run *R, int nr, int kw, const double *Qp, in
 {
     int d = R->d;
     double *S = R->ws->S;
-    if (!kv->Kt)
+    if (R->ops->qk)
+        R->ops->qk(nr, kw, d, R->scale, Qp, ldq, kv->K, kv->ldk, S, iv);
+    else if (!kv->Kt)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, R->scale, Qp, ldq, kv->K, kv->ldk, 0.0, S, kw);
     else
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, kw, d, R->scale, Qp, ldq, kv->Kt, kv->ldt, 0.0, S,
@@ -650,7 +843,10 @@ static void tile_dense(const struct run *R, int nr, int kw, const double *Qp, in
             for (int c = 0; c < d; c++) o[c] *= a1;
         }
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, kv->V, kv->ldk, 1.0, Op, ldo);
+    if (R->ops->pv)
+        R->ops->pv(nr, kw, d, S, kv->V, kv->ldk, Op, ldo, iv);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, kv->V, kv->ldk, 1.0, Op, ldo);
 }
 
 /* The same update, row by row on the allowed pairs only. */
@@ -720,7 +916,7 @@ static void run_piece(struct run *R, const struct piece *pc)
                     tile_rows(R, nr, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
                     continue;
                 }
-                if (tile_nt(nr, kw)) {
+                if (R->ops->qk || tile_nt(nr, kw)) {
                     tile_dense(R, nr, kw, R->Q + i0 * ld, ldr, &kv, O + i0 * ldo, ldor, m + i0, s + i0, P, iv);
                     continue;
                 }
@@ -745,7 +941,7 @@ static void run_piece(struct run *R, const struct piece *pc)
         int kw = key_range(nr, iv, &ua);
         if (!kw) continue;
         if (R->dry) { if (kw > ws->width) ws->width = kw; continue; }
-        int rows = tile_by_rows(nr, kw, iv), nt = rows || tile_nt(nr, kw);
+        int rows = tile_by_rows(nr, kw, iv), nt = rows || R->ops->qk || tile_nt(nr, kw);
         if (pc->keys == KEYS_GATHER) {
             kv = (struct keys){ws->Kg + (size_t)ua * d, ws->Vg + (size_t)ua * d, d, NULL, ws->ng};
             if (!nt && !R->kgt) {
