@@ -838,10 +838,7 @@ static void tile_dense(const struct run *R, int nr, int kw, const double *Qp, in
         double a1 = mo == mn ? 1.0 : mo == -INFINITY ? 0.0 : exp(mo - mn);
         s[(size_t)t * ms] = a1 * s[(size_t)t * ms] + st;
         m[(size_t)t * ms] = mn;
-        if (a1 != 1.0) {
-            double *o = Op + (size_t)t * ldo;
-            for (int c = 0; c < d; c++) o[c] *= a1;
-        }
+        if (a1 != 1.0) R->ops->axpys(Op + (size_t)t * ldo, a1, NULL, 0, NULL, NULL, 0, d);  /* o *= a1, vectorised */
     }
     if (R->ops->pv)
         R->ops->pv(nr, kw, d, S, kv->V, kv->ldk, Op, ldo, iv);
@@ -1129,11 +1126,10 @@ void epar_sparse_ws_free(struct epar_sparse_ws *ws)
 }
 
 /* o (d) <- o / s, or v when the softmax had no allowed key (policy self); times w */
-static void finish_row(double *o, const double *v, double s, double w, int d)
+static void finish_row(const struct vops *ops, double *o, const double *v, double s, double w, int d)
 {
     if (s > 0) {
-        double f = w / s;
-        for (int c = 0; c < d; c++) o[c] *= f;
+        ops->axpys(o, w / s, NULL, 0, NULL, NULL, 0, d);
     } else {
         for (int c = 0; c < d; c++) o[c] = w * v[c];
     }
@@ -1167,12 +1163,12 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
         double *o = O + (size_t)i * ldo;
         const double *v = V + (size_t)i * ld;
         if (!gated) {
-            finish_row(o, v, R.s[0][i], 1.0, d);
+            finish_row(R.ops, o, v, R.s[0][i], 1.0, d);
             continue;
         }
         double *o2 = ws->O2 + (size_t)i * d;
-        finish_row(o, v, R.s[0][i], p->gate, d);
-        finish_row(o2, v, R.s[1][i], 1.0 - p->gate, d);
+        finish_row(R.ops, o, v, R.s[0][i], p->gate, d);
+        finish_row(R.ops, o2, v, R.s[1][i], 1.0 - p->gate, d);
         for (int c = 0; c < d; c++) o[c] += o2[c];
     }
 }
