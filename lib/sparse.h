@@ -4,10 +4,14 @@
  * z_ij = scale * q_i . k_j over the allowed set S_i of the mechanism (docs/MECHANISMS.md §1: max over S_i, exp,
  * sum; an empty row follows the policy self, o_i = v_i), without forming the L x L matrix. The allowed pairs
  * of every mask are the union of a few regular pieces, and every piece is computed with dense tiles:
- * for a tile of T rows, one dgemm gives the scores against the tile's contiguous (or evenly strided) key
- * range, the vector exp of libmvec turns the allowed ones into weights, and one dgemm adds P V. Pieces of one
- * softmax are merged exactly with a running maximum and sum (online softmax); a pair lying in two pieces is
- * counted in one only. The causal flag intersects every piece with j <= i.
+ * for a tile of T rows, one product gives the scores against the tile's contiguous (or evenly strided) key
+ * range, the vector exp of libmvec turns the allowed ones into weights, and one product adds P V (AVX-512:
+ * lib/sparse's own kernels on the 4 x 4 blocks holding allowed pairs; otherwise cblas_dgemm); a tile that is
+ * mostly empty goes row by row (a dot product and an axpy per allowed pair). Pieces of one softmax are merged
+ * exactly with a running maximum and sum (online softmax); a pair lying in two pieces is counted in one only.
+ * The causal flag intersects every piece with j <= i. A pattern with at most 16 allowed keys per row on
+ * average (sliding-window, block-sparse, global-local at their defaults) goes row by row without tiles, each
+ * output row written once.
  *
  *   mechanism (§)        pieces
  *   sliding-window (24)  band max(0,i-w) .. i+w
@@ -66,13 +70,18 @@ long epar_sparse_pairs(const struct epar_sparse_pattern *p);
 /* Workspace for patterns of length p->L and head dimension d; one per thread. */
 struct epar_sparse_ws {
     int L, d, tile, width;  /* sizes it was allocated for; width = the widest key range of a tile */
-    double *S;          /* (tile, width) scores and weights of one tile */
+    double *S;          /* (max(tile * width, 2 max(width, L))) scores and weights of one tile or of a few rows */
     double *m, *s;      /* (2, L) running maximum and sum of each softmax */
     double *O2;         /* (L, d) second softmax of pi-attention */
     double *Kg, *Vg;    /* (ng, d) gathered keys and values (ring wrap, summary columns) */
+    double *Kt, *Ktc;   /* (d, L) keys transposed, in key order and in residue-class order (filled per call,
+                         * when a tile first needs them) */
+    double *Kgt;        /* (d, max(ng, width)) gathered keys transposed */
     int *iv;            /* (tile, 5) allowed key intervals of the rows of a tile */
     int *idx;           /* (ng) gathered key indices */
+    int *ul;            /* (2 max(width, L)) allowed keys of a few rows (row-by-row paths) */
     int ng;
+    int whole;          /* 1: the pattern is computed row by row (few keys per row: lib/sparse.c, rows_whole) */
 };
 int epar_sparse_ws_alloc(struct epar_sparse_ws *ws, const struct epar_sparse_pattern *p, int d);
 void epar_sparse_ws_free(struct epar_sparse_ws *ws);
@@ -82,6 +91,11 @@ void epar_sparse_ws_free(struct epar_sparse_ws *ws);
  * kind). Does not allocate. */
 void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, const double *K, const double *V,
                         int ld, int d, double scale, double *O, int ldo, struct epar_sparse_ws *ws);
+
+/* The vector kernels: "avx512" (AVX-512F and VL: also the two products of a dense tile), "avx2" (AVX2 and FMA),
+ * "c" (portable; with "avx2", dense tiles go through cblas_dgemm), or NULL: the best the CPU has (the default).
+ * For tests and benchmarks; EPAR_EINVAL for a name the CPU cannot run. Not thread-safe. */
+int epar_sparse_set_isa(const char *name);
 
 /* The dense kernel: O (L, ldo) <- softmax_M(scale Q K^T) V with the mask M (L,L) (1 = allowed) and the causal
  * flag, computed on all L x L scores; with M2 (L,L) non-NULL (pi-attention) O = g A_M V + (1-g) A_M2 V.

@@ -2,7 +2,9 @@
  *
  * For each mask mechanism (sliding-window, block-sparse, strided, sparse-fixed, global-local, pi-attention)
  * at several parameter sets, lengths L (1 .. 257, powers of two and not), head dimensions d, causal or not,
- * tile sizes (1 row, odd, the default, wider than L) and row strides (head slices, ld > d):
+ * tile sizes (1 row, odd, the default, wider than L) and row strides (head slices, ld > d), under every set of
+ * vector kernels the CPU can run (c, avx2, avx512: epar_sparse_set_isa) and on both paths (tiles, and row by
+ * row for the whole pattern):
  *   - the reference: the mechanism's own mask(s) from epar_mech_init, with j <= i when causal, through
  *     epar_mech_masked_output_dense (pi-attention: g O(local) + (1-g) O(step));
  *   - epar_sparse_output and epar_sparse_dense_output agree with it;
@@ -132,6 +134,17 @@ static void check_setting(const struct setting *s, int L, int d, int causal, int
     /* a second call on the same workspace gives the same result (state is reset) */
     epar_sparse_output(&pat, Q, K, V, ld, d, scale, Od, ldo, &ws);
     check_true(rel_err(Od, ldo, O, ldo, L, d) == 0, "%s L=%d: second call on the same workspace identical", s->name, L);
+    /* the other path: row by row for the whole pattern (ws.whole, chosen for a few keys per row) or tiles */
+    ws.whole = !ws.whole;
+    for (size_t t = 0; t < (size_t)L * ldo; t++) Od[t] = 12345.0;
+    epar_sparse_output(&pat, Q, K, V, ld, d, scale, Od, ldo, &ws);
+    e = rel_err(Od, ldo, Oref, d, L, d);
+    check_true(e <= TOL, "%s L=%d d=%d causal=%d tile=%d ld=%d %s: structured kernel vs dense masked (rel err %.3g)",
+               s->name, L, d, causal, ws.tile, ld, ws.whole ? "row by row" : "tiles", e);
+    kept = 1;
+    for (int i = 0; i < L; i++)
+        for (int c = d; c < ldo; c++) kept &= Od[(size_t)i * ldo + c] == 12345.0;
+    check_true(kept, "%s L=%d %s: columns past d of O untouched", s->name, L, ws.whole ? "row by row" : "tiles");
     epar_sparse_ws_free(&ws);
 
     epar_sparse_dense_output(M1, m.mask2 ? M2 : NULL, m.gate, causal, L, Q, K, V, ld, d, scale, Od, ldo, S, row, idx);
@@ -194,6 +207,39 @@ static void check_forward(const struct setting *s, int L, int D, int H, int caus
     free(X); free(A); free(V); free(Oref); free(O);
 }
 
+/* every kernel path on the settings: lengths, causal, tiles, strides, head dimensions */
+static void check_kernels(const struct setting *set, int nset, gsl_rng *r)
+{
+    static const int Ls[] = {1, 2, 7, 33, 64, 100, 257};
+    static const int ds[] = {1, 5, 16};
+    for (int k = 0; k < nset; k++)
+        for (int a = 0; a < (int)(sizeof Ls / sizeof Ls[0]); a++)
+            for (int causal = 0; causal <= 1; causal++) {
+                int d = ds[(a + k) % 3];
+                /* block-sparse and the ring leak the future: the mechanisms still apply j <= i when causal */
+                check_setting(&set[k], Ls[a], d, causal, 0, d, r);
+            }
+    /* tile sizes and head-slice strides on a few settings */
+    static const int tiles[] = {1, 3, 32, 300};
+    for (int k = 0; k < nset; k += 3)
+        for (int t = 0; t < 4; t++)
+            for (int causal = 0; causal <= 1; causal++) check_setting(&set[k], 100, 8, causal, tiles[t], 13, r);
+    for (int t = 0; t < 4; t++) check_setting(&set[nset - 3], 257, 16, 0, tiles[t], 24, r);
+    /* head dimensions past the vector widths (the 4-key and 32-column blocks of the row-by-row kernels, masked
+     * tails), L not a multiple of the tile, row strides ld > d */
+    for (int k = 0; k < nset; k++)
+        for (int causal = 0; causal <= 1; causal++) {
+            check_setting(&set[k], 130, 37, causal, 0, 37, r);
+            check_setting(&set[k], 75, 64, causal, 0, 67, r);
+        }
+    /* a length where strided and sparse-fixed (l = 32) use dense tiles and row-by-row tiles (the short last
+     * tiles of the residue classes), pi-attention ring-wrapped tiles and (through cblas) tiles of more than
+     * 1200 entries on the transposed keys, in key order and in residue-class order */
+    for (int k = 6; k <= 11; k += k == 7 ? 3 : 1) check_setting(&set[k], 1024, 64, 0, 0, 64, r);
+    check_setting(&set[16], 1024, 64, 0, 0, 64, r);
+    check_setting(&set[0], 1024, 64, 0, 0, 64, r);
+}
+
 int main(void)
 {
     static const struct setting set[] = {
@@ -219,22 +265,20 @@ int main(void)
         {EPAR_MECH_PI_ATTENTION, "pi-attention r=0 pi=1 g=1", {0, 1, 1.0, 1}, 4},
     };
     const int nset = (int)(sizeof set / sizeof set[0]);
-    static const int Ls[] = {1, 2, 7, 33, 64, 100, 257};
-    static const int ds[] = {1, 5, 16};
     gsl_rng *r = epar_rng_alloc(2385, 0, EPAR_RNG_DATA);
-    for (int k = 0; k < nset; k++)
-        for (int a = 0; a < (int)(sizeof Ls / sizeof Ls[0]); a++)
-            for (int causal = 0; causal <= 1; causal++) {
-                int d = ds[(a + k) % 3];
-                /* block-sparse and the ring leak the future: the mechanisms still apply j <= i when causal */
-                check_setting(&set[k], Ls[a], d, causal, 0, d, r);
-            }
-    /* tile sizes and head-slice strides on a few settings */
-    static const int tiles[] = {1, 3, 32, 300};
-    for (int k = 0; k < nset; k += 3)
-        for (int t = 0; t < 4; t++)
-            for (int causal = 0; causal <= 1; causal++) check_setting(&set[k], 100, 8, causal, tiles[t], 13, r);
-    for (int t = 0; t < 4; t++) check_setting(&set[nset - 3], 257, 16, 0, tiles[t], 24, r);
+    /* every set of vector kernels the CPU can run (AVX-512 has its own products for dense tiles, the others go
+     * through cblas_dgemm), then the default (the CPU's best) for the rest */
+    static const char *const isas[] = {"c", "avx2", "avx512"};
+    for (int v = 0; v < 3; v++) {
+        if (epar_sparse_set_isa(isas[v])) {
+            printf("# %s kernels: not supported by this CPU, skipped\n", isas[v]);
+            continue;
+        }
+        printf("# vector kernels: %s\n", isas[v]);
+        check_kernels(set, nset, r);
+    }
+    check_int(epar_sparse_set_isa("avx1024"), EPAR_EINVAL, "unknown vector kernels refused");
+    check_int(epar_sparse_set_isa(NULL), EPAR_OK, "the CPU's best vector kernels");
     /* the analysis path, several heads */
     for (int k = 0; k < nset; k += 2)
         for (int causal = 0; causal <= 1; causal++) check_forward(&set[k], 77, 24, 3, causal, r);
