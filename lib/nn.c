@@ -18,7 +18,7 @@
  * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120;
  * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Query blocks of the
  * attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper triangle computed). */
-#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient) */
+#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient); a multiple of ROWS */
 #define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
 #define COL_BLOCK 128   /* ... x input features */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
@@ -38,21 +38,47 @@ static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
 /* ------------------------------------------------------------------------------------------------ */
 /* ops                                                                                               */
 
-void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
-                            int accumulate)
+void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, const float *W, const float *bias,
+                                int N, int C, int OC)
 {
-    /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
+    /* out is (N, OC), res (N, OC) or NULL (may equal out), inp (N, C), W (OC, C), bias (OC) or NULL.
+     * Each row tile of out is first set to res + bias (while it is written anyway) and the product then added
+     * with beta = 1: no separate pass of the bias over out afterwards, and no zeroing of out by sgemm's
+     * beta = 0 (a pass of its own in OpenBLAS) when there is a bias. */
     int nb = nblocks(N, MM_ROWS);
 #pragma omp parallel for schedule(static) PAR_MM((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
-                    accumulate ? 1.0f : 0.0f, o, OC);
+        const float *rs = res ? res + (size_t)r0 * OC : NULL;
         if (bias)
-            for (int r = 0; r < rows; r++)
-                for (int k = 0; k < OC; k++) o[(size_t)r * OC + k] += bias[k];
+            for (int r = 0; r < rows; r++) {
+                float *orow = o + (size_t)r * OC;
+                const float *rrow = rs ? rs + (size_t)r * OC : NULL;
+                if (rrow)
+                    for (int k = 0; k < OC; k++) orow[k] = rrow[k] + bias[k];
+                else
+                    memcpy(orow, bias, (size_t)OC * sizeof *orow);
+            }
+        else if (rs && rs != o)
+            memcpy(o, rs, (size_t)rows * OC * sizeof *o);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
+                    bias || rs ? 1.0f : 0.0f, o, OC);
     }
+}
+
+void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
+                            int accumulate)
+{
+    epar_nn_matmul_forward_res(out, accumulate ? out : NULL, inp, W, bias, N, C, OC);
+}
+
+/* pp (OC) = column sums of rows r0 .. r0+rows-1 of dout (N, OC), in order */
+static void bias_part(float *pp, const float *dout, int r0, int rows, int OC)
+{
+    for (int k = 0; k < OC; k++) pp[k] = 0.0f;
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < OC; k++) pp[k] += dout[(size_t)(r0 + r) * OC + k];
 }
 
 void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
@@ -69,6 +95,11 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                 int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
                             OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
+                /* the bias sums of this tile's ROWS-row blocks while the tile of dout is in cache (the same
+                 * blocks as a pass of their own: MM_ROWS is a multiple of ROWS) */
+                if (dbias)
+                    for (int b = r0 / ROWS; b < nb && b * ROWS < r0 + rows; b++)
+                        bias_part(part + (size_t)b * OC, dout, b * ROWS, imin(ROWS, N - b * ROWS), OC);
             }
         }
         /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum */
@@ -80,14 +111,12 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                         dW + (size_t)o0 * C + c0, C);
         }
         if (dbias) {
-#pragma omp for schedule(static)
-            for (int blk = 0; blk < nb; blk++) {
-                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
-                float *pp = part + (size_t)blk * OC;
-                for (int k = 0; k < OC; k++) pp[k] = 0.0f;
-                for (int r = 0; r < rows; r++)
-                    for (int k = 0; k < OC; k++) pp[k] += dout[(size_t)(r0 + r) * OC + k];
+            if (!dinp) {
+#pragma omp for schedule(static) nowait
+                for (int blk = 0; blk < nb; blk++)
+                    bias_part(part + (size_t)blk * OC, dout, blk * ROWS, imin(ROWS, N - blk * ROWS), OC);
             }
+#pragma omp barrier
 #pragma omp for schedule(static)
             for (int k = 0; k < OC; k++) {
                 float acc = 0.0f;
@@ -786,14 +815,12 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
         float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
-        memcpy(res2, res, nC * sizeof(float));
-        epar_nn_matmul_forward(res2, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C, 1);
+        epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
         epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
                                   p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
         epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
         epar_nn_gelu_forward(fchg, fch, nF);
-        memcpy(res3, res2, nC * sizeof(float));
-        epar_nn_matmul_forward(res3, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C, 1);
+        epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C);
     }
     epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb,
                               N, C);

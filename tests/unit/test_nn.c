@@ -129,6 +129,25 @@ static void test_matmul_tiles(void)
     check_abs(ex, 0, 1e-4, "tiled matmul dinp (accumulate) equals the naive product");
     check_abs(ew, 0, 1e-4, "tiled matmul dW (128 x 128 tiles, ragged) equals the naive product");
     check_abs(eb, 0, 1e-4, "matmul dbias equals the naive column sums");
+    /* the residual form (out = res + bias + x W^T, res another array) and the bias sums without dinp */
+    epar_nn_matmul_forward_res(y, y0, x, W, db0, N, C, OC);
+    ey = 0;
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < OC; o++) {
+            double s = (double)y0[r * OC + o] + db0[o];
+            for (int k = 0; k < C; k++) s += (double)x[r * C + k] * W[o * C + k];
+            ey = fmax(ey, fabs(s - y[r * OC + o]));
+        }
+    check_abs(ey, 0, 1e-4, "matmul forward res + bias + product equals the naive sum");
+    memcpy(db, db0, OC * sizeof *db);
+    epar_nn_matmul_backward(NULL, dW, db, dy, x, W, N, C, OC, 0, part);
+    eb = 0;
+    for (int o = 0; o < OC; o++) {
+        double sb = db0[o];
+        for (int r = 0; r < N; r++) sb += dy[r * OC + o];
+        eb = fmax(eb, fabs(sb - db[o]));
+    }
+    check_abs(eb, 0, 1e-4, "matmul dbias without dinp equals the naive column sums");
     free(x); free(W); free(dy); free(dx); free(dW); free(db); free(dx0); free(dW0); free(db0); free(part); free(y);
     free(y0);
 }
