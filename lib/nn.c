@@ -460,7 +460,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     row(a, S + (size_t)i * T, fac, bias, i);
-                    for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+                    /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
+                    for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3,
@@ -491,17 +492,16 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
             if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
-            for (int t = 0; t < T; t++) {
-                memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
-                memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
-            }
-            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+            /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
+             * the other blocks add to them (no zeroing pass over dK, dV) */
+            for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+                float beta = i1 == T ? 0.0f : 1.0f;
                 /* dA = dO V^T and dV += A^T dO over keys 0 .. i1-1 */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3,
                             0.0f, dA + (size_t)i0 * T, T);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
-                            dO + (size_t)i0 * C, C, 1.0f, dV, C3);
+                            dO + (size_t)i0 * C, C, beta, dV, C3);
                 /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
                 for (int i = i0; i < i1; i++) {
                     float *d = dA + (size_t)i * T;
@@ -513,7 +513,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, scale, dA + (size_t)i0 * T, T, K, C3,
                             0.0f, dQ + (size_t)i0 * C3, C3);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
-                            Q + (size_t)i0 * C3, C3, 1.0f, dK, C3);
+                            Q + (size_t)i0 * C3, C3, beta, dK, C3);
             }
         }
 }

@@ -170,7 +170,9 @@ struct epar_nn_attn_pos {
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
- * scores are not kept; backward then must not be asked for gfac) */
+ * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys
+ * j <= i and zeros up to the end of its query block; entries after that are not written (the backward
+ * reads none of them). */
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH);
 /* dqkv (B, T, 3C) overwritten; datt: (nscratch, T, T) per-thread scratch */

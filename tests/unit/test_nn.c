@@ -279,7 +279,8 @@ static void test_attention_case(int T, int use_fac, int use_bias)
     int B = 2, C = 8, NH = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *qkv = malloc(nq * sizeof *qkv), *out = malloc(no * sizeof *out), *w = malloc(no * sizeof *w);
-    float *pre = malloc(na * sizeof *pre), *att = malloc(na * sizeof *att), *dqkv = malloc(nq * sizeof *dqkv);
+    /* att zeroed: the kernel writes row i only up to the end of its query block (the rest stays zero) */
+    float *pre = malloc(na * sizeof *pre), *att = calloc(na, sizeof *att), *dqkv = malloc(nq * sizeof *dqkv);
     float *fac = malloc(NH * ld * sizeof *fac), *bias = malloc(NH * ld * sizeof *bias);
     float *gfac = malloc(B * NH * T * sizeof *gfac), *gbias = malloc(B * NH * T * sizeof *gbias);
     float *datt = malloc(64 * T * T * sizeof *datt);
@@ -361,7 +362,7 @@ static void test_attention_paths(int T)
     float *out[2], *pre[2], *att[2], *dq[2];
     for (int p = 0; p < 2; p++) {
         out[p] = malloc(no * sizeof(float)); pre[p] = malloc(na * sizeof(float));
-        att[p] = malloc(na * sizeof(float)); dq[p] = malloc(nq * sizeof(float));
+        att[p] = calloc(na, sizeof(float)); dq[p] = malloc(nq * sizeof(float));   /* calloc: see above */
     }
     randn(qkv, nq, 1.5); randn(w, no, 1.0);
     for (int i = 0; i < NH * ld; i++) {
