@@ -16,11 +16,16 @@
  * whatever --jobs is, so each output element is summed the same way. Large enough that OpenBLAS's packing
  * of the shared operand is amortised (measured on one core, N = 4096, dim 128: 64-row blocks ran at
  * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120;
- * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Query blocks of the
- * attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper triangle computed). */
-#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient); a multiple of ROWS */
-#define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
-#define COL_BLOCK 128   /* ... x input features */
+ * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Since 2026-11-23:
+ * 512-row blocks and 512 x 512 weight-gradient tiles (at dim 128 / MLP 512 each weight gradient is one
+ * sgemm, each operand packed once instead of once per 128-wide tile of the other): -2% of a whole step
+ * against 256 rows and 128 x 128 (steps interleaved in one process, 60 pairs; 1024 rows measured the same
+ * as 512). Query blocks of the attention: 32 and 64 measured alike, 128 and 256 slower (more of the
+ * masked upper triangle computed). */
+#define MM_ROWS 512     /* row block of the products over rows (forward, input gradient); a multiple of ROWS */
+#define OUT_BLOCK 512   /* weight-gradient tile: output features ... */
+#define COL_BLOCK 512   /* ... x input features */
+#define EMB_BLOCK 128   /* column block of the token-embedding gradient */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
 /* Parallel regions only above this much work: below it the fork/join costs more than the loop, and far
  * more when the cores are shared (a thread that has lost its core holds up the join for a time slice:
@@ -77,8 +82,11 @@ void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const 
 static void bias_part(float *pp, const float *dout, int r0, int rows, int OC)
 {
     for (int k = 0; k < OC; k++) pp[k] = 0.0f;
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < OC; k++) pp[k] += dout[(size_t)(r0 + r) * OC + k];
+    for (int r = 0; r < rows; r++) {
+        const float *d = dout + (size_t)(r0 + r) * OC;
+#pragma omp simd
+        for (int k = 0; k < OC; k++) pp[k] += d[k];
+    }
 }
 
 void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
@@ -88,7 +96,16 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
     int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
 #pragma omp parallel PAR_MM((double)N * C * OC)
     {
-        /* dynamic: threads done with dinp take weight-gradient tiles (each tile is one sgemm either way) */
+        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum. The weight-gradient
+         * tiles first, all loops dynamic and nowait: a thread that takes a (large) dW tile leaves the row tiles
+         * of dinp to the others, and joins them when done */
+#pragma omp for schedule(dynamic) nowait
+        for (int t = 0; t < no * nc; t++) {
+            int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
+            int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
+                        dW + (size_t)o0 * C + c0, C);
+        }
         if (dinp) {
 #pragma omp for schedule(dynamic) nowait
             for (int blk = 0; blk < nbm; blk++) {
@@ -101,14 +118,6 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                     for (int b = r0 / ROWS; b < nb && b * ROWS < r0 + rows; b++)
                         bias_part(part + (size_t)b * OC, dout, b * ROWS, imin(ROWS, N - b * ROWS), OC);
             }
-        }
-        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum */
-#pragma omp for schedule(dynamic) nowait
-        for (int t = 0; t < no * nc; t++) {
-            int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
-            int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
-                        dW + (size_t)o0 * C + c0, C);
         }
         if (dbias) {
             if (!dinp) {
@@ -904,10 +913,10 @@ void epar_nn_backward(struct epar_nn *m)
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
     epar_nnpos_embed_backward(&m->pos, s->dres, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
-    int ncb = nblocks(C, OUT_BLOCK);
+    int ncb = nblocks(C, EMB_BLOCK);
 #pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int cb = 0; cb < ncb; cb++) {
-        int c0 = cb * OUT_BLOCK, c1 = imin(C, c0 + OUT_BLOCK);
+        int c0 = cb * EMB_BLOCK, c1 = imin(C, c0 + EMB_BLOCK);
         for (int i = 0; i < N; i++) {
             float *row = g->wte + (size_t)m->tokens[i] * C;
             const float *d = s->dres + (size_t)i * C;
