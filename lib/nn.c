@@ -16,11 +16,16 @@
  * whatever --jobs is, so each output element is summed the same way. Large enough that OpenBLAS's packing
  * of the shared operand is amortised (measured on one core, N = 4096, dim 128: 64-row blocks ran at
  * ~100 GFLOP/s, 256-row blocks at ~133; weight-gradient tiles of 32 output rows at ~75, 128 x 128 at ~120;
- * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Query blocks of the
- * attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper triangle computed). */
-#define MM_ROWS 256     /* row block of the products over rows (forward, input gradient) */
-#define OUT_BLOCK 128   /* weight-gradient tile: output features ... */
-#define COL_BLOCK 128   /* ... x input features */
+ * 512-row blocks and 128 x 512 tiles measured the same within noise in a whole step). Since 2026-11-23:
+ * 512-row blocks and 512 x 512 weight-gradient tiles (at dim 128 / MLP 512 each weight gradient is one
+ * sgemm, each operand packed once instead of once per 128-wide tile of the other): -2% of a whole step
+ * against 256 rows and 128 x 128 (steps interleaved in one process, 60 pairs; 1024 rows measured the same
+ * as 512). Query blocks of the attention: 32 and 64 measured alike, 128 and 256 slower (more of the
+ * masked upper triangle computed). */
+#define MM_ROWS 512     /* row block of the products over rows (forward, input gradient); a multiple of ROWS */
+#define OUT_BLOCK 512   /* weight-gradient tile: output features ... */
+#define COL_BLOCK 512   /* ... x input features */
+#define EMB_BLOCK 128   /* column block of the token-embedding gradient */
 #define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
 /* Parallel regions only above this much work: below it the fork/join costs more than the loop, and far
  * more when the cores are shared (a thread that has lost its core holds up the join for a time slice:
@@ -38,20 +43,49 @@ static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
 /* ------------------------------------------------------------------------------------------------ */
 /* ops                                                                                               */
 
-void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
-                            int accumulate)
+void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, const float *W, const float *bias,
+                                int N, int C, int OC)
 {
-    /* out is (N, OC), inp (N, C), W (OC, C), bias (OC) */
+    /* out is (N, OC), res (N, OC) or NULL (may equal out), inp (N, C), W (OC, C), bias (OC) or NULL.
+     * Each row tile of out is first set to res + bias (while it is written anyway) and the product then added
+     * with beta = 1: no separate pass of the bias over out afterwards, and no zeroing of out by sgemm's
+     * beta = 0 (a pass of its own in OpenBLAS) when there is a bias. */
     int nb = nblocks(N, MM_ROWS);
 #pragma omp parallel for schedule(static) PAR_MM((double)N * C * OC)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
         float *o = out + (size_t)r0 * OC;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
-                    accumulate ? 1.0f : 0.0f, o, OC);
+        const float *rs = res ? res + (size_t)r0 * OC : NULL;
         if (bias)
-            for (int r = 0; r < rows; r++)
-                for (int k = 0; k < OC; k++) o[(size_t)r * OC + k] += bias[k];
+            for (int r = 0; r < rows; r++) {
+                float *orow = o + (size_t)r * OC;
+                const float *rrow = rs ? rs + (size_t)r * OC : NULL;
+                if (rrow)
+                    for (int k = 0; k < OC; k++) orow[k] = rrow[k] + bias[k];
+                else
+                    memcpy(orow, bias, (size_t)OC * sizeof *orow);
+            }
+        else if (rs && rs != o)
+            memcpy(o, rs, (size_t)rows * OC * sizeof *o);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
+                    bias || rs ? 1.0f : 0.0f, o, OC);
+    }
+}
+
+void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
+                            int accumulate)
+{
+    epar_nn_matmul_forward_res(out, accumulate ? out : NULL, inp, W, bias, N, C, OC);
+}
+
+/* pp (OC) = column sums of rows r0 .. r0+rows-1 of dout (N, OC), in order */
+static void bias_part(float *pp, const float *dout, int r0, int rows, int OC)
+{
+    for (int k = 0; k < OC; k++) pp[k] = 0.0f;
+    for (int r = 0; r < rows; r++) {
+        const float *d = dout + (size_t)(r0 + r) * OC;
+#pragma omp simd
+        for (int k = 0; k < OC; k++) pp[k] += d[k];
     }
 }
 
@@ -62,16 +96,9 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
     int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
 #pragma omp parallel PAR_MM((double)N * C * OC)
     {
-        /* dynamic: threads done with dinp take weight-gradient tiles (each tile is one sgemm either way) */
-        if (dinp) {
-#pragma omp for schedule(dynamic) nowait
-            for (int blk = 0; blk < nbm; blk++) {
-                int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
-                            OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
-            }
-        }
-        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum */
+        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum. The weight-gradient
+         * tiles first, all loops dynamic and nowait: a thread that takes a (large) dW tile leaves the row tiles
+         * of dinp to the others, and joins them when done */
 #pragma omp for schedule(dynamic) nowait
         for (int t = 0; t < no * nc; t++) {
             int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
@@ -79,15 +106,26 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
                         dW + (size_t)o0 * C + c0, C);
         }
-        if (dbias) {
-#pragma omp for schedule(static)
-            for (int blk = 0; blk < nb; blk++) {
-                int r0 = blk * ROWS, rows = imin(ROWS, N - r0);
-                float *pp = part + (size_t)blk * OC;
-                for (int k = 0; k < OC; k++) pp[k] = 0.0f;
-                for (int r = 0; r < rows; r++)
-                    for (int k = 0; k < OC; k++) pp[k] += dout[(size_t)(r0 + r) * OC + k];
+        if (dinp) {
+#pragma omp for schedule(dynamic) nowait
+            for (int blk = 0; blk < nbm; blk++) {
+                int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
+                            OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
+                /* the bias sums of this tile's ROWS-row blocks while the tile of dout is in cache (the same
+                 * blocks as a pass of their own: MM_ROWS is a multiple of ROWS) */
+                if (dbias)
+                    for (int b = r0 / ROWS; b < nb && b * ROWS < r0 + rows; b++)
+                        bias_part(part + (size_t)b * OC, dout, b * ROWS, imin(ROWS, N - b * ROWS), OC);
             }
+        }
+        if (dbias) {
+            if (!dinp) {
+#pragma omp for schedule(static) nowait
+                for (int blk = 0; blk < nb; blk++)
+                    bias_part(part + (size_t)blk * OC, dout, blk * ROWS, imin(ROWS, N - blk * ROWS), OC);
+            }
+#pragma omp barrier
 #pragma omp for schedule(static)
             for (int k = 0; k < OC; k++) {
                 float acc = 0.0f;
@@ -431,7 +469,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     row(a, S + (size_t)i * T, fac, bias, i);
-                    for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+                    /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
+                    for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3,
@@ -462,17 +501,16 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
             if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
-            for (int t = 0; t < T; t++) {
-                memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
-                memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
-            }
-            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+            /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
+             * the other blocks add to them (no zeroing pass over dK, dV) */
+            for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+                float beta = i1 == T ? 0.0f : 1.0f;
                 /* dA = dO V^T and dV += A^T dO over keys 0 .. i1-1 */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3,
                             0.0f, dA + (size_t)i0 * T, T);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
-                            dO + (size_t)i0 * C, C, 1.0f, dV, C3);
+                            dO + (size_t)i0 * C, C, beta, dV, C3);
                 /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
                 for (int i = i0; i < i1; i++) {
                     float *d = dA + (size_t)i * T;
@@ -484,7 +522,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, scale, dA + (size_t)i0 * T, T, K, C3,
                             0.0f, dQ + (size_t)i0 * C3, C3);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
-                            Q + (size_t)i0 * C3, C3, 1.0f, dK, C3);
+                            Q + (size_t)i0 * C3, C3, beta, dK, C3);
             }
         }
 }
@@ -786,14 +824,12 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
         float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
-        memcpy(res2, res, nC * sizeof(float));
-        epar_nn_matmul_forward(res2, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C, 1);
+        epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
         epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
                                   p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
         epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
         epar_nn_gelu_forward(fchg, fch, nF);
-        memcpy(res3, res2, nC * sizeof(float));
-        epar_nn_matmul_forward(res3, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C, 1);
+        epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C);
     }
     epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb,
                               N, C);
@@ -877,10 +913,10 @@ void epar_nn_backward(struct epar_nn *m)
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
     epar_nnpos_embed_backward(&m->pos, s->dres, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
-    int ncb = nblocks(C, OUT_BLOCK);
+    int ncb = nblocks(C, EMB_BLOCK);
 #pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int cb = 0; cb < ncb; cb++) {
-        int c0 = cb * OUT_BLOCK, c1 = imin(C, c0 + OUT_BLOCK);
+        int c0 = cb * EMB_BLOCK, c1 = imin(C, c0 + EMB_BLOCK);
         for (int i = 0; i < N; i++) {
             float *row = g->wte + (size_t)m->tokens[i] * C;
             const float *d = s->dres + (size_t)i * C;

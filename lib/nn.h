@@ -140,6 +140,9 @@ void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored);
 /* out (N, OC) = inp (N, C) W^T (W is (OC, C)) + bias (OC, may be NULL); accumulate: out += instead. */
 void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
                             int accumulate);
+/* out (N, OC) = res (N, OC; NULL: 0; may equal out) + bias (OC, may be NULL) + inp (N, C) W^T */
+void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, const float *W, const float *bias,
+                                int N, int C, int OC);
 /* dinp (N, C) = dout W (accumulate_dinp: +=); dW (OC, C) += dout^T inp; dbias (OC) += column sums of dout
  * (dinp, dbias may be NULL); part: (ceil(N/64), OC) scratch for the bias sums. */
 void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
@@ -167,7 +170,9 @@ struct epar_nn_attn_pos {
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
- * scores are not kept; backward then must not be asked for gfac) */
+ * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys
+ * j <= i and zeros up to the end of its query block; entries after that are not written (the backward
+ * reads none of them). */
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH);
 /* dqkv (B, T, 3C) overwritten; datt: (nscratch, T, T) per-thread scratch */

@@ -86,15 +86,15 @@ static void test_matmul(void)
     free(x); free(W); free(b); free(y); free(w); free(dx); free(dW); free(db); free(part);
 }
 
-/* the tiled products (rows in blocks of 256, weight gradient in 128 x 128 tiles, ragged edges) against
+/* the tiled products (rows in blocks of 512, weight gradient in 512 x 512 tiles, ragged edges) against
  * naive double sums, with accumulation into nonzero outputs */
-static void test_matmul_tiles(void)
+static void test_matmul_tiles(int N, int C, int OC)
 {
-    int N = 300, C = 140, OC = 135;
     float *x = malloc(N * C * sizeof *x), *W = malloc(OC * C * sizeof *W), *dy = malloc(N * OC * sizeof *dy);
     float *dx = malloc(N * C * sizeof *dx), *dW = malloc(OC * C * sizeof *dW), *db = malloc(OC * sizeof *db);
     float *dx0 = malloc(N * C * sizeof *dx0), *dW0 = malloc(OC * C * sizeof *dW0), *db0 = malloc(OC * sizeof *db0);
-    float *part = malloc(5 * OC * sizeof *part), *y = malloc(N * OC * sizeof *y), *y0 = malloc(N * OC * sizeof *y0);
+    float *part = malloc(((N + 63) / 64) * OC * sizeof *part), *y = malloc(N * OC * sizeof *y);
+    float *y0 = malloc(N * OC * sizeof *y0);
     randn(x, N * C, 1); randn(W, OC * C, 1); randn(dy, N * OC, 1); randn(dx0, N * C, 1); randn(dW0, OC * C, 1);
     randn(db0, OC, 1); randn(y0, N * OC, 1);
     memcpy(dx, dx0, N * C * sizeof *dx); memcpy(dW, dW0, OC * C * sizeof *dW); memcpy(db, db0, OC * sizeof *db);
@@ -124,11 +124,30 @@ static void test_matmul_tiles(void)
             ew = fmax(ew, fabs(s - dW[o * C + k]));
         }
     }
-    /* sums of ~150-300 products of N(0,1) numbers: size ~15, fp32 rounding ~1e-5 */
+    /* sums of 135-1030 products of N(0,1) numbers: size ~12-32, fp32 rounding ~1e-5 */
     check_abs(ey, 0, 1e-4, "tiled matmul forward (accumulate) equals the naive product");
     check_abs(ex, 0, 1e-4, "tiled matmul dinp (accumulate) equals the naive product");
-    check_abs(ew, 0, 1e-4, "tiled matmul dW (128 x 128 tiles, ragged) equals the naive product");
+    check_abs(ew, 0, 1e-4, "tiled matmul dW (512 x 512 tiles, ragged) equals the naive product");
     check_abs(eb, 0, 1e-4, "matmul dbias equals the naive column sums");
+    /* the residual form (out = res + bias + x W^T, res another array) and the bias sums without dinp */
+    epar_nn_matmul_forward_res(y, y0, x, W, db0, N, C, OC);
+    ey = 0;
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < OC; o++) {
+            double s = (double)y0[r * OC + o] + db0[o];
+            for (int k = 0; k < C; k++) s += (double)x[r * C + k] * W[o * C + k];
+            ey = fmax(ey, fabs(s - y[r * OC + o]));
+        }
+    check_abs(ey, 0, 1e-4, "matmul forward res + bias + product equals the naive sum");
+    memcpy(db, db0, OC * sizeof *db);
+    epar_nn_matmul_backward(NULL, dW, db, dy, x, W, N, C, OC, 0, part);
+    eb = 0;
+    for (int o = 0; o < OC; o++) {
+        double sb = db0[o];
+        for (int r = 0; r < N; r++) sb += dy[r * OC + o];
+        eb = fmax(eb, fabs(sb - db[o]));
+    }
+    check_abs(eb, 0, 1e-4, "matmul dbias without dinp equals the naive column sums");
     free(x); free(W); free(dy); free(dx); free(dW); free(db); free(dx0); free(dW0); free(db0); free(part); free(y);
     free(y0);
 }
@@ -260,7 +279,8 @@ static void test_attention_case(int T, int use_fac, int use_bias)
     int B = 2, C = 8, NH = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *qkv = malloc(nq * sizeof *qkv), *out = malloc(no * sizeof *out), *w = malloc(no * sizeof *w);
-    float *pre = malloc(na * sizeof *pre), *att = malloc(na * sizeof *att), *dqkv = malloc(nq * sizeof *dqkv);
+    /* att zeroed: the kernel writes row i only up to the end of its query block (the rest stays zero) */
+    float *pre = malloc(na * sizeof *pre), *att = calloc(na, sizeof *att), *dqkv = malloc(nq * sizeof *dqkv);
     float *fac = malloc(NH * ld * sizeof *fac), *bias = malloc(NH * ld * sizeof *bias);
     float *gfac = malloc(B * NH * T * sizeof *gfac), *gbias = malloc(B * NH * T * sizeof *gbias);
     float *datt = malloc(64 * T * T * sizeof *datt);
@@ -342,7 +362,7 @@ static void test_attention_paths(int T)
     float *out[2], *pre[2], *att[2], *dq[2];
     for (int p = 0; p < 2; p++) {
         out[p] = malloc(no * sizeof(float)); pre[p] = malloc(na * sizeof(float));
-        att[p] = malloc(na * sizeof(float)); dq[p] = malloc(nq * sizeof(float));
+        att[p] = calloc(na, sizeof(float)); dq[p] = malloc(nq * sizeof(float));   /* calloc: see above */
     }
     randn(qkv, nq, 1.5); randn(w, no, 1.0);
     for (int i = 0; i < NH * ld; i++) {
@@ -541,7 +561,8 @@ int main(void)
     gsl_rng_set(R, 2385);
     test_matmul();
     test_layernorm();
-    test_matmul_tiles();
+    test_matmul_tiles(1030, 140, 515);   /* three row blocks, two dW tiles (the second 3 rows) */
+    test_matmul_tiles(300, 516, 135);    /* one row block, dW tiles 135 x 512 and 135 x 4 */
     test_gelu();
     test_crossentropy();
     test_attention();
