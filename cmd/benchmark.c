@@ -59,12 +59,14 @@ static void fmt_time(double s, char *buf, size_t n)
     else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-/* seconds per unit of cell weight: a few steps of the cost configuration with `none`, one thread */
-static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan)
+/* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism) */
+static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
 {
-    struct epar_bench_cell cell = plan->cells[plan->n - 1];
-    cell.mech = 0;
-    cell.mlp = plan->cost_mlp[0];
+    struct epar_bench_cell cell = plan->cells[k];
+    if (cell.task < 0) {
+        cell.mech = 0;
+        cell.mlp = plan->cost_mlp[0];
+    }
     struct epar_train_cfg t;
     epar_exp_benchmark_cell_cfg(c, &cell, &t);
     t.optim.steps = 3;
@@ -225,9 +227,19 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
             pending[j - 1] = tmp;
         }
     rs.total = np + cost_pending;
-    double spw = rs.total ? calibrate(cfg, plan) : 0;
+    /* the estimate: each task's own seconds per unit of weight (a few steps of one of its cells: small models
+     * use the cores less well per FLOP than the cost cell's), times the weight of its pending cells */
+    double spw[EPAR_BENCH_MAX_TASKS + 1], est_s = 0;
+    for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++) spw[t] = NAN;
+    for (int i = 0; i <= np; i++) {
+        int k = i < np ? pending[i] : plan->n - 1;
+        if (i == np && !cost_pending) break;
+        int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task;
+        if (isnan(spw[t])) spw[t] = calibrate(cfg, plan, k);
+        est_s += spw[t] * plan->cells[k].weight;
+    }
     char est[32];
-    fmt_time(spw * rs.w_total / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
+    fmt_time(est_s / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
     cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
                      "(%d done already%s), %d at once; estimated %s",
                  cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, plan->n - 1,
