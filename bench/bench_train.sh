@@ -65,6 +65,9 @@ for th in $THREADS; do
                 printf "epar,%s,%s,%s,%s,%s,%.4g,%s,%.4g,%s,%s,%s,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13, $14, $15, $16 }' >> "$tmp"
         if [ "$HAVE_TORCH" = 1 ]; then
             for m in none alibi; do
+                # torch.set_num_threads does not reach the OpenBLAS inside libtorch: without these PyTorch's
+                # sgemm ran on every core at "1 thread" (measured: 0.90 s of CPU in 0.46 s of wall per step)
+                OPENBLAS_NUM_THREADS=$th OMP_NUM_THREADS=$th \
                 "$PY" bench/torch_train.py --threads "$th" --mechanism "$m" --steps "$STEPS" --warmup-steps 3 \
                     --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
                     awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" '{ g = $12 * fl / 1e9;
