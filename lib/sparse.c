@@ -233,6 +233,18 @@ static double expsum_avx512(double *z, int n, double m)
     return _mm512_reduce_add_pd(acc);
 }
 
+/* four sums of the lanes of a0..a3, times scale, in one vector */
+static __m256d sum4_avx512(__m512d a0, __m512d a1, __m512d a2, __m512d a3, __m256d scale)
+{
+    __m256d b0 = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1)),
+            b1 = _mm256_add_pd(_mm512_castpd512_pd256(a1), _mm512_extractf64x4_pd(a1, 1)),
+            b2 = _mm256_add_pd(_mm512_castpd512_pd256(a2), _mm512_extractf64x4_pd(a2, 1)),
+            b3 = _mm256_add_pd(_mm512_castpd512_pd256(a3), _mm512_extractf64x4_pd(a3, 1));
+    __m256d h01 = _mm256_hadd_pd(b0, b1), h23 = _mm256_hadd_pd(b2, b3);
+    return _mm256_mul_pd(scale, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
+                                              _mm256_permute2f128_pd(h01, h23, 0x31)));
+}
+
 static void dots_avx512(const double *q, const double *K, int ldk, const int *u, int n, int d, double scale, double *z)
 {
     int k = 0, dt = d & 7;
@@ -256,14 +268,7 @@ static void dots_avx512(const double *q, const double *K, int ldk, const int *u,
             a2 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k2 + c), a2);
             a3 = _mm512_fmadd_pd(qv, _mm512_maskz_loadu_pd(mt, k3 + c), a3);
         }
-        /* the four sums at once: halves added, then pairwise */
-        __m256d b0 = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1)),
-                b1 = _mm256_add_pd(_mm512_castpd512_pd256(a1), _mm512_extractf64x4_pd(a1, 1)),
-                b2 = _mm256_add_pd(_mm512_castpd512_pd256(a2), _mm512_extractf64x4_pd(a2, 1)),
-                b3 = _mm256_add_pd(_mm512_castpd512_pd256(a3), _mm512_extractf64x4_pd(a3, 1));
-        __m256d h01 = _mm256_hadd_pd(b0, b1), h23 = _mm256_hadd_pd(b2, b3);
-        __m256d sum = _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20), _mm256_permute2f128_pd(h01, h23, 0x31));
-        _mm256_storeu_pd(z + k, _mm256_mul_pd(_mm256_set1_pd(scale), sum));
+        _mm256_storeu_pd(z + k, sum4_avx512(a0, a1, a2, a3, _mm256_set1_pd(scale)));
     }
     for (; k < n; k++) {    /* the last 1-3 keys: four accumulators along d (short dependency chains) */
         const double *k0 = K + (size_t)u[k] * ldk;
@@ -309,18 +314,6 @@ static void axpys_avx512(double *o, double a, const double *V, int ldv, const in
             o0 = _mm512_fmadd_pd(_mm512_set1_pd(p[k]), _mm512_maskz_loadu_pd(mk, V + (size_t)u[k] * ldv + c), o0);
         _mm512_mask_storeu_pd(o + c, mk, o0);
     }
-}
-
-/* four sums of the lanes of a0..a3, times scale, in one vector */
-static __m256d sum4_avx512(__m512d a0, __m512d a1, __m512d a2, __m512d a3, __m256d scale)
-{
-    __m256d b0 = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1)),
-            b1 = _mm256_add_pd(_mm512_castpd512_pd256(a1), _mm512_extractf64x4_pd(a1, 1)),
-            b2 = _mm256_add_pd(_mm512_castpd512_pd256(a2), _mm512_extractf64x4_pd(a2, 1)),
-            b3 = _mm256_add_pd(_mm512_castpd512_pd256(a3), _mm512_extractf64x4_pd(a3, 1));
-    __m256d h01 = _mm256_hadd_pd(b0, b1), h23 = _mm256_hadd_pd(b2, b3);
-    return _mm256_mul_pd(scale, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
-                                              _mm256_permute2f128_pd(h01, h23, 0x31)));
 }
 
 /* one row of a 4 x 4 block: a<r>0..3 += q<r> . k0..3 (macros: GCC -O2 keeps named variables in registers, a
