@@ -12,7 +12,6 @@
 /* the text a command prints for --help (stdout redirected into a temporary file while it runs) */
 static char *capture_help(const struct cmd_entry *c)
 {
-    if (!c->fn) return NULL;
     fflush(stdout);
     FILE *tmp = tmpfile();
     if (!tmp) return NULL;

@@ -64,7 +64,7 @@ static void main_help(FILE *f)
         fputs("  ", f);
         cli_pad(f, c->name, wn + 2);
         cli_pad(f, c->section, ws + 2);
-        fprintf(f, "%s%s\n", c->summary, c->fn ? "" : " (not built yet)");
+        fprintf(f, "%s\n", c->summary);
     }
     fputs("\nExamples:\n"
           "  epar position-effect --gamma 0.5\n"
