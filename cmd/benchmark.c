@@ -231,9 +231,8 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
      * use the cores less well per FLOP than the cost cell's), times the weight of its pending cells */
     double spw[EPAR_BENCH_MAX_TASKS + 1], est_s = 0;
     for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++) spw[t] = NAN;
-    for (int i = 0; i <= np; i++) {
-        int k = i < np ? pending[i] : plan->n - 1;
-        if (i == np && !cost_pending) break;
+    for (int i = 0; i < np + cost_pending; i++) {
+        int k = i < np ? pending[i] : plan->n - 1;   /* the cost cell last */
         int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task;
         if (isnan(spw[t])) spw[t] = calibrate(cfg, plan, k);
         est_s += spw[t] * plan->cells[k].weight;
