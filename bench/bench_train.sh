@@ -10,7 +10,10 @@
 #      the masked half of the score blocks epar computes anyway are not counted);
 #   3. for each thread count (BENCH_TRAIN_THREADS, default "1 2") and each of BENCH_TRAIN_ROUNDS rounds
 #      (default 3): the FMA peak at that thread count, then bench/train_step (mechanisms none, alibi,
-#      epar-basic, epar-enhanced interleaved step by step in one process, median step time each), then
+#      epar-basic, epar-enhanced interleaved step by step in one process, median step time each, and the
+#      row linear-products: the step's linear-layer and head products alone through lib/nn's matmul
+#      functions, the same OpenBLAS sgemm on the same shapes as PyTorch's Linear layers; PyTorch's step
+#      over that time is the largest tokens/s ratio any step built on this sgemm can reach), then
 #      bench/torch_train.py (none and alibi) with torch.set_num_threads equal. Every ratio is taken within
 #      a round (same minutes, same machine load) and the median over rounds is reported;
 #   4. writes output/bench/train.csv (one row per round x mechanism x implementation). Besides wall time,
@@ -42,8 +45,10 @@ FLOPS=$(awk -v L=$L -v C=$C -v F=$F -v T=$T -v V=$V 'BEGIN {
 echo "  model FLOPs per token = 3 x [layers x (2 (3C^2 + C^2 + 2CF) + 2 x 2C (T+1)/2) + 2CV] = $FLOPS"
 echo "    (qkv, projection, MLP; scores and weighted values over the (T+1)/2 keys a causal query sees on"
 echo "     average; the tied output head; x3 for forward + backward; non-matmul ops not counted)"
+LFLOPS=$(awk -v L=$L -v C=$C -v F=$F -v V=$V 'BEGIN { printf "%.0f", 3 * (L * 2 * (3 * C * C + C * C + 2 * C * F) + 2 * C * V) }')
+echo "  of which the linear layers and the head (the row linear-products) = $LFLOPS"
 echo "  BLAS: $(./epar --version | grep OpenBLAS)"
-echo "  OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(unset: libgomp spins before sleeping)} (both sides use libgomp)"
+echo "  OMP_WAIT_POLICY: epar ${OMP_WAIT_POLICY:-unset (libgomp spins before sleeping)}, PyTorch ${OMP_WAIT_POLICY:-passive}"
 HAVE_TORCH=1
 if ! "$PY" -c 'import torch' 2>/dev/null; then
     HAVE_TORCH=0
@@ -59,15 +64,18 @@ echo "impl,mechanism,threads,round,seconds_per_step,tokens_per_second,model_gflo
 for th in $THREADS; do
     for r in $(seq 1 "$ROUNDS"); do
         peak=$(build/bench/fma_peak "$th" only | cut -d' ' -f2)
-        build/bench/train_step --threads "$th" --mechanisms "$MECHS" --steps "$STEPS" --warmup-steps 3 \
+        build/bench/train_step --threads "$th" --mechanisms "$MECHS" --floor --steps "$STEPS" --warmup-steps 3 \
             --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
-            awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" 'NR > 1 { g = $12 * fl / 1e9;
+            awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" -v lfl="$LFLOPS" 'NR > 1 { g = $12 * ($1 == "linear-products" ? lfl : fl) / 1e9;
                 printf "epar,%s,%s,%s,%s,%s,%.4g,%s,%.4g,%s,%s,%s,%s\n", $1, $2, r, $11, $12, g, peak, g / peak, $13, $14, $15, $16 }' >> "$tmp"
         if [ "$HAVE_TORCH" = 1 ]; then
             for m in none alibi; do
                 # torch.set_num_threads does not reach the OpenBLAS inside libtorch: without these PyTorch's
                 # sgemm ran on every core at "1 thread" (measured: 0.90 s of CPU in 0.46 s of wall per step)
-                OPENBLAS_NUM_THREADS=$th OMP_NUM_THREADS=$th \
+                # and OMP_WAIT_POLICY passive unless set: at two threads libtorch's OpenMP threads spinning at
+                # barriers beside the threads of its (pthread) OpenBLAS took the cores from them (measured:
+                # 0.74-0.78 s per step against 0.44 s passive); PyTorch gets its faster setting
+                OPENBLAS_NUM_THREADS=$th OMP_NUM_THREADS=$th OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} \
                 "$PY" bench/torch_train.py --threads "$th" --mechanism "$m" --steps "$STEPS" --warmup-steps 3 \
                     --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
                     awk -F, -v r="$r" -v peak="$peak" -v fl="$FLOPS" '{ g = $12 * fl / 1e9;
@@ -81,18 +89,18 @@ mv "$tmp" "$csv"
 
 echo
 echo "  per round (seconds per step: median of $STEPS steps after 3 warm-up steps; peak measured right before):"
-awk -F, 'NR == 1 { next } { printf "    %-5s %-13s %d thr  round %d  %8.4f s/step %8.0f tok/s %7.2f GFLOP/s  %5.1f%% of %5.1f  cpu %7.4f s/step\n",
+awk -F, 'NR == 1 { next } { printf "    %-5s %-15s %d thr  round %d  %8.4f s/step %8.0f tok/s %7.2f GFLOP/s  %5.1f%% of %5.1f  cpu %7.4f s/step\n",
                             $1, $2, $3, $4, $5, $6, $7, 100 * $9, $8, $13 }' "$csv"
 
 # medians over rounds of within-round figures
 echo
 echo "  summary (median over rounds of the within-round figures):"
 for th in $THREADS; do
-    awk -F, -v th="$th" -v torch="$HAVE_TORCH" -v fl="$FLOPS" '
+    awk -F, -v th="$th" -v torch="$HAVE_TORCH" -v fl="$FLOPS" -v lfl="$LFLOPS" '
         function med(a, n,    i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
                                         return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
         NR > 1 && $3 == th { s[$1 "," $2 "," $4] = $5; tok[$1 "," $2 "," $4] = $6; fr[$1 "," $2 "," $4] = $9;
-                             cs[$1 "," $2 "," $4] = $13; if ($4 > R) R = $4 }
+                             cs[$1 "," $2 "," $4] = $13; pk[$4] = $8; if ($4 > R) R = $4 }
         END {
             for (r = 1; r <= R; r++) { a[r] = tok["epar,none," r]; f[r] = fr["epar,none," r] }
             printf "    %d thread(s): epar none %.0f tokens/s, %.1f%% of the FMA peak", th, med(a, R), 100 * med(f, R)
@@ -100,10 +108,17 @@ for th in $THREADS; do
             for (r = 1; r <= R; r++) if (tok["torch,none," r] > 0 && tok["torch,alibi," r] > 0) {
                 n++; a[n] = tok["torch,none," r]; q[n] = tok["epar,none," r] / tok["torch,none," r];
                 qa[n] = tok["epar,alibi," r] / tok["torch,alibi," r]; c[n] = cs["torch,none," r] / cs["epar,none," r];
-                ca[n] = cs["torch,alibi," r] / cs["epar,alibi," r] }
+                ca[n] = cs["torch,alibi," r] / cs["epar,alibi," r]; cl[n] = s["torch,none," r] / s["epar,linear-products," r];
+                lf[n] = s["epar,linear-products," r] / s["epar,none," r]
+                # + the causal attention products (model FLOPs minus the linear ones) at the FMA peak of the round
+                att = (fl - lfl) * tok["epar,none," r] * s["epar,none," r] / (pk[r] * 1e9)
+                ca2[n] = s["torch,none," r] / (s["epar,linear-products," r] + att) }
             if (torch && n > 0) {
                 printf "; PyTorch none %.0f tokens/s\n", med(a, n)
                 printf "      epar / PyTorch tokens/s: none %.2fx, alibi %.2fx (target >= 2x)\n", med(q, n), med(qa, n)
+                printf "      ceiling: PyTorch none step / the linear products alone = %.2fx (the ratio if attention, softmax,\n", med(cl, n)
+                printf "        GELU, LayerNorm, loss and AdamW took no time; those products are %.0f%% of epar none'"'"'s step);\n", 100 * med(lf, n)
+                printf "        %.2fx if the causal attention products also ran, at the FMA peak, and nothing else took time\n", med(ca2, n)
                 printf "      PyTorch / epar CPU seconds per step: none %.2fx, alibi %.2fx (robust to other processes taking the cores)\n", med(c, n), med(ca, n)
             } else printf "; no PyTorch figures\n"
             for (r = 1; r <= R; r++) { a[r] = fl * tok["epar,none," r] * s["epar,none," r] / cs["epar,none," r] / 1e9 }

@@ -8,8 +8,15 @@
  * the order rotates each step), so a drift of the shared machine's speed hits all of them alike; each gets
  * the median of its timed steps.
  *
+ * --floor adds a row "linear-products": only the step's matrix products of the linear layers and the tied
+ * head (qkv, projection, fc, fc projection per layer; forward, then input and weight gradients), through
+ * lib/nn's own matmul functions on the model's shapes, interleaved with the mechanisms like one of them.
+ * PyTorch's Linear layers call the same OpenBLAS sgemm on the same shapes, so this time is a floor under
+ * any step built on that sgemm, epar's or PyTorch's: bench_train.sh turns it into the largest speed-up
+ * over PyTorch that is possible at that thread count.
+ *
  * usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]
- *                   [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V]
+ *                   [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V] [--floor]
  * Prints one CSV line per mechanism (header first):
  *   mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,
  *   forward_s,backward_s,optim_s,cpu_seconds_per_step
@@ -51,7 +58,7 @@ static double cpu_now(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]\n"
-                    "                  [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V]\n");
+                    "                  [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V] [--floor]\n");
     return 2;
 }
 
@@ -63,12 +70,51 @@ struct run {
     double *t_step, *t_fwd, *t_bwd, *t_opt, *t_cpu;   /* (steps) */
 };
 
+/* the linear products of one step (see --floor), on the model's own parameter, gradient and scratch buffers
+ * (their contents are only operands here: the run is never trained) */
+static void linear_forward(struct epar_nn *m, float *x, float *y, int N)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    const struct epar_nn_params *p = &m->p;
+    int C = c->C, F = c->F;
+    for (int l = 0; l < c->NL; l++) {
+        epar_nn_matmul_forward(y, x, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
+        epar_nn_matmul_forward_res(x, x, y, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
+        epar_nn_matmul_forward(y, x, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
+        epar_nn_matmul_forward_res(x, x, y, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C);
+    }
+    epar_nn_matmul_forward(y, x, p->wte, NULL, N, C, c->V, 0);
+}
+
+static void linear_backward(struct epar_nn *m, float *x, float *y, float *dx, float *dy, float *part, int N)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    const struct epar_nn_params *p = &m->p, *g = &m->g;
+    int C = c->C, F = c->F;
+    epar_nn_matmul_backward(dx, g->wte, NULL, y, x, p->wte, N, C, c->V, 0, part);
+    for (int l = c->NL - 1; l >= 0; l--) {
+        epar_nn_matmul_backward(dy, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, dx, y,
+                                p->fcprojw + (size_t)l * C * F, N, F, C, 0, part);
+        epar_nn_matmul_backward(dx, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, dy, x, p->fcw + (size_t)l * F * C,
+                                N, C, F, 1, part);
+        epar_nn_matmul_backward(dy, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, dx, x,
+                                p->attprojw + (size_t)l * C * C, N, C, C, 0, part);
+        epar_nn_matmul_backward(dx, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, dy, x,
+                                p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 1, part);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, steps = 20, warm = 3, B = 16, T = 256, C = 128, NL = 4, NH = 4, F = 512, V = 63;
     char mechs[256] = "none";
+    int floor_row = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--floor")) {
+            floor_row = 1;
+            continue;
+        }
         int *dst = !strcmp(a, "--threads") ? &threads : !strcmp(a, "--steps") ? &steps
                    : !strcmp(a, "--warmup-steps") ? &warm : !strcmp(a, "--batch") ? &B
                    : !strcmp(a, "--length") ? &T : !strcmp(a, "--dim") ? &C : !strcmp(a, "--layers") ? &NL
@@ -92,8 +138,8 @@ int main(int argc, char **argv)
     epar_blas_threads(1);   /* as cmd/main.c: BLAS single-threaded inside epar's OpenMP threads */
     omp_set_num_threads(threads);
 
-    struct run runs[MAXMECH];
-    enum epar_nnpos_id ids[MAXMECH];
+    struct run runs[MAXMECH + 1];
+    enum epar_nnpos_id ids[MAXMECH + 1];
     int nm = 0;
     for (char *tok = strtok(mechs, ","); tok; tok = strtok(NULL, ",")) {
         if (nm == MAXMECH || epar_nnpos_find(tok, &ids[nm])) {
@@ -101,6 +147,19 @@ int main(int argc, char **argv)
             return 2;
         }
         nm++;
+    }
+    int nmech = nm;   /* runs[nmech], with --floor: the linear products alone, on a model of mechanism none */
+    if (floor_row) ids[nm++] = EPAR_NNPOS_NONE;
+    int N = B * T, wide = 3 * C > F ? 3 * C : F;
+    if (V > wide) wide = V;
+    float *fx = NULL, *fy = NULL, *fdx = NULL, *fdy = NULL, *fpart = NULL;
+    if (floor_row) {
+        fx = calloc((size_t)N * wide, sizeof *fx);
+        fy = calloc((size_t)N * wide, sizeof *fy);
+        fdx = calloc((size_t)N * wide, sizeof *fdx);
+        fdy = calloc((size_t)N * wide, sizeof *fdy);
+        fpart = calloc((size_t)(N / 64 + 1) * wide, sizeof *fpart);
+        if (!fx || !fy || !fdx || !fdy || !fpart) return 3;
     }
     int *tok = malloc((size_t)B * T * sizeof *tok), *tgt = malloc((size_t)B * T * sizeof *tgt);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -138,6 +197,20 @@ int main(int argc, char **argv)
             int k = (kk + s) % nm;   /* rotate the order: no mechanism always runs first (caches, TLB) */
             struct run *u = &runs[k];
             double c0 = cpu_now(), t0 = omp_get_wtime();
+            if (k == nmech) {   /* the floor row: linear products only, no optimizer step */
+                linear_forward(&u->m, fx, fy, N);
+                double t1 = omp_get_wtime();
+                linear_backward(&u->m, fx, fy, fdx, fdy, fpart, N);
+                double t2 = omp_get_wtime(), c2 = cpu_now();
+                if (s >= warm) {
+                    u->t_cpu[s - warm] = c2 - c0;
+                    u->t_step[s - warm] = t2 - t0;
+                    u->t_fwd[s - warm] = t1 - t0;
+                    u->t_bwd[s - warm] = t2 - t1;
+                    u->t_opt[s - warm] = 0.0;
+                }
+                continue;
+            }
             if (epar_nn_forward(&u->m, tok, tgt, NULL, B, T)) {
                 fprintf(stderr, "train_step: %s\n", epar_err_message());
                 return 3;
@@ -161,13 +234,19 @@ int main(int argc, char **argv)
     for (int k = 0; k < nm; k++) {
         struct run *u = &runs[k];
         double sps = median(u->t_step, steps);
-        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", epar_nnpos_name(ids[k]), threads, B, T,
+        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+               k == nmech ? "linear-products" : epar_nnpos_name(ids[k]), threads, B, T,
                C, NL, NH, F, V, u->m.n_params, sps, (double)B * T / sps, median(u->t_fwd, steps),
                median(u->t_bwd, steps), median(u->t_opt, steps), median(u->t_cpu, steps));
         epar_nn_free(&u->m);
         epar_optim_free(&u->o);
         free(u->t_step);
     }
+    free(fx);
+    free(fy);
+    free(fdx);
+    free(fdy);
+    free(fpart);
     gsl_rng_free(r);
     free(tok);
     free(tgt);
