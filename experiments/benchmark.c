@@ -1113,7 +1113,7 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
         char body[8192], name[64];
         int l = snprintf(body, sizeof body,
                          "set terminal @epar_term size 900,550\nset title '%s (L=%d): learning curves, seed %lu'\n"
-                         "set xlabel 'training tokens'\nset ylabel 'eval %s'\nset key outside right\nplot ",
+                         "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right\nplot ",
                          c->tasks[i].id, c->tasks[i].task.length, c->b.seeds[0], epar_task_table[c->tasks[i].task.id].metric);
         for (int m = 0; m < c->n_mech; m++)
             l += snprintf(body + l, sizeof body - (size_t)l,

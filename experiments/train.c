@@ -571,15 +571,16 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
     return epar_plot_scriptf(o, "learning_curve", "learning curve",
                              "set terminal @epar_term size 1100,450\n"
                              "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
-                             "set xlabel 'training tokens'\nset ylabel 'cross-entropy (nats per scored token)'\n"
-                             "set key top right\n"
+                             "set xlabel 'training tokens'\nset format x '%%.1s%%c'\n"   /* 50.0k, 1.5M: no crowded digits */
+                             "set ylabel 'cross-entropy (nats per scored token)'\nset key top right\n"
                              "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
                              "     '' skip 1 using 2:4 with linespoints title 'eval'\n"
-                             "set ylabel '%s'\n"
+                             "set ylabel '%s'\nset key %s right\n"   /* away from the curve's end */
                              "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'\n"
                              "unset multiplot\n",
                              epar_task_name(r->cfg.task.id), epar_nnpos_name(r->cfg.mechanism), (long)r->model.n_params,
-                             !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy", metric);
+                             !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy",
+                             !strcmp(metric, "bpc") ? "top" : "bottom", metric);
 }
 
 unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)
