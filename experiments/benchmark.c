@@ -502,12 +502,18 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
     r.have_final = 1;
     r.eval_item = NULL;
+    double chance, chance_se;
+    if ((st = epar_exp_train_chance(&r, nev, &chance, &chance_se))) goto done;
     j = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:f}", "config",
                   cell_config_json(c, plan, cell), "task", c->tasks[cell->task].id, "task_kind", epar_task_name(t.task.id),
                   "mechanism", epar_nnpos_name(t.mechanism), "seed", (json_int_t)t.seed, "params",
                   (json_int_t)r.model.n_params, "metric", r.task.info->metric, "value", r.final.metric, "eval_loss",
                   r.final.loss, "scored", (json_int_t)r.final.scored, "sequences", (json_int_t)r.final.sequences, "steps",
                   (json_int_t)r.step, "tokens", r.tokens);
+    if (j) {   /* the best constant answer on the same items: what "learned nothing" looks like */
+        json_object_set_new(j, "chance", json_real(chance));
+        json_object_set_new(j, "chance_se", json_real(chance_se));
+    }
     if (!j) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
         goto done;
@@ -671,10 +677,19 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
 struct grid {
     int NT, M, S;
     double *value;          /* (NT, M, S) final metric */
+    double *chance;         /* (NT, M, S) the best constant answer's metric on the cell's evaluation items (NaN: a
+                             * cell written before epar recorded it) */
+    double *chance_se;      /* (NT, M, S) its standard error */
     json_t **cell;          /* (plan->n) the parsed cell.json */
 };
 
-static double *gv(const struct grid *g, int t, int m, int s) { return g->value + ((size_t)t * g->M + m) * g->S + s; }
+/* "learned": a mechanism whose mean metric is beyond the best constant answer's by more than LEARNED_Z of that
+ * answer's standard errors on the evaluation items, in the task's better direction. A proxy comparison on a
+ * task no mechanism learned compares models that all answer like a constant: it says nothing about EPAR. */
+#define LEARNED_Z 3.0
+
+static size_t gi(const struct grid *g, int t, int m, int s) { return ((size_t)t * g->M + m) * g->S + s; }
+static double *gv(const struct grid *g, int t, int m, int s) { return g->value + gi(g, t, m, s); }
 
 static void mean_sd(const double *x, int n, double *mean, double *sd)
 {
@@ -737,6 +752,24 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
 
 static int task_hib(const struct epar_bench_cfg *c, int t) { return epar_task_table[c->tasks[t].task.id].higher_is_better; }
 
+/* task t's chance level and its se (means over the task's cells), and how many mechanisms learned it (-1:
+ * unknown, cells without a chance level) */
+static int task_learned(const struct epar_bench_cfg *c, const struct grid *g, int t, double *chance, double *se)
+{
+    size_t n = (size_t)g->M * g->S, off = (size_t)t * n;
+    double sd;
+    mean_sd(g->chance + off, (int)n, chance, &sd);
+    mean_sd(g->chance_se + off, (int)n, se, &sd);
+    if (!isfinite(*chance) || !isfinite(*se)) return -1;
+    int hib = task_hib(c, t), learned = 0;
+    for (int m = 0; m < g->M; m++) {
+        double mean;
+        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        learned += hib ? mean > *chance + LEARNED_Z * *se : mean < *chance - LEARNED_Z * *se;
+    }
+    return learned;
+}
+
 static void set_num(struct epar_table *t, const char *col, double v)
 {
     int k = epar_csv_col(t, col);
@@ -764,7 +797,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         size_t l = strlen(head);
         snprintf(head + l, sizeof head - l, ",%s_mean,%s_sd", epar_nnpos_name(c->mech[m]), epar_nnpos_name(c->mech[m]));
     }
-    strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd");
+    strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned");
     for (int k = 0; k < CMP_N; k++) {
         size_t l = strlen(head);
         snprintf(head + l, sizeof head - l, ",%s_rel,%s_rel_sd,%s_t,%s_p", cmp_names[k], cmp_names[k], cmp_names[k],
@@ -800,6 +833,11 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
             set_num(t, "best_baseline_mean", mean);
             set_num(t, "best_baseline_sd", sd);
         }
+        double chance, chance_se;
+        int learned = task_learned(c, g, i, &chance, &chance_se);
+        set_num(t, "chance", chance);
+        set_num(t, "chance_se", chance_se);
+        set_num(t, "learned", learned < 0 ? NAN : learned);
         for (int k = 0; k < CMP_N; k++) {
             int x, y;
             cmp_pair(c, k, best, &x, &y);
@@ -822,7 +860,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
  * the condition's tasks of the relative differences, then mean, sd, t and p across seeds */
 static struct epar_table *when_table(const struct epar_bench_cfg *c, const struct grid *g)
 {
-    struct epar_table *t = epar_csv_new("condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p");
+    struct epar_table *t = epar_csv_new("condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p,learned_tasks");
     const char *conds[EPAR_BENCH_MAX_TASKS];
     int nc = 0;
     for (int i = 0; i < c->n_tasks; i++) {
@@ -838,10 +876,13 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                 if (x < 0) continue;
                 double gain[EPAR_MAX_SEEDS] = {0}, zero[EPAR_MAX_SEEDS] = {0};
                 char tasks[512] = "";
-                int nt = 0, ok = 1;
+                int nt = 0, ok = 1, nl = 0;   /* nl: tasks learned by some mechanism (-1: unknown) */
                 for (int i = 0; i < c->n_tasks; i++) {
                     if (strcmp(c->tasks[i].condition, conds[k])) continue;
                     int hib = task_hib(c, i);
+                    double ch, chse;
+                    int lt = task_learned(c, g, i, &ch, &chse);
+                    nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
                     int y = vs == 0 ? mech_index(c, EPAR_NNPOS_NONE) : best_baseline(c, g, i, hib);
                     if (y < 0) { ok = 0; break; }
                     double ym, ysd;
@@ -862,8 +903,8 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                 }
                 (void)zero;
                 struct paired pr = paired_test(xg, one, g->S, 1);
-                if (epar_csv_append(t, "ssssiddidd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
-                                    nt, pr.rel, pr.sd, g->S, pr.t, pr.p)) {
+                if (epar_csv_append(t, "ssssiddiddd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
+                                    nt, pr.rel, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -1016,8 +1057,13 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
                "with the best mean on that task; positive = better, also for bits per character); p: two-sided paired "
                "t-test across seeds (GSL `gsl_cdf_tdist_Q`). Every cell: the same steps, batch, length and tokens; "
                "parameter counts within %g %% of `none` (params.csv).\n\n", c->b.n_seeds, 100 * c->param_tol);
-    fprintf(f, "| proxy task | stands for | metric | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | p | basic vs best | p |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "Chance: the metric of the best constant answer on the same evaluation items (the most frequent answer; "
+               "for bits per character the entropy of the characters) ± its standard error; learned: how many of the %d "
+               "mechanisms beat it by more than %g standard errors. On a task none learned, every model answers like a "
+               "constant and the comparison says nothing about EPAR (the audit calls its proxy claims inconclusive).\n\n",
+               c->n_mech, LEARNED_Z);
+    fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | p | basic vs best | p |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t r = 0; r < t->nrows; r++) {
         char b[64], e[64], x[64];
         const char *best = epar_csv_get_str(t, r, "best_baseline");
@@ -1025,9 +1071,15 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
                  best ? best : "");
         snprintf(e, sizeof e, "%.4g ± %.2g", epar_csv_get(t, r, "epar-basic_mean"), epar_csv_get(t, r, "epar-basic_sd"));
         snprintf(x, sizeof x, "%.4g ± %.2g", epar_csv_get(t, r, "epar-enhanced_mean"), epar_csv_get(t, r, "epar-enhanced_sd"));
-        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %+.2f %% | %.3g | %+.2f %% | %.3g |\n", epar_csv_get_str(t, r, "task"),
-                (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"), epar_csv_get_str(t, r, "metric"),
-                epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", b, e, x,
+        char ch[64], ln[32];
+        double learned = epar_csv_get(t, r, "learned");
+        snprintf(ch, sizeof ch, "%.4g ± %.2g", epar_csv_get(t, r, "chance"), epar_csv_get(t, r, "chance_se"));
+        if (isnan(learned)) snprintf(ln, sizeof ln, "?");
+        else if (learned == 0) snprintf(ln, sizeof ln, "**none**");
+        else snprintf(ln, sizeof ln, "%d of %d", (int)learned, c->n_mech);
+        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %+.2f %% | %.3g | %+.2f %% | %.3g |\n",
+                epar_csv_get_str(t, r, "task"), (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"),
+                epar_csv_get_str(t, r, "metric"), epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", ch, ln, b, e, x,
                 100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), epar_csv_get(t, r, "enhanced_vs_best_p"),
                 100 * epar_csv_get(t, r, "basic_vs_best_rel"), epar_csv_get(t, r, "basic_vs_best_p"));
     }
@@ -1130,10 +1182,14 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
-    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL};
-    g.value = calloc((size_t)g.NT * g.M * g.S + 1, sizeof *g.value);
+    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL, NULL, NULL};
+    size_t ng = (size_t)g.NT * g.M * g.S + 1;
+    g.value = calloc(ng, sizeof *g.value);
+    g.chance = calloc(ng, sizeof *g.chance);
+    g.chance_se = calloc(ng, sizeof *g.chance_se);
     g.cell = calloc((size_t)plan->n, sizeof *g.cell);
-    int st = g.value && g.cell ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
+    int st = g.value && g.chance && g.chance_se && g.cell ? EPAR_OK
+                                                          : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
     for (int k = 0; !st && k < plan->n; k++) {
         char dir[512], path[4800];
         epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
@@ -1146,7 +1202,13 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             break;
         }
         const struct epar_bench_cell *cell = &plan->cells[k];
-        if (cell->task >= 0) *gv(&g, cell->task, cell->mech, cell->seed) = json_number_value(json_object_get(g.cell[k], "value"));
+        if (cell->task >= 0) {
+            size_t at = gi(&g, cell->task, cell->mech, cell->seed);
+            json_t *ch = json_object_get(g.cell[k], "chance"), *se = json_object_get(g.cell[k], "chance_se");
+            g.value[at] = json_number_value(json_object_get(g.cell[k], "value"));
+            g.chance[at] = json_is_number(ch) ? json_number_value(ch) : NAN;
+            g.chance_se[at] = json_is_number(se) ? json_number_value(se) : NAN;
+        }
     }
     struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL;
     double worst = 0;
@@ -1204,5 +1266,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
     free(g.cell);
     free(g.value);
+    free(g.chance);
+    free(g.chance_se);
     return st;
 }

@@ -358,17 +358,44 @@ missing:
 
 static double now(void) { return omp_get_wtime(); }
 
+/* the evaluation items: all of them, or max_sequences spread evenly over them; item of the k-th of n */
+static long eval_n(const struct epar_train_run *r, long max_sequences)
+{
+    long count = epar_task_eval_count(&r->task);
+    return max_sequences > 0 && max_sequences < count ? max_sequences : count;
+}
+
+static long eval_item_at(const struct epar_train_run *r, long k, long n)
+{
+    long count = epar_task_eval_count(&r->task);
+    return n == count ? k : (long)((double)k * count / n);
+}
+
+int epar_exp_train_chance(struct epar_train_run *r, long max_sequences, double *value, double *se)
+{
+    int T = r->cfg.task.length, V = r->task.V;
+    long n = eval_n(r, max_sequences), *counts = calloc((size_t)V, sizeof *counts);
+    if (!counts) return epar_err_set(EPAR_ENOMEM, "out of memory counting the evaluation targets");
+    for (long k = 0; k < n; k++) {   /* the tok, tgt, mask rows of the model's batch buffers as scratch */
+        epar_task_eval_item(&r->task, eval_item_at(r, k, n), r->tok, r->tgt, r->mask);
+        for (int q = 0; q < T; q++)
+            if (r->mask[q] > 0) counts[r->tgt[q]]++;
+    }
+    epar_task_chance(&r->task, counts, V, value, se);
+    free(counts);
+    return EPAR_OK;
+}
+
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
-    long count = epar_task_eval_count(&r->task), n = max_sequences > 0 && max_sequences < count ? max_sequences : count;
+    long n = eval_n(r, max_sequences);
     double loss = 0.0;
     long correct = 0, scored = 0;
     for (long k0 = 0; k0 < n; k0 += B) {
         int nb = (int)(n - k0 < B ? n - k0 : B);
         for (int b = 0; b < nb; b++) {
-            long item = n == count ? k0 + b : (long)((double)(k0 + b) * count / n);   /* evenly spread */
-            epar_task_eval_item(&r->task, item, r->tok + (size_t)b * T, r->tgt + (size_t)b * T, r->mask + (size_t)b * T);
+            epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T, r->mask + (size_t)b * T);
         }
         int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
         if (st) return st;
@@ -382,7 +409,7 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
                     si++;
                     ci += r->model.a.correct[(size_t)b * T + q];
                 }
-            r->eval_item(r->eval_ctx, n == count ? k0 + b : (long)((double)(k0 + b) * count / n), ci, si);
+            r->eval_item(r->eval_ctx, eval_item_at(r, k0 + b, n), ci, si);
         }
         correct += c;
         scored += s;

@@ -100,6 +100,8 @@ int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, 
 int epar_exp_train_loop(struct epar_train_run *r);
 /* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
+/* The metric of the best constant predictor on the same evaluation items (epar_task_chance) and its se. */
+int epar_exp_train_chance(struct epar_train_run *r, long max_sequences, double *value, double *se);
 /* The trained weights evaluated at another length: a model of Tmax = length gets a copy of the parameters and
  * the task is opened at that length (lm: consecutive held-out windows of that length); max_sequences as above,
  * batch scaled so a batch holds about as many tokens as a training batch. L in P(i, j, L) is the evaluation

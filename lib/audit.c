@@ -403,11 +403,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "aggregate", "posfx", "needs", "readings",
-                                           NULL};
+                                           "n_column", "against_column", "learned_column", "aggregate", "posfx", "needs",
+                                           "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
-                                           "se_run_column", "se_column", "n_column", "against_column", "aggregate",
-                                           "posfx", NULL};
+                                           "se_run_column", "se_column", "n_column", "against_column", "learned_column",
+                                           "aggregate", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
@@ -503,8 +503,9 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         strstr(json_string_value(f), "..") || !strchr(json_string_value(f), '/'))
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
-    static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column"};
-    for (int k = 0; k < 5; k++)
+    static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
+                                       "learned_column"};
+    for (int k = 0; k < 6; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
@@ -764,6 +765,7 @@ struct reading {
     struct epar_audit_meas m;
     enum epar_audit_outcome out;
     int available, missing_file, spec_problem, stale;
+    int not_learned;            /* learned_column of the selected rows is 0: no model beat a constant answer */
     char desc[512];             /* what was measured: file[where].column or the computation */
     char accepted[320];
     char why[1024];             /* why the measurement is not available */
@@ -903,6 +905,8 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        /* NaN (a run from before the column, or cells without a chance level): unknown, judged as before */
+        rd->not_learned = same_rows(t, m, jstr(m, "learned_column", NULL), why, sizeof why) == 0.0;
         if (ac) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " vs column %s", ac);
     }
     epar_csv_free(t);
@@ -949,6 +953,8 @@ static const char *outcome_word(enum epar_audit_outcome o)
     case EPAR_AUDIT_FAILS: return "does not hold";
     case EPAR_AUDIT_OPEN: return "undecided at this level (the interval straddles the threshold)";
     case EPAR_AUDIT_FEW_SEEDS: return "needs >= 2 seeds for a spread";
+    case EPAR_AUDIT_NOT_LEARNED: return "not judged: no model learned the task (none beat the best constant answer), "
+                                        "so the difference says nothing about the claim";
     default: return "cannot be judged (the measured value is not a number)";
     }
 }
@@ -979,7 +985,7 @@ static enum epar_audit_verdict combine(const struct reading *rd, int n)
         if (!rd[i].available) return EPAR_AUDIT_NOT_HERE;
         nh += rd[i].out == EPAR_AUDIT_HOLDS;
         nf += rd[i].out == EPAR_AUDIT_FAILS;
-        no += rd[i].out == EPAR_AUDIT_OPEN;
+        no += rd[i].out == EPAR_AUDIT_OPEN || rd[i].out == EPAR_AUDIT_NOT_LEARNED;
         ns += rd[i].out == EPAR_AUDIT_FEW_SEEDS;
         nu += rd[i].out == EPAR_AUDIT_UNDECIDED;
     }
@@ -1118,6 +1124,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
         for (int i = 0; i < nrd; i++) {
             if (rd[i].available) rd[i].out = epar_audit_judge(&tol, rd[i].r, rd[i].u, &rd[i].m, ctx->level, rd[i].accepted,
                                                                sizeof rd[i].accepted);
+            if (rd[i].available && rd[i].not_learned) rd[i].out = EPAR_AUDIT_NOT_LEARNED;
             reading_note(&rd[i], note, sizeof note);
             row->missing_file |= rd[i].missing_file;
             row->spec_problem |= rd[i].spec_problem;
@@ -1139,7 +1146,15 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             note_add(note, sizeof note, "would be: %s", epar_audit_verdict_name(v));
             v = EPAR_AUDIT_STALE;
         }
-        note_add(note, sizeof note, "%s", verdict_reason(v));
+        int nl = 0;
+        for (int i = 0; i < nrd; i++) nl += rd[i].out == EPAR_AUDIT_NOT_LEARNED;
+        if (v == EPAR_AUDIT_INCONCLUSIVE && nl)
+            note_add(note, sizeof note, nl == nrd ? "inconclusive: no model learned this proxy's task at this budget "
+                                                    "(none beat the best constant answer)"
+                                                  : "inconclusive: no model learned the task of %d of the %d readings at "
+                                                    "this budget; the others alone do not decide the claim", nl, nrd);
+        else
+            note_add(note, sizeof note, "%s", verdict_reason(v));
         if (triv) note_add(note, sizeof note, "by construction: %s", triv);
         if (ill) note_add(note, sizeof note, "ill-posed: %s", ill);
         if (tj && jstr(tj, "why", NULL)) note_add(note, sizeof note, "tolerance: %s", jstr(tj, "why", ""));

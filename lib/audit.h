@@ -74,7 +74,8 @@ enum epar_audit_outcome {
     EPAR_AUDIT_FAILS = 0,
     EPAR_AUDIT_UNDECIDED = -1,      /* the measurement is not a finite number */
     EPAR_AUDIT_OPEN = -2,           /* the confidence interval straddles the threshold: inconclusive */
-    EPAR_AUDIT_FEW_SEEDS = -3       /* a spread is needed and there is none (one seed) */
+    EPAR_AUDIT_FEW_SEEDS = -3,      /* a spread is needed and there is none (one seed) */
+    EPAR_AUDIT_NOT_LEARNED = -4     /* a trained proxy none of whose models beat a constant answer: not judged */
 };
 
 struct epar_audit_tol {

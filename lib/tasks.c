@@ -794,6 +794,35 @@ double epar_task_metric(const struct epar_task *t, double loss, long correct, lo
     return scored > 0 ? (double)correct / (double)scored : NAN;
 }
 
+void epar_task_chance(const struct epar_task *t, const long *counts, int V, double *value, double *se)
+{
+    long n = 0, top = 0;
+    for (int v = 0; v < V; v++) {
+        n += counts[v];
+        if (counts[v] > top) top = counts[v];
+    }
+    *value = *se = NAN;
+    if (n == 0) return;
+    if (t->cfg.id != EPAR_TASK_LM) {   /* accuracy: one most frequent answer, right on a share p of the tokens */
+        double p = (double)top / (double)n;
+        *value = epar_task_metric(t, NAN, top, n);
+        *se = sqrt(p * (1.0 - p) / (double)n);
+        return;
+    }
+    /* bits: per token -log2 (c_v / n); its mean is the entropy of the counts */
+    double mean = 0.0, var = 0.0;
+    for (int v = 0; v < V; v++)
+        if (counts[v] > 0) mean += (double)counts[v] * -log2((double)counts[v] / (double)n);
+    mean /= (double)n;
+    for (int v = 0; v < V; v++)
+        if (counts[v] > 0) {
+            double f = -log2((double)counts[v] / (double)n) - mean;
+            var += (double)counts[v] * f * f;
+        }
+    *value = epar_task_metric(t, mean * log(2.0), 0, n);   /* the task's metric of a loss in nats: bpc */
+    *se = sqrt(var / (double)n / (double)n);
+}
+
 json_t *epar_task_json(const struct epar_task *t)
 {
     const struct epar_task_cfg *c = &t->cfg;

@@ -116,6 +116,12 @@ void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, 
 /* The task's metric from a mean cross-entropy (nats per scored token) and the count of correct argmax
  * predictions: bpc = loss / ln 2, accuracy = correct / scored. */
 double epar_task_metric(const struct epar_task *t, double loss, long correct, long scored);
+/* The metric of the best constant predictor on a set of scored targets, from their counts (V): the one that
+ * always answers the most frequent target (accuracy = its share) and gives every target its frequency as
+ * probability (bpc = the entropy of the counts in bits). *value is that metric, *se the standard error of
+ * its per-token mean over the n scored targets (the per-token metric's sd / sqrt n): a trained model whose
+ * metric is not beyond it by a few se learned nothing a constant answer does not give. NaN when n = 0. */
+void epar_task_chance(const struct epar_task *t, const long *counts, int V, double *value, double *se);
 /* Group of evaluation item k (needle: its distance; lm and the other tasks: 0). */
 int epar_task_eval_group(const struct epar_task *t, long k);
 /* What the data is (for run.json): source, vocabulary, sizes. */

@@ -26,7 +26,7 @@ b=$a/benchmark
 for f in main_table.csv main_table.md when_to_use.csv when_to_use.gp extrapolation.csv distance.csv distance.gp \
          params.csv cost.csv cost.gp run.json curves_recall.gp cells/recall/epar-enhanced/seed-43/cell.json \
          cells/recall/epar-enhanced/seed-43/learning_curve.csv cells/cost/cell.json; do expect_file "$b/$f"; done
-expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned_mean,learned_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,basic_vs_best_rel' "$b/main_table.csv"
+expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned_mean,learned_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,basic_vs_best_rel' "$b/main_table.csv"
 expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,accuracy,1,2,' "$b/main_table.csv"
 expect_grep '^needle,' "$b/main_table.csv"
 [ "$(wc -l < "$b/main_table.csv")" -eq 4 ] && ok || fail "main table: a header and 3 task rows"
@@ -36,6 +36,15 @@ awk -F, -v c="$(head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n '^enhanced_v
 # parameter counts: learned has a smaller MLP and every count is within the 1 % tolerance of none's
 awk -F, 'NR > 1 && $6 != 1 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "a parameter count beyond the tolerance"
 awk -F, 'NR > 1 && $2 == "learned" && $4 >= 64 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "learned's MLP is narrowed"
+# chance: the best constant answer on the cell's evaluation items (an accuracy in (0, 1], se > 0), and how many of
+# the 3 mechanisms beat it by 3 se (an integer 0..3); per condition the count of learned tasks
+col() { head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n "^$1\$" | cut -d: -f1; }
+awk -F, -v c="$(col chance)" -v s="$(col chance_se)" -v l="$(col learned)" \
+    'NR > 1 && !($c > 0 && $c <= 1 && $s > 0 && $s < 1 && $l == int($l) && $l >= 0 && $l <= 3) { bad = 1 } END { exit bad || NR != 4 }' \
+    "$b/main_table.csv" && ok || fail "chance, chance_se, learned of every task"
+expect_grep '"chance": 0\.[0-9]+' "$b/cells/recall/epar-enhanced/seed-43/cell.json"
+expect_grep '^\| proxy task \| stands for \| metric \| chance \| learned \|' "$b/main_table.md"
+expect_grep '^condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p,learned_tasks$' "$b/when_to_use.csv"
 expect_grep '^needle,none,0,2,' "$b/distance.csv"
 expect_grep '^short,epar-enhanced,best_baseline,recall needle,2,' "$b/when_to_use.csv"
 expect_grep '^non-sequential,epar-enhanced,none,set,1,' "$b/when_to_use.csv"

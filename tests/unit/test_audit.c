@@ -344,6 +344,53 @@ static void evaluation(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
+/* a trained proxy none of whose models beat a constant answer is not judged: inconclusive, whatever the difference */
+static void not_learned(void)
+{
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bench", dir);
+    mkdir(p, 0777);
+    write_file(dir, "bench/main_table.csv", "task,rel,rel_sd,learned\nnone,0.2,0.01,0\nsome,0.2,0.01,2\nunknown,0.2,0.01,nan\n");
+    write_file(dir, "bench/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                      " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3]}}");
+#define R(t) "{\"file\": \"bench/main_table.csv\", \"where\": {\"task\": \"" t "\"}, \"column\": \"rel\", \"sd_column\": \"rel_sd\", \"learned_column\": \"learned\"}"
+#define RL(t) "{\"label\": \"" t "\", \"file\": \"bench/main_table.csv\", \"where\": {\"task\": \"" t "\"}, \"column\": \"rel\", \"sd_column\": \"rel_sd\", \"learned_column\": \"learned\"}"
+#define N "\"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"tolerance\": {\"rule\": \"above\"}, "
+    json_t *claims = J("["
+        "{\"id\": \"none\", " N "\"measure\": " R("none") "},"
+        "{\"id\": \"some\", " N "\"measure\": " R("some") "},"
+        "{\"id\": \"unknown\", " N "\"measure\": " R("unknown") "},"
+        "{\"id\": \"mixed\", " N "\"measure\": {\"readings\": [" RL("some") ", " RL("none") "]}}"
+        "]");
+#undef R
+#undef RL
+#undef N
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "learned_column accepted: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r;
+    r = row_of(&a, "none");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->note, "no model learned"),
+               "a clear gain on a task no model learned -> inconclusive, said why: %s", r ? r->note : "");
+    check_true((r = row_of(&a, "some")) && r->verdict == EPAR_AUDIT_REPRODUCED, "learned by 2 -> judged (reproduced)");
+    check_true((r = row_of(&a, "unknown")) && r->verdict == EPAR_AUDIT_REPRODUCED,
+               "no chance level recorded (nan) -> judged as before");
+    r = row_of(&a, "mixed");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->note, "1 of the 2 readings"),
+               "one reading not learned -> inconclusive: %s", r ? r->note : "");
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"measure\": "
+               "{\"file\": \"bench/main_table.csv\", \"column\": \"rel\", \"learned_column\": 3}, \"tolerance\": {\"rule\": \"above\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "learned_column must be a column name");
+    json_decref(claims);
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
 int main(void)
 {
     rules();
@@ -352,5 +399,6 @@ int main(void)
     selection();
     validation();
     evaluation();
+    not_learned();
     return check_summary("test_audit");
 }

@@ -382,8 +382,38 @@ static void test_shuffle(void)
     unlink(path);
 }
 
+/* the best constant answer: worked numbers */
+static void test_chance(void)
+{
+    struct epar_task t;
+    memset(&t, 0, sizeof t);
+    double v, se;
+    t.cfg.id = EPAR_TASK_RECALL;   /* accuracy: the most frequent answer's share, binomial se */
+    long acc[4] = {0, 6, 2, 0};
+    epar_task_chance(&t, acc, 4, &v, &se);
+    check_abs(v, 0.75, 1e-15, "accuracy chance = 6/8");
+    check_abs(se, sqrt(0.75 * 0.25 / 8), 1e-15, "its se = sqrt(p (1-p) / n)");
+    long tie[3] = {3, 3, 2};
+    epar_task_chance(&t, tie, 3, &v, &se);
+    check_abs(v, 3.0 / 8, 1e-15, "a tie: one constant answer, right on 3 of 8");
+    t.cfg.id = EPAR_TASK_LM;       /* bits: the entropy of the counts, se of -log2 q over the tokens */
+    long two[2] = {4, 4};
+    epar_task_chance(&t, two, 2, &v, &se);
+    check_abs(v, 1.0, 1e-15, "two equal characters: 1 bit");
+    check_abs(se, 0.0, 1e-15, "every token costs 1 bit: se 0");
+    long skew[3] = {3, 1, 0};
+    epar_task_chance(&t, skew, 3, &v, &se);
+    double h = 0.75 * log2(4.0 / 3) + 0.25 * 2, var = 0.75 * pow(log2(4.0 / 3) - h, 2) + 0.25 * pow(2 - h, 2);
+    check_abs(v, h, 1e-15, "3:1 -> H = %.6f bits", h);
+    check_abs(se, sqrt(var / 4), 1e-15, "its se over 4 tokens");
+    long none[2] = {0, 0};
+    epar_task_chance(&t, none, 2, &v, &se);
+    check_true(isnan(v) && isnan(se), "no scored token: NaN");
+}
+
 int main(void)
 {
+    test_chance();
     test_strip();
     test_lm();
     test_recall();
