@@ -192,6 +192,9 @@ static void summary(const struct cli_common *c, const struct epar_train_run *r, 
            r->seconds, r->step_seconds > 0 ? r->tokens / r->step_seconds / 1000 : 0.0, epar_blas_core());
     printf("  eval %s %.6g  (loss %.6g nats per scored token, %ld scored tokens in %ld sequences)\n",
            r->task.info->metric, r->final.metric, r->final.loss, r->final.scored, r->final.sequences);
+    printf("  chance %.6g +- %.2g  (the best constant answer on the same items: %s)\n", r->final.chance,
+           r->final.chance_se, strcmp(r->task.info->metric, "bpc") ? "the most frequent answer"
+                                                                    : "the held-out characters' entropy");
 }
 
 int cmd_train(int argc, char **argv)

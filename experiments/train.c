@@ -419,6 +419,7 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
     e->correct = correct;
     e->scored = scored;
     e->sequences = n;
+    e->chance = e->chance_se = NAN;   /* epar_exp_train_chance, where wanted */
     return EPAR_OK;
 }
 
@@ -504,7 +505,7 @@ int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_se
     if (length == r->cfg.task.length) return epar_exp_train_evaluate(r, max_sequences, e);
     if (r->cfg.mechanism == EPAR_NNPOS_LEARNED) {   /* its table has exactly the trained length */
         *defined = 0;
-        *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0};
+        *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0, NAN, NAN};
         return EPAR_OK;
     }
     struct epar_train_run x;
@@ -535,6 +536,7 @@ int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_se
 int epar_exp_train_final_eval(struct epar_train_run *r)
 {
     int st = epar_exp_train_evaluate(r, 0, &r->final);
+    if (!st) st = epar_exp_train_chance(r, 0, &r->final.chance, &r->final.chance_se);
     if (!st) r->have_final = 1;
     r->seconds = r->seconds0 + (now() - r->t0);
     return st;
@@ -560,12 +562,12 @@ static struct epar_table *eval_table(const struct epar_train_run *r)
 {
     const struct epar_train_cfg *c = &r->cfg;
     struct epar_table *t = epar_csv_new("task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,"
-                                        "eval_bits_per_token,scored_tokens,sequences,train_loss");
+                                        "eval_bits_per_token,scored_tokens,sequences,train_loss,chance,chance_se");
     double train_loss = r->rows ? r->curve[(size_t)(r->rows - 1) * EPAR_TRAIN_CURVE_COLS + 2] : NAN;
-    if (t && epar_csv_append(t, "ssdididsdddiid", epar_task_name(c->task.id), epar_nnpos_name(c->mechanism), (double)c->seed,
+    if (t && epar_csv_append(t, "ssdididsdddiiddd", epar_task_name(c->task.id), epar_nnpos_name(c->mechanism), (double)c->seed,
                              (int)r->step, r->tokens, c->task.length, (double)r->model.n_params, r->task.info->metric,
                              r->final.metric, r->final.loss, r->final.loss / log(2.0), (int)r->final.scored,
-                             (int)r->final.sequences, train_loss)) {
+                             (int)r->final.sequences, train_loss, r->final.chance, r->final.chance_se)) {
         epar_csv_free(t);
         return NULL;
     }

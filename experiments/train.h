@@ -41,6 +41,7 @@ struct epar_train_eval {
     double loss;                        /* mean cross-entropy per scored token (nats) */
     double metric;                      /* bpc or accuracy */
     long correct, scored, sequences;
+    double chance, chance_se;           /* final evaluation only: the best constant answer's metric and its se */
 };
 
 struct epar_train_run {

@@ -17,7 +17,7 @@ expect_exit 0 "small recall run" -- "$EPAR" train $small --mechanism epar-enhanc
 r=$(d "$out" epar-enhanced)
 for f in learning_curve.csv learning_curve.gp eval.csv posfx.csv run.json checkpoint.bin; do expect_file "$r/$f"; done
 expect_grep '^step,tokens,train_loss,eval_loss,eval_metric,lr,grad_norm,seconds$' "$r/learning_curve.csv"
-expect_grep '^task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,eval_bits_per_token,scored_tokens,sequences,train_loss$' "$r/eval.csv"
+expect_grep '^task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,eval_bits_per_token,scored_tokens,sequences,train_loss,chance,chance_se$' "$r/eval.csv"
 expect_grep '^recall,epar-enhanced,42,20,5120,32,[0-9]+,accuracy,' "$r/eval.csv"
 expect_grep '^layer,head,alpha,beta,gamma,m_1,m_half,m_last,learned$' "$r/posfx.csv"
 expect_grep '^0,0,1,1,0.5,' "$r/posfx.csv"    # the paper preset, fixed
@@ -82,6 +82,9 @@ rc="--task recall --length 16 --pairs 2 --keys 4 --values 4 --layers 2 --dim 64 
 expect_exit 0 "recall learned" -- "$EPAR" train $rc --out "$T_TMP/rc"
 acc=$(tail -n 1 "$T_TMP/rc/train/recall/rope/eval.csv" | cut -d, -f9)
 awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' && ok || fail "recall accuracy '$acc' after 1500 steps, want > 0.9"
+# its chance level: with 4 values the most frequent answer is right on about a quarter of the 512 answers
+awk -F, 'NR == 2 { exit !($15 > 0.2 && $15 < 0.35 && $16 > 0 && $16 < 0.03 && $9 > $15 + 3 * $16) }' \
+    "$T_TMP/rc/train/recall/rope/eval.csv" && ok || fail "recall chance level: $(tail -n 1 "$T_TMP/rc/train/recall/rope/eval.csv")"
 
 # ---- resume == uninterrupted (learned EPAR parameters: every piece of state matters)
 lp="$small --mechanism epar-basic --learn-posfx --steps 20"
