@@ -169,9 +169,14 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
             return v >= t->lo && v <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
         }
         if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
-        double half = conf_half(m, level, how, sizeof how);
-        snprintf(acc, n, "[%.6g, %.6g] meets [%.6g, %.6g] (%s)", v - half, v + half, t->lo, t->hi, how);
-        return v + half >= t->lo && v - half <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
+        /* as above and below: the claim (lo <= x <= hi) holds when the whole confidence interval of the mean lies
+         * in the range, fails when it misses the range, and is open when it straddles an end (an interval that
+         * merely meets the range is what few seeds give for any range) */
+        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        snprintf(acc, n, "the whole interval [%.6g, %.6g] in [%.6g, %.6g] (%s)", lo, hi, t->lo, t->hi, how);
+        if (lo >= t->lo && hi <= t->hi) return EPAR_AUDIT_HOLDS;
+        if (hi < t->lo || lo > t->hi) return EPAR_AUDIT_FAILS;
+        return EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_AT_LEAST:
         snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);

@@ -82,7 +82,12 @@ static void rules(void)
     /* range [0.885, 0.935]; at_least with slack 0.1 */
     check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.935, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "range: upper end included");
     check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.8849, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "range: below lo fails");
-    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.875, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_HOLDS, "range: mean's interval meets it");
+    /* stochastic: the mean's 95 % interval, t(4) = 2.776 x sd / sqrt 5 */
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.91, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_HOLDS, "range: mean's interval inside it");
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.875, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_OPEN,
+              "range: an interval [0.863, 0.887] straddling lo is open, not a match");
+    check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.91, 1, 0.1, 2, NAN, NAN), EPAR_AUDIT_OPEN,
+              "range: two seeds' wide interval around a mean inside it is open");
     check_int(J1(EPAR_AUDIT_RANGE, 0, 0, 0.87, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_FAILS, "range: mean's interval misses it");
     check_int(J1(EPAR_AUDIT_AT_LEAST, 16, 0, 14.5, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "at_least 16 (1-0.1): 14.5");
     check_int(J1(EPAR_AUDIT_AT_LEAST, 16, 0, 9.5, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS, "at_least: 9.5 < 14.4");
