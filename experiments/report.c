@@ -777,11 +777,44 @@ static void page_head(FILE *f, const char *title)
     fprintf(f, "</title>\n<style>\n%s</style></head><body>\n", page_css);
 }
 
+/* which proxy tasks the audited benchmark's models learned (main_table.csv `learned`), as a sentence; "" when the
+ * table or its column is absent */
+static void learned_sentence(const char *out_root, char *buf, size_t n)
+{
+    char p[4200], yes[1024] = "", no[512] = "";
+    struct epar_table *t = NULL;
+    buf[0] = '\0';
+    snprintf(p, sizeof p, "%s/benchmark/main_table.csv", out_root);
+    if (access(p, R_OK) != 0 || epar_csv_read(p, &t) || epar_csv_col(t, "learned") < 0) {
+        epar_csv_free(t);
+        epar_err_clear();
+        return;
+    }
+    int nm = 0;
+    for (int k = 0; k < t->ncols; k++) nm += strlen(t->cols[k]) > 5 && !strcmp(t->cols[k] + strlen(t->cols[k]) - 5, "_mean") &&
+                                          strcmp(t->cols[k], "best_baseline_mean");
+    for (size_t r = 0; r < t->nrows; r++) {
+        double l = epar_csv_get(t, r, "learned");
+        const char *task = epar_csv_get_str(t, r, "task");
+        if (isnan(l) || !task) continue;
+        char *dst = l > 0 ? yes : no;
+        size_t sz = l > 0 ? sizeof yes : sizeof no, len = strlen(dst);
+        if (l > 0) snprintf(dst + len, sz - len, "%s%s (%d of %d)", len ? ", " : "", task, (int)l, nm);
+        else snprintf(dst + len, sz - len, "%s%s", len ? ", " : "", task);
+    }
+    epar_csv_free(t);
+    if (!*yes && !*no) return;
+    snprintf(buf, n, " Learned at this budget (mechanisms beating the best constant answer on the evaluation items by "
+                     "more than 3 standard errors): %s.%s%s%s", *yes ? yes : "none",
+             *no ? " Learned by no mechanism: " : "", no, *no ? "; every model answers like a constant there, so the "
+                                                             "proxy claims on these tasks are inconclusive." : "");
+}
+
 /* the trained proxy: what it is, what it cannot show, and which run is in <out>/benchmark */
 static void write_proxy_section(struct doc *d, const char *out_root)
 {
     doc_h(d, 2, "proxy", "The trained proxy (`epar benchmark`)");
-    char p[4200], run[1024] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
+    char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all --with-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
     json_t *j = json_load_file(p, 0, NULL);
@@ -794,6 +827,8 @@ static void write_proxy_section(struct doc *d, const char *out_root)
                  (long long)json_integer_value(json_object_get(j, "cells")),
                  100 * json_number_value(json_object_get(j, "param_max_rel_diff")));
         json_decref(j);
+        size_t l = strlen(run);
+        learned_sentence(out_root, run + l, sizeof run - l);
     }
     doc_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
              "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not reproducible here**. "
