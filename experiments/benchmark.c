@@ -1171,7 +1171,11 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
                           "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
                           m ? ", \\\n     " : "", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.seeds[0], m + 1,
                           epar_nnpos_name(c->mech[m]));
-        snprintf(body + l, sizeof body - (size_t)l, "\n");
+        double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
+        if (task_learned(c, g, i, &chance, &chance_se) >= 0 && l > 0 && (size_t)l < sizeof body)
+            l += snprintf(body + l, sizeof body - (size_t)l,
+                          ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (constant answer)'", chance);
+        if (l > 0 && (size_t)l < sizeof body) snprintf(body + l, sizeof body - (size_t)l, "\n");
         snprintf(name, sizeof name, "curves_%s", c->tasks[i].id);
         st = epar_plot_script(o, name, "Learning curves", body);
     }
