@@ -70,6 +70,17 @@ struct run {
     double *t_step, *t_fwd, *t_bwd, *t_opt, *t_cpu;   /* (steps) */
 };
 
+/* timed step i of a run: started at CPU time c0 and wall time t0, forward done at t1, backward at t2, the
+ * optimizer at t3 (= t2: none); the CPU time is read now */
+static void record(struct run *u, int i, double c0, double t0, double t1, double t2, double t3)
+{
+    u->t_cpu[i] = cpu_now() - c0;
+    u->t_step[i] = t3 - t0;
+    u->t_fwd[i] = t1 - t0;
+    u->t_bwd[i] = t2 - t1;
+    u->t_opt[i] = t3 - t2;
+}
+
 /* the linear products of one step (see --floor), on the model's own parameter, gradient and scratch buffers
  * (their contents are only operands here: the run is never trained) */
 static void linear_forward(struct epar_nn *m, float *x, float *y, int N)
@@ -201,14 +212,8 @@ int main(int argc, char **argv)
                 linear_forward(&u->m, fx, fy, N);
                 double t1 = omp_get_wtime();
                 linear_backward(&u->m, fx, fy, fdx, fdy, fpart, N);
-                double t2 = omp_get_wtime(), c2 = cpu_now();
-                if (s >= warm) {
-                    u->t_cpu[s - warm] = c2 - c0;
-                    u->t_step[s - warm] = t2 - t0;
-                    u->t_fwd[s - warm] = t1 - t0;
-                    u->t_bwd[s - warm] = t2 - t1;
-                    u->t_opt[s - warm] = 0.0;
-                }
+                double t2 = omp_get_wtime();
+                if (s >= warm) record(u, s - warm, c0, t0, t1, t2, t2);
                 continue;
             }
             if (epar_nn_forward(&u->m, tok, tgt, NULL, B, T)) {
@@ -220,14 +225,8 @@ int main(int argc, char **argv)
             epar_nn_backward(&u->m);
             double t2 = omp_get_wtime();
             epar_optim_step(&u->o, u->m.params_mem, u->m.grads_mem, u->seg, u->nseg, epar_optim_lr(&u->o.cfg, s));
-            double t3 = omp_get_wtime(), c3 = cpu_now();
-            if (s >= warm) {
-                u->t_cpu[s - warm] = c3 - c0;
-                u->t_step[s - warm] = t3 - t0;
-                u->t_fwd[s - warm] = t1 - t0;
-                u->t_bwd[s - warm] = t2 - t1;
-                u->t_opt[s - warm] = t3 - t2;
-            }
+            double t3 = omp_get_wtime();
+            if (s >= warm) record(u, s - warm, c0, t0, t1, t2, t3);
         }
     printf("mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,"
            "forward_s,backward_s,optim_s,cpu_seconds_per_step\n");
