@@ -502,21 +502,19 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
     r.have_final = 1;
     r.eval_item = NULL;
-    if ((st = epar_exp_train_chance(&r, nev, &r.final.chance, &r.final.chance_se))) goto done;
     j = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:f}", "config",
                   cell_config_json(c, plan, cell), "task", c->tasks[cell->task].id, "task_kind", epar_task_name(t.task.id),
                   "mechanism", epar_nnpos_name(t.mechanism), "seed", (json_int_t)t.seed, "params",
                   (json_int_t)r.model.n_params, "metric", r.task.info->metric, "value", r.final.metric, "eval_loss",
                   r.final.loss, "scored", (json_int_t)r.final.scored, "sequences", (json_int_t)r.final.sequences, "steps",
                   (json_int_t)r.step, "tokens", r.tokens);
-    if (j) {   /* the best constant answer on the same items: what "learned nothing" looks like */
-        json_object_set_new(j, "chance", json_real(r.final.chance));
-        json_object_set_new(j, "chance_se", json_real(r.final.chance_se));
-    }
     if (!j) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
         goto done;
     }
+    /* the best constant answer on the same items: what "learned nothing" looks like */
+    json_object_set_new(j, "chance", json_real(r.final.chance));
+    json_object_set_new(j, "chance_se", json_real(r.final.chance_se));
     if (needle) {
         json_object_set_new(j, "distance_correct", long_array(gc, T));
         json_object_set_new(j, "distance_scored", long_array(gs, T));

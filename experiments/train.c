@@ -371,34 +371,25 @@ static long eval_item_at(const struct epar_train_run *r, long k, long n)
     return n == count ? k : (long)((double)k * count / n);
 }
 
-int epar_exp_train_chance(struct epar_train_run *r, long max_sequences, double *value, double *se)
-{
-    int T = r->cfg.task.length, V = r->task.V;
-    long n = eval_n(r, max_sequences), *counts = calloc((size_t)V, sizeof *counts);
-    if (!counts) return epar_err_set(EPAR_ENOMEM, "out of memory counting the evaluation targets");
-    for (long k = 0; k < n; k++) {   /* the tok, tgt, mask rows of the model's batch buffers as scratch */
-        epar_task_eval_item(&r->task, eval_item_at(r, k, n), r->tok, r->tgt, r->mask);
-        for (int q = 0; q < T; q++)
-            if (r->mask[q] > 0) counts[r->tgt[q]]++;
-    }
-    epar_task_chance(&r->task, counts, V, value, se);
-    free(counts);
-    return EPAR_OK;
-}
-
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
-    long n = eval_n(r, max_sequences);
+    long n = eval_n(r, max_sequences), *counts = calloc((size_t)r->task.V, sizeof *counts);   /* scored targets */
+    if (!counts) return epar_err_set(EPAR_ENOMEM, "out of memory counting the evaluation targets");
     double loss = 0.0;
     long correct = 0, scored = 0;
     for (long k0 = 0; k0 < n; k0 += B) {
         int nb = (int)(n - k0 < B ? n - k0 : B);
-        for (int b = 0; b < nb; b++) {
-            epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T, r->mask + (size_t)b * T);
-        }
+        for (int b = 0; b < nb; b++)
+            epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T,
+                                r->mask + (size_t)b * T);
+        for (int i = 0; i < nb * T; i++)
+            if (r->mask[i] > 0) counts[r->tgt[i]]++;
         int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
-        if (st) return st;
+        if (st) {
+            free(counts);
+            return st;
+        }
         for (int i = 0; i < nb * T; i++) loss += r->model.a.losses[i];
         long c, s;
         epar_nn_accuracy(&r->model, &c, &s);
@@ -419,7 +410,8 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
     e->correct = correct;
     e->scored = scored;
     e->sequences = n;
-    e->chance = e->chance_se = NAN;   /* epar_exp_train_chance, where wanted */
+    epar_task_chance(&r->task, counts, r->task.V, &e->chance, &e->chance_se);
+    free(counts);
     return EPAR_OK;
 }
 
@@ -536,7 +528,6 @@ int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_se
 int epar_exp_train_final_eval(struct epar_train_run *r)
 {
     int st = epar_exp_train_evaluate(r, 0, &r->final);
-    if (!st) st = epar_exp_train_chance(r, 0, &r->final.chance, &r->final.chance_se);
     if (!st) r->have_final = 1;
     r->seconds = r->seconds0 + (now() - r->t0);
     return st;

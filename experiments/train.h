@@ -41,7 +41,7 @@ struct epar_train_eval {
     double loss;                        /* mean cross-entropy per scored token (nats) */
     double metric;                      /* bpc or accuracy */
     long correct, scored, sequences;
-    double chance, chance_se;           /* final evaluation only: the best constant answer's metric and its se */
+    double chance, chance_se;           /* the best constant answer's metric on the same items, and its se */
 };
 
 struct epar_train_run {
@@ -99,10 +99,9 @@ int epar_exp_train_resume_check(const struct epar_train_cfg *c, const struct epa
 int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path);
 /* Steps until cfg.optim.steps (or until, or *stop): EPAR_OK or EPAR_EINTR. Evaluates every eval_every steps. */
 int epar_exp_train_loop(struct epar_train_run *r);
-/* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it). */
+/* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it); with the chance level of
+ * the same items (epar_task_chance, from their scored targets). */
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
-/* The metric of the best constant predictor on the same evaluation items (epar_task_chance) and its se. */
-int epar_exp_train_chance(struct epar_train_run *r, long max_sequences, double *value, double *se);
 /* The trained weights evaluated at another length: a model of Tmax = length gets a copy of the parameters and
  * the task is opened at that length (lm: consecutive held-out windows of that length); max_sequences as above,
  * batch scaled so a batch holds about as many tokens as a training batch. L in P(i, j, L) is the evaluation
