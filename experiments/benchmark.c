@@ -1256,6 +1256,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         json_object_set_new(extra, "posfx_L", json_string(c->base.pos.posfx_length > 0 ? "fixed (posfx_length)"
                                                                                        : "the length T of the sequence processed"));
         json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
+        json_object_set_new(extra, "learned_z", json_real(LEARNED_Z));   /* main_table.csv learned: beyond chance by z se */
         struct epar_params prm = c->prm;
         prm.n_seeds = c->b.n_seeds;
         memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);

@@ -777,22 +777,20 @@ static void page_head(FILE *f, const char *title)
     fprintf(f, "</title>\n<style>\n%s</style></head><body>\n", page_css);
 }
 
-/* which proxy tasks the audited benchmark's models learned (main_table.csv `learned`), as a sentence; "" when the
- * table or its column is absent */
-static void learned_sentence(const char *out_root, char *buf, size_t n)
+/* which proxy tasks the audited benchmark's models learned (main_table.csv `learned`, of nm mechanisms, beyond
+ * chance by z standard errors: both from its run.json), as a sentence; "" when the table or its column is absent */
+static void learned_sentence(const char *out_root, int nm, double z, char *buf, size_t n)
 {
     char p[4200], yes[1024] = "", no[512] = "";
     struct epar_table *t = NULL;
     buf[0] = '\0';
+    if (nm <= 0 || !(z > 0)) return;   /* a run.json from before the learned column */
     snprintf(p, sizeof p, "%s/benchmark/main_table.csv", out_root);
     if (access(p, R_OK) != 0 || epar_csv_read(p, &t) || epar_csv_col(t, "learned") < 0) {
         epar_csv_free(t);
         epar_err_clear();
         return;
     }
-    int nm = 0;
-    for (int k = 0; k < t->ncols; k++) nm += strlen(t->cols[k]) > 5 && !strcmp(t->cols[k] + strlen(t->cols[k]) - 5, "_mean") &&
-                                          strcmp(t->cols[k], "best_baseline_mean");
     for (size_t r = 0; r < t->nrows; r++) {
         double l = epar_csv_get(t, r, "learned");
         const char *task = epar_csv_get_str(t, r, "task");
@@ -805,7 +803,7 @@ static void learned_sentence(const char *out_root, char *buf, size_t n)
     epar_csv_free(t);
     if (!*yes && !*no) return;
     snprintf(buf, n, " Learned at this budget (mechanisms beating the best constant answer on the evaluation items by "
-                     "more than 3 standard errors): %s.%s%s%s", *yes ? yes : "none",
+                     "more than %g standard errors): %s.%s%s%s", z, *yes ? yes : "none",
              *no ? " Learned by no mechanism: " : "", no, *no ? "; every model answers like a constant there, so the "
                                                              "proxy claims on these tasks are inconclusive." : "");
 }
@@ -826,9 +824,10 @@ static void write_proxy_section(struct doc *d, const char *out_root)
                  bn ? bn : "?", (int)json_array_size(json_object_get(json_object_get(j, "parameters"), "seeds")),
                  (long long)json_integer_value(json_object_get(j, "cells")),
                  100 * json_number_value(json_object_get(j, "param_max_rel_diff")));
-        json_decref(j);
         size_t l = strlen(run);
-        learned_sentence(out_root, run + l, sizeof run - l);
+        learned_sentence(out_root, (int)json_array_size(json_object_get(j, "mechanisms")),
+                         json_number_value(json_object_get(j, "learned_z")), run + l, sizeof run - l);
+        json_decref(j);
     }
     doc_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
              "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not reproducible here**. "
