@@ -59,6 +59,15 @@ expect_exit 0 "run-all --audit-only on the benchmark alone" -- "$EPAR" run-all -
 expect_grep '^proxy_train_squad2_f1,training,.*,stale,' "$a/report/claims.csv"
 expect_grep '^train_squad2_f1,training,.*,not reproducible here,' "$a/report/claims.csv"
 expect_grep '^## The trained proxy' "$a/report/REPORT.md"
+# the proxy section names the learned tasks from main_table.csv (count of 3 mechanisms, z from run.json) and the
+# tasks no mechanism learned
+expect_grep 'by more than 3 standard errors\): ' "$a/report/REPORT.md"
+lcol=$(head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n '^learned$' | cut -d: -f1)
+want=$(awk -F, -v c="$lcol" 'NR > 1 && $c > 0 { printf "%s%s (%d of 3)", n++ ? ", " : "", $1, $c } END { if (!n) printf "none" }' "$b/main_table.csv")
+grep -qF "standard errors): $want." "$a/report/REPORT.md" && ok || fail "learned tasks in REPORT.md, want '$want'"
+for t in $(awk -F, -v c="$lcol" 'NR > 1 && $c == 0 { print $1 }' "$b/main_table.csv"); do
+    grep -q "Learned by no mechanism: [a-z, -]*$t" "$a/report/REPORT.md" && ok || fail "$t not among the unlearned in REPORT.md"
+done
 
 # ---- --jobs 1: the same bytes
 one=$T_TMP/one
