@@ -40,12 +40,12 @@ gcc -O2 -std=gnu11 -Wall -Wextra -fopenmp -I. -Ilib $(pkg-config --cflags gsl op
     -o build/bench/train_step build/libepar.a -lgsl -lopenblas -lcsv -ljansson -lm
 
 echo "== epar train throughput: $L layers, dim $C, $H heads, mlp $F, length $T, batch $B, vocabulary $V =="
-FLOPS=$(awk -v L=$L -v C=$C -v F=$F -v T=$T -v V=$V 'BEGIN {
-    fwd = L * (2 * (3 * C * C + C * C + 2 * C * F) + 2 * 2 * C * (T + 1) / 2) + 2 * C * V; printf "%.0f", 3 * fwd }')
+# linear layers and head, and the causal attention products; model FLOPs = their sum
+LFLOPS=$(awk -v L=$L -v C=$C -v F=$F -v V=$V 'BEGIN { printf "%.0f", 3 * (L * 2 * (3 * C * C + C * C + 2 * C * F) + 2 * C * V) }')
+FLOPS=$(awk -v l=$LFLOPS -v L=$L -v C=$C -v T=$T 'BEGIN { printf "%.0f", l + 3 * L * 2 * 2 * C * (T + 1) / 2 }')
 echo "  model FLOPs per token = 3 x [layers x (2 (3C^2 + C^2 + 2CF) + 2 x 2C (T+1)/2) + 2CV] = $FLOPS"
 echo "    (qkv, projection, MLP; scores and weighted values over the (T+1)/2 keys a causal query sees on"
 echo "     average; the tied output head; x3 for forward + backward; non-matmul ops not counted)"
-LFLOPS=$(awk -v L=$L -v C=$C -v F=$F -v V=$V 'BEGIN { printf "%.0f", 3 * (L * 2 * (3 * C * C + C * C + 2 * C * F) + 2 * C * V) }')
 echo "  of which the linear layers and the head (the row linear-products) = $LFLOPS"
 echo "  BLAS: $(./epar --version | grep OpenBLAS)"
 echo "  OMP_WAIT_POLICY: epar ${OMP_WAIT_POLICY:-unset (libgomp spins before sleeping)}, PyTorch ${OMP_WAIT_POLICY:-passive}"
@@ -74,7 +74,7 @@ for th in $THREADS; do
                 # sgemm ran on every core at "1 thread" (measured: 0.90 s of CPU in 0.46 s of wall per step)
                 # and OMP_WAIT_POLICY passive unless set: at two threads libtorch's OpenMP threads spinning at
                 # barriers beside the threads of its (pthread) OpenBLAS took the cores from them (measured:
-                # 0.74-0.78 s per step against 0.44 s passive); PyTorch gets its faster setting
+                # 0.74-0.78 s per step against 0.29-0.50 s passive); PyTorch gets its faster setting
                 OPENBLAS_NUM_THREADS=$th OMP_NUM_THREADS=$th OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} \
                 "$PY" bench/torch_train.py --threads "$th" --mechanism "$m" --steps "$STEPS" --warmup-steps 3 \
                     --layers $L --dim $C --heads $H --mlp $F --length $T --batch $B --vocab $V |
