@@ -47,9 +47,12 @@ for r in rows:
     assert rel(float(r["fraction_of_bound"]), float(r["speedup"]) / float(r["pair_bound"]))
 # pi-attention at L=128: ring band 2r+1 = 65 keys and the residue class L/pi = 8, 5 of them in the band (0, +-16, +-32)
 assert int(rows[-1]["pairs"]) == 128 * (65 + 8 - 5)
-# the seed check reads the pi-attention row at the largest length
+# the seed check reads the pi-attention row at the largest length: min(measured speed-up, pair bound) (above
+# the bound the ratio measures the dense kernel's overhead and the machine's load; at L = 128 on a busy machine
+# the measured one does exceed it)
 pi = [r for r in csv.DictReader(open(sys.argv[2])) if r["check"] == "pi_speedup"][0]
-assert float(pi["value"]) == float(rows[-1]["speedup"]) and float(pi["reference"]) == float(rows[-1]["pair_bound"]), pi
+su, bound = float(rows[-1]["speedup"]), float(rows[-1]["pair_bound"])
+assert float(pi["value"]) == min(su, bound) and float(pi["reference"]) == bound, (pi, su, bound)
 assert "L=128" in pi["detail"] and "structured kernel" in pi["detail"]
 PY
 expect_grep '"time_us_per_row": "mechanisms.csv time_us_per_row: .*structured' "$d/run.json"
