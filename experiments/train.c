@@ -128,6 +128,7 @@ static struct epar_nn_config nn_config(const struct epar_train_cfg *c, int vocab
     struct epar_nn_config n = {.V = vocab, .Tmax = c->task.length, .Bmax = c->batch, .C = c->dim, .NH = c->heads,
                                .NL = c->layers, .F = c->mlp, .pos = c->mechanism, .pos_settings = c->pos,
                                .init_sd = c->init_sd};
+    n.pos_settings.init_sd = c->init_sd;    /* position tables and the sinusoid share the token embeddings' scale */
     return n;
 }
 

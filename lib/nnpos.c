@@ -22,7 +22,11 @@ static void backward_nothing(struct epar_nnpos *p, int l, const float *gfac, con
     (void)p; (void)l; (void)gfac; (void)gbias; (void)B; (void)T;
 }
 
-/* ---- sinusoidal (§5): the table is built once for Tmax at alloc ---- */
+/* ---- sinusoidal (§5): the table is built once for Tmax at alloc ----
+ * Scaled as Vaswani et al. use it: x = sqrt(d) E + PE with E ~ N(0, 1/d), i.e. unit-variance token entries beside a
+ * sinusoid of rms 1/sqrt(2). Our token embeddings are N(0, init_sd^2) and tied to the head, so the same balance is
+ * x = E' + init_sd PE (= init_sd times Vaswani's x in distribution at init). Unscaled, the sinusoid had ~35 times
+ * the norm of a token embedding and the model saw positions and hardly any characters. */
 
 static int build_nothing(struct epar_nnpos *p) { (void)p; return EPAR_OK; }
 
@@ -32,7 +36,7 @@ static int build_sinusoidal(struct epar_nnpos *p)
     if (!row) return EPAR_ENOMEM;
     for (int t = 0; t < p->Tmax; t++) {
         epar_mech_sinusoid((double)t, p->C, p->s.sinusoid_base, 0, row);
-        for (int c = 0; c < p->C; c++) p->pe[(size_t)t * p->C + c] = (float)row[c];
+        for (int c = 0; c < p->C; c++) p->pe[(size_t)t * p->C + c] = (float)(p->s.init_sd * row[c]);
     }
     free(row);
     return EPAR_OK;

@@ -7,7 +7,7 @@
  *
  *   id              kind     what it changes (docs/MECHANISMS.md section)                     learned
  *   none            baseline causal mask only (§2)                                        -
- *   sinusoidal      input    x_t += p_t, interleaved sin/cos, base 10000 (§5)              -
+ *   sinusoidal      input    x_t += init_sd p_t, interleaved sin/cos, base 10000 (§5)          -
  *   learned         input    x_t += E[t], E (Tmax, C) ~ N(0, 0.02^2) (§6)                  E
  *   rope            qk       q_t, k_t rotated by t theta_i, interleaved pairs, theta base 10000 (§14)  -
  *   alibi           bias     z_ij = s_ij - m_h (i - j), the standard slopes (§18)          -
@@ -58,7 +58,7 @@ struct epar_nnpos_settings {
     double alibi_max_bias;      /* 8: slopes 2^(-8 (h+1) / NH) */
     int t5_buckets;             /* 32 */
     int t5_max_distance;        /* 128 */
-    double init_sd;             /* 0.02: learned tables (E, B) */
+    double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
 };
 
 /* A mechanism instantiated for one model. Tables are sized for Tmax and filled for the current T. */

@@ -156,13 +156,14 @@ static void test_sinusoid(void)
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
     check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_SINUSOIDAL, &s, 5, 4, 1, 1), EPAR_OK, "sinusoidal alloc");
-    /* §5 worked: p_1 (d=4) = [0.841471, 0.540302, 0.00999983, 0.99995] */
+    /* §5 worked: p_1 (d=4) = [0.841471, 0.540302, 0.00999983, 0.99995], scaled by init_sd (Vaswani's balance of
+     * token embedding and sinusoid for embeddings of sd init_sd) */
     const double want[4] = {0.841471, 0.540302, 0.00999983, 0.99995};
-    for (int c = 0; c < 4; c++) check_rel(p.pe[4 + c], want[c], 1e-5, "sinusoid p_1[%d]", c);
+    for (int c = 0; c < 4; c++) check_rel(p.pe[4 + c], s.init_sd * want[c], 1e-5, "sinusoid p_1[%d]", c);
     float x[2 * 5 * 4];
     memset(x, 0, sizeof x);
     epar_nnpos_embed_forward(&p, x, 2, 5);
-    check_rel(x[20 + 4], 0.841471, 1e-5, "the sinusoid is added to every batch item");
+    check_rel(x[20 + 4], s.init_sd * 0.841471, 1e-5, "the sinusoid is added to every batch item");
     epar_nnpos_free(&p);
 }
 
