@@ -412,20 +412,21 @@ static int golden(struct cli_common *c, const struct opt *opts, struct epar_prot
     return rc;
 }
 
-/* --with-benchmark: 'epar benchmark --budget quick' into the same output root; a failure is recorded in rs and the
- * audit goes on (its claims read no files); returns nonzero only for a signal (exit >= 128) */
-static int run_benchmark(const struct cli_common *c, struct runset *rs)
+/* the benchmark as a step of run-all: 'epar benchmark --budget B' into the same output root (its finished cells are
+ * reused, so an interrupted run-all resumes); a failure is recorded in rs and the audit goes on (the proxy claims
+ * then stay 'not reproducible here'); returns nonzero only for a signal (exit >= 128) */
+static int run_benchmark(const struct cli_common *c, const char *budget, struct runset *rs)
 {
     char jobs[32];
     snprintf(jobs, sizeof jobs, "%d", c->jobs > 0 ? c->jobs : omp_get_max_threads());
-    char *bargv[16] = {"benchmark", "--budget", "quick", "--out", (char *)c->out, "--jobs", jobs};
+    char *bargv[16] = {"benchmark", "--budget", (char *)budget, "--out", (char *)c->out, "--jobs", jobs};
     int bn = 7;
     if (c->protocol) { bargv[bn++] = "--protocol"; bargv[bn++] = (char *)c->protocol; }
     if (c->preset) { bargv[bn++] = "--preset"; bargv[bn++] = (char *)c->preset; }
     if (c->no_render) bargv[bn++] = "--no-render";
     if (c->quiet) bargv[bn++] = "--quiet";
     bargv[bn] = NULL;
-    if (!c->quiet) fprintf(stderr, "epar: run-all: benchmark, budget quick\n");
+    if (!c->quiet) fprintf(stderr, "epar: run-all: benchmark, budget %s\n", budget);
     int brc = cmd_benchmark(bn, bargv);
     if (brc >= 128) return brc;
     if (brc) {
@@ -461,14 +462,17 @@ static void print_outcome(const struct cli_common *c, int audit_only, const stru
 int cmd_run_all(int argc, char **argv)
 {
     struct cli_common c = {0};
-    int check = 0, update = 0, audit_only = 0, with_benchmark = 0;
+    int check = 0, update = 0, audit_only = 0, no_benchmark = 0;
+    const char *budget = "quick";
     const char *gdir = "tests/golden";
     struct opt opts[] = {
         {"Run-all", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"audit-only", 0, OPT_FLAG, &audit_only, NULL, "do not run the experiments: audit the files already in --out", 0},
-        {"with-benchmark", 0, OPT_FLAG, &with_benchmark, NULL,
-         "run 'epar benchmark --budget quick' first (trained models, under 15 minutes on 2 cores); without it an "
-         "existing <out>/benchmark/ is audited", 0},
+        {"no-benchmark", 0, OPT_FLAG, &no_benchmark, NULL,
+         "skip the trained benchmark (an existing <out>/benchmark/ is still audited); by default run-all runs "
+         "'epar benchmark' after the experiments, reusing its finished cells", 0},
+        {"benchmark-budget", 0, OPT_STRING, &budget, "NAME",
+         "budget of that benchmark: quick (default, about 10 minutes on 2 cores), smoke (seconds), full (hours)", 0},
         {"Regression", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"check", 0, OPT_FLAG, &check, NULL,
          "rerun the small fixed-seed runs of --golden and the full protocol (in a temporary folder unless --out), "
@@ -481,8 +485,9 @@ int cmd_run_all(int argc, char **argv)
     if (rc >= 0) return rc;
     if (check && update) return cli_usage_error("'--check' and '--update-golden' cannot be combined");
     if (audit_only && (check || update)) return cli_usage_error("'--audit-only' cannot be combined with '--check' or '--update-golden'");
-    if (with_benchmark && (check || update || audit_only))
-        return cli_usage_error("'--with-benchmark' cannot be combined with '--check', '--update-golden' or '--audit-only'");
+    if (cli_seen(opts, "benchmark-budget") && (no_benchmark || check || update || audit_only))
+        return cli_usage_error("'--benchmark-budget' cannot be combined with '--no-benchmark', '--check', "
+                               "'--update-golden' or '--audit-only'");
     if (cli_seen(opts, "golden") && !check && !update) return cli_usage_error("'--golden' needs '--check' or '--update-golden'");
     if ((check || update) && (cli_seen(opts, "seed") || cli_seen(opts, "seeds") || cli_seen(opts, "preset")))
         return cli_usage_error("'--%s' cannot change the pinned runs: their protocol and seeds are fixed (%s/protocol.json "
@@ -497,6 +502,12 @@ int cmd_run_all(int argc, char **argv)
     if (st) {
         epar_protocol_free(&proto);
         return cli_fail(st);
+    }
+    json_t *bsec = epar_protocol_section(&proto, "benchmark");
+    if (bsec && !no_benchmark && !audit_only && !check && !update &&
+        !json_object_get(json_object_get(bsec, "budgets"), budget)) {
+        epar_protocol_free(&proto);
+        return cli_usage_error("unknown benchmark budget '%s' (the protocol's experiments.benchmark.budgets)", budget);
     }
     int tty = isatty(STDERR_FILENO);
     if (check || update) {
@@ -521,8 +532,9 @@ int cmd_run_all(int argc, char **argv)
         epar_protocol_free(&proto);
         return rc;
     }
-    if (with_benchmark) {
-        if ((rc = run_benchmark(&c, &rs))) {
+    /* a protocol without a benchmark section (tests/golden's) has nothing to train */
+    if (!audit_only && !no_benchmark && epar_protocol_section(&proto, "benchmark")) {
+        if ((rc = run_benchmark(&c, budget, &rs))) {
             epar_protocol_free(&proto);
             return rc;
         }

@@ -945,12 +945,12 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
     struct epar_table *t = epar_csv_new("task,mechanism,bin,distance_lo,distance_hi,accuracy,accuracy_sd,seeds,answers");
     for (int i = 0; t && i < c->n_tasks; i++) {
         if (c->tasks[i].task.id != EPAR_TASK_NEEDLE) continue;
-        int T = c->tasks[i].task.length, nb = c->distance_bins;
-        if (nb > T - 2) nb = T - 2;
+        int D = epar_task_max_group(&c->tasks[i].task), nb = c->distance_bins;
+        if (nb > D) nb = D;
         for (int m = 0; m < c->n_mech; m++)
             for (int bin = 0; bin < nb; bin++) {
-                /* distances 2 .. T-1 in nb bins of (nearly) equal width */
-                int lo = 2 + (int)((long)bin * (T - 2) / nb), hi = 1 + (int)((long)(bin + 1) * (T - 2) / nb);
+                /* distances 1 .. D (lib/tasks' needle) in nb bins of (nearly) equal width */
+                int lo = 1 + (int)((long)bin * D / nb), hi = (int)((long)(bin + 1) * D / nb);
                 double acc[EPAR_MAX_SEEDS];
                 long answers = 0;
                 for (int s = 0; s < g->S; s++) {

@@ -18,7 +18,8 @@
 #define RUN_KEYS "layers", "dim", "heads", "mlp", "length", "batch", "steps", "lr", "lr_min_ratio", "warmup", \
     "weight_decay", "beta1", "beta2", "eps", "clip", "init_sd", "eval_every", "eval_batches"
 const char *const epar_exp_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
-                                       "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", NULL};
+                                       "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", "needle", "transduce",
+                                       "classify", "select", "set", NULL};
 const char *const epar_exp_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
                                             "eval_sequences", NULL};
 

@@ -357,14 +357,27 @@ static void lm_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, 
 
 static int recall_queries(const struct epar_task_cfg *c) { return c->queries > 0 ? c->queries : c->pairs; }
 
-/* one sequence: tokens 0 = pad, 1..keys = keys, keys+1 .. keys+values = values */
+/* recall and needle share one layout of tokens: 0 pad; a fact (key k, value v) is ONE token, 1 + k V + v
+ * (K V of them); the question "k?" is 1 + K V + k; the answer v is 1 + K V + K + v.
+ * A fact bound in one token makes the lookup one attention hop by content, as a passage
+ * holding the answer is for retrieval QA: with key and value in adjacent tokens (the Zoology form) the lookup
+ * needs an induction circuit (a previous-token head, then a match) that none of the benchmark's models formed
+ * within its budget (docs/TASKS.md has the measurements). */
+static int fact_token(const struct epar_task_cfg *c, int k, int v) { return 1 + k * c->values + v; }
+static int question_token(const struct epar_task_cfg *c, int k) { return 1 + c->keys * c->values + k; }
+static int answer_token(const struct epar_task_cfg *c, int v) { return 1 + c->keys * c->values + c->keys + v; }
+
+/* recall: N facts with distinct keys (values drawn with replacement) at positions 0 .. N-1, then Q questions
+ * on distinct facts at random places of the rest, each followed by its answer (pads elsewhere); the target at a
+ * question is its answer. */
 static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
     (void)item;
     *group = 0;
     const struct epar_task_cfg *c = &t->cfg;
-    int T = c->length, N = c->pairs, Q = recall_queries(c), K = c->keys, R = T - 2 * N;
+    int T = c->length, N = c->pairs, Q = recall_queries(c), K = c->keys, R = T - N;
     size_t *perm = t->perm;
+    int *key = t->counts, *val = t->counts + N;
     for (int q = 0; q < T; q++) {
         tok[q] = 0;
         mask[q] = 0.0f;
@@ -375,11 +388,12 @@ static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
         size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(K - i)), tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
-        tok[2 * i] = 1 + (int)perm[i];
-        tok[2 * i + 1] = 1 + K + (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+        key[i] = (int)perm[i];
+        val[i] = (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+        tok[i] = fact_token(c, key[i], val[i]);
     }
-    /* Q non-overlapping (key, value) slots in the R positions after the pairs: Q distinct numbers s_i of
-     * 0 .. R-Q-1, sorted; pair i starts at 2N + s_i + i */
+    /* Q non-overlapping (question, answer) slots in the R positions after the facts: Q distinct numbers s_i of
+     * 0 .. R-Q-1, sorted; slot i starts at N + s_i + i */
     int *slot = t->slots;
     for (int i = 0; i < R - Q; i++) slot[i] = i;
     for (int i = 0; i < Q; i++) {
@@ -388,51 +402,69 @@ static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
         slot[j] = tmp;
     }
     gsl_sort_int(slot, 1, (size_t)Q);
-    /* which pair each query asks: distinct pairs while Q <= N (partial Fisher-Yates over perm), else any */
+    /* which fact each question asks: distinct facts (partial Fisher-Yates over perm) */
     for (int i = 0; i < N; i++) perm[i] = (size_t)i;
     for (int i = 0; i < Q; i++) {
-        size_t p;
-        if (Q <= N) {
-            size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
-            perm[i] = perm[j];
-            perm[j] = tmp;
-            p = perm[i];
-        } else {
-            p = gsl_rng_uniform_int(r, (unsigned long)N);
-        }
-        int at = 2 * N + slot[i] + i;
-        tok[at] = tok[2 * p];
-        tok[at + 1] = tok[2 * p + 1];
-        mask[at] = 1.0f;    /* the target at the query key is the value that follows it */
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        int at = N + slot[i] + i;
+        tok[at] = question_token(c, key[perm[i]]);
+        tok[at + 1] = answer_token(c, val[perm[i]]);
+        mask[at] = 1.0f;    /* the target at the question is the answer that follows it */
     }
     for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
     tgt[T - 1] = 0;
 }
 
-static int recall_vocab(const struct epar_task_cfg *c) { return 1 + c->keys + c->values; }
+static int recall_vocab(const struct epar_task_cfg *c) { return 1 + c->keys * c->values + c->keys + c->values; }
+/* needle: N = pairs facts with distinct keys in one block at p .. p+N-1, the pad token everywhere else (as Mamba's
+ * selective copying fills with one noise token), then the N questions (in random order), each followed by its
+ * answer, in the last 2N positions; the target at a question is its answer. The item's distance d runs from the
+ * block's last fact to the first question: d = T - 2N - (p + N - 1), in [1, T - 3N + 1] (epar_task_max_group).
+ * Training draws d uniformly; evaluation item k of E has d = 1 + floor(k dmax / E). Several facts per sequence
+ * give several answers a sequence at the same distance: one fact alone gave too few answers for a long sequence
+ * to be learned within the benchmark's budget. */
+static int needle_max_distance(const struct epar_task_cfg *c) { return c->length - 3 * c->pairs + 1; }
 
-/* needle: tokens 0 pad, 1..keys keys, keys+1 .. keys+values values (the filler too). The key sits at p = T-1-d,
- * its value at p+1, filler values elsewhere, the key again at T-1: the target there is the value. Training draws
- * d uniformly in [2, T-1]; evaluation item k of E has d = 2 + floor(k (T-2) / E). */
 static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
     const struct epar_task_cfg *c = &t->cfg;
-    int T = c->length, K = c->keys;
-    int d = item < 0 ? 2 + (int)gsl_rng_uniform_int(r, (unsigned long)(T - 2))
-                     : 2 + (int)((long long)item * (T - 2) / c->eval_sequences);
-    int p = T - 1 - d;
+    int T = c->length, N = c->pairs, K = c->keys, dmax = needle_max_distance(c);
+    int *key = t->counts, *val = t->counts + N;
+    size_t *perm = t->perm;
+    int d = item < 0 ? 1 + (int)gsl_rng_uniform_int(r, (unsigned long)dmax)
+                     : 1 + (int)((long long)item * dmax / c->eval_sequences);
+    int p = T - 2 * N - d - N + 1;
     for (int q = 0; q < T; q++) {
-        tok[q] = 1 + K + (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+        tok[q] = 0;
         mask[q] = 0.0f;
     }
-    int key = 1 + (int)gsl_rng_uniform_int(r, (unsigned long)K);
-    tok[p] = key;
-    tok[T - 1] = key;
+    for (int i = 0; i < K; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < N; i++) {   /* N distinct keys (partial Fisher-Yates), values with replacement */
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(K - i)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        key[i] = (int)perm[i];
+        val[i] = (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
+        tok[p + i] = fact_token(c, key[i], val[i]);
+    }
+    for (int i = 0; i < N; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < N; i++) {   /* the questions in random order */
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        int at = T - 2 * N + 2 * i;
+        tok[at] = question_token(c, key[perm[i]]);
+        tok[at + 1] = answer_token(c, val[perm[i]]);
+        mask[at] = 1.0f;
+    }
     for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
-    tgt[T - 1] = tok[p + 1];
-    mask[T - 1] = 1.0f;
+    tgt[T - 1] = 0;
     *group = d;
 }
+
+int epar_task_max_group(const struct epar_task_cfg *c) { return c->id == EPAR_TASK_NEEDLE ? needle_max_distance(c) : 0; }
 
 /* transduce: tokens 0 pad, 1 separator, 2 .. 1+values symbols. n = (T-1)/2 source symbols, the separator at n,
  * then the source reversed at n+1 .. 2n (a pad at T-1 when T is even); positions n .. 2n-1 are scored. */
@@ -493,15 +525,16 @@ static void classify_sequence(struct epar_task *t, gsl_rng *r, long item, int *t
 
 static int classify_vocab(const struct epar_task_cfg *c) { return 2 + c->values; }
 
-/* select: tokens 0 pad, 1 separator, 2 .. 1+values plain symbols, 2+values .. 1+2 values the same symbols marked.
- * k = pairs marked symbols at random distinct places of the n = T-1-k content positions, the separator at n,
- * then the marked symbols in order as plain symbols; positions n .. n+k-1 are scored. */
+/* select (selective copying, Gu & Dao 2023): tokens 0 pad, 1 separator, 2 the noise token, 3 .. 2+values the data
+ * symbols. k = pairs data symbols at random distinct places of the n = T-1-k content positions (the noise token
+ * elsewhere), the separator at n, then the data symbols in order; positions n .. n+k-1 are scored (each predicts
+ * the next data symbol). Finding the data is by content; their order is what position information gives. */
 static void select_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
     (void)item;
     const struct epar_task_cfg *c = &t->cfg;
     int T = c->length, S = c->values, k = c->pairs, n = T - 1 - k, *slot = t->slots;
-    for (int q = 0; q < n; q++) tok[q] = 2 + (int)gsl_rng_uniform_int(r, (unsigned long)S);
+    for (int q = 0; q < n; q++) tok[q] = 2;
     for (int i = 0; i < n; i++) slot[i] = i;
     for (int i = 0; i < k; i++) {   /* k distinct places (partial Fisher-Yates), in order */
         int j = i + (int)gsl_rng_uniform_int(r, (unsigned long)(n - i)), tmp = slot[i];
@@ -511,8 +544,8 @@ static void select_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
     gsl_sort_int(slot, 1, (size_t)k);
     tok[n] = 1;
     for (int i = 0; i < k; i++) {
+        tok[slot[i]] = 3 + (int)gsl_rng_uniform_int(r, (unsigned long)S);
         tok[n + 1 + i] = tok[slot[i]];
-        tok[slot[i]] += S;
     }
     for (int q = 0; q < T; q++) {
         tgt[q] = q + 1 < T ? tok[q + 1] : 0;
@@ -521,21 +554,25 @@ static void select_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
     *group = 0;
 }
 
-static int select_vocab(const struct epar_task_cfg *c) { return 2 + 2 * c->values; }
+static int select_vocab(const struct epar_task_cfg *c) { return 3 + c->values; }
 
-/* set: tokens 0 pad, 1 .. keys items, keys+1 .. keys+1+values the counts 0 .. values. Every item gets a count
- * drawn in [0, values] and is placed that many times at random distinct positions of 0 .. T-2 (pads elsewhere);
- * the query item at T-1; its target is the count token. The answer does not depend on the order. */
+/* set: tokens 0 pad, 1 .. keys items, keys+1 .. keys+1+values the counts 0 .. values, keys+values+2 the start
+ * token. The start token at 0; every item gets a count drawn in [0, values] and is placed that many times at
+ * random distinct positions of 1 .. T-2 (pads elsewhere); the query item at T-1; its target is the count token.
+ * The answer does not depend on the order. The start token gives attention a place to put the weight it does
+ * not put on the queried item, which is how softmax attention can count (the share on the item falls with
+ * its count otherwise not at all). */
 static void set_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
     (void)item;
     const struct epar_task_cfg *c = &t->cfg;
-    int T = c->length, A = c->keys, n = T - 1, *slot = t->slots, *cnt = t->counts, used = 0;
+    int T = c->length, A = c->keys, n = T - 2, *slot = t->slots, *cnt = t->counts, used = 0;
     for (int q = 0; q < T; q++) {
         tok[q] = 0;
         mask[q] = 0.0f;
     }
-    for (int i = 0; i < n; i++) slot[i] = i;
+    tok[0] = A + c->values + 2;
+    for (int i = 0; i < n; i++) slot[i] = 1 + i;
     for (int a = 0; a < A; a++) {
         cnt[a] = (int)gsl_rng_uniform_int(r, (unsigned long)(c->values + 1));
         for (int m = 0; m < cnt[a]; m++, used++) {   /* the next free place, drawn among the unused */
@@ -546,14 +583,14 @@ static void set_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, i
         }
     }
     int query = (int)gsl_rng_uniform_int(r, (unsigned long)A);
-    tok[n] = 1 + query;
+    tok[T - 1] = 1 + query;
     for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
-    tgt[n] = 1 + A + cnt[query];
-    mask[n] = 1.0f;
+    tgt[T - 1] = 1 + A + cnt[query];
+    mask[T - 1] = 1.0f;
     *group = 0;
 }
 
-static int set_vocab(const struct epar_task_cfg *c) { return 1 + c->keys + c->values + 1; }
+static int set_vocab(const struct epar_task_cfg *c) { return c->keys + c->values + 3; }
 
 /* ---- the synthetic tasks' common path: a clean sequence, then the noise condition ---- */
 
@@ -569,12 +606,12 @@ static const char *task_source(const struct epar_task_cfg *c, char *buf, size_t 
 {
     switch (c->id) {
     case EPAR_TASK_RECALL:
-        snprintf(buf, n, "multi-query associative recall: %d pairs, %d queries, %d keys, %d values", c->pairs,
-                 recall_queries(c), c->keys, c->values);
+        snprintf(buf, n, "multi-query associative recall: %d facts (key-value, one token each), %d questions, %d keys, %d values",
+                 c->pairs, recall_queries(c), c->keys, c->values);
         break;
     case EPAR_TASK_NEEDLE:
-        snprintf(buf, n, "needle: one key-value pair at distance 2..%d before the query, %d keys, %d filler values",
-                 c->length - 1, c->keys, c->values);
+        snprintf(buf, n, "needle: %d facts (key-value, one token each) in a block at distance 1..%d before their questions, among pads, %d keys, %d values",
+                 c->pairs, needle_max_distance(c), c->keys, c->values);
         break;
     case EPAR_TASK_TRANSDUCE:
         snprintf(buf, n, "transduce: %d source symbols of %d, a separator, the reversal", (c->length - 1) / 2, c->values);
@@ -583,11 +620,11 @@ static const char *task_source(const struct epar_task_cfg *c, char *buf, size_t 
         snprintf(buf, n, "classify: %d symbols of %d classes then CLS, label = the majority class", c->length - 1, c->values);
         break;
     case EPAR_TASK_SELECT:
-        snprintf(buf, n, "select: %d marked symbols among %d (alphabet %d) copied in order", c->pairs,
-                 c->length - 1 - c->pairs, c->values);
+        snprintf(buf, n, "select: %d data symbols (alphabet %d) among %d noise tokens, copied in order", c->pairs,
+                 c->values, c->length - 1 - 2 * c->pairs);
         break;
     case EPAR_TASK_SET:
-        snprintf(buf, n, "set: %d items present 0..%d times, the count of a queried item", c->keys, c->values);
+        snprintf(buf, n, "set: a start token, %d items present 0..%d times, the count of a queried item", c->keys, c->values);
         break;
     default: snprintf(buf, n, "?");
     }
@@ -605,7 +642,9 @@ static int synth_open(struct epar_task *t)
     size_t np = (size_t)(c->keys > c->pairs ? c->keys : c->pairs);
     t->perm = epar_err_alloc(np ? np : 1, sizeof *t->perm, "the task scratch");
     t->slots = epar_err_alloc((size_t)T, sizeof *t->slots, "the task scratch");
-    t->counts = epar_err_alloc((size_t)(c->keys > c->values ? c->keys : c->values) + 1, sizeof *t->counts, "the task scratch");
+    size_t nc = (size_t)(c->keys > c->values ? c->keys : c->values);
+    if (nc < 2 * (size_t)c->pairs) nc = 2 * (size_t)c->pairs;   /* recall: the facts' keys and values */
+    t->counts = epar_err_alloc(nc + 1, sizeof *t->counts, "the task scratch");
     t->eval_tok = epar_err_alloc(n, sizeof *t->eval_tok, "the evaluation set");
     t->eval_tgt = epar_err_alloc(n, sizeof *t->eval_tgt, "the evaluation set");
     t->eval_mask = epar_err_alloc(n, sizeof *t->eval_mask, "the evaluation set");
@@ -648,7 +687,7 @@ const struct epar_task_info epar_task_table[EPAR_TASK_COUNT] = {
                       lm_open, lm_train_batch, lm_eval_count, lm_eval_item, NULL, NULL},
     [EPAR_TASK_RECALL] = {"recall", "accuracy", 1, "multi-query associative recall, accuracy of the answers",
                           SYNTH(recall, recall_sequence, recall_vocab)},
-    [EPAR_TASK_NEEDLE] = {"needle", "accuracy", 1, "one key-value pair at a controlled distance before the query",
+    [EPAR_TASK_NEEDLE] = {"needle", "accuracy", 1, "facts at a controlled distance before their questions",
                           SYNTH(needle, needle_sequence, recall_vocab)},
     [EPAR_TASK_TRANSDUCE] = {"transduce", "accuracy", 1, "a source, a separator, then its reversal",
                              SYNTH(transduce, transduce_sequence, transduce_vocab)},
@@ -708,10 +747,6 @@ int epar_task_validate(const struct epar_task_cfg *c)
     if (c->keys > MAX_VOCAB || c->values > MAX_VOCAB || c->pairs > MAX_VOCAB)
         return epar_err_set(EPAR_EINVAL, "keys, values and pairs must be at most %d", MAX_VOCAB);
     switch (c->id) {
-    case EPAR_TASK_NEEDLE:
-        if (c->keys < 1) return epar_err_set(EPAR_EINVAL, "needle needs keys >= 1, got '%d'", c->keys);
-        if (c->length < 3) return epar_err_set(EPAR_EINVAL, "needle needs length >= 3, got '%d'", c->length);
-        return EPAR_OK;
     case EPAR_TASK_TRANSDUCE:
         if (c->length < 3) return epar_err_set(EPAR_EINVAL, "transduce needs length >= 3, got '%d'", c->length);
         return EPAR_OK;
@@ -729,24 +764,44 @@ int epar_task_validate(const struct epar_task_cfg *c)
         return EPAR_OK;
     case EPAR_TASK_SET:
         if (c->keys < 1) return epar_err_set(EPAR_EINVAL, "set needs keys (items) >= 1, got '%d'", c->keys);
-        if ((long)c->keys * c->values > c->length - 1) {
+        if ((long)c->keys * c->values > c->length - 2) {
             epar_err_set(EPAR_EINVAL, "set with %d items present up to %d times needs length >= %ld, got '%d'", c->keys,
-                         c->values, (long)c->keys * c->values + 1, c->length);
+                         c->values, (long)c->keys * c->values + 2, c->length);
             epar_err_hint("raise --length or lower --keys / --values");
             return EPAR_EINVAL;
         }
         return EPAR_OK;
     default: break;
     }
+    if ((long)c->keys * c->values + c->keys + 2L * c->values + 1 > MAX_VOCAB) {
+        epar_err_set(EPAR_EINVAL, "%s with %d keys and %d values needs a vocabulary over %d tokens (one per fact: keys x values)",
+                     name, c->keys, c->values, MAX_VOCAB);
+        epar_err_hint("lower --keys or --values");
+        return EPAR_EINVAL;
+    }
+    if (c->id == EPAR_TASK_NEEDLE) {
+        if (c->pairs < 1 || c->keys < c->pairs)
+            return epar_err_set(EPAR_EINVAL, "needle needs 1 <= pairs <= keys (distinct keys), got pairs '%d' and keys '%d'",
+                                c->pairs, c->keys);
+        if (3L * c->pairs > c->length) {
+            epar_err_set(EPAR_EINVAL, "needle with %d facts needs length >= %ld, got '%d'", c->pairs, 3L * c->pairs, c->length);
+            epar_err_hint("raise --length or lower --pairs");
+            return EPAR_EINVAL;
+        }
+        return EPAR_OK;
+    }
     int Q = recall_queries(c);
     if (c->pairs < 1) return epar_err_set(EPAR_EINVAL, "pairs must be >= 1, got '%d'", c->pairs);
     if (c->queries < 0) return epar_err_set(EPAR_EINVAL, "queries must be >= 0 (0: as many as pairs), got '%d'", c->queries);
+    if (c->queries > c->pairs)
+        return epar_err_set(EPAR_EINVAL, "recall asks distinct facts: queries must be <= pairs (%d), got '%d'", c->pairs,
+                            c->queries);
     if (c->keys < c->pairs)
         return epar_err_set(EPAR_EINVAL, "recall needs at least as many keys as pairs, got keys '%d' and pairs '%d'",
                             c->keys, c->pairs);
-    if (2L * c->pairs + 2L * Q > c->length) {
+    if ((long)c->pairs + 2L * Q > c->length) {
         epar_err_set(EPAR_EINVAL, "recall with %d pairs and %d queries needs length >= %ld, got '%d'", c->pairs, Q,
-                     2L * c->pairs + 2L * Q, c->length);
+                     (long)c->pairs + 2L * Q, c->length);
         epar_err_hint("raise --length or lower --pairs");
         return EPAR_EINVAL;
     }

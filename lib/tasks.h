@@ -8,22 +8,22 @@
  *            program, verse references stripped, one verse per line)    held-out last 10 %
  *            or any UTF-8 file (--text); tokens = the distinct
  *            characters (Unicode code points) of the whole text
- *   recall   multi-query associative recall: N key-value pairs, then    accuracy of the answers
- *            Q queries (a key, then its value) at random places in      (argmax = the value) on a
- *            the rest of the sequence, pad tokens between; only the     fixed set of sequences
- *            answers are scored
- *   needle   one key-value pair at distance d before the query (the     accuracy of the answer, and
- *            key again, last position), filler from the value           per distance d (eval items
- *            vocabulary; training draws d in [2, T-1]                   spread evenly over d)
+ *   recall   multi-query associative recall: N facts (a key-value pair    accuracy of the answers
+ *            bound in one token), then Q questions (a key, then its     (argmax = the value) on a
+ *            answer) at random places of the rest, pads between; only   fixed set of sequences
+ *            the answers are scored
+ *   needle   `pairs` facts (a key-value pair bound in one token) in a     accuracy of the answers, and
+ *            block at distance d before their questions, pads           per distance d (eval items
+ *            elsewhere; training draws d in [1, T - 3 pairs + 1]         spread evenly over d)
  *   transduce source symbols, a separator, then the source reversed;    accuracy of the reversed
  *            every token of the reversal is scored                      tokens
  *   classify T-1 symbols then a CLS token; the label is the symbol in   accuracy of the label
  *            the (unique) majority
- *   select   a long sequence of plain symbols with `pairs` marked ones, accuracy of the copied
- *            a separator, then the marked symbols in order (plain)     symbols
- *   set      items 1..keys each present 0..values times at random      accuracy of the count
- *            places, then a query item: the answer is its count (order-
- *            free)
+ *   select   `pairs` data symbols at random places among noise tokens,  accuracy of the copied
+ *            a separator, then the data symbols in order               symbols
+ *   set      a start token, items 1..keys each present 0..values times  accuracy of the count
+ *            at random places, then a query item: the answer is its
+ *            count (order-free)
  * Conditions (any task but lm: `noise`, lm only: `shuffle`): noise replaces each input token that is not
  * itself scored by a uniform random token with probability noise (targets stay the clean answers);
  * shuffle permutes the words of every line of the text (one fixed permutation, the same for every seed:
@@ -122,6 +122,8 @@ double epar_task_metric(const struct epar_task *t, double loss, long correct, lo
  * its per-token mean over the n scored targets (the per-token metric's sd / sqrt n): a trained model whose
  * metric is not beyond it by a few se learned nothing a constant answer does not give. NaN when n = 0. */
 void epar_task_chance(const struct epar_task *t, const long *counts, int V, double *value, double *se);
+/* The largest group a task gives (needle: the largest distance, T - 3 pairs + 1; the others 0): groups run 1..it. */
+int epar_task_max_group(const struct epar_task_cfg *c);
 /* Group of evaluation item k (needle: its distance; lm and the other tasks: 0). */
 int epar_task_eval_group(const struct epar_task *t, long k);
 /* What the data is (for run.json): source, vocabulary, sizes. */

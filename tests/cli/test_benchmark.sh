@@ -45,7 +45,7 @@ awk -F, -v c="$(col chance)" -v s="$(col chance_se)" -v l="$(col learned)" \
 expect_grep '"chance": 0\.[0-9]+' "$b/cells/recall/epar-enhanced/seed-43/cell.json"
 expect_grep '^\| proxy task \| stands for \| metric \| chance \| learned \|' "$b/main_table.md"
 expect_grep '^condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p,learned_tasks$' "$b/when_to_use.csv"
-expect_grep '^needle,none,0,2,' "$b/distance.csv"
+expect_grep '^needle,none,0,1,' "$b/distance.csv"
 expect_grep '^short,epar-enhanced,best_baseline,recall needle,2,' "$b/when_to_use.csv"
 expect_grep '^non-sequential,epar-enhanced,none,set,1,' "$b/when_to_use.csv"
 expect_grep '^epar-enhanced,lm,32,8,[0-9]+,' "$b/cost.csv"

@@ -8,7 +8,7 @@ export TMPDIR=$T_TMP/tmp
 mkdir -p "$TMPDIR"
 
 out=$T_TMP/full
-expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --seed 42 --out "$out"
+expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --no-benchmark --seed 42 --out "$out"
 expect_grep '^audit: [0-9]+ claims' "$T_TMP/out"
 expect_grep '^  total ' "$T_TMP/out"
 # progress on stderr as plain lines when stderr is not a terminal (no carriage returns)
@@ -91,7 +91,7 @@ expect_grep '^## Known defects of the reference code' "$out/report/REPORT.md"
 expect_grep 'gamma is ignored' "$out/report/REPORT.md"
 
 # deterministic: same protocol and seed -> byte-identical audit, whatever --jobs
-expect_exit 0 "second run, 1 thread" -- "$EPAR" run-all --seed 42 --out "$T_TMP/again" --jobs 1 --no-render -q
+expect_exit 0 "second run, 1 thread" -- "$EPAR" run-all --no-benchmark --seed 42 --out "$T_TMP/again" --jobs 1 --no-render -q
 [ ! -s "$T_TMP/out" ] && [ ! -s "$T_TMP/err" ] && ok || fail "--quiet still printed something"
 # rows that hold wall-clock measurements (tests/golden/unpinned.txt) legitimately differ between runs
 timing_rows=$(awk -F, '$1 == "report/claims.csv" && $2 != "*" {printf "%s^%s,", sep, $2; sep="|"}' tests/golden/unpinned.txt)
@@ -100,6 +100,21 @@ cmp -s <(untimed "$claims") <(untimed "$T_TMP/again/report/claims.csv") && ok ||
     fail "claims.csv not byte-identical across runs (timing rows excluded)"
 cmp -s "$out/report/retention_definitions.csv" "$T_TMP/again/report/retention_definitions.csv" && ok ||
     fail "retention_definitions.csv not byte-identical"
+
+# the benchmark is a step of run-all (here at the smoke budget): it runs after the experiments, and its proxy claims
+# are judged (none left 'not reproducible here'); --no-benchmark above skipped it
+expect_exit 0 "run-all with the smoke benchmark" -- "$EPAR" run-all --seed 42 --benchmark-budget smoke --out "$T_TMP/wb" --no-render
+expect_grep '^epar: run-all: benchmark, budget smoke$' "$T_TMP/err"
+expect_file "$T_TMP/wb/benchmark/main_table.csv"
+n_proxy=$(grep -c '^proxy_' "$T_TMP/wb/report/claims.csv")
+[ "$n_proxy" -ge 14 ] && ok || fail "only $n_proxy proxy claims in claims.csv"
+grep '^proxy_' "$T_TMP/wb/report/claims.csv" | grep -q ',not reproducible here,' && fail "a proxy claim left unjudged" || ok
+expect_exit 0 "a second run-all reuses the finished cells" -- "$EPAR" run-all --seed 42 --benchmark-budget smoke --out "$T_TMP/wb" --no-render
+expect_grep '; 0 to run here' "$T_TMP/err"
+expect_exit 2 "unknown benchmark budget" -- "$EPAR" run-all --benchmark-budget huge --out "$T_TMP/nb"
+expect_error_line "unknown benchmark budget 'huge'" "unknown benchmark budget"
+[ ! -e "$T_TMP/nb" ] && ok || fail "a usage error wrote $T_TMP/nb"
+expect_exit 2 "--no-benchmark with --benchmark-budget" -- "$EPAR" run-all --no-benchmark --benchmark-budget smoke
 
 # --audit-only on a folder without experiments: an error, not a verdict table
 mkdir -p "$T_TMP/empty"
@@ -119,7 +134,7 @@ expect_grep '^train_glue_acc,.*,not reproducible here,"not measured: needs [^"]*
 
 # a measurement spec that does not fit its file: warning, verdict not reproducible here, the columns named
 sed 's/"mean_attention_weight"}, "column": "value"}/"mean_attention_weight"}, "column": "valeur"}/' paper_protocol.json > "$T_TMP/spec.json"
-expect_exit 0 "spec problem is not fatal" -- "$EPAR" run-all --protocol "$T_TMP/spec.json" --seed 42 --no-render --out "$T_TMP/spec"
+expect_exit 0 "spec problem is not fatal" -- "$EPAR" run-all --no-benchmark --protocol "$T_TMP/spec.json" --seed 42 --no-render --out "$T_TMP/spec"
 expect_grep 'warning: 1 claim\(s\) have a measurement spec' "$T_TMP/err"
 expect_grep "^identity_mean_attention,.*not reproducible here,.*column 'valeur' not in the file \\(columns: metric,value,note\\)" "$T_TMP/spec/report/claims.csv"
 
@@ -131,12 +146,12 @@ expect_error_line '\$\.claims\[[0-9]+\]\.tolerance\.rule' "unknown rule"
 expect_empty_dir "$T_TMP/bad" "bad claims leave nothing"
 # an experiment that fails: exit 1, the audit still written
 sed 's/"distance_curve": 20/"distance_curve": 0/' paper_protocol.json > "$T_TMP/failexp.json"
-expect_exit 1 "failed experiment -> exit 1" -- "$EPAR" run-all --protocol "$T_TMP/failexp.json" --out "$T_TMP/fx" --no-render -q
+expect_exit 1 "failed experiment -> exit 1" -- "$EPAR" run-all --no-benchmark --protocol "$T_TMP/failexp.json" --out "$T_TMP/fx" --no-render -q
 expect_grep 'position-effect failed' "$T_TMP/err"
 expect_file "$T_TMP/fx/report/claims.csv"
 # after a good run, a run whose position-effect fails does not audit the old files as its own
-expect_exit 0 "a good one-seed run" -- "$EPAR" run-all --seed 42 --out "$T_TMP/fx2" --no-render -q
-expect_exit 1 "then a failing run with another seed" -- "$EPAR" run-all --protocol "$T_TMP/failexp.json" --seed 7 --out "$T_TMP/fx2" --no-render -q
+expect_exit 0 "a good one-seed run" -- "$EPAR" run-all --no-benchmark --seed 42 --out "$T_TMP/fx2" --no-render -q
+expect_exit 1 "then a failing run with another seed" -- "$EPAR" run-all --no-benchmark --protocol "$T_TMP/failexp.json" --seed 7 --out "$T_TMP/fx2" --no-render -q
 expect_grep '^thm1_continuity,.*,stale,.*(not this protocol|not the 1 seed)' "$T_TMP/fx2/report/claims.csv"
 expect_grep 'warning: [0-9]+ claim\(s\) read results of another run' "$T_TMP/err"
 # usage errors

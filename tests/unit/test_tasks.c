@@ -1,5 +1,5 @@
 /* test_tasks: the Bible stripper on real `bible` lines, the lm task on a small UTF-8 text (vocabulary,
- * windows, held-out part, errors), and the structure of recall sequences. */
+ * windows, held-out part, errors), and the structure of the synthetic tasks' sequences. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +88,8 @@ static void test_lm(void)
     unlink(path);
 }
 
+/* recall and needle: a fact (key k, value v) is token 1 + k V + v, the question on k is 1 + K V + k, the answer v is
+ * 1 + K V + K + v */
 static void test_recall(void)
 {
     struct epar_task_cfg c;
@@ -100,54 +102,66 @@ static void test_recall(void)
     c.eval_sequences = 50;
     struct epar_task t;
     check_int(epar_task_open(&t, &c), EPAR_OK, "open recall");
-    check_int(t.V, 18, "vocabulary: pad + keys + values");
+    int K = 10, V = 7, F = K * V;
+    check_int(t.V, 1 + F + K + V, "vocabulary: pad + one token per fact + questions + answers");
     int T = 40, bad = 0, scored = 0;
     for (long k = 0; k < 50; k++) {
         int tok[40], tgt[40];
         float mask[40];
         epar_task_eval_item(&t, k, tok, tgt, mask);
-        int seen[11] = {0};
-        for (int i = 0; i < 6; i++) {   /* pairs: distinct keys, then values */
-            int key = tok[2 * i], val = tok[2 * i + 1];
-            if (key < 1 || key > 10 || seen[key]++) bad++;
-            if (val < 11 || val > 17) bad++;
+        int seen[10] = {0}, val_of[10];
+        for (int i = 0; i < 6; i++) {   /* the facts: distinct keys */
+            int f = tok[i] - 1;
+            if (f < 0 || f >= F || seen[f / V]++) { bad++; continue; }
+            val_of[f / V] = f % V;
         }
-        int q = 0, asked[11] = {0};
-        for (int p = 12; p < T; p++) {
+        int q = 0, asked[10] = {0};
+        for (int p = 6; p < T; p++) {
             if (mask[p] == 0) continue;
             q++;
             scored++;
-            /* a scored position holds a key of the pairs; its target is that key's value, which follows it */
-            int key = tok[p], val = -1;
-            for (int i = 0; i < 6; i++)
-                if (tok[2 * i] == key) val = tok[2 * i + 1];
-            if (val < 0 || tgt[p] != val || p + 1 >= T || tok[p + 1] != val || asked[key]++) bad++;
+            /* a scored position holds a question on a key of the facts; its target is that fact's answer, which
+             * follows it */
+            int key = tok[p] - 1 - F;
+            if (key < 0 || key >= K || !seen[key] || asked[key]++) { bad++; continue; }
+            int ans = 1 + F + K + val_of[key];
+            if (tgt[p] != ans || p + 1 >= T || tok[p + 1] != ans) bad++;
         }
         if (q != 5) bad++;
         for (int p = 0; p + 1 < T; p++) if (tgt[p] != tok[p + 1]) bad++;
     }
-    check_int(bad, 0, "recall: distinct keys, 5 distinct queries each followed by its value, targets shifted");
+    check_int(bad, 0, "recall: distinct keys, 5 questions on distinct facts each followed by its answer, targets shifted");
     check_int(scored, 250, "only the answers are scored");
     epar_task_close(&t);
     /* the same seed gives the same evaluation set */
-    struct epar_task t2, t3;
+    struct epar_task t2, t3, t4;
     epar_task_open(&t2, &c);
+    epar_task_open(&t4, &c);
     c.seed = 43;
     epar_task_open(&t3, &c);
-    check_true(!memcmp(t2.eval_tok, t2.eval_tok, 50 * 40 * sizeof(int)) &&
+    check_true(!memcmp(t2.eval_tok, t4.eval_tok, 50 * 40 * sizeof(int)) &&
                    memcmp(t2.eval_tok, t3.eval_tok, 50 * 40 * sizeof(int)),
                "the evaluation set depends on the seed only");
     epar_task_close(&t2);
     epar_task_close(&t3);
-    c.pairs = 12;
-    c.queries = 0;
+    epar_task_close(&t4);
+    c.pairs = 14;
+    c.queries = 14;
     c.keys = 20;
-    check_int(epar_task_validate(&c), EPAR_EINVAL, "12 pairs and 12 queries do not fit in 40");
-    check_true(strstr(epar_err_message(), "needs length >= 48") != NULL, "message gives the length needed");
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "14 facts and 14 questions do not fit in 40");
+    check_true(strstr(epar_err_message(), "needs length >= 42") != NULL, "message gives the length needed");
     c.pairs = 11;
+    c.queries = 0;
     c.keys = 10;
     c.length = 48;
     check_int(epar_task_validate(&c), EPAR_EINVAL, "more pairs than keys is refused");
+    c.pairs = 4;
+    c.queries = 5;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "more questions than facts is refused (questions ask distinct facts)");
+    c.queries = 0;
+    c.keys = 300;
+    c.values = 300;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "a fact vocabulary over 65536 tokens is refused");
 }
 
 static int open_task(struct epar_task *t, enum epar_task_id id, int T, int keys, int values, int pairs, int E, double noise)
@@ -165,30 +179,46 @@ static int open_task(struct epar_task *t, enum epar_task_id id, int T, int keys,
 }
 
 /* every scored position's target, and that a training batch has the same structure as the evaluation set */
+static int needle_bad(const int *tok, const int *tgt, const float *mask, int T, int N, int K, int V, int d)
+{
+    int F = K * V, bad = 0, p = T - 2 * N - d - N + 1;   /* the block of facts starts at p */
+    for (int q = 0; q < T; q++) {
+        int in_block = q >= p && q < p + N, in_tail = q >= T - 2 * N;
+        if (!in_block && !in_tail && tok[q] != 0) bad++;   /* pads elsewhere */
+        if (in_block && (tok[q] < 1 || tok[q] > F)) bad++;
+        if ((mask[q] != 0) != (in_tail && (q - (T - 2 * N)) % 2 == 0)) bad++;   /* the questions are scored */
+    }
+    for (int i = 0; i < N; i++) {
+        int at = T - 2 * N + 2 * i, key = tok[at] - 1 - F, found = -1;
+        for (int j = 0; j < N; j++)
+            if (tok[p + j] >= 1 && (tok[p + j] - 1) / V == key) found = (tok[p + j] - 1) % V;
+        if (key < 0 || key >= K || found < 0 || tgt[at] != 1 + F + K + found || tok[at + 1] != tgt[at]) bad++;
+    }
+    return bad;
+}
+
 static void test_needle(void)
 {
     struct epar_task t;
-    int T = 50, E = 96;
-    check_int(open_task(&t, EPAR_TASK_NEEDLE, T, 9, 13, 0, E, 0), EPAR_OK, "open needle");
-    check_int(t.V, 23, "needle vocabulary: pad + keys + values");
+    int T = 50, E = 96, N = 3, K = 9, V = 13;
+    check_int(open_task(&t, EPAR_TASK_NEEDLE, T, K, V, N, E, 0), EPAR_OK, "open needle");
+    check_int(t.V, 1 + K * V + K + V, "needle vocabulary: pad + facts + questions + answers");
     int bad = 0, dmin = 1 << 30, dmax = 0, prev = 0, mono = 1;
     for (long k = 0; k < E; k++) {
         int tok[50], tgt[50];
         float mask[50];
         epar_task_eval_item(&t, k, tok, tgt, mask);
-        int d = epar_task_eval_group(&t, k), p = T - 1 - d, keys = 0;
-        for (int q = 0; q < T; q++) keys += tok[q] >= 1 && tok[q] <= 9;
-        /* exactly two keys: at p and the query at T-1; the target there is the value after the key */
-        if (keys != 2 || tok[p] != tok[T - 1] || tgt[T - 1] != tok[p + 1] || tok[p + 1] < 10) bad++;
-        for (int q = 0; q < T; q++) if ((mask[q] != 0) != (q == T - 1)) bad++;
+        int d = epar_task_eval_group(&t, k);
+        bad += needle_bad(tok, tgt, mask, T, N, K, V, d);
         if (d < dmin) dmin = d;
         if (d > dmax) dmax = d;
         if (d < prev) mono = 0;
         prev = d;
     }
-    check_int(bad, 0, "needle: one key-value pair at distance d, the key again at the end, only the answer scored");
-    check_int(dmin, 2, "needle: shortest evaluated distance 2 (the value sits between key and query)");
-    check_true(dmax == T - 2 || dmax == T - 1, "needle: the longest evaluated distance reaches the start (%d)", dmax);
+    check_int(bad, 0, "needle: a block of 3 facts at distance d before their questions, pads elsewhere, answers scored");
+    check_int(dmin, 1, "needle: shortest evaluated distance 1 (the last fact right before the first question)");
+    check_int(dmax, epar_task_max_group(&t.cfg), "needle: the longest evaluated distance puts the block at the start");
+    check_int(epar_task_max_group(&t.cfg), T - 3 * N + 1, "needle: largest distance T - 3 pairs + 1");
     check_true(mono, "needle: evaluation items are ordered by distance");
     int tok[4 * 50], tgt[4 * 50];
     float mask[4 * 50];
@@ -198,13 +228,19 @@ static void test_needle(void)
         epar_task_train_batch(&t, r, 4, tok, tgt, mask);
         for (int b = 0; b < 4; b++) {
             int *x = tok + b * T, p = -1;
-            for (int q = 0; q < T - 1; q++) if (x[q] >= 1 && x[q] <= 9) p = q;
-            if (p < 0 || x[p] != x[T - 1] || tgt[b * T + T - 1] != x[p + 1]) tb++;
+            for (int q = 0; q < T && p < 0; q++) if (x[q] != 0) p = q;
+            tb += p < 0 || needle_bad(x, tgt + b * T, mask + b * T, T, N, K, V, T - 3 * N + 1 - p);
         }
     }
     check_int(tb, 0, "needle: training draws have the same structure");
     gsl_rng_free(r);
     epar_task_close(&t);
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, EPAR_TASK_NEEDLE);
+    c.length = 8; c.pairs = 3; c.keys = 4; c.values = 4;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "needle: 3 facts and their questions do not fit in 8");
+    c.length = 9;
+    check_int(epar_task_validate(&c), EPAR_OK, "needle: 3 facts fit in 9 (distance 1 only)");
 }
 
 static void test_transduce(void)
@@ -260,7 +296,7 @@ static void test_select(void)
     struct epar_task t;
     int T = 60, E = 30, S = 6, k = 5;
     check_int(open_task(&t, EPAR_TASK_SELECT, T, 0, S, k, E, 0), EPAR_OK, "open select");
-    check_int(t.V, 2 + 2 * S, "select vocabulary: pad, separator, plain and marked symbols");
+    check_int(t.V, 3 + S, "select vocabulary: pad, separator, noise, data symbols");
     int bad = 0;
     for (long e = 0; e < E; e++) {
         int tok[60], tgt[60];
@@ -268,16 +304,16 @@ static void test_select(void)
         epar_task_eval_item(&t, e, tok, tgt, mask);
         int n = T - 1 - k, m = 0, want[5];
         for (int q = 0; q < n; q++) {
-            if (tok[q] >= 2 + S) { if (m < k) want[m] = tok[q] - S; m++; }
-            else if (tok[q] < 2) bad++;
+            if (tok[q] >= 3) { if (m < k) want[m] = tok[q]; m++; }
+            else if (tok[q] != 2) bad++;
         }
         if (m != k || tok[n] != 1) { bad++; continue; }
-        for (int i = 0; i < k; i++) if (tgt[n + i] != want[i] || mask[n + i] == 0) bad++;
+        for (int i = 0; i < k; i++) if (tgt[n + i] != want[i] || mask[n + i] == 0 || tok[n + 1 + i] != want[i]) bad++;
         int sc = 0;
         for (int q = 0; q < T; q++) sc += mask[q] != 0;
         if (sc != k) bad++;
     }
-    check_int(bad, 0, "select: k marked symbols, copied in order after the separator as plain symbols");
+    check_int(bad, 0, "select: k data symbols among noise tokens, copied in order after the separator");
     epar_task_close(&t);
 }
 
@@ -286,13 +322,14 @@ static void test_set(void)
     struct epar_task t;
     int T = 40, E = 100, A = 4, M = 6;
     check_int(open_task(&t, EPAR_TASK_SET, T, A, M, 0, E, 0), EPAR_OK, "open set");
-    check_int(t.V, 1 + A + M + 1, "set vocabulary: pad, items, counts 0..values");
+    check_int(t.V, 1 + A + M + 1 + 1, "set vocabulary: pad, items, counts 0..values, the start token");
     int bad = 0, zero = 0;
     for (long e = 0; e < E; e++) {
         int tok[40], tgt[40];
         float mask[40];
         epar_task_eval_item(&t, e, tok, tgt, mask);
         int qi = tok[T - 1], cnt = 0;
+        if (tok[0] != A + M + 2) bad++;   /* the start token */
         for (int q = 0; q < T - 1; q++) cnt += tok[q] == qi;
         if (qi < 1 || qi > A || tgt[T - 1] != 1 + A + cnt) bad++;
         zero += cnt == 0;
@@ -306,8 +343,8 @@ static void test_set(void)
     epar_task_close(&t);
     struct epar_task_cfg c;
     epar_task_cfg_default(&c, EPAR_TASK_SET);
-    c.length = 20; c.keys = 4; c.values = 5;
-    check_int(epar_task_validate(&c), EPAR_EINVAL, "set: 4 items x 5 do not fit in 19 places");
+    c.length = 21; c.keys = 4; c.values = 5;
+    check_int(epar_task_validate(&c), EPAR_EINVAL, "set: 4 items x 5 do not fit in the 19 places between start and query");
 }
 
 /* noise: unscored inputs replaced at about the given rate, scored ones and targets untouched */
