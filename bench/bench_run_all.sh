@@ -26,10 +26,10 @@ best() { # best wall time in ms over REPS runs of "$@"
     echo "$b"
 }
 
-full=$(best "$EPAR" run-all --no-render -q --out "$OUT/full") || exit 1
+full=$(best "$EPAR" run-all --no-render --no-benchmark -q --out "$OUT/full") || exit 1
 audit=$(best "$EPAR" run-all --audit-only -q --out "$OUT/full") || exit 1
 check=$(best "$EPAR" run-all --check -q) || exit 1
-one=$(best "$EPAR" run-all --no-render -q --jobs 1 --out "$OUT/one") || exit 1
+one=$(best "$EPAR" run-all --no-render --no-benchmark -q --jobs 1 --out "$OUT/one") || exit 1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
 echo "run-all --no-render (full protocol, all cores): ${full} ms"
 echo "run-all --no-render --jobs 1:                   ${one} ms   (1 thread / all cores = $(ratio "$one" "$full"))"

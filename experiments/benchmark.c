@@ -22,7 +22,7 @@
 /* configuration                                                                                      */
 
 static const char *const bench_keys[] = {"description", "preset", "mechanisms", "equalise", "param_tolerance",
-                                         "distance_bins", "tasks", "budgets", NULL};
+                                         "distance_bins", "sanity_margin", "tasks", "budgets", NULL};
 static const char *const task_keys[] = {"id", "task", "paper", "condition", "length", "pairs", "queries", "keys",
                                         "values", "noise", "shuffle", NULL};
 static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "mlp", "batch", "long_batch", "steps", "warmup", "lr",
@@ -172,6 +172,8 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     if ((st = epar_protocol_obj_double(p, sec, jp, "param_tolerance", &c->param_tol, 0, 1))) return st;
     c->distance_bins = 8;
     if ((st = epar_protocol_obj_int(p, sec, jp, "distance_bins", &c->distance_bins, 1, 1024))) return st;
+    c->sanity_margin = 0.15;
+    if ((st = epar_protocol_obj_double(p, sec, jp, "sanity_margin", &c->sanity_margin, 0, 1))) return st;
     json_t *tasks = json_object_get(sec, "tasks");
     char tjp[300];
     if (!json_is_array(tasks) || json_array_size(tasks) < 1 || json_array_size(tasks) > EPAR_BENCH_MAX_TASKS)
@@ -909,6 +911,35 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
     return t;
 }
 
+/* sanity: per task and mechanism, the mean metric against the chance level (in chance se and relative), whether
+ * the mechanism learned the task (beyond LEARNED_Z se), and for bpc tasks whether it is at least sanity_margin
+ * below the chance level: a baseline that does not learn lm is broken, and every comparison with it is moot.
+ * *failed counts the mechanisms that miss the margin on a bpc task. */
+static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const struct grid *g, int *failed)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,mean,chance,chance_se,z_vs_chance,rel_vs_chance,learned,margin,meets_margin");
+    *failed = 0;
+    for (int i = 0; t && i < c->n_tasks; i++) {
+        int hib = task_hib(c, i), bpc = !hib;
+        double chance, se, sd;
+        if (task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
+        for (int m = 0; m < c->n_mech; m++) {
+            double mean;
+            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
+            double rel = chance != 0 ? gain / fabs(chance) : NAN;
+            int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
+            *failed += meets == 0;
+            if (epar_csv_append(t, "ssddddddds", c->tasks[i].id, epar_nnpos_name(c->mech[m]), mean, chance, se, z, rel,
+                                (double)learned, bpc ? c->sanity_margin : NAN, meets < 0 ? "" : meets ? "yes" : "no")) {
+                epar_csv_free(t);
+                return NULL;
+            }
+        }
+    }
+    return t;
+}
+
 static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const struct grid *g,
                                        const struct epar_bench_plan *plan)
 {
@@ -1211,8 +1242,9 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             g.chance_se[at] = json_is_number(se) ? json_number_value(se) : NAN;
         }
     }
-    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL;
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL;
     double worst = 0;
+    int insane = 0;
     if (!st) {
         mt = main_table(c, &g);
         wt = when_table(c, &g);
@@ -1220,11 +1252,12 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         dt = distance_table(c, &g);
         pt = params_table(c, plan, &worst);
         ct = cost_table(c, g.cell[plan->n - 1]);
-        if (!mt || !wt || !et || !dt || !pt || !ct) st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
+        snt = sanity_table(c, &g, &insane);
+        if (!mt || !wt || !et || !dt || !pt || !ct || !snt) st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
     }
     if (!st) {
         struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
-                                        {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}};
+                                        {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt}};
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
@@ -1257,6 +1290,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
                                                                                        : "the length T of the sequence processed"));
         json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
         json_object_set_new(extra, "learned_z", json_real(LEARNED_Z));   /* main_table.csv learned: beyond chance by z se */
+        json_object_set_new(extra, "sanity", json_pack("{s:f, s:i}", "margin", c->sanity_margin, "failed", insane));
         struct epar_params prm = c->prm;
         prm.n_seeds = c->b.n_seeds;
         memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);
@@ -1265,6 +1299,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     }
     json_decref(run_extra);
     epar_csv_free(mt); epar_csv_free(wt); epar_csv_free(et); epar_csv_free(dt); epar_csv_free(pt); epar_csv_free(ct);
+    epar_csv_free(snt);
     for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
     free(g.cell);
     free(g.value);

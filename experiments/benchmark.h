@@ -52,6 +52,7 @@ struct epar_bench_cfg {
     double param_tol;                   /* relative to none's count */
     int equalise_mlp;                   /* 1: equalise by the MLP width, 0: only check */
     int distance_bins;
+    double sanity_margin;               /* every mechanism's bpc at least this share below the chance level */
     struct epar_train_cfg base;         /* experiments.train (optimiser betas, eps, mechanism settings) + preset */
     struct epar_params prm;             /* the resolved common parameters (run.json; seeds replaced by the budget's) */
     char preset[64];

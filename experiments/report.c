@@ -813,7 +813,7 @@ static void write_proxy_section(struct doc *d, const char *out_root)
 {
     doc_h(d, 2, "proxy", "The trained proxy (`epar benchmark`)");
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
-                                "`epar run-all --with-benchmark`).";
+                                "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
     json_t *j = json_load_file(p, 0, NULL);
     if (j) {
@@ -834,10 +834,10 @@ static void write_proxy_section(struct doc *d, const char *out_root)
              "Each has a sibling claim (`proxy_<id>`) measured on a proxy: small causal Transformers (tens of thousands "
              "of parameters) trained on this machine, one per position mechanism and seed, on tasks that isolate what "
              "each row is about (character-level KJV text for perplexity, reversal for translation, associative recall "
-             "and a needle at a controlled distance for QA, the majority symbol for classification, copying marked "
-             "tokens of a sequence longer than 512 for long documents; shuffled words, 20%% input noise and an "
-             "order-free count for the conditions), with equal steps, tokens and learning rate for every mechanism and "
-             "parameter counts within 1%%. A proxy verdict says whether the *direction* of the paper's effect (EPAR "
+             "and a fact at a controlled distance for QA, the majority symbol for classification, selective copying "
+             "from a sequence four times the short length for long documents; shuffled words, 20%% input noise and an "
+             "order-free count for the conditions; docs/TASKS.md), with equal steps, tokens and learning rate for "
+             "every mechanism and parameter counts within 1%%. A proxy verdict says whether the *direction* of the paper's effect (EPAR "
              "beats the best baseline, hurts under noise, costs little) holds for small trained models, judged by the "
              "per-seed relative difference and its spread across seeds. It cannot show the size of the effect at 110M "
              "parameters, on the real data sets, with the paper's tuning, or the wall-clock share of attention in a "
