@@ -130,7 +130,7 @@ bad 2 "heads must divide dim, got heads '3' and dim '32'" --heads 3
 bad 2 "invalid value for --length: 'long'" --length long
 bad 2 "steps must be >= 1, got '0'" --steps 0
 bad 2 "lr must be a finite number > 0, got '-1'" --lr -1
-bad 2 "needs length >= 48" --pairs 12
+bad 2 "needs length >= 36" --pairs 12
 bad 2 "--learn-posfx applies to epar-basic and epar-enhanced, not 'rope'" --mechanism rope --learn-posfx
 bad 2 "rope needs an even head width" --mechanism rope --dim 36 --heads 4
 bad 2 "learned gamma|needs beta > 0" --mechanism epar-enhanced --learn-posfx --gamma 0
@@ -142,7 +142,7 @@ bad 2 "unknown preset 'papr'" --preset papr
 # ---- protocol errors: exit 3 naming the JSON path, nothing written
 sed 's/"eval_batches": 8,/"eval_batchez": 8,/' paper_protocol.json > "$T_TMP/typo.json"
 bad 3 'experiments.train.eval_batchez: unknown key' --protocol "$T_TMP/typo.json"
-sed 's/"pairs": 8, "queries": 0/"pairs": 8, "querys": 0/' paper_protocol.json > "$T_TMP/typo2.json"
+sed 's/"pairs": 4, "queries": 0/"pairs": 4, "querys": 0/' paper_protocol.json > "$T_TMP/typo2.json"
 bad 3 'experiments.train.recall.querys: unknown key' --protocol "$T_TMP/typo2.json"
 sed 's/"layers": 4, "dim": 128/"layers": 4, "dim": "wide"/' paper_protocol.json > "$T_TMP/type.json"
 bad 3 'experiments.train.dim: expected an integer' --protocol "$T_TMP/type.json"
