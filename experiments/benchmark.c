@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <omp.h>
 #include <gsl/gsl_cdf.h>
+#include "lib/audit.h"
 #include "lib/blas.h"
 #include "lib/csvout.h"
 #include "lib/err.h"
@@ -174,6 +175,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     if ((st = epar_protocol_obj_int(p, sec, jp, "distance_bins", &c->distance_bins, 1, 1024))) return st;
     c->sanity_margin = 0.15;
     if ((st = epar_protocol_obj_double(p, sec, jp, "sanity_margin", &c->sanity_margin, 0, 1))) return st;
+    if ((st = epar_audit_level(p->root, p->path, &c->level))) return st;
     json_t *tasks = json_object_get(sec, "tasks");
     char tjp[300];
     if (!json_is_array(tasks) || json_array_size(tasks) < 1 || json_array_size(tasks) > EPAR_BENCH_MAX_TASKS)
@@ -716,13 +718,15 @@ static struct paired paired_test(const double *x, const double *y, int n, int hi
     for (int i = 0; i < n; i++) d[i] = (higher_is_better ? 1 : -1) * (x[i] - y[i]) / fabs(ym);
     mean_sd(d, n, &r.rel, &r.sd);
     if (n < 2 || !isfinite(r.rel)) return r;
-    if (r.sd == 0) {   /* identical differences: no spread to test against */
-        r.p = r.rel == 0 ? 1.0 : 0.0;
-        return r;
-    }
+    if (r.sd == 0) return r;   /* identical differences (e.g. every cell at 1.0): no spread, t and p undefined */
     r.t = r.rel / (r.sd / sqrt((double)n));
     r.p = 2.0 * gsl_cdf_tdist_Q(fabs(r.t), (double)(n - 1));
     return r;
+}
+
+double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better)
+{
+    return paired_test(x, y, n, higher_is_better).p;
 }
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id)
@@ -789,6 +793,123 @@ static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, in
     *y = ys[k];
 }
 
+/* ---- EPAR against each baseline, pre-registered: no best baseline picked after the results ---- */
+
+static int is_epar(enum epar_nnpos_id id) { return id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED; }
+
+/* one EPAR form x against baseline y on task t, paired by seed: the relative improvement (paired_test), its
+ * two-sided interval at the audit's level, and the minimum detectable effect at 80 % power of that paired t-test,
+ * (t_{(1+level)/2, n-1} + t_{0.8, n-1}) sd / sqrt(n) (NaN without spread) */
+struct versus {
+    struct paired pr;
+    double lo, hi, mde, p_holm;
+};
+
+static struct versus versus(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, int y)
+{
+    struct versus v = {paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, task_hib(c, t)), NAN, NAN, NAN, NAN};
+    int n = v.pr.n;
+    if (n < 2 || !isfinite(v.pr.rel) || !isfinite(v.pr.sd)) return v;
+    double se = v.pr.sd / sqrt((double)n), q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, n - 1);
+    v.lo = v.pr.rel - q * se;
+    v.hi = v.pr.rel + q * se;
+    if (v.pr.sd > 0) v.mde = (q + gsl_cdf_tdist_Pinv(0.8, n - 1)) * se;
+    return v;
+}
+
+void epar_bench_holm(const double *p, double *adj, int m)
+{
+    int idx[EPAR_BENCH_MAX_HOLM], k = 0;
+    for (int i = 0; i < m && i < EPAR_BENCH_MAX_HOLM; i++) {
+        adj[i] = NAN;
+        if (isfinite(p[i])) idx[k++] = i;
+    }
+    for (int i = 1; i < k; i++)   /* insertion sort by p, ties by index: deterministic */
+        for (int j = i; j > 0 && p[idx[j]] < p[idx[j - 1]]; j--) {
+            int tmp = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = tmp;
+        }
+    double run = 0;
+    for (int i = 0; i < k; i++) {
+        double a = fmin(1.0, (double)(k - i) * p[idx[i]]);
+        run = fmax(run, a);
+        adj[idx[i]] = run;
+    }
+}
+
+/* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
+static void versus_all(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, struct versus *vs)
+{
+    double p[EPAR_NNPOS_COUNT] = {0}, adj[EPAR_NNPOS_COUNT];
+    for (int m = 0; m < c->n_mech; m++) {
+        vs[m] = is_epar(c->mech[m]) ? (struct versus){{NAN, NAN, NAN, NAN, 0}, NAN, NAN, NAN, NAN} : versus(c, g, t, x, m);
+        p[m] = is_epar(c->mech[m]) ? NAN : vs[m].pr.p;
+    }
+    epar_bench_holm(p, adj, c->n_mech);
+    for (int m = 0; m < c->n_mech; m++) vs[m].p_holm = adj[m];
+}
+
+/* comparisons.csv: one row per task, EPAR form and baseline */
+static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    struct epar_table *t = epar_csv_new("task,epar,baseline,seeds,rel,rel_sd,lo,hi,t,p,p_holm,mde,better");
+    static const enum epar_nnpos_id ep[2] = {EPAR_NNPOS_EPAR_BASIC, EPAR_NNPOS_EPAR_ENHANCED};
+    for (int i = 0; t && i < c->n_tasks; i++)
+        for (int e = 0; e < 2; e++) {
+            int x = mech_index(c, ep[e]);
+            if (x < 0) continue;
+            struct versus vs[EPAR_NNPOS_COUNT];
+            versus_all(c, g, i, x, vs);
+            for (int m = 0; m < c->n_mech; m++) {
+                if (is_epar(c->mech[m])) continue;
+                const struct versus *v = &vs[m];
+                const char *better = v->lo > 0 ? "epar" : v->pr.rel < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
+                if (epar_csv_append(t, "sssidddddddds", c->tasks[i].id, epar_nnpos_name(ep[e]), epar_nnpos_name(c->mech[m]),
+                                    g->S, v->pr.rel, v->pr.sd, v->lo, v->hi, v->pr.t, v->pr.p, v->p_holm, v->mde, better)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+        }
+    return t;
+}
+
+/* main_table.csv's summary of the comparisons of form `name` (EPAR mechanism x) on task i: the smallest lower
+ * end of the intervals (> 0: x beats every baseline at the level), the smallest Holm-adjusted p of a baseline
+ * better than x, how many baselines x beats and how many beat it, and the largest MDE over the baselines */
+static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g, struct epar_table *t, int i, int x,
+                           const char *name)
+{
+    struct versus vs[EPAR_NNPOS_COUNT];
+    versus_all(c, g, i, x, vs);
+    double min_lo = INFINITY, holm_p = NAN, mde = -INFINITY;
+    int beats = 0, beaten = 0, n = 0;
+    for (int m = 0; m < c->n_mech; m++) {
+        if (is_epar(c->mech[m])) continue;
+        n++;
+        min_lo = isnan(vs[m].lo) || isnan(min_lo) ? NAN : fmin(min_lo, vs[m].lo);
+        if (isfinite(vs[m].mde)) mde = fmax(mde, vs[m].mde);   /* comparisons without spread have no MDE */
+        beats += vs[m].lo > 0;
+        if (vs[m].pr.rel < 0 && isfinite(vs[m].p_holm)) {
+            holm_p = isnan(holm_p) ? vs[m].p_holm : fmin(holm_p, vs[m].p_holm);
+            beaten += vs[m].p_holm < 1 - c->level;
+        }
+    }
+    if (!n) return;
+    char col[96];
+    snprintf(col, sizeof col, "%s_vs_baselines_min_lo", name);
+    set_num(t, col, min_lo);
+    snprintf(col, sizeof col, "%s_vs_baselines_holm_p", name);
+    set_num(t, col, holm_p);
+    snprintf(col, sizeof col, "%s_beats", name);
+    set_num(t, col, beats);
+    snprintf(col, sizeof col, "%s_beaten_holm", name);
+    set_num(t, col, beaten);
+    snprintf(col, sizeof col, "%s_mde", name);
+    set_num(t, col, isfinite(mde) ? mde : NAN);
+}
+
 static struct epar_table *main_table(const struct epar_bench_cfg *c, const struct grid *g)
 {
     char head[4096] = "task,paper,condition,length,metric,higher_is_better,seeds";
@@ -796,7 +917,13 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         size_t l = strlen(head);
         snprintf(head + l, sizeof head - l, ",%s_mean,%s_sd", epar_nnpos_name(c->mech[m]), epar_nnpos_name(c->mech[m]));
     }
-    strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned");
+    strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines");
+    for (int k = 0; k < 2; k++) {
+        const char *f = k ? "enhanced" : "basic";
+        size_t l = strlen(head);
+        snprintf(head + l, sizeof head - l, ",%s_vs_baselines_min_lo,%s_vs_baselines_holm_p,%s_beats,%s_beaten_holm,%s_mde",
+                 f, f, f, f, f);
+    }
     for (int k = 0; k < CMP_N; k++) {
         size_t l = strlen(head);
         snprintf(head + l, sizeof head - l, ",%s_rel,%s_rel_sd,%s_t,%s_p", cmp_names[k], cmp_names[k], cmp_names[k],
@@ -837,6 +964,12 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         set_num(t, "chance", chance);
         set_num(t, "chance_se", chance_se);
         set_num(t, "learned", learned < 0 ? NAN : learned);
+        int nb = 0;
+        for (int m = 0; m < c->n_mech; m++) nb += !is_epar(c->mech[m]);
+        set_num(t, "baselines", nb);
+        int xb = mech_index(c, EPAR_NNPOS_EPAR_BASIC), xe = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED);
+        if (xb >= 0) versus_summary(c, g, t, i, xb, "basic");
+        if (xe >= 0) versus_summary(c, g, t, i, xe, "enhanced");
         for (int k = 0; k < CMP_N; k++) {
             int x, y;
             cmp_pair(c, k, best, &x, &y);
@@ -1081,16 +1214,24 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
     FILE *f = fopen(tmp, "w");
     if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
     fprintf(f, "# epar benchmark, budget `%s`: the main table on proxy tasks\n\n", c->b.name);
-    fprintf(f, "Mean ± sd across %d seed(s); relative improvement = EPAR over the best baseline (the non-EPAR mechanism "
-               "with the best mean on that task; positive = better, also for bits per character); p: two-sided paired "
-               "t-test across seeds (GSL `gsl_cdf_tdist_Q`). Every cell: the same steps, batch, length and tokens; "
+    fprintf(f, "Mean ± sd across %d seed(s); relative improvement = per seed sign × (EPAR − baseline) / |mean baseline| "
+               "(positive = better, also for bits per character), averaged over the seeds; tests: two-sided paired "
+               "t-tests across seeds (GSL `gsl_cdf_tdist_Q`), undefined (nan) when the differences have no spread. Every cell: the same steps, batch, length and tokens; "
                "parameter counts within %g %% of `none` (params.csv).\n\n", c->b.n_seeds, 100 * c->param_tol);
     fprintf(f, "Chance: the metric of the best constant answer on the same evaluation items (the most frequent answer; "
                "for bits per character the entropy of the characters) ± its standard error; learned: how many of the %d "
                "mechanisms beat it by more than %g standard errors. On a task none learned, every model answers like a "
                "constant and the comparison says nothing about EPAR (the audit calls its proxy claims inconclusive).\n\n",
                c->n_mech, LEARNED_Z);
-    fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | p | basic vs best | p |\n");
+    fprintf(f, "EPAR against each baseline (pre-registered: no baseline is picked after the results): the paired relative "
+               "improvement of each of the %d baselines, with its %g %% interval; *beats*: how many baselines the "
+               "interval puts EPAR above, *beaten*: how many are better after a Holm adjustment across the baselines "
+               "(comparisons.csv has every pair); MDE: the largest minimum detectable effect at 80 %% power with these "
+               "seeds, i.e. smaller true differences would mostly go unseen. The best baseline is descriptive only: it "
+               "is chosen after the results, and its p is not a test of \"EPAR beats the baselines\".\n\n",
+               c->n_mech - (mech_index(c, EPAR_NNPOS_EPAR_BASIC) >= 0) - (mech_index(c, EPAR_NNPOS_EPAR_ENHANCED) >= 0),
+               100 * c->level);
+    fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | enhanced: beats / beaten (Holm) | enhanced MDE | basic: beats / beaten (Holm) |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t r = 0; r < t->nrows; r++) {
         char b[64], e[64], x[64];
@@ -1105,11 +1246,16 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
         if (isnan(learned)) snprintf(ln, sizeof ln, "?");
         else if (learned == 0) snprintf(ln, sizeof ln, "**none**");
         else snprintf(ln, sizeof ln, "%d of %d", (int)learned, c->n_mech);
-        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %+.2f %% | %.3g | %+.2f %% | %.3g |\n",
+        double nb = epar_csv_get(t, r, "baselines"), mde = epar_csv_get(t, r, "enhanced_mde");
+        char mdes[32];
+        if (isfinite(mde)) snprintf(mdes, sizeof mdes, mde >= 0.1 ? "%.0f %%" : "%.2g %%", 100 * mde);
+        else snprintf(mdes, sizeof mdes, "– (no spread)");
+        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %+.2f %% | %d / %d of %d | %s | %d / %d of %d |\n",
                 epar_csv_get_str(t, r, "task"), (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"),
                 epar_csv_get_str(t, r, "metric"), epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", ch, ln, b, e, x,
-                100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), epar_csv_get(t, r, "enhanced_vs_best_p"),
-                100 * epar_csv_get(t, r, "basic_vs_best_rel"), epar_csv_get(t, r, "basic_vs_best_p"));
+                100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), (int)epar_csv_get(t, r, "enhanced_beats"),
+                (int)epar_csv_get(t, r, "enhanced_beaten_holm"), (int)nb, mdes, (int)epar_csv_get(t, r, "basic_beats"),
+                (int)epar_csv_get(t, r, "basic_beaten_holm"), (int)nb);
     }
     fprintf(f, "\nEvery mechanism: main_table.csv (`<mechanism>_mean`, `_sd`). A proxy at this scale says whether EPAR's "
                "direction of effect holds for small trained models on tasks that isolate what each row is about; it "
@@ -1242,7 +1388,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             g.chance_se[at] = json_is_number(se) ? json_number_value(se) : NAN;
         }
     }
-    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL;
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL;
     double worst = 0;
     int insane = 0;
     if (!st) {
@@ -1253,11 +1399,14 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         pt = params_table(c, plan, &worst);
         ct = cost_table(c, g.cell[plan->n - 1]);
         snt = sanity_table(c, &g, &insane);
-        if (!mt || !wt || !et || !dt || !pt || !ct || !snt) st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
+        vt = comparisons_table(c, &g);
+        if (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt)
+            st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
     }
     if (!st) {
         struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
-                                        {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt}};
+                                        {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt},
+                                        {"comparisons.csv", vt}};
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
@@ -1300,6 +1449,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     json_decref(run_extra);
     epar_csv_free(mt); epar_csv_free(wt); epar_csv_free(et); epar_csv_free(dt); epar_csv_free(pt); epar_csv_free(ct);
     epar_csv_free(snt);
+    epar_csv_free(vt);
     for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
     free(g.cell);
     free(g.value);

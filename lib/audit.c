@@ -14,7 +14,7 @@
 #include "err.h"
 
 static const char *const rule_names[EPAR_AUDIT_RULE_COUNT] = {"printed", "prediction", "estimate", "exact", "relative",
-                                                             "above", "below", "range", "at_least"};
+                                                             "above", "below", "range", "at_least", "beats_all"};
 static const char *const verdict_names[EPAR_AUDIT_VERDICT_COUNT] = {
     "reproduced", "partly reproduced", "not reproduced", "inconclusive", "trivially true", "ill-posed",
     "needs >= 2 seeds", "not reproducible here", "stale"};
@@ -178,6 +178,21 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         if (hi < t->lo || lo > t->hi) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
     }
+    case EPAR_AUDIT_BEATS_ALL:
+        /* "the subject improves on every rival" (an intersection-union test: each comparison at the level, no
+         * correction): v is the smallest lower end, over the rivals, of the interval of the paired improvement at
+         * the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv); fails when a
+         * rival is better after a Holm adjustment across the rivals; open otherwise */
+        if (m->n == 1) return EPAR_AUDIT_FEW_SEEDS;   /* n_column: the seeds behind the comparisons */
+        if (isfinite(m->holm))
+            snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); fails if a rival is better at "
+                     "Holm-adjusted p < %.3g (smallest such p: %.3g)", r, v, 1 - level, m->holm);
+        else
+            snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); fails if a rival is better at "
+                     "Holm-adjusted p < %.3g (no rival is better with a defined p)", r, v, 1 - level);
+        if (v > r) return EPAR_AUDIT_HOLDS;
+        if (isfinite(m->holm) && m->holm < 1 - level) return EPAR_AUDIT_FAILS;
+        return EPAR_AUDIT_OPEN;
     case EPAR_AUDIT_AT_LEAST:
         snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);
         return v >= r * (1 - t->slack) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
@@ -408,10 +423,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "learned_column", "aggregate", "posfx", "needs",
+                                           "n_column", "against_column", "learned_column", "holm_column", "aggregate", "posfx", "needs",
                                            "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
+                                           "holm_column",
                                            "aggregate", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
@@ -509,8 +525,8 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column"};
-    for (int k = 0; k < 6; k++)
+                                       "learned_column", "holm_column"};
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
@@ -548,7 +564,8 @@ static int check_rule(struct vctx *v, json_t *t, const char *tb, enum epar_audit
     json_t *rn = json_object_get(t, "rule");
     snprintf(v->jp, sizeof v->jp, "%s.rule", tb);
     if (!json_is_string(rn) || epar_audit_rule_parse(json_string_value(rn), r))
-        return verr(v, "expected one of printed, prediction, estimate, exact, relative, above, below, range, at_least");
+        return verr(v, "expected one of printed, prediction, estimate, exact, relative, above, below, range, at_least, "
+                       "beats_all");
     const char *need = *r == EPAR_AUDIT_RELATIVE ? "tol" : *r == EPAR_AUDIT_AT_LEAST ? "slack" : NULL;
     if (need) {
         json_t *x = json_object_get(t, need);
@@ -898,7 +915,7 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
     }
     int nr;
     char why[512];
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
     if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, ag, &rd->m.value, &rd->m.sd, &nr, why, sizeof why) ||
         (ac && isnan(rd->r = same_rows(t, m, ac, why, sizeof why)))) {
         rd->spec_problem = 1;
@@ -910,6 +927,7 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
         /* NaN (a run from before the column, or cells without a chance level): unknown, judged as before */
         rd->not_learned = same_rows(t, m, jstr(m, "learned_column", NULL), why, sizeof why) == 0.0;
         if (ac) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " vs column %s", ac);
@@ -935,7 +953,7 @@ static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const stru
 {
     json_t *own = json_object_get(m, "reported");
     reported_of(own ? own : claim_rep, &rd->r, &rd->u);
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
     if (json_object_get(m, "posfx")) {
         char desc[256];
         if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
@@ -1024,7 +1042,7 @@ static void alternatives_note(json_t *c, json_t *m, const struct epar_audit_tol 
     json_t *alts = json_object_get(c, "alternatives"), *alt;
     size_t j;
     json_array_foreach(alts, j, alt) {
-        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN};
+        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN};
         char d2[256], acc[256];
         if (posfx_eval(json_object_get(m, "posfx"), alt, &am.value, d2, sizeof d2) == EPAR_OK) {
             enum epar_audit_outcome o = epar_audit_judge(tol, rd->r, rd->u, &am, level, acc, sizeof acc);

@@ -52,6 +52,7 @@ enum epar_audit_rule {
     EPAR_AUDIT_BELOW,
     EPAR_AUDIT_RANGE,
     EPAR_AUDIT_AT_LEAST,
+    EPAR_AUDIT_BEATS_ALL,
     EPAR_AUDIT_RULE_COUNT
 };
 
@@ -93,6 +94,7 @@ struct epar_audit_meas {
     int n;              /* seeds (or rows) behind the mean */
     double se_run;      /* run-level standard error of a seed's mean (floors sd), NaN if unknown */
     double se;          /* standard error of a Monte-Carlo estimate (rule estimate and thresholds), else NaN */
+    double holm;        /* beats_all: the smallest Holm-adjusted p of a rival better than the subject (NaN: none) */
 };
 
 const char *epar_audit_rule_name(enum epar_audit_rule r);

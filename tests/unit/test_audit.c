@@ -23,7 +23,7 @@ static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u,
                                    double se_run, double se)
 {
     struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1};
-    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se};
+    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN};
     char acc[256];
     return epar_audit_judge(&t, r, u, &m, 0.95, acc, sizeof acc);
 }
