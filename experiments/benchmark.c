@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <omp.h>
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include "lib/audit.h"
 #include "lib/blas.h"
 #include "lib/csvout.h"
@@ -30,7 +32,8 @@ static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "ml
                                           "lr_min_ratio", "weight_decay", "clip", "init_sd", "eval_every",
                                           "eval_batches", "eval_sequences", "lm_eval_sequences", "lm_length",
                                           "short_length", "long_length", "extrapolation", "extrapolation_tokens",
-                                          "cost_task", "cost_length", "cost_steps", "cost_repeats", NULL};
+                                          "cost_task", "cost_length", "cost_steps", "cost_repeats",
+                                          "cost_max_repeats", "cost_halfwidth", NULL};
 
 static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 {
@@ -67,13 +70,15 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
     RI("long_length", long_length, 3, 65536);
     RI("extrapolation_tokens", extrap_tokens, 1, 1 << 30);
     RI("cost_length", cost_length, 2, 65536);
-    RI("cost_steps", cost_steps, 2, 1 << 20);
-    RI("cost_repeats", cost_repeats, 1, 1000);
+    RI("cost_steps", cost_steps, 1, 64);
+    RI("cost_repeats", cost_repeats, 2, 1000);
+    RI("cost_max_repeats", cost_max_repeats, 2, 1000);
     RD("lr", lr, 0, 0);
     RD("lr_min_ratio", lr_min_ratio, 0, 1);
     RD("weight_decay", weight_decay, 0, 1);
     RD("clip", clip, 0, 1);
     RD("init_sd", init_sd, 0, 1);
+    RD("cost_halfwidth", cost_halfwidth, 0, 0);
 #undef RI
 #undef RD
     if (st) return st;
@@ -111,6 +116,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
         return perr(p, sjp, "unknown task");
     }
     if (b->dim % b->heads) return perr(p, jp, "heads must divide dim");
+    if (b->cost_max_repeats < b->cost_repeats) return perr(p, jp, "cost_max_repeats must be >= cost_repeats");
     return EPAR_OK;
 }
 
@@ -289,14 +295,15 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->heads = b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    t->optim.steps = cell->task >= 0 ? b->steps : b->cost_steps;
+    /* the cost cell: one untimed step, then up to cost_max_repeats rounds of cost_steps timed steps */
+    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * b->cost_steps;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr;
     t->optim.lr_min_ratio = b->lr_min_ratio;
     t->optim.weight_decay = b->weight_decay;
     t->optim.clip = b->clip;
     t->init_sd = b->init_sd;
-    t->eval_every = cell->task >= 0 ? b->eval_every : b->cost_steps + 1;
+    t->eval_every = cell->task >= 0 ? b->eval_every : t->optim.steps + 1;
     t->eval_batches = cell->task >= 0 ? b->eval_batches : 1;
     t->seed = b->seeds[cell->seed];
     t->task.seed = t->seed;
@@ -376,7 +383,9 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
-                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats);
+                /* the cost cell: every mechanism, the least number of repeats (more when the intervals need them) */
+                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats * c->b.cost_steps /
+                                                                            (double)w.optim.steps);
             }
         }
     }
@@ -437,6 +446,8 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
     }
     json_object_set_new(j, "mechanisms", ms);
     json_object_set_new(j, "repeats", json_integer(c->b.cost_repeats));
+    json_object_set_new(j, "max_repeats", json_integer(c->b.cost_max_repeats));
+    json_object_set_new(j, "halfwidth", json_real(c->b.cost_halfwidth));
     return j;
 }
 
@@ -553,52 +564,103 @@ done:
     return st;
 }
 
-/* the cost cell: every mechanism trained cost_steps steps, cost_repeats times, in a rotating order (so drift of
- * the machine's speed falls on every mechanism alike); the time inside the training steps only */
+static void mean_sd(const double *x, int n, double *mean, double *sd);
+static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id);
+
+/* the widest half-width, at the audit's level, of the overheads the cost claims read (every mechanism vs none,
+ * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
+static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
+{
+    int none = mech_index(c, EPAR_NNPOS_NONE), basic = mech_index(c, EPAR_NNPOS_EPAR_BASIC);
+    int enh = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED);
+    double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
+    for (int m = 0; m < M; m++)
+        for (int vs = 0; vs < 2; vs++) {
+            int y = vs ? (m == enh ? basic : -1) : (m == none ? -1 : none);
+            if (y < 0) continue;
+            for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
+            mean_sd(d, R, &mean, &sd);
+            widest = fmax(widest, q * sd / sqrt((double)R));
+        }
+    return widest;
+}
+
+/* the cost cell: every mechanism's model set up once and its first step left untimed; then rounds in a rotating
+ * order (drift of the machine falls on every mechanism alike) of cost_steps steps each, timed in the thread's CPU
+ * seconds (the cell runs on one thread: other processes holding the cores do not count) with the share spent in
+ * the position mechanism and attention, until every overhead's interval is cost_halfwidth narrow (at least
+ * cost_repeats rounds, at most cost_max_repeats) */
 static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                          volatile sig_atomic_t *stop)
 {
-    int M = c->n_mech, R = c->b.cost_repeats, st = EPAR_OK;
-    double *sec = calloc((size_t)M * R, sizeof *sec);
-    if (!sec) return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
-    json_t *cfg = cell_config_json(c, plan, &plan->cells[k]);
-    json_t *ms = json_array();
+    int M = c->n_mech, Rmax = c->b.cost_max_repeats, S = c->b.cost_steps, R = 0, st = EPAR_OK;
+    double *sec = calloc((size_t)M * Rmax, sizeof *sec), *att = calloc((size_t)M * Rmax, sizeof *att);
+    struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
+    if (!sec || !att || !runs) {
+        free(sec);
+        free(att);
+        free(runs);
+        return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
+    }
     double bytes[EPAR_NNPOS_COUNT];
     size_t params[EPAR_NNPOS_COUNT];
-    for (int rep = 0; rep < R && !st; rep++)
+    int ready = 0;
+    for (; ready < M && !st; ready++) {
+        struct epar_train_cfg t;
+        struct epar_bench_cell mc = plan->cells[k];
+        mc.mech = ready;
+        mc.mlp = plan->cost_mlp[ready];
+        epar_exp_benchmark_cell_cfg(c, &mc, &t);
+        struct epar_train_run *r = &runs[ready];
+        if ((st = epar_exp_train_setup(r, &t))) break;
+        r->stop = stop;
+        r->until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
+        st = epar_exp_train_loop(r);
+        r->model.time_attention = 1;
+        params[ready] = r->model.n_params;
+        bytes[ready] = epar_exp_train_bytes(&t, r->task.V);
+    }
+    double widest = NAN;
+    while (!st && R < Rmax) {
         for (int q = 0; q < M && !st; q++) {
-            int m = (q + rep) % M;
-            struct epar_train_cfg t;
-            struct epar_bench_cell mc = plan->cells[k];
-            mc.mech = m;
-            mc.mlp = plan->cost_mlp[m];
-            epar_exp_benchmark_cell_cfg(c, &mc, &t);
-            struct epar_train_run r;
-            if ((st = epar_exp_train_setup(&r, &t))) {
-                epar_exp_train_free(&r);
-                break;
+            int m = (q + R) % M;
+            struct epar_train_run *r = &runs[m];
+            /* the round's value: the median of its steps' times (robust to a step the machine interrupted) */
+            double a0 = r->model.attn_cpu_seconds, tot = 0, dt[64];
+            for (int i = 0; i < S && !st; i++) {
+                double c0 = r->step_cpu_seconds;
+                r->until = r->step + 1;
+                st = epar_exp_train_loop(r);
+                tot += dt[i] = r->step_cpu_seconds - c0;
             }
-            r.stop = stop;
-            r.until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
-            st = epar_exp_train_loop(&r);
-            double first = r.step_seconds;
-            r.until = 0;
-            if (!st) st = epar_exp_train_loop(&r);
-            sec[(size_t)m * R + rep] = (r.step_seconds - first) / (double)(r.step > 1 ? r.step - 1 : 1);
-            params[m] = r.model.n_params;
-            bytes[m] = epar_exp_train_bytes(&t, r.task.V);
-            epar_exp_train_free(&r);
+            if (st) break;
+            gsl_sort(dt, 1, (size_t)S);
+            sec[(size_t)m * Rmax + R] = gsl_stats_median_from_sorted_data(dt, 1, (size_t)S);
+            att[(size_t)m * Rmax + R] = (r->model.attn_cpu_seconds - a0) / tot * sec[(size_t)m * Rmax + R];
         }
+        if (st) break;
+        R++;
+        if (R >= c->b.cost_repeats && (widest = cost_widest(c, sec, M, Rmax, R)) <= c->b.cost_halfwidth) break;
+    }
+    for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
+    free(runs);
+    json_t *cfg = cell_config_json(c, plan, &plan->cells[k]), *ms = json_array();
     for (int m = 0; m < M && !st; m++) {
-        json_t *a = json_array();
-        for (int rep = 0; rep < R; rep++) json_array_append_new(a, json_real(sec[(size_t)m * R + rep]));
-        json_array_append_new(ms, json_pack("{s:s, s:I, s:f, s:o}", "mechanism", epar_nnpos_name(c->mech[m]), "params",
-                                            (json_int_t)params[m], "bytes", bytes[m], "step_seconds", a));
+        json_t *a = json_array(), *b = json_array();
+        for (int rep = 0; rep < R; rep++) {
+            json_array_append_new(a, json_real(sec[(size_t)m * Rmax + rep]));
+            json_array_append_new(b, json_real(att[(size_t)m * Rmax + rep]));
+        }
+        json_array_append_new(ms, json_pack("{s:s, s:I, s:f, s:o, s:o}", "mechanism", epar_nnpos_name(c->mech[m]), "params",
+                                            (json_int_t)params[m], "bytes", bytes[m], "step_seconds", a,
+                                            "attention_seconds", b));
     }
     free(sec);
-    json_t *j = json_pack("{s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:o}", "config", cfg, "task",
-                          epar_task_name(c->b.cost_task), "length", c->b.cost_length, "batch", c->b.batch, "steps",
-                          c->b.cost_steps, "threads", 1, "blas_core", epar_blas_core(), "mechanisms", ms);
+    free(att);
+    json_t *j = json_pack("{s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:i, s:f, s:f, s:o}", "config", cfg, "task",
+                          epar_task_name(c->b.cost_task), "length", c->b.cost_length, "batch", c->b.batch, "steps", S,
+                          "threads", 1, "clock", "thread CPU time", "blas_core", epar_blas_core(), "repeats", R,
+                          "widest_halfwidth", widest, "target_halfwidth", c->b.cost_halfwidth, "mechanisms", ms);
     if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
         st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
     json_decref(j);
@@ -1044,6 +1106,55 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
     return t;
 }
 
+/* steps to learn: per cell, the first evaluation step from which the eval metric stays beyond the task's chance
+ * level by more than LEARNED_Z of its standard errors to the end of training (NaN: never); per task and mechanism
+ * the mean over the seeds that learned, and how many did. From the cells' learning_curve.csv. */
+static int learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
+                      double chance, double se, int hib, double *step)
+{
+    char dir[512], path[4800];
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/learning_curve.csv", root, dir);
+    struct epar_table *t = NULL;
+    if (epar_csv_read(path, &t)) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", path, epar_err_message());
+    *step = NAN;
+    for (size_t r = t->nrows; r-- > 0;) {   /* from the end back to the first row not beyond chance */
+        double v = epar_csv_get(t, r, "eval_metric"), gain = hib ? v - chance : chance - v;
+        if (!(gain > LEARNED_Z * se)) break;
+        *step = epar_csv_get(t, r, "step");
+    }
+    epar_csv_free(t);
+    return EPAR_OK;
+}
+
+static struct epar_table *learn_table(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                                      const struct grid *g, const char *root, int *st)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,steps,seeds,learned_seeds,steps_to_learn,steps_to_learn_sd,"
+                                        "tokens_to_learn");
+    for (int i = 0; t && !*st && i < c->n_tasks; i++) {
+        double chance, se;
+        task_learned(c, g, i, &chance, &se);
+        for (int m = 0; m < c->n_mech && !*st; m++) {
+            double v[EPAR_MAX_SEEDS], mean = NAN, sd = NAN;
+            int n = 0;
+            for (int s = 0; s < g->S && !*st; s++) {
+                double x = NAN;
+                *st = learn_step(root, c, plan, (i * c->n_mech + m) * g->S + s, chance, se, task_hib(c, i), &x);
+                if (!*st && isfinite(x)) v[n++] = x;
+            }
+            if (n) mean_sd(v, n, &mean, &sd);
+            int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
+            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.steps, g->S, n,
+                                        mean, sd, mean * B * T)) {
+                epar_csv_free(t);
+                return NULL;
+            }
+        }
+    }
+    return t;
+}
+
 /* sanity: per task and mechanism, the mean metric against the chance level (in chance se and relative), whether
  * the mechanism learned the task (beyond LEARNED_Z se), and for bpc tasks whether it is at least sanity_margin
  * below the chance level: a baseline that does not learn lm is broken, and every comparison with it is moot.
@@ -1172,33 +1283,51 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
 }
 
 /* cost: mean step time over the repeats, and the overheads as the mean of the per-repeat ratios - 1 */
+/* cost.csv from the cost cell: per mechanism the step's thread CPU time (mean and sd over the repeats), its
+ * attention share, and the overheads (mean of the per-repeat ratios - 1) with their sd and interval half-width
+ * at the audit's level */
+static void cost_ratios(json_t *ms, int m, int y, int R, double *mean, double *sd)
+{
+    double d[1000];
+    json_t *a = json_object_get(json_array_get(ms, (size_t)m), "step_seconds"),
+           *b = json_object_get(json_array_get(ms, (size_t)y), "step_seconds");
+    for (int r = 0; r < R && r < 1000; r++)
+        d[r] = json_number_value(json_array_get(a, (size_t)r)) / json_number_value(json_array_get(b, (size_t)r)) - 1;
+    mean_sd(d, R < 1000 ? R : 1000, mean, sd);
+}
+
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
-                                        "overhead_vs_none,overhead_vs_none_sd,overhead_vs_basic,overhead_vs_basic_sd,"
-                                        "repeats");
+                                        "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
+                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
     json_t *ms = json_object_get(cj, "mechanisms");
     int M = (int)json_array_size(ms), none = mech_index(c, EPAR_NNPOS_NONE), basic = mech_index(c, EPAR_NNPOS_EPAR_BASIC);
     int L = (int)json_integer_value(json_object_get(cj, "length")), B = (int)json_integer_value(json_object_get(cj, "batch"));
     for (int m = 0; t && m < M; m++) {
-        json_t *x = json_array_get(ms, (size_t)m), *sec = json_object_get(x, "step_seconds");
+        json_t *x = json_array_get(ms, (size_t)m), *sec = json_object_get(x, "step_seconds"),
+               *att = json_object_get(x, "attention_seconds");
         int R = (int)json_array_size(sec);
-        double ms_[1000], on[1000], ob[1000], mean, sd, onm = NAN, ons = NAN, obm = NAN, obs = NAN;
-        for (int r = 0; r < R && r < 1000; r++) {
+        if (R > 1000) R = 1000;
+        double ms_[1000], sh[1000], mean, sd, shm, shs, onm = NAN, ons = NAN, obm = NAN, obs = NAN;
+        for (int r = 0; r < R; r++) {
             double s = json_number_value(json_array_get(sec, (size_t)r));
             ms_[r] = 1000 * s;
-            double sn = none >= 0 ? json_number_value(json_array_get(json_object_get(json_array_get(ms, (size_t)none), "step_seconds"), (size_t)r)) : NAN;
-            double sb = basic >= 0 ? json_number_value(json_array_get(json_object_get(json_array_get(ms, (size_t)basic), "step_seconds"), (size_t)r)) : NAN;
-            on[r] = s / sn - 1;
-            ob[r] = s / sb - 1;
+            sh[r] = json_is_number(json_array_get(att, (size_t)r)) ? json_number_value(json_array_get(att, (size_t)r)) / s : NAN;
         }
         mean_sd(ms_, R, &mean, &sd);
-        if (none >= 0 && m != none) mean_sd(on, R, &onm, &ons);
-        if (basic >= 0 && c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) mean_sd(ob, R, &obm, &obs);
-        if (epar_csv_append(t, "ssiidddddddddi", json_string_value(json_object_get(x, "mechanism")),
+        mean_sd(sh, R, &shm, &shs);
+        if (none >= 0 && m != none) cost_ratios(ms, m, none, R, &onm, &ons);
+        if (basic >= 0 && c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) cost_ratios(ms, m, basic, R, &obm, &obs);
+        double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
+        /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
+        double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;
+        double need = wsd > 0 && hw > 0 && R > 1 ? ceil(pow(q * sqrt((double)R) * wsd / hw, 2)) : NAN;
+        if (epar_csv_append(t, "ssiidddddddddddddd", json_string_value(json_object_get(x, "mechanism")),
                             json_string_value(json_object_get(cj, "task")), L, B,
                             json_number_value(json_object_get(x, "params")), mean, sd, (double)B * L / (mean / 1000),
-                            json_number_value(json_object_get(x, "bytes")) / 1e6, onm, ons, obm, obs, R)) {
+                            json_number_value(json_object_get(x, "bytes")) / 1e6, shm, onm, ons, q * ons, obm, obs,
+                            q * obs, (double)R, need)) {
             epar_csv_free(t);
             return NULL;
         }
@@ -1206,7 +1335,6 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
     return t;
 }
 
-/* main_table.md: the paper's table in words */
 static int write_markdown(const struct epar_bench_cfg *c, const struct epar_table *t, const char *path)
 {
     char tmp[4400];
@@ -1327,13 +1455,28 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
     if (!st)
         st = epar_plot_scriptf(o, "cost", "Training cost per mechanism",
                                "set terminal @epar_term size 1100,480\nset multiplot layout 1,2 title 'Training step cost "
-                               "(%s, L=%d, batch %d, 1 thread; mean ± sd over %d interleaved repeats)'\n"
+                               "(%s, L=%d, batch %d, 1 thread, CPU time; mean ± sd over the interleaved repeats)'\n"
                                "set style data histograms\nset style histogram errorbars gap 1 lw 1\nset xtics rotate by -30\nunset key\n"
-                               "set ylabel 'ms per training step'\nset yrange [0:*]\n"
+                               "set ylabel 'CPU ms per training step'\nset yrange [0:*]\n"
                                "plot 'cost.csv' skip 1 using 6:(sd(7)):xtic(1) lt 1\n"
-                               "set ylabel 'step-time overhead vs none'\nset yrange [*:*]\nset xzeroaxis lt -1\n"
-                               "plot 'cost.csv' skip 1 using 10:(sd(11)):xtic(1) lt 2\nunset multiplot\n",
-                               epar_task_name(c->b.cost_task), c->b.cost_length, c->b.batch, c->b.cost_repeats);
+                               "set ylabel 'step-time overhead vs none (bar: interval half-width)'\nset yrange [*:*]\n"
+                               "set xzeroaxis lt -1\nplot 'cost.csv' skip 1 using 11:(sd(13)):xtic(1) lt 2\nunset multiplot\n",
+                               epar_task_name(c->b.cost_task), c->b.cost_length, c->b.batch);
+    /* sample efficiency: steps to learn per task and mechanism (mean over the seeds that learned), grouped bars */
+    if (!st) {
+        char body[8192];
+        int l = snprintf(body, sizeof body,
+                         "set terminal @epar_term size 1100,520\nset title 'Steps to learn: first evaluation from which "
+                         "the metric stays beyond chance + %g se (mean over the seeds that learned; none: not learned)'\n"
+                         "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 "
+                         "border -1\nset xtics rotate by -30\nset ylabel 'optimiser steps'\nset yrange [0:%d]\n"
+                         "set key outside right\nset datafile separator ','\nplot ", LEARNED_Z, c->b.steps);
+        for (int m = 0; m < c->n_mech && l > 0 && (size_t)l < sizeof body; m++)
+            l += snprintf(body + l, sizeof body - (size_t)l, "%s'steps_to_learn.csv' skip 1 every %d::%d using 6:xtic(1) lt %d "
+                          "title '%s'", m ? ", \\\n     " : "", c->n_mech, m, m + 1, epar_nnpos_name(c->mech[m]));
+        if (l > 0 && (size_t)l < sizeof body) snprintf(body + l, sizeof body - (size_t)l, "\n");
+        st = epar_plot_script(o, "steps_to_learn", "Sample efficiency", body);
+    }
     /* a learning curve per task: eval metric vs tokens, every mechanism, the first seed */
     for (int i = 0; !st && i < c->n_tasks; i++) {
         char body[8192], name[64];
@@ -1388,7 +1531,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             g.chance_se[at] = json_is_number(se) ? json_number_value(se) : NAN;
         }
     }
-    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL;
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL;
     double worst = 0;
     int insane = 0;
     if (!st) {
@@ -1400,13 +1543,14 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         ct = cost_table(c, g.cell[plan->n - 1]);
         snt = sanity_table(c, &g, &insane);
         vt = comparisons_table(c, &g);
-        if (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt)
+        lt = learn_table(c, plan, &g, root, &st);
+        if (!st && (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt || !lt))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
     }
     if (!st) {
         struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
                                         {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt},
-                                        {"comparisons.csv", vt}};
+                                        {"comparisons.csv", vt}, {"steps_to_learn.csv", lt}};
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
@@ -1450,6 +1594,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     epar_csv_free(mt); epar_csv_free(wt); epar_csv_free(et); epar_csv_free(dt); epar_csv_free(pt); epar_csv_free(ct);
     epar_csv_free(snt);
     epar_csv_free(vt);
+    epar_csv_free(lt);
     for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
     free(g.cell);
     free(g.value);

@@ -40,7 +40,9 @@ struct epar_bench_budget {
     int extrap[EPAR_BENCH_MAX_EXTRAP];  /* evaluation lengths of the lm cells */
     int extrap_tokens;                  /* tokens evaluated at each of them */
     enum epar_task_id cost_task;
-    int cost_length, cost_steps, cost_repeats;
+    int cost_length, cost_steps, cost_repeats;   /* cost_repeats: the least number of interleaved repeats */
+    int cost_max_repeats;                        /* ... and the most, */
+    double cost_halfwidth;                       /* repeated until every overhead's interval is this narrow */
 };
 
 struct epar_bench_cfg {

@@ -421,7 +421,7 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
 static int train_step(struct epar_train_run *r)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
-    double t0 = now();
+    double t0 = now(), c0 = epar_nn_thread_cpu();
     epar_task_train_batch(&r->task, r->data, B, r->tok, r->tgt, r->mask);
     int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, B, T);
     if (st) return st;
@@ -441,6 +441,7 @@ static int train_step(struct epar_train_run *r)
     r->step++;
     r->tokens += (double)B * T;
     r->step_seconds += now() - t0;
+    r->step_cpu_seconds += epar_nn_thread_cpu() - c0;
     return EPAR_OK;
 }
 

@@ -58,6 +58,8 @@ struct epar_train_run {
     double tokens;                      /* training tokens processed */
     double seconds;                     /* wall time so far (a resumed run adds to it) */
     double step_seconds;                /* of which inside training steps */
+    double step_cpu_seconds;            /* the calling thread's CPU seconds inside training steps (not checkpointed:
+                                         * the benchmark's cost cell times single-threaded steps with it) */
     double loss_sum;                    /* train loss since the last curve row ... */
     long loss_count;                    /* ... and its count */
     double last_lr, last_norm, last_loss;

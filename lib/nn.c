@@ -2,6 +2,7 @@
  * the ops (matmul, layernorm, gelu, attention, cross-entropy), then the model's forward and backward. */
 #include <math.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cblas.h>
@@ -788,6 +789,13 @@ void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params 
 /* per-layer views of the activations for the current (B, T) */
 #define LAYER(ptr, l, n) ((ptr) + (size_t)(l) * (n))
 
+double epar_nn_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, const float *mask, int B, int T)
 {
     const struct epar_nn_config *c = &m->cfg;
@@ -819,11 +827,13 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), res,
                                   p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C);
         epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
+        double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL};
         /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
         float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+        if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
         epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
                                   p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
@@ -900,10 +910,12 @@ void epar_nn_backward(struct epar_nn *m)
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL};
+        double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
                                    LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
         epar_nnpos_backward(&m->pos, l, s->gfac, s->gbias, B, T);
         epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T);
+        if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
                                 LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part);
         epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,

@@ -112,7 +112,13 @@ struct epar_nn {
     float *mask;                        /* (Bmax, Tmax) copy of the last loss mask */
     double mask_sum;                    /* sum of the last mask */
     double loss;                        /* mean cross-entropy over the masked positions (nats) */
+    int time_attention;                 /* 1: add the calling thread's CPU seconds in the position mechanism and
+                                         * attention (forward and backward) to attn_cpu_seconds; one thread only */
+    double attn_cpu_seconds;
 };
+
+/* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by other processes holding the cores */
+double epar_nn_thread_cpu(void);
 
 /* Check sizes and mechanism (EPAR_EINVAL naming the value). */
 int epar_nn_config_validate(const struct epar_nn_config *c);
