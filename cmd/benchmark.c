@@ -59,9 +59,13 @@ static void fmt_time(double s, char *buf, size_t n)
     else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-/* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism) */
+/* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism), on one thread as
+ * the cells run, in the thread's CPU time (threads of the previous step of run-all still spinning on the other
+ * core made three wall-clock steps look twelve times slower) */
 static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
 {
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
     struct epar_bench_cell cell = plan->cells[k];
     if (cell.task < 0) {
         cell.mech = 0;
@@ -76,15 +80,16 @@ static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_
     int st = epar_exp_train_setup(&r, &t);
     r.until = 1;   /* the first step is not timed (first touch of the activations) */
     if (!st && !epar_exp_train_loop(&r)) {
-        double first = r.step_seconds;
+        double first = r.step_cpu_seconds;
         r.until = 0;
         if (!epar_exp_train_loop(&r) && r.step > 1) {
             double T = t.task.length, C = t.dim;
             double w = (double)(r.step - 1) * t.batch * T * (12.0 * C * C + 2.0 * t.mlp * C + 4.0 * T * C) * t.layers;
-            spw = (r.step_seconds - first) / w;
+            spw = (r.step_cpu_seconds - first) / w;
         }
     }
     epar_exp_train_free(&r);
+    omp_set_num_threads(threads);
     return spw;
 }
 
