@@ -66,7 +66,7 @@ static void rules(void)
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
               "exact: 1e-9 off fails");
     struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0};
-    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN};
+    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN};
     char acc[256];
     check_int(epar_audit_judge(&rel, 0.7406705617904663, 0, &m32, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "relative 1e-6: the float32 value");
@@ -396,9 +396,43 @@ static void not_learned(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
+/* beats_all: the smallest lower end of the intervals against every rival, and the smallest Holm-adjusted p of a
+ * better rival (experiments/benchmark's comparisons) */
+static void beats_all(void)
+{
+    struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0};
+    char acc[256];
+    struct epar_audit_meas m = {0.01, 0, NAN, 3, NAN, NAN, NAN};
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
+              "beats_all: every interval above 0 -> holds");
+    m.value = -0.2;
+    m.holm = 0.2;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "beats_all: an interval reaching below 0, no rival better after Holm -> open");
+    m.holm = 0.01;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
+              "beats_all: a rival better at Holm-adjusted p 0.01 -> fails");
+    check_true(strstr(acc, "Holm-adjusted p < 0.05") != NULL, "beats_all: the accepted text names the level (%s)", acc);
+    m.holm = NAN;
+    m.value = 0;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "beats_all: identical cells (lower end 0, no test) -> open");
+    m.n = 1;
+    m.value = NAN;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
+              "beats_all: no interval (NaN) -> undecided");
+    m.value = 0.5;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FEW_SEEDS,
+              "beats_all: one seed -> needs >= 2 seeds");
+    enum epar_audit_rule r;
+    check_int(epar_audit_rule_parse("beats_all", &r), EPAR_OK, "beats_all parses");
+    check_int(r, EPAR_AUDIT_BEATS_ALL, "beats_all is its rule");
+}
+
 int main(void)
 {
     rules();
+    beats_all();
     verdicts();
     quantities();
     selection();
