@@ -320,7 +320,7 @@ int cmd_benchmark(int argc, char **argv)
     int merge_flag = 0;
     struct opt opts[] = {
         {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (< 15 min, 3 seeds) or full (5 seeds, hours)", 0},
+        {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (about 10 min on 2 cores, 3 seeds) or full (5 seeds, hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
         {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "position mechanisms (default: all eight)", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},

@@ -566,8 +566,9 @@ done:
 
 static void mean_sd(const double *x, int n, double *mean, double *sd);
 static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id);
+static int is_epar(enum epar_nnpos_id id);
 
-/* the widest half-width, at the audit's level, of the overheads the cost claims read (every mechanism vs none,
+/* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
  * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
 static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
 {
@@ -576,7 +577,7 @@ static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int
     double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
     for (int m = 0; m < M; m++)
         for (int vs = 0; vs < 2; vs++) {
-            int y = vs ? (m == enh ? basic : -1) : (m == none ? -1 : none);
+            int y = !is_epar(c->mech[m]) ? -1 : vs ? (m == enh ? basic : -1) : none;
             if (y < 0) continue;
             for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
             mean_sd(d, R, &mean, &sd);

@@ -118,6 +118,7 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     double v = m->value;
     char how[160];
     acc[0] = '\0';
+    if (t->rule == EPAR_AUDIT_BEATS_ALL && m->n == 1) return EPAR_AUDIT_FEW_SEEDS;   /* one seed: no interval */
     if (!isfinite(v)) return EPAR_AUDIT_UNDECIDED;
     switch (t->rule) {
     case EPAR_AUDIT_PRINTED: {
@@ -183,7 +184,6 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
          * correction): v is the smallest lower end, over the rivals, of the interval of the paired improvement at
          * the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv); fails when a
          * rival is better after a Holm adjustment across the rivals; open otherwise */
-        if (m->n == 1) return EPAR_AUDIT_FEW_SEEDS;   /* n_column: the seeds behind the comparisons */
         if (isfinite(m->holm))
             snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); fails if a rival is better at "
                      "Holm-adjusted p < %.3g (smallest such p: %.3g)", r, v, 1 - level, m->holm);

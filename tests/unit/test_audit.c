@@ -417,13 +417,12 @@ static void beats_all(void)
     m.value = 0;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
               "beats_all: identical cells (lower end 0, no test) -> open");
-    m.n = 1;
     m.value = NAN;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
-              "beats_all: no interval (NaN) -> undecided");
-    m.value = 0.5;
+              "beats_all: no interval (NaN) with 3 seeds -> undecided");
+    m.n = 1;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FEW_SEEDS,
-              "beats_all: one seed -> needs >= 2 seeds");
+              "beats_all: one seed (no interval) -> needs >= 2 seeds");
     enum epar_audit_rule r;
     check_int(epar_audit_rule_parse("beats_all", &r), EPAR_OK, "beats_all parses");
     check_int(r, EPAR_AUDIT_BEATS_ALL, "beats_all is its rule");
