@@ -837,12 +837,15 @@ static void write_proxy_section(struct doc *d, const char *out_root)
              "and a fact at a controlled distance for QA, the majority symbol for classification, selective copying "
              "from a sequence four times the short length for long documents; shuffled words, 20%% input noise and an "
              "order-free count for the conditions; docs/TASKS.md), with equal steps, tokens and learning rate for "
-             "every mechanism and parameter counts within 1%%. A proxy verdict says whether the *direction* of the paper's effect (EPAR "
-             "beats the best baseline, hurts under noise, costs little) holds for small trained models, judged by the "
-             "per-seed relative difference and its spread across seeds. It cannot show the size of the effect at 110M "
-             "parameters, on the real data sets, with the paper's tuning, or the wall-clock share of attention in a "
-             "large model (a small model spends relatively more time in attention, so its overheads are larger); with "
-             "few seeds and short training most differences are inconclusive.%s", run);
+             "every mechanism and parameter counts within 1%%. A proxy verdict says whether the *direction* of the "
+             "paper's effect (EPAR beats every baseline, hurts under noise, costs little) holds for small trained "
+             "models, judged by the per-seed relative differences and their spread across seeds: \"EPAR improves on "
+             "the baselines\" needs EPAR above each baseline at the audit's level (comparisons.csv) and is not "
+             "reproduced when a baseline is better after a Holm adjustment across the baselines; the minimum "
+             "detectable effects in main_table.md say how large a difference these seeds could see. It cannot show the "
+             "size of the effect at 110M parameters, on the real data sets, with the paper's tuning, or the share of "
+             "attention in a large model's step (cost.csv gives this model's, to scale the overheads by); with few "
+             "seeds and short training many differences are inconclusive.%s", run);
 }
 
 static void write_report(struct doc *d, const char *out_root, const struct epar_audit *a,
