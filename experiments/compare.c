@@ -856,8 +856,9 @@ static void cmp_timing_json(const struct epar_compare_cfg *cfg, json_t *extra)
              "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
              cfg->speed_repeats);
     snprintf(sp, sizeof sp,
-             "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel (all L^2 scores "
-             "by dgemm, masked softmax, dgemm A V) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
+             "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel "
+             "epar_sparse_dense_fast (no mask: blocks of query rows, scores by dgemm, vector max and exp-sum, dgemm "
+             "P V; its GFLOP/s against the double FMA peak measured once in the run) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
              "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
              "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
     json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));

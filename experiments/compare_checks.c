@@ -412,17 +412,16 @@ static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id i
     if ((st = epar_mech_init(&m, id, prm, L, d, 1, cfg->causal, cfg->prm.seeds[0]))) return st;
     struct epar_sparse_pattern pat;
     struct epar_sparse_ws ws = {0};
-    size_t LL = (size_t)L * L, Ld = (size_t)L * d;
-    double *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *S = NULL, *row2 = NULL;
-    int *idx = NULL;
+    size_t Ld = (size_t)L * d;
+    double *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *S = NULL;
     gsl_rng *r = NULL;
     if ((st = epar_sparse_pattern_from_mech(&m, &pat))) goto done;
     pat.tile = cfg->speed_tile;
     if ((st = epar_sparse_ws_alloc(&ws, &pat, d))) goto done;
     st = EPAR_ENOMEM;
     if (!(Q = malloc(Ld * sizeof *Q)) || !(K = malloc(Ld * sizeof *K)) || !(V = malloc(Ld * sizeof *V)) ||
-        !(O = malloc(Ld * sizeof *O)) || !(S = malloc(LL * sizeof *S)) || !(row2 = malloc(2 * (size_t)L * sizeof *row2)) ||
-        !(idx = malloc(2 * (size_t)L * sizeof *idx)) || !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
+        !(O = malloc(Ld * sizeof *O)) || !(S = malloc(epar_sparse_dense_fast_ws(L) * sizeof *S)) ||
+        !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
         goto done;
     epar_rng_normal(r, Q, Ld, 1);
     epar_rng_normal(r, K, Ld, 1);
@@ -434,7 +433,7 @@ static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id i
     double scale = 1.0 / sqrt((double)d), td = INFINITY, ts = INFINITY;
     for (int rep = -1; rep < cfg->speed_repeats; rep++) {   /* rep -1: warm-up, not timed */
         double t0 = omp_get_wtime();
-        epar_sparse_dense_output(m.mask, m.mask2, m.gate, cfg->causal, L, Q, K, V, d, d, scale, O, d, S, row2, idx);
+        epar_sparse_dense_fast(cfg->causal, L, Q, K, V, d, d, scale, O, d, S);   /* dense attention, no mask */
         double t1 = omp_get_wtime();
         epar_sparse_output(&pat, Q, K, V, d, d, scale, O, d, &ws);
         double t2 = omp_get_wtime();
@@ -448,15 +447,20 @@ done:
     if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory timing '%s' at length %d", m.info->id, L);
     epar_mech_free(&m);
     epar_sparse_ws_free(&ws);
-    free(Q); free(K); free(V); free(O); free(S); free(row2); free(idx);
+    free(Q); free(K); free(V); free(O); free(S);
     if (r) epar_rng_free(r);
     return st;
 }
 
 int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out)
 {
-    *out = epar_csv_new("mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound");
+    *out = epar_csv_new("mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,"
+                        "fma_peak_gflops,dense_fraction_of_peak");
     if (!*out) return EPAR_ENOMEM;
+    double peak = NAN;   /* measured in this run, once, before the kernels (one thread) */
+    int any = 0;
+    for (int k = 0; k < cfg->n_mech; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK;
+    if (any && cfg->n_speed) peak = epar_sparse_fma_peak(NULL);
     for (int k = 0; k < cfg->n_mech; k++) {
         enum epar_mech_id id = cfg->mech[k];
         if (epar_mech_table[id].kind != EPAR_MK_MASK) continue;
@@ -466,8 +470,11 @@ int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table
             int st = speed_measure(cfg, id, cfg->p[id], L, &sp);
             if (st) return st;
             double bound = (double)L * L / sp.pairs, su = sp.dense / sp.sparse;
-            if (epar_csv_append(*out, "siiiddddd", epar_mech_table[id].id, L, cfg->speed_head_dim, (int)sp.pairs,
-                                sp.dense * 1e6, sp.sparse * 1e6, su, bound, su / bound))
+            /* the dense kernel's work: 2 d flops for each score and 2 d for its share of P V, on every pair it reads */
+            double dense_pairs = cfg->causal ? (double)L * (L + 1) / 2 : (double)L * L;
+            double gf = 4.0 * cfg->speed_head_dim * dense_pairs / sp.dense / 1e9;
+            if (epar_csv_append(*out, "siiiddddddddd", epar_mech_table[id].id, L, cfg->speed_head_dim, (int)sp.pairs,
+                                sp.dense * 1e6, sp.sparse * 1e6, su, bound, su / bound, gf, peak, gf / peak))
                 return EPAR_ENOMEM;
         }
     }

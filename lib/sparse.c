@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <gsl/gsl_cblas.h>
 #include <immintrin.h>
 #include "err.h"
@@ -1202,3 +1203,89 @@ void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, d
     }
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, 1.0, S, L, V, ld, 0.0, O, ldo);
 }
+
+/* ---- the dense kernel used for timing: no mask, no compaction, one pass per block of query rows ---- */
+
+size_t epar_sparse_dense_fast_ws(int L) { return (size_t)EPAR_SPARSE_DENSE_ROWS * (size_t)L; }
+
+void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,
+                            double scale, double *O, int ldo, double *S)
+{
+    const struct vops *ops = vops();
+    double inv[EPAR_SPARSE_DENSE_ROWS];
+    for (int i0 = 0; i0 < L; i0 += EPAR_SPARSE_DENSE_ROWS) {
+        int nr = L - i0 < EPAR_SPARSE_DENSE_ROWS ? L - i0 : EPAR_SPARSE_DENSE_ROWS, kw = causal ? i0 + nr : L;
+        /* S (nr, kw) <- scale Q_block K^T over the keys any row of the block reads */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, scale, Q + (size_t)i0 * ld, ld, K, ld, 0.0, S, kw);
+        for (int r = 0; r < nr; r++) {
+            double *z = S + (size_t)r * kw;
+            int n = causal ? i0 + r + 1 : kw;   /* causal: row i reads keys 0..i; the rest of the block's row is 0 */
+            inv[r] = 1.0 / ops->expsum(z, n, ops->max(z, n));
+            if (n < kw) memset(z + n, 0, (size_t)(kw - n) * sizeof *z);
+        }
+        /* O_block <- P V, then each row divided by its sum */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, V, ld, 0.0, O + (size_t)i0 * ldo, ldo);
+        for (int r = 0; r < nr; r++) cblas_dscal(d, inv[r], O + (size_t)(i0 + r) * ldo, 1);
+    }
+}
+
+/* ---- the machine's double-precision FMA peak, for one thread ---- */
+
+/* independent chains: FMA latency (4-5 cycles) x 2 ports, within the register file (16 ymm, 32 zmm) */
+#define PEAK_CHAINS_AVX2 12
+#define PEAK_CHAINS_AVX512 24
+
+__attribute__((target("avx2,fma"), noinline)) static double peak_avx2(long iters, double seed)
+{
+    __m256d acc[PEAK_CHAINS_AVX2], a = _mm256_set1_pd(0.999999), b = _mm256_set1_pd(1e-9 * seed);
+    for (int c = 0; c < PEAK_CHAINS_AVX2; c++) acc[c] = _mm256_set1_pd((double)c * seed);
+    for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 12
+        for (int c = 0; c < PEAK_CHAINS_AVX2; c++) acc[c] = _mm256_fmadd_pd(acc[c], a, b);
+    }
+    __m256d t = acc[0];
+    for (int c = 1; c < PEAK_CHAINS_AVX2; c++) t = _mm256_add_pd(t, acc[c]);
+    double out[4];
+    _mm256_storeu_pd(out, t);
+    return out[0] + out[3];
+}
+
+__attribute__((target("avx512f"), noinline)) static double peak_avx512(long iters, double seed)
+{
+    __m512d acc[PEAK_CHAINS_AVX512], a = _mm512_set1_pd(0.999999), b = _mm512_set1_pd(1e-9 * seed);
+    for (int c = 0; c < PEAK_CHAINS_AVX512; c++) acc[c] = _mm512_set1_pd((double)c * seed);
+    for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 24
+        for (int c = 0; c < PEAK_CHAINS_AVX512; c++) acc[c] = _mm512_fmadd_pd(acc[c], a, b);
+    }
+    __m512d t = acc[0];
+    for (int c = 1; c < PEAK_CHAINS_AVX512; c++) t = _mm512_add_pd(t, acc[c]);
+    double out[8];
+    _mm512_storeu_pd(out, t);
+    return out[0] + out[7];
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double epar_sparse_fma_peak(const char **isa)
+{
+    __builtin_cpu_init();
+    int w512 = __builtin_cpu_supports("avx512f"), w256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa) *isa = w512 ? "avx512" : w256 ? "avx2" : "none";
+    if (!w512 && !w256) return NAN;
+    long iters = 1 << 20;
+    double best = 0, sink = 0;
+    for (int rep = 0; rep < 7; rep++) {   /* the best of 7 runs of about 30-60 ms: other load only lowers a rate */
+        double t0 = wall();
+        sink += w512 ? peak_avx512(iters, 1.0 + rep) : peak_avx2(iters, 1.0 + rep);
+        double dt = wall() - t0, flops = 2.0 * (w512 ? 8 * PEAK_CHAINS_AVX512 : 4 * PEAK_CHAINS_AVX2) * (double)iters;
+        if (dt > 0 && flops / dt > best) best = flops / dt;
+    }
+    return isfinite(sink) ? best / 1e9 : NAN;
+}
+

@@ -104,4 +104,20 @@ void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, d
                               const double *Q, const double *K, const double *V, int ld, int d, double scale,
                               double *O, int ldo, double *S, double *row, int *idx);
 
+/* The dense kernel the speed-ups are timed against: O (L, ldo) <- softmax(scale Q K^T) V over every key (causal:
+ * keys 0..i for row i), the way a user's dense attention runs: blocks of EPAR_SPARSE_DENSE_ROWS query rows, the
+ * block's scores by cblas_dgemm, each row's max and exp-sum by the vector kernels above, P V by cblas_dgemm and a
+ * division by the sums. No mask is read and no row is compacted or scattered (epar_sparse_dense_output, the
+ * masked reference, stays for exactness tests). S is (EPAR_SPARSE_DENSE_ROWS, L) workspace:
+ * epar_sparse_dense_fast_ws(L) doubles. Does not allocate. */
+#define EPAR_SPARSE_DENSE_ROWS 128
+size_t epar_sparse_dense_fast_ws(int L);
+void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,
+                            double scale, double *O, int ldo, double *S);
+
+/* The double-precision FMA peak of one thread in GFLOP/s, measured now (about 0.3 s: the best of 7 runs of
+ * independent FMA chains on the widest vector ISA, AVX-512F or AVX2+FMA, whose name goes to *isa; NaN and "none"
+ * without either). The reference the dense kernel's rate is read against (sparse_speed.csv). */
+double epar_sparse_fma_peak(const char **isa);
+
 #endif

@@ -31,7 +31,14 @@ expect_grep '^distance,bucket,num_buckets,max_distance,bidirectional$' "$d/t5_bu
 expect_grep '^91,15,16,128,0$' "$d/t5_buckets.csv"
 expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
 # sparse_speed.csv: every mask mechanism at every --speed-lengths; pairs, bound, speed-up and fraction consistent
-expect_grep '^mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound$' "$d/sparse_speed.csv"
+expect_grep '^mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,fma_peak_gflops,dense_fraction_of_peak$' "$d/sparse_speed.csv"
+# the structure, not the timings: the speed-ups are timed against the dense kernel without a mask path
+# (epar_sparse_dense_fast, which takes no mask), never against the masked reference (exactness tests only)
+grep -q 'epar_sparse_dense_fast(cfg->causal' "$EPAR_ROOT/experiments/compare_checks.c" &&
+    ! grep -q 'epar_sparse_dense_output' "$EPAR_ROOT/experiments/compare_checks.c" && ok ||
+    fail "sparse_speed.csv must time epar_sparse_dense_fast, not the masked epar_sparse_dense_output"
+grep -q '^void epar_sparse_dense_fast(int causal, int L, const double \*Q, const double \*K, const double \*V, int ld, int d,$' \
+    "$EPAR_ROOT/lib/sparse.h" && ok || fail "epar_sparse_dense_fast's signature changed (it must take no mask)"
 python3 - "$d/sparse_speed.csv" "$d/seed_checks.csv" <<'PY' && ok || fail "sparse_speed.csv rows or arithmetic"
 import sys, csv
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -45,6 +52,11 @@ for r in rows:
     assert rel(float(r["pair_bound"]), L * L / p)
     assert rel(float(r["speedup"]), float(r["dense_us"]) / float(r["sparse_us"]))
     assert rel(float(r["fraction_of_bound"]), float(r["speedup"]) / float(r["pair_bound"]))
+    # the dense kernel's rate: 4 d flops per pair it reads (all L^2: compare's default is not causal) over its time,
+    # against the FMA peak measured in the same run
+    assert rel(float(r["dense_gflops"]), 4 * 64 * L * L / (float(r["dense_us"]) * 1e-6) / 1e9)
+    assert float(r["fma_peak_gflops"]) > 0 and rel(float(r["dense_fraction_of_peak"]),
+                                                     float(r["dense_gflops"]) / float(r["fma_peak_gflops"]))
 # pi-attention at L=128: ring band 2r+1 = 65 keys and the residue class L/pi = 8, 5 of them in the band (0, +-16, +-32)
 assert int(rows[-1]["pairs"]) == 128 * (65 + 8 - 5)
 # the seed check reads the pi-attention row at the largest length: min(measured speed-up, pair bound) (above

@@ -240,6 +240,41 @@ static void check_kernels(const struct setting *set, int nset, gsl_rng *r)
     check_setting(&set[0], 1024, 64, 0, 0, 64, r);
 }
 
+/* the dense kernel the speed-ups are timed against: plain softmax attention over every (causal: earlier) key,
+ * against the masked reference with an all-allowed mask, at lengths around its block of rows, every vector
+ * kernel set */
+static void check_dense_fast(gsl_rng *r)
+{
+    static const int Ls[] = {1, 5, EPAR_SPARSE_DENSE_ROWS - 1, EPAR_SPARSE_DENSE_ROWS, EPAR_SPARSE_DENSE_ROWS + 1, 300};
+    for (size_t q = 0; q < sizeof Ls / sizeof Ls[0]; q++)
+        for (int causal = 0; causal <= 1; causal++) {
+            int L = Ls[q], d = 37, ld = 40, ldo = 39;
+            size_t n = (size_t)L * ld;
+            double *Q = malloc(n * sizeof *Q), *K = malloc(n * sizeof *K), *V = malloc(n * sizeof *V);
+            double *O1 = calloc((size_t)L * ldo, sizeof *O1), *O2 = calloc((size_t)L * ldo, sizeof *O2);
+            double *S = malloc((size_t)L * L * sizeof *S), *row = malloc(2 * (size_t)L * sizeof *row);
+            double *W = malloc(epar_sparse_dense_fast_ws(L) * sizeof *W);
+            int *idx = malloc(2 * (size_t)L * sizeof *idx);
+            unsigned char *M = malloc((size_t)L * L);
+            memset(M, 1, (size_t)L * L);
+            epar_rng_normal(r, Q, n, 1.5);
+            epar_rng_normal(r, K, n, 1.5);
+            epar_rng_normal(r, V, n, 1);
+            double scale = 1 / sqrt((double)d);
+            epar_sparse_dense_output(M, NULL, 1.0, causal, L, Q, K, V, ld, d, scale, O1, ldo, S, row, idx);
+            epar_sparse_dense_fast(causal, L, Q, K, V, ld, d, scale, O2, ldo, W);
+            double worst = 0;
+            for (int i = 0; i < L; i++)
+                for (int c = 0; c < d; c++) {
+                    double a = O1[(size_t)i * ldo + c], b = O2[(size_t)i * ldo + c];
+                    worst = fmax(worst, fabs(a - b) / fmax(1.0, fabs(a)));
+                }
+            check_true(worst <= 1e-12, "dense kernel for timing = masked reference, L=%d causal=%d (%.2g)", L, causal,
+                       worst);
+            free(Q); free(K); free(V); free(O1); free(O2); free(S); free(row); free(W); free(idx); free(M);
+        }
+}
+
 int main(void)
 {
     static const struct setting set[] = {
@@ -276,6 +311,7 @@ int main(void)
         }
         printf("# vector kernels: %s\n", isas[v]);
         check_kernels(set, nset, r);
+        check_dense_fast(r);
     }
     check_int(epar_sparse_set_isa("avx1024"), EPAR_EINVAL, "unknown vector kernels refused");
     check_int(epar_sparse_set_isa(NULL), EPAR_OK, "the CPU's best vector kernels");
@@ -311,6 +347,10 @@ int main(void)
     check_int(epar_sparse_pairs(&pi), want, "pi-attention pairs at L=4096: L (2r+1 + L/pi)");
     for (int k = 0; k < EPAR_SPARSE_COUNT; k++)
         check_true(strlen(epar_sparse_kernel_name((enum epar_sparse_kind)k)) > 0, "kernel %d has a name", k);
+    const char *isa = NULL;
+    double peak = epar_sparse_fma_peak(&isa);
+    check_true(!strcmp(isa, "none") ? isnan(peak) : peak > 0 && isfinite(peak), "FMA peak measured on %s: %.3g GFLOP/s",
+               isa, peak);
     gsl_rng_free(r);
     return check_summary("test_sparse");
 }
