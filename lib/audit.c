@@ -126,10 +126,13 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         return v >= lo && v < hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
     }
     case EPAR_AUDIT_PREDICTION: {
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
-        double s = m->sd, q = quantile(level, m->n - 1);
+        /* a prediction interval is always about a spread: one row (a mean over one seed, an sd_column of NaN) has
+         * none, whatever the measure says about being stochastic */
+        double s = m->sd;
         int floored = isfinite(m->se_run) && !(s >= m->se_run);
         if (floored) s = m->se_run;
+        if (m->n < 2 || !isfinite(s)) return EPAR_AUDIT_FEW_SEEDS;
+        double q = quantile(level, m->n - 1);
         double half = q * s * sqrt(1.0 + 1.0 / m->n) + u / 2;
         snprintf(acc, n, "[%.6g, %.6g] = m +- t(%d)=%.3g x sd %.3g%s x sqrt(1+1/%d)%s", v - half, v + half, m->n - 1, q,
                  s, floored ? " (run-level floor)" : "", m->n, u > 0 ? " + half a printed unit" : "");
