@@ -449,9 +449,11 @@ static void doc_table_end(struct doc *d)
 }
 
 /* ---- numbers as a reader sees them ----
- * A measured value is shown at the precision of the figure it is compared with: as many decimals as the reported
- * figure prints (a percentage as a percentage), with digits added only when a value that does not meet the claim
- * would otherwise print as the claim itself. Full precision stays in claims.csv. */
+ * A measured value is shown at the precision of the figure it is compared with when that figure is a number with
+ * decimals ("0.934", "93.75%": as many decimals, a percentage as a percentage), with digits added only when a value
+ * that does not meet the claim would otherwise print as the claim itself. Against a symbolic, qualitative or integer
+ * figure ("1/L", "ratio < 1", "16", "78%") it shows 3 significant digits, so 0.482 does not print as "0". Never "-0".
+ * Full precision stays in claims.csv. */
 
 /* the first printed number of a reported text ("x4.2" -> 4.2 unit 0.1, "78%" -> 0.78 unit 0.01 percent) */
 static int reported_figure(const char *rep, double *v, double *unit, int *percent)
@@ -465,6 +467,10 @@ static int reported_figure(const char *rep, double *v, double *unit, int *percen
     while (n + 1 < sizeof num && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.' || p[n] == '%')) { num[n] = p[n]; n++; }
     num[n] = '\0';
     if (strchr(num, '%') && strchr(num, '%')[1]) return 0;
+    if (!strchr(num, '.')) { /* an integer figure gives no precision to round to (a percentage stays one) */
+        *percent = strchr(num, '%') != NULL && p[n] != '/' && p[n] != '^';
+        return 0;
+    }
     if (p[n] == '/' || p[n] == '^') return 0; /* "1/L", "2^-8": a formula, not a printed figure */
     if (epar_audit_printed_parse(num, v, unit) != EPAR_OK) return 0;
     if (neg) *v = -*v;
@@ -482,10 +488,10 @@ static int decimals_of(double unit)
 static void round_like(const char *rep, double m, int fails, char *out, size_t n)
 {
     double r, u;
-    int pct;
+    int pct = 0;
     if (!isfinite(m)) { snprintf(out, n, "%s", isnan(m) ? "nan" : m > 0 ? "inf" : "-inf"); return; }
     if (!reported_figure(rep, &r, &u, &pct)) {
-        snprintf(out, n, "%.3g", m);
+        snprintf(out, n, pct ? "%.3g%%" : "%.3g", m == 0 ? 0.0 : pct ? 100 * m : m);
         return;
     }
     double scale = pct ? 100 : 1;
@@ -505,6 +511,7 @@ static void round_like(const char *rep, double m, int fails, char *out, size_t n
         snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
         snprintf(out, n, "%.*f", dec, m * scale);
     }
+    if (out[0] == '-' && strtod(out, NULL) == 0) memmove(out, out + 1, strlen(out)); /* -0.00 -> 0.00 */
     if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
 }
 

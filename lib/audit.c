@@ -411,11 +411,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "learned_column", "aggregate", "posfx", "needs",
-                                           "readings", NULL};
+                                           "n_column", "against_column", "learned_column", "aggregate", "group_by", "posfx",
+                                           "needs", "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
-                                           "aggregate", "posfx", NULL};
+                                           "aggregate", "group_by", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
@@ -512,8 +512,8 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column"};
-    for (int k = 0; k < 6; k++)
+                                       "learned_column", "group_by"};
+    for (int k = 0; k < 7; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
@@ -522,6 +522,9 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
     if (ag && (!json_is_string(ag) || (strcmp(json_string_value(ag), "mean") && strcmp(json_string_value(ag), "min") &&
                                        strcmp(json_string_value(ag), "max"))))
         return verr(v, "expected \"mean\", \"min\" or \"max\"");
+    snprintf(v->jp, sizeof v->jp, "%s.group_by", mb);
+    if (json_object_get(m, "group_by") && (!ag || strcmp(json_string_value(ag), "mean") || json_object_get(m, "sd_column")))
+        return verr(v, "group_by needs \"aggregate\": \"mean\" and no \"sd_column\" (the spread is the groups')");
     return EPAR_OK;
 }
 
@@ -876,6 +879,37 @@ static double same_rows(const struct epar_table *t, json_t *m, const char *col, 
     return v;
 }
 
+/* "group_by": the mean of the selected rows whose spread is the sd across the groups' means (e.g. the per-seed average
+ * over the importance types: the sd of that average, not the average of the per-type sds); n = the groups */
+static int grouped_spread(const struct epar_table *t, json_t *m, const char *col, const char *by, double *sd, int *n,
+                          char *why, size_t nwhy)
+{
+    int gi = epar_csv_col(t, by);
+    if (gi < 0) return why_set(why, nwhy, "group_by column '%s' not in the file", by);
+    json_t *where = json_deep_copy(json_object_get(m, "where"));
+    if (!where) where = json_object();
+    double *means = epar_err_alloc(t->nrows + 1, sizeof *means, "the audit's group means");
+    int st = where && means ? EPAR_OK : why_set(why, nwhy, "out of memory");
+    size_t ng = 0;
+    for (size_t r = 0; r < t->nrows && !st; r++) {
+        const struct epar_cell *c = &t->cells[r * (size_t)t->ncols + gi];
+        json_t *key = c->s ? json_string(c->s) : json_real(c->v);
+        int seen = 0;
+        for (size_t q = 0; q < r && !seen; q++) seen = cell_matches(t, q, gi, key);
+        double v, s;
+        int nr;
+        if (!seen && !json_object_set(where, by, key) &&
+            !epar_audit_select(t, where, col, NULL, "mean", &v, &s, &nr, why, nwhy))
+            means[ng++] = v;
+        json_decref(key);
+    }
+    *n = (int)ng;
+    *sd = ng > 1 ? gsl_stats_sd(means, 1, ng) : NAN;
+    free(means);
+    json_decref(where);
+    return st;
+}
+
 static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_ctx *ctx)
 {
     const char *file = jstr(m, "file", ""), *col = jstr(m, "column", ""), *sdc = jstr(m, "sd_column", NULL),
@@ -913,6 +947,16 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        if (jstr(m, "group_by", NULL)) {
+            rd->m.stochastic = 1;
+            if (grouped_spread(t, m, col, jstr(m, "group_by", NULL), &rd->m.sd, &rd->m.n, why, sizeof why)) {
+                rd->available = 0;
+                rd->spec_problem = 1;
+                snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: %s", file, why);
+            }
+            snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), ", sd across the %s means",
+                     jstr(m, "group_by", NULL));
+        }
         /* NaN (a run from before the column, or cells without a chance level): unknown, judged as before */
         rd->not_learned = same_rows(t, m, jstr(m, "learned_column", NULL), why, sizeof why) == 0.0;
         if (ac) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " vs column %s", ac);
