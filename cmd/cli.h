@@ -121,8 +121,10 @@ struct cmd_entry {
     const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
 };
-extern const struct cmd_entry epar_commands[];
+extern const struct cmd_entry epar_commands[];     /* cmd/commands.c */
 const struct cmd_entry *cli_find_command(const char *name);
+/* the command being dispatched (its help names its summary and folder); set before calling a row's fn */
+extern const struct cmd_entry *cli_current_command;
 /* the row's output sub-folder under the output root ("position", "report", ...) */
 const char *cli_command_folder(const struct cmd_entry *e);
 

@@ -306,9 +306,16 @@ void cli_pad(FILE *f, const char *s, size_t width)
 
 static const char *default_protocol(char *buf, size_t n);
 
+const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->exp->folder : e->folder; }
+
+/* the command being run: set by the dispatcher (cmd/main.c, cmd/docgen.c), so the help shows its summary without
+ * this file calling back into the command table */
+const struct cmd_entry *cli_current_command;
+
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts)
 {
-    const struct cmd_entry *ce = cli_find_command(cmd);
+    const struct cmd_entry *ce =
+        cli_current_command && !strcmp(cli_current_command->name, cmd) ? cli_current_command : NULL;
     fprintf(f, "usage: epar %s %s\n\n", cmd, usage ? usage : "[options]");
     if (ce) fprintf(f, "%s -> output/%s/\n", ce->summary, cli_command_folder(ce));
     for (const struct opt *p = opts; p->type != OPT_END; p++) {

@@ -548,6 +548,24 @@ static void shown_sd(const struct epar_audit_row *r, char *out, size_t n)
 
 /* ---- REPORT.md / REPORT.html ---- */
 
+/* how many prediction claims miss, beside how many would miss by chance at the audit's level if every figure held */
+static void chance_note(struct doc *d, const struct epar_audit *a)
+{
+    int np = 0, nnot = 0;
+    double level = NAN;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        if (!r->rule || strncmp(r->rule, "prediction", 10)) continue;
+        const char *l = strstr(r->rule, "(level ");
+        if (l) level = strtod(l + 7, NULL);
+        np++;
+        nnot += r->verdict == EPAR_AUDIT_NOT_REPRODUCED;
+    }
+    if (!np || !isfinite(level)) return;
+    doc_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x %.2g) "
+              "would miss by chance even if every figure held.", np, nnot, level, np * (1 - level), np, 1 - level);
+}
+
 static void write_verdict_table(struct doc *d, const struct epar_audit *a)
 {
     static const char *const head[] = {"claim", "reported", "measured", "sd across seeds", "rule", "verdict"};
@@ -886,6 +904,7 @@ static void write_report(struct doc *d, const char *out_root, const struct epar_
               "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by "
               "the run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs "
               ">= 2 seeds**.");
+    chance_note(d, a);
     doc_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
     doc_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
               "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence "
