@@ -34,7 +34,10 @@ CMD_SRC  = $(wildcard cmd/*.c)
 TEST_SRC = $(wildcard tests/unit/test_*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
-TEST_BIN = $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_BIN = $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%) $(FUZZ_REPLAY)
+# the fuzz harnesses replayed over their seed corpus and regressions by make test (tests/fuzz/replay.c)
+FUZZ_NAMES  = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY = $(FUZZ_NAMES:%=$(BUILD)/tests/test_fuzz_%)
 DEPSTAMP = $(BUILD)/.deps-ok
 
 ifneq ($(SAN)$(COV),00)
@@ -88,6 +91,9 @@ libepar.a: $(LIBEPAR)
 $(EPAR_BIN): $(CMD_OBJ) $(LIBEPAR)
 	$(CC) $(EPAR_LDFLAGS) -o $@ $(CMD_OBJ) $(LIBEPAR) $(LDLIBS)
 
+$(BUILD)/tests/test_fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(BUILD)/cmd/options.o $(LIBEPAR)
+	@mkdir -p $(dir $@)
+	$(CC) $(EPAR_LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 	@mkdir -p $(dir $@)
 	$(CC) $(EPAR_LDFLAGS) -o $@ $< $(LIBEPAR) $(LDLIBS)
@@ -145,7 +151,6 @@ FUZZ_FLAGS    = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefi
                 -std=gnu11 $(WARN) -Wno-unknown-pragmas -Wno-pass-failed -Wno-string-concatenation -I. -Ilib -I$(BUILD)/gen $(DEPCFLAGS) -fopenmp
 FUZZ_SRC      = $(LIB_SRC) cmd/options.c
 FUZZ_OBJ      = $(FUZZ_SRC:%.c=build-fuzz/obj/%.o)
-FUZZ_NAMES    = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz/obj/%.o: %.c $(wildcard lib/*.h experiments/*.h cmd/cli.h) | $(DEPSTAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_TARGET_$(notdir $*)) -fsanitize=fuzzer-no-link -c -o $@ $<
