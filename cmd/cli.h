@@ -4,6 +4,7 @@
 #ifndef EPAR_CLI_H
 #define EPAR_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "lib/protocol.h"
 
@@ -127,6 +128,12 @@ const struct cmd_entry *cli_find_command(const char *name);
 extern const struct cmd_entry *cli_current_command;
 /* the row's output sub-folder under the output root ("position", "report", ...) */
 const char *cli_command_folder(const struct cmd_entry *e);
+
+/* SIGINT/SIGTERM during a step loop (cmd/stop.c): cli_catch_stop(1) makes the first signal only set
+ * cli_stop_signal (the loop finishes its step, saves, and the command exits 128 + signal); a second one goes to
+ * the previous handler. cli_catch_stop(0) restores it. */
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop(int on);
 
 /* Generated from the command table and each command's own --help (cmd/docgen.c): the manual page epar(1) in roff
  * (epar --man) and shell completion (epar --completion bash|zsh). Return an exit code. */
