@@ -268,6 +268,41 @@ static int write_tables(const struct cli_common *c, const struct epar_bench_cfg 
     return st;
 }
 
+static void mpi_finish(void)
+{
+#ifdef EPAR_MPI
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+#endif
+}
+
+/* the protocol's grid for the budget, with the command line's seeds, tasks and mechanisms: 0 (proto loaded) or an
+ * exit code (nothing loaded) */
+static int grid_config(struct cli_common *c, struct opt *opts, const char *budget, const char *tasks, const char *mechs,
+                       struct epar_protocol *proto, struct epar_bench_cfg *cfg)
+{
+    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
+     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
+    for (struct opt *o = opts; o->type != OPT_END; o++)
+        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
+    struct epar_params prm;
+    int rc = cli_resolve(c, opts, "benchmark", proto, &prm);
+    if (rc) return rc;
+    int st = epar_exp_benchmark_config(cfg, proto, &prm, budget);
+    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
+        cfg->b.n_seeds = prm.n_seeds;
+        memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
+    }
+    /* an unknown budget (EPAR_EINVAL) is a usage error */
+    if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
+    if (st) {
+        epar_protocol_free(proto);
+        return cli_fail(st);
+    }
+    return 0;
+}
+
 int cmd_benchmark(int argc, char **argv)
 {
     /* --merge DIR...: the folders up to the next option */
@@ -325,29 +360,15 @@ int cmd_benchmark(int argc, char **argv)
     }
 #endif
 
-    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
-     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
-    for (struct opt *o = opts; o->type != OPT_END; o++)
-        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
     struct epar_protocol proto;
-    struct epar_params prm;
-    if ((rc = cli_resolve(&c, opts, "benchmark", &proto, &prm))) return rc;
-    int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     static struct epar_bench_cfg cfg;
     struct epar_bench_plan plan = {0};
-    int st = epar_exp_benchmark_config(&cfg, &proto, &prm, budget);
-    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
-        cfg.b.n_seeds = prm.n_seeds;
-        memcpy(cfg.b.seeds, prm.seeds, sizeof cfg.b.seeds);
+    if ((rc = grid_config(&c, opts, budget, tasks, mechs, &proto, &cfg))) {
+        mpi_finish();
+        return rc;
     }
-    if (st == EPAR_EINVAL) {   /* an unknown budget is a usage error */
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
-    if (!st && (st = epar_exp_benchmark_select(&cfg, tasks, mechs))) {
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
+    int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+    int st = EPAR_OK;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
     char root[4300];
     snprintf(root, sizeof root, "%s/benchmark", c.out);
@@ -378,12 +399,6 @@ int cmd_benchmark(int argc, char **argv)
 done:
     epar_exp_benchmark_plan_free(&plan);
     epar_protocol_free(&proto);
-#ifdef EPAR_MPI
-    {
-        int fin = 0;
-        MPI_Finalized(&fin);
-        if (!fin) MPI_Finalize();
-    }
-#endif
+    mpi_finish();
     return st ? cli_fail(st) : 0;
 }
