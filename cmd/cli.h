@@ -78,6 +78,9 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
 
 /* Print "epar: error: <last error>" (+ hint) and return the exit code for status st. */
 int cli_fail(int st);
+/* The one map from a status (lib/err.h) to the process exit code: EPAR_EPROTOCOL -> 3, the others are their code
+ * (cmd/main.c applies it to what a command returns, cli_fail to what it prints). */
+int cli_exit_code(int status);
 /* Print a usage error and return 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Progress line on stderr unless quiet. */

@@ -149,5 +149,5 @@ static int run(int argc, char **argv)
     const struct cmd_entry *c = cli_find_command(name);
     if (!c) return unknown_command(name);
     cli_current_command = c;
-    return c->fn(argc - 1, argv + 1);
+    return cli_exit_code(c->fn(argc - 1, argv + 1));
 }

@@ -32,12 +32,20 @@ int cli_usage_error(const char *fmt, ...)
     return 2;
 }
 
+int cli_exit_code(int status)
+{
+    switch (status) {
+    case EPAR_EPROTOCOL: return 3; /* a malformed protocol is an input error, as an unreadable file */
+    default: return status;        /* 0 ok, 1 check, 2 usage, 3 I/O, 4 resource, 128 + signal */
+    }
+}
+
 int cli_fail(int st)
 {
     put_line("epar: error: ", epar_err_message());
     const char *h = epar_err_hint_text();
     if (h && *h) put_line("hint: ", h);
-    return st ? st : 1;
+    return cli_exit_code(st ? st : 1);
 }
 
 void cli_progress(const struct cli_common *c, const char *fmt, ...)

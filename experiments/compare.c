@@ -573,17 +573,17 @@ static int cmp_iterate(struct cmp_run *c)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
-    int L = c->L, S = c->S, J = c->J, *jst = c->jst;
+    int S = c->S, J = c->J, *jst = c->jst;
     size_t LL = c->LL;
     double *R = c->R, *heat = c->heat;
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* the failing job's own message, to the caller */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < J; j++) {
         int k = j / S, s = j % S;
         jst[j] = run_job(cfg, cfg->mech[k], prm->seeds[s], R + (size_t)j * M_COUNT, s == 0 ? heat + (size_t)k * LL : NULL);
+        epar_err_keep(&carry, jst[j], j);
     }
-    for (int j = 0; j < J; j++)
-        if (jst[j]) return epar_err_set(jst[j], "a comparison job failed (out of memory at length %d)", L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* mechanisms.csv (mean and sd over seeds of every metric), consistency.csv, one attention table per mechanism */
@@ -720,9 +720,13 @@ static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
     double (*ab)[AB_COUNT][AM_COUNT] = calloc((size_t)S, sizeof *ab);
     int *ast = calloc((size_t)S, sizeof *ast);
     if (!ab || !ast) { free(ab); free(ast); return EPAR_ENOMEM; }
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* the failing seed's own message, to the caller */
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int s = 0; s < S; s++) ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
-    for (int s = 0; s < S && !st; s++) st = ast[s];
+    for (int s = 0; s < S; s++) {
+        ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
+        epar_err_keep(&carry, ast[s], s);
+    }
+    st = epar_err_carried(&carry);
     char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
                        "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
                        "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"

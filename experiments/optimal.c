@@ -185,13 +185,13 @@ static void opt_run_free(struct opt_run *c)
 static int opt_scratch_alloc(struct opt_scratch *w, const struct opt_run *c)
 {
     memset(w, 0, sizeof *w);
-    w->X = malloc((size_t)c->B * c->L * c->D * sizeof *w->X);
-    w->I = malloc((size_t)c->B * c->L * sizeof *w->I);
-    w->Sc = malloc((size_t)c->H * c->LL * sizeof *w->Sc);
-    w->Ah = malloc((size_t)c->H * c->LL * sizeof *w->Ah);
-    w->A = malloc(c->LL * sizeof *w->A);
-    w->work = malloc(6 * (size_t)c->L * sizeof *w->work);
-    w->perm = malloc((size_t)c->L * sizeof *w->perm);
+    w->X = epar_err_alloc((size_t)c->B * c->L * c->D, sizeof *w->X, "optimal-position's inputs (batch x length x dim)");
+    w->I = epar_err_alloc((size_t)c->B * c->L, sizeof *w->I, "optimal-position's importance (batch x length)");
+    w->Sc = epar_err_alloc((size_t)c->H * c->LL, sizeof *w->Sc, "optimal-position's scores (heads x length^2)");
+    w->Ah = epar_err_alloc((size_t)c->H * c->LL, sizeof *w->Ah, "optimal-position's attention (heads x length^2)");
+    w->A = epar_err_alloc(c->LL, sizeof *w->A, "optimal-position's mean attention (length^2)");
+    w->work = epar_err_alloc(6 * (size_t)c->L, sizeof *w->work, "optimal-position's work (6 x length)");
+    w->perm = epar_err_alloc((size_t)c->L, sizeof *w->perm, "optimal-position's permutation (length)");
     return w->X && w->I && w->Sc && w->Ah && w->A && w->work && w->perm &&
            epar_attn_ws_alloc(&w->ws, c->L, c->D) == EPAR_OK;
 }
@@ -274,20 +274,22 @@ static int opt_job(struct opt_run *c, int j, struct opt_scratch *w)
 
 static int opt_iterate(struct opt_run *c)
 {
-    int failed = 0, blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
-#pragma omp parallel reduction(| : failed)
+    int blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct opt_scratch w;
         int ok = opt_scratch_alloc(&w, c);
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 4)
         for (int j = 0; j < c->J; j++)
-            if (ok && opt_job(c, j, &w)) failed = 1;
+            if (ok && opt_job(c, j, &w))
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)",
+                                                   c->L), j);
         opt_scratch_free(&w);
     }
     epar_blas_threads(blas_threads);
-    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", c->L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* per (seed, type, form): mean and std over the runs; then across seeds (every form), the main form's summary */

@@ -201,24 +201,26 @@ static int pos_job(struct pos_run *c, int j, struct epar_exp_model *mp, double *
 
 static int pos_iterate(struct pos_run *c)
 {
-    int failed = 0, B = c->B, L = c->L, D = c->D;
-#pragma omp parallel reduction(| : failed)
+    int B = c->B, L = c->L, D = c->D;
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct epar_exp_model m;
-        double *X = malloc((size_t)B * L * D * sizeof *X);
-        double *A = malloc((size_t)B * c->LL * sizeof *A);
-        double *I = malloc((size_t)B * L * sizeof *I);
-        double *V = malloc((size_t)B * L * sizeof *V);
+        double *X = epar_err_alloc((size_t)B * L * D, sizeof *X, "position-effect's inputs (batch x length x dim)");
+        double *A = epar_err_alloc((size_t)B * c->LL, sizeof *A, "position-effect's attention (batch x length^2)");
+        double *I = epar_err_alloc((size_t)B * L, sizeof *I, "position-effect's importance (batch x length)");
+        double *V = epar_err_alloc((size_t)B * L, sizeof *V, "position-effect's V (batch x length)");
         int ok = X && A && I && V && epar_exp_model_alloc(&m, c->prm) == EPAR_OK;
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 1)
         for (int j = 0; j < c->J; j++)
-            if (ok && pos_job(c, j, &m, X, A, I, V)) failed = 1;
+            if (ok && pos_job(c, j, &m, X, A, I, V))
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)",
+                                                   c->L), j);
         if (ok) epar_exp_model_free(&m);
         free(X); free(A); free(I); free(V);
     }
-    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)", c->L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* p_matrix, attention, correlation and average attention of the figures' run */
