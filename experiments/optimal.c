@@ -297,8 +297,8 @@ static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
 {
     int S = c->S, T = c->T, R = c->R, J = c->J, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
     size_t nst = (size_t)S * T * NF * NM;
-    double *smean = c->smean = malloc(nst * sizeof *smean), *sstd = c->sstd = malloc(nst * sizeof *sstd);
-    double *tmp = c->tmp = malloc(((size_t)R + S + 1) * sizeof *tmp), *col = c->col = malloc(((size_t)S + 1) * sizeof *col);
+    double *smean = c->smean = EPAR_MALLOC(nst * sizeof *smean), *sstd = c->sstd = EPAR_MALLOC(nst * sizeof *sstd);
+    double *tmp = c->tmp = EPAR_MALLOC(((size_t)R + S + 1) * sizeof *tmp), *col = c->col = EPAR_MALLOC(((size_t)S + 1) * sizeof *col);
     if (!smean || !sstd || !tmp || !col) return EPAR_ENOMEM;
     for (int s = 0; s < S; s++)
         for (int t = 0; t < T; t++)
@@ -425,7 +425,7 @@ static int opt_tabulate(struct opt_run *c, struct epar_optimal_result *res)
                 for (int s = 0; s < S; s++) {
                     int km = k ? EPAR_OPT_RANK : EPAR_OPT_CONS;
                     size_t j0 = ((size_t)s * T + t) * R;
-                    double *diff = malloc((size_t)R * sizeof *diff), *tmp2 = malloc((size_t)R * sizeof *tmp2), dm;
+                    double *diff = EPAR_MALLOC((size_t)R * sizeof *diff), *tmp2 = EPAR_MALLOC((size_t)R * sizeof *tmp2), dm;
                     if (!diff || !tmp2) { free(diff); free(tmp2); return EPAR_ENOMEM; }
                     for (int r = 0; r < R; r++)
                         diff[r] = out[((j0 + r) * NF + pairs[p][0]) * NM + km] - out[((j0 + r) * NF + pairs[p][1]) * NM + km];
@@ -540,7 +540,6 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
     if (!st) st = opt_by_seed(&c, res);
     if (!st) st = opt_tabulate(&c, res);
     if (!st) st = opt_report(&c, res);
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in optimal-position");
     opt_run_free(&c);
     if (st) epar_exp_optimal_free(res);
     return st;

@@ -233,7 +233,7 @@ static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
     if (!(res->p_matrix = epar_exp_matrix_table("query,key,p_effect", P0, L, L))) return EPAR_ENOMEM;
     if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) return EPAR_ENOMEM;
     {
-        double *C = malloc(LL * sizeof *C), *W = malloc((size_t)L * B * L * sizeof *W);
+        double *C = EPAR_MALLOC(LL * sizeof *C), *W = EPAR_MALLOC((size_t)L * B * L * sizeof *W);
         if (C && W) {
             epar_metric_position_correlation(A0, B, L, C, W);
             res->correlation = epar_exp_matrix_table("query_i,query_j,correlation", C, L, L);
@@ -242,7 +242,7 @@ static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
         if (!res->correlation) return EPAR_ENOMEM;
     }
     {
-        double *Avg = calloc(LL, sizeof *Avg);
+        double *Avg = EPAR_CALLOC(LL, sizeof *Avg);
         if (!Avg) return EPAR_ENOMEM;
         for (int b = 0; b < B; b++)
             for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
@@ -279,7 +279,7 @@ static int pos_items(struct pos_run *c, struct epar_position_result *res)
         }
     }
     {
-        double *mean = malloc(4 * (size_t)L * sizeof *mean);
+        double *mean = EPAR_MALLOC(4 * (size_t)L * sizeof *mean);
         if (!mean) return EPAR_ENOMEM;
         double *sd = mean + L, *mx = sd + L, *mn = mx + L;
         epar_metric_key_stats(A0, L, mean, sd, mx, mn);
@@ -317,7 +317,7 @@ static int pos_summary(struct pos_run *c, struct epar_position_result *res)
         res->pos_star = epar_csv_new("seed,run,item,pos_star,value_max");
         if (!res->pos_star) return EPAR_ENOMEM;
         size_t n = (size_t)J * B;
-        double *pd = malloc(n * sizeof *pd), *seed_means = malloc((size_t)S * sizeof *seed_means);
+        double *pd = EPAR_MALLOC(n * sizeof *pd), *seed_means = EPAR_MALLOC((size_t)S * sizeof *seed_means);
         if (!pd || !seed_means) { free(pd); free(seed_means); return EPAR_ENOMEM; }
         double wsum = 0.0;
         for (int j = 0; j < J; j++) {
@@ -367,7 +367,6 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
         struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
         if (!(res->properties = epar_exp_position_properties(&fx, c.L, &res->properties_failed))) st = EPAR_ENOMEM;
     }
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in position-effect");
     pos_run_free(&c);
     if (st) epar_exp_position_free(res);
     return st;

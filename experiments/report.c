@@ -182,7 +182,7 @@ static char **list_pngs(const char *dir, int *n)
     DIR *d = opendir(dir);
     if (!d) return NULL;
     size_t cap = 16;
-    char **v = malloc(cap * sizeof *v);
+    char **v = EPAR_MALLOC(cap * sizeof *v);
     struct dirent *de;
     while (v && (de = readdir(d))) {
         size_t l = strlen(de->d_name);
@@ -1163,8 +1163,8 @@ static int figure_folders(const char *out_root, const struct epar_report_info *i
     if (d) closedir(d);
     qsort(others, (size_t)no, sizeof *others, sort_cmp);
     int total = info->n_folders + no, n = 0;
-    char **dirs = calloc((size_t)total + 1, sizeof *dirs);
-    const char **labels = calloc((size_t)total + 1, sizeof *labels);
+    char **dirs = EPAR_CALLOC((size_t)total + 1, sizeof *dirs);
+    const char **labels = EPAR_CALLOC((size_t)total + 1, sizeof *labels);
     for (int s = 0; dirs && labels && s < total; s++) {
         const char *dir = s < info->n_folders ? info->folders[s].dir : others[s - info->n_folders];
         char p[4096];

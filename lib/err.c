@@ -64,3 +64,13 @@ int epar_err_carried(const struct epar_err_carry *c)
     snprintf(err_hint, sizeof err_hint, "%s", c->hint);
     return c->status;
 }
+
+void *epar_err_malloc(size_t bytes, const char *what, const char *where)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        epar_err_set(EPAR_ENOMEM, "out of memory allocating %s (%.1f MB) in %s", what, (double)bytes / 1048576.0, where);
+        epar_err_hint("reduce --length, --batch or --hidden");
+    }
+    return p;
+}

@@ -32,6 +32,13 @@ void epar_err_clear(void);
 /* malloc/calloc that record an EPAR_ENOMEM error naming what was being allocated. */
 void *epar_err_alloc(size_t n, size_t size, const char *what);
 
+/* malloc that records an EPAR_ENOMEM error naming what (the size expression) and where (the function) */
+void *epar_err_malloc(size_t bytes, const char *what, const char *where);
+/* The allocation helpers of experiments/: on failure the message says what could not be allocated, e.g.
+ * "out of memory allocating (size_t)B * L * D * sizeof *X (12.5 MB) in pos_iterate" */
+#define EPAR_MALLOC(bytes) epar_err_malloc((bytes), #bytes, __func__)
+#define EPAR_CALLOC(n, size) epar_err_alloc((n), (size), #n " x " #size " in a zeroed buffer")
+
 /* A worker's error carried to the caller (the buffer is per thread, so a message set inside an OpenMP worker
  * would be lost): a failing job calls epar_err_keep(&carry, status, job) (thread-safe; of several failures the
  * lowest job is kept, so the message does not depend on the schedule), and the caller, after the parallel region,
