@@ -1032,12 +1032,11 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
 
 static enum epar_audit_verdict combine(const struct reading *rd, int n)
 {
-    int nh = 0, nf = 0, no = 0, ns = 0, nu = 0;
+    int nh = 0, nf = 0, ns = 0, nu = 0; /* open and unlearned readings are the rest: with them, inconclusive */
     for (int i = 0; i < n; i++) {
         if (!rd[i].available) return EPAR_AUDIT_NOT_HERE;
         nh += rd[i].out == EPAR_AUDIT_HOLDS;
         nf += rd[i].out == EPAR_AUDIT_FAILS;
-        no += rd[i].out == EPAR_AUDIT_OPEN || rd[i].out == EPAR_AUDIT_NOT_LEARNED;
         ns += rd[i].out == EPAR_AUDIT_FEW_SEEDS;
         nu += rd[i].out == EPAR_AUDIT_UNDECIDED;
     }
