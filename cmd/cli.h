@@ -125,7 +125,10 @@ struct cmd_entry {
     const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
 };
-extern const struct cmd_entry epar_commands[];     /* cmd/commands.c */
+extern const struct cmd_entry epar_command_table[]; /* cmd/commands.c */
+/* the table as the commands that read it see it (run-all, docgen): cmd/main.c sets it to epar_command_table, so
+ * cmd/ has no circle of files (commands.c -> run-all.c -> commands.c) */
+extern const struct cmd_entry *epar_commands;
 const struct cmd_entry *cli_find_command(const char *name);
 /* the command being dispatched (its help names its summary and folder); set before calling a row's fn */
 extern const struct cmd_entry *cli_current_command;

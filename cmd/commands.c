@@ -1,12 +1,14 @@
 /* The command table: the one list that --help, help, the manual page, completion and run-all read. One row per
- * command; adding a command is one row here and its cmd/<name>.c. */
+ * command; adding a command is one row here and its cmd/<name>.c. The commands that read the table (run-all,
+ * docgen) see it through epar_commands, which cmd/main.c points here before dispatching: the table points at
+ * the commands and no command points back at the table's file. */
 #include <string.h>
 #include "experiments/experiment.h"
 #include "cli.h"
 
 /* name, function, experiment (run-all runs these, in this order), paper section, output folder of the other rows,
  * summary */
-const struct cmd_entry epar_commands[] = {
+const struct cmd_entry epar_command_table[] = {
     {"position-effect", cmd_position_effect, &epar_exp_position, "paper §4", NULL,
      "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
     {"optimal-position", cmd_optimal_position, &epar_exp_optimal, "paper §4.3", NULL,
@@ -28,7 +30,7 @@ const struct cmd_entry epar_commands[] = {
 
 const struct cmd_entry *cli_find_command(const char *name)
 {
-    for (const struct cmd_entry *c = epar_commands; c->name; c++)
+    for (const struct cmd_entry *c = epar_command_table; c->name; c++)
         if (!strcmp(c->name, name)) return c;
     return NULL;
 }

@@ -90,6 +90,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
+    epar_commands = epar_command_table;
     /* BLAS calls run inside OpenMP jobs: one BLAS thread (see lib/blas.h) */
     epar_blas_threads(1);
     struct sigaction sa;

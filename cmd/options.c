@@ -319,6 +319,8 @@ const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->e
 /* the command being run: set by the dispatcher (cmd/main.c, cmd/docgen.c), so the help shows its summary without
  * this file calling back into the command table */
 const struct cmd_entry *cli_current_command;
+/* the command table (cmd/commands.c), set by cmd/main.c before dispatching */
+const struct cmd_entry *epar_commands;
 
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts)
 {
