@@ -22,35 +22,6 @@
 
 #define MAX_MERGE 256
 
-static volatile sig_atomic_t stop_signal;
-static struct sigaction old_int, old_term;
-
-static void on_stop(int sig)
-{
-    if (stop_signal) {   /* a second signal: the ordinary handler */
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        raise(sig);
-        return;
-    }
-    stop_signal = sig;
-}
-
-static void catch_stop(int on)
-{
-    if (on) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop;
-        sigfillset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-    } else {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
-}
-
 static void fmt_time(double s, char *buf, size_t n)
 {
     if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
@@ -121,11 +92,11 @@ static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cf
         int failed;
         #pragma omp atomic read
         failed = st;
-        if (failed || stop_signal) continue;
+        if (failed || cli_stop_signal) continue;
         omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
         int k = pending[q];
         double t0 = omp_get_wtime();
-        int s = epar_exp_benchmark_cell_run(cfg, plan, k, root, &stop_signal);
+        int s = epar_exp_benchmark_cell_run(cfg, plan, k, root, &cli_stop_signal);
         double dt = omp_get_wtime() - t0;
         #pragma omp critical(bench_progress)
         {
@@ -249,24 +220,24 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
                  cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, plan->n - 1,
                  N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
     if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
-    stop_signal = 0;
-    catch_stop(1);
+    cli_stop_signal = 0;
+    cli_catch_stop(1);
     rs.t0 = omp_get_wtime();
     /* the lm text is read (and cached) once before the threads start */
     st = run_cells(c, cfg, plan, root, pending, np, jobs, &rs);
 #ifdef EPAR_MPI
     if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
 #endif
-    if (!st && cost_pending && !stop_signal) {
+    if (!st && cost_pending && !cli_stop_signal) {
         int one[1] = {plan->n - 1};
         st = run_cells(c, cfg, plan, root, one, 1, 1, &rs);
     }
-    catch_stop(0);
-    if (stop_signal) {
+    cli_catch_stop(0);
+    if (cli_stop_signal) {
         fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
         fprintf(stderr, "hint: run the same command again to resume\n");
         free(pending);
-        *stopped = 128 + stop_signal;
+        *stopped = 128 + cli_stop_signal;
         return EPAR_OK;
     }
     free(pending);
@@ -300,6 +271,41 @@ static int write_tables(const struct cli_common *c, const struct epar_bench_cfg 
         if (f) fclose(f);
     }
     return st;
+}
+
+static void mpi_finish(void)
+{
+#ifdef EPAR_MPI
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+#endif
+}
+
+/* the protocol's grid for the budget, with the command line's seeds, tasks and mechanisms: 0 (proto loaded) or an
+ * exit code (nothing loaded) */
+static int grid_config(struct cli_common *c, struct opt *opts, const char *budget, const char *tasks, const char *mechs,
+                       struct epar_protocol *proto, struct epar_bench_cfg *cfg)
+{
+    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
+     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
+    for (struct opt *o = opts; o->type != OPT_END; o++)
+        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
+    struct epar_params prm;
+    int rc = cli_resolve(c, opts, "benchmark", proto, &prm);
+    if (rc) return rc;
+    int st = epar_exp_benchmark_config(cfg, proto, &prm, budget);
+    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
+        cfg->b.n_seeds = prm.n_seeds;
+        memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
+    }
+    /* an unknown budget (EPAR_EINVAL) is a usage error */
+    if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
+    if (st) {
+        epar_protocol_free(proto);
+        return cli_fail(st);
+    }
+    return 0;
 }
 
 int cmd_benchmark(int argc, char **argv)
@@ -359,29 +365,15 @@ int cmd_benchmark(int argc, char **argv)
     }
 #endif
 
-    /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
-     * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
-    for (struct opt *o = opts; o->type != OPT_END; o++)
-        if (o->name && (!strcmp(o->name, "budget") || !strcmp(o->name, "shard") || !strcmp(o->name, "merge"))) o->seen = 0;
     struct epar_protocol proto;
-    struct epar_params prm;
-    if ((rc = cli_resolve(&c, opts, "benchmark", &proto, &prm))) return rc;
-    int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     static struct epar_bench_cfg cfg;
     struct epar_bench_plan plan = {0};
-    int st = epar_exp_benchmark_config(&cfg, &proto, &prm, budget);
-    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
-        cfg.b.n_seeds = prm.n_seeds;
-        memcpy(cfg.b.seeds, prm.seeds, sizeof cfg.b.seeds);
+    if ((rc = grid_config(&c, opts, budget, tasks, mechs, &proto, &cfg))) {
+        mpi_finish();
+        return rc;
     }
-    if (st == EPAR_EINVAL) {   /* an unknown budget is a usage error */
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
-    if (!st && (st = epar_exp_benchmark_select(&cfg, tasks, mechs))) {
-        epar_protocol_free(&proto);
-        return cli_fail(st);
-    }
+    int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
+    int st = EPAR_OK;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
     char root[4300];
     snprintf(root, sizeof root, "%s/benchmark", c.out);
@@ -412,12 +404,6 @@ int cmd_benchmark(int argc, char **argv)
 done:
     epar_exp_benchmark_plan_free(&plan);
     epar_protocol_free(&proto);
-#ifdef EPAR_MPI
-    {
-        int fin = 0;
-        MPI_Finalized(&fin);
-        if (!fin) MPI_Finalize();
-    }
-#endif
+    mpi_finish();
     return st ? cli_fail(st) : 0;
 }

@@ -4,6 +4,7 @@
 #ifndef EPAR_CLI_H
 #define EPAR_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "lib/protocol.h"
 
@@ -77,6 +78,9 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
 
 /* Print "epar: error: <last error>" (+ hint) and return the exit code for status st. */
 int cli_fail(int st);
+/* The one map from a status (lib/err.h) to the process exit code: EPAR_EPROTOCOL -> 3, the others are their code
+ * (cmd/main.c applies it to what a command returns, cli_fail to what it prints). */
+int cli_exit_code(int status);
 /* Print a usage error and return 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Progress line on stderr unless quiet. */
@@ -121,10 +125,21 @@ struct cmd_entry {
     const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
 };
-extern const struct cmd_entry epar_commands[];
+extern const struct cmd_entry epar_command_table[]; /* cmd/commands.c */
+/* the table as the commands that read it see it (run-all, docgen): cmd/main.c sets it to epar_command_table, so
+ * cmd/ has no circle of files (commands.c -> run-all.c -> commands.c) */
+extern const struct cmd_entry *epar_commands;
 const struct cmd_entry *cli_find_command(const char *name);
+/* the command being dispatched (its help names its summary and folder); set before calling a row's fn */
+extern const struct cmd_entry *cli_current_command;
 /* the row's output sub-folder under the output root ("position", "report", ...) */
 const char *cli_command_folder(const struct cmd_entry *e);
+
+/* SIGINT/SIGTERM during a step loop (cmd/stop.c): cli_catch_stop(1) makes the first signal only set
+ * cli_stop_signal (the loop finishes its step, saves, and the command exits 128 + signal); a second one goes to
+ * the previous handler. cli_catch_stop(0) restores it. */
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop(int on);
 
 /* Generated from the command table and each command's own --help (cmd/docgen.c): the manual page epar(1) in roff
  * (epar --man) and shell completion (epar --completion bash|zsh). Return an exit code. */

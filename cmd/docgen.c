@@ -22,6 +22,7 @@ static char *capture_help(const struct cmd_entry *c)
         return NULL;
     }
     char *argv[] = {(char *)c->name, "--help", NULL};
+    cli_current_command = c;
     c->fn(2, argv);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);

@@ -1,4 +1,4 @@
-/* epar: entry point and the command table (the one list that --help, help, run-all read). */
+/* epar: entry point: dispatch through the command table (cmd/commands.c), the main help, signals. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,37 +16,6 @@
 #include "experiments/experiment.h"
 #include "cli.h"
 
-
-/* name, function, experiment (run-all runs these, in this order), paper section, output folder of the other rows,
- * summary */
-const struct cmd_entry epar_commands[] = {
-    {"position-effect", cmd_position_effect, &epar_exp_position, "paper §4", NULL,
-     "position effect P(i,j), attention, importance, V(i) and pos*, Theorem 1 checked numerically"},
-    {"optimal-position", cmd_optimal_position, &epar_exp_optimal, "paper §4.3", NULL,
-     "information importance, pos*, consistency and ranking per importance type"},
-    {"sensitivity", cmd_sensitivity, &epar_exp_sensitivity, "appendix", NULL,
-     "alpha, beta and gamma sweeps with a measured baseline and retention"},
-    {"adaptive", cmd_adaptive, &epar_exp_adaptive, "paper §5.4", NULL,
-     "task- and content-aware attention; when and why EPAR helps"},
-    {"compare", cmd_compare, &epar_exp_compare, "all sources", NULL,
-     "every attention/position mechanism of the sources, side by side"},
-    {"scale", cmd_scale, NULL, "long context", "scale", "streaming analysis at large L"},
-    {"train", cmd_train, NULL, "main table (proxy)", "train",
-     "train a small Transformer (lm or recall) with one position mechanism"},
-    {"benchmark", cmd_benchmark, NULL, "main table, when to use, cost (proxy)", "benchmark",
-     "the grid proxy task x mechanism x seed of trained models"},
-    {"run-all", cmd_run_all, NULL, "all", "report",
-     "every experiment above with the protocol, then the claims audit"},
-    {NULL, NULL, NULL, NULL, NULL, NULL}};
-
-const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->exp->folder : e->folder; }
-
-const struct cmd_entry *cli_find_command(const char *name)
-{
-    for (const struct cmd_entry *c = epar_commands; c->name; c++)
-        if (!strcmp(c->name, name)) return c;
-    return NULL;
-}
 
 static void main_help(FILE *f)
 {
@@ -121,6 +90,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
+    epar_commands = epar_command_table;
     /* BLAS calls run inside OpenMP jobs: one BLAS thread (see lib/blas.h) */
     epar_blas_threads(1);
     struct sigaction sa;
@@ -168,6 +138,7 @@ static int run(int argc, char **argv)
         const struct cmd_entry *c = cli_find_command(argv[2]);
         if (!c) return unknown_command(argv[2]);
         char *hargv[] = {argv[2], "--help", NULL};
+        cli_current_command = c;
         return c->fn(2, hargv);
     }
     if (!strcmp(name, "--man")) return cli_man(stdout);
@@ -178,5 +149,6 @@ static int run(int argc, char **argv)
     }
     const struct cmd_entry *c = cli_find_command(name);
     if (!c) return unknown_command(name);
-    return c->fn(argc - 1, argv + 1);
+    cli_current_command = c;
+    return cli_exit_code(c->fn(argc - 1, argv + 1));
 }

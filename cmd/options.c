@@ -32,12 +32,20 @@ int cli_usage_error(const char *fmt, ...)
     return 2;
 }
 
+int cli_exit_code(int status)
+{
+    switch (status) {
+    case EPAR_EPROTOCOL: return 3; /* a malformed protocol is an input error, as an unreadable file */
+    default: return status;        /* 0 ok, 1 check, 2 usage, 3 I/O, 4 resource, 128 + signal */
+    }
+}
+
 int cli_fail(int st)
 {
     put_line("epar: error: ", epar_err_message());
     const char *h = epar_err_hint_text();
     if (h && *h) put_line("hint: ", h);
-    return st ? st : 1;
+    return cli_exit_code(st ? st : 1);
 }
 
 void cli_progress(const struct cli_common *c, const char *fmt, ...)
@@ -306,9 +314,18 @@ void cli_pad(FILE *f, const char *s, size_t width)
 
 static const char *default_protocol(char *buf, size_t n);
 
+const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->exp->folder : e->folder; }
+
+/* the command being run: set by the dispatcher (cmd/main.c, cmd/docgen.c), so the help shows its summary without
+ * this file calling back into the command table */
+const struct cmd_entry *cli_current_command;
+/* the command table (cmd/commands.c), set by cmd/main.c before dispatching */
+const struct cmd_entry *epar_commands;
+
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts)
 {
-    const struct cmd_entry *ce = cli_find_command(cmd);
+    const struct cmd_entry *ce =
+        cli_current_command && !strcmp(cli_current_command->name, cmd) ? cli_current_command : NULL;
     fprintf(f, "usage: epar %s %s\n\n", cmd, usage ? usage : "[options]");
     if (ce) fprintf(f, "%s -> output/%s/\n", ce->summary, cli_command_folder(ce));
     for (const struct opt *p = opts; p->type != OPT_END; p++) {

@@ -90,6 +90,7 @@ static int run_experiments(const struct cli_common *c, const struct opt *opts, c
             av[ac++] = PINNED_SPEED_LENGTH;
         }
         av[ac] = NULL;
+        cli_current_command = e;
         int r = e->fn(ac, av);
         i++;
         if (r) {

@@ -23,37 +23,6 @@ struct train_opts {
     double lr, lr_min_ratio, weight_decay, clip, holdout;
 };
 
-/* ---- SIGINT/SIGTERM during the step loop: finish the step, save a checkpoint, exit 128 + signal ---- */
-
-static volatile sig_atomic_t stop_signal;
-static struct sigaction old_int, old_term;
-
-static void on_stop(int sig)
-{
-    if (stop_signal) {   /* a second signal: the ordinary handler (clean up, exit) */
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        raise(sig);
-        return;
-    }
-    stop_signal = sig;
-}
-
-static void catch_stop(int on)
-{
-    if (on) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop;
-        sigfillset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-    } else {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
-}
-
 /* ---- progress on stderr: a bar on a terminal, a line per evaluation otherwise ---- */
 
 struct progress {
@@ -197,6 +166,67 @@ static void summary(const struct cli_common *c, const struct epar_train_run *r, 
                                                                     : "the held-out characters' entropy");
 }
 
+/* after the options: resume or set up, the step loop (stoppable), the final evaluation, the output folder; an
+ * exit code (128 + signal when interrupted, after saving) */
+static int train_run(struct cli_common *c, const struct train_opts *t, const struct opt *opts,
+                     struct epar_train_cfg *cfg)
+{
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/train/data", c->out);
+    cfg->task.cache_dir = cache;
+
+    /* a checkpoint is read and checked against the options before anything is written */
+    struct epar_ckpt ck = {0};
+    struct epar_train_run r;
+    memset(&r, 0, sizeof r);
+    int st = EPAR_OK;
+    if (t->resume && ((st = epar_ckpt_read(t->resume, &ck)) || (st = epar_exp_train_resume_check(cfg, &ck, t->resume)))) goto done;
+    if ((st = epar_exp_train_setup(&r, cfg))) goto done;
+    if (t->resume && (st = epar_exp_train_resume(&r, &ck, t->resume))) goto done;
+    epar_ckpt_free(&ck);
+
+    struct progress pg = {isatty(2), 0, cfg->optim.steps};
+    if (!c->quiet) {
+        r.progress = show_progress;
+        r.progress_ctx = &pg;
+        cli_progress(c, "train: %s / %s, %ld parameters, %d steps of %d x %d tokens, %d threads, BLAS kernel %s%s",
+                     epar_task_name(cfg->task.id), epar_nnpos_name(cfg->mechanism), (long)r.model.n_params,
+                     cfg->optim.steps, cfg->batch, cfg->task.length, omp_get_max_threads(), epar_blas_core(),
+                     t->resume ? " (resumed)" : "");
+    }
+    r.until = cli_seen(opts, "until") ? t->until : 0;
+    cli_stop_signal = 0;
+    r.stop = &cli_stop_signal;
+    cli_catch_stop(1);
+    st = epar_exp_train_loop(&r);
+    cli_catch_stop(0);
+    int interrupted = st == EPAR_EINTR, partial = !st && r.step < cfg->optim.steps;
+    if (interrupted && !c->quiet) {
+        if (pg.tty) fputc('\n', stderr);
+        fprintf(stderr, "epar: train: interrupted at step %ld; saving a checkpoint\n", r.step);
+    }
+    if (!st && !partial) {
+        cli_progress(c, "train: final evaluation on %ld sequences", epar_task_eval_count(&r.task));
+        st = epar_exp_train_final_eval(&r);
+    }
+    if (!st || interrupted)
+        st = finish_output(c, &r, interrupted ? "interrupted" : partial ? "partial" : "complete");
+    if (!st) summary(c, &r, interrupted, partial);
+    if (!st && partial && !c->quiet)
+        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c->out,
+                epar_task_name(cfg->task.id), epar_nnpos_name(cfg->mechanism));
+    if (!st && interrupted) {
+        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c->out,
+                epar_task_name(cfg->task.id), epar_nnpos_name(cfg->mechanism));
+        epar_exp_train_free(&r);
+        return 128 + cli_stop_signal;
+    }
+done:
+    epar_ckpt_free(&ck);
+    epar_exp_train_free(&r);
+    return st ? cli_fail(st) : 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     struct cli_common c = {0};
@@ -256,61 +286,7 @@ int cmd_train(int argc, char **argv)
         epar_protocol_free(&proto);
         return cli_usage_error("invalid value for --until: '%d' (expected a step >= 1)", t.until);
     }
-    char cache[4200];
-    snprintf(cache, sizeof cache, "%s/train/data", c.out);
-    cfg.task.cache_dir = cache;
-
-    /* a checkpoint is read and checked against the options before anything is written */
-    struct epar_ckpt ck = {0};
-    struct epar_train_run r;
-    memset(&r, 0, sizeof r);
-    int st = EPAR_OK;
-    if (t.resume && ((st = epar_ckpt_read(t.resume, &ck)) || (st = epar_exp_train_resume_check(&cfg, &ck, t.resume)))) goto done;
-    if ((st = epar_exp_train_setup(&r, &cfg))) goto done;
-    if (t.resume && (st = epar_exp_train_resume(&r, &ck, t.resume))) goto done;
-    epar_ckpt_free(&ck);
-
-    struct progress pg = {isatty(2), 0, cfg.optim.steps};
-    if (!c.quiet) {
-        r.progress = show_progress;
-        r.progress_ctx = &pg;
-        cli_progress(&c, "train: %s / %s, %ld parameters, %d steps of %d x %d tokens, %d threads, BLAS kernel %s%s",
-                     epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism), (long)r.model.n_params,
-                     cfg.optim.steps, cfg.batch, cfg.task.length, omp_get_max_threads(), epar_blas_core(),
-                     t.resume ? " (resumed)" : "");
-    }
-    r.until = cli_seen(opts, "until") ? t.until : 0;
-    stop_signal = 0;
-    r.stop = &stop_signal;
-    catch_stop(1);
-    st = epar_exp_train_loop(&r);
-    catch_stop(0);
-    int interrupted = st == EPAR_EINTR, partial = !st && r.step < cfg.optim.steps;
-    if (interrupted && !c.quiet) {
-        if (pg.tty) fputc('\n', stderr);
-        fprintf(stderr, "epar: train: interrupted at step %ld; saving a checkpoint\n", r.step);
-    }
-    if (!st && !partial) {
-        cli_progress(&c, "train: final evaluation on %ld sequences", epar_task_eval_count(&r.task));
-        st = epar_exp_train_final_eval(&r);
-    }
-    if (!st || interrupted)
-        st = finish_output(&c, &r, interrupted ? "interrupted" : partial ? "partial" : "complete");
-    if (!st) summary(&c, &r, interrupted, partial);
-    if (!st && partial && !c.quiet)
-        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
-                epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
-    if (!st && interrupted) {
-        fprintf(stderr, "hint: continue with the same options and --resume %s/train/%s/%s/checkpoint.bin\n", c.out,
-                epar_task_name(cfg.task.id), epar_nnpos_name(cfg.mechanism));
-        st = 128 + stop_signal;
-        epar_exp_train_free(&r);
-        epar_protocol_free(&proto);
-        return st;
-    }
-done:
-    epar_ckpt_free(&ck);
-    epar_exp_train_free(&r);
+    rc = train_run(&c, &t, opts, &cfg);
     epar_protocol_free(&proto);
-    return st ? cli_fail(st) : 0;
+    return rc;
 }

@@ -219,15 +219,15 @@ static int adp_alloc(struct adp *a, const struct epar_adaptive_cfg *cfg, const s
         return st;
     }
     size_t LL = (size_t)L * L;
-    a->X = malloc((size_t)B * L * D * sizeof *a->X);
-    a->tw = malloc((size_t)B * D * sizeof *a->tw);
-    a->c = malloc((size_t)L * sizeof *a->c);
-    a->probs = malloc((size_t)L * cfg->content_types * sizeof *a->probs);
-    a->f = malloc((size_t)L * sizeof *a->f);
-    a->S = malloc(LL * sizeof *a->S);
-    a->A = malloc(LL * sizeof *a->A);
-    a->tp = malloc((size_t)cfg->tasks * sizeof *a->tp);
-    a->mws = malloc(epar_model_adaptive_ws_size(&a->am, L > B ? L : B) * sizeof *a->mws);
+    a->X = EPAR_MALLOC((size_t)B * L * D * sizeof *a->X);
+    a->tw = EPAR_MALLOC((size_t)B * D * sizeof *a->tw);
+    a->c = EPAR_MALLOC((size_t)L * sizeof *a->c);
+    a->probs = EPAR_MALLOC((size_t)L * cfg->content_types * sizeof *a->probs);
+    a->f = EPAR_MALLOC((size_t)L * sizeof *a->f);
+    a->S = EPAR_MALLOC(LL * sizeof *a->S);
+    a->A = EPAR_MALLOC(LL * sizeof *a->A);
+    a->tp = EPAR_MALLOC((size_t)cfg->tasks * sizeof *a->tp);
+    a->mws = EPAR_MALLOC(epar_model_adaptive_ws_size(&a->am, L > B ? L : B) * sizeof *a->mws);
     if (!a->X || !a->tw || !a->c || !a->probs || !a->f || !a->S || !a->A || !a->tp || !a->mws) {
         adp_free(a);
         return epar_err_set(EPAR_ENOMEM, "out of memory for the adaptive model (length %d, hidden %d)", L, D);
@@ -335,10 +335,10 @@ static int main_setup(struct main_run *c, const struct epar_adaptive_cfg *cfg)
     c->T = cfg->tasks;
     int J = c->J = S * R;
     size_t LL = c->LL = (size_t)L * L, BL = c->BL = (size_t)B * L;
-    struct main_job *jobs = c->jobs = calloc((size_t)J, sizeof *jobs);
-    double *fd = c->fd = malloc((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
-    int *fi = c->fi = malloc((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
-    c->A0 = malloc(LL * sizeof *c->A0);
+    struct main_job *jobs = c->jobs = EPAR_CALLOC((size_t)J, sizeof *jobs);
+    double *fd = c->fd = EPAR_MALLOC((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
+    int *fi = c->fi = EPAR_MALLOC((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
+    c->A0 = EPAR_MALLOC(LL * sizeof *c->A0);
     if (!jobs || !fd || !fi || !c->A0) return EPAR_ENOMEM;
     for (int j = 0; j < J; j++) {
         double *d = fd + (size_t)j * (3 * BL + (size_t)B * D);
@@ -392,22 +392,19 @@ static int main_run_job(struct main_run *c, int j, struct adp *a)
 
 static int main_iterate(struct main_run *c)
 {
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct adp a;
         int ok = adp_alloc(&a, c->cfg, c->prm) == EPAR_OK;
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 1)
         for (int j = 0; j < c->J; j++)
-            if (ok && main_run_job(c, j, &a)) failed = 1;
+            if (ok && main_run_job(c, j, &a))
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running adaptive (length %d)", c->L), j);
         adp_free(&a);
     }
-    if (failed) {
-        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory running adaptive (length %d)", c->L);
-        return EPAR_ENOMEM;
-    }
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* the columns of adaptive_metrics.csv and its values: per run; per seed the mean over runs, min of mins, max of
@@ -423,7 +420,7 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
         "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
         "content_importance_max,fusion_weight_mean";
     size_t cap = sizeof head + (size_t)C * 24, len = sizeof head - 1;
-    char *cols = malloc(cap);
+    char *cols = EPAR_MALLOC(cap);
     if (!cols) return EPAR_ENOMEM;
     memcpy(cols, head, sizeof head);
     for (int k = 0; k < C; k++) len += (size_t)snprintf(cols + len, cap - len, ",content_type_%d", k);
@@ -432,7 +429,7 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
     if (!res->metrics) return EPAR_ENOMEM;
     const int NV = 12;  /* numeric columns before the counts */
     int ncol = c->ncol = res->metrics->ncols;
-    double *rowv = c->rowv = malloc((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
+    double *rowv = c->rowv = EPAR_MALLOC((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
     if (!rowv) return EPAR_ENOMEM;
     /* per run */
     for (int j = 0; j < J; j++) {
@@ -462,7 +459,7 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
         }
     }
     /* across seeds: mean and sample sd of the per-seed rows */
-    double *mean = seedv + (size_t)S * ncol, *sdv = mean + ncol, *tmp = malloc((size_t)S * sizeof *tmp);
+    double *mean = seedv + (size_t)S * ncol, *sdv = mean + ncol, *tmp = EPAR_MALLOC((size_t)S * sizeof *tmp);
     if (!tmp) return EPAR_ENOMEM;
     for (int k = 0; k < nv; k++) {
         for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
@@ -504,8 +501,8 @@ static int main_types(const struct main_run *c, struct epar_adaptive_result *res
     const struct main_job *jobs = c->jobs;
     int B = c->B, C = c->C, T = c->T, J = c->J;
     size_t BL = c->BL;
-    long *given = calloc((size_t)T, sizeof *given), *pred = calloc((size_t)T, sizeof *pred);
-    long *ct = calloc((size_t)C, sizeof *ct);
+    long *given = EPAR_CALLOC((size_t)T, sizeof *given), *pred = EPAR_CALLOC((size_t)T, sizeof *pred);
+    long *ct = EPAR_CALLOC((size_t)C, sizeof *ct);
     if (!given || !pred || !ct) { free(given); free(pred); free(ct); return EPAR_ENOMEM; }
     for (int j = 0; j < J; j++) {
         for (int b = 0; b < B; b++) { given[jobs[j].ids[b]]++; pred[jobs[j].cls[b]]++; }
@@ -557,7 +554,7 @@ static int main_figures(const struct main_run *c, struct epar_adaptive_result *r
 {
     int L = c->L;
     if (!(res->attention = epar_exp_matrix_table("query,key,weight", c->A0, L, L))) return EPAR_ENOMEM;
-    double *mn = malloc(4 * (size_t)L * sizeof *mn);
+    double *mn = EPAR_MALLOC(4 * (size_t)L * sizeof *mn);
     if (!mn) return EPAR_ENOMEM;
     epar_metric_key_stats(c->A0, L, mn, mn + L, mn + 2 * L, mn + 3 * L);
     res->position_attention = epar_csv_new("key,attention_received,attention_sd,attention_max");
@@ -578,12 +575,13 @@ static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     if (!st) st = main_types(&c, res);
     if (!st) st = main_long_tables(&c, res);
     if (!st) st = main_figures(&c, res);
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in adaptive");
     main_run_free(&c);
     return st;
 }
 
 /* ---- sensitivity grid ---- */
+
+static int grid_oom(void) { return epar_err_set(EPAR_ENOMEM, "out of memory in the adaptive grid"); }
 
 static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
 {
@@ -596,8 +594,8 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     int NA = cfg->n_grid_alpha, NB = cfg->n_grid_beta, NC = NA * NB, J = S * R;
     size_t LL = (size_t)L * L;
     /* per job and cell: entropy, task weight mean, content importance mean, fusion weight; plus none entropy */
-    double *val = calloc((size_t)J * (4 * (size_t)NC + 1), sizeof *val);
-    double *Ps = malloc((size_t)NC * LL * sizeof *Ps);
+    double *val = EPAR_CALLOC((size_t)J * (4 * (size_t)NC + 1), sizeof *val);
+    double *Ps = EPAR_MALLOC((size_t)NC * LL * sizeof *Ps);
     int st = EPAR_ENOMEM;
     if (!val || !Ps) goto done;
     for (int ia = 0; ia < NA; ia++)
@@ -607,21 +605,21 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
             if (g.form == EPAR_FORM_NONE) for (size_t q = 0; q < LL; q++) P[q] = 1.0;
             else epar_posfx_matrix(&fx, L, P);
         }
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct adp a;
         memset(&a, 0, sizeof a);
-        int *ids = malloc((size_t)B * sizeof *ids);
-        double *Hrow = malloc((size_t)L * sizeof *Hrow);
+        int *ids = EPAR_MALLOC((size_t)B * sizeof *ids);
+        double *Hrow = EPAR_MALLOC((size_t)L * sizeof *Hrow);
         int ok = ids && Hrow && adp_alloc(&a, cfg, &g) == EPAR_OK;
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 1)
         for (int j = 0; j < J; j++) {
             if (!ok) continue;
             double *v = val + (size_t)j * (4 * (size_t)NC + 1);
             gsl_rng *x = adp_draw(&a, &g, cfg->tasks, g.seeds[j / R], (unsigned long)(j % R), (unsigned long)(j % R), ids);
-            if (!x) { failed = 1; continue; }
+            if (!x) { epar_err_keep(&carry, grid_oom(), j); continue; }
             for (int b = 0; b < B; b++) {
                 adp_project(&a, b);
                 double t = gsl_stats_mean(a.tw + (size_t)b * D, 1, (size_t)D);
@@ -645,17 +643,13 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         adp_free(&a);
         free(ids); free(Hrow);
     }
-    if (failed) {
-        if (!epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in the adaptive grid");
-        st = EPAR_ENOMEM;
-        goto done;
-    }
+    if ((st = epar_err_carried(&carry))) goto done;
     res->grid = epar_csv_new("alpha,beta,alpha_index,beta_index,attention_entropy_mean,attention_entropy_sd,"
                              "entropy_delta_vs_none_mean,entropy_delta_vs_none_sd,task_weight_mean,task_weight_sd,"
                              "content_importance_mean,content_importance_sd,fusion_weight_mean,fusion_weight_sd,"
                              "n_seeds,dropout_active");
     if (!res->grid) goto done;
-    double *per = malloc(5 * (size_t)S * sizeof *per);
+    double *per = EPAR_MALLOC(5 * (size_t)S * sizeof *per);
     if (!per) goto done;
     for (int k = 0; k < NC; k++) {
         /* per seed: mean over runs, then mean and sample sd across seeds */
@@ -696,15 +690,15 @@ static int when_job(const struct epar_adaptive_cfg *cfg, unsigned long seed, int
     if (*Scap < LL) {
         free(*Sbuf);
         *Scap = 0;
-        if (!(*Sbuf = malloc(LL * sizeof **Sbuf))) return EPAR_ENOMEM;
+        if (!(*Sbuf = EPAR_MALLOC(LL * sizeof **Sbuf))) return EPAR_ENOMEM;
         *Scap = LL;
     }
     struct epar_layer layer;
     if (epar_attn_layer_alloc(&layer, L, D, 1)) return EPAR_ENOMEM;
-    double *X = malloc((size_t)B * LD * sizeof *X), *N = malloc((size_t)B * LD * sizeof *N);
-    double *x = malloc(LD * sizeof *x), *Q = malloc(LD * sizeof *Q), *K = malloc(LD * sizeof *K);
-    double *I = malloc((size_t)L * sizeof *I), *Ip = malloc((size_t)L * sizeof *Ip), *work = malloc(3 * (size_t)L * sizeof *work);
-    size_t *perm = malloc((size_t)B * L * sizeof *perm);
+    double *X = EPAR_MALLOC((size_t)B * LD * sizeof *X), *N = EPAR_MALLOC((size_t)B * LD * sizeof *N);
+    double *x = EPAR_MALLOC(LD * sizeof *x), *Q = EPAR_MALLOC(LD * sizeof *Q), *K = EPAR_MALLOC(LD * sizeof *K);
+    double *I = EPAR_MALLOC((size_t)L * sizeof *I), *Ip = EPAR_MALLOC((size_t)L * sizeof *Ip), *work = EPAR_MALLOC(3 * (size_t)L * sizeof *work);
+    size_t *perm = EPAR_MALLOC((size_t)B * L * sizeof *perm);
     gsl_rng *rw = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_WEIGHTS);
     gsl_rng *rd = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_DATA);
     gsl_rng *re = epar_rng_alloc(seed, (unsigned long)k, EPAR_RNG_EXTRA);
@@ -766,8 +760,8 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
     const struct epar_params *prm = &cfg->prm;
     int S = prm->n_seeds, NL = cfg->n_when, J = S * NL;
     const int per = N_COND * 3 * 4;
-    double *val = malloc((size_t)J * per * sizeof *val);
-    int *order = malloc((size_t)J * sizeof *order);
+    double *val = EPAR_MALLOC((size_t)J * per * sizeof *val);
+    int *order = EPAR_MALLOC((size_t)J * sizeof *order);
     int st = EPAR_ENOMEM;
     if (!val || !order) goto done;
     /* largest lengths first so the long jobs do not end up last on one thread */
@@ -802,7 +796,7 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                              "mean_distance_sd,local_mass_mean,local_mass_sd,consistency_mean,consistency_sd,"
                              "entropy_delta_mean,entropy_delta_sd,local_mass_delta_mean,local_mass_delta_sd,"
                              "consistency_delta_mean,consistency_delta_sd,n_seeds,local_window");
-    double *tmp = malloc((size_t)S * sizeof *tmp);
+    double *tmp = EPAR_MALLOC((size_t)S * sizeof *tmp);
     if (!res->when || !tmp) { free(tmp); goto done; }
     for (int c = 0; c < N_COND; c++)
         for (int f = 0; f < 3; f++)

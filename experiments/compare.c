@@ -233,13 +233,13 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     int st = seed_data_make(&sd, L, D, B, seed, 1), sparse = 0;
     if (st) { seed_data_free(&sd); return st; }
     if ((st = epar_mech_init(&m, id, cfg->p[id], L, D, H, cfg->causal, seed))) { seed_data_free(&sd); return st; }
-    A = malloc((size_t)H * LL * sizeof *A);
-    Abar = malloc(LL * sizeof *Abar);
-    V = malloc((size_t)6 * L * sizeof *V);     /* epar_metric_optimal's work */
-    work = malloc(LL * sizeof *work);
-    idx = malloc(LL * sizeof *idx);
-    Vo = malloc((size_t)L * D * sizeof *Vo);
-    O = malloc((size_t)L * D * sizeof *O);
+    A = EPAR_MALLOC((size_t)H * LL * sizeof *A);
+    Abar = EPAR_MALLOC(LL * sizeof *Abar);
+    V = EPAR_MALLOC((size_t)6 * L * sizeof *V);     /* epar_metric_optimal's work */
+    work = EPAR_MALLOC(LL * sizeof *work);
+    idx = EPAR_MALLOC(LL * sizeof *idx);
+    Vo = EPAR_MALLOC((size_t)L * D * sizeof *Vo);
+    O = EPAR_MALLOC((size_t)L * D * sizeof *O);
     if (m.info->kind == EPAR_MK_MASK) {
         if ((st = epar_sparse_pattern_from_mech(&m, &pat)) || (st = epar_sparse_ws_alloc(&sws, &pat, m.dk))) goto done;
         sparse = 1;
@@ -316,12 +316,12 @@ static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed,
     struct seed_data sd;
     struct epar_attn_ws ws = {0};
     int st = seed_data_make(&sd, L, D, B, seed, 1);
-    double *Abar = malloc((size_t)AB_COUNT * LL * sizeof *Abar), *V = malloc((size_t)6 * L * sizeof *V); /* epar_metric_optimal's work */
-    size_t *perm = malloc((size_t)L * sizeof *perm);
+    double *Abar = EPAR_MALLOC((size_t)AB_COUNT * LL * sizeof *Abar), *V = EPAR_MALLOC((size_t)6 * L * sizeof *V); /* epar_metric_optimal's work */
+    size_t *perm = EPAR_MALLOC((size_t)L * sizeof *perm);
     int nrank[AB_COUNT][EPAR_IMP_COUNT] = {{0}};
-    double *S = malloc(LL * sizeof *S), *A0 = malloc(LL * sizeof *A0), *A = malloc(LL * sizeof *A),
-           *fl = malloc(LL * sizeof *fl), *fe = malloc(LL * sizeof *fe), *bl = malloc((size_t)H * LL * sizeof *bl),
-           *be = malloc((size_t)H * LL * sizeof *be), *sl = malloc((size_t)H * sizeof *sl);
+    double *S = EPAR_MALLOC(LL * sizeof *S), *A0 = EPAR_MALLOC(LL * sizeof *A0), *A = EPAR_MALLOC(LL * sizeof *A),
+           *fl = EPAR_MALLOC(LL * sizeof *fl), *fe = EPAR_MALLOC(LL * sizeof *fe), *bl = EPAR_MALLOC((size_t)H * LL * sizeof *bl),
+           *be = EPAR_MALLOC((size_t)H * LL * sizeof *be), *sl = EPAR_MALLOC((size_t)H * sizeof *sl);
     if (st || !Abar || !V || !perm || !S || !A0 || !A || !fl || !fe || !bl || !be || !sl || epar_attn_ws_alloc(&ws, L, D)) {
         if (!st) st = epar_err_set(EPAR_ENOMEM, "out of memory in the ablation (length %d)", L);
         goto done;
@@ -423,7 +423,7 @@ static int extrap_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, 
     int st = seed_data_make(&sd, L, D, 1, seed, 0);
     if (st) { seed_data_free(&sd); return st; }
     if ((st = epar_mech_init(&m, id, p, L, D, H, cfg->causal, seed))) { seed_data_free(&sd); return st; }
-    double *A = malloc((size_t)H * LL * sizeof *A);
+    double *A = EPAR_MALLOC((size_t)H * LL * sizeof *A);
     if (!A || epar_attn_ws_alloc(&ws, L, D) || (logn && epar_mech_stack_logn(&m, L0, 1))) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory in the extrapolation (length %d)", L);
         goto done;
@@ -467,7 +467,7 @@ static int performer_error(const struct epar_compare_cfg *cfg, unsigned long see
         seed_data_free(&sd);
         return st;
     }
-    double *Ap = malloc(n * sizeof *Ap), *Ae = malloc(n * sizeof *Ae), mx = 0, kl = 0;
+    double *Ap = EPAR_MALLOC(n * sizeof *Ap), *Ae = EPAR_MALLOC(n * sizeof *Ae), mx = 0, kl = 0;
     if (!Ap || !Ae || epar_attn_ws_alloc(&ws, L, D)) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory comparing performer with softmax (length %d)", L);
         goto done;
@@ -556,9 +556,9 @@ static int cmp_setup(struct cmp_run *c, const struct epar_compare_cfg *cfg)
     int L = c->L = prm->length, S = c->S = prm->n_seeds, K = c->K = cfg->n_mech;
     c->J = K * S;
     size_t LL = c->LL = (size_t)L * L;
-    c->R = calloc((size_t)K * S * M_COUNT, sizeof *c->R);
-    c->heat = calloc((size_t)K * LL, sizeof *c->heat);
-    c->jst = calloc((size_t)K * S, sizeof *c->jst);
+    c->R = EPAR_CALLOC((size_t)K * S * M_COUNT, sizeof *c->R);
+    c->heat = EPAR_CALLOC((size_t)K * LL, sizeof *c->heat);
+    c->jst = EPAR_CALLOC((size_t)K * S, sizeof *c->jst);
     if (!c->R || !c->heat || !c->jst) return epar_err_set(EPAR_ENOMEM, "out of memory in compare");
     return EPAR_OK;
 }
@@ -573,17 +573,17 @@ static int cmp_iterate(struct cmp_run *c)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
-    int L = c->L, S = c->S, J = c->J, *jst = c->jst;
+    int S = c->S, J = c->J, *jst = c->jst;
     size_t LL = c->LL;
     double *R = c->R, *heat = c->heat;
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* the failing job's own message, to the caller */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < J; j++) {
         int k = j / S, s = j % S;
         jst[j] = run_job(cfg, cfg->mech[k], prm->seeds[s], R + (size_t)j * M_COUNT, s == 0 ? heat + (size_t)k * LL : NULL);
+        epar_err_keep(&carry, jst[j], j);
     }
-    for (int j = 0; j < J; j++)
-        if (jst[j]) return epar_err_set(jst[j], "a comparison job failed (out of memory at length %d)", L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* mechanisms.csv (mean and sd over seeds of every metric), consistency.csv, one attention table per mechanism */
@@ -681,7 +681,7 @@ static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
     if (!res->fixed || !res->masks) return EPAR_ENOMEM;
     {
         int Lt = cfg->table_length;
-        double *W = malloc((size_t)Lt * Lt * sizeof *W);
+        double *W = EPAR_MALLOC((size_t)Lt * Lt * sizeof *W);
         if (!W) return EPAR_ENOMEM;
         static const int pat[] = {1, 2, 3, 4, 5, 7, 6};
         for (int f = 0; f < 7; f++) {
@@ -717,12 +717,16 @@ static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
     int S = c->S, st = EPAR_OK;
-    double (*ab)[AB_COUNT][AM_COUNT] = calloc((size_t)S, sizeof *ab);
-    int *ast = calloc((size_t)S, sizeof *ast);
+    double (*ab)[AB_COUNT][AM_COUNT] = EPAR_CALLOC((size_t)S, sizeof *ab);
+    int *ast = EPAR_CALLOC((size_t)S, sizeof *ast);
     if (!ab || !ast) { free(ab); free(ast); return EPAR_ENOMEM; }
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* the failing seed's own message, to the caller */
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int s = 0; s < S; s++) ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
-    for (int s = 0; s < S && !st; s++) st = ast[s];
+    for (int s = 0; s < S; s++) {
+        ast[s] = ablation_seed(cfg, prm->seeds[s], ab[s]);
+        epar_err_keep(&carry, ast[s], s);
+    }
+    st = epar_err_carried(&carry);
     char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
                        "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
                        "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
@@ -757,9 +761,9 @@ static int cmp_extrapolation(struct cmp_run *c, struct epar_compare_result *res)
     const struct epar_params *prm = c->prm;
     int S = c->S, st = EPAR_OK;
     int NF = cfg->n_factors, NJ = N_EXTRAP * 2 * NF * S;
-    double *ex = calloc((size_t)NJ * 4, sizeof *ex);
-    int *est = calloc((size_t)NJ, sizeof *est);
-    char (*emsg)[160] = calloc((size_t)NJ, sizeof *emsg);
+    double *ex = EPAR_CALLOC((size_t)NJ * 4, sizeof *ex);
+    int *est = EPAR_CALLOC((size_t)NJ, sizeof *est);
+    char (*emsg)[160] = EPAR_CALLOC((size_t)NJ, sizeof *emsg);
     if (!ex || !est || !emsg) { free(ex); free(est); free(emsg); return EPAR_ENOMEM; }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < NJ; j++) {
@@ -827,7 +831,6 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
     if (!st) st = epar_exp_compare_speed(cfg, &res->speed);
     if (!st) st = epar_exp_compare_checks(cfg, res->speed, &res->checks);
     cmp_run_free(&c);
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in compare");
     if (st) epar_exp_compare_free(res);
     return st;
 }

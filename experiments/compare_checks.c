@@ -35,9 +35,9 @@ static int row(struct epar_table *t, const char *check, double value, double ref
 static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
 {
     int L = cfg->prm.length, D = cfg->prm.hidden;
-    double *P = malloc((size_t)L * D * sizeof *P), *Wq = malloc((size_t)D * D * sizeof *Wq),
-           *Wk = malloc((size_t)D * D * sizeof *Wk), *PQ = malloc((size_t)L * D * sizeof *PQ),
-           *PK = malloc((size_t)L * D * sizeof *PK), raw = 0, proj = 0;
+    double *P = EPAR_MALLOC((size_t)L * D * sizeof *P), *Wq = EPAR_MALLOC((size_t)D * D * sizeof *Wq),
+           *Wk = EPAR_MALLOC((size_t)D * D * sizeof *Wk), *PQ = EPAR_MALLOC((size_t)L * D * sizeof *PQ),
+           *PK = EPAR_MALLOC((size_t)L * D * sizeof *PK), raw = 0, proj = 0;
     int st = EPAR_ENOMEM;
     if (!P || !Wq || !Wk || !PQ || !PK) goto done;
     for (int k = 0; k < L; k++) epar_mech_sinusoid(k, D, 10000, 0, P + (size_t)k * D);
@@ -134,7 +134,7 @@ static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct
     }
     int n = 4 * cfg->extrap_length;
     double kap = epar_mech_logn(n, cfg->extrap_length, 1), h[3];
-    double *s = malloc((size_t)n * sizeof *s);
+    double *s = EPAR_MALLOC((size_t)n * sizeof *s);
     if (!s) return EPAR_ENOMEM;
     epar_rng_normal(r, s, (size_t)n, 2.0);
     for (int pass = 0; pass < 3; pass++) { /* plain, divided by kappa, multiplied by kappa */
@@ -200,7 +200,7 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
     /* variance of the m-feature estimate of exp(q.k/sqrt(d)) at d = m = 16: orthogonal vs iid */
     enum { DRAWS = 20000 }; /* enough that the 95% interval of the ratio (se ~ 0.04) decides the claim */
     int d = 16, m = 16;
-    double Om[256], q[16], k[16], *est = malloc(2 * DRAWS * sizeof *est), v[2], vse[2];
+    double Om[256], q[16], k[16], *est = EPAR_MALLOC(2 * DRAWS * sizeof *est), v[2], vse[2];
     if (!est) return EPAR_ENOMEM;
     epar_rng_normal(r, q, d, 0.5);
     epar_rng_normal(r, k, d, 0.5);
@@ -225,7 +225,7 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
         return st;
     /* Omega^T Omega is d x d, so "= I_m" cannot hold as written; the two readings that are well-formed */
     int mm = 2 * d;
-    double *O2 = malloc((size_t)mm * d * sizeof *O2), g1 = 0, g2 = 0;
+    double *O2 = EPAR_MALLOC((size_t)mm * d * sizeof *O2), g1 = 0, g2 = 0;
     if (!O2) return EPAR_ENOMEM;
     if ((st = epar_mech_performer_omega(r, mm, d, 1, 1, O2))) { free(O2); return st; }
     for (int a = 0; a < d; a++) /* Omega^T Omega / m vs I_d, full blocks, rows of norm sqrt(d) */
@@ -246,7 +246,7 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
  * M is NULL (union-find) */
 static int components(const unsigned char *M, int L, int pi)
 {
-    int *par = malloc((size_t)L * sizeof *par), n = L;
+    int *par = EPAR_MALLOC((size_t)L * sizeof *par), n = L;
     if (!par) return -1;
     for (int i = 0; i < L; i++) par[i] = i;
     for (int i = 0; i < L; i++)
@@ -280,7 +280,7 @@ static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_table
 {
     int Lh = cfg->prm.length < 256 ? cfg->prm.length : 256; /* O(L^3) */
     int l = (int)lround(sqrt((double)Lh)), st;
-    unsigned char *M = malloc((size_t)Lh * Lh);
+    unsigned char *M = EPAR_MALLOC((size_t)Lh * Lh);
     if (!M) return EPAR_ENOMEM;
     epar_mech_mask_strided(Lh, l, 0, M);
     double fs = two_hop(M, Lh);
@@ -331,7 +331,7 @@ static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_t
             return st;
     }
     int Ls = cfg->prm.length;
-    unsigned char *M = malloc((size_t)Ls * Ls);
+    unsigned char *M = EPAR_MALLOC((size_t)Ls * Ls);
     if (!M) return EPAR_ENOMEM;
     epar_mech_mask_pi_step(Ls, pi, M);
     int cm = components(M, Ls, 0);
@@ -419,8 +419,8 @@ static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id i
     pat.tile = cfg->speed_tile;
     if ((st = epar_sparse_ws_alloc(&ws, &pat, d))) goto done;
     st = EPAR_ENOMEM;
-    if (!(Q = malloc(Ld * sizeof *Q)) || !(K = malloc(Ld * sizeof *K)) || !(V = malloc(Ld * sizeof *V)) ||
-        !(O = malloc(Ld * sizeof *O)) || !(S = malloc(epar_sparse_dense_fast_ws(L) * sizeof *S)) ||
+    if (!(Q = EPAR_MALLOC(Ld * sizeof *Q)) || !(K = EPAR_MALLOC(Ld * sizeof *K)) || !(V = EPAR_MALLOC(Ld * sizeof *V)) ||
+        !(O = EPAR_MALLOC(Ld * sizeof *O)) || !(S = EPAR_MALLOC(epar_sparse_dense_fast_ws(L) * sizeof *S)) ||
         !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
         goto done;
     epar_rng_normal(r, Q, Ld, 1);
@@ -517,10 +517,10 @@ static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct 
 {
     const int Lc = cfg->claims_length, d = 64, nf = 64;
     size_t LL = (size_t)Lc * Lc;
-    unsigned char *full = malloc(LL);
-    double *V = malloc((size_t)Lc * d * sizeof *V), *O = malloc((size_t)Lc * d * sizeof *O), *S = malloc(LL * sizeof *S),
-           *PQ = malloc((size_t)Lc * nf * sizeof *PQ), *PK = malloc((size_t)Lc * nf * sizeof *PK),
-           *W = malloc((size_t)nf * (d + 1) * sizeof *W);
+    unsigned char *full = EPAR_MALLOC(LL);
+    double *V = EPAR_MALLOC((size_t)Lc * d * sizeof *V), *O = EPAR_MALLOC((size_t)Lc * d * sizeof *O), *S = EPAR_MALLOC(LL * sizeof *S),
+           *PQ = EPAR_MALLOC((size_t)Lc * nf * sizeof *PQ), *PK = EPAR_MALLOC((size_t)Lc * nf * sizeof *PK),
+           *W = EPAR_MALLOC((size_t)nf * (d + 1) * sizeof *W);
     int st = EPAR_ENOMEM;
     if (!full || !V || !O || !S || !PQ || !PK || !W) goto done;
     epar_rng_normal(r, V, (size_t)Lc * d, 1);

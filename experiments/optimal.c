@@ -185,13 +185,13 @@ static void opt_run_free(struct opt_run *c)
 static int opt_scratch_alloc(struct opt_scratch *w, const struct opt_run *c)
 {
     memset(w, 0, sizeof *w);
-    w->X = malloc((size_t)c->B * c->L * c->D * sizeof *w->X);
-    w->I = malloc((size_t)c->B * c->L * sizeof *w->I);
-    w->Sc = malloc((size_t)c->H * c->LL * sizeof *w->Sc);
-    w->Ah = malloc((size_t)c->H * c->LL * sizeof *w->Ah);
-    w->A = malloc(c->LL * sizeof *w->A);
-    w->work = malloc(6 * (size_t)c->L * sizeof *w->work);
-    w->perm = malloc((size_t)c->L * sizeof *w->perm);
+    w->X = epar_err_alloc((size_t)c->B * c->L * c->D, sizeof *w->X, "optimal-position's inputs (batch x length x dim)");
+    w->I = epar_err_alloc((size_t)c->B * c->L, sizeof *w->I, "optimal-position's importance (batch x length)");
+    w->Sc = epar_err_alloc((size_t)c->H * c->LL, sizeof *w->Sc, "optimal-position's scores (heads x length^2)");
+    w->Ah = epar_err_alloc((size_t)c->H * c->LL, sizeof *w->Ah, "optimal-position's attention (heads x length^2)");
+    w->A = epar_err_alloc(c->LL, sizeof *w->A, "optimal-position's mean attention (length^2)");
+    w->work = epar_err_alloc(6 * (size_t)c->L, sizeof *w->work, "optimal-position's work (6 x length)");
+    w->perm = epar_err_alloc((size_t)c->L, sizeof *w->perm, "optimal-position's permutation (length)");
     return w->X && w->I && w->Sc && w->Ah && w->A && w->work && w->perm &&
            epar_attn_ws_alloc(&w->ws, c->L, c->D) == EPAR_OK;
 }
@@ -274,20 +274,22 @@ static int opt_job(struct opt_run *c, int j, struct opt_scratch *w)
 
 static int opt_iterate(struct opt_run *c)
 {
-    int failed = 0, blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
-#pragma omp parallel reduction(| : failed)
+    int blas_threads = epar_blas_threads(1); /* parallelism comes from the jobs */
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct opt_scratch w;
         int ok = opt_scratch_alloc(&w, c);
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 4)
         for (int j = 0; j < c->J; j++)
-            if (ok && opt_job(c, j, &w)) failed = 1;
+            if (ok && opt_job(c, j, &w))
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)",
+                                                   c->L), j);
         opt_scratch_free(&w);
     }
     epar_blas_threads(blas_threads);
-    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running optimal-position (length %d)", c->L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* per (seed, type, form): mean and std over the runs; then across seeds (every form), the main form's summary */
@@ -295,8 +297,8 @@ static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
 {
     int S = c->S, T = c->T, R = c->R, J = c->J, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
     size_t nst = (size_t)S * T * NF * NM;
-    double *smean = c->smean = malloc(nst * sizeof *smean), *sstd = c->sstd = malloc(nst * sizeof *sstd);
-    double *tmp = c->tmp = malloc(((size_t)R + S + 1) * sizeof *tmp), *col = c->col = malloc(((size_t)S + 1) * sizeof *col);
+    double *smean = c->smean = EPAR_MALLOC(nst * sizeof *smean), *sstd = c->sstd = EPAR_MALLOC(nst * sizeof *sstd);
+    double *tmp = c->tmp = EPAR_MALLOC(((size_t)R + S + 1) * sizeof *tmp), *col = c->col = EPAR_MALLOC(((size_t)S + 1) * sizeof *col);
     if (!smean || !sstd || !tmp || !col) return EPAR_ENOMEM;
     for (int s = 0; s < S; s++)
         for (int t = 0; t < T; t++)
@@ -423,7 +425,7 @@ static int opt_tabulate(struct opt_run *c, struct epar_optimal_result *res)
                 for (int s = 0; s < S; s++) {
                     int km = k ? EPAR_OPT_RANK : EPAR_OPT_CONS;
                     size_t j0 = ((size_t)s * T + t) * R;
-                    double *diff = malloc((size_t)R * sizeof *diff), *tmp2 = malloc((size_t)R * sizeof *tmp2), dm;
+                    double *diff = EPAR_MALLOC((size_t)R * sizeof *diff), *tmp2 = EPAR_MALLOC((size_t)R * sizeof *tmp2), dm;
                     if (!diff || !tmp2) { free(diff); free(tmp2); return EPAR_ENOMEM; }
                     for (int r = 0; r < R; r++)
                         diff[r] = out[((j0 + r) * NF + pairs[p][0]) * NM + km] - out[((j0 + r) * NF + pairs[p][1]) * NM + km];
@@ -538,7 +540,6 @@ int epar_exp_optimal_run(const struct epar_optimal_cfg *cfg, struct epar_optimal
     if (!st) st = opt_by_seed(&c, res);
     if (!st) st = opt_tabulate(&c, res);
     if (!st) st = opt_report(&c, res);
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in optimal-position");
     opt_run_free(&c);
     if (st) epar_exp_optimal_free(res);
     return st;

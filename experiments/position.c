@@ -201,24 +201,26 @@ static int pos_job(struct pos_run *c, int j, struct epar_exp_model *mp, double *
 
 static int pos_iterate(struct pos_run *c)
 {
-    int failed = 0, B = c->B, L = c->L, D = c->D;
-#pragma omp parallel reduction(| : failed)
+    int B = c->B, L = c->L, D = c->D;
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
+#pragma omp parallel
     {
         struct epar_exp_model m;
-        double *X = malloc((size_t)B * L * D * sizeof *X);
-        double *A = malloc((size_t)B * c->LL * sizeof *A);
-        double *I = malloc((size_t)B * L * sizeof *I);
-        double *V = malloc((size_t)B * L * sizeof *V);
+        double *X = epar_err_alloc((size_t)B * L * D, sizeof *X, "position-effect's inputs (batch x length x dim)");
+        double *A = epar_err_alloc((size_t)B * c->LL, sizeof *A, "position-effect's attention (batch x length^2)");
+        double *I = epar_err_alloc((size_t)B * L, sizeof *I, "position-effect's importance (batch x length)");
+        double *V = epar_err_alloc((size_t)B * L, sizeof *V, "position-effect's V (batch x length)");
         int ok = X && A && I && V && epar_exp_model_alloc(&m, c->prm) == EPAR_OK;
-        if (!ok) failed = 1;
+        if (!ok) epar_err_keep(&carry, EPAR_ENOMEM, -1);
 #pragma omp for schedule(dynamic, 1)
         for (int j = 0; j < c->J; j++)
-            if (ok && pos_job(c, j, &m, X, A, I, V)) failed = 1;
+            if (ok && pos_job(c, j, &m, X, A, I, V))
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)",
+                                                   c->L), j);
         if (ok) epar_exp_model_free(&m);
         free(X); free(A); free(I); free(V);
     }
-    if (failed) return epar_err_set(EPAR_ENOMEM, "out of memory running position-effect (length %d)", c->L);
-    return EPAR_OK;
+    return epar_err_carried(&carry);
 }
 
 /* p_matrix, attention, correlation and average attention of the figures' run */
@@ -231,7 +233,7 @@ static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
     if (!(res->p_matrix = epar_exp_matrix_table("query,key,p_effect", P0, L, L))) return EPAR_ENOMEM;
     if (!(res->attention = epar_exp_matrix_table("query,key,weight", A0, L, L))) return EPAR_ENOMEM;
     {
-        double *C = malloc(LL * sizeof *C), *W = malloc((size_t)L * B * L * sizeof *W);
+        double *C = EPAR_MALLOC(LL * sizeof *C), *W = EPAR_MALLOC((size_t)L * B * L * sizeof *W);
         if (C && W) {
             epar_metric_position_correlation(A0, B, L, C, W);
             res->correlation = epar_exp_matrix_table("query_i,query_j,correlation", C, L, L);
@@ -240,7 +242,7 @@ static int pos_matrices(struct pos_run *c, struct epar_position_result *res)
         if (!res->correlation) return EPAR_ENOMEM;
     }
     {
-        double *Avg = calloc(LL, sizeof *Avg);
+        double *Avg = EPAR_CALLOC(LL, sizeof *Avg);
         if (!Avg) return EPAR_ENOMEM;
         for (int b = 0; b < B; b++)
             for (size_t t = 0; t < LL; t++) Avg[t] += A0[(size_t)b * LL + t] / B;
@@ -277,7 +279,7 @@ static int pos_items(struct pos_run *c, struct epar_position_result *res)
         }
     }
     {
-        double *mean = malloc(4 * (size_t)L * sizeof *mean);
+        double *mean = EPAR_MALLOC(4 * (size_t)L * sizeof *mean);
         if (!mean) return EPAR_ENOMEM;
         double *sd = mean + L, *mx = sd + L, *mn = mx + L;
         epar_metric_key_stats(A0, L, mean, sd, mx, mn);
@@ -315,7 +317,7 @@ static int pos_summary(struct pos_run *c, struct epar_position_result *res)
         res->pos_star = epar_csv_new("seed,run,item,pos_star,value_max");
         if (!res->pos_star) return EPAR_ENOMEM;
         size_t n = (size_t)J * B;
-        double *pd = malloc(n * sizeof *pd), *seed_means = malloc((size_t)S * sizeof *seed_means);
+        double *pd = EPAR_MALLOC(n * sizeof *pd), *seed_means = EPAR_MALLOC((size_t)S * sizeof *seed_means);
         if (!pd || !seed_means) { free(pd); free(seed_means); return EPAR_ENOMEM; }
         double wsum = 0.0;
         for (int j = 0; j < J; j++) {
@@ -365,7 +367,6 @@ int epar_exp_position_run(const struct epar_position_cfg *cfg, struct epar_posit
         struct epar_posfx fx = {prm->form, prm->alpha, prm->beta, prm->gamma};
         if (!(res->properties = epar_exp_position_properties(&fx, c.L, &res->properties_failed))) st = EPAR_ENOMEM;
     }
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in position-effect");
     pos_run_free(&c);
     if (st) epar_exp_position_free(res);
     return st;

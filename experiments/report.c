@@ -182,7 +182,7 @@ static char **list_pngs(const char *dir, int *n)
     DIR *d = opendir(dir);
     if (!d) return NULL;
     size_t cap = 16;
-    char **v = malloc(cap * sizeof *v);
+    char **v = EPAR_MALLOC(cap * sizeof *v);
     struct dirent *de;
     while (v && (de = readdir(d))) {
         size_t l = strlen(de->d_name);
@@ -449,9 +449,11 @@ static void doc_table_end(struct doc *d)
 }
 
 /* ---- numbers as a reader sees them ----
- * A measured value is shown at the precision of the figure it is compared with: as many decimals as the reported
- * figure prints (a percentage as a percentage), with digits added only when a value that does not meet the claim
- * would otherwise print as the claim itself. Full precision stays in claims.csv. */
+ * A measured value is shown at the precision of the figure it is compared with when that figure is a number with
+ * decimals ("0.934", "93.75%": as many decimals, a percentage as a percentage), with digits added only when a value
+ * that does not meet the claim would otherwise print as the claim itself. Against a symbolic, qualitative or integer
+ * figure ("1/L", "ratio < 1", "16", "78%") it shows 3 significant digits, so 0.482 does not print as "0". Never "-0".
+ * Full precision stays in claims.csv. */
 
 /* the first printed number of a reported text ("x4.2" -> 4.2 unit 0.1, "78%" -> 0.78 unit 0.01 percent) */
 static int reported_figure(const char *rep, double *v, double *unit, int *percent)
@@ -465,6 +467,10 @@ static int reported_figure(const char *rep, double *v, double *unit, int *percen
     while (n + 1 < sizeof num && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.' || p[n] == '%')) { num[n] = p[n]; n++; }
     num[n] = '\0';
     if (strchr(num, '%') && strchr(num, '%')[1]) return 0;
+    if (!strchr(num, '.')) { /* an integer figure gives no precision to round to (a percentage stays one) */
+        *percent = strchr(num, '%') != NULL && p[n] != '/' && p[n] != '^';
+        return 0;
+    }
     if (p[n] == '/' || p[n] == '^') return 0; /* "1/L", "2^-8": a formula, not a printed figure */
     if (epar_audit_printed_parse(num, v, unit) != EPAR_OK) return 0;
     if (neg) *v = -*v;
@@ -482,10 +488,10 @@ static int decimals_of(double unit)
 static void round_like(const char *rep, double m, int fails, char *out, size_t n)
 {
     double r, u;
-    int pct;
+    int pct = 0;
     if (!isfinite(m)) { snprintf(out, n, "%s", isnan(m) ? "nan" : m > 0 ? "inf" : "-inf"); return; }
     if (!reported_figure(rep, &r, &u, &pct)) {
-        snprintf(out, n, "%.3g", m);
+        snprintf(out, n, pct ? "%.3g%%" : "%.3g", m == 0 ? 0.0 : pct ? 100 * m : m);
         return;
     }
     double scale = pct ? 100 : 1;
@@ -505,6 +511,7 @@ static void round_like(const char *rep, double m, int fails, char *out, size_t n
         snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
         snprintf(out, n, "%.*f", dec, m * scale);
     }
+    if (out[0] == '-' && strtod(out, NULL) == 0) memmove(out, out + 1, strlen(out)); /* -0.00 -> 0.00 */
     if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
 }
 
@@ -540,6 +547,24 @@ static void shown_sd(const struct epar_audit_row *r, char *out, size_t n)
 }
 
 /* ---- REPORT.md / REPORT.html ---- */
+
+/* how many prediction claims miss, beside how many would miss by chance at the audit's level if every figure held */
+static void chance_note(struct doc *d, const struct epar_audit *a)
+{
+    int np = 0, nnot = 0;
+    double level = NAN;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        if (!r->rule || strncmp(r->rule, "prediction", 10)) continue;
+        const char *l = strstr(r->rule, "(level ");
+        if (l) level = strtod(l + 7, NULL);
+        np++;
+        nnot += r->verdict == EPAR_AUDIT_NOT_REPRODUCED;
+    }
+    if (!np || !isfinite(level)) return;
+    doc_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x %.2g) "
+              "would miss by chance even if every figure held.", np, nnot, level, np * (1 - level), np, 1 - level);
+}
 
 static void write_verdict_table(struct doc *d, const struct epar_audit *a)
 {
@@ -882,6 +907,7 @@ static void write_report(struct doc *d, const char *out_root, const struct epar_
               "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by "
               "the run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs "
               ">= 2 seeds**.");
+    chance_note(d, a);
     doc_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
     doc_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
               "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence "
@@ -1140,8 +1166,8 @@ static int figure_folders(const char *out_root, const struct epar_report_info *i
     if (d) closedir(d);
     qsort(others, (size_t)no, sizeof *others, sort_cmp);
     int total = info->n_folders + no, n = 0;
-    char **dirs = calloc((size_t)total + 1, sizeof *dirs);
-    const char **labels = calloc((size_t)total + 1, sizeof *labels);
+    char **dirs = EPAR_CALLOC((size_t)total + 1, sizeof *dirs);
+    const char **labels = EPAR_CALLOC((size_t)total + 1, sizeof *labels);
     for (int s = 0; dirs && labels && s < total; s++) {
         const char *dir = s < info->n_folders ? info->folders[s].dir : others[s - info->n_folders];
         char p[4096];

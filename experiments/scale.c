@@ -67,8 +67,8 @@ static int make_inputs(const struct epar_params *prm, double *Qd, double *Kd, fl
     /* weights stream: E (L,D) first, then W_Q, b_Q, W_K, b_K, as epar_attn_layer_init draws them */
     gsl_rng *re = epar_rng_alloc(seed, 0, EPAR_RNG_WEIGHTS), *rw = epar_rng_alloc(seed, 0, EPAR_RNG_WEIGHTS);
     gsl_rng *rx = epar_rng_alloc(seed, 0, EPAR_RNG_DATA);
-    double *W = malloc((2 * DD + 2 * (size_t)D) * sizeof *W);
-    double *X = malloc(4 * chunk * sizeof *X);
+    double *W = EPAR_MALLOC((2 * DD + 2 * (size_t)D) * sizeof *W);
+    double *X = EPAR_MALLOC(4 * chunk * sizeof *X);
     if (!re || !rw || !rx || !W || !X) goto done;
     double *Wq = W, *bq = Wq + DD, *Wk = bq + D, *bk = Wk + DD;
     double *E = X + chunk, *q = E + chunk, *k = q + chunk;
@@ -225,7 +225,6 @@ int epar_exp_scale_run(const struct epar_scale_cfg *cfg, struct epar_scale_resul
         goto done;
     st = EPAR_OK;
 done:
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in scale (length %d)", L);
     free(Qd); free(Qf); free(work); free(imp); free(times);
     if (st) epar_exp_scale_free(res);
     return st;

@@ -477,15 +477,19 @@ static int measure(struct ctx *c)
     if (!jm || !jp || !c->sm || !c->sp) { free(jm); free(jp); return EPAR_ENOMEM; }
 
     int failed = 0;
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT; /* a worker's message, to the caller */
 #pragma omp parallel reduction(| : failed)
     {
         struct epar_exp_model m;
-        double *X = malloc((size_t)B * L * D * sizeof *X);
-        double *A = malloc((size_t)B * LL * sizeof *A);
-        double *C = malloc(LL * sizeof *C);
-        double *W = malloc((size_t)L * B * L * sizeof *W);
+        double *X = EPAR_MALLOC((size_t)B * L * D * sizeof *X);
+        double *A = EPAR_MALLOC((size_t)B * LL * sizeof *A);
+        double *C = EPAR_MALLOC(LL * sizeof *C);
+        double *W = EPAR_MALLOC((size_t)L * B * L * sizeof *W);
         int ok = X && A && C && W && epar_exp_model_alloc(&m, prm) == EPAR_OK;
-        if (!ok) failed = 1;
+        if (!ok) {
+            failed = 1;
+            epar_err_keep(&carry, EPAR_ENOMEM, -1);
+        }
 #pragma omp for schedule(dynamic, 4)
         for (size_t j = 0; j < J; j++) {
             if (!ok) continue;
@@ -495,7 +499,12 @@ static int measure(struct ctx *c)
             unsigned long run = c->cfg->common_draws
                                     ? (unsigned long)r
                                     : ((unsigned long)pt->blk << 40) | ((unsigned long)pt->k << 20) | (unsigned long)r;
-            if (epar_exp_model_init(&m, seed, run) || epar_exp_data(prm, seed, run, X)) { failed = 1; continue; }
+            if (epar_exp_model_init(&m, seed, run) || epar_exp_data(prm, seed, run, X)) {
+                failed = 1;
+                epar_err_keep(&carry, epar_err_set(EPAR_ENOMEM, "out of memory running sensitivity (length %d)", L),
+                              (long)j);
+                continue;
+            }
             for (int f = 0; f < NF; f++) {
                 struct epar_posfx fx = fx_of(pt, f);
                 epar_exp_model_set_effect(&m, &fx);
@@ -513,7 +522,7 @@ static int measure(struct ctx *c)
     }
     if (failed) {
         free(jm); free(jp);
-        return epar_err_set(EPAR_ENOMEM, "out of memory running sensitivity (length %d)", L);
+        return epar_err_carried(&carry);
     }
     /* per seed: mean over runs, in a fixed order (independent of the thread count) */
     for (int p = 0; p < c->P; p++)
@@ -1045,7 +1054,6 @@ int epar_exp_sensitivity_run(const struct epar_sensitivity_cfg *cfg, struct epar
     if (!(res->report = build_report(&c, res)) || !(res->summary = build_summary(&c, res))) goto done;
     st = EPAR_OK;
 done:
-    if (st == EPAR_ENOMEM && !epar_err_message()[0]) epar_err_set(EPAR_ENOMEM, "out of memory in sensitivity");
     free(c.pts); free(c.sm); free(c.sp);
     if (st) epar_exp_sensitivity_free(res);
     return st;

@@ -378,15 +378,17 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
     int B = r->cfg.batch, T = r->cfg.task.length;
     long n = eval_n(r, max_sequences), *counts = calloc((size_t)r->task.V, sizeof *counts);   /* scored targets */
     if (!counts) return epar_err_set(EPAR_ENOMEM, "out of memory counting the evaluation targets");
-    double loss = 0.0;
+    double loss = 0.0, mask_sum = 0.0;
     long correct = 0, scored = 0;
     for (long k0 = 0; k0 < n; k0 += B) {
         int nb = (int)(n - k0 < B ? n - k0 : B);
         for (int b = 0; b < nb; b++)
             epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T,
                                 r->mask + (size_t)b * T);
-        for (int i = 0; i < nb * T; i++)
+        for (int i = 0; i < nb * T; i++) {
+            mask_sum += r->mask[i];
             if (r->mask[i] > 0) counts[r->tgt[i]]++;
+        }
         int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
         if (st) {
             free(counts);
@@ -407,7 +409,7 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
         correct += c;
         scored += s;
     }
-    e->loss = scored > 0 ? loss / scored : NAN;   /* the masks are 0/1: scored = sum of the mask */
+    e->loss = mask_sum > 0 ? loss / mask_sum : NAN;   /* divided by the mask's sum, as training's loss is */
     e->metric = epar_task_metric(&r->task, e->loss, correct, scored);
     e->correct = correct;
     e->scored = scored;

@@ -127,10 +127,13 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         return v >= lo && v < hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
     }
     case EPAR_AUDIT_PREDICTION: {
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
-        double s = m->sd, q = quantile(level, m->n - 1);
+        /* a prediction interval is always about a spread: one row (a mean over one seed, an sd_column of NaN) has
+         * none, whatever the measure says about being stochastic */
+        double s = m->sd;
         int floored = isfinite(m->se_run) && !(s >= m->se_run);
         if (floored) s = m->se_run;
+        if (m->n < 2 || !isfinite(s)) return EPAR_AUDIT_FEW_SEEDS;
+        double q = quantile(level, m->n - 1);
         double half = q * s * sqrt(1.0 + 1.0 / m->n) + u / 2;
         snprintf(acc, n, "[%.6g, %.6g] = m +- t(%d)=%.3g x sd %.3g%s x sqrt(1+1/%d)%s", v - half, v + half, m->n - 1, q,
                  s, floored ? " (run-level floor)" : "", m->n, u > 0 ? " + half a printed unit" : "");
@@ -423,12 +426,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "learned_column", "holm_column", "aggregate", "posfx", "needs",
-                                           "readings", NULL};
+                                           "n_column", "against_column", "learned_column", "holm_column", "aggregate",
+                                           "group_by", "posfx", "needs", "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
-                                           "holm_column",
-                                           "aggregate", "posfx", NULL};
+                                           "holm_column", "aggregate", "group_by", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
@@ -525,7 +527,7 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column", "holm_column"};
+                                       "learned_column", "holm_column", "group_by"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
@@ -535,6 +537,9 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
     if (ag && (!json_is_string(ag) || (strcmp(json_string_value(ag), "mean") && strcmp(json_string_value(ag), "min") &&
                                        strcmp(json_string_value(ag), "max"))))
         return verr(v, "expected \"mean\", \"min\" or \"max\"");
+    snprintf(v->jp, sizeof v->jp, "%s.group_by", mb);
+    if (json_object_get(m, "group_by") && (!ag || strcmp(json_string_value(ag), "mean") || json_object_get(m, "sd_column")))
+        return verr(v, "group_by needs \"aggregate\": \"mean\" and no \"sd_column\" (the spread is the groups')");
     return EPAR_OK;
 }
 
@@ -890,6 +895,37 @@ static double same_rows(const struct epar_table *t, json_t *m, const char *col, 
     return v;
 }
 
+/* "group_by": the mean of the selected rows whose spread is the sd across the groups' means (e.g. the per-seed average
+ * over the importance types: the sd of that average, not the average of the per-type sds); n = the groups */
+static int grouped_spread(const struct epar_table *t, json_t *m, const char *col, const char *by, double *sd, int *n,
+                          char *why, size_t nwhy)
+{
+    int gi = epar_csv_col(t, by);
+    if (gi < 0) return why_set(why, nwhy, "group_by column '%s' not in the file", by);
+    json_t *where = json_deep_copy(json_object_get(m, "where"));
+    if (!where) where = json_object();
+    double *means = epar_err_alloc(t->nrows + 1, sizeof *means, "the audit's group means");
+    int st = where && means ? EPAR_OK : why_set(why, nwhy, "out of memory");
+    size_t ng = 0;
+    for (size_t r = 0; r < t->nrows && !st; r++) {
+        const struct epar_cell *c = &t->cells[r * (size_t)t->ncols + gi];
+        json_t *key = c->s ? json_string(c->s) : json_real(c->v);
+        int seen = 0;
+        for (size_t q = 0; q < r && !seen; q++) seen = cell_matches(t, q, gi, key);
+        double v, s;
+        int nr;
+        if (!seen && !json_object_set(where, by, key) &&
+            !epar_audit_select(t, where, col, NULL, "mean", &v, &s, &nr, why, nwhy))
+            means[ng++] = v;
+        json_decref(key);
+    }
+    *n = (int)ng;
+    *sd = ng > 1 ? gsl_stats_sd(means, 1, ng) : NAN;
+    free(means);
+    json_decref(where);
+    return st;
+}
+
 static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_ctx *ctx)
 {
     const char *file = jstr(m, "file", ""), *col = jstr(m, "column", ""), *sdc = jstr(m, "sd_column", NULL),
@@ -928,6 +964,16 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
         rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
+        if (jstr(m, "group_by", NULL)) {
+            rd->m.stochastic = 1;
+            if (grouped_spread(t, m, col, jstr(m, "group_by", NULL), &rd->m.sd, &rd->m.n, why, sizeof why)) {
+                rd->available = 0;
+                rd->spec_problem = 1;
+                snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: %s", file, why);
+            }
+            snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), ", sd across the %s means",
+                     jstr(m, "group_by", NULL));
+        }
         /* NaN (a run from before the column, or cells without a chance level): unknown, judged as before */
         rd->not_learned = same_rows(t, m, jstr(m, "learned_column", NULL), why, sizeof why) == 0.0;
         if (ac) snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " vs column %s", ac);
@@ -1003,12 +1049,11 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
 
 static enum epar_audit_verdict combine(const struct reading *rd, int n)
 {
-    int nh = 0, nf = 0, no = 0, ns = 0, nu = 0;
+    int nh = 0, nf = 0, ns = 0, nu = 0; /* open and unlearned readings are the rest: with them, inconclusive */
     for (int i = 0; i < n; i++) {
         if (!rd[i].available) return EPAR_AUDIT_NOT_HERE;
         nh += rd[i].out == EPAR_AUDIT_HOLDS;
         nf += rd[i].out == EPAR_AUDIT_FAILS;
-        no += rd[i].out == EPAR_AUDIT_OPEN || rd[i].out == EPAR_AUDIT_NOT_LEARNED;
         ns += rd[i].out == EPAR_AUDIT_FEW_SEEDS;
         nu += rd[i].out == EPAR_AUDIT_UNDECIDED;
     }

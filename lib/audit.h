@@ -8,7 +8,8 @@
  *               the seeds of the folder's run.json, or "n_column"), "se_run_column" (run-level standard error that
  *               floors the sd), "se_column" (standard error of a Monte-Carlo estimate), "against_column" (compare
  *               with another column of the row instead of the reported number), "aggregate" (mean | min | max over
- *               several rows; the mean's spread is then the sample sd across the rows, n = rows);
+ *               several rows; the mean's spread is then the sample sd across the rows, n = rows), "group_by" (with
+ *               a mean and no sd_column: the sd across the groups' means, n = groups: a per-seed average's spread);
  *   "posfx":    a deterministic function of the position effect (alpha, beta, gamma, L), computed here;
  *   "readings": several of the above, each with a "label" (and optionally its own "reported"), judged one by one:
  *               all hold -> reproduced, some -> partly reproduced, none -> not reproduced;

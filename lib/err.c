@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 #include "err.h"
 
 static _Thread_local char err_msg[512];
@@ -39,6 +40,36 @@ void *epar_err_alloc(size_t n, size_t size, const char *what)
     if (!p) {
         epar_err_set(EPAR_ENOMEM, "out of memory allocating %s (%.1f MB)", what,
                      (double)n * (double)size / 1048576.0);
+        epar_err_hint("reduce --length, --batch or --hidden");
+    }
+    return p;
+}
+
+void epar_err_keep(struct epar_err_carry *c, int status, long job)
+{
+    if (!status) return;
+#pragma omp critical(epar_err_carry)
+    if (!c->status || job < c->job) {
+        c->status = status;
+        c->job = job;
+        snprintf(c->msg, sizeof c->msg, "%s", epar_err_message());
+        snprintf(c->hint, sizeof c->hint, "%s", err_hint);
+    }
+}
+
+int epar_err_carried(const struct epar_err_carry *c)
+{
+    if (!c->status) return EPAR_OK;
+    snprintf(err_msg, sizeof err_msg, "%s", c->msg);
+    snprintf(err_hint, sizeof err_hint, "%s", c->hint);
+    return c->status;
+}
+
+void *epar_err_malloc(size_t bytes, const char *what, const char *where)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        epar_err_set(EPAR_ENOMEM, "out of memory allocating %s (%.1f MB) in %s", what, (double)bytes / 1048576.0, where);
         epar_err_hint("reduce --length, --batch or --hidden");
     }
     return p;

@@ -4,7 +4,8 @@
  * one-line message ("problem 'subject'") and optionally a hint; cmd/ prints them as
  *   epar: error: <message>
  *   hint: <hint>
- * and maps the status to the process exit code. The buffer is thread-local. */
+ * and maps the status to the process exit code in one place (cli_exit_code). The buffer is thread-local: a
+ * message set inside an OpenMP worker is carried to the caller with epar_err_save / epar_err_restore. */
 #ifndef EPAR_ERR_H
 #define EPAR_ERR_H
 
@@ -15,8 +16,8 @@ enum epar_status {
     EPAR_ECHECK = 1,    /* ran, but a check failed (exit 1) */
     EPAR_EINVAL = 2,    /* invalid parameter value or combination (exit 2) */
     EPAR_EIO = 3,       /* file could not be read or written (exit 3) */
-    EPAR_EPROTOCOL = 3, /* protocol file malformed or invalid (exit 3) */
     EPAR_ENOMEM = 4,    /* size does not fit / allocation failed (exit 4) */
+    EPAR_EPROTOCOL = 5, /* protocol file malformed or invalid (exit 3, with I/O: cli_exit_code in cmd/options.c) */
     EPAR_EINTR = 130    /* interrupted by a signal */
 };
 
@@ -30,5 +31,25 @@ void epar_err_clear(void);
 
 /* malloc/calloc that record an EPAR_ENOMEM error naming what was being allocated. */
 void *epar_err_alloc(size_t n, size_t size, const char *what);
+
+/* malloc that records an EPAR_ENOMEM error naming what (the size expression) and where (the function) */
+void *epar_err_malloc(size_t bytes, const char *what, const char *where);
+/* The allocation helpers of experiments/: on failure the message says what could not be allocated, e.g.
+ * "out of memory allocating (size_t)B * L * D * sizeof *X (12.5 MB) in pos_iterate" */
+#define EPAR_MALLOC(bytes) epar_err_malloc((bytes), #bytes, __func__)
+#define EPAR_CALLOC(n, size) epar_err_alloc((n), (size), #n " x " #size " in a zeroed buffer")
+
+/* A worker's error carried to the caller (the buffer is per thread, so a message set inside an OpenMP worker
+ * would be lost): a failing job calls epar_err_keep(&carry, status, job) (thread-safe; of several failures the
+ * lowest job is kept, so the message does not depend on the schedule), and the caller, after the parallel region,
+ * returns epar_err_carried(&carry): that status with its message and hint now in the caller's buffer, or EPAR_OK. */
+struct epar_err_carry {
+    int status;
+    long job;
+    char msg[512], hint[512];
+};
+#define EPAR_ERR_CARRY_INIT {0, -1, "", ""}
+void epar_err_keep(struct epar_err_carry *c, int status, long job);
+int epar_err_carried(const struct epar_err_carry *c);
 
 #endif

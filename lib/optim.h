@@ -2,7 +2,8 @@
  * clipping (Loshchilov & Hutter 2019; the GPT-2/llm.c recipe).
  *
  *   lr(s)  = lr_max (s + 1) / warmup                                   for s < warmup
- *          = lr_min + (lr_max - lr_min) (1 + cos(pi u)) / 2,  u = (s - warmup) / (steps - warmup)   after
+ *          = lr_min + (lr_max - lr_min) (1 + cos(pi u)) / 2,  u = (s - warmup) / (steps - warmup - 1)   after
+ *            (so the last step, s = steps - 1, runs at lr_min; lr_max throughout when steps - warmup <= 1)
  *   g     <- g min(1, clip / ||g||_2)                                  (clip <= 0: no clipping)
  *   m     <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2
  *   p     <- p - lr (m / (1 - beta1^t) / (sqrt(v / (1 - beta2^t)) + eps) + wd p)   (wd only where decayed)

@@ -87,4 +87,14 @@ fi
 expect_exit 4 "size that cannot fit" -- "$EPAR" position-effect --quiet --length 200000 --hidden 8 --batch 64 --runs 1 --seed 1 --out "$T_TMP/big"
 expect_error_line "size does not fit" "exit 4 message"
 expect_empty_dir "$T_TMP/big/position" "exit 4 leaves nothing"
+# a size that passes the check but not the allocator (address space capped at 900 MB: the figures' 488 MB fits, the
+# worker's own 488 MB does not): the worker's message, naming what it could not allocate, reaches the user
+# (not under AddressSanitizer, whose shadow memory needs more address space than the cap)
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+    expect_exit 4 "out of memory in a worker" -- bash -c 'ulimit -v 900000 && exec "$0" "$@"' "$EPAR" position-effect \
+        --quiet --length 1000 --hidden 8 --batch 64 --runs 1 --seed 1 --jobs 1 --no-render --out "$T_TMP/oom"
+    expect_error_line "out of memory allocating position-effect's attention \\(batch x length\\^2\\) \\([0-9.]+ MB\\)" \
+        "the worker's allocation named"
+    expect_empty_dir "$T_TMP/oom/position" "out of memory leaves nothing"
+fi
 finish

@@ -19,6 +19,11 @@ np=$(sed -n 's/^epar: run-all: auditing \([0-9]*\) claims$/\1/p' "$T_TMP/err"); 
 [ -n "$np" ] && [ "$np" = "$ns" ] && ok || fail "progress says '$np' claims, the summary '$ns'"
 for f in report/claims.csv report/REPORT.md report/retention_definitions.csv index.html; do expect_file "$out/$f"; done
 [ -z "$(find "$out" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+# every rendered claim row shows its claims.csv value rounded, never a falsehood (0.482 as "0", -0.5 as "-0")
+python3 tests/cli/rendered_claims.py "$out" >"$T_TMP/rc.txt" && ok || fail "index.html rounding: $(head -5 "$T_TMP/rc.txt")"
+# one seed has no spread: no prediction-rule claim may be "not reproduced" (it was, from t(-1) x sd nan)
+n=$(python3 -c 'import csv,sys; print(sum(r["rule"].startswith("prediction") and r["verdict"] == "not reproduced" for r in csv.DictReader(open(sys.argv[1]))))' "$out/report/claims.csv")
+[ "$n" = 0 ] && ok || fail "$n prediction claims 'not reproduced' with one seed"
 
 # claims.csv: exact header, one of the verdicts on every row, every claim id of the protocol present
 claims=$out/report/claims.csv

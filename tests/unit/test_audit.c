@@ -58,6 +58,11 @@ static void rules(void)
               "prediction: a small sd is floored by the run-level standard error");
     check_int(J1(EPAR_AUDIT_PREDICTION, 0.8, 0, 0.8, 1, NAN, 1, NAN, NAN), EPAR_AUDIT_FEW_SEEDS, "one seed: needs seeds");
     check_int(J1(EPAR_AUDIT_PREDICTION, 0.8, 0, NAN, 1, 0.01, 5, NAN, NAN), EPAR_AUDIT_UNDECIDED, "NaN: undecided");
+    /* a mean over one row (one seed) without an sd column: not flagged stochastic, no spread at all */
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.07, 0, 0.08, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FEW_SEEDS,
+              "prediction without a spread: needs seeds, not t(-1)");
+    check_int(J1(EPAR_AUDIT_PREDICTION, 0.07, 0, 0.08, 1, NAN, 5, NAN, NAN), EPAR_AUDIT_FEW_SEEDS,
+              "prediction with a NaN sd: needs seeds");
     /* estimate: z(0.975) = 1.959964 x se */
     check_int(J1(EPAR_AUDIT_ESTIMATE, 1.0, 0, 1.00195, 0, NAN, 0, NAN, 0.001), EPAR_AUDIT_HOLDS, "estimate 1.95 se");
     check_int(J1(EPAR_AUDIT_ESTIMATE, 1.0, 0, 1.00197, 0, NAN, 0, NAN, 0.001), EPAR_AUDIT_FAILS, "estimate 1.97 se");
@@ -268,7 +273,7 @@ static void evaluation(void)
                                        "structured,0.9,0.01,0.005,pass\nclustered,0.8,0.002,0.02,fail\n");
     write_file(dir, "exp/run.json", "{\"protocol_hash\": \"fnv1a64:1\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
                                     " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3, 4, 5]}}");
-    write_file(dir, "one/metrics.csv", "info_type,consistency,consistency_sd\nstructured,0.9,nan\n");
+    write_file(dir, "one/metrics.csv", "info_type,consistency,consistency_sd,consistency_std\nstructured,0.9,nan,0.08\n");
     write_file(dir, "one/run.json", "{\"protocol_hash\": \"fnv1a64:1\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
                                     " \"parameters\": {\"preset\": \"p\", \"seeds\": [7]}}");
     write_file(dir, "other/metrics.csv", "info_type,consistency,consistency_sd\nstructured,0.9,0.01\n");
@@ -281,6 +286,7 @@ static void evaluation(void)
         "{\"id\": \"floor\", " N "\"reported\": \"0.850\", " M("exp", "clustered") ", \"tolerance\": {\"rule\": \"prediction\"}},"
         "{\"id\": \"off\", " N "\"reported\": \"0.95\", " M("exp", "structured") ", \"tolerance\": {\"rule\": \"prediction\"}},"
         "{\"id\": \"oneseed\", " N "\"reported\": \"0.91\", \"measure\": {\"file\": \"one/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"onemean_std\", " N "\"reported\": \"0.0723\", \"measure\": {\"file\": \"one/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency_std\", \"aggregate\": \"mean\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
         "{\"id\": \"stale\", " N "\"reported\": \"0.91\", \"measure\": {\"file\": \"other/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\", \"sd_column\": \"consistency_sd\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
         "{\"id\": \"missing\", " N "\"reported\": 1, \"measure\": {\"file\": \"optimal/none.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}},"
         "{\"id\": \"speccol\", " N "\"reported\": 1, \"measure\": {\"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"ranking\"}, \"tolerance\": {\"rule\": \"exact\"}},"
@@ -314,6 +320,9 @@ static void evaluation(void)
     check_true(r && !strcmp(r->measured, "0.9") && !strcmp(r->measured_sd, "0.01") && strstr(r->note, "not reproduced:"),
                "measured, sd and the reason shown");
     check_true((r = row_of(&a, "oneseed")) && r->verdict == EPAR_AUDIT_NEEDS_SEEDS, "one seed -> needs >= 2 seeds");
+    r = row_of(&a, "onemean_std");
+    check_true(r && r->verdict == EPAR_AUDIT_NEEDS_SEEDS && !strstr(r->note, "t(-1)") && !strstr(r->accepted, "nan"),
+               "a ref_opt_*_std-shaped claim (mean over one seed's row) -> needs >= 2 seeds: %s", r ? r->note : "");
     check_true((r = row_of(&a, "stale")) && r->verdict == EPAR_AUDIT_STALE && strstr(r->note, "gamma=0.5") &&
                strstr(r->note, "would be: reproduced"), "another run's output -> stale, with the would-be verdict");
     check_true((r = row_of(&a, "missing")) && r->verdict == EPAR_AUDIT_NOT_HERE && r->missing_file &&

@@ -22,8 +22,27 @@ int main(void)
     p = epar_err_alloc(10, sizeof(double), "ten doubles");
     check_true(p && ((double *)p)[9] == 0.0, "allocation is zeroed");
     free(p);
-    check_true(EPAR_EIO == 3 && EPAR_EPROTOCOL == 3 && EPAR_ENOMEM == 4 && EPAR_EINVAL == 2 && EPAR_ECHECK == 1,
+    check_true(EPAR_EIO == 3 && EPAR_ENOMEM == 4 && EPAR_EINVAL == 2 && EPAR_ECHECK == 1,
                "status codes are the documented exit codes");
+    check_true(EPAR_EPROTOCOL != EPAR_EIO, "a malformed protocol and an unreadable file are told apart (both exit 3, "
+               "mapped in cmd/options.c cli_exit_code)");
+
+    /* a worker's message reaches the caller: the lowest failing job's, whatever the schedule */
+    struct epar_err_carry carry = EPAR_ERR_CARRY_INIT;
+    epar_err_clear();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int j = 0; j < 64; j++)
+        if (j % 7 == 3) {
+            void *q = epar_err_alloc(SIZE_MAX / 2, 4, j == 3 ? "job three's table" : "another job's table");
+            epar_err_hint("job %d", j);
+            epar_err_keep(&carry, q ? EPAR_OK : EPAR_ENOMEM, j);
+        }
+    check_int(epar_err_carried(&carry), EPAR_ENOMEM, "the worker's status carried");
+    check_true(strstr(epar_err_message(), "job three's table") != NULL, "the lowest job's message carried: %s",
+               epar_err_message());
+    check_true(!strcmp(epar_err_hint_text(), "job 3"), "and its hint");
+    struct epar_err_carry none = EPAR_ERR_CARRY_INIT;
+    check_int(epar_err_carried(&none), EPAR_OK, "no failure: EPAR_OK");
 
     int old = epar_blas_threads(1);
     check_int(epar_blas_threads(old), 1, "BLAS thread count round-trips");
