@@ -1501,6 +1501,43 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
     return st;
 }
 
+/* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid; takes extra */
+static int write_run_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct epar_out *o,
+                          json_t *run_extra, double worst, int insane)
+{
+    json_t *extra = run_extra ? run_extra : json_object();
+    json_t *tasks = json_array(), *mechs = json_array(), *ex = json_array();
+    for (int i = 0; i < c->n_tasks; i++)
+        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", c->tasks[i].id, "task",
+                                               epar_task_name(c->tasks[i].task.id), "paper", c->tasks[i].paper,
+                                               "condition", c->tasks[i].condition, "length", c->tasks[i].task.length));
+    for (int m = 0; m < c->n_mech; m++) json_array_append_new(mechs, json_string(epar_nnpos_name(c->mech[m])));
+    for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
+    const struct epar_bench_budget *b = &c->b;
+    json_object_set_new(extra, "budget", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:o, s:i}",
+                                                   "name", b->name, "layers", b->layers, "dim", b->dim, "heads", b->heads,
+                                                   "mlp", b->mlp, "batch", b->batch, "steps", b->steps, "warmup", b->warmup,
+                                                   "lr", b->lr, "lr_min_ratio", b->lr_min_ratio, "weight_decay", b->weight_decay,
+                                                   "lm_length", b->lm_length, "short_length", b->short_length,
+                                                   "long_length", b->long_length, "extrapolation", ex,
+                                                   "tokens_per_cell_short", b->steps * b->batch * b->short_length));
+    json_object_set_new(extra, "tasks", tasks);
+    json_object_set_new(extra, "mechanisms", mechs);
+    json_object_set_new(extra, "cells", json_integer(plan->n));
+    json_object_set_new(extra, "equalise", json_string(c->equalise_mlp ? "mlp" : "none"));
+    json_object_set_new(extra, "param_tolerance", json_real(c->param_tol));
+    json_object_set_new(extra, "param_max_rel_diff", json_real(worst));
+    json_object_set_new(extra, "posfx_L", json_string(c->base.pos.posfx_length > 0 ? "fixed (posfx_length)"
+                                                                                   : "the length T of the sequence processed"));
+    json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
+    json_object_set_new(extra, "learned_z", json_real(LEARNED_Z));   /* main_table.csv learned: beyond chance by z se */
+    json_object_set_new(extra, "sanity", json_pack("{s:f, s:i}", "margin", c->sanity_margin, "failed", insane));
+    struct epar_params prm = c->prm;
+    prm.n_seeds = c->b.n_seeds;
+    memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);
+    return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
+}
+
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
@@ -1557,38 +1594,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
     if (!st) {
-        /* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid */
-        json_t *extra = run_extra ? run_extra : json_object();
-        json_t *tasks = json_array(), *mechs = json_array(), *ex = json_array();
-        for (int i = 0; i < c->n_tasks; i++)
-            json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", c->tasks[i].id, "task",
-                                                   epar_task_name(c->tasks[i].task.id), "paper", c->tasks[i].paper,
-                                                   "condition", c->tasks[i].condition, "length", c->tasks[i].task.length));
-        for (int m = 0; m < c->n_mech; m++) json_array_append_new(mechs, json_string(epar_nnpos_name(c->mech[m])));
-        for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
-        const struct epar_bench_budget *b = &c->b;
-        json_object_set_new(extra, "budget", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:o, s:i}",
-                                                       "name", b->name, "layers", b->layers, "dim", b->dim, "heads", b->heads,
-                                                       "mlp", b->mlp, "batch", b->batch, "steps", b->steps, "warmup", b->warmup,
-                                                       "lr", b->lr, "lr_min_ratio", b->lr_min_ratio, "weight_decay", b->weight_decay,
-                                                       "lm_length", b->lm_length, "short_length", b->short_length,
-                                                       "long_length", b->long_length, "extrapolation", ex,
-                                                       "tokens_per_cell_short", b->steps * b->batch * b->short_length));
-        json_object_set_new(extra, "tasks", tasks);
-        json_object_set_new(extra, "mechanisms", mechs);
-        json_object_set_new(extra, "cells", json_integer(plan->n));
-        json_object_set_new(extra, "equalise", json_string(c->equalise_mlp ? "mlp" : "none"));
-        json_object_set_new(extra, "param_tolerance", json_real(c->param_tol));
-        json_object_set_new(extra, "param_max_rel_diff", json_real(worst));
-        json_object_set_new(extra, "posfx_L", json_string(c->base.pos.posfx_length > 0 ? "fixed (posfx_length)"
-                                                                                       : "the length T of the sequence processed"));
-        json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
-        json_object_set_new(extra, "learned_z", json_real(LEARNED_Z));   /* main_table.csv learned: beyond chance by z se */
-        json_object_set_new(extra, "sanity", json_pack("{s:f, s:i}", "margin", c->sanity_margin, "failed", insane));
-        struct epar_params prm = c->prm;
-        prm.n_seeds = c->b.n_seeds;
-        memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);
-        st = epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
+        st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;
     }
     json_decref(run_extra);
