@@ -566,7 +566,7 @@ done:
 
 static void mean_sd(const double *x, int n, double *mean, double *sd);
 static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id);
-static int is_epar(enum epar_nnpos_id id);
+static int is_epar(enum epar_nnpos_id id) { return id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED; }
 
 /* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
  * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
@@ -805,7 +805,7 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
     int best = -1;
     double bm = NAN, sd;
     for (int m = 0; m < c->n_mech; m++) {
-        if (c->mech[m] == EPAR_NNPOS_EPAR_BASIC || c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) continue;
+        if (is_epar(c->mech[m])) continue;
         double mean;
         mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
         if (best < 0 || (hib ? mean > bm : mean < bm)) {
@@ -858,7 +858,6 @@ static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, in
 
 /* ---- EPAR against each baseline, pre-registered: no best baseline picked after the results ---- */
 
-static int is_epar(enum epar_nnpos_id id) { return id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED; }
 
 /* one EPAR form x against baseline y on task t, paired by seed: the relative improvement (paired_test), its
  * two-sided interval at the audit's level, and the minimum detectable effect at 80 % power of that paired t-test,
@@ -1204,7 +1203,7 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
                 double mean = NAN, sd = NAN;
                 if (defined) mean_sd(v, g->S, &mean, &sd);
                 const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
-                if (c->mech[m] != EPAR_NNPOS_EPAR_BASIC && c->mech[m] != EPAR_NNPOS_EPAR_ENHANCED) L = "";
+                if (!is_epar(c->mech[m])) L = "";
                 if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
                                     c->tasks[i].task.length, mean, sd, g->S, defined, L)) {
                     epar_csv_free(t);
@@ -1358,8 +1357,7 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
                "(comparisons.csv has every pair); MDE: the largest minimum detectable effect at 80 %% power with these "
                "seeds, i.e. smaller true differences would mostly go unseen. The best baseline is descriptive only: it "
                "is chosen after the results, and its p is not a test of \"EPAR beats the baselines\".\n\n",
-               c->n_mech - (mech_index(c, EPAR_NNPOS_EPAR_BASIC) >= 0) - (mech_index(c, EPAR_NNPOS_EPAR_ENHANCED) >= 0),
-               100 * c->level);
+               t->nrows ? (int)epar_csv_get(t, 0, "baselines") : 0, 100 * c->level);
     fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | enhanced: beats / beaten (Holm) | enhanced MDE | basic: beats / beaten (Holm) |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t r = 0; r < t->nrows; r++) {

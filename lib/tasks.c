@@ -367,31 +367,55 @@ static int fact_token(const struct epar_task_cfg *c, int k, int v) { return 1 + 
 static int question_token(const struct epar_task_cfg *c, int k) { return 1 + c->keys * c->values + k; }
 static int answer_token(const struct epar_task_cfg *c, int v) { return 1 + c->keys * c->values + c->keys + v; }
 
-/* recall: N facts with distinct keys (values drawn with replacement) at positions 0 .. N-1, then Q questions
- * on distinct facts at random places of the rest, each followed by its answer (pads elsewhere); the target at a
- * question is its answer. */
-static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+/* the N = pairs facts of a sequence: distinct keys in random order (partial Fisher-Yates over t->perm), values
+ * with replacement, into key and val (t->counts) and as fact tokens at tok[0 .. N-1] */
+static void draw_facts(struct epar_task *t, gsl_rng *r, int *tok)
 {
-    (void)item;
-    *group = 0;
     const struct epar_task_cfg *c = &t->cfg;
-    int T = c->length, N = c->pairs, Q = recall_queries(c), K = c->keys, R = T - N;
+    int N = c->pairs, *key = t->counts, *val = t->counts + N;
     size_t *perm = t->perm;
-    int *key = t->counts, *val = t->counts + N;
-    for (int q = 0; q < T; q++) {
-        tok[q] = 0;
-        mask[q] = 0.0f;
-    }
-    /* N distinct keys in random order (partial Fisher-Yates), values with replacement */
-    for (int i = 0; i < K; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < c->keys; i++) perm[i] = (size_t)i;
     for (int i = 0; i < N; i++) {
-        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(K - i)), tmp = perm[i];
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(c->keys - i)), tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
         key[i] = (int)perm[i];
         val[i] = (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
         tok[i] = fact_token(c, key[i], val[i]);
     }
+}
+
+/* Q questions on distinct facts of draw_facts, in random order: question i at at[i], its answer at at[i] + 1,
+ * the question scored (its target is the answer that follows it) */
+static void ask_facts(struct epar_task *t, gsl_rng *r, int Q, const int *at, int *tok, float *mask)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int N = c->pairs, *key = t->counts, *val = t->counts + N;
+    size_t *perm = t->perm;
+    for (int i = 0; i < N; i++) perm[i] = (size_t)i;
+    for (int i = 0; i < Q; i++) {
+        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+        tok[at[i]] = question_token(c, key[perm[i]]);
+        tok[at[i] + 1] = answer_token(c, val[perm[i]]);
+        mask[at[i]] = 1.0f;
+    }
+}
+
+/* recall: N facts at positions 0 .. N-1, then Q questions on distinct facts at random places of the rest, each
+ * followed by its answer (pads elsewhere). */
+static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
+{
+    (void)item;
+    *group = 0;
+    const struct epar_task_cfg *c = &t->cfg;
+    int T = c->length, N = c->pairs, Q = recall_queries(c), R = T - N;
+    for (int q = 0; q < T; q++) {
+        tok[q] = 0;
+        mask[q] = 0.0f;
+    }
+    draw_facts(t, r, tok);
     /* Q non-overlapping (question, answer) slots in the R positions after the facts: Q distinct numbers s_i of
      * 0 .. R-Q-1, sorted; slot i starts at N + s_i + i */
     int *slot = t->slots;
@@ -402,17 +426,8 @@ static void recall_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
         slot[j] = tmp;
     }
     gsl_sort_int(slot, 1, (size_t)Q);
-    /* which fact each question asks: distinct facts (partial Fisher-Yates over perm) */
-    for (int i = 0; i < N; i++) perm[i] = (size_t)i;
-    for (int i = 0; i < Q; i++) {
-        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-        int at = N + slot[i] + i;
-        tok[at] = question_token(c, key[perm[i]]);
-        tok[at + 1] = answer_token(c, val[perm[i]]);
-        mask[at] = 1.0f;    /* the target at the question is the answer that follows it */
-    }
+    for (int i = 0; i < Q; i++) slot[i] += N + i;
+    ask_facts(t, r, Q, slot, tok, mask);
     for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
     tgt[T - 1] = 0;
 }
@@ -430,9 +445,7 @@ static int needle_max_distance(const struct epar_task_cfg *c) { return c->length
 static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok, int *tgt, float *mask, int *group)
 {
     const struct epar_task_cfg *c = &t->cfg;
-    int T = c->length, N = c->pairs, K = c->keys, dmax = needle_max_distance(c);
-    int *key = t->counts, *val = t->counts + N;
-    size_t *perm = t->perm;
+    int T = c->length, N = c->pairs, dmax = needle_max_distance(c), *at = t->slots;
     int d = item < 0 ? 1 + (int)gsl_rng_uniform_int(r, (unsigned long)dmax)
                      : 1 + (int)((long long)item * dmax / c->eval_sequences);
     int p = T - 2 * N - d - N + 1;
@@ -440,25 +453,9 @@ static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
         tok[q] = 0;
         mask[q] = 0.0f;
     }
-    for (int i = 0; i < K; i++) perm[i] = (size_t)i;
-    for (int i = 0; i < N; i++) {   /* N distinct keys (partial Fisher-Yates), values with replacement */
-        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(K - i)), tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-        key[i] = (int)perm[i];
-        val[i] = (int)gsl_rng_uniform_int(r, (unsigned long)c->values);
-        tok[p + i] = fact_token(c, key[i], val[i]);
-    }
-    for (int i = 0; i < N; i++) perm[i] = (size_t)i;
-    for (int i = 0; i < N; i++) {   /* the questions in random order */
-        size_t j = (size_t)i + gsl_rng_uniform_int(r, (unsigned long)(N - i)), tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-        int at = T - 2 * N + 2 * i;
-        tok[at] = question_token(c, key[perm[i]]);
-        tok[at + 1] = answer_token(c, val[perm[i]]);
-        mask[at] = 1.0f;
-    }
+    draw_facts(t, r, tok + p);
+    for (int i = 0; i < N; i++) at[i] = T - 2 * N + 2 * i;   /* the questions in random order at the end */
+    ask_facts(t, r, N, at, tok, mask);
     for (int q = 0; q + 1 < T; q++) tgt[q] = tok[q + 1];
     tgt[T - 1] = 0;
     *group = d;
