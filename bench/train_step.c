@@ -150,7 +150,7 @@ int main(int argc, char **argv)
     omp_set_num_threads(threads);
 
     struct run runs[MAXMECH + 1];
-    enum epar_nnpos_id ids[MAXMECH + 1];
+    enum epar_mech_id ids[MAXMECH + 1];
     int nm = 0;
     for (char *tok = strtok(mechs, ","); tok; tok = strtok(NULL, ",")) {
         if (nm == MAXMECH || epar_nnpos_find(tok, &ids[nm])) {
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
         nm++;
     }
     int nmech = nm;   /* runs[nmech], with --floor: the linear products alone, on a model of mechanism none */
-    if (floor_row) ids[nm++] = EPAR_NNPOS_NONE;
+    if (floor_row) ids[nm++] = EPAR_MECH_NONE;
     int N = B * T, wide = 3 * C > F ? 3 * C : F;
     if (V > wide) wide = V;
     float *fx = NULL, *fy = NULL, *fdx = NULL, *fdy = NULL, *fpart = NULL;

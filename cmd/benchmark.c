@@ -285,7 +285,7 @@ static void mpi_finish(void)
 /* the protocol's grid for the budget, with the command line's seeds, tasks and mechanisms: 0 (proto loaded) or an
  * exit code (nothing loaded) */
 static int grid_config(struct cli_common *c, struct opt *opts, const char *budget, const char *tasks, const char *mechs,
-                       struct epar_protocol *proto, struct epar_bench_cfg *cfg)
+                       char **argv, int argc, struct epar_protocol *proto, struct epar_bench_cfg *cfg)
 {
     /* the budget, the sharding and merging do not change what a cell computes: not command-line changes of the
      * run (run.json cli_overrides, which the audit reads); --tasks and --mechanisms do (another grid) */
@@ -301,6 +301,7 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
     }
     /* an unknown budget (EPAR_EINVAL) is a usage error */
     if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
+    if (!st) st = cli_each_set(argc, argv, epar_exp_train_set, &cfg->base);
     if (st) {
         epar_protocol_free(proto);
         return cli_fail(st);
@@ -322,13 +323,14 @@ int cmd_benchmark(int argc, char **argv)
     }
 
     struct cli_common c = {0};
-    const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL;
+    const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL, *set = NULL;
     int merge_flag = 0;
     struct opt opts[] = {
         {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (about 10 min on 2 cores, 3 seeds) or full (5 seeds, hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
-        {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "position mechanisms (default: all eight)", 0},
+        {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "trainable catalogue ids (default: the paper table's eight)", 0},
+        {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, e.g. sliding-window.radius=8 (repeatable)", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},
         {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables", 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
@@ -368,7 +370,7 @@ int cmd_benchmark(int argc, char **argv)
     struct epar_protocol proto;
     static struct epar_bench_cfg cfg;
     struct epar_bench_plan plan = {0};
-    if ((rc = grid_config(&c, opts, budget, tasks, mechs, &proto, &cfg))) {
+    if ((rc = grid_config(&c, opts, budget, tasks, mechs, argv, argc, &proto, &cfg))) {
         mpi_finish();
         return rc;
     }

@@ -3,42 +3,30 @@
 #include <string.h>
 #include "lib/err.h"
 #include "lib/mech.h"
+#include "lib/nnpos.h"
 #include "experiments/experiment.h"
 #include "experiments/compare.h"
 #include "cli.h"
 
 static void list_mechanisms(void)
 {
-    printf("%-18s %-22s %-7s %s\n", "id", "kind", "section", "parameters (default) / what it does"); /* § is 2 bytes */
+    printf("%-18s %-22s %-7s %-6s %s\n", "id", "kind", "section", "train", "parameters (default) / what it does");
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {
         const struct epar_mech_info *in = &epar_mech_table[id];
         char params[512] = "";
         for (int q = 0; q < EPAR_MECH_MAX_PARAMS && in->params[q].name; q++)
             snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s.%s=%g", q ? " " : "", in->id,
                      in->params[q].name, in->params[q].def);
-        printf("%-18s %-22s %-8s %s\n", in->id, epar_mech_kind_name(in->kind), in->section, params[0] ? params : "-");
-        printf("%-18s %-22s %-8s   %s [%s]\n", "", "", "", in->note, in->seeds);
+        /* "§" is 2 bytes: the section column is one wider in bytes */
+        printf("%-18s %-22s %-8s %-6s %s\n", in->id, epar_mech_kind_name(in->kind), in->section,
+               epar_nnpos_trainable((enum epar_mech_id)id) ? "yes" : "-", params[0] ? params : "-");
+        printf("%-18s %-22s %-8s %-6s   %s [%s]\n", "", "", "", "", in->note, in->seeds);
+        if (epar_nnpos_trainable((enum epar_mech_id)id))
+            printf("%-18s %-22s %-8s %-6s   trained: %s\n", "", "", "", "", epar_nnpos_table[id].summary);
     }
 }
 
-/* every --set value (the option may be repeated; each value may hold comma-separated assignments) */
-static int apply_sets(struct epar_compare_cfg *cfg, int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (!strcmp(argv[i], "--set") && i + 1 < argc) v = argv[++i];
-        else if (!strncmp(argv[i], "--set=", 6)) v = argv[i] + 6;
-        if (!v) continue;
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", v);
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int st = epar_exp_compare_set(cfg, t);
-            if (st) return st;
-        }
-    }
-    return EPAR_OK;
-}
+static int set_one(void *cfg, const char *assignment) { return epar_exp_compare_set(cfg, assignment); }
 
 struct compare_opts {
     const char *mechanisms;
@@ -65,7 +53,7 @@ static int apply(void *cfgv, const struct opt *opts, void *ctx)
         }
         cfg->n_mech = n;
     }
-    if (!st) st = apply_sets(cfg, co->argc, co->argv);
+    if (!st) st = cli_each_set(co->argc, co->argv, set_one, cfg);
     if (st) return cli_fail(st);
     if (cli_seen(opts, "speed-lengths")) {
         const struct opt_dlist *sp = co->speed;

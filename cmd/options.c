@@ -454,3 +454,21 @@ fail:
     epar_protocol_free(proto);
     return cli_fail(st);
 }
+
+int cli_each_set(int argc, char **argv, int (*fn)(void *ctx, const char *assignment), void *ctx)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--set") && i + 1 < argc) v = argv[++i];
+        else if (!strncmp(argv[i], "--set=", 6)) v = argv[i] + 6;
+        if (!v) continue;
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", v);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int st = fn(ctx, t);
+            if (st) return st;
+        }
+    }
+    return EPAR_OK;
+}

@@ -21,6 +21,9 @@ struct train_opts {
     int length, layers, dim, heads, mlp, steps, batch, warmup, eval_every, eval_batches, learn_posfx, posfx_length;
     int pairs, queries, keys, values, eval_sequences;
     double lr, lr_min_ratio, weight_decay, clip, holdout;
+    const char *set;    /* the last --set (every one is read from argv) */
+    int argc;
+    char **argv;
 };
 
 /* ---- progress on stderr: a bar on a terminal, a line per evaluation otherwise ---- */
@@ -97,7 +100,7 @@ static int apply_options(struct epar_train_cfg *cfg, const struct opt *opts, con
     SET("eval-sequences", cfg->task.eval_sequences, t->eval_sequences);
 #undef SET
     if (t->mechanism && epar_nnpos_find(t->mechanism, &cfg->mechanism)) return EPAR_EINVAL;
-    return EPAR_OK;
+    return cli_each_set(t->argc, t->argv, epar_exp_train_set, cfg);
 }
 
 /* load the protocol (common options, the preset's alpha/beta/gamma, the seed), read experiments.train,
@@ -231,10 +234,12 @@ int cmd_train(int argc, char **argv)
 {
     struct cli_common c = {0};
     struct train_opts t = {0};
+    t.argc = argc;
+    t.argv = argv;
     struct opt opts[] = {
         {"Task and model", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"task", 0, OPT_STRING, &t.task, "NAME", "lm, recall, needle, transduce, classify, select, set (lib/tasks.h)", 0},
-        {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "none, sinusoidal, learned, rope, alibi, t5, epar-basic, epar-enhanced", 0},
+        {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "a trainable catalogue id (epar compare --list: train yes)", 0},
         {"length", 'L', OPT_INT, &t.length, "N", "sequence length (training and evaluation)", 0},
         {"layers", 0, OPT_INT, &t.layers, "N", "Transformer blocks", 0},
         {"dim", 0, OPT_INT, &t.dim, "N", "model width", 0},
@@ -259,6 +264,7 @@ int cmd_train(int argc, char **argv)
         {"gamma", 0, OPT_DOUBLE, &c.over.gamma, "X", "EPAR gamma >= 0 (enhanced)", 0},
         {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))", 0},
         {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", "L in P(i,j,L): 0 = the sequence length (default), N = fixed", 0},
+        {"set", 0, OPT_STRING, &t.set, "M.P=V", "catalogue parameter of the other mechanisms, e.g. sliding-window.radius=8 (repeatable)", 0},
         {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"text", 0, OPT_STRING, &t.text, "FILE", "lm: train on this UTF-8 file instead of the King James Bible", 0},
         {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", "lm: share of the text held out at its end (0.1)", 0},

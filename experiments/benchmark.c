@@ -237,7 +237,7 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
         snprintf(buf, sizeof buf, "%s", mechanisms);
         c->n_mech = 0;
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            enum epar_nnpos_id id;
+            enum epar_mech_id id;
             if (epar_nnpos_find(tok, &id)) return EPAR_EINVAL;
             for (int k = 0; k < c->n_mech; k++)
                 if (c->mech[k] == id) return epar_err_set(EPAR_EINVAL, "mechanism '%s' is listed twice", tok);
@@ -349,7 +349,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
         /* none's count is the reference; a mechanism beyond the tolerance gets the MLP width that brings it
          * closest (the count is linear in the width: slope measured from two counts) */
         size_t ref, n0, n1;
-        t.mechanism = EPAR_NNPOS_NONE;
+        t.mechanism = EPAR_MECH_NONE;
         if ((st = epar_exp_train_param_count(&t, V, &ref))) return st;
         for (int m = 0; m < M; m++) {
             struct epar_train_cfg u = t;
@@ -565,15 +565,15 @@ done:
 }
 
 static void mean_sd(const double *x, int n, double *mean, double *sd);
-static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id);
-static int is_epar(enum epar_nnpos_id id) { return id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED; }
+static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
+static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
 /* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
  * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
 static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
 {
-    int none = mech_index(c, EPAR_NNPOS_NONE), basic = mech_index(c, EPAR_NNPOS_EPAR_BASIC);
-    int enh = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED);
+    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
+    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED);
     double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
     for (int m = 0; m < M; m++)
         for (int vs = 0; vs < 2; vs++) {
@@ -603,8 +603,8 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         free(runs);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
-    double bytes[EPAR_NNPOS_COUNT];
-    size_t params[EPAR_NNPOS_COUNT];
+    double bytes[EPAR_MECH_COUNT];
+    size_t params[EPAR_MECH_COUNT];
     int ready = 0;
     for (; ready < M && !st; ready++) {
         struct epar_train_cfg t;
@@ -792,7 +792,7 @@ double epar_bench_paired_p(const double *x, const double *y, int n, int higher_i
     return paired_test(x, y, n, higher_is_better).p;
 }
 
-static int mech_index(const struct epar_bench_cfg *c, enum epar_nnpos_id id)
+static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id)
 {
     for (int m = 0; m < c->n_mech; m++)
         if (c->mech[m] == id) return m;
@@ -849,8 +849,8 @@ static const char *const cmp_names[CMP_N] = {"basic_vs_best", "enhanced_vs_best"
 /* x and y mechanisms of comparison k for task t (-1: not in the grid) */
 static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, int *y)
 {
-    int b = mech_index(c, EPAR_NNPOS_EPAR_BASIC), e = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED),
-        n = mech_index(c, EPAR_NNPOS_NONE);
+    int b = mech_index(c, EPAR_MECH_EPAR_BASIC), e = mech_index(c, EPAR_MECH_EPAR_ENHANCED),
+        n = mech_index(c, EPAR_MECH_NONE);
     int xs[CMP_N] = {b, e, e, b, e}, ys[CMP_N] = {best, best, b, n, n};
     *x = xs[k];
     *y = ys[k];
@@ -903,7 +903,7 @@ void epar_bench_holm(const double *p, double *adj, int m)
 /* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
 static void versus_all(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, struct versus *vs)
 {
-    double p[EPAR_NNPOS_COUNT] = {0}, adj[EPAR_NNPOS_COUNT];
+    double p[EPAR_MECH_COUNT] = {0}, adj[EPAR_MECH_COUNT];
     for (int m = 0; m < c->n_mech; m++) {
         vs[m] = is_epar(c->mech[m]) ? (struct versus){{NAN, NAN, NAN, NAN, 0}, NAN, NAN, NAN, NAN} : versus(c, g, t, x, m);
         p[m] = is_epar(c->mech[m]) ? NAN : vs[m].pr.p;
@@ -916,12 +916,12 @@ static void versus_all(const struct epar_bench_cfg *c, const struct grid *g, int
 static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, const struct grid *g)
 {
     struct epar_table *t = epar_csv_new("task,epar,baseline,seeds,rel,rel_sd,lo,hi,t,p,p_holm,mde,better");
-    static const enum epar_nnpos_id ep[2] = {EPAR_NNPOS_EPAR_BASIC, EPAR_NNPOS_EPAR_ENHANCED};
+    static const enum epar_mech_id ep[2] = {EPAR_MECH_EPAR_BASIC, EPAR_MECH_EPAR_ENHANCED};
     for (int i = 0; t && i < c->n_tasks; i++)
         for (int e = 0; e < 2; e++) {
             int x = mech_index(c, ep[e]);
             if (x < 0) continue;
-            struct versus vs[EPAR_NNPOS_COUNT];
+            struct versus vs[EPAR_MECH_COUNT];
             versus_all(c, g, i, x, vs);
             for (int m = 0; m < c->n_mech; m++) {
                 if (is_epar(c->mech[m])) continue;
@@ -943,7 +943,7 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
 static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g, struct epar_table *t, int i, int x,
                            const char *name)
 {
-    struct versus vs[EPAR_NNPOS_COUNT];
+    struct versus vs[EPAR_MECH_COUNT];
     versus_all(c, g, i, x, vs);
     double min_lo = INFINITY, holm_p = NAN, mde = -INFINITY;
     int beats = 0, beaten = 0, n = 0;
@@ -1029,7 +1029,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         int nb = 0;
         for (int m = 0; m < c->n_mech; m++) nb += !is_epar(c->mech[m]);
         set_num(t, "baselines", nb);
-        int xb = mech_index(c, EPAR_NNPOS_EPAR_BASIC), xe = mech_index(c, EPAR_NNPOS_EPAR_ENHANCED);
+        int xb = mech_index(c, EPAR_MECH_EPAR_BASIC), xe = mech_index(c, EPAR_MECH_EPAR_ENHANCED);
         if (xb >= 0) versus_summary(c, g, t, i, xb, "basic");
         if (xe >= 0) versus_summary(c, g, t, i, xe, "enhanced");
         for (int k = 0; k < CMP_N; k++) {
@@ -1062,7 +1062,7 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
         for (int k = 0; k < nc; k++) seen |= !strcmp(conds[k], c->tasks[i].condition);
         if (!seen) conds[nc++] = c->tasks[i].condition;
     }
-    static const enum epar_nnpos_id ep[2] = {EPAR_NNPOS_EPAR_BASIC, EPAR_NNPOS_EPAR_ENHANCED};
+    static const enum epar_mech_id ep[2] = {EPAR_MECH_EPAR_BASIC, EPAR_MECH_EPAR_ENHANCED};
     for (int k = 0; t && k < nc; k++)
         for (int e = 0; e < 2; e++)
             for (int vs = 0; vs < 2; vs++) {
@@ -1077,7 +1077,7 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                     double ch, chse;
                     int lt = task_learned(c, g, i, &ch, &chse);
                     nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
-                    int y = vs == 0 ? mech_index(c, EPAR_NNPOS_NONE) : best_baseline(c, g, i, hib);
+                    int y = vs == 0 ? mech_index(c, EPAR_MECH_NONE) : best_baseline(c, g, i, hib);
                     if (y < 0) { ok = 0; break; }
                     double ym, ysd;
                     mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
@@ -1256,7 +1256,7 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
 {
     struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance");
     *worst = 0;
-    int none = mech_index(c, EPAR_NNPOS_NONE);
+    int none = mech_index(c, EPAR_MECH_NONE);
     for (int k = 0; t && k < plan->n; k++) {
         const struct epar_bench_cell *cell = &plan->cells[k];
         if (cell->seed != 0) continue;
@@ -1302,7 +1302,7 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
                                         "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
     json_t *ms = json_object_get(cj, "mechanisms");
-    int M = (int)json_array_size(ms), none = mech_index(c, EPAR_NNPOS_NONE), basic = mech_index(c, EPAR_NNPOS_EPAR_BASIC);
+    int M = (int)json_array_size(ms), none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
     int L = (int)json_integer_value(json_object_get(cj, "length")), B = (int)json_integer_value(json_object_get(cj, "batch"));
     for (int m = 0; t && m < M; m++) {
         json_t *x = json_array_get(ms, (size_t)m), *sec = json_object_get(x, "step_seconds"),
@@ -1318,7 +1318,7 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
         mean_sd(ms_, R, &mean, &sd);
         mean_sd(sh, R, &shm, &shs);
         if (none >= 0 && m != none) cost_ratios(ms, m, none, R, &onm, &ons);
-        if (basic >= 0 && c->mech[m] == EPAR_NNPOS_EPAR_ENHANCED) cost_ratios(ms, m, basic, R, &obm, &obs);
+        if (basic >= 0 && c->mech[m] == EPAR_MECH_EPAR_ENHANCED) cost_ratios(ms, m, basic, R, &obm, &obs);
         double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
         /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
         double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;

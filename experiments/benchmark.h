@@ -50,7 +50,7 @@ struct epar_bench_cfg {
     int n_tasks;
     struct epar_bench_task tasks[EPAR_BENCH_MAX_TASKS];
     int n_mech;
-    enum epar_nnpos_id mech[EPAR_NNPOS_COUNT];
+    enum epar_mech_id mech[EPAR_MECH_COUNT];
     double param_tol;                   /* relative to none's count */
     int equalise_mlp;                   /* 1: equalise by the MLP width, 0: only check */
     int distance_bins;
@@ -75,8 +75,8 @@ struct epar_bench_cell {
 struct epar_bench_plan {
     int n;                              /* training cells + 1 cost cell (the last) */
     struct epar_bench_cell *cells;
-    int cost_mlp[EPAR_NNPOS_COUNT];     /* the cost cell's equalised MLP width per mechanism (index into mech) */
-    size_t cost_params[EPAR_NNPOS_COUNT];
+    int cost_mlp[EPAR_MECH_COUNT];     /* the cost cell's equalised MLP width per mechanism (index into mech) */
+    size_t cost_params[EPAR_MECH_COUNT];
 };
 
 /* Read $.experiments.benchmark (budget `budget`), the train section's defaults and the preset. Protocol errors

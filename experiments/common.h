@@ -39,6 +39,9 @@ void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra);
 /* Write table t as <name> in o (takes care of the path). */
+/* Every "mech.param": number of the protocol object set (may be NULL: none) through fn(ctx, "mech.param=value");
+ * EPAR_EPROTOCOL naming path (e.g. "$.experiments.compare.set") for a non-object, a non-number or a refused value. */
+int epar_exp_sets(const json_t *set, const char *path, int (*fn)(void *ctx, const char *assignment), void *ctx);
 int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar_table *t);
 /* Write n named tables in order; stops at the first error. */
 struct epar_exp_file {

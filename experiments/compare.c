@@ -68,6 +68,8 @@ int epar_exp_compare_set(struct epar_compare_cfg *cfg, const char *assignment)
     return epar_mech_set_param(id, cfg->p[id], dot + 1, v);
 }
 
+static int compare_set(void *cfg, const char *assignment) { return epar_exp_compare_set(cfg, assignment); }
+
 int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compare_cfg *cfg)
 {
     const char *E = "compare";
@@ -126,22 +128,9 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
         epar_err_hint("in $.experiments.compare.mechanisms of the protocol");
         return EPAR_EPROTOCOL;
     }
-    json_t *set = json_object_get(epar_protocol_section(proto, E), "set");
-    if (set) {
-        if (!json_is_object(set)) return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.set: expected an object");
-        const char *k;
-        json_t *v;
-        json_object_foreach(set, k, v) {
-            char a[256];
-            if (!json_is_number(v))
-                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.set.%s: expected a number", k);
-            snprintf(a, sizeof a, "%s=%.17g", k, json_number_value(v));
-            if ((st = epar_exp_compare_set(cfg, a))) {
-                epar_err_hint("in $.experiments.compare.set of the protocol");
-                return EPAR_EPROTOCOL;
-            }
-        }
-    }
+    st = epar_exp_sets(json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
+                       compare_set, cfg);
+    if (st) return st;
     return EPAR_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "lib/err.h"
 #include "lib/plot.h"
 #include "lib/rng.h"
+#include "experiments/common.h"
 #include "lib/version.h"
 #include "train.h"
 
@@ -19,7 +20,7 @@
     "weight_decay", "beta1", "beta2", "eps", "clip", "init_sd", "eval_every", "eval_batches"
 const char *const epar_exp_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
                                        "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", "needle", "transduce",
-                                       "classify", "select", "set", NULL};
+                                       "classify", "select", "set", "mechanism_params", NULL};
 const char *const epar_exp_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
                                             "eval_sequences", NULL};
 
@@ -27,7 +28,7 @@ void epar_exp_train_defaults(struct epar_train_cfg *c)
 {
     memset(c, 0, sizeof *c);
     epar_task_cfg_default(&c->task, EPAR_TASK_LM);
-    c->mechanism = EPAR_NNPOS_EPAR_ENHANCED;
+    c->mechanism = EPAR_MECH_EPAR_ENHANCED;
     epar_nnpos_settings_default(&c->pos);
     c->layers = 2; c->dim = 64; c->heads = 4; c->mlp = 256; c->batch = 8;
     c->optim = (struct epar_optim_config){.lr = 1e-3, .lr_min_ratio = 0.1, .warmup = 10, .steps = 100, .beta1 = 0.9,
@@ -96,6 +97,9 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     if (!st) st = epar_protocol_obj_double(p, sec, jp, "alibi_max_bias", &c->pos.alibi_max_bias, 0, 0);
     if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_buckets", &c->pos.t5_buckets, 2, 1 << 20);
     if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_max_distance", &c->pos.t5_max_distance, 1, 1 << 30);
+    if (!st && sec)
+        st = epar_exp_sets(json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
+                           epar_exp_train_set, c);
     /* the task's own object: its options and run keys that differ for it */
     char tjp[128];
     snprintf(tjp, sizeof tjp, "%s.%s", jp, epar_task_name(c->task.id));
@@ -124,6 +128,12 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     return EPAR_OK;
 }
 
+int epar_exp_train_set(void *cfg, const char *assignment)
+{
+    struct epar_train_cfg *c = cfg;
+    return epar_nnpos_set(&c->pos, assignment);
+}
+
 static struct epar_nn_config nn_config(const struct epar_train_cfg *c, int vocab)
 {
     struct epar_nn_config n = {.V = vocab, .Tmax = c->task.length, .Bmax = c->batch, .C = c->dim, .NH = c->heads,
@@ -143,7 +153,7 @@ int epar_exp_train_check(const struct epar_train_cfg *c)
     }
     if (!st && c->eval_every < 1) st = epar_err_set(EPAR_EINVAL, "eval_every must be >= 1, got '%d'", c->eval_every);
     if (!st && c->eval_batches < 1) st = epar_err_set(EPAR_EINVAL, "eval_batches must be >= 1, got '%d'", c->eval_batches);
-    if (!st && c->pos.learn_posfx && c->mechanism != EPAR_NNPOS_EPAR_BASIC && c->mechanism != EPAR_NNPOS_EPAR_ENHANCED) {
+    if (!st && c->pos.learn_posfx && c->mechanism != EPAR_MECH_EPAR_BASIC && c->mechanism != EPAR_MECH_EPAR_ENHANCED) {
         epar_err_set(EPAR_EINVAL, "--learn-posfx applies to epar-basic and epar-enhanced, not '%s'",
                      epar_nnpos_name(c->mechanism));
         st = EPAR_EINVAL;
@@ -167,6 +177,13 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
                             c->pos.fx.beta, "gamma", c->pos.fx.gamma, "learn_posfx", c->pos.learn_posfx, "posfx_length",
                             c->pos.posfx_length, "rope_base", c->pos.rope_base, "alibi_max_bias", c->pos.alibi_max_bias,
                             "t5_buckets", c->pos.t5_buckets, "t5_max_distance", c->pos.t5_max_distance);
+    if (pos && epar_nnpos_table[c->mechanism].uses_params) {   /* the catalogue parameters its training reads */
+        json_t *mp = json_object();
+        const struct epar_mech_param *q = epar_mech_table[c->mechanism].params;
+        for (int k = 0; k < EPAR_MECH_MAX_PARAMS && q[k].name; k++)
+            json_object_set_new(mp, q[k].name, json_real(c->pos.mp[c->mechanism][k]));
+        json_object_set_new(pos, "mechanism_params", mp);
+    }
     json_object_set_new(j, "position", pos);
     json_t *task = t->id == EPAR_TASK_LM
                        ? json_pack("{s:s?, s:f}", "text", t->text_path, "holdout", t->holdout)
@@ -500,7 +517,7 @@ int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_se
 {
     *defined = 1;
     if (length == r->cfg.task.length) return epar_exp_train_evaluate(r, max_sequences, e);
-    if (r->cfg.mechanism == EPAR_NNPOS_LEARNED) {   /* its table has exactly the trained length */
+    if (epar_nnpos_table[r->cfg.mechanism].fixed_length) {   /* its table has exactly the trained length */
         *defined = 0;
         *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0, NAN, NAN};
         return EPAR_OK;
@@ -653,7 +670,7 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
 int epar_exp_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
     struct epar_table *curve = epar_exp_train_curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
-    int is_epar = r->cfg.mechanism == EPAR_NNPOS_EPAR_BASIC || r->cfg.mechanism == EPAR_NNPOS_EPAR_ENHANCED;
+    int is_epar = r->cfg.mechanism == EPAR_MECH_EPAR_BASIC || r->cfg.mechanism == EPAR_MECH_EPAR_ENHANCED;
     struct epar_table *pf = is_epar ? posfx_table(r) : NULL;
     int st = !curve || (r->have_final && !ev) || (is_epar && !pf) ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables")
                                                                    : EPAR_OK;

@@ -21,7 +21,7 @@
 
 struct epar_train_cfg {
     struct epar_task_cfg task;          /* id, length, seed and the task's options */
-    enum epar_nnpos_id mechanism;
+    enum epar_mech_id mechanism;
     struct epar_nnpos_settings pos;     /* alpha, beta, gamma (from the preset), learn_posfx, tables */
     int layers, dim, heads, mlp, batch;
     struct epar_optim_config optim;     /* lr, schedule (steps, warmup), AdamW, clipping */
@@ -88,6 +88,8 @@ void epar_exp_train_defaults(struct epar_train_cfg *c);
 int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *p,
                                  const struct epar_params *prm, int task);
 int epar_exp_train_check(const struct epar_train_cfg *c);
+/* "mech.param=value" (--set, mechanism_params): a catalogue parameter of a trainable mechanism (lib/nnpos) */
+int epar_exp_train_set(void *cfg, const char *assignment);
 /* The hyperparameters as JSON (run.json; the checkpoint compares it on resume). */
 json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c);
 /* Model and data sizes without allocating anything big: the model's bytes (refuse what cannot fit). */

@@ -823,11 +823,13 @@ static unsigned char *alloc_mask(struct epar_mech *m)
     return m->mask = epar_err_alloc((size_t)m->L * m->L, 1, "mask");
 }
 
-static int auto_stride(const struct epar_mech *m, double v)
+int epar_mech_auto_stride(double v, int L)
 {
-    int l = v > 0 ? (int)v : (int)lround(sqrt((double)m->L));
+    int l = v > 0 ? (int)v : (int)lround(sqrt((double)L));
     return l < 1 ? 1 : l;
 }
+
+static int auto_stride(const struct epar_mech *m, double v) { return epar_mech_auto_stride(v, m->L); }
 
 int epar_mech_stride(const struct epar_mech *m) { return auto_stride(m, m->p[0]); }
 

@@ -116,6 +116,8 @@ int epar_mech_init(struct epar_mech *m, enum epar_mech_id id, const double *p, i
 void epar_mech_free(struct epar_mech *m);
 /* The stride l of strided and sparse-fixed: the parameter, or round(sqrt(L)) when it is 0 (at least 1). */
 int epar_mech_stride(const struct epar_mech *m);
+/* The same rule for a stride parameter v at length L (lib/nnpos's masks use it at the training length) */
+int epar_mech_auto_stride(double v, int L);
 /* Multiply log-n scaling kappa_i = max(1, ln n_i / ln L_train) (clamp) into the factor (§17): stacking. */
 int epar_mech_stack_logn(struct epar_mech *m, double train_length, int clamp);
 

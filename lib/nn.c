@@ -247,18 +247,20 @@ static void gelu_block_c(float *out, float *dinp, const float *inp, const float 
     }
 }
 
-/* Causal attention rows. Row i of a head: z_j = s_j fac[i-j] + bias[i-j] (fac, bias may be NULL), j <= i;
+/* Causal attention rows. Row i of a head: z_j = s_j fac[i-j] + bias[i-j] + pr[j] (fac, bias, the pair row pr may
+ * be NULL; pr holds 0 / -inf for masks, ln W for fixed patterns, and a row keeps at least one finite z), j <= i;
  * a = softmax(z) over j <= i; backward: dz_j = a_j (d_j - sum_k a_k d_k), ds_j = dz_j fac[i-j].
  * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
  * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
  * throughout and its bits do not depend on the thread count either way. */
-static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, int i)
+static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
 {
     float mx = -INFINITY;
     for (int j = 0; j <= i; j++) {
         float z = s[j];
         if (fac) z *= fac[i - j];
         if (bias) z += bias[i - j];
+        if (pr) z += pr[j];
         a[j] = z;
         if (z > mx) mx = z;
     }
@@ -339,36 +341,39 @@ static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... th
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 
-/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed */
-static inline __m256 row_z(const float *s, const float *fac, const float *bias, int i, int j, int w)
+/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j.. */
+static inline __m256 row_z(const float *s, const float *fac, const float *bias, const float *pr, int i, int j, int w)
 {
-    float sb[8], fb[8], bb[8];
+    float sb[8], fb[8], bb[8], pb[8];
     if (w == 8) {
         __m256 z = _mm256_loadu_ps(s + j);
         if (fac) z = _mm256_mul_ps(z, rev8(_mm256_loadu_ps(fac + i - j - 7)));
         if (bias) z = _mm256_add_ps(z, rev8(_mm256_loadu_ps(bias + i - j - 7)));
+        if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pr + j));
         return z;
     }
     for (int k = 0; k < 8; k++) {
         sb[k] = k < w ? s[j + k] : 0.0f;
         fb[k] = k < w && fac ? fac[i - j - k] : 1.0f;
         bb[k] = k < w && bias ? bias[i - j - k] : 0.0f;
+        pb[k] = k < w && pr ? pr[j + k] : 0.0f;
     }
     __m256 z = _mm256_loadu_ps(sb);
     if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
     if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
+    if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pb));
     return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z,
                             _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
 }
 
-static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, int i)
+static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
 {
     int n = i + 1;
     __m256 vmax = _mm256_set1_ps(-INFINITY);
     float tail[8];
     for (int j = 0; j < n; j += 8) {
         int w = n - j < 8 ? n - j : 8;
-        __m256 z = row_z(s, fac, bias, i, j, w);
+        __m256 z = row_z(s, fac, bias, pr, i, j, w);
         vmax = _mm256_max_ps(vmax, z);
         if (w == 8) _mm256_storeu_ps(a + j, z);
         else _mm256_storeu_ps(tail, z);   /* -inf in the padding lanes */
@@ -451,7 +456,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     /* out (B, T, C), preatt (or NULL) and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    void (*row)(float *, const float *, const float *, const float *, int) =
+    void (*row)(float *, const float *, const float *, const float *, const float *, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
 #pragma omp parallel for collapse(2) schedule(dynamic) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
@@ -469,7 +474,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
-                    row(a, S + (size_t)i * T, fac, bias, i);
+                    row(a, S + (size_t)i * T, fac, bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
                     for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
                 }
@@ -829,7 +834,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
-        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL};
+        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
+                                      epar_nnpos_pair(&m->pos)};
         /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
         float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
@@ -909,7 +915,7 @@ void epar_nn_backward(struct epar_nn *m)
                                 LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
-                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL};
+                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos)};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
                                    LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
@@ -923,7 +929,7 @@ void epar_nn_backward(struct epar_nn *m)
                                    s->part);
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
-    epar_nnpos_embed_backward(&m->pos, s->dres, B, T);
+    epar_nnpos_embed_backward(&m->pos, s->dres, p->wte, m->tokens, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
     int ncb = nblocks(C, EMB_BLOCK);
 #pragma omp parallel for schedule(static) PAR((double)N * C)

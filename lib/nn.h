@@ -27,7 +27,7 @@ struct epar_nn_config {
     int Tmax;           /* longest sequence the model runs (learned positions: table size) */
     int Bmax;           /* largest batch the activations are sized for */
     int C, NH, NL, F;   /* width, heads, layers, MLP width */
-    enum epar_nnpos_id pos;
+    enum epar_mech_id pos;  /* a trainable catalogue mechanism (lib/nnpos) */
     struct epar_nnpos_settings pos_settings;
     double init_sd;     /* 0.02 (GPT-2); residual projections get init_sd / sqrt(2 NL) */
 };
@@ -167,13 +167,14 @@ int epar_nn_simd(void);
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n);
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
-/* position pieces of one layer for the attention kernel: tables indexed [h * ld + d], d = i - j */
+/* position pieces of one layer for the attention kernel: tables indexed [h * ld + d], d = i - j, and [i * ld + j] */
 struct epar_nn_attn_pos {
     const float *fac;   /* (NH, ld) multiplicative factor of the scaled score, NULL: none */
     const float *bias;  /* (NH, ld) additive bias after the factor, NULL: none */
     int ld;             /* row stride of fac and bias (>= T) */
     float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
+    const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns), NULL: none */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

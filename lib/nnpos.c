@@ -14,6 +14,15 @@ static void fill_normal(gsl_rng *r, float *x, size_t n, double sd)
     for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
 }
 
+/* *ptr <- n zeroed elements of size sz; EPAR_ENOMEM naming what could not be allocated */
+static int need(void *ptr, size_t n, size_t sz, const char *what)
+{
+    void *q = epar_err_alloc(n, sz, what);
+    memcpy(ptr, &q, sizeof q);
+    return q ? EPAR_OK : EPAR_ENOMEM;
+}
+
+static int build_nothing(struct epar_nnpos *p) { (void)p; return EPAR_OK; }
 static size_t n_zero(const struct epar_nnpos *p) { (void)p; return 0; }
 static void init_nothing(struct epar_nnpos *p, gsl_rng *r) { (void)p; (void)r; }
 static void prepare_nothing(struct epar_nnpos *p, int T) { (void)p; (void)T; }
@@ -28,10 +37,10 @@ static void backward_nothing(struct epar_nnpos *p, int l, const float *gfac, con
  * x = E' + init_sd PE (= init_sd times Vaswani's x in distribution at init). Unscaled, the sinusoid had ~35 times
  * the norm of a token embedding and the model saw positions and hardly any characters. */
 
-static int build_nothing(struct epar_nnpos *p) { (void)p; return EPAR_OK; }
 
 static int build_sinusoidal(struct epar_nnpos *p)
 {
+    if (need(&p->pe, (size_t)p->Tmax * p->C, sizeof *p->pe, "the sinusoid table")) return EPAR_ENOMEM;
     double *row = epar_err_alloc((size_t)p->C, sizeof *row, "the sinusoid table");
     if (!row) return EPAR_ENOMEM;
     for (int t = 0; t < p->Tmax; t++) {
@@ -52,22 +61,111 @@ static void backward_learned(struct epar_nnpos *p, int l, const float *gfac, con
     backward_nothing(p, l, gfac, gbias, B, T);
 }
 
-/* ---- RoPE (§14): cos/sin of t theta_i from epar_mech_rope_rotate applied to (1, 0) pairs ---- */
+/* ---- FLOATER (§7): the recursive rotation's table, scaled as the sinusoid ---- */
 
-static int build_rope(struct epar_nnpos *p)
+static int build_floater(struct epar_nnpos *p)
+{
+    size_t n = (size_t)p->Tmax * p->C;
+    if (need(&p->pe, n, sizeof *p->pe, "the FLOATER table")) return EPAR_ENOMEM;
+    double *P = epar_err_alloc(n, sizeof *P, "the FLOATER table");
+    if (!P) return EPAR_ENOMEM;
+    epar_mech_floater(p->Tmax, p->C, p->mp[0], P);
+    for (size_t t = 0; t < n; t++) p->pe[t] = (float)(p->s.init_sd * P[t]);
+    free(P);
+    return EPAR_OK;
+}
+
+/* ---- multiplicative PE (§8): x_t = e_t * p_t; variant 0 learns p (from 1 + N(0, sd^2)), 1 and 2 are fixed
+ * (sinusoid, 1 + sinusoid) ---- */
+
+static int build_mult_pe(struct epar_nnpos *p)
+{
+    p->pe_mul = 1;
+    int variant = (int)p->mp[0];
+    if (variant == 0) return EPAR_OK;   /* the learned table is theta */
+    if (need(&p->pe, (size_t)p->Tmax * p->C, sizeof *p->pe, "the multiplicative table")) return EPAR_ENOMEM;
+    double *row = epar_err_alloc((size_t)p->C, sizeof *row, "the multiplicative table");
+    if (!row) return EPAR_ENOMEM;
+    for (int t = 0; t < p->Tmax; t++) {
+        epar_mech_sinusoid((double)t, p->C, 10000.0, 0, row);
+        for (int c = 0; c < p->C; c++) p->pe[(size_t)t * p->C + c] = (float)(row[c] + (variant == 2 ? 1.0 : 0.0));
+    }
+    free(row);
+    return EPAR_OK;
+}
+
+static size_t n_mult_pe(const struct epar_nnpos *p) { return (int)p->mp[0] == 0 ? (size_t)p->Tmax * p->C : 0; }
+
+static void init_mult_pe(struct epar_nnpos *p, gsl_rng *r)
+{
+    size_t n = n_mult_pe(p);
+    fill_normal(r, p->theta, n, p->mp[1]);
+    for (size_t t = 0; t < n; t++) p->theta[t] += 1.0f;
+}
+
+/* ---- RoPE family (§14-16): cos/sin of pos(t) theta_i from epar_mech_rope_rotate applied to (1, 0) pairs;
+ * rope: pos(t) = t at the settings' base; ntk-rope: base * s^(hs/(hs-2)) with s = T / L_train when T > L_train;
+ * interpolation: pos(t) = t L_train / T when T > L_train ---- */
+
+static int check_rope(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    (void)s;
+    if (hs % 2) return epar_err_set(EPAR_EINVAL, "%s needs an even head width (dim / heads), got '%d'",
+                                    epar_nnpos_name(id), hs);
+    if (id == EPAR_MECH_NTK_ROPE && hs < 4)
+        return epar_err_set(EPAR_EINVAL, "ntk-rope needs a head width >= 4, got '%d'", hs);
+    return EPAR_OK;
+}
+
+static void rope_fill(struct epar_nnpos *p, int T, double base, double pos_scale)
 {
     int h2 = p->hs / 2;
-    double *v = epar_err_alloc((size_t)p->hs, sizeof *v, "the RoPE table");
-    if (!v) return EPAR_ENOMEM;
-    for (int t = 0; t < p->Tmax; t++) {
+    double *v = (double *)p->work;   /* (hs) */
+    for (int t = 0; t < T; t++) {
         for (int i = 0; i < h2; i++) { v[2 * i] = 1.0; v[2 * i + 1] = 0.0; }
-        epar_mech_rope_rotate(v, p->hs, (double)t, p->s.rope_base, 0);  /* (1,0) -> (cos, sin) */
+        epar_mech_rope_rotate(v, p->hs, t * pos_scale, base, 0);  /* (1,0) -> (cos, sin) */
         for (int i = 0; i < h2; i++) {
             p->rcos[(size_t)t * h2 + i] = (float)v[2 * i];
             p->rsin[(size_t)t * h2 + i] = (float)v[2 * i + 1];
         }
     }
-    free(v);
+}
+
+static int alloc_rope(struct epar_nnpos *p)
+{
+    size_t n = (size_t)p->Tmax * (p->hs / 2);
+    if (need(&p->rcos, n, sizeof *p->rcos, "the RoPE table") || need(&p->rsin, n, sizeof *p->rsin, "the RoPE table") ||
+        need(&p->work, (size_t)p->hs, sizeof(double), "the RoPE table"))
+        return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+static int build_rope(struct epar_nnpos *p)
+{
+    int st = alloc_rope(p);
+    if (!st) rope_fill(p, p->Tmax, p->s.rope_base, 1.0);
+    return st;
+}
+
+static void prepare_ntk(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    double s = T / p->mp[1];
+    rope_fill(p, T, s > 1 ? epar_mech_ntk_base(p->mp[0], s, p->hs) : p->mp[0], 1.0);
+}
+
+static void prepare_interp(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    rope_fill(p, T, p->mp[0], T > p->mp[1] ? p->mp[1] / T : 1.0);
+}
+
+/* ---- log-n (§17): kappa_t = log_{L_train}(t + 1) (n = t + 1 keys visible, causal), clamped at 1 ---- */
+
+static int build_logn(struct epar_nnpos *p)
+{
+    if (need(&p->qscale, (size_t)p->Tmax, sizeof *p->qscale, "the log-n scales")) return EPAR_ENOMEM;
+    for (int t = 0; t < p->Tmax; t++) p->qscale[t] = (float)epar_mech_logn(t + 1.0, p->mp[0], (int)p->mp[1]);
     return EPAR_OK;
 }
 
@@ -75,6 +173,9 @@ static int build_rope(struct epar_nnpos *p)
 
 static int build_alibi(struct epar_nnpos *p)
 {
+    if (need(&p->bias, (size_t)p->NH * p->Tmax, sizeof *p->bias, "the ALiBi table") ||
+        need(&p->slopes, (size_t)p->NH, sizeof *p->slopes, "the ALiBi slopes"))
+        return EPAR_ENOMEM;
     epar_mech_alibi_slopes(p->NH, p->s.alibi_max_bias, p->slopes);
     for (int h = 0; h < p->NH; h++)
         for (int d = 0; d < p->Tmax; d++) p->bias[(size_t)h * p->Tmax + d] = (float)(-p->slopes[h] * d);
@@ -88,6 +189,9 @@ static void init_t5(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta,
 
 static int build_t5(struct epar_nnpos *p)
 {
+    if (need(&p->bias, (size_t)p->NH * p->Tmax, sizeof *p->bias, "the T5 bias table") ||
+        need(&p->bucket, (size_t)p->Tmax, sizeof *p->bucket, "the T5 buckets"))
+        return EPAR_ENOMEM;
     for (int d = 0; d < p->Tmax; d++) p->bucket[d] = epar_mech_t5_bucket(-d, 0, p->s.t5_buckets, p->s.t5_max_distance);
     return EPAR_OK;
 }
@@ -128,13 +232,40 @@ static void init_epar(struct epar_nnpos *p, gsl_rng *r)
 struct epar_posfx epar_nnpos_effect(const struct epar_nnpos *p, int l, int h)
 {
     struct epar_posfx fx = p->s.fx;
-    if (p->theta && p->s.learn_posfx && (p->id == EPAR_NNPOS_EPAR_BASIC || p->id == EPAR_NNPOS_EPAR_ENHANCED)) {
+    if (p->theta && p->s.learn_posfx && epar_nnpos_table[p->id].hook == EPAR_NNPOS_H_FACTOR) {
         const float *th = p->theta + ((size_t)l * p->NH + h) * 3;
         fx.alpha = exp((double)th[0]);
         fx.beta = exp((double)th[1]);
         if (fx.form == EPAR_FORM_ENHANCED) fx.gamma = exp((double)th[2]);
     }
     return fx;
+}
+
+static int check_epar(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    (void)hs;
+    struct epar_posfx fx = s->fx;
+    fx.form = id == EPAR_MECH_EPAR_BASIC ? EPAR_FORM_BASIC : EPAR_FORM_ENHANCED;
+    int st = epar_posfx_validate(&fx);
+    if (st) return st;
+    if (s->learn_posfx && (fx.beta <= 0 || (fx.form == EPAR_FORM_ENHANCED && fx.gamma <= 0))) {
+        epar_err_set(EPAR_EINVAL, "--learn-posfx needs beta > 0%s to start from, got beta '%g' gamma '%g'",
+                     fx.form == EPAR_FORM_ENHANCED ? " and gamma > 0" : "", fx.beta, fx.gamma);
+        epar_err_hint("learned parameters are exp(theta) to stay positive, so they cannot start at 0");
+        return EPAR_EINVAL;
+    }
+    return EPAR_OK;
+}
+
+static int build_epar(struct epar_nnpos *p)
+{
+    size_t tm = (size_t)p->Tmax;
+    p->s.fx.form = p->id == EPAR_MECH_EPAR_BASIC ? EPAR_FORM_BASIC : EPAR_FORM_ENHANCED;
+    if (need(&p->fac, (size_t)p->NL * p->NH * tm, sizeof *p->fac, "the position-effect tables")) return EPAR_ENOMEM;
+    if (p->s.learn_posfx &&
+        need(&p->dfac, (size_t)p->NL * p->NH * 3 * tm, sizeof *p->dfac, "the position-effect derivatives"))
+        return EPAR_ENOMEM;
+    return EPAR_OK;
 }
 
 static void prepare_epar(struct epar_nnpos *p, int T)
@@ -175,55 +306,183 @@ static void backward_epar(struct epar_nnpos *p, int l, const float *gfac, const 
     }
 }
 
-/* ---- the registry ---- */
+/* ---- masks (§22-26) and fixed patterns (§19): one (T, T) table added to z, rebuilt when T changes ---- */
 
-const struct epar_nnpos_info epar_nnpos_table[EPAR_NNPOS_COUNT] = {
-    [EPAR_NNPOS_NONE] = {"none", EPAR_NNPOS_K_BASELINE, "§2", "causal mask only, no position information",
-                         build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing},
-    [EPAR_NNPOS_SINUSOIDAL] = {"sinusoidal", EPAR_NNPOS_K_INPUT, "§5", "sinusoid added to the token embeddings",
-                               build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing},
-    [EPAR_NNPOS_LEARNED] = {"learned", EPAR_NNPOS_K_INPUT, "§6", "learned absolute table added to the embeddings",
-                            build_nothing, n_learned, init_learned, prepare_nothing, backward_learned},
-    [EPAR_NNPOS_ROPE] = {"rope", EPAR_NNPOS_K_QK, "§14", "q and k rotated by position (theta base 10000)",
-                         build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing},
-    [EPAR_NNPOS_ALIBI] = {"alibi", EPAR_NNPOS_K_BIAS, "§18", "linear distance bias -m_h (i-j), standard slopes",
-                          build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing},
-    [EPAR_NNPOS_T5] = {"t5", EPAR_NNPOS_K_BIAS, "§11", "learned bias per head and distance bucket (causal)",
-                       build_t5, n_t5, init_t5, prepare_t5, backward_t5},
-    [EPAR_NNPOS_EPAR_BASIC] = {"epar-basic", EPAR_NNPOS_K_FACTOR, "§3", "scaled score times alpha exp(-beta |i-j|/L)",
-                               build_nothing, n_epar, init_epar, prepare_epar, backward_epar},
-    [EPAR_NNPOS_EPAR_ENHANCED] = {"epar-enhanced", EPAR_NNPOS_K_FACTOR, "§4",
-                                  "scaled score times alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma)",
-                                  build_nothing, n_epar, init_epar, prepare_epar, backward_epar},
-};
-static_assert(sizeof epar_nnpos_table / sizeof epar_nnpos_table[0] == EPAR_NNPOS_COUNT,
-              "one row per training position mechanism");
-
-int epar_nnpos_find(const char *name, enum epar_nnpos_id *id)
+static int build_pair(struct epar_nnpos *p, size_t work_elem)
 {
-    for (int k = 0; k < EPAR_NNPOS_COUNT; k++)
-        if (!strcmp(name, epar_nnpos_table[k].id)) {
-            *id = (enum epar_nnpos_id)k;
-            return EPAR_OK;
-        }
-    epar_err_set(EPAR_EINVAL, "unknown mechanism '%s'", name);
-    epar_err_hint("training supports: %s", epar_nnpos_list());
-    return EPAR_EINVAL;
+    size_t n = (size_t)p->Tmax * p->Tmax;
+    if (need(&p->pair, n, sizeof *p->pair, "the attention pattern") || need(&p->work, n, work_elem, "the attention pattern"))
+        return EPAR_ENOMEM;
+    return EPAR_OK;
 }
 
-const char *epar_nnpos_name(enum epar_nnpos_id id)
+static int build_mask(struct epar_nnpos *p) { return build_pair(p, 1); }
+
+/* the fixed patterns: the weights ln W_ij with the content score multiplied by 0 (no gradient reaches q, k) */
+static int build_fixed(struct epar_nnpos *p)
 {
-    return id >= 0 && id < EPAR_NNPOS_COUNT ? epar_nnpos_table[id].id : "?";
+    int st = build_pair(p, sizeof(double));
+    if (!st) st = need(&p->fac, (size_t)p->NL * p->NH * p->Tmax, sizeof *p->fac, "the fixed pattern's factor");
+    return st;
+}
+
+static int check_sparse_fixed(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    (void)hs;
+    const double *mp = s->mp[id];
+    if (mp[0] > 0 && mp[1] > mp[0])
+        return epar_err_set(EPAR_EINVAL, "sparse-fixed.summary '%g' exceeds the stride %g", mp[1], mp[0]);
+    return EPAR_OK;
+}
+
+/* pair <- 0 where mask M (T, T) allows j <= i, -inf elsewhere; a row with no key attends to itself */
+static void mask_to_pair(struct epar_nnpos *p, const unsigned char *M, int T)
+{
+    for (int i = 0; i < T; i++) {
+        float *row = p->pair + (size_t)i * p->Tmax;
+        int any = 0;
+        for (int j = 0; j <= i; j++) {
+            row[j] = M[(size_t)i * T + j] ? 0.0f : -INFINITY;
+            any |= M[(size_t)i * T + j];
+        }
+        if (!any) row[i] = 0.0f;
+    }
+}
+
+static void prepare_strided(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_strided(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
+    mask_to_pair(p, p->work, T);
+}
+
+static void prepare_sparse_fixed(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_sparse_fixed(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
+    mask_to_pair(p, p->work, T);
+}
+
+static void prepare_window(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_window(T, (int)p->mp[0], p->work);
+    mask_to_pair(p, p->work, T);
+}
+
+static void prepare_block(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_block(T, (int)p->mp[0], (int)p->mp[1], 1, p->work);
+    mask_to_pair(p, p->work, T);
+}
+
+static void prepare_global_local(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_global_local(T, (int)p->mp[0], (int)p->mp[1], p->work);
+    mask_to_pair(p, p->work, T);
+}
+
+/* Raganato pattern (lib/mech numbering) at length T: pair = ln W (-inf where W = 0) */
+static void prepare_pattern(struct epar_nnpos *p, int T, int pattern)
+{
+    if (p->T == T) return;
+    double *W = p->work;
+    epar_mech_fixed_pattern(pattern, T, W);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double w = W[(size_t)i * T + j];
+            p->pair[(size_t)i * p->Tmax + j] = w > 0 ? (float)log(w) : -INFINITY;
+        }
+}
+
+static void prepare_fixed_current(struct epar_nnpos *p, int T) { prepare_pattern(p, T, 1); }
+static void prepare_fixed_previous(struct epar_nnpos *p, int T) { prepare_pattern(p, T, 2); }
+static void prepare_fixed_left(struct epar_nnpos *p, int T) { prepare_pattern(p, T, 4); }
+
+/* ---- the registry: one row per trainable catalogue mechanism ---- */
+
+#define H_(hook, uses, fixed_len, summary) EPAR_NNPOS_H_##hook, uses, fixed_len, summary
+#define FIXED_FNS(prep) NULL, build_fixed, n_zero, init_nothing, prep, backward_nothing
+#define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing
+
+const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
+    [EPAR_MECH_NONE] = {H_(BASELINE, 0, 0, "causal mask only, no position information"),
+                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_EPAR_BASIC] = {H_(FACTOR, 0, 0, "scaled score times alpha exp(-beta |i-j|/L)"),
+                              check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar},
+    [EPAR_MECH_EPAR_ENHANCED] = {H_(FACTOR, 0, 0, "scaled score times alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma)"),
+                                 check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar},
+    [EPAR_MECH_SINUSOIDAL] = {H_(INPUT, 0, 0, "init_sd times the sinusoid added to the token embeddings"),
+                              NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_LEARNED_APE] = {H_(INPUT, 0, 1, "learned absolute table added to the embeddings"),
+                               NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned},
+    [EPAR_MECH_FLOATER] = {H_(INPUT, 1, 0, "init_sd times the FLOATER rotation table added to the embeddings"),
+                           NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
+                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing},
+    [EPAR_MECH_T5] = {H_(BIAS, 0, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
+                      NULL, build_t5, n_t5, init_t5, prepare_t5, backward_t5},
+    [EPAR_MECH_ROPE] = {H_(QK, 0, 0, "q and k rotated by position (interleaved pairs)"),
+                        check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_NTK_ROPE] = {H_(QK, 1, 0, "RoPE with the NTK base for T > train_length"),
+                            check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing},
+    [EPAR_MECH_INTERPOLATION] = {H_(QK, 1, 0, "RoPE at positions t train_length / T for T > train_length"),
+                                 check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing},
+    [EPAR_MECH_LOGN] = {H_(QK, 1, 0, "q_t scaled by log_{train_length}(t + 1)"),
+                        NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_ALIBI] = {H_(BIAS, 0, 0, "linear distance bias -m_h (i-j), standard slopes"),
+                         NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing},
+    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 0, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
+    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 0, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
+    [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 0, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
+                              FIXED_FNS(prepare_fixed_left)},
+    [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided)},
+    [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
+                                MASK_FNS(check_sparse_fixed, prepare_sparse_fixed)},
+    [EPAR_MECH_SLIDING_WINDOW] = {H_(MASK, 1, 0, "the last radius + 1 keys"), MASK_FNS(NULL, prepare_window)},
+    [EPAR_MECH_BLOCK_SPARSE] = {H_(MASK, 1, 0, "causal keys of the same and nb previous blocks"),
+                                MASK_FNS(NULL, prepare_block)},
+    [EPAR_MECH_GLOBAL_LOCAL] = {H_(MASK, 1, 0, "causal band U the first globals keys (global rows dense)"),
+                                MASK_FNS(NULL, prepare_global_local)},
+};
+#undef H_
+#undef FIXED_FNS
+#undef MASK_FNS
+
+int epar_nnpos_trainable(enum epar_mech_id id)
+{
+    return id >= 0 && id < EPAR_MECH_COUNT && epar_nnpos_table[id].hook != EPAR_NNPOS_H_NONE;
+}
+
+int epar_nnpos_find(const char *name, enum epar_mech_id *id)
+{
+    enum epar_mech_id k;
+    if (!strcmp(name, "learned")) name = "learned-ape";   /* checkpoints and protocols before the one catalogue */
+    if (epar_mech_find(name, &k) || !epar_nnpos_trainable(k)) {
+        epar_err_set(EPAR_EINVAL, "%s mechanism '%s'", epar_mech_find(name, &k) ? "unknown" : "untrainable", name);
+        epar_err_hint("training supports: %s", epar_nnpos_list());
+        return EPAR_EINVAL;
+    }
+    *id = k;
+    return EPAR_OK;
+}
+
+const char *epar_nnpos_name(enum epar_mech_id id)
+{
+    return id >= 0 && id < EPAR_MECH_COUNT ? epar_mech_table[id].id : "?";
 }
 
 const char *epar_nnpos_list(void)
 {
-    static char buf[256];
+    static char buf[1024];
     if (!buf[0])
-        for (int k = 0; k < EPAR_NNPOS_COUNT; k++) {
-            size_t n = strlen(buf);
-            snprintf(buf + n, sizeof buf - n, "%s%s", k ? ", " : "", epar_nnpos_table[k].id);
-        }
+        for (int k = 0; k < EPAR_MECH_COUNT; k++)
+            if (epar_nnpos_trainable((enum epar_mech_id)k)) {
+                size_t n = strlen(buf);
+                snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", epar_mech_table[k].id);
+            }
     return buf;
 }
 
@@ -237,25 +496,37 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s)
     s->t5_buckets = 32;
     s->t5_max_distance = 128;
     s->init_sd = 0.02;
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
 }
 
-int epar_nnpos_validate(enum epar_nnpos_id id, const struct epar_nnpos_settings *s, int hs)
+int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
 {
-    if (id < 0 || id >= EPAR_NNPOS_COUNT) return epar_err_set(EPAR_EINVAL, "unknown mechanism id %d", (int)id);
-    if (id == EPAR_NNPOS_ROPE && hs % 2)
-        return epar_err_set(EPAR_EINVAL, "rope needs an even head width (dim / heads), got '%d'", hs);
-    if (id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED) {
-        struct epar_posfx fx = s->fx;
-        fx.form = id == EPAR_NNPOS_EPAR_BASIC ? EPAR_FORM_BASIC : EPAR_FORM_ENHANCED;
-        int st = epar_posfx_validate(&fx);
-        if (st) return st;
-        if (s->learn_posfx && (fx.beta <= 0 || (fx.form == EPAR_FORM_ENHANCED && fx.gamma <= 0))) {
-            epar_err_set(EPAR_EINVAL, "--learn-posfx needs beta > 0%s to start from, got beta '%g' gamma '%g'",
-                         fx.form == EPAR_FORM_ENHANCED ? " and gamma > 0" : "", fx.beta, fx.gamma);
-            epar_err_hint("learned parameters are exp(theta) to stay positive, so they cannot start at 0");
-            return EPAR_EINVAL;
-        }
+    const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
+    if (!dot || !eq || eq < dot || dot == assignment)
+        return epar_err_set(EPAR_EINVAL, "--set expects mech.param=value, got '%s'", assignment);
+    char mech[64], param[64];
+    snprintf(mech, sizeof mech, "%.*s", (int)(dot - assignment), assignment);
+    snprintf(param, sizeof param, "%.*s", (int)(eq - dot - 1), dot + 1);
+    enum epar_mech_id id;
+    int st = epar_nnpos_find(mech, &id);
+    if (st) return st;
+    if (!epar_nnpos_table[id].uses_params) {
+        epar_err_set(EPAR_EINVAL, "'%s': training sets %s through its own options", assignment, mech);
+        epar_err_hint("see 'epar train --help' (Position mechanism)");
+        return EPAR_EINVAL;
     }
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end) return epar_err_set(EPAR_EINVAL, "--set %s: '%s' is not a number", assignment, eq + 1);
+    return epar_mech_set_param(id, s->mp[id], param, v);
+}
+
+int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    if (!epar_nnpos_trainable(id)) return epar_err_set(EPAR_EINVAL, "mechanism '%s' cannot be trained", epar_nnpos_name(id));
+    const struct epar_nnpos_info *in = &epar_nnpos_table[id];
+    int st = in->check ? in->check(id, s, hs) : EPAR_OK;
+    if (st) return st;
     if (!(s->rope_base > 1) || !(s->sinusoid_base > 1) || !isfinite(s->rope_base) || !isfinite(s->sinusoid_base))
         return epar_err_set(EPAR_EINVAL, "rope and sinusoid bases must be finite numbers > 1");
     if (!(s->alibi_max_bias > 0) || !isfinite(s->alibi_max_bias))
@@ -269,7 +540,7 @@ int epar_nnpos_validate(enum epar_nnpos_id id, const struct epar_nnpos_settings 
     return EPAR_OK;
 }
 
-int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_nnpos_id id, const struct epar_nnpos_settings *s, int Tmax,
+int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax,
                      int C, int NH, int NL)
 {
     memset(p, 0, sizeof *p);
@@ -277,47 +548,19 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_nnpos_id id, const struct e
     if (st) return st;
     p->id = id;
     p->s = *s;
-    if (id == EPAR_NNPOS_EPAR_BASIC) p->s.fx.form = EPAR_FORM_BASIC;
-    if (id == EPAR_NNPOS_EPAR_ENHANCED) p->s.fx.form = EPAR_FORM_ENHANCED;
-    if (id != EPAR_NNPOS_EPAR_BASIC && id != EPAR_NNPOS_EPAR_ENHANCED) p->s.learn_posfx = 0;
+    p->mp = p->s.mp[id];
+    if (epar_nnpos_table[id].hook != EPAR_NNPOS_H_FACTOR) p->s.learn_posfx = 0;
     p->Tmax = Tmax; p->C = C; p->NH = NH; p->NL = NL; p->hs = C / NH;
-    size_t tm = (size_t)Tmax;
-    int fail = 0;
-#define ALLOC(ptr, n, what) do { if (!((ptr) = epar_err_alloc((n), sizeof *(ptr), what))) fail = 1; } while (0)
-    switch (id) {
-    case EPAR_NNPOS_SINUSOIDAL: ALLOC(p->pe, tm * C, "the sinusoid table"); break;
-    case EPAR_NNPOS_ROPE:
-        ALLOC(p->rcos, tm * (p->hs / 2), "the RoPE table");
-        ALLOC(p->rsin, tm * (p->hs / 2), "the RoPE table");
-        break;
-    case EPAR_NNPOS_ALIBI:
-        ALLOC(p->bias, (size_t)NH * tm, "the ALiBi table");
-        ALLOC(p->slopes, (size_t)NH, "the ALiBi slopes");
-        break;
-    case EPAR_NNPOS_T5:
-        ALLOC(p->bias, (size_t)NH * tm, "the T5 bias table");
-        ALLOC(p->bucket, tm, "the T5 buckets");
-        break;
-    case EPAR_NNPOS_EPAR_BASIC:
-    case EPAR_NNPOS_EPAR_ENHANCED:
-        ALLOC(p->fac, (size_t)NL * NH * tm, "the position-effect tables");
-        if (p->s.learn_posfx) ALLOC(p->dfac, (size_t)NL * NH * 3 * tm, "the position-effect derivatives");
-        break;
-    default: break;
-    }
-#undef ALLOC
-    if (fail || (st = epar_nnpos_table[id].build(p))) {
-        epar_nnpos_free(p);
-        return fail ? EPAR_ENOMEM : st;
-    }
-    return EPAR_OK;
+    if ((st = epar_nnpos_table[id].build(p))) epar_nnpos_free(p);
+    return st;
 }
 
 void epar_nnpos_free(struct epar_nnpos *p)
 {
-    free(p->pe); free(p->rcos); free(p->rsin); free(p->bias); free(p->bucket); free(p->slopes);
-    free(p->fac); free(p->dfac);
-    p->pe = p->rcos = p->rsin = p->bias = p->fac = p->dfac = NULL;
+    free(p->pe); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
+    free(p->fac); free(p->dfac); free(p->pair); free(p->work);
+    p->pe = p->rcos = p->rsin = p->qscale = p->bias = p->fac = p->dfac = p->pair = NULL;
+    p->work = NULL;
     p->bucket = NULL;
     p->slopes = NULL;
 }
@@ -336,31 +579,49 @@ void epar_nnpos_backward(struct epar_nnpos *p, int l, const float *gfac, const f
     epar_nnpos_table[p->id].backward(p, l, gfac, gbias, B, T);
 }
 
+/* the input table: fixed (pe) or learned (theta: learned-ape, mult-pe variant 0) */
+static const float *input_table(const struct epar_nnpos *p)
+{
+    if (epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return NULL;
+    return p->pe ? p->pe : p->theta;
+}
+
 void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T)
 {
-    const float *tab = p->id == EPAR_NNPOS_SINUSOIDAL ? p->pe : p->id == EPAR_NNPOS_LEARNED ? p->theta : NULL;
+    const float *tab = input_table(p);
     if (!tab) return;
-    int C = p->C;
+    int C = p->C, mul = p->pe_mul;
 #pragma omp parallel for collapse(2) schedule(static) if ((double)B * T * C > 262144)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *xr = x + ((size_t)b * T + t) * C;
             const float *pr = tab + (size_t)t * C;
-            for (int c = 0; c < C; c++) xr[c] += pr[c];
+            if (mul)
+                for (int c = 0; c < C; c++) xr[c] *= pr[c];
+            else
+                for (int c = 0; c < C; c++) xr[c] += pr[c];
         }
 }
 
-void epar_nnpos_embed_backward(struct epar_nnpos *p, const float *dx, int B, int T)
+void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte, const int *tokens, int B, int T)
 {
-    if (p->id != EPAR_NNPOS_LEARNED) return;
-    int C = p->C;
-    /* each position's row sums over b in order: parallel over t, deterministic */
+    const float *tab = input_table(p);
+    if (!tab) return;
+    int C = p->C, learned = tab == p->theta, mul = p->pe_mul;
+    if (!learned && !mul) return;   /* a fixed added table passes dx on unchanged */
+    /* the learned table: each position's row sums over b in order (parallel over t, deterministic); added: dx,
+     * multiplied: dx e. Then a multiplied table passes dx p on to the token rows. */
 #pragma omp parallel for schedule(static) if ((double)B * T * C > 262144)
     for (int t = 0; t < T; t++) {
-        float *g = p->dtheta + (size_t)t * C;
+        const float *pr = tab + (size_t)t * C;
+        float *g = learned ? p->dtheta + (size_t)t * C : NULL;
         for (int b = 0; b < B; b++) {
-            const float *d = dx + ((size_t)b * T + t) * C;
-            for (int c = 0; c < C; c++) g[c] += d[c];
+            float *d = dx + ((size_t)b * T + t) * C;
+            const float *er = wte + (size_t)tokens[(size_t)b * T + t] * C;
+            if (g)
+                for (int c = 0; c < C; c++) g[c] += mul ? d[c] * er[c] : d[c];
+            if (mul)
+                for (int c = 0; c < C; c++) d[c] *= pr[c];
         }
     }
 }
@@ -386,15 +647,28 @@ static void rope_apply(const struct epar_nnpos *p, float *qkv, int B, int T, flo
         }
 }
 
+/* q_t (every head) times kappa_t; its own transpose */
+static void qscale_apply(const struct epar_nnpos *p, float *qkv, int B, int T)
+{
+    int C = p->C;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *q = qkv + ((size_t)b * T + t) * 3 * C, k = p->qscale[t];
+            for (int c = 0; c < C; c++) q[c] *= k;
+        }
+}
+
 void epar_nnpos_qk_forward(const struct epar_nnpos *p, float *qkv, int B, int T)
 {
-    if (p->id == EPAR_NNPOS_ROPE) rope_apply(p, qkv, B, T, 1.0f);
+    if (p->rcos) rope_apply(p, qkv, B, T, 1.0f);
+    if (p->qscale) qscale_apply(p, qkv, B, T);
 }
 
 /* the rotation is orthogonal: its transpose (the gradient map) is the rotation by -angle */
 void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int T)
 {
-    if (p->id == EPAR_NNPOS_ROPE) rope_apply(p, dqkv, B, T, -1.0f);
+    if (p->rcos) rope_apply(p, dqkv, B, T, -1.0f);
+    if (p->qscale) qscale_apply(p, dqkv, B, T);
 }
 
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
@@ -403,3 +677,4 @@ const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
 }
 
 const float *epar_nnpos_bias(const struct epar_nnpos *p) { return p->bias; }
+const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }

@@ -1,24 +1,32 @@
-/* nnpos: the position mechanisms of the trained Transformer (lib/nn), one registry row each.
+/* nnpos: the training hooks of the catalogue's mechanisms (lib/mech ids), for the Transformer of lib/nn.
  *
- * The analyses use lib/mech; training uses this second registry, which shares its formulas: the
- * sinusoid (epar_mech_sinusoid), the RoPE rotation (epar_mech_rope_rotate), the ALiBi slopes
- * (epar_mech_alibi_slopes), the T5 buckets (epar_mech_t5_bucket) and the EPAR effect (lib/posfx).
- * Nothing is re-typed here: the tables below are filled by calling those functions.
+ * One catalogue: lib/mech's table names every mechanism (id, kind, formula section, parameters, the analysis
+ * builder); this module's table, indexed by the same enum epar_mech_id, holds the causal, differentiable form
+ * of those that can be trained (as ggml's backends hold per-type traits indexed by ggml's type enum). A row with
+ * hook EPAR_NNPOS_H_NONE is not trainable. Formulas are not re-typed here: the tables are filled by lib/mech's
+ * functions (sinusoid, FLOATER, RoPE rotation and NTK base, log-n, ALiBi slopes, T5 buckets, the fixed patterns,
+ * the sparse masks) and lib/posfx (the EPAR effect).
  *
- *   id              kind     what it changes (docs/MECHANISMS.md section)                     learned
- *   none            baseline causal mask only (§2)                                        -
- *   sinusoidal      input    x_t += init_sd p_t, interleaved sin/cos, base 10000 (§5)          -
- *   learned         input    x_t += E[t], E (Tmax, C) ~ N(0, 0.02^2) (§6)                  E
- *   rope            qk       q_t, k_t rotated by t theta_i, interleaved pairs, theta base 10000 (§14)  -
- *   alibi           bias     z_ij = s_ij - m_h (i - j), the standard slopes (§18)          -
- *   t5              bias     z_ij = s_ij + B[bucket(i - j), h], 32 causal buckets, max distance 128,
- *                            one table shared by all layers, B ~ N(0, 0.02^2) (§11)         B
- *   epar-basic      factor   z_ij = s_ij * alpha exp(-beta |i-j| / L) (§3)                  (alpha, beta) per layer and head with --learn-posfx
- *   epar-enhanced   factor   z_ij = s_ij * alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma) (§4)
+ *   hook         mechanisms                         what the hook changes
+ *   baseline     none                               causal mask only
+ *   input        sinusoidal, floater, mult-pe       x_t = e_t + init_sd p_t (added), or e_t * p_t (multiplied)
+ *   input        learned-ape                        x_t = e_t + E[t], E (Tmax, C) learned
+ *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
+ *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
+ *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
+ *   factor       epar-basic, epar-enhanced          z_ij = s_ij m_lh(i - j)
+ *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
+ *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
+ *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
  *
  * s_ij = q_i . k_j / sqrt(hs) is the scaled content score, so EPAR multiplies the scaled score as the paper
- * writes A = softmax((Q K^T / sqrt(d_k)) . P(i, j, L)). Every bias and factor depends on the distance
- * d = i - j >= 0 only (the model is causal), so the attention kernel reads per-head tables indexed by d.
+ * writes A = softmax((Q K^T / sqrt(d_k)) . P(i, j, L)). Biases and factors depend on d = i - j >= 0 only; masks
+ * and fixed patterns on (i, j) (one table shared by the heads). A row of a mask or pattern with no allowed key
+ * attends to itself (the catalogue's empty-row policy "self").
+ *
+ * Parameters: the eight mechanisms of the paper's table keep their own settings (below: bases, slopes, buckets,
+ * EPAR alpha/beta/gamma); every other trainable mechanism reads its catalogue parameters (lib/mech row, e.g.
+ * sliding-window.radius), set with `--set mech.param=value` as in `epar compare`.
  *
  * L in P: by default L is the length T of the sequence being processed (the paper's and the reference
  * code's P(i, j, L) with L = seq_len), so at an evaluation length T' != T_train the same distance gets
@@ -29,24 +37,21 @@
  * per layer and head, and used as exp(theta): alpha, beta, gamma stay > 0 whatever the optimiser does
  * (so an initial beta or gamma of 0 cannot be learned and is refused).
  *
- * Adding a mechanism: one enum value before EPAR_NNPOS_COUNT, one row in epar_nnpos_table (nnpos.c) with
- * its kind and its functions (parameter count, init, tables for a length T, gradient of its parameters).
+ * Adding a trainable mechanism: its catalogue row in lib/mech.c, one row in epar_nnpos_table (nnpos.c) with
+ * its hook and functions (check, build, parameter count, init, tables for a length T, gradient of its
+ * parameters), and its tests (tests/unit/test_nnpos.c tables against lib/mech; test_nn.c gradients).
  * Legend: T = sequence length (<= Tmax), C = model width, NH heads, hs = C / NH, NL layers, B batch. */
 #ifndef EPAR_NNPOS_H
 #define EPAR_NNPOS_H
 
 #include <stddef.h>
 #include <gsl/gsl_rng.h>
+#include "mech.h"
 #include "posfx.h"
 
-enum epar_nnpos_id {
-    EPAR_NNPOS_NONE = 0, EPAR_NNPOS_SINUSOIDAL, EPAR_NNPOS_LEARNED, EPAR_NNPOS_ROPE, EPAR_NNPOS_ALIBI,
-    EPAR_NNPOS_T5, EPAR_NNPOS_EPAR_BASIC, EPAR_NNPOS_EPAR_ENHANCED,
-    EPAR_NNPOS_COUNT
-};
-
-enum epar_nnpos_kind { EPAR_NNPOS_K_BASELINE = 0, EPAR_NNPOS_K_INPUT, EPAR_NNPOS_K_QK, EPAR_NNPOS_K_BIAS,
-                       EPAR_NNPOS_K_FACTOR };
+/* how a mechanism enters the model; NONE: not trainable */
+enum epar_nnpos_hook { EPAR_NNPOS_H_NONE = 0, EPAR_NNPOS_H_BASELINE, EPAR_NNPOS_H_INPUT, EPAR_NNPOS_H_QK,
+                       EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED };
 
 /* Settings of the mechanisms (from the protocol; defaults in epar_nnpos_settings_default). */
 struct epar_nnpos_settings {
@@ -59,31 +64,40 @@ struct epar_nnpos_settings {
     int t5_buckets;             /* 32 */
     int t5_max_distance;        /* 128 */
     double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
+    /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params) */
+    double mp[EPAR_MECH_COUNT][EPAR_MECH_MAX_PARAMS];
 };
 
 /* A mechanism instantiated for one model. Tables are sized for Tmax and filled for the current T. */
 struct epar_nnpos {
-    enum epar_nnpos_id id;
+    enum epar_mech_id id;
     struct epar_nnpos_settings s;
+    const double *mp;           /* s.mp[id] */
     int Tmax, C, NH, NL, hs;
     int T;                      /* length the tables were last prepared for (0: none) */
     float *theta, *dtheta;      /* learned parameters and their gradient (in lib/nn's flat buffers), or NULL */
     /* tables (NULL when the kind does not use them) */
-    float *pe;                  /* (Tmax, C) input PE (sinusoidal) */
-    float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of t theta_i */
+    float *pe;                  /* (Tmax, C) input PE (sinusoidal, floater, fixed mult-pe) */
+    int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
+    float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
+    float *qscale;              /* (Tmax) log-n kappa_t multiplying q_t */
     float *bias;                /* (NH, Tmax) additive bias by distance d (alibi, t5) */
     int *bucket;                /* (Tmax) T5 bucket of distance d */
     double *slopes;             /* (NH) ALiBi slopes */
     float *fac;                 /* (NL, NH, Tmax) factor m(d) (epar) */
     float *dfac;                /* (NL, NH, 3, Tmax) dm(d)/dtheta_k (epar with learn_posfx) */
+    float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
+    void *work;                 /* (Tmax, Tmax) scratch of the pair table's builder (mask bytes or fp64 weights) */
 };
 
 struct epar_nnpos_info {
-    const char *id;
-    enum epar_nnpos_kind kind;
-    const char *section;        /* docs/MECHANISMS.md */
-    const char *summary;
-    /* fixed tables (independent of T and of the learned parameters), once at alloc */
+    enum epar_nnpos_hook hook;
+    int uses_params;            /* 1: reads its catalogue parameters (s.mp[id]); 0: the settings above */
+    int fixed_length;           /* 1: positions past Tmax do not exist (learned table) */
+    const char *summary;        /* its causal training form */
+    /* settings the mechanism refuses (EPAR_EINVAL with a message), hs = head width; NULL: none */
+    int (*check)(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs);
+    /* tables it needs (allocated), filled when they do not depend on T or theta */
     int (*build)(struct epar_nnpos *p);
     /* learned parameters of the mechanism (floats) */
     size_t (*n_params)(const struct epar_nnpos *p);
@@ -95,19 +109,27 @@ struct epar_nnpos_info {
     void (*backward)(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T);
 };
 
-extern const struct epar_nnpos_info epar_nnpos_table[EPAR_NNPOS_COUNT];
+/* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
+extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
 
-/* id string -> enum; EPAR_EINVAL naming the value, with the list as hint. */
-int epar_nnpos_find(const char *name, enum epar_nnpos_id *id);
-const char *epar_nnpos_name(enum epar_nnpos_id id);
-/* "none, sinusoidal, ..." */
+/* 1 when mechanism id can be trained */
+int epar_nnpos_trainable(enum epar_mech_id id);
+/* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as
+ * hint. "learned" (the name training used before the catalogue was one) is read as learned-ape. */
+int epar_nnpos_find(const char *name, enum epar_mech_id *id);
+/* the catalogue id ("?" out of range) */
+const char *epar_nnpos_name(enum epar_mech_id id);
+/* "none, epar-basic, ..." every trainable id in catalogue order */
 const char *epar_nnpos_list(void);
 void epar_nnpos_settings_default(struct epar_nnpos_settings *s);
+/* "mech.param=value": set a catalogue parameter a trainable mechanism reads (EPAR_EINVAL naming the problem:
+ * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings) */
+int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);
 
 /* Check the settings for mechanism id with head width hs (EPAR_EINVAL with a message). */
-int epar_nnpos_validate(enum epar_nnpos_id id, const struct epar_nnpos_settings *s, int hs);
+int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs);
 /* Allocate the tables; theta/dtheta are attached later by lib/nn. */
-int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_nnpos_id id, const struct epar_nnpos_settings *s, int Tmax,
+int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax,
                      int C, int NH, int NL);
 void epar_nnpos_free(struct epar_nnpos *p);
 /* Number of learned floats (the slice of the model's parameter buffer). */
@@ -117,16 +139,20 @@ void epar_nnpos_init(struct epar_nnpos *p, gsl_rng *r);
 void epar_nnpos_prepare(struct epar_nnpos *p, int T);
 void epar_nnpos_backward(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T);
 
-/* Input kind: x (B,T,C) += the position term of t; backward: the learned table's gradient from dx. */
+/* Input hook: x (B,T,C) += (or *=) the position term of t. Backward: the learned table's gradient from dx and
+ * (multiplied) dx <- dx * p in place; the token rows wte[tokens] (V,C), tokens (B,T) are the embedding before
+ * the position term (read only by a learned multiplied table). */
 void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T);
-void epar_nnpos_embed_backward(struct epar_nnpos *p, const float *dx, int B, int T);
-/* qk kind: rotate q and k of qkv (B,T,3C) in place by position; backward rotates dq, dk back. */
+void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte, const int *tokens, int B, int T);
+/* qk hook: rotate q and k of qkv (B,T,3C) in place by position (or scale q); backward maps dq, dk back. */
 void epar_nnpos_qk_forward(const struct epar_nnpos *p, float *qkv, int B, int T);
 void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int T);
 /* Per-head tables of layer l for the attention kernel: factor (NH, T) and bias (NH, T), or NULL.
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_bias(const struct epar_nnpos *p);
+/* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */
+const float *epar_nnpos_pair(const struct epar_nnpos *p);
 /* Current alpha, beta, gamma of layer l, head h (learned or fixed). */
 struct epar_posfx epar_nnpos_effect(const struct epar_nnpos *p, int l, int h);
 

@@ -5,7 +5,7 @@
 # with a shard missing writes no tables, bad options exit 2 with nothing written, and under mpirun (when epar is
 # built with MPI=1 and Open MPI is installed) 2 ranks give the same tables.
 . "$(dirname "$0")/lib.sh"
-grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned,epar-enhanced --seeds 42,43 --quiet --no-render"
+grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epar-enhanced --seeds 42,43 --quiet --no-render"
 # every table that does not hold wall-clock numbers, and the numbers of every cell
 tables() {
     local b=$1/benchmark
@@ -26,10 +26,10 @@ b=$a/benchmark
 for f in main_table.csv main_table.md when_to_use.csv when_to_use.gp extrapolation.csv distance.csv distance.gp \
          params.csv cost.csv cost.gp comparisons.csv sanity.csv steps_to_learn.csv steps_to_learn.gp run.json curves_recall.gp cells/recall/epar-enhanced/seed-43/cell.json \
          cells/recall/epar-enhanced/seed-43/learning_curve.csv cells/cost/cell.json; do expect_file "$b/$f"; done
-expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned_mean,learned_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_lo,basic_vs_baselines_holm_p,basic_beats,basic_beaten_holm,basic_mde,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_holm_p,enhanced_beats,enhanced_beaten_holm,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
+expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned-ape_mean,learned-ape_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_lo,basic_vs_baselines_holm_p,basic_beats,basic_beaten_holm,basic_mde,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_holm_p,enhanced_beats,enhanced_beaten_holm,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
 # EPAR against each baseline (pre-registered): 3 tasks x enhanced x 2 baselines (basic is not in this grid)
 expect_grep '^task,epar,baseline,seeds,rel,rel_sd,lo,hi,t,p,p_holm,mde,better$' "$b/comparisons.csv"
-[ "$(grep -c '^[a-z-]*,epar-enhanced,\(none\|learned\),2,' "$b/comparisons.csv")" -eq 6 ] && ok || fail "comparisons: one row per task and baseline"
+[ "$(grep -c '^[a-z-]*,epar-enhanced,\(none\|learned-ape\),2,' "$b/comparisons.csv")" -eq 6 ] && ok || fail "comparisons: one row per task and baseline"
 # each row: lo <= rel <= hi when defined, p and its Holm adjustment in [0, 1] with p <= p_holm, better one of the words
 awk -F, 'NR > 1 { if ($7 != "nan" && !($7 <= $5 && $5 <= $8)) bad = 1;
                   if ($10 != "nan" && !($10 >= 0 && $10 <= 1 && $11 >= $10 && $11 <= 1)) bad = 1;
@@ -48,9 +48,9 @@ expect_grep '^needle,' "$b/main_table.csv"
 # the differences have no spread (no test then)
 awk -F, -v c="$(head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n '^enhanced_vs_best_p$' | cut -d: -f1)" \
     'NR > 1 && !($c == "nan" || ($c >= 0 && $c <= 1)) { bad = 1 } END { exit bad }' "$b/main_table.csv" && ok || fail "p-values in [0, 1]"
-# parameter counts: learned has a smaller MLP and every count is within the 1 % tolerance of none's
+# parameter counts: learned-ape has a smaller MLP and every count is within the 1 % tolerance of none's
 awk -F, 'NR > 1 && $6 != 1 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "a parameter count beyond the tolerance"
-awk -F, 'NR > 1 && $2 == "learned" && $4 >= 64 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "learned's MLP is narrowed"
+awk -F, 'NR > 1 && $2 == "learned-ape" && $4 >= 64 { bad = 1 } END { exit bad }' "$b/params.csv" && ok || fail "learned-ape's MLP is narrowed"
 # chance: the best constant answer on the cell's evaluation items (an accuracy in (0, 1], se > 0), and how many of
 # the 3 mechanisms beat it by 3 se (an integer 0..3); per condition the count of learned tasks
 col() { head -1 "$b/main_table.csv" | tr ',' '\n' | grep -n "^$1\$" | cut -d: -f1; }

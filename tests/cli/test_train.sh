@@ -32,7 +32,7 @@ expect_grep 'learn-posfx' "$T_TMP/out"
 expect_exit 0 "help via epar help" -- "$EPAR" help train
 
 # ---- every mechanism runs (3 steps)
-for m in none sinusoidal learned rope alibi t5 epar-basic; do
+for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
@@ -121,7 +121,7 @@ bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resum
 
 # ---- bad options: exit 2, nothing written
 bad 2 "unknown mechanism 'alibii'" --mechanism alibii
-grep -q '^hint: training supports: none, sinusoidal, learned, rope, alibi, t5, epar-basic, epar-enhanced' "$T_TMP/err" && ok ||
+grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint"
 bad 2 "unknown task 'translate'" --task translate
 bad 2 "heads must divide dim, got heads '3' and dim '32'" --heads 3

@@ -267,14 +267,26 @@ static void test_crossentropy(void)
 }
 
 /* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
+static const float *PAIR;   /* the (i, j) table of the current case (stride ld), NULL: none */
+
 static void attn_forward(float *out, float *pre, float *att, const float *qkv, const float *fac, const float *bias,
                          int ld, int B, int T, int C, int NH)
 {
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
-static void test_attention_case(int T, int use_fac, int use_bias)
+/* a (T, ld) pair table: -inf (masked) with probability 0.4 below the diagonal, else N(0, 0.5^2); diagonal 0 */
+static float *random_pair(int T, int ld)
+{
+    float *pr = malloc((size_t)T * ld * sizeof *pr);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < ld; j++)
+            pr[(size_t)i * ld + j] = j == i ? 0.0f : gsl_rng_uniform(R) < 0.4 ? -INFINITY : (float)gsl_ran_gaussian(R, 0.5);
+    return pr;
+}
+
+static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
 {
     int B = 2, C = 8, NH = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
@@ -290,21 +302,25 @@ static void test_attention_case(int T, int use_fac, int use_bias)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     const float *F = use_fac ? fac : NULL, *Bi = use_bias ? bias : NULL;
+    float *pair = use_pair ? random_pair(T, ld) : NULL;
+    PAIR = pair;
     attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
-    /* rows sum to 1 and nothing is attended in the future */
-    double maxdev = 0, future = 0;
+    /* rows sum to 1, nothing is attended in the future nor where the pair table masks */
+    double maxdev = 0, future = 0, masked = 0;
     for (size_t r = 0; r < (size_t)B * NH * T; r++) {
         int i = (int)(r % T);
         double s = 0;
         for (int j = 0; j < T; j++) {
             s += att[r * T + j];
             if (j > i) future += fabs(att[r * T + j]);
+            else if (pair && isinf(pair[(size_t)i * ld + j])) masked += fabs(att[r * T + j]);
         }
         maxdev = fmax(maxdev, fabs(s - 1));
     }
-    check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d)", T, use_fac, use_bias);
+    check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d pair=%d)", T, use_fac, use_bias, use_pair);
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
-    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL};
+    check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
+    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -322,7 +338,8 @@ static void test_attention_case(int T, int use_fac, int use_bias)
         double num = (lp - lm) / (2 * h);
         if (!close_enough(dqkv[i], num) && bad++ < 5) printf("  attention dqkv[%zu]: analytic %g numeric %g\n", i, dqkv[i], num);
     }
-    check_int(bad, 0, "attention backward dqkv against finite differences (T=%d fac=%d bias=%d)", T, use_fac, use_bias);
+    check_int(bad, 0, "attention backward dqkv against finite differences (T=%d fac=%d bias=%d pair=%d)", T, use_fac,
+              use_bias, use_pair);
     /* table gradients: dL/dtable[h][d] = sum_b g[b][h][d] */
     for (int which = 0; which < 2; which++) {
         if ((which == 0 && !use_fac) || (which == 1 && !use_bias)) continue;
@@ -347,13 +364,14 @@ static void test_attention_case(int T, int use_fac, int use_bias)
         check_int(tbad, 0, "attention %s-table gradient against finite differences (T=%d)", which ? "bias" : "factor", T);
     }
     free(qkv); free(out); free(w); free(pre); free(att); free(dqkv); free(fac); free(bias); free(gfac); free(gbias);
-    free(datt);
+    free(datt); free(pair);
+    PAIR = NULL;
 }
 
 /* the AVX2 rows (libmvec expf, 8-lane sums, reversed table loads) against the portable C rows: forward
  * weights, output and dqkv with a factor and a bias (no table gradients: the path fixed EPAR runs), at
  * lengths that leave ragged 8-lane tails */
-static void test_attention_paths(int T)
+static void test_attention_paths(int T, int use_pair)
 {
     int B = 2, C = 16, NH = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
@@ -369,7 +387,8 @@ static void test_attention_paths(int T)
         fac[i] = (float)(0.5 + gsl_rng_uniform(R));
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL};
+    float *pair = use_pair ? random_pair(T, ld) : NULL;
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -383,26 +402,30 @@ static void test_attention_paths(int T)
         ed = fmax(ed, fabs(dq[0][i] - dq[1][i]));
         sd = fmax(sd, fabs(dq[1][i]));
     }
-    check_abs(ea, 0, 1e-6, "attention weights: AVX2 rows = C rows to 1e-6 (T=%d%s)", T, epar_nn_simd() ? "" : ", no AVX2 here");
+    check_abs(ea, 0, 1e-6, "attention weights: AVX2 rows = C rows to 1e-6 (T=%d pair=%d%s)", T, use_pair,
+              epar_nn_simd() ? "" : ", no AVX2 here");
     check_abs(eo, 0, 1e-5, "attention output: AVX2 rows = C rows to 1e-5 (T=%d)", T);
     check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 rows = C rows to 1e-5 of its largest entry (T=%d)", T);
     for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
-    free(qkv); free(w); free(fac); free(bias); free(datt);
+    free(qkv); free(w); free(fac); free(bias); free(datt); free(pair);
 }
 
 static void test_attention(void)
 {
-    test_attention_paths(67);
-    test_attention_paths(13);
-    test_attention_case(5, 0, 0);
-    test_attention_case(5, 1, 1);
-    test_attention_case(70, 1, 0);    /* two query blocks */
-    test_attention_case(67, 0, 1);
+    test_attention_paths(67, 0);
+    test_attention_paths(13, 0);
+    test_attention_paths(67, 1);
+    test_attention_case(5, 0, 0, 0);
+    test_attention_case(5, 1, 1, 0);
+    test_attention_case(70, 1, 0, 0);    /* two query blocks */
+    test_attention_case(67, 0, 1, 0);
+    test_attention_case(13, 0, 0, 1);    /* a mask-like (i, j) table */
+    test_attention_case(70, 1, 1, 1);
 }
 
 /* ---- the whole model ---- */
 
-static struct epar_nn_config tiny(enum epar_nnpos_id pos, int learn)
+static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
 {
     struct epar_nn_config c;
     memset(&c, 0, sizeof c);
@@ -415,6 +438,11 @@ static struct epar_nn_config tiny(enum epar_nnpos_id pos, int learn)
     c.pos_settings.init_sd = 0.3;
     c.pos_settings.t5_buckets = 8;
     c.pos_settings.t5_max_distance = 16;
+    /* the length-extrapolation variants act only past train_length: below the tested T = 8 */
+    c.pos_settings.mp[EPAR_MECH_NTK_ROPE][1] = 5;
+    c.pos_settings.mp[EPAR_MECH_INTERPOLATION][1] = 5;
+    c.pos_settings.mp[EPAR_MECH_LOGN][0] = 3;
+    c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     return c;
 }
 
@@ -428,7 +456,22 @@ static void batch(int B, int T, int V, int *tok, int *tgt, float *mask)
     mask[0] = 1.0f;
 }
 
-static void test_model_gradient(enum epar_nnpos_id id, int learn)
+/* (loss(p + h) - loss(p - h)) / 2h for the parameter *pp (restored) */
+static double central_diff(struct epar_nn *m, float *pp, float h, const int *tok, const int *tgt, const float *mask,
+                           int B, int T)
+{
+    float s = *pp;
+    *pp = s + h;
+    epar_nn_forward(m, tok, tgt, mask, B, T);
+    double lp = m->loss;
+    *pp = s - h;
+    epar_nn_forward(m, tok, tgt, mask, B, T);
+    double lm = m->loss;
+    *pp = s;
+    return (lp - lm) / (2.0 * h);
+}
+
+static void test_model_gradient(enum epar_mech_id id, int learn)
 {
     struct epar_nn_config c = tiny(id, learn);
     struct epar_nn m;
@@ -465,15 +508,11 @@ static void test_model_gradient(enum epar_nnpos_id id, int learn)
             } else {
                 i = gsl_rng_uniform_int(R, n);
             }
-            float *pp = m.params_mem + off + i, s = *pp;
-            *pp = s + h;
-            epar_nn_forward(&m, tok, tgt, mask, B, T);
-            double lp = m.loss;
-            *pp = s - h;
-            epar_nn_forward(&m, tok, tgt, mask, B, T);
-            double lm = m.loss;
-            *pp = s;
-            double num = (lp - lm) / (2 * h);
+            /* Richardson's extrapolation of the central differences at h and h/2: the O(h^2) truncation cancels
+             * (at h alone, one entry of global-local's dwte was 3% off: 0.697 at h, 0.7211 at h/64 = analytic) */
+            float *pp = m.params_mem + off + i;
+            double num = (4 * central_diff(&m, pp, h / 2, tok, tgt, mask, B, T) -
+                          central_diff(&m, pp, h, tok, tgt, mask, B, T)) / 3;
             checked++;
             if (!close_enough(grad[off + i], num) && bad++ < 6)
                 printf("  %s%s: d%s[%zu] analytic %g numeric %g\n", epar_nnpos_name(id), learn ? " (learned)" : "",
@@ -507,8 +546,85 @@ static void test_model_gradient(enum epar_nnpos_id id, int learn)
     epar_nn_free(&m);
 }
 
+/* float64 reference: layer 0's attention of the trained model's forward against lib/mech (what `epar compare`
+ * computes in double) for the same q, k weights and the same LayerNorm output. The catalogue's parameters are
+ * the training's: default settings (alibi max_bias 8, rope base 10000, EPAR 1, 1, 0.5 at L = T). Input mechanisms
+ * (their table is inside the LayerNorm input) and T5 (learned table) are checked table by table in test_nnpos. */
+static void test_reference_fp64(enum epar_mech_id id)
+{
+    enum epar_nnpos_hook hk = epar_nnpos_table[id].hook;
+    if (hk == EPAR_NNPOS_H_INPUT || id == EPAR_MECH_T5) return;
+    struct epar_nn_config c = tiny(id, 0);
+    struct epar_posfx fx = c.pos_settings.fx;
+    epar_nnpos_settings_default(&c.pos_settings);
+    c.pos_settings.fx = fx;
+    memcpy(c.pos_settings.mp, tiny(id, 0).pos_settings.mp, sizeof c.pos_settings.mp);
+    int T = 8, C = c.C, NH = c.NH;
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "fp64 reference: alloc %s", epar_nnpos_name(id)); return; }
+    gsl_rng *r = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int tok[9];
+    for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    struct epar_layer layer;
+    epar_attn_layer_alloc(&layer, T, C, 0);
+    for (int o = 0; o < C; o++)
+        for (int k = 0; k < C; k++) {
+            layer.Wq[o * C + k] = m.p.qkvw[(size_t)o * C + k];
+            layer.Wk[o * C + k] = m.p.qkvw[(size_t)(C + o) * C + k];
+            layer.Wv[o * C + k] = m.p.qkvw[(size_t)(2 * C + o) * C + k];
+        }
+    for (int o = 0; o < C; o++) {
+        layer.bq[o] = m.p.qkvb[o];
+        layer.bk[o] = m.p.qkvb[C + o];
+        layer.bv[o] = m.p.qkvb[2 * C + o];
+    }
+    double X[8 * 8], A[2 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];
+    for (int t = 0; t < T * C; t++) X[t] = m.a.ln1[t];
+    memcpy(prm, c.pos_settings.mp[id], sizeof prm);
+    if (id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED) {
+        prm[0] = fx.alpha;
+        prm[1] = fx.beta;
+        if (id == EPAR_MECH_EPAR_ENHANCED) prm[2] = fx.gamma;
+    }
+    struct epar_mech mm;
+    struct epar_attn_ws ws;
+    int st = epar_mech_init(&mm, id, prm, T, C, NH, 1, 42);
+    check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
+    if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
+        epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
+        double e = 0;
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++)
+                    e = fmax(e, fabs(A[((size_t)h * T + i) * T + j] - m.a.att[((size_t)h * T + i) * T + j]));
+        check_abs(e, 0, 2e-6, "%s: trained attention (fp32) = compare's fp64 attention for the same weights, layer 0",
+                  epar_nnpos_name(id));
+        epar_attn_ws_free(&ws);
+        epar_mech_free(&mm);
+    }
+    epar_attn_layer_free(&layer);
+    epar_nn_free(&m);
+}
+
+/* H(y | x) in nats, mean over the n pairs (x, y) in [0, V)^2 */
+static double cond_entropy(const int *x, const int *y, int n, int V)
+{
+    double h = 0;
+    for (int v = 0; v < V; v++) {
+        int cnt[64] = {0}, nv = 0;
+        for (int i = 0; i < n; i++)
+            if (x[i] == v) { cnt[y[i]]++; nv++; }
+        for (int u = 0; u < V; u++)
+            if (cnt[u]) h -= cnt[u] * log((double)cnt[u] / nv);
+    }
+    return h / n;
+}
+
 /* a tiny model fits one fixed batch of random tokens: the loss falls from ln V to near zero */
-static void test_overfit(enum epar_nnpos_id id)
+static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
     memset(&c, 0, sizeof c);
@@ -516,6 +632,9 @@ static void test_overfit(enum epar_nnpos_id id)
     c.pos = id;
     c.init_sd = 0.02;
     epar_nnpos_settings_default(&c.pos_settings);
+    /* block-sparse with the default nb = 0: the first key of a block sees only itself, so the batch's
+     * prefix-dependent targets there are out of reach; with one neighbour block every context is >= 5 tokens */
+    c.pos_settings.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
@@ -545,8 +664,11 @@ static void test_overfit(enum epar_nnpos_id id)
     }
     epar_nn_forward(&m, tok, tgt, mask, B, T);
     check_rel(first, log(16.0), 0.05, "%s: initial loss is about ln V", epar_nnpos_name(id));
-    check_true(m.loss < 0.05, "%s: overfits one batch in %d steps (loss %.4g -> %.4g nats)", epar_nnpos_name(id),
-               oc.steps, first, m.loss);
+    /* fixed-current mixes no positions: it sees the current token only, so its best loss on the batch is the
+     * conditional entropy H(target | token) of the batch (computed here), not 0 */
+    double floor = id == EPAR_MECH_FIXED_CURRENT ? cond_entropy(tok, tgt, B * T, c.V) : 0.0;
+    check_true(m.loss < floor + 0.05, "%s: overfits one batch in %d steps (loss %.4g -> %.4g nats, floor %.4g)",
+               epar_nnpos_name(id), oc.steps, first, m.loss, floor);
     if (getenv("CHECK_VERBOSE")) printf("  %s: loss %.4g -> %.4g\n", epar_nnpos_name(id), first, m.loss);
     epar_optim_free(&o);
     epar_rng_free(r);
@@ -566,10 +688,14 @@ int main(void)
     test_gelu();
     test_crossentropy();
     test_attention();
-    for (int id = 0; id < EPAR_NNPOS_COUNT; id++) test_model_gradient((enum epar_nnpos_id)id, 0);
-    test_model_gradient(EPAR_NNPOS_EPAR_BASIC, 1);
-    test_model_gradient(EPAR_NNPOS_EPAR_ENHANCED, 1);
-    for (int id = 0; id < EPAR_NNPOS_COUNT; id++) test_overfit((enum epar_nnpos_id)id);
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_model_gradient((enum epar_mech_id)id, 0);
+    test_model_gradient(EPAR_MECH_EPAR_BASIC, 1);
+    test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
     gsl_rng_free(R);
     return check_summary("test_nn");
 }

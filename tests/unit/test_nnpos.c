@@ -21,23 +21,117 @@ static struct epar_nnpos_settings settings(void)
 
 static void test_registry(void)
 {
-    for (int k = 0; k < EPAR_NNPOS_COUNT; k++) {
-        enum epar_nnpos_id id;
-        check_int(epar_nnpos_find(epar_nnpos_table[k].id, &id), EPAR_OK, "find '%s'", epar_nnpos_table[k].id);
-        check_int(id, k, "'%s' maps to its row", epar_nnpos_table[k].id);
-        check_true(epar_nnpos_table[k].build && epar_nnpos_table[k].n_params && epar_nnpos_table[k].init &&
-                       epar_nnpos_table[k].prepare && epar_nnpos_table[k].backward,
-                   "'%s' has its function set", epar_nnpos_table[k].id);
+    int n = 0;
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        const struct epar_nnpos_info *in = &epar_nnpos_table[k];
+        if (in->hook == EPAR_NNPOS_H_NONE) {
+            enum epar_mech_id id;
+            check_int(epar_nnpos_find(epar_mech_table[k].id, &id), EPAR_EINVAL, "'%s' is refused by training",
+                      epar_mech_table[k].id);
+            check_true(strstr(epar_err_message(), "untrainable") != NULL, "the error says why ('%s')",
+                       epar_mech_table[k].id);
+            continue;
+        }
+        n++;
+        enum epar_mech_id id;
+        check_int(epar_nnpos_find(epar_mech_table[k].id, &id), EPAR_OK, "find '%s'", epar_mech_table[k].id);
+        check_int(id, k, "'%s' maps to its catalogue row", epar_mech_table[k].id);
+        check_true(in->build && in->n_params && in->init && in->prepare && in->backward && in->summary,
+                   "'%s' has its function set", epar_mech_table[k].id);
     }
-    enum epar_nnpos_id id;
+    check_true(n >= 20, "at least 20 of the %d catalogue mechanisms are trainable (%d)", EPAR_MECH_COUNT, n);
+    enum epar_mech_id id;
     check_int(epar_nnpos_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
     check_true(strstr(epar_err_message(), "'alibii'") != NULL, "the error names the value");
+    check_int(epar_nnpos_find("learned", &id), EPAR_OK, "'learned' (the name before the one catalogue) is read");
+    check_int(id, EPAR_MECH_LEARNED_APE, "... as learned-ape");
     struct epar_nnpos_settings s = settings();
-    check_int(epar_nnpos_validate(EPAR_NNPOS_ROPE, &s, 7), EPAR_EINVAL, "rope refuses an odd head width");
+    check_int(epar_nnpos_validate(EPAR_MECH_ROPE, &s, 7), EPAR_EINVAL, "rope refuses an odd head width");
+    check_int(epar_nnpos_validate(EPAR_MECH_INTERPOLATION, &s, 7), EPAR_EINVAL, "interpolation refuses an odd head width");
+    check_int(epar_nnpos_set(&s, "sliding-window.radius=5"), EPAR_OK, "--set sliding-window.radius=5");
+    check_abs(s.mp[EPAR_MECH_SLIDING_WINDOW][0], 5, 0, "... sets the catalogue parameter");
+    check_int(epar_nnpos_set(&s, "sliding-window.radius=-1"), EPAR_EINVAL, "a value out of the catalogue's range");
+    check_int(epar_nnpos_set(&s, "sliding-window.width=3"), EPAR_EINVAL, "an unknown parameter");
+    check_int(epar_nnpos_set(&s, "alibi.max_bias=4"), EPAR_EINVAL, "alibi is set through its own training options");
+    check_int(epar_nnpos_set(&s, "radius=4"), EPAR_EINVAL, "no mechanism named");
     s.learn_posfx = 1;
     s.fx.gamma = 0;
-    check_int(epar_nnpos_validate(EPAR_NNPOS_EPAR_ENHANCED, &s, 8), EPAR_EINVAL, "learned gamma cannot start at 0");
-    check_int(epar_nnpos_validate(EPAR_NNPOS_EPAR_BASIC, &s, 8), EPAR_OK, "basic has no gamma to learn");
+    check_int(epar_nnpos_validate(EPAR_MECH_EPAR_ENHANCED, &s, 8), EPAR_EINVAL, "learned gamma cannot start at 0");
+    check_int(epar_nnpos_validate(EPAR_MECH_EPAR_BASIC, &s, 8), EPAR_OK, "basic has no gamma to learn");
+}
+
+/* the input tables against compare's (lib/mech, fp64): FLOATER scaled by init_sd as the sinusoid, and the fixed
+ * multiplicative variants */
+static void test_inputs(void)
+{
+    int L = 20, C = 8;
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    struct epar_mech mm;
+    double prm[EPAR_MECH_MAX_PARAMS];
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_FLOATER, &s, L, C, 2, 1), EPAR_OK, "floater alloc");
+    epar_mech_defaults(EPAR_MECH_FLOATER, prm);
+    check_int(epar_mech_init(&mm, EPAR_MECH_FLOATER, prm, L, C, 2, 1, 42), EPAR_OK, "compare's floater");
+    double e = 0;
+    for (int t = 0; t < L * C; t++) e = fmax(e, fabs(p.pe[t] - s.init_sd * mm.pe[t]));
+    check_abs(e, 0, 1e-8, "floater table = init_sd x compare's FLOATER table");
+    epar_mech_free(&mm);
+    epar_nnpos_free(&p);
+    for (int variant = 1; variant <= 2; variant++) {
+        s.mp[EPAR_MECH_MULT_PE][0] = variant;
+        check_int(epar_nnpos_alloc(&p, EPAR_MECH_MULT_PE, &s, L, C, 2, 1), EPAR_OK, "mult-pe alloc");
+        check_int((long)epar_nnpos_n_params(&p), 0L, "mult-pe variant %d is fixed", variant);
+        memcpy(prm, s.mp[EPAR_MECH_MULT_PE], sizeof prm);
+        check_int(epar_mech_init(&mm, EPAR_MECH_MULT_PE, prm, L, C, 2, 1, 42), EPAR_OK, "compare's mult-pe");
+        e = 0;
+        for (int t = 0; t < L * C; t++) e = fmax(e, fabs(p.pe[t] - mm.pe[t]));
+        check_abs(e, 0, 1e-6, "mult-pe variant %d table = compare's", variant);
+        float x[2 * 20 * 8];
+        for (int t = 0; t < 2 * L * C; t++) x[t] = 2.0f;
+        epar_nnpos_embed_forward(&p, x, 2, L);
+        check_rel(x[L * C + 3 * C + 1], 2.0 * mm.pe[3 * C + 1], 1e-6, "mult-pe multiplies the embedding");
+        epar_mech_free(&mm);
+        epar_nnpos_free(&p);
+    }
+    s.mp[EPAR_MECH_MULT_PE][0] = 0;
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_MULT_PE, &s, L, C, 2, 1), EPAR_OK, "mult-pe variant 0 alloc");
+    check_int((long)epar_nnpos_n_params(&p), (long)L * C, "mult-pe variant 0 learns its (Tmax, C) table");
+    epar_nnpos_free(&p);
+}
+
+/* masks and patterns: the (i, j) table against compare's mask and fixed weights at two lengths (rebuilt with T) */
+static void test_patterns(void)
+{
+    static const enum epar_mech_id ids[] = {EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED, EPAR_MECH_SLIDING_WINDOW,
+                                            EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_FIXED_CURRENT,
+                                            EPAR_MECH_FIXED_PREVIOUS, EPAR_MECH_FIXED_LEFT};
+    int Tmax = 40, C = 8, H = 2;
+    struct epar_nnpos_settings s = settings();
+    s.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        struct epar_nnpos p;
+        enum epar_mech_id id = ids[k];
+        check_int(epar_nnpos_alloc(&p, id, &s, Tmax, C, H, 2), EPAR_OK, "%s alloc", epar_nnpos_name(id));
+        for (int T = 17; T <= 40; T += 23) {
+            epar_nnpos_prepare(&p, T);
+            struct epar_mech mm;
+            check_int(epar_mech_init(&mm, id, s.mp[id], T, C, H, 1, 42), EPAR_OK, "compare's %s", epar_nnpos_name(id));
+            int bad = 0;
+            for (int i = 0; i < T; i++) {
+                int any = 0;
+                for (int j = 0; j <= i; j++) any |= mm.mask ? mm.mask[(size_t)i * T + j] : 1;
+                for (int j = 0; j <= i; j++) {
+                    float z = p.pair[(size_t)i * Tmax + j];
+                    if (mm.fixed) bad += fabs(exp((double)z) - mm.fixed[(size_t)i * T + j]) > 1e-6;
+                    else bad += (mm.mask[(size_t)i * T + j] || (!any && j == i)) ? z != 0.0f : !isinf(z);
+                }
+            }
+            check_int(bad, 0, "%s at T = %d: the pair table is compare's %s", epar_nnpos_name(id), T,
+                      mm.fixed ? "fixed weights (exp)" : "causal mask (empty rows: self)");
+            epar_mech_free(&mm);
+        }
+        epar_nnpos_free(&p);
+    }
 }
 
 static void test_rope(void)
@@ -45,7 +139,7 @@ static void test_rope(void)
     int T = 40, C = 8, NH = 2, hs = 4;
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_ROPE, &s, T, C, NH, 1), EPAR_OK, "rope alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_ROPE, &s, T, C, NH, 1), EPAR_OK, "rope alloc");
     epar_nnpos_prepare(&p, T);
     /* worked: rot([1,2,3,4], pos=1), d=4 = [-1.14264, 1.92208, 2.95985, 4.0298] (head 0 of q at t=1) */
     float qkv[2 * 3 * 8];
@@ -109,7 +203,7 @@ static void test_alibi(void)
     int L = 50, H = 12, C = 48;
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_ALIBI, &s, L, C, H, 1), EPAR_OK, "alibi alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_ALIBI, &s, L, C, H, 1), EPAR_OK, "alibi alloc");
     epar_nnpos_prepare(&p, L);
     /* docs/MECHANISMS.md §18 worked: 12 heads = the 8 of 8 heads then 0.707107, 0.353553, 0.176777, 0.0883883 */
     const double want[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
@@ -129,7 +223,7 @@ static void test_t5(void)
     int L = 200, H = 4, C = 16;
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_T5, &s, L, C, H, 1), EPAR_OK, "t5 alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_T5, &s, L, C, H, 1), EPAR_OK, "t5 alloc");
     /* docs/MECHANISMS.md §11 worked, unidirectional 32/128, distance i-j: bucket */
     const int dist[8] = {7, 15, 16, 20, 32, 64, 100, 127}, bk[8] = {7, 15, 16, 17, 21, 26, 30, 31};
     for (int k = 0; k < 8; k++) check_int(p.bucket[dist[k]], bk[k], "t5 causal bucket of distance %d", dist[k]);
@@ -155,7 +249,7 @@ static void test_sinusoid(void)
 {
     struct epar_nnpos_settings s = settings();
     struct epar_nnpos p;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_SINUSOIDAL, &s, 5, 4, 1, 1), EPAR_OK, "sinusoidal alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_SINUSOIDAL, &s, 5, 4, 1, 1), EPAR_OK, "sinusoidal alloc");
     /* §5 worked: p_1 (d=4) = [0.841471, 0.540302, 0.00999983, 0.99995], scaled by init_sd (Vaswani's balance of
      * token embedding and sinusoid for embeddings of sd init_sd) */
     const double want[4] = {0.841471, 0.540302, 0.00999983, 0.99995};
@@ -172,7 +266,7 @@ static void test_epar(void)
     int L = 16, C = 8, H = 2, NL = 2;
     struct epar_nnpos_settings s = settings();   /* alpha 1, beta 1, gamma 0.5 */
     struct epar_nnpos p;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar alloc");
     epar_nnpos_prepare(&p, 8);
     /* §4 worked: L=8, |i-j|=7 gives 0.805621; the factor uses L = the current length by default */
     check_rel(epar_nnpos_factor(&p, 1)[L + 7], 0.805621, 1e-6, "enhanced factor, L = T = 8, d = 7, layer 1 head 1");
@@ -181,7 +275,7 @@ static void test_epar(void)
     check_rel(epar_nnpos_factor(&p, 0)[7], epar_posfx_value(&fx, 7, 16), 1e-7, "at T = 16 the same distance uses L = 16");
     epar_nnpos_free(&p);
     s.posfx_length = 8;
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_BASIC, &s, L, C, H, NL), EPAR_OK, "epar basic, fixed L");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_EPAR_BASIC, &s, L, C, H, NL), EPAR_OK, "epar basic, fixed L");
     epar_nnpos_prepare(&p, 16);
     /* §3 worked: L=8, |i-j|=7: 0.416862 */
     check_rel(epar_nnpos_factor(&p, 0)[7], 0.416862, 1e-6, "basic factor with posfx_length 8 at T = 16");
@@ -190,7 +284,7 @@ static void test_epar(void)
     s = settings();
     s.learn_posfx = 1;
     s.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, 1.0, 2.0, 1.5};
-    check_int(epar_nnpos_alloc(&p, EPAR_NNPOS_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar learned alloc");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_EPAR_ENHANCED, &s, L, C, H, NL), EPAR_OK, "epar learned alloc");
     size_t n = epar_nnpos_n_params(&p);
     check_int((long)n, (long)NL * H * 3, "learned: 3 numbers per layer and head");
     float *theta = calloc(n, sizeof *theta), *dtheta = calloc(n, sizeof *dtheta);
@@ -208,6 +302,8 @@ static void test_epar(void)
 int main(void)
 {
     test_registry();
+    test_inputs();
+    test_patterns();
     test_rope();
     test_alibi();
     test_t5();
