@@ -185,4 +185,4 @@ install-files:
 clean:
 	rm -rf build build-asan build-cov build-fuzz epar epar-mpi libepar.a
 
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(BUILD)/mpi/cmd/benchmark.d
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(BUILD)/mpi/cmd/benchmark.d $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.d) $(BUILD)/tests/fuzz/replay.d
