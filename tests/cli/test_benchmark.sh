@@ -123,11 +123,17 @@ else
 fi
 
 # ---- bad options: exit 2, nothing written
-for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge"; do
+for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge" \
+           "--mechanisms none,performer" "--set alibi.max_bias=4" "--set sliding-window.radius=-1"; do
     expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
 done
 expect_exit 2 "--shard with --merge" -- "$EPAR" benchmark --budget smoke --shard 1/2 --merge "$a" --out "$T_TMP/bad"
+# ---- any trainable catalogue mechanism, with its catalogue parameters (each cell.json records them)
+expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left \
+    --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
+expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
+expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
 expect_exit 0 "help" -- "$EPAR" benchmark --help
 expect_grep 'shard' "$T_TMP/out"
 finish

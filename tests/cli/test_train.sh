@@ -37,6 +37,20 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
 
+# ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
+for m in floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+         sparse-fixed sliding-window block-sparse global-local; do
+    expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
+    expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
+done
+expect_exit 0 "--set sliding-window.radius=3" -- "$EPAR" train $small --mechanism sliding-window \
+    --set sliding-window.radius=3 --steps 3 --out "$T_TMP/set"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["position"]["mechanism_params"]["radius"])' "$(d "$T_TMP/set" sliding-window)/run.json")" = 3.0 ] && ok || fail "run.json records sliding-window.radius 3"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["experiments"]["train"]["mechanism_params"]={"sliding-window.radius":5}; json.dump(a,open(sys.argv[2],"w"))' paper_protocol.json "$T_TMP/mp_protocol.json"
+expect_exit 0 "protocol mechanism_params" -- "$EPAR" train $small --mechanism sliding-window --steps 3 \
+    --protocol "$T_TMP/mp_protocol.json" --out "$T_TMP/set2"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["position"]["mechanism_params"]["radius"])' "$(d "$T_TMP/set2" sliding-window)/run.json")" = 5.0 ] && ok || fail "run.json records the protocol's radius 5"
+
 # ---- determinism: --jobs 1 and --jobs 2 byte-identical, at sizes above lib/nn's threading thresholds
 # (products 8.4M-12.6M multiply-adds > 4M, GELU 524k elements > 262k): t5 (learned bias, C softmax rows
 # in backward) and epar-enhanced (fixed factor, the AVX2 rows where the CPU has them)
@@ -123,6 +137,10 @@ bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resum
 bad 2 "unknown mechanism 'alibii'" --mechanism alibii
 grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint"
+bad 2 "untrainable mechanism 'performer'" --mechanism performer
+bad 2 "'alibi.max_bias=4': training sets alibi through its own options" --mechanism alibi --set alibi.max_bias=4
+bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2
+bad 2 "--set expects mech.param=value, got 'radius'" --mechanism sliding-window --set radius
 bad 2 "unknown task 'translate'" --task translate
 bad 2 "heads must divide dim, got heads '3' and dim '32'" --heads 3
 bad 2 "invalid value for --length: 'long'" --length long
