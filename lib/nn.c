@@ -450,6 +450,12 @@ void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, siz
     gelu_run(NULL, dinp, inp, dout, n);
 }
 
+/* rb (i+1) <- Shaw's bias of row i by distance d: r[min(d, nrel - 1)] (+ the head's bias table, if any) */
+static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int i)
+{
+    for (int d = 0; d <= i; d++) rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f);
+}
+
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
@@ -458,7 +464,9 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     float scale = 1.0f / sqrtf((float)hs);
     void (*row)(float *, const float *, const float *, const float *, const float *, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
-#pragma omp parallel for collapse(2) schedule(dynamic) PAR_MM((double)B * T * T * C)
+    const float *rel = pos && pos->rel ? pos->rel : NULL;
+    int nt = rel ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
@@ -466,6 +474,13 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
+            float *R = NULL, *rb = NULL;   /* Shaw: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+            if (rel) {
+                R = pos->work + (size_t)omp_get_thread_num() * T * (pos->nrel + 1);
+                rb = R + (size_t)T * pos->nrel;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, pos->nrel, hs, scale, Q, C3, rel, hs, 0.0f, R,
+                            pos->nrel);
+            }
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
                 /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
@@ -474,7 +489,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
-                    row(a, S + (size_t)i * T, fac, bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i);
+                    if (rel) shaw_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, i);
+                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
                     for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
                 }
@@ -483,6 +499,24 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                             0.0f, O + (size_t)i0 * C, C);
             }
         }
+}
+
+/* Shaw's share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then dQ += scale dR rel and
+ * grel[bh] = scale dR^T Q (thread-private rows of pos->work) */
+static void shaw_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, float *dQ, size_t bh,
+                          int T, int hs, int C3, float scale)
+{
+    int nrel = pos->nrel;
+    float *dR = pos->work + (size_t)omp_get_thread_num() * T * (nrel + 1);
+    memset(dR, 0, (size_t)T * nrel * sizeof *dR);
+    for (int i = 0; i < T; i++) {
+        const float *d = dA + (size_t)i * T;
+        float *r = dR + (size_t)i * nrel;
+        for (int j = 0; j <= i; j++) r[i - j < nrel ? i - j : nrel - 1] += d[j];
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, pos->rel, hs, 1.0f, dQ, C3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f,
+                pos->grel + bh * nrel * hs, hs);
 }
 
 void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
@@ -530,6 +564,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
                             Q + (size_t)i0 * C3, C3, beta, dK, C3);
             }
+            if (pos && pos->rel) shaw_backward(pos, dA, Q, dQ, (size_t)b * NH + h, T, hs, C3, scale);
         }
 }
 
@@ -648,13 +683,21 @@ static size_t part_floats(const struct epar_nn_config *c)
     return (size_t)nblocks(c->Bmax * c->Tmax, ROWS) * w;
 }
 
+/* Shaw's table rows (0: the mechanism has none) */
+static int rel_rows(const struct epar_nn_config *c)
+{
+    return c->pos == EPAR_MECH_SHAW ? (int)c->pos_settings.mp[EPAR_MECH_SHAW][0] + 1 : 0;
+}
+
 static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
 {
-    size_t BT = (size_t)c->Bmax * c->Tmax;
+    size_t BT = (size_t)c->Bmax * c->Tmax, nrel = (size_t)rel_rows(c);
     return BT * (3 * (size_t)c->C + 3 * (size_t)c->C + c->F)   /* dres, dln, datty; dqkv; dfch */
            + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
            + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
-           + part_floats(c);
+           + part_floats(c)
+           + (nrel ? (size_t)nthreads * c->Tmax * (nrel + 1)     /* rwork */
+                         + (size_t)c->Bmax * c->NH * nrel * (c->C / c->NH) : 0);   /* grel */
 }
 
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
@@ -718,6 +761,11 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
     CARVE(gfac, (size_t)c->Bmax * c->NH * c->Tmax);
     CARVE(gbias, (size_t)c->Bmax * c->NH * c->Tmax);
     CARVE(part, part_floats(c));
+    size_t nrel = (size_t)rel_rows(c);
+    if (nrel) {
+        CARVE(rwork, (size_t)nthreads * c->Tmax * (nrel + 1));
+        CARVE(grel, (size_t)c->Bmax * c->NH * nrel * (C / c->NH));
+    }
 #undef CARVE
 }
 
@@ -835,7 +883,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
-                                      epar_nnpos_pair(&m->pos)};
+                                      epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
+                                      m->nthreads, NULL};
         /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
         float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
@@ -915,11 +964,13 @@ void epar_nn_backward(struct epar_nn *m)
                                 LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
-                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos)};
+                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
+                                      epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel};
+        struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
                                    LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
-        epar_nnpos_backward(&m->pos, l, s->gfac, s->gbias, B, T);
+        epar_nnpos_backward(&m->pos, l, &pg, B, T);
         epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T);
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,

@@ -91,6 +91,8 @@ struct epar_nn_scratch {
     float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
+    float *rwork;       /* (nthreads, Tmax (nrel + 1)) Shaw's per-thread rows (forward and backward) */
+    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
 };
 
 struct epar_nn {
@@ -175,6 +177,11 @@ struct epar_nn_attn_pos {
     float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
     const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns), NULL: none */
+    const float *rel;   /* (nrel, hs) Shaw's key table, shared by the heads: z_ij += q_i . rel[min(i-j, nrel-1)] / sqrt(hs) */
+    int nrel;
+    float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set */
+    int nwork;
+    float *grel;        /* (B, NH, nrel, hs) out of backward when rel is set */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

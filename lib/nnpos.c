@@ -26,9 +26,9 @@ static int build_nothing(struct epar_nnpos *p) { (void)p; return EPAR_OK; }
 static size_t n_zero(const struct epar_nnpos *p) { (void)p; return 0; }
 static void init_nothing(struct epar_nnpos *p, gsl_rng *r) { (void)p; (void)r; }
 static void prepare_nothing(struct epar_nnpos *p, int T) { (void)p; (void)T; }
-static void backward_nothing(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T)
+static void backward_nothing(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
-    (void)p; (void)l; (void)gfac; (void)gbias; (void)B; (void)T;
+    (void)p; (void)l; (void)g; (void)B; (void)T;
 }
 
 /* ---- sinusoidal (§5): the table is built once for Tmax at alloc ----
@@ -56,9 +56,9 @@ static int build_sinusoidal(struct epar_nnpos *p)
 static size_t n_learned(const struct epar_nnpos *p) { return (size_t)p->Tmax * p->C; }
 static void init_learned(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_learned(p), p->s.init_sd); }
 /* the table's gradient comes from the embedding backward (epar_nnpos_embed_backward) */
-static void backward_learned(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T)
+static void backward_learned(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
-    backward_nothing(p, l, gfac, gbias, B, T);
+    backward_nothing(p, l, g, B, T);
 }
 
 /* ---- FLOATER (§7): the recursive rotation's table, scaled as the sinusoid ---- */
@@ -202,9 +202,10 @@ static void prepare_t5(struct epar_nnpos *p, int T)
         for (int d = 0; d < T; d++) p->bias[(size_t)h * p->Tmax + d] = p->theta[(size_t)p->bucket[d] * p->NH + h];
 }
 
-static void backward_t5(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T)
+static void backward_t5(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *gr, int B, int T)
 {
-    (void)l; (void)gfac;
+    (void)l;
+    const float *gbias = gr->gbias;
     /* fixed order: b, then d, for each head (deterministic whatever the thread count) */
     for (int h = 0; h < p->NH; h++)
         for (int b = 0; b < B; b++) {
@@ -289,9 +290,9 @@ static void prepare_epar(struct epar_nnpos *p, int T)
         }
 }
 
-static void backward_epar(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T)
+static void backward_epar(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *gr, int B, int T)
 {
-    (void)gbias;
+    const float *gfac = gr->gfac;
     if (!p->s.learn_posfx) return;
     for (int h = 0; h < p->NH; h++) {
         const float *df = p->dfac + ((size_t)l * p->NH + h) * 3 * p->Tmax;
@@ -304,6 +305,32 @@ static void backward_epar(struct epar_nnpos *p, int l, const float *gfac, const 
             p->dtheta[((size_t)l * p->NH + h) * 3 + k] += (float)acc;
         }
     }
+}
+
+/* ---- Shaw (§9), the key term: b_ij = q_i . w_l[min(i - j, k)] / sqrt(hs), theta = w (NL, k + 1, hs) ~ N(0, sd^2)
+ * (lib/mech's table row k - d is w[d]: causal keys have j - i = -d >= -k). The value term a^V of Shaw et al. is not
+ * trained: the catalogue's form changes A only (docs/MECHANISMS.md §9). ---- */
+
+static int build_shaw(struct epar_nnpos *p)
+{
+    p->nrel = (int)p->mp[0] + 1;
+    return EPAR_OK;
+}
+
+static size_t n_shaw(const struct epar_nnpos *p) { return (size_t)p->NL * p->nrel * p->hs; }
+static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
+
+static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
+{
+    (void)T;
+    size_t n = (size_t)p->nrel * p->hs;
+    float *dw = p->dtheta + (size_t)l * n;
+    /* fixed order: b, then h (deterministic whatever the thread count) */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < p->NH; h++) {
+            const float *gg = g->grel + ((size_t)b * p->NH + h) * n;
+            for (size_t t = 0; t < n; t++) dw[t] += gg[t];
+        }
 }
 
 /* ---- masks (§22-26) and fixed patterns (§19): one (T, T) table added to z, rebuilt when T changes ---- */
@@ -422,6 +449,8 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                            NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
                            NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing},
+    [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
+                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw},
     [EPAR_MECH_T5] = {H_(BIAS, 0, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
                       NULL, build_t5, n_t5, init_t5, prepare_t5, backward_t5},
     [EPAR_MECH_ROPE] = {H_(QK, 0, 0, "q and k rotated by position (interleaved pairs)"),
@@ -574,9 +603,9 @@ void epar_nnpos_prepare(struct epar_nnpos *p, int T)
     p->T = T;
 }
 
-void epar_nnpos_backward(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T)
+void epar_nnpos_backward(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
-    epar_nnpos_table[p->id].backward(p, l, gfac, gbias, B, T);
+    epar_nnpos_table[p->id].backward(p, l, g, B, T);
 }
 
 /* the input table: fixed (pe) or learned (theta: learned-ape, mult-pe variant 0) */
@@ -678,3 +707,8 @@ const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
 
 const float *epar_nnpos_bias(const struct epar_nnpos *p) { return p->bias; }
 const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }
+
+const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
+{
+    return p->nrel && p->theta ? p->theta + (size_t)l * p->nrel * p->hs : NULL;
+}

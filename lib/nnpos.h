@@ -14,6 +14,7 @@
  *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
+ *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
  *   factor       epar-basic, epar-enhanced          z_ij = s_ij m_lh(i - j)
  *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
@@ -87,7 +88,15 @@ struct epar_nnpos {
     float *fac;                 /* (NL, NH, Tmax) factor m(d) (epar) */
     float *dfac;                /* (NL, NH, 3, Tmax) dm(d)/dtheta_k (epar with learn_posfx) */
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
+    int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; 0: none */
     void *work;                 /* (Tmax, Tmax) scratch of the pair table's builder (mask bytes or fp64 weights) */
+};
+
+/* what the attention backward of one layer hands the mechanism (NULL: not computed) */
+struct epar_nnpos_grad {
+    const float *gfac;          /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij s_ij */
+    const float *gbias;         /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij */
+    const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table */
 };
 
 struct epar_nnpos_info {
@@ -105,8 +114,8 @@ struct epar_nnpos_info {
     void (*init)(struct epar_nnpos *p, gsl_rng *r);
     /* fill the tables for length T from the settings and theta */
     void (*prepare)(struct epar_nnpos *p, int T);
-    /* dtheta += gradient, from the per-(b, h) distance sums of layer l: gfac, gbias (B, NH, T) */
-    void (*backward)(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T);
+    /* dtheta += gradient of layer l from the attention kernel's sums */
+    void (*backward)(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T);
 };
 
 /* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
@@ -137,7 +146,7 @@ size_t epar_nnpos_n_params(const struct epar_nnpos *p);
 void epar_nnpos_init(struct epar_nnpos *p, gsl_rng *r);
 /* Tables for length T (every forward: learned parameters change between steps). */
 void epar_nnpos_prepare(struct epar_nnpos *p, int T);
-void epar_nnpos_backward(struct epar_nnpos *p, int l, const float *gfac, const float *gbias, int B, int T);
+void epar_nnpos_backward(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T);
 
 /* Input hook: x (B,T,C) += (or *=) the position term of t. Backward: the learned table's gradient from dx and
  * (multiplied) dx <- dx * p in place; the token rows wte[tokens] (V,C), tokens (B,T) are the embedding before
@@ -151,6 +160,8 @@ void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int 
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_bias(const struct epar_nnpos *p);
+/* Shaw's table of layer l (nrel, hs), or NULL */
+const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */
 const float *epar_nnpos_pair(const struct epar_nnpos *p);
 /* Current alpha, beta, gamma of layer l, head h (learned or fixed). */

@@ -38,7 +38,7 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
 done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+for m in shaw floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
          sparse-fixed sliding-window block-sparse global-local; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
@@ -53,9 +53,10 @@ expect_exit 0 "protocol mechanism_params" -- "$EPAR" train $small --mechanism sl
 
 # ---- determinism: --jobs 1 and --jobs 2 byte-identical, at sizes above lib/nn's threading thresholds
 # (products 8.4M-12.6M multiply-adds > 4M, GELU 524k elements > 262k): t5 (learned bias, C softmax rows
-# in backward) and epar-enhanced (fixed factor, the AVX2 rows where the CPU has them)
+# in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them) and shaw (per-thread rows,
+# its table's gradient summed over (b, h) in order)
 big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
-for m in t5 epar-enhanced; do
+for m in t5 epar-enhanced shaw; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"
     [ "$(numbers "$(d "$T_TMP/j1" $m)")" = "$(numbers "$(d "$T_TMP/j2" $m)")" ] && ok ||

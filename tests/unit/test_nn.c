@@ -9,6 +9,7 @@
  * is 10-100x above the noise and far below any real error (a wrong sign, a missing term or a wrong
  * index changes a gradient by O(1)). Directional derivatives along random directions sum many entries
  * and are checked to 1e-2 relative. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,7 +273,7 @@ static const float *PAIR;   /* the (i, j) table of the current case (stride ld),
 static void attn_forward(float *out, float *pre, float *att, const float *qkv, const float *fac, const float *bias,
                          int ld, int B, int T, int C, int NH)
 {
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, NULL, 0, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -320,7 +321,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
     check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d pair=%d)", T, use_fac, use_bias, use_pair);
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
-    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair};
+    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, NULL, 0, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -388,7 +389,7 @@ static void test_attention_paths(int T, int use_pair)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -443,6 +444,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_INTERPOLATION][1] = 5;
     c.pos_settings.mp[EPAR_MECH_LOGN][0] = 3;
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
+    c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
     return c;
 }
 
@@ -539,7 +542,12 @@ static void test_model_gradient(enum epar_mech_id id, int learn)
         epar_nn_forward(&m, tok, tgt, mask, B, T);
         double lm = m.loss;
         double num = (lp - lm) / (2 * hd);
-        check_rel(an, num, 1e-2, "%s%s: directional derivative %d", epar_nnpos_name(id), learn ? " (learned)" : "", dir);
+        /* 1 % of the derivative, plus what the float32 losses' rounding (a few ulps of the loss) leaves in the
+         * difference quotient: along a direction where the loss hardly moves (a fixed pattern's q, k carry no
+         * gradient) that rounding, not the gradient, sets the agreement */
+        double noise = 8 * FLT_EPSILON * fabs(lp) / (2 * hd);
+        check_abs(an, num, 1e-2 * fabs(num) + noise, "%s%s: directional derivative %d", epar_nnpos_name(id),
+                  learn ? " (learned)" : "", dir);
     }
     memcpy(m.params_mem, p0, m.n_params * sizeof *p0);
     free(u); free(p0); free(grad);
@@ -593,6 +601,11 @@ static void test_reference_fp64(enum epar_mech_id id)
     struct epar_attn_ws ws;
     int st = epar_mech_init(&mm, id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
+    if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
+        int k = (int)prm[0], hs = C / NH;
+        for (int d = 0; d <= k; d++)
+            for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
+    }
     if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
         epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
         double e = 0;
