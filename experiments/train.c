@@ -140,6 +140,7 @@ static struct epar_nn_config nn_config(const struct epar_train_cfg *c, int vocab
                                .NL = c->layers, .F = c->mlp, .pos = c->mechanism, .pos_settings = c->pos,
                                .init_sd = c->init_sd};
     n.pos_settings.init_sd = c->init_sd;    /* position tables and the sinusoid share the token embeddings' scale */
+    n.pos_settings.seed = c->seed;          /* Performer's features: lib/mech's stream for this seed */
     return n;
 }
 

@@ -456,6 +456,127 @@ static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int
     for (int d = 0; d <= i; d++) rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f);
 }
 
+/* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
+ * materialised causally in the same query blocks as the softmax path ---- */
+
+/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ (lib/mech's epar_mech_performer_features in
+ * float): exp(w_f . x' - |x'|^2 / 2 - c) + eps, / sqrt(nf), x' = x hs^(-1/4), c the row's max (queries) or the max
+ * over every key and feature (keys); c cancels in A and is held constant in backward */
+static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, int is_query,
+                            float *F)
+{
+    if (!pos->omega) {
+        for (int i = 0; i < n; i++)
+            for (int t = 0; t < hs; t++) {
+                float x = X[(size_t)i * ldx + t];
+                F[(size_t)i * hs + t] = x > 0 ? x + 1.0f : expf(x);
+            }
+        return;
+    }
+    int nf = pos->nf;
+    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf), cg = -INFINITY;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nf, hs, s, X, ldx, pos->omega, hs, 0.0f, F, nf);
+    if (!is_query)
+        for (size_t t = 0; t < (size_t)n * nf; t++) cg = F[t] > cg ? F[t] : cg;
+    for (int i = 0; i < n; i++) {
+        float *f = F + (size_t)i * nf, nx = 0.0f, c = cg;
+        for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
+        nx *= s * s * 0.5f;
+        if (is_query) {
+            c = -INFINITY;
+            for (int q = 0; q < nf; q++) c = f[q] > c ? f[q] : c;
+        }
+        for (int q = 0; q < nf; q++) f[q] = inv * (expf(f[q] - nx - c) + pos->eps);
+    }
+}
+
+/* dX (n, hs; stride lddx, overwritten) <- the gradient through phi of dF (n, nf), F = phi(X). elu + 1: dF phi'(x);
+ * FAVOR+: G = dF (F - eps / sqrt(nf)), dX = s G Omega - s^2 x sum_f G */
+static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const float *X, int ldx, const float *F,
+                                     float *dF, int n, int hs, float *dX, int lddx)
+{
+    if (!pos->omega) {
+        for (int i = 0; i < n; i++)
+            for (int t = 0; t < hs; t++) {
+                float x = X[(size_t)i * ldx + t];
+                dX[(size_t)i * lddx + t] = dF[(size_t)i * hs + t] * (x > 0 ? 1.0f : F[(size_t)i * hs + t]);
+            }
+        return;
+    }
+    int nf = pos->nf;
+    float s = powf((float)hs, -0.25f), e = pos->eps / sqrtf((float)nf);
+    for (int i = 0; i < n; i++) {
+        float *g = dF + (size_t)i * nf, gs = 0.0f;
+        for (int q = 0; q < nf; q++) {
+            g[q] *= F[(size_t)i * nf + q] - e;
+            gs += g[q];
+        }
+        for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hs, nf, s, dF, nf, pos->omega, hs, 1.0f, dX, lddx);
+}
+
+/* one (b, h) of the forward: N into S, A, O = A V; work: (2 T nf) of a thread's (4 T nf) */
+static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
+                              float *S, float *A, float *O, float *work, int T, int C, int hs)
+{
+    int C3 = 3 * C, nf = pos->nf;
+    float *Fq = work, *Fk = work + (size_t)T * nf;
+    kernel_features(pos, Q, C3, T, hs, 1, Fq);
+    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, nf, 1.0f, Fq + (size_t)i0 * nf, nf, Fk, nf, 0.0f,
+                    S + (size_t)i0 * T, T);
+        for (int i = i0; i < i1; i++) {
+            const float *n = S + (size_t)i * T;
+            float *a = A + (size_t)i * T, den = 0.0f;
+            for (int j = 0; j <= i; j++) den += n[j];
+            if (den > pos->eps)
+                for (int j = 0; j <= i; j++) a[j] = n[j] / den;
+            else
+                for (int j = 0; j <= i; j++) a[j] = j == i ? 1.0f : 0.0f;   /* empty row: itself */
+            for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3, 0.0f,
+                    O + (size_t)i0 * C, C);
+    }
+}
+
+/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row, dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then
+ * through phi into dQ, dK (overwritten); dA (T, T) scratch, work (4 T nf) */
+static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
+                               const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
+                               float *dA, float *work, int T, int C, int hs)
+{
+    int C3 = 3 * C, nf = pos->nf;
+    float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
+    kernel_features(pos, Q, C3, T, hs, 1, Fq);
+    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
+        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+        float beta = i1 == T ? 0.0f : 1.0f;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3, 0.0f,
+                    dA + (size_t)i0 * T, T);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
+                    dO + (size_t)i0 * C, C, beta, dV, C3);
+        for (int i = i0; i < i1; i++) {
+            const float *n = S + (size_t)i * T, *a = A + (size_t)i * T;
+            float *d = dA + (size_t)i * T, den = 0.0f, dot = 0.0f;
+            for (int j = 0; j <= i; j++) den += n[j];
+            for (int j = 0; j <= i; j++) dot += a[j] * d[j];
+            for (int j = 0; j <= i; j++) d[j] = den > pos->eps ? (d[j] - dot) / den : 0.0f;
+            for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
+                    dFq + (size_t)i0 * nf, nf);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, nf, ib, 1.0f, dA + (size_t)i0 * T, T,
+                    Fq + (size_t)i0 * nf, nf, beta, dFk, nf);
+    }
+    kernel_features_backward(pos, Q, C3, Fq, dFq, T, hs, dQ, C3);
+    kernel_features_backward(pos, K, C3, Fk, dFk, T, hs, dK, C3);
+}
+
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
@@ -465,7 +586,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     void (*row)(float *, const float *, const float *, const float *, const float *, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = rel || (pos && pos->kernel) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -474,6 +595,11 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
+            if (pos && pos->kernel) {
+                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf,
+                                  T, C, hs);
+                continue;
+            }
             float *R = NULL, *rb = NULL;   /* Shaw: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
             if (rel) {
                 R = pos->work + (size_t)omp_get_thread_num() * T * (pos->nrel + 1);
@@ -541,6 +667,11 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
             if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
+            if (pos && pos->kernel) {
+                kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                                   pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf, T, C, hs);
+                continue;
+            }
             /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
              * the other blocks add to them (no zeroing pass over dK, dV) */
             for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
@@ -683,21 +814,15 @@ static size_t part_floats(const struct epar_nn_config *c)
     return (size_t)nblocks(c->Bmax * c->Tmax, ROWS) * w;
 }
 
-/* Shaw's table rows (0: the mechanism has none) */
-static int rel_rows(const struct epar_nn_config *c)
-{
-    return c->pos == EPAR_MECH_SHAW ? (int)c->pos_settings.mp[EPAR_MECH_SHAW][0] + 1 : 0;
-}
-
 static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
 {
-    size_t BT = (size_t)c->Bmax * c->Tmax, nrel = (size_t)rel_rows(c);
+    size_t BT = (size_t)c->Bmax * c->Tmax, tf, bhf;
+    epar_nnpos_scratch(c->pos, &c->pos_settings, c->Tmax, c->C / c->NH, &tf, &bhf);
     return BT * (3 * (size_t)c->C + 3 * (size_t)c->C + c->F)   /* dres, dln, datty; dqkv; dfch */
            + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
            + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
            + part_floats(c)
-           + (nrel ? (size_t)nthreads * c->Tmax * (nrel + 1)     /* rwork */
-                         + (size_t)c->Bmax * c->NH * nrel * (c->C / c->NH) : 0);   /* grel */
+           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf;   /* rwork, grel */
 }
 
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
@@ -761,11 +886,10 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
     CARVE(gfac, (size_t)c->Bmax * c->NH * c->Tmax);
     CARVE(gbias, (size_t)c->Bmax * c->NH * c->Tmax);
     CARVE(part, part_floats(c));
-    size_t nrel = (size_t)rel_rows(c);
-    if (nrel) {
-        CARVE(rwork, (size_t)nthreads * c->Tmax * (nrel + 1));
-        CARVE(grel, (size_t)c->Bmax * c->NH * nrel * (C / c->NH));
-    }
+    size_t tf, bhf;
+    epar_nnpos_scratch(c->pos, &c->pos_settings, c->Tmax, (int)(C / c->NH), &tf, &bhf);
+    CARVE(rwork, (size_t)nthreads * tf);
+    CARVE(grel, (size_t)c->Bmax * c->NH * bhf);
 #undef CARVE
 }
 
@@ -884,9 +1008,10 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         epar_nnpos_qk_forward(&m->pos, qkv, B, T);
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
-                                      m->nthreads, NULL};
-        /* the scores are kept only for a learned factor's gradient (saves a (B, NH, T, T) store and load) */
-        float *pre = m->pos.dtheta && m->pos.fac ? LAYER(a->preatt, l, nA) : NULL;
+                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
+        /* the scores are kept only for a learned factor's gradient and kernel attention's N (saves a (B, NH, T, T)
+         * store and load) */
+        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel ? LAYER(a->preatt, l, nA) : NULL;
         epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
@@ -965,7 +1090,8 @@ void epar_nn_backward(struct epar_nn *m)
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
-                                      epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel};
+                                      epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
+                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),

@@ -91,7 +91,7 @@ struct epar_nn_scratch {
     float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
-    float *rwork;       /* (nthreads, Tmax (nrel + 1)) Shaw's per-thread rows (forward and backward) */
+    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features */
     float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
 };
 
@@ -182,6 +182,11 @@ struct epar_nn_attn_pos {
     float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set */
     int nwork;
     float *grel;        /* (B, NH, nrel, hs) out of backward when rel is set */
+    int kernel;         /* 1: kernel attention A_ij = phi(q_i).phi(k_j) / sum_j' (no softmax; fac, bias, pair, rel
+                         * unused; preatt must be kept: it holds phi(q_i).phi(k_j)) */
+    const float *omega; /* (nf, hs) Performer's random features (phi = FAVOR+); NULL: phi = elu + 1 (nf = hs) */
+    int nf;
+    float eps;          /* rows whose denominator is <= eps attend to themselves; Performer's stabiliser */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

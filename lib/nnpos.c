@@ -6,6 +6,7 @@
 #include "err.h"
 #include "mech.h"
 #include "nnpos.h"
+#include "rng.h"
 
 /* ---- shared helpers ---- */
 
@@ -320,6 +321,14 @@ static int build_shaw(struct epar_nnpos *p)
 static size_t n_shaw(const struct epar_nnpos *p) { return (size_t)p->NL * p->nrel * p->hs; }
 static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
 
+static void scratch_shaw(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
+                         size_t *per_bh)
+{
+    size_t nrel = (size_t)s->mp[id][0] + 1;
+    *per_thread = (size_t)Tmax * (nrel + 1);
+    *per_bh = nrel * hs;
+}
+
 static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
     (void)T;
@@ -331,6 +340,45 @@ static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_g
             const float *gg = g->grel + ((size_t)b * p->NH + h) * n;
             for (size_t t = 0; t < n; t++) dw[t] += gg[t];
         }
+}
+
+/* ---- kernel attention (§20, §21): linear-elu (phi = elu + 1 on q, k; no 1/sqrt(hs)) and Performer (FAVOR+ with
+ * lib/mech's random features for the run's seed: the same Omega compare draws); lib/nn computes them ---- */
+
+static int features_of(const struct epar_nnpos_settings *s, enum epar_mech_id id, int hs)
+{
+    return id == EPAR_MECH_PERFORMER ? (int)s->mp[id][0] : hs;
+}
+
+static void scratch_kernel(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs,
+                           size_t *per_thread, size_t *per_bh)
+{
+    *per_thread = 4 * (size_t)Tmax * features_of(s, id, hs);
+    *per_bh = 0;
+}
+
+static int build_linear_elu(struct epar_nnpos *p)
+{
+    p->kernel = 1;
+    p->nf = p->hs;
+    p->eps = p->mp[0];
+    return EPAR_OK;
+}
+
+static int build_performer(struct epar_nnpos *p)
+{
+    p->kernel = 1;
+    p->nf = (int)p->mp[0];
+    p->eps = p->mp[3];
+    size_t n = (size_t)p->nf * p->hs;
+    double *om = epar_err_alloc(n, sizeof *om, "Performer's features");
+    gsl_rng *r = epar_rng_alloc(p->s.seed, 1000UL + (unsigned long)p->id, EPAR_RNG_MECH);
+    int st = !om || !r || need(&p->omega, n, sizeof *p->omega, "Performer's features") ? EPAR_ENOMEM : EPAR_OK;
+    if (!st) st = epar_mech_performer_omega(r, p->nf, p->hs, (int)p->mp[1], (int)p->mp[2], om);
+    for (size_t t = 0; !st && t < n; t++) p->omega[t] = (float)om[t];
+    free(om);
+    epar_rng_free(r);
+    return st;
 }
 
 /* ---- masks (§22-26) and fixed patterns (§19): one (T, T) table added to z, rebuilt when T changes ---- */
@@ -431,6 +479,7 @@ static void prepare_fixed_left(struct epar_nnpos *p, int T) { prepare_pattern(p,
 /* ---- the registry: one row per trainable catalogue mechanism ---- */
 
 #define H_(hook, uses, fixed_len, summary) EPAR_NNPOS_H_##hook, uses, fixed_len, summary
+#define KERNEL_FNS(build) NULL, build, n_zero, init_nothing, prepare_nothing, backward_nothing, scratch_kernel
 #define FIXED_FNS(prep) NULL, build_fixed, n_zero, init_nothing, prep, backward_nothing
 #define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing
 
@@ -450,7 +499,7 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
                            NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing},
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
-                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw},
+                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
     [EPAR_MECH_T5] = {H_(BIAS, 0, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
                       NULL, build_t5, n_t5, init_t5, prepare_t5, backward_t5},
     [EPAR_MECH_ROPE] = {H_(QK, 0, 0, "q and k rotated by position (interleaved pairs)"),
@@ -467,6 +516,10 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 0, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 0, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
                               FIXED_FNS(prepare_fixed_left)},
+    [EPAR_MECH_LINEAR_ELU] = {H_(KERNEL, 1, 0, "A_ij = phi(q_i).phi(k_j) / sum over j' <= i, phi = elu + 1 (no softmax)"),
+                              KERNEL_FNS(build_linear_elu)},
+    [EPAR_MECH_PERFORMER] = {H_(KERNEL, 1, 0, "causal FAVOR+: the same, phi = positive random features (fixed Omega)"),
+                             KERNEL_FNS(build_performer)},
     [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided)},
     [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
                                 MASK_FNS(check_sparse_fixed, prepare_sparse_fixed)},
@@ -479,6 +532,15 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
 #undef H_
 #undef FIXED_FNS
 #undef MASK_FNS
+#undef KERNEL_FNS
+
+void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
+                        size_t *per_bh)
+{
+    *per_thread = *per_bh = 0;
+    if (epar_nnpos_trainable(id) && epar_nnpos_table[id].scratch)
+        epar_nnpos_table[id].scratch(s, id, Tmax, hs, per_thread, per_bh);
+}
 
 int epar_nnpos_trainable(enum epar_mech_id id)
 {
@@ -525,6 +587,7 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s)
     s->t5_buckets = 32;
     s->t5_max_distance = 128;
     s->init_sd = 0.02;
+    s->seed = 42;
     for (int k = 0; k < EPAR_MECH_COUNT; k++) epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
 }
 
@@ -587,7 +650,8 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 void epar_nnpos_free(struct epar_nnpos *p)
 {
     free(p->pe); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
-    free(p->fac); free(p->dfac); free(p->pair); free(p->work);
+    free(p->fac); free(p->dfac); free(p->pair); free(p->work); free(p->omega);
+    p->omega = NULL;
     p->pe = p->rcos = p->rsin = p->qscale = p->bias = p->fac = p->dfac = p->pair = NULL;
     p->work = NULL;
     p->bucket = NULL;

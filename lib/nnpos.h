@@ -19,6 +19,8 @@
  *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
  *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
+ *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
+ *                                                   or FAVOR+ with lib/mech's random features for the run's seed
  *
  * s_ij = q_i . k_j / sqrt(hs) is the scaled content score, so EPAR multiplies the scaled score as the paper
  * writes A = softmax((Q K^T / sqrt(d_k)) . P(i, j, L)). Biases and factors depend on d = i - j >= 0 only; masks
@@ -52,7 +54,8 @@
 
 /* how a mechanism enters the model; NONE: not trainable */
 enum epar_nnpos_hook { EPAR_NNPOS_H_NONE = 0, EPAR_NNPOS_H_BASELINE, EPAR_NNPOS_H_INPUT, EPAR_NNPOS_H_QK,
-                       EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED };
+                       EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED,
+                       EPAR_NNPOS_H_KERNEL };
 
 /* Settings of the mechanisms (from the protocol; defaults in epar_nnpos_settings_default). */
 struct epar_nnpos_settings {
@@ -65,6 +68,7 @@ struct epar_nnpos_settings {
     int t5_buckets;             /* 32 */
     int t5_max_distance;        /* 128 */
     double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
+    unsigned long seed;         /* the run's seed: Performer's features are lib/mech's stream (seed, 1000 + id) */
     /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params) */
     double mp[EPAR_MECH_COUNT][EPAR_MECH_MAX_PARAMS];
 };
@@ -89,6 +93,10 @@ struct epar_nnpos {
     float *dfac;                /* (NL, NH, 3, Tmax) dm(d)/dtheta_k (epar with learn_posfx) */
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
     int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; 0: none */
+    int kernel;                 /* 1: kernel attention (linear-elu, performer) instead of the softmax */
+    int nf;                     /* kernel features per head (elu: hs; Performer: m) */
+    float *omega;               /* (nf, hs) Performer's random features: lib/mech's for the same seed */
+    double eps;                 /* kernel denominator guard / Performer stabiliser */
     void *work;                 /* (Tmax, Tmax) scratch of the pair table's builder (mask bytes or fp64 weights) */
 };
 
@@ -116,6 +124,9 @@ struct epar_nnpos_info {
     void (*prepare)(struct epar_nnpos *p, int T);
     /* dtheta += gradient of layer l from the attention kernel's sums */
     void (*backward)(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T);
+    /* floats of per-thread scratch and of per-(b, h) gradient the attention kernel needs (NULL: none) */
+    void (*scratch)(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
+                    size_t *per_bh);
 };
 
 /* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
@@ -160,6 +171,9 @@ void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int 
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_bias(const struct epar_nnpos *p);
+/* the attention kernel's scratch for mechanism id (lib/nn sizes its arena with it) */
+void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
+                        size_t *per_bh);
 /* Shaw's table of layer l (nrel, hs), or NULL */
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */

@@ -38,7 +38,7 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
 done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in shaw floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+for m in shaw linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
          sparse-fixed sliding-window block-sparse global-local; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
@@ -53,10 +53,10 @@ expect_exit 0 "protocol mechanism_params" -- "$EPAR" train $small --mechanism sl
 
 # ---- determinism: --jobs 1 and --jobs 2 byte-identical, at sizes above lib/nn's threading thresholds
 # (products 8.4M-12.6M multiply-adds > 4M, GELU 524k elements > 262k): t5 (learned bias, C softmax rows
-# in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them) and shaw (per-thread rows,
-# its table's gradient summed over (b, h) in order)
+# in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them), shaw (per-thread rows,
+# its table's gradient summed over (b, h) in order) and performer (kernel attention, per-thread features)
 big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
-for m in t5 epar-enhanced shaw; do
+for m in t5 epar-enhanced shaw performer; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"
     [ "$(numbers "$(d "$T_TMP/j1" $m)")" = "$(numbers "$(d "$T_TMP/j2" $m)")" ] && ok ||
@@ -138,7 +138,7 @@ bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resum
 bad 2 "unknown mechanism 'alibii'" --mechanism alibii
 grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint"
-bad 2 "untrainable mechanism 'performer'" --mechanism performer
+bad 2 "untrainable mechanism 'pi-attention'" --mechanism pi-attention
 bad 2 "'alibi.max_bias=4': training sets alibi through its own options" --mechanism alibi --set alibi.max_bias=4
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2
 bad 2 "--set expects mech.param=value, got 'radius'" --mechanism sliding-window --set radius

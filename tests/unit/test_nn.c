@@ -269,11 +269,13 @@ static void test_crossentropy(void)
 
 /* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
 static const float *PAIR;   /* the (i, j) table of the current case (stride ld), NULL: none */
+static float *KWORK;        /* kernel attention (elu + 1) of the current case: its per-thread scratch, NULL: softmax */
 
 static void attn_forward(float *out, float *pre, float *att, const float *qkv, const float *fac, const float *bias,
                          int ld, int B, int T, int C, int NH)
 {
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, NULL, 0, NULL};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
+                                   C / NH, 1e-6f};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -287,7 +289,7 @@ static float *random_pair(int T, int ld)
     return pr;
 }
 
-static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
+static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, int use_kernel)
 {
     int B = 2, C = 8, NH = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
@@ -305,6 +307,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
     const float *F = use_fac ? fac : NULL, *Bi = use_bias ? bias : NULL;
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     PAIR = pair;
+    KWORK = use_kernel ? malloc((size_t)64 * 4 * T * (C / NH) * sizeof *KWORK) : NULL;
     attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
     /* rows sum to 1, nothing is attended in the future nor where the pair table masks */
     double maxdev = 0, future = 0, masked = 0;
@@ -318,10 +321,12 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
         }
         maxdev = fmax(maxdev, fabs(s - 1));
     }
-    check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d pair=%d)", T, use_fac, use_bias, use_pair);
+    check_abs(maxdev, 0, 1e-5, "attention rows sum to 1 (T=%d fac=%d bias=%d pair=%d kernel=%d)", T, use_fac, use_bias,
+              use_pair, use_kernel);
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
-    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, NULL, 0, NULL};
+    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -339,8 +344,8 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
         double num = (lp - lm) / (2 * h);
         if (!close_enough(dqkv[i], num) && bad++ < 5) printf("  attention dqkv[%zu]: analytic %g numeric %g\n", i, dqkv[i], num);
     }
-    check_int(bad, 0, "attention backward dqkv against finite differences (T=%d fac=%d bias=%d pair=%d)", T, use_fac,
-              use_bias, use_pair);
+    check_int(bad, 0, "attention backward dqkv against finite differences (T=%d fac=%d bias=%d pair=%d kernel=%d)", T,
+              use_fac, use_bias, use_pair, use_kernel);
     /* table gradients: dL/dtable[h][d] = sum_b g[b][h][d] */
     for (int which = 0; which < 2; which++) {
         if ((which == 0 && !use_fac) || (which == 1 && !use_bias)) continue;
@@ -365,8 +370,9 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair)
         check_int(tbad, 0, "attention %s-table gradient against finite differences (T=%d)", which ? "bias" : "factor", T);
     }
     free(qkv); free(out); free(w); free(pre); free(att); free(dqkv); free(fac); free(bias); free(gfac); free(gbias);
-    free(datt); free(pair);
+    free(datt); free(pair); free(KWORK);
     PAIR = NULL;
+    KWORK = NULL;
 }
 
 /* the AVX2 rows (libmvec expf, 8-lane sums, reversed table loads) against the portable C rows: forward
@@ -389,7 +395,7 @@ static void test_attention_paths(int T, int use_pair)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -416,12 +422,14 @@ static void test_attention(void)
     test_attention_paths(67, 0);
     test_attention_paths(13, 0);
     test_attention_paths(67, 1);
-    test_attention_case(5, 0, 0, 0);
-    test_attention_case(5, 1, 1, 0);
-    test_attention_case(70, 1, 0, 0);    /* two query blocks */
-    test_attention_case(67, 0, 1, 0);
-    test_attention_case(13, 0, 0, 1);    /* a mask-like (i, j) table */
-    test_attention_case(70, 1, 1, 1);
+    test_attention_case(5, 0, 0, 0, 0);
+    test_attention_case(5, 1, 1, 0, 0);
+    test_attention_case(70, 1, 0, 0, 0);    /* two query blocks */
+    test_attention_case(67, 0, 1, 0, 0);
+    test_attention_case(13, 0, 0, 1, 0);    /* a mask-like (i, j) table */
+    test_attention_case(70, 1, 1, 1, 0);
+    test_attention_case(9, 0, 0, 0, 1);     /* kernel attention (elu + 1), one block and two */
+    test_attention_case(70, 0, 0, 0, 1);
 }
 
 /* ---- the whole model ---- */
