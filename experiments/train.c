@@ -16,13 +16,80 @@
 /* ------------------------------------------------------------------------------------------------ */
 /* config                                                                                             */
 
-#define RUN_KEYS "layers", "dim", "heads", "mlp", "length", "batch", "steps", "lr", "lr_min_ratio", "warmup", \
-    "weight_decay", "beta1", "beta2", "eps", "clip", "init_sd", "eval_every", "eval_batches"
-const char *const epar_exp_train_keys[] = {RUN_KEYS, "task", "mechanism", "learn_posfx", "posfx_length", "rope_base",
-                                       "alibi_max_bias", "t5_buckets", "t5_max_distance", "lm", "recall", "needle", "transduce",
-                                       "classify", "select", "set", "mechanism_params", NULL};
-const char *const epar_exp_train_task_keys[] = {RUN_KEYS, "text", "holdout", "pairs", "queries", "keys", "values",
-                                            "eval_sequences", NULL};
+/* the settings of a run, at the train level and in a task object (which overrides them for its task); in the
+ * order run.json and the checkpoint write them */
+#define TC struct epar_train_cfg
+static const struct epar_field run_fields[] = {
+    EPAR_FIELD_INT_(TC, "layers", layers, 1, 1024, "Transformer blocks"),
+    EPAR_FIELD_INT_(TC, "dim", dim, 1, 65536, "model width"),
+    EPAR_FIELD_INT_(TC, "heads", heads, 1, 65536, "attention heads (divide dim)"),
+    EPAR_FIELD_INT_(TC, "mlp", mlp, 1, 1 << 20, "MLP hidden width"),
+    EPAR_FIELD_INT_(TC, "length", task.length, 2, 65536, "sequence length"),
+    EPAR_FIELD_INT_(TC, "batch", batch, 1, 65536, "sequences per step"),
+    EPAR_FIELD_INT_(TC, "steps", optim.steps, 1, 1 << 30, "optimiser steps"),
+    EPAR_FIELD_DBL_(TC, "lr", optim.lr, 0, 0, "peak learning rate (AdamW)"),
+    EPAR_FIELD_DBL_(TC, "lr_min_ratio", optim.lr_min_ratio, 0, 1, "final learning rate / peak"),
+    EPAR_FIELD_INT_(TC, "warmup", optim.warmup, 0, 1 << 30, "linear warm-up steps"),
+    EPAR_FIELD_DBL_(TC, "weight_decay", optim.weight_decay, 0, 1, "AdamW weight decay"),
+    EPAR_FIELD_DBL_(TC, "beta1", optim.beta1, 0, 1, "AdamW beta1"),
+    EPAR_FIELD_DBL_(TC, "beta2", optim.beta2, 0, 1, "AdamW beta2"),
+    EPAR_FIELD_DBL_(TC, "eps", optim.eps, 0, 0, "AdamW epsilon"),
+    EPAR_FIELD_DBL_(TC, "clip", optim.clip, 0, 1, "global gradient-norm clip (0: off)"),
+    EPAR_FIELD_DBL_(TC, "init_sd", init_sd, 0, 1, "sd of the initial weights"),
+    EPAR_FIELD_INT_(TC, "eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
+    EPAR_FIELD_INT_(TC, "eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
+    EPAR_FIELD_END_};
+
+/* the position mechanism's settings (alpha, beta, gamma come from the preset: written, not read) */
+static const struct epar_field pos_fields[] = {
+    {"alpha", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.alpha), 0, 0, 1, "EPAR alpha (the preset's)"},
+    {"beta", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.beta), 0, 1, 1, "EPAR beta (the preset's)"},
+    {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)"},
+    EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head"),
+    EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length"),
+    EPAR_FIELD_DBL_(TC, "rope_base", pos.rope_base, 1, 0, "RoPE base"),
+    EPAR_FIELD_DBL_(TC, "alibi_max_bias", pos.alibi_max_bias, 0, 0, "ALiBi slopes 2^(-max_bias (h+1)/H)"),
+    EPAR_FIELD_INT_(TC, "t5_buckets", pos.t5_buckets, 2, 1 << 20, "T5 buckets"),
+    EPAR_FIELD_INT_(TC, "t5_max_distance", pos.t5_max_distance, 1, 1 << 30, "T5 log-bucket horizon"),
+    EPAR_FIELD_END_};
+
+/* the task's options (in its object): lm's, then the synthetic tasks' */
+static const struct epar_field lm_fields[] = {
+    EPAR_FIELD_STR_(TC, "text", task.text_path, "UTF-8 file instead of the King James Bible"),
+    EPAR_FIELD_DBL_(TC, "holdout", task.holdout, 0, 0, "share of the text held out at its end"),
+    EPAR_FIELD_END_};
+static const struct epar_field synth_fields[] = {
+    EPAR_FIELD_INT_(TC, "pairs", task.pairs, 1, 1 << 20, "facts per sequence; select: data symbols"),
+    EPAR_FIELD_INT_(TC, "queries", task.queries, 0, 1 << 20, "recall: questions per sequence (0: as many as pairs)"),
+    EPAR_FIELD_INT_(TC, "keys", task.keys, 1, 1 << 20, "key vocabulary; set: items"),
+    EPAR_FIELD_INT_(TC, "values", task.values, 1, 1 << 20, "values / symbols / classes / largest count"),
+    EPAR_FIELD_INT_(TC, "eval_sequences", task.eval_sequences, 1, 1000000, "size of the fixed evaluation set"),
+    EPAR_FIELD_END_};
+#undef TC
+
+static const char *const train_extra[] = {"task", "mechanism", "mechanism_params", "lm", "recall", "needle", "transduce",
+                                          "classify", "select", "set", NULL};
+static const char *const pos_read[] = {"learn_posfx", "posfx_length", "rope_base", "alibi_max_bias", "t5_buckets",
+                                       "t5_max_distance", NULL};
+
+/* keys of experiments.train (run, position and the names above) and of experiments.train.<task> */
+static void train_keys(const char **keys, int max)
+{
+    const char *extra[32];
+    int n = 0;
+    for (const char *const *k = pos_read; *k; k++) extra[n++] = *k;
+    for (const char *const *k = train_extra; *k; k++) extra[n++] = *k;
+    extra[n] = NULL;
+    epar_fields_keys(run_fields, extra, keys, max);
+}
+
+static void task_keys(const char **keys, int max)
+{
+    const char *extra[16];
+    int n = epar_fields_keys(lm_fields, NULL, extra, 16);
+    epar_fields_keys(synth_fields, NULL, extra + n, 16 - n);
+    epar_fields_keys(run_fields, extra, keys, max);
+}
 
 void epar_exp_train_defaults(struct epar_train_cfg *c)
 {
@@ -40,39 +107,15 @@ void epar_exp_train_defaults(struct epar_train_cfg *c)
     snprintf(c->preset, sizeof c->preset, "%s", "paper");
 }
 
-/* the keys that may appear both at the train level and in a task object */
-static int read_run_keys(struct epar_train_cfg *c, const struct epar_protocol *p, json_t *obj, const char *jp)
-{
-    int st = EPAR_OK;
-#define RI(key, field, lo, hi) if (!st) st = epar_protocol_obj_int(p, obj, jp, key, &(field), lo, hi)
-#define RD(key, field, lo, incl) if (!st) st = epar_protocol_obj_double(p, obj, jp, key, &(field), lo, incl)
-    RI("layers", c->layers, 1, 1024);
-    RI("dim", c->dim, 1, 65536);
-    RI("heads", c->heads, 1, 65536);
-    RI("mlp", c->mlp, 1, 1 << 20);
-    RI("length", c->task.length, 2, 65536);
-    RI("batch", c->batch, 1, 65536);
-    RI("steps", c->optim.steps, 1, 1 << 30);
-    RI("warmup", c->optim.warmup, 0, 1 << 30);
-    RI("eval_every", c->eval_every, 1, 1 << 30);
-    RI("eval_batches", c->eval_batches, 1, 1 << 20);
-    RD("lr", c->optim.lr, 0, 0);
-    RD("lr_min_ratio", c->optim.lr_min_ratio, 0, 1);
-    RD("weight_decay", c->optim.weight_decay, 0, 1);
-    RD("beta1", c->optim.beta1, 0, 1);
-    RD("beta2", c->optim.beta2, 0, 1);
-    RD("eps", c->optim.eps, 0, 0);
-    RD("clip", c->optim.clip, 0, 1);
-    RD("init_sd", c->init_sd, 0, 1);
-    return st;
-}
-
 int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *p,
                                  const struct epar_params *prm, int task)
 {
     const char *jp = "$.experiments.train";
     json_t *sec = epar_protocol_section(p, "train");
-    int st = epar_protocol_check_keys(p, "train", epar_exp_train_keys);
+    const char *keys[64], *tkeys[64];
+    train_keys(keys, 64);
+    task_keys(tkeys, 64);
+    int st = epar_protocol_check_keys(p, "train", keys);
     /* common keys that mean nothing here are refused rather than ignored */
     static const char *const unused[] = {"hidden", "runs", "form", NULL};
     for (int k = 0; !st && unused[k]; k++)
@@ -90,13 +133,8 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     if (!st) st = epar_protocol_obj_string(p, sec, jp, "mechanism", &s);
     if (!st && s && epar_nnpos_find(s, &c->mechanism))
         st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanism: unknown mechanism '%s'", p->path, jp, s);
-    if (!st) st = read_run_keys(c, p, sec, jp);
-    if (!st) st = epar_protocol_obj_bool(p, sec, jp, "learn_posfx", &c->pos.learn_posfx);
-    if (!st) st = epar_protocol_obj_int(p, sec, jp, "posfx_length", &c->pos.posfx_length, 0, 1 << 30);
-    if (!st) st = epar_protocol_obj_double(p, sec, jp, "rope_base", &c->pos.rope_base, 1, 0);
-    if (!st) st = epar_protocol_obj_double(p, sec, jp, "alibi_max_bias", &c->pos.alibi_max_bias, 0, 0);
-    if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_buckets", &c->pos.t5_buckets, 2, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, sec, jp, "t5_max_distance", &c->pos.t5_max_distance, 1, 1 << 30);
+    if (!st) st = epar_protocol_obj_fields(p, sec, jp, run_fields, c);
+    if (!st) st = epar_protocol_obj_fields(p, sec, jp, pos_fields, c);
     if (!st && sec)
         st = epar_exp_sets(json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
                            epar_exp_train_set, c);
@@ -107,17 +145,11 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     for (int k = 0; !st && k < EPAR_TASK_COUNT; k++) {
         char kjp[128];
         snprintf(kjp, sizeof kjp, "%s.%s", jp, epar_task_table[k].id);
-        st = epar_protocol_obj_check_keys(p, sec ? json_object_get(sec, epar_task_table[k].id) : NULL, kjp,
-                                          epar_exp_train_task_keys);
+        st = epar_protocol_obj_check_keys(p, sec ? json_object_get(sec, epar_task_table[k].id) : NULL, kjp, tkeys);
     }
-    if (!st) st = read_run_keys(c, p, tobj, tjp);
-    if (!st) st = epar_protocol_obj_string(p, tobj, tjp, "text", &c->task.text_path);
-    if (!st) st = epar_protocol_obj_double(p, tobj, tjp, "holdout", &c->task.holdout, 0, 0);
-    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "pairs", &c->task.pairs, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "queries", &c->task.queries, 0, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "keys", &c->task.keys, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "values", &c->task.values, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, tobj, tjp, "eval_sequences", &c->task.eval_sequences, 1, 1000000);
+    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, run_fields, c);
+    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, lm_fields, c);
+    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, synth_fields, c);
     if (st) return st;
     /* the preset: EPAR's alpha, beta, gamma (fixed unless learn_posfx) and the seed */
     c->pos.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, prm->alpha, prm->beta, prm->gamma};
@@ -164,21 +196,15 @@ int epar_exp_train_check(const struct epar_train_cfg *c)
 
 json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 {
-    const struct epar_task_cfg *t = &c->task;
-    json_t *j = json_pack(
-        "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i}",
-        "task", epar_task_name(t->id), "mechanism", epar_nnpos_name(c->mechanism), "preset", c->preset, "seed",
-        (json_int_t)c->seed, "layers", c->layers, "dim", c->dim, "heads", c->heads, "mlp", c->mlp, "length", t->length,
-        "batch", c->batch, "steps", c->optim.steps, "lr", c->optim.lr, "lr_min_ratio", c->optim.lr_min_ratio, "warmup",
-        c->optim.warmup, "weight_decay", c->optim.weight_decay, "beta1", c->optim.beta1, "beta2", c->optim.beta2, "eps",
-        c->optim.eps, "clip", c->optim.clip, "init_sd", c->init_sd, "eval_every", c->eval_every, "eval_batches",
-        c->eval_batches);
-    if (!j) return NULL;
-    json_t *pos = json_pack("{s:f, s:f, s:f, s:b, s:i, s:f, s:f, s:i, s:i}", "alpha", c->pos.fx.alpha, "beta",
-                            c->pos.fx.beta, "gamma", c->pos.fx.gamma, "learn_posfx", c->pos.learn_posfx, "posfx_length",
-                            c->pos.posfx_length, "rope_base", c->pos.rope_base, "alibi_max_bias", c->pos.alibi_max_bias,
-                            "t5_buckets", c->pos.t5_buckets, "t5_max_distance", c->pos.t5_max_distance);
-    if (pos && epar_nnpos_table[c->mechanism].uses_params) {   /* the catalogue parameters its training reads */
+    json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "task", epar_task_name(c->task.id), "mechanism",
+                          epar_nnpos_name(c->mechanism), "preset", c->preset, "seed", (json_int_t)c->seed);
+    json_t *pos = epar_fields_json(pos_fields, c, NULL);
+    if (!epar_fields_json(run_fields, c, j) || !pos) {
+        json_decref(j);
+        json_decref(pos);
+        return NULL;
+    }
+    if (epar_nnpos_table[c->mechanism].uses_params) {   /* the catalogue parameters its training reads */
         json_t *mp = json_object();
         const struct epar_mech_param *q = epar_mech_table[c->mechanism].params;
         for (int k = 0; k < EPAR_MECH_MAX_PARAMS && q[k].name; k++)
@@ -186,11 +212,8 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
         json_object_set_new(pos, "mechanism_params", mp);
     }
     json_object_set_new(j, "position", pos);
-    json_t *task = t->id == EPAR_TASK_LM
-                       ? json_pack("{s:s?, s:f}", "text", t->text_path, "holdout", t->holdout)
-                       : json_pack("{s:i, s:i, s:i, s:i, s:i}", "pairs", t->pairs, "queries", t->queries, "keys", t->keys,
-                                   "values", t->values, "eval_sequences", t->eval_sequences);
-    json_object_set_new(j, "task_options", task);
+    json_object_set_new(j, "task_options", epar_fields_json(c->task.id == EPAR_TASK_LM ? lm_fields : synth_fields, c,
+                                                            NULL));
     return j;
 }
 

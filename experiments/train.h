@@ -79,8 +79,6 @@ struct epar_train_run {
     double seconds0;                    /* seconds at session start */
 };
 
-extern const char *const epar_exp_train_keys[];       /* keys of experiments.train */
-extern const char *const epar_exp_train_task_keys[];  /* keys of experiments.train.<task> */
 
 void epar_exp_train_defaults(struct epar_train_cfg *c);
 /* Read experiments.train and experiments.train.<task> into c; task < 0: the section's "task".

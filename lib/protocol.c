@@ -439,3 +439,50 @@ json_t *epar_params_json(const struct epar_params *prm)
                      "hidden", prm->hidden, "heads", prm->heads, "batch", prm->batch, "runs", prm->runs,
                      "seeds", seeds);
 }
+
+int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
+                             void *base)
+{
+    int st = EPAR_OK;
+    for (; !st && f->key; f++) {
+        if (f->write_only) continue;
+        void *at = (char *)base + f->offset;
+        switch (f->type) {
+        case EPAR_FIELD_INT: st = epar_protocol_obj_int(p, obj, jpath, f->key, at, (int)f->lo, (int)f->hi); break;
+        case EPAR_FIELD_DOUBLE: st = epar_protocol_obj_double(p, obj, jpath, f->key, at, f->lo, (int)f->hi); break;
+        case EPAR_FIELD_BOOL: st = epar_protocol_obj_bool(p, obj, jpath, f->key, at); break;
+        case EPAR_FIELD_STRING: st = epar_protocol_obj_string(p, obj, jpath, f->key, at); break;
+        }
+    }
+    return st;
+}
+
+json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into)
+{
+    json_t *j = into ? into : json_object();
+    for (; j && f->key; f++) {
+        const void *at = (const char *)base + f->offset;
+        json_t *v = NULL;
+        switch (f->type) {
+        case EPAR_FIELD_INT: v = json_integer(*(const int *)at); break;
+        case EPAR_FIELD_DOUBLE: v = json_real(*(const double *)at); break;
+        case EPAR_FIELD_BOOL: v = json_boolean(*(const int *)at); break;
+        case EPAR_FIELD_STRING: v = *(const char *const *)at ? json_string(*(const char *const *)at) : json_null(); break;
+        }
+        if (!v || json_object_set_new(j, f->key, v)) {
+            if (!into) json_decref(j);
+            return NULL;
+        }
+    }
+    return j;
+}
+
+int epar_fields_keys(const struct epar_field *f, const char *const *extra, const char **keys, int max)
+{
+    int n = 0;
+    for (; f->key && n < max - 1; f++)
+        if (!f->write_only) keys[n++] = f->key;
+    for (; extra && *extra && n < max - 1; extra++) keys[n++] = *extra;
+    keys[n] = NULL;
+    return n;
+}

@@ -10,6 +10,7 @@
 #ifndef EPAR_PROTOCOL_H
 #define EPAR_PROTOCOL_H
 
+#include <stddef.h>
 #include <jansson.h>
 #include "posfx.h"
 
@@ -73,6 +74,37 @@ int epar_protocol_obj_double(const struct epar_protocol *p, json_t *obj, const c
 int epar_protocol_obj_string(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
                              const char **out);
 int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out);
+
+/* ---- configuration as data ----
+ * One row per setting of an experiment's configuration struct: its key in the protocol object, its C type and
+ * place (offsetof), its range and one line of help. One reader fills the struct from an object (absent keys keep
+ * the struct's value: the defaults), one writer emits the values as JSON (run.json, checkpoints) in row order, and
+ * the allowed keys of an object are the rows' keys. A table ends with a row whose key is NULL. */
+enum epar_field_type { EPAR_FIELD_INT = 1, EPAR_FIELD_DOUBLE, EPAR_FIELD_BOOL, EPAR_FIELD_STRING };
+
+struct epar_field {
+    const char *key;
+    enum epar_field_type type;
+    size_t offset;      /* of an int (INT, BOOL), double or const char * (STRING) in the struct */
+    double lo, hi;      /* INT: the inclusive range [lo, hi]; DOUBLE: lo, with hi = 1 for >= lo, 0 for > lo */
+    int write_only;     /* 1: written to JSON, not read from the protocol (set from elsewhere, e.g. the preset) */
+    const char *help;
+};
+
+#define EPAR_FIELD_INT_(S, key, member, lo, hi, help) {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help}
+#define EPAR_FIELD_DBL_(S, key, member, lo, incl, help) {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help}
+#define EPAR_FIELD_BOOL_(S, key, member, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help}
+#define EPAR_FIELD_STR_(S, key, member, help) {key, EPAR_FIELD_STRING, offsetof(S, member), 0, 0, 0, help}
+#define EPAR_FIELD_END_ {NULL, 0, 0, 0, 0, 0, NULL}
+
+/* Fill base from the keys of obj that the rows name (obj may be NULL); messages name jpath.key as the typed
+ * readers above do. */
+int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
+                             void *base);
+/* Set every row's value of base into the object into (created when NULL); returns it (NULL: out of memory). */
+json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into);
+/* keys[] <- the rows' keys (read rows only) then extra (NULL-terminated), NULL-terminated; at most max - 1 */
+int epar_fields_keys(const struct epar_field *f, const char *const *extra, const char **keys, int max);
 
 /* Names of the presets, in file order; returns count. */
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max);
