@@ -26,14 +26,52 @@
 
 static const char *const bench_keys[] = {"description", "preset", "mechanisms", "equalise", "param_tolerance",
                                          "distance_bins", "sanity_margin", "tasks", "budgets", NULL};
-static const char *const task_keys[] = {"id", "task", "paper", "condition", "length", "pairs", "queries", "keys",
-                                        "values", "noise", "shuffle", NULL};
-static const char *const budget_keys[] = {"seeds", "layers", "dim", "heads", "mlp", "batch", "long_batch", "steps", "warmup", "lr",
-                                          "lr_min_ratio", "weight_decay", "clip", "init_sd", "eval_every",
-                                          "eval_batches", "eval_sequences", "lm_eval_sequences", "lm_length",
-                                          "short_length", "long_length", "extrapolation", "extrapolation_tokens",
-                                          "cost_task", "cost_length", "cost_steps", "cost_repeats",
-                                          "cost_max_repeats", "cost_halfwidth", NULL};
+static const char *const task_names[] = {"id", "task", "paper", "condition", "length", NULL};
+
+/* a budget's sizes, each required (a budget states every size), beside "seeds", "extrapolation" and "cost_task" */
+#define BB struct epar_bench_budget
+static const struct epar_field budget_fields[] = {
+    EPAR_FIELD_INT_(BB, "layers", layers, 1, 1024, "Transformer blocks"),
+    EPAR_FIELD_INT_(BB, "dim", dim, 1, 65536, "model width"),
+    EPAR_FIELD_INT_(BB, "heads", heads, 1, 65536, "attention heads (divide dim)"),
+    EPAR_FIELD_INT_(BB, "mlp", mlp, 1, 1 << 20, "MLP width of none (the others' are equalised to its count)"),
+    EPAR_FIELD_INT_(BB, "batch", batch, 1, 65536, "sequences per step"),
+    EPAR_FIELD_INT_(BB, "long_batch", long_batch, 1, 65536, "sequences per step of the long tasks"),
+    EPAR_FIELD_INT_(BB, "steps", steps, 1, 1 << 30, "optimiser steps of every cell"),
+    EPAR_FIELD_INT_(BB, "warmup", warmup, 0, 1 << 30, "linear warm-up steps"),
+    EPAR_FIELD_INT_(BB, "eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
+    EPAR_FIELD_INT_(BB, "eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
+    EPAR_FIELD_INT_(BB, "eval_sequences", eval_sequences, 1, 1000000, "fixed evaluation set of a synthetic task"),
+    EPAR_FIELD_INT_(BB, "lm_eval_sequences", lm_eval_sequences, 1, 1000000, "held-out windows of lm"),
+    EPAR_FIELD_INT_(BB, "lm_length", lm_length, 2, 65536, "lm's length"),
+    EPAR_FIELD_INT_(BB, "short_length", short_length, 3, 65536, "the short tasks' length"),
+    EPAR_FIELD_INT_(BB, "long_length", long_length, 3, 65536, "the long tasks' length"),
+    EPAR_FIELD_INT_(BB, "extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
+    EPAR_FIELD_INT_(BB, "cost_length", cost_length, 2, 65536, "length of the cost cell"),
+    EPAR_FIELD_INT_(BB, "cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
+    EPAR_FIELD_INT_(BB, "cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
+    EPAR_FIELD_INT_(BB, "cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
+    EPAR_FIELD_DBL_(BB, "lr", lr, 0, 0, "peak learning rate"),
+    EPAR_FIELD_DBL_(BB, "lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
+    EPAR_FIELD_DBL_(BB, "weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
+    EPAR_FIELD_DBL_(BB, "clip", clip, 0, 1, "global gradient-norm clip"),
+    EPAR_FIELD_DBL_(BB, "init_sd", init_sd, 0, 1, "sd of the initial weights"),
+    EPAR_FIELD_DBL_(BB, "cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    EPAR_FIELD_END_};
+#undef BB
+static const char *const budget_extra[] = {"seeds", "extrapolation", "cost_task", NULL};
+
+/* a task's options beyond id, task, paper, condition and length */
+#define BT struct epar_task_cfg
+static const struct epar_field task_fields[] = {
+    EPAR_FIELD_INT_(BT, "pairs", pairs, 1, 1 << 20, "facts per sequence"),
+    EPAR_FIELD_INT_(BT, "queries", queries, 0, 1 << 20, "questions per sequence"),
+    EPAR_FIELD_INT_(BT, "keys", keys, 1, 1 << 20, "key vocabulary (32)"),
+    EPAR_FIELD_INT_(BT, "values", values, 1, 1 << 20, "values (32)"),
+    EPAR_FIELD_DBL_(BT, "noise", noise, 0, 1, "share of noisy tokens"),
+    EPAR_FIELD_BOOL_(BT, "shuffle", shuffle, "non-sequential: positions shuffled"),
+    EPAR_FIELD_END_};
+#undef BT
 
 static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 {
@@ -43,6 +81,8 @@ static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 /* every key of a budget is required: a budget states all its sizes */
 static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *p, json_t *o, const char *jp)
 {
+    const char *budget_keys[40];
+    epar_fields_keys(budget_fields, budget_extra, budget_keys, 40);
     int st = epar_protocol_obj_check_keys(p, o, jp, budget_keys);
     for (int k = 0; !st && budget_keys[k]; k++)
         if (!json_object_get(o, budget_keys[k])) {
@@ -51,37 +91,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
             st = perr(p, jp, w);
         }
     if (st) return st;
-#define RI(key, field, lo, hi) if (!st) st = epar_protocol_obj_int(p, o, jp, key, &b->field, lo, hi)
-#define RD(key, field, lo, incl) if (!st) st = epar_protocol_obj_double(p, o, jp, key, &b->field, lo, incl)
-    RI("layers", layers, 1, 1024);
-    RI("dim", dim, 1, 65536);
-    RI("heads", heads, 1, 65536);
-    RI("mlp", mlp, 1, 1 << 20);
-    RI("batch", batch, 1, 65536);
-    RI("long_batch", long_batch, 1, 65536);
-    RI("steps", steps, 1, 1 << 30);
-    RI("warmup", warmup, 0, 1 << 30);
-    RI("eval_every", eval_every, 1, 1 << 30);
-    RI("eval_batches", eval_batches, 1, 1 << 20);
-    RI("eval_sequences", eval_sequences, 1, 1000000);
-    RI("lm_eval_sequences", lm_eval_sequences, 1, 1000000);
-    RI("lm_length", lm_length, 2, 65536);
-    RI("short_length", short_length, 3, 65536);
-    RI("long_length", long_length, 3, 65536);
-    RI("extrapolation_tokens", extrap_tokens, 1, 1 << 30);
-    RI("cost_length", cost_length, 2, 65536);
-    RI("cost_steps", cost_steps, 1, 64);
-    RI("cost_repeats", cost_repeats, 2, 1000);
-    RI("cost_max_repeats", cost_max_repeats, 2, 1000);
-    RD("lr", lr, 0, 0);
-    RD("lr_min_ratio", lr_min_ratio, 0, 1);
-    RD("weight_decay", weight_decay, 0, 1);
-    RD("clip", clip, 0, 1);
-    RD("init_sd", init_sd, 0, 1);
-    RD("cost_halfwidth", cost_halfwidth, 0, 0);
-#undef RI
-#undef RD
-    if (st) return st;
+    if ((st = epar_protocol_obj_fields(p, o, jp, budget_fields, b))) return st;
     json_t *seeds = json_object_get(o, "seeds");
     size_t i;
     json_t *v;
@@ -122,6 +132,8 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
 
 static int read_task(struct epar_bench_task *t, const struct epar_protocol *p, json_t *o, const char *jp)
 {
+    const char *task_keys[16];
+    epar_fields_keys(task_fields, task_names, task_keys, 16);
     int st = epar_protocol_obj_check_keys(p, o, jp, task_keys);
     const char *id = NULL, *task = NULL, *paper = NULL, *cond = NULL, *len = NULL;
     if (!st) st = epar_protocol_obj_string(p, o, jp, "id", &id);
@@ -143,13 +155,7 @@ static int read_task(struct epar_bench_task *t, const struct epar_protocol *p, j
     epar_task_cfg_default(&t->task, tid);
     t->task.keys = 32;
     t->task.values = 32;
-    if (!st) st = epar_protocol_obj_int(p, o, jp, "pairs", &t->task.pairs, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, o, jp, "queries", &t->task.queries, 0, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, o, jp, "keys", &t->task.keys, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_int(p, o, jp, "values", &t->task.values, 1, 1 << 20);
-    if (!st) st = epar_protocol_obj_double(p, o, jp, "noise", &t->task.noise, 0, 1);
-    if (!st) st = epar_protocol_obj_bool(p, o, jp, "shuffle", &t->task.shuffle);
-    return st;
+    return epar_protocol_obj_fields(p, o, jp, task_fields, &t->task);
 }
 
 int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
