@@ -21,10 +21,28 @@
 #include "adaptive.h"
 #include "experiments/experiment.h"
 
-const char *const epar_exp_adaptive_keys[] = {
-    "tasks", "task_embedding", "content_types", "dropout", "grid_alpha", "grid_beta", "grid_length", "grid_hidden",
-    "grid_batch", "grid_runs", "dropout_in_grid", "when_lengths", "when_hidden", "when_batch", "when_local_window",
-    "when_noise_sd", "when_content_corr", NULL};
+/* experiments.adaptive: one row per setting (default, range, help); when_lengths (integers >= 2) apart */
+#define AC struct epar_adaptive_cfg
+static const struct epar_field adaptive_fields[] = {
+    EPAR_FIELD_INTD_(AC, "tasks", tasks, 10, 1, 1 << 20, "task types of the main experiment"),
+    EPAR_FIELD_INTD_(AC, "task_embedding", task_dim, 64, 1, 1 << 20, "task embedding width"),
+    EPAR_FIELD_INTD_(AC, "content_types", content_types, 5, 1, 1 << 20, "content types"),
+    EPAR_FIELD_DBLD_(AC, "dropout", dropout, 0.1, 0, 1, "the content estimator's Dropout p"),
+    EPAR_FIELD_DLIST_(AC, "grid_alpha", grid_alpha, n_grid_alpha, EPAR_MAX_LIST, "alphas of the sensitivity grid"),
+    EPAR_FIELD_DLIST_(AC, "grid_beta", grid_beta, n_grid_beta, EPAR_MAX_LIST, "betas of the sensitivity grid"),
+    EPAR_FIELD_INTD_(AC, "grid_length", grid_length, 32, 1, 1 << 20, "grid: sequence length"),
+    EPAR_FIELD_INTD_(AC, "grid_hidden", grid_hidden, 64, 4, 1 << 20, "grid: width"),
+    EPAR_FIELD_INTD_(AC, "grid_batch", grid_batch, 2, 1, 1 << 20, "grid: inputs per seed"),
+    EPAR_FIELD_INTD_(AC, "grid_runs", grid_runs, 1, 1, 1 << 20, "grid: runs per seed"),
+    EPAR_FIELD_BOOLD_(AC, "dropout_in_grid", dropout_in_grid, 0, "grid: Dropout on"),
+    EPAR_FIELD_INTD_(AC, "when_hidden", when_hidden, 64, 1, 1 << 20, "when-to-use: width"),
+    EPAR_FIELD_INTD_(AC, "when_batch", when_batch, 1, 1, 1 << 20, "when-to-use: inputs per seed"),
+    EPAR_FIELD_INTD_(AC, "when_local_window", when_window, 1, 0, 1 << 20, "when-to-use: local window"),
+    EPAR_FIELD_DBLD_(AC, "when_noise_sd", when_noise_sd, 1.0, 0, 1, "when-to-use: noise sd"),
+    EPAR_FIELD_DBLD_(AC, "when_content_corr", when_content_corr, 0.9, 0, 1, "when-to-use: content correlation"),
+    EPAR_FIELD_END_};
+#undef AC
+static const char *const adaptive_extra[] = {"when_lengths", NULL};
 
 enum { COND_CLEAN, COND_SHUFFLED, COND_NOISY, N_COND };
 static const char *const cond_name[N_COND] = {"clean", "shuffled", "noisy"};
@@ -36,46 +54,17 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
 {
     static const double ga[] = {0.5, 1, 1.5, 2, 2.5}, gb[] = {1, 1.5, 2, 2.5, 3};
     static const int wl[] = {32, 64, 128, 256, 512, 1024, 2048};
-    cfg->tasks = 10;
-    cfg->task_dim = 64;
-    cfg->content_types = 5;
-    cfg->dropout = 0.1;
-    cfg->grid_length = 32;
-    cfg->grid_hidden = 64;
-    cfg->grid_batch = 2;
-    cfg->grid_runs = 1;
-    cfg->dropout_in_grid = 0;
+    epar_fields_defaults(adaptive_fields, cfg);
     cfg->n_grid_alpha = 5;
     cfg->n_grid_beta = 5;
     memcpy(cfg->grid_alpha, ga, sizeof ga);
     memcpy(cfg->grid_beta, gb, sizeof gb);
     cfg->n_when = 7;
     memcpy(cfg->when_lengths, wl, sizeof wl);
-    cfg->when_hidden = 64;
-    cfg->when_batch = 1;
-    cfg->when_window = 1;
-    cfg->when_noise_sd = 1.0;
-    cfg->when_content_corr = 0.9;
-    const char *E = "adaptive";
-    int st = epar_protocol_check_keys(p, E, epar_exp_adaptive_keys);
-    if (!st) st = epar_protocol_get_int(p, E, "tasks", &cfg->tasks, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "task_embedding", &cfg->task_dim, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "content_types", &cfg->content_types, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_double(p, E, "dropout", &cfg->dropout, 0, 1);
-    if (!st) st = epar_protocol_get_dlist(p, E, "grid_alpha", cfg->grid_alpha, EPAR_MAX_LIST, &cfg->n_grid_alpha);
-    if (!st) st = epar_protocol_get_dlist(p, E, "grid_beta", cfg->grid_beta, EPAR_MAX_LIST, &cfg->n_grid_beta);
-    if (!st) st = epar_protocol_get_int(p, E, "grid_length", &cfg->grid_length, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "grid_hidden", &cfg->grid_hidden, 4, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "grid_batch", &cfg->grid_batch, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "grid_runs", &cfg->grid_runs, 1, 1 << 20);
-    if (!st) {
-        json_t *s = epar_protocol_section(p, E), *v = s ? json_object_get(s, "dropout_in_grid") : NULL;
-        if (v && !json_is_boolean(v)) {
-            epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.adaptive.dropout_in_grid: expected true or false",
-                         p->path);
-            st = EPAR_EPROTOCOL;
-        } else if (v) cfg->dropout_in_grid = json_is_true(v);
-    }
+    const char *E = "adaptive", *keys[40];
+    epar_fields_keys(adaptive_fields, adaptive_extra, keys, 40);
+    int st = epar_protocol_check_keys(p, E, keys);
+    if (!st) st = epar_protocol_obj_fields(p, epar_protocol_section(p, E), "$.experiments.adaptive", adaptive_fields, cfg);
     if (!st) {
         double l[EPAR_MAX_LIST];
         int n = 0;
@@ -89,11 +78,6 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
         }
         if (!st && n) cfg->n_when = n;
     }
-    if (!st) st = epar_protocol_get_int(p, E, "when_hidden", &cfg->when_hidden, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "when_batch", &cfg->when_batch, 1, 1 << 20);
-    if (!st) st = epar_protocol_get_int(p, E, "when_local_window", &cfg->when_window, 0, 1 << 20);
-    if (!st) st = epar_protocol_get_double(p, E, "when_noise_sd", &cfg->when_noise_sd, 0, 1);
-    if (!st) st = epar_protocol_get_double(p, E, "when_content_corr", &cfg->when_content_corr, 0, 1);
     return st;
 }
 

@@ -38,8 +38,6 @@ struct epar_adaptive_result {
         content_sd, fusion_mean;
 };
 
-/* Protocol keys of experiments.adaptive beyond the common ones. */
-extern const char *const epar_exp_adaptive_keys[];
 
 /* Defaults of the reference (tasks 10, embedding 64, 5 content types, dropout 0.1, the grid and the
  * when-to-use lengths) into cfg, then the protocol section's values. prm must already be resolved. */

@@ -19,9 +19,21 @@
 
 /* the jobs are small BLAS calls run in parallel by OpenMP: one BLAS thread each avoids oversubscription */
 
-const char *const epar_exp_compare_keys[] = {"mechanisms", "causal", "local_window", "extrapolation_length",
-                                         "extrapolation_factors", "ablation_beta", "table_length", "claims_length",
-                                         "speed_lengths", "speed_head_dim", "speed_repeats", "speed_tile", "set", NULL};
+/* experiments.compare: one row per scalar setting (default, range, help); the lists, mechanisms and set apart */
+#define CC struct epar_compare_cfg
+static const struct epar_field compare_fields[] = {
+    EPAR_FIELD_INTD_(CC, "causal", causal, 0, 0, 1, "1: causal attention (look-ahead fixed patterns dropped)"),
+    EPAR_FIELD_INTD_(CC, "local_window", local_window, 2, 0, 1 << 20, "|i-j| of the local-mass metric"),
+    EPAR_FIELD_INTD_(CC, "extrapolation_length", extrap_length, 64, 2, 1 << 16, "training length of the extrapolation"),
+    EPAR_FIELD_DBLD_(CC, "ablation_beta", ablation_beta, 1.0, 0, 0, "beta of the ablation"),
+    EPAR_FIELD_INTD_(CC, "table_length", table_length, 12, 2, 256, "length of the printed tables"),
+    EPAR_FIELD_INTD_(CC, "claims_length", claims_length, 2048, 64, 1 << 16, "length of the seeds' claims"),
+    EPAR_FIELD_INTD_(CC, "speed_head_dim", speed_head_dim, 64, 1, 4096, "head width of the kernel timings"),
+    EPAR_FIELD_INTD_(CC, "speed_repeats", speed_repeats, 3, 1, 1000, "repeats of each timing"),
+    EPAR_FIELD_INTD_(CC, "speed_tile", speed_tile, 0, 0, 1 << 16, "rows per tile of the structured kernels (0: default)"),
+    EPAR_FIELD_END_};
+#undef CC
+static const char *const compare_extra[] = {"mechanisms", "extrapolation_factors", "speed_lengths", "set", NULL};
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -76,38 +88,24 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
     for (int id = 0; id < EPAR_MECH_COUNT; id++) epar_mech_defaults((enum epar_mech_id)id, cfg->p[id]);
     cfg->n_mech = EPAR_MECH_COUNT;
     for (int id = 0; id < EPAR_MECH_COUNT; id++) cfg->mech[id] = (enum epar_mech_id)id;
-    cfg->local_window = 2;
-    cfg->extrap_length = 64;
+    epar_fields_defaults(compare_fields, cfg);
     cfg->n_factors = 4;
     for (int k = 0; k < 4; k++) cfg->factors[k] = 1 << k;
-    cfg->ablation_beta = 1.0;
-    cfg->table_length = 12;
-    cfg->claims_length = 2048;
     cfg->n_speed = 3;
     for (int k = 0; k < 3; k++) cfg->speed_lengths[k] = 1024 << k;
-    cfg->speed_head_dim = 64;
-    cfg->speed_repeats = 3;
-    cfg->speed_tile = 0;
-    int st = epar_protocol_check_keys(proto, E, epar_exp_compare_keys);
+    const char *keys[32];
+    epar_fields_keys(compare_fields, compare_extra, keys, 32);
+    int st = epar_protocol_check_keys(proto, E, keys);
     if (st) return st;
-    int causal = 0;
     const char *list = NULL;
     double f[EPAR_COMPARE_MAX_FACTORS], sl[EPAR_COMPARE_MAX_FACTORS];
     int nf = 0, nsl = 0;
-    if ((st = epar_protocol_get_int(proto, E, "causal", &causal, 0, 1)) ||
-        (st = epar_protocol_get_int(proto, E, "local_window", &cfg->local_window, 0, 1 << 20)) ||
-        (st = epar_protocol_get_int(proto, E, "extrapolation_length", &cfg->extrap_length, 2, 1 << 16)) ||
+    if ((st = epar_protocol_obj_fields(proto, epar_protocol_section(proto, E), "$.experiments.compare", compare_fields,
+                                       cfg)) ||
         (st = epar_protocol_get_dlist(proto, E, "extrapolation_factors", f, EPAR_COMPARE_MAX_FACTORS, &nf)) ||
-        (st = epar_protocol_get_double(proto, E, "ablation_beta", &cfg->ablation_beta, 0, 0)) ||
-        (st = epar_protocol_get_int(proto, E, "table_length", &cfg->table_length, 2, 256)) ||
-        (st = epar_protocol_get_int(proto, E, "claims_length", &cfg->claims_length, 64, 1 << 16)) ||
         (st = epar_protocol_get_dlist(proto, E, "speed_lengths", sl, EPAR_COMPARE_MAX_FACTORS, &nsl)) ||
-        (st = epar_protocol_get_int(proto, E, "speed_head_dim", &cfg->speed_head_dim, 1, 4096)) ||
-        (st = epar_protocol_get_int(proto, E, "speed_repeats", &cfg->speed_repeats, 1, 1000)) ||
-        (st = epar_protocol_get_int(proto, E, "speed_tile", &cfg->speed_tile, 0, 1 << 16)) ||
         (st = epar_protocol_get_string(proto, E, "mechanisms", &list)))
         return st;
-    cfg->causal = causal;
     if (nf) {
         cfg->n_factors = nf;
         for (int k = 0; k < nf; k++) {

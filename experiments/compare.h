@@ -41,7 +41,6 @@ struct epar_compare_result {
     struct epar_table *heat[EPAR_MECH_COUNT];   /* head-averaged attention, first seed, item 0 */
 };
 
-extern const char *const epar_exp_compare_keys[];
 
 /* Fill cfg from the protocol section "compare" (after epar_protocol_params). */
 int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compare_cfg *cfg);

@@ -25,7 +25,6 @@
 struct epar_experiment {
     const char *name;           /* the command and its key under $.experiments */
     const char *folder;         /* output sub-folder under --out */
-    const char *const *keys;    /* protocol keys beyond the common ones */
     size_t cfg_size, res_size;  /* sizeof the configuration and result structs */
     int (*config)(const struct epar_protocol *p, void *cfg);
     int (*check)(const void *cfg);                  /* NULL: nothing beyond config */
@@ -38,7 +37,7 @@ extern const struct epar_experiment epar_exp_position, epar_exp_optimal, epar_ex
     epar_exp_compare;
 
 /* Typed adapters: EPAR_EXPERIMENT(position, "position-effect", "position") defines epar_exp_position from
- * epar_exp_position_{config,run,write,free}, struct epar_position_{cfg,result} and epar_exp_position_keys;
+ * epar_exp_position_{config,run,write,free} and struct epar_position_{cfg,result};
  * `check` is given separately (a function of (const void *) or NULL). */
 #define EPAR_EXPERIMENT(id, cmd, dir, check_fn)                                                                  \
     static int id##_config_v(const struct epar_protocol *p, void *c) { return epar_exp_##id##_config(p, c); }   \
@@ -48,7 +47,7 @@ extern const struct epar_experiment epar_exp_position, epar_exp_optimal, epar_ex
         return epar_exp_##id##_write(c, r, o, pp);                                                              \
     }                                                                                                            \
     static void id##_free_v(void *r) { epar_exp_##id##_free(r); }                                                \
-    const struct epar_experiment epar_exp_##id = {cmd, dir, epar_exp_##id##_keys, sizeof(struct epar_##id##_cfg), \
+    const struct epar_experiment epar_exp_##id = {cmd, dir, sizeof(struct epar_##id##_cfg),                      \
                                                   sizeof(struct epar_##id##_result), id##_config_v, check_fn,    \
                                                   id##_run_v, id##_write_v, id##_free_v}
 

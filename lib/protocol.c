@@ -266,10 +266,18 @@ int epar_protocol_get_double(const struct epar_protocol *p, const char *experime
     return read_double(p, v, jp, out, lo, lo_inclusive);
 }
 
+/* a non-empty array of at most max finite numbers */
+static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n);
+
 int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
                             double *out, int max, int *n)
 {
     SECTION_VALUE(key);
+    return read_dlist(p, v, jp, out, max, n);
+}
+
+static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n)
+{
     if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > (size_t)max) {
         char w[96];
         snprintf(w, sizeof w, "expected a non-empty array of at most %d numbers", max);
@@ -440,6 +448,14 @@ json_t *epar_params_json(const struct epar_params *prm)
                      "seeds", seeds);
 }
 
+
+static int obj_dlist(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, double *out, int max,
+                     int *n)
+{
+    OBJ_VALUE(key);
+    return read_dlist(p, v, jp, out, max, n);
+}
+
 int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                              void *base)
 {
@@ -452,9 +468,21 @@ int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const c
         case EPAR_FIELD_DOUBLE: st = epar_protocol_obj_double(p, obj, jpath, f->key, at, f->lo, (int)f->hi); break;
         case EPAR_FIELD_BOOL: st = epar_protocol_obj_bool(p, obj, jpath, f->key, at); break;
         case EPAR_FIELD_STRING: st = epar_protocol_obj_string(p, obj, jpath, f->key, at); break;
+        case EPAR_FIELD_DLIST: st = obj_dlist(p, obj, jpath, f->key, at, f->max, (int *)((char *)base + f->count_offset));
+            break;
         }
     }
     return st;
+}
+
+void epar_fields_defaults(const struct epar_field *f, void *base)
+{
+    for (; f->key; f++) {
+        if (!f->has_def) continue;
+        void *at = (char *)base + f->offset;
+        if (f->type == EPAR_FIELD_DOUBLE) *(double *)at = f->def;
+        else if (f->type == EPAR_FIELD_INT || f->type == EPAR_FIELD_BOOL) *(int *)at = (int)f->def;
+    }
 }
 
 json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into)
@@ -468,6 +496,11 @@ json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *i
         case EPAR_FIELD_DOUBLE: v = json_real(*(const double *)at); break;
         case EPAR_FIELD_BOOL: v = json_boolean(*(const int *)at); break;
         case EPAR_FIELD_STRING: v = *(const char *const *)at ? json_string(*(const char *const *)at) : json_null(); break;
+        case EPAR_FIELD_DLIST:
+            v = json_array();
+            for (int k = 0; v && k < *(const int *)((const char *)base + f->count_offset); k++)
+                json_array_append_new(v, json_real(((const double *)at)[k]));
+            break;
         }
         if (!v || json_object_set_new(j, f->key, v)) {
             if (!into) json_decref(j);

@@ -80,7 +80,7 @@ int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const cha
  * place (offsetof), its range and one line of help. One reader fills the struct from an object (absent keys keep
  * the struct's value: the defaults), one writer emits the values as JSON (run.json, checkpoints) in row order, and
  * the allowed keys of an object are the rows' keys. A table ends with a row whose key is NULL. */
-enum epar_field_type { EPAR_FIELD_INT = 1, EPAR_FIELD_DOUBLE, EPAR_FIELD_BOOL, EPAR_FIELD_STRING };
+enum epar_field_type { EPAR_FIELD_INT = 1, EPAR_FIELD_DOUBLE, EPAR_FIELD_BOOL, EPAR_FIELD_STRING, EPAR_FIELD_DLIST };
 
 struct epar_field {
     const char *key;
@@ -89,18 +89,35 @@ struct epar_field {
     double lo, hi;      /* INT: the inclusive range [lo, hi]; DOUBLE: lo, with hi = 1 for >= lo, 0 for > lo */
     int write_only;     /* 1: written to JSON, not read from the protocol (set from elsewhere, e.g. the preset) */
     const char *help;
+    int has_def;        /* 1: epar_fields_defaults sets def (INT, DOUBLE, BOOL) */
+    double def;
+    size_t count_offset; /* DLIST: of the int count beside the double array at offset */
+    int max;            /* DLIST: capacity of the array */
 };
 
-#define EPAR_FIELD_INT_(S, key, member, lo, hi, help) {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help}
-#define EPAR_FIELD_DBL_(S, key, member, lo, incl, help) {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help}
-#define EPAR_FIELD_BOOL_(S, key, member, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help}
-#define EPAR_FIELD_STR_(S, key, member, help) {key, EPAR_FIELD_STRING, offsetof(S, member), 0, 0, 0, help}
-#define EPAR_FIELD_END_ {NULL, 0, 0, 0, 0, 0, NULL}
+#define EPAR_FIELD_INT_(S, key, member, lo, hi, help) \
+    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 0, 0, 0, 0}
+#define EPAR_FIELD_DBL_(S, key, member, lo, incl, help) \
+    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 0, 0, 0, 0}
+#define EPAR_FIELD_BOOL_(S, key, member, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 0, 0, 0, 0}
+#define EPAR_FIELD_STR_(S, key, member, help) {key, EPAR_FIELD_STRING, offsetof(S, member), 0, 0, 0, help, 0, 0, 0, 0}
+#define EPAR_FIELD_END_ {NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0}
+/* with a default (epar_fields_defaults) */
+#define EPAR_FIELD_INTD_(S, key, member, def, lo, hi, help) \
+    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 1, def, 0, 0}
+#define EPAR_FIELD_DBLD_(S, key, member, def, lo, incl, help) \
+    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 1, def, 0, 0}
+#define EPAR_FIELD_BOOLD_(S, key, member, def, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 1, def, 0, 0}
+/* a non-empty array of at most max finite numbers into double member[max], its length into int count */
+#define EPAR_FIELD_DLIST_(S, key, member, count, max, help) \
+    {key, EPAR_FIELD_DLIST, offsetof(S, member), 0, 0, 0, help, 0, 0, offsetof(S, count), max}
 
 /* Fill base from the keys of obj that the rows name (obj may be NULL); messages name jpath.key as the typed
  * readers above do. */
 int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                              void *base);
+/* Every row with a default: its value in base. */
+void epar_fields_defaults(const struct epar_field *f, void *base);
 /* Set every row's value of base into the object into (created when NULL); returns it (NULL: out of memory). */
 json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into);
 /* keys[] <- the rows' keys (read rows only) then extra (NULL-terminated), NULL-terminated; at most max - 1 */
