@@ -230,6 +230,18 @@ done:
     return st ? cli_fail(st) : 0;
 }
 
+/* options without a help line take their protocol key's (experiments/train.c's field rows: one text per setting) */
+static void fill_help(struct opt *opts)
+{
+    for (struct opt *o = opts; o->type != OPT_END; o++) {
+        if (o->help || o->type == OPT_GROUP) continue;
+        char key[64];
+        snprintf(key, sizeof key, "%s", o->name);
+        for (char *c = key; *c; c++) *c = *c == '-' ? '_' : *c;
+        o->help = epar_exp_train_help(key);
+    }
+}
+
 int cmd_train(int argc, char **argv)
 {
     struct cli_common c = {0};
@@ -241,18 +253,18 @@ int cmd_train(int argc, char **argv)
         {"task", 0, OPT_STRING, &t.task, "NAME", "lm, recall, needle, transduce, classify, select, set (lib/tasks.h)", 0},
         {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "a trainable catalogue id (epar compare --list: train yes)", 0},
         {"length", 'L', OPT_INT, &t.length, "N", "sequence length (training and evaluation)", 0},
-        {"layers", 0, OPT_INT, &t.layers, "N", "Transformer blocks", 0},
-        {"dim", 0, OPT_INT, &t.dim, "N", "model width", 0},
-        {"heads", 0, OPT_INT, &t.heads, "N", "attention heads (must divide dim)", 0},
-        {"mlp", 0, OPT_INT, &t.mlp, "N", "MLP hidden width", 0},
+        {"layers", 0, OPT_INT, &t.layers, "N", NULL, 0},
+        {"dim", 0, OPT_INT, &t.dim, "N", NULL, 0},
+        {"heads", 0, OPT_INT, &t.heads, "N", NULL, 0},
+        {"mlp", 0, OPT_INT, &t.mlp, "N", NULL, 0},
         {"Training", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"steps", 0, OPT_INT, &t.steps, "N", "optimiser steps", 0},
-        {"batch", 0, OPT_INT, &t.batch, "N", "sequences per step", 0},
-        {"lr", 0, OPT_DOUBLE, &t.lr, "X", "peak learning rate (AdamW)", 0},
-        {"lr-min-ratio", 0, OPT_DOUBLE, &t.lr_min_ratio, "X", "final learning rate / peak (cosine decay)", 0},
-        {"warmup", 0, OPT_INT, &t.warmup, "N", "linear warm-up steps", 0},
-        {"weight-decay", 0, OPT_DOUBLE, &t.weight_decay, "X", "AdamW weight decay (embedding and weight matrices)", 0},
-        {"clip", 0, OPT_DOUBLE, &t.clip, "X", "clip the global gradient norm to X (0: off)", 0},
+        {"steps", 0, OPT_INT, &t.steps, "N", NULL, 0},
+        {"batch", 0, OPT_INT, &t.batch, "N", NULL, 0},
+        {"lr", 0, OPT_DOUBLE, &t.lr, "X", NULL, 0},
+        {"lr-min-ratio", 0, OPT_DOUBLE, &t.lr_min_ratio, "X", NULL, 0},
+        {"warmup", 0, OPT_INT, &t.warmup, "N", NULL, 0},
+        {"weight-decay", 0, OPT_DOUBLE, &t.weight_decay, "X", NULL, 0},
+        {"clip", 0, OPT_DOUBLE, &t.clip, "X", NULL, 0},
         {"eval-every", 0, OPT_INT, &t.eval_every, "N", "steps between evaluations (rows of learning_curve.csv)", 0},
         {"eval-batches", 0, OPT_INT, &t.eval_batches, "N", "batches of the evaluation set used at those points", 0},
         {"seed", 0, OPT_INT, &c.seed, "N", "seed of the weights and the data (default: the protocol's first)", 0},
@@ -262,17 +274,17 @@ int cmd_train(int argc, char **argv)
         {"alpha", 0, OPT_DOUBLE, &c.over.alpha, "X", "EPAR alpha > 0 (default: the preset's)", 0},
         {"beta", 0, OPT_DOUBLE, &c.over.beta, "X", "EPAR beta >= 0", 0},
         {"gamma", 0, OPT_DOUBLE, &c.over.gamma, "X", "EPAR gamma >= 0 (enhanced)", 0},
-        {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))", 0},
-        {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", "L in P(i,j,L): 0 = the sequence length (default), N = fixed", 0},
+        {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, NULL, 0},
+        {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", NULL, 0},
         {"set", 0, OPT_STRING, &t.set, "M.P=V", "catalogue parameter of the other mechanisms, e.g. sliding-window.radius=8 (repeatable)", 0},
         {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"text", 0, OPT_STRING, &t.text, "FILE", "lm: train on this UTF-8 file instead of the King James Bible", 0},
-        {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", "lm: share of the text held out at its end (0.1)", 0},
+        {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", NULL, 0},
         {"pairs", 0, OPT_INT, &t.pairs, "N", "recall, needle: facts (key-value pairs, one token each) per sequence; select: data symbols", 0},
         {"queries", 0, OPT_INT, &t.queries, "N", "recall: questions per sequence, on distinct facts (0: as many as pairs)", 0},
         {"keys", 0, OPT_INT, &t.keys, "N", "recall, needle: size of the key vocabulary; set: items", 0},
         {"values", 0, OPT_INT, &t.values, "N", "recall, needle: values; transduce, select: symbols; classify: classes; set: largest count", 0},
-        {"eval-sequences", 0, OPT_INT, &t.eval_sequences, "N", "synthetic tasks: size of the fixed evaluation set", 0},
+        {"eval-sequences", 0, OPT_INT, &t.eval_sequences, "N", NULL, 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
         {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the train section's, paper)", 0},
@@ -281,6 +293,7 @@ int cmd_train(int argc, char **argv)
         {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
         {"jobs", 'j', OPT_INT, &c.jobs, "N", "threads (default: all cores); results do not depend on it", 0},
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    fill_help(opts);
     int rc = cli_parse("train", "--task NAME --mechanism ID [--length N --layers N --dim N ...] [options]", opts,
                        argc, argv);
     if (rc >= 0) return rc;

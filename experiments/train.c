@@ -22,15 +22,15 @@
 static const struct epar_field run_fields[] = {
     EPAR_FIELD_INT_(TC, "layers", layers, 1, 1024, "Transformer blocks"),
     EPAR_FIELD_INT_(TC, "dim", dim, 1, 65536, "model width"),
-    EPAR_FIELD_INT_(TC, "heads", heads, 1, 65536, "attention heads (divide dim)"),
+    EPAR_FIELD_INT_(TC, "heads", heads, 1, 65536, "attention heads (must divide dim)"),
     EPAR_FIELD_INT_(TC, "mlp", mlp, 1, 1 << 20, "MLP hidden width"),
     EPAR_FIELD_INT_(TC, "length", task.length, 2, 65536, "sequence length"),
     EPAR_FIELD_INT_(TC, "batch", batch, 1, 65536, "sequences per step"),
     EPAR_FIELD_INT_(TC, "steps", optim.steps, 1, 1 << 30, "optimiser steps"),
     EPAR_FIELD_DBL_(TC, "lr", optim.lr, 0, 0, "peak learning rate (AdamW)"),
-    EPAR_FIELD_DBL_(TC, "lr_min_ratio", optim.lr_min_ratio, 0, 1, "final learning rate / peak"),
+    EPAR_FIELD_DBL_(TC, "lr_min_ratio", optim.lr_min_ratio, 0, 1, "final learning rate / peak (cosine decay)"),
     EPAR_FIELD_INT_(TC, "warmup", optim.warmup, 0, 1 << 30, "linear warm-up steps"),
-    EPAR_FIELD_DBL_(TC, "weight_decay", optim.weight_decay, 0, 1, "AdamW weight decay"),
+    EPAR_FIELD_DBL_(TC, "weight_decay", optim.weight_decay, 0, 1, "AdamW weight decay (embedding and weight matrices)"),
     EPAR_FIELD_DBL_(TC, "beta1", optim.beta1, 0, 1, "AdamW beta1"),
     EPAR_FIELD_DBL_(TC, "beta2", optim.beta2, 0, 1, "AdamW beta2"),
     EPAR_FIELD_DBL_(TC, "eps", optim.eps, 0, 0, "AdamW epsilon"),
@@ -45,8 +45,8 @@ static const struct epar_field pos_fields[] = {
     {"alpha", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.alpha), 0, 0, 1, "EPAR alpha (the preset's)", 0, 0, 0, 0},
     {"beta", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.beta), 0, 1, 1, "EPAR beta (the preset's)", 0, 0, 0, 0},
     {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)", 0, 0, 0, 0},
-    EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head"),
-    EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length"),
+    EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))"),
+    EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length (default), N = fixed"),
     EPAR_FIELD_DBL_(TC, "rope_base", pos.rope_base, 1, 0, "RoPE base"),
     EPAR_FIELD_DBL_(TC, "alibi_max_bias", pos.alibi_max_bias, 0, 0, "ALiBi slopes 2^(-max_bias (h+1)/H)"),
     EPAR_FIELD_INT_(TC, "t5_buckets", pos.t5_buckets, 2, 1 << 20, "T5 buckets"),
@@ -56,14 +56,14 @@ static const struct epar_field pos_fields[] = {
 /* the task's options (in its object): lm's, then the synthetic tasks' */
 static const struct epar_field lm_fields[] = {
     EPAR_FIELD_STR_(TC, "text", task.text_path, "UTF-8 file instead of the King James Bible"),
-    EPAR_FIELD_DBL_(TC, "holdout", task.holdout, 0, 0, "share of the text held out at its end"),
+    EPAR_FIELD_DBL_(TC, "holdout", task.holdout, 0, 0, "lm: share of the text held out at its end (0.1)"),
     EPAR_FIELD_END_};
 static const struct epar_field synth_fields[] = {
     EPAR_FIELD_INT_(TC, "pairs", task.pairs, 1, 1 << 20, "facts per sequence; select: data symbols"),
     EPAR_FIELD_INT_(TC, "queries", task.queries, 0, 1 << 20, "recall: questions per sequence (0: as many as pairs)"),
     EPAR_FIELD_INT_(TC, "keys", task.keys, 1, 1 << 20, "key vocabulary; set: items"),
     EPAR_FIELD_INT_(TC, "values", task.values, 1, 1 << 20, "values / symbols / classes / largest count"),
-    EPAR_FIELD_INT_(TC, "eval_sequences", task.eval_sequences, 1, 1000000, "size of the fixed evaluation set"),
+    EPAR_FIELD_INT_(TC, "eval_sequences", task.eval_sequences, 1, 1000000, "synthetic tasks: size of the fixed evaluation set"),
     EPAR_FIELD_END_};
 #undef TC
 
@@ -71,6 +71,15 @@ static const char *const train_extra[] = {"task", "mechanism", "mechanism_params
                                           "classify", "select", "set", NULL};
 static const char *const pos_read[] = {"learn_posfx", "posfx_length", "rope_base", "alibi_max_bias", "t5_buckets",
                                        "t5_max_distance", NULL};
+
+const char *epar_exp_train_help(const char *key)
+{
+    const struct epar_field *const tables[] = {run_fields, pos_fields, lm_fields, synth_fields};
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (const struct epar_field *f = tables[t]; f->key; f++)
+            if (!strcmp(f->key, key)) return f->help;
+    return NULL;
+}
 
 /* keys of experiments.train (run, position and the names above) and of experiments.train.<task> */
 static void train_keys(const char **keys, int max)
