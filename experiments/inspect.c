@@ -494,14 +494,15 @@ static const char head_view_css[] =
     ".controls{display:flex;flex-wrap:wrap;gap:.5em 1.2em;align-items:center;margin:.6em 0;position:sticky;top:0;"
     "background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}\n"
     "select{font-size:1em}\n"
-    "#info{min-height:2.9em;font-size:.9em;color:#333;overflow-wrap:anywhere}\n"
+    /* a fixed height: text that wraps onto more lines while hovering must not move the tokens under the pointer */
+    "#info{flex:1 1 100%;height:4.4em;overflow-y:auto;margin:0;font-size:.9em;color:#333;overflow-wrap:anywhere}\n"
     ".view{display:grid;grid-template-columns:minmax(0,9em) minmax(0,1fr) minmax(0,9em);align-items:start}\n"
     ".col{min-width:0}\n"
     ".tok{height:20px;line-height:20px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;cursor:pointer;"
     "font:13px ui-monospace,Menlo,Consolas,monospace;padding:0 4px;border-radius:3px}\n"
     ".tok .pos{color:#999;font-size:11px}\n"
     ".left .tok{text-align:right}\n"
-    ".tok:hover,.tok:focus,.tok.sel{outline:2px solid #1f77b4;outline-offset:-2px}\n"
+    ".tok:hover,.tok:focus-visible,.tok.sel{outline:2px solid #1f77b4;outline-offset:-2px}\n"
     ".tok.scored{font-weight:bold}\n"
     ".tok.rel{text-decoration:underline;text-decoration-color:#d62728;text-decoration-thickness:2px}\n"
     "svg{display:block;width:100%}\n"
@@ -626,7 +627,7 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
           "(a key); click to pin it. Bold tokens are scored; underlined keys are the ones the answer needs. Written by "
           "<code>epar inspect</code> (epar " EPAR_VERSION "); the numbers are in <code>attention.csv</code>.</p>\n"
           "<div class=\"controls\"><label>Layer <select id=\"layer\"></select></label>"
-          "<label>Head <select id=\"head\"></select></label></div>\n<p id=\"info\"></p>\n"
+          "<label>Head <select id=\"head\"></select></label><p id=\"info\" aria-live=\"polite\"></p></div>\n"
           "<div class=\"view\"><div class=\"col left\" id=\"left\"></div><svg id=\"lines\" role=\"img\" "
           "aria-label=\"attention lines\"></svg><div class=\"col right\" id=\"right\"></div></div>\n", f);
     head_view_data(f, x, ls, nl, hs, nh);
