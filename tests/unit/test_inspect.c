@@ -186,6 +186,59 @@ static void test_symbols_relevance(void)
     epar_task_close(&t);
 }
 
+/* every synthetic task: the symbols of its vocabulary parse back; on its evaluation items the positions with
+ * relevant keys are exactly the scored ones, and those keys hold the answer (recall, needle: the fact of the
+ * answer's value; transduce, select: the target symbol; classify: the label; set: as many places as the count) */
+static void test_relevance_tasks(void)
+{
+    enum epar_task_id ids[] = {EPAR_TASK_RECALL, EPAR_TASK_NEEDLE, EPAR_TASK_TRANSDUCE, EPAR_TASK_CLASSIFY,
+                               EPAR_TASK_SELECT, EPAR_TASK_SET};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        struct epar_task_cfg c;
+        epar_task_cfg_default(&c, ids[k]);
+        c.length = 24; c.pairs = 3; c.keys = ids[k] == EPAR_TASK_SET ? 4 : 6; c.values = 5; c.eval_sequences = 16;
+        struct epar_task t;
+        if (epar_task_open(&t, &c)) {
+            check_true(0, "%s opens: %s", epar_task_name(ids[k]), epar_err_message());
+            continue;
+        }
+        int bad = 0, V = t.V, T = c.length, tok[24], tgt[24], *scratch = malloc((size_t)V * sizeof *scratch), one, n;
+        float mask[24];
+        char sym[64];
+        for (int v = 0; v < V; v++) {
+            epar_task_symbol(&t, v, sym, sizeof sym);
+            bad += epar_task_parse_text(&t, sym, &one, 1, &n) || one != v;
+        }
+        check_int(bad, 0, "%s: every symbol of %d parses back to its id", epar_task_name(ids[k]), V);
+        int wrong = 0, rows = 0, scored = 0;
+        unsigned char rel[24 * 24];
+        for (long item = 0; item < c.eval_sequences; item++) {
+            epar_task_eval_item(&t, item, tok, tgt, mask);
+            rows += epar_task_relevant(&t, tok, T, rel, scratch);
+            for (int q = 0; q < T; q++) {
+                int nrel = 0, holds = 0;
+                scored += mask[q] > 0;
+                for (int j = 0; j <= q; j++) {
+                    if (!rel[q * T + j]) continue;
+                    nrel++;
+                    if (ids[k] == EPAR_TASK_RECALL || ids[k] == EPAR_TASK_NEEDLE)
+                        holds += (tok[j] - 1) % c.values == tgt[q] - 1 - c.keys * c.values - c.keys;
+                    else if (ids[k] == EPAR_TASK_SET) holds = 1;
+                    else holds += tok[j] == tgt[q];
+                }
+                if (ids[k] == EPAR_TASK_SET && nrel > 0) holds = nrel == tgt[q] - 1 - c.keys;
+                if ((mask[q] > 0) != (nrel > 0) || (nrel > 0 && !holds)) wrong++;
+            }
+        }
+        /* set: an item present 0 times has no relevant place but is scored */
+        if (ids[k] == EPAR_TASK_SET) check_true(rows <= scored && wrong <= scored - rows, "set: relevant places hold the count");
+        else check_int(wrong, 0, "%s: relevant keys are at the scored positions and hold the answer (%d of %d rows)",
+                       epar_task_name(ids[k]), rows, scored);
+        free(scratch);
+        epar_task_close(&t);
+    }
+}
+
 /* a checkpoint cut short or with a flipped byte: EPAR_EIO, nothing loaded */
 static void test_bad_checkpoints(void)
 {
@@ -229,6 +282,7 @@ int main(void)
     test_attention_by_hand(EPAR_NNPOS_NONE, 0);
     test_head_stats();
     test_symbols_relevance();
+    test_relevance_tasks();
     test_bad_checkpoints();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
