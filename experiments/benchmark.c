@@ -554,6 +554,13 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
     epar_csv_free(curve);
+    /* the final weights of the first seed, for epar inspect (its folder is named by the benchmark's task id) */
+    if (!st && cell->seed == 0) {
+        snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
+        r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
+        st = epar_exp_train_checkpoint(&r, epar_out_path(o, "checkpoint.bin"));
+        if (!st) json_object_set_new(j, "checkpoint", json_string("checkpoint.bin"));
+    }
     if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
         st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
 done:
@@ -722,11 +729,12 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
     snprintf(a, sizeof a, "%s/%s", from_root, dir);
     snprintf(b, sizeof b, "%s/%s", root, dir);
     if (mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
-    static const char *const files[] = {"learning_curve.csv", "cell.json"};   /* cell.json last: it marks the cell done */
-    for (int i = 0; i < 2; i++) {
+    /* cell.json last: it marks the cell done; checkpoint.bin only where the cell kept one (the first seed) */
+    static const char *const files[] = {"learning_curve.csv", "checkpoint.bin", "cell.json"};
+    for (int i = 0; i < 3; i++) {
         snprintf(fa, sizeof fa, "%s/%s", a, files[i]);
         snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
-        if (cell->task < 0 && i == 0) continue;
+        if ((cell->task < 0 && i < 2) || (i == 1 && access(fa, F_OK) != 0)) continue;
         int st = copy_file(fa, fb);
         if (st) return st;
     }

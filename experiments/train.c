@@ -264,10 +264,15 @@ int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
         {"rng_name", rng_name, strlen(rng_name)},
         {"rng", gsl_rng_state(r->data), gsl_rng_size(r->data)},
         {"curve", r->curve, (size_t)r->rows * EPAR_TRAIN_CURVE_COLS * sizeof(double)},
-        {"label", r->label, strlen(r->label)},   /* the benchmark's task id; not written when empty */
+        {"label", r->label, strlen(r->label)},   /* the benchmark's task id */
     };
-    int ns = (int)(sizeof s / sizeof s[0]) - !r->label[0];
-    int st = epar_ckpt_write(path, s, ns);
+    /* the moments left out of a weights-only checkpoint, the label when there is none */
+    struct epar_ckpt_section keep[sizeof s / sizeof s[0]];
+    int ns = 0;
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++)
+        if (!(r->weights_only && !strncmp(s[k].tag, "adam_", 5)) && !(!r->label[0] && !strcmp(s[k].tag, "label")))
+            keep[ns++] = s[k];
+    int st = epar_ckpt_write(path, keep, ns);
     free(cfg);
     free(data);
     return st;
@@ -323,7 +328,12 @@ int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, 
     const void *pp = epar_ckpt_get(ck, "params", &len);
     if (!pp || len != n * sizeof(float)) goto missing;
     const void *pm = epar_ckpt_get(ck, "adam_m", &len);
-    if (!pm || len != n * sizeof(float)) goto missing;
+    if (!pm) {
+        epar_err_set(EPAR_EIO, "checkpoint '%s' holds the weights only (a benchmark cell's): it cannot be resumed", path);
+        epar_err_hint("read it with 'epar inspect'; train with --resume from a checkpoint of 'epar train'");
+        return EPAR_EIO;
+    }
+    if (len != n * sizeof(float)) goto missing;
     const void *pv = epar_ckpt_get(ck, "adam_v", &len);
     if (!pv || len != n * sizeof(float)) goto missing;
     const char *rn = epar_ckpt_get(ck, "rng_name", &len);

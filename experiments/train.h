@@ -79,6 +79,8 @@ struct epar_train_run {
     double seconds0;                    /* seconds at session start */
     /* a run of the benchmark: its task id ("needle-long"), kept in the checkpoint's "label" section ("": none) */
     char label[32];
+    int weights_only;                   /* 1: checkpoints without the AdamW moments (a third of the size; the benchmark's
+                                         * cells, read by epar inspect, never resumed) */
     char text_path[4096];               /* lm --text of a run loaded from a checkpoint (cfg.task.text_path points here) */
 };
 
