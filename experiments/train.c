@@ -462,7 +462,7 @@ static json_t *section_json(const struct epar_ckpt *ck, const char *tag, const c
     return j;
 }
 
-/* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold */
+/* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold; the batch set to 1 */
 static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path, char *text, size_t ntext,
                     const char *cache_dir)
 {
@@ -478,9 +478,21 @@ static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const 
         snprintf(msg, sizeof msg, "%s", epar_err_message());
         st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its configuration is invalid: %s)", path, msg);
     }
-    if (!st && epar_exp_train_bytes(c, 2) > 64e9)
-        st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its model would need %.3g GB)", path, epar_exp_train_bytes(c, 2) / 1e9);
-    return st;
+    if (st) return st;
+    /* the weights must be in the file: a few bytes of config cannot make us allocate a big model */
+    size_t plen = 0;
+    epar_ckpt_get(ck, "params", &plen);
+    double lower = (double)c->layers * (4.0 * c->dim * c->dim + 2.0 * c->dim * c->mlp);   /* floats, a lower bound */
+    if ((double)plen < 4.0 * lower)
+        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its parameters are shorter than its config says)", path);
+    c->batch = 1;   /* one sequence at a time: the activations of a single input */
+    double need = epar_exp_train_bytes(c, 2) + 12.0 * c->task.eval_sequences * c->task.length;
+    if (need > 2e9) {
+        epar_err_set(EPAR_ENOMEM, "the model of checkpoint '%s' needs %.3g GB for one sequence", path, need / 1e9);
+        epar_err_hint("inspect it on a machine with more memory");
+        return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
 }
 
 int epar_exp_train_load(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path, const char *cache_dir)

@@ -119,7 +119,8 @@ int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_se
 /* A run as a checkpoint holds it, for reading its weights (epar inspect): the configuration from its config and
  * data sections (a key that is missing: a checkpoint of an older epar, named in the message), the task opened
  * (lm: the text, cached under cache_dir), the parameters and the step loaded; the optimiser's moments are not
- * read. Everything in the file is untrusted: any inconsistency is EPAR_EIO naming the file. */
+ * read, and the model is sized for one sequence (cfg.batch 1). Everything in the file is untrusted: any
+ * inconsistency is EPAR_EIO naming the file (EPAR_ENOMEM when a consistent model needs more than 2 GB). */
 int epar_exp_train_load(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path, const char *cache_dir);
 /* The parameter count of a configuration (a model of batch 1 is allocated and freed). */
 int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n);
