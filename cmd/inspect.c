@@ -115,6 +115,7 @@ int cmd_inspect(int argc, char **argv)
     int rc = cli_parse_args("inspect", "CHECKPOINT... [--item N | --text STRING] [--layers L,..] [--heads H,..] [options]",
                             opts, argc, argv, paths, MAX_CHECKPOINTS, &n);
     if (rc >= 0) return rc;
+    if (cli_seen(opts, "jobs") && c.jobs < 1) return cli_usage_error("invalid value for --jobs: '%d' (expected >= 1)", c.jobs);
     if (n == 0) {
         cli_usage_error("no checkpoint given for 'inspect'");
         fputs("hint: epar inspect output/train/<task>/<mechanism>/checkpoint.bin (written by 'epar train')\n", stderr);
@@ -122,7 +123,6 @@ int cmd_inspect(int argc, char **argv)
     }
     if (cli_seen(opts, "item") && cli_seen(opts, "text"))
         return cli_usage_error("options '--item' and '--text' exclude each other");
-    if (cli_seen(opts, "jobs") && c.jobs < 1) return cli_usage_error("invalid value for --jobs: '%d' (expected >= 1)", c.jobs);
     if (layers && (rc = parse_indices("layers", layers, o.layers, &o.n_layers))) return rc;
     if (heads && (rc = parse_indices("heads", heads, o.heads, &o.n_heads))) return rc;
     o.item = item;
