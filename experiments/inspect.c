@@ -714,6 +714,20 @@ static struct epar_table *comparison_table(const struct epar_inspect *xs, int n,
     return t;
 }
 
+/* the largest head-mean weight of rows 1.. of layer l (row 0 is always the single weight 1) */
+static double mean_row_top(const struct epar_inspect *x, int l, const struct epar_inspect_opts *o)
+{
+    int hs[1024], T = x->T, nh = selection(o->heads, o->n_heads, x->NH, hs);
+    double top = 0;
+    for (int i = 1; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double w = 0;
+            for (int b = 0; b < nh; b++) w += x->att[(((size_t)l * x->NH + hs[b]) * T + i) * T + j];
+            top = fmax(top, w / nh);
+        }
+    return top;
+}
+
 int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const struct epar_inspect_opts *o,
                                   struct epar_out *out)
 {
@@ -729,9 +743,9 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
     if (st) return st;
     struct sbuf b = {0};
     sb_printf(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
-                  "'Attention, mean of the heads (query position down, key position across)'\n"
-                  "unset key\nunset grid\nset size ratio -1\nset tics out\nset cbrange [0:*]\n", 60 + 430 * n,
-              70 + 430 * rows, rows, n);
+                  "'Attention, mean of the heads (query position down, key position across; each colour scale up to "
+                  "the largest weight of rows 1..)'\nunset key\nunset grid\nset size ratio -1\nset tics out\n",
+              40 + 560 * n, 50 + 540 * rows, rows, n);
     for (int c = 0; c < n; c++) {
         const struct epar_inspect *x = &xs[c];
         char in[64];
@@ -743,8 +757,10 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
                 sb_printf(&b, "set multiplot next\n");
                 continue;
             }
-            sb_printf(&b, "set title '%s, layer %d\\n%s' noenhanced font ',9'\n", x->name, ls[a], in);
-            sb_printf(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.5):(0.5):6 with boxxyerror "
+            double top = mean_row_top(x, ls[a], o);
+            sb_printf(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
+                      top > 0 ? top : 1.0);
+            sb_printf(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
                           "fs solid noborder fc palette notitle\n", c, ls[a]);
         }
     }
