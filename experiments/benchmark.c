@@ -20,6 +20,7 @@
 #include "lib/version.h"
 #include "benchmark.h"
 #include "common.h"
+#include "inspect.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* configuration                                                                                      */
@@ -1544,6 +1545,49 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
 }
 
+/* trained_attention.csv: what the first seed's trained heads attend to (epar inspect's summaries over
+ * TRAINED_ITEMS evaluation items), per task x mechanism whose cell kept its checkpoint; the distance ratio also
+ * relative to none's on the same items. Not written when no cell has a checkpoint (cells of an older epar). */
+#define TRAINED_ITEMS 16
+static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                             struct epar_out *o)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
+                                        "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
+                                        "relevant_uniform,profile_spearman");
+    int none = mech_index(c, EPAR_NNPOS_NONE), st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int task = 0; !st && task < c->n_tasks; task++) {
+        struct epar_inspect_summary sm[EPAR_NNPOS_COUNT];
+        int have[EPAR_NNPOS_COUNT] = {0};
+        for (int k = 0; !st && k < plan->n; k++) {
+            const struct epar_bench_cell *cell = &plan->cells[k];
+            if (cell->task != task || cell->seed != 0) continue;
+            char dir[512], path[4800];
+            epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
+            snprintf(path, sizeof path, "%s/%s/checkpoint.bin", root, dir);
+            if (access(path, F_OK) != 0) continue;
+            struct epar_inspect x;
+            st = epar_inspect_open(&x, path, c->cache_dir);
+            if (!st) st = epar_inspect_summarise(&x, TRAINED_ITEMS, &sm[cell->mech]);
+            epar_inspect_free(&x);
+            have[cell->mech] = !st;
+        }
+        for (int m = 0; !st && m < c->n_mech; m++) {
+            if (!have[m]) continue;
+            const struct epar_inspect_summary *a = &sm[m];
+            double vs = none >= 0 && have[none] ? a->distance_ratio - sm[none].distance_ratio : NAN;
+            if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]), (int)c->b.seeds[0],
+                                a->items, a->heads, a->length, a->distance_spearman, a->distance_spearman_sd,
+                                a->distance_ratio, vs, a->first_share, a->relevant_share, a->relevant_uniform,
+                                a->profile_spearman))
+                st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
+        }
+    }
+    if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
+    epar_csv_free(t);
+    return st;
+}
+
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
@@ -1599,6 +1643,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
+    if (!st) st = trained_attention(c, plan, root, o);
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;

@@ -61,8 +61,20 @@ static int selection(const int *list, int nlist, int n, int *out)
 /* ------------------------------------------------------------------------------------------------ */
 /* the input and the forward pass                                                                     */
 
+/* the arrays of the last input (a checkpoint runs several inputs in epar_inspect_summarise) */
+static void free_input(struct epar_inspect *x)
+{
+    free(x->tok); free(x->tgt); free(x->mask); free(x->pred); free(x->p_target); free(x->att); free(x->rel);
+    free(x->stats); free(x->mass); free(x->peff);
+    x->tok = x->tgt = x->pred = NULL;
+    x->mask = x->att = NULL;
+    x->p_target = x->stats = x->mass = x->peff = NULL;
+    x->rel = NULL;
+}
+
 static int alloc_input(struct epar_inspect *x, int T)
 {
+    free_input(x);
     x->T = T;
     size_t NLH = (size_t)x->NL * x->NH;
     x->tok = epar_err_alloc((size_t)T, sizeof *x->tok, "the input");
@@ -177,14 +189,28 @@ void epar_inspect_head_stats(const float *A, const unsigned char *rel, int T, do
     s[EPAR_INSPECT_FIRST] = T > 1 ? first / (T - 1) : NAN;
     s[EPAR_INSPECT_RELEVANT] = nrel ? relv / nrel : NAN;
     s[EPAR_INSPECT_RELEVANT_UNIFORM] = nrel ? relu / nrel : NAN;
+    /* against the distance, relative to a uniform causal row's mass (which falls with d by itself) */
     double *work = malloc(4 * (size_t)T * sizeof *work);
     if (work && T > 2) {
-        for (int d = 0; d < T; d++) work[2 * T + d] = d;
-        s[EPAR_INSPECT_DIST_SPEARMAN] = epar_metric_spearman(mass, work + 2 * T, (size_t)T, work);
+        epar_inspect_uniform_mass(T, work + 3 * T);
+        for (int d = 0; d < T; d++) {
+            work[2 * T + d] = d;
+            work[3 * T + d] = mass[d] / work[3 * T + d];
+        }
+        s[EPAR_INSPECT_DIST_SPEARMAN] = epar_metric_spearman(work + 3 * T, work + 2 * T, (size_t)T, work);
     } else {
         s[EPAR_INSPECT_DIST_SPEARMAN] = NAN;
     }
     free(work);
+}
+
+void epar_inspect_uniform_mass(int T, double *u)
+{
+    double tail = 0;   /* sum over i = d .. T-1 of 1 / (i + 1) */
+    for (int d = T - 1; d >= 0; d--) {
+        tail += 1.0 / (d + 1);
+        u[d] = tail / (T - d);
+    }
 }
 
 static int is_epar(enum epar_nnpos_id id) { return id == EPAR_NNPOS_EPAR_BASIC || id == EPAR_NNPOS_EPAR_ENHANCED; }
@@ -195,7 +221,7 @@ static int summarise(struct epar_inspect *x)
     const struct epar_nnpos *p = &x->run.model.pos;
     int T = x->T, epar = is_epar(x->run.cfg.mechanism);
     double L = p->s.posfx_length > 0 ? p->s.posfx_length : T;   /* as the forward pass used it */
-    double *work = EPAR_MALLOC(2 * (size_t)T * sizeof(double));
+    double *work = EPAR_MALLOC(4 * (size_t)T * sizeof(double)), *u = work ? work + 2 * T : NULL, *relm = u ? u + T : NULL;
     int *scratch = EPAR_MALLOC((size_t)x->run.task.V * sizeof(int));
     if (!work || !scratch) {
         free(work);
@@ -204,6 +230,7 @@ static int summarise(struct epar_inspect *x)
     }
     x->rel_rows = epar_task_relevant(&x->run.task, x->tok, T, x->rel, scratch);
     free(scratch);
+    epar_inspect_uniform_mass(T, u);
     for (int l = 0; l < x->NL; l++)
         for (int h = 0; h < x->NH; h++) {
             size_t k = (size_t)l * x->NH + h;
@@ -214,8 +241,9 @@ static int summarise(struct epar_inspect *x)
             s[EPAR_INSPECT_ALPHA] = fx.alpha;
             s[EPAR_INSPECT_BETA] = fx.beta;
             s[EPAR_INSPECT_GAMMA] = epar && fx.form == EPAR_FORM_ENHANCED ? fx.gamma : NAN;
-            s[EPAR_INSPECT_PROFILE_PEARSON] = epar && T > 2 ? gsl_stats_correlation(mass, 1, pe, 1, (size_t)T) : NAN;
-            s[EPAR_INSPECT_PROFILE_SPEARMAN] = epar && T > 2 ? epar_metric_spearman(mass, pe, (size_t)T, work) : NAN;
+            for (int d = 0; d < T; d++) relm[d] = mass[d] / u[d];   /* as for distance_spearman */
+            s[EPAR_INSPECT_PROFILE_PEARSON] = epar && T > 2 ? gsl_stats_correlation(relm, 1, pe, 1, (size_t)T) : NAN;
+            s[EPAR_INSPECT_PROFILE_SPEARMAN] = epar && T > 2 ? epar_metric_spearman(relm, pe, (size_t)T, work) : NAN;
         }
     free(work);
     return EPAR_OK;
@@ -233,9 +261,52 @@ int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
 void epar_inspect_free(struct epar_inspect *x)
 {
     epar_exp_train_free(&x->run);
-    free(x->tok); free(x->tgt); free(x->mask); free(x->pred); free(x->p_target); free(x->att); free(x->rel);
-    free(x->stats); free(x->mass); free(x->peff);
+    free_input(x);
     memset(x, 0, sizeof *x);
+}
+
+/* the mean and sample sd of the finite values of v (n) */
+static void finite_mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double s = 0, q = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) {
+            s += v[i];
+            k++;
+        }
+    *mean = k ? s / k : NAN;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = k > 1 ? sqrt(q / (k - 1)) : NAN;
+}
+
+int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_inspect_summary *out)
+{
+    long count = epar_task_eval_count(&x->run.task), n = n_items < count ? n_items : count;
+    int H = x->NL * x->NH;
+    double *v = EPAR_MALLOC((size_t)n * H * 6 * sizeof(double));   /* (6 summaries, n items x H heads) */
+    if (!v) return EPAR_ENOMEM;
+    static const int cols[6] = {EPAR_INSPECT_DIST_SPEARMAN, EPAR_INSPECT_DISTANCE, EPAR_INSPECT_FIRST,
+                                EPAR_INSPECT_RELEVANT, EPAR_INSPECT_RELEVANT_UNIFORM, EPAR_INSPECT_PROFILE_SPEARMAN};
+    int st = EPAR_OK;
+    for (long k = 0; !st && k < n; k++) {
+        struct epar_inspect_opts o = {.item = (long)((double)k * count / n)};   /* spread evenly over the set */
+        st = epar_inspect_run(x, &o);
+        for (int hh = 0; !st && hh < H; hh++)
+            for (int c = 0; c < 6; c++) {
+                double val = x->stats[(size_t)hh * EPAR_INSPECT_NSTATS + cols[c]];
+                if (c == 1) val /= (x->T - 1) / 4.0;   /* mean distance over a uniform causal row's, (T - 1) / 4 */
+                v[((size_t)c * n + k) * H + hh] = val;
+            }
+    }
+    if (!st) {
+        double m[6], sd[6];
+        for (int c = 0; c < 6; c++) finite_mean_sd(v + (size_t)c * n * H, (int)n * H, &m[c], &sd[c]);
+        *out = (struct epar_inspect_summary){(int)n, H, x->T, m[0], sd[0], m[1], m[2], m[3], m[4], m[5]};
+    }
+    free(v);
+    return st;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -319,17 +390,24 @@ static struct epar_table *heads_table(const struct epar_inspect *x, const int *l
 
 static struct epar_table *profile_table(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
 {
-    struct epar_table *t = epar_csv_new("layer,head,distance,attention_mass,queries,p_effect");
+    struct epar_table *t = epar_csv_new("layer,head,distance,attention_mass,uniform_mass,queries,p_effect");
     int T = x->T;
+    double *u = EPAR_MALLOC((size_t)T * sizeof *u);
+    if (!u) {
+        epar_csv_free(t);
+        return NULL;
+    }
+    epar_inspect_uniform_mass(T, u);
     for (int a = 0; t && a < nl; a++)
         for (int b = 0; t && b < nh; b++) {
             size_t k = (size_t)ls[a] * x->NH + hs[b];
             for (int d = 0; t && d < T; d++)
-                if (epar_csv_append(t, "iiidid", ls[a], hs[b], d, x->mass[k * T + d], T - d, x->peff[k * T + d])) {
+                if (epar_csv_append(t, "iiiddid", ls[a], hs[b], d, x->mass[k * T + d], u[d], T - d, x->peff[k * T + d])) {
                     epar_csv_free(t);
                     t = NULL;
                 }
         }
+    free(u);
     return t;
 }
 
@@ -445,10 +523,12 @@ static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, c
         for (int k = 0; k < nh; k++)
             sb_printf(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
                       k ? ", \\\n    " : " ", ls[a], hs[k], 1 + k % 8, hs[k]);
+        sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
+                      "title 'uniform causal rows'", ls[a], hs[0]);
         for (int k = 0; epar && k < (learned ? nh : 1); k++) {   /* P(d) differs by head only when it is learned */
             char what[32] = " (every head)";
             if (learned) snprintf(what, sizeof what, ", head %d", hs[k]);
-            sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):6 axes x1y2 with lines "
+            sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
                           "dt 2 lt %d title 'P(d)%s'", ls[a], hs[k], learned ? 1 + k % 8 : 8, what);
         }
         sb_printf(&b, "\n");

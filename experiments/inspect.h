@@ -66,9 +66,26 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
 int epar_inspect_check_selection(const struct epar_inspect *x, const struct epar_inspect_opts *o);
 void epar_inspect_free(struct epar_inspect *x);
 
+/* A checkpoint's attention over several inputs (epar benchmark's trained_attention.csv): means over n evaluation items
+ * (spread evenly over the set) and every layer and head of: the Spearman correlation of the attention mass by
+ * distance relative to uniform rows' with the distance (negative: attention falls off with distance faster than
+ * uniform causal rows' does; its sd across items and heads),
+ * the mean attended distance over a uniform causal row's ((T - 1) / 4: below 1 is more local), the first-token
+ * share, the answer-relevant share and a uniform row's, and (EPAR) the Spearman correlation of the mass with P(d). */
+struct epar_inspect_summary {
+    int items, heads, length;
+    double distance_spearman, distance_spearman_sd, distance_ratio, first_share, relevant_share, relevant_uniform,
+        profile_spearman;
+};
+int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_inspect_summary *s);
+
 /* ---- exported for the tests ---- */
 /* The summaries of one head's attention A (T, T) (row i: keys 0..i) with rel (T, T) (NULL: none) into s
- * (EPAR_INSPECT_NSTATS; the EPAR columns left as they are), and mass (T) by distance. */
+ * (EPAR_INSPECT_NSTATS; the EPAR columns left as they are), and mass (T) by distance; distance_spearman is the
+ * Spearman correlation of mass / u (epar_inspect_uniform_mass) with d. */
 void epar_inspect_head_stats(const float *A, const unsigned char *rel, int T, double *s, double *mass);
+/* u (T): the mass by distance of uniform causal rows (row i: 1 / (i + 1) on each key), u[d] = mean over i >= d of
+ * 1 / (i + 1). It falls with d by itself, so distance_spearman and the profile correlations use mass / u. */
+void epar_inspect_uniform_mass(int T, double *u);
 
 #endif

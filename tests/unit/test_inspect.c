@@ -152,7 +152,13 @@ static void test_head_stats(void)
     check_rel(mass[0], (1 + 0.75 + 0.3) / 3, 1e-6, "mass at distance 0 over 3 queries");
     check_rel(mass[1], (0.25 + 0.2) / 2, 1e-6, "mass at distance 1 over 2 queries");
     check_rel(mass[2], 0.5, 1e-6, "mass at distance 2 over 1 query");
-    check_rel(s[EPAR_INSPECT_DIST_SPEARMAN], -0.5, 1e-12, "Spearman of mass against distance (ranks 3 1 2)");
+    double u[3];
+    epar_inspect_uniform_mass(3, u);
+    check_rel(u[0], (1 + 0.5 + 1.0 / 3) / 3, 1e-12, "uniform rows' mass at distance 0");
+    check_rel(u[1], (0.5 + 1.0 / 3) / 2, 1e-12, "uniform rows' mass at distance 1");
+    check_rel(u[2], 1.0 / 3, 1e-12, "uniform rows' mass at distance 2");
+    /* mass / u = 1.118, 0.54, 1.5: ranks 2 1 3 against 1 2 3 */
+    check_rel(s[EPAR_INSPECT_DIST_SPEARMAN], 0.5, 1e-12, "Spearman of mass over uniform rows' mass against distance");
     epar_inspect_head_stats(A, NULL, 3, s, mass);
     check_true(isnan(s[EPAR_INSPECT_RELEVANT]), "no relevant positions: NaN share");
 }
