@@ -27,6 +27,7 @@ static const struct {
     {"cost", "Cost of the position effect"},
     {"training", "Main results table (paper §5.2): trained 110M models"},
     {"when-to-use", "When to use EPAR (paper §5.4)"},
+    {"trained-attention", "What trained attention concentrates on (paper §4, on the benchmark's trained proxies)"},
     {"seeds", "Statements of the other source documents (001-004, epar compare)"},
 };
 
