@@ -61,6 +61,10 @@ struct cli_common {
 /* Parse argv (argv[0] is the command name). Returns -1 to go on, or an exit code (0 after --help,
  * 2 on a usage error, message printed). Positional arguments are refused. */
 int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv);
+/* cli_parse for a command that also takes arguments (epar inspect CHECKPOINT...): the words that are not options
+ * (and every word after "--") go to args, at most max_args of them (more: a usage error), their count to *n_args. */
+int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv, const char **args,
+                   int max_args, int *n_args);
 /* Was option `name` given? */
 int cli_seen(const struct opt *opts, const char *name);
 /* fn(ctx, a) for every assignment of every --set value in argv (repeatable; a value may hold comma-separated
@@ -117,6 +121,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_scale(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_benchmark(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 /* the command table, for run-all and help. A row with `exp` is an analysis experiment: run-all runs it, and its
  * output folder is exp->folder (one place); other rows name their folder in `folder`. */

@@ -24,6 +24,8 @@ const struct cmd_entry epar_command_table[] = {
      "train a small Transformer (lm or recall) with one position mechanism"},
     {"benchmark", cmd_benchmark, NULL, "main table, when to use, cost (proxy)", "benchmark",
      "the grid proxy task x mechanism x seed of trained models"},
+    {"inspect", cmd_inspect, NULL, "trained attention", "inspect",
+     "what a trained checkpoint attends to, per layer and head: tables, heatmaps, a head view page"},
     {"run-all", cmd_run_all, NULL, "all", "report",
      "every experiment above with the protocol, then the claims audit"},
     {NULL, NULL, NULL, NULL, NULL, NULL}};

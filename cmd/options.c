@@ -210,14 +210,25 @@ static int set_value(struct opt *o, const char *val)
 
 int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv)
 {
+    return cli_parse_args(cmd, usage, opts, argc, argv, NULL, 0, NULL);
+}
+
+int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int argc, char **argv, const char **args,
+                   int max_args, int *n_args)
+{
+    int na = 0;
+    if (n_args) *n_args = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             cli_help(stdout, cmd, usage, opts);
             return 0;
         }
-        if (!strcmp(a, "--")) {
-            if (i + 1 < argc) return cli_usage_error("unexpected argument '%s'", argv[i + 1]);
+        if (!strcmp(a, "--")) {   /* the rest are arguments, even when they start with '-' */
+            for (i++; i < argc; i++) {
+                if (na >= max_args) return cli_usage_error("unexpected argument '%s'", argv[i]);
+                args[na++] = argv[i];
+            }
             break;
         }
         struct opt *o = NULL;
@@ -253,7 +264,14 @@ int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, ch
                 fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
                 return 2;
             }
+        } else if (na < max_args) {
+            args[na++] = a;
+            continue;
         } else {
+            if (max_args > 0) {
+                cli_usage_error("too many arguments for '%s' (at most %d): '%s'", cmd, max_args, a);
+                return 2;
+            }
             cli_usage_error("unexpected argument '%s' for '%s'", a, cmd);
             fprintf(stderr, "hint: options start with '--'; see 'epar %s --help'\n", cmd);
             return 2;
@@ -286,6 +304,7 @@ int cli_parse(const char *cmd, const char *usage, struct opt *opts, int argc, ch
         fputs("hint: give one of them ('--seeds N' is the same as '--seed N')\n", stderr);
         return 2;
     }
+    if (n_args) *n_args = na;
     return -1;
 }
 

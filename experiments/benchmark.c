@@ -20,6 +20,7 @@
 #include "lib/version.h"
 #include "benchmark.h"
 #include "common.h"
+#include "inspect.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* configuration                                                                                      */
@@ -560,6 +561,13 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
     epar_csv_free(curve);
+    /* the final weights of the first seed, for epar inspect (its folder is named by the benchmark's task id) */
+    if (!st && cell->seed == 0) {
+        snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
+        r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
+        st = epar_exp_train_checkpoint(&r, epar_out_path(o, "checkpoint.bin"));
+        if (!st) json_object_set_new(j, "checkpoint", json_string("checkpoint.bin"));
+    }
     if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
         st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
 done:
@@ -728,11 +736,12 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
     snprintf(a, sizeof a, "%s/%s", from_root, dir);
     snprintf(b, sizeof b, "%s/%s", root, dir);
     if (mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
-    static const char *const files[] = {"learning_curve.csv", "cell.json"};   /* cell.json last: it marks the cell done */
-    for (int i = 0; i < 2; i++) {
+    /* cell.json last: it marks the cell done; checkpoint.bin only where the cell kept one (the first seed) */
+    static const char *const files[] = {"learning_curve.csv", "checkpoint.bin", "cell.json"};
+    for (int i = 0; i < 3; i++) {
         snprintf(fa, sizeof fa, "%s/%s", a, files[i]);
         snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
-        if (cell->task < 0 && i == 0) continue;
+        if ((cell->task < 0 && i < 2) || (i == 1 && access(fa, F_OK) != 0)) continue;
         int st = copy_file(fa, fb);
         if (st) return st;
     }
@@ -1542,6 +1551,49 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
 }
 
+/* trained_attention.csv: what the first seed's trained heads attend to (epar inspect's summaries over
+ * TRAINED_ITEMS evaluation items), per task x mechanism whose cell kept its checkpoint; the distance ratio also
+ * relative to none's on the same items. Not written when no cell has a checkpoint (cells of an older epar). */
+#define TRAINED_ITEMS 16
+static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                             struct epar_out *o)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
+                                        "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
+                                        "relevant_uniform,profile_spearman");
+    int none = mech_index(c, EPAR_MECH_NONE), st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int task = 0; !st && task < c->n_tasks; task++) {
+        struct epar_inspect_summary sm[EPAR_MECH_COUNT];
+        int have[EPAR_MECH_COUNT] = {0};
+        for (int k = 0; !st && k < plan->n; k++) {
+            const struct epar_bench_cell *cell = &plan->cells[k];
+            if (cell->task != task || cell->seed != 0) continue;
+            char dir[512], path[4800];
+            epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
+            snprintf(path, sizeof path, "%s/%s/checkpoint.bin", root, dir);
+            if (access(path, F_OK) != 0) continue;
+            struct epar_inspect x;
+            st = epar_inspect_open(&x, path, c->cache_dir);
+            if (!st) st = epar_inspect_summarise(&x, TRAINED_ITEMS, &sm[cell->mech]);
+            epar_inspect_free(&x);
+            have[cell->mech] = !st;
+        }
+        for (int m = 0; !st && m < c->n_mech; m++) {
+            if (!have[m]) continue;
+            const struct epar_inspect_summary *a = &sm[m];
+            double vs = none >= 0 && have[none] ? a->distance_ratio - sm[none].distance_ratio : NAN;
+            if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]), (int)c->b.seeds[0],
+                                a->items, a->heads, a->length, a->distance_spearman, a->distance_spearman_sd,
+                                a->distance_ratio, vs, a->first_share, a->relevant_share, a->relevant_uniform,
+                                a->profile_spearman))
+                st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
+        }
+    }
+    if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
+    epar_csv_free(t);
+    return st;
+}
+
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
@@ -1597,6 +1649,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
+    if (!st) st = trained_attention(c, plan, root, o);
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;

@@ -4,9 +4,9 @@
  * evaluation: the train experiment's own functions) with the budget's hyperparameters, identical for every
  * mechanism. Parameter counts are equalised by the MLP width (learned adds a length x dim table) and checked
  * against a tolerance. A cell writes its own folder, cells/<task>/<mechanism>/seed-<seed>/ (cell.json: the
- * configuration and every number the tables need; learning_curve.csv), atomically: an interrupted grid
- * resumes without redoing finished cells, and shards (--shard K/N, MPI ranks) write disjoint cells that
- * --merge gathers. The tables are computed from the cell files only, so one process, shards + merge and
+ * configuration and every number the tables need; learning_curve.csv; the first seed's checkpoint.bin, for epar
+ * inspect), atomically: an interrupted grid resumes without redoing finished cells, and shards (--shard K/N, MPI
+ * ranks) write disjoint cells that --merge gathers. The tables are computed from the cell files only, so one process, shards + merge and
  * MPI give the same bytes (the wall-clock numbers of cost.csv aside). Prefix epar_bench_. */
 #ifndef EPAR_EXP_BENCHMARK_H
 #define EPAR_EXP_BENCHMARK_H

@@ -27,6 +27,7 @@ static const struct {
     {"cost", "Cost of the position effect"},
     {"training", "Main results table (paper §5.2): trained 110M models"},
     {"when-to-use", "When to use EPAR (paper §5.4)"},
+    {"trained-attention", "What trained attention concentrates on (paper §4, on the benchmark's trained proxies)"},
     {"seeds", "Statements of the other source documents (001-004, epar compare)"},
 };
 
@@ -1278,7 +1279,7 @@ static void index_summary(FILE *f, const struct epar_audit *a, const struct epar
 }
 
 /* the table of contents: the claim sections and the figure folders */
-static void index_toc(FILE *f, const struct epar_audit *a, char **dirs, const char **labels, int nd)
+static void index_toc(FILE *f, const struct epar_audit *a, char **dirs, const char **labels, int nd, int n_views)
 {
     const char *sec;
     fputs("<nav class=\"toc\" id=\"contents\"><strong>Contents</strong><ul>\n<li><a href=\"#summary\">Summary</a></li>\n"
@@ -1298,7 +1299,58 @@ static void index_toc(FILE *f, const struct epar_audit *a, char **dirs, const ch
         html(f, labels[i] ? labels[i] : dirs[i]);
         fputs("</a></li>\n", f);
     }
-    fputs("</ul></li>\n<li><a href=\"report/REPORT.html\">The full report</a></li>\n</ul></nav>\n", f);
+    fputs("</ul></li>\n", f);
+    if (n_views > 0) fputs("<li><a href=\"#head-views\">Attention of trained models</a></li>\n", f);
+    fputs("<li><a href=\"report/REPORT.html\">The full report</a></li>\n</ul></nav>\n", f);
+}
+
+/* the folders of epar inspect with a head view page: <out>/inspect/<name>/head_view.html, sorted */
+static char **list_head_views(const char *out_root, int *n)
+{
+    char dir[4200], p[4600];
+    snprintf(dir, sizeof dir, "%s/inspect", out_root);
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char **v = EPAR_CALLOC(257, sizeof *v);
+    struct dirent *de;
+    while (v && *n < 256 && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp-") || strstr(de->d_name, ".old-")) continue;
+        snprintf(p, sizeof p, "%s/%s/head_view.html", dir, de->d_name);
+        if (file_exists(p) && (v[*n] = strdup(de->d_name))) (*n)++;
+    }
+    closedir(d);
+    if (v) qsort(v, (size_t)*n, sizeof *v, sort_cmp);
+    return v;
+}
+
+/* what trained models attend to (epar inspect), when it was run into this output folder */
+static void index_head_views(FILE *f, const char *out_root, char **views, int n)
+{
+    if (n <= 0) return;
+    fputs("<section id=\"head-views\"><h2>Attention of trained models</h2>\n<p>Written by <code>epar inspect</code> from "
+          "checkpoints of <code>epar train</code> and <code>epar benchmark</code>: per layer and head, where the model "
+          "looks on one input.</p>\n<ul>\n", f);
+    for (int i = 0; i < n; i++) {
+        char rel[600], png[4800];
+        snprintf(rel, sizeof rel, "inspect/%s", views[i]);
+        fputs("<li><a href=\"", f);
+        html(f, rel);
+        fputs("/head_view.html\">", f);
+        html(f, views[i]);
+        fputs("</a>: head view; <a href=\"", f);
+        html(f, rel);
+        fputs("/heads.csv\">heads.csv</a>", f);
+        for (int l = 0; l < 64; l++) {
+            snprintf(png, sizeof png, "%s/%s/attention_layer%d.png", out_root, rel, l);
+            if (!file_exists(png)) continue;
+            fprintf(f, ", <a href=\"");
+            html(f, rel);
+            fprintf(f, "/attention_layer%d.png\">layer %d</a>", l, l);
+        }
+        fputs("</li>\n", f);
+    }
+    fputs("</ul></section>\n", f);
 }
 
 /* the claims heading with its verdict filter */
@@ -1339,13 +1391,18 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     char **dirs;
     const char **labels;
     int nd = figure_folders(out_root, info, &dirs, &labels);
-    index_toc(f, a, dirs, labels, nd);
+    int n_views;
+    char **views = list_head_views(out_root, &n_views);
+    index_toc(f, a, dirs, labels, nd, n_views);
     index_filter(f, a);
     const char *sec;
     for (int k = 0; (sec = nth_section(a, k)); k++) index_claim_section(f, out_root, a, sec);
     fputs("<section id=\"figures\"><h2>Figures by output folder</h2>\n", f);
     for (int i = 0; i < nd; i++) index_folder(f, out_root, dirs[i], labels[i]);
     fputs("</section>\n", f);
+    index_head_views(f, out_root, views, n_views);
+    for (int i = 0; views && i < n_views; i++) free(views[i]);
+    free(views);
     for (int i = 0; dirs && i < nd; i++) free(dirs[i]);
     free(dirs);
     free(labels);

@@ -314,8 +314,15 @@ int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
         {"rng_name", rng_name, strlen(rng_name)},
         {"rng", gsl_rng_state(r->data), gsl_rng_size(r->data)},
         {"curve", r->curve, (size_t)r->rows * EPAR_TRAIN_CURVE_COLS * sizeof(double)},
+        {"label", r->label, strlen(r->label)},   /* the benchmark's task id */
     };
-    int st = epar_ckpt_write(path, s, (int)(sizeof s / sizeof s[0]));
+    /* the moments left out of a weights-only checkpoint, the label when there is none */
+    struct epar_ckpt_section keep[sizeof s / sizeof s[0]];
+    int ns = 0;
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++)
+        if (!(r->weights_only && !strncmp(s[k].tag, "adam_", 5)) && !(!r->label[0] && !strcmp(s[k].tag, "label")))
+            keep[ns++] = s[k];
+    int st = epar_ckpt_write(path, keep, ns);
     free(cfg);
     free(data);
     return st;
@@ -371,7 +378,12 @@ int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, 
     const void *pp = epar_ckpt_get(ck, "params", &len);
     if (!pp || len != n * sizeof(float)) goto missing;
     const void *pm = epar_ckpt_get(ck, "adam_m", &len);
-    if (!pm || len != n * sizeof(float)) goto missing;
+    if (!pm) {
+        epar_err_set(EPAR_EIO, "checkpoint '%s' holds the weights only (a benchmark cell's): it cannot be resumed", path);
+        epar_err_hint("read it with 'epar inspect'; train with --resume from a checkpoint of 'epar train'");
+        return EPAR_EIO;
+    }
+    if (len != n * sizeof(float)) goto missing;
     const void *pv = epar_ckpt_get(ck, "adam_v", &len);
     if (!pv || len != n * sizeof(float)) goto missing;
     const char *rn = epar_ckpt_get(ck, "rng_name", &len);
@@ -403,6 +415,186 @@ int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, 
     return EPAR_OK;
 missing:
     return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (a section is missing or has the wrong size)", path);
+}
+
+/* ---- a checkpoint read for its weights (epar inspect) ---- */
+
+/* one member of the checkpoint's config: present and of the right type, else an error naming it */
+static int cj_number(json_t *o, const char *key, const char *path, double *v)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x) {
+        epar_err_set(EPAR_EIO, "checkpoint '%s' was written by an older epar: its config has no '%s'", path, key);
+        epar_err_hint("inspect it with the epar that wrote it, or train the run again");
+        return EPAR_EIO;
+    }
+    if (!json_is_number(x) && !json_is_boolean(x))
+        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not a number)", path, key);
+    *v = json_is_boolean(x) ? (double)json_is_true(x) : json_number_value(x);
+    if (!isfinite(*v)) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not finite)", path, key);
+    return EPAR_OK;
+}
+
+/* the rows of table f from the checkpoint's object o (written by epar_fields_json): every row must be there
+ * (absent: an older epar wrote it) with its type; ranges are checked after, by epar_exp_train_check */
+static int cj_fields(const struct epar_field *f, json_t *o, const char *path, struct epar_train_cfg *c)
+{
+    int st = EPAR_OK;
+    for (; !st && f->key; f++) {
+        void *at = (char *)c + f->offset;
+        double v;
+        if (f->type == EPAR_FIELD_STRING) continue;   /* lm's text: read by the caller (it outlives the JSON) */
+        if (f->type == EPAR_FIELD_DOUBLE) st = cj_number(o, f->key, path, at);
+        else if (!(st = cj_number(o, f->key, path, &v))) {
+            if (v != floor(v) || fabs(v) > 1e9)
+                return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not an integer)", path, f->key);
+            *(int *)at = (int)v;
+        }
+    }
+    return st;
+}
+
+/* the catalogue parameters a mechanism's training reads (position.mechanism_params) into c */
+static int cj_mech_params(struct epar_train_cfg *c, json_t *pos, const char *path)
+{
+    if (!epar_nnpos_table[c->mechanism].uses_params) return EPAR_OK;
+    json_t *mp = json_object_get(pos, "mechanism_params");
+    const struct epar_mech_param *q = epar_mech_table[c->mechanism].params;
+    int st = json_is_object(mp) ? EPAR_OK : cj_number(pos, "mechanism_params", path, &(double){0});
+    for (int k = 0; !st && k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) {
+        double v;
+        if ((st = cj_number(mp, q[k].name, path, &v))) break;
+        char a[160];
+        snprintf(a, sizeof a, "%s.%s=%.17g", epar_mech_table[c->mechanism].id, q[k].name, v);
+        if (epar_nnpos_set(&c->pos, a))
+            st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (mechanism parameter '%s')", path, q[k].name);
+    }
+    return st;
+}
+
+/* the model and task keys of the config section (epar_exp_train_cfg_json, through the same field rows) into c */
+static int cfg_from_json(struct epar_train_cfg *c, json_t *j, const char *path, char *text, size_t ntext)
+{
+    json_t *pos = json_object_get(j, "position"), *to = json_object_get(j, "task_options");
+    const char *task = json_string_value(json_object_get(j, "task")), *mech = json_string_value(json_object_get(j, "mechanism"));
+    if (!json_is_object(pos) || !json_is_object(to) || !task || !mech)
+        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its config lacks task, mechanism or options)", path);
+    if (epar_task_find(task, &c->task.id) || epar_nnpos_find(mech, &c->mechanism))
+        return epar_err_set(EPAR_EIO, "checkpoint '%s' is of a task or mechanism this epar does not know ('%.40s', '%.40s')",
+                            path, task, mech);
+    double seed = 0;
+    int st = cj_number(j, "seed", path, &seed);
+    if (!st) st = cj_fields(run_fields, j, path, c);
+    if (!st) st = cj_fields(pos_fields, pos, path, c);
+    if (!st) st = cj_mech_params(c, pos, path);
+    if (!st) st = cj_fields(c->task.id == EPAR_TASK_LM ? lm_fields : synth_fields, to, path, c);
+    const char *tp = json_string_value(json_object_get(to, "text"));
+    if (!st && c->task.id == EPAR_TASK_LM && tp) {
+        snprintf(text, ntext, "%s", tp);
+        c->task.text_path = text;
+    }
+    if (st) return st;
+    if (seed < 0 || seed > 4294967295.0) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config 'seed')", path);
+    c->seed = (unsigned long)seed;
+    c->task.seed = c->seed;
+    c->pos.fx.form = EPAR_FORM_ENHANCED;
+    return EPAR_OK;
+}
+
+/* the data section's conditions (noise, shuffle) into c; they are not in the config section */
+static int data_from_json(struct epar_train_cfg *c, json_t *d, const char *path)
+{
+    double noise = 0, shuffle = 0;
+    int st = EPAR_OK;
+    if (json_object_get(d, "noise")) st = cj_number(d, "noise", path, &noise);
+    if (!st && json_object_get(d, "shuffle")) st = cj_number(d, "shuffle", path, &shuffle);
+    c->task.noise = noise;
+    c->task.shuffle = shuffle != 0;
+    return st;
+}
+
+/* the sections as JSON objects (NULL and an error when absent or not JSON) */
+static json_t *section_json(const struct epar_ckpt *ck, const char *tag, const char *path)
+{
+    size_t len;
+    const void *d = epar_ckpt_get(ck, tag, &len);
+    json_t *j = d ? json_loadb(d, len, 0, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s section is %s)", path, tag, d ? "not JSON" : "missing");
+    }
+    return j;
+}
+
+/* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold; the batch set to 1 */
+static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path, char *text, size_t ntext,
+                    const char *cache_dir)
+{
+    epar_exp_train_defaults(c);
+    json_t *j = section_json(ck, "config", path), *d = j ? section_json(ck, "data", path) : NULL;
+    int st = !j || !d ? EPAR_EIO : cfg_from_json(c, j, path, text, ntext);
+    if (!st) st = data_from_json(c, d, path);
+    json_decref(j);
+    json_decref(d);
+    c->task.cache_dir = cache_dir;
+    if (!st && (st = epar_exp_train_check(c))) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", epar_err_message());
+        st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its configuration is invalid: %s)", path, msg);
+    }
+    if (st) return st;
+    /* the weights must be in the file: a few bytes of config cannot make us allocate a big model */
+    size_t plen = 0;
+    epar_ckpt_get(ck, "params", &plen);
+    double lower = (double)c->layers * (4.0 * c->dim * c->dim + 2.0 * c->dim * c->mlp);   /* floats, a lower bound */
+    if ((double)plen < 4.0 * lower)
+        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its parameters are shorter than its config says)", path);
+    c->batch = 1;   /* one sequence at a time: the activations of a single input */
+    double need = epar_exp_train_bytes(c, 2) + 12.0 * c->task.eval_sequences * c->task.length;
+    if (need > 2e9) {
+        epar_err_set(EPAR_ENOMEM, "the model of checkpoint '%s' needs %.3g GB for one sequence", path, need / 1e9);
+        epar_err_hint("inspect it on a machine with more memory");
+        return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
+}
+
+int epar_exp_train_load(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path, const char *cache_dir)
+{
+    struct epar_train_cfg c;
+    char text[4096] = "";
+    memset(r, 0, sizeof *r);
+    int st = load_cfg(&c, ck, path, text, sizeof text, cache_dir);
+    if (!st) st = epar_exp_train_setup(r, &c);
+    if (st) return st;
+    snprintf(r->text_path, sizeof r->text_path, "%s", text);
+    if (c.task.text_path) r->cfg.task.text_path = r->task.cfg.text_path = r->text_path;
+    /* the data must be what the model was trained on: the same vocabulary (lm: the same text) */
+    size_t len, n = r->model.n_params;
+    json_t *now = epar_task_json(&r->task);
+    json_object_del(now, "source");   /* where the text was read from may differ (the cache), not what it is */
+    const void *d = epar_ckpt_get(ck, "data", &len);
+    if ((st = compare_json(path, "data", d, len, now))) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", epar_err_message());
+        return epar_err_set(EPAR_EIO, "%s", msg);
+    }
+    const void *pp = epar_ckpt_get(ck, "params", &len), *sp = epar_ckpt_get(ck, "state", NULL);
+    size_t slen;
+    epar_ckpt_get(ck, "state", &slen);
+    if (!pp || len != n * sizeof(float) || !sp || slen != STATE_N * sizeof(double))
+        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its parameters are missing or of another size)", path);
+    double state[STATE_N];
+    memcpy(state, sp, sizeof state);
+    memcpy(r->model.params_mem, pp, n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(r->model.params_mem[i])) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (a parameter is not finite)", path);
+    r->step = state[0] >= 0 && state[0] <= c.optim.steps ? (long)state[0] : 0;
+    r->model.pos.T = 0;
+    const char *lab = epar_ckpt_get(ck, "label", &len);
+    for (size_t i = 0; lab && i < len && i + 1 < sizeof r->label; i++)
+        r->label[i] = (lab[i] >= 'a' && lab[i] <= 'z') || (lab[i] >= '0' && lab[i] <= '9') || lab[i] == '-' ? lab[i] : '_';
+    return EPAR_OK;
 }
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -77,6 +77,11 @@ struct epar_train_run {
     void *eval_ctx;
     double t0;                          /* session start (omp_get_wtime) */
     double seconds0;                    /* seconds at session start */
+    /* a run of the benchmark: its task id ("needle-long"), kept in the checkpoint's "label" section ("": none) */
+    char label[32];
+    int weights_only;                   /* 1: checkpoints without the AdamW moments (a third of the size; the benchmark's
+                                         * cells, read by epar inspect, never resumed) */
+    char text_path[4096];               /* lm --text of a run loaded from a checkpoint (cfg.task.text_path points here) */
 };
 
 
@@ -113,6 +118,12 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
  * length e->metric is NaN and *defined 0. */
 int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
                            int *defined);
+/* A run as a checkpoint holds it, for reading its weights (epar inspect): the configuration from its config and
+ * data sections (a key that is missing: a checkpoint of an older epar, named in the message), the task opened
+ * (lm: the text, cached under cache_dir), the parameters and the step loaded; the optimiser's moments are not
+ * read, and the model is sized for one sequence (cfg.batch 1). Everything in the file is untrusted: any
+ * inconsistency is EPAR_EIO naming the file (EPAR_ENOMEM when a consistent model needs more than 2 GB). */
+int epar_exp_train_load(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path, const char *cache_dir);
 /* The parameter count of a configuration (a model of batch 1 is allocated and freed). */
 int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t *n);
 /* learning_curve.csv of the run (EPAR_TRAIN_CURVE_HEADER); NULL when out of memory */

@@ -65,7 +65,8 @@ static int bad(struct epar_ckpt *c, const char *path, const char *what)
 {
     epar_ckpt_free(c);
     epar_err_set(EPAR_EIO, "%s '%s'", what, path);
-    epar_err_hint("resume from a checkpoint.bin written by 'epar train' (it sits in output/train/<task>/<mechanism>/)");
+    epar_err_hint("a checkpoint.bin is written by 'epar train' (output/train/<task>/<mechanism>/) and 'epar benchmark' "
+                  "(output/benchmark/cells/<task>/<mechanism>/seed-<seed>/)");
     return EPAR_EIO;
 }
 
@@ -99,7 +100,7 @@ int epar_ckpt_read(const char *path, struct epar_ckpt *c)
         epar_ckpt_free(c);
         epar_err_set(EPAR_EIO, "checkpoint '%s' has format version %u; this epar reads version %d", path, ver,
                      EPAR_CKPT_VERSION);
-        epar_err_hint("resume it with the epar that wrote it, or start the run again");
+        epar_err_hint("resume or inspect it with the epar that wrote it, or train the run again");
         return EPAR_EIO;
     }
     if (len < 40 || memcmp(p + len - 8, END, 8)) return bad(c, path, "truncated checkpoint (no end mark)");

@@ -898,3 +898,202 @@ json_t *epar_task_json(const struct epar_task *t)
     }
     return j;
 }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* inspection: what a token shows as, a text as tokens, the positions an answer depends on             */
+
+/* UTF-8 of one code point into buf (at least 5 bytes) */
+static void utf8_put(uint32_t c, char *buf)
+{
+    unsigned char *b = (unsigned char *)buf;
+    if (c < 0x80) { b[0] = (unsigned char)c; b[1] = 0; }
+    else if (c < 0x800) { b[0] = (unsigned char)(0xc0 | c >> 6); b[1] = (unsigned char)(0x80 | (c & 0x3f)); b[2] = 0; }
+    else if (c < 0x10000) {
+        b[0] = (unsigned char)(0xe0 | c >> 12); b[1] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
+        b[2] = (unsigned char)(0x80 | (c & 0x3f)); b[3] = 0;
+    } else {
+        b[0] = (unsigned char)(0xf0 | c >> 18); b[1] = (unsigned char)(0x80 | (c >> 12 & 0x3f));
+        b[2] = (unsigned char)(0x80 | (c >> 6 & 0x3f)); b[3] = (unsigned char)(0x80 | (c & 0x3f)); b[4] = 0;
+    }
+}
+
+/* a symbol of an alphabet of n: a letter when n <= 26, else s<k> */
+static void alpha_symbol(int k, int n, char *buf, size_t len)
+{
+    if (n <= 26) snprintf(buf, len, "%c", 'a' + k);
+    else snprintf(buf, len, "s%d", k);
+}
+
+void epar_task_symbol(const struct epar_task *t, int id, char *buf, size_t n)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int K = c->keys, Vv = c->values;
+    if (id < 0 || id >= t->V) { snprintf(buf, n, "?%d", id); return; }
+    switch (c->id) {
+    case EPAR_TASK_LM: {
+        uint32_t u = t->chars[id];
+        char s[8];
+        /* blanks and control characters as visible symbols: space ␣, newline ⏎, tab ⇥, others U+2400 + c */
+        u = u == ' ' ? 0x2423 : u == '\n' ? 0x23ce : u == '\t' ? 0x21e5 : u < 0x20 ? 0x2400 + u : u == 0x7f ? 0x2421 : u;
+        utf8_put(u, s);
+        snprintf(buf, n, "%s", s);
+        return;
+    }
+    case EPAR_TASK_RECALL:
+    case EPAR_TASK_NEEDLE:
+        if (id == 0) snprintf(buf, n, "_");
+        else if (id <= K * Vv) snprintf(buf, n, "k%d:v%d", (id - 1) / Vv, (id - 1) % Vv);
+        else if (id <= K * Vv + K) snprintf(buf, n, "k%d?", id - 1 - K * Vv);
+        else snprintf(buf, n, "=v%d", id - 1 - K * Vv - K);
+        return;
+    case EPAR_TASK_TRANSDUCE:
+    case EPAR_TASK_CLASSIFY:
+        if (id == 0) snprintf(buf, n, "_");
+        else if (id == 1) snprintf(buf, n, c->id == EPAR_TASK_TRANSDUCE ? "|" : "[CLS]");
+        else alpha_symbol(id - 2, Vv, buf, n);
+        return;
+    case EPAR_TASK_SELECT:
+        if (id == 0) snprintf(buf, n, "_");
+        else if (id == 1) snprintf(buf, n, "|");
+        else if (id == 2) snprintf(buf, n, "~");
+        else alpha_symbol(id - 3, Vv, buf, n);
+        return;
+    case EPAR_TASK_SET:
+        if (id == 0) snprintf(buf, n, "_");
+        else if (id <= K) snprintf(buf, n, "i%d", id - 1);
+        else if (id <= K + Vv + 1) snprintf(buf, n, "#%d", id - K - 1);
+        else snprintf(buf, n, "[S]");
+        return;
+    default: snprintf(buf, n, "%d", id);
+    }
+}
+
+/* lm: every character of the text must be in the vocabulary (t->chars is ascending) */
+static int parse_chars(const struct epar_task *t, const char *text, int *tok, int max, int *count)
+{
+    size_t len = strlen(text), bad = 0;
+    uint32_t *cp = epar_err_alloc(len ? len : 1, sizeof *cp, "the text");
+    if (!cp) return EPAR_ENOMEM;
+    long n = utf8_decode((const unsigned char *)text, len, cp, &bad);
+    int st = EPAR_OK;
+    if (n < 0) st = epar_err_set(EPAR_EINVAL, "the text is not UTF-8 (bad byte sequence at offset %zu)", bad);
+    else if (n > max) st = epar_err_set(EPAR_EINVAL, "the text has %ld characters; the model reads at most %d", n, max);
+    for (long i = 0; !st && i < n; i++) {
+        int lo = 0, hi = t->V - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (t->chars[mid] < cp[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (t->chars[lo] != cp[i]) {
+            char s[8];
+            utf8_put(cp[i], s);
+            st = epar_err_set(EPAR_EINVAL, "character '%s' (U+%04X) at position %ld is not in the model's vocabulary",
+                              cp[i] < 0x20 ? "?" : s, (unsigned)cp[i], i);
+        }
+        tok[i] = lo;
+    }
+    if (!st) *count = (int)n;
+    free(cp);
+    return st;
+}
+
+int epar_task_parse_text(const struct epar_task *t, const char *text, int *tok, int max, int *count)
+{
+    if (t->cfg.id == EPAR_TASK_LM) return parse_chars(t, text, tok, max, count);
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',') p++;
+        if (!*p) break;
+        size_t len = strcspn(p, " \t\n,");
+        char word[64], sym[64];
+        if (len >= sizeof word) return epar_err_set(EPAR_EINVAL, "token %d of the text is too long: '%.20s...'", n, p);
+        memcpy(word, p, len);
+        word[len] = '\0';
+        p += len;
+        if (n >= max) return epar_err_set(EPAR_EINVAL, "the text has more than %d tokens, the model's length", max);
+        int id = -1;
+        char *end;
+        long v = strtol(word, &end, 10);
+        if (word[0] >= '0' && word[0] <= '9' && !*end) id = v < t->V ? (int)v : -2;   /* a token id */
+        for (int k = 0; id == -1 && k < t->V; k++) {
+            epar_task_symbol(t, k, sym, sizeof sym);
+            if (!strcmp(sym, word)) id = k;
+        }
+        if (id < 0) {
+            epar_err_set(EPAR_EINVAL, "token '%s' (%d of the text) is not a symbol of task %s", word, n, t->info->id);
+            epar_err_hint("write the tokens as tokens.csv shows them (e.g. --item 0), separated by spaces, or their ids");
+            return EPAR_EINVAL;
+        }
+        tok[n++] = id;
+    }
+    if (n == 0) return epar_err_set(EPAR_EINVAL, "the text has no tokens");
+    *count = n;
+    return EPAR_OK;
+}
+
+/* classify: the class(es) most frequent among tok[0 .. q-1] */
+static void relevant_majority(const int *tok, int q, int V, int *cnt, unsigned char *row)
+{
+    int top = 0;
+    for (int k = 0; k < V; k++) cnt[k] = 0;
+    for (int j = 0; j < q; j++)
+        if (tok[j] >= 2 && ++cnt[tok[j]] > top) top = cnt[tok[j]];
+    for (int j = 0; top > 0 && j < q; j++) row[j] = tok[j] >= 2 && cnt[tok[j]] == top;
+}
+
+/* the i-th position before n holding a token >= first (select's data symbols), -1 if none */
+static int nth_at_least(const int *tok, int n, int first, int i)
+{
+    for (int j = 0; j < n; j++)
+        if (tok[j] >= first && i-- == 0) return j;
+    return -1;
+}
+
+static int first_of(const int *tok, int T, int id)
+{
+    for (int j = 0; j < T; j++)
+        if (tok[j] == id) return j;
+    return -1;
+}
+
+int epar_task_relevant(const struct epar_task *t, const int *tok, int T, unsigned char *rel, int *scratch)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    int K = c->keys, Vv = c->values, sep = first_of(tok, T, 1);
+    memset(rel, 0, (size_t)T * T);
+    for (int q = 0; q < T; q++) {
+        unsigned char *row = rel + (size_t)q * T;
+        switch (c->id) {
+        case EPAR_TASK_RECALL:
+        case EPAR_TASK_NEEDLE:   /* a question "k?": the fact of key k */
+            if (tok[q] > K * Vv && tok[q] <= K * Vv + K)
+                for (int j = 0; j < q; j++) row[j] = tok[j] >= 1 && tok[j] <= K * Vv && (tok[j] - 1) / Vv == tok[q] - 1 - K * Vv;
+            break;
+        case EPAR_TASK_TRANSDUCE:   /* position sep + i predicts the source symbol sep - 1 - i */
+            if (sep >= 0 && q >= sep && q + 1 < T && sep - 1 - (q - sep) >= 0) row[sep - 1 - (q - sep)] = 1;
+            break;
+        case EPAR_TASK_CLASSIFY:   /* CLS: the positions of the majority class */
+            if (tok[q] == 1) relevant_majority(tok, q, t->V, scratch, row);
+            break;
+        case EPAR_TASK_SELECT: {   /* position sep + i predicts the i-th data symbol */
+            int j = sep >= 0 && q >= sep ? nth_at_least(tok, sep, 3, q - sep) : -1;
+            if (j >= 0) row[j] = 1;
+            break;
+        }
+        case EPAR_TASK_SET:   /* the query (last position, an item): the places of that item */
+            if (q == T - 1 && tok[q] >= 1 && tok[q] <= K)
+                for (int j = 0; j < q; j++) row[j] = tok[j] == tok[q];
+            break;
+        default: break;
+        }
+    }
+    int rows = 0;
+    for (int q = 0; q < T; q++) {
+        int any = 0;
+        for (int j = 0; j <= q; j++) any |= rel[(size_t)q * T + j];
+        rows += any;
+    }
+    return rows;
+}

@@ -137,4 +137,22 @@ int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *so
  * returns the offset of the text, or -1 when the line has no reference. */
 int epar_task_kjv_strip(const char *line);
 
+/* ---- inspection (epar inspect) ---- */
+/* What token id shows as, for tables and figures: lm the character (space as U+2423, newline U+23CE, tab U+21E5,
+ * other control characters U+2400 + c); recall and needle "_" pad, "k3:v7" the fact (key 3, value 7), "k3?" the
+ * question, "=v7" the answer; transduce "_", "|" separator; classify "_", "[CLS]"; select "_", "|", "~" noise;
+ * symbols as letters a.. when the alphabet has at most 26, else s<k>; set "_", items "i<a>", counts "#<c>",
+ * the start token "[S]". An id outside the vocabulary is "?<id>". */
+void epar_task_symbol(const struct epar_task *t, int id, char *buf, size_t n);
+/* A text as tokens tok (at most max): lm its characters (UTF-8; each must be in the vocabulary); the synthetic
+ * tasks its symbols as epar_task_symbol writes them, or token ids, separated by spaces or commas.
+ * EPAR_EINVAL naming the first token that is not one. */
+int epar_task_parse_text(const struct epar_task *t, const char *text, int *tok, int max, int *count);
+/* The positions the answer at each position depends on, from the tokens alone: rel (T, T), rel[q T + j] = 1 when
+ * key j <= q holds what query q's answer needs: recall, needle: the fact of the questioned key; transduce: the
+ * source symbol being reversed; classify: the positions of the majority class (at CLS); select: the data symbol
+ * being copied; set: the places of the queried item (at the last position); lm: none. scratch: (V) ints.
+ * Returns the number of query positions with at least one such key. */
+int epar_task_relevant(const struct epar_task *t, const int *tok, int T, unsigned char *rel, int *scratch);
+
 #endif

@@ -214,6 +214,12 @@ fi
 # ---- shared machinery, for every command of the table ----
 cmds=$("$EPAR" --help | awk '/^Commands:/{f=1;next} f && /^  [a-z]/{print $1} f && /^$/{exit}')
 for c in $cmds; do
+    if [ "$c" = inspect ]; then   # the checkpoint holds the run's protocol values and seed: these are refused
+        for o in protocol preset seed seeds; do bad "$c" 2 "unknown option '--$o'" --$o x; done
+        bad "$c" 2 "invalid value for --jobs: '0'" --jobs 0
+        bad "$c" 2 "unknown option '--no-such-option'" --no-such-option
+        continue
+    fi
     bad "$c" 3 "cannot read protocol '.*none.json'" --protocol "$F/none.json"
     bad "$c" 3 "malformed protocol '.*trunc.json'" --protocol "$F/trunc.json"
     bad "$c" 3 "\\$\\.version: unsupported version" --protocol "$F/v2.json"

@@ -109,6 +109,24 @@ expect_error_line '9 of 19 cells are in none of the 1 folder' "missing cells nam
 expect_exit 0 "merge" -- "$EPAR" benchmark $grid --merge "$T_TMP/s1" "$T_TMP/s2" --out "$T_TMP/m"
 [ "$(tables "$a")" = "$(tables "$T_TMP/m")" ] && ok || fail "shards + merge differ from one process: $(diff <(tables "$a") <(tables "$T_TMP/m") | head -5)"
 expect_grep '"mode": "merge"' "$T_TMP/m/benchmark/run.json"
+# the first seed's final checkpoint is kept (and merged), the others' not; epar inspect reads it under the task id
+for m in none learned-ape epar-enhanced; do
+    for t in recall needle set; do
+        [ -s "$T_TMP/m/benchmark/cells/$t/$m/seed-42/checkpoint.bin" ] && [ ! -e "$b/cells/$t/$m/seed-43/checkpoint.bin" ] &&
+            ok || fail "cells/$t/$m: checkpoint.bin kept for seed 42 only"
+    done
+done
+expect_exit 0 "inspect a benchmark checkpoint" -- "$EPAR" inspect "$b/cells/needle/epar-enhanced/seed-42/checkpoint.bin" \
+    --out "$T_TMP/i" -q --no-render
+expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-seed42/inspect.json"
+# trained_attention.csv: one row per task x mechanism from those checkpoints, the same after shards + merge
+ta=$b/trained_attention.csv
+expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman$' "$ta"
+[ "$(tail -n +2 "$ta" | wc -l)" -eq 9 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 9"
+expect_grep '^needle,none,42,16,2,40,[^,]+,[^,]+,[^,]+,0,' "$ta"
+awk -F, 'NR > 1 && $2 != "epar-enhanced" && $14 != "nan" { exit 1 } NR > 1 && $2 == "epar-enhanced" && $14 == "nan" { exit 1 }' "$ta" &&
+    ok || fail "trained_attention.csv: profile_spearman for EPAR only"
+cmp -s "$ta" "$T_TMP/m/benchmark/trained_attention.csv" && ok || fail "trained_attention.csv differs after shards + merge"
 
 # ---- MPI (optional): 2 ranks share the cells, rank 0 writes the same tables
 # EPAR_MPI: the MPI build of the same objects as $EPAR (make test sets it; empty in the sanitizer and coverage builds,

@@ -4,7 +4,9 @@
  * when it passes, restored into a freshly set-up run. When the input ends with the end mark, the harness first
  * rewrites the checksum before it, so mutations reach the sections instead of stopping at the checksum.
  * Contracts besides the sanitizers: a failed read returns EPAR_EIO naming the file and keeps no buffer;
- * resume returns 0, EPAR_EINVAL or EPAR_EIO; a message is set on every failure.
+ * resume returns 0, EPAR_EINVAL or EPAR_EIO; a message is set on every failure. The same file is also read as
+ * epar inspect reads it (epar_exp_train_load, its configuration taken from the file): 0, EPAR_EIO or EPAR_ENOMEM.
+ * PATH is cleared, so a checkpoint of task lm cannot start the Bible program.
  * EPAR_FUZZ_SEED=FILE: write the valid checkpoint of that run to FILE (tests/fuzz/ckpt/valid.bin) and exit. */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -44,6 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     tiny(&cfg);
+    setenv("PATH", "/nonexistent", 1);
     const char *seed = getenv("EPAR_FUZZ_SEED");
     if (seed) {
         struct epar_train_run r;
@@ -95,6 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         epar_exp_train_free(&r);
     }
     if (st && st != EPAR_EINVAL && st != EPAR_EIO && st != EPAR_ENOMEM) BROKEN(st);
+    /* epar inspect's reading: the configuration from the file itself; only EPAR_EIO (or ENOMEM), with a message */
+    struct epar_train_run r;
+    epar_err_clear();
+    st = epar_exp_train_load(&r, &ck, path, "/nonexistent");
+    epar_exp_train_free(&r);
+    if (st && ((st != EPAR_EIO && st != EPAR_ENOMEM) || !strcmp(epar_err_message(), "unknown error"))) BROKEN(st);
     epar_ckpt_free(&ck);
     return 0;
 }

@@ -1,0 +1,849 @@
+/* epar inspect: a checkpoint's attention on one input, its summaries, tables, heatmaps and the head view. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_statistics_double.h>
+#include "lib/ckpt.h"
+#include "lib/err.h"
+#include "lib/metrics.h"
+#include "lib/plot.h"
+#include "lib/version.h"
+#include "common.h"
+#include "inspect.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* reading the checkpoint                                                                             */
+
+int epar_inspect_open(struct epar_inspect *x, const char *path, const char *cache_dir)
+{
+    memset(x, 0, sizeof *x);
+    snprintf(x->path, sizeof x->path, "%s", path);
+    struct epar_ckpt ck;
+    int st = epar_ckpt_read(path, &ck);
+    if (st) return st;
+    st = epar_exp_train_load(&x->run, &ck, path, cache_dir);
+    epar_ckpt_free(&ck);
+    if (st) return st;
+    const struct epar_train_cfg *c = &x->run.cfg;
+    snprintf(x->name, sizeof x->name, "%s-%s-seed%lu", x->run.label[0] ? x->run.label : epar_task_name(c->task.id),
+             epar_nnpos_name(c->mechanism), c->seed);
+    x->NL = c->layers;
+    x->NH = c->heads;
+    return EPAR_OK;
+}
+
+int epar_inspect_check_selection(const struct epar_inspect *x, const struct epar_inspect_opts *o)
+{
+    for (int k = 0; k < o->n_layers; k++)
+        if (o->layers[k] < 0 || o->layers[k] >= x->NL)
+            return epar_err_set(EPAR_EINVAL, "invalid value for --layers: '%d' (the model of '%s' has layers 0..%d)",
+                                o->layers[k], x->path, x->NL - 1);
+    for (int k = 0; k < o->n_heads; k++)
+        if (o->heads[k] < 0 || o->heads[k] >= x->NH)
+            return epar_err_set(EPAR_EINVAL, "invalid value for --heads: '%d' (the model of '%s' has heads 0..%d)",
+                                o->heads[k], x->path, x->NH - 1);
+    return EPAR_OK;
+}
+
+/* the selected layers (or heads): o's list, or 0..n-1; returns the count */
+static int selection(const int *list, int nlist, int n, int *out)
+{
+    if (nlist == 0) {
+        for (int k = 0; k < n; k++) out[k] = k;
+        return n;
+    }
+    memcpy(out, list, (size_t)nlist * sizeof *out);
+    return nlist;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the input and the forward pass                                                                     */
+
+/* the arrays of the last input (a checkpoint runs several inputs in epar_inspect_summarise) */
+static void free_input(struct epar_inspect *x)
+{
+    free(x->tok); free(x->tgt); free(x->mask); free(x->pred); free(x->p_target); free(x->att); free(x->rel);
+    free(x->stats); free(x->mass); free(x->peff);
+    x->tok = x->tgt = x->pred = NULL;
+    x->mask = x->att = NULL;
+    x->p_target = x->stats = x->mass = x->peff = NULL;
+    x->rel = NULL;
+}
+
+static int alloc_input(struct epar_inspect *x, int T)
+{
+    free_input(x);
+    x->T = T;
+    size_t NLH = (size_t)x->NL * x->NH;
+    x->tok = epar_err_alloc((size_t)T, sizeof *x->tok, "the input");
+    x->tgt = epar_err_alloc((size_t)T, sizeof *x->tgt, "the input");
+    x->mask = epar_err_alloc((size_t)T, sizeof *x->mask, "the input");
+    x->pred = epar_err_alloc((size_t)T, sizeof *x->pred, "the predictions");
+    x->p_target = epar_err_alloc((size_t)T, sizeof *x->p_target, "the predictions");
+    x->att = epar_err_alloc(NLH * T * T, sizeof *x->att, "the attention weights");
+    x->rel = epar_err_alloc((size_t)T * T, 1, "the relevant positions");
+    x->stats = epar_err_alloc(NLH * EPAR_INSPECT_NSTATS, sizeof *x->stats, "the head summaries");
+    x->mass = epar_err_alloc(NLH * T, sizeof *x->mass, "the distance profiles");
+    x->peff = epar_err_alloc(NLH * T, sizeof *x->peff, "the distance profiles");
+    return x->tok && x->tgt && x->mask && x->pred && x->p_target && x->att && x->rel && x->stats && x->mass && x->peff
+               ? EPAR_OK : EPAR_ENOMEM;
+}
+
+/* the evaluation item o->item, or o->text as tokens */
+static int make_input(struct epar_inspect *x, const struct epar_inspect_opts *o)
+{
+    struct epar_task *t = &x->run.task;
+    int Tmax = x->run.cfg.task.length, st;
+    if (!o->text) {
+        long n = epar_task_eval_count(t);
+        if (o->item < 0 || o->item >= n)
+            return epar_err_set(EPAR_EINVAL, "invalid value for --item: '%ld' (the evaluation set of '%s' has items 0..%ld)",
+                                o->item, x->path, n - 1);
+        if ((st = alloc_input(x, Tmax))) return st;
+        x->item = o->item;
+        epar_task_eval_item(t, o->item, x->tok, x->tgt, x->mask);
+        return EPAR_OK;
+    }
+    int *tok = epar_err_alloc((size_t)Tmax, sizeof *tok, "the text"), T = 0;
+    if (!tok) return EPAR_ENOMEM;
+    st = epar_task_parse_text(t, o->text, tok, Tmax, &T);
+    if (!st) st = alloc_input(x, T);
+    if (!st) {
+        x->from_text = 1;
+        memcpy(x->tok, tok, (size_t)T * sizeof *tok);
+        for (int q = 0; q < T; q++) {   /* what follows in the text; lm scores every next character */
+            x->tgt[q] = q + 1 < T ? tok[q + 1] : -1;
+            x->mask[q] = t->cfg.id == EPAR_TASK_LM && q + 1 < T ? 1.0f : 0.0f;
+        }
+    }
+    free(tok);
+    return st;
+}
+
+/* the forward pass of training on the input (batch 1); attention, predictions */
+static int forward(struct epar_inspect *x)
+{
+    struct epar_nn *m = &x->run.model;
+    int T = x->T, NH = x->NH, V = m->cfg.V;
+    int st = epar_nn_forward(m, x->tok, NULL, NULL, 1, T);
+    if (st) return st;
+    size_t nA = (size_t)NH * T * T;   /* one layer of m->a.att at batch 1: (NH, T, T) */
+    for (int l = 0; l < x->NL; l++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                const float *src = m->a.att + l * nA + ((size_t)h * T + i) * T;
+                float *dst = x->att + (((size_t)l * NH + h) * T + i) * T;
+                for (int j = 0; j < T; j++) dst[j] = j <= i ? src[j] : 0.0f;   /* keys after i are not written */
+            }
+    for (int q = 0; q < T; q++) {
+        const float *p = m->a.probs + (size_t)q * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (p[v] > p[best]) best = v;
+        x->pred[q] = best;
+        x->p_target[q] = x->tgt[q] >= 0 && x->tgt[q] < V ? p[x->tgt[q]] : NAN;
+    }
+    return EPAR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* summaries                                                                                          */
+
+void epar_inspect_head_stats(const float *A, const unsigned char *rel, int T, double *s, double *mass)
+{
+    double dist = 0, ent = 0, ent_u = 0, prev = 0, first = 0, relv = 0, relu = 0;
+    int nrel = 0;
+    for (int d = 0; d < T; d++) mass[d] = 0;
+    for (int i = 0; i < T; i++) {
+        const float *a = A + (size_t)i * T;
+        double h = 0, r = 0;
+        int nr = 0;
+        for (int j = 0; j <= i; j++) {
+            dist += (double)a[j] * (i - j);
+            if (a[j] > 0) h -= (double)a[j] * log((double)a[j]);
+            mass[i - j] += a[j];
+            if (rel && rel[(size_t)i * T + j]) {
+                r += a[j];
+                nr++;
+            }
+        }
+        ent += h;
+        ent_u += log((double)i + 1);
+        if (i > 0) {
+            prev += a[i - 1];
+            first += a[0];
+        }
+        if (nr > 0) {
+            relv += r;
+            relu += (double)nr / (i + 1);
+            nrel++;
+        }
+    }
+    for (int d = 0; d < T; d++) mass[d] /= (double)(T - d);   /* T - d queries have a key at distance d */
+    s[EPAR_INSPECT_DISTANCE] = dist / T;
+    s[EPAR_INSPECT_ENTROPY] = ent / T;
+    s[EPAR_INSPECT_ENTROPY_UNIFORM] = ent_u / T;
+    s[EPAR_INSPECT_PREVIOUS] = T > 1 ? prev / (T - 1) : NAN;
+    s[EPAR_INSPECT_FIRST] = T > 1 ? first / (T - 1) : NAN;
+    s[EPAR_INSPECT_RELEVANT] = nrel ? relv / nrel : NAN;
+    s[EPAR_INSPECT_RELEVANT_UNIFORM] = nrel ? relu / nrel : NAN;
+    /* against the distance, relative to a uniform causal row's mass (which falls with d by itself) */
+    double *work = malloc(4 * (size_t)T * sizeof *work);
+    if (work && T > 2) {
+        epar_inspect_uniform_mass(T, work + 3 * T);
+        for (int d = 0; d < T; d++) {
+            work[2 * T + d] = d;
+            work[3 * T + d] = mass[d] / work[3 * T + d];
+        }
+        s[EPAR_INSPECT_DIST_SPEARMAN] = epar_metric_spearman(work + 3 * T, work + 2 * T, (size_t)T, work);
+    } else {
+        s[EPAR_INSPECT_DIST_SPEARMAN] = NAN;
+    }
+    free(work);
+}
+
+void epar_inspect_uniform_mass(int T, double *u)
+{
+    double tail = 0;   /* sum over i = d .. T-1 of 1 / (i + 1) */
+    for (int d = T - 1; d >= 0; d--) {
+        tail += 1.0 / (d + 1);
+        u[d] = tail / (T - d);
+    }
+}
+
+static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
+
+/* every head's summaries; EPAR: its factor P(d) and how the mass by distance follows it */
+static int summarise(struct epar_inspect *x)
+{
+    const struct epar_nnpos *p = &x->run.model.pos;
+    int T = x->T, epar = is_epar(x->run.cfg.mechanism);
+    double L = p->s.posfx_length > 0 ? p->s.posfx_length : T;   /* as the forward pass used it */
+    double *work = EPAR_MALLOC(4 * (size_t)T * sizeof(double)), *u = work ? work + 2 * T : NULL, *relm = u ? u + T : NULL;
+    int *scratch = EPAR_MALLOC((size_t)x->run.task.V * sizeof(int));
+    if (!work || !scratch) {
+        free(work);
+        free(scratch);
+        return EPAR_ENOMEM;
+    }
+    x->rel_rows = epar_task_relevant(&x->run.task, x->tok, T, x->rel, scratch);
+    free(scratch);
+    epar_inspect_uniform_mass(T, u);
+    for (int l = 0; l < x->NL; l++)
+        for (int h = 0; h < x->NH; h++) {
+            size_t k = (size_t)l * x->NH + h;
+            double *s = x->stats + k * EPAR_INSPECT_NSTATS, *mass = x->mass + k * T, *pe = x->peff + k * T;
+            epar_inspect_head_stats(x->att + k * T * T, x->rel_rows ? x->rel : NULL, T, s, mass);
+            struct epar_posfx fx = epar ? epar_nnpos_effect(p, l, h) : (struct epar_posfx){EPAR_FORM_NONE, NAN, NAN, NAN};
+            for (int d = 0; d < T; d++) pe[d] = epar ? epar_posfx_value(&fx, d, L) : NAN;
+            s[EPAR_INSPECT_ALPHA] = fx.alpha;
+            s[EPAR_INSPECT_BETA] = fx.beta;
+            s[EPAR_INSPECT_GAMMA] = epar && fx.form == EPAR_FORM_ENHANCED ? fx.gamma : NAN;
+            for (int d = 0; d < T; d++) relm[d] = mass[d] / u[d];   /* as for distance_spearman */
+            s[EPAR_INSPECT_PROFILE_PEARSON] = epar && T > 2 ? gsl_stats_correlation(relm, 1, pe, 1, (size_t)T) : NAN;
+            s[EPAR_INSPECT_PROFILE_SPEARMAN] = epar && T > 2 ? epar_metric_spearman(relm, pe, (size_t)T, work) : NAN;
+        }
+    free(work);
+    return EPAR_OK;
+}
+
+int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
+{
+    int st = epar_inspect_check_selection(x, o);
+    if (!st) st = make_input(x, o);
+    if (!st) st = forward(x);
+    if (!st) st = summarise(x);
+    return st;
+}
+
+void epar_inspect_free(struct epar_inspect *x)
+{
+    epar_exp_train_free(&x->run);
+    free_input(x);
+    memset(x, 0, sizeof *x);
+}
+
+/* the mean and sample sd of the finite values of v (n) */
+static void finite_mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double s = 0, q = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) {
+            s += v[i];
+            k++;
+        }
+    *mean = k ? s / k : NAN;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = k > 1 ? sqrt(q / (k - 1)) : NAN;
+}
+
+int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_inspect_summary *out)
+{
+    long count = epar_task_eval_count(&x->run.task), n = n_items < count ? n_items : count;
+    int H = x->NL * x->NH;
+    double *v = EPAR_MALLOC((size_t)n * H * 6 * sizeof(double));   /* (6 summaries, n items x H heads) */
+    if (!v) return EPAR_ENOMEM;
+    static const int cols[6] = {EPAR_INSPECT_DIST_SPEARMAN, EPAR_INSPECT_DISTANCE, EPAR_INSPECT_FIRST,
+                                EPAR_INSPECT_RELEVANT, EPAR_INSPECT_RELEVANT_UNIFORM, EPAR_INSPECT_PROFILE_SPEARMAN};
+    int st = EPAR_OK;
+    for (long k = 0; !st && k < n; k++) {
+        struct epar_inspect_opts o = {.item = (long)((double)k * count / n)};   /* spread evenly over the set */
+        st = epar_inspect_run(x, &o);
+        for (int hh = 0; !st && hh < H; hh++)
+            for (int c = 0; c < 6; c++) {
+                double val = x->stats[(size_t)hh * EPAR_INSPECT_NSTATS + cols[c]];
+                if (c == 1) val /= (x->T - 1) / 4.0;   /* mean distance over a uniform causal row's, (T - 1) / 4 */
+                v[((size_t)c * n + k) * H + hh] = val;
+            }
+    }
+    if (!st) {
+        double m[6], sd[6];
+        for (int c = 0; c < 6; c++) finite_mean_sd(v + (size_t)c * n * H, (int)n * H, &m[c], &sd[c]);
+        *out = (struct epar_inspect_summary){(int)n, H, x->T, m[0], sd[0], m[1], m[2], m[3], m[4], m[5]};
+    }
+    free(v);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* tables                                                                                             */
+
+static void symbol(const struct epar_inspect *x, int id, char *buf, size_t n)
+{
+    if (id < 0) buf[0] = '\0';
+    else epar_task_symbol(&x->run.task, id, buf, n);
+}
+
+/* "item 3" or "text" */
+static void input_desc(const struct epar_inspect *x, char *buf, size_t n)
+{
+    if (x->from_text) snprintf(buf, n, "text of %d tokens", x->T);
+    else snprintf(buf, n, "evaluation item %ld", x->item);
+}
+
+static struct epar_table *attention_table(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
+{
+    struct epar_table *t = epar_csv_new("layer,head,query,key,weight");
+    int T = x->T;
+    for (int a = 0; t && a < nl; a++)
+        for (int b = 0; t && b < nh; b++) {
+            const float *A = x->att + ((size_t)ls[a] * x->NH + hs[b]) * T * T;
+            for (int i = 0; t && i < T; i++)
+                for (int j = 0; j <= i; j++)
+                    if (epar_csv_append(t, "iiiid", ls[a], hs[b], i, j, (double)A[(size_t)i * T + j])) {
+                        epar_csv_free(t);
+                        t = NULL;
+                        break;
+                    }
+        }
+    return t;
+}
+
+static struct epar_table *tokens_table(const struct epar_inspect *x)
+{
+    struct epar_table *t = epar_csv_new("position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,"
+                                        "p_target,relevant_keys");
+    int T = x->T;
+    for (int q = 0; t && q < T; q++) {
+        char s[64], ts[64], ps[64], rel[512] = "";
+        symbol(x, x->tok[q], s, sizeof s);
+        symbol(x, x->tgt[q], ts, sizeof ts);
+        symbol(x, x->pred[q], ps, sizeof ps);
+        size_t used = 0;
+        for (int j = 0; j <= q && used + 12 < sizeof rel; j++)
+            if (x->rel[(size_t)q * T + j]) used += (size_t)snprintf(rel + used, sizeof rel - used, "%s%d", used ? " " : "", j);
+        int bad = x->tgt[q] >= 0 ? epar_csv_append(t, "iisisiisds", q, x->tok[q], s, x->tgt[q], ts, x->mask[q] > 0, x->pred[q],
+                                                   ps, x->p_target[q], rel)
+                                 : epar_csv_append(t, "iis--iisds", q, x->tok[q], s, x->mask[q] > 0, x->pred[q], ps,
+                                                   x->p_target[q], rel);
+        if (bad) {
+            epar_csv_free(t);
+            t = NULL;
+        }
+    }
+    return t;
+}
+
+static struct epar_table *heads_table(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
+{
+    struct epar_table *t = epar_csv_new("layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,"
+                                        "relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,"
+                                        "gamma,profile_pearson,profile_spearman");
+    for (int a = 0; t && a < nl; a++)
+        for (int b = 0; t && b < nh; b++) {
+            const double *s = x->stats + ((size_t)ls[a] * x->NH + hs[b]) * EPAR_INSPECT_NSTATS;
+            if (epar_csv_append(t, "iidddddddidddddd", ls[a], hs[b], s[EPAR_INSPECT_DISTANCE],
+                                s[EPAR_INSPECT_ENTROPY], s[EPAR_INSPECT_ENTROPY_UNIFORM], s[EPAR_INSPECT_PREVIOUS],
+                                s[EPAR_INSPECT_FIRST], s[EPAR_INSPECT_RELEVANT], s[EPAR_INSPECT_RELEVANT_UNIFORM],
+                                x->rel_rows, s[EPAR_INSPECT_DIST_SPEARMAN], s[EPAR_INSPECT_ALPHA], s[EPAR_INSPECT_BETA],
+                                s[EPAR_INSPECT_GAMMA], s[EPAR_INSPECT_PROFILE_PEARSON], s[EPAR_INSPECT_PROFILE_SPEARMAN])) {
+                epar_csv_free(t);
+                t = NULL;
+            }
+        }
+    return t;
+}
+
+static struct epar_table *profile_table(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
+{
+    struct epar_table *t = epar_csv_new("layer,head,distance,attention_mass,uniform_mass,queries,p_effect");
+    int T = x->T;
+    double *u = EPAR_MALLOC((size_t)T * sizeof *u);
+    if (!u) {
+        epar_csv_free(t);
+        return NULL;
+    }
+    epar_inspect_uniform_mass(T, u);
+    for (int a = 0; t && a < nl; a++)
+        for (int b = 0; t && b < nh; b++) {
+            size_t k = (size_t)ls[a] * x->NH + hs[b];
+            for (int d = 0; t && d < T; d++)
+                if (epar_csv_append(t, "iiiddid", ls[a], hs[b], d, x->mass[k * T + d], u[d], T - d, x->peff[k * T + d])) {
+                    epar_csv_free(t);
+                    t = NULL;
+                }
+        }
+    free(u);
+    return t;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* figures                                                                                            */
+
+/* a growing string (out of memory: oom set, appends ignored) */
+struct sbuf {
+    char *s;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) { b->oom = 1; return; }
+        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* a token symbol as a gnuplot single-quoted string body ('' for a quote) */
+static void sb_gp_quoted(struct sbuf *b, const char *s)
+{
+    for (; *s; s++) sb_printf(b, *s == '\'' ? "''" : "%c", *s);
+}
+
+/* tic labels: every k-th position (k so that at most about 32 labels show), "'sym' pos, ..." */
+static void sb_tics(struct sbuf *b, const struct epar_inspect *x)
+{
+    int T = x->T, k = (T + 31) / 32;
+    for (int q = 0; q < T; q += k) {
+        char s[64];
+        symbol(x, x->tok[q], s, sizeof s);
+        sb_printf(b, "%s'", q ? ", " : "");
+        sb_gp_quoted(b, s);
+        sb_printf(b, "' %d", q);
+    }
+}
+
+/* the axes of one heatmap panel of the input's tokens */
+static void sb_panel_axes(struct sbuf *b, const struct epar_inspect *x)
+{
+    int T = x->T;
+    sb_printf(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
+    sb_tics(b, x);
+    sb_printf(b, ") noenhanced rotate by 90 right font ',8'\nset ytics (");
+    sb_tics(b, x);
+    sb_printf(b, ") noenhanced font ',8'\n");
+}
+
+static int write_script(struct epar_out *o, const char *name, const char *title, struct sbuf *b)
+{
+    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name) : epar_plot_script(o, name, title, b->s);
+    free(b->s);
+    return st;
+}
+
+/* one figure per layer: a heatmap per head (key position across, query position down), token labels */
+static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int nh, struct epar_out *o)
+{
+    int cols = 1;
+    while (cols * cols < nh) cols++;   /* a square-ish grid: 4 heads 2 x 2 */
+    int rows = (nh + cols - 1) / cols;
+    char name[64], title[256];
+    snprintf(name, sizeof name, "attention_layer%d", l);
+    char in[64];
+    input_desc(x, in, sizeof in);
+    snprintf(title, sizeof title, "Attention of layer %d per head: %s, %s", l, x->name, in);
+    struct sbuf b = {0};
+    sb_printf(&b, "set terminal @epar_term size %d,%d\n", 40 + 560 * cols, 50 + 540 * rows);
+    sb_printf(&b, "set multiplot layout %d,%d title '%s, %s: layer %d (query position down, key position across)' "
+                  "noenhanced\n", rows, cols, x->name, in, l);
+    sb_printf(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
+                  "set xlabel 'key' font ',9'\nset ylabel 'query' font ',9'\n");
+    sb_panel_axes(&b, x);
+    for (int k = 0; k < nh; k++) {
+        /* the colour scale tops at the largest weight of rows 1.. (row 0 is always the single weight 1) */
+        const float *A = x->att + ((size_t)l * x->NH + hs[k]) * x->T * x->T;
+        double top = 0;
+        for (int i = 1; i < x->T; i++)
+            for (int j = 0; j <= i; j++) top = fmax(top, A[(size_t)i * x->T + j]);
+        sb_printf(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
+        sb_printf(&b, "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
+                      "with boxxyerror fs solid noborder fc palette notitle\n", l, hs[k]);
+    }
+    sb_printf(&b, "unset multiplot\n");
+    return write_script(o, name, title, &b);
+}
+
+/* attention mass by distance per head, beside the EPAR factor P(d) on the right axis */
+static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
+{
+    int epar = is_epar(x->run.cfg.mechanism), learned = x->run.cfg.pos.learn_posfx;
+    struct sbuf b = {0};
+    sb_printf(&b, "set terminal @epar_term size %d,480\nset multiplot layout 1,%d title '%s: attention by distance' "
+                  "noenhanced\nset xlabel 'distance i - j'\nset ylabel 'mean attention weight at that distance'\n"
+                  "set key bmargin center horizontal\nset bmargin 7\nset xrange [0:%d]\n", 80 + 520 * nl, nl, x->name, x->T - 1);
+    if (epar) sb_printf(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
+    for (int a = 0; a < nl; a++) {
+        sb_printf(&b, "set title 'layer %d'\nplot", ls[a]);
+        for (int k = 0; k < nh; k++)
+            sb_printf(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
+                      k ? ", \\\n    " : " ", ls[a], hs[k], 1 + k % 8, hs[k]);
+        sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
+                      "title 'uniform causal rows'", ls[a], hs[0]);
+        for (int k = 0; epar && k < (learned ? nh : 1); k++) {   /* P(d) differs by head only when it is learned */
+            char what[32] = " (every head)";
+            if (learned) snprintf(what, sizeof what, ", head %d", hs[k]);
+            sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
+                          "dt 2 lt %d title 'P(d)%s'", ls[a], hs[k], learned ? 1 + k % 8 : 8, what);
+        }
+        sb_printf(&b, "\n");
+    }
+    sb_printf(&b, "unset multiplot\n");
+    return write_script(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the head view: one self-contained page (no network), tokens in two columns, lines weighted by attention  */
+
+/* a JSON string (with "<" escaped, so no text can close the script element) */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&') fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* html text */
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+static const char head_view_css[] =
+    "<style>\n"
+    "*{box-sizing:border-box}\n"
+    "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#222;margin:0 auto;max-width:1100px;"
+    "padding:12px}\n"
+    "h1{font-size:1.3em;margin:.2em 0;overflow-wrap:anywhere}\n"
+    "p{margin:.4em 0}\n"
+    ".controls{display:flex;flex-wrap:wrap;gap:.5em 1.2em;align-items:center;margin:.6em 0;position:sticky;top:0;"
+    "background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}\n"
+    "select{font-size:1em}\n"
+    /* a fixed height: text that wraps onto more lines while hovering must not move the tokens under the pointer */
+    "#info{flex:1 1 100%;height:4.4em;overflow-y:auto;margin:0;font-size:.9em;color:#333;overflow-wrap:anywhere}\n"
+    ".view{display:grid;grid-template-columns:minmax(0,9em) minmax(0,1fr) minmax(0,9em);align-items:start}\n"
+    ".col{min-width:0}\n"
+    ".tok{height:20px;line-height:20px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;cursor:pointer;"
+    "font:13px ui-monospace,Menlo,Consolas,monospace;padding:0 4px;border-radius:3px}\n"
+    ".tok .pos{color:#999;font-size:11px}\n"
+    ".left .tok{text-align:right}\n"
+    ".tok:hover,.tok:focus-visible,.tok.sel{outline:2px solid #1f77b4;outline-offset:-2px}\n"
+    ".tok.scored{font-weight:bold}\n"
+    ".tok.rel{text-decoration:underline;text-decoration-color:#d62728;text-decoration-thickness:2px}\n"
+    "svg{display:block;width:100%}\n"
+    "line{stroke:#1f77b4}\n"
+    ".legend{font-size:.85em;color:#555}\n"
+    "@media (max-width:600px){.view{grid-template-columns:minmax(0,6.5em) minmax(0,1fr) minmax(0,6.5em)}"
+    ".tok .pos{display:none}body{padding:8px}}\n"
+    "</style>\n";
+
+static const char head_view_js[] =
+    "<script>\n"
+    "(function(){\n"
+    "var D=JSON.parse(document.getElementById('data').textContent);\n"
+    "var T=D.tokens.length,RH=20,NS='http://www.w3.org/2000/svg';\n"
+    "var ls=document.getElementById('layer'),hs=document.getElementById('head'),svg=document.getElementById('lines');\n"
+    "var left=document.getElementById('left'),right=document.getElementById('right'),info=document.getElementById('info');\n"
+    "var sel=-1,side='',pinned=false;\n"
+    "D.layers.forEach(function(l,a){var o=document.createElement('option');o.value=a;o.textContent='layer '+l;ls.appendChild(o);});\n"
+    "D.heads.forEach(function(h,b){var o=document.createElement('option');o.value=b;o.textContent='head '+h;hs.appendChild(o);});\n"
+    "if(D.heads.length>1){var m=document.createElement('option');m.value='mean';m.textContent='mean of the heads';hs.appendChild(m);}\n"
+    "svg.setAttribute('viewBox','0 0 100 '+(T*RH));svg.setAttribute('preserveAspectRatio','none');svg.style.height=(T*RH)+'px';\n"
+    "function tok(i,cls){var d=document.createElement('div');d.className='tok'+(D.scored[i]?' scored':'');d.tabIndex=0;\n"
+    " d.dataset.i=i;d.dataset.side=cls;var p=document.createElement('span');p.className='pos';p.textContent=i+' ';\n"
+    " d.appendChild(p);d.appendChild(document.createTextNode(D.tokens[i]));d.title='position '+i+': '+D.tokens[i];return d;}\n"
+    "for(var i=0;i<T;i++){left.appendChild(tok(i,'q'));right.appendChild(tok(i,'k'));}\n"
+    "function rows(){var a=+ls.value;if(hs.value!=='mean')return D.att[a][+hs.value];\n"
+    " var n=D.heads.length,r=[];for(var i=0;i<T;i++){r.push([]);for(var j=0;j<=i;j++){var s=0;\n"
+    " for(var b=0;b<n;b++)s+=D.att[a][b][i][j];r[i].push(s/n);}}return r;}\n"
+    "function fmt(w){return w.toFixed(3);}\n"
+    "function draw(){var R=rows();while(svg.firstChild)svg.removeChild(svg.firstChild);var n=0;\n"
+    " for(var i=0;i<T;i++)for(var j=0;j<=i;j++){var w=R[i][j];\n"
+    "  if(sel>=0&&((side==='q'&&i!==sel)||(side==='k'&&j!==sel)))continue;if(sel<0&&w<0.02)continue;\n"
+    "  var e=document.createElementNS(NS,'line');e.setAttribute('x1',0);e.setAttribute('y1',i*RH+RH/2);\n"
+    "  e.setAttribute('x2',100);e.setAttribute('y2',j*RH+RH/2);e.setAttribute('stroke-opacity',Math.min(1,0.08+w).toFixed(3));\n"
+    "  e.setAttribute('stroke-width',(0.5+4*w).toFixed(2));e.setAttribute('vector-effect','non-scaling-stroke');\n"
+    "  svg.appendChild(e);n++;}\n"
+    " svg.dataset.lines=n;svg.dataset.view=ls.value+':'+hs.value+':'+side+sel;shade(R);describe(R);}\n"
+    "function shade(R){var L=left.children,K=right.children;\n"
+    " for(var i=0;i<T;i++){L[i].style.background='';K[i].style.background='';L[i].classList.toggle('sel',side==='q'&&i===sel);\n"
+    "  K[i].classList.toggle('sel',side==='k'&&i===sel);K[i].classList.toggle('rel',side==='q'&&sel>=0&&D.relevant[sel].indexOf(i)>=0);}\n"
+    " if(sel<0)return;for(var k=0;k<T;k++){var w=side==='q'?(k<=sel?R[sel][k]:0):(k>=sel?R[k][sel]:0);\n"
+    "  (side==='q'?K:L)[k].style.background='rgba(255,127,14,'+Math.min(1,w).toFixed(3)+')';}}\n"
+    "function describe(R){var where=ls.options[ls.selectedIndex].text+', '+hs.options[hs.selectedIndex].text;\n"
+    " if(sel<0){info.textContent=where+': every query row, lines for weights of 0.02 and more. Hover or click a token.';return;}\n"
+    " var items=[];if(side==='q'){for(var j=0;j<=sel;j++)items.push([R[sel][j],j]);}else{for(var i=sel;i<T;i++)items.push([R[i][sel],i]);}\n"
+    " items.sort(function(a,b){return b[0]-a[0];});var top=items.slice(0,5).map(function(p){return p[1]+' '+D.tokens[p[1]]+' ('+fmt(p[0])+')';});\n"
+    " info.textContent=where+(pinned?' (pinned)':'')+': '+(side==='q'?'query '+sel+' '+D.tokens[sel]+' attends to ':'key '+sel+' '+D.tokens[sel]+' is attended by ')+top.join(', ')\n"
+    "  +(side==='q'&&D.relevant[sel].length?'; answer-relevant: '+D.relevant[sel].join(' '):'');}\n"
+    "function pick(e,click){var t=e.target.closest('.tok');if(!t)return;if(pinned&&!click)return;\n"
+    " var i=+t.dataset.i,s=t.dataset.side;if(click){if(pinned&&i===sel&&s===side){pinned=false;sel=-1;side='';}else{pinned=true;sel=i;side=s;}}\n"
+    " else{sel=i;side=s;}draw();}\n"
+    "function leave(){if(!pinned&&sel>=0){sel=-1;side='';draw();}}\n"
+    "[left,right].forEach(function(c){c.addEventListener('mouseover',function(e){pick(e,false);});c.addEventListener('mouseleave',leave);\n"
+    " c.addEventListener('click',function(e){pick(e,true);});c.addEventListener('focusin',function(e){pick(e,false);});\n"
+    " c.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();pick(e,true);}});});\n"
+    "ls.addEventListener('change',draw);hs.addEventListener('change',draw);\n"
+    "draw();\n"
+    "})();\n"
+    "</script>\n";
+
+/* the data the page draws: tokens, selected layers and heads, their causal rows, scored and relevant positions */
+static void head_view_data(FILE *f, const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
+{
+    int T = x->T;
+    fputs("<script type=\"application/json\" id=\"data\">{\"tokens\":[", f);
+    for (int q = 0; q < T; q++) {
+        char s[64];
+        symbol(x, x->tok[q], s, sizeof s);
+        if (q) fputc(',', f);
+        json_str(f, s);
+    }
+    fputs("],\"scored\":[", f);
+    for (int q = 0; q < T; q++) fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0);
+    fputs("],\"relevant\":[", f);
+    for (int q = 0; q < T; q++) {
+        fputs(q ? ",[" : "[", f);
+        for (int j = 0, n = 0; j <= q; j++)
+            if (x->rel[(size_t)q * T + j]) fprintf(f, "%s%d", n++ ? "," : "", j);
+        fputc(']', f);
+    }
+    fputs("],\"layers\":[", f);
+    for (int a = 0; a < nl; a++) fprintf(f, "%s%d", a ? "," : "", ls[a]);
+    fputs("],\"heads\":[", f);
+    for (int b = 0; b < nh; b++) fprintf(f, "%s%d", b ? "," : "", hs[b]);
+    fputs("],\"att\":[", f);
+    for (int a = 0; a < nl; a++) {
+        fputs(a ? ",[" : "[", f);
+        for (int b = 0; b < nh; b++) {
+            const float *A = x->att + ((size_t)ls[a] * x->NH + hs[b]) * T * T;
+            fputs(b ? ",[" : "[", f);
+            for (int i = 0; i < T; i++) {
+                fputs(i ? ",[" : "[", f);
+                for (int j = 0; j <= i; j++) fprintf(f, "%s%.4g", j ? "," : "", (double)A[(size_t)i * T + j]);
+                fputc(']', f);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("]}</script>\n", f);
+}
+
+static int head_view(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
+{
+    const char *path = epar_out_path(o, "head_view.html");
+    FILE *f = fopen(path, "w");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
+    char in[64];
+    input_desc(x, in, sizeof in);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>Head view: ", f);
+    html_text(f, x->name);
+    fputs("</title>\n", f);
+    fputs(head_view_css, f);
+    fputs("</head><body>\n<h1>Head view: ", f);
+    html_text(f, x->name);
+    fprintf(f, "</h1>\n<p>%s of task <code>%s</code>, %d tokens; model after %ld training steps, checkpoint <code>",
+            in, epar_task_name(x->run.cfg.task.id), x->T, x->run.step);
+    html_text(f, x->path);
+    fputs("</code>.</p>\n<p class=\"legend\">Left: the query positions; right: the key positions. A line joins query i to "
+          "key j &le; i, as thick and opaque as the weight i gives j. Hover over a token for its row (a query) or column "
+          "(a key); click to pin it. Bold tokens are scored; underlined keys are the ones the answer needs. Written by "
+          "<code>epar inspect</code> (epar " EPAR_VERSION "); the numbers are in <code>attention.csv</code>.</p>\n"
+          "<div class=\"controls\"><label>Layer <select id=\"layer\"></select></label>"
+          "<label>Head <select id=\"head\"></select></label><p id=\"info\" aria-live=\"polite\"></p></div>\n"
+          "<div class=\"view\"><div class=\"col left\" id=\"left\"></div><svg id=\"lines\" role=\"img\" "
+          "aria-label=\"attention lines\"></svg><div class=\"col right\" id=\"right\"></div></div>\n", f);
+    head_view_data(f, x, ls, nl, hs, nh);
+    fputs(head_view_js, f);
+    fputs("</body></html>\n", f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
+    return EPAR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the folder                                                                                         */
+
+static json_t *int_array(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int k = 0; a && k < n; k++) json_array_append_new(a, json_integer(v[k]));
+    return a;
+}
+
+static int write_json(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
+{
+    const struct epar_train_cfg *c = &x->run.cfg;
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s}", "experiment",
+                          "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->name, "task",
+                          epar_task_name(c->task.id), "mechanism", epar_nnpos_name(c->mechanism), "seed",
+                          (json_int_t)c->seed, "steps_done", (json_int_t)x->run.step, "length", x->T, "layers_written",
+                          int_array(ls, nl), "heads_written", int_array(hs, nh), "model_layers", x->NL, "model_heads",
+                          x->NH, "relevant_queries", x->rel_rows, "attention",
+                          "lib/nn epar_nn_forward (the training forward pass), batch 1: m->a.att");
+    if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building inspect.json");
+    if (x->from_text) json_object_set_new(j, "text", json_integer(x->T));
+    else json_object_set_new(j, "item", json_integer(x->item));
+    if (x->run.label[0]) json_object_set_new(j, "benchmark_task", json_string(x->run.label));
+    json_object_set_new(j, "config", epar_exp_train_cfg_json(c));
+    const char *path = epar_out_path(o, "inspect.json");
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+}
+
+int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out)
+{
+    int ls[1024], hs[1024];
+    if (x->NL > 1024 || x->NH > 1024) return epar_err_set(EPAR_EINVAL, "more than 1024 layers or heads");
+    int nl = selection(o->layers, o->n_layers, x->NL, ls), nh = selection(o->heads, o->n_heads, x->NH, hs);
+    struct epar_table *att = attention_table(x, ls, nl, hs, nh), *tok = tokens_table(x);
+    struct epar_table *heads = heads_table(x, ls, nl, hs, nh), *prof = profile_table(x, ls, nl, hs, nh);
+    int st = !att || !tok || !heads || !prof ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables") : EPAR_OK;
+    struct epar_exp_file files[] = {{"attention.csv", att}, {"tokens.csv", tok}, {"heads.csv", heads},
+                                    {"profile.csv", prof}};
+    if (!st) st = epar_exp_write_tables(out, files, sizeof files / sizeof files[0]);
+    for (int a = 0; !st && a < nl; a++) st = heatmap_layer(x, ls[a], hs, nh, out);
+    if (!st) st = profile_figure(x, ls, nl, hs, nh, out);
+    if (!st) st = head_view(x, ls, nl, hs, nh, out);
+    if (!st) st = write_json(x, ls, nl, hs, nh, out);
+    epar_csv_free(att);
+    epar_csv_free(tok);
+    epar_csv_free(heads);
+    epar_csv_free(prof);
+    return st;
+}
+
+/* ---- several checkpoints side by side ---- */
+
+static struct epar_table *comparison_table(const struct epar_inspect *xs, int n, const struct epar_inspect_opts *o)
+{
+    struct epar_table *t = epar_csv_new("checkpoint,folder,layer,query,key,weight");
+    int ls[1024], hs[1024];
+    for (int c = 0; t && c < n; c++) {
+        const struct epar_inspect *x = &xs[c];
+        int T = x->T, nl = selection(o->layers, o->n_layers, x->NL, ls), nh = selection(o->heads, o->n_heads, x->NH, hs);
+        for (int a = 0; t && a < nl; a++)
+            for (int i = 0; t && i < T; i++)
+                for (int j = 0; t && j <= i; j++) {
+                    double w = 0;
+                    for (int b = 0; b < nh; b++) w += x->att[(((size_t)ls[a] * x->NH + hs[b]) * T + i) * T + j];
+                    if (epar_csv_append(t, "isiiid", c, x->name, ls[a], i, j, w / nh)) {
+                        epar_csv_free(t);
+                        t = NULL;
+                    }
+                }
+    }
+    return t;
+}
+
+/* the largest head-mean weight of rows 1.. of layer l (row 0 is always the single weight 1) */
+static double mean_row_top(const struct epar_inspect *x, int l, const struct epar_inspect_opts *o)
+{
+    int hs[1024], T = x->T, nh = selection(o->heads, o->n_heads, x->NH, hs);
+    double top = 0;
+    for (int i = 1; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double w = 0;
+            for (int b = 0; b < nh; b++) w += x->att[(((size_t)l * x->NH + hs[b]) * T + i) * T + j];
+            top = fmax(top, w / nh);
+        }
+    return top;
+}
+
+int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const struct epar_inspect_opts *o,
+                                  struct epar_out *out)
+{
+    int rows = 0, ls[1024];
+    for (int c = 0; c < n; c++) {
+        if (xs[c].NL > 1024) return epar_err_set(EPAR_EINVAL, "more than 1024 layers");
+        int nl = selection(o->layers, o->n_layers, xs[c].NL, ls);
+        if (nl > rows) rows = nl;
+    }
+    struct epar_table *t = comparison_table(xs, n, o);
+    int st = t ? epar_exp_write_table(out, "comparison.csv", t) : epar_err_set(EPAR_ENOMEM, "out of memory building comparison.csv");
+    epar_csv_free(t);
+    if (st) return st;
+    struct sbuf b = {0};
+    sb_printf(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
+                  "'Attention, mean of the heads (query position down, key position across; each colour scale up to "
+                  "the largest weight of rows 1..)'\nunset key\nunset grid\nset size ratio -1\nset tics out\n",
+              40 + 560 * n, 50 + 540 * rows, rows, n);
+    for (int c = 0; c < n; c++) {
+        const struct epar_inspect *x = &xs[c];
+        char in[64];
+        input_desc(x, in, sizeof in);
+        int nl = selection(o->layers, o->n_layers, x->NL, ls);
+        sb_panel_axes(&b, x);
+        for (int a = 0; a < rows; a++) {
+            if (a >= nl) {
+                sb_printf(&b, "set multiplot next\n");
+                continue;
+            }
+            double top = mean_row_top(x, ls[a], o);
+            sb_printf(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
+                      top > 0 ? top : 1.0);
+            sb_printf(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
+                          "fs solid noborder fc palette notitle\n", c, ls[a]);
+        }
+    }
+    sb_printf(&b, "unset multiplot\n");
+    return write_script(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
+}

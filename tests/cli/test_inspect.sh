@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# epar inspect: a trained checkpoint's attention (causal, rows summing to 1), its tables, heatmaps and head view;
+# --layers/--heads/--text; several checkpoints give a comparison grid; a truncated, corrupt, foreign or newer
+# checkpoint is exit 3 with one error line and nothing written; usage errors exit 2.
+. "$(dirname "$0")/lib.sh"
+out=$T_TMP/o
+expect_exit 0 "train recall 60 steps" -- "$EPAR" train --task recall --steps 60 --out "$out" --quiet
+ck=$out/train/recall/epar-enhanced/checkpoint.bin
+expect_file "$ck"
+expect_exit 0 "inspect --item 0" -- "$EPAR" inspect "$ck" --item 0 --out "$out"
+d=$out/inspect/recall-epar-enhanced-seed42
+for f in attention.csv tokens.csv heads.csv profile.csv inspect.json head_view.html attention_layer0.png \
+         attention_layer1.png profile.png attention_layer0.gp; do expect_file "$d/$f"; done
+expect_grep '^layer,head,query,key,weight$' "$d/attention.csv"
+expect_grep '^position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,p_target,relevant_keys$' "$d/tokens.csv"
+expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman$' "$d/heads.csv"
+expect_grep '^layer,head,distance,attention_mass,uniform_mass,queries,p_effect$' "$d/profile.csv"
+# causal (key <= query), every (layer, head, query) row complete and summing to 1 within 1e-5
+msg=$(awk -F, 'NR > 1 { if ($4 > $3) bad = bad " non-causal " $0; k = $1 "," $2 "," $3; s[k] += $5; n[k]++ }
+    END { for (k in s) { split(k, a, ","); if (n[k] != a[3] + 1) bad = bad " row " k " has " n[k] " keys";
+                         d = s[k] - 1; if (d < 0) d = -d; if (d > 1e-5) bad = bad " row " k " sums to " s[k]; rows++ }
+          if (rows != 2 * 4 * 32) bad = bad " " rows " rows, want 256"; print bad }' "$d/attention.csv")
+[ -z "$msg" ] && ok || fail "attention.csv:$(echo "$msg" | head -c 300)"
+[ "$(tail -n +2 "$d/heads.csv" | wc -l)" -eq 8 ] && ok || fail "heads.csv has one row per layer and head"
+# recall: the questions' relevant keys are the facts (positions 0..3); the EPAR columns are filled
+awk -F, 'NR > 1 && $3 ~ /\?$/ && $10 !~ /^[0-3]$/ { exit 1 }' "$d/tokens.csv" && ok || fail "a question's relevant key is not a fact"
+awk -F, 'NR > 1 && ($12 != 1 || $14 != 0.5 || $10 != 4 || $8 == "nan") { exit 1 }' "$d/heads.csv" && ok ||
+    fail "heads.csv: alpha 1, gamma 0.5, 4 relevant queries, a relevant share"
+expect_grep '"item": 0' "$d/inspect.json"
+expect_grep 'id="layer"' "$d/head_view.html"
+if grep -qE '(src|href)="https?:' "$d/head_view.html"; then fail "head_view.html loads from the network"; else ok; fi
+expect_grep "^set xtics \('k" "$d/attention_layer0.gp"   # token labels on the axes
+[ -z "$(find "$out/inspect" -name '*.tmp*')" ] && ok || fail "temp files left behind"
+
+# ---- --layers, --heads, --text, several checkpoints
+expect_exit 0 "inspect --layers 1 --heads 0,2" -- "$EPAR" inspect "$ck" --layers 1 --heads 0,2 --out "$T_TMP/s" -q --no-render
+s=$T_TMP/s/inspect/recall-epar-enhanced-seed42
+[ "$(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')" = "1,0 1,2 " ] && ok ||
+    fail "--layers 1 --heads 0,2 writes other heads: $(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')"
+[ ! -e "$s/attention_layer0.gp" ] && [ -f "$s/attention_layer1.gp" ] && ok || fail "one heatmap per selected layer"
+expect_exit 0 "inspect --text" -- "$EPAR" inspect "$ck" --text 'k1:v2 k3:v0 _ k3? =v0 k1?' --out "$T_TMP/t" -q --no-render
+t=$T_TMP/t/inspect/recall-epar-enhanced-seed42
+[ "$(tail -n +2 "$t/tokens.csv" | wc -l)" -eq 6 ] && ok || fail "--text: 6 tokens"
+expect_grep '^3,[0-9]+,k3\?,[0-9]+,=v0,0,[0-9]+,[^,]*,[0-9.e-]+,1$' "$t/tokens.csv"
+expect_exit 0 "train none 20 steps" -- "$EPAR" train --task recall --mechanism none --steps 20 --out "$out" --quiet --no-render
+expect_exit 0 "inspect two checkpoints" -- "$EPAR" inspect "$ck" "$out/train/recall/none/checkpoint.bin" --out "$T_TMP/c" -q
+expect_file "$T_TMP/c/inspect/comparison/comparison.png"
+expect_file "$T_TMP/c/inspect/recall-none-seed42/head_view.html"
+awk -F, 'NR > 1 && $3 == "recall-none-seed42" && $12 != "nan" { exit 1 }' "$T_TMP/c/inspect/recall-none-seed42/heads.csv" &&
+    ok || fail "no EPAR columns for mechanism none"
+
+# ---- bad checkpoints: exit 3, one error line, no inspect folder at all
+bad=$T_TMP/bad
+mkdir -p "$bad"
+head -c 100 "$ck" > "$bad/truncated.bin"
+head -c -20 "$ck" > "$bad/short.bin"
+cp "$ck" "$bad/flipped.bin"; printf '\x55' | dd of="$bad/flipped.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
+printf 'not a checkpoint at all, just some text' > "$bad/foreign.bin"
+cp "$ck" "$bad/newer.bin"; printf '\x07' | dd of="$bad/newer.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+for f in truncated short flipped foreign newer; do
+    expect_exit 3 "$f checkpoint" -- "$EPAR" inspect "$bad/$f.bin" --out "$T_TMP/bo"
+    [ "$(grep -c '^epar: error: ' "$T_TMP/err")" -eq 1 ] && [ "$(grep -vc -e '^epar: error: ' -e '^hint: ' "$T_TMP/err")" -eq 0 ] &&
+        ok || fail "$f: not one error line: $(head -c 300 "$T_TMP/err")"
+    [ ! -e "$T_TMP/bo" ] && ok || fail "$f: wrote $(find "$T_TMP/bo" | head -3 | tr '\n' ' ')"
+done
+expect_exit 3 "truncated second of two" -- "$EPAR" inspect "$ck" "$bad/truncated.bin" --out "$T_TMP/bo"
+[ ! -e "$T_TMP/bo" ] && ok || fail "a bad second checkpoint still wrote the first's folder"
+expect_exit 3 "newer version" -- "$EPAR" inspect "$bad/newer.bin" --out "$T_TMP/bo"
+expect_error_line "has format version 7; this epar reads version 1" "version message"
+expect_exit 3 "missing file" -- "$EPAR" inspect "$T_TMP/nope.bin" --out "$T_TMP/bo"
+
+# ---- usage errors: exit 2, nothing written
+expect_exit 2 "unknown option" -- "$EPAR" inspect "$ck" --bogus --out "$T_TMP/u"
+expect_exit 2 "no checkpoint" -- "$EPAR" inspect --out "$T_TMP/u"
+expect_exit 2 "--item and --text" -- "$EPAR" inspect "$ck" --item 1 --text 'k1?' --out "$T_TMP/u"
+expect_exit 2 "item out of range" -- "$EPAR" inspect "$ck" --item 100000 --out "$T_TMP/u"
+expect_exit 2 "layer out of range" -- "$EPAR" inspect "$ck" --layers 2 --out "$T_TMP/u"
+expect_exit 2 "bad head list" -- "$EPAR" inspect "$ck" --heads 0,x --out "$T_TMP/u"
+expect_exit 2 "unknown symbol in --text" -- "$EPAR" inspect "$ck" --text 'k1? zz' --out "$T_TMP/u"
+expect_error_line "token 'zz'" "unknown symbol message"
+[ ! -e "$T_TMP/u" ] && ok || fail "a usage error wrote files"
+expect_exit 0 "help" -- "$EPAR" inspect --help
+expect_grep 'CHECKPOINT' "$T_TMP/out"
+finish
