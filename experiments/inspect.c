@@ -215,6 +215,42 @@ void epar_inspect_uniform_mass(int T, double *u)
 
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
+/* §4.3 on every trained head (lib/metrics' consistency family, as `optimal-position` scores random layers): I_j =
+ * ||wte[token_j]||_2, the input before any position term (the importance type "norm"), V = A I, pos* = argmax V,
+ * against argmax of the actual scores (mean_j A_ij) I_i */
+static int optimal_position(struct epar_inspect *x)
+{
+    int T = x->T, C = x->run.model.cfg.C;
+    double *A = EPAR_MALLOC(((size_t)T * T + 7 * (size_t)T) * sizeof *A), *I = A ? A + (size_t)T * T : NULL;
+    size_t *perm = EPAR_MALLOC((size_t)T * sizeof *perm);
+    if (!A || !perm) {
+        free(A);
+        free(perm);
+        return EPAR_ENOMEM;
+    }
+    for (int j = 0; j < T; j++) {
+        const float *e = x->run.model.p.wte + (size_t)x->tok[j] * C;
+        double n2 = 0;
+        for (int c = 0; c < C; c++) n2 += (double)e[c] * e[c];
+        I[j] = sqrt(n2);
+    }
+    for (size_t k = 0; k < (size_t)x->NL * x->NH; k++) {
+        const float *a = x->att + k * T * T;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) A[(size_t)i * T + j] = j <= i ? a[(size_t)i * T + j] : 0.0;
+        struct epar_metric_optimal mo;
+        epar_metric_optimal(A, I, T, I + T, perm, &mo);
+        double *s = x->stats + k * EPAR_INSPECT_NSTATS;
+        s[EPAR_INSPECT_POS_STAR] = mo.theoretical;
+        s[EPAR_INSPECT_POS_ACTUAL] = mo.actual;
+        s[EPAR_INSPECT_CONSISTENCY] = mo.consistency;
+        s[EPAR_INSPECT_RANKING] = mo.ranking;
+    }
+    free(A);
+    free(perm);
+    return EPAR_OK;
+}
+
 /* every head's summaries; EPAR: its factor P(d) and how the mass by distance follows it */
 static int summarise(struct epar_inspect *x)
 {
@@ -246,7 +282,7 @@ static int summarise(struct epar_inspect *x)
             s[EPAR_INSPECT_PROFILE_SPEARMAN] = epar && T > 2 ? epar_metric_spearman(relm, pe, (size_t)T, work) : NAN;
         }
     free(work);
-    return EPAR_OK;
+    return optimal_position(x);
 }
 
 int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
@@ -372,15 +408,18 @@ static struct epar_table *heads_table(const struct epar_inspect *x, const int *l
 {
     struct epar_table *t = epar_csv_new("layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,"
                                         "relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,"
-                                        "gamma,profile_pearson,profile_spearman");
+                                        "gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,"
+                                        "ranking");
     for (int a = 0; t && a < nl; a++)
         for (int b = 0; t && b < nh; b++) {
             const double *s = x->stats + ((size_t)ls[a] * x->NH + hs[b]) * EPAR_INSPECT_NSTATS;
-            if (epar_csv_append(t, "iidddddddidddddd", ls[a], hs[b], s[EPAR_INSPECT_DISTANCE],
+            if (epar_csv_append(t, "iidddddddiddddddiidd", ls[a], hs[b], s[EPAR_INSPECT_DISTANCE],
                                 s[EPAR_INSPECT_ENTROPY], s[EPAR_INSPECT_ENTROPY_UNIFORM], s[EPAR_INSPECT_PREVIOUS],
                                 s[EPAR_INSPECT_FIRST], s[EPAR_INSPECT_RELEVANT], s[EPAR_INSPECT_RELEVANT_UNIFORM],
                                 x->rel_rows, s[EPAR_INSPECT_DIST_SPEARMAN], s[EPAR_INSPECT_ALPHA], s[EPAR_INSPECT_BETA],
-                                s[EPAR_INSPECT_GAMMA], s[EPAR_INSPECT_PROFILE_PEARSON], s[EPAR_INSPECT_PROFILE_SPEARMAN])) {
+                                s[EPAR_INSPECT_GAMMA], s[EPAR_INSPECT_PROFILE_PEARSON], s[EPAR_INSPECT_PROFILE_SPEARMAN],
+                                (int)s[EPAR_INSPECT_POS_STAR], (int)s[EPAR_INSPECT_POS_ACTUAL],
+                                s[EPAR_INSPECT_CONSISTENCY], s[EPAR_INSPECT_RANKING])) {
                 epar_csv_free(t);
                 t = NULL;
             }

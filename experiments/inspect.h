@@ -5,7 +5,9 @@
  * attention weights are read where training keeps them (m->a.att, (NL, B, NH, T, T)): no second attention
  * implementation. From them, per layer and head: the weights of every causal pair, summaries (distance,
  * entropy, previous and first token, the answer-relevant positions of the synthetic tasks), the attention mass
- * by distance beside the EPAR factor P(d), heatmaps and a head view page. Prefix epar_inspect_.
+ * by distance beside the EPAR factor P(d), the paper's §4.3 on the trained head (V(i) = sum_j A_ij I_j with I_j the
+ * norm of token j's embedding, the input before any position term; pos* = argmax V against argmax I; the
+ * consistency family of lib/metrics), heatmaps and a head view page. Prefix epar_inspect_.
  *
  * Legend: NL layers, NH heads, T the input's length, V the vocabulary. Arrays are row-major. */
 #ifndef EPAR_EXP_INSPECT_H
@@ -29,7 +31,8 @@ enum {
     EPAR_INSPECT_DISTANCE, EPAR_INSPECT_ENTROPY, EPAR_INSPECT_ENTROPY_UNIFORM, EPAR_INSPECT_PREVIOUS,
     EPAR_INSPECT_FIRST, EPAR_INSPECT_RELEVANT, EPAR_INSPECT_RELEVANT_UNIFORM, EPAR_INSPECT_DIST_SPEARMAN,
     EPAR_INSPECT_ALPHA, EPAR_INSPECT_BETA, EPAR_INSPECT_GAMMA, EPAR_INSPECT_PROFILE_PEARSON,
-    EPAR_INSPECT_PROFILE_SPEARMAN, EPAR_INSPECT_NSTATS
+    EPAR_INSPECT_PROFILE_SPEARMAN, EPAR_INSPECT_POS_STAR, EPAR_INSPECT_POS_ACTUAL, EPAR_INSPECT_CONSISTENCY,
+    EPAR_INSPECT_RANKING, EPAR_INSPECT_NSTATS
 };
 
 struct epar_inspect {

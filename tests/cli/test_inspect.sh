@@ -13,7 +13,7 @@ for f in attention.csv tokens.csv heads.csv profile.csv inspect.json head_view.h
          attention_layer1.png profile.png attention_layer0.gp; do expect_file "$d/$f"; done
 expect_grep '^layer,head,query,key,weight$' "$d/attention.csv"
 expect_grep '^position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,p_target,relevant_keys$' "$d/tokens.csv"
-expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman$' "$d/heads.csv"
+expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,ranking$' "$d/heads.csv"
 expect_grep '^layer,head,distance,attention_mass,uniform_mass,queries,p_effect$' "$d/profile.csv"
 # causal (key <= query), every (layer, head, query) row complete and summing to 1 within 1e-5
 msg=$(awk -F, 'NR > 1 { if ($4 > $3) bad = bad " non-causal " $0; k = $1 "," $2 "," $3; s[k] += $5; n[k]++ }

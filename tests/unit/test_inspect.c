@@ -130,6 +130,31 @@ static void test_attention_by_hand(enum epar_mech_id id, int learn)
     check_abs(worst, 0, 1e-5, "%s%s: every attention row equals the hand computation from the weights",
               epar_nnpos_name(id), learn ? " (learned factors)" : "");
     check_true(spread > 0.05, "%s: the rows are far from uniform (max |a - 1/(i+1)| = %.3g)", epar_nnpos_name(id), spread);
+    /* §4.3 on a trained head, by hand: I_j = ||embedding of token j||, V(i) = sum_j A_ij I_j, pos* = argmax V (first
+     * of ties), against argmax I; consistency = (1 - |V(t) - V(a)| / V(t) + 1 - |t - a| / T) / 2 */
+    double I[64], V[64];
+    for (int j = 0; j < T; j++) {
+        double n2 = 0;
+        for (int c = 0; c < C; c++) n2 += (double)emb[(size_t)j * C + c] * emb[(size_t)j * C + c];
+        I[j] = sqrt(n2);
+    }
+    int bad = 0;
+    for (int k = 0; k < 2 * x.NH; k++) {
+        const float *A = x.att + (size_t)k * T * T;
+        int t = 0, ia = 0;
+        for (int i = 0; i < T; i++) {
+            V[i] = 0;
+            for (int j = 0; j <= i; j++) V[i] += A[(size_t)i * T + j] * I[j];
+            if (V[i] > V[t] * (1 + 1e-12)) t = i;
+            if (I[i] > I[ia] * (1 + 1e-12)) ia = i;
+        }
+        double want = ((1 - fabs(V[t] - V[ia]) / (V[t] + 1e-8)) + (1 - fabs((double)t - ia) / T)) / 2;
+        const double *st4 = x.stats + (size_t)k * EPAR_INSPECT_NSTATS;
+        bad += (int)st4[EPAR_INSPECT_POS_STAR] != t || (int)st4[EPAR_INSPECT_POS_ACTUAL] != ia ||
+               fabs(st4[EPAR_INSPECT_CONSISTENCY] - want) > 1e-6;
+    }
+    check_int(bad, 0, "%s: pos*, argmax I and the consistency of every head equal the hand computation",
+              epar_nnpos_name(id));
     free(emb);
     epar_inspect_free(&x);
 }
