@@ -16,47 +16,19 @@ Prints "not ok ..." per failed check and ends with "# test_head_view: N passed, 
 import os
 import sys
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-except ImportError as e:
-    print(f"epar: error: cannot import selenium: {e}", file=sys.stderr)
-    print("hint: apt-get install python3-selenium chromium chromium-driver (scripts/install-deps --with-browser)",
-          file=sys.stderr)
-    sys.exit(3)
+from chromium import Tally, start_browser   # first: it reports a missing selenium (exit 3)
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
-passed = failed = 0
+
+T = Tally("test_head_view")
+check = T.check
 
 # installed before any script of the page runs: every error and every request that is not a file
 CATCH = """window.__errors = [];
 window.addEventListener('error', function (e) { window.__errors.push(String(e.message)); });
 window.addEventListener('unhandledrejection', function (e) { window.__errors.push(String(e.reason)); });"""
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"not ok test_head_view: {what}")
-
-
-def start_browser():
-    opts = webdriver.ChromeOptions()
-    opts.add_argument("--headless=new")
-    if os.geteuid() == 0:
-        opts.add_argument("--no-sandbox")  # Chromium's sandbox does not run as root
-    opts.add_argument("--disable-gpu")
-    opts.add_argument("--disable-dev-shm-usage")
-    opts.add_argument("--hide-scrollbars")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    opts.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(service=service, options=opts)
 
 
 def set_width(drv, width, height=1000):
@@ -150,7 +122,7 @@ def main():
         print("hint: run 'epar inspect CHECKPOINT' first", file=sys.stderr)
         return 3
     try:
-        drv = start_browser()
+        drv = start_browser(logs=True)
     except Exception as e:  # the browser or its driver is missing or does not start
         print(f"epar: error: cannot start headless chromium: {str(e).splitlines()[0]}", file=sys.stderr)
         print("hint: apt-get install chromium chromium-driver python3-selenium", file=sys.stderr)
@@ -177,8 +149,8 @@ def main():
             check_network(drv)
     finally:
         drv.quit()
-    print(f"# test_head_view: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"# test_head_view: {T.passed} passed, {T.failed} failed")
+    return 1 if T.failed else 0
 
 
 if __name__ == "__main__":

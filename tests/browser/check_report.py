@@ -18,40 +18,13 @@ import sys
 import time
 import urllib.parse
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-except ImportError as e:
-    print(f"epar: error: cannot import selenium: {e}", file=sys.stderr)
-    print("hint: apt-get install python3-selenium chromium chromium-driver (scripts/install-deps --with-browser)",
-          file=sys.stderr)
-    sys.exit(3)
-
-passed = failed = 0
+from chromium import Tally, start_browser   # first: it reports a missing selenium (exit 3)
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"not ok test_browser: {what}")
-
-
-def start_browser():
-    opts = webdriver.ChromeOptions()
-    opts.add_argument("--headless=new")
-    if os.geteuid() == 0:
-        opts.add_argument("--no-sandbox")  # Chromium's sandbox does not run as root
-    opts.add_argument("--disable-gpu")
-    opts.add_argument("--disable-dev-shm-usage")
-    opts.add_argument("--hide-scrollbars")
-    opts.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(service=service, options=opts)
+T = Tally("test_browser")
+check = T.check
 
 
 def set_width(drv, width, height=1000):
@@ -172,8 +145,8 @@ def main():
     finally:
         drv.quit()
     print(f"# screenshots in {shots}/")
-    print(f"# test_browser: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"# test_browser: {T.passed} passed, {T.failed} failed")
+    return 1 if T.failed else 0
 
 
 if __name__ == "__main__":
