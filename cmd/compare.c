@@ -44,13 +44,8 @@ static int apply(void *cfgv, const struct opt *opts, void *ctx)
     if (co->mechanisms) st = epar_exp_compare_select(cfg, co->mechanisms);
     else if (cfg->causal) { /* default list under causal: drop the look-ahead fixed patterns */
         int n = 0;
-        for (int k = 0; k < cfg->n_mech; k++) {
-            enum epar_mech_id id = cfg->mech[k];
-            if (id == EPAR_MECH_FIXED_NEXT || id == EPAR_MECH_FIXED_RIGHT || id == EPAR_MECH_FIXED_START ||
-                id == EPAR_MECH_FIXED_END)
-                continue;
-            cfg->mech[n++] = id;
-        }
+        for (int k = 0; k < cfg->n_mech; k++)
+            if (!epar_mech_looks_ahead(cfg->mech[k])) cfg->mech[n++] = cfg->mech[k];
         cfg->n_mech = n;
     }
     if (!st) st = cli_each_set(co->argc, co->argv, set_one, cfg);

@@ -783,13 +783,25 @@ static int build_alibi(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
+/* the Raganato pattern of a fixed row: current, previous, next, left, right, start (pattern 7), end (pattern 6) */
+static int fixed_pattern_of(enum epar_mech_id id)
+{
+    static const int pattern_of[] = {1, 2, 3, 4, 5, 7, 6};
+    return pattern_of[id - EPAR_MECH_FIXED_CURRENT];
+}
+
+static int pattern_looks_ahead(int pattern) { return pattern == 3 || pattern == 5 || pattern == 6 || pattern == 7; }
+
+int epar_mech_looks_ahead(enum epar_mech_id id)
+{
+    return epar_mech_table[id].kind == EPAR_MK_FIXED && pattern_looks_ahead(fixed_pattern_of(id));
+}
+
 static int build_fixed(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;
-    /* current, previous, next, left, right, start (pattern 7), end (pattern 6) */
-    static const int pattern_of[] = {1, 2, 3, 4, 5, 7, 6};
-    int pattern = pattern_of[m->id - EPAR_MECH_FIXED_CURRENT];
-    if (m->causal && (pattern == 3 || pattern == 5 || pattern == 6 || pattern == 7)) {
+    int pattern = fixed_pattern_of(m->id);
+    if (m->causal && pattern_looks_ahead(pattern)) {
         epar_err_set(EPAR_EINVAL, "mechanism '%s' looks ahead and is refused under --causal", m->info->id);
         epar_err_hint("drop it from --mechanisms, or run without --causal");
         return EPAR_EINVAL;

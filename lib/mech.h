@@ -105,6 +105,8 @@ int epar_mech_find(const char *name, enum epar_mech_id *id);
 void epar_mech_defaults(enum epar_mech_id id, double *p);
 /* Set parameter `name` of mechanism id in p; EPAR_EINVAL for an unknown name or a value out of range. */
 int epar_mech_set_param(enum epar_mech_id id, double *p, const char *name, double value);
+/* 1: the mechanism needs keys after the query (a look-ahead fixed pattern): refused under --causal */
+int epar_mech_looks_ahead(enum epar_mech_id id);
 /* Index of parameter `name` of id, -1 if absent. */
 int epar_mech_param_index(enum epar_mech_id id, const char *name);
 

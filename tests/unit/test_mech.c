@@ -247,6 +247,15 @@ static void test_relative_tables(void)
 
 static void test_fixed(void)
 {
+    /* the catalogue's look-ahead patterns are exactly the fixed rows refused under causal */
+    for (int id = 0; id < EPAR_MECH_COUNT; id++) {
+        struct epar_mech m;
+        int st = epar_mech_init(&m, (enum epar_mech_id)id, NULL, 8, 8, 2, 1, 1);
+        int refused = st == EPAR_EINVAL && epar_mech_table[id].kind == EPAR_MK_FIXED;
+        if (!st) epar_mech_free(&m);   /* a refused init frees what it made */
+        check_int(epar_mech_looks_ahead((enum epar_mech_id)id), refused, "%s: looks ahead iff refused under causal",
+                  epar_mech_table[id].id);
+    }
     int L = 6;
     double W[36];
     check_int(epar_mech_fixed_pattern(2, L, W), 1, "p2: one fallback row");
