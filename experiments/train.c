@@ -42,9 +42,9 @@ static const struct epar_field run_fields[] = {
 
 /* the position mechanism's settings (alpha, beta, gamma come from the preset: written, not read) */
 static const struct epar_field pos_fields[] = {
-    {"alpha", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.alpha), 0, 0, 1, "EPAR alpha (the preset's)", 0, 0, 0, 0},
-    {"beta", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.beta), 0, 1, 1, "EPAR beta (the preset's)", 0, 0, 0, 0},
-    {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)", 0, 0, 0, 0},
+    {"alpha", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.alpha), 0, 0, 1, "EPAR alpha (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
+    {"beta", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.beta), 0, 1, 1, "EPAR beta (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
+    {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
     EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))"),
     EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length (default), N = fixed"),
     EPAR_FIELD_DBL_(TC, "rope_base", pos.rope_base, 1, 0, "RoPE base"),

@@ -1,3 +1,4 @@
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,8 +10,9 @@
 
 static int perr(const struct epar_protocol *p, const char *jpath, const char *what)
 {
-    epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jpath, what);
-    return EPAR_EPROTOCOL;
+    int st = p->status ? p->status : EPAR_EPROTOCOL;
+    epar_err_set(st, "invalid %s '%s': %s: %s", p->kind ? p->kind : "protocol", p->path, jpath, what);
+    return st;
 }
 
 static int ignorable_key(const char *k)
@@ -449,29 +451,169 @@ json_t *epar_params_json(const struct epar_params *prm)
 }
 
 
-static int obj_dlist(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, double *out, int max,
-                     int *n)
+
+static int clamp_int(double x) { return x < INT_MIN ? INT_MIN : x > INT_MAX ? INT_MAX : (int)x; }
+
+/* an array of at most f->max elements (at least one unless EMPTY_OK) */
+static int read_array(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f)
 {
-    OBJ_VALUE(key);
-    return read_dlist(p, v, jp, out, max, n);
+    size_t n = json_array_size(v);
+    if (json_is_array(v) && n <= (size_t)f->max && (n > 0 || (f->flags & EPAR_FIELD_EMPTY_OK))) return EPAR_OK;
+    char w[96];
+    snprintf(w, sizeof w, "expected a%s array of at most %d elements", f->flags & EPAR_FIELD_EMPTY_OK ? "n" : " non-empty",
+             f->max);
+    return perr(p, jp, w);
+}
+
+static int read_integer(const struct epar_protocol *p, json_t *v, const char *jp, double lo, double hi, long *out)
+{
+    if (!json_is_integer(v)) return perr(p, jp, "expected an integer");
+    json_int_t x = json_integer_value(v);
+    if ((double)x < lo || (double)x > hi) {
+        char w[128];
+        snprintf(w, sizeof w, "expected an integer in [%.0f, %.0f], got %lld", lo, hi, (long long)x);
+        return perr(p, jp, w);
+    }
+    *out = (long)x;
+    return EPAR_OK;
+}
+
+static int read_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
+                       void *base);
+
+/* one element of a list row into at */
+static int read_element(const struct epar_protocol *p, json_t *e, const char *ep, const struct epar_field *f, void *at)
+{
+    long x;
+    int st;
+    switch (f->type) {
+    case EPAR_FIELD_DLIST:
+        if (!json_is_number(e) || !isfinite(json_number_value(e))) return perr(p, ep, "expected a finite number");
+        *(double *)at = json_number_value(e);
+        return EPAR_OK;
+    case EPAR_FIELD_ILIST:
+    case EPAR_FIELD_LLIST:
+        if ((st = read_integer(p, e, ep, f->lo, f->hi, &x))) return st;
+        if (f->type == EPAR_FIELD_ILIST) *(int *)at = (int)x;
+        else *(long *)at = x;
+        return EPAR_OK;
+    case EPAR_FIELD_SLIST:
+        if (!json_is_string(e)) return perr(p, ep, "expected a string");
+        *(const char **)at = json_string_value(e);
+        return EPAR_OK;
+    default:
+        if (!json_is_object(e)) return perr(p, ep, "expected an object");
+        return read_fields(p, e, ep, f->sub, at);
+    }
+}
+
+static size_t element_size(const struct epar_field *f)
+{
+    switch (f->type) {
+    case EPAR_FIELD_DLIST: return sizeof(double);
+    case EPAR_FIELD_ILIST: return sizeof(int);
+    case EPAR_FIELD_LLIST: return sizeof(long);
+    case EPAR_FIELD_SLIST: return sizeof(const char *);
+    default: return f->stride;
+    }
+}
+
+static int read_list(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, void *base)
+{
+    int st = read_array(p, v, jp, f);
+    if (st) return st;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char ep[700];
+        snprintf(ep, sizeof ep, "%.600s[%zu]", jp, i);
+        if ((st = read_element(p, e, ep, f, (char *)base + f->offset + i * element_size(f)))) return st;
+    }
+    *(int *)((char *)base + f->count_offset) = (int)json_array_size(v);
+    return EPAR_OK;
+}
+
+/* one row's value v (present) at jp */
+static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, void *base)
+{
+    void *at = (char *)base + f->offset;
+    long x;
+    int st;
+    switch (f->type) {
+    case EPAR_FIELD_INT:
+        if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG)) {
+            *(int *)at = -1;
+            return EPAR_OK;
+        }
+        return read_int(p, v, jp, at, clamp_int(f->lo), clamp_int(f->hi));
+    case EPAR_FIELD_DOUBLE: return read_double(p, v, jp, at, f->lo, (int)f->hi);
+    case EPAR_FIELD_BOOL:
+        if (!json_is_boolean(v)) return perr(p, jp, "expected true or false");
+        *(int *)at = json_is_true(v);
+        return EPAR_OK;
+    case EPAR_FIELD_STRING:
+        if (!json_is_string(v)) return perr(p, jp, "expected a string");
+        *(const char **)at = json_string_value(v);
+        return EPAR_OK;
+    case EPAR_FIELD_LONG:
+        if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG)) {
+            *(long *)at = -1;
+            return EPAR_OK;
+        }
+        if ((st = read_integer(p, v, jp, f->lo, f->hi, &x))) return st;
+        *(long *)at = x;
+        return EPAR_OK;
+    case EPAR_FIELD_JSON: *(json_t **)at = v; return EPAR_OK;
+    case EPAR_FIELD_OBJ:
+        if (!json_is_object(v)) return perr(p, jp, "expected an object");
+        return read_fields(p, v, jp, f->sub, at);
+    default: return read_list(p, v, jp, f, base);
+    }
+}
+
+static int read_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
+                       void *base)
+{
+    for (; f->key; f++) {
+        if (f->write_only) continue;
+        json_t *v = obj ? json_object_get(obj, f->key) : NULL;
+        char jp[640];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
+        if (!v && (f->flags & EPAR_FIELD_REQUIRED)) {
+            char w[160];
+            snprintf(w, sizeof w, "missing key '%.100s'", f->key);
+            return perr(p, jpath, w);
+        }
+        int st = v ? read_field(p, v, jp, f, base) : EPAR_OK;
+        if (st) return st;
+    }
+    return EPAR_OK;
 }
 
 int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                              void *base)
 {
-    int st = EPAR_OK;
-    for (; !st && f->key; f++) {
-        if (f->write_only) continue;
-        void *at = (char *)base + f->offset;
-        switch (f->type) {
-        case EPAR_FIELD_INT: st = epar_protocol_obj_int(p, obj, jpath, f->key, at, (int)f->lo, (int)f->hi); break;
-        case EPAR_FIELD_DOUBLE: st = epar_protocol_obj_double(p, obj, jpath, f->key, at, f->lo, (int)f->hi); break;
-        case EPAR_FIELD_BOOL: st = epar_protocol_obj_bool(p, obj, jpath, f->key, at); break;
-        case EPAR_FIELD_STRING: st = epar_protocol_obj_string(p, obj, jpath, f->key, at); break;
-        case EPAR_FIELD_DLIST: st = obj_dlist(p, obj, jpath, f->key, at, f->max, (int *)((char *)base + f->count_offset));
-            break;
-        }
+    return read_fields(p, obj, jpath, f, base);
+}
+
+int epar_fields_load(const char *path, const char *kind, const struct epar_field *f, void *base, json_t **doc)
+{
+    if (doc) *doc = NULL;
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je.text, je.line);
+    struct epar_protocol *p = calloc(1, sizeof *p);
+    if (!p) {
+        json_decref(root);
+        return epar_err_set(EPAR_ENOMEM, "out of memory reading '%s'", path);
     }
+    snprintf(p->path, sizeof p->path, "%s", path);
+    p->kind = kind;
+    p->status = EPAR_EIO;
+    int st = json_is_object(root) ? read_fields(p, root, "$", f, base) : perr(p, "$", "expected an object");
+    free(p);
+    if (st || !doc) json_decref(root);
+    else *doc = root;
     return st;
 }
 
@@ -485,24 +627,91 @@ void epar_fields_defaults(const struct epar_field *f, void *base)
     }
 }
 
+/* one element of a list; NULL for a double that is not finite (jansson has no NaN: the element is left out) */
+static json_t *element_json(enum epar_field_type t, const void *at)
+{
+    switch (t) {
+    case EPAR_FIELD_ILIST: return json_integer(*(const int *)at);
+    case EPAR_FIELD_LLIST: return json_integer(*(const long *)at);
+    case EPAR_FIELD_DLIST: return json_real(*(const double *)at);
+    case EPAR_FIELD_SLIST: return json_string(*(const char *const *)at);
+    default: return NULL;
+    }
+}
+
+json_t *epar_fields_array(enum epar_field_type t, const void *v, int n)
+{
+    struct epar_field f = {.type = t};
+    json_t *a = json_array();
+    for (int k = 0; a && k < n; k++) {
+        json_t *e = element_json(t, (const char *)v + (size_t)k * element_size(&f));
+        if (e) json_array_append_new(a, e);
+        else if (t != EPAR_FIELD_DLIST) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *list_json(const struct epar_field *f, const void *base)
+{
+    const char *at = (const char *)base + f->offset;
+    int n = *(const int *)((const char *)base + f->count_offset);
+    if (f->type != EPAR_FIELD_OLIST) return epar_fields_array(f->type, at, n);
+    json_t *a = json_array();
+    for (int k = 0; a && k < n; k++)
+        if (json_array_append_new(a, epar_fields_json(f->sub, at + (size_t)k * f->stride, NULL))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* row f's value of base: NULL when left out (OPTIONAL), *fail when out of memory */
+static json_t *field_json(const struct epar_field *f, const void *base, int *fail)
+{
+    const void *at = (const char *)base + f->offset;
+    int opt = f->flags & EPAR_FIELD_OPTIONAL;
+    json_t *v = NULL;
+    long x;
+    switch (f->type) {
+    case EPAR_FIELD_INT:
+    case EPAR_FIELD_LONG:
+        x = f->type == EPAR_FIELD_INT ? *(const int *)at : *(const long *)at;
+        if (x < 0 && opt) return NULL;
+        v = x < 0 && (f->flags & EPAR_FIELD_NULLNEG) ? json_null() : json_integer(x);
+        break;
+    case EPAR_FIELD_DOUBLE:
+        if (opt && !isfinite(*(const double *)at)) return NULL;
+        v = json_real(*(const double *)at);
+        break;
+    case EPAR_FIELD_BOOL: v = json_boolean(*(const int *)at); break;
+    case EPAR_FIELD_STRING:
+        if (opt && !*(const char *const *)at) return NULL;
+        v = *(const char *const *)at ? json_string(*(const char *const *)at) : json_null();
+        break;
+    case EPAR_FIELD_JSON:
+        if (!*(json_t *const *)at) return opt ? NULL : json_null();
+        v = json_incref(*(json_t *const *)at);
+        break;
+    case EPAR_FIELD_OBJ: v = epar_fields_json(f->sub, at, NULL); break;
+    default:
+        if (opt && *(const int *)((const char *)base + f->count_offset) <= 0) return NULL;
+        v = list_json(f, base);
+        break;
+    }
+    if (!v) *fail = 1;
+    return v;
+}
+
 json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into)
 {
     json_t *j = into ? into : json_object();
     for (; j && f->key; f++) {
-        const void *at = (const char *)base + f->offset;
-        json_t *v = NULL;
-        switch (f->type) {
-        case EPAR_FIELD_INT: v = json_integer(*(const int *)at); break;
-        case EPAR_FIELD_DOUBLE: v = json_real(*(const double *)at); break;
-        case EPAR_FIELD_BOOL: v = json_boolean(*(const int *)at); break;
-        case EPAR_FIELD_STRING: v = *(const char *const *)at ? json_string(*(const char *const *)at) : json_null(); break;
-        case EPAR_FIELD_DLIST:
-            v = json_array();
-            for (int k = 0; v && k < *(const int *)((const char *)base + f->count_offset); k++)
-                json_array_append_new(v, json_real(((const double *)at)[k]));
-            break;
-        }
-        if (!v || json_object_set_new(j, f->key, v)) {
+        int fail = 0;
+        json_t *v = field_json(f, base, &fail);
+        if (fail || (v && json_object_set_new(j, f->key, v))) {
             if (!into) json_decref(j);
             return NULL;
         }

@@ -22,6 +22,8 @@ struct epar_protocol {
     json_t *root;
     char path[4096];
     char hash[32];           /* "fnv1a64:" + 16 hex digits of the canonical JSON without "claims" (see below) */
+    const char *kind;        /* in messages, "invalid <kind> '<path>'": NULL for "protocol" */
+    int status;              /* the status of a reading error: 0 for EPAR_EPROTOCOL */
 };
 
 /* Run parameters shared by the experiments. */
@@ -80,7 +82,23 @@ int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const cha
  * place (offsetof), its range and one line of help. One reader fills the struct from an object (absent keys keep
  * the struct's value: the defaults), one writer emits the values as JSON (run.json, checkpoints) in row order, and
  * the allowed keys of an object are the rows' keys. A table ends with a row whose key is NULL. */
-enum epar_field_type { EPAR_FIELD_INT = 1, EPAR_FIELD_DOUBLE, EPAR_FIELD_BOOL, EPAR_FIELD_STRING, EPAR_FIELD_DLIST };
+enum epar_field_type {
+    EPAR_FIELD_INT = 1, EPAR_FIELD_DOUBLE, EPAR_FIELD_BOOL, EPAR_FIELD_STRING, EPAR_FIELD_DLIST,
+    EPAR_FIELD_LONG,    /* long; range [lo, hi] */
+    EPAR_FIELD_ILIST,   /* int member[max] + int count */
+    EPAR_FIELD_LLIST,   /* long member[max] + int count (seeds: unsigned long, read as long) */
+    EPAR_FIELD_SLIST,   /* const char *member[max] + int count (read: borrowed from the document) */
+    EPAR_FIELD_JSON,    /* json_t *member, any value (write: a new reference is taken; read: borrowed) */
+    EPAR_FIELD_OBJ,     /* a nested struct at offset, described by sub */
+    EPAR_FIELD_OLIST    /* an array of nested structs: member[max] of stride bytes + int count, each by sub */
+};
+
+/* flags of a row */
+#define EPAR_FIELD_OPTIONAL 1u   /* write: omitted when a DOUBLE is not finite, an INT/LONG is negative, a STRING or
+                                  * JSON is NULL, a list is empty */
+#define EPAR_FIELD_NULLNEG 2u    /* write: null when an INT/LONG is negative */
+#define EPAR_FIELD_REQUIRED 4u   /* read: a missing key is an error */
+#define EPAR_FIELD_EMPTY_OK 8u   /* read: a list may be empty */
 
 struct epar_field {
     const char *key;
@@ -91,26 +109,43 @@ struct epar_field {
     const char *help;
     int has_def;        /* 1: epar_fields_defaults sets def (INT, DOUBLE, BOOL) */
     double def;
-    size_t count_offset; /* DLIST: of the int count beside the double array at offset */
-    int max;            /* DLIST: capacity of the array */
+    size_t count_offset; /* lists: of the int count beside the array at offset */
+    int max;            /* lists: capacity of the array */
+    unsigned flags;     /* EPAR_FIELD_OPTIONAL, ... */
+    const struct epar_field *sub;   /* OBJ, OLIST: the nested struct's rows */
+    size_t stride;      /* OLIST: the size of one element */
 };
 
 #define EPAR_FIELD_INT_(S, key, member, lo, hi, help) \
-    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 0, 0, 0, 0}
+    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 0, 0, 0, 0, 0, NULL, 0}
 #define EPAR_FIELD_DBL_(S, key, member, lo, incl, help) \
-    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 0, 0, 0, 0}
-#define EPAR_FIELD_BOOL_(S, key, member, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 0, 0, 0, 0}
-#define EPAR_FIELD_STR_(S, key, member, help) {key, EPAR_FIELD_STRING, offsetof(S, member), 0, 0, 0, help, 0, 0, 0, 0}
-#define EPAR_FIELD_END_ {NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0}
+    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 0, 0, 0, 0, 0, NULL, 0}
+#define EPAR_FIELD_BOOL_(S, key, member, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 0, 0, 0, 0, 0, NULL, 0}
+#define EPAR_FIELD_STR_(S, key, member, help) {key, EPAR_FIELD_STRING, offsetof(S, member), 0, 0, 0, help, 0, 0, 0, 0, 0, NULL, 0}
+#define EPAR_FIELD_END_ {NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0}
 /* with a default (epar_fields_defaults) */
 #define EPAR_FIELD_INTD_(S, key, member, def, lo, hi, help) \
-    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 1, def, 0, 0}
+    {key, EPAR_FIELD_INT, offsetof(S, member), lo, hi, 0, help, 1, def, 0, 0, 0, NULL, 0}
 #define EPAR_FIELD_DBLD_(S, key, member, def, lo, incl, help) \
-    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 1, def, 0, 0}
-#define EPAR_FIELD_BOOLD_(S, key, member, def, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 1, def, 0, 0}
+    {key, EPAR_FIELD_DOUBLE, offsetof(S, member), lo, incl, 0, help, 1, def, 0, 0, 0, NULL, 0}
+#define EPAR_FIELD_BOOLD_(S, key, member, def, help) {key, EPAR_FIELD_BOOL, offsetof(S, member), 0, 1, 0, help, 1, def, 0, 0, 0, NULL, 0}
 /* a non-empty array of at most max finite numbers into double member[max], its length into int count */
 #define EPAR_FIELD_DLIST_(S, key, member, count, max, help) \
-    {key, EPAR_FIELD_DLIST, offsetof(S, member), 0, 0, 0, help, 0, 0, offsetof(S, count), max}
+    {key, EPAR_FIELD_DLIST, offsetof(S, member), 0, 0, 0, help, 0, 0, offsetof(S, count), max, 0, NULL, 0}
+
+/* rows of records read back from epar's own output files (cell.json, run.json) or written to them; ranges are
+ * limits of sanity on untrusted files: lo, hi as for INT (LONG: as doubles) */
+#define EPAR_FIELD_(S, key, type, member, flags) \
+    {key, type, offsetof(S, member), -1e300, 1e300, 0, NULL, 0, 0, 0, 0, flags, NULL, 0}
+#define EPAR_FIELD_RANGE_(S, key, type, member, lo, hi, flags) \
+    {key, type, offsetof(S, member), lo, hi, 0, NULL, 0, 0, 0, 0, flags, NULL, 0}
+#define EPAR_FIELD_LIST_(S, key, type, member, count, max, flags) \
+    {key, type, offsetof(S, member), -1e300, 1e300, 0, NULL, 0, 0, offsetof(S, count), max, flags, NULL, 0}
+#define EPAR_FIELD_OBJ_(S, key, member, sub, flags) \
+    {key, EPAR_FIELD_OBJ, offsetof(S, member), 0, 0, 0, NULL, 0, 0, 0, 0, flags, sub, 0}
+#define EPAR_FIELD_OLIST_(S, key, member, count, max, sub, flags) \
+    {key, EPAR_FIELD_OLIST, offsetof(S, member), 0, 0, 0, NULL, 0, 0, offsetof(S, count), max, flags, sub, \
+     sizeof(((S *)0)->member[0])}
 
 /* Fill base from the keys of obj that the rows name (obj may be NULL); messages name jpath.key as the typed
  * readers above do. */
@@ -120,6 +155,13 @@ int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const c
 void epar_fields_defaults(const struct epar_field *f, void *base);
 /* Set every row's value of base into the object into (created when NULL); returns it (NULL: out of memory). */
 json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *into);
+/* An array of n values of a list type's elements (ILIST: int, LLIST: long, DLIST: double, SLIST: const char *),
+ * for run.json's lists that are not a struct's member; NULL: out of memory. */
+json_t *epar_fields_array(enum epar_field_type list_type, const void *v, int n);
+/* Read the JSON file at path (one of epar's own outputs; kind names it in messages: "cell file") into base by the
+ * rows; every problem is EPAR_EIO "invalid <kind> '<path>': $.key: ...". The document stays alive in *doc (strings
+ * and JSON rows borrow from it; json_decref it when done) or is freed when doc is NULL. */
+int epar_fields_load(const char *path, const char *kind, const struct epar_field *f, void *base, json_t **doc);
 /* keys[] <- the rows' keys (read rows only) then extra (NULL-terminated), NULL-terminated; at most max - 1 */
 int epar_fields_keys(const struct epar_field *f, const char *const *extra, const char **keys, int max);
 

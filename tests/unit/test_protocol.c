@@ -1,4 +1,5 @@
 /* protocol: unit tests of lib/protocol (worked values, round trips, error paths). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,6 +32,103 @@ static int load(const char *name, const char *text, struct epar_protocol *p)
     char path[256];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     return epar_protocol_load(path, p);
+}
+
+/* a record of the kind epar writes and reads back (cell.json): every row type, written then loaded */
+struct rec_item {
+    int length, defined;
+    double value;
+    long sequences;
+};
+struct rec {
+    const char *name;
+    int n, ni, nl, ns, nd, nitems, absent;
+    long big, resumed;
+    double x, nan_opt;
+    int ints[4];
+    long longs[4];
+    const char *strs[4];
+    double d[4];
+    struct rec_item items[3];
+    struct rec_item one;
+};
+#define RI struct rec_item
+static const struct epar_field item_rows[] = {
+    EPAR_FIELD_RANGE_(RI, "length", EPAR_FIELD_INT, length, 2, 65536, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(RI, "value", EPAR_FIELD_DOUBLE, value, 0),
+    EPAR_FIELD_(RI, "defined", EPAR_FIELD_BOOL, defined, 0),
+    EPAR_FIELD_(RI, "sequences", EPAR_FIELD_LONG, sequences, 0),
+    EPAR_FIELD_END_};
+#undef RI
+#define R struct rec
+static const struct epar_field rec_rows[] = {
+    EPAR_FIELD_(R, "name", EPAR_FIELD_STRING, name, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(R, "big", EPAR_FIELD_LONG, big, 0),
+    EPAR_FIELD_(R, "resumed", EPAR_FIELD_LONG, resumed, EPAR_FIELD_NULLNEG),
+    EPAR_FIELD_(R, "x", EPAR_FIELD_DOUBLE, x, 0),
+    EPAR_FIELD_(R, "nan_opt", EPAR_FIELD_DOUBLE, nan_opt, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(R, "absent", EPAR_FIELD_INT, absent, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_LIST_(R, "ints", EPAR_FIELD_ILIST, ints, ni, 4, 0),
+    EPAR_FIELD_LIST_(R, "longs", EPAR_FIELD_LLIST, longs, nl, 4, 0),
+    EPAR_FIELD_LIST_(R, "strs", EPAR_FIELD_SLIST, strs, ns, 4, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_LIST_(R, "d", EPAR_FIELD_DLIST, d, nd, 4, 0),
+    EPAR_FIELD_OLIST_(R, "items", items, nitems, 3, item_rows, 0),
+    EPAR_FIELD_OBJ_(R, "one", one, item_rows, 0),
+    EPAR_FIELD_END_};
+#undef R
+
+static void test_records(void)
+{
+    struct rec w = {.name = "cell", .big = 5000000000L, .resumed = -1, .x = 0.25, .nan_opt = NAN, .absent = -1,
+                    .ni = 2, .ints = {3, -4}, .nl = 1, .longs = {7}, .ns = 0, .nd = 3, .d = {1.5, NAN, 2},
+                    .nitems = 2, .items = {{4, 1, 0.5, 10}, {8, 0, 0, 0}}, .one = {2, 1, 1, 1}};
+    json_t *j = epar_fields_json(rec_rows, &w, NULL);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    check_true(s && !strcmp(s, "{\"name\":\"cell\",\"big\":5000000000,\"resumed\":null,\"x\":0.25,\"ints\":[3,-4],"
+                                "\"longs\":[7],\"strs\":[],\"d\":[1.5,2.0],\"items\":[{\"length\":4,\"value\":0.5,"
+                                "\"defined\":true,\"sequences\":10},{\"length\":8,\"value\":0.0,\"defined\":false,"
+                                "\"sequences\":0}],\"one\":{\"length\":2,\"value\":1.0,\"defined\":true,\"sequences\":1}}"),
+               "record written in row order, NaN and negative optional left out, NULLNEG null: %s", s ? s : "(null)");
+    char path[256];
+    snprintf(path, sizeof path, "%s/rec.json", tmpdir);
+    json_dump_file(j, path, 0);
+    free(s);
+    json_decref(j);
+    struct rec r = {.nan_opt = -7};
+    json_t *doc = NULL;
+    check_int(epar_fields_load(path, "cell file", rec_rows, &r, &doc), EPAR_OK, "record read back");
+    check_true(r.name && !strcmp(r.name, "cell") && r.big == 5000000000L && r.x == 0.25 && r.nan_opt == -7,
+               "scalars read back, absent keys keep their value");
+    check_true(r.ni == 2 && r.ints[1] == -4 && r.nl == 1 && r.longs[0] == 7 && r.ns == 0 && r.nd == 2 && r.d[1] == 2,
+               "lists read back");
+    check_true(r.nitems == 2 && r.items[0].length == 4 && r.items[0].defined && r.items[0].sequences == 10 &&
+               r.items[1].length == 8 && !r.items[1].defined && r.one.length == 2, "nested records read back");
+    json_decref(doc);
+    struct { const char *text, *path; } bad[] = {
+        {"{\"big\":1}", "missing key 'name'"},
+        {"{\"name\":3}", "$.name"},
+        {"{\"name\":\"a\",\"items\":[{\"length\":1}]}", "$.items[0].length"},
+        {"{\"name\":\"a\",\"items\":[{}]}", "$.items[0]: missing key 'length'"},
+        {"{\"name\":\"a\",\"ints\":[1,2,3,4,5]}", "$.ints"},
+        {"{\"name\":\"a\",\"ints\":[]}", "$.ints"},
+        {"{\"name\":\"a\",\"d\":[1,\"x\"]}", "$.d[1]"},
+        {"{\"name\":\"a\",\"one\":[]}", "$.one"},
+        {"[1]", "$: expected an object"},
+        {"{", "cannot read cell file"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        write_file("rec.json", bad[k].text);
+        int st = epar_fields_load(path, "cell file", rec_rows, &r, NULL);
+        check_int(st, EPAR_EIO, "bad record %zu rejected", k);
+        check_true(strstr(epar_err_message(), bad[k].path) != NULL && strstr(epar_err_message(), "cell file"),
+                   "bad record %zu names '%s': %s", k, bad[k].path, epar_err_message());
+    }
+    double dv[2] = {1, NAN};
+    const char *sv[2] = {"a", "b"};
+    json_t *a = epar_fields_array(EPAR_FIELD_DLIST, dv, 2), *b = epar_fields_array(EPAR_FIELD_SLIST, sv, 2);
+    check_true(json_array_size(a) == 1 && json_array_size(b) == 2, "arrays of C values (NaN left out)");
+    json_decref(a);
+    json_decref(b);
 }
 
 int main(void)
@@ -83,6 +181,7 @@ int main(void)
                    bad[k].path, epar_err_message());
     }
     check_int(epar_protocol_load("/nonexistent/p.json", &p), EPAR_EIO, "missing protocol -> EPAR_EIO");
+    test_records();
     cleanup();
     return check_summary("test_protocol");
 }
