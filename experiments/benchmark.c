@@ -25,92 +25,123 @@
 /* ------------------------------------------------------------------------------------------------ */
 /* configuration                                                                                      */
 
-static const char *const bench_keys[] = {"description", "preset", "mechanisms", "equalise", "param_tolerance",
-                                         "distance_bins", "sanity_margin", "tasks", "budgets", NULL};
-static const char *const task_names[] = {"id", "task", "paper", "condition", "length", NULL};
-
-/* a budget's sizes, each required (a budget states every size), beside "seeds", "extrapolation" and "cost_task" */
-#define BB struct epar_bench_budget
+/* a budget's sizes, each required (a budget states every size), and its seeds, extrapolation lengths and cost task */
+struct budget_read {
+    struct epar_bench_budget b;
+    long seeds[EPAR_MAX_SEEDS];
+    int n_seeds;
+    const char *extrap, *cost_task;
+};
+#define BB struct budget_read
+#define INT_(key, member, lo, hi, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_INT, b.member, lo, hi, help)
+#define DBL_(key, member, lo, incl, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_DOUBLE, b.member, lo, incl, help)
 static const struct epar_field budget_fields[] = {
-    EPAR_FIELD_INT_(BB, "layers", layers, 1, 1024, "Transformer blocks"),
-    EPAR_FIELD_INT_(BB, "dim", dim, 1, 65536, "model width"),
-    EPAR_FIELD_INT_(BB, "heads", heads, 1, 65536, "attention heads (divide dim)"),
-    EPAR_FIELD_INT_(BB, "mlp", mlp, 1, 1 << 20, "MLP width of none (the others' are equalised to its count)"),
-    EPAR_FIELD_INT_(BB, "batch", batch, 1, 65536, "sequences per step"),
-    EPAR_FIELD_INT_(BB, "long_batch", long_batch, 1, 65536, "sequences per step of the long tasks"),
-    EPAR_FIELD_INT_(BB, "steps", steps, 1, 1 << 30, "optimiser steps of every cell"),
-    EPAR_FIELD_INT_(BB, "warmup", warmup, 0, 1 << 30, "linear warm-up steps"),
-    EPAR_FIELD_INT_(BB, "eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
-    EPAR_FIELD_INT_(BB, "eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
-    EPAR_FIELD_INT_(BB, "eval_sequences", eval_sequences, 1, 1000000, "fixed evaluation set of a synthetic task"),
-    EPAR_FIELD_INT_(BB, "lm_eval_sequences", lm_eval_sequences, 1, 1000000, "held-out windows of lm"),
-    EPAR_FIELD_INT_(BB, "lm_length", lm_length, 2, 65536, "lm's length"),
-    EPAR_FIELD_INT_(BB, "short_length", short_length, 3, 65536, "the short tasks' length"),
-    EPAR_FIELD_INT_(BB, "long_length", long_length, 3, 65536, "the long tasks' length"),
-    EPAR_FIELD_INT_(BB, "extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
-    EPAR_FIELD_INT_(BB, "cost_length", cost_length, 2, 65536, "length of the cost cell"),
-    EPAR_FIELD_INT_(BB, "cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
-    EPAR_FIELD_INT_(BB, "cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
-    EPAR_FIELD_INT_(BB, "cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
-    EPAR_FIELD_DBL_(BB, "lr", lr, 0, 0, "peak learning rate"),
-    EPAR_FIELD_DBL_(BB, "lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
-    EPAR_FIELD_DBL_(BB, "weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
-    EPAR_FIELD_DBL_(BB, "clip", clip, 0, 1, "global gradient-norm clip"),
-    EPAR_FIELD_DBL_(BB, "init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    EPAR_FIELD_DBL_(BB, "cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    INT_("layers", layers, 1, 1024, "Transformer blocks"),
+    INT_("dim", dim, 1, 65536, "model width"),
+    INT_("heads", heads, 1, 65536, "attention heads (divide dim)"),
+    INT_("mlp", mlp, 1, 1 << 20, "MLP width of none (the others' are equalised to its count)"),
+    INT_("batch", batch, 1, 65536, "sequences per step"),
+    INT_("long_batch", long_batch, 1, 65536, "sequences per step of the long tasks"),
+    INT_("steps", steps, 1, 1 << 30, "optimiser steps of every cell"),
+    INT_("warmup", warmup, 0, 1 << 30, "linear warm-up steps"),
+    INT_("eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
+    INT_("eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
+    INT_("eval_sequences", eval_sequences, 1, 1000000, "fixed evaluation set of a synthetic task"),
+    INT_("lm_eval_sequences", lm_eval_sequences, 1, 1000000, "held-out windows of lm"),
+    INT_("lm_length", lm_length, 2, 65536, "lm's length"),
+    INT_("short_length", short_length, 3, 65536, "the short tasks' length"),
+    INT_("long_length", long_length, 3, 65536, "the long tasks' length"),
+    INT_("extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
+    INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
+    INT_("cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
+    INT_("cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
+    INT_("cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
+    DBL_("lr", lr, 0, 0, "peak learning rate"),
+    DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
+    DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
+    DBL_("clip", clip, 0, 1, "global gradient-norm clip"),
+    DBL_("init_sd", init_sd, 0, 1, "sd of the initial weights"),
+    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    EPAR_FIELD_LISTR_(BB, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, 0, 4294967295.0,
+                      EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
+    EPAR_FIELD_REQ_(BB, "cost_task", EPAR_FIELD_STRING, cost_task, 0, 0, "task of the cost cell"),
     EPAR_FIELD_END_};
+#undef DBL_
+#undef INT_
 #undef BB
-static const char *const budget_extra[] = {"seeds", "extrapolation", "cost_task", NULL};
 
-/* a task's options beyond id, task, paper, condition and length */
-#define BT struct epar_task_cfg
+/* a task: its id, task, the paper's row and condition, length class (lm, short, long) and options. Read twice:
+ * once with the options into a scratch struct (the keys checked, the task known), then, once the task's defaults
+ * are set, the options into the task itself */
+struct task_read {
+    const char *id, *task, *paper, *condition, *length;
+    struct epar_task_cfg opt;
+};
+#define TASK_OPTIONS_(S, m)                                                                        \
+    EPAR_FIELD_INT_(S, "pairs", m.pairs, 1, 1 << 20, "facts per sequence"),                        \
+    EPAR_FIELD_INT_(S, "queries", m.queries, 0, 1 << 20, "questions per sequence"),                \
+    EPAR_FIELD_INT_(S, "keys", m.keys, 1, 1 << 20, "key vocabulary (32)"),                         \
+    EPAR_FIELD_INT_(S, "values", m.values, 1, 1 << 20, "values (32)"),                             \
+    EPAR_FIELD_DBL_(S, "noise", m.noise, 0, 1, "share of noisy tokens"),                           \
+    EPAR_FIELD_BOOL_(S, "shuffle", m.shuffle, "non-sequential: positions shuffled")
+#define TR struct task_read
 static const struct epar_field task_fields[] = {
-    EPAR_FIELD_INT_(BT, "pairs", pairs, 1, 1 << 20, "facts per sequence"),
-    EPAR_FIELD_INT_(BT, "queries", queries, 0, 1 << 20, "questions per sequence"),
-    EPAR_FIELD_INT_(BT, "keys", keys, 1, 1 << 20, "key vocabulary (32)"),
-    EPAR_FIELD_INT_(BT, "values", values, 1, 1 << 20, "values (32)"),
-    EPAR_FIELD_DBL_(BT, "noise", noise, 0, 1, "share of noisy tokens"),
-    EPAR_FIELD_BOOL_(BT, "shuffle", shuffle, "non-sequential: positions shuffled"),
+    EPAR_FIELD_(TR, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TR, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TR, "paper", EPAR_FIELD_STRING, paper, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TR, "condition", EPAR_FIELD_STRING, condition, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TR, "length", EPAR_FIELD_STRING, length, EPAR_FIELD_REQUIRED),
+    TASK_OPTIONS_(TR, opt),
     EPAR_FIELD_END_};
-#undef BT
+#undef TR
+static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench_task, task), EPAR_FIELD_END_};
+#undef TASK_OPTIONS_
+
+/* the benchmark section (its "preset" is read with the run's parameters) */
+struct bench_read {
+    const char *mechanisms, *equalise;
+    double param_tol, sanity_margin;
+    int distance_bins, n_tasks;
+    struct task_read tasks[EPAR_BENCH_MAX_TASKS];
+    json_t *budgets;
+};
+#define BS struct bench_read
+static const struct epar_field bench_fields[] = {
+    EPAR_FIELD_REQ_(BS, "mechanisms", EPAR_FIELD_STRING, mechanisms, 0, 0, "the mechanisms of the grid"),
+    EPAR_FIELD_STR_(BS, "equalise", equalise, "mlp (the MLP width equalises the parameter counts) or none"),
+    EPAR_FIELD_DBL_(BS, "param_tolerance", param_tol, 0, 1, "largest relative parameter-count difference"),
+    EPAR_FIELD_INT_(BS, "distance_bins", distance_bins, 1, 1024, "bins of needle distance"),
+    EPAR_FIELD_DBL_(BS, "sanity_margin", sanity_margin, 0, 1, "margin of the sanity checks"),
+    {"tasks", EPAR_FIELD_OLIST, offsetof(BS, tasks), 0, 0, 0, "the tasks", 0, 0, offsetof(BS, n_tasks),
+     EPAR_BENCH_MAX_TASKS, EPAR_FIELD_REQUIRED | EPAR_FIELD_STRICT, task_fields, sizeof(struct task_read)},
+    EPAR_FIELD_REQ_(BS, "budgets", EPAR_FIELD_JSON, budgets, 0, 0, "the budgets by name"),
+    EPAR_FIELD_END_};
+#undef BS
+static const char *const bench_extra[] = {"description", "preset", NULL};
 
 static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 {
     return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
 }
 
-/* every key of a budget is required: a budget states all its sizes */
 static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *p, json_t *o, const char *jp)
 {
     const char *budget_keys[40];
-    epar_fields_keys(budget_fields, budget_extra, budget_keys, 40);
+    epar_fields_keys(budget_fields, NULL, budget_keys, 40);
+    struct budget_read r = {.b = *b};
     int st = epar_protocol_obj_check_keys(p, o, jp, budget_keys);
-    for (int k = 0; !st && budget_keys[k]; k++)
-        if (!json_object_get(o, budget_keys[k])) {
-            char w[128];
-            snprintf(w, sizeof w, "missing key '%s' (a budget states every size)", budget_keys[k]);
-            st = perr(p, jp, w);
-        }
-    if (st) return st;
-    if ((st = epar_protocol_obj_fields(p, o, jp, budget_fields, b))) return st;
-    json_t *seeds = json_object_get(o, "seeds");
-    size_t i;
-    json_t *v;
-    char sjp[360];
-    snprintf(sjp, sizeof sjp, "%s.seeds", jp);
-    if (!json_is_array(seeds) || json_array_size(seeds) < 1 || json_array_size(seeds) > EPAR_MAX_SEEDS)
-        return perr(p, sjp, "expected an array of 1 to 64 seeds");
-    b->n_seeds = 0;
-    json_array_foreach(seeds, i, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 4294967295LL)
-            return perr(p, sjp, "seeds are integers in [0, 4294967295]");
-        b->seeds[b->n_seeds++] = (unsigned long)json_integer_value(v);
+    if (!st) st = epar_protocol_obj_fields(p, o, jp, budget_fields, &r);
+    if (st) {
+        if (strstr(epar_err_message(), "missing key")) epar_err_hint("a budget states every size");
+        return st;
     }
-    const char *s = NULL;
-    if ((st = epar_protocol_obj_string(p, o, jp, "extrapolation", &s))) return st;
+    *b = r.b;
+    b->n_seeds = r.n_seeds;
+    for (int i = 0; i < r.n_seeds; i++) b->seeds[i] = (unsigned long)r.seeds[i];
     b->n_extrap = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
+    char buf[256], sjp[360];
+    snprintf(buf, sizeof buf, "%s", r.extrap);
     snprintf(sjp, sizeof sjp, "%s.extrapolation", jp);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *end;
@@ -120,9 +151,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
         b->extrap[b->n_extrap++] = (int)L;
     }
     if (b->n_extrap < 1) return perr(p, sjp, "expected at least one length");
-    s = NULL;
-    if ((st = epar_protocol_obj_string(p, o, jp, "cost_task", &s))) return st;
-    if (epar_task_find(s, &b->cost_task)) {
+    if (epar_task_find(r.cost_task, &b->cost_task)) {
         snprintf(sjp, sizeof sjp, "%s.cost_task", jp);
         return perr(p, sjp, "unknown task");
     }
@@ -131,32 +160,59 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
     return EPAR_OK;
 }
 
-static int read_task(struct epar_bench_task *t, const struct epar_protocol *p, json_t *o, const char *jp)
+/* task k's names checked into c->tasks[k], its defaults set (the options are read over them afterwards) */
+static int check_task(struct epar_bench_task *t, const struct task_read *r, const struct epar_protocol *p, const char *jp)
 {
-    const char *task_keys[16];
-    epar_fields_keys(task_fields, task_names, task_keys, 16);
-    int st = epar_protocol_obj_check_keys(p, o, jp, task_keys);
-    const char *id = NULL, *task = NULL, *paper = NULL, *cond = NULL, *len = NULL;
-    if (!st) st = epar_protocol_obj_string(p, o, jp, "id", &id);
-    if (!st) st = epar_protocol_obj_string(p, o, jp, "task", &task);
-    if (!st) st = epar_protocol_obj_string(p, o, jp, "paper", &paper);
-    if (!st) st = epar_protocol_obj_string(p, o, jp, "condition", &cond);
-    if (!st) st = epar_protocol_obj_string(p, o, jp, "length", &len);
-    if (st) return st;
-    if (!id || !task || !paper || !cond || !len) return perr(p, jp, "id, task, paper, condition and length are required");
+    const char *id = r->id;
     if (strlen(id) >= sizeof t->id || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(id))
         return perr(p, jp, "id: lower-case letters, digits, '-' and '_', at most 31");
     enum epar_task_id tid;
-    if (epar_task_find(task, &tid)) return perr(p, jp, "unknown task");
+    if (epar_task_find(r->task, &tid)) return perr(p, jp, "unknown task");
+    const char *len = r->length;
     if (strcmp(len, "lm") && strcmp(len, "short") && strcmp(len, "long")) return perr(p, jp, "length is lm, short or long");
     snprintf(t->id, sizeof t->id, "%s", id);
-    snprintf(t->paper, sizeof t->paper, "%s", paper);
-    snprintf(t->condition, sizeof t->condition, "%s", cond);
+    snprintf(t->paper, sizeof t->paper, "%s", r->paper);
+    snprintf(t->condition, sizeof t->condition, "%s", r->condition);
     snprintf(t->length_class, sizeof t->length_class, "%s", len);
     epar_task_cfg_default(&t->task, tid);
     t->task.keys = 32;
     t->task.values = 32;
-    return epar_protocol_obj_fields(p, o, jp, task_fields, &t->task);
+    return EPAR_OK;
+}
+
+/* the section's tasks (names, then the options over each task's defaults) and the chosen budget */
+static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct bench_read *r,
+                             const char *budget)
+{
+    const char *jp = "$.experiments.benchmark";
+    char tjp[300];
+    int st = EPAR_OK;
+    for (int i = 0; !st && i < r->n_tasks; i++) {
+        snprintf(tjp, sizeof tjp, "%s.tasks[%d]", jp, i);
+        if ((st = check_task(&c->tasks[i], &r->tasks[i], p, tjp))) return st;
+        for (int k = 0; k < i; k++)
+            if (!strcmp(c->tasks[k].id, c->tasks[i].id)) return perr(p, tjp, "repeated id");
+    }
+    const struct epar_field options[] = {
+        {"tasks", EPAR_FIELD_OLIST, offsetof(struct epar_bench_cfg, tasks), 0, 0, 0, NULL, 0, 0,
+         offsetof(struct epar_bench_cfg, n_tasks), EPAR_BENCH_MAX_TASKS, 0, task_options, sizeof(struct epar_bench_task)},
+        EPAR_FIELD_END_};
+    if ((st = epar_protocol_obj_fields(p, epar_protocol_section(p, "benchmark"), jp, options, c))) return st;
+    json_t *bo = json_object_get(r->budgets, budget);
+    if (!json_is_object(bo)) {
+        epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
+        const char *names[32];
+        int n = epar_protocol_obj_keys(r->budgets, names, 32);
+        char list[256] = "";
+        for (int k = 0; k < n; k++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", names[k]);
+        }
+        epar_err_hint("budgets in '%s': %s", p->path, list);
+        return EPAR_EINVAL;
+    }
+    snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
+    return read_budget(&c->b, p, bo, tjp);
 }
 
 int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
@@ -166,60 +222,34 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     const char *jp = "$.experiments.benchmark";
     json_t *sec = epar_protocol_section(p, "benchmark");
     if (!sec) return perr(p, jp, "missing (the benchmark needs its section)");
-    int st = epar_protocol_check_keys(p, "benchmark", bench_keys);
+    const char *keys[16];
+    epar_fields_keys(bench_fields, bench_extra, keys, 16);
+    int st = epar_protocol_check_keys(p, "benchmark", keys);
     if (st) return st;
     /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
     epar_exp_train_defaults(&c->base);
     if ((st = epar_exp_train_config(&c->base, p, prm, EPAR_TASK_LM))) return st;
-    const char *s = NULL;
-    if ((st = epar_protocol_obj_string(p, sec, jp, "mechanisms", &s))) return st;
-    if (!s) return perr(p, jp, "missing key 'mechanisms'");
-    if ((st = epar_exp_benchmark_select(c, NULL, s))) {
-        epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
-        return EPAR_EPROTOCOL;
-    }
-    s = "mlp";
-    if ((st = epar_protocol_obj_string(p, sec, jp, "equalise", &s))) return st;
-    if (strcmp(s, "mlp") && strcmp(s, "none")) return perr(p, jp, "equalise is 'mlp' or 'none'");
-    c->equalise_mlp = !strcmp(s, "mlp");
-    c->param_tol = 0.01;
-    if ((st = epar_protocol_obj_double(p, sec, jp, "param_tolerance", &c->param_tol, 0, 1))) return st;
-    c->distance_bins = 8;
-    if ((st = epar_protocol_obj_int(p, sec, jp, "distance_bins", &c->distance_bins, 1, 1024))) return st;
-    c->sanity_margin = 0.15;
-    if ((st = epar_protocol_obj_double(p, sec, jp, "sanity_margin", &c->sanity_margin, 0, 1))) return st;
-    if ((st = epar_audit_level(p->root, p->path, &c->level))) return st;
-    json_t *tasks = json_object_get(sec, "tasks");
-    char tjp[300];
-    if (!json_is_array(tasks) || json_array_size(tasks) < 1 || json_array_size(tasks) > EPAR_BENCH_MAX_TASKS)
-        return perr(p, jp, "tasks: expected an array of 1 to 32 task objects");
-    size_t i;
-    json_t *v;
-    json_array_foreach(tasks, i, v) {
-        snprintf(tjp, sizeof tjp, "%s.tasks[%zu]", jp, i);
-        if (!json_is_object(v)) return perr(p, tjp, "expected an object");
-        if ((st = read_task(&c->tasks[c->n_tasks], p, v, tjp))) return st;
-        for (int k = 0; k < c->n_tasks; k++)
-            if (!strcmp(c->tasks[k].id, c->tasks[c->n_tasks].id)) return perr(p, tjp, "repeated id");
-        c->n_tasks++;
-    }
-    json_t *budgets = json_object_get(sec, "budgets");
-    json_t *bo = json_object_get(budgets, budget);
-    if (!json_is_object(bo)) {
-        epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
-        char list[256] = "";
-        const char *k;
-        json_object_foreach(budgets, k, v) {
-            size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", k);
-        }
-        epar_err_hint("budgets in '%s': %s", p->path, list);
-        return EPAR_EINVAL;
-    }
-    snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
-    if ((st = read_budget(&c->b, p, bo, tjp))) return st;
+    struct bench_read *r = calloc(1, sizeof *r);
+    if (!r) return epar_err_set(EPAR_ENOMEM, "out of memory reading the benchmark section");
+    r->equalise = "mlp";
+    r->param_tol = 0.01;
+    r->distance_bins = 8;
+    r->sanity_margin = 0.15;
+    st = epar_protocol_obj_fields(p, sec, jp, bench_fields, r);
+    if (!st && (st = epar_exp_benchmark_select(c, NULL, r->mechanisms)))
+        st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
+    if (!st && strcmp(r->equalise, "mlp") && strcmp(r->equalise, "none")) st = perr(p, jp, "equalise is 'mlp' or 'none'");
+    c->equalise_mlp = !st && !strcmp(r->equalise, "mlp");
+    c->param_tol = r->param_tol;
+    c->distance_bins = r->distance_bins;
+    c->sanity_margin = r->sanity_margin;
+    if (!st) st = epar_audit_level(p->root, p->path, &c->level);
+    if (!st) st = read_tasks_budget(c, p, r, budget);
+    free(r);
+    if (st) return st;
     snprintf(c->b.name, sizeof c->b.name, "%s", budget);
     /* lengths from the budget, the evaluation set size, then every task checked as it will run */
+    char tjp[300];
     for (int k = 0; k < c->n_tasks; k++) {
         struct epar_bench_task *t = &c->tasks[k];
         t->task.length = !strcmp(t->length_class, "lm") ? c->b.lm_length
@@ -422,39 +452,193 @@ static int mkdir_p(const char *dir)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* the cost cell's configuration: every mechanism's (it times them all) */
+/* ---- the cell files, as rows: cell.json is written from and read back into these records ---- */
+
+/* a training cell: the final evaluation, the needle's accuracy by distance, lm's metric at other lengths */
+struct cell_extrap {
+    int length, defined;
+    double value;
+    long sequences;
+};
+
+struct train_cell {
+    json_t *config;
+    const char *task, *task_kind, *mechanism, *metric, *checkpoint;
+    long seed, params, scored, sequences, steps;
+    double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
+    long *correct, *answers;   /* (T + 1) per needle distance */
+    int n_correct, n_answers, n_extrap;
+    struct cell_extrap extrap[EPAR_BENCH_MAX_EXTRAP];
+};
+
+#define CE struct cell_extrap
+static const struct epar_field extrap_rows[] = {
+    EPAR_FIELD_RANGE_(CE, "length", EPAR_FIELD_INT, length, 2, 65536, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CE, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CE, "defined", EPAR_FIELD_BOOL, defined, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CE, "sequences", EPAR_FIELD_LONG, sequences, 0, 1e15, 0),
+    EPAR_FIELD_END_};
+#undef CE
+
+#define TCL struct train_cell
+#define LONG_(key, member) EPAR_FIELD_RANGE_(TCL, key, EPAR_FIELD_LONG, member, 0, 1e15, 0)
+#define DISTANCES_(key, member, count) \
+    EPAR_FIELD_LIST_(TCL, key, EPAR_FIELD_LLIST, member, count, 65537, EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC)
+static const struct epar_field train_cell_rows[] = {
+    EPAR_FIELD_(TCL, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_(TCL, "task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(TCL, "task_kind", EPAR_FIELD_STRING, task_kind, 0),
+    EPAR_FIELD_(TCL, "mechanism", EPAR_FIELD_STRING, mechanism, 0),
+    LONG_("seed", seed),
+    LONG_("params", params),
+    EPAR_FIELD_(TCL, "metric", EPAR_FIELD_STRING, metric, 0),
+    EPAR_FIELD_(TCL, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TCL, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, 0),
+    LONG_("scored", scored),
+    LONG_("sequences", sequences),
+    LONG_("steps", steps),
+    EPAR_FIELD_(TCL, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
+    /* the best constant answer on the same items: what "learned nothing" looks like (absent: NaN) */
+    EPAR_FIELD_(TCL, "chance", EPAR_FIELD_DOUBLE, chance, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "chance_se", EPAR_FIELD_DOUBLE, chance_se, EPAR_FIELD_OPTIONAL),
+    DISTANCES_("distance_correct", correct, n_correct),
+    DISTANCES_("distance_scored", answers, n_answers),
+    EPAR_FIELD_OLIST_(TCL, "extrapolation", extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, extrap_rows, EPAR_FIELD_OPTIONAL),
+    /* wall clock: not used by the tables except cost (which has its own cell) */
+    EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
+    EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
+    EPAR_FIELD_(TCL, "checkpoint", EPAR_FIELD_STRING, checkpoint, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef DISTANCES_
+#undef LONG_
+#undef TCL
+
+/* the cost cell: every mechanism's step times over the repeats */
+#define EPAR_BENCH_MAX_REPEATS 1000
+struct cost_mech {
+    const char *mechanism;
+    long params;
+    double bytes;
+    double *step, *attention;   /* (repeats) seconds; attention: NaN ones left out */
+    int n_step, n_attention;
+};
+
+struct cost_cell {
+    json_t *config;
+    const char *task, *clock, *blas_core;
+    int length, batch, steps, threads, repeats, n_mech;
+    double widest, target;
+    struct cost_mech mech[EPAR_MECH_COUNT];
+};
+
+#define CM struct cost_mech
+#define TIMES_(key, member, count, flags) \
+    EPAR_FIELD_LIST_(CM, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_REPEATS, EPAR_FIELD_ALLOC | (flags))
+static const struct epar_field cost_mech_rows[] = {
+    EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
+    EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
+    TIMES_("step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
+    TIMES_("attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef TIMES_
+#undef CM
+#define CC struct cost_cell
+static const struct epar_field cost_cell_rows[] = {
+    EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CC, "steps", EPAR_FIELD_INT, steps, 0),
+    EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
+    EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
+    EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
+    EPAR_FIELD_(CC, "repeats", EPAR_FIELD_INT, repeats, 0),
+    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
+    EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
+    EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_END_};
+#undef CC
+
+/* the configuration a cell folder was run with (whichever its kind) */
+struct cell_head {
+    json_t *config;
+};
+static const struct epar_field cell_head_rows[] = {
+    EPAR_FIELD_(struct cell_head, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_END_};
+
+/* write a cell record (rows) as cell.json into the staging folder */
+static int write_cell(struct epar_out *o, const struct epar_field *rows, const void *rec)
+{
+    json_t *j = epar_fields_json(rows, rec, NULL);
+    const char *path = epar_out_path(o, "cell.json");
+    int st = !j ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s'", path)
+             : json_dump_file(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
+                 ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+    json_decref(j);
+    return st;
+}
+
+/* a cell's configuration: a training cell's is its run's (train's rows) with the benchmark's evaluation; the cost
+ * cell's every mechanism's (it times them all) */
+struct cell_config {
+    const char *task;
+    double noise;
+    int shuffle, eval_sequences, n_extrap, extrap_tokens;
+    int extrap[EPAR_BENCH_MAX_EXTRAP];
+    json_t *mechanisms;
+    int repeats, max_repeats;
+    double halfwidth;
+};
+#define CF struct cell_config
+static const struct epar_field cell_config_rows[] = {
+    EPAR_FIELD_(CF, "benchmark_task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(CF, "noise", EPAR_FIELD_DOUBLE, noise, 0),
+    EPAR_FIELD_(CF, "shuffle", EPAR_FIELD_BOOL, shuffle, 0),
+    EPAR_FIELD_(CF, "eval_sequences", EPAR_FIELD_INT, eval_sequences, 0),
+    /* lm cells in order only */
+    EPAR_FIELD_LIST_(CF, "extrapolation", EPAR_FIELD_ILIST, extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(CF, "extrapolation_tokens", EPAR_FIELD_INT, extrap_tokens, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+static const struct epar_field cost_config_rows[] = {
+    EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
+    EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
+    EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
+    EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
+    EPAR_FIELD_END_};
+#undef CF
+
 static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
                                 const struct epar_bench_cell *cell)
 {
     struct epar_train_cfg t;
+    struct cell_config x = {.repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .halfwidth = c->b.cost_halfwidth, .extrap_tokens = -1};
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
-        json_t *j = epar_exp_train_cfg_json(&t);
-        json_object_set_new(j, "benchmark_task", json_string(c->tasks[cell->task].id));
-        json_object_set_new(j, "noise", json_real(t.task.noise));
-        json_object_set_new(j, "shuffle", json_boolean(t.task.shuffle));
-        json_object_set_new(j, "eval_sequences", json_integer(c->tasks[cell->task].task.id == EPAR_TASK_LM
-                                                                  ? c->b.lm_eval_sequences : c->b.eval_sequences));
+        x.task = c->tasks[cell->task].id;
+        x.noise = t.task.noise;
+        x.shuffle = t.task.shuffle;
+        x.eval_sequences = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : c->b.eval_sequences;
         if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
-            json_t *ex = json_array();
-            for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
-            json_object_set_new(j, "extrapolation", ex);
-            json_object_set_new(j, "extrapolation_tokens", json_integer(c->b.extrap_tokens));
+            x.n_extrap = c->b.n_extrap;
+            memcpy(x.extrap, c->b.extrap, sizeof x.extrap);
+            x.extrap_tokens = c->b.extrap_tokens;
         }
-        return j;
+        json_t *j = epar_exp_train_cfg_json(&t);
+        return j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
     }
-    json_t *j = json_object(), *ms = json_array();
-    for (int m = 0; m < c->n_mech; m++) {
+    x.mechanisms = json_array();
+    for (int m = 0; x.mechanisms && m < c->n_mech; m++) {
         struct epar_bench_cell mc = *cell;
         mc.mech = m;
         mc.mlp = plan->cost_mlp[m];
         epar_exp_benchmark_cell_cfg(c, &mc, &t);
-        json_array_append_new(ms, epar_exp_train_cfg_json(&t));
+        json_array_append_new(x.mechanisms, epar_exp_train_cfg_json(&t));
     }
-    json_object_set_new(j, "mechanisms", ms);
-    json_object_set_new(j, "repeats", json_integer(c->b.cost_repeats));
-    json_object_set_new(j, "max_repeats", json_integer(c->b.cost_max_repeats));
-    json_object_set_new(j, "halfwidth", json_real(c->b.cost_halfwidth));
+    json_t *j = x.mechanisms ? epar_fields_json(cost_config_rows, &x, NULL) : NULL;
+    json_decref(x.mechanisms);
     return j;
 }
 
@@ -464,12 +648,16 @@ int epar_exp_benchmark_cell_state(const struct epar_bench_cfg *c, const struct e
     char dir[512], path[4800];
     epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
-    json_t *j = json_load_file(path, 0, NULL);
-    if (!j) return 0;
+    struct cell_head h = {NULL};
+    json_t *doc = NULL;
+    if (epar_fields_load(path, "cell file", cell_head_rows, &h, &doc)) {
+        epar_err_clear();   /* absent or unreadable: the cell is run */
+        return 0;
+    }
     json_t *want = cell_config_json(c, plan, &plan->cells[k]);
-    int same = json_equal(json_object_get(j, "config"), want);
+    int same = json_equal(h.config, want);
     json_decref(want);
-    json_decref(j);
+    json_decref(doc);
     return same ? 1 : -1;
 }
 
@@ -486,13 +674,6 @@ static void on_eval_item(void *ctx, long item, long correct, long scored)
     g->scored[d] += scored;
 }
 
-static json_t *long_array(const long *x, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(x[i]));
-    return a;
-}
-
 /* train one cell, evaluate, write cell.json + learning_curve.csv into an epar_out staging folder */
 static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                              volatile sig_atomic_t *stop)
@@ -502,61 +683,37 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     epar_exp_benchmark_cell_cfg(c, cell, &t);
     struct epar_train_run r;
     int st = epar_exp_train_setup(&r, &t);
-    long *gc = NULL, *gs = NULL;
-    json_t *j = NULL;
+    struct train_cell x = {.config = NULL};
     if (st) goto done;
     r.stop = stop;
     if ((st = epar_exp_train_loop(&r))) goto done;
     int T = t.task.length;
-    gc = calloc((size_t)T + 1, sizeof *gc);
-    gs = calloc((size_t)T + 1, sizeof *gs);
-    if (!gc || !gs) {
+    x.correct = calloc((size_t)T + 1, sizeof *x.correct);
+    x.answers = calloc((size_t)T + 1, sizeof *x.answers);
+    if (!x.correct || !x.answers) {
         st = epar_err_set(EPAR_ENOMEM, "out of memory evaluating a cell");
         goto done;
     }
-    struct group_acc g = {gc, gs, &r.task};
+    struct group_acc g = {x.correct, x.answers, &r.task};
     int needle = t.task.id == EPAR_TASK_NEEDLE;
     if (needle) {
         r.eval_item = on_eval_item;
         r.eval_ctx = &g;
+        x.n_correct = x.n_answers = T;
     }
     long nev = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : 0;   /* lm: windows spread over the held-out text */
     if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
     r.have_final = 1;
     r.eval_item = NULL;
-    j = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:f}", "config",
-                  cell_config_json(c, plan, cell), "task", c->tasks[cell->task].id, "task_kind", epar_task_name(t.task.id),
-                  "mechanism", epar_nnpos_name(t.mechanism), "seed", (json_int_t)t.seed, "params",
-                  (json_int_t)r.model.n_params, "metric", r.task.info->metric, "value", r.final.metric, "eval_loss",
-                  r.final.loss, "scored", (json_int_t)r.final.scored, "sequences", (json_int_t)r.final.sequences, "steps",
-                  (json_int_t)r.step, "tokens", r.tokens);
-    if (!j) {
-        st = epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
-        goto done;
-    }
-    /* the best constant answer on the same items: what "learned nothing" looks like */
-    json_object_set_new(j, "chance", json_real(r.final.chance));
-    json_object_set_new(j, "chance_se", json_real(r.final.chance_se));
-    if (needle) {
-        json_object_set_new(j, "distance_correct", long_array(gc, T));
-        json_object_set_new(j, "distance_scored", long_array(gs, T));
-    }
-    if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
-        json_t *ex = json_array();
+    if (t.task.id == EPAR_TASK_LM && !t.task.shuffle)
         for (int e = 0; e < c->b.n_extrap && !st; e++) {
             int L = c->b.extrap[e], defined;
             struct epar_train_eval ev;
             long n = c->b.extrap_tokens / L > 0 ? c->b.extrap_tokens / L : 1;
             st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
-            json_array_append_new(ex, json_pack("{s:i, s:f, s:b, s:I}", "length", L, "value", defined ? ev.metric : 0.0,
-                                                "defined", defined, "sequences", (json_int_t)(defined ? ev.sequences : 0)));
+            x.extrap[x.n_extrap++] = (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
         }
-        json_object_set_new(j, "extrapolation", ex);
-        if (st) goto done;
-    }
-    /* wall clock: not used by the tables except cost (which has its own cell) */
-    json_object_set_new(j, "seconds", json_real(r.seconds));
-    json_object_set_new(j, "train_step_seconds", json_real(r.step_seconds));
+    if (st) goto done;
     struct epar_table *curve = epar_exp_train_curve_table(&r);
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
@@ -566,14 +723,31 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
         snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
         r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
         st = epar_exp_train_checkpoint(&r, epar_out_path(o, "checkpoint.bin"));
-        if (!st) json_object_set_new(j, "checkpoint", json_string("checkpoint.bin"));
+        if (!st) x.checkpoint = "checkpoint.bin";
     }
-    if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
-        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
+    if (st) goto done;
+    x.config = cell_config_json(c, plan, cell);
+    x.task = c->tasks[cell->task].id;
+    x.task_kind = epar_task_name(t.task.id);
+    x.mechanism = epar_nnpos_name(t.mechanism);
+    x.metric = r.task.info->metric;
+    x.seed = (long)t.seed;
+    x.params = (long)r.model.n_params;
+    x.scored = r.final.scored;
+    x.sequences = r.final.sequences;
+    x.steps = r.step;
+    x.value = r.final.metric;
+    x.eval_loss = r.final.loss;
+    x.tokens = r.tokens;
+    x.chance = r.final.chance;
+    x.chance_se = r.final.chance_se;
+    x.seconds = r.seconds;
+    x.step_seconds = r.step_seconds;
+    st = x.config ? write_cell(o, train_cell_rows, &x) : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
 done:
-    json_decref(j);
-    free(gc);
-    free(gs);
+    json_decref(x.config);
+    free(x.correct);
+    free(x.answers);
     epar_exp_train_free(&r);
     return st;
 }
@@ -659,26 +833,19 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
     }
     for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
     free(runs);
-    json_t *cfg = cell_config_json(c, plan, &plan->cells[k]), *ms = json_array();
-    for (int m = 0; m < M && !st; m++) {
-        json_t *a = json_array(), *b = json_array();
-        for (int rep = 0; rep < R; rep++) {
-            json_array_append_new(a, json_real(sec[(size_t)m * Rmax + rep]));
-            json_array_append_new(b, json_real(att[(size_t)m * Rmax + rep]));
-        }
-        json_array_append_new(ms, json_pack("{s:s, s:I, s:f, s:o, s:o}", "mechanism", epar_nnpos_name(c->mech[m]), "params",
-                                            (json_int_t)params[m], "bytes", bytes[m], "step_seconds", a,
-                                            "attention_seconds", b));
+    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
+                          .steps = S, .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(),
+                          .repeats = R, .widest = widest, .target = c->b.cost_halfwidth, .n_mech = M};
+    if (!st) {
+        for (int m = 0; m < M; m++)   /* a mechanism's times are a row of sec and att (the record points into them) */
+            x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), (long)params[m], bytes[m],
+                                           sec + (size_t)m * Rmax, att + (size_t)m * Rmax, R, R};
+        x.config = cell_config_json(c, plan, &plan->cells[k]);
+        st = x.config ? write_cell(o, cost_cell_rows, &x) : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
     }
+    json_decref(x.config);
     free(sec);
     free(att);
-    json_t *j = json_pack("{s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:i, s:f, s:f, s:o}", "config", cfg, "task",
-                          epar_task_name(c->b.cost_task), "length", c->b.cost_length, "batch", c->b.batch, "steps", S,
-                          "threads", 1, "clock", "thread CPU time", "blas_core", epar_blas_core(), "repeats", R,
-                          "widest_halfwidth", widest, "target_halfwidth", c->b.cost_halfwidth, "mechanisms", ms);
-    if (!st && json_dump_file(j, epar_out_path(o, "cell.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)))
-        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "cell.json"));
-    json_decref(j);
     return st;
 }
 
@@ -759,7 +926,9 @@ struct grid {
     double *chance;         /* (NT, M, S) the best constant answer's metric on the cell's evaluation items (NaN: a
                              * cell written before epar recorded it) */
     double *chance_se;      /* (NT, M, S) its standard error */
-    json_t **cell;          /* (plan->n) the parsed cell.json */
+    struct train_cell *cell;   /* (plan->n) the training cells' files (the last cell is the cost cell's) */
+    json_t **doc;           /* (plan->n) the documents they were read from (their strings) */
+    struct cost_cell cost;
 };
 
 /* "learned": a mechanism whose mean metric is beyond the best constant answer's by more than LEARNED_Z of that
@@ -1211,9 +1380,9 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
                 int defined = 1;
                 for (int s = 0; s < g->S; s++) {
                     int k = (i * c->n_mech + m) * g->S + s;
-                    json_t *x = json_array_get(json_object_get(g->cell[k], "extrapolation"), (size_t)e);
-                    v[s] = json_number_value(json_object_get(x, "value"));
-                    if (!json_is_true(json_object_get(x, "defined"))) defined = 0;
+                    const struct train_cell *x = &g->cell[k];
+                    v[s] = e < x->n_extrap ? x->extrap[e].value : 0;
+                    if (e >= x->n_extrap || !x->extrap[e].defined) defined = 0;
                 }
                 double mean = NAN, sd = NAN;
                 if (defined) mean_sd(v, g->S, &mean, &sd);
@@ -1245,12 +1414,11 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
                 long answers = 0;
                 for (int s = 0; s < g->S; s++) {
                     int k = (i * c->n_mech + m) * g->S + s;
-                    json_t *jc = json_object_get(g->cell[k], "distance_correct"),
-                           *js = json_object_get(g->cell[k], "distance_scored");
+                    const struct train_cell *x = &g->cell[k];
                     long cc = 0, ss = 0;
                     for (int d = lo; d <= hi; d++) {
-                        cc += json_integer_value(json_array_get(jc, (size_t)d));
-                        ss += json_integer_value(json_array_get(js, (size_t)d));
+                        cc += d < x->n_correct ? x->correct[d] : 0;
+                        ss += d < x->n_answers ? x->answers[d] : 0;
                     }
                     acc[s] = ss > 0 ? (double)cc / ss : NAN;
                     answers += ss;
@@ -1301,48 +1469,42 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
 /* cost.csv from the cost cell: per mechanism the step's thread CPU time (mean and sd over the repeats), its
  * attention share, and the overheads (mean of the per-repeat ratios - 1) with their sd and interval half-width
  * at the audit's level */
-static void cost_ratios(json_t *ms, int m, int y, int R, double *mean, double *sd)
+static void cost_ratios(const struct cost_mech *a, const struct cost_mech *b, double *mean, double *sd)
 {
-    double d[1000];
-    json_t *a = json_object_get(json_array_get(ms, (size_t)m), "step_seconds"),
-           *b = json_object_get(json_array_get(ms, (size_t)y), "step_seconds");
-    for (int r = 0; r < R && r < 1000; r++)
-        d[r] = json_number_value(json_array_get(a, (size_t)r)) / json_number_value(json_array_get(b, (size_t)r)) - 1;
-    mean_sd(d, R < 1000 ? R : 1000, mean, sd);
+    double d[EPAR_BENCH_MAX_REPEATS];
+    int R = a->n_step < b->n_step ? a->n_step : b->n_step;
+    for (int r = 0; r < R; r++) d[r] = a->step[r] / b->step[r] - 1;
+    mean_sd(d, R, mean, sd);
 }
 
-static struct epar_table *cost_table(const struct epar_bench_cfg *c, json_t *cj)
+static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
                                         "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
-    json_t *ms = json_object_get(cj, "mechanisms");
-    int M = (int)json_array_size(ms), none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int L = (int)json_integer_value(json_object_get(cj, "length")), B = (int)json_integer_value(json_object_get(cj, "batch"));
-    for (int m = 0; t && m < M; m++) {
-        json_t *x = json_array_get(ms, (size_t)m), *sec = json_object_get(x, "step_seconds"),
-               *att = json_object_get(x, "attention_seconds");
-        int R = (int)json_array_size(sec);
-        if (R > 1000) R = 1000;
-        double ms_[1000], sh[1000], mean, sd, shm, shs, onm = NAN, ons = NAN, obm = NAN, obs = NAN;
+    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
+    int L = x->length, B = x->batch;
+    for (int m = 0; t && m < x->n_mech; m++) {
+        const struct cost_mech *a = &x->mech[m];
+        int R = a->n_step;
+        double ms_[EPAR_BENCH_MAX_REPEATS], sh[EPAR_BENCH_MAX_REPEATS], mean, sd, shm, shs, onm = NAN, ons = NAN,
+               obm = NAN, obs = NAN;
         for (int r = 0; r < R; r++) {
-            double s = json_number_value(json_array_get(sec, (size_t)r));
-            ms_[r] = 1000 * s;
-            sh[r] = json_is_number(json_array_get(att, (size_t)r)) ? json_number_value(json_array_get(att, (size_t)r)) / s : NAN;
+            ms_[r] = 1000 * a->step[r];
+            sh[r] = r < a->n_attention ? a->attention[r] / a->step[r] : NAN;
         }
         mean_sd(ms_, R, &mean, &sd);
         mean_sd(sh, R, &shm, &shs);
-        if (none >= 0 && m != none) cost_ratios(ms, m, none, R, &onm, &ons);
-        if (basic >= 0 && c->mech[m] == EPAR_MECH_EPAR_ENHANCED) cost_ratios(ms, m, basic, R, &obm, &obs);
+        if (none >= 0 && none < x->n_mech && m != none) cost_ratios(a, &x->mech[none], &onm, &ons);
+        if (basic >= 0 && basic < x->n_mech && m < c->n_mech && c->mech[m] == EPAR_MECH_EPAR_ENHANCED)
+            cost_ratios(a, &x->mech[basic], &obm, &obs);
         double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
         /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
         double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;
         double need = wsd > 0 && hw > 0 && R > 1 ? ceil(pow(q * sqrt((double)R) * wsd / hw, 2)) : NAN;
-        if (epar_csv_append(t, "ssiidddddddddddddd", json_string_value(json_object_get(x, "mechanism")),
-                            json_string_value(json_object_get(cj, "task")), L, B,
-                            json_number_value(json_object_get(x, "params")), mean, sd, (double)B * L / (mean / 1000),
-                            json_number_value(json_object_get(x, "bytes")) / 1e6, shm, onm, ons, q * ons, obm, obs,
-                            q * obs, (double)R, need)) {
+        if (epar_csv_append(t, "ssiidddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, mean, sd,
+                            (double)B * L / (mean / 1000), a->bytes / 1e6, shm, onm, ons, q * ons, obm, obs, q * obs,
+                            (double)R, need)) {
             epar_csv_free(t);
             return NULL;
         }
@@ -1514,37 +1676,96 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
     return st;
 }
 
-/* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid; takes extra */
+/* run.json: what the audit reads (parameters.seeds, preset, protocol hash) and the whole grid, as rows */
+struct run_task {
+    const char *id, *task, *paper, *condition;
+    int length;
+};
+struct run_budget {
+    const char *name;
+    struct epar_bench_budget b;
+    int tokens_short;
+};
+struct run_sanity {
+    double margin;
+    int failed;
+};
+struct bench_run {
+    struct run_budget budget;
+    struct run_task tasks[EPAR_BENCH_MAX_TASKS];
+    const char *mechs[EPAR_MECH_COUNT];
+    int n_tasks, n_mechs, cells;
+    const char *equalise, *posfx_L, *lr_sweep;
+    double param_tol, worst, learned_z;
+    struct run_sanity sanity;
+};
+#define RT struct run_task
+static const struct epar_field run_task_rows[] = {
+    EPAR_FIELD_(RT, "id", EPAR_FIELD_STRING, id, 0), EPAR_FIELD_(RT, "task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(RT, "paper", EPAR_FIELD_STRING, paper, 0), EPAR_FIELD_(RT, "condition", EPAR_FIELD_STRING, condition, 0),
+    EPAR_FIELD_(RT, "length", EPAR_FIELD_INT, length, 0), EPAR_FIELD_END_};
+#undef RT
+#define RB struct run_budget
+#define INT_(key) EPAR_FIELD_(RB, #key, EPAR_FIELD_INT, b.key, 0)
+#define DBL_(key) EPAR_FIELD_(RB, #key, EPAR_FIELD_DOUBLE, b.key, 0)
+static const struct epar_field run_budget_rows[] = {
+    EPAR_FIELD_(RB, "name", EPAR_FIELD_STRING, name, 0),
+    INT_(layers), INT_(dim), INT_(heads), INT_(mlp), INT_(batch), INT_(steps), INT_(warmup),
+    DBL_(lr), DBL_(lr_min_ratio), DBL_(weight_decay), INT_(lm_length), INT_(short_length), INT_(long_length),
+    EPAR_FIELD_LIST_(RB, "extrapolation", EPAR_FIELD_ILIST, b.extrap, b.n_extrap, EPAR_BENCH_MAX_EXTRAP, 0),
+    EPAR_FIELD_(RB, "tokens_per_cell_short", EPAR_FIELD_INT, tokens_short, 0),
+    EPAR_FIELD_END_};
+#undef DBL_
+#undef INT_
+#undef RB
+static const struct epar_field run_sanity_rows[] = {
+    EPAR_FIELD_(struct run_sanity, "margin", EPAR_FIELD_DOUBLE, margin, 0),
+    EPAR_FIELD_(struct run_sanity, "failed", EPAR_FIELD_INT, failed, 0), EPAR_FIELD_END_};
+#define BR struct bench_run
+static const struct epar_field bench_run_rows[] = {
+    EPAR_FIELD_OBJ_(BR, "budget", budget, run_budget_rows, 0),
+    EPAR_FIELD_OLIST_(BR, "tasks", tasks, n_tasks, EPAR_BENCH_MAX_TASKS, run_task_rows, 0),
+    EPAR_FIELD_LIST_(BR, "mechanisms", EPAR_FIELD_SLIST, mechs, n_mechs, EPAR_MECH_COUNT, 0),
+    EPAR_FIELD_(BR, "cells", EPAR_FIELD_INT, cells, 0),
+    EPAR_FIELD_(BR, "equalise", EPAR_FIELD_STRING, equalise, 0),
+    EPAR_FIELD_(BR, "param_tolerance", EPAR_FIELD_DOUBLE, param_tol, 0),
+    EPAR_FIELD_(BR, "param_max_rel_diff", EPAR_FIELD_DOUBLE, worst, 0),
+    EPAR_FIELD_(BR, "posfx_L", EPAR_FIELD_STRING, posfx_L, 0),
+    EPAR_FIELD_(BR, "lr_sweep", EPAR_FIELD_STRING, lr_sweep, 0),
+    EPAR_FIELD_(BR, "learned_z", EPAR_FIELD_DOUBLE, learned_z, 0),   /* main_table.csv learned: beyond chance by z se */
+    EPAR_FIELD_OBJ_(BR, "sanity", sanity, run_sanity_rows, 0),
+    EPAR_FIELD_END_};
+#undef BR
+
 static int write_run_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct epar_out *o,
                           json_t *run_extra, double worst, int insane)
 {
-    json_t *extra = run_extra ? run_extra : json_object();
-    json_t *tasks = json_array(), *mechs = json_array(), *ex = json_array();
+    struct bench_run *x = calloc(1, sizeof *x);
+    if (!x) {
+        json_decref(run_extra);
+        return epar_err_set(EPAR_ENOMEM, "out of memory writing run.json");
+    }
+    x->budget = (struct run_budget){c->b.name, c->b, c->b.steps * c->b.batch * c->b.short_length};
     for (int i = 0; i < c->n_tasks; i++)
-        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", c->tasks[i].id, "task",
-                                               epar_task_name(c->tasks[i].task.id), "paper", c->tasks[i].paper,
-                                               "condition", c->tasks[i].condition, "length", c->tasks[i].task.length));
-    for (int m = 0; m < c->n_mech; m++) json_array_append_new(mechs, json_string(epar_nnpos_name(c->mech[m])));
-    for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(ex, json_integer(c->b.extrap[e]));
-    const struct epar_bench_budget *b = &c->b;
-    json_object_set_new(extra, "budget", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:o, s:i}",
-                                                   "name", b->name, "layers", b->layers, "dim", b->dim, "heads", b->heads,
-                                                   "mlp", b->mlp, "batch", b->batch, "steps", b->steps, "warmup", b->warmup,
-                                                   "lr", b->lr, "lr_min_ratio", b->lr_min_ratio, "weight_decay", b->weight_decay,
-                                                   "lm_length", b->lm_length, "short_length", b->short_length,
-                                                   "long_length", b->long_length, "extrapolation", ex,
-                                                   "tokens_per_cell_short", b->steps * b->batch * b->short_length));
-    json_object_set_new(extra, "tasks", tasks);
-    json_object_set_new(extra, "mechanisms", mechs);
-    json_object_set_new(extra, "cells", json_integer(plan->n));
-    json_object_set_new(extra, "equalise", json_string(c->equalise_mlp ? "mlp" : "none"));
-    json_object_set_new(extra, "param_tolerance", json_real(c->param_tol));
-    json_object_set_new(extra, "param_max_rel_diff", json_real(worst));
-    json_object_set_new(extra, "posfx_L", json_string(c->base.pos.posfx_length > 0 ? "fixed (posfx_length)"
-                                                                                   : "the length T of the sequence processed"));
-    json_object_set_new(extra, "lr_sweep", json_string("none: one learning rate per budget, the same for every mechanism"));
-    json_object_set_new(extra, "learned_z", json_real(LEARNED_Z));   /* main_table.csv learned: beyond chance by z se */
-    json_object_set_new(extra, "sanity", json_pack("{s:f, s:i}", "margin", c->sanity_margin, "failed", insane));
+        x->tasks[i] = (struct run_task){c->tasks[i].id, epar_task_name(c->tasks[i].task.id), c->tasks[i].paper,
+                                        c->tasks[i].condition, c->tasks[i].task.length};
+    for (int m = 0; m < c->n_mech; m++) x->mechs[m] = epar_nnpos_name(c->mech[m]);
+    x->n_tasks = c->n_tasks;
+    x->n_mechs = c->n_mech;
+    x->cells = plan->n;
+    x->equalise = c->equalise_mlp ? "mlp" : "none";
+    x->param_tol = c->param_tol;
+    x->worst = worst;
+    x->posfx_L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the length T of the sequence processed";
+    x->lr_sweep = "none: one learning rate per budget, the same for every mechanism";
+    x->learned_z = LEARNED_Z;
+    x->sanity = (struct run_sanity){c->sanity_margin, insane};
+    json_t *extra = epar_fields_json(bench_run_rows, x, run_extra);
+    free(x);
+    if (!extra) {
+        json_decref(run_extra);
+        return epar_err_set(EPAR_ENOMEM, "out of memory writing run.json");
+    }
     struct epar_params prm = c->prm;
     prm.n_seeds = c->b.n_seeds;
     memcpy(prm.seeds, c->b.seeds, sizeof prm.seeds);
@@ -1597,33 +1818,35 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
-    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL, NULL, NULL};
+    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL, NULL, NULL, NULL, {NULL}};
     size_t ng = (size_t)g.NT * g.M * g.S + 1;
     g.value = calloc(ng, sizeof *g.value);
     g.chance = calloc(ng, sizeof *g.chance);
     g.chance_se = calloc(ng, sizeof *g.chance_se);
     g.cell = calloc((size_t)plan->n, sizeof *g.cell);
-    int st = g.value && g.chance && g.chance_se && g.cell ? EPAR_OK
-                                                          : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
+    g.doc = calloc((size_t)plan->n, sizeof *g.doc);
+    int st = g.value && g.chance && g.chance_se && g.cell && g.doc
+                 ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
     for (int k = 0; !st && k < plan->n; k++) {
         char dir[512], path[4800];
         epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
         snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
-        json_error_t je;
-        g.cell[k] = json_load_file(path, 0, &je);
-        if (!g.cell[k]) {
-            st = epar_err_set(EPAR_EIO, "cell '%s' is missing or unreadable (%s)", path, je.text);
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (access(path, F_OK) != 0) {
+            st = epar_err_set(EPAR_EIO, "cell '%s' is missing", path);
             epar_err_hint("run the missing cells (the same command resumes), or merge the shard that has them");
             break;
         }
-        const struct epar_bench_cell *cell = &plan->cells[k];
-        if (cell->task >= 0) {
-            size_t at = gi(&g, cell->task, cell->mech, cell->seed);
-            json_t *ch = json_object_get(g.cell[k], "chance"), *se = json_object_get(g.cell[k], "chance_se");
-            g.value[at] = json_number_value(json_object_get(g.cell[k], "value"));
-            g.chance[at] = json_is_number(ch) ? json_number_value(ch) : NAN;
-            g.chance_se[at] = json_is_number(se) ? json_number_value(se) : NAN;
+        if (cell->task < 0) {
+            st = epar_fields_load(path, "cell file", cost_cell_rows, &g.cost, &g.doc[k]);
+            continue;
         }
+        g.cell[k].chance = g.cell[k].chance_se = NAN;   /* a cell written before epar recorded them */
+        if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g.cell[k], &g.doc[k]))) break;
+        size_t at = gi(&g, cell->task, cell->mech, cell->seed);
+        g.value[at] = g.cell[k].value;
+        g.chance[at] = g.cell[k].chance;
+        g.chance_se[at] = g.cell[k].chance_se;
     }
     struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL;
     double worst = 0;
@@ -1634,7 +1857,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         et = extrap_table(c, &g, plan);
         dt = distance_table(c, &g);
         pt = params_table(c, plan, &worst);
-        ct = cost_table(c, g.cell[plan->n - 1]);
+        ct = cost_table(c, &g.cost);
         snt = sanity_table(c, &g, &insane);
         vt = comparisons_table(c, &g);
         lt = learn_table(c, plan, &g, root, &st);
@@ -1659,8 +1882,13 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     epar_csv_free(snt);
     epar_csv_free(vt);
     epar_csv_free(lt);
-    for (int k = 0; g.cell && k < plan->n; k++) json_decref(g.cell[k]);
+    for (int k = 0; g.cell && g.doc && k < plan->n; k++) {
+        epar_fields_free(train_cell_rows, &g.cell[k]);
+        json_decref(g.doc[k]);
+    }
+    epar_fields_free(cost_cell_rows, &g.cost);
     free(g.cell);
+    free(g.doc);
     free(g.value);
     free(g.chance);
     free(g.chance_se);

@@ -37,9 +37,9 @@ static int check_keys(const struct epar_protocol *p, json_t *obj, const char *jp
         if (ignorable_key(k) || in_list(k, a) || in_list(k, b)) continue;
         char jp[512];
         snprintf(jp, sizeof jp, "%s.%s", jpath, k);
-        perr(p, jp, "unknown key");
+        int st = perr(p, jp, "unknown key");
         epar_err_hint("check the spelling; keys starting with '_' are ignored (use them for comments)");
-        return EPAR_EPROTOCOL;
+        return st;
     }
     return EPAR_OK;
 }
@@ -351,6 +351,18 @@ int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const cha
     return EPAR_OK;
 }
 
+int epar_protocol_obj_keys(json_t *obj, const char **names, int max)
+{
+    int n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        (void)v;
+        if (n < max) names[n++] = k;
+    }
+    return n;
+}
+
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max)
 {
     int n = 0;
@@ -481,6 +493,19 @@ static int read_integer(const struct epar_protocol *p, json_t *v, const char *jp
 static int read_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                        void *base);
 
+/* a nested object by the row's sub rows (STRICT: no other keys) */
+static int read_object(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, void *at)
+{
+    if (!json_is_object(v)) return perr(p, jp, "expected an object");
+    if (f->flags & EPAR_FIELD_STRICT) {
+        const char *keys[128];
+        if (epar_fields_keys(f->sub, NULL, keys, 128) >= 127) return perr(p, jp, "too many rows");
+        int st = check_keys(p, v, jp, keys, NULL);
+        if (st) return st;
+    }
+    return read_fields(p, v, jp, f->sub, at);
+}
+
 /* one element of a list row into at */
 static int read_element(const struct epar_protocol *p, json_t *e, const char *ep, const struct epar_field *f, void *at)
 {
@@ -501,9 +526,7 @@ static int read_element(const struct epar_protocol *p, json_t *e, const char *ep
         if (!json_is_string(e)) return perr(p, ep, "expected a string");
         *(const char **)at = json_string_value(e);
         return EPAR_OK;
-    default:
-        if (!json_is_object(e)) return perr(p, ep, "expected an object");
-        return read_fields(p, e, ep, f->sub, at);
+    default: return read_object(p, e, ep, f, at);
     }
 }
 
@@ -518,18 +541,35 @@ static size_t element_size(const struct epar_field *f)
     }
 }
 
+/* where a list row's elements are: the array member, or (ALLOC) the array its pointer member points to */
+static char *list_at(const struct epar_field *f, const void *base)
+{
+    char *at = (char *)base + f->offset;
+    return f->flags & EPAR_FIELD_ALLOC ? *(char **)at : at;
+}
+
 static int read_list(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, void *base)
 {
     int st = read_array(p, v, jp, f);
     if (st) return st;
+    if (f->flags & EPAR_FIELD_ALLOC) {
+        char **at = (char **)((char *)base + f->offset);
+        free(*at);
+        *(int *)((char *)base + f->count_offset) = 0;
+        if (!(*at = calloc(json_array_size(v) + 1, element_size(f))))
+            return epar_err_set(EPAR_ENOMEM, "out of memory reading '%s' (%zu elements)", jp, json_array_size(v));
+    }
+    char *to = list_at(f, base);
+    int *count = (int *)((char *)base + f->count_offset);
     size_t i;
     json_t *e;
     json_array_foreach(v, i, e) {
         char ep[700];
         snprintf(ep, sizeof ep, "%.600s[%zu]", jp, i);
-        if ((st = read_element(p, e, ep, f, (char *)base + f->offset + i * element_size(f)))) return st;
+        *count = (int)i + 1;   /* counted before it is read: epar_fields_free reaches what a failed one allocated */
+        if ((st = read_element(p, e, ep, f, to + i * element_size(f)))) return st;
     }
-    *(int *)((char *)base + f->count_offset) = (int)json_array_size(v);
+    *count = (int)json_array_size(v);
     return EPAR_OK;
 }
 
@@ -564,9 +604,7 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
         *(long *)at = x;
         return EPAR_OK;
     case EPAR_FIELD_JSON: *(json_t **)at = v; return EPAR_OK;
-    case EPAR_FIELD_OBJ:
-        if (!json_is_object(v)) return perr(p, jp, "expected an object");
-        return read_fields(p, v, jp, f->sub, at);
+    case EPAR_FIELD_OBJ: return read_object(p, v, jp, f, at);
     default: return read_list(p, v, jp, f, base);
     }
 }
@@ -617,6 +655,20 @@ int epar_fields_load(const char *path, const char *kind, const struct epar_field
     return st;
 }
 
+void epar_fields_free(const struct epar_field *f, void *base)
+{
+    for (; f->key; f++) {
+        char *at = (char *)base + f->offset;
+        if (f->flags & EPAR_FIELD_ALLOC) {
+            free(*(char **)at);
+            *(char **)at = NULL;
+            *(int *)((char *)base + f->count_offset) = 0;
+        } else if (f->type == EPAR_FIELD_OBJ) epar_fields_free(f->sub, at);
+        else if (f->type == EPAR_FIELD_OLIST)
+            for (int k = 0; k < *(int *)((char *)base + f->count_offset); k++) epar_fields_free(f->sub, at + k * f->stride);
+    }
+}
+
 void epar_fields_defaults(const struct epar_field *f, void *base)
 {
     for (; f->key; f++) {
@@ -656,7 +708,7 @@ json_t *epar_fields_array(enum epar_field_type t, const void *v, int n)
 
 static json_t *list_json(const struct epar_field *f, const void *base)
 {
-    const char *at = (const char *)base + f->offset;
+    const char *at = list_at(f, base);
     int n = *(const int *)((const char *)base + f->count_offset);
     if (f->type != EPAR_FIELD_OLIST) return epar_fields_array(f->type, at, n);
     json_t *a = json_array();

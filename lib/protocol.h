@@ -99,6 +99,10 @@ enum epar_field_type {
 #define EPAR_FIELD_NULLNEG 2u    /* write: null when an INT/LONG is negative */
 #define EPAR_FIELD_REQUIRED 4u   /* read: a missing key is an error */
 #define EPAR_FIELD_EMPTY_OK 8u   /* read: a list may be empty */
+#define EPAR_FIELD_STRICT 32u    /* read, OBJ and OLIST rows: a key of the nested object that no row names is an error
+                                  * (keys starting with '_', "description" and "comment" excepted) */
+#define EPAR_FIELD_ALLOC 16u     /* lists: the member is a pointer to the elements (the reader allocates them,
+                                  * epar_fields_free frees them) instead of an array */
 
 struct epar_field {
     const char *key;
@@ -141,6 +145,10 @@ struct epar_field {
     {key, type, offsetof(S, member), lo, hi, 0, NULL, 0, 0, 0, 0, flags, NULL, 0}
 #define EPAR_FIELD_LIST_(S, key, type, member, count, max, flags) \
     {key, type, offsetof(S, member), -1e300, 1e300, 0, NULL, 0, 0, offsetof(S, count), max, flags, NULL, 0}
+#define EPAR_FIELD_REQ_(S, key, type, member, lo, hi, help) \
+    {key, type, offsetof(S, member), lo, hi, 0, help, 0, 0, 0, 0, EPAR_FIELD_REQUIRED, NULL, 0}
+#define EPAR_FIELD_LISTR_(S, key, type, member, count, max, lo, hi, flags) \
+    {key, type, offsetof(S, member), lo, hi, 0, NULL, 0, 0, offsetof(S, count), max, flags, NULL, 0}
 #define EPAR_FIELD_OBJ_(S, key, member, sub, flags) \
     {key, EPAR_FIELD_OBJ, offsetof(S, member), 0, 0, 0, NULL, 0, 0, 0, 0, flags, sub, 0}
 #define EPAR_FIELD_OLIST_(S, key, member, count, max, sub, flags) \
@@ -162,9 +170,13 @@ json_t *epar_fields_array(enum epar_field_type list_type, const void *v, int n);
  * rows; every problem is EPAR_EIO "invalid <kind> '<path>': $.key: ...". The document stays alive in *doc (strings
  * and JSON rows borrow from it; json_decref it when done) or is freed when doc is NULL. */
 int epar_fields_load(const char *path, const char *kind, const struct epar_field *f, void *base, json_t **doc);
+/* Free what the reader allocated (ALLOC lists, also in nested records) and zero their counts. */
+void epar_fields_free(const struct epar_field *f, void *base);
 /* keys[] <- the rows' keys (read rows only) then extra (NULL-terminated), NULL-terminated; at most max - 1 */
 int epar_fields_keys(const struct epar_field *f, const char *const *extra, const char **keys, int max);
 
+/* The keys of an object (a JSON row's value), in file order, at most max; returns count (0: not an object). */
+int epar_protocol_obj_keys(json_t *obj, const char **names, int max);
 /* Names of the presets, in file order; returns count. */
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max);
 

@@ -123,6 +123,22 @@ static void test_records(void)
         check_true(strstr(epar_err_message(), bad[k].path) != NULL && strstr(epar_err_message(), "cell file"),
                    "bad record %zu names '%s': %s", k, bad[k].path, epar_err_message());
     }
+    /* allocated lists (freed by epar_fields_free, also after a failed read) and strict nested objects */
+    struct alloc_rec { long *v; int n; struct rec_item one; } ar = {NULL, 0, {0, 0, 0, 0}};
+    static const struct epar_field alloc_rows[] = {
+        EPAR_FIELD_LIST_(struct alloc_rec, "v", EPAR_FIELD_LLIST, v, n, 100, EPAR_FIELD_ALLOC),
+        EPAR_FIELD_OBJ_(struct alloc_rec, "one", one, item_rows, EPAR_FIELD_STRICT), EPAR_FIELD_END_};
+    write_file("rec.json", "{\"v\":[5,6,7],\"one\":{\"length\":3}}");
+    check_int(epar_fields_load(path, "cell file", alloc_rows, &ar, NULL), EPAR_OK, "allocated list read");
+    check_true(ar.n == 3 && ar.v && ar.v[2] == 7 && ar.one.length == 3, "allocated list values");
+    epar_fields_free(alloc_rows, &ar);
+    check_true(!ar.v && ar.n == 0, "allocated list freed");
+    write_file("rec.json", "{\"v\":[5,\"x\"]}");
+    check_int(epar_fields_load(path, "cell file", alloc_rows, &ar, NULL), EPAR_EIO, "bad element of an allocated list");
+    epar_fields_free(alloc_rows, &ar);
+    write_file("rec.json", "{\"one\":{\"length\":3,\"lenght\":4}}");
+    check_int(epar_fields_load(path, "cell file", alloc_rows, &ar, NULL), EPAR_EIO, "strict object: unknown key");
+    check_true(strstr(epar_err_message(), "$.one.lenght") != NULL, "the unknown key named: %s", epar_err_message());
     double dv[2] = {1, NAN};
     const char *sv[2] = {"a", "b"};
     json_t *a = epar_fields_array(EPAR_FIELD_DLIST, dv, 2), *b = epar_fields_array(EPAR_FIELD_SLIST, sv, 2);
