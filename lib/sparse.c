@@ -1,6 +1,7 @@
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -500,48 +501,43 @@ const char *epar_sparse_kernel_name(enum epar_sparse_kind kind)
     return kind < EPAR_SPARSE_COUNT ? kernel_names[kind] : "?";
 }
 
+/* The structured kernel of each mask mechanism, indexed by lib/mech's ids as lib/nnpos's training rows are: its
+ * kind and where its catalogue parameters p[0..3] go in the pattern (the offset + 1 of an int field, 0 for none;
+ * GATE: the double gate; STRIDE: p[0] read through epar_mech_stride, which applies the sqrt(L) default). */
+#define F_(field) (offsetof(struct epar_sparse_pattern, field) + 1)
+#define GATE_ ((size_t)-1)
+#define STRIDE_ ((size_t)-2)
+static const struct from_mech {
+    int has;
+    enum epar_sparse_kind kind;
+    size_t param[4];
+} from_mech[EPAR_MECH_COUNT] = {
+    [EPAR_MECH_SLIDING_WINDOW] = {1, EPAR_SPARSE_WINDOW, {F_(radius)}},
+    [EPAR_MECH_BLOCK_SPARSE] = {1, EPAR_SPARSE_BLOCK, {F_(block), F_(neighbours)}},
+    [EPAR_MECH_STRIDED] = {1, EPAR_SPARSE_STRIDED, {STRIDE_, F_(openai_local)}},
+    [EPAR_MECH_SPARSE_FIXED] = {1, EPAR_SPARSE_FIXED, {STRIDE_, F_(summary)}},
+    [EPAR_MECH_GLOBAL_LOCAL] = {1, EPAR_SPARSE_GLOBAL_LOCAL, {F_(radius), F_(globals)}},
+    [EPAR_MECH_PI_ATTENTION] = {1, EPAR_SPARSE_PI, {F_(radius), F_(step), GATE_, F_(ring)}},
+};
+#undef F_
+
 int epar_sparse_pattern_from_mech(const struct epar_mech *m, struct epar_sparse_pattern *p)
 {
     memset(p, 0, sizeof *p);
     p->L = m->L;
     p->causal = m->causal;
-    switch (m->id) {
-    case EPAR_MECH_SLIDING_WINDOW:
-        p->kind = EPAR_SPARSE_WINDOW;
-        p->radius = (int)m->p[0];
-        break;
-    case EPAR_MECH_BLOCK_SPARSE:
-        p->kind = EPAR_SPARSE_BLOCK;
-        p->block = (int)m->p[0];
-        p->neighbours = (int)m->p[1];
-        break;
-    case EPAR_MECH_STRIDED:
-        p->kind = EPAR_SPARSE_STRIDED;
-        p->stride = epar_mech_stride(m);
-        p->openai_local = (int)m->p[1];
-        break;
-    case EPAR_MECH_SPARSE_FIXED:
-        p->kind = EPAR_SPARSE_FIXED;
-        p->stride = epar_mech_stride(m);
-        p->summary = (int)m->p[1];
-        break;
-    case EPAR_MECH_GLOBAL_LOCAL:
-        p->kind = EPAR_SPARSE_GLOBAL_LOCAL;
-        p->radius = (int)m->p[0];
-        p->globals = (int)m->p[1];
-        break;
-    case EPAR_MECH_PI_ATTENTION:
-        p->kind = EPAR_SPARSE_PI;
-        p->radius = (int)m->p[0];
-        p->step = (int)m->p[1];
-        p->gate = m->p[2];
-        p->ring = (int)m->p[3];
-        break;
-    default:
-        return epar_err_set(EPAR_EINVAL, "mechanism '%s' has no structured kernel", m->info->id);
+    const struct from_mech *r = m->id >= 0 && m->id < EPAR_MECH_COUNT ? &from_mech[m->id] : NULL;
+    if (!r || !r->has) return epar_err_set(EPAR_EINVAL, "mechanism '%s' has no structured kernel", m->info->id);
+    p->kind = r->kind;
+    for (int k = 0; k < 4; k++) {
+        if (r->param[k] == GATE_) p->gate = m->p[k];
+        else if (r->param[k] == STRIDE_) p->stride = epar_mech_stride(m);
+        else if (r->param[k]) *(int *)((char *)p + r->param[k] - 1) = (int)m->p[k];
     }
     return EPAR_OK;
 }
+#undef STRIDE_
+#undef GATE_
 
 /* Keys of a piece, by the key coordinate u of its intervals: */
 enum { KEYS_DIRECT,   /* j = u */
