@@ -229,8 +229,8 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
     epar_exp_train_defaults(&c->base);
     if ((st = epar_exp_train_config(&c->base, p, prm, EPAR_TASK_LM))) return st;
-    struct bench_read *r = calloc(1, sizeof *r);
-    if (!r) return epar_err_set(EPAR_ENOMEM, "out of memory reading the benchmark section");
+    struct bench_read *r = EPAR_CALLOC(1, sizeof *r);
+    if (!r) return EPAR_ENOMEM;
     r->equalise = "mlp";
     r->param_tol = 0.01;
     r->distance_bins = 8;
@@ -1740,10 +1740,10 @@ static const struct epar_field bench_run_rows[] = {
 static int write_run_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct epar_out *o,
                           json_t *run_extra, double worst, int insane)
 {
-    struct bench_run *x = calloc(1, sizeof *x);
+    struct bench_run *x = EPAR_CALLOC(1, sizeof *x);
     if (!x) {
         json_decref(run_extra);
-        return epar_err_set(EPAR_ENOMEM, "out of memory writing run.json");
+        return EPAR_ENOMEM;
     }
     x->budget = (struct run_budget){c->b.name, c->b, c->b.steps * c->b.batch * c->b.short_length};
     for (int i = 0; i < c->n_tasks; i++)
