@@ -466,8 +466,9 @@ static int cfg_from_json(struct epar_train_cfg *c, const void *sec, size_t len, 
     struct cfg_table t;
     cfg_table(&t, r.c.mechanism, r.c.task.id);
     if ((st = epar_fields_loadb(sec, len, "checkpoint config", path, t.top, &r, &doc))) {
-        epar_err_hint("a checkpoint of another epar version may lack keys of this one: inspect it with the epar that "
-                      "wrote it, or train the run again");
+        if (strstr(epar_err_message(), "missing key"))
+            epar_err_hint("a checkpoint of another epar version may lack keys of this one: inspect it with the epar "
+                          "that wrote it, or train the run again");
         return st;
     }
     /* the catalogue parameters through their setter: the catalogue's ranges */
