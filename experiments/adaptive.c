@@ -878,10 +878,9 @@ struct adp_fig {
 static int write_run_json(const struct epar_adaptive_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    json_t *ga = json_array(), *gb = json_array(), *wl = json_array();
-    for (int i = 0; i < cfg->n_grid_alpha; i++) json_array_append_new(ga, json_real(cfg->grid_alpha[i]));
-    for (int i = 0; i < cfg->n_grid_beta; i++) json_array_append_new(gb, json_real(cfg->grid_beta[i]));
-    for (int i = 0; i < cfg->n_when; i++) json_array_append_new(wl, json_integer(cfg->when_lengths[i]));
+    json_t *ga = epar_fields_array(EPAR_FIELD_DLIST, cfg->grid_alpha, cfg->n_grid_alpha);
+    json_t *gb = epar_fields_array(EPAR_FIELD_DLIST, cfg->grid_beta, cfg->n_grid_beta);
+    json_t *wl = epar_fields_array(EPAR_FIELD_ILIST, cfg->when_lengths, cfg->n_when);
     json_t *extra = json_pack(
         "{s:{s:i, s:i, s:i, s:f, s:b, s:s}, s:{s:o, s:o, s:i, s:i, s:i, s:i, s:b, s:s}, "
         "s:{s:o, s:i, s:i, s:i, s:f, s:f, s:s, s:s}, s:{s:I, s:i, s:i}}",

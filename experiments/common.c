@@ -79,26 +79,45 @@ void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double
     }
 }
 
+/* the head of every run.json, in this order; parameters and the protocol's fingerprint when the run resolved them */
+struct run_head {
+    const char *experiment, *epar_version, *protocol;
+    int protocol_version;
+    const char *protocol_hash, *cli_overrides;
+    json_t *parameters;
+};
+#define RH struct run_head
+static const struct epar_field run_head_fields[] = {
+    EPAR_FIELD_(RH, "experiment", EPAR_FIELD_STRING, experiment, 0),
+    EPAR_FIELD_(RH, "epar_version", EPAR_FIELD_STRING, epar_version, 0),
+    EPAR_FIELD_(RH, "protocol", EPAR_FIELD_STRING, protocol, 0),
+    EPAR_FIELD_(RH, "protocol_version", EPAR_FIELD_INT, protocol_version, 0),
+    EPAR_FIELD_(RH, "protocol_hash", EPAR_FIELD_STRING, protocol_hash, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(RH, "cli_overrides", EPAR_FIELD_STRING, cli_overrides, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(RH, "parameters", EPAR_FIELD_JSON, parameters, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef RH
+
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra)
 {
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "experiment", experiment, "epar_version",
-                          EPAR_VERSION, "protocol", protocol_path, "protocol_version", EPAR_PROTOCOL_VERSION,
-                          "protocol_hash", prm->protocol_hash, "cli_overrides", prm->overrides, "parameters",
-                          epar_params_json(prm));
-    if (!j) {
-        json_decref(extra);
-        return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    }
-    if (extra) {
-        json_object_update(j, extra);
-        json_decref(extra);
-    }
-    const char *path = epar_out_path(o, "run.json");
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(j);
-    if (rc != 0) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    return EPAR_OK;
+    struct run_head h = {experiment, EPAR_VERSION, protocol_path, EPAR_PROTOCOL_VERSION,
+                         prm ? prm->protocol_hash : NULL, prm ? prm->overrides : NULL,
+                         prm ? epar_params_json(prm) : NULL};
+    int st = prm && !h.parameters ? epar_err_set(EPAR_ENOMEM, "out of memory building run.json")
+                                  : epar_fields_save(epar_out_path(o, "run.json"), run_head_fields, &h, extra);
+    json_decref(h.parameters);
+    return st;
+}
+
+void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1])
+{
+    const struct epar_mech_param *q = epar_mech_table[id].params;
+    int n = 0;
+    for (; n < EPAR_MECH_MAX_PARAMS && q[n].name; n++)
+        rows[n] = (struct epar_field){.key = q[n].name, .type = EPAR_FIELD_DOUBLE, .offset = (size_t)n * sizeof(double),
+                                      .lo = -1e300, .hi = 1e300};
+    rows[n] = (struct epar_field)EPAR_FIELD_END_;
 }
 
 int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar_table *t)

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include "lib/attn.h"
 #include "lib/csvout.h"
+#include "lib/mech.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
 #include "lib/posfx.h"
@@ -34,10 +35,15 @@ int epar_exp_data(const struct epar_params *prm, unsigned long seed, unsigned lo
 /* A (B,L,L) <- head-averaged attention of every item of X (B,L,D). */
 void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double *A);
 
-/* run.json: epar version, protocol path and version, experiment, resolved parameters, and `extra`
- * (an object whose keys are merged in; stolen, may be NULL). */
+/* run.json: experiment, epar version, protocol path and version, the protocol's hash, the command line's overrides
+ * and the resolved parameters (prm NULL: a run that has none of these, such as train's), then the keys of `extra`
+ * (an object whose keys are merged in; stolen, may be NULL; a key of the head keeps its place and takes extra's
+ * value). Every experiment's run.json is written here. */
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra);
+/* Rows of mechanism id's catalogue parameters, in catalogue order: doubles at their index of a
+ * double[EPAR_MECH_MAX_PARAMS] (lib/nnpos's mp[id], compare's p[id]); for {"param": value} objects. */
+void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1]);
 /* Write table t as <name> in o (takes care of the path). */
 /* Every "mech.param": number of the protocol object set (may be NULL: none) through fn(ctx, "mech.param=value");
  * EPAR_EPROTOCOL naming path (e.g. "$.experiments.compare.set") for a non-object, a non-number or a refused value. */

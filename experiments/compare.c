@@ -833,67 +833,82 @@ void epar_exp_compare_free(struct epar_compare_result *res)
 /* ------------------------------------------------------------------ files and figures */
 
 /* run.json "timing": how the wall-clock columns were measured, and the sparse_speed.csv settings */
-static void cmp_timing_json(const struct epar_compare_cfg *cfg, json_t *extra)
+struct cmp_timing {
+    char tm[1024], sp[1024];
+};
+
+static void cmp_timing_text(const struct epar_compare_cfg *cfg, struct cmp_timing *t)
 {
-    char tm[1024], sp[1024], ln[128] = "";
+    char *tm = t->tm, *sp = t->sp, ln[128] = "";
     for (int q = 0; q < cfg->n_speed; q++)
         snprintf(ln + strlen(ln), sizeof ln - strlen(ln), "%s%d", q ? ", " : "", cfg->speed_lengths[q]);
-    snprintf(tm, sizeof tm,
+    snprintf(tm, sizeof t->tm,
              "mechanisms.csv time_us_per_row: wall time of the attention output O = A V of every head for one item "
              "(projections Q, K, V included), divided by heads x L; mask mechanisms on lib/sparse's structured "
              "kernels (the L x L matrix is never formed), the others through epar_mech_forward (A of every head) and "
              "one dgemm A_h V_h per head; per item one untimed warm-up call, then the fastest of %d calls; mean over "
              "items, then mean and sd over seeds; jobs run in parallel on --jobs threads, one BLAS thread each",
              cfg->speed_repeats);
-    snprintf(sp, sizeof sp,
+    snprintf(sp, sizeof t->sp,
              "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel "
              "epar_sparse_dense_fast (no mask: blocks of query rows, scores by dgemm, vector max and exp-sum, dgemm "
              "P V; its GFLOP/s against the double FMA peak measured once in the run) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
              "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
              "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
-    json_object_set_new(extra, "timing", json_pack("{s:s, s:s}", "time_us_per_row", tm, "sparse_speed", sp));
-    json_t *sl = json_array();
-    for (int q = 0; q < cfg->n_speed; q++) json_array_append_new(sl, json_integer(cfg->speed_lengths[q]));
-    json_object_set_new(extra, "speed_lengths", sl);
-    json_object_set_new(extra, "speed_head_dim", json_integer(cfg->speed_head_dim));
-    json_object_set_new(extra, "speed_repeats", json_integer(cfg->speed_repeats));
-    json_object_set_new(extra, "speed_tile", json_integer(cfg->speed_tile));
+}
+
+/* run.json "mechanism_parameters": {"<id>": {"<param>": value, ...}, ..., "_not_run": [ids]} by rows over cfg->p */
+struct cmp_not_run {
+    const char *ids[EPAR_MECH_COUNT];
+    int n;
+};
+static const struct epar_field cmp_not_run_fields[] = {
+    EPAR_FIELD_LIST_(struct cmp_not_run, "_not_run", EPAR_FIELD_SLIST, ids, n, EPAR_MECH_COUNT, 0), EPAR_FIELD_END_};
+
+static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
+{
+    struct epar_field rows[EPAR_MECH_COUNT + 1], sub[EPAR_MECH_COUNT][EPAR_MECH_MAX_PARAMS + 1];
+    struct cmp_not_run nr = {.n = 0};
+    int K = cfg->n_mech;
+    for (int k = 0; k < K; k++) {
+        epar_exp_mech_param_rows(cfg->mech[k], sub[k]);
+        rows[k] = (struct epar_field){.key = epar_mech_table[cfg->mech[k]].id, .type = EPAR_FIELD_OBJ,
+                                      .offset = offsetof(struct epar_compare_cfg, p) + cfg->mech[k] * sizeof cfg->p[0],
+                                      .sub = sub[k]};
+    }
+    rows[K] = (struct epar_field)EPAR_FIELD_END_;
+    for (int id = 0; id < EPAR_MECH_COUNT; id++) {   /* not selected, or dropped under --causal (look-ahead patterns) */
+        int in = 0;
+        for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;
+        if (!in) nr.ids[nr.n++] = epar_mech_table[id].id;
+    }
+    json_t *m = epar_fields_json(rows, cfg, NULL);
+    return m ? epar_fields_json(cmp_not_run_fields, &nr, m) : NULL;
 }
 
 /* run.json: every mechanism's parameters, the ones not run, the settings and the timing */
 static int cmp_run_json(const struct epar_compare_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
     const struct epar_params *prm = &cfg->prm;
-    int K = cfg->n_mech;
-    json_t *mech = json_object();
-    for (int k = 0; k < K; k++) {
-        const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
-        json_t *pj = json_object();
-        for (int q = 0; q < EPAR_MECH_MAX_PARAMS && in->params[q].name; q++)
-            json_object_set_new(pj, in->params[q].name, json_real(cfg->p[cfg->mech[k]][q]));
-        json_object_set_new(mech, in->id, pj);
-    }
-    json_t *notrun = json_array();   /* not selected, or dropped under --causal (look-ahead fixed patterns) */
-    for (int id = 0; id < EPAR_MECH_COUNT; id++) {
-        int in = 0;
-        for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;
-        if (!in) json_array_append_new(notrun, json_string(epar_mech_table[id].id));
-    }
-    json_object_set_new(mech, "_not_run", notrun);
-    json_t *fac = json_array();
-    for (int f = 0; f < cfg->n_factors; f++) json_array_append_new(fac, json_integer(cfg->factors[f]));
-    json_t *extra = json_pack("{s:b, s:i, s:i, s:o, s:f, s:i, s:i, s:o, s:s, s:s}", "causal", cfg->causal, "local_window",
-                              cfg->local_window, "extrapolation_length", cfg->extrap_length, "extrapolation_factors", fac,
-                              "ablation_beta", cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
-                              cfg->claims_length, "mechanism_parameters", mech, "score_scale", "1/sqrt(head dim)",
-                              "position_embedding", "none (positions come only from the mechanism)");
-    cmp_timing_json(cfg, extra);
+    struct cmp_timing t;
+    cmp_timing_text(cfg, &t);
     /* the preset's alpha, beta, gamma, form, temperature and score scale do not act here (every mechanism carries its
-     * own parameters, scores are q.k/sqrt(head dim)): run.json lists only what the run used */
-    json_t *used = epar_params_json(prm);
-    static const char *const unused[] = {"form", "alpha", "beta", "gamma", "temperature", "score_scale", "runs"};
-    for (size_t u = 0; u < sizeof unused / sizeof *unused; u++) json_object_del(used, unused[u]);
-    json_object_set_new(extra, "parameters", used);
+     * own parameters, scores are q.k/sqrt(head dim)), nor runs: "parameters" lists only what the run used */
+    json_t *extra = json_pack("{s:b, s:i, s:i, s:o, s:f, s:i, s:i, s:o, s:s, s:s, s:{s:s, s:s}, s:o, s:i, s:i, s:i, "
+                              "s:{s:s, s:i, s:i, s:i, s:i, s:o}}",
+                              "causal", cfg->causal, "local_window", cfg->local_window, "extrapolation_length",
+                              cfg->extrap_length, "extrapolation_factors",
+                              epar_fields_array(EPAR_FIELD_ILIST, cfg->factors, cfg->n_factors), "ablation_beta",
+                              cfg->ablation_beta, "table_length", cfg->table_length, "claims_length",
+                              cfg->claims_length, "mechanism_parameters", cmp_mech_json(cfg), "score_scale",
+                              "1/sqrt(head dim)", "position_embedding", "none (positions come only from the mechanism)",
+                              "timing", "time_us_per_row", t.tm, "sparse_speed", t.sp, "speed_lengths",
+                              epar_fields_array(EPAR_FIELD_ILIST, cfg->speed_lengths, cfg->n_speed), "speed_head_dim",
+                              cfg->speed_head_dim, "speed_repeats", cfg->speed_repeats, "speed_tile", cfg->speed_tile,
+                              "parameters", "preset", prm->preset, "length", prm->length, "hidden", prm->hidden,
+                              "heads", prm->heads, "batch", prm->batch, "seeds",
+                              epar_fields_array(EPAR_FIELD_LLIST, prm->seeds, prm->n_seeds));
+    if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
     return epar_exp_write_run_json(o, "compare", protocol_path, prm, extra);
 }
 

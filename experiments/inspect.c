@@ -580,7 +580,7 @@ static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, c
 /* the head view: one self-contained page (no network), tokens in two columns, lines weighted by attention  */
 
 /* a JSON string (with "<" escaped, so no text can close the script element) */
-static void json_str(FILE *f, const char *s)
+static void script_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -691,7 +691,7 @@ static void head_view_data(FILE *f, const struct epar_inspect *x, const int *ls,
         char s[64];
         symbol(x, x->tok[q], s, sizeof s);
         if (q) fputc(',', f);
-        json_str(f, s);
+        script_json_str(f, s);
     }
     fputs("],\"scored\":[", f);
     for (int q = 0; q < T; q++) fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0);
@@ -760,32 +760,22 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
 /* ------------------------------------------------------------------------------------------------ */
 /* the folder                                                                                         */
 
-static json_t *int_array(const int *v, int n)
-{
-    json_t *a = json_array();
-    for (int k = 0; a && k < n; k++) json_array_append_new(a, json_integer(v[k]));
-    return a;
-}
-
+/* inspect.json: what was read and written, then the checkpoint's config */
 static int write_json(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
 {
     const struct epar_train_cfg *c = &x->run.cfg;
-    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s}", "experiment",
-                          "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->name, "task",
-                          epar_task_name(c->task.id), "mechanism", epar_nnpos_name(c->mechanism), "seed",
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s, s:I, s:s*, s:o}",
+                          "experiment", "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->name,
+                          "task", epar_task_name(c->task.id), "mechanism", epar_nnpos_name(c->mechanism), "seed",
                           (json_int_t)c->seed, "steps_done", (json_int_t)x->run.step, "length", x->T, "layers_written",
-                          int_array(ls, nl), "heads_written", int_array(hs, nh), "model_layers", x->NL, "model_heads",
-                          x->NH, "relevant_queries", x->rel_rows, "attention",
-                          "lib/nn epar_nn_forward (the training forward pass), batch 1: m->a.att");
+                          epar_fields_array(EPAR_FIELD_ILIST, ls, nl), "heads_written",
+                          epar_fields_array(EPAR_FIELD_ILIST, hs, nh), "model_layers", x->NL, "model_heads", x->NH,
+                          "relevant_queries", x->rel_rows, "attention",
+                          "lib/nn epar_nn_forward (the training forward pass), batch 1: m->a.att",
+                          x->from_text ? "text" : "item", (json_int_t)(x->from_text ? x->T : x->item),
+                          "benchmark_task", x->run.label[0] ? x->run.label : NULL, "config", epar_exp_train_cfg_json(c));
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building inspect.json");
-    if (x->from_text) json_object_set_new(j, "text", json_integer(x->T));
-    else json_object_set_new(j, "item", json_integer(x->item));
-    if (x->run.label[0]) json_object_set_new(j, "benchmark_task", json_string(x->run.label));
-    json_object_set_new(j, "config", epar_exp_train_cfg_json(c));
-    const char *path = epar_out_path(o, "inspect.json");
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(j);
-    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+    return epar_fields_save(epar_out_path(o, "inspect.json"), NULL, NULL, j);
 }
 
 int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out)

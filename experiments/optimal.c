@@ -609,8 +609,9 @@ static int opt_write_files(const struct epar_optimal_cfg *cfg, const struct epar
         int bad = fputs(res->report, f) < 0;
         if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
     }
-    json_t *types = json_array();
-    for (int t = 0; t < T; t++) json_array_append_new(types, json_string(epar_imp_name(cfg->types[t])));
+    const char *names[EPAR_IMP_COUNT];
+    for (int t = 0; t < T; t++) names[t] = epar_imp_name(cfg->types[t]);
+    json_t *types = epar_fields_array(EPAR_FIELD_SLIST, names, T);
     json_t *extra = json_pack("{s:o, s:s, s:s, s:s, s:I, s:I, s:s, s:s}", "types", types, "main_form",
                               epar_posfx_form_name(prm->form), "weights", "one layer per seed (stream run 0)",
                               "streams", "data and importance: run id = type index * runs + run",

@@ -203,28 +203,65 @@ int epar_exp_train_check(const struct epar_train_cfg *c)
     return st;
 }
 
+/* the config section (run.json's "config", the checkpoint's config section, compared on resume and read back by
+ * epar inspect): the settings and the names of what they are of. c comes first, so that the settings tables'
+ * offsets hold in the record. */
+struct cfg_record {
+    struct epar_train_cfg c;
+    const char *task, *mechanism, *preset;
+    long seed;
+};
+#define CR struct cfg_record
+static const struct epar_field cfg_head_fields[] = {
+    EPAR_FIELD_(CR, "task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(CR, "mechanism", EPAR_FIELD_STRING, mechanism, 0),
+    EPAR_FIELD_(CR, "preset", EPAR_FIELD_STRING, preset, 0),
+    EPAR_FIELD_RANGE_(CR, "seed", EPAR_FIELD_LONG, seed, 0, 4294967295.0, 0),
+    EPAR_FIELD_END_};
+
+/* the section's rows for mechanism m and task t, in its order: the head, the run's settings, "position" (with the
+ * catalogue parameters the mechanism's training reads) and "task_options"; rows of a saved record (every one
+ * required when read back) */
+struct cfg_table {
+    struct epar_field top[48], pos[24], mp[EPAR_MECH_MAX_PARAMS + 1], opt[12];
+};
+
+static void cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_id task)
+{
+    int n = epar_fields_append(t->top, 0, 48, cfg_head_fields), np = epar_fields_append(t->pos, 0, 24, pos_fields);
+    n = epar_fields_append(t->top, n, 48, run_fields);
+    epar_fields_append(t->opt, 0, 12, task == EPAR_TASK_LM ? lm_fields : synth_fields);
+    t->mp[0] = (struct epar_field)EPAR_FIELD_END_;
+    if (epar_nnpos_table[m].uses_params) {
+        epar_exp_mech_param_rows(m, t->mp);
+        t->pos[np++] = (struct epar_field){.key = "mechanism_params", .type = EPAR_FIELD_OBJ, .sub = t->mp,
+                                           .offset = offsetof(CR, c.pos.mp) + (size_t)m * sizeof(double[EPAR_MECH_MAX_PARAMS])};
+        t->pos[np] = (struct epar_field)EPAR_FIELD_END_;
+    }
+    t->top[n++] = (struct epar_field)EPAR_FIELD_OBJ_(CR, "position", c, t->pos, 0);
+    t->top[n++] = (struct epar_field)EPAR_FIELD_OBJ_(CR, "task_options", c, t->opt, 0);
+    t->top[n] = (struct epar_field)EPAR_FIELD_END_;
+    epar_fields_saved(t->top);
+    epar_fields_saved(t->pos);
+    epar_fields_saved(t->mp);
+    epar_fields_saved(t->opt);
+}
+
+static void cfg_record_of(struct cfg_record *r, const struct epar_train_cfg *c)
+{
+    *r = (struct cfg_record){.c = *c, .task = epar_task_name(c->task.id), .mechanism = epar_nnpos_name(c->mechanism),
+                             .preset = c->preset, .seed = (long)c->seed};
+}
+
 json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 {
-    json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "task", epar_task_name(c->task.id), "mechanism",
-                          epar_nnpos_name(c->mechanism), "preset", c->preset, "seed", (json_int_t)c->seed);
-    json_t *pos = epar_fields_json(pos_fields, c, NULL);
-    if (!epar_fields_json(run_fields, c, j) || !pos) {
-        json_decref(j);
-        json_decref(pos);
-        return NULL;
-    }
-    if (epar_nnpos_table[c->mechanism].uses_params) {   /* the catalogue parameters its training reads */
-        json_t *mp = json_object();
-        const struct epar_mech_param *q = epar_mech_table[c->mechanism].params;
-        for (int k = 0; k < EPAR_MECH_MAX_PARAMS && q[k].name; k++)
-            json_object_set_new(mp, q[k].name, json_real(c->pos.mp[c->mechanism][k]));
-        json_object_set_new(pos, "mechanism_params", mp);
-    }
-    json_object_set_new(j, "position", pos);
-    json_object_set_new(j, "task_options", epar_fields_json(c->task.id == EPAR_TASK_LM ? lm_fields : synth_fields, c,
-                                                            NULL));
-    return j;
+    struct cfg_table t;
+    struct cfg_record r;
+    cfg_table(&t, c->mechanism, c->task.id);
+    cfg_record_of(&r, c);
+    return epar_fields_json(t.top, &r, NULL);
 }
+#undef CR
 
 double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab)
 {
@@ -328,28 +365,19 @@ int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
     return st;
 }
 
-/* the first key whose value differs between the checkpoint's JSON and this run's */
+/* the first key whose value differs between the checkpoint's JSON and this run's (now: stolen) */
 static int compare_json(const char *path, const char *what, const void *saved, size_t len, json_t *now)
 {
-    json_error_t je;
-    json_t *old = json_loadb(saved, len, 0, &je);
-    int st = EPAR_OK;
-    if (!old) st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s does not parse)", path, what);
-    const char *k;
-    json_t *v;
-    json_object_foreach(now, k, v) {
-        if (st) break;
-        json_t *o = json_object_get(old, k);
-        if (o && json_equal(o, v)) continue;
-        char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-        char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
-        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %.80s there, %.80s here", path, what, k,
-                     a ? a : "absent", b ? b : "?");
+    const char *k = NULL;
+    char was[81], is[81];   /* the values, at most 80 characters */
+    int d = now ? epar_fields_differ(saved, len, now, &k, was, sizeof was, is, sizeof is) : -2, st = EPAR_OK;
+    if (d == -2) st = epar_err_set(EPAR_ENOMEM, "out of memory reading checkpoint '%s'", path);
+    else if (d < 0) st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s does not parse)", path, what);
+    else if (d > 0) {
+        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %s there, %s here", path, what, k, was, is);
         epar_err_hint("resume with the options of the run that wrote it (its run.json lists them)");
-        free(a); free(b);
         st = EPAR_EINVAL;
     }
-    json_decref(old);
     json_decref(now);
     return st;
 }
@@ -419,123 +447,72 @@ missing:
 
 /* ---- a checkpoint read for its weights (epar inspect) ---- */
 
-/* one member of the checkpoint's config: present and of the right type, else an error naming it */
-static int cj_number(json_t *o, const char *key, const char *path, double *v)
+/* the config section (written by epar_exp_train_cfg_json) into c, through the same rows: every key must be there
+ * (absent: another epar version wrote it) with its type; ranges are checked after, by epar_exp_train_check */
+static int cfg_from_json(struct epar_train_cfg *c, const void *sec, size_t len, const char *path, char *text,
+                         size_t ntext)
 {
-    json_t *x = json_object_get(o, key);
-    if (!x) {
-        epar_err_set(EPAR_EIO, "checkpoint '%s' was written by an older epar: its config has no '%s'", path, key);
-        epar_err_hint("inspect it with the epar that wrote it, or train the run again");
-        return EPAR_EIO;
+    struct cfg_record r = {.c = *c};
+    json_t *doc;
+    int st = epar_fields_loadb(sec, len, "checkpoint config", path, cfg_head_fields, &r, &doc);   /* what it is of */
+    if (st) return st;
+    if (!r.task || !r.mechanism)
+        st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its config lacks task or mechanism)", path);
+    else if (epar_task_find(r.task, &r.c.task.id) || epar_nnpos_find(r.mechanism, &r.c.mechanism))
+        st = epar_err_set(EPAR_EIO, "checkpoint '%s' is of a task or mechanism this epar does not know ('%.40s', '%.40s')",
+                          path, r.task, r.mechanism);
+    json_decref(doc);
+    if (st) return st;
+    struct cfg_table t;
+    cfg_table(&t, r.c.mechanism, r.c.task.id);
+    if ((st = epar_fields_loadb(sec, len, "checkpoint config", path, t.top, &r, &doc))) {
+        if (strstr(epar_err_message(), "missing key"))
+            epar_err_hint("a checkpoint of another epar version may lack keys of this one: inspect it with the epar "
+                          "that wrote it, or train the run again");
+        return st;
     }
-    if (!json_is_number(x) && !json_is_boolean(x))
-        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not a number)", path, key);
-    *v = json_is_boolean(x) ? (double)json_is_true(x) : json_number_value(x);
-    if (!isfinite(*v)) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not finite)", path, key);
-    return EPAR_OK;
-}
-
-/* the rows of table f from the checkpoint's object o (written by epar_fields_json): every row must be there
- * (absent: an older epar wrote it) with its type; ranges are checked after, by epar_exp_train_check */
-static int cj_fields(const struct epar_field *f, json_t *o, const char *path, struct epar_train_cfg *c)
-{
-    int st = EPAR_OK;
-    for (; !st && f->key; f++) {
-        void *at = (char *)c + f->offset;
-        double v;
-        if (f->type == EPAR_FIELD_STRING) continue;   /* lm's text: read by the caller (it outlives the JSON) */
-        if (f->type == EPAR_FIELD_DOUBLE) st = cj_number(o, f->key, path, at);
-        else if (!(st = cj_number(o, f->key, path, &v))) {
-            if (v != floor(v) || fabs(v) > 1e9)
-                return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config '%s' is not an integer)", path, f->key);
-            *(int *)at = (int)v;
-        }
-    }
-    return st;
-}
-
-/* the catalogue parameters a mechanism's training reads (position.mechanism_params) into c */
-static int cj_mech_params(struct epar_train_cfg *c, json_t *pos, const char *path)
-{
-    if (!epar_nnpos_table[c->mechanism].uses_params) return EPAR_OK;
-    json_t *mp = json_object_get(pos, "mechanism_params");
-    const struct epar_mech_param *q = epar_mech_table[c->mechanism].params;
-    int st = json_is_object(mp) ? EPAR_OK : cj_number(pos, "mechanism_params", path, &(double){0});
-    for (int k = 0; !st && k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) {
-        double v;
-        if ((st = cj_number(mp, q[k].name, path, &v))) break;
+    /* the catalogue parameters through their setter: the catalogue's ranges */
+    const struct epar_mech_param *q = epar_mech_table[r.c.mechanism].params;
+    for (int k = 0; !st && epar_nnpos_table[r.c.mechanism].uses_params && k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) {
         char a[160];
-        snprintf(a, sizeof a, "%s.%s=%.17g", epar_mech_table[c->mechanism].id, q[k].name, v);
-        if (epar_nnpos_set(&c->pos, a))
+        snprintf(a, sizeof a, "%s.%s=%.17g", epar_mech_table[r.c.mechanism].id, q[k].name,
+                 r.c.pos.mp[r.c.mechanism][k]);
+        if (epar_nnpos_set(&r.c.pos, a))
             st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (mechanism parameter '%s')", path, q[k].name);
     }
-    return st;
-}
-
-/* the model and task keys of the config section (epar_exp_train_cfg_json, through the same field rows) into c */
-static int cfg_from_json(struct epar_train_cfg *c, json_t *j, const char *path, char *text, size_t ntext)
-{
-    json_t *pos = json_object_get(j, "position"), *to = json_object_get(j, "task_options");
-    const char *task = json_string_value(json_object_get(j, "task")), *mech = json_string_value(json_object_get(j, "mechanism"));
-    if (!json_is_object(pos) || !json_is_object(to) || !task || !mech)
-        return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its config lacks task, mechanism or options)", path);
-    if (epar_task_find(task, &c->task.id) || epar_nnpos_find(mech, &c->mechanism))
-        return epar_err_set(EPAR_EIO, "checkpoint '%s' is of a task or mechanism this epar does not know ('%.40s', '%.40s')",
-                            path, task, mech);
-    double seed = 0;
-    int st = cj_number(j, "seed", path, &seed);
-    if (!st) st = cj_fields(run_fields, j, path, c);
-    if (!st) st = cj_fields(pos_fields, pos, path, c);
-    if (!st) st = cj_mech_params(c, pos, path);
-    if (!st) st = cj_fields(c->task.id == EPAR_TASK_LM ? lm_fields : synth_fields, to, path, c);
-    const char *tp = json_string_value(json_object_get(to, "text"));
-    if (!st && c->task.id == EPAR_TASK_LM && tp) {
-        snprintf(text, ntext, "%s", tp);
-        c->task.text_path = text;
+    if (!st) {   /* lm's text outlives the document; the preset names the alpha, beta, gamma read */
+        snprintf(text, ntext, "%s", r.c.task.text_path ? r.c.task.text_path : "");
+        r.c.task.text_path = r.c.task.text_path ? text : NULL;
+        snprintf(r.c.preset, sizeof r.c.preset, "%s", r.preset ? r.preset : "");
     }
+    json_decref(doc);
     if (st) return st;
-    if (seed < 0 || seed > 4294967295.0) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (config 'seed')", path);
-    c->seed = (unsigned long)seed;
+    *c = r.c;
+    c->seed = (unsigned long)r.seed;
     c->task.seed = c->seed;
     c->pos.fx.form = EPAR_FORM_ENHANCED;
     return EPAR_OK;
 }
 
-/* the data section's conditions (noise, shuffle) into c; they are not in the config section */
-static int data_from_json(struct epar_train_cfg *c, json_t *d, const char *path)
-{
-    double noise = 0, shuffle = 0;
-    int st = EPAR_OK;
-    if (json_object_get(d, "noise")) st = cj_number(d, "noise", path, &noise);
-    if (!st && json_object_get(d, "shuffle")) st = cj_number(d, "shuffle", path, &shuffle);
-    c->task.noise = noise;
-    c->task.shuffle = shuffle != 0;
-    return st;
-}
-
-/* the sections as JSON objects (NULL and an error when absent or not JSON) */
-static json_t *section_json(const struct epar_ckpt *ck, const char *tag, const char *path)
-{
-    size_t len;
-    const void *d = epar_ckpt_get(ck, tag, &len);
-    json_t *j = d ? json_loadb(d, len, 0, NULL) : NULL;
-    if (!json_is_object(j)) {
-        json_decref(j);
-        epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s section is %s)", path, tag, d ? "not JSON" : "missing");
-    }
-    return j;
-}
+/* the data section's conditions (noise, shuffle; not in the config section), when it has them */
+static const struct epar_field data_fields[] = {
+    EPAR_FIELD_(struct epar_train_cfg, "noise", EPAR_FIELD_DOUBLE, task.noise, 0),
+    EPAR_FIELD_(struct epar_train_cfg, "shuffle", EPAR_FIELD_BOOL, task.shuffle, 0),
+    EPAR_FIELD_END_};
 
 /* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold; the batch set to 1 */
 static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path, char *text, size_t ntext,
                     const char *cache_dir)
 {
     epar_exp_train_defaults(c);
-    json_t *j = section_json(ck, "config", path), *d = j ? section_json(ck, "data", path) : NULL;
-    int st = !j || !d ? EPAR_EIO : cfg_from_json(c, j, path, text, ntext);
-    if (!st) st = data_from_json(c, d, path);
-    json_decref(j);
-    json_decref(d);
+    size_t clen, dlen;
+    const void *cs = epar_ckpt_get(ck, "config", &clen), *ds = epar_ckpt_get(ck, "data", &dlen);
+    int st = !cs || !ds ? epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s section is missing)", path,
+                                       cs ? "data" : "config")
+                        : cfg_from_json(c, cs, clen, path, text, ntext);
+    c->task.noise = 0;
+    c->task.shuffle = 0;
+    if (!st) st = epar_fields_loadb(ds, dlen, "checkpoint data", path, data_fields, c, NULL);
     c->task.cache_dir = cache_dir;
     if (!st && (st = epar_exp_train_check(c))) {
         char msg[512];
@@ -855,41 +832,78 @@ unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)
     return (unsigned long long)epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, r->model.params_mem, r->model.n_params * sizeof(float));
 }
 
+/* run.json after its head (epar_exp_write_run_json): the config, the model's size, the data, the machine, progress */
+struct run_record {
+    const char *status;
+    struct cfg_record config;
+    long parameters, tensors[EPAR_NN_NTENSORS];
+    json_t *data;
+    const char *blas_core, *blas_config;
+    int threads;
+    const char *score_scale, *posfx_L, *checkpoint;
+    long steps_done;
+    const char *params_fnv1a;
+    double tokens, seconds, train_step_seconds, tokens_per_second;   /* the rate: NaN (left out) before any step */
+    long resumed_from_step;                                          /* -1 (null): not resumed */
+    const char *eval_metric;                                         /* NULL, NaN (left out): no final evaluation */
+    double eval_value, eval_loss;
+};
+
 static int write_run_json(const struct epar_train_run *r, struct epar_out *o, const char *status)
 {
+#define RR struct run_record
     const struct epar_train_cfg *c = &r->cfg;
-    json_t *tensors = json_object();
-    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
-        json_object_set_new(tensors, epar_nn_tensor_name(k), json_integer((json_int_t)r->model.sizes[k]));
-    double tps = r->step_seconds > 0 ? r->tokens / r->step_seconds : NAN;   /* both add up over resumed sessions */
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:s, s:s, s:i, s:s, s:s, s:s}",
-                          "experiment", "train", "epar_version", EPAR_VERSION, "protocol", c->protocol,
-                          "protocol_version", EPAR_PROTOCOL_VERSION, "status", status,
-                          "config", epar_exp_train_cfg_json(c), "parameters", (json_int_t)r->model.n_params,
-                          "parameter_tensors", tensors, "data", epar_task_json(&r->task), "blas_core", epar_blas_core(),
-                          "blas_config", epar_blas_config(), "threads", omp_get_max_threads(),
-                          "score_scale", "1/sqrt(head dim)",
-                          "posfx_L", c->pos.posfx_length > 0 ? "fixed (posfx_length)" : "the length T of the sequence processed",
-                          "checkpoint", "checkpoint.bin");
-    if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    json_object_set_new(j, "steps_done", json_integer(r->step));
-    char hash[32];
-    snprintf(hash, sizeof hash, "%016llx", epar_exp_train_params_hash(r));
-    json_object_set_new(j, "params_fnv1a", json_string(hash));
-    json_object_set_new(j, "tokens", json_real(r->tokens));
-    json_object_set_new(j, "seconds", json_real(r->seconds));
-    json_object_set_new(j, "train_step_seconds", json_real(r->step_seconds));
-    if (isfinite(tps)) json_object_set_new(j, "tokens_per_second", json_real(tps));
-    json_object_set_new(j, "resumed_from_step", r->resumed_from >= 0 ? json_integer(r->resumed_from) : json_null());
-    if (r->have_final) {
-        json_object_set_new(j, "eval_metric", json_string(r->task.info->metric));
-        json_object_set_new(j, "eval_value", json_real(r->final.metric));
-        json_object_set_new(j, "eval_loss", json_real(r->final.loss));
+    struct cfg_table ct;
+    cfg_table(&ct, c->mechanism, c->task.id);
+    struct epar_field tensor_rows[EPAR_NN_NTENSORS + 1];
+    struct run_record x = {
+        .status = status, .parameters = (long)r->model.n_params, .data = epar_task_json(&r->task),
+        .blas_core = epar_blas_core(), .blas_config = epar_blas_config(), .threads = omp_get_max_threads(),
+        .score_scale = "1/sqrt(head dim)",
+        .posfx_L = c->pos.posfx_length > 0 ? "fixed (posfx_length)" : "the length T of the sequence processed",
+        .checkpoint = "checkpoint.bin", .steps_done = r->step, .tokens = r->tokens, .seconds = r->seconds,
+        .train_step_seconds = r->step_seconds,
+        .tokens_per_second = r->step_seconds > 0 ? r->tokens / r->step_seconds : NAN,   /* both add up over sessions */
+        .resumed_from_step = r->resumed_from, .eval_metric = r->have_final ? r->task.info->metric : NULL,
+        .eval_value = r->have_final ? r->final.metric : NAN, .eval_loss = r->have_final ? r->final.loss : NAN};
+    char fnv[32];
+    snprintf(fnv, sizeof fnv, "%016llx", epar_exp_train_params_hash(r));
+    x.params_fnv1a = fnv;
+    cfg_record_of(&x.config, c);
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++) {   /* {"<tensor>": size} over x.tensors */
+        x.tensors[k] = (long)r->model.sizes[k];
+        tensor_rows[k] = (struct epar_field){.key = epar_nn_tensor_name(k), .type = EPAR_FIELD_LONG,
+                                             .offset = (size_t)k * sizeof(long), .lo = -1e300, .hi = 1e300};
     }
-    const char *path = epar_out_path(o, "run.json");
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(j);
-    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+    tensor_rows[EPAR_NN_NTENSORS] = (struct epar_field)EPAR_FIELD_END_;
+    const struct epar_field rows[] = {
+        EPAR_FIELD_(RR, "status", EPAR_FIELD_STRING, status, 0),
+        EPAR_FIELD_OBJ_(RR, "config", config, ct.top, 0),
+        EPAR_FIELD_(RR, "parameters", EPAR_FIELD_LONG, parameters, 0),
+        EPAR_FIELD_OBJ_(RR, "parameter_tensors", tensors, tensor_rows, 0),
+        EPAR_FIELD_(RR, "data", EPAR_FIELD_JSON, data, 0),
+        EPAR_FIELD_(RR, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
+        EPAR_FIELD_(RR, "blas_config", EPAR_FIELD_STRING, blas_config, 0),
+        EPAR_FIELD_(RR, "threads", EPAR_FIELD_INT, threads, 0),
+        EPAR_FIELD_(RR, "score_scale", EPAR_FIELD_STRING, score_scale, 0),
+        EPAR_FIELD_(RR, "posfx_L", EPAR_FIELD_STRING, posfx_L, 0),
+        EPAR_FIELD_(RR, "checkpoint", EPAR_FIELD_STRING, checkpoint, 0),
+        EPAR_FIELD_(RR, "steps_done", EPAR_FIELD_LONG, steps_done, 0),
+        EPAR_FIELD_(RR, "params_fnv1a", EPAR_FIELD_STRING, params_fnv1a, 0),
+        EPAR_FIELD_(RR, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
+        EPAR_FIELD_(RR, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
+        EPAR_FIELD_(RR, "train_step_seconds", EPAR_FIELD_DOUBLE, train_step_seconds, 0),
+        EPAR_FIELD_(RR, "tokens_per_second", EPAR_FIELD_DOUBLE, tokens_per_second, EPAR_FIELD_OPTIONAL),
+        EPAR_FIELD_(RR, "resumed_from_step", EPAR_FIELD_LONG, resumed_from_step, EPAR_FIELD_NULLNEG),
+        EPAR_FIELD_(RR, "eval_metric", EPAR_FIELD_STRING, eval_metric, EPAR_FIELD_OPTIONAL),
+        EPAR_FIELD_(RR, "eval_value", EPAR_FIELD_DOUBLE, eval_value, EPAR_FIELD_OPTIONAL),
+        EPAR_FIELD_(RR, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, EPAR_FIELD_OPTIONAL),
+        EPAR_FIELD_END_};
+#undef RR
+    json_t *extra = x.data ? epar_fields_json(rows, &x, NULL) : NULL;
+    json_decref(x.data);
+    if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
+    return epar_exp_write_run_json(o, "train", c->protocol, NULL, extra);
 }
 
 int epar_exp_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)

@@ -780,3 +780,116 @@ int epar_fields_keys(const struct epar_field *f, const char *const *extra, const
     keys[n] = NULL;
     return n;
 }
+
+/* ---- added for train/compare ---- */
+
+int epar_fields_append(struct epar_field *dst, int n, int max, const struct epar_field *src)
+{
+    int m = 0;
+    while (src[m].key) m++;
+    if (n + m + 1 > max) return -1;
+    memcpy(dst + n, src, (size_t)m * sizeof *src);
+    dst[n + m] = (struct epar_field)EPAR_FIELD_END_;
+    return n + m;
+}
+
+void epar_fields_saved(struct epar_field *f)
+{
+    for (; f->key; f++) {
+        f->write_only = 0;
+        f->flags |= EPAR_FIELD_REQUIRED;
+        f->lo = -1e300;
+        f->hi = 1e300;   /* DOUBLE: lo inclusive */
+    }
+}
+
+/* read_fields for a saved record: a STRING row's null is NULL, nested objects read the same way */
+static int read_saved(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
+                      void *base)
+{
+    for (; f->key; f++) {
+        if (f->write_only) continue;
+        json_t *v = json_object_get(obj, f->key);
+        char jp[640];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
+        int st = EPAR_OK;
+        if (!v && (f->flags & EPAR_FIELD_REQUIRED)) {
+            char w[160];
+            snprintf(w, sizeof w, "missing key '%.100s'", f->key);
+            st = perr(p, jpath, w);
+        } else if (!v) continue;
+        else if (f->type == EPAR_FIELD_STRING && json_is_null(v)) *(const char **)((char *)base + f->offset) = NULL;
+        else if (f->type == EPAR_FIELD_OBJ)
+            st = json_is_object(v) ? read_saved(p, v, jp, f->sub, (char *)base + f->offset)
+                                   : perr(p, jp, "expected an object");
+        else st = read_field(p, v, jp, f, base);
+        if (st) return st;
+    }
+    return EPAR_OK;
+}
+
+int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
+                      void *base, json_t **doc)
+{
+    if (doc) *doc = NULL;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je.text, je.line);
+    struct epar_protocol *p = calloc(1, sizeof *p);
+    if (!p) {
+        json_decref(root);
+        return epar_err_set(EPAR_ENOMEM, "out of memory reading '%s'", path);
+    }
+    snprintf(p->path, sizeof p->path, "%s", path);
+    p->kind = kind;
+    p->status = EPAR_EIO;
+    int st = json_is_object(root) ? read_saved(p, root, "$", f, base) : perr(p, "$", "expected an object");
+    free(p);
+    if (st || !doc) json_decref(root);
+    else *doc = root;
+    return st;
+}
+
+int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra)
+{
+    json_t *j = f ? epar_fields_json(f, base, NULL) : json_object();
+    int bad = !j || (extra && json_object_update(j, extra));
+    json_decref(extra);
+    if (bad) {
+        json_decref(j);
+        return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
+    }
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+}
+
+/* compact sorted JSON of v (any value) into out, truncated */
+static void dump_into(const json_t *v, char *out, size_t n)
+{
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+    snprintf(out, n, "%s", s ? s : "?");
+    free(s);
+}
+
+int epar_fields_differ(const void *saved, size_t len, json_t *now, const char **key, char *was, size_t nwas, char *is,
+                       size_t nis)
+{
+    *key = NULL;
+    json_t *old = json_loadb(saved, len, 0, NULL);
+    if (!old) return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(now, k, v) {
+        json_t *o = json_object_get(old, k);
+        if (o && json_equal(o, v)) continue;
+        *key = k;
+        if (o) dump_into(o, was, nwas);
+        else snprintf(was, nwas, "absent");
+        dump_into(v, is, nis);
+        break;
+    }
+    json_decref(old);
+    return *key != NULL;
+}
+/* ---- end of added for train/compare ---- */

@@ -192,4 +192,28 @@ int epar_params_validate(const struct epar_params *prm);
 /* The params as a JSON object (for run.json). */
 json_t *epar_params_json(const struct epar_params *prm);
 
+/* ---- added for train/compare ---- */
+/* Saved records read back (a checkpoint's JSON sections) and written out (run.json). */
+
+/* Append the rows of src to the table dst of n rows (room for max rows, the end row included); dst stays ended.
+ * Returns the new n, or -1 (dst unchanged) when they do not fit. */
+int epar_fields_append(struct epar_field *dst, int n, int max, const struct epar_field *src);
+/* Make the table f (in place, not its sub tables) the rows of a record epar saved itself: every row is read (also
+ * write_only ones) and REQUIRED (a missing key: a file of another version), and the ranges are only sanity limits (a
+ * settings table's ranges are for the protocol; the caller validates the values it read). */
+void epar_fields_saved(struct epar_field *f);
+/* As epar_fields_load, from the JSON text of len bytes (a checkpoint's section) held in memory; path names where it
+ * was read from. In a saved record a STRING row reads null as NULL (epar_fields_json writes NULL as null). */
+int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
+                      void *base, json_t **doc);
+/* Write the rows of base (f may be NULL: none) and then the keys of extra (stolen, may be NULL; a key already written
+ * keeps its place and takes extra's value) as the JSON file path, keys in order, indented by 2. EPAR_EIO naming path. */
+int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra);
+/* The first key of the object now whose value differs from the saved JSON object text (len bytes), or is absent
+ * there: 1 with *key (borrowed from now) and both values as compact sorted JSON, truncated to their buffers,
+ * in was ("absent" when missing) and is; 0 when none differs; -1 when the text does not parse as JSON. */
+int epar_fields_differ(const void *saved, size_t len, json_t *now, const char **key, char *was, size_t nwas, char *is,
+                       size_t nis);
+/* ---- end of added for train/compare ---- */
+
 #endif

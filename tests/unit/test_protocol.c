@@ -147,6 +147,85 @@ static void test_records(void)
     json_decref(b);
 }
 
+/* ---- added for train/compare ---- */
+/* saved records: tables appended and made saved (every row required and read, sanity ranges), read from text in
+ * memory (null strings), written as a file with extra keys, compared with a saved text */
+struct saved {
+    int layers;
+    double alpha;
+    const char *text;
+    struct { int k; } sub;
+};
+#define SV struct saved
+static const struct epar_field saved_a[] = {
+    EPAR_FIELD_INT_(SV, "layers", layers, 1, 4, "a setting with a protocol range"),
+    {"alpha", EPAR_FIELD_DOUBLE, offsetof(SV, alpha), 0, 0, 1, "write-only in the protocol", 0, 0, 0, 0, 0, NULL, 0},
+    EPAR_FIELD_END_};
+static const struct epar_field saved_b[] = {EPAR_FIELD_STR_(SV, "text", text, "a string"), EPAR_FIELD_END_};
+static const struct epar_field saved_sub[] = {EPAR_FIELD_(SV, "k", EPAR_FIELD_INT, sub.k, 0), EPAR_FIELD_END_};
+
+static void test_saved(void)
+{
+    struct epar_field t[8], sub[2];
+    int n = epar_fields_append(t, 0, 8, saved_a);
+    check_int(n, 2, "append: two rows");
+    n = epar_fields_append(t, n, 8, saved_b);
+    check_int(n, 3, "append: three rows");
+    check_int(epar_fields_append(t, n, 5, saved_a), -1, "append: no room");
+    check_true(t[3].key == NULL, "append: still ended");
+    epar_fields_append(sub, 0, 2, saved_sub);
+    t[n++] = (struct epar_field)EPAR_FIELD_OBJ_(SV, "o", layers, sub, 0);
+    t[n] = (struct epar_field)EPAR_FIELD_END_;
+    epar_fields_saved(t);
+    epar_fields_saved(sub);
+    struct saved w = {9, 0.5, NULL, {3}}, r = {0, 0, "x", {0}};
+    json_t *j = epar_fields_json(t, &w, NULL);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    check_true(s && !strcmp(s, "{\"layers\":9,\"alpha\":0.5,\"text\":null,\"o\":{\"k\":3}}"), "saved written: %s",
+               s ? s : "(null)");
+    check_int(epar_fields_loadb(s, strlen(s), "checkpoint config", "c.bin", t, &r, NULL), EPAR_OK, "loadb: %s",
+              epar_err_message());
+    check_true(r.layers == 9 && r.alpha == 0.5 && r.text == NULL && r.sub.k == 3,
+               "loadb: out-of-range setting, write-only row, null string, nested object read back");
+    const char *bad[][2] = {{"{\"layers\":1,\"text\":null,\"o\":{\"k\":1}}", "$: missing key 'alpha'"},
+                            {"{\"layers\":1,\"alpha\":1,\"text\":null,\"o\":{}}", "$.o: missing key 'k'"},
+                            {"{\"layers\":1.5,\"alpha\":1,\"text\":null,\"o\":{\"k\":1}}", "$.layers"},
+                            {"{\"layers\":", "cannot read checkpoint config 'c.bin'"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        check_int(epar_fields_loadb(bad[k][0], strlen(bad[k][0]), "checkpoint config", "c.bin", t, &r, NULL), EPAR_EIO,
+                  "loadb: bad text %zu", k);
+        check_true(strstr(epar_err_message(), bad[k][1]) != NULL, "loadb: bad text %zu names '%s': %s", k, bad[k][1],
+                   epar_err_message());
+    }
+    const char *key;
+    char was[8], is[81];
+    check_int(epar_fields_differ(s, strlen(s), j, &key, was, sizeof was, is, sizeof is), 0, "differ: the same");
+    json_object_set_new(j, "alpha", json_real(0.25));
+    json_object_set_new(j, "new", json_string("a rather long value"));
+    check_int(epar_fields_differ(s, strlen(s), j, &key, was, sizeof was, is, sizeof is), 1, "differ: alpha");
+    check_true(!strcmp(key, "alpha") && !strcmp(was, "0.5") && !strcmp(is, "0.25"), "differ: %s %s %s", key, was, is);
+    json_object_set_new(j, "alpha", json_real(0.5));
+    check_int(epar_fields_differ(s, strlen(s), j, &key, was, sizeof was, is, sizeof is), 1, "differ: new");
+    check_true(!strcmp(key, "new") && !strcmp(was, "absent") && !strcmp(is, "\"a rather long value\""),
+               "differ: absent there");
+    check_int(epar_fields_differ("{", 1, j, &key, was, sizeof was, is, sizeof is), -1, "differ: not JSON");
+    char path[256];
+    snprintf(path, sizeof path, "%s/saved.json", tmpdir);
+    check_int(epar_fields_save(path, t, &w, json_pack("{s:i, s:s}", "layers", 2, "extra", "e")), EPAR_OK, "save");
+    json_t *back = json_load_file(path, 0, NULL);
+    char *b = json_dumps(back, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    check_true(b && !strcmp(b, "{\"layers\":2,\"alpha\":0.5,\"text\":null,\"o\":{\"k\":3},\"extra\":\"e\"}"),
+               "save: rows then extra's keys, a key of both in its place with extra's value: %s", b ? b : "(null)");
+    snprintf(path, sizeof path, "%s/no/such/dir.json", tmpdir);
+    check_int(epar_fields_save(path, NULL, NULL, NULL), EPAR_EIO, "save: unwritable path");
+    free(b);
+    json_decref(back);
+    free(s);
+    json_decref(j);
+}
+#undef SV
+/* ---- end of added for train/compare ---- */
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) return 2;
@@ -198,6 +277,7 @@ int main(void)
     }
     check_int(epar_protocol_load("/nonexistent/p.json", &p), EPAR_EIO, "missing protocol -> EPAR_EIO");
     test_records();
+    test_saved();
     cleanup();
     return check_summary("test_protocol");
 }
