@@ -728,3 +728,69 @@ int epar_fields_keys(const struct epar_field *f, const char *const *extra, const
     keys[n] = NULL;
     return n;
 }
+
+/* ---- added for report/sensitivity ---- */
+
+int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
+                          void *base, const char **names)
+{
+    int *count = (int *)((char *)base + list->count_offset);
+    *count = 0;
+    if (!obj) return EPAR_OK;
+    if (!json_is_object(obj)) return perr(p, jpath, "expected an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        if (ignorable_key(k)) continue;
+        char jp[640];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, k);
+        if (*count >= list->max) {
+            char w[96];
+            snprintf(w, sizeof w, "expected an object of at most %d members", list->max);
+            return perr(p, jpath, w);
+        }
+        int st = read_element(p, v, jp, list, (char *)base + list->offset + (size_t)*count * list->stride);
+        if (st) return st;
+        names[(*count)++] = k;
+    }
+    return EPAR_OK;
+}
+
+static int nested_closed(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f);
+
+/* obj has only the keys of rows f (and ignorable ones), and so do the objects they nest */
+static int object_closed(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f)
+{
+    const char *keys[128];
+    epar_fields_keys(f, NULL, keys, 128);
+    int st = check_keys(p, obj, jpath, keys, NULL);
+    return st ? st : nested_closed(p, obj, jpath, f);
+}
+
+static int nested_closed(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f)
+{
+    for (; f->key; f++) {
+        if (f->write_only || (f->type != EPAR_FIELD_OBJ && f->type != EPAR_FIELD_OLIST)) continue;
+        json_t *v = json_object_get(obj, f->key), *e;
+        char jp[640], ep[700];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
+        int st = EPAR_OK;
+        size_t i;
+        if (f->type == EPAR_FIELD_OBJ) {
+            if (json_is_object(v)) st = object_closed(p, v, jp, f->sub);
+        } else
+            json_array_foreach(v, i, e) {
+                snprintf(ep, sizeof ep, "%.600s[%zu]", jp, i);
+                if (!st && json_is_object(e)) st = object_closed(p, e, ep, f->sub);
+            }
+        if (st) return st;
+    }
+    return EPAR_OK;
+}
+
+int epar_protocol_obj_fields_closed(const struct epar_protocol *p, json_t *obj, const char *jpath,
+                                    const struct epar_field *f, void *base)
+{
+    int st = read_fields(p, obj, jpath, f, base);
+    return st || !obj ? st : nested_closed(p, obj, jpath, f);
+}

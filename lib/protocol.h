@@ -180,4 +180,18 @@ int epar_params_validate(const struct epar_params *prm);
 /* The params as a JSON object (for run.json). */
 json_t *epar_params_json(const struct epar_params *prm);
 
+/* ---- added for report/sensitivity ---- */
+/* An object whose members are the elements of a list (the protocol's "presets" and "experiments": one struct per
+ * member, in file order). list is an EPAR_FIELD_OLIST_ row (its array, count, max and the element's rows); element k
+ * is read from the k-th member by list->sub and names[k] (an array of list->max) gets the member's key, borrowed
+ * from the document. Members with ignorable keys (_x, description, comment) are skipped; obj NULL: no elements.
+ * Messages name jpath.key as epar_protocol_obj_fields does. */
+int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
+                          void *base, const char **names);
+/* As epar_protocol_obj_fields, and the objects the rows nest (OBJ values and OLIST elements, at every depth) may
+ * have only their rows' keys and the ignorable ones: another key is an error naming its path ("unknown key"). The
+ * keys of obj itself stay the caller's (an experiment section has keys read by other calls). */
+int epar_protocol_obj_fields_closed(const struct epar_protocol *p, json_t *obj, const char *jpath,
+                                    const struct epar_field *f, void *base);
+
 #endif
