@@ -84,9 +84,11 @@ struct report_proto {
     const char *section_name[RP_MAX_MEMBERS], *preset_name[RP_MAX_MEMBERS];
 };
 
-/* DOUBLE rows: any finite number (lo -1e300 inclusive) */
+/* DOUBLE rows: any finite number (>= -1e300; a DOUBLE row's hi is its lo-inclusive flag, read as an int, so not the
+ * 1e300 of EPAR_FIELD_) */
 #define RP_NUMBER(S, key, member) EPAR_FIELD_RANGE_(S, key, EPAR_FIELD_DOUBLE, member, -1e300, 1, 0)
-static const struct epar_field posfx_rows[] = {EPAR_FIELD_(struct rp_posfx, "L", EPAR_FIELD_INT, L, 0), EPAR_FIELD_END_};
+static const struct epar_field posfx_rows[] = {EPAR_FIELD_(struct rp_posfx, "L", EPAR_FIELD_INT, L, 0),
+                                               EPAR_FIELD_END_};
 static const struct epar_field measure_rows[] = {EPAR_FIELD_OBJ_(struct rp_measure, "posfx", posfx, posfx_rows, 0),
                                                  EPAR_FIELD_END_};
 static const struct epar_field claim_rows[] = {
@@ -97,7 +99,8 @@ static const struct epar_field claim_rows[] = {
 static const struct epar_field defect_rows[] = {
     EPAR_FIELD_(struct rp_defect, "title", EPAR_FIELD_STRING, title, 0),
     EPAR_FIELD_(struct rp_defect, "text", EPAR_FIELD_STRING, text, 0),
-    EPAR_FIELD_LIST_(struct rp_defect, "shown_by", EPAR_FIELD_SLIST, shown_by, n_shown, RP_MAX_SHOWN, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_LIST_(struct rp_defect, "shown_by", EPAR_FIELD_SLIST, shown_by, n_shown, RP_MAX_SHOWN,
+                     EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 static const struct epar_field section_rows[] = {EPAR_FIELD_(struct rp_section, "length", EPAR_FIELD_INT, length, 0),
                                                  EPAR_FIELD_END_};
