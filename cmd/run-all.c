@@ -182,7 +182,7 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     if (st || (st = epar_audit_run(claims, &ctx, a))) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
-    struct epar_report_info info = {proto->path, proto->root, prm->preset, EPAR_VERSION, folders, 0, rs->ran,
+    struct epar_report_info info = {proto->path, proto, prm->preset, EPAR_VERSION, folders, 0, rs->ran,
                                     rs->failed, 0};
     info.n_folders = folders_from_table(folders, labels, MAX_EXPERIMENTS);
     info.figures = !no_render && epar_plot_available();

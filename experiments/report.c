@@ -44,27 +44,110 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* ---- the protocol's parts the report reads, as rows ----
+ * Its claims (id, reported value, measure.posfx.L), reference_defects (title, text, shown_by), the presets' (beta,
+ * gamma) and every experiment section's length, read once by the rows below; strings borrow from the protocol. */
+#define RP_MAX_CLAIMS 4096
+#define RP_MAX_DEFECTS 64
+#define RP_MAX_SHOWN 64
+#define RP_MAX_MEMBERS 256
+
+struct rp_posfx {
+    int L;              /* 0: none */
+};
+struct rp_measure {
+    struct rp_posfx posfx;
+};
+struct rp_claim {
+    const char *id;
+    json_t *reported;   /* a number, or a printed figure as a string */
+    struct rp_measure measure;
+};
+struct rp_defect {
+    const char *title, *text;
+    int n_shown;
+    const char *shown_by[RP_MAX_SHOWN];
+};
+struct rp_section {
+    int length;         /* 0: none */
+};
+struct rp_preset {
+    double beta, gamma; /* NaN: not given */
+};
+struct report_proto {
+    json_t *experiments, *presets;
+    int n_claims, n_defects, n_sections, n_presets;
+    struct rp_claim claims[RP_MAX_CLAIMS];
+    struct rp_defect defects[RP_MAX_DEFECTS];
+    struct rp_section sections[RP_MAX_MEMBERS];
+    struct rp_preset preset[RP_MAX_MEMBERS];
+    const char *section_name[RP_MAX_MEMBERS], *preset_name[RP_MAX_MEMBERS];
+};
+
+/* DOUBLE rows: any finite number (>= -1e300; a DOUBLE row's hi is its lo-inclusive flag, read as an int, so not the
+ * 1e300 of EPAR_FIELD_) */
+#define RP_NUMBER(S, key, member) EPAR_FIELD_RANGE_(S, key, EPAR_FIELD_DOUBLE, member, -1e300, 1, 0)
+static const struct epar_field posfx_rows[] = {EPAR_FIELD_(struct rp_posfx, "L", EPAR_FIELD_INT, L, 0),
+                                               EPAR_FIELD_END_};
+static const struct epar_field measure_rows[] = {EPAR_FIELD_OBJ_(struct rp_measure, "posfx", posfx, posfx_rows, 0),
+                                                 EPAR_FIELD_END_};
+static const struct epar_field claim_rows[] = {
+    EPAR_FIELD_(struct rp_claim, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(struct rp_claim, "reported", EPAR_FIELD_JSON, reported, 0),
+    EPAR_FIELD_OBJ_(struct rp_claim, "measure", measure, measure_rows, 0),
+    EPAR_FIELD_END_};
+static const struct epar_field defect_rows[] = {
+    EPAR_FIELD_(struct rp_defect, "title", EPAR_FIELD_STRING, title, 0),
+    EPAR_FIELD_(struct rp_defect, "text", EPAR_FIELD_STRING, text, 0),
+    EPAR_FIELD_LIST_(struct rp_defect, "shown_by", EPAR_FIELD_SLIST, shown_by, n_shown, RP_MAX_SHOWN,
+                     EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+static const struct epar_field section_rows[] = {EPAR_FIELD_(struct rp_section, "length", EPAR_FIELD_INT, length, 0),
+                                                 EPAR_FIELD_END_};
+static const struct epar_field preset_rows[] = {RP_NUMBER(struct rp_preset, "beta", beta),
+                                                RP_NUMBER(struct rp_preset, "gamma", gamma), EPAR_FIELD_END_};
+#define RP struct report_proto
+static const struct epar_field proto_rows[] = {
+    EPAR_FIELD_(RP, "experiments", EPAR_FIELD_JSON, experiments, 0),
+    EPAR_FIELD_(RP, "presets", EPAR_FIELD_JSON, presets, 0),
+    EPAR_FIELD_OLIST_(RP, "claims", claims, n_claims, RP_MAX_CLAIMS, claim_rows, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_OLIST_(RP, "reference_defects", defects, n_defects, RP_MAX_DEFECTS, defect_rows, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+/* the members of "experiments" and "presets" */
+static const struct epar_field section_map = EPAR_FIELD_OLIST_(RP, "experiments", sections, n_sections, RP_MAX_MEMBERS,
+                                                               section_rows, 0);
+static const struct epar_field preset_map = EPAR_FIELD_OLIST_(RP, "presets", preset, n_presets, RP_MAX_MEMBERS,
+                                                              preset_rows, 0);
+#undef RP
+
+/* *out (free it) or an error naming the JSON path of the malformed part */
+static int report_proto_read(const struct epar_protocol *p, struct report_proto **out)
+{
+    struct report_proto *rp = EPAR_CALLOC(1, sizeof *rp);
+    if (!rp) return EPAR_ENOMEM;
+    for (int k = 0; k < RP_MAX_MEMBERS; k++) rp->preset[k].beta = rp->preset[k].gamma = NAN;
+    int st = epar_protocol_obj_fields(p, p->root, "$", proto_rows, rp);
+    if (!st) st = epar_protocol_obj_map(p, rp->experiments, "$.experiments", &section_map, rp, rp->section_name);
+    if (!st) st = epar_protocol_obj_map(p, rp->presets, "$.presets", &preset_map, rp, rp->preset_name);
+    if (st) free(rp);
+    else *out = rp;
+    return st;
+}
+
 /* ---- retention definitions ---- */
 
 /* distinct sequence lengths: every experiments.<name>.length of the protocol and every posfx L of the claims */
-static int collect_lengths(json_t *proto, int *Ls, int max)
+static int collect_lengths(const struct report_proto *rp, int *Ls, int max)
 {
     int n = 0;
-    json_t *ex = json_object_get(proto, "experiments"), *sec, *c;
-    const char *k;
-    size_t i;
 #define ADD(v)                                                                                                     \
     do {                                                                                                           \
         int v_ = (v), dup_ = 0;                                                                                    \
         for (int q_ = 0; q_ < n; q_++) dup_ |= Ls[q_] == v_;                                                       \
         if (!dup_ && v_ >= 4 && n < max) Ls[n++] = v_;                                                             \
     } while (0)
-    json_object_foreach(ex, k, sec) if (json_is_integer(json_object_get(sec, "length")))
-        ADD((int)json_integer_value(json_object_get(sec, "length")));
-    json_array_foreach(json_object_get(proto, "claims"), i, c) {
-        json_t *p = json_object_get(json_object_get(c, "measure"), "posfx");
-        if (json_is_integer(json_object_get(p, "L"))) ADD((int)json_integer_value(json_object_get(p, "L")));
-    }
+    for (int k = 0; k < rp->n_sections; k++) ADD(rp->sections[k].length);
+    for (int k = 0; k < rp->n_claims; k++) ADD(rp->claims[k].measure.posfx.L);
 #undef ADD
     for (int a = 1; a < n; a++) /* ascending */
         for (int b = a; b > 0 && Ls[b - 1] > Ls[b]; b--) { int t = Ls[b]; Ls[b] = Ls[b - 1]; Ls[b - 1] = t; }
@@ -72,30 +155,27 @@ static int collect_lengths(json_t *proto, int *Ls, int max)
 }
 
 /* (beta, gamma) pairs: those of the presets (the paper's text and the reference code) */
-static int collect_params(json_t *proto, double *beta, double *gamma, const char **name, int max)
+static int collect_params(const struct report_proto *rp, double *beta, double *gamma, const char **name, int max)
 {
     int n = 0;
-    const char *k;
-    json_t *p;
-    json_object_foreach(json_object_get(proto, "presets"), k, p) {
-        json_t *b = json_object_get(p, "beta"), *g = json_object_get(p, "gamma");
-        if (!json_is_number(b) || !json_is_number(g) || n >= max) continue;
-        beta[n] = json_number_value(b);
-        gamma[n] = json_number_value(g);
-        name[n++] = k;
+    for (int k = 0; k < rp->n_presets && n < max; k++) {
+        if (!isfinite(rp->preset[k].beta) || !isfinite(rp->preset[k].gamma)) continue;
+        beta[n] = rp->preset[k].beta;
+        gamma[n] = rp->preset[k].gamma;
+        name[n++] = rp->preset_name[k];
     }
     return n;
 }
 
-static struct epar_table *retention_table(json_t *proto)
+static struct epar_table *retention_table(const struct report_proto *rp)
 {
     struct epar_table *t = epar_csv_new("preset,beta,gamma,length,distance,d,basic_retention,enhanced_retention,gain");
     if (!t) return NULL;
     int Ls[16];
-    int nL = collect_lengths(proto, Ls, 16);
+    int nL = collect_lengths(rp, Ls, 16);
     double beta[8], gamma[8];
     const char *pn[8];
-    int np = collect_params(proto, beta, gamma, pn, 8);
+    int np = collect_params(rp, beta, gamma, pn, 8);
     const char *dn[] = {"L/2", "L-1", "L"};
     for (int p = 0; p < np; p++)
         for (int l = 0; l < nL; l++)
@@ -116,14 +196,11 @@ static struct epar_table *retention_table(json_t *proto)
 }
 
 /* reported value of a claim by id (NaN if absent) */
-static double claim_reported(json_t *proto, const char *id)
+static double claim_reported(const struct report_proto *rp, const char *id)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(proto, "claims"), i, c)
-        if (!strcmp(json_string_value(json_object_get(c, "id")), id))
-        {
-            json_t *r = json_object_get(c, "reported");
+    for (int k = 0; k < rp->n_claims; k++)
+        if (!strcmp(rp->claims[k].id, id)) {
+            json_t *r = rp->claims[k].reported;
             double v, u;
             if (json_is_number(r)) return json_number_value(r);
             if (json_is_string(r) && epar_audit_printed_parse(json_string_value(r), &v, &u) == EPAR_OK) return v;
@@ -136,12 +213,12 @@ static double claim_reported(json_t *proto, const char *id)
  * (epar_audit_implied_params); with those, the two retentions are computed and judged by the printed-figure rule,
  * as the claims are. Also the beta a basic retention of 2.8% would need, and the paper's own setting.
  * quantity,meaning,value,reported,matches_reported */
-static struct epar_table *implied_table(json_t *proto)
+static struct epar_table *implied_table(const struct report_proto *rp)
 {
     struct epar_table *t = epar_csv_new("quantity,meaning,value,reported,matches_reported");
     if (!t) return NULL;
-    double rmid = claim_reported(proto, "retention_mid_gain"), rmax = claim_reported(proto, "retention_max_gain"),
-           rbas = claim_reported(proto, "retention_max_basic"), renh = claim_reported(proto, "retention_max_enhanced");
+    double rmid = claim_reported(rp, "retention_mid_gain"), rmax = claim_reported(rp, "retention_max_gain"),
+           rbas = claim_reported(rp, "retention_max_basic"), renh = claim_reported(rp, "retention_max_enhanced");
     struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
@@ -238,11 +315,11 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
 }
 
 /* P(d)/P(0) of both forms for every preset, against d/L, with the paper's 78% and 2.8% marked */
-static int retention_figure(struct epar_out *o, json_t *proto)
+static int retention_figure(struct epar_out *o, const struct report_proto *rp)
 {
     double beta[8], gamma[8];
     const char *pn[8];
-    int np = collect_params(proto, beta, gamma, pn, 8);
+    int np = collect_params(rp, beta, gamma, pn, 8);
     if (np == 0) return EPAR_OK;
     char cols[512] = "d_over_L";
     for (int p = 0; p < np; p++)
@@ -266,7 +343,7 @@ static int retention_figure(struct epar_out *o, json_t *proto)
     if (st) return st;
     struct epar_table *r = epar_csv_new("d_over_L,retention,label");
     if (!r) return EPAR_ENOMEM;
-    double renh = claim_reported(proto, "retention_max_enhanced"), rbas = claim_reported(proto, "retention_max_basic");
+    double renh = claim_reported(rp, "retention_max_enhanced"), rbas = claim_reported(rp, "retention_max_basic");
     if (isfinite(renh)) st = epar_csv_append(r, "dds", 1.0, renh, "paper: enhanced at max distance");
     if (!st && isfinite(rbas)) st = epar_csv_append(r, "dds", 1.0, rbas, "paper: basic at max distance");
     if (!st) st = epar_exp_write_table(o, "retention_reported.csv", r);
@@ -583,6 +660,33 @@ static void write_verdict_table(struct doc *d, const struct epar_audit *a)
     doc_table_end(d);
 }
 
+/* what the report reads back from an experiment's run.json: its "parameters" (epar_params_json) */
+struct run_params {
+    const char *form;
+    double alpha, beta, gamma;
+    int length, hidden, heads, batch, runs, n_seeds;
+    long seeds[EPAR_MAX_SEEDS];
+};
+struct run_file {
+    struct run_params parameters;
+};
+#define RPRM struct run_params
+static const struct epar_field run_params_rows[] = {
+    EPAR_FIELD_(RPRM, "form", EPAR_FIELD_STRING, form, 0),
+    RP_NUMBER(RPRM, "alpha", alpha),
+    RP_NUMBER(RPRM, "beta", beta),
+    RP_NUMBER(RPRM, "gamma", gamma),
+    EPAR_FIELD_(RPRM, "length", EPAR_FIELD_INT, length, 0),
+    EPAR_FIELD_(RPRM, "hidden", EPAR_FIELD_INT, hidden, 0),
+    EPAR_FIELD_(RPRM, "heads", EPAR_FIELD_INT, heads, 0),
+    EPAR_FIELD_(RPRM, "batch", EPAR_FIELD_INT, batch, 0),
+    EPAR_FIELD_(RPRM, "runs", EPAR_FIELD_INT, runs, 0),
+    EPAR_FIELD_LIST_(RPRM, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef RPRM
+static const struct epar_field run_rows[] = {
+    EPAR_FIELD_OBJ_(struct run_file, "parameters", parameters, run_params_rows, EPAR_FIELD_REQUIRED), EPAR_FIELD_END_};
+
 static void write_protocol_section(struct doc *d, const char *out_root, const struct epar_report_info *info)
 {
     doc_h(d, 2, "protocol", "Protocol");
@@ -598,30 +702,25 @@ static void write_protocol_section(struct doc *d, const char *out_root, const st
         char p[4096], dir[80];
         snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
         snprintf(dir, sizeof dir, "`%s/`", fo->dir);
-        json_t *j = file_exists(p) ? json_load_file(p, 0, NULL) : NULL;
-        json_t *prm = json_object_get(j, "parameters");
-        if (!prm) {
+        struct run_file rf = {0};
+        json_t *doc = NULL;
+        if (!file_exists(p) || epar_fields_load(p, "run file", run_rows, &rf, &doc)) {
             const char *cells[13] = {dir, fo->label, file_exists(p) ? "run.json unreadable" : "not run"};
             doc_tr(d, 13, cells);
-            json_decref(j);
             continue;
         }
+        const struct run_params *prm = &rf.parameters;
         char seeds[256] = "", v[9][32];
-        size_t i;
-        json_t *sv;
-        json_array_foreach(json_object_get(prm, "seeds"), i, sv)
-            snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "",
-                     (long long)json_integer_value(sv));
-        const char *form = json_string_value(json_object_get(prm, "form"));
-        static const char *const num[] = {"alpha", "beta", "gamma"}, *const integer[] = {"length", "hidden", "heads",
-                                                                                        "batch", "runs"};
-        for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", json_number_value(json_object_get(prm, num[k])));
-        for (int k = 0; k < 5; k++)
-            snprintf(v[3 + k], sizeof v[3 + k], "%lld", (long long)json_integer_value(json_object_get(prm, integer[k])));
-        const char *cells[13] = {dir, fo->label, "ran", form ? form : "", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
-                                 seeds};
+        for (int i = 0; i < prm->n_seeds; i++)
+            snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "", (long long)prm->seeds[i]);
+        const double num[] = {prm->alpha, prm->beta, prm->gamma};
+        const int integer[] = {prm->length, prm->hidden, prm->heads, prm->batch, prm->runs};
+        for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", num[k]);
+        for (int k = 0; k < 5; k++) snprintf(v[3 + k], sizeof v[3 + k], "%d", integer[k]);
+        const char *cells[13] = {dir, fo->label, "ran", prm->form ? prm->form : "", v[0], v[1], v[2], v[3], v[4], v[5],
+                                 v[6], v[7], seeds};
         doc_tr(d, 13, cells);
-        json_decref(j);
+        json_decref(doc);
     }
     doc_table_end(d);
     if (info->failed && info->failed[0]) {
@@ -684,20 +783,17 @@ static void write_retention_section(struct doc *d, const struct epar_table *rt, 
 
 /* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
  * verdicts and measured values of the claims that show it. */
-static void write_defects(struct doc *d, json_t *proto, const struct epar_audit *a)
+static void write_defects(struct doc *d, const struct report_proto *rp, const struct epar_audit *a)
 {
-    json_t *defs = json_object_get(proto, "reference_defects"), *x;
-    size_t i;
-    if (!json_array_size(defs)) return;
+    if (!rp->n_defects) return;
     doc_h(d, 2, "defects", "Known defects of the reference code (fixed in epar, not copied)");
     doc_ul(d, 1);
-    json_array_foreach(defs, i, x) {
+    for (int i = 0; i < rp->n_defects; i++) {
+        const struct rp_defect *x = &rp->defects[i];
         char shown[2048] = "";
-        size_t k;
-        json_t *id;
-        json_array_foreach(json_object_get(x, "shown_by"), k, id) {
+        for (int k = 0; k < x->n_shown; k++)
             for (size_t r = 0; r < a->n; r++)
-                if (!strcmp(a->rows[r].id, json_string_value(id))) {
+                if (!strcmp(a->rows[r].id, x->shown_by[k])) {
                     char meas[256] = "";
                     if (*a->rows[r].measured) {
                         char m[200];
@@ -707,9 +803,7 @@ static void write_defects(struct doc *d, json_t *proto, const struct epar_audit 
                     snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%s`%s` %s%s",
                              k ? "; " : " Shown by: ", a->rows[r].id, epar_audit_verdict_name(a->rows[r].verdict), meas);
                 }
-        }
-        doc_li(d, "**%s**: %s%s%s", json_string_value(json_object_get(x, "title")),
-               json_string_value(json_object_get(x, "text")), shown, k ? "." : "");
+        doc_li(d, "**%s**: %s%s%s", x->title, x->text, shown, x->n_shown ? "." : "");
     }
     doc_ul(d, 0);
 }
@@ -834,6 +928,38 @@ static void learned_sentence(const char *out_root, int nm, double z, char *buf, 
                                                              "proxy claims on these tasks are inconclusive." : "");
 }
 
+/* what the report reads back from the benchmark's run.json */
+struct bench_budget {
+    const char *name;
+};
+struct bench_params {
+    int n_seeds;
+    long seeds[EPAR_MAX_SEEDS];
+};
+struct bench_run {
+    struct bench_budget budget;
+    struct bench_params parameters;
+    long cells;
+    double param_max_rel_diff, learned_z;
+    int n_mechanisms;
+    const char *mechanisms[EPAR_MAX_LIST];
+};
+static const struct epar_field bench_budget_rows[] = {
+    EPAR_FIELD_(struct bench_budget, "name", EPAR_FIELD_STRING, name, 0), EPAR_FIELD_END_};
+static const struct epar_field bench_params_rows[] = {
+    EPAR_FIELD_LIST_(struct bench_params, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#define BR struct bench_run
+static const struct epar_field bench_rows[] = {
+    EPAR_FIELD_OBJ_(BR, "budget", budget, bench_budget_rows, 0),
+    EPAR_FIELD_OBJ_(BR, "parameters", parameters, bench_params_rows, 0),
+    EPAR_FIELD_(BR, "cells", EPAR_FIELD_LONG, cells, 0),
+    RP_NUMBER(BR, "param_max_rel_diff", param_max_rel_diff),
+    RP_NUMBER(BR, "learned_z", learned_z),
+    EPAR_FIELD_LIST_(BR, "mechanisms", EPAR_FIELD_SLIST, mechanisms, n_mechanisms, EPAR_MAX_LIST, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef BR
+
 /* the trained proxy: what it is, what it cannot show, and which run is in <out>/benchmark */
 static void write_proxy_section(struct doc *d, const char *out_root)
 {
@@ -841,19 +967,16 @@ static void write_proxy_section(struct doc *d, const char *out_root)
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    json_t *j = json_load_file(p, 0, NULL);
-    if (j) {
-        json_t *b = json_object_get(j, "budget");
-        const char *bn = json_string_value(json_object_get(b, "name"));
+    struct bench_run br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    json_t *doc = NULL;
+    if (epar_fields_load(p, "run file", bench_rows, &br, &doc) == EPAR_OK) {
         snprintf(run, sizeof run, " The run audited here: budget `%s`, %d seed(s), %lld cells, largest parameter-count "
                                   "difference %.3g%% of `none`'s; its table is [main_table.md](../benchmark/main_table.md).",
-                 bn ? bn : "?", (int)json_array_size(json_object_get(json_object_get(j, "parameters"), "seeds")),
-                 (long long)json_integer_value(json_object_get(j, "cells")),
-                 100 * json_number_value(json_object_get(j, "param_max_rel_diff")));
+                 br.budget.name ? br.budget.name : "?", br.parameters.n_seeds, (long long)br.cells,
+                 100 * br.param_max_rel_diff);
         size_t l = strlen(run);
-        learned_sentence(out_root, (int)json_array_size(json_object_get(j, "mechanisms")),
-                         json_number_value(json_object_get(j, "learned_z")), run + l, sizeof run - l);
-        json_decref(j);
+        learned_sentence(out_root, br.n_mechanisms, br.learned_z, run + l, sizeof run - l);
+        json_decref(doc);
     }
     doc_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
              "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not reproducible here**. "
@@ -875,7 +998,8 @@ static void write_proxy_section(struct doc *d, const char *out_root)
 }
 
 static void write_report(struct doc *d, const char *out_root, const struct epar_audit *a,
-                         const struct epar_report_info *info, const struct epar_table *rt, const struct epar_table *im)
+                         const struct epar_report_info *info, const struct report_proto *rp, const struct epar_table *rt,
+                         const struct epar_table *im)
 {
     if (d->html) page_head(d->f, "EPAR reproduction report");
     doc_h(d, 1, NULL, "EPAR reproduction report");
@@ -936,19 +1060,19 @@ static void write_report(struct doc *d, const char *out_root, const struct epar_
     write_findings(d, out_root, a, info->figures);
     write_proxy_section(d, out_root);
     write_retention_section(d, rt, im, info->figures);
-    write_defects(d, info->protocol, a);
+    write_defects(d, rp, a);
     if (d->html) fputs("</body></html>\n", d->f);
 }
 
 static int write_doc(struct epar_out *o, const char *name, int as_html, const char *out_root,
-                     const struct epar_audit *a, const struct epar_report_info *info, const struct epar_table *rt,
-                     const struct epar_table *im)
+                     const struct epar_audit *a, const struct epar_report_info *info, const struct report_proto *rp,
+                     const struct epar_table *rt, const struct epar_table *im)
 {
     const char *path = epar_out_path(o, name);
     FILE *f = fopen(path, "w");
     if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
     struct doc d = {f, as_html};
-    write_report(&d, out_root, a, info, rt, im);
+    write_report(&d, out_root, a, info, rp, rt, im);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
     return EPAR_OK;
@@ -957,23 +1081,28 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
                           const struct epar_report_info *info)
 {
-    struct epar_table *t = epar_audit_table(a), *rt = retention_table(info->protocol), *im = implied_table(info->protocol);
+    struct report_proto *rp = NULL;
+    int st = report_proto_read(info->protocol, &rp);
+    if (st) return st;
+    struct epar_table *t = epar_audit_table(a), *rt = retention_table(rp), *im = implied_table(rp);
     if (!t || !rt || !im) {
         epar_csv_free(t);
         epar_csv_free(rt);
         epar_csv_free(im);
+        free(rp);
         return epar_err_set(EPAR_ENOMEM, "out of memory building the report tables");
     }
-    int st = epar_exp_write_table(o, "claims.csv", t);
+    st = epar_exp_write_table(o, "claims.csv", t);
     if (!st) st = epar_exp_write_table(o, "retention_definitions.csv", rt);
     if (!st) st = epar_exp_write_table(o, "implied_parameters.csv", im);
     if (!st) st = verdict_figure(o, a);
-    if (!st) st = retention_figure(o, info->protocol);
-    if (!st) st = write_doc(o, "REPORT.md", 0, out_root, a, info, rt, im);
-    if (!st) st = write_doc(o, "REPORT.html", 1, out_root, a, info, rt, im);
+    if (!st) st = retention_figure(o, rp);
+    if (!st) st = write_doc(o, "REPORT.md", 0, out_root, a, info, rp, rt, im);
+    if (!st) st = write_doc(o, "REPORT.html", 1, out_root, a, info, rp, rt, im);
     epar_csv_free(t);
     epar_csv_free(rt);
     epar_csv_free(im);
+    free(rp);
     return st;
 }
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include "lib/audit.h"
 #include "lib/outdir.h"
+#include "lib/protocol.h"
 
 /* An output folder and the paper section it belongs to (from the command table). */
 struct epar_report_folder {
@@ -19,7 +20,7 @@ struct epar_report_folder {
 
 struct epar_report_info {
     const char *protocol_path;
-    json_t *protocol;       /* the loaded protocol (for lengths and claims) */
+    const struct epar_protocol *protocol;  /* the loaded protocol (lengths, presets, claims, reference_defects) */
     const char *preset;
     const char *version;
     const struct epar_report_folder *folders;

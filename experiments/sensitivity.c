@@ -81,40 +81,51 @@ static int read_list(const struct epar_protocol *p, const char *key, double *v, 
 static const char *const claim_ids[] = {"mid_range_gain", "max_distance_gain", "enhanced_max_retention",
                                         "basic_max_retention", NULL};
 
+/* retention_claims, one row per key of a claim; the strings are borrowed from the protocol, then copied into cfg */
+struct claim_in {
+    const char *id, *text;
+    double value, unit;
+};
+struct claims_in {
+    int n;
+    struct claim_in c[EPAR_SENS_MAX_CLAIMS];
+};
+#define CI struct claim_in
+static const struct epar_field claim_rows[] = {
+    EPAR_FIELD_(CI, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CI, "text", EPAR_FIELD_STRING, text, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CI, "value", EPAR_FIELD_DOUBLE, value, 0, 0, EPAR_FIELD_REQUIRED),  /* finite, > 0 */
+    EPAR_FIELD_RANGE_(CI, "unit", EPAR_FIELD_DOUBLE, unit, 0, 0, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_END_};
+#undef CI
+static const struct epar_field claims_rows[] = {
+    EPAR_FIELD_OLIST_(struct claims_in, "retention_claims", c, n, EPAR_SENS_MAX_CLAIMS, claim_rows,
+                      EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT),
+    EPAR_FIELD_END_};
+
 static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cfg *cfg)
 {
-    json_t *sec = epar_protocol_section(p, "sensitivity");
-    json_t *arr = sec ? json_object_get(sec, "retention_claims") : NULL;
-    if (!arr) return EPAR_OK;
-    const char *base = "$.experiments.sensitivity.retention_claims";
-    if (!json_is_array(arr) || json_array_size(arr) > EPAR_SENS_MAX_CLAIMS)
-        return perr(p, base, "expected an array of at most 8 claims");
-    size_t i;
-    json_t *e;
-    json_array_foreach(arr, i, e) {
-        char jp[160];
-        snprintf(jp, sizeof jp, "%s[%zu]", base, i);
-        json_t *id = json_object_get(e, "id"), *text = json_object_get(e, "text"), *val = json_object_get(e, "value"),
-               *unit = json_object_get(e, "unit");
-        if (!json_is_object(e) || !json_is_string(id) || !json_is_string(text) || !json_is_number(val) ||
-            !json_is_number(unit) || json_object_size(e) != 4)
-            return perr(p, jp, "expected {\"id\": string, \"text\": string, \"value\": number, \"unit\": number}");
+    struct claims_in in = {.n = -1};
+    int st = epar_protocol_obj_fields(p, epar_protocol_section(p, "sensitivity"), "$.experiments.sensitivity",
+                                      claims_rows, &in);
+    if (st || in.n < 0) return st; /* absent: the defaults stay */
+    for (int i = 0; i < in.n; i++) {
         int known = 0;
-        for (const char *const *k = claim_ids; *k; k++) known |= !strcmp(*k, json_string_value(id));
+        for (const char *const *k = claim_ids; *k; k++) known |= !strcmp(*k, in.c[i].id);
         if (!known) {
+            char jp[160];
+            snprintf(jp, sizeof jp, "$.experiments.sensitivity.retention_claims[%d]", i);
             perr(p, jp, "unknown claim id");
             epar_err_hint("ids: mid_range_gain, max_distance_gain, enhanced_max_retention, basic_max_retention");
             return EPAR_EPROTOCOL;
         }
         struct epar_sens_claim *cl = &cfg->claims[i];
-        snprintf(cl->id, sizeof cl->id, "%s", json_string_value(id));
-        snprintf(cl->text, sizeof cl->text, "%s", json_string_value(text));
-        cl->value = json_number_value(val);
-        cl->unit = json_number_value(unit);
-        if (!(cl->value > 0) || !(cl->unit > 0) || !isfinite(cl->value) || !isfinite(cl->unit))
-            return perr(p, jp, "value and unit must be finite numbers > 0");
+        snprintf(cl->id, sizeof cl->id, "%s", in.c[i].id);
+        snprintf(cl->text, sizeof cl->text, "%s", in.c[i].text);
+        cl->value = in.c[i].value;
+        cl->unit = in.c[i].unit;
     }
-    cfg->n_claims = (int)json_array_size(arr);
+    cfg->n_claims = in.n;
     return EPAR_OK;
 }
 
@@ -136,8 +147,10 @@ int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensi
     if ((st = read_claims(p, cfg))) return st;
     /* the paper's text parameters, for the retention claims (another preset: its alpha, beta, gamma only) */
     cfg->has_paper = 0;
-    json_t *presets = json_object_get(p->root, "presets");
-    if (json_object_get(presets, "paper")) {
+    const char *names[64];
+    int np = epar_protocol_presets(p, names, 64), paper = 0;
+    for (int i = 0; i < np && i < 64; i++) paper |= !strcmp(names[i], "paper");
+    if (paper) {
         struct epar_params pp;
         if ((st = epar_protocol_params(p, "sensitivity", "paper", &pp))) return st;
         cfg->has_paper = 1;
@@ -1199,24 +1212,28 @@ static int write_text(struct epar_out *o, const char *name, const char *text)
 }
 
 /* run.json: the common fields, the sweeps, the draws and the paper's parameters */
+#define SC struct epar_sensitivity_cfg
+static const struct epar_field sweep_rows[] = {
+    EPAR_FIELD_LIST_(SC, "alpha_values", EPAR_FIELD_DLIST, alpha_values, n_alpha, EPAR_MAX_LIST, 0),
+    EPAR_FIELD_LIST_(SC, "beta_values", EPAR_FIELD_DLIST, beta_values, n_beta, EPAR_MAX_LIST, 0),
+    EPAR_FIELD_LIST_(SC, "gamma_values", EPAR_FIELD_DLIST, gamma_values, n_gamma, EPAR_MAX_LIST, 0),
+    EPAR_FIELD_END_};
+static const struct epar_field paper_rows[] = {
+    EPAR_FIELD_(SC, "alpha", EPAR_FIELD_DOUBLE, paper_alpha, 0),
+    EPAR_FIELD_(SC, "beta", EPAR_FIELD_DOUBLE, paper_beta, 0),
+    EPAR_FIELD_(SC, "gamma", EPAR_FIELD_DOUBLE, paper_gamma, 0),
+    EPAR_FIELD_END_};
+#undef SC
+
 static int write_run_json(const struct epar_sensitivity_cfg *cfg, struct epar_out *o, const char *protocol_path)
 {
-    const struct epar_params *prm = &cfg->prm;
-    json_t *sw = json_object();
-    json_t *la = json_array(), *lb = json_array(), *lg = json_array();
-    for (int i = 0; i < cfg->n_alpha; i++) json_array_append_new(la, json_real(cfg->alpha_values[i]));
-    for (int i = 0; i < cfg->n_beta; i++) json_array_append_new(lb, json_real(cfg->beta_values[i]));
-    for (int i = 0; i < cfg->n_gamma; i++) json_array_append_new(lg, json_real(cfg->gamma_values[i]));
-    json_object_set_new(sw, "alpha_values", la);
-    json_object_set_new(sw, "beta_values", lb);
-    json_object_set_new(sw, "gamma_values", lg);
-    json_t *extra = json_pack("{s:o, s:i, s:s, s:s, s:s}", "sweeps", sw, "locality_window", cfg->locality_window,
-                              "draws", cfg->common_draws ? "common" : "fresh", "baseline",
-                              "form none on the same seeds and draws (paired)", "grid_beta_gamma_form", "enhanced");
-    if (cfg->has_paper)
-        json_object_set_new(extra, "paper_parameters", json_pack("{s:f, s:f, s:f}", "alpha", cfg->paper_alpha, "beta",
-                                                                 cfg->paper_beta, "gamma", cfg->paper_gamma));
-    return epar_exp_write_run_json(o, "sensitivity", protocol_path, prm, extra);
+    json_t *extra = json_pack("{s:o, s:i, s:s, s:s, s:s, s:o*}", "sweeps", epar_fields_json(sweep_rows, cfg, NULL),
+                              "locality_window", cfg->locality_window, "draws", cfg->common_draws ? "common" : "fresh",
+                              "baseline", "form none on the same seeds and draws (paired)", "grid_beta_gamma_form",
+                              "enhanced", "paper_parameters",
+                              cfg->has_paper ? epar_fields_json(paper_rows, cfg, NULL) : NULL);
+    if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
+    return epar_exp_write_run_json(o, "sensitivity", protocol_path, &cfg->prm, extra);
 }
 
 /* the alpha, beta and gamma sweeps: four metrics each against the swept parameter */

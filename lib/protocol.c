@@ -586,7 +586,7 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
             return EPAR_OK;
         }
         return read_int(p, v, jp, at, clamp_int(f->lo), clamp_int(f->hi));
-    case EPAR_FIELD_DOUBLE: return read_double(p, v, jp, at, f->lo, (int)f->hi);
+    case EPAR_FIELD_DOUBLE: return read_double(p, v, jp, at, f->lo, f->hi != 0);
     case EPAR_FIELD_BOOL:
         if (!json_is_boolean(v)) return perr(p, jp, "expected true or false");
         *(int *)at = json_is_true(v);
@@ -893,3 +893,31 @@ int epar_fields_differ(const void *saved, size_t len, json_t *now, const char **
     return *key != NULL;
 }
 /* ---- end of added for train/compare ---- */
+
+/* ---- added for report/sensitivity ---- */
+
+int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
+                          void *base, const char **names)
+{
+    int *count = (int *)((char *)base + list->count_offset);
+    *count = 0;
+    if (!obj) return EPAR_OK;
+    if (!json_is_object(obj)) return perr(p, jpath, "expected an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        if (ignorable_key(k)) continue;
+        char jp[640];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, k);
+        if (*count >= list->max) {
+            char w[96];
+            snprintf(w, sizeof w, "expected an object of at most %d members", list->max);
+            return perr(p, jpath, w);
+        }
+        int st = read_element(p, v, jp, list, (char *)base + list->offset + (size_t)*count * list->stride);
+        if (st) return st;
+        names[(*count)++] = k;
+    }
+    return EPAR_OK;
+}
+

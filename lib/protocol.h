@@ -216,4 +216,13 @@ int epar_fields_differ(const void *saved, size_t len, json_t *now, const char **
                        size_t nis);
 /* ---- end of added for train/compare ---- */
 
+/* ---- added for report/sensitivity ---- */
+/* An object whose members are the elements of a list (the protocol's "presets" and "experiments": one struct per
+ * member, in file order). list is an EPAR_FIELD_OLIST_ row (its array, count, max and the element's rows); element k
+ * is read from the k-th member by list->sub and names[k] (an array of list->max) gets the member's key, borrowed
+ * from the document. Members with ignorable keys (_x, description, comment) are skipped; obj NULL: no elements.
+ * Messages name jpath.key as epar_protocol_obj_fields does. */
+int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
+                          void *base, const char **names);
+
 #endif

@@ -225,6 +225,7 @@ static void test_saved(void)
 }
 #undef SV
 /* ---- end of added for train/compare ---- */
+static void test_map_closed(void);
 
 int main(void)
 {
@@ -278,6 +279,80 @@ int main(void)
     check_int(epar_protocol_load("/nonexistent/p.json", &p), EPAR_EIO, "missing protocol -> EPAR_EIO");
     test_records();
     test_saved();
+    test_map_closed();
     cleanup();
     return check_summary("test_protocol");
+}
+
+/* ---- added for report/sensitivity ---- */
+/* epar_protocol_obj_map: the members of an object as list elements, in file order, ignorable keys skipped, names
+ * borrowed; STRICT rows: nested objects may have only their rows' keys */
+struct map_doc {
+    json_t *presets;
+    int nitems;
+    struct rec_item items[3];
+    struct rec_item one;
+};
+#define MD struct map_doc
+static const struct epar_field map_top_rows[] = {
+    EPAR_FIELD_(MD, "presets", EPAR_FIELD_JSON, presets, 0),
+    EPAR_FIELD_OLIST_(MD, "items", items, nitems, 3, item_rows, EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT),
+    EPAR_FIELD_OBJ_(MD, "one", one, item_rows, EPAR_FIELD_STRICT),
+    EPAR_FIELD_END_};
+static const struct epar_field map_rows[] = {EPAR_FIELD_OLIST_(MD, "", items, nitems, 3, item_rows, 0), EPAR_FIELD_END_};
+#undef MD
+
+static void test_map_closed(void)
+{
+    struct epar_protocol p = {0};
+    snprintf(p.path, sizeof p.path, "map.json");
+    json_t *root = json_loads("{\"presets\":{\"b\":{\"length\":8,\"value\":0.5},\"_note\":\"x\","
+                              "\"a\":{\"length\":4}},\"items\":[{\"length\":2}],\"one\":{\"length\":3},"
+                              "\"other\":1}", 0, NULL);
+    struct map_doc d = {0};
+    const char *names[3];
+    check_int(epar_protocol_obj_fields(&p, root, "$", map_top_rows, &d), EPAR_OK,
+              "closed read: obj's own unknown key is the caller's");
+    check_int(d.items[0].length, 2, "closed read fills the list");
+    check_int(epar_protocol_obj_map(&p, d.presets, "$.presets", map_rows, &d, names), EPAR_OK, "map read");
+    check_int(d.nitems, 2, "ignorable member skipped");
+    check_true(!strcmp(names[0], "b") && !strcmp(names[1], "a"), "names in file order");
+    check_int(d.items[0].length, 8, "first member");
+    check_rel(d.items[0].value, 0.5, 0, "first member's double");
+    check_int(d.items[1].length, 4, "second member");
+    check_int(epar_protocol_obj_map(&p, NULL, "$.presets", map_rows, &d, names), EPAR_OK, "absent map");
+    check_int(d.nitems, 0, "absent map: no elements");
+    json_decref(root);
+    struct { const char *text, *path; } bad[] = {
+        {"{\"presets\":{\"a\":{\"length\":1}}}", "$.presets.a.length"},
+        {"{\"presets\":{\"a\":3}}", "$.presets.a: expected an object"},
+        {"{\"presets\":[1]}", "$.presets: expected an object"},
+        {"{\"presets\":{\"a\":{\"length\":4},\"b\":{\"length\":4},\"c\":{\"length\":4},\"d\":{}}}",
+         "$.presets: expected an object of at most 3 members"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        root = json_loads(bad[k].text, 0, NULL);
+        check_int(epar_protocol_obj_map(&p, json_object_get(root, "presets"), "$.presets", map_rows, &d, names),
+                  EPAR_EPROTOCOL, "bad map %zu rejected", k);
+        check_true(strstr(epar_err_message(), bad[k].path) != NULL, "bad map names '%s': %s", bad[k].path,
+                   epar_err_message());
+        json_decref(root);
+    }
+    struct { const char *text, *path; } unk[] = {
+        {"{\"items\":[{\"length\":2},{\"length\":2,\"lenght\":3}]}", "$.items[1].lenght: unknown key"},
+        {"{\"one\":{\"length\":2,\"x\":1}}", "$.one.x: unknown key"},
+        {"{\"items\":[{\"value\":1}]}", "$.items[0]: missing key 'length'"},
+    };
+    for (size_t k = 0; k < sizeof unk / sizeof unk[0]; k++) {
+        root = json_loads(unk[k].text, 0, NULL);
+        check_int(epar_protocol_obj_fields(&p, root, "$", map_top_rows, &d), EPAR_EPROTOCOL,
+                  "closed read %zu rejected", k);
+        check_true(strstr(epar_err_message(), unk[k].path) != NULL, "closed read names '%s': %s", unk[k].path,
+                   epar_err_message());
+        json_decref(root);
+    }
+    root = json_loads("{\"items\":[{\"length\":2,\"_c\":0}],\"one\":{\"length\":2,\"comment\":\"y\"}}", 0, NULL);
+    check_int(epar_protocol_obj_fields(&p, root, "$", map_top_rows, &d), EPAR_OK,
+              "closed read: ignorable keys pass");
+    json_decref(root);
 }
