@@ -568,18 +568,6 @@ static const struct epar_field cell_head_rows[] = {
     EPAR_FIELD_(struct cell_head, "config", EPAR_FIELD_JSON, config, 0),
     EPAR_FIELD_END_};
 
-/* write a cell record (rows) as cell.json into the staging folder */
-static int write_cell(struct epar_out *o, const struct epar_field *rows, const void *rec)
-{
-    json_t *j = epar_fields_json(rows, rec, NULL);
-    const char *path = epar_out_path(o, "cell.json");
-    int st = !j ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s'", path)
-             : json_dump_file(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
-                 ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
-    json_decref(j);
-    return st;
-}
-
 /* a cell's configuration: a training cell's is its run's (train's rows) with the benchmark's evaluation; the cost
  * cell's every mechanism's (it times them all) */
 struct cell_config {
@@ -743,7 +731,8 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     x.chance_se = r.final.chance_se;
     x.seconds = r.seconds;
     x.step_seconds = r.step_seconds;
-    st = x.config ? write_cell(o, train_cell_rows, &x) : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+    st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), train_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
+                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
 done:
     json_decref(x.config);
     free(x.correct);
@@ -841,7 +830,8 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), (long)params[m], bytes[m],
                                            sec + (size_t)m * Rmax, att + (size_t)m * Rmax, R, R};
         x.config = cell_config_json(c, plan, &plan->cells[k]);
-        st = x.config ? write_cell(o, cost_cell_rows, &x) : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+        st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), cost_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
+                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
     }
     json_decref(x.config);
     free(sec);

@@ -105,7 +105,7 @@ int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const ch
                          prm ? prm->protocol_hash : NULL, prm ? prm->overrides : NULL,
                          prm ? epar_params_json(prm) : NULL};
     int st = prm && !h.parameters ? epar_err_set(EPAR_ENOMEM, "out of memory building run.json")
-                                  : epar_fields_save(epar_out_path(o, "run.json"), run_head_fields, &h, extra);
+                                  : epar_fields_save(epar_out_path(o, "run.json"), run_head_fields, &h, extra, EPAR_SAVE_RUN);
     json_decref(h.parameters);
     return st;
 }

@@ -775,7 +775,7 @@ static int write_json(const struct epar_inspect *x, const int *ls, int nl, const
                           x->from_text ? "text" : "item", (json_int_t)(x->from_text ? x->T : x->item),
                           "benchmark_task", x->run.label[0] ? x->run.label : NULL, "config", epar_exp_train_cfg_json(c));
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building inspect.json");
-    return epar_fields_save(epar_out_path(o, "inspect.json"), NULL, NULL, j);
+    return epar_fields_save(epar_out_path(o, "inspect.json"), NULL, NULL, j, EPAR_SAVE_RUN);
 }
 
 int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out)

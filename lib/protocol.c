@@ -850,7 +850,7 @@ int epar_fields_loadb(const void *text, size_t len, const char *kind, const char
     return st;
 }
 
-int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra)
+int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags)
 {
     json_t *j = f ? epar_fields_json(f, base, NULL) : json_object();
     int bad = !j || (extra && json_object_update(j, extra));
@@ -859,7 +859,7 @@ int epar_fields_save(const char *path, const struct epar_field *f, const void *b
         json_decref(j);
         return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
     }
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    int rc = json_dump_file(j, path, json_flags);
     json_decref(j);
     return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
 }

@@ -207,8 +207,13 @@ void epar_fields_saved(struct epar_field *f);
 int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
                       void *base, json_t **doc);
 /* Write the rows of base (f may be NULL: none) and then the keys of extra (stolen, may be NULL; a key already written
- * keeps its place and takes extra's value) as the JSON file path, keys in order, indented by 2. EPAR_EIO naming path. */
-int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra);
+ * keeps its place and takes extra's value) as the JSON file path, keys in order, formatted by json_flags (below).
+ * EPAR_EIO naming path. */
+int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags);
+/* json_flags of epar_fields_save: run.json and inspect.json (indented by 2); records read back by epar (cell.json:
+ * every double to 17 digits, so what is read back is what was computed) */
+#define EPAR_SAVE_RUN (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+#define EPAR_SAVE_EXACT (JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
 /* The first key of the object now whose value differs from the saved JSON object text (len bytes), or is absent
  * there: 1 with *key (borrowed from now) and both values as compact sorted JSON, truncated to their buffers,
  * in was ("absent" when missing) and is; 0 when none differs; -1 when the text does not parse as JSON. */

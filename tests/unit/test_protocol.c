@@ -211,13 +211,14 @@ static void test_saved(void)
     check_int(epar_fields_differ("{", 1, j, &key, was, sizeof was, is, sizeof is), -1, "differ: not JSON");
     char path[256];
     snprintf(path, sizeof path, "%s/saved.json", tmpdir);
-    check_int(epar_fields_save(path, t, &w, json_pack("{s:i, s:s}", "layers", 2, "extra", "e")), EPAR_OK, "save");
+    check_int(epar_fields_save(path, t, &w, json_pack("{s:i, s:s}", "layers", 2, "extra", "e"), EPAR_SAVE_RUN), EPAR_OK,
+              "save");
     json_t *back = json_load_file(path, 0, NULL);
     char *b = json_dumps(back, JSON_COMPACT | JSON_PRESERVE_ORDER);
     check_true(b && !strcmp(b, "{\"layers\":2,\"alpha\":0.5,\"text\":null,\"o\":{\"k\":3},\"extra\":\"e\"}"),
                "save: rows then extra's keys, a key of both in its place with extra's value: %s", b ? b : "(null)");
     snprintf(path, sizeof path, "%s/no/such/dir.json", tmpdir);
-    check_int(epar_fields_save(path, NULL, NULL, NULL), EPAR_EIO, "save: unwritable path");
+    check_int(epar_fields_save(path, NULL, NULL, NULL, EPAR_SAVE_RUN), EPAR_EIO, "save: unwritable path");
     free(b);
     json_decref(back);
     free(s);
