@@ -579,12 +579,15 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
     void *at = (char *)base + f->offset;
     long x;
     int st;
+    if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG) &&
+        (f->type == EPAR_FIELD_INT || f->type == EPAR_FIELD_LONG || f->type == EPAR_FIELD_STRING)) {
+        if (f->type == EPAR_FIELD_INT) *(int *)at = -1;
+        else if (f->type == EPAR_FIELD_LONG) *(long *)at = -1;
+        else *(const char **)at = NULL;
+        return EPAR_OK;
+    }
     switch (f->type) {
     case EPAR_FIELD_INT:
-        if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG)) {
-            *(int *)at = -1;
-            return EPAR_OK;
-        }
         return read_int(p, v, jp, at, clamp_int(f->lo), clamp_int(f->hi));
     case EPAR_FIELD_DOUBLE: return read_double(p, v, jp, at, f->lo, f->hi != 0);
     case EPAR_FIELD_BOOL:
@@ -596,10 +599,6 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
         *(const char **)at = json_string_value(v);
         return EPAR_OK;
     case EPAR_FIELD_LONG:
-        if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG)) {
-            *(long *)at = -1;
-            return EPAR_OK;
-        }
         if ((st = read_integer(p, v, jp, f->lo, f->hi, &x))) return st;
         *(long *)at = x;
         return EPAR_OK;
@@ -634,12 +633,12 @@ int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const c
     return read_fields(p, obj, jpath, f, base);
 }
 
-int epar_fields_load(const char *path, const char *kind, const struct epar_field *f, void *base, json_t **doc)
+/* the rows of f from the parsed document root (NULL: json_error je says why); the document kept in *doc or freed */
+static int load_root(json_t *root, const json_error_t *je, const char *kind, const char *path,
+                     const struct epar_field *f, void *base, json_t **doc)
 {
     if (doc) *doc = NULL;
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je.text, je.line);
+    if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je->text, je->line);
     struct epar_protocol *p = calloc(1, sizeof *p);
     if (!p) {
         json_decref(root);
@@ -653,6 +652,13 @@ int epar_fields_load(const char *path, const char *kind, const struct epar_field
     if (st || !doc) json_decref(root);
     else *doc = root;
     return st;
+}
+
+int epar_fields_load(const char *path, const char *kind, const struct epar_field *f, void *base, json_t **doc)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    return load_root(root, &je, kind, path, f, base, doc);
 }
 
 void epar_fields_free(const struct epar_field *f, void *base)
@@ -798,56 +804,18 @@ void epar_fields_saved(struct epar_field *f)
     for (; f->key; f++) {
         f->write_only = 0;
         f->flags |= EPAR_FIELD_REQUIRED;
+        if (f->type == EPAR_FIELD_STRING) f->flags |= EPAR_FIELD_NULLNEG;   /* NULL was written as null */
         f->lo = -1e300;
         f->hi = 1e300;   /* DOUBLE: lo inclusive */
     }
 }
 
-/* read_fields for a saved record: a STRING row's null is NULL, nested objects read the same way */
-static int read_saved(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
-                      void *base)
-{
-    for (; f->key; f++) {
-        if (f->write_only) continue;
-        json_t *v = json_object_get(obj, f->key);
-        char jp[640];
-        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
-        int st = EPAR_OK;
-        if (!v && (f->flags & EPAR_FIELD_REQUIRED)) {
-            char w[160];
-            snprintf(w, sizeof w, "missing key '%.100s'", f->key);
-            st = perr(p, jpath, w);
-        } else if (!v) continue;
-        else if (f->type == EPAR_FIELD_STRING && json_is_null(v)) *(const char **)((char *)base + f->offset) = NULL;
-        else if (f->type == EPAR_FIELD_OBJ)
-            st = json_is_object(v) ? read_saved(p, v, jp, f->sub, (char *)base + f->offset)
-                                   : perr(p, jp, "expected an object");
-        else st = read_field(p, v, jp, f, base);
-        if (st) return st;
-    }
-    return EPAR_OK;
-}
-
 int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
                       void *base, json_t **doc)
 {
-    if (doc) *doc = NULL;
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je.text, je.line);
-    struct epar_protocol *p = calloc(1, sizeof *p);
-    if (!p) {
-        json_decref(root);
-        return epar_err_set(EPAR_ENOMEM, "out of memory reading '%s'", path);
-    }
-    snprintf(p->path, sizeof p->path, "%s", path);
-    p->kind = kind;
-    p->status = EPAR_EIO;
-    int st = json_is_object(root) ? read_saved(p, root, "$", f, base) : perr(p, "$", "expected an object");
-    free(p);
-    if (st || !doc) json_decref(root);
-    else *doc = root;
-    return st;
+    return load_root(root, &je, kind, path, f, base, doc);
 }
 
 int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags)

@@ -96,7 +96,8 @@ enum epar_field_type {
 /* flags of a row */
 #define EPAR_FIELD_OPTIONAL 1u   /* write: omitted when a DOUBLE is not finite, an INT/LONG is negative, a STRING or
                                   * JSON is NULL, a list is empty */
-#define EPAR_FIELD_NULLNEG 2u    /* write: null when an INT/LONG is negative */
+#define EPAR_FIELD_NULLNEG 2u    /* write: null when an INT/LONG is negative; read: null as -1 (INT/LONG) or NULL
+                                  * (STRING, which writes NULL as null) */
 #define EPAR_FIELD_REQUIRED 4u   /* read: a missing key is an error */
 #define EPAR_FIELD_EMPTY_OK 8u   /* read: a list may be empty */
 #define EPAR_FIELD_STRICT 32u    /* read, OBJ and OLIST rows: a key of the nested object that no row names is an error
@@ -200,10 +201,11 @@ json_t *epar_params_json(const struct epar_params *prm);
 int epar_fields_append(struct epar_field *dst, int n, int max, const struct epar_field *src);
 /* Make the table f (in place, not its sub tables) the rows of a record epar saved itself: every row is read (also
  * write_only ones) and REQUIRED (a missing key: a file of another version), and the ranges are only sanity limits (a
- * settings table's ranges are for the protocol; the caller validates the values it read). */
+ * settings table's ranges are for the protocol; the caller validates the values it read); a STRING row is NULLNEG
+ * (a NULL was written as null and reads back as NULL). */
 void epar_fields_saved(struct epar_field *f);
 /* As epar_fields_load, from the JSON text of len bytes (a checkpoint's section) held in memory; path names where it
- * was read from. In a saved record a STRING row reads null as NULL (epar_fields_json writes NULL as null). */
+ * was read from. */
 int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
                       void *base, json_t **doc);
 /* Write the rows of base (f may be NULL: none) and then the keys of extra (stolen, may be NULL; a key already written
