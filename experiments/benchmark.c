@@ -201,13 +201,8 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
     json_t *bo = json_object_get(r->budgets, budget);
     if (!json_is_object(bo)) {
         epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
-        const char *names[32];
-        int n = epar_protocol_obj_keys(r->budgets, names, 32);
-        char list[256] = "";
-        for (int k = 0; k < n; k++) {
-            size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", names[k]);
-        }
+        char list[256];
+        epar_protocol_key_list(r->budgets, list, sizeof list);
         epar_err_hint("budgets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }

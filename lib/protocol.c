@@ -351,16 +351,17 @@ int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const cha
     return EPAR_OK;
 }
 
-int epar_protocol_obj_keys(json_t *obj, const char **names, int max)
+void epar_protocol_key_list(json_t *obj, char *out, size_t n)
 {
-    int n = 0;
     const char *k;
     json_t *v;
+    if (!n) return;
+    out[0] = '\0';
     json_object_foreach(obj, k, v) {
         (void)v;
-        if (n < max) names[n++] = k;
+        size_t l = strlen(out);
+        snprintf(out + l, n - l, "%s%s", l ? ", " : "", k);
     }
-    return n;
 }
 
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max)
@@ -405,14 +406,8 @@ int epar_protocol_params(const struct epar_protocol *p, const char *experiment, 
     json_t *pv = json_object_get(presets, preset);
     if (!pv) {
         epar_err_set(EPAR_EINVAL, "unknown preset '%s'", preset);
-        char list[512] = "";
-        const char *k;
-        json_t *v;
-        json_object_foreach(presets, k, v) {
-            (void)v;
-            size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", k);
-        }
+        char list[512];
+        epar_protocol_key_list(presets, list, sizeof list);
         epar_err_hint("presets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }

@@ -176,8 +176,9 @@ void epar_fields_free(const struct epar_field *f, void *base);
 /* keys[] <- the rows' keys (read rows only) then extra (NULL-terminated), NULL-terminated; at most max - 1 */
 int epar_fields_keys(const struct epar_field *f, const char *const *extra, const char **keys, int max);
 
-/* The keys of an object (a JSON row's value), in file order, at most max; returns count (0: not an object). */
-int epar_protocol_obj_keys(json_t *obj, const char **names, int max);
+/* The keys of an object (a JSON row's value) as "a, b, c", in file order, truncated to n (empty: not an object);
+ * for hints that list what there is ("presets in ...", "budgets in ..."). */
+void epar_protocol_key_list(json_t *obj, char *out, size_t n);
 /* Names of the presets, in file order; returns count. */
 int epar_protocol_presets(const struct epar_protocol *p, const char **names, int max);
 

@@ -139,6 +139,13 @@ static void test_records(void)
     write_file("rec.json", "{\"one\":{\"length\":3,\"lenght\":4}}");
     check_int(epar_fields_load(path, "cell file", alloc_rows, &ar, NULL), EPAR_EIO, "strict object: unknown key");
     check_true(strstr(epar_err_message(), "$.one.lenght") != NULL, "the unknown key named: %s", epar_err_message());
+    char list[16];
+    json_t *keys = json_pack("{s:i, s:i, s:i}", "quick", 1, "full", 2, "smoke", 3);
+    epar_protocol_key_list(keys, list, sizeof list);
+    check_true(!strcmp(list, "quick, full, sm"), "key list in file order, truncated: '%s'", list);
+    epar_protocol_key_list(NULL, list, sizeof list);
+    check_true(!list[0], "key list of no object is empty");
+    json_decref(keys);
     double dv[2] = {1, NAN};
     const char *sv[2] = {"a", "b"};
     json_t *a = epar_fields_array(EPAR_FIELD_DLIST, dv, 2), *b = epar_fields_array(EPAR_FIELD_SLIST, sv, 2);
