@@ -70,8 +70,6 @@ int cli_seen(const struct opt *opts, const char *name);
 /* fn(ctx, a) for every assignment of every --set value in argv (repeatable; a value may hold comma-separated
  * "mech.param=value" assignments); the first failing status */
 int cli_each_set(int argc, char **argv, int (*fn)(void *ctx, const char *assignment), void *ctx);
-/* Levenshtein distance (strings up to 40 bytes; 99 beyond): for "did you mean" hints. */
-int cli_edit_distance(const char *a, const char *b);
 /* Columns a UTF-8 string takes on a terminal; print s padded with spaces to `width` columns. */
 size_t cli_text_width(const char *s);
 void cli_pad(FILE *f, const char *s, size_t width);

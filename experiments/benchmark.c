@@ -288,11 +288,15 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
             if (found < 0) {
                 epar_err_set(EPAR_EINVAL, "unknown benchmark task '%s'", tok);
                 char list[512] = "";
+                struct epar_nearest near;
+                epar_nearest_init(&near, tok);
                 for (int k = 0; k < c->n_tasks; k++) {
                     size_t l = strlen(list);
                     snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
+                    epar_nearest_add(&near, c->tasks[k].id);
                 }
-                epar_err_hint("tasks of the protocol: %s", list);
+                if (near.best) epar_err_hint("did you mean '%s'? (tasks of the protocol: %s)", near.best, list);
+                else epar_err_hint("tasks of the protocol: %s", list);
                 return EPAR_EINVAL;
             }
             for (int k = 0; k < n; k++)

@@ -42,4 +42,12 @@ void epar_out_abort(struct epar_out *o);
  * commit in progress in another thread to finish, and makes every later commit fail with EPAR_EINTR. */
 void epar_out_abort_all(void);
 
+/* The output root of a command, checked before any work (cmd/options.c does it for every command's --out): create
+ * root and its missing parents now, and make and remove a probe folder in it, so an unusable root (a file on the
+ * way, no permission, a read-only file system) is EPAR_EIO naming the path and the reason before anything is
+ * computed. The folders it created are remembered; epar_out_release removes those that are still empty (a failed
+ * or interrupted command leaves no folder it created; async-signal-safe). */
+int epar_out_prepare(const char *root);
+void epar_out_release(void);
+
 #endif
