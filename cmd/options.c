@@ -429,6 +429,12 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
     int st = epar_protocol_load(path, proto);
     if (st) return cli_fail(st);
     st = epar_protocol_params(proto, experiment, c->preset, prm);
+    /* the protocol's own values, before the command line changes them: a refused one is the file's error */
+    if (!st && epar_params_validate(prm)) {
+        char jp[128];
+        snprintf(jp, sizeof jp, "$.experiments.%s (preset %s)", experiment, prm->preset);
+        st = epar_protocol_blame(proto, jp);
+    }
     if (st) {
         epar_protocol_free(proto);
         return cli_fail(st);

@@ -129,7 +129,12 @@ static int resolve(struct cli_common *c, struct opt *opts, const struct train_op
     if (t->task) task = (int)tid;
     epar_exp_train_defaults(cfg);
     if ((st = epar_exp_train_config(cfg, proto, &prm, task)) || (st = epar_exp_train_check(cfg))) {
-        st = st == EPAR_EINVAL ? EPAR_EPROTOCOL : st;   /* a bad value in the file is a protocol error */
+        /* a bad value in the file is a protocol error naming the file and the section it was read from */
+        if (st == EPAR_EINVAL || st == EPAR_EPROTOCOL) {
+            char jp[128];
+            snprintf(jp, sizeof jp, "$.experiments.train.%s", epar_task_name(cfg->task.id));
+            st = epar_protocol_blame(proto, jp);
+        }
         goto fail;
     }
     if ((st = apply_options(cfg, opts, t)) || (st = epar_exp_train_check(cfg))) goto fail;

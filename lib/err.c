@@ -104,7 +104,8 @@ void epar_nearest_add(struct epar_nearest *n, const char *candidate)
 {
     if (!candidate || !strcmp(candidate, n->name)) return;
     int d = !strcasecmp(candidate, n->name) ? -1 : epar_edit_distance(n->name, candidate);
-    if (d < n->d && d < (int)strlen(candidate)) {
+    int most = strlen(candidate) > 5 ? 2 : 1;   /* "rop" is rope, "rope" is not "none" */
+    if (d < n->d && d <= most) {
         n->d = d;
         n->best = candidate;
     }

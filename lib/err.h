@@ -31,8 +31,9 @@ void epar_err_clear(void);
 
 /* "Did you mean": the candidate nearest to a name that was not found, for the hint of an unknown command, option,
  * task or mechanism (one rule for all of them). Feed the candidates with epar_nearest_add; best is a candidate that
- * equals the name but for letter case ("Rope" -> "rope"), else the closest within two edits (Levenshtein) and fewer
- * edits than the candidate has letters (a typo, not another word), the first of equals; NULL when none is near. */
+ * equals the name but for letter case ("Rope" -> "rope"), else the closest within two edits (Levenshtein) of a
+ * candidate longer than 5 letters, one edit of a shorter one (a typo, not another word: "rop" -> "rope", but "rope"
+ * is not "none"), the first of equals; NULL when none is near. */
 struct epar_nearest {
     const char *name, *best;
     int d;                      /* edits from name to best (-1: equal but for case) */

@@ -884,3 +884,18 @@ int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char
     return EPAR_OK;
 }
 
+
+int epar_protocol_blame(const struct epar_protocol *p, const char *jpath)
+{
+    char msg[512], hint[512], head[80];
+    snprintf(msg, sizeof msg, "%s", epar_err_message());
+    snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
+    snprintf(head, sizeof head, "invalid %s '", p->kind ? p->kind : "protocol");
+    if (!strncmp(msg, head, strlen(head)) || !strncmp(msg, "malformed ", 10)) {
+        epar_err_set(EPAR_EPROTOCOL, "%s", msg);
+    } else {
+        epar_err_set(EPAR_EPROTOCOL, "invalid %s '%s': %s: %s", p->kind ? p->kind : "protocol", p->path, jpath, msg);
+    }
+    if (hint[0]) epar_err_hint("%s", hint);
+    return EPAR_EPROTOCOL;
+}
