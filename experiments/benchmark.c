@@ -203,7 +203,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
         char list[256];
         epar_protocol_key_list(r->budgets, list, sizeof list);
-        epar_err_hint("budgets in '%s': %s", p->path, list);
+        const char *near = epar_protocol_nearest_key(r->budgets, budget);
+        if (near) epar_err_hint("did you mean '%s'? (budgets in '%s': %s)", near, p->path, list);
+        else epar_err_hint("budgets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }
     snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);

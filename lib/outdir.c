@@ -306,8 +306,8 @@ int epar_out_prepare(const char *root)
     for (int i = n_prepared - 1; i >= first; i--) rmdir(prepared[i]);
     n_prepared = first;
     if (e == ENOTDIR && blocking_file(root, why, sizeof why - 32)) {
-        if (!strcmp(why, root)) epar_err_set(EPAR_EIO, "cannot use output folder '%s': it is a file, not a folder", root);
-        else epar_err_set(EPAR_EIO, "cannot use output folder '%s': '%s' is a file, not a folder", root, why);
+        if (!strcmp(why, root)) epar_err_set(EPAR_EIO, "cannot use output folder '%s': it is not a folder", root);
+        else epar_err_set(EPAR_EIO, "cannot use output folder '%s': '%s' is not a folder", root, why);
     }
     else epar_err_set(EPAR_EIO, "cannot create output folder '%s': %s", root, strerror(e));
     epar_err_hint("pass a writable folder with --out DIR");

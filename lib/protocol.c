@@ -408,7 +408,9 @@ int epar_protocol_params(const struct epar_protocol *p, const char *experiment, 
         epar_err_set(EPAR_EINVAL, "unknown preset '%s'", preset);
         char list[512];
         epar_protocol_key_list(presets, list, sizeof list);
-        epar_err_hint("presets in '%s': %s", p->path, list);
+        const char *near = epar_protocol_nearest_key(presets, preset);
+        if (near) epar_err_hint("did you mean '%s'? (presets in '%s': %s)", near, p->path, list);
+        else epar_err_hint("presets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }
     snprintf(out->preset, sizeof out->preset, "%s", preset);
@@ -898,4 +900,17 @@ int epar_protocol_blame(const struct epar_protocol *p, const char *jpath)
     }
     if (hint[0]) epar_err_hint("%s", hint);
     return EPAR_EPROTOCOL;
+}
+
+const char *epar_protocol_nearest_key(json_t *obj, const char *name)
+{
+    struct epar_nearest near;
+    epar_nearest_init(&near, name);
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        (void)v;
+        if (k[0] != '_') epar_nearest_add(&near, k);
+    }
+    return near.best;
 }

@@ -38,10 +38,10 @@ before=$(listing "$T_TMP/w")
 for c in $cmds; do
     a=$(args_of "$c")
     expect_exit 3 "$c --out FILE" -- timeout 120 "$EPAR" "$c" $a --out "$T_TMP/w/afile"
-    expect_error_line "output folder '$T_TMP/w/afile': it is a file" "$c --out FILE"
+    expect_error_line "output folder '$T_TMP/w/afile': it is not a folder" "$c --out FILE"
     expect_no_work "$c --out FILE"
     expect_exit 3 "$c --out FILE/sub" -- timeout 120 "$EPAR" "$c" $a --out "$T_TMP/w/afile/sub"
-    expect_error_line "'$T_TMP/w/afile' is a file" "$c --out FILE/sub"
+    expect_error_line "output folder '$T_TMP/w/afile/sub': '$T_TMP/w/afile' is not a folder" "$c --out FILE/sub"
     expect_no_work "$c --out FILE/sub"
     expect_exit 2 "$c --out ''" -- timeout 120 "$EPAR" "$c" $a --out ''
     expect_error_line "invalid value for --out: ''" "$c --out ''"
@@ -69,7 +69,7 @@ expect_no_work "run-all --out FILE"
 mkdir -p "$T_TMP/cwd" && touch "$T_TMP/cwd/output"
 (cd "$T_TMP/cwd" && timeout 120 "$EPAR" compare --protocol "$EPAR_ROOT/paper_protocol.json" >"$T_TMP/out" 2>"$T_TMP/err"); rc=$?
 [ "$rc" -eq 3 ] && ok || fail "default --out that is a file: exit $rc, want 3"
-expect_error_line "output folder 'output': it is a file" "default --out"
+expect_error_line "output folder 'output': it is not a folder" "default --out"
 # a usage error after the --out check leaves no folder behind, nested or not
 expect_exit 2 "bad option value with a new --out" -- "$EPAR" compare --length x --out "$T_TMP/new/a/b"
 expect_exit 2 "unknown task with a new --out" -- "$EPAR" train --task nope --out "$T_TMP/new/a/b"
