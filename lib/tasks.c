@@ -753,18 +753,21 @@ int epar_task_find(const char *name, enum epar_task_id *id)
     return EPAR_EINVAL;
 }
 
+static char task_list[256];
+
+static void fill_task_list(void)
+{
+    for (int k = 0; k < EPAR_TASK_COUNT; k++) {
+        size_t n = strlen(task_list);
+        snprintf(task_list + n, sizeof task_list - n, "%s%s", k ? ", " : "", epar_task_table[k].id);
+    }
+}
+
 const char *epar_task_list(void)
 {
-    static char buf[256];   /* the same text every call: no race when threads fill it */
-    if (!buf[0]) {
-        char tmp[sizeof buf] = "";
-        for (int k = 0; k < EPAR_TASK_COUNT; k++) {
-            size_t n = strlen(tmp);
-            snprintf(tmp + n, sizeof tmp - n, "%s%s", k ? ", " : "", epar_task_table[k].id);
-        }
-        memcpy(buf, tmp, sizeof buf);
-    }
-    return buf;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fill_task_list);
+    return task_list;
 }
 
 const char *epar_task_name(enum epar_task_id id) { return id >= 0 && id < EPAR_TASK_COUNT ? epar_task_table[id].id : "?"; }
