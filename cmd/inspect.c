@@ -134,7 +134,7 @@ int cmd_inspect(int argc, char **argv)
     if (layers && (rc = parse_indices("layers", layers, o.layers, &o.n_layers))) return rc;
     if (heads && (rc = parse_indices("heads", heads, o.heads, &o.n_heads))) return rc;
     o.item = item;
-    if (!c.out) c.out = "output";
+    if ((rc = cli_check_out(&c.out))) return rc;
     cli_set_jobs(&c);
     return run(&c, paths, n, &o);
 }

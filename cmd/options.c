@@ -285,17 +285,6 @@ int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int arg
         fputs("hint: give one of them ('--seeds N' is the same as '--seed N')\n", stderr);
         return 2;
     }
-    /* the output root of every command: checked, and created, before any work (lib/outdir epar_out_prepare); an
-     * empty value is a usage error, an unusable folder an I/O error naming it; cmd/main.c removes the folders it
-     * created that are still empty when the command ends */
-    for (struct opt *p = opts; p->type != OPT_END; p++) {
-        if (p->type != OPT_STRING || strcmp(p->name, "out")) continue;
-        const char **out = p->dest;
-        if (!*out) *out = "output";
-        if (!**out) return cli_usage_error("invalid value for --out: '' (expected a folder)");
-        int st = epar_out_prepare(*out);
-        if (st) return cli_fail(st);
-    }
     if (n_args) *n_args = na;
     return -1;
 }
@@ -421,9 +410,19 @@ static void overrides(const struct opt *opts, char *buf, size_t n)
     }
 }
 
+int cli_check_out(const char **out)
+{
+    if (!*out) *out = "output";
+    if (!**out) return cli_usage_error("invalid value for --out: '' (expected a folder)");
+    int st = epar_out_prepare(*out);
+    return st ? cli_fail(st) : 0;
+}
+
 int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
                 struct epar_protocol *proto, struct epar_params *prm)
 {
+    int rc = cli_check_out(&c->out);   /* first: nothing is worth resolving for a folder that cannot be written */
+    if (rc) return rc;
     char buf[4200];
     const char *path = c->protocol ? c->protocol : default_protocol(buf, sizeof buf);
     int st = epar_protocol_load(path, proto);
@@ -464,7 +463,6 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
     }
     if ((st = epar_params_validate(prm))) goto fail;
     overrides(opts, prm->overrides, sizeof prm->overrides);
-    if (!c->out) c->out = "output";
     cli_set_jobs(c);
     return 0;
 fail:

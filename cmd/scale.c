@@ -7,7 +7,6 @@
 #include <omp.h>
 #include "lib/blas.h"
 #include "lib/err.h"
-#include "lib/outdir.h"
 #include "experiments/common.h"
 #include "experiments/scale.h"
 #include "cli.h"
@@ -28,7 +27,6 @@ static void select_blas_core(int argc, char **argv)
     setenv("OPENBLAS_CORETYPE", up, 1);
     setenv("EPAR_BLAS_REEXEC", epar_blas_core(), 1);
     fflush(NULL);
-    epar_out_release();   /* the new process checks --out again and owns the folders it creates */
     execv("/proc/self/exe", nargv);
     /* exec failed: carry on with the kernel already loaded */
     unsetenv("OPENBLAS_CORETYPE");
