@@ -203,7 +203,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
         char list[256];
         epar_protocol_key_list(r->budgets, list, sizeof list);
-        epar_err_hint("budgets in '%s': %s", p->path, list);
+        const char *near = epar_protocol_nearest_key(r->budgets, budget);
+        if (near) epar_err_hint("did you mean '%s'? (budgets in '%s': %s)", near, p->path, list);
+        else epar_err_hint("budgets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }
     snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
@@ -288,11 +290,15 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
             if (found < 0) {
                 epar_err_set(EPAR_EINVAL, "unknown benchmark task '%s'", tok);
                 char list[512] = "";
+                struct epar_nearest near;
+                epar_nearest_init(&near, tok);
                 for (int k = 0; k < c->n_tasks; k++) {
                     size_t l = strlen(list);
                     snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
+                    epar_nearest_add(&near, c->tasks[k].id);
                 }
-                epar_err_hint("tasks of the protocol: %s", list);
+                if (near.best) epar_err_hint("did you mean '%s'? (tasks of the protocol: %s)", near.best, list);
+                else epar_err_hint("tasks of the protocol: %s", list);
                 return EPAR_EINVAL;
             }
             for (int k = 0; k < n; k++)
@@ -1493,6 +1499,32 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
     return t;
 }
 
+/* main_table.md's "mean ± sd" of <prefix>_mean/_sd in row r: "n/a" without a mean (the mechanism is not in the
+ * grid), the mean alone without an sd (one seed) */
+static void md_mean_sd(const struct epar_table *t, size_t r, const char *prefix, char *buf, size_t n)
+{
+    char col[96];
+    snprintf(col, sizeof col, "%s_mean", prefix);
+    double mean = epar_csv_get(t, r, col);
+    snprintf(col, sizeof col, "%s_sd", prefix);
+    double sd = epar_csv_get(t, r, col);
+    if (!isfinite(mean)) snprintf(buf, n, "n/a");
+    else if (!isfinite(sd)) snprintf(buf, n, "%.4g", mean);
+    else snprintf(buf, n, "%.4g ± %.2g", mean, sd);
+}
+
+/* "beats / beaten of nb" of EPAR form `form` in row r; "n/a" when the grid has no such mechanism (NaN counts) */
+static void md_beats(const struct epar_table *t, size_t r, const char *form, double nb, char *buf, size_t n)
+{
+    char col[96];
+    snprintf(col, sizeof col, "%s_beats", form);
+    double beats = epar_csv_get(t, r, col);
+    snprintf(col, sizeof col, "%s_beaten_holm", form);
+    double beaten = epar_csv_get(t, r, col);
+    if (!isfinite(beats) || !isfinite(beaten) || !isfinite(nb)) snprintf(buf, n, "n/a");
+    else snprintf(buf, n, "%d / %d of %d", (int)beats, (int)beaten, (int)nb);
+}
+
 static int write_markdown(const struct epar_bench_cfg *c, const struct epar_table *t, const char *path)
 {
     struct epar_out_file w;
@@ -1518,12 +1550,17 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
     fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | enhanced: beats / beaten (Holm) | enhanced MDE | basic: beats / beaten (Holm) |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t r = 0; r < t->nrows; r++) {
-        char b[64], e[64], x[64];
+        /* a value not measured here (no EPAR mechanism in --mechanisms, one seed: no sd) is "n/a", never a sentinel
+         * (a NaN count cast to int printed INT_MIN) */
+        char b[96], e[64], x[64], rel[32], eb[48], bb[48];
         const char *best = epar_csv_get_str(t, r, "best_baseline");
-        snprintf(b, sizeof b, "%.4g ± %.2g (%s)", epar_csv_get(t, r, "best_baseline_mean"), epar_csv_get(t, r, "best_baseline_sd"),
-                 best ? best : "");
-        snprintf(e, sizeof e, "%.4g ± %.2g", epar_csv_get(t, r, "epar-basic_mean"), epar_csv_get(t, r, "epar-basic_sd"));
-        snprintf(x, sizeof x, "%.4g ± %.2g", epar_csv_get(t, r, "epar-enhanced_mean"), epar_csv_get(t, r, "epar-enhanced_sd"));
+        md_mean_sd(t, r, "best_baseline", b, sizeof b);
+        if (best && *best) snprintf(b + strlen(b), sizeof b - strlen(b), " (%s)", best);
+        md_mean_sd(t, r, "epar-basic", e, sizeof e);
+        md_mean_sd(t, r, "epar-enhanced", x, sizeof x);
+        double rv = epar_csv_get(t, r, "enhanced_vs_best_rel");
+        if (isfinite(rv)) snprintf(rel, sizeof rel, "%+.2f %%", 100 * rv);
+        else snprintf(rel, sizeof rel, "n/a");
         char ch[64], ln[32];
         double learned = epar_csv_get(t, r, "learned");
         snprintf(ch, sizeof ch, "%.4g ± %.2g", epar_csv_get(t, r, "chance"), epar_csv_get(t, r, "chance_se"));
@@ -1533,13 +1570,14 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
         double nb = epar_csv_get(t, r, "baselines"), mde = epar_csv_get(t, r, "enhanced_mde");
         char mdes[32];
         if (isfinite(mde)) snprintf(mdes, sizeof mdes, mde >= 0.1 ? "%.0f %%" : "%.2g %%", 100 * mde);
+        else if (isnan(epar_csv_get(t, r, "enhanced_beats"))) snprintf(mdes, sizeof mdes, "n/a");
         else snprintf(mdes, sizeof mdes, "– (no spread)");
-        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %+.2f %% | %d / %d of %d | %s | %d / %d of %d |\n",
+        md_beats(t, r, "enhanced", nb, eb, sizeof eb);
+        md_beats(t, r, "basic", nb, bb, sizeof bb);
+        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 epar_csv_get_str(t, r, "task"), (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"),
                 epar_csv_get_str(t, r, "metric"), epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", ch, ln, b, e, x,
-                100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), (int)epar_csv_get(t, r, "enhanced_beats"),
-                (int)epar_csv_get(t, r, "enhanced_beaten_holm"), (int)nb, mdes, (int)epar_csv_get(t, r, "basic_beats"),
-                (int)epar_csv_get(t, r, "basic_beaten_holm"), (int)nb);
+                rel, eb, mdes, bb);
     }
     fprintf(f, "\nEvery mechanism: main_table.csv (`<mechanism>_mean`, `_sd`). A proxy at this scale says whether EPAR's "
                "direction of effect holds for small trained models on tasks that isolate what each row is about; it "

@@ -110,7 +110,8 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
         cfg->n_factors = nf;
         for (int k = 0; k < nf; k++) {
             if (f[k] < 1 || f[k] > 64 || f[k] != floor(f[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.extrapolation_factors[%d]: expected an integer in [1, 64]", k);
+                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.extrapolation_factors[%d]: "
+                                    "expected an integer in [1, 64]", proto->path, k);
             cfg->factors[k] = (int)f[k];
         }
     }
@@ -118,15 +119,13 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
         cfg->n_speed = nsl;
         for (int k = 0; k < nsl; k++) {
             if (sl[k] < 1 || sl[k] > 16384 || sl[k] != floor(sl[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.speed_lengths[%d]: expected an integer in [1, 16384]", k);
+                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.speed_lengths[%d]: expected "
+                                    "an integer in [1, 16384]", proto->path, k);
             cfg->speed_lengths[k] = (int)sl[k];
         }
     }
-    if (list && (st = epar_exp_compare_select(cfg, list))) {
-        epar_err_hint("in $.experiments.compare.mechanisms of the protocol");
-        return EPAR_EPROTOCOL;
-    }
-    st = epar_exp_sets(json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
+    if (list && (st = epar_exp_compare_select(cfg, list))) return epar_protocol_blame(proto, "$.experiments.compare.mechanisms");
+    st = epar_exp_sets(proto, json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
                        compare_set, cfg);
     if (st) return st;
     return EPAR_OK;

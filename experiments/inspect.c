@@ -285,12 +285,22 @@ static int summarise(struct epar_inspect *x)
     return optimal_position(x);
 }
 
+void epar_inspect_input_tag(const struct epar_inspect_opts *o, char *buf, size_t n)
+{
+    if (o->text) snprintf(buf, n, "text-%08lx",
+                          (unsigned long)(epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, o->text, strlen(o->text)) & 0xffffffffUL));
+    else snprintf(buf, n, "item%ld", o->item);
+}
+
 int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
 {
     int st = epar_inspect_check_selection(x, o);
     if (!st) st = make_input(x, o);
     if (!st) st = forward(x);
     if (!st) st = summarise(x);
+    char tag[32];
+    epar_inspect_input_tag(o, tag, sizeof tag);
+    snprintf(x->folder, sizeof x->folder, "%s-%s", x->name, tag);
     return st;
 }
 
@@ -763,7 +773,7 @@ static int write_json(const struct epar_inspect *x, const int *ls, int nl, const
 {
     const struct epar_train_cfg *c = &x->run.cfg;
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s, s:I, s:s*, s:o}",
-                          "experiment", "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->name,
+                          "experiment", "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->folder,
                           "task", epar_task_name(c->task.id), "mechanism", epar_nnpos_name(c->mechanism), "seed",
                           (json_int_t)c->seed, "steps_done", (json_int_t)x->run.step, "length", x->T, "layers_written",
                           epar_fields_array(EPAR_FIELD_ILIST, ls, nl), "heads_written",
@@ -812,7 +822,7 @@ static struct epar_table *comparison_table(const struct epar_inspect *xs, int n,
                 for (int j = 0; t && j <= i; j++) {
                     double w = 0;
                     for (int b = 0; b < nh; b++) w += x->att[(((size_t)ls[a] * x->NH + hs[b]) * T + i) * T + j];
-                    if (epar_csv_append(t, "isiiid", c, x->name, ls[a], i, j, w / nh)) {
+                    if (epar_csv_append(t, "isiiid", c, x->folder, ls[a], i, j, w / nh)) {
                         epar_csv_free(t);
                         t = NULL;
                     }

@@ -145,7 +145,7 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, run_fields, c);
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, pos_fields, c);
     if (!st && sec)
-        st = epar_exp_sets(json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
+        st = epar_exp_sets(p, json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
                            epar_exp_train_set, c);
     /* the task's own object: its options and run keys that differ for it */
     char tjp[128];

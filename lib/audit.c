@@ -1042,8 +1042,10 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
         snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
     else if (isfinite(rd->m.se))
         snprintf(spread, sizeof spread, " (se %.3g)", rd->m.se);
-    note_add(note, n, "%s%smeasured %.6g%s vs %.6g: accepted %s -> %s", rd->label ? rd->label : "",
-             rd->label ? ": " : "", rd->m.value, spread, rd->r, rd->accepted[0] ? rd->accepted : "-",
+    char vs[64] = "";   /* a range claim has no single reported value: no "vs nan" */
+    if (isfinite(rd->r)) snprintf(vs, sizeof vs, " vs %.6g", rd->r);
+    note_add(note, n, "%s%smeasured %.6g%s%s: accepted %s -> %s", rd->label ? rd->label : "",
+             rd->label ? ": " : "", rd->m.value, spread, vs, rd->accepted[0] ? rd->accepted : "-",
              outcome_word(rd->out));
 }
 

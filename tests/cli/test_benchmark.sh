@@ -118,7 +118,7 @@ for m in none learned-ape epar-enhanced; do
 done
 expect_exit 0 "inspect a benchmark checkpoint" -- "$EPAR" inspect "$b/cells/needle/epar-enhanced/seed-42/checkpoint.bin" \
     --out "$T_TMP/i" -q --no-render
-expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-seed42/inspect.json"
+expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-seed42-item0/inspect.json"
 # trained_attention.csv: one row per task x mechanism from those checkpoints, the same after shards + merge
 ta=$b/trained_attention.csv
 expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman$' "$ta"
