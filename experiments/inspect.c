@@ -1,6 +1,5 @@
 /* epar inspect: a checkpoint's attention on one input, its summaries, tables, heatmaps and the head view. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,67 +452,34 @@ static struct epar_table *profile_table(const struct epar_inspect *x, const int 
 /* ------------------------------------------------------------------------------------------------ */
 /* figures                                                                                            */
 
-/* a growing string (out of memory: oom set, appends ignored) */
-struct sbuf {
-    char *s;
-    size_t n, cap;
-    int oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) { b->oom = 1; return; }
-        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
-        char *s = realloc(b->s, cap);
-        if (!s) { b->oom = 1; return; }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
 /* a token symbol as a gnuplot single-quoted string body ('' for a quote) */
-static void sb_gp_quoted(struct sbuf *b, const char *s)
+static void sb_gp_quoted(struct epar_plot_text *b, const char *s)
 {
-    for (; *s; s++) sb_printf(b, *s == '\'' ? "''" : "%c", *s);
+    for (; *s; s++) epar_plot_add(b, *s == '\'' ? "''" : "%c", *s);
 }
 
 /* tic labels: every k-th position (k so that at most about 32 labels show), "'sym' pos, ..." */
-static void sb_tics(struct sbuf *b, const struct epar_inspect *x)
+static void sb_tics(struct epar_plot_text *b, const struct epar_inspect *x)
 {
     int T = x->T, k = (T + 31) / 32;
     for (int q = 0; q < T; q += k) {
         char s[64];
         symbol(x, x->tok[q], s, sizeof s);
-        sb_printf(b, "%s'", q ? ", " : "");
+        epar_plot_add(b, "%s'", q ? ", " : "");
         sb_gp_quoted(b, s);
-        sb_printf(b, "' %d", q);
+        epar_plot_add(b, "' %d", q);
     }
 }
 
 /* the axes of one heatmap panel of the input's tokens */
-static void sb_panel_axes(struct sbuf *b, const struct epar_inspect *x)
+static void sb_panel_axes(struct epar_plot_text *b, const struct epar_inspect *x)
 {
     int T = x->T;
-    sb_printf(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
+    epar_plot_add(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
     sb_tics(b, x);
-    sb_printf(b, ") noenhanced rotate by 90 right font ',8'\nset ytics (");
+    epar_plot_add(b, ") noenhanced rotate by 90 right font ',8'\nset ytics (");
     sb_tics(b, x);
-    sb_printf(b, ") noenhanced font ',8'\n");
-}
-
-static int write_script(struct epar_out *o, const char *name, const char *title, struct sbuf *b)
-{
-    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name) : epar_plot_script(o, name, title, b->s);
-    free(b->s);
-    return st;
+    epar_plot_add(b, ") noenhanced font ',8'\n");
 }
 
 /* one figure per layer: a heatmap per head (key position across, query position down), token labels */
@@ -527,11 +493,11 @@ static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int
     char in[64];
     input_desc(x, in, sizeof in);
     snprintf(title, sizeof title, "Attention of layer %d per head: %s, %s", l, x->name, in);
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,%d\n", 40 + 560 * cols, 50 + 540 * rows);
-    sb_printf(&b, "set multiplot layout %d,%d title '%s, %s: layer %d (query position down, key position across)' "
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size %d,%d\n", 40 + 560 * cols, 50 + 540 * rows);
+    epar_plot_add(&b, "set multiplot layout %d,%d title '%s, %s: layer %d (query position down, key position across)' "
                   "noenhanced\n", rows, cols, x->name, in, l);
-    sb_printf(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
+    epar_plot_add(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
                   "set xlabel 'key' font ',9'\nset ylabel 'query' font ',9'\n");
     sb_panel_axes(&b, x);
     for (int k = 0; k < nh; k++) {
@@ -540,40 +506,40 @@ static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int
         double top = 0;
         for (int i = 1; i < x->T; i++)
             for (int j = 0; j <= i; j++) top = fmax(top, A[(size_t)i * x->T + j]);
-        sb_printf(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
-        sb_printf(&b, "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
+        epar_plot_add(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
+        epar_plot_add(&b, "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
                       "with boxxyerror fs solid noborder fc palette notitle\n", l, hs[k]);
     }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(o, name, title, &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, name, title, &b);
 }
 
 /* attention mass by distance per head, beside the EPAR factor P(d) on the right axis */
 static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
 {
     int epar = is_epar(x->run.cfg.mechanism), learned = x->run.cfg.pos.learn_posfx;
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,480\nset multiplot layout 1,%d title '%s: attention by distance' "
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size %d,480\nset multiplot layout 1,%d title '%s: attention by distance' "
                   "noenhanced\nset xlabel 'distance i - j'\nset ylabel 'mean attention weight at that distance'\n"
                   "set key bmargin center horizontal\nset bmargin 7\nset xrange [0:%d]\n", 80 + 520 * nl, nl, x->name, x->T - 1);
-    if (epar) sb_printf(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
+    if (epar) epar_plot_add(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
     for (int a = 0; a < nl; a++) {
-        sb_printf(&b, "set title 'layer %d'\nplot", ls[a]);
+        epar_plot_add(&b, "set title 'layer %d'\nplot", ls[a]);
         for (int k = 0; k < nh; k++)
-            sb_printf(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
+            epar_plot_add(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
                       k ? ", \\\n    " : " ", ls[a], hs[k], 1 + k % 8, hs[k]);
-        sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
+        epar_plot_add(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
                       "title 'uniform causal rows'", ls[a], hs[0]);
         for (int k = 0; epar && k < (learned ? nh : 1); k++) {   /* P(d) differs by head only when it is learned */
             char what[32] = " (every head)";
             if (learned) snprintf(what, sizeof what, ", head %d", hs[k]);
-            sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
+            epar_plot_add(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
                           "dt 2 lt %d title 'P(d)%s'", ls[a], hs[k], learned ? 1 + k % 8 : 8, what);
         }
-        sb_printf(&b, "\n");
+        epar_plot_add(&b, "\n");
     }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -850,8 +816,8 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
     int st = t ? epar_exp_write_table(out, "comparison.csv", t) : epar_err_set(EPAR_ENOMEM, "out of memory building comparison.csv");
     epar_csv_free(t);
     if (st) return st;
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
                   "'Attention, mean of the heads (query position down, key position across; each colour scale up to "
                   "the largest weight of rows 1..)'\nunset key\nunset grid\nset size ratio -1\nset tics out\n",
               40 + 560 * n, 50 + 540 * rows, rows, n);
@@ -863,16 +829,16 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
         sb_panel_axes(&b, x);
         for (int a = 0; a < rows; a++) {
             if (a >= nl) {
-                sb_printf(&b, "set multiplot next\n");
+                epar_plot_add(&b, "set multiplot next\n");
                 continue;
             }
             double top = mean_row_top(x, ls[a], o);
-            sb_printf(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
+            epar_plot_add(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
                       top > 0 ? top : 1.0);
-            sb_printf(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
+            epar_plot_add(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
                           "fs solid noborder fc palette notitle\n", c, ls[a]);
         }
     }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
 }

@@ -53,6 +53,34 @@ int epar_plot_scriptf(struct epar_out *o, const char *name, const char *title, c
     return st;
 }
 
+void epar_plot_add(struct epar_plot_text *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) { b->oom = 1; return; }
+        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+int epar_plot_script_text(struct epar_out *o, const char *name, const char *title, struct epar_plot_text *b)
+{
+    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name)
+                    : epar_plot_script(o, name, title, b->s ? b->s : "");
+    free(b->s);
+    b->s = NULL;
+    b->n = b->cap = 0;
+    return st;
+}
+
 int epar_plot_available(void)
 {
     const char *path = getenv("PATH");
