@@ -909,7 +909,7 @@ static void fig_setup(struct adp_fig *f, const struct epar_adaptive_cfg *cfg)
     snprintf(f->where, sizeof f->where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
     f->form = epar_posfx_form_name(prm->form);
     const char *hist =
-        "undefine STATS_*\nstats '%s' skip 1 using %d nooutput\n"
+        "undefine STATS_*\nstats [*:*][*:*] '%s' skip 1 using %d nooutput\n"
         "bw = exists('STATS_max') ? (STATS_max - STATS_min) / 40.0 : 0\nif (bw <= 0) bw = 1e-3\n"
         "bin(x) = bw * floor(x / bw) + bw / 2\nset boxwidth bw * 0.9\n";
     snprintf(f->h_tw, sizeof f->h_tw, hist, "task_weights.csv", 6);

@@ -1098,9 +1098,9 @@ static void band(char *out, size_t n, const struct epar_table *base, int row, co
     char sdn[96];
     snprintf(sdn, sizeof sdn, "%s_sd", metric);
     snprintf(out, n,
-             "undefine STATS_*\nstats 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\n"
+             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\n"
              "bm = exists('STATS_min') ? STATS_min : NaN\n"
-             "undefine STATS_*\nstats 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\n"
+             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\n"
              "bs = exists('STATS_min') ? STATS_min : 0\n"
              "if (bm == bm) { set object 1 rect from graph 0, first (bm-bs) to graph 1, first (bm+bs) behind "
              "fc rgb '#f4c7c3' fs solid 0.7 noborder }\n",
@@ -1325,29 +1325,29 @@ static int fig_basic_vs_enhanced(const struct epar_sensitivity_cfg *cfg, const s
              "set multiplot layout 2,2 title '%s'\n"
              "set key top left opaque box lc rgb '#bbbbbb' font ',8'\nset logscale x\n"
              "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n"
-             "f = 'basic_vs_enhanced.csv'\n"
+             "f = 'basic_vs_enhanced.csv'\nrows(a, b) = $0 >= a && $0 <= b   # the rows of a sweep\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'attention locality'\n%s"
-             EPAR_PLOT_IF("f, '2:%d'")
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
              "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'position correlation, off-diagonal mean'\n"
-             EPAR_PLOT_IF("f, '2:%d'")
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced'" EPAR_PLOT_END
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'attention locality'\n%s"
-             EPAR_PLOT_IF("f, '3:%d'")
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
              "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'decay speed (mean P[c,c+k], exact)'\n"
-             EPAR_PLOT_IF("f, '3:%d'")
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 3:%d with linespoints lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 3:%d with linespoints lt 1 title 'enhanced'" EPAR_PLOT_END
              "unset multiplot\n",
-             title, prm->beta, ba, cl, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, cc, a0, a1, cc, ccs, a0 + 1, a1,
-             cc, ccs, prm->alpha, bb, cl, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, cd, b0, b1, cd, b0 + 1, b1,
-             cd)))
+             title, prm->beta, ba, a0, a1, cl, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, a0, a1, cc, a0, a1, cc, ccs,
+             a0 + 1, a1, cc, ccs, prm->alpha, bb, b0, b1, cl, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, b0, b1, cd, b0,
+             b1, cd, b0 + 1, b1, cd)))
         return st;
     return EPAR_OK;
 }

@@ -132,12 +132,34 @@ static pid_t spawn_gnuplot(const char *dir, const char *script)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir(dir) != 0) _exit(127);
-        int dn = open("/dev/null", O_RDWR);
-        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(dn, 2); }
+        /* gnuplot's messages go to <script>.log, read back if it fails (removed otherwise) */
+        char log[300];
+        snprintf(log, sizeof log, "%s.log", script);
+        int dn = open("/dev/null", O_RDWR), lg = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(lg >= 0 ? lg : dn, 2); }
+        if (dn > 2) close(dn);
+        if (lg > 2) close(lg);
         execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }
     return pid;
+}
+
+/* the last line gnuplot wrote to <script>.log in dir (its error: '"x.gp" line 52: x range is invalid'), and the log
+ * removed; "" when there is none */
+static void gnuplot_message(const char *dir, const char *script, char *msg, size_t n)
+{
+    char path[PATH_MAX + 300], line[400];
+    snprintf(path, sizeof path, "%s/%s.log", dir, script);
+    msg[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] && line[0] != ' ' && line[0] != '\t') snprintf(msg, n, "%s", line);
+    }
+    fclose(f);
+    unlink(path);
 }
 
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
@@ -176,9 +198,12 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
             if (pids[i] == p) {
                 running--;
                 done++;
+                char msg[400];
+                gnuplot_message(o->stage_dir, names[i], msg, sizeof msg);
                 if ((!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) && st == EPAR_OK) {
-                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'", names[i]);
-                    epar_err_hint("run 'gnuplot %s' in the output folder to see the message", names[i]);
+                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'%s%s", names[i], msg[0] ? ": " : "", msg);
+                    epar_err_hint("nothing was written; rerun with --no-render to keep the tables and scripts, then "
+                                  "run 'gnuplot %s' in %s", names[i], o->final_dir);
                 } else if (rendered && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) (*rendered)++;
             }
     }
