@@ -1570,15 +1570,17 @@ static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)
  * bar: their sd), "k/n" seeds that learned beside each bar, "not learned" written where no seed did */
 static int steps_figure(const struct epar_bench_cfg *c, struct epar_out *o, const char *mech)
 {
-    int M = c->n_mech, NT = c->n_tasks, cols = NT < 4 ? NT : 4, rows = (NT + cols - 1) / cols;
+    int M = c->n_mech, NT = c->n_tasks, cols = 1;
+    while (cols * cols < NT && cols < 4) cols++;   /* 4 tasks 2 x 2, 10 tasks 4 x 3 */
+    int rows = (NT + cols - 1) / cols, panel_h = 60 + 26 * M > 230 ? 60 + 26 * M : 230;
     struct epar_plot_text b = {0};
     epar_plot_add(&b, "mech = '%s'\nM = words(mech)\nmi(m) = sum [i=1:M] (word(mech, i) eq m ? i : 0)   # a mechanism's row\n"
                       "set terminal @epar_term size %d,%d\n"
-                      "set multiplot layout %d,%d title 'Steps to learn: the first evaluation from which the metric stays "
-                      "beyond chance + %g se to the end (bar: mean over the seeds that learned, whisker: their sd; "
-                      "k/n: seeds that learned)' noenhanced\n"
+                      "set multiplot layout %d,%d title \"Steps to learn: the first evaluation from which the metric stays "
+                      "beyond chance + %g se to the end\\nbar: mean over the seeds that learned, whisker: their sd; "
+                      "k/n: how many seeds learned\" noenhanced\n"
                       "unset key\nset grid xtics noytics\nset xrange [0:%g]\nset yrange [M + 0.6:0.4]\nset ytics (",
-                  mech, 80 + 380 * cols, 70 + (50 + 24 * M) * rows, rows, cols, LEARNED_Z, 1.5 * c->b.steps);
+                  mech, 80 + 380 * cols, 60 + panel_h * rows, rows, cols, LEARNED_Z, 1.5 * c->b.steps);
     for (int m = 0; m < M; m++) epar_plot_add(&b, "%s'%s' %d", m ? ", " : "", epar_nnpos_name(c->mech[m]), m + 1);
     epar_plot_add(&b, ") noenhanced font ',8'\nset xtics font ',8'\nset xlabel 'optimiser steps' font ',9'\n"
                       "set style fill solid 0.75 noborder\nset errorbars small\n"
@@ -1615,14 +1617,14 @@ static int curves_figure(const struct epar_bench_cfg *c, const struct grid *g, s
     struct epar_plot_text b = {0};
     epar_plot_add(&b, "set terminal @epar_term size 900,550\nset title '%s' noenhanced\n"
                       "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right noenhanced\n"
-                      "set offsets 0, 0, graph 0.05, graph 0.05\n" EPAR_PLOT_IF("'%s', '2:5'") "plot ",
-                  title, metric, first);
+                      "set offsets 0, 0, graph 0.05, %s\n" EPAR_PLOT_IF("'%s', '2:5'") "plot ",
+                  title, metric, task_hib(c, i) ? "0" : "graph 0.05", first);
     for (int m = 0; m < c->n_mech; m++)
         epar_plot_add(&b, "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
                       m ? ", \\\n     " : "", id, epar_nnpos_name(c->mech[m]), seed, m + 1, epar_nnpos_name(c->mech[m]));
     double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
     if (task_learned(c, g, i, &chance, &chance_se) >= 0)
-        epar_plot_add(&b, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (best constant answer): %.3g'", chance, chance);
+        epar_plot_add(&b, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance: %.3g'", chance, chance);
     epar_plot_add(&b, EPAR_PLOT_END);
     return epar_plot_script_text(o, name, title, &b);
 }

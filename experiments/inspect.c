@@ -458,10 +458,10 @@ static void sb_gp_quoted(struct epar_plot_text *b, const char *s)
     for (; *s; s++) epar_plot_add(b, *s == '\'' ? "''" : "%c", *s);
 }
 
-/* tic labels: every k-th position (k so that at most about 32 labels show), "'sym' pos, ..." */
-static void sb_tics(struct epar_plot_text *b, const struct epar_inspect *x)
+/* tic labels: every k-th position (k so that at most about `most` labels show), "'sym' pos, ..." */
+static void sb_tics(struct epar_plot_text *b, const struct epar_inspect *x, int most)
 {
-    int T = x->T, k = (T + 31) / 32;
+    int T = x->T, k = (T + most - 1) / most;
     for (int q = 0; q < T; q += k) {
         char s[64];
         symbol(x, x->tok[q], s, sizeof s);
@@ -471,15 +471,15 @@ static void sb_tics(struct epar_plot_text *b, const struct epar_inspect *x)
     }
 }
 
-/* the axes of one heatmap panel of the input's tokens */
-static void sb_panel_axes(struct epar_plot_text *b, const struct epar_inspect *x)
+/* the axes of one heatmap panel of the input's tokens, at most `most` labels on each */
+static void sb_panel_axes(struct epar_plot_text *b, const struct epar_inspect *x, int most, int font)
 {
     int T = x->T;
     epar_plot_add(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
-    sb_tics(b, x);
-    epar_plot_add(b, ") noenhanced rotate by 90 right font ',8'\nset ytics (");
-    sb_tics(b, x);
-    epar_plot_add(b, ") noenhanced font ',8'\n");
+    sb_tics(b, x, most);
+    epar_plot_add(b, ") noenhanced rotate by 90 right font ',%d'\nset ytics (", font);
+    sb_tics(b, x, most);
+    epar_plot_add(b, ") noenhanced font ',%d'\n", font);
 }
 
 /* one figure per layer: a heatmap per head (key position across, query position down), token labels */
@@ -499,7 +499,7 @@ static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int
                   "noenhanced\n", rows, cols, x->name, in, l);
     epar_plot_add(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
                   "set xlabel 'key' font ',9'\nset ylabel 'query' font ',9'\n");
-    sb_panel_axes(&b, x);
+    sb_panel_axes(&b, x, 32, 8);
     for (int k = 0; k < nh; k++) {
         /* the colour scale tops at the largest weight of rows 1.. (row 0 is always the single weight 1) */
         const float *A = x->att + ((size_t)l * x->NH + hs[k]) * x->T * x->T;
@@ -507,8 +507,9 @@ static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int
         for (int i = 1; i < x->T; i++)
             for (int j = 0; j <= i; j++) top = fmax(top, A[(size_t)i * x->T + j]);
         epar_plot_add(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
-        epar_plot_add(&b, "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
-                      "with boxxyerror fs solid noborder fc palette notitle\n", l, hs[k]);
+        epar_plot_add(&b, EPAR_PLOT_IF("'attention.csv', '($1==%d && $2==%d ? $4 : NaN):5'")
+                      "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
+                      "with boxxyerror fs solid noborder fc palette notitle" EPAR_PLOT_END, l, hs[k], l, hs[k]);
     }
     epar_plot_add(&b, "unset multiplot\n");
     return epar_plot_script_text(o, name, title, &b);
@@ -524,7 +525,7 @@ static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, c
                   "set key bmargin center horizontal\nset bmargin 7\nset xrange [0:%d]\n", 80 + 520 * nl, nl, x->name, x->T - 1);
     if (epar) epar_plot_add(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
     for (int a = 0; a < nl; a++) {
-        epar_plot_add(&b, "set title 'layer %d'\nplot", ls[a]);
+        epar_plot_add(&b, "set title 'layer %d'\n" EPAR_PLOT_IF("'profile.csv', '($1==%d ? $3 : NaN):4'") "plot", ls[a], ls[a]);
         for (int k = 0; k < nh; k++)
             epar_plot_add(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
                       k ? ", \\\n    " : " ", ls[a], hs[k], 1 + k % 8, hs[k]);
@@ -536,7 +537,7 @@ static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, c
             epar_plot_add(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
                           "dt 2 lt %d title 'P(d)%s'", ls[a], hs[k], learned ? 1 + k % 8 : 8, what);
         }
-        epar_plot_add(&b, "\n");
+        epar_plot_add(&b, EPAR_PLOT_END);
     }
     epar_plot_add(&b, "unset multiplot\n");
     return epar_plot_script_text(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
@@ -816,29 +817,34 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
     int st = t ? epar_exp_write_table(out, "comparison.csv", t) : epar_err_set(EPAR_ENOMEM, "out of memory building comparison.csv");
     epar_csv_free(t);
     if (st) return st;
+    /* small multiples: for each layer, the checkpoints side by side, at most 4 to a row (8 checkpoints of one layer:
+     * 2 rows of 4 panels, not one row 4500 pixels wide) */
+    int bands = (n + 3) / 4, cols = (n + bands - 1) / bands;   /* 5 checkpoints: 3 + 2 */
+    char in[64];
+    input_desc(&xs[0], in, sizeof in);
     struct epar_plot_text b = {0};
-    epar_plot_add(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
-                  "'Attention, mean of the heads (query position down, key position across; each colour scale up to "
-                  "the largest weight of rows 1..)'\nunset key\nunset grid\nset size ratio -1\nset tics out\n",
-              40 + 560 * n, 50 + 540 * rows, rows, n);
-    for (int c = 0; c < n; c++) {
-        const struct epar_inspect *x = &xs[c];
-        char in[64];
-        input_desc(x, in, sizeof in);
-        int nl = selection(o->layers, o->n_layers, x->NL, ls);
-        sb_panel_axes(&b, x);
-        for (int a = 0; a < rows; a++) {
-            if (a >= nl) {
+    int W = 60 + 380 * cols, H = 80 + 380 * rows * bands;
+    epar_plot_add(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing "
+                  "%.4f,%.4f title \"Attention on %s, mean of the heads: query position down, key position across\\neach "
+                  "colour scale up to the largest weight of rows 1..\" noenhanced\n"
+                  "unset key\nunset grid\nset size ratio -1\nset tics out\nset colorbox\n",
+                  W, H, rows * bands, cols, 60.0 / W, 1 - 90.0 / W, 60.0 / H, 1 - 70.0 / H, 150.0 / W, 110.0 / H, in);
+    for (int a = 0; a < rows; a++)
+        for (int c = 0; c < bands * cols; c++) {
+            const struct epar_inspect *x = c < n ? &xs[c] : NULL;
+            int nl = x ? selection(o->layers, o->n_layers, x->NL, ls) : 0;
+            if (a >= nl) {   /* past the last checkpoint, or a model with fewer layers */
                 epar_plot_add(&b, "set multiplot next\n");
                 continue;
             }
             double top = mean_row_top(x, ls[a], o);
-            epar_plot_add(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
-                      top > 0 ? top : 1.0);
-            epar_plot_add(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
-                          "fs solid noborder fc palette notitle\n", c, ls[a]);
+            sb_panel_axes(&b, x, 16, 8);
+            epar_plot_add(&b, "set title \"%s\\nlayer %d\" noenhanced font ',9'\nset cbrange [0:%.3g]\nset cbtics font ',7'\n",
+                          x->name, ls[a], top > 0 ? top : 1.0);
+            epar_plot_add(&b, EPAR_PLOT_IF("'comparison.csv', '($1==%d && $3==%d ? $5 : NaN):6'")
+                          "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
+                          "fs solid noborder fc palette notitle" EPAR_PLOT_END, c, ls[a], c, ls[a]);
         }
-    }
     epar_plot_add(&b, "unset multiplot\n");
     return epar_plot_script_text(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
 }

@@ -818,7 +818,7 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
      * stays on it has learned nothing (no line without a final evaluation, e.g. an interrupted run) */
     char chance[256] = "";
     if (r->have_final && isfinite(r->final.chance))
-        snprintf(chance, sizeof chance, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (best constant answer): %.3g'",
+        snprintf(chance, sizeof chance, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (constant answer): %.3g'",
                  r->final.chance, r->final.chance);
     char title[160];
     snprintf(title, sizeof title, "Learning curve of %s on %s", mech, task);
