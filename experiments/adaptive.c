@@ -852,6 +852,7 @@ static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg,
     char xt[4096], yt[4096];
     index_tics(xt, sizeof xt, "xtics", cfg->grid_beta, cfg->n_grid_beta);
     index_tics(yt, sizeof yt, "ytics", cfg->grid_alpha, cfg->n_grid_alpha);
+    int image = cfg->n_grid_beta > 1 && cfg->n_grid_alpha > 1;   /* gnuplot draws no image under 2 x 2: cell by cell */
     return epar_plot_scriptf(o, name, title,
                              "set title '%s'\n"
                              "set xlabel '{/Symbol b} (decay)'\nset ylabel '{/Symbol a} (strength)'\n"
@@ -859,9 +860,10 @@ static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg,
                              "unset key\nset view map\nset tics out\nunset grid\n"
                              "%s%s"
                              "set xrange [-0.5:%d-0.5]\nset yrange [-0.5:%d-0.5]\n"
-                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%d with image, \\\n"
+                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%s%d with %s, \\\n"
                              "     '' skip 1 using 4:3:(sprintf('%s', $%d)) with labels tc rgb 'white' font ',8'\n",
-                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, col, fmt, col);
+                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, image ? "" : "(0.5):(0.5):", col,
+                             image ? "image" : "boxxyerror fs solid noborder fc palette", fmt, col);
 }
 
 /* what the figure steps share: the figures' item, the form and the histogram preambles */
@@ -937,8 +939,7 @@ static int fig_summary(const struct adp_fig *f, struct epar_out *o)
                                 "L=%d, %d seeds x %d runs x %d items)'\n"
                                 "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
                                 "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
-                                EPAR_PLOT_IF("'attention_weights.csv', '2:3'")
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
                                 "%s"
                                 "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
@@ -1052,8 +1053,7 @@ static int fig_types(const struct adp_fig *f, struct epar_out *o)
                                 "set xlabel 'key position j'\nset ylabel 'query position i'\n"
                                 "set cblabel 'attention weight'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                EPAR_PLOT_IF("'attention_weights.csv', '2:3'")
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 where, 1.0 / L)))
         return st;

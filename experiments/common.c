@@ -153,8 +153,8 @@ int epar_exp_heatmap(struct epar_out *o, const char *name, const char *title, co
                              "set xlabel '%s'\nset ylabel '%s'\nset cblabel '%s'\n"
                              "@epar_heatmap\n"
                              "set autoscale xfix\nset autoscale yfix\n"
-                             EPAR_PLOT_IF("'%s', '2:3'") "plot '%s' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END,
-                             title, xlabel, ylabel, cblabel, csv, csv);
+                             "eval epar_cells('%s', '2', '1', '3')\n",
+                             title, xlabel, ylabel, cblabel, csv);
 }
 
 int epar_exp_finish(struct epar_out *o, int no_render, int jobs)

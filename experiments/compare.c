@@ -991,8 +991,7 @@ static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct
                              "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
                              "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
                              "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
-                             EPAR_PLOT_IF("'consistency_matrix.csv', '2:3'")
-                             "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END,
+                             "eval epar_cells('consistency_matrix.csv', '2', '1', '3')\n",
                              cfg->prm.n_seeds, tics);
 }
 

@@ -484,8 +484,7 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set title 'P(i,j) over all query-key pairs'\nset xlabel 'key position j'\n"
                                 "set ylabel 'query position i'\nset cblabel 'P(i,j)'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                EPAR_PLOT_IF("'position_effect_matrix.csv', '2:3'")
-                                "plot 'position_effect_matrix.csv' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END
+                                "eval epar_cells('position_effect_matrix.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 prm->alpha, prm->beta, prm->gamma, L, form)))
         return st;
@@ -498,8 +497,7 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set xlabel 'key position j'\nset ylabel 'query position i'\n"
                                 "set cblabel 'attention weight'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                EPAR_PLOT_IF("'attention_weights.csv', '2:3'")
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle" EPAR_PLOT_END
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 where)))
         return st;

@@ -1182,6 +1182,9 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
         if (v > hi) hi = v;
     }
     int logcb = lo > 0 && hi / lo > 20;
+    /* gnuplot draws no image under 2 x 2: a grid of one row or column cell by cell */
+    const char *cells = nx > 1 && ny > 1 ? "" : "(0.5):(0.5):",
+               *style = nx > 1 && ny > 1 ? "image" : "boxxyerror fs solid noborder fc palette";
     tics(xt, sizeof xt, "xtics", xv, nx);
     tics(yt, sizeof yt, "ytics", yv, ny);
     int n = snprintf(body, sizeof body,
@@ -1194,10 +1197,10 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
     for (int q = 0; q < 3 && n < (int)sizeof body; q++)
         n += snprintf(body + n, sizeof body - n,
                       "set title '%s'\n%s" EPAR_PLOT_IF("'%s', '%d:%d'")
-                      "plot '%s' skip 1 using %d:%d:%d with image, \\\n"
+                      "plot '%s' skip 1 using %d:%d:%s%d with %s, \\\n"
                       "     '' skip 1 using %d:%d:(sprintf('%%.3g', column(%d))) with labels boxed font ',6'" EPAR_PLOT_END,
                       pn[q].label, q == 1 && logcb ? "set logscale cb\nset format cb '10^{%L}'\n" : "unset logscale cb\nset format cb '%g'\n",
-                      csv, col1(t, xidx), col1(t, pn[q].metric), csv, col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric),
+                      csv, col1(t, xidx), col1(t, pn[q].metric), csv, col1(t, xidx), col1(t, yidx), cells, col1(t, pn[q].metric), style,
                       col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric));
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
     snprintf(body + n, sizeof body - n, "unset multiplot\n");
