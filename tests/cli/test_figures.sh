@@ -58,7 +58,7 @@ expect_exit 0 "benchmark, one task and one mechanism" -- "$EPAR" benchmark --bud
 for s in parameter optimal adaptive compare position benchmark; do all_rendered "$d/$s" "degenerate run: $s"; done
 
 # ---- every script on degenerate tables
-python3 tests/cli/degenerate_figures.py "$o" "$d" "$T_TMP/i" >"$T_TMP/degen.txt" 2>&1 && ok ||
+python3 tests/cli/degenerate_figures.py "$o" "$T_TMP/i" >"$T_TMP/degen.txt" 2>&1 && ok ||
     fail "figures on degenerate tables: $(grep -v '^#' "$T_TMP/degen.txt" | head -5 | tr '\n' ' ')"
 
 # ---- a script gnuplot rejects: its message, how to keep the scripts, nothing written
