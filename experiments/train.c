@@ -827,7 +827,7 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
                              "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
                              "set xlabel 'training tokens'\nset format x '%%.1s%%c'\n"   /* 50.0k, 1.5M: no crowded digits */
                              "set ylabel 'cross-entropy (nats per scored token)'\nset key top right\n"
-                             EPAR_PLOT_IF("'learning_curve.csv', '2:3'")
+                             EPAR_PLOT_IF("'learning_curve.csv', '2:4'")
                              "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
                              "     '' skip 1 using 2:4 with linespoints title 'eval'" EPAR_PLOT_END
                              "set ylabel '%s'\nset key %s right\nset offsets 0, 0, graph 0.05, %s\n"   /* away from the curve's end */
