@@ -153,7 +153,7 @@ int epar_exp_heatmap(struct epar_out *o, const char *name, const char *title, co
                              "set xlabel '%s'\nset ylabel '%s'\nset cblabel '%s'\n"
                              "@epar_heatmap\n"
                              "set autoscale xfix\nset autoscale yfix\n"
-                             "plot '%s' skip 1 using 2:1:3 with image notitle\n",
+                             "eval epar_cells('%s', '2', '1', '3')\n",
                              title, xlabel, ylabel, cblabel, csv);
 }
 

@@ -304,13 +304,14 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
                      "set title 'Claims audit: verdicts per section (%zu claims)'\n"
                      "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
                      "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
-                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\nplot ",
+                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\n"
+                     EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ",
                      a->n);
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT && u < (int)sizeof body; v++)
         u += snprintf(body + u, sizeof body - (size_t)u, "%s'verdicts.csv' skip 1 using %d%s title '%s' lc rgb '%s'",
                       v ? ", \\\n     " : "", v + 2, v ? "" : ":xtic(1)", epar_audit_verdict_name((enum epar_audit_verdict)v),
                       colour[v]);
-    if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, "\n");
+    if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, EPAR_PLOT_END);
     return epar_plot_script(o, "verdicts", "Verdicts per section of the audit", body);
 }
 
@@ -353,7 +354,7 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
     int u = snprintf(body, sizeof body,
                      "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1; colour = form, dash = preset), and the paper''s reported values'\n"
                      "set xlabel 'distance d / L'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
-                     "set key bottom left\nplot ");
+                     "set key bottom left\n" EPAR_PLOT_IF("'retention_curves.csv', '1:2'") "plot ");
     for (int p = 0; p < np && u < (int)sizeof body; p++) {
         char name[64];
         snprintf(name, sizeof name, "%s", pn[p]);
@@ -368,7 +369,7 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
     if (u < (int)sizeof body)
         snprintf(body + u, sizeof body - (size_t)u,
                  "'retention_reported.csv' skip 1 using 1:2 with points pt 7 ps 1.6 lc rgb 'black' title 'reported by "
-                 "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle\n");
+                 "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle" EPAR_PLOT_END);
     return epar_plot_script(o, "retention_curves", "Retention of the basic and enhanced forms", body);
 }
 

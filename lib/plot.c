@@ -52,6 +52,34 @@ int epar_plot_scriptf(struct epar_out *o, const char *name, const char *title, c
     return st;
 }
 
+void epar_plot_add(struct epar_plot_text *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) { b->oom = 1; return; }
+        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+int epar_plot_script_text(struct epar_out *o, const char *name, const char *title, struct epar_plot_text *b)
+{
+    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name)
+                    : epar_plot_script(o, name, title, b->s ? b->s : "");
+    free(b->s);
+    b->s = NULL;
+    b->n = b->cap = 0;
+    return st;
+}
+
 int epar_plot_available(void)
 {
     const char *path = getenv("PATH");
@@ -103,8 +131,13 @@ static pid_t spawn_gnuplot(const char *dir, const char *script)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir(dir) != 0) _exit(127);
-        int dn = open("/dev/null", O_RDWR);
-        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(dn, 2); }
+        /* gnuplot's messages go to <script>.log, read back if it fails (removed otherwise) */
+        char log[300];
+        snprintf(log, sizeof log, "%s.log", script);
+        int dn = open("/dev/null", O_RDWR), lg = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(lg >= 0 ? lg : dn, 2); }
+        if (dn > 2) close(dn);
+        if (lg > 2) close(lg);
         execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }
@@ -146,6 +179,23 @@ static int check_png(const char *dir, const char *script)
     return EPAR_EIO;
 }
 
+/* the last line gnuplot wrote to <script>.log in dir (its error: '"x.gp" line 52: x range is invalid'), and the log
+ * removed; "" when there is none */
+static void gnuplot_message(const char *dir, const char *script, char *msg, size_t n)
+{
+    char path[PATH_MAX + 300], line[400];
+    snprintf(path, sizeof path, "%.4095s/%.250s.log", dir, script);
+    msg[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] && line[0] != ' ' && line[0] != '\t') snprintf(msg, n, "%s", line);
+    }
+    fclose(f);
+    unlink(path);
+}
+
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
 {
     if (rendered) *rendered = 0;
@@ -183,6 +233,8 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
             if (pids[i] != p) continue;
             pids[i] = 0;
             running--;
+            char msg[400];
+            gnuplot_message(o->stage_dir, names[i], msg, sizeof msg);
             int ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
             if (!ok) {
                 /* a full disk can make gnuplot fail too: then that is the message */
@@ -193,8 +245,9 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
                 if (statvfs(o->stage_dir, &vs) == 0 && (double)vs.f_bavail * vs.f_frsize < 65536) {
                     st = epar_out_write_error(png, ENOSPC);
                 } else {
-                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'", names[i]);
-                    epar_err_hint("run 'gnuplot %s' in the output folder to see the message", names[i]);
+                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'%s%s", names[i], msg[0] ? ": " : "", msg);
+                    epar_err_hint("nothing was written; rerun with --no-render to keep the tables and scripts, then "
+                                  "run 'gnuplot %s' in %s", names[i], o->final_dir);
                 }
             } else if (st == EPAR_OK && (st = check_png(o->stage_dir, names[i])) == EPAR_OK && rendered)
                 (*rendered)++;

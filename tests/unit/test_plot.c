@@ -50,6 +50,10 @@ int main(void)
         check_int(epar_plot_script(&o, "bad", "broken", "plot this is not gnuplot\n"), EPAR_OK, "write a bad script");
         check_int(epar_plot_render(&o, 1, NULL), EPAR_EIO, "a script gnuplot rejects is an error");
         check_true(strstr(epar_err_message(), "bad.gp") != NULL, "the error names the script");
+        check_true(strstr(epar_err_message(), "\"bad.gp\" line ") != NULL, "the error has gnuplot's message");
+        check_true(strstr(epar_err_hint_text(), "--no-render") != NULL, "the hint says how to keep the scripts");
+        check_true(access(epar_out_path(&o, "fig.gp.log"), F_OK) != 0 && access(epar_out_path(&o, "bad.gp.log"), F_OK) != 0,
+                   "gnuplot's logs are removed");
         remove(epar_out_path(&o, "bad.gp"));
         /* gnuplot exits 0 when cairo could not write the PNG (a full disk): the file is checked. Here the script
          * itself damages its figure after writing it: cut short, empty, absent. */
@@ -71,6 +75,21 @@ int main(void)
             remove(epar_out_path(&o, name));
         }
         check_int(epar_plot_render(&o, 2, &rendered), EPAR_OK, "the complete figure alone renders again");
+        /* a script built piece by piece, longer than the first allocation, and a plot of an empty table: "no data" */
+        FILE *f = fopen(epar_out_path(&o, "empty.csv"), "w");
+        if (f) fputs("x,y\n", f);
+        if (f) fclose(f);
+        struct epar_plot_text t = {0};
+        for (int i = 0; i < 400; i++) epar_plot_add(&t, "# filler line %03d to grow the text past its first allocation\n", i);
+        epar_plot_add(&t, EPAR_PLOT_IF("'empty.csv', '1:2'") "plot 'empty.csv' skip 1 using 1:2 with lines" EPAR_PLOT_END
+                          "# the end\n");
+        check_true(t.n > 20000 && !t.oom, "the text grows");
+        check_int(epar_plot_script_text(&o, "empty", "An empty table", &t), EPAR_OK, "write the built script");
+        check_true(t.s == NULL, "the text is freed");
+        check_int(epar_plot_render(&o, 2, &rendered), EPAR_OK, "a plot of an empty table renders");
+        check_true(access(epar_out_path(&o, "empty.png"), F_OK) == 0, "its PNG, a 'no data' panel");
+        snprintf(p, sizeof p, "tail -c 200 %s | grep -q '^# the end$'", epar_out_path(&o, "empty.gp"));
+        check_int(system(p), 0, "the script is complete");
     } else {
         printf("# gnuplot not installed: rendering checks skipped\n");
     }
