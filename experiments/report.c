@@ -29,6 +29,7 @@ static const struct {
     {"when-to-use", "When to use EPAR (paper §5.4)"},
     {"trained-attention", "What trained attention concentrates on (paper §4, on the benchmark's trained proxies)"},
     {"seeds", "Statements of the other source documents (001-004, epar compare)"},
+    {"related-work", "The paper on other position methods (paper README, epar compare)"},
 };
 
 static const char *group_title(const char *id)

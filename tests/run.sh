@@ -25,7 +25,7 @@ run_counted() { # prog args... ; parses "# name: N passed, M failed"
     p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
     f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok $* (exit $rc)"; fi
-    printf '%s\n' "$out" | grep -E '^not ok' || true
+    printf '%s\n' "$out" | grep -E '^(not ok|# pending)' || true
     echo "$line"
     add "$p" "$f"
 }
