@@ -379,7 +379,32 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
 struct doc {
     FILE *f;
     int html;
+    const char *dir;    /* the folder the document is written to: where its images' .gp scripts are */
 };
+
+/* The size gnuplot gives <dir>/<name>.png: the last "set terminal ... size W,H" of its script (the shared style's,
+ * or the script's own). The report's figures are rendered after the report is written, so their size comes from
+ * their script; 0 when unknown. */
+static int gp_png_size(const char *dir, const char *png, int *w, int *h)
+{
+    char p[4400], line[512];
+    size_t l = strlen(png);
+    *w = *h = 0;
+    if (!dir || l < 5 || strcmp(png + l - 4, ".png")) return 0;
+    snprintf(p, sizeof p, "%s/%.*s.gp", dir, (int)(l - 4), png);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        int a, b;
+        const char *z = strstr(line, " size ");
+        if (!strncmp(line, "set terminal ", 13) && z && sscanf(z, " size %d,%d", &a, &b) == 2 && a > 0 && b > 0) {
+            *w = a;
+            *h = b;
+        }
+    }
+    fclose(f);
+    return *w > 0;
+}
 
 static void esc(FILE *f, const char *s, size_t n)
 {
@@ -430,6 +455,10 @@ static void doc_inline(struct doc *d, const char *s, int cell)
             esc(d->f, h, (size_t)(he - h));
             fputs(img ? "\" alt=\"" : "\">", d->f);
             esc(d->f, t, (size_t)(e - t));
+            char src[512];
+            int w, hh;
+            snprintf(src, sizeof src, "%.*s", (int)(he - h), h);
+            if (img && gp_png_size(d->dir, src, &w, &hh)) fprintf(d->f, "\" width=\"%d\" height=\"%d", w, hh);
             fputs(img ? "\">" : "</a>", d->f);
             s = he + 1;
         } else {
@@ -882,6 +911,8 @@ static const char page_css[] =
     ".v-not-reproduced{background:#fbe3e3}.v-inconclusive,.v-stale{background:#fdf0dc}"
     ".v-ill-posed,.v-needs-2-seeds,.v-not-reproducible-here{background:#eeeeee}\n"
     "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}td.num{white-space:nowrap}\n"
+    /* a verdict breaks between its words only ("not reproducible / here"), never inside one ("inconclusiv e") */
+    "table.claims td.verdict{overflow-wrap:normal;word-break:normal;hyphens:none;min-width:7.5em}\n"
     "details{font-size:0.92em}details summary{cursor:pointer;color:#1f4e99}\n"
     ".chips button{margin:2px;padding:2px 8px;border:1px solid #999;border-radius:10px;cursor:pointer;font-size:0.9em}\n"
     "@media (max-width:760px){table.claims,table.claims tbody,table.claims tr,table.claims td{display:block;width:100%}"
@@ -1071,7 +1102,11 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
     const char *path = epar_out_path(o, name);
     FILE *f = fopen(path, "w");
     if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-    struct doc d = {f, as_html};
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    struct doc d = {f, as_html, dir};
     write_report(&d, out_root, a, info, rp, rt, im);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
@@ -1130,7 +1165,8 @@ static void verdict_slug(enum epar_audit_verdict v, char *out, size_t n)
     out[k] = '\0';
 }
 
-/* what a figure shows: the title line its .gp script starts with ("# <title>"), else its file name */
+/* what a figure shows: the title line its .gp script starts with ("# <title>", gnuplot's enhanced-text markup), else
+ * its file name */
 static void figure_caption(const char *out_root, const char *rel_png, char *out, size_t n)
 {
     char p[4300];
@@ -1146,18 +1182,26 @@ static void figure_caption(const char *out_root, const char *rel_png, char *out,
     fclose(f);
 }
 
+/* one figure: the image at its own size (width and height from the PNG, so the page does not move when lazy images
+ * load and a contents link lands at its heading), the caption with the title's markup rendered */
 static void index_figure(FILE *f, const char *out_root, const char *rel_png)
 {
-    char cap[512], gp[600];
+    char cap[512], cap_html[2048], cap_text[1024], gp[600], png[4300];
     figure_caption(out_root, rel_png, cap, sizeof cap);
+    epar_plot_title_render(cap, 1, cap_html, sizeof cap_html);
+    epar_plot_title_render(cap, 0, cap_text, sizeof cap_text);
+    snprintf(png, sizeof png, "%s/%s", out_root, rel_png);
+    int w = 0, h = 0;
+    if (epar_plot_png_size(png, &w, &h)) epar_err_clear(); /* not a PNG gnuplot wrote: no size to reserve */
     fputs("<figure><a href=\"", f);
     html(f, rel_png);
     fputs("\"><img src=\"", f);
     html(f, rel_png);
     fputs("\" alt=\"", f);
-    html(f, cap);
+    html(f, cap_text);
+    if (w > 0) fprintf(f, "\" width=\"%d\" height=\"%d", w, h);
     fputs("\" loading=\"lazy\"></a><figcaption>", f);
-    html(f, cap);
+    fputs(cap_html, f);
     fputs(" <small>(<code>", f);
     html(f, rel_png);
     fputs("</code>", f);
@@ -1192,7 +1236,7 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
         html(f, sd);
         fputs(")</small>", f);
     }
-    fputs("</td><td data-label=\"verdict\"><strong>", f);
+    fputs("</td><td data-label=\"verdict\" class=\"verdict\"><strong>", f);
     html(f, epar_audit_verdict_name(r->verdict));
     fputs("</strong></td><td data-label=\"how\"><details><summary>rule, measurement, source, note</summary>"
           "<b>rule</b> ", f);
