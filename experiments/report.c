@@ -223,7 +223,7 @@ static struct epar_table *implied_table(const struct report_proto *rp)
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
     do {                                                                                                         \
-        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN};                                                  \
+        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};                                    \
         char acc_[128];                                                                                          \
         const char *yes = isfinite(rep) ? (epar_audit_judge(&printed, (rep), (unit), &m_, 0.95, acc_, sizeof acc_) == \
                                                    EPAR_AUDIT_HOLDS ? "yes" : "no")                               \
@@ -622,23 +622,48 @@ static void round_like(const char *rep, double m, int fails, char *out, size_t n
     if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
 }
 
-/* the measured column of a claim ("a; b; c" for several readings), each number rounded like the reported figure */
+/* the i-th "; "-separated item of s ("" past the end) */
+static void nth_item(const char *s, int i, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (; s && *s && i > 0; i--) {
+        const char *e = strstr(s, "; ");
+        s = e ? e + 2 : NULL;
+    }
+    if (!s || !*s) return;
+    const char *e = strstr(s, "; ");
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+}
+
+/* the measured column of a claim ("a; b; c" for several readings), each number rounded like the reported figure and
+ * followed by its interval where the audit has one ("-45.7% [-142.0%, 50.1%]": the smallest improvement over the
+ * baselines of a beats-all claim, between the smallest lower and upper ends) */
 static void shown_measured(const struct epar_audit_row *r, char *out, size_t n)
 {
     int fails = r->verdict == EPAR_AUDIT_NOT_REPRODUCED || r->verdict == EPAR_AUDIT_PARTLY;
     out[0] = '\0';
-    const char *p = r->measured;
-    while (p && *p) {
+    int items = 0;
+    for (const char *p = r->measured; p && *p; items++) {
         const char *e = strstr(p, "; ");
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        char item[64], num[64];
-        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        p = e ? e + 2 : NULL;
+    }
+    for (int i = 0; i < items; i++) {
+        char item[64], num[64], lo[64], hi[64];
+        nth_item(r->measured, i, item, sizeof item);
         char *end;
         double v = strtod(item, &end);
         if (*item && !*end) round_like(r->reported, v, fails, num, sizeof num);
         else snprintf(num, sizeof num, "%s", item);
-        snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "; " : "", num);
-        p = e ? e + 2 : NULL;
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? "; " : "", num);
+        nth_item(r->measured_lo, i, lo, sizeof lo);
+        nth_item(r->measured_hi, i, hi, sizeof hi);
+        if (*lo && *hi && *item) {
+            char l[64], h[64];
+            round_like(r->reported, strtod(lo, NULL), 0, l, sizeof l);
+            round_like(r->reported, strtod(hi, NULL), 0, h, sizeof h);
+            snprintf(out + strlen(out), n - strlen(out), " [%s, %s]", l, h);
+        }
     }
 }
 
@@ -911,6 +936,7 @@ static const char page_css[] =
     ".v-not-reproduced{background:#fbe3e3}.v-inconclusive,.v-stale{background:#fdf0dc}"
     ".v-ill-posed,.v-needs-2-seeds,.v-not-reproducible-here{background:#eeeeee}\n"
     "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}td.num{white-space:nowrap}\n"
+    "td.num.meas{white-space:normal;overflow-wrap:normal}td.meas span{white-space:nowrap}\n"
     /* a verdict breaks between its words only ("not reproducible / here"), never inside one ("inconclusiv e") */
     "table.claims td.verdict{overflow-wrap:normal;word-break:normal;hyphens:none;min-width:7.5em}\n"
     "details{font-size:0.92em}details summary{cursor:pointer;color:#1f4e99}\n"
@@ -1229,8 +1255,18 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
     html(f, r->statement);
     fputs("</td><td data-label=\"reported\" class=\"num\">", f);
     html(f, r->reported);
-    fputs("</td><td data-label=\"measured\" class=\"num\">", f);
-    html(f, meas);
+    /* each reading on one line, several readings side by side as room allows */
+    fputs("</td><td data-label=\"measured\" class=\"num meas\">", f);
+    for (const char *p = meas; *p;) {
+        const char *e = strstr(p, "; ");
+        size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+        fputs("<span>", f);
+        esc(f, p, len);
+        fputs("</span>", f);
+        if (!e) break;
+        fputc(' ', f);
+        p = e + 2;
+    }
     if (*sd) {
         fputs(" <small>(sd ", f);
         html(f, sd);
