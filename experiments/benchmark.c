@@ -1638,7 +1638,10 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
                          "the metric stays beyond chance + %g se (mean over the seeds that learned; none: not learned)'\n"
                          "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 "
                          "border -1\nset xtics rotate by -30\nset ylabel 'optimiser steps'\nset yrange [0:%d]\n"
-                         "set key outside right\nset datafile separator ','\nplot ", LEARNED_Z, c->b.steps);
+                         /* the x range given: when no task is learned (the smoke budget) every value is NaN, and
+                          * gnuplot refuses to autoscale an empty plot */
+                         "set xrange [-0.5:%g]\nset key outside right\nset datafile separator ','\nplot ", LEARNED_Z,
+                         c->b.steps, c->n_tasks - 0.5);
         for (int m = 0; m < c->n_mech && l > 0 && (size_t)l < sizeof body; m++)
             l += snprintf(body + l, sizeof body - (size_t)l, "%s'steps_to_learn.csv' skip 1 every %d::%d using 6:xtic(1) lt %d "
                           "title '%s'", m ? ", \\\n     " : "", c->n_mech, m, m + 1, epar_nnpos_name(c->mech[m]));

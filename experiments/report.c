@@ -618,6 +618,8 @@ static void round_like(const char *rep, double m, int fails, char *out, size_t n
         snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
         snprintf(out, n, "%.*f", dec, m * scale);
     }
+    /* a value that is not zero never prints as zero (-0.000134 at the precision of "4.7%" would be "0.0%") */
+    while (m != 0 && strtod(out, NULL) == 0 && dec < 12) snprintf(out, n, "%.*f", ++dec, m * scale);
     if (out[0] == '-' && strtod(out, NULL) == 0) memmove(out, out + 1, strlen(out)); /* -0.00 -> 0.00 */
     if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
 }
@@ -1287,6 +1289,15 @@ static const struct epar_field audit_run_rows[] = {
     EPAR_FIELD_END_};
 #undef AR
 
+/* a relative difference as a signed percentage: one decimal, more when that would print a nonzero value as 0 */
+static void pct_text(double v, char *out, size_t n)
+{
+    int dec = 1;
+    snprintf(out, n, "%+.*f %%", dec, 100 * v);
+    while (v != 0 && strtod(out, NULL) == 0 && dec < 12) snprintf(out, n, "%+.*f %%", ++dec, 100 * v);
+    if (v == 0) snprintf(out, n, "0.0 %%");
+}
+
 /* the benchmark block: what the trained proxies gave (main_table.csv, cost.csv of <out>/benchmark) */
 static void summary_benchmark(struct summary *s, const char *out_root, const struct bench_run *br)
 {
@@ -1304,9 +1315,11 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
             double rel = epar_csv_get(t, r, "enhanced_vs_best_rel");
             if (!task) continue;
             tasks++;
+            char pc[32];
+            pct_text(rel, pc, sizeof pc);
             if (isfinite(rel))
-                snprintf(best + strlen(best), sizeof best - strlen(best), "%s%s %+.1f %% (%s)", *best ? ", " : "", task,
-                         100 * rel, bb ? bb : "?");
+                snprintf(best + strlen(best), sizeof best - strlen(best), "%s%s %s (%s)", *best ? ", " : "", task, pc,
+                         bb ? bb : "?");
             double nb = epar_csv_get(t, r, "enhanced_beats"), nw = epar_csv_get(t, r, "enhanced_beaten_holm"),
                    nbase = epar_csv_get(t, r, "baselines");
             beats += isfinite(nb) && isfinite(nbase) && nb == nbase && nbase > 0;
@@ -1325,7 +1338,8 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
             sum_add(s, "benchmark", "versus_every", 0,
                     "- Against every baseline (the pre-registered paired comparisons, `comparisons.csv`): EPAR enhanced "
                     "is above each baseline at the audit's level on %d of %d tasks; a baseline is better after the Holm "
-                    "adjustment on %d%s%s%s.", beats, tasks, beaten, beaten ? " (" : "", every, beaten ? ")" : "");
+                    "adjustment on %d task%s%s%s%s.", beats, tasks, beaten, beaten == 1 ? "" : "s", beaten ? " (" : "",
+                    every, beaten ? ")" : "");
     }
     epar_csv_free(t);
     t = NULL;
@@ -1339,12 +1353,15 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
                    ob = epar_csv_get(t, r, "overhead_vs_basic"), obh = epar_csv_get(t, r, "overhead_vs_basic_hw"),
                    share = epar_csv_get(t, r, "attention_share"), rounds = epar_csv_get(t, r, "repeats");
             if (!isfinite(on)) break;
+            char pn[32], pb[32];
+            pct_text(on, pn, sizeof pn);
+            pct_text(ob, pb, sizeof pb);
             sum_add(s, "benchmark", "cost", 0,
-                    "- The training step's CPU time with EPAR enhanced: %+.1f %% (± %.1f %%) over `none` and %+.1f %% "
-                    "(± %.1f %%) over the basic form, in %.0f interleaved rounds; the position mechanism and attention "
-                    "are %.0f %% of this small model's step (`cost.csv`: scale an overhead by that share for another "
-                    "model). These are wall-clock measurements: they differ a little between runs.",
-                    100 * on, 100 * onh, 100 * ob, 100 * obh, rounds, 100 * share);
+                    "- The training step's CPU time with EPAR enhanced: %s (± %.1f %%) over `none` and %s (± %.1f %%) "
+                    "over the basic form, in %.0f interleaved rounds; the position mechanism and attention are %.0f %% "
+                    "of this small model's step (`cost.csv`: scale an overhead by that share for another model). These "
+                    "are wall-clock measurements: they differ a little between runs.",
+                    pn, 100 * onh, pb, 100 * obh, rounds, 100 * share);
             break;
         }
     epar_csv_free(t);
@@ -1444,10 +1461,11 @@ static void summary_lines(struct summary *s, const char *out_root, const struct 
                 }
             sum_add(s, "summary", "proxy", 0,
                     "- **Trained proxies** (`proxy_*`: small Transformers trained here, one per position mechanism, "
-                    "task and seed, budget `%s`, %lld cells): %d claims, %s. EPAR enhanced beats every baseline in %d of "
-                    "the %d claims that it does (rule `beats_all`; measured: its smallest improvement over the "
-                    "baselines, with the interval). Reproduced: %s. Not or partly reproduced: %s.",
-                    br->budget.name ? br->budget.name : "?", (long long)br->cells, nproxy, counts, nbh, nb,
+                    "task and seed, budget `%s`, %lld cells): %d claims, %s. Of the %d claims that EPAR enhanced beats "
+                    "every baseline (rule `beats_all`; measured: its smallest improvement over the baselines, with its "
+                    "interval), %d %s reproduced. Reproduced: %s. Not or partly reproduced: %s.",
+                    br->budget.name ? br->budget.name : "?", (long long)br->cells, nproxy, counts, nb, nbh,
+                    nbh == 1 ? "is" : "are",
                     *yes ? yes : "none", *no ? no : "none");
             summary_benchmark(s, out_root, br);
         }
