@@ -1325,8 +1325,8 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
             beats += isfinite(nb) && isfinite(nbase) && nb == nbase && nbase > 0;
             if (isfinite(nw) && nw > 0) {
                 beaten++;
-                snprintf(every + strlen(every), sizeof every - strlen(every), "%s%s (%d of %d)", *every ? ", " : "",
-                         task, (int)nw, (int)nbase);
+                snprintf(every + strlen(every), sizeof every - strlen(every), "%s%s: %d of %d baselines",
+                         *every ? "; " : "", task, (int)nw, (int)nbase);
             }
         }
         if (*best)
