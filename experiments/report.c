@@ -937,16 +937,18 @@ static const char page_css[] =
     ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
     ".v-not-reproduced{background:#fbe3e3}.v-inconclusive,.v-stale{background:#fdf0dc}"
     ".v-ill-posed,.v-needs-2-seeds,.v-not-reproducible-here{background:#eeeeee}\n"
-    "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}td.num{white-space:nowrap}\n"
-    "td.num.meas{white-space:normal;overflow-wrap:normal}td.meas span{white-space:nowrap}\n"
+    /* figures wrap between words, never inside a number; the statement keeps room to be read */
+    "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}table.claims td.num{overflow-wrap:normal}"
+    "td.meas span{white-space:nowrap}table.claims td[data-label=claim]{min-width:14em}\n"
     /* a verdict breaks between its words only ("not reproducible / here"), never inside one ("inconclusiv e") */
-    "table.claims td.verdict{overflow-wrap:normal;word-break:normal;hyphens:none;min-width:7.5em}\n"
+    "table.claims td.verdict,table.claims details summary{overflow-wrap:normal;word-break:normal;hyphens:none}"
+    "table.claims td.verdict{min-width:7.5em}\n"
     "details{font-size:0.92em}details summary{cursor:pointer;color:#1f4e99}\n"
     ".chips button{margin:2px;padding:2px 8px;border:1px solid #999;border-radius:10px;cursor:pointer;font-size:0.9em}\n"
     "@media (max-width:760px){table.claims,table.claims tbody,table.claims tr,table.claims td{display:block;width:100%}"
     "table.claims tr.head{display:none}table.claims tr{border:1px solid #bbb;margin-bottom:8px}"
     "table.claims td{border:none;padding:2px 6px}table.claims td[data-label]::before{content:attr(data-label) \": \";"
-    "font-weight:bold}td.num{white-space:normal}}\n";
+    "font-weight:bold}table.claims td[data-label=claim]{min-width:0}}\n";
 
 static void page_head(FILE *f, const char *title)
 {
