@@ -119,7 +119,7 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     char how[160];
     acc[0] = '\0';
     if (t->rule == EPAR_AUDIT_BEATS_ALL && m->n == 1) return EPAR_AUDIT_FEW_SEEDS;   /* one seed: no interval */
-    if (!isfinite(v)) return EPAR_AUDIT_UNDECIDED;
+    if (!isfinite(v) || (t->rule == EPAR_AUDIT_BEATS_ALL && !isfinite(m->lo))) return EPAR_AUDIT_UNDECIDED;
     switch (t->rule) {
     case EPAR_AUDIT_PRINTED: {
         double lo = r - u / 2, hi = r + u / 2;
@@ -182,20 +182,20 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         if (hi < t->lo || lo > t->hi) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
     }
-    case EPAR_AUDIT_BEATS_ALL:
+    case EPAR_AUDIT_BEATS_ALL: {
         /* "the subject improves on every rival" (an intersection-union test: each comparison at the level, no
-         * correction): v is the smallest lower end, over the rivals, of the interval of the paired improvement at
-         * the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv); fails when a
-         * rival is better after a Holm adjustment across the rivals; open otherwise */
-        if (isfinite(m->holm))
-            snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); fails if a rival is better at "
-                     "Holm-adjusted p < %.3g (smallest such p: %.3g)", r, v, 1 - level, m->holm);
-        else
-            snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); fails if a rival is better at "
-                     "Holm-adjusted p < %.3g (no rival is better with a defined p)", r, v, 1 - level);
-        if (v > r) return EPAR_AUDIT_HOLDS;
+         * correction): v is the smallest paired improvement over the rivals, lo the smallest lower end of their
+         * intervals at the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv): holds
+         * when lo > r; fails when a rival is better after a Holm adjustment across the rivals; open otherwise */
+        char p[64] = "no rival is better with a defined p";
+        if (isfinite(m->holm)) snprintf(p, sizeof p, "smallest such p: %.3g", m->holm);
+        snprintf(acc, n, "every rival's interval above %.6g (smallest improvement %.6g, interval [%.6g, %.6g]: smallest "
+                 "lower end %.6g); fails if a rival is better at Holm-adjusted p < %.3g (%s)", r, v, m->lo, m->hi,
+                 m->lo, 1 - level, p);
+        if (m->lo > r) return EPAR_AUDIT_HOLDS;
         if (isfinite(m->holm) && m->holm < 1 - level) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
+    }
     case EPAR_AUDIT_AT_LEAST:
         snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);
         return v >= r * (1 - t->slack) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
@@ -426,11 +426,12 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "learned_column", "holm_column", "aggregate",
-                                           "group_by", "posfx", "needs", "readings", NULL};
+                                           "n_column", "against_column", "learned_column", "holm_column", "lo_column",
+                                           "hi_column", "aggregate", "group_by", "posfx", "needs", "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
-                                           "holm_column", "aggregate", "group_by", "posfx", NULL};
+                                           "holm_column", "lo_column", "hi_column", "aggregate", "group_by", "posfx",
+                                           NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
@@ -527,7 +528,7 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column", "holm_column", "group_by"};
+                                       "learned_column", "holm_column", "lo_column", "hi_column", "group_by"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
@@ -626,6 +627,20 @@ static int check_claim(struct vctx *v, json_t *c, size_t i)
     char rj[128];
     snprintf(rj, sizeof rj, "%s.reported", base);
     json_t *rd = json_object_get(m, "readings");
+    if (r == EPAR_AUDIT_BEATS_ALL) { /* the rule judges the lower end of the interval: the file must give it */
+        size_t j;
+        json_t *x;
+        json_t *one = json_array();
+        if (!rd) json_array_append(one, m);
+        json_array_foreach(rd ? rd : one, j, x) {
+            if (json_object_get(x, "posfx") || json_object_get(x, "lo_column")) continue;
+            if (rd) snprintf(v->jp, sizeof v->jp, "%s.readings[%zu]", mb, j);
+            else snprintf(v->jp, sizeof v->jp, "%s", mb);
+            json_decref(one);
+            return verr(v, "rule beats_all judges the lower end of the interval: add \"lo_column\" (and \"hi_column\")");
+        }
+        json_decref(one);
+    }
     if (!rd) {
         if ((st = check_one_measure(v, m, mb))) return st;
         return check_reported(v, json_object_get(c, "reported"), rj, r, json_object_get(m, "against_column") != NULL);
@@ -951,7 +966,7 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
     }
     int nr;
     char why[512];
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
     if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, ag, &rd->m.value, &rd->m.sd, &nr, why, sizeof why) ||
         (ac && isnan(rd->r = same_rows(t, m, ac, why, sizeof why)))) {
         rd->spec_problem = 1;
@@ -964,6 +979,8 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
         rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
+        rd->m.lo = same_rows(t, m, jstr(m, "lo_column", NULL), why, sizeof why);
+        rd->m.hi = same_rows(t, m, jstr(m, "hi_column", NULL), why, sizeof why);
         if (jstr(m, "group_by", NULL)) {
             rd->m.stochastic = 1;
             if (grouped_spread(t, m, col, jstr(m, "group_by", NULL), &rd->m.sd, &rd->m.n, why, sizeof why)) {
@@ -999,7 +1016,7 @@ static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const stru
 {
     json_t *own = json_object_get(m, "reported");
     reported_of(own ? own : claim_rep, &rd->r, &rd->u);
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
     if (json_object_get(m, "posfx")) {
         char desc[256];
         if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
@@ -1042,6 +1059,8 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
         snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
     else if (isfinite(rd->m.se))
         snprintf(spread, sizeof spread, " (se %.3g)", rd->m.se);
+    if (isfinite(rd->m.lo) || isfinite(rd->m.hi))
+        snprintf(spread + strlen(spread), sizeof spread - strlen(spread), " [%.6g, %.6g]", rd->m.lo, rd->m.hi);
     char vs[64] = "";   /* a range claim has no single reported value: no "vs nan" */
     if (isfinite(rd->r)) snprintf(vs, sizeof vs, " vs %.6g", rd->r);
     note_add(note, n, "%s%smeasured %.6g%s%s: accepted %s -> %s", rd->label ? rd->label : "",
@@ -1089,7 +1108,7 @@ static void alternatives_note(json_t *c, json_t *m, const struct epar_audit_tol 
     json_t *alts = json_object_get(c, "alternatives"), *alt;
     size_t j;
     json_array_foreach(alts, j, alt) {
-        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN};
+        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
         char d2[256], acc[256];
         if (posfx_eval(json_object_get(m, "posfx"), alt, &am.value, d2, sizeof d2) == EPAR_OK) {
             enum epar_audit_outcome o = epar_audit_judge(tol, rd->r, rd->u, &am, level, acc, sizeof acc);
@@ -1104,12 +1123,21 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
 {
     json_t *rj = json_object_get(c, "reported");
     const char *rtext = jstr(c, "reported_text", NULL);
-    char meas[512] = "", desc[1024] = "", acc[1024] = "";
+    char meas[512] = "", desc[1024] = "", acc[1024] = "", lo[512] = "", hi[512] = "";
+    int any_interval = 0;
     for (int i = 0; i < nrd; i++) {
         size_t l = strlen(meas), ld = strlen(desc), la = strlen(acc);
         char num[64];
         epar_csv_format_number(rd[i].m.value, num, sizeof num);
         snprintf(meas + l, sizeof meas - l, "%s%s", i ? "; " : "", rd[i].available && !isnan(rd[i].m.value) ? num : "");
+        /* the interval of each reading, where its file gives one */
+        for (int k = 0; k < 2; k++) {
+            double x = k ? rd[i].m.hi : rd[i].m.lo;
+            char *b = k ? hi : lo;
+            epar_csv_format_number(x, num, sizeof num);
+            snprintf(b + strlen(b), sizeof lo - strlen(b), "%s%s", i ? "; " : "", rd[i].available && !isnan(x) ? num : "");
+            any_interval |= rd[i].available && !isnan(x);
+        }
         snprintf(desc + ld, sizeof desc - ld, "%s%s%s%s", i ? "; " : "", rd[i].label ? rd[i].label : "",
                  rd[i].label ? ": " : "", rd[i].desc);
         snprintf(acc + la, sizeof acc - la, "%s%s", i ? "; " : "", rd[i].accepted);
@@ -1122,6 +1150,8 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
     row->reported = rtext ? sdup(rtext) : json_is_number(rj) ? fmtnum(json_number_value(rj)) : sdup(jstr(c, "reported", ""));
     row->measured = nrd == 1 ? (r0->available ? fmtnum(r0->m.value) : sdup("")) : sdup(meas);
     row->measured_sd = nrd == 1 && r0->m.stochastic ? fmtnum(r0->m.sd) : sdup("");
+    row->measured_lo = sdup(any_interval ? lo : "");
+    row->measured_hi = sdup(any_interval ? hi : "");
     char nbuf[16] = "";
     if (nrd == 1 && r0->m.stochastic) snprintf(nbuf, sizeof nbuf, "%d", r0->m.n);
     row->n_seeds = sdup(nbuf);
@@ -1141,8 +1171,9 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
                 row->figures[k] = sdup(json_string_value(json_array_get(figs, k)));
     }
     return row->id && row->source && row->statement && row->section && row->reported && row->measured &&
-                   row->measured_sd && row->n_seeds && row->rule && row->accepted && row->measurement && row->input &&
-                   row->run_hash && row->run_seeds && row->run_version && row->note
+                   row->measured_sd && row->measured_lo && row->measured_hi && row->n_seeds && row->rule &&
+                   row->accepted && row->measurement && row->input && row->run_hash && row->run_seeds &&
+                   row->run_version && row->note
                ? EPAR_OK
                : epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
 }
@@ -1258,7 +1289,7 @@ void epar_audit_free(struct epar_audit *a)
     for (size_t i = 0; i < a->n; i++) {
         struct epar_audit_row *r = &a->rows[i];
         char **s[] = {&r->id, &r->source, &r->statement, &r->section, &r->reported, &r->measured, &r->measured_sd,
-                      &r->n_seeds, &r->rule, &r->accepted, &r->measurement, &r->input, &r->run_hash, &r->run_seeds,
+                      &r->measured_lo, &r->measured_hi, &r->n_seeds, &r->rule, &r->accepted, &r->measurement, &r->input, &r->run_hash, &r->run_seeds,
                       &r->run_version, &r->note};
         for (size_t k = 0; k < sizeof s / sizeof *s; k++) free(*s[k]);
         for (char **f = r->figures; f && *f; f++) free(*f);
@@ -1270,16 +1301,16 @@ void epar_audit_free(struct epar_audit *a)
 
 struct epar_table *epar_audit_table(const struct epar_audit *a)
 {
-    struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,"
-                                        "accepted,verdict,measurement,input,run_protocol_hash,run_seeds,"
-                                        "run_epar_version,note");
+    struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,"
+                                        "measured_hi,n_seeds,rule,accepted,verdict,measurement,input,"
+                                        "run_protocol_hash,run_seeds,run_epar_version,note");
     if (!t) return NULL;
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
-        if (epar_csv_append(t, "sssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
-                            r->measured, r->measured_sd, r->n_seeds, r->rule, r->accepted,
-                            epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash, r->run_seeds,
-                            r->run_version, r->note)) {
+        if (epar_csv_append(t, "sssssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
+                            r->measured, r->measured_sd, r->measured_lo, r->measured_hi, r->n_seeds, r->rule,
+                            r->accepted, epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash,
+                            r->run_seeds, r->run_version, r->note)) {
             epar_csv_free(t);
             return NULL;
         }

@@ -7,7 +7,8 @@
  *               | [values]}) + "column"; "sd_column" (across-seed sd; the measurement is then stochastic with n =
  *               the seeds of the folder's run.json, or "n_column"), "se_run_column" (run-level standard error that
  *               floors the sd), "se_column" (standard error of a Monte-Carlo estimate), "against_column" (compare
- *               with another column of the row instead of the reported number), "aggregate" (mean | min | max over
+ *               with another column of the row instead of the reported number), "lo_column", "hi_column" (the
+ *               interval of the value, shown beside it), "aggregate" (mean | min | max over
  *               several rows; the mean's spread is then the sample sd across the rows, n = rows), "group_by" (with
  *               a mean and no sd_column: the sd across the groups' means, n = groups: a per-seed average's spread);
  *   "posfx":    a deterministic function of the position effect (alpha, beta, gamma, L), computed here;
@@ -28,7 +29,11 @@
  *               (t(n-1) s / sqrt(n), or z se) entirely on the claimed side -> holds, entirely on the other ->
  *               fails, else "inconclusive";
  *   range       lo <= m <= hi (stochastic: the confidence interval of the mean meets [lo, hi]);
- *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why".
+ *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why";
+ *   beats_all   "the subject improves on every rival": m is the smallest improvement over the rivals ("column"),
+ *               with its interval ["lo_column", "hi_column"] (the smallest lower and upper ends of the paired
+ *               intervals, required): holds when lo > r, fails when a rival is better at a Holm-adjusted p below
+ *               1 - level ("holm_column"), else "inconclusive".
  * Flags: "trivial": "reason" (an identity or by-construction property: "trivially true" when its check holds, "not
  * reproduced" when it does not), "ill_posed": "reason" (the statement cannot be true or false as written: the
  * readings are shown, the verdict is "ill-posed").
@@ -96,6 +101,8 @@ struct epar_audit_meas {
     double se_run;      /* run-level standard error of a seed's mean (floors sd), NaN if unknown */
     double se;          /* standard error of a Monte-Carlo estimate (rule estimate and thresholds), else NaN */
     double holm;        /* beats_all: the smallest Holm-adjusted p of a rival better than the subject (NaN: none) */
+    double lo, hi;      /* the interval of value at the audit's level, when the file gives one (lo_column,
+                         * hi_column), else NaN; beats_all judges lo */
 };
 
 const char *epar_audit_rule_name(enum epar_audit_rule r);
@@ -175,8 +182,8 @@ struct epar_audit_ctx {
 
 /* One evaluated claim (strings owned by the result). */
 struct epar_audit_row {
-    char *id, *source, *statement, *section, *reported, *measured, *measured_sd, *n_seeds, *rule, *accepted,
-        *measurement, *input, *run_hash, *run_seeds, *run_version, *note;
+    char *id, *source, *statement, *section, *reported, *measured, *measured_sd, *measured_lo, *measured_hi, *n_seeds,
+        *rule, *accepted, *measurement, *input, *run_hash, *run_seeds, *run_version, *note;
     enum epar_audit_verdict verdict;
     int spec_problem;           /* the measurement spec does not fit the file (fix the JSON) */
     int missing_file;           /* its measurement file is absent (experiment not run) */
@@ -200,8 +207,9 @@ int epar_audit_level(json_t *root, const char *protocol_path, double *level);
 /* Evaluate every claim against the files under ctx->out_root. Only allocation failures are errors. */
 int epar_audit_run(json_t *claims, const struct epar_audit_ctx *ctx, struct epar_audit *a);
 void epar_audit_free(struct epar_audit *a);
-/* claims.csv: claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,accepted,verdict,
- * measurement,input,run_protocol_hash,run_seeds,run_epar_version,note */
+/* claims.csv: claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,
+ * accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note (measured_lo, measured_hi:
+ * the interval of the measured value at the audit's level, where the file gives one; "a; b" like measured) */
 struct epar_table *epar_audit_table(const struct epar_audit *a);
 /* Verdict counts per claim section, in first-appearance order: section, then one column per verdict
  * (epar_audit_verdict_key). NULL + EPAR_ENOMEM on failure. */

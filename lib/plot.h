@@ -46,4 +46,18 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered);
 /* Stop (SIGTERM) and reap the gnuplot children still running: for signal handlers (async-signal-safe). */
 void epar_plot_kill_all(void);
 
+/* A figure title written in gnuplot's enhanced-text markup (the "# title" line of every .gp) as a reader of a web
+ * page should see it: {/Symbol a} -> α (every Latin letter of the Symbol font, and its octal escapes such as \326 ->
+ * √), x_{ij} and x_i -> subscripts, x^{2} -> superscripts, {/Italic x} and {/Bold x} -> italic and bold, other font
+ * and size changes ({/=8 x}, a relative size, {x}) -> x, the escapes \_ \^ \{ \} \@ \& \~ \\ -> the character,
+ * \n -> a space, @ (a phantom box) dropped, &{x} -> a space; a _ or ^ before a space stays as it is. as_html: HTML,
+ * every other character escaped (<sub>, <sup>, <i>, <b>); else plain text for an alt attribute (x_ij, x^2;
+ * unescaped). Writes at most n bytes including the terminating NUL (never a cut UTF-8 sequence or an unclosed tag);
+ * returns out. */
+char *epar_plot_title_render(const char *title, int as_html, char *out, size_t n);
+
+/* The width and height of a PNG file (its IHDR chunk). EPAR_EIO when it cannot be read, EPAR_EINVAL when it is not
+ * a PNG; *w and *h are 0 then. */
+int epar_plot_png_size(const char *path, int *w, int *h);
+
 #endif

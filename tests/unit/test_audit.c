@@ -23,7 +23,7 @@ static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u,
                                    double se_run, double se)
 {
     struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1};
-    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN};
+    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN, NAN, NAN};
     char acc[256];
     return epar_audit_judge(&t, r, u, &m, 0.95, acc, sizeof acc);
 }
@@ -71,7 +71,7 @@ static void rules(void)
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
               "exact: 1e-9 off fails");
     struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0};
-    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN};
+    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
     char acc[256];
     check_int(epar_audit_judge(&rel, 0.7406705617904663, 0, &m32, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "relative 1e-6: the float32 value");
@@ -344,7 +344,7 @@ static void evaluation(void)
     check_int(a.counts[EPAR_AUDIT_REPRODUCED], 2, "count reproduced");
     check_int(a.stale, 1, "count stale");
     struct epar_table *t = epar_audit_table(&a);
-    check_true(t && t->ncols == 17 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[16], "note") &&
+    check_true(t && t->ncols == 19 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[18], "note") &&
                epar_csv_col(t, "measurement") >= 0 && epar_csv_col(t, "accepted") >= 0, "claims.csv schema");
     check_int((long)t->nrows, (long)a.n, "one row per claim");
     for (size_t i = 0; i < a.n; i++) check_true(a.rows[i].note[0] != '\0', "every note says how (%s)", a.rows[i].id);
@@ -405,30 +405,40 @@ static void not_learned(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
-/* beats_all: the smallest lower end of the intervals against every rival, and the smallest Holm-adjusted p of a
- * better rival (experiments/benchmark's comparisons) */
+/* beats_all: the smallest improvement over every rival with the smallest lower and upper ends of the intervals, and
+ * the smallest Holm-adjusted p of a better rival (experiments/benchmark's comparisons): judged on the lower end */
 static void beats_all(void)
 {
     struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0};
-    char acc[256];
-    struct epar_audit_meas m = {0.01, 0, NAN, 3, NAN, NAN, NAN};
+    char acc[512];
+    struct epar_audit_meas m = {0.05, 0, NAN, 3, NAN, NAN, NAN, 0.01, 0.09};
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "beats_all: every interval above 0 -> holds");
-    m.value = -0.2;
+    check_true(strstr(acc, "smallest improvement 0.05, interval [0.01, 0.09]") != NULL,
+               "beats_all: the accepted text gives the effect and its interval (%s)", acc);
+    m.value = 0.3;
+    m.lo = -0.2;
     m.holm = 0.2;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
-              "beats_all: an interval reaching below 0, no rival better after Holm -> open");
+              "beats_all: an improvement whose interval reaches below 0, no rival better after Holm -> open");
+    m.value = -0.46;
+    m.lo = -1.42;
+    m.hi = 0.5;
     m.holm = 0.01;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
               "beats_all: a rival better at Holm-adjusted p 0.01 -> fails");
     check_true(strstr(acc, "Holm-adjusted p < 0.05") != NULL, "beats_all: the accepted text names the level (%s)", acc);
     m.holm = NAN;
-    m.value = 0;
+    m.value = m.lo = m.hi = 0;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
               "beats_all: identical cells (lower end 0, no test) -> open");
-    m.value = NAN;
+    m.lo = NAN;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
               "beats_all: no interval (NaN) with 3 seeds -> undecided");
+    m.lo = 0.1;
+    m.value = NAN;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
+              "beats_all: no improvement (NaN) -> undecided");
     m.n = 1;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FEW_SEEDS,
               "beats_all: one seed (no interval) -> needs >= 2 seeds");
@@ -437,10 +447,71 @@ static void beats_all(void)
     check_int(r, EPAR_AUDIT_BEATS_ALL, "beats_all is its rule");
 }
 
+/* beats_all from a file: measured is the smallest improvement, measured_lo and measured_hi its interval (each reading's
+ * in "a; b"), the verdict follows the lower end; a beats_all claim without lo_column is refused */
+static void beats_all_file(void)
+{
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bench", dir);
+    mkdir(p, 0777);
+    write_file(dir, "bench/main_table.csv", "task,seeds,min_rel,min_lo,min_hi,holm_p\nlm,3,-0.46,-1.42,0.5,0.01\n"
+                                            "copy,3,0.2,0.05,0.35,nan\nsame,3,0.01,-0.3,0.32,nan\n");
+#define R(t) "\"file\": \"bench/main_table.csv\", \"where\": {\"task\": \"" t "\"}, \"column\": \"min_rel\", " \
+             "\"lo_column\": \"min_lo\", \"hi_column\": \"min_hi\", \"holm_column\": \"holm_p\", \"n_column\": \"seeds\""
+#define N "\"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"tolerance\": {\"rule\": \"beats_all\"}, "
+    json_t *claims = J("["
+        "{\"id\": \"lm\", " N "\"measure\": {" R("lm") "}},"
+        "{\"id\": \"copy\", " N "\"measure\": {" R("copy") "}},"
+        "{\"id\": \"two\", " N "\"measure\": {\"readings\": [{\"label\": \"copy\", " R("copy") "}, {\"label\": \"same\", "
+        R("same") "}]}}"
+        "]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "beats_all claims with an interval: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r = row_of(&a, "lm");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED && !strcmp(r->measured, "-0.46") &&
+                   !strcmp(r->measured_lo, "-1.42") && !strcmp(r->measured_hi, "0.5"),
+               "a baseline better after Holm: not reproduced, measured the effect -0.46 in [-1.42, 0.5] (got %s [%s, %s])",
+               r ? r->measured : "", r ? r->measured_lo : "", r ? r->measured_hi : "");
+    check_true(r && strstr(r->note, "measured -0.46 [-1.42, 0.5]"), "the note gives the interval: %s", r ? r->note : "");
+    r = row_of(&a, "copy");
+    check_true(r && r->verdict == EPAR_AUDIT_REPRODUCED && !strcmp(r->measured, "0.2"), "every interval above 0: reproduced");
+    r = row_of(&a, "two");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && !strcmp(r->measured, "0.2; 0.01") &&
+                   !strcmp(r->measured_lo, "0.05; -0.3") && !strcmp(r->measured_hi, "0.35; 0.32"),
+               "two readings: each with its interval (got %s, [%s], [%s], %s)", r ? r->measured : "",
+               r ? r->measured_lo : "", r ? r->measured_hi : "", r ? epar_audit_verdict_name(r->verdict) : "");
+    struct epar_table *t = epar_audit_table(&a);
+    check_true(t && epar_csv_col(t, "measured_lo") == 7 && epar_csv_col(t, "measured_hi") == 8,
+               "claims.csv has the interval beside measured_sd");
+    epar_csv_free(t);
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", " N "\"measure\": {\"file\": \"bench/main_table.csv\", \"column\": \"min_rel\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "beats_all without lo_column refused");
+    check_true(strstr(epar_err_message(), "$.claims[0].measure") && strstr(epar_err_message(), "lo_column"),
+               "the error names the measure and lo_column: %s", epar_err_message());
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", " N "\"measure\": {\"readings\": [{\"label\": \"a\", " R("lm") "}, {\"label\": \"b\", "
+               "\"file\": \"bench/main_table.csv\", \"column\": \"min_rel\"}]}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "a beats_all reading without lo_column refused");
+    check_true(strstr(epar_err_message(), "$.claims[0].measure.readings[1]") != NULL, "the error names the reading: %s",
+               epar_err_message());
+    json_decref(claims);
+#undef R
+#undef N
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
 int main(void)
 {
     rules();
     beats_all();
+    beats_all_file();
     verdicts();
     quantities();
     selection();
