@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
+#include "lib/stats.h"
 #include "lib/version.h"
 #include "benchmark.h"
 #include "common.h"
@@ -736,7 +737,6 @@ done:
     return st;
 }
 
-static void mean_sd(const double *x, int n, double *mean, double *sd);
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
@@ -752,7 +752,7 @@ static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int
             int y = !is_epar(c->mech[m]) ? -1 : vs ? (m == enh ? basic : -1) : none;
             if (y < 0) continue;
             for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
-            mean_sd(d, R, &mean, &sd);
+            epar_stats_mean_sd(d, R, &mean, &sd);
             widest = fmax(widest, q * sd / sqrt((double)R));
         }
     return widest;
@@ -924,41 +924,17 @@ struct grid {
 static size_t gi(const struct grid *g, int t, int m, int s) { return ((size_t)t * g->M + m) * g->S + s; }
 static double *gv(const struct grid *g, int t, int m, int s) { return g->value + gi(g, t, m, s); }
 
-static void mean_sd(const double *x, int n, double *mean, double *sd)
+/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y| (lib/stats: their mean,
+ * the relative improvement, its sd, t, p, interval and detectable effect); n = 0 when mean y is 0 or not finite */
+static struct epar_stats_paired paired_test(const double *x, const double *y, int n, int higher_is_better, double level)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    *mean = n > 0 ? s / n : NAN;
-    double q = 0;
-    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
-    *sd = n > 1 ? sqrt(q / (n - 1)) : NAN;
-}
-
-/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y|:
- * mean (the relative improvement), its sample sd, Student's t and the two-sided p (gsl_cdf_tdist_Q) */
-struct paired {
-    double rel, sd, t, p;
-    int n;
-};
-
-static struct paired paired_test(const double *x, const double *y, int n, int higher_is_better)
-{
-    struct paired r = {NAN, NAN, NAN, NAN, n};
+    struct epar_stats_paired r;
     double ym, ysd, d[EPAR_MAX_SEEDS] = {0};
-    mean_sd(y, n, &ym, &ysd);
-    if (!(fabs(ym) > 0) || !isfinite(ym)) return r;
+    epar_stats_mean_sd(y, n, &ym, &ysd);
+    if (!(fabs(ym) > 0) || !isfinite(ym)) n = 0;
     for (int i = 0; i < n; i++) d[i] = (higher_is_better ? 1 : -1) * (x[i] - y[i]) / fabs(ym);
-    mean_sd(d, n, &r.rel, &r.sd);
-    if (n < 2 || !isfinite(r.rel)) return r;
-    if (r.sd == 0) return r;   /* identical differences (e.g. every cell at 1.0): no spread, t and p undefined */
-    r.t = r.rel / (r.sd / sqrt((double)n));
-    r.p = 2.0 * gsl_cdf_tdist_Q(fabs(r.t), (double)(n - 1));
+    epar_stats_paired(d, n, level, &r);
     return r;
-}
-
-double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better)
-{
-    return paired_test(x, y, n, higher_is_better).p;
 }
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id)
@@ -976,7 +952,7 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
     for (int m = 0; m < c->n_mech; m++) {
         if (is_epar(c->mech[m])) continue;
         double mean;
-        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        epar_stats_mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
         if (best < 0 || (hib ? mean > bm : mean < bm)) {
             best = m;
             bm = mean;
@@ -993,13 +969,13 @@ static int task_learned(const struct epar_bench_cfg *c, const struct grid *g, in
 {
     size_t n = (size_t)g->M * g->S, off = (size_t)t * n;
     double sd;
-    mean_sd(g->chance + off, (int)n, chance, &sd);
-    mean_sd(g->chance_se + off, (int)n, se, &sd);
+    epar_stats_mean_sd(g->chance + off, (int)n, chance, &sd);
+    epar_stats_mean_sd(g->chance_se + off, (int)n, se, &sd);
     if (!isfinite(*chance) || !isfinite(*se)) return -1;
     int hib = task_hib(c, t), learned = 0;
     for (int m = 0; m < g->M; m++) {
         double mean;
-        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        epar_stats_mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
         learned += hib ? mean > *chance + LEARNED_Z * *se : mean < *chance - LEARNED_Z * *se;
     }
     return learned;
@@ -1028,45 +1004,17 @@ static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, in
 /* ---- EPAR against each baseline, pre-registered: no best baseline picked after the results ---- */
 
 
-/* one EPAR form x against baseline y on task t, paired by seed: the relative improvement (paired_test), its
- * two-sided interval at the audit's level, and the minimum detectable effect at 80 % power of that paired t-test,
- * (t_{(1+level)/2, n-1} + t_{0.8, n-1}) sd / sqrt(n) (NaN without spread) */
+/* one EPAR form x against baseline y on task t, paired by seed: the relative improvement, its two-sided interval at
+ * the audit's level and the detectable effect of that paired t-test (paired_test), and its Holm-adjusted p across
+ * the baselines (versus_all) */
 struct versus {
-    struct paired pr;
-    double lo, hi, mde, p_holm;
+    struct epar_stats_paired pr;
+    double p_holm;
 };
 
 static struct versus versus(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, int y)
 {
-    struct versus v = {paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, task_hib(c, t)), NAN, NAN, NAN, NAN};
-    int n = v.pr.n;
-    if (n < 2 || !isfinite(v.pr.rel) || !isfinite(v.pr.sd)) return v;
-    double se = v.pr.sd / sqrt((double)n), q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, n - 1);
-    v.lo = v.pr.rel - q * se;
-    v.hi = v.pr.rel + q * se;
-    if (v.pr.sd > 0) v.mde = (q + gsl_cdf_tdist_Pinv(0.8, n - 1)) * se;
-    return v;
-}
-
-void epar_bench_holm(const double *p, double *adj, int m)
-{
-    int idx[EPAR_BENCH_MAX_HOLM], k = 0;
-    for (int i = 0; i < m && i < EPAR_BENCH_MAX_HOLM; i++) {
-        adj[i] = NAN;
-        if (isfinite(p[i])) idx[k++] = i;
-    }
-    for (int i = 1; i < k; i++)   /* insertion sort by p, ties by index: deterministic */
-        for (int j = i; j > 0 && p[idx[j]] < p[idx[j - 1]]; j--) {
-            int tmp = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = tmp;
-        }
-    double run = 0;
-    for (int i = 0; i < k; i++) {
-        double a = fmin(1.0, (double)(k - i) * p[idx[i]]);
-        run = fmax(run, a);
-        adj[idx[i]] = run;
-    }
+    return (struct versus){paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, task_hib(c, t), c->level), NAN};
 }
 
 /* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
@@ -1074,10 +1022,11 @@ static void versus_all(const struct epar_bench_cfg *c, const struct grid *g, int
 {
     double p[EPAR_MECH_COUNT] = {0}, adj[EPAR_MECH_COUNT];
     for (int m = 0; m < c->n_mech; m++) {
-        vs[m] = is_epar(c->mech[m]) ? (struct versus){{NAN, NAN, NAN, NAN, 0}, NAN, NAN, NAN, NAN} : versus(c, g, t, x, m);
+        if (is_epar(c->mech[m])) epar_stats_paired(NULL, 0, c->level, &vs[m].pr);
+        else vs[m] = versus(c, g, t, x, m);
         p[m] = is_epar(c->mech[m]) ? NAN : vs[m].pr.p;
     }
-    epar_bench_holm(p, adj, c->n_mech);
+    epar_stats_holm(p, adj, c->n_mech);
     for (int m = 0; m < c->n_mech; m++) vs[m].p_holm = adj[m];
 }
 
@@ -1095,9 +1044,10 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
             for (int m = 0; m < c->n_mech; m++) {
                 if (is_epar(c->mech[m])) continue;
                 const struct versus *v = &vs[m];
-                const char *better = v->lo > 0 ? "epar" : v->pr.rel < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
+                const char *better = v->pr.lo > 0 ? "epar" : v->pr.mean < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
                 if (epar_csv_append(t, "sssidddddddds", c->tasks[i].id, epar_nnpos_name(ep[e]), epar_nnpos_name(c->mech[m]),
-                                    g->S, v->pr.rel, v->pr.sd, v->lo, v->hi, v->pr.t, v->pr.p, v->p_holm, v->mde, better)) {
+                                    g->S, v->pr.mean, v->pr.sd, v->pr.lo, v->pr.hi, v->pr.t, v->pr.p, v->p_holm,
+                                    v->pr.mde, better)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -1119,10 +1069,10 @@ static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g,
     for (int m = 0; m < c->n_mech; m++) {
         if (is_epar(c->mech[m])) continue;
         n++;
-        min_lo = isnan(vs[m].lo) || isnan(min_lo) ? NAN : fmin(min_lo, vs[m].lo);
-        if (isfinite(vs[m].mde)) mde = fmax(mde, vs[m].mde);   /* comparisons without spread have no MDE */
-        beats += vs[m].lo > 0;
-        if (vs[m].pr.rel < 0 && isfinite(vs[m].p_holm)) {
+        min_lo = isnan(vs[m].pr.lo) || isnan(min_lo) ? NAN : fmin(min_lo, vs[m].pr.lo);
+        if (isfinite(vs[m].pr.mde)) mde = fmax(mde, vs[m].pr.mde);   /* comparisons without spread have no MDE */
+        beats += vs[m].pr.lo > 0;
+        if (vs[m].pr.mean < 0 && isfinite(vs[m].p_holm)) {
             holm_p = isnan(holm_p) ? vs[m].p_holm : fmin(holm_p, vs[m].p_holm);
             beaten += vs[m].p_holm < 1 - c->level;
         }
@@ -1171,7 +1121,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         char col[96];
         for (int m = 0; m < c->n_mech; m++) {
             double mean, sd;
-            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
             snprintf(col, sizeof col, "%s_mean", epar_nnpos_name(c->mech[m]));
             set_num(t, col, mean);
             snprintf(col, sizeof col, "%s_sd", epar_nnpos_name(c->mech[m]));
@@ -1186,7 +1136,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         }
         if (best >= 0) {
             double mean, sd;
-            mean_sd(gv(g, i, best, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gv(g, i, best, 0), g->S, &mean, &sd);
             set_num(t, "best_baseline_mean", mean);
             set_num(t, "best_baseline_sd", sd);
         }
@@ -1205,9 +1155,9 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
             int x, y;
             cmp_pair(c, k, best, &x, &y);
             if (x < 0 || y < 0) continue;
-            struct paired pr = paired_test(gv(g, i, x, 0), gv(g, i, y, 0), g->S, hib);
+            struct epar_stats_paired pr = paired_test(gv(g, i, x, 0), gv(g, i, y, 0), g->S, hib, c->level);
             snprintf(col, sizeof col, "%s_rel", cmp_names[k]);
-            set_num(t, col, pr.rel);
+            set_num(t, col, pr.mean);
             snprintf(col, sizeof col, "%s_rel_sd", cmp_names[k]);
             set_num(t, col, pr.sd);
             snprintf(col, sizeof col, "%s_t", cmp_names[k]);
@@ -1249,7 +1199,7 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                     int y = vs == 0 ? mech_index(c, EPAR_MECH_NONE) : best_baseline(c, g, i, hib);
                     if (y < 0) { ok = 0; break; }
                     double ym, ysd;
-                    mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
+                    epar_stats_mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
                     for (int s = 0; s < g->S; s++)
                         gain[s] += (hib ? 1 : -1) * (*gv(g, i, x, s) - *gv(g, i, y, s)) / fabs(ym);
                     size_t l = strlen(tasks);
@@ -1265,9 +1215,9 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                     xg[s] = 1.0 + gain[s];
                 }
                 (void)zero;
-                struct paired pr = paired_test(xg, one, g->S, 1);
+                struct epar_stats_paired pr = paired_test(xg, one, g->S, 1, c->level);
                 if (epar_csv_append(t, "ssssiddiddd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
-                                    nt, pr.rel, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
+                                    nt, pr.mean, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -1312,7 +1262,7 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
                 *st = learn_step(root, c, plan, (i * c->n_mech + m) * g->S + s, chance, se, task_hib(c, i), &x);
                 if (!*st && isfinite(x)) v[n++] = x;
             }
-            if (n) mean_sd(v, n, &mean, &sd);
+            if (n) epar_stats_mean_sd(v, n, &mean, &sd);
             int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
             if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.steps, g->S, n,
                                         mean, sd, mean * B * T)) {
@@ -1338,7 +1288,7 @@ static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const str
         if (task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
         for (int m = 0; m < c->n_mech; m++) {
             double mean;
-            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
             double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
             double rel = chance != 0 ? gain / fabs(chance) : NAN;
             int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
@@ -1370,7 +1320,7 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
                     if (e >= x->n_extrap || !x->extrap[e].defined) defined = 0;
                 }
                 double mean = NAN, sd = NAN;
-                if (defined) mean_sd(v, g->S, &mean, &sd);
+                if (defined) epar_stats_mean_sd(v, g->S, &mean, &sd);
                 const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
                 if (!is_epar(c->mech[m])) L = "";
                 if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
@@ -1409,7 +1359,7 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
                     answers += ss;
                 }
                 double mean, sd;
-                mean_sd(acc, g->S, &mean, &sd);
+                epar_stats_mean_sd(acc, g->S, &mean, &sd);
                 if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_nnpos_name(c->mech[m]), bin, lo, hi, mean, sd,
                                     g->S, (int)answers)) {
                     epar_csv_free(t);
@@ -1459,7 +1409,7 @@ static void cost_ratios(const struct cost_mech *a, const struct cost_mech *b, do
     double d[EPAR_BENCH_MAX_REPEATS];
     int R = a->n_step < b->n_step ? a->n_step : b->n_step;
     for (int r = 0; r < R; r++) d[r] = a->step[r] / b->step[r] - 1;
-    mean_sd(d, R, mean, sd);
+    epar_stats_mean_sd(d, R, mean, sd);
 }
 
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
@@ -1478,8 +1428,8 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
             ms_[r] = 1000 * a->step[r];
             sh[r] = r < a->n_attention ? a->attention[r] / a->step[r] : NAN;
         }
-        mean_sd(ms_, R, &mean, &sd);
-        mean_sd(sh, R, &shm, &shs);
+        epar_stats_mean_sd(ms_, R, &mean, &sd);
+        epar_stats_mean_sd(sh, R, &shm, &shs);
         if (none >= 0 && none < x->n_mech && m != none) cost_ratios(a, &x->mech[none], &onm, &ons);
         if (basic >= 0 && basic < x->n_mech && m < c->n_mech && c->mech[m] == EPAR_MECH_EPAR_ENHANCED)
             cost_ratios(a, &x->mech[basic], &obm, &obs);

@@ -107,12 +107,4 @@ struct epar_out;
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra);
 
-/* The statistics of the pre-registered comparisons (exported for their tests):
- * Holm's step-down adjustment of m <= EPAR_BENCH_MAX_HOLM p-values into adj (NaN p-values take no part and stay
- * NaN); the two-sided p of the paired t-test across n seeds of the relative differences sign (x - y) / |mean y|
- * (NaN when the differences have no spread or n < 2). */
-#define EPAR_BENCH_MAX_HOLM 64
-void epar_bench_holm(const double *p, double *adj, int m);
-double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better);
-
 #endif

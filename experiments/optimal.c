@@ -12,6 +12,7 @@
 #include "lib/blas.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "lib/rng.h"
 #include "common.h"
 #include "optimal.h"
@@ -79,7 +80,7 @@ static void mean_sd1(const double *x, size_t stride, size_t n, double *tmp, doub
     for (size_t k = 0; k < n; k++)
         if (!isnan(x[k * stride])) tmp[m++] = x[k * stride];
     if (!m) { *mean = *sd = NAN; return; }
-    epar_metric_mean_sd(tmp, m, mean, sd);
+    epar_stats_mean_sd(tmp, m, mean, sd);
 }
 
 /* Run-level standard error of a per-seed mean over R runs, pooled over the S seeds: the run-to-run variance

@@ -10,6 +10,7 @@
 #include "lib/audit.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "common.h"
 #include "sensitivity.h"
 #include "experiments/experiment.h"
@@ -195,7 +196,7 @@ static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, d
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* paired difference form f - form none on the same draws */
@@ -203,7 +204,7 @@ static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, 
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m] - seed_means(c, p, s, EPAR_FORM_NONE)[m];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* per-seed ratio of profile values: A_fn(dn) / A_fd(dd) */
@@ -211,14 +212,14 @@ static void ratio_stats(const struct ctx *c, int p, int fn, int dn, int fd, int 
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, fn)[dn] / seed_profile(c, p, s, fd)[dd];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 static void prof_stats(const struct ctx *c, int p, int f, int d, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, f)[d];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* pooled baseline of a block: per seed, the mean over its points of form none; then across seeds */
@@ -230,7 +231,7 @@ static void block_baseline(const struct ctx *c, int b, int m, double *mean, doub
         for (int k = 0; k < c->count[b]; k++) acc += seed_means(c, c->first[b] + k, s, EPAR_FORM_NONE)[m];
         v[s] = acc / c->count[b];
     }
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* The value of column `name` for point p measured with form f. */

@@ -11,6 +11,7 @@
 #include <gsl/gsl_poly.h>
 #include <gsl/gsl_statistics_double.h>
 #include "audit.h"
+#include "stats.h"
 #include "err.h"
 
 static const char *const rule_names[EPAR_AUDIT_RULE_COUNT] = {"printed", "prediction", "estimate", "exact", "relative",
@@ -85,24 +86,18 @@ int epar_audit_printed_parse(const char *s, double *value, double *unit)
 
 /* ---- judging one measurement by one rule ---- */
 
-/* half-width of the two-sided interval of `level`: t quantile with df degrees of freedom, or normal (df 0) */
-static double quantile(double level, int df)
-{
-    double p = 0.5 + level / 2;
-    return df > 0 ? gsl_cdf_tdist_Pinv(p, df) : gsl_cdf_ugaussian_Pinv(p);
-}
 
 /* the measurement's confidence half-width for its mean (or estimate): q s / sqrt(n), or z se; NaN if none */
 static double conf_half(const struct epar_audit_meas *m, double level, char *how, size_t n)
 {
     if (isfinite(m->se)) {
-        double z = quantile(level, 0);
+        double z = epar_stats_quantile(level, 0);
         snprintf(how, n, "z=%.3g x se %.3g", z, m->se);
         return z * m->se;
     }
     double s = m->sd;
     if (isfinite(m->se_run) && !(s >= m->se_run)) s = m->se_run;
-    double q = quantile(level, m->n - 1);
+    double q = epar_stats_quantile(level, m->n - 1);
     snprintf(how, n, "t(%d)=%.3g x sd %.3g%s / sqrt(%d)", m->n - 1, q, s, s == m->sd ? "" : " (run-level floor)", m->n);
     return q * s / sqrt((double)m->n);
 }
@@ -133,7 +128,7 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         int floored = isfinite(m->se_run) && !(s >= m->se_run);
         if (floored) s = m->se_run;
         if (m->n < 2 || !isfinite(s)) return EPAR_AUDIT_FEW_SEEDS;
-        double q = quantile(level, m->n - 1);
+        double q = epar_stats_quantile(level, m->n - 1);
         double half = q * s * sqrt(1.0 + 1.0 / m->n) + u / 2;
         snprintf(acc, n, "[%.6g, %.6g] = m +- t(%d)=%.3g x sd %.3g%s x sqrt(1+1/%d)%s", v - half, v + half, m->n - 1, q,
                  s, floored ? " (run-level floor)" : "", m->n, u > 0 ? " + half a printed unit" : "");
