@@ -219,11 +219,12 @@ static struct epar_table *implied_table(const struct report_proto *rp)
     if (!t) return NULL;
     double rmid = claim_reported(rp, "retention_mid_gain"), rmax = claim_reported(rp, "retention_max_gain"),
            rbas = claim_reported(rp, "retention_max_basic"), renh = claim_reported(rp, "retention_max_enhanced");
-    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
+    struct epar_audit_tol printed = {.rule = EPAR_AUDIT_PRINTED, .gain = NAN};
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
     do {                                                                                                         \
-        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};                                                  \
+        struct epar_audit_meas m_ = EPAR_AUDIT_MEAS_NONE;                                                \
+        m_.value = (v);                                                                                  \
         char acc_[128];                                                                                          \
         const char *yes = isfinite(rep) ? (epar_audit_judge(&printed, (rep), (unit), &m_, 0.95, acc_, sizeof acc_) == \
                                                    EPAR_AUDIT_HOLDS ? "yes" : "no")                               \

@@ -412,8 +412,9 @@ static void definition_measure(const struct ctx *c, int p, const struct definiti
 /* the claim, as printed, agrees when the measurement rounds to it: the audit's rule for printed figures */
 static int agrees(double measured, const struct epar_sens_claim *cl)
 {
-    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
-    struct epar_audit_meas m = {measured, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
+    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0, NAN};
+    struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
+    m.value = measured;
     char acc[128];
     return epar_audit_judge(&printed, cl->value, cl->unit, &m, 0.95, acc, sizeof acc) == EPAR_AUDIT_HOLDS;
 }

@@ -79,7 +79,9 @@ enum epar_audit_outcome {
     EPAR_AUDIT_UNDECIDED = -1,      /* the measurement is not a finite number */
     EPAR_AUDIT_OPEN = -2,           /* the confidence interval straddles the threshold: inconclusive */
     EPAR_AUDIT_FEW_SEEDS = -3,      /* a spread is needed and there is none (one seed) */
-    EPAR_AUDIT_NOT_LEARNED = -4     /* a trained proxy none of whose models beat a constant answer: not judged */
+    EPAR_AUDIT_NOT_LEARNED = -4,    /* a trained proxy none of whose models beat a constant answer: not judged */
+    EPAR_AUDIT_NO_SPREAD = -5       /* a stochastic measurement whose seeds all gave the same value (e.g. every model at
+                                     * accuracy 1.0): an interval of width 0 is no measurement, judged like NOT_LEARNED */
 };
 
 struct epar_audit_tol {
@@ -87,6 +89,8 @@ struct epar_audit_tol {
     double tol;         /* exact / relative tolerance (0: the default of exact) */
     double lo, hi;      /* range */
     double slack;       /* at_least */
+    double gain;        /* beats_all: the effect the source reports ("paper: 4.7%" -> 0.047); not reproduced also when
+                         * the interval of the comparison with some rival excludes it (non-superiority); NaN: none */
 };
 
 /* A measured value and what is known of its spread. */
@@ -101,7 +105,14 @@ struct epar_audit_meas {
     int interval;       /* 1: [lo, hi] is the measurement's own interval at the audit's level, computed where it was
                          * measured (e.g. distribution-free); the threshold rules judge it instead of m +- t s / sqrt(n) */
     double lo, hi;      /* that interval (NaN: too few values for one at the level) */
+    double nonsup;      /* beats_all: the smallest, over the rivals, upper end of the improvement's interval at the
+                         * Bonferroni-adjusted level 1 - (1 - level) / rivals (NaN: none); below the reported gain, the
+                         * gain is excluded for some rival (Holm's first step: at least one rejection) */
 };
+/* a measurement with nothing known yet */
+#define EPAR_AUDIT_MEAS_NONE                                                                                            \
+    ((struct epar_audit_meas){.value = NAN, .sd = NAN, .se_run = NAN, .se = NAN, .holm = NAN, .lo = NAN, .hi = NAN,    \
+                              .nonsup = NAN})
 
 const char *epar_audit_rule_name(enum epar_audit_rule r);
 int epar_audit_rule_parse(const char *name, enum epar_audit_rule *r);
@@ -154,9 +165,9 @@ int epar_audit_implied_params(double r_mid, double r_max, double *beta, double *
  * 1e-9), strings exactly. aggregate: NULL / "mean" / "min" / "max". Several matching rows without an
  * aggregate is an error. sd_col (may be NULL): taken from the row (aggregate mean: mean of it; min/max: the chosen
  * row's); without it and with the aggregate mean over >= 2 rows, the sample sd across the rows; else NaN.
- * Returns EPAR_OK, or EPAR_EINVAL with the problem in `why` (column absent, no row matches ...). */
+ * row (may be NULL): the table row taken (the one row, or the chosen row of min/max), -1 for a mean. Returns EPAR_OK, or EPAR_EINVAL with the problem in `why` (column absent, no row matches ...). */
 int epar_audit_select(const struct epar_table *t, json_t *where, const char *col, const char *sd_col,
-                      const char *aggregate, double *value, double *sd, int *nrows, char *why, size_t nwhy);
+                      const char *aggregate, double *value, double *sd, int *nrows, long *row, char *why, size_t nwhy);
 
 /* ---- the run being audited ----
  * What a folder's run.json must say to be this run's input (NULL / n_seeds 0: not checked). */
