@@ -32,6 +32,7 @@ struct budget_read {
     long seeds[EPAR_MAX_SEEDS];
     int n_seeds;
     const char *extrap, *cost_task;
+    json_t *lr_scale;
 };
 #define BB struct budget_read
 #define INT_(key, member, lo, hi, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_INT, b.member, lo, hi, help)
@@ -67,6 +68,7 @@ static const struct epar_field budget_fields[] = {
                       EPAR_FIELD_REQUIRED),
     EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
     EPAR_FIELD_REQ_(BB, "cost_task", EPAR_FIELD_STRING, cost_task, 0, 0, "task of the cost cell"),
+    EPAR_FIELD_(BB, "lr_scale", EPAR_FIELD_JSON, lr_scale, 0),
     EPAR_FIELD_END_};
 #undef DBL_
 #undef INT_
@@ -76,7 +78,9 @@ static const struct epar_field budget_fields[] = {
  * once with the options into a scratch struct (the keys checked, the task known), then, once the task's defaults
  * are set, the options into the task itself */
 struct task_read {
-    const char *id, *task, *paper, *condition, *length;
+    const char *id, *task, *paper, *condition, *length, *primary, *lr_family;
+    double steps_scale;
+    int eval_sequences;
     struct epar_task_cfg opt;
 };
 #define TASK_OPTIONS_(S, m)                                                                        \
@@ -93,6 +97,10 @@ static const struct epar_field task_fields[] = {
     EPAR_FIELD_(TR, "paper", EPAR_FIELD_STRING, paper, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TR, "condition", EPAR_FIELD_STRING, condition, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TR, "length", EPAR_FIELD_STRING, length, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_STR_(TR, "primary", primary, "final, final_loss, curve, curve_loss or online_loss (default final)"),
+    EPAR_FIELD_DBL_(TR, "steps_scale", steps_scale, 0, 0, "the task's steps: the budget's times this (default 1)"),
+    EPAR_FIELD_INT_(TR, "eval_sequences", eval_sequences, 1, 1000000, "its evaluation set (default: the budget's)"),
+    EPAR_FIELD_STR_(TR, "lr_family", lr_family, "tasks whose learning rates are chosen together (default: its id)"),
     TASK_OPTIONS_(TR, opt),
     EPAR_FIELD_END_};
 #undef TR
@@ -121,12 +129,16 @@ static const struct epar_field bench_fields[] = {
 #undef BS
 static const char *const bench_extra[] = {"description", "preset", NULL};
 
+const char *const epar_bench_primary_names[EPAR_BENCH_NPRIMARY] = {"final", "final_loss", "curve", "curve_loss",
+                                                                    "online_loss"};
+
 static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 {
     return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
 }
 
-static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *p, json_t *o, const char *jp)
+static int read_budget(struct epar_bench_budget *b, json_t **lr_scale, const struct epar_protocol *p, json_t *o,
+                       const char *jp)
 {
     const char *budget_keys[40];
     epar_fields_keys(budget_fields, NULL, budget_keys, 40);
@@ -138,6 +150,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
         return st;
     }
     *b = r.b;
+    *lr_scale = r.lr_scale;
     b->n_seeds = r.n_seeds;
     for (int i = 0; i < r.n_seeds; i++) b->seeds[i] = (unsigned long)r.seeds[i];
     b->n_extrap = 0;
@@ -175,9 +188,48 @@ static int check_task(struct epar_bench_task *t, const struct task_read *r, cons
     snprintf(t->paper, sizeof t->paper, "%s", r->paper);
     snprintf(t->condition, sizeof t->condition, "%s", r->condition);
     snprintf(t->length_class, sizeof t->length_class, "%s", len);
+    t->primary = EPAR_BENCH_NPRIMARY;
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++)
+        if (!strcmp(r->primary ? r->primary : "final", epar_bench_primary_names[k])) t->primary = (enum epar_bench_primary)k;
+    if (t->primary == EPAR_BENCH_NPRIMARY) return perr(p, jp, "primary: final, final_loss, curve, curve_loss or online_loss");
+    t->steps_scale = r->steps_scale > 0 ? r->steps_scale : 1.0;
+    t->eval_sequences = r->eval_sequences;
+    const char *fam = r->lr_family ? r->lr_family : id;
+    if (strlen(fam) >= sizeof t->lr_family) return perr(p, jp, "lr_family: at most 15 characters");
+    snprintf(t->lr_family, sizeof t->lr_family, "%s", fam);
+    for (int m = 0; m < EPAR_MECH_COUNT; m++) t->lr_scale[m] = 1.0;
     epar_task_cfg_default(&t->task, tid);
     t->task.keys = 32;
     t->task.values = 32;
+    return EPAR_OK;
+}
+
+/* a budget's "lr_scale": {family: {mechanism: scale}} into every task of that family (each mechanism's learning rate
+ * there = lr x scale); a family no task has, an unknown mechanism or a scale that is not > 0 is a protocol error */
+static int read_lr_scale(struct epar_bench_cfg *c, const struct epar_protocol *p, json_t *o, const char *bjp)
+{
+    char jp[512];
+    snprintf(jp, sizeof jp, "%s.lr_scale", bjp);
+    if (!o) return EPAR_OK;
+    if (!json_is_object(o)) return perr(p, jp, "expected {family: {mechanism: scale}}");
+    const char *fam, *mech;
+    json_t *mo, *v;
+    json_object_foreach(o, fam, mo) {
+        snprintf(jp, sizeof jp, "%s.lr_scale.%s", bjp, fam);
+        if (fam[0] == '_') continue;
+        int any = 0;
+        for (int k = 0; k < c->n_tasks; k++) any |= !strcmp(c->tasks[k].lr_family, fam);
+        if (!any) return perr(p, jp, "no task has this lr_family");
+        if (!json_is_object(mo)) return perr(p, jp, "expected {mechanism: scale}");
+        json_object_foreach(mo, mech, v) {
+            enum epar_mech_id id;
+            snprintf(jp, sizeof jp, "%s.lr_scale.%s.%s", bjp, fam, mech);
+            if (epar_nnpos_find(mech, &id)) return perr(p, jp, "not a trainable mechanism");
+            if (!json_is_number(v) || !(json_number_value(v) > 0)) return perr(p, jp, "expected a scale > 0");
+            for (int k = 0; k < c->n_tasks; k++)
+                if (!strcmp(c->tasks[k].lr_family, fam)) c->tasks[k].lr_scale[id] = json_number_value(v);
+        }
+    }
     return EPAR_OK;
 }
 
@@ -208,7 +260,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         return EPAR_EINVAL;
     }
     snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
-    return read_budget(&c->b, p, bo, tjp);
+    json_t *lr_scale = NULL;
+    if ((st = read_budget(&c->b, &lr_scale, p, bo, tjp))) return st;
+    return read_lr_scale(c, p, lr_scale, tjp);
 }
 
 int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
@@ -250,7 +304,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
         struct epar_bench_task *t = &c->tasks[k];
         t->task.length = !strcmp(t->length_class, "lm") ? c->b.lm_length
                          : !strcmp(t->length_class, "short") ? c->b.short_length : c->b.long_length;
-        t->task.eval_sequences = c->b.eval_sequences;
+        t->task.eval_sequences = t->eval_sequences > 0 ? t->eval_sequences : c->b.eval_sequences;
         if (epar_task_validate(&t->task)) {
             snprintf(tjp, sizeof tjp, "%s.tasks[%d] (%s) with budget %s", jp, k, t->id, budget);
             return perr(p, tjp, epar_err_message());
@@ -329,9 +383,10 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
     /* the cost cell: one untimed step, then up to cost_max_repeats rounds of cost_steps timed steps */
-    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * b->cost_steps;
+    const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
+    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + b->cost_max_repeats * b->cost_steps;
     t->optim.warmup = b->warmup;
-    t->optim.lr = b->lr;
+    t->optim.lr = b->lr * (bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
     t->optim.lr_min_ratio = b->lr_min_ratio;
     t->optim.weight_decay = b->weight_decay;
     t->optim.clip = b->clip;
@@ -462,6 +517,7 @@ struct train_cell {
     const char *task, *task_kind, *mechanism, *metric, *checkpoint;
     long seed, params, scored, sequences, steps;
     double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
+    double curve_metric, curve_loss, online_loss;   /* learning-curve means (curve_means); NaN in older cells */
     long *correct, *answers;   /* (T + 1) per needle distance */
     int n_correct, n_answers, n_extrap;
     struct cell_extrap extrap[EPAR_BENCH_MAX_EXTRAP];
@@ -490,6 +546,10 @@ static const struct epar_field train_cell_rows[] = {
     EPAR_FIELD_(TCL, "metric", EPAR_FIELD_STRING, metric, 0),
     EPAR_FIELD_(TCL, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TCL, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, 0),
+    /* sample efficiency: means over the learning curve (curve_means) */
+    EPAR_FIELD_(TCL, "curve_metric", EPAR_FIELD_DOUBLE, curve_metric, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "curve_loss", EPAR_FIELD_DOUBLE, curve_loss, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "online_loss", EPAR_FIELD_DOUBLE, online_loss, EPAR_FIELD_OPTIONAL),
     LONG_("scored", scored),
     LONG_("sequences", sequences),
     LONG_("steps", steps),
@@ -658,6 +718,31 @@ static void on_eval_item(void *ctx, long item, long correct, long scored)
     g->scored[d] += scored;
 }
 
+/* Sample efficiency from a run's learning curve (rows after step 0): the mean of the evaluation metric and of the
+ * evaluation loss over the evaluation points, and the online (prequential) loss: the mean training loss over every
+ * step, each measured on a fresh batch before the step learned from it, i.e. the code length per scored token of the
+ * training stream. Continuous where a final accuracy is bimodal or saturated: a seed that learns later scores worse. */
+static void curve_means(const struct epar_train_run *r, double *metric, double *loss, double *online)
+{
+    double sm = 0, sl = 0, so = 0, w = 0;
+    long prev = 0;
+    int n = 0;
+    for (int i = 0; i < r->rows; i++) {
+        const double *row = r->curve + (size_t)i * EPAR_TRAIN_CURVE_COLS;   /* EPAR_TRAIN_CURVE_HEADER */
+        long step = (long)row[0];
+        if (step <= 0) continue;
+        sm += row[4];
+        sl += row[3];
+        so += row[2] * (double)(step - prev);
+        w += (double)(step - prev);
+        prev = step;
+        n++;
+    }
+    *metric = n ? sm / n : NAN;
+    *loss = n ? sl / n : NAN;
+    *online = w > 0 ? so / w : NAN;
+}
+
 /* train one cell, evaluate, write cell.json + learning_curve.csv into an epar_out staging folder */
 static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                              volatile sig_atomic_t *stop)
@@ -722,6 +807,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     x.steps = r.step;
     x.value = r.final.metric;
     x.eval_loss = r.final.loss;
+    curve_means(&r, &x.curve_metric, &x.curve_loss, &x.online_loss);
     x.tokens = r.tokens;
     x.chance = r.final.chance;
     x.chance_se = r.final.chance_se;
@@ -907,7 +993,8 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
 /* the numbers of every training cell, read back from the cell files */
 struct grid {
     int NT, M, S;
-    double *value;          /* (NT, M, S) final metric */
+    double *value;          /* (NT, M, S) the task's primary metric (the comparisons' and claims') */
+    double *cand[EPAR_BENCH_NPRIMARY];   /* (NT, M, S) every candidate metric; cand[EPAR_BENCH_FINAL] is the final one */
     double *chance;         /* (NT, M, S) the best constant answer's metric on the cell's evaluation items (NaN: a
                              * cell written before epar recorded it) */
     double *chance_se;      /* (NT, M, S) its standard error */
@@ -923,6 +1010,8 @@ struct grid {
 
 static size_t gi(const struct grid *g, int t, int m, int s) { return ((size_t)t * g->M + m) * g->S + s; }
 static double *gv(const struct grid *g, int t, int m, int s) { return g->value + gi(g, t, m, s); }
+/* the final metric: what "learned" and the sanity checks compare with the chance level */
+static double *gf(const struct grid *g, int t, int m, int s) { return g->cand[EPAR_BENCH_FINAL] + gi(g, t, m, s); }
 
 /* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y| (lib/stats: their mean,
  * the relative improvement, its sd, t, p, interval and detectable effect); n = 0 when mean y is 0 or not finite */
@@ -961,7 +1050,13 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
     return best;
 }
 
+/* is higher better: for the task's final metric (task_hib), for candidate k, and for its primary (prim_hib) */
 static int task_hib(const struct epar_bench_cfg *c, int t) { return epar_task_table[c->tasks[t].task.id].higher_is_better; }
+static int cand_hib(const struct epar_bench_cfg *c, int t, int k)
+{
+    return (k == EPAR_BENCH_FINAL || k == EPAR_BENCH_CURVE) && task_hib(c, t);
+}
+static int prim_hib(const struct epar_bench_cfg *c, int t) { return cand_hib(c, t, c->tasks[t].primary); }
 
 /* task t's chance level and its se (means over the task's cells), and how many mechanisms learned it (-1:
  * unknown, cells without a chance level) */
@@ -975,7 +1070,7 @@ static int task_learned(const struct epar_bench_cfg *c, const struct grid *g, in
     int hib = task_hib(c, t), learned = 0;
     for (int m = 0; m < g->M; m++) {
         double mean;
-        epar_stats_mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        epar_stats_mean_sd(gf(g, t, m, 0), g->S, &mean, &sd);
         learned += hib ? mean > *chance + LEARNED_Z * *se : mean < *chance - LEARNED_Z * *se;
     }
     return learned;
@@ -1014,7 +1109,7 @@ struct versus {
 
 static struct versus versus(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, int y)
 {
-    return (struct versus){paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, task_hib(c, t), c->level), NAN};
+    return (struct versus){paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, prim_hib(c, t), c->level), NAN};
 }
 
 /* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
@@ -1104,6 +1199,37 @@ static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g,
 #undef SET
 }
 
+/* the name of task t's primary metric: the task's metric (accuracy, bpc) for final, else the candidate's name with it,
+ * e.g. "curve:accuracy", "final_loss" */
+static void primary_name(const struct epar_bench_cfg *c, int t, char *buf, size_t n)
+{
+    enum epar_bench_primary k = c->tasks[t].primary;
+    const char *m = epar_task_table[c->tasks[t].task.id].metric;
+    if (k == EPAR_BENCH_FINAL) snprintf(buf, n, "%s", m);
+    else if (k == EPAR_BENCH_CURVE) snprintf(buf, n, "curve:%s", m);
+    else snprintf(buf, n, "%s", epar_bench_primary_names[k]);
+}
+
+/* metrics.csv: every candidate metric of every task x mechanism (mean and sd across seeds), the primary marked: the
+ * secondary columns of the table, and what the power study of docs/TASKS.md compares */
+static struct epar_table *metrics_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,metric,primary,higher_is_better,mean,sd,seeds");
+    for (int i = 0; t && i < c->n_tasks; i++)
+        for (int m = 0; m < c->n_mech; m++)
+            for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) {
+                double mean, sd;
+                epar_stats_mean_sd(g->cand[k] + gi(g, i, m, 0), g->S, &mean, &sd);
+                if (epar_csv_append(t, "sssiiddi", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+                                    epar_bench_primary_names[k], (int)(c->tasks[i].primary == (enum epar_bench_primary)k),
+                                    cand_hib(c, i, k), mean, sd, g->S)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+    return t;
+}
+
 static struct epar_table *main_table(const struct epar_bench_cfg *c, const struct grid *g)
 {
     char head[4096] = "task,paper,condition,length,metric,higher_is_better,seeds";
@@ -1125,9 +1251,11 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
     }
     struct epar_table *t = epar_csv_new(head);
     for (int i = 0; t && i < c->n_tasks; i++) {
-        int hib = task_hib(c, i), best = best_baseline(c, g, i, hib);
+        int hib = prim_hib(c, i), best = best_baseline(c, g, i, hib);
+        char metric[64];
+        primary_name(c, i, metric, sizeof metric);
         if (epar_csv_append(t, "sssisii", c->tasks[i].id, c->tasks[i].paper, c->tasks[i].condition,
-                            c->tasks[i].task.length, epar_task_table[c->tasks[i].task.id].metric, hib, g->S)) {
+                            c->tasks[i].task.length, metric, hib, g->S)) {
             epar_csv_free(t);
             return NULL;
         }
@@ -1205,7 +1333,7 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                 int nt = 0, ok = 1, nl = 0;   /* nl: tasks learned by some mechanism (-1: unknown) */
                 for (int i = 0; i < c->n_tasks; i++) {
                     if (strcmp(c->tasks[i].condition, conds[k])) continue;
-                    int hib = task_hib(c, i);
+                    int hib = prim_hib(c, i);
                     double ch, chse;
                     int lt = task_learned(c, g, i, &ch, &chse);
                     nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
@@ -1277,7 +1405,8 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
             }
             if (n) epar_stats_mean_sd(v, n, &mean, &sd);
             int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
-            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.steps, g->S, n,
+            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+                                        (int)lround(c->b.steps * c->tasks[i].steps_scale), g->S, n,
                                         mean, sd, mean * B * T)) {
                 epar_csv_free(t);
                 return NULL;
@@ -1301,7 +1430,7 @@ static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const str
         if (task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
         for (int m = 0; m < c->n_mech; m++) {
             double mean;
-            epar_stats_mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gf(g, i, m, 0), g->S, &mean, &sd);
             double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
             double rel = chance != 0 ? gain / fabs(chance) : NAN;
             int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
@@ -1385,7 +1514,7 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
 
 static struct epar_table *params_table(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, double *worst)
 {
-    struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance");
+    struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance,lr,lr_scale,steps");
     *worst = 0;
     int none = mech_index(c, EPAR_MECH_NONE);
     for (int k = 0; t && k < plan->n; k++) {
@@ -1402,9 +1531,15 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
             if (cell->task < 0 && none >= 0) ref = plan->cost_params[none];
             double rel = ref ? ((double)p - (double)ref) / (double)ref : NAN;
             if (fabs(rel) > *worst) *worst = fabs(rel);
-            if (epar_csv_append(t, "ssdidi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
+            /* the cell's learning rate (its mechanism's scale on this task's lr_family) and steps */
+            struct epar_bench_cell probe = *cell;
+            probe.mech = mm;
+            struct epar_train_cfg tc;
+            epar_exp_benchmark_cell_cfg(c, &probe, &tc);
+            if (epar_csv_append(t, "ssdididdi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
                                 epar_nnpos_name(c->mech[mm]), (double)p,
-                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol)) {
+                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol,
+                                tc.optim.lr, tc.optim.lr / c->b.lr, tc.optim.steps)) {
                 epar_csv_free(t);
                 return NULL;
             }
@@ -1766,14 +1901,16 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
-    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL, NULL, NULL, NULL, {NULL}};
+    struct grid g = {.NT = c->n_tasks, .M = c->n_mech, .S = c->b.n_seeds};
     size_t ng = (size_t)g.NT * g.M * g.S + 1;
     g.value = calloc(ng, sizeof *g.value);
+    int have = g.value != NULL;
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) have &= (g.cand[k] = calloc(ng, sizeof *g.cand[k])) != NULL;
     g.chance = calloc(ng, sizeof *g.chance);
     g.chance_se = calloc(ng, sizeof *g.chance_se);
     g.cell = calloc((size_t)plan->n, sizeof *g.cell);
     g.doc = calloc((size_t)plan->n, sizeof *g.doc);
-    int st = g.value && g.chance && g.chance_se && g.cell && g.doc
+    int st = have && g.chance && g.chance_se && g.cell && g.doc
                  ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
     for (int k = 0; !st && k < plan->n; k++) {
         char dir[512], path[4800];
@@ -1789,14 +1926,23 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             st = epar_fields_load(path, "cell file", cost_cell_rows, &g.cost, &g.doc[k]);
             continue;
         }
-        g.cell[k].chance = g.cell[k].chance_se = NAN;   /* a cell written before epar recorded them */
+        /* a cell written before epar recorded them */
+        g.cell[k].chance = g.cell[k].chance_se = g.cell[k].curve_metric = g.cell[k].curve_loss = NAN;
+        g.cell[k].online_loss = NAN;
         if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g.cell[k], &g.doc[k]))) break;
         size_t at = gi(&g, cell->task, cell->mech, cell->seed);
-        g.value[at] = g.cell[k].value;
+        const struct train_cell *x = &g.cell[k];
+        g.cand[EPAR_BENCH_FINAL][at] = x->value;
+        g.cand[EPAR_BENCH_FINAL_LOSS][at] = x->eval_loss;
+        g.cand[EPAR_BENCH_CURVE][at] = x->curve_metric;
+        g.cand[EPAR_BENCH_CURVE_LOSS][at] = x->curve_loss;
+        g.cand[EPAR_BENCH_ONLINE_LOSS][at] = x->online_loss;
+        g.value[at] = g.cand[c->tasks[cell->task].primary][at];
         g.chance[at] = g.cell[k].chance;
         g.chance_se[at] = g.cell[k].chance_se;
     }
-    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL;
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL,
+                      *xt = NULL;
     double worst = 0;
     int insane = 0;
     if (!st) {
@@ -1809,13 +1955,14 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         snt = sanity_table(c, &g, &insane);
         vt = comparisons_table(c, &g);
         lt = learn_table(c, plan, &g, root, &st);
-        if (!st && (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt || !lt))
+        xt = metrics_table(c, &g);
+        if (!st && (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt || !lt || !xt))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
     }
     if (!st) {
         struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
                                         {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt},
-                                        {"comparisons.csv", vt}, {"steps_to_learn.csv", lt}};
+                                        {"comparisons.csv", vt}, {"steps_to_learn.csv", lt}, {"metrics.csv", xt}};
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
@@ -1830,6 +1977,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     epar_csv_free(snt);
     epar_csv_free(vt);
     epar_csv_free(lt);
+    epar_csv_free(xt);
     for (int k = 0; g.cell && g.doc && k < plan->n; k++) {
         epar_fields_free(train_cell_rows, &g.cell[k]);
         json_decref(g.doc[k]);
@@ -1838,6 +1986,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     free(g.cell);
     free(g.doc);
     free(g.value);
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) free(g.cand[k]);
     free(g.chance);
     free(g.chance_se);
     return st;

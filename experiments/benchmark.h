@@ -20,6 +20,16 @@
 #define EPAR_BENCH_MAX_TASKS 32
 #define EPAR_BENCH_MAX_EXTRAP 16
 
+/* A cell's candidate primary metrics (chosen per task in the protocol, from the power study of docs/TASKS.md):
+ *   FINAL        the task's metric on the whole evaluation set at the end (accuracy, or bits per character)
+ *   FINAL_LOSS   the evaluation loss at the end (nats per scored token)
+ *   CURVE        the mean of the evaluation metric over the learning curve's evaluations (sample efficiency)
+ *   CURVE_LOSS   the mean evaluation loss over them
+ *   ONLINE_LOSS  the mean training loss over every step, each on a fresh batch before learning from it (prequential) */
+enum epar_bench_primary { EPAR_BENCH_FINAL, EPAR_BENCH_FINAL_LOSS, EPAR_BENCH_CURVE, EPAR_BENCH_CURVE_LOSS,
+                          EPAR_BENCH_ONLINE_LOSS, EPAR_BENCH_NPRIMARY };
+extern const char *const epar_bench_primary_names[EPAR_BENCH_NPRIMARY];
+
 /* one row of $.experiments.benchmark.tasks */
 struct epar_bench_task {
     char id[32];                        /* "needle-long" */
@@ -27,6 +37,13 @@ struct epar_bench_task {
     char condition[32];                 /* short, long, shuffled, noise, non-sequential */
     char length_class[8];               /* lm, short, long: which length of the budget */
     struct epar_task_cfg task;          /* task id, options; length resolved from the budget */
+    enum epar_bench_primary primary;    /* the metric the comparisons and claims use (the others: secondary columns) */
+    double steps_scale;                 /* the task's steps: the budget's times this (trained until its curves flatten) */
+    int eval_sequences;                 /* its evaluation set (0: the budget's) */
+    char lr_family[16];                 /* the learning rate of a mechanism is chosen per family ("": the task's id) */
+    double lr_scale[EPAR_MECH_COUNT];   /* by mechanism id: its learning rate on this task = the budget's lr x this, from
+                                         * the budget's "lr_scale" {family: {mechanism: scale}} (chosen on seeds that are
+                                         * not table seeds, docs/TASKS.md); 1 where it says nothing */
 };
 
 struct epar_bench_budget {
