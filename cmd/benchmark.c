@@ -325,12 +325,14 @@ int cmd_benchmark(int argc, char **argv)
     struct cli_common c = {0};
     const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL, *set = NULL;
     int merge_flag = 0;
+    double lr_scale = 0;
     struct opt opts[] = {
         {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (about 10 min on 2 cores, 3 seeds) or full (5 seeds, hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
         {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "trainable catalogue ids (default: the paper table's eight)", 0},
         {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, e.g. sliding-window.radius=8 (repeatable)", 0},
+        {"lr-scale", 0, OPT_DOUBLE, &lr_scale, "X", "every cell at the budget's lr times X instead of its mechanism's tuned scale (the learning-rate study)", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},
         {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables", 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
@@ -374,6 +376,13 @@ int cmd_benchmark(int argc, char **argv)
         mpi_finish();
         return rc;
     }
+    if (cli_seen(opts, "lr-scale") && !(lr_scale > 0 && lr_scale <= 1000)) {
+        epar_protocol_free(&proto);
+        mpi_finish();
+        return cli_fail(epar_err_set(EPAR_EINVAL, "invalid value for --lr-scale: '%g' (expected a scale in (0, 1000])",
+                                     lr_scale));
+    }
+    cfg.lr_scale = lr_scale;
     int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     int st = EPAR_OK;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);

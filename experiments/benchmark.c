@@ -386,7 +386,7 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
     t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + b->cost_max_repeats * b->cost_steps;
     t->optim.warmup = b->warmup;
-    t->optim.lr = b->lr * (bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
+    t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
     t->optim.lr_min_ratio = b->lr_min_ratio;
     t->optim.weight_decay = b->weight_decay;
     t->optim.clip = b->clip;

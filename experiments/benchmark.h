@@ -73,6 +73,8 @@ struct epar_bench_cfg {
     int distance_bins;
     double sanity_margin;               /* every mechanism's bpc at least this share below the chance level */
     double level;                       /* the audit's confidence level (audit.level): intervals, Holm, MDE */
+    double lr_scale;                    /* > 0: every cell at the budget's lr times this instead of its mechanism's
+                                         * scale (--lr-scale: the learning-rate study of docs/TASKS.md); 0: the scales */
     struct epar_train_cfg base;         /* experiments.train (optimiser betas, eps, mechanism settings) + preset */
     struct epar_params prm;             /* the resolved common parameters (run.json; seeds replaced by the budget's) */
     char preset[64];
