@@ -1991,3 +1991,84 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     free(g.chance_se);
     return st;
 }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the learning-rate study                                                                          */
+
+/* the primary metric's mean of (task, mechanism) in a study folder's metrics.csv (NaN: absent) */
+static double study_mean(const struct epar_table *t, const char *task, const char *mech)
+{
+    int ct = epar_csv_col(t, "task"), cm = epar_csv_col(t, "mechanism"), cp = epar_csv_col(t, "primary"),
+        cv = epar_csv_col(t, "mean");
+    for (size_t r = 0; ct >= 0 && cm >= 0 && cp >= 0 && cv >= 0 && r < t->nrows; r++) {
+        const struct epar_cell *row = t->cells + r * (size_t)t->ncols;
+        if (row[ct].s && row[cm].s && !strcmp(row[ct].s, task) && !strcmp(row[cm].s, mech) && row[cp].v == 1)
+            return row[cv].v;
+    }
+    return NAN;
+}
+
+int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *const *dirs, const double *scales, int n,
+                                 struct epar_out *o)
+{
+    struct epar_table *in[EPAR_BENCH_MAX_SCALES] = {NULL};
+    int one = -1, st = EPAR_OK;
+    if (n < 2 || n > EPAR_BENCH_MAX_SCALES) return epar_err_set(EPAR_EINVAL, "the study needs 2 to %d scales, got %d",
+                                                                EPAR_BENCH_MAX_SCALES, n);
+    for (int k = 0; k < n && !st; k++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/benchmark/metrics.csv", dirs[k]);
+        st = epar_csv_read(path, &in[k]);
+        if (scales[k] == 1) one = k;
+    }
+    if (!st && one < 0) st = epar_err_set(EPAR_EINVAL, "the study has no run at scale 1 (the reference of the choice)");
+    struct epar_table *t = st ? NULL : epar_csv_new("lr_family,mechanism,scale,lr,tasks,score,chosen");
+    if (!st && !t) st = EPAR_ENOMEM;
+    json_t *choice = json_object();
+    for (int i = 0; !st && i < c->n_tasks; i++) {
+        const char *fam = c->tasks[i].lr_family;
+        int first = 1;
+        for (int q = 0; q < i; q++) first &= strcmp(c->tasks[q].lr_family, fam) != 0;
+        if (!first) continue;
+        json_t *fj = json_object();
+        for (int m = 0; m < c->n_mech && !st; m++) {
+            const char *mech = epar_nnpos_name(c->mech[m]);
+            double score[EPAR_BENCH_MAX_SCALES];
+            int ntask = 0, best = one;
+            for (int k = 0; k < n; k++) {
+                double sum = 0;
+                int cnt = 0;
+                for (int q = i; q < c->n_tasks; q++) {
+                    if (strcmp(c->tasks[q].lr_family, fam)) continue;
+                    double ref = study_mean(in[one], c->tasks[q].id, mech), v = study_mean(in[k], c->tasks[q].id, mech);
+                    if (!isfinite(ref) || !isfinite(v) || ref == 0) continue;
+                    sum += (prim_hib(c, q) ? 1 : -1) * (v - ref) / fabs(ref);
+                    cnt++;
+                }
+                score[k] = cnt ? sum / cnt : NAN;
+                ntask = cnt > ntask ? cnt : ntask;
+            }
+            for (int k = 0; k < n; k++)   /* the best score above scale 1's 0; ties go to the earlier scale */
+                if (isfinite(score[k]) && score[k] > (best == one ? 0 : score[best])) best = k;
+            for (int k = 0; k < n && !st; k++)
+                if (epar_csv_append(t, "ssddidi", fam, mech, scales[k], c->b.lr * scales[k], ntask, score[k], k == best))
+                    st = EPAR_ENOMEM;
+            if (best != one) json_object_set_new(fj, mech, json_real(scales[best]));
+        }
+        if (json_object_size(fj)) json_object_set_new(choice, fam, fj);
+        else json_decref(fj);
+    }
+    if (!st) st = epar_exp_write_table(o, "lr_study.csv", t);
+    if (!st) {
+        char *js = json_dumps(choice, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
+        FILE *f = js ? fopen(epar_out_path(o, "lr_scale.json"), "w") : NULL;
+        int bad = !f || fprintf(f, "%s\n", js) < 0;
+        if (f && fclose(f) != 0) bad = 1;
+        if (bad) st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "lr_scale.json"));
+        free(js);
+    }
+    json_decref(choice);
+    epar_csv_free(t);
+    for (int k = 0; k < n; k++) epar_csv_free(in[k]);
+    return st;
+}

@@ -126,4 +126,14 @@ struct epar_out;
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra);
 
+/* The learning-rate study (docs/TASKS.md): dirs[k] is the --out of a grid run at --lr-scale scales[k] (one of them 1),
+ * on seeds that are not table seeds. Per lr_family and mechanism, a scale's score is the mean over the family's tasks of
+ * the relative improvement of the primary metric over scale 1 (metrics.csv); the best positive score wins, else 1 —
+ * one rule for EPAR and every baseline. Writes lr_study.csv (every score, the chosen marked) and lr_scale.json (the
+ * budget's "lr_scale" object: the scales that are not 1) into o. */
+#define EPAR_BENCH_MAX_SCALES 8
+struct epar_out;
+int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *const *dirs, const double *scales, int n,
+                                 struct epar_out *o);
+
 #endif
