@@ -98,10 +98,17 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBEPAR)
 	@mkdir -p $(dir $@)
 	$(CC) $(EPAR_LDFLAGS) -o $@ $< $(LIBEPAR) $(LDLIBS)
 
+# the full-disk shim of tests/cli/test_full_disk.sh: LD_PRELOAD'ed into epar and, inherited, its gnuplot children, so
+# it is built without the sanitizers (tests/shim/enospc.c)
+ENOSPC_SHIM = $(BUILD)/tests/libenospc.so
+$(ENOSPC_SHIM): tests/shim/enospc.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 $(WARN) -fPIC -shared -o $@ $< -ldl
+
 # The test command: unit programs, then CLI tests against the real binary; ends "N passed, N failed".
 # (with an MPI compiler on PATH, epar-mpi is built first so tests/cli/test_benchmark.sh runs its mpirun part; not in the
 # sanitizer and coverage builds: ./epar-mpi is an -O2 build, whose float results need not match an -O1/-O0 epar's)
-test: $(EPAR_BIN) $(TEST_BIN)
+test: $(EPAR_BIN) $(TEST_BIN) $(ENOSPC_SHIM)
 	@if command -v $(MPICC) >/dev/null && [ "$(SAN)$(COV)" = 00 ]; then $(MAKE) --no-print-directory epar-mpi >/dev/null; fi
 	@EPAR=./$(EPAR_BIN) EPAR_MPI=$(if $(filter 00,$(SAN)$(COV)),./epar-mpi,) TESTBIN=$(BUILD)/tests tests/run.sh
 

@@ -446,6 +446,10 @@ int cmd_benchmark(int argc, char **argv)
     snprintf(root, sizeof root, "%s/benchmark", c.out);
     if (!st) st = epar_bench_plan(&cfg, &plan);
     if (st) goto done;
+    /* staging folders of cells a killed run left (cells/<task>/<mechanism>/seed-<s>.tmp-...): a folder another
+     * process (a shard, an MPI rank) is writing holds its lock and stays (lib/outdir.h) */
+    int swept = epar_out_sweep(root, 3);
+    if (swept) cli_progress(&c, "benchmark: removed %d staging folder(s) left by a killed run", swept);
 
     if (merging) {
         st = merge_cells(&c, &cfg, &plan, root, merge, n_merge);

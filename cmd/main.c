@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include "lib/blas.h"
 #include "lib/err.h"
-#include "lib/csvout.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
 #include "experiments/experiment.h"
@@ -63,7 +62,6 @@ static void on_signal(int sig)
     if (__atomic_exchange_n(&entered, 1, __ATOMIC_SEQ_CST))
         for (;;) pause(); /* a second signal: the first handler is cleaning up and will exit */
     epar_plot_kill_all();
-    epar_csv_abort_all();
     epar_out_abort_all();
     _exit(128 + sig);
 }

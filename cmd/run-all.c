@@ -202,8 +202,7 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
                            "level", ctx.level, "experiments_run", ran, "experiments_failed", failed, "claims", (int)a->n,
                            "verdicts", verdicts, "spec_problems", a->spec_problems, "stale", a->stale);
     if (!rj) st = epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    else if (json_dump_file(rj, epar_out_path(&o, "run.json"), JSON_INDENT(2) | JSON_PRESERVE_ORDER))
-        st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(&o, "run.json"));
+    else st = epar_fields_dump(epar_out_path(&o, "run.json"), rj, EPAR_SAVE_RUN);
     json_decref(rj);
     if (st || (st = epar_exp_report_write(&o, out, a, &info))) {
         epar_out_abort(&o);

@@ -944,26 +944,22 @@ static int copy_file(const char *from, const char *to)
 {
     FILE *f = fopen(from, "rb");
     if (!f) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", from, strerror(errno));
-    char tmp[5100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid());
-    FILE *g = fopen(tmp, "wb");
+    struct epar_out_file w;
+    FILE *g = epar_out_fopen(&w, to);
     if (!g) {
         fclose(f);
-        return epar_err_set(EPAR_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+        return EPAR_EIO;
     }
     char buf[65536];
     size_t n;
-    int ok = 1;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (fwrite(buf, 1, n, g) != n) ok = 0;
-    if (ferror(f)) ok = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && fwrite(buf, 1, n, g) == n) {}
+    int rerr = ferror(f);
     fclose(f);
-    if (fclose(g) != 0) ok = 0;
-    if (!ok || rename(tmp, to) != 0) {
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write '%s'", to);
+    if (rerr) {
+        epar_out_fdiscard(&w);
+        return epar_err_set(EPAR_EIO, "cannot read '%s'", from);
     }
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }
 
 int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
@@ -1597,10 +1593,9 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
 
 static int write_markdown(const struct epar_bench_cfg *c, const struct epar_table *t, const char *path)
 {
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    if (!f) return EPAR_EIO;
     fprintf(f, "# epar benchmark, budget `%s`: the main table on proxy tasks\n\n", c->b.name);
     fprintf(f, "Mean ± sd across %d seed(s); relative improvement = per seed sign × (EPAR − baseline) / |mean baseline| "
                "(positive = better, also for bits per character), averaged over the seeds; tests: two-sided paired "
@@ -1647,12 +1642,7 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
     fprintf(f, "\nEvery mechanism: main_table.csv (`<mechanism>_mean`, `_sd`). A proxy at this scale says whether EPAR's "
                "direction of effect holds for small trained models on tasks that isolate what each row is about; it "
                "cannot give the paper's 110M-parameter numbers.\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    }
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }
 
 static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)

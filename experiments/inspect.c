@@ -726,9 +726,9 @@ static void head_view_data(FILE *f, const struct epar_inspect *x, const int *ls,
 
 static int head_view(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
 {
-    const char *path = epar_out_path(o, "head_view.html");
-    FILE *f = fopen(path, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, epar_out_path(o, "head_view.html"));
+    if (!f) return EPAR_EIO;
     char in[64];
     input_desc(x, in, sizeof in);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -752,9 +752,7 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
     head_view_data(f, x, ls, nl, hs, nh);
     fputs(head_view_js, f);
     fputs("</body></html>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }
 
 /* ------------------------------------------------------------------------------------------------ */

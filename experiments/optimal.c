@@ -605,13 +605,7 @@ static int opt_write_files(const struct epar_optimal_cfg *cfg, const struct epar
         {"forms_comparison.csv", res->forms}, {"forms_paired_difference.csv", res->paired},
         {"verification_summary.csv", res->summary}, {"radar.csv", res->radar}};
     if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-    {
-        const char *path = epar_out_path(o, "verification_report.txt");
-        FILE *f = fopen(path, "w");
-        if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-        int bad = fputs(res->report, f) < 0;
-        if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    }
+    if ((st = epar_out_write_text(epar_out_path(o, "verification_report.txt"), res->report))) return st;
     const char *names[EPAR_IMP_COUNT];
     for (int t = 0; t < T; t++) names[t] = epar_imp_name(cfg->types[t]);
     json_t *types = epar_fields_array(EPAR_FIELD_SLIST, names, T);

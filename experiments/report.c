@@ -1069,14 +1069,12 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
                      const struct epar_audit *a, const struct epar_report_info *info, const struct report_proto *rp,
                      const struct epar_table *rt, const struct epar_table *im)
 {
-    const char *path = epar_out_path(o, name);
-    FILE *f = fopen(path, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, epar_out_path(o, name));
+    if (!f) return EPAR_EIO;
     struct doc d = {f, as_html};
     write_report(&d, out_root, a, info, rp, rt, im);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }
 
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
@@ -1500,11 +1498,11 @@ static void index_filter(FILE *f, const struct epar_audit *a)
 
 int epar_exp_report_index(const char *out_root, const struct epar_audit *a, const struct epar_report_info *info)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     snprintf(path, sizeof path, "%s/index.html", out_root);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path); /* checked writes, then renamed over the old index */
+    if (!f) return EPAR_EIO;
     char title[128];
     snprintf(title, sizeof title, "EPAR reproduction (epar %s)", info->version);
     page_head(f, title);
@@ -1538,12 +1536,5 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     free(labels);
     fputs(filter_js, f);
     fputs("</body></html>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }

@@ -1204,13 +1204,7 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
 
 static int write_text(struct epar_out *o, const char *name, const char *text)
 {
-    const char *path = epar_out_path(o, name);
-    FILE *f = fopen(path, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    fputs(text, f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s'", path);
-    return EPAR_OK;
+    return epar_out_write_text(epar_out_path(o, name), text);
 }
 
 /* run.json: the common fields, the sweeps, the draws and the paper's parameters */

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt.h"
+#include "outdir.h"
 #include "err.h"
 
 static const char MAGIC[8] = {'E', 'P', 'A', 'R', 'C', 'K', 'P', 'T'};
@@ -30,11 +31,9 @@ static int put(FILE *f, uint64_t *h, const void *data, size_t n)
 
 int epar_ckpt_write(const char *path, const struct epar_ckpt_section *s, int n)
 {
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        return epar_err_set(EPAR_EIO, "checkpoint path too long '%s'", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write checkpoint '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path); /* checked writes, then renamed into place */
+    if (!f) return EPAR_EIO;
     uint64_t h = EPAR_CKPT_FNV_INIT, ns = (uint64_t)n;
     uint32_t ver = EPAR_CKPT_VERSION, bom = BOM;
     int ok = put(f, &h, MAGIC, 8) && put(f, &h, &ver, 4) && put(f, &h, &bom, 4) && put(f, &h, &ns, 8);
@@ -45,20 +44,8 @@ int epar_ckpt_write(const char *path, const struct epar_ckpt_section *s, int n)
         uint64_t sz = s[k].size;
         ok = put(f, &h, tag, EPAR_CKPT_TAG) && put(f, &h, &sz, 8) && put(f, &h, s[k].data, s[k].size);
     }
-    ok = ok && fwrite(&h, 8, 1, f) == 1 && fwrite(END, 8, 1, f) == 1;
-    int e = errno;
-    if (fflush(f) != 0) ok = 0, e = errno;
-    if (fclose(f) != 0) ok = 0, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write checkpoint '%s': %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write checkpoint '%s': %s", path, strerror(e));
-    }
-    return EPAR_OK;
+    if (ok) ok = fwrite(&h, 8, 1, f) == 1 && fwrite(END, 8, 1, f) == 1;
+    return epar_out_fclose(&w); /* a failed write above is remembered, with its reason */
 }
 
 static int bad(struct epar_ckpt *c, const char *path, const char *what)

@@ -9,6 +9,7 @@
 #include <csv.h>
 #include "err.h"
 #include "csvout.h"
+#include "outdir.h"
 
 static char *dupstr(const char *s)
 {
@@ -134,55 +135,11 @@ static int put_field(FILE *f, const char *s)
     return csv_fwrite(f, s, strlen(s));
 }
 
-/* Temp files being written right now, so an interrupt can remove them (epar_csv_abort_all). A slot is
- * claimed atomically; 0 free, 1 being filled, 2 holds a path. */
-#define TMP_SLOTS 16
-static struct { int state; char path[4096]; } tmp_slots[TMP_SLOTS];
-
-static int tmp_claim(const char *tmp)
-{
-    for (int i = 0; i < TMP_SLOTS; i++) {
-        int expect = 0;
-        if (__atomic_compare_exchange_n(&tmp_slots[i].state, &expect, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-            snprintf(tmp_slots[i].path, sizeof tmp_slots[i].path, "%s", tmp);
-            __atomic_store_n(&tmp_slots[i].state, 2, __ATOMIC_SEQ_CST);
-            return i;
-        }
-    }
-    return -1; /* more writers than slots: still written, just not tracked (the staging folder is) */
-}
-
-static void tmp_release(int i)
-{
-    if (i >= 0) __atomic_store_n(&tmp_slots[i].state, 0, __ATOMIC_SEQ_CST);
-}
-
-void epar_csv_abort_all(void)
-{
-    for (int i = 0; i < TMP_SLOTS; i++)
-        if (__atomic_load_n(&tmp_slots[i].state, __ATOMIC_SEQ_CST) == 2) unlink(tmp_slots[i].path);
-}
-
-static int write_tmp(const struct epar_table *t, const char *path, const char *tmp);
-
 int epar_csv_write(const struct epar_table *t, const char *path)
 {
-    char tmp[4096];
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return epar_err_set(EPAR_EIO, "cannot write '%s': not a regular file", path);
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return epar_err_set(EPAR_EIO, "path too long '%s'", path);
-    int slot = tmp_claim(tmp);
-    int rc = write_tmp(t, path, tmp);
-    tmp_release(slot);
-    return rc;
-}
-
-static int write_tmp(const struct epar_table *t, const char *path, const char *tmp)
-{
-    FILE *f = fopen(tmp, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    if (!f) return EPAR_EIO;
     int bad = 0;
     char num[64];
     for (int c = 0; c < t->ncols; c++) {
@@ -203,15 +160,7 @@ static int write_tmp(const struct epar_table *t, const char *path, const char *t
         }
         if (fputc('\n', f) == EOF) bad = 1;
     }
-    int err = errno;
-    if (fflush(f) != 0) { bad = 1; err = errno; }
-    if (fclose(f) != 0 && !bad) { bad = 1; err = errno; }
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad) err = errno;
-        unlink(tmp);
-        return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(err));
-    }
-    return EPAR_OK;
+    return epar_out_fclose(&w); /* a failed write above is remembered by w, with its reason */
 }
 
 /* ---- reading ---- */

@@ -34,12 +34,11 @@ const char *epar_csv_get_str(const struct epar_table *t, size_t row, const char 
 /* Format one number the way every epar file does (buf >= 32 bytes). */
 void epar_csv_format_number(double v, char *buf, size_t n);
 
-/* Write atomically to path (temp file <path>.tmp.<pid>, then rename). EPAR_EIO with the path and errno
- * text on failure; no file left behind. A path that exists and is not a regular file (/dev/full, a
- * FIFO, a folder) is refused, never renamed over. */
+/* Write atomically to path (lib/outdir's epar_out_fopen: temp file <path>.tmp.<pid>, every write checked,
+ * then rename). EPAR_EIO with the path and errno text on failure; no file left behind. A path that exists
+ * and is not a regular file (/dev/full, a FIFO, a folder) is refused, never renamed over. An interrupt's
+ * epar_out_abort_all removes the temp file. */
 int epar_csv_write(const struct epar_table *t, const char *path);
-/* Remove the temp files of writes in progress: for signal handlers (async-signal-safe). */
-void epar_csv_abort_all(void);
 /* Read a CSV with a header row (libcsv). Numeric-looking cells become numbers. */
 int epar_csv_read(const char *path, struct epar_table **out);
 

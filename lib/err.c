@@ -26,6 +26,25 @@ void epar_err_hint(const char *fmt, ...)
     va_end(ap);
 }
 
+static void rename_in(char *buf, size_t cap, const char *from, const char *to)
+{
+    size_t lf = strlen(from);
+    if (!lf || !strstr(buf, from)) return;
+    char out[512];
+    size_t n = 0;
+    const char *p = buf;
+    for (const char *q; (q = strstr(p, from)) && n < sizeof out; p = q + lf)
+        n += (size_t)snprintf(out + n, sizeof out - n, "%.*s%s", (int)(q - p), p, to);
+    if (n < sizeof out) snprintf(out + n, sizeof out - n, "%s", p);
+    snprintf(buf, cap, "%s", out);
+}
+
+void epar_err_rename(const char *from, const char *to)
+{
+    rename_in(err_msg, sizeof err_msg, from, to);
+    rename_in(err_hint, sizeof err_hint, from, to);
+}
+
 const char *epar_err_message(void) { return err_msg[0] ? err_msg : "unknown error"; }
 const char *epar_err_hint_text(void) { return err_hint; }
 void epar_err_clear(void) { err_msg[0] = '\0'; err_hint[0] = '\0'; }

@@ -25,6 +25,8 @@ enum epar_status {
 int epar_err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Attach a hint to the current error (known fix). */
 void epar_err_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replace every `from` in the current message and hint by `to` (a staging folder by the folder it stood for). */
+void epar_err_rename(const char *from, const char *to);
 const char *epar_err_message(void);
 const char *epar_err_hint_text(void); /* "" when none */
 void epar_err_clear(void);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,9 +44,140 @@ static int mkdir_p(const char *path)
     return 0;
 }
 
+/* ---- staging folders and who owns them ---- */
+
+#define LOCK_NAME ".epar-lock"
+
+/* this host's name as it appears in staging folder names: letters, digits and dots, others as '_' */
+static char host_tag[40];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void host_init(void)
+{
+    char h[256] = "";
+    if (gethostname(h, sizeof h - 1) != 0 || !h[0]) snprintf(h, sizeof h, "localhost");
+    size_t n = 0;
+    for (const char *p = h; *p && n < sizeof host_tag - 1; p++, n++) {
+        char c = *p;
+        host_tag[n] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ? c : '_';
+    }
+    host_tag[n] = '\0';
+}
+
+/* the lock file appears already locked: made under another name, locked, then renamed (a sweeper that finds
+ * <stage>/.epar-lock unlocked knows its owner is gone). -1 when the file system has no flock: the pid in the
+ * folder's name protects it then. */
+static int make_lock(const char *stage)
+{
+    char nw[PATH_MAX + 32], fin[PATH_MAX + 32];
+    snprintf(nw, sizeof nw, "%s/" LOCK_NAME ".new", stage);
+    snprintf(fin, sizeof fin, "%s/" LOCK_NAME, stage);
+    int fd = open(nw, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(nw, fin) != 0) {
+        unlink(nw);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* "<section>.tmp-<host>-<pid>-XXXXXX": 1 with the host and pid, 0 when name is not a staging folder of
+ * this form (an older epar's "<section>.tmp-XXXXXX" is not: its owner cannot be told) */
+static int parse_stage(const char *name, char *host, size_t nh, long *pid)
+{
+    const char *t = NULL;
+    for (const char *p = name; (p = strstr(p, ".tmp-")); p++) t = p;
+    if (!t) return 0;
+    t += 5;
+    size_t len = strlen(t);
+    if (len < 10 || t[len - 7] != '-') return 0;
+    for (size_t i = len - 6; i < len; i++)
+        if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= '0' && t[i] <= '9'))) return 0;
+    size_t e = len - 7, b = e;
+    while (b > 0 && t[b - 1] >= '0' && t[b - 1] <= '9') b--;
+    if (b == e || b < 2 || t[b - 1] != '-' || e - b > 9) return 0;
+    *pid = 0;
+    for (size_t i = b; i < e; i++) *pid = *pid * 10 + (t[i] - '0');
+    if (b - 1 >= nh) return 0;
+    memcpy(host, t, b - 1);
+    host[b - 1] = '\0';
+    return 1;
+}
+
+static void remove_dir(const char *dir);
+
+/* Remove the staging folder dir/name if no running process owns it; 1 when removed. Only folders of this
+ * host and not of this process; the flock on its lock file decides, or without one, whether its pid runs. */
+static int sweep_one(const char *dir, const char *name)
+{
+    char host[64], path[PATH_MAX], lock[PATH_MAX + 32];
+    long pid;
+    pthread_once(&host_once, host_init);
+    if (!parse_stage(name, host, sizeof host, &pid) || strcmp(host, host_tag) != 0 || pid == (long)getpid())
+        return 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    snprintf(lock, sizeof lock, "%s/" LOCK_NAME, path);
+    int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int stale;
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) stale = 1;           /* its owner is gone */
+    else if (fd >= 0 && (errno == EWOULDBLOCK || errno == EINTR)) stale = 0; /* held: a running process */
+    else stale = pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;  /* no lock (file or flock): the pid */
+    if (stale) remove_dir(path); /* with the lock held: no one else takes it */
+    if (fd >= 0) close(fd);
+    return stale;
+}
+
+/* the staging folders in dir whose names start with prefix ("" = any), and in its sub-folders down to depth */
+static int sweep_at(const char *dir, const char *prefix, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t pl = strlen(prefix);
+    int removed = 0;
+    struct dirent *de;
+    char sub[PATH_MAX];
+    /* names first, then the work: removing while reading a folder may skip entries */
+    char (*names)[256] = NULL;
+    size_t n = 0, cap = 0;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (nm[0] == '.' || strncmp(nm, prefix, pl) != 0) continue;
+        int stage = strstr(nm, ".tmp-") != NULL;
+        if (!stage && depth <= 0) continue;
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 32;
+            char (*nn)[256] = realloc(names, nc * sizeof *names);
+            if (!nn) break;
+            names = nn;
+            cap = nc;
+        }
+        snprintf(names[n++], 256, "%s", nm);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(names[i], ".tmp-")) removed += sweep_one(dir, names[i]);
+        else if (snprintf(sub, sizeof sub, "%s/%s", dir, names[i]) < (int)sizeof sub) {
+            struct stat st;
+            if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) removed += sweep_at(sub, "", depth - 1);
+        }
+    }
+    free(names);
+    return removed;
+}
+
+int epar_out_sweep(const char *dir, int depth)
+{
+    return sweep_at(dir, "", depth);
+}
+
 int epar_out_begin(struct epar_out *o, const char *root, const char *section)
 {
     memset(o, 0, sizeof *o);
+    o->lock_fd = -1;
     if (!root || !*root) return epar_err_set(EPAR_EIO, "empty output folder ''");
     snprintf(o->root, sizeof o->root, "%s", root);
     snprintf(o->section, sizeof o->section, "%s", section);
@@ -54,14 +186,20 @@ int epar_out_begin(struct epar_out *o, const char *root, const char *section)
         epar_err_hint("pass a writable folder with --out DIR");
         return EPAR_EIO;
     }
+    pthread_once(&host_once, host_init);
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", section);
+    sweep_at(root, prefix, 0); /* what a killed run of this section left */
     if (snprintf(o->final_dir, sizeof o->final_dir, "%s/%s", root, section) >= (int)sizeof o->final_dir ||
-        snprintf(o->stage_dir, sizeof o->stage_dir, "%s/%s.tmp-XXXXXX", root, section) >= (int)sizeof o->stage_dir)
+        snprintf(o->stage_dir, sizeof o->stage_dir, "%s/%s.tmp-%s-%ld-XXXXXX", root, section, host_tag,
+                 (long)getpid()) >= (int)sizeof o->stage_dir)
         return epar_err_set(EPAR_EIO, "output path too long '%s'", root);
     if (!mkdtemp(o->stage_dir)) {
         epar_err_set(EPAR_EIO, "cannot write in output folder '%s': %s", root, strerror(errno));
         epar_err_hint("pass a writable folder with --out DIR");
         return EPAR_EIO;
     }
+    o->lock_fd = make_lock(o->stage_dir);
     o->active = 1;
     track(o, 1);
     return EPAR_OK;
@@ -75,7 +213,17 @@ const char *epar_out_path(struct epar_out *o, const char *name)
 }
 
 static int commit_files(struct epar_out *o);
-static void remove_dir(const char *dir);
+static void drop(struct epar_out *o);
+static void abort_files(void);
+
+/* the folder is no longer this process's: untracked, its lock released (after its removal, if aborted) */
+static void deactivate(struct epar_out *o)
+{
+    o->active = 0;
+    track(o, 0);
+    if (o->lock_fd >= 0) close(o->lock_fd);
+    o->lock_fd = -1;
+}
 
 /* Moving the files into place is not interruptible: SIGINT/SIGTERM/SIGHUP are blocked in this thread
  * and a handler running in another thread waits (epar_out_abort_all), so an interrupt never leaves a
@@ -124,6 +272,10 @@ static int commit_files(struct epar_out *o)
     mode_t um = umask(0);
     umask(um);
     chmod(o->stage_dir, 0777 & ~um); /* mkdtemp made it 0700: the final folder gets the usual mode */
+    /* the lock file is not part of the output; the folder stays ours (lock held, pid running) until deactivate */
+    char lock[PATH_MAX + 32];
+    snprintf(lock, sizeof lock, "%s/" LOCK_NAME, o->stage_dir);
+    unlink(lock);
     struct stat st;
     if (lstat(o->final_dir, &st) != 0) {
         int e = errno;
@@ -136,8 +288,7 @@ static int commit_files(struct epar_out *o)
             epar_out_abort(o);
             return epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", o->final_dir, strerror(e));
         }
-        o->active = 0;
-        track(o, 0);
+        deactivate(o);
         return EPAR_OK;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -146,7 +297,7 @@ static int commit_files(struct epar_out *o)
     }
     int kept = move_kept(o, o->final_dir, o->stage_dir); /* put back below if the new folder cannot go in */
     if (renameat2(AT_FDCWD, o->stage_dir, AT_FDCWD, o->final_dir, RENAME_EXCHANGE) == 0) {
-        epar_out_abort(o); /* the staging path now holds the old folder */
+        drop(o); /* the staging path now holds the old folder */
         return EPAR_OK;
     }
     char old[PATH_MAX];
@@ -170,8 +321,7 @@ static int commit_files(struct epar_out *o)
         epar_out_abort(o);
         return epar_err_set(EPAR_EIO, "cannot move '%s' into place: %s", o->final_dir, strerror(e));
     }
-    o->active = 0;
-    track(o, 0);
+    deactivate(o);
     remove_dir(old);
     return EPAR_OK;
 }
@@ -211,12 +361,21 @@ static void remove_dir(const char *dir)
     }
 }
 
-void epar_out_abort(struct epar_out *o)
+/* remove the staging folder (still holding its lock), then let it go */
+static void drop(struct epar_out *o)
 {
-    if (!o->active) return;
     o->active = 0;
     track(o, 0);
     remove_dir(o->stage_dir);
+    deactivate(o);
+}
+
+void epar_out_abort(struct epar_out *o)
+{
+    if (!o->active) return;
+    /* the error names the file where it was to go, not the staging folder that is about to disappear */
+    epar_err_rename(o->stage_dir, o->final_dir);
+    drop(o);
 }
 
 void epar_out_abort_all(void)
@@ -230,6 +389,143 @@ void epar_out_abort_all(void)
         if (o && o->active) {
             o->active = 0;
             remove_dir(o->stage_dir);
+            if (o->lock_fd >= 0) close(o->lock_fd);
+            o->lock_fd = -1;
         }
     }
+    abort_files();
+}
+
+/* ---- files: written to a temp file with every write checked, then renamed ---- */
+
+/* Temp files being written right now, so an interrupt can remove them (abort_files). A slot is claimed
+ * atomically; 0 free, 1 being filled, 2 holds a path. */
+#define TMP_SLOTS 64
+static struct { int state; char path[PATH_MAX + 32]; } tmp_slots[TMP_SLOTS];
+
+static int tmp_claim(const char *tmp)
+{
+    for (int i = 0; i < TMP_SLOTS; i++) {
+        int expect = 0;
+        if (__atomic_compare_exchange_n(&tmp_slots[i].state, &expect, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            snprintf(tmp_slots[i].path, sizeof tmp_slots[i].path, "%s", tmp);
+            __atomic_store_n(&tmp_slots[i].state, 2, __ATOMIC_SEQ_CST);
+            return i;
+        }
+    }
+    return -1; /* more writers than slots: still written, just not tracked (the staging folder is) */
+}
+
+static void tmp_release(int i)
+{
+    if (i >= 0) __atomic_store_n(&tmp_slots[i].state, 0, __ATOMIC_SEQ_CST);
+}
+
+static void abort_files(void)
+{
+    for (int i = 0; i < TMP_SLOTS; i++)
+        if (__atomic_load_n(&tmp_slots[i].state, __ATOMIC_SEQ_CST) == 2) unlink(tmp_slots[i].path);
+}
+
+int epar_out_write_error(const char *path, int err)
+{
+    epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(err));
+    if (err == ENOSPC || err == EDQUOT) epar_err_hint("free some space on that disk, or write elsewhere with --out DIR");
+    return EPAR_EIO;
+}
+
+/* the stream's writes go straight to write(2), so the first failure's errno is kept (stdio's own error flag
+ * keeps no reason, and a later call may have changed errno) */
+static ssize_t file_write(void *cookie, const char *buf, size_t n)
+{
+    struct epar_out_file *w = cookie;
+    size_t done = 0;
+    while (!w->err && done < n) {
+        ssize_t k = write(w->fd, buf + done, n - done);
+        if (k > 0) done += (size_t)k;
+        else if (k < 0 && errno == EINTR) continue;
+        else w->err = k < 0 ? errno : ENOSPC; /* write returning 0 for n > 0: nothing more fits */
+    }
+    return (ssize_t)done; /* short: stdio marks the stream failed */
+}
+
+static int file_close(void *cookie)
+{
+    struct epar_out_file *w = cookie;
+    int r = close(w->fd); /* NFS reports a failed write-back here */
+    if (r != 0 && !w->err) w->err = errno;
+    w->fd = -1;
+    return r;
+}
+
+FILE *epar_out_fopen(struct epar_out_file *w, const char *path)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    w->slot = -1;
+    struct stat st;
+    if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path || !path[0] ||
+        snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof w->tmp) {
+        epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(ENAMETOOLONG));
+        return NULL;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        epar_err_set(EPAR_EIO, "cannot write '%s': not a regular file", path);
+        return NULL;
+    }
+    w->slot = tmp_claim(w->tmp);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (w->fd < 0) {
+        int e = errno;
+        tmp_release(w->slot);
+        w->slot = -1;
+        epar_out_write_error(path, e);
+        return NULL;
+    }
+    cookie_io_functions_t io = {.read = NULL, .write = file_write, .seek = NULL, .close = file_close};
+    w->f = fopencookie(w, "w", io);
+    if (!w->f) {
+        close(w->fd);
+        unlink(w->tmp);
+        tmp_release(w->slot);
+        w->fd = w->slot = -1;
+        epar_err_set(EPAR_ENOMEM, "out of memory opening '%s'", path);
+        return NULL;
+    }
+    return w->f;
+}
+
+int epar_out_fclose(struct epar_out_file *w)
+{
+    if (!w->f) return epar_err_set(EPAR_EIO, "cannot write '%s': not open", w->path);
+    int bad = fflush(w->f) != 0 || ferror(w->f);
+    if (fclose(w->f) != 0) bad = 1; /* closes the file (file_close) */
+    w->f = NULL;
+    if (bad && !w->err) w->err = EIO;
+    if (!w->err && rename(w->tmp, w->path) != 0) w->err = errno;
+    if (w->err) unlink(w->tmp);
+    tmp_release(w->slot);
+    w->slot = -1;
+    return w->err ? epar_out_write_error(w->path, w->err) : EPAR_OK;
+}
+
+int epar_out_write_text(const char *path, const char *text)
+{
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    if (!f) return EPAR_EIO;
+    fputs(text, f);
+    return epar_out_fclose(&w);
+}
+
+void epar_out_fdiscard(struct epar_out_file *w)
+{
+    if (w->f) {
+        w->err = w->err ? w->err : ECANCELED; /* nothing more is written */
+        fclose(w->f);
+        w->f = NULL;
+        unlink(w->tmp);
+    }
+    tmp_release(w->slot);
+    w->slot = -1;
 }

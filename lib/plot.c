@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "err.h"
@@ -26,18 +27,16 @@ int epar_plot_script(struct epar_out *o, const char *name, const char *title, co
 {
     char file[300];
     snprintf(file, sizeof file, "%s.gp", name);
-    const char *path = epar_out_path(o, file);
-    FILE *f = fopen(path, "w");
-    if (!f) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, epar_out_path(o, file));
+    if (!f) return EPAR_EIO;
     fprintf(f, "# %s\n# Written by epar. Run from this folder: gnuplot %s.gp  ->  %s.png\n", title, name, name);
     fputs("# ---- the shared epar style (plots/epar.gp), copied so that this script runs on its own ----\n", f);
     fputs(epar_plot_style_text, f);
     fprintf(f, "# ---- the figure ----\nset output '%s.png'\n", name);
     fputs(body, f);
     if (body[0] && body[strlen(body) - 1] != '\n') fputc('\n', f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return EPAR_OK;
+    return epar_out_fclose(&w);
 }
 
 int epar_plot_scriptf(struct epar_out *o, const char *name, const char *title, const char *fmt, ...)
@@ -112,6 +111,41 @@ static pid_t spawn_gnuplot(const char *dir, const char *script)
     return pid;
 }
 
+/* The PNG gnuplot was to write for script (name.gp -> name.png) in dir: EPAR_OK when it is complete (the PNG
+ * signature first, the IEND chunk last). gnuplot exits 0 when cairo could not write the file (a full disk
+ * leaves it empty or cut short), so the file itself is the evidence. The reason: "No space left on device"
+ * when the file system has (next to) no room left, else what is wrong with the file. */
+static int check_png(const char *dir, const char *script)
+{
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%.*s.png", dir, (int)strlen(script) - 3, script);
+    unsigned char head[8], tail[12];
+    struct stat st;
+    char what[96];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) snprintf(what, sizeof what, "gnuplot did not write it");
+    else if (st.st_size == 0) snprintf(what, sizeof what, "gnuplot left it empty");
+    else if (st.st_size < 8 + 12 || pread(fd, head, 8, 0) != 8 || memcmp(head, sig, 8) != 0 ||
+             pread(fd, tail, 12, st.st_size - 12) != 12 || memcmp(tail, iend, 12) != 0)
+        snprintf(what, sizeof what, "gnuplot left an incomplete PNG (%lld bytes, no IEND chunk at the end)",
+                 (long long)st.st_size);
+    else {
+        close(fd);
+        return EPAR_OK;
+    }
+    if (fd >= 0) close(fd);
+    struct statvfs vs;
+    if (statvfs(dir, &vs) == 0 && ((double)vs.f_bavail * vs.f_frsize < 65536 || (vs.f_files > 0 && vs.f_favail == 0))) {
+        epar_out_write_error(path, ENOSPC);
+        return EPAR_EIO;
+    }
+    epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, what);
+    epar_err_hint("is the disk full (or over quota)? otherwise run 'gnuplot %s' in the output folder to see why", script);
+    return EPAR_EIO;
+}
+
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
 {
     if (rendered) *rendered = 0;
@@ -129,30 +163,42 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     pid_t pids[256];
-    int st = EPAR_OK, next = 0, running = 0, done = 0;
-    while (done < n) {
-        while (running < jobs && next < n) {
+    int st = EPAR_OK, next = 0, running = 0;
+    /* after the first failure no other script is started; the running ones are waited for */
+    while (running > 0 || (next < n && st == EPAR_OK)) {
+        while (running < jobs && next < n && st == EPAR_OK) {
             pids[next] = spawn_gnuplot(o->stage_dir, names[next]);
             if (pids[next] < 0) {
                 st = epar_err_set(EPAR_EIO, "cannot start gnuplot: %s", strerror(errno));
                 pids[next] = 0;
-                done++;
             } else running++;
             next++;
         }
+        if (!running) break;
         int ws;
         pid_t p = wait(&ws);
         if (p < 0) break;
         child_track(p, 0);
-        for (int i = 0; i < next; i++)
-            if (pids[i] == p) {
-                running--;
-                done++;
-                if ((!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) && st == EPAR_OK) {
+        for (int i = 0; i < next; i++) {
+            if (pids[i] != p) continue;
+            pids[i] = 0;
+            running--;
+            int ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+            if (!ok) {
+                /* a full disk can make gnuplot fail too: then that is the message */
+                struct statvfs vs;
+                char png[PATH_MAX + 300];
+                snprintf(png, sizeof png, "%s/%.*s.png", o->stage_dir, (int)strlen(names[i]) - 3, names[i]);
+                if (st != EPAR_OK) continue;
+                if (statvfs(o->stage_dir, &vs) == 0 && (double)vs.f_bavail * vs.f_frsize < 65536) {
+                    st = epar_out_write_error(png, ENOSPC);
+                } else {
                     st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'", names[i]);
                     epar_err_hint("run 'gnuplot %s' in the output folder to see the message", names[i]);
-                } else if (rendered && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) (*rendered)++;
-            }
+                }
+            } else if (st == EPAR_OK && (st = check_png(o->stage_dir, names[i])) == EPAR_OK && rendered)
+                (*rendered)++;
+        }
     }
     return st;
 }

@@ -18,8 +18,11 @@ int epar_plot_scriptf(struct epar_out *o, const char *name, const char *title, c
 
 /* Is gnuplot on PATH? */
 int epar_plot_available(void);
-/* Run gnuplot on every .gp in the staging folder (up to `jobs` at once). Returns EPAR_OK, or EPAR_EIO
- * naming the first script gnuplot rejected. Does nothing if gnuplot is absent (*rendered = 0). */
+/* Run gnuplot on every .gp in the staging folder (up to `jobs` at once) and check each PNG it was to write
+ * (present, the PNG signature first, the IEND chunk last: gnuplot exits 0 when cairo could not write the file).
+ * Returns EPAR_OK, or EPAR_EIO naming the first script gnuplot rejected or the PNG that is missing or cut
+ * short ("cannot write '<folder>/<name>.png': No space left on device" when the disk is full); no script is
+ * started after a failure. Does nothing if gnuplot is absent (*rendered = 0). */
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered);
 /* Stop (SIGTERM) and reap the gnuplot children still running: for signal handlers (async-signal-safe). */
 void epar_plot_kill_all(void);

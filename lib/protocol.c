@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "err.h"
+#include "outdir.h"
 #include "protocol.h"
 
 static int perr(const struct epar_protocol *p, const char *jpath, const char *what)
@@ -822,9 +823,21 @@ int epar_fields_save(const char *path, const struct epar_field *f, const void *b
         json_decref(j);
         return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
     }
-    int rc = json_dump_file(j, path, json_flags);
+    int st = epar_fields_dump(path, j, json_flags);
     json_decref(j);
-    return rc ? epar_err_set(EPAR_EIO, "cannot write '%s'", path) : EPAR_OK;
+    return st;
+}
+
+int epar_fields_dump(const char *path, const json_t *j, size_t json_flags)
+{
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    if (!f) return EPAR_EIO;
+    if (json_dumpf(j, f, json_flags) != 0 && !ferror(f)) { /* not a write error: a value jansson cannot encode */
+        epar_out_fdiscard(&w);
+        return epar_err_set(EPAR_EIO, "cannot write '%s': the JSON could not be encoded", path);
+    }
+    return epar_out_fclose(&w);
 }
 
 /* compact sorted JSON of v (any value) into out, truncated */

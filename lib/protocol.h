@@ -213,6 +213,8 @@ int epar_fields_loadb(const void *text, size_t len, const char *kind, const char
  * keeps its place and takes extra's value) as the JSON file path, keys in order, formatted by json_flags (below).
  * EPAR_EIO naming path. */
 int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags);
+/* Write the JSON value j as the file path (lib/outdir's checked writer: all or nothing, EPAR_EIO with the reason). */
+int epar_fields_dump(const char *path, const json_t *j, size_t json_flags);
 /* json_flags of epar_fields_save: run.json and inspect.json (indented by 2); records read back by epar (cell.json:
  * every double to 17 digits, so what is read back is what was computed) */
 #define EPAR_SAVE_RUN (JSON_INDENT(2) | JSON_PRESERVE_ORDER)

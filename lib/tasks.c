@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <gsl/gsl_sort.h>
 #include "err.h"
+#include "outdir.h"
 #include "rng.h"
 #include "tasks.h"
 
@@ -179,14 +180,14 @@ int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *so
     int st = run_bible(prog, text, len);
     if (st) return st;
     snprintf(source, source_len, "King James Bible (Debian bible-kjv: %s -f Gen1:1-Rev22:21, references stripped)", prog);
-    /* cache atomically: a reader never sees half a file; failing to cache is not an error */
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (mkdir_parents(cache_dir) == 0) {
-        FILE *f = fopen(tmp, "wb");
-        int ok = f && fwrite(*text, 1, *len, f) == *len;
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok || rename(tmp, path) != 0) unlink(tmp);
+    /* cache atomically (checked writes, then rename): a reader never sees half a file; failing to cache (a full
+     * disk) is not an error, and leaves no file */
+    struct epar_out_file w;
+    FILE *f = mkdir_parents(cache_dir) == 0 ? epar_out_fopen(&w, path) : NULL;
+    if (f) {
+        fwrite(*text, 1, *len, f);
+        epar_out_fclose(&w);
+        epar_err_clear();
     }
     return EPAR_OK;
 }

@@ -2,6 +2,8 @@
 # Interrupts: SIGINT / SIGTERM during a long run exit 130 / 143 and leave no temp, staging or partial
 # files, whatever the phase (computing, writing the CSVs, gnuplot rendering). If the signal comes after
 # the files were committed, the output folder is complete (never a mix). No gnuplot child survives.
+# kill -9 of the benchmark (alone, and as one of two shards at work in one folder): the resumed run removes the
+# staging folders no process owns, and only those.
 . "$(dirname "$0")/lib.sh"
 
 # ~2 s of work on an idle core: computing, then 13 tables, then gnuplot on 9 figures (L^2-row heatmaps)
@@ -63,6 +65,55 @@ interrupt INT 1.0                 # writing or rendering, depending on the machi
 interrupt TERM 1.2
 interrupt INT 1.5
 interrupt INT 0.7 --no-render     # without gnuplot: computing or writing
+
+# ---- kill -9 of the benchmark: no handler runs, so the staging folders of the cells in progress stay
+# (cells/<task>/<mechanism>/seed-<s>.tmp-<host>-<pid>-XXXXXX); the resumed run removes them (their lock is free:
+# no process owns them) and its tables are those of an uninterrupted run
+grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epar-enhanced --seeds 42,43 --no-render"
+expect_exit 0 "benchmark, uninterrupted" -- "$EPAR" benchmark $grid --quiet --out "$T_TMP/bref"
+stale=0
+for delay in 0 0.1 0.3; do
+    out=$T_TMP/bk-$delay
+    "$EPAR" benchmark $grid --jobs 2 --out "$out" >/dev/null 2>"$T_TMP/berr" &
+    pid=$!
+    for i in $(seq 500); do grep -q 'done in' "$T_TMP/berr" 2>/dev/null && break; sleep 0.02; done
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    left=$(find "$out" -name '*.tmp-*' -type d | wc -l)
+    stale=$((stale + left))
+    echo "# benchmark killed (-9) ${delay}s after its first cell: $left staging folder(s) left"
+    expect_exit 0 "benchmark resumed after kill -9" -- "$EPAR" benchmark $grid --out "$out"
+    [ -z "$(find "$out" \( -name '*.tmp*' -o -name '.epar-lock*' \))" ] && ok ||
+        fail "staging folders after the resumed benchmark: $(find "$out" -name '*.tmp*' | head -3)"
+    if [ "$left" -gt 0 ]; then expect_grep "benchmark: removed $left staging folder\(s\) left by a killed run" "$T_TMP/err"; fi
+    for f in main_table.csv comparisons.csv params.csv; do
+        cmp -s "$T_TMP/bref/benchmark/$f" "$out/benchmark/$f" && ok || fail "resumed after kill -9: $f differs from an uninterrupted run"
+    done
+done
+# a kill while cells are in progress leaves their folders: if none of the kills did, the cleanup went untested
+[ "$stale" -gt 0 ] && ok || fail "no kill -9 left a staging folder (the runs ended before the kill?): the cleanup is untested"
+
+# shards writing into the same cells/ at once: one is killed and resumed while the other runs; the resumed one
+# removes only the killed process's folders (the running shard's are locked), and the running shard finishes
+sgrid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epar-enhanced --seeds 42,43,44,45 --no-render --jobs 1"
+sh=$T_TMP/shards
+"$EPAR" benchmark $sgrid --shard 1/2 --out "$sh" >/dev/null 2>"$T_TMP/s1err" &
+s1=$!
+"$EPAR" benchmark $sgrid --shard 2/2 --out "$sh" >/dev/null 2>"$T_TMP/s2err" &
+s2=$!
+for i in $(seq 500); do grep -q 'done in' "$T_TMP/s2err" 2>/dev/null && break; sleep 0.02; done
+kill -9 "$s2" 2>/dev/null
+wait "$s2" 2>/dev/null
+kill -0 "$s1" 2>/dev/null && alive=running || alive="already done"
+expect_exit 0 "shard 2/2 resumed beside shard 1/2 ($alive)" -- "$EPAR" benchmark $sgrid --shard 2/2 --out "$sh"
+echo "# shard 2/2 killed and resumed while shard 1/2 was $alive: $(grep -o 'removed [0-9]* staging' "$T_TMP/err" || echo 'removed 0 staging')"
+wait "$s1"
+rc1=$?
+[ "$rc1" -eq 0 ] && ok || fail "the running shard 1/2 failed (exit $rc1) beside a resumed shard: $(head -c 300 "$T_TMP/s1err")"
+expect_exit 0 "the tables from both shards' cells" -- "$EPAR" benchmark $sgrid --out "$sh"
+expect_grep '; 0 to run here' "$T_TMP/err"
+[ -z "$(find "$sh" \( -name '*.tmp*' -o -name '.epar-lock*' \))" ] && ok || fail "staging folders left by the shards"
 
 # no gnuplot started by these runs is still alive (their working folder was under $T_TMP)
 left=""

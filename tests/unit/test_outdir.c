@@ -1,7 +1,11 @@
 /* outdir: unit tests of lib/outdir (worked values, round trips, error paths). */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "lib/outdir.h"
 #include "lib/err.h"
@@ -14,6 +18,131 @@ static void cleanup(void)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+static void make_dir(const char *dir, const char *name)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (mkdir(p, 0755) != 0) fprintf(stderr, "cannot create %s\n", p);
+}
+
+static void check_str(const char *got, const char *want, const char *desc)
+{
+    check_true(strcmp(got, want) == 0, "%s: got '%s', want '%s'", desc, got, want);
+}
+
+/* a pid that ran and is gone */
+static long dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+/* the checked writer: the reason of the first failed write, no file left; and the ownership of staging folders */
+static void test_files_and_owners(const char *base)
+{
+    char root[400], path[600];
+    snprintf(root, sizeof root, "%s/own", base);
+    if (mkdir(root, 0755) != 0) return;
+    struct epar_out_file w;
+    snprintf(path, sizeof path, "%s/t.txt", root);
+    FILE *f = epar_out_fopen(&w, path);
+    check_true(f != NULL, "open a checked file");
+    fputs("hello\n", f);
+    check_true(access(path, F_OK) != 0, "nothing at the path before the close");
+    check_int(epar_out_fclose(&w), EPAR_OK, "close a checked file");
+    check_true(access(path, F_OK) == 0 && access(w.tmp, F_OK) != 0, "renamed into place, no temp file left");
+    /* a write that fails (the file size limit: EFBIG, as a full disk gives ENOSPC) */
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 64;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    snprintf(path, sizeof path, "%s/big.txt", root);
+    f = epar_out_fopen(&w, path);
+    for (int i = 0; f && i < 1000; i++) fprintf(f, "line %d\n", i);
+    check_int(epar_out_fclose(&w), EPAR_EIO, "a failed write is an error at the close");
+    setrlimit(RLIMIT_FSIZE, &old);
+    char want[700];
+    snprintf(want, sizeof want, "cannot write '%s': File too large", path);
+    check_str(epar_err_message(), want, "the error names the file and the reason of the failed write");
+    check_true(access(path, F_OK) != 0 && access(w.tmp, F_OK) != 0, "no file and no temp file after a failed write");
+    check_int(epar_out_write_error("x.csv", ENOSPC), EPAR_EIO, "a full disk");
+    check_true(strstr(epar_err_hint_text(), "free some space") != NULL, "has the full-disk hint");
+    f = epar_out_fopen(&w, "/dev/null");
+    check_true(f == NULL && strstr(epar_err_message(), "not a regular file"), "a device is refused, never renamed over");
+
+    /* staging folders: the name says host and pid; what a killed run left is removed, nothing else */
+    struct epar_out o;
+    check_int(epar_out_begin(&o, root, "sec"), EPAR_OK, "begin");
+    const char *tag = strstr(o.stage_dir, "sec.tmp-") + 8, *last = strrchr(tag, '-');
+    char host[128], mine[256];
+    snprintf(mine, sizeof mine, "%s", strrchr(o.stage_dir, '/') + 1);
+    int hl = (int)(strrchr(tag, '-') - tag);
+    while (hl > 0 && tag[hl - 1] != '-') hl--;
+    snprintf(host, sizeof host, "%.*s", hl - 1, tag);
+    check_true(last && strlen(last) == 7 && exists(o.stage_dir, ".epar-lock"), "staging folder <sec>.tmp-<host>-<pid>-XXXXXX, with its lock");
+    char stale[300], other[300], older[300], nested[600];
+    snprintf(stale, sizeof stale, "sec.tmp-%s-%ld-AbC123", host, dead_pid());
+    snprintf(other, sizeof other, "sec.tmp-another.host-%ld-AbC123", dead_pid());
+    snprintf(older, sizeof older, "sec.tmp-Zx9Qw1");
+    make_dir(root, stale);
+    make_dir(root, other);
+    make_dir(root, older);
+    check_int(epar_out_sweep(root, 0), 1, "sweep removes one folder");
+    check_true(!exists(root, stale), "a folder of this host whose pid is gone (no lock file) is removed");
+    check_true(exists(root, other), "a folder of another host is left alone (its owner cannot be told)");
+    check_true(exists(root, older), "a folder of an older epar (no owner in its name) is left alone");
+    check_true(exists(root, mine), "this process's own folder is left alone");
+    /* a folder whose lock a running process holds stays; once that process is killed it goes */
+    int pfd[2];
+    if (pipe(pfd) != 0) return;
+    pid_t child = fork();
+    if (child == 0) {
+        struct epar_out c;
+        if (epar_out_begin(&c, root, "live") != EPAR_OK) _exit(1);
+        if (write(pfd[1], "x", 1) != 1) _exit(1);
+        for (;;) pause(); /* until killed */
+    }
+    char byte;
+    check_true(read(pfd[0], &byte, 1) == 1, "a child made its staging folder");
+    check_int(epar_out_sweep(root, 0), 0, "sweep while the child runs");
+    struct epar_out o2;
+    check_int(epar_out_begin(&o2, root, "live"), EPAR_OK, "a second begin of the same section (it sweeps its siblings)");
+    epar_out_abort(&o2);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "test $(ls -d %s/live.tmp-* | wc -l) = 1", root);
+    check_int(system(cmd), 0, "the running child's folder is still there");
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    check_int(epar_out_sweep(root, 0), 1, "sweep after the child was killed (kill -9: no cleanup of its own)");
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -d %s/live.tmp-* 2>/dev/null)\"", root);
+    check_int(system(cmd), 0, "its folder (lock free) is removed");
+    /* a store's tree: only down to the depth asked */
+    snprintf(nested, sizeof nested, "%s/cells/t/m", root);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/seed-1.tmp-%s-%ld-AbC123", nested, host, dead_pid());
+    check_int(system(cmd), 0, "make a nested stale folder");
+    check_int(epar_out_sweep(root, 2), 0, "not found above its depth");
+    check_int(epar_out_sweep(root, 3), 1, "found at cells/<task>/<mechanism>/ (depth 3)");
+    /* the error of an aborted folder names the final folder, not the staging one */
+    epar_err_set(EPAR_EIO, "cannot write '%s': No space left on device", epar_out_path(&o, "a.csv"));
+    epar_out_abort(&o);
+    snprintf(want, sizeof want, "cannot write '%s/sec/a.csv': No space left on device", root);
+    check_str(epar_err_message(), want, "an abort's error names the file where it was to go");
+    check_true(!exists(root, mine), "and its staging folder is gone");
+    close(pfd[0]);
+    close(pfd[1]);
 }
 
 int main(void)
@@ -78,6 +207,7 @@ int main(void)
     fclose(h);
     check_int(epar_out_commit(&o), EPAR_OK, "commit t.csv");
     check_int(epar_out_begin(&o, fc, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
+    test_files_and_owners(tmpdir);
     cleanup();
     return check_summary("test_outdir");
 }

@@ -1,5 +1,6 @@
-/* outdir and csvout under interruption: the signal-handler entry points (epar_out_abort_all,
- * epar_csv_abort_all) remove staged files, temp files, nested folders, and block later commits. */
+/* outdir under interruption: the signal-handler entry point epar_out_abort_all removes staged files, the
+ * temp files of writes in progress (epar_out_fopen, under the CSVs too), nested folders, and blocks later
+ * commits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,19 @@ int main(void)
     touch(epar_out_path(&c, "kept.csv"));
     check_int(epar_out_commit(&c), EPAR_OK, "commit done");
 
-    epar_csv_abort_all(); /* nothing in progress: a no-op */
+    /* a file being written outside any staging folder (index.html, a checkpoint): its temp file goes too */
+    struct epar_out_file w;
+    char outside[600];
+    snprintf(outside, sizeof outside, "%s/index.html", tmp);
+    FILE *wf = epar_out_fopen(&w, outside);
+    check_true(wf != NULL, "open a checked file outside a staging folder");
+    if (wf) fputs("<html>", wf);
+    if (wf) fflush(wf);
+    check_true(access(w.tmp, F_OK) == 0, "its temp file exists while it is written");
     epar_out_abort_all();
+    check_true(access(w.tmp, F_OK) != 0, "abort_all removed the temp file of the write in progress");
+    check_true(access(outside, F_OK) != 0, "and nothing was published");
+    epar_out_fdiscard(&w);
     check_true(access(stage_a, F_OK) != 0, "staging folder one removed");
     check_true(access(stage_b, F_OK) != 0, "staging folder two (with a sub-folder) removed");
     snprintf(p, sizeof p, "%s/done/kept.csv", root);

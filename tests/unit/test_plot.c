@@ -50,6 +50,27 @@ int main(void)
         check_int(epar_plot_script(&o, "bad", "broken", "plot this is not gnuplot\n"), EPAR_OK, "write a bad script");
         check_int(epar_plot_render(&o, 1, NULL), EPAR_EIO, "a script gnuplot rejects is an error");
         check_true(strstr(epar_err_message(), "bad.gp") != NULL, "the error names the script");
+        remove(epar_out_path(&o, "bad.gp"));
+        /* gnuplot exits 0 when cairo could not write the PNG (a full disk): the file is checked. Here the script
+         * itself damages its figure after writing it: cut short, empty, absent. */
+        const char *damage[][2] = {{"cut", "system('truncate -s 100 cut.png')"},
+                                   {"nil", "system(': > nil.png')"},
+                                   {"gone", "system('rm -f gone.png')"}};
+        const char *why[] = {"incomplete PNG (100 bytes, no IEND chunk", "gnuplot left it empty", "gnuplot did not write it"};
+        for (int k = 0; k < 3; k++) {
+            check_int(epar_plot_scriptf(&o, damage[k][0], "damaged", "plot x\nset output\n%s\n", damage[k][1]), EPAR_OK,
+                      "write a script that damages its PNG");
+            check_int(epar_plot_render(&o, 2, NULL), EPAR_EIO, "a PNG that is not complete is an error, gnuplot's exit 0 or not");
+            char want[4400], name[64];
+            snprintf(want, sizeof want, "cannot write '%s/%s.png': ", o.stage_dir, damage[k][0]);
+            check_true(strstr(epar_err_message(), want) != NULL, "the error names the PNG");
+            check_true(strstr(epar_err_message(), why[k]) != NULL, "and what is wrong with it");
+            snprintf(name, sizeof name, "%s.png", damage[k][0]);
+            remove(epar_out_path(&o, name));
+            snprintf(name, sizeof name, "%s.gp", damage[k][0]);
+            remove(epar_out_path(&o, name));
+        }
+        check_int(epar_plot_render(&o, 2, &rendered), EPAR_OK, "the complete figure alone renders again");
     } else {
         printf("# gnuplot not installed: rendering checks skipped\n");
     }
