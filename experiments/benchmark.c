@@ -2051,10 +2051,7 @@ int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *con
     if (!st) st = epar_exp_write_table(o, "lr_study.csv", t);
     if (!st) {
         char *js = json_dumps(choice, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
-        FILE *f = js ? fopen(epar_out_path(o, "lr_scale.json"), "w") : NULL;
-        int bad = !f || fprintf(f, "%s\n", js) < 0;
-        if (f && fclose(f) != 0) bad = 1;
-        if (bad) st = epar_err_set(EPAR_EIO, "cannot write '%s'", epar_out_path(o, "lr_scale.json"));
+        st = js ? epar_out_write_text(epar_out_path(o, "lr_scale.json"), js) : epar_err_set(EPAR_ENOMEM, "out of memory");
         free(js);
     }
     json_decref(choice);
