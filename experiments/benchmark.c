@@ -518,6 +518,8 @@ struct train_cell {
     long seed, params, scored, sequences, steps;
     double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
     double curve_metric, curve_loss, online_loss;   /* learning-curve means (curve_means); NaN in older cells */
+    struct epar_inspect_summary attn;               /* what the trained heads attend to (epar inspect's summaries) */
+    int have_attn;
     long *correct, *answers;   /* (T + 1) per needle distance */
     int n_correct, n_answers, n_extrap;
     struct cell_extrap extrap[EPAR_BENCH_MAX_EXTRAP];
@@ -531,6 +533,23 @@ static const struct epar_field extrap_rows[] = {
     EPAR_FIELD_RANGE_(CE, "sequences", EPAR_FIELD_LONG, sequences, 0, 1e15, 0),
     EPAR_FIELD_END_};
 #undef CE
+
+/* the trained heads' summaries in a cell: epar inspect's, over TRAINED_ITEMS evaluation items */
+#define TRAINED_ITEMS 16
+#define AS struct epar_inspect_summary
+static const struct epar_field attn_rows[] = {
+    EPAR_FIELD_INT_(AS, "items", items, 0, 1 << 30, "evaluation items"),
+    EPAR_FIELD_INT_(AS, "heads", heads, 0, 1 << 20, "layers x heads"),
+    EPAR_FIELD_INT_(AS, "length", length, 0, 1 << 20, "sequence length"),
+    EPAR_FIELD_(AS, "distance_spearman", EPAR_FIELD_DOUBLE, distance_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_spearman_sd", EPAR_FIELD_DOUBLE, distance_spearman_sd, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_ratio", EPAR_FIELD_DOUBLE, distance_ratio, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "first_share", EPAR_FIELD_DOUBLE, first_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_share", EPAR_FIELD_DOUBLE, relevant_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_uniform", EPAR_FIELD_DOUBLE, relevant_uniform, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "profile_spearman", EPAR_FIELD_DOUBLE, profile_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef AS
 
 #define TCL struct train_cell
 #define LONG_(key, member) EPAR_FIELD_RANGE_(TCL, key, EPAR_FIELD_LONG, member, 0, 1e15, 0)
@@ -564,6 +583,8 @@ static const struct epar_field train_cell_rows[] = {
     EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
     EPAR_FIELD_(TCL, "checkpoint", EPAR_FIELD_STRING, checkpoint, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_BOOL_(TCL, "attention_measured", have_attn, "the attention summaries below were measured"),
+    EPAR_FIELD_OBJ_(TCL, "attention", attn, attn_rows, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_END_};
 #undef DISTANCES_
 #undef LONG_
@@ -787,12 +808,23 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
     epar_csv_free(curve);
-    /* the final weights of the first seed, for epar inspect (its folder is named by the benchmark's task id) */
-    if (!st && cell->seed == 0) {
+    /* the final weights: what the trained heads attend to (epar inspect's summaries, every seed: the trained-attention
+     * claims' spread is across trained models), and kept for epar inspect for the first seed (its folder is named by
+     * the benchmark's task id) */
+    if (!st) {
         snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
         r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
-        st = epar_exp_train_checkpoint(&r, epar_out_path(o, "checkpoint.bin"));
-        if (!st) x.checkpoint = "checkpoint.bin";
+        char ck[sizeof o->path];
+        snprintf(ck, sizeof ck, "%s", epar_out_path(o, "checkpoint.bin"));
+        st = epar_exp_train_checkpoint(&r, ck);
+        struct epar_inspect ix;
+        if (!st && !(st = epar_inspect_open(&ix, ck, c->cache_dir))) {
+            st = epar_inspect_summarise(&ix, TRAINED_ITEMS, &x.attn);
+            epar_inspect_free(&ix);
+            x.have_attn = !st;
+        }
+        if (!st && cell->seed == 0) x.checkpoint = "checkpoint.bin";
+        else if (!st && unlink(ck) != 0) st = epar_err_set(EPAR_EIO, "cannot remove '%s': %s", ck, strerror(errno));
     }
     if (st) goto done;
     x.config = cell_config_json(c, plan, cell);
@@ -1845,45 +1877,37 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
 }
 
-/* trained_attention.csv: what the first seed's trained heads attend to (epar inspect's summaries over
- * TRAINED_ITEMS evaluation items), per task x mechanism whose cell kept its checkpoint; the distance ratio also
- * relative to none's on the same items. Not written when no cell has a checkpoint (cells of an older epar). */
-#define TRAINED_ITEMS 16
-static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+/* trained_attention.csv: what every cell's trained heads attend to (epar inspect's summaries over TRAINED_ITEMS
+ * evaluation items, measured when the cell finished), one row per task x mechanism x seed; the distance ratio also
+ * relative to none's of the same seed on the same items. Not written when no cell has the summaries (cells of an
+ * older epar). The trained-attention claims take its spread across the seeds (group_by seed). */
+static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const struct grid *g,
                              struct epar_out *o)
 {
     struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
                                         "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
                                         "relevant_uniform,profile_spearman");
     int none = mech_index(c, EPAR_MECH_NONE), st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
-    for (int task = 0; !st && task < c->n_tasks; task++) {
-        struct epar_inspect_summary sm[EPAR_MECH_COUNT];
-        int have[EPAR_MECH_COUNT] = {0};
-        for (int k = 0; !st && k < plan->n; k++) {
-            const struct epar_bench_cell *cell = &plan->cells[k];
-            if (cell->task != task || cell->seed != 0) continue;
-            char dir[512], path[4800];
-            epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
-            snprintf(path, sizeof path, "%s/%s/checkpoint.bin", root, dir);
-            if (access(path, F_OK) != 0) continue;
-            struct epar_inspect x;
-            st = epar_inspect_open(&x, path, c->cache_dir);
-            if (!st) st = epar_inspect_summarise(&x, TRAINED_ITEMS, &sm[cell->mech]);
-            epar_inspect_free(&x);
-            have[cell->mech] = !st;
-        }
-        for (int m = 0; !st && m < c->n_mech; m++) {
-            if (!have[m]) continue;
-            const struct epar_inspect_summary *a = &sm[m];
-            double vs = none >= 0 && have[none] ? a->distance_ratio - sm[none].distance_ratio : NAN;
-            if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]), (int)c->b.seeds[0],
-                                a->items, a->heads, a->length, a->distance_spearman, a->distance_spearman_sd,
-                                a->distance_ratio, vs, a->first_share, a->relevant_share, a->relevant_uniform,
-                                a->profile_spearman))
-                st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
-        }
-    }
+    /* the cell of (task, mechanism, seed) in the plan */
+    int *at = st ? NULL : calloc((size_t)g->NT * g->M * g->S, sizeof *at);
+    if (!st && !at) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < plan->n; k++)
+        if (plan->cells[k].task >= 0) at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
+    for (int task = 0; !st && task < c->n_tasks; task++)
+        for (int m = 0; !st && m < c->n_mech; m++)
+            for (int s = 0; !st && s < g->S; s++) {
+                int k = at[gi(g, task, m, s)] - 1, kn = none >= 0 ? at[gi(g, task, none, s)] - 1 : -1;
+                if (k < 0 || !g->cell[k].have_attn) continue;
+                const struct epar_inspect_summary *a = &g->cell[k].attn;
+                double vs = kn >= 0 && g->cell[kn].have_attn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN;
+                if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]),
+                                    (int)c->b.seeds[s], a->items, a->heads, a->length, a->distance_spearman,
+                                    a->distance_spearman_sd, a->distance_ratio, vs, a->first_share, a->relevant_share,
+                                    a->relevant_uniform, a->profile_spearman))
+                    st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
+            }
     if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
+    free(at);
     epar_csv_free(t);
     return st;
 }
@@ -1919,6 +1943,9 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         /* a cell written before epar recorded them */
         g.cell[k].chance = g.cell[k].chance_se = g.cell[k].curve_metric = g.cell[k].curve_loss = NAN;
         g.cell[k].online_loss = NAN;
+        struct epar_inspect_summary *as = &g.cell[k].attn;
+        as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
+        as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;
         if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g.cell[k], &g.doc[k]))) break;
         size_t at = gi(&g, cell->task, cell->mech, cell->seed);
         const struct train_cell *x = &g.cell[k];
@@ -1957,7 +1984,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
-    if (!st) st = trained_attention(c, plan, root, o);
+    if (!st) st = trained_attention(c, plan, &g, o);
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;
