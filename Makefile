@@ -48,7 +48,7 @@ endif
 LIBEPAR  = $(BUILD)/libepar.a
 
 .SECONDARY:
-.PHONY: install-files all deps test test-unit test-cli test-browser test-asan test-valgrind coverage run-all regress regress-update bench fuzz fuzz-build install clean
+.PHONY: install-files all deps test test-unit test-cli test-browser test-asan test-valgrind coverage run-all regress regress-update summary-update bench fuzz fuzz-build install clean
 all: $(EPAR_BIN) libepar.a $(if $(filter 1,$(MPI)),epar-mpi)
 
 # epar-mpi: the same objects, but cmd/benchmark.c compiled with -DEPAR_MPI (ranks share the grid's cells, rank 0
@@ -146,6 +146,11 @@ regress: $(EPAR_BIN)
 
 regress-update: $(EPAR_BIN)
 	./$(EPAR_BIN) run-all --update-golden --no-render
+
+# README's headline numbers: a full run-all (quick benchmark; finished cells in output/ are reused), its
+# report/SUMMARY.md pinned to docs/ and spliced into README.md (tests/cli/test_summary.sh checks they agree)
+summary-update: $(EPAR_BIN)
+	EPAR=./$(EPAR_BIN) scripts/summary-update
 
 bench: $(EPAR_BIN)
 	@if [ -x bench/run.sh ]; then bench/run.sh; else echo "bench: no benchmarks yet"; fi

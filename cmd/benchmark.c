@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <omp.h>
 #ifdef EPAR_MPI
 #include <mpi.h>
@@ -147,30 +149,59 @@ static int take_merge(int argc, char **argv, char **av, int *ac, const char **me
     return -1;
 }
 
-/* --merge: every cell from the first folder that has it (this configuration), unless root has it already */
+/* --merge: every cell from the first folder that has it (this configuration), unless root has it already. Every
+ * cell is found before any is copied: a merge that lacks cells copies nothing. */
 static int merge_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
                        const char *root, const char *const *merge, int n_merge)
 {
     int st = EPAR_OK, missing = 0;
+    int *from = malloc((size_t)plan->n * sizeof *from);   /* the folder of cell k (-1: root has it) */
+    if (!from) return epar_err_set(EPAR_ENOMEM, "out of memory");
+    char dir[4300];
     for (int k = 0; k < plan->n; k++) {
+        from[k] = -1;
         if (epar_exp_benchmark_cell_state(cfg, plan, k, root) == 1) continue;
-        int found = 0;
-        for (int d = 0; d < n_merge && !found && !st; d++) {
-            char from[4300];
-            snprintf(from, sizeof from, "%s/benchmark", merge[d]);
-            if (epar_exp_benchmark_cell_state(cfg, plan, k, from) == 1) {
-                st = epar_exp_benchmark_cell_copy(cfg, &plan->cells[k], from, root);
-                found = 1;
-            }
+        for (int d = 0; d < n_merge && from[k] < 0; d++) {
+            snprintf(dir, sizeof dir, "%s/benchmark", merge[d]);
+            if (epar_exp_benchmark_cell_state(cfg, plan, k, dir) == 1) from[k] = d;
         }
-        if (!found) missing++;
+        missing += from[k] < 0;
     }
-    if (!st && missing) {
+    if (missing) {
+        free(from);
         st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan->n, n_merge);
         epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
+        return st;
     }
+    for (int k = 0; k < plan->n && !st; k++) {
+        if (from[k] < 0) continue;
+        snprintf(dir, sizeof dir, "%s/benchmark", merge[from[k]]);
+        st = epar_exp_benchmark_cell_copy(cfg, &plan->cells[k], dir, root);
+    }
+    free(from);
     if (!st) cli_progress(c, "benchmark: merged %d cells from %d folder(s)", plan->n, n_merge);
     return st;
+}
+
+/* every --merge folder is a readable folder holding benchmark/ (the --out of a shard); 0 or an exit code (printed) */
+static int check_merge(const char *const *merge, int n_merge)
+{
+    for (int d = 0; d < n_merge; d++) {
+        char b[4300];
+        struct stat sb;
+        snprintf(b, sizeof b, "%s/benchmark", merge[d]);
+        if (stat(merge[d], &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            epar_err_set(EPAR_EIO, "cannot merge '%s': %s", merge[d], stat(merge[d], &sb) ? strerror(errno) : "not a folder");
+            epar_err_hint("--merge takes the --out folders of 'epar benchmark --shard K/N' runs");
+            return cli_fail(EPAR_EIO);
+        }
+        if (stat(b, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            epar_err_set(EPAR_EIO, "cannot merge '%s': it has no benchmark/ folder", merge[d]);
+            epar_err_hint("--merge takes the --out folders of 'epar benchmark --shard K/N' runs");
+            return cli_fail(EPAR_EIO);
+        }
+    }
+    return 0;
 }
 
 /* the cells of shard K/N not done yet in root: the heaviest first, then the cost cell alone; *stopped = 128 + the
@@ -403,6 +434,7 @@ int cmd_benchmark(int argc, char **argv)
     int K = 1, N = 1;
     if (shard && parse_shard(shard, &K, &N)) return cli_usage_error("invalid value for --shard: '%s' (expected K/N with 1 <= K <= N)", shard);
     if (shard && merging) return cli_usage_error("'--shard' and '--merge' cannot be combined");
+    if ((rc = check_merge(merge, n_merge))) return rc;
     int rank = 0, size = 1;
     (void)rank;
 #ifdef EPAR_MPI

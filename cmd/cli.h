@@ -70,16 +70,20 @@ int cli_seen(const struct opt *opts, const char *name);
 /* fn(ctx, a) for every assignment of every --set value in argv (repeatable; a value may hold comma-separated
  * "mech.param=value" assignments); the first failing status */
 int cli_each_set(int argc, char **argv, int (*fn)(void *ctx, const char *assignment), void *ctx);
-/* Levenshtein distance (strings up to 40 bytes; 99 beyond): for "did you mean" hints. */
-int cli_edit_distance(const char *a, const char *b);
 /* Columns a UTF-8 string takes on a terminal; print s padded with spaces to `width` columns. */
 size_t cli_text_width(const char *s);
 void cli_pad(FILE *f, const char *s, size_t width);
 /* Print the help of a command from its option table. */
 void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opts);
 
-/* Load the protocol (from --protocol, ./paper_protocol.json or the installed copy), resolve the params
- * of `experiment` and apply the command-line overrides; validate. Returns 0 or an exit code (printed). */
+/* The output root of a command (--out; NULL: "output"), checked and created before any work (lib/outdir
+ * epar_out_prepare): 0, or 2 for an empty value, 3 for a folder that cannot be used (printed, naming it).
+ * cmd/main.c removes the folders it created that the command left empty. cli_resolve calls it first, so every
+ * command that resolves a protocol checks its --out; inspect calls it itself. */
+int cli_check_out(const char **out);
+/* Check --out (cli_check_out), load the protocol (from --protocol, ./paper_protocol.json or the installed copy),
+ * resolve the params of `experiment` and apply the command-line overrides; validate. Returns 0 or an exit code
+ * (printed). */
 int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
                 struct epar_protocol *proto, struct epar_params *prm);
 

@@ -21,7 +21,7 @@ const struct cmd_entry epar_command_table[] = {
      "every attention/position mechanism of the sources, side by side"},
     {"scale", cmd_scale, NULL, "long context", "scale", "streaming analysis at large L"},
     {"train", cmd_train, NULL, "main table (proxy)", "train",
-     "train a small Transformer (lm or recall) with one position mechanism"},
+     "train a small Transformer on one task (--task) with one position mechanism"},
     {"benchmark", cmd_benchmark, NULL, "main table, when to use, cost (proxy)", "benchmark",
      "the grid proxy task x mechanism x seed of trained models"},
     {"inspect", cmd_inspect, NULL, "trained attention", "inspect",

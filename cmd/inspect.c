@@ -1,5 +1,6 @@
 /* epar inspect CHECKPOINT... : what a trained model attends to, per layer and head
- * -> <out>/inspect/<task>-<mechanism>-seed<S>/ (and <out>/inspect/comparison/ for several checkpoints).
+ * -> <out>/inspect/<task>-<mechanism>-seed<S>-<input>/ (and <out>/inspect/comparison-<input>/ for several checkpoints),
+ * <input> = item<N> or text-<hash> (epar_inspect_input_tag): another item or text does not replace a folder.
  * Every checkpoint is read, checked and run before anything is written: a bad file writes nothing. */
 #include <math.h>
 #include <stdio.h>
@@ -64,7 +65,7 @@ static int write_one(const struct cli_common *c, const char *root, const char *n
 static void summary(const struct cli_common *c, const char *root, const struct epar_inspect *x)
 {
     if (c->quiet) return;
-    printf("inspect %s: %d tokens, %d layers x %d heads -> %s/%s/\n", x->name, x->T, x->NL, x->NH, root, x->name);
+    printf("inspect %s: %d tokens, %d layers x %d heads -> %s/%s/\n", x->name, x->T, x->NL, x->NH, root, x->folder);
     for (int l = 0; l < x->NL; l++)
         for (int h = 0; h < x->NH; h++) {
             const double *s = x->stats + ((size_t)l * x->NH + h) * EPAR_INSPECT_NSTATS;
@@ -81,13 +82,15 @@ static int run(const struct cli_common *c, const char **paths, int n, const stru
     struct epar_inspect *xs = calloc((size_t)n, sizeof *xs);
     if (!xs) return cli_fail(epar_err_set(EPAR_ENOMEM, "out of memory"));
     int rc = load_all(c, paths, n, o, xs), st = EPAR_OK;
-    char root[4200];
+    char root[4200], tag[32], cmp[64];
     snprintf(root, sizeof root, "%s/inspect", c->out);
-    for (int k = 0; !rc && !st && k < n; k++) st = write_one(c, root, xs[k].name, &xs[k], 1, o);
-    if (!rc && !st && n > 1) st = write_one(c, root, "comparison", xs, n, o);
+    epar_inspect_input_tag(o, tag, sizeof tag);
+    snprintf(cmp, sizeof cmp, "comparison-%s", tag);
+    for (int k = 0; !rc && !st && k < n; k++) st = write_one(c, root, xs[k].folder, &xs[k], 1, o);
+    if (!rc && !st && n > 1) st = write_one(c, root, cmp, xs, n, o);
     if (!rc && !st)
         for (int k = 0; k < n; k++) summary(c, root, &xs[k]);
-    if (!rc && !st && n > 1 && !c->quiet) printf("comparison of the %d checkpoints -> %s/comparison/\n", n, root);
+    if (!rc && !st && n > 1 && !c->quiet) printf("comparison of the %d checkpoints -> %s/%s/\n", n, root, cmp);
     for (int k = 0; k < n; k++) epar_inspect_free(&xs[k]);
     free(xs);
     return rc ? rc : st ? cli_fail(st) : 0;
@@ -123,10 +126,15 @@ int cmd_inspect(int argc, char **argv)
     }
     if (cli_seen(opts, "item") && cli_seen(opts, "text"))
         return cli_usage_error("options '--item' and '--text' exclude each other");
+    if (o.text && !*o.text) {
+        cli_usage_error("invalid value for --text: '' (--text is empty)");
+        fputs("hint: give the input's characters (lm) or symbols (the other tasks), or --item N\n", stderr);
+        return 2;
+    }
     if (layers && (rc = parse_indices("layers", layers, o.layers, &o.n_layers))) return rc;
     if (heads && (rc = parse_indices("heads", heads, o.heads, &o.n_heads))) return rc;
     o.item = item;
-    if (!c.out) c.out = "output";
+    if ((rc = cli_check_out(&c.out))) return rc;
     cli_set_jobs(&c);
     return run(&c, paths, n, &o);
 }

@@ -12,6 +12,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
+#include "lib/tasks.h"
 #include "experiments/experiment.h"
 #include "cli.h"
 
@@ -63,6 +64,7 @@ static void on_signal(int sig)
         for (;;) pause(); /* a second signal: the first handler is cleaning up and will exit */
     epar_plot_kill_all();
     epar_out_abort_all();
+    epar_out_release();
     _exit(128 + sig);
 }
 
@@ -72,15 +74,11 @@ static int run(int argc, char **argv);
 static int unknown_command(const char *name)
 {
     cli_usage_error("unknown command '%s'", name);
-    const char *best = NULL;
-    int bd = 3; /* two edits at most: a typo, not another word */
-    for (const struct cmd_entry *c = epar_commands;; c++) {
-        const char *cand = c->name ? c->name : "help";
-        int d = cli_edit_distance(name, cand);
-        if (d < bd) { bd = d; best = cand; }
-        if (!c->name) break;
-    }
-    if (best) fprintf(stderr, "hint: did you mean 'epar %s'?\n", best);
+    struct epar_nearest near;
+    epar_nearest_init(&near, name);
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) epar_nearest_add(&near, c->name);
+    epar_nearest_add(&near, "help");
+    if (near.best) fprintf(stderr, "hint: did you mean 'epar %s'?\n", near.best);
     else fputs("hint: see 'epar --help' for the commands\n", stderr);
     return 2;
 }
@@ -99,6 +97,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     int rc = run(argc, argv);
+    /* what the command deferred until it succeeded (the lm text's cache); then the output folders the option check
+     * created that nothing was written into (a failed command leaves no folder it created) */
+    if (rc == 0) epar_task_cache_commit();
+    epar_out_release();
     /* help, version and summaries go to stdout: a failed write (full disk, /dev/full) is an I/O error */
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
         fprintf(stderr, "epar: error: cannot write to standard output\n");

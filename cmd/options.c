@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <omp.h>
 #include "lib/err.h"
+#include "lib/outdir.h"
 #include "experiments/common.h"
 #include "experiments/experiment.h"
 #include "cli.h"
@@ -110,23 +111,6 @@ int cli_experiment(const struct epar_experiment *x, struct cli_common *c, const 
 void cli_set_jobs(const struct cli_common *c)
 {
     if (c->jobs > 0) omp_set_num_threads(c->jobs);
-}
-
-int cli_edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40) return 99;
-    int d[41][41];
-    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
 }
 
 static int parse_double(const char *opt, const char *s, double *out)
@@ -245,14 +229,11 @@ int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int arg
                 if (p->type != OPT_GROUP && !strcmp(p->name, name)) o = p;
             if (!o) {
                 cli_usage_error("unknown option '--%s' for '%s'", name, cmd);
-                const char *best = NULL;
-                int bd = 3;
-                for (struct opt *p = opts; p->type != OPT_END; p++) {
-                    if (p->type == OPT_GROUP) continue;
-                    int d = cli_edit_distance(name, p->name);
-                    if (d < bd) { bd = d; best = p->name; }
-                }
-                if (best) fprintf(stderr, "hint: did you mean '--%s'?\n", best);
+                struct epar_nearest near;
+                epar_nearest_init(&near, name);
+                for (struct opt *p = opts; p->type != OPT_END; p++)
+                    if (p->type != OPT_GROUP) epar_nearest_add(&near, p->name);
+                if (near.best) fprintf(stderr, "hint: did you mean '--%s'?\n", near.best);
                 else fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
                 return 2;
             }
@@ -429,14 +410,30 @@ static void overrides(const struct opt *opts, char *buf, size_t n)
     }
 }
 
+int cli_check_out(const char **out)
+{
+    if (!*out) *out = "output";
+    if (!**out) return cli_usage_error("invalid value for --out: '' (expected a folder)");
+    int st = epar_out_prepare(*out);
+    return st ? cli_fail(st) : 0;
+}
+
 int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experiment,
                 struct epar_protocol *proto, struct epar_params *prm)
 {
+    int rc = cli_check_out(&c->out);   /* first: nothing is worth resolving for a folder that cannot be written */
+    if (rc) return rc;
     char buf[4200];
     const char *path = c->protocol ? c->protocol : default_protocol(buf, sizeof buf);
     int st = epar_protocol_load(path, proto);
     if (st) return cli_fail(st);
     st = epar_protocol_params(proto, experiment, c->preset, prm);
+    /* the protocol's own values, before the command line changes them: a refused one is the file's error */
+    if (!st && epar_params_validate(prm)) {
+        char jp[128];
+        snprintf(jp, sizeof jp, "$.experiments.%s (preset %s)", experiment, prm->preset);
+        st = epar_protocol_blame(proto, jp);
+    }
     if (st) {
         epar_protocol_free(proto);
         return cli_fail(st);
@@ -466,7 +463,6 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
     }
     if ((st = epar_params_validate(prm))) goto fail;
     overrides(opts, prm->overrides, sizeof prm->overrides);
-    if (!c->out) c->out = "output";
     cli_set_jobs(c);
     return 0;
 fail:

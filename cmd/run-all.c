@@ -506,8 +506,11 @@ int cmd_run_all(int argc, char **argv)
     json_t *bsec = epar_protocol_section(&proto, "benchmark");
     if (bsec && !no_benchmark && !audit_only && !check && !update &&
         !json_object_get(json_object_get(bsec, "budgets"), budget)) {
+        const char *near = epar_protocol_nearest_key(json_object_get(bsec, "budgets"), budget);
+        cli_usage_error("unknown benchmark budget '%s' (the protocol's experiments.benchmark.budgets)", budget);
+        if (near) fprintf(stderr, "hint: did you mean '%s'?\n", near);
         epar_protocol_free(&proto);
-        return cli_usage_error("unknown benchmark budget '%s' (the protocol's experiments.benchmark.budgets)", budget);
+        return 2;
     }
     int tty = isatty(STDERR_FILENO);
     if (check || update) {

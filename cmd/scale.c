@@ -79,11 +79,13 @@ int cmd_scale(int argc, char **argv)
     if (!st) st = epar_protocol_get_int(&proto, "scale", "materialized_max_length", &cfg.materialized_max_length, 0,
                                         1 << 24);
     if (!st) st = epar_protocol_get_int(&proto, "scale", "repeats", &cfg.repeats, 1, 1000);
-    if (!st && mech) st = epar_exp_scale_mechanism(mech, &cfg.prm.form);
-    if (!st && pname) st = epar_stream_path_parse(pname, &cfg.path);
+    /* bad values inside the protocol file are protocol errors naming the file and the key */
+    if (!st && mech && epar_exp_scale_mechanism(mech, &cfg.prm.form))
+        st = epar_protocol_blame(&proto, "$.experiments.scale.mechanism");
+    if (!st && pname && epar_stream_path_parse(pname, &cfg.path))
+        st = epar_protocol_blame(&proto, "$.experiments.scale.path");
     if (st) {
         epar_protocol_free(&proto);
-        /* bad values inside the protocol file are protocol errors */
         return cli_fail(st == EPAR_EINVAL ? EPAR_EPROTOCOL : st);
     }
     if (mechanism && (st = epar_exp_scale_mechanism(mechanism, &cfg.prm.form))) goto fail;

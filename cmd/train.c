@@ -53,11 +53,15 @@ static void show_progress(void *ctx, const struct epar_train_run *r, int evaluat
     double per_step = r->step > 0 ? r->seconds / (r->step - (r->resumed_from > 0 ? r->resumed_from : 0)) : NAN;
     char eta[32];
     fmt_eta(per_step * (p->steps - r->step), eta, sizeof eta);
+    /* the last evaluation of the trained model, with its step; "-" until the first (the curve's row at step 0 is
+     * the untrained model's, not a measurement of training) */
     const double *row = r->rows ? r->curve + (size_t)(r->rows - 1) * EPAR_TRAIN_CURVE_COLS : NULL;
+    char ev[64];
+    if (row && row[0] > 0) snprintf(ev, sizeof ev, "%.4g (step %.0f)", row[4], row[0]);
+    else snprintf(ev, sizeof ev, "-");
     char line[256];
-    int n = snprintf(line, sizeof line, "step %ld/%ld  loss %.4f  eval %s %.4g  %.3gk tok/s  ETA %s", r->step, p->steps,
-                     r->last_loss, r->task.info->metric, row ? row[4] : NAN, tps / 1000, eta);
-    (void)n;
+    snprintf(line, sizeof line, "step %ld/%ld  loss %.4f  eval %s %s  %.3gk tok/s  ETA %s", r->step, p->steps,
+             r->last_loss, r->task.info->metric, ev, tps / 1000, eta);
     if (p->tty) {
         int width = 20, done = (int)(width * r->step / (p->steps ? p->steps : 1));
         char bar[32];
@@ -125,7 +129,12 @@ static int resolve(struct cli_common *c, struct opt *opts, const struct train_op
     if (t->task) task = (int)tid;
     epar_exp_train_defaults(cfg);
     if ((st = epar_exp_train_config(cfg, proto, &prm, task)) || (st = epar_exp_train_check(cfg))) {
-        st = st == EPAR_EINVAL ? EPAR_EPROTOCOL : st;   /* a bad value in the file is a protocol error */
+        /* a bad value in the file is a protocol error naming the file and the section it was read from */
+        if (st == EPAR_EINVAL || st == EPAR_EPROTOCOL) {
+            char jp[128];
+            snprintf(jp, sizeof jp, "$.experiments.train.%s", epar_task_name(cfg->task.id));
+            st = epar_protocol_blame(proto, jp);
+        }
         goto fail;
     }
     if ((st = apply_options(cfg, opts, t)) || (st = epar_exp_train_check(cfg))) goto fail;
@@ -187,6 +196,12 @@ static int train_run(struct cli_common *c, const struct train_opts *t, const str
     if ((st = epar_exp_train_setup(&r, cfg))) goto done;
     if (t->resume && (st = epar_exp_train_resume(&r, &ck, t->resume))) goto done;
     epar_ckpt_free(&ck);
+    if (t->resume && cli_seen(opts, "until") && t->until <= r.step) {
+        st = epar_err_set(EPAR_EINVAL, "invalid value for --until: '%d' (the checkpoint '%s' is at step %ld already)",
+                          t->until, t->resume, r.step);
+        epar_err_hint("give a later step, up to --steps %d", cfg->optim.steps);
+        goto done;
+    }
 
     struct progress pg = {isatty(2), 0, cfg->optim.steps};
     if (!c->quiet) {
@@ -246,11 +261,13 @@ int cmd_train(int argc, char **argv)
 {
     struct cli_common c = {0};
     struct train_opts t = {0};
+    char task_help[300];   /* the task table's ids (lib/tasks), not a typed list */
+    snprintf(task_help, sizeof task_help, "%s (lib/tasks.h)", epar_task_list());
     t.argc = argc;
     t.argv = argv;
     struct opt opts[] = {
         {"Task and model", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"task", 0, OPT_STRING, &t.task, "NAME", "lm, recall, needle, transduce, classify, select, set (lib/tasks.h)", 0},
+        {"task", 0, OPT_STRING, &t.task, "NAME", task_help, 0},
         {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "a trainable catalogue id (epar compare --list: train yes)", 0},
         {"length", 'L', OPT_INT, &t.length, "N", "sequence length (training and evaluation)", 0},
         {"layers", 0, OPT_INT, &t.layers, "N", NULL, 0},
@@ -301,9 +318,13 @@ int cmd_train(int argc, char **argv)
     struct epar_protocol proto;
     struct epar_train_cfg cfg;
     if ((rc = resolve(&c, opts, &t, &proto, &cfg))) return rc;
-    if (cli_seen(opts, "until") && t.until < 1) {
+    if (cli_seen(opts, "until") && (t.until < 1 || t.until > cfg.optim.steps)) {
         epar_protocol_free(&proto);
-        return cli_usage_error("invalid value for --until: '%d' (expected a step >= 1)", t.until);
+        if (t.until < 1) return cli_usage_error("invalid value for --until: '%d' (expected a step >= 1)", t.until);
+        cli_usage_error("invalid value for --until: '%d' (the run ends at step %d, --steps)", t.until,
+                        cfg.optim.steps);
+        fprintf(stderr, "hint: give --until N with N <= %d, or more --steps\n", cfg.optim.steps);
+        return 2;
     }
     rc = train_run(&c, &t, opts, &cfg);
     epar_protocol_free(&proto);

@@ -853,6 +853,7 @@ static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg,
     char xt[4096], yt[4096];
     index_tics(xt, sizeof xt, "xtics", cfg->grid_beta, cfg->n_grid_beta);
     index_tics(yt, sizeof yt, "ytics", cfg->grid_alpha, cfg->n_grid_alpha);
+    int image = cfg->n_grid_beta > 1 && cfg->n_grid_alpha > 1;   /* gnuplot draws no image under 2 x 2: cell by cell */
     return epar_plot_scriptf(o, name, title,
                              "set title '%s'\n"
                              "set xlabel '{/Symbol b} (decay)'\nset ylabel '{/Symbol a} (strength)'\n"
@@ -860,9 +861,10 @@ static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg,
                              "unset key\nset view map\nset tics out\nunset grid\n"
                              "%s%s"
                              "set xrange [-0.5:%d-0.5]\nset yrange [-0.5:%d-0.5]\n"
-                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%d with image, \\\n"
+                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%s%d with %s, \\\n"
                              "     '' skip 1 using 4:3:(sprintf('%s', $%d)) with labels tc rgb 'white' font ',8'\n",
-                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, col, fmt, col);
+                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, image ? "" : "(0.5):(0.5):", col,
+                             image ? "image" : "boxxyerror fs solid noborder fc palette", fmt, col);
 }
 
 /* what the figure steps share: the figures' item, the form and the histogram preambles */
@@ -910,8 +912,8 @@ static void fig_setup(struct adp_fig *f, const struct epar_adaptive_cfg *cfg)
     snprintf(f->where, sizeof f->where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
     f->form = epar_posfx_form_name(prm->form);
     const char *hist =
-        "stats '%s' skip 1 using %d nooutput\n"
-        "bw = (STATS_max - STATS_min) / 40.0\nif (bw <= 0) bw = 1e-3\n"
+        "undefine STATS_*\nstats [*:*][*:*] '%s' skip 1 using %d nooutput\n"
+        "bw = exists('STATS_max') ? (STATS_max - STATS_min) / 40.0 : 0\nif (bw <= 0) bw = 1e-3\n"
         "bin(x) = bw * floor(x / bw) + bw / 2\nset boxwidth bw * 0.9\n";
     snprintf(f->h_tw, sizeof f->h_tw, hist, "task_weights.csv", 6);
     snprintf(f->h_ci, sizeof f->h_ci, hist, "content_importance.csv", 5);
@@ -938,24 +940,30 @@ static int fig_summary(const struct adp_fig *f, struct epar_out *o)
                                 "L=%d, %d seeds x %d runs x %d items)'\n"
                                 "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
                                 "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
                                 "%s"
                                 "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
-                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle\n"
-                                "%s"
+                                EPAR_PLOT_IF("'task_weights.csv', '6'")
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
+                                EPAR_PLOT_END "%s"
                                 "set title 'content importance'\nset xlabel 'importance c_i'\n"
-                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
-                                "%s"
+                                EPAR_PLOT_IF("'content_importance.csv', '5'")
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
+                                EPAR_PLOT_END "%s"
                                 "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
-                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
+                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle"
+                                EPAR_PLOT_END
                                 "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
                                 "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                EPAR_PLOT_IF("'task_types.csv', '1:2'")
                                 "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
-                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle\n"
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle" EPAR_PLOT_END
                                 "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
                                 "set ylabel 'positions'\nset boxwidth 0.6\nset xrange [-0.6:%d-0.4]\n"
-                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle\n"
+                                EPAR_PLOT_IF("'content_types.csv', '1:2'")
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle" EPAR_PLOT_END
                                 "unset multiplot\n",
                                 form, L, prm->n_seeds, prm->runs, prm->batch, where, h_tw, h_ci, h_en, cfg->tasks,
                                 cfg->content_types)))
@@ -974,17 +982,22 @@ static int fig_distributions(const struct adp_fig *f, struct epar_out *o)
     if ((st = epar_plot_scriptf(o, "task_weights", "Task weights",
                                 "set title 'Task weights: sigmoid outputs of the untrained generator (%d seeds x %d runs x %d items x %d dims)'\n"
                                 "set xlabel 'task weight'\nset ylabel 'count'\nunset key\n%s"
-                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle\n",
+                                EPAR_PLOT_IF("'task_weights.csv', '6'")
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
+                                EPAR_PLOT_END,
                                 prm->n_seeds, prm->runs, prm->batch, prm->hidden, h_tw)))
         return st;
     if ((st = epar_plot_scriptf(o, "content_importance", "Content importance",
                                 "set terminal @epar_term size 1300,550\n"
                                 "set multiplot layout 1,2 title 'Content importance (untrained estimator, dropout off)'\n"
                                 "set xlabel 'importance c_i'\nset ylabel 'count'\nunset key\n%s"
-                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle\n"
+                                EPAR_PLOT_IF("'content_importance.csv', '5'")
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
+                                EPAR_PLOT_END
                                 "set xlabel 'position i'\nset ylabel 'c_i'\nset title '%s'\n"
-                                "plot 'content_importance.csv' skip 1 using ($1==%lu && $2==%d && $3==0 ? $4 : NaN):5 "
-                                "with linespoints lt 3 notitle\n"
+                                "sel(v) = $1==%lu && $2==%d && $3==0 ? v : NaN\n"
+                                EPAR_PLOT_IF("'content_importance.csv', '(sel($4)):5'")
+                                "plot 'content_importance.csv' skip 1 using (sel($4)):5 with linespoints lt 3 notitle" EPAR_PLOT_END
                                 "unset multiplot\n",
                                 h_ci, where, prm->seeds[0], prm->runs - 1)))
         return st;
@@ -993,11 +1006,15 @@ static int fig_distributions(const struct adp_fig *f, struct epar_out *o)
                                 "set multiplot layout 1,2 title 'Attention entropy per row: -{/Symbol S}_j A_{ij} log(A_{ij}+10^{-8}) (ln L = %.4g)'\n"
                                 "set xlabel 'entropy (nats)'\nset ylabel 'rows'\n%s"
                                 "set style fill transparent solid 0.5 noborder\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
                                 "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 title '%s', "
-                                "'' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 8 title 'none (same weights)'\n"
+                                "'' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 8 title 'none (same weights)'"
+                                EPAR_PLOT_END
                                 "set xlabel 'query position i'\nset ylabel 'mean entropy over items (nats)'\nset key bottom right\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '4:5'")
                                 "plot 'entropy_by_row.csv' skip 1 using 4:5 smooth unique with lines lt 2 title '%s', "
-                                "'' skip 1 using 4:6 smooth unique with lines lt 8 title 'none', %.12g with lines dt 2 lt 8 title 'ln L'\n"
+                                "'' skip 1 using 4:6 smooth unique with lines lt 8 title 'none', %.12g with lines dt 2 lt 8 title 'ln L'"
+                                EPAR_PLOT_END
                                 "unset multiplot\n",
                                 log((double)L), h_en, form, form, log((double)L))))
         return st;
@@ -1014,26 +1031,30 @@ static int fig_types(const struct adp_fig *f, struct epar_out *o)
     if ((st = epar_plot_scriptf(o, "task_types", "Task types",
                                 "set title 'Task ids: given (uniform 0..%d) and argmax of the untrained classifier'\n"
                                 "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                EPAR_PLOT_IF("'task_types.csv', '1:2'")
                                 "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
-                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'classifier'\n",
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'classifier'" EPAR_PLOT_END,
                                 cfg->tasks - 1, cfg->tasks)))
         return st;
     if ((st = epar_plot_scriptf(o, "content_types", "Content types",
                                 "set title 'Content types: argmax of the untrained classifier per position'\n"
                                 "set xlabel 'content type'\nset ylabel 'positions'\nset boxwidth 0.6\n"
                                 "set xrange [-0.6:%d-0.4]\nset yrange [0:*]\nunset key\n"
-                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle\n",
+                                EPAR_PLOT_IF("'content_types.csv', '1:2'")
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle" EPAR_PLOT_END,
                                 cfg->content_types)))
         return st;
     if ((st = epar_plot_scriptf(o, "position_attention", "Attention received per key position",
                                 "set terminal @epar_term size 1300,550\n"
                                 "set multiplot layout 1,2 title 'Position attention (%s)'\n"
                                 "set xlabel 'key position j'\nset ylabel 'mean attention received over queries'\n"
-                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle, %.12g with lines dt 2 lt 8 title '1/L'\n"
+                                EPAR_PLOT_IF("'position_attention.csv', '1:2'")
+                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle, %.12g with lines dt 2 lt 8 title '1/L'"
+                                EPAR_PLOT_END
                                 "set xlabel 'key position j'\nset ylabel 'query position i'\n"
                                 "set cblabel 'attention weight'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 where, 1.0 / L)))
         return st;
@@ -1074,19 +1095,23 @@ static int fig_when(const struct adp_fig *f, struct epar_out *o)
                              "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
                              "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
                              "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:6'")
                              "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)\n"
+                             "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)" EPAR_PLOT_END
                              "unset key\n"
                              "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
                              "set ylabel 'local mass / ((2w+1)/L)'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:9'")
                              "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
                              "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:7'")
                              "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
                              "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:11'")
                              "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)\n"
+                             "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
                              "unset multiplot\n",
                              prm->n_seeds, cfg->when_window);
 }

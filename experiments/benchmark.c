@@ -256,7 +256,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         epar_err_set(EPAR_EINVAL, "unknown budget '%s'", budget);
         char list[256];
         epar_protocol_key_list(r->budgets, list, sizeof list);
-        epar_err_hint("budgets in '%s': %s", p->path, list);
+        const char *near = epar_protocol_nearest_key(r->budgets, budget);
+        if (near) epar_err_hint("did you mean '%s'? (budgets in '%s': %s)", near, p->path, list);
+        else epar_err_hint("budgets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }
     snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
@@ -343,11 +345,15 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
             if (found < 0) {
                 epar_err_set(EPAR_EINVAL, "unknown benchmark task '%s'", tok);
                 char list[512] = "";
+                struct epar_nearest near;
+                epar_nearest_init(&near, tok);
                 for (int k = 0; k < c->n_tasks; k++) {
                     size_t l = strlen(list);
                     snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
+                    epar_nearest_add(&near, c->tasks[k].id);
                 }
-                epar_err_hint("tasks of the protocol: %s", list);
+                if (near.best) epar_err_hint("did you mean '%s'? (tasks of the protocol: %s)", near.best, list);
+                else epar_err_hint("tasks of the protocol: %s", list);
                 return EPAR_EINVAL;
             }
             for (int k = 0; k < n; k++)
@@ -1180,12 +1186,14 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
 }
 
 /* main_table.csv's summary of the comparisons of form `name` (EPAR mechanism x) on task i, what the audit's beats_all
- * rule reads: the smallest lower end of the intervals (> 0: x beats every baseline at the level; NaN when a comparison
- * has no spread, so the intersection-union test cannot succeed), the smallest Holm-adjusted p of a baseline better than
- * x, the smallest upper end of the intervals at the Bonferroni-adjusted level 1 - (1 - level) / baselines (below a
- * reported gain: the gain is excluded for some baseline), how many baselines x beats, how many beat it, how many
- * comparisons have no spread, and the detectable effect of the verdict's test: the largest, over the baselines, effect
- * at which the intersection-union test over all of them succeeds with 80 % power (lib/stats, union bound) */
+ * rule reads: the smallest improvement over the baselines (the estimate of "x beats every baseline": its worst
+ * comparison) with the smallest lower and upper ends of the intervals (lower end > 0: x beats every baseline at the
+ * level; NaN when a comparison has no spread, so the intersection-union test cannot succeed), the smallest
+ * Holm-adjusted p of a baseline better than x, the smallest upper end at the Bonferroni-adjusted level
+ * 1 - (1 - level) / baselines (below a reported gain: the gain is excluded for some baseline), how many baselines x
+ * beats, how many beat it, how many comparisons have no spread, and the detectable effect of the verdict's test: the
+ * largest, over the baselines, effect at which the intersection-union test over all of them succeeds with 80 % power
+ * (lib/stats, union bound) */
 static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g, struct epar_table *t, int i, int x,
                            const char *name)
 {
@@ -1194,13 +1202,15 @@ static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g,
     int beats = 0, beaten = 0, n = 0, flat = 0;
     for (int m = 0; m < c->n_mech; m++) n += !is_epar(c->mech[m]);
     if (!n) return;
-    double min_lo = INFINITY, holm_p = NAN, mde = -INFINITY, nonsup = INFINITY;
+    double min_rel = INFINITY, min_lo = INFINITY, min_hi = INFINITY, holm_p = NAN, mde = -INFINITY, nonsup = INFINITY;
     double qa = g->S > 1 ? epar_stats_quantile(1 - (1 - c->level) / n, g->S - 1) : NAN;
     for (int m = 0; m < c->n_mech; m++) {
         if (is_epar(c->mech[m])) continue;
         const struct epar_stats_paired *pr = &vs[m].pr;
         flat += pr->degenerate;
+        min_rel = isnan(pr->mean) || isnan(min_rel) ? NAN : fmin(min_rel, pr->mean);
         min_lo = isnan(pr->lo) || isnan(min_lo) ? NAN : fmin(min_lo, pr->lo);
+        min_hi = isnan(pr->hi) || isnan(min_hi) ? NAN : fmin(min_hi, pr->hi);
         if (!pr->degenerate) {
             mde = fmax(mde, epar_stats_mde(pr->sd, pr->n, c->level, 0.8, n));
             nonsup = fmin(nonsup, pr->mean + qa * pr->sd / sqrt((double)pr->n));
@@ -1217,7 +1227,9 @@ static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g,
         snprintf(col, sizeof col, "%s" suffix, name);       \
         set_num(t, col, v);                                 \
     } while (0)
+    SET("_vs_baselines_min_rel", min_rel);
     SET("_vs_baselines_min_lo", min_lo);
+    SET("_vs_baselines_min_hi", min_hi);
     SET("_vs_baselines_holm_p", holm_p);
     SET("_vs_baselines_nonsup", isfinite(nonsup) ? nonsup : NAN);
     SET("_beats", beats);
@@ -1269,8 +1281,9 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
     for (int k = 0; k < 2; k++) {
         const char *f = k ? "enhanced" : "basic";
         size_t l = strlen(head);
-        snprintf(head + l, sizeof head - l, ",%s_vs_baselines_min_lo,%s_vs_baselines_holm_p,%s_vs_baselines_nonsup,%s_beats,"
-                 "%s_beaten_holm,%s_no_spread,%s_mde", f, f, f, f, f, f, f);
+        snprintf(head + l, sizeof head - l, ",%s_vs_baselines_min_rel,%s_vs_baselines_min_lo,%s_vs_baselines_min_hi,"
+                 "%s_vs_baselines_holm_p,%s_vs_baselines_nonsup,%s_beats,%s_beaten_holm,%s_no_spread,%s_mde",
+                 f, f, f, f, f, f, f, f, f);
     }
     for (int k = 0; k < CMP_N; k++) {
         size_t l = strlen(head);
@@ -1623,6 +1636,32 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
     return t;
 }
 
+/* main_table.md's "mean ± sd" of <prefix>_mean/_sd in row r: "n/a" without a mean (the mechanism is not in the
+ * grid), the mean alone without an sd (one seed) */
+static void md_mean_sd(const struct epar_table *t, size_t r, const char *prefix, char *buf, size_t n)
+{
+    char col[96];
+    snprintf(col, sizeof col, "%s_mean", prefix);
+    double mean = epar_csv_get(t, r, col);
+    snprintf(col, sizeof col, "%s_sd", prefix);
+    double sd = epar_csv_get(t, r, col);
+    if (!isfinite(mean)) snprintf(buf, n, "n/a");
+    else if (!isfinite(sd)) snprintf(buf, n, "%.4g", mean);
+    else snprintf(buf, n, "%.4g ± %.2g", mean, sd);
+}
+
+/* "beats / beaten of nb" of EPAR form `form` in row r; "n/a" when the grid has no such mechanism (NaN counts) */
+static void md_beats(const struct epar_table *t, size_t r, const char *form, double nb, char *buf, size_t n)
+{
+    char col[96];
+    snprintf(col, sizeof col, "%s_beats", form);
+    double beats = epar_csv_get(t, r, col);
+    snprintf(col, sizeof col, "%s_beaten_holm", form);
+    double beaten = epar_csv_get(t, r, col);
+    if (!isfinite(beats) || !isfinite(beaten) || !isfinite(nb)) snprintf(buf, n, "n/a");
+    else snprintf(buf, n, "%d / %d of %d", (int)beats, (int)beaten, (int)nb);
+}
+
 static int write_markdown(const struct epar_bench_cfg *c, const struct epar_table *t, const char *path)
 {
     struct epar_out_file w;
@@ -1648,12 +1687,17 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
     fprintf(f, "| proxy task | stands for | metric | chance | learned | best baseline | EPAR basic | EPAR enhanced | enhanced vs best | enhanced: beats / beaten (Holm) | enhanced MDE | basic: beats / beaten (Holm) |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t r = 0; r < t->nrows; r++) {
-        char b[64], e[64], x[64];
+        /* a value not measured here (no EPAR mechanism in --mechanisms, one seed: no sd) is "n/a", never a sentinel
+         * (a NaN count cast to int printed INT_MIN) */
+        char b[96], e[64], x[64], rel[32], eb[48], bb[48];
         const char *best = epar_csv_get_str(t, r, "best_baseline");
-        snprintf(b, sizeof b, "%.4g ± %.2g (%s)", epar_csv_get(t, r, "best_baseline_mean"), epar_csv_get(t, r, "best_baseline_sd"),
-                 best ? best : "");
-        snprintf(e, sizeof e, "%.4g ± %.2g", epar_csv_get(t, r, "epar-basic_mean"), epar_csv_get(t, r, "epar-basic_sd"));
-        snprintf(x, sizeof x, "%.4g ± %.2g", epar_csv_get(t, r, "epar-enhanced_mean"), epar_csv_get(t, r, "epar-enhanced_sd"));
+        md_mean_sd(t, r, "best_baseline", b, sizeof b);
+        if (best && *best) snprintf(b + strlen(b), sizeof b - strlen(b), " (%s)", best);
+        md_mean_sd(t, r, "epar-basic", e, sizeof e);
+        md_mean_sd(t, r, "epar-enhanced", x, sizeof x);
+        double rv = epar_csv_get(t, r, "enhanced_vs_best_rel");
+        if (isfinite(rv)) snprintf(rel, sizeof rel, "%+.2f %%", 100 * rv);
+        else snprintf(rel, sizeof rel, "n/a");
         char ch[64], ln[32];
         double learned = epar_csv_get(t, r, "learned");
         snprintf(ch, sizeof ch, "%.4g ± %.2g", epar_csv_get(t, r, "chance"), epar_csv_get(t, r, "chance_se"));
@@ -1663,13 +1707,14 @@ static int write_markdown(const struct epar_bench_cfg *c, const struct epar_tabl
         double nb = epar_csv_get(t, r, "baselines"), mde = epar_csv_get(t, r, "enhanced_mde");
         char mdes[32];
         if (isfinite(mde)) snprintf(mdes, sizeof mdes, mde >= 0.1 ? "%.0f %%" : "%.2g %%", 100 * mde);
+        else if (isnan(epar_csv_get(t, r, "enhanced_beats"))) snprintf(mdes, sizeof mdes, "n/a");
         else snprintf(mdes, sizeof mdes, "– (no spread)");
-        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %+.2f %% | %d / %d of %d | %s | %d / %d of %d |\n",
+        md_beats(t, r, "enhanced", nb, eb, sizeof eb);
+        md_beats(t, r, "basic", nb, bb, sizeof bb);
+        fprintf(f, "| %s (L=%d) | %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 epar_csv_get_str(t, r, "task"), (int)epar_csv_get(t, r, "length"), epar_csv_get_str(t, r, "paper"),
                 epar_csv_get_str(t, r, "metric"), epar_csv_get(t, r, "higher_is_better") > 0 ? " ↑" : " ↓", ch, ln, b, e, x,
-                100 * epar_csv_get(t, r, "enhanced_vs_best_rel"), (int)epar_csv_get(t, r, "enhanced_beats"),
-                (int)epar_csv_get(t, r, "enhanced_beaten_holm"), (int)nb, mdes, (int)epar_csv_get(t, r, "basic_beats"),
-                (int)epar_csv_get(t, r, "basic_beaten_holm"), (int)nb);
+                rel, eb, mdes, bb);
     }
     fprintf(f, "\nEvery mechanism: main_table.csv (`<mechanism>_mean`, `_sd`). A proxy at this scale says whether EPAR's "
                "direction of effect holds for small trained models on tasks that isolate what each row is about; it "
@@ -1686,38 +1731,114 @@ static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)
     }
 }
 
+/* steps_to_learn: a panel per task, a horizontal bar per mechanism (mean steps over the seeds that learned, error
+ * bar: their sd), "k/n" seeds that learned beside each bar, "not learned" written where no seed did */
+static int steps_figure(const struct epar_bench_cfg *c, struct epar_out *o, const char *mech)
+{
+    int M = c->n_mech, NT = c->n_tasks, cols = 1;
+    while (cols * cols < NT && cols < 4) cols++;   /* 4 tasks 2 x 2, 10 tasks 4 x 3 */
+    int rows = (NT + cols - 1) / cols, panel_h = 60 + 26 * M > 230 ? 60 + 26 * M : 230;
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "mech = '%s'\nM = words(mech)\nmi(m) = sum [i=1:M] (word(mech, i) eq m ? i : 0)   # a mechanism's row\n"
+                      "set terminal @epar_term size %d,%d\n"
+                      "set multiplot layout %d,%d title \"Steps to learn: the first evaluation from which the metric stays "
+                      "beyond chance + %g se to the end\\nbar: mean over the seeds that learned, whisker: their sd; "
+                      "k/n: how many seeds learned\" noenhanced\n"
+                      "unset key\nset grid xtics noytics\nset xrange [0:%g]\nset yrange [M + 0.6:0.4]\nset ytics (",
+                  mech, 80 + 380 * cols, 60 + panel_h * rows, rows, cols, LEARNED_Z, 1.5 * c->b.steps);
+    for (int m = 0; m < M; m++) epar_plot_add(&b, "%s'%s' %d", m ? ", " : "", epar_nnpos_name(c->mech[m]), m + 1);
+    epar_plot_add(&b, ") noenhanced font ',8'\nset xtics font ',8'\nset xlabel 'optimiser steps' font ',9'\n"
+                      "set style fill solid 0.75 noborder\nset errorbars small\n"
+                      "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#777777'\n"
+                      "set label 1 'budget' at %d, graph 1 right offset -0.3,-0.6 font ',7' tc rgb '#777777'\n",
+                  c->b.steps, c->b.steps, c->b.steps);
+    for (int i = 0; i < NT; i++) {
+        epar_plot_add(&b, "set title '%s (L=%d)' noenhanced font ',10'\nsel(v) = strcol(1) eq '%s' ? v : NaN\n"
+                          "seeds(k, n) = k > 0 ? sprintf('%%d/%%d', k, n) : sprintf('not learned (0/%%d)', n)\n"
+                          EPAR_PLOT_IF("'steps_to_learn.csv', '(sel($4)):4'")
+                          "plot 'steps_to_learn.csv' skip 1 using (sel($6) / 2):(mi(strcol(2))):($6 / 2):(0.36):(mi(strcol(2))) "
+                          "with boxxyerror lc variable, \\\n"
+                          "     '' skip 1 using (sel($6)):(mi(strcol(2))):(sd(7)) with xerrorbars pt -1 lc rgb '#333333', \\\n"
+                          "     '' skip 1 using (sel($5 > 0 ? column(6) + sd(7) : 0)):(mi(strcol(2))):(seeds($5, $4)) with labels "
+                          "left offset 0.6,0 font ',8', \\\n"
+                          "     '' skip 1 using (sel($5 > 0 ? NaN : 0)):(mi(strcol(2))) with points pt 2 ps 1.2 lc rgb '#d62728'"
+                          EPAR_PLOT_END,
+                      c->tasks[i].id, c->tasks[i].task.length, c->tasks[i].id);
+    }
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, "steps_to_learn", "Steps to learn each task per mechanism, with the seeds that learned", &b);
+}
+
+/* curves_<task>: the eval metric against training tokens, every mechanism, the first seed, and the chance level */
+static int curves_figure(const struct epar_bench_cfg *c, const struct grid *g, struct epar_out *o, int i)
+{
+    const char *id = c->tasks[i].id, *metric = epar_task_table[c->tasks[i].task.id].metric;
+    unsigned long seed = c->b.seeds[0];
+    char name[64], title[256], first[512];
+    snprintf(name, sizeof name, "curves_%s", id);
+    snprintf(title, sizeof title, "Learning curves on %s (L=%d): eval %s of every mechanism, seed %lu", id,
+             c->tasks[i].task.length, metric, seed);
+    snprintf(first, sizeof first, "../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv", id, epar_nnpos_name(c->mech[0]), seed);
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size 900,550\nset title '%s' noenhanced\n"
+                      "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right noenhanced\n"
+                      "set offsets 0, 0, graph 0.05, %s\n" EPAR_PLOT_IF("'%s', '2:5'") "plot ",
+                  title, metric, task_hib(c, i) ? "0" : "graph 0.05", first);
+    for (int m = 0; m < c->n_mech; m++)
+        epar_plot_add(&b, "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
+                      m ? ", \\\n     " : "", id, epar_nnpos_name(c->mech[m]), seed, m + 1, epar_nnpos_name(c->mech[m]));
+    double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
+    if (task_learned(c, g, i, &chance, &chance_se) >= 0)
+        epar_plot_add(&b, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance: %.3g'", chance, chance);
+    epar_plot_add(&b, EPAR_PLOT_END);
+    return epar_plot_script_text(o, name, title, &b);
+}
+
 static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, struct epar_out *o, int have_extrap,
                          int have_distance)
 {
     char mech[512];
     mech_words(c, mech, sizeof mech);
     int st = EPAR_OK;
-    if (have_extrap)
-        st = epar_plot_scriptf(o, "extrapolation", "Length extrapolation of lm",
+    if (have_extrap) {
+        int L0 = c->b.lm_length;
+        char title[160];
+        snprintf(title, sizeof title, "Length extrapolation: lm trained at L=%d, bits per character at longer lengths", L0);
+        st = epar_plot_scriptf(o, "extrapolation", title,
                                "mech = '%s'\nset terminal @epar_term size 900,600\n"
-                               "set title 'lm trained at L=%d, evaluated at longer L (mean over %d seed(s); L in P = the evaluation length)'\n"
+                               "set title 'lm trained at L=%d, evaluated at longer L (mean +- sd over %d seed(s); L in P = the evaluation length)'\n"
                                "set xlabel 'evaluation length'\nset ylabel 'bits per character (lower is better)'\n"
-                               "set logscale x 2\nset key outside right\n"
+                               "set logscale x 2\nset key outside right noenhanced\nset offsets graph 0.04, graph 0.04, 0, 0\n"
+                               "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#555555'\n"
+                               "set label 1 'training length L=%d' at %d, graph 0.97 left offset 0.6,0 tc rgb '#555555'\n"
+                               EPAR_PLOT_IF("'extrapolation.csv', '3:5'")
                                "plot for [i=1:words(mech)] 'extrapolation.csv' skip 1 using (strcol(2) eq word(mech,i) ? $3 : NaN):5:(sd(6)) "
-                               "with yerrorlines lt i title word(mech,i)\n",
-                               mech, c->b.lm_length, g->S);
+                               "with yerrorlines lt i title word(mech,i)" EPAR_PLOT_END,
+                               mech, L0, g->S, L0, L0, L0, L0);
+    }
     if (!st && have_distance) {
         int nn = 0;
         for (int i = 0; i < c->n_tasks; i++) nn += c->tasks[i].task.id == EPAR_TASK_NEEDLE;
-        char body[8192];
-        int l = snprintf(body, sizeof body,
-                         "mech = '%s'\nset terminal @epar_term size %d,550\nset multiplot layout 1,%d title 'needle: accuracy "
-                         "vs distance of the fact before the query (mean over %d seed(s))'\n"
-                         "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\nset key top right\n",
-                         mech, 520 * nn, nn, g->S);
-        for (int i = 0; i < c->n_tasks; i++)
-            if (c->tasks[i].task.id == EPAR_TASK_NEEDLE)
-                l += snprintf(body + l, sizeof body - (size_t)l,
-                              "set title '%s (L=%d)'\nplot for [i=1:words(mech)] 'distance.csv' skip 1 using "
-                              "(strcol(1) eq '%s' && strcol(2) eq word(mech,i) ? ($4+$5)/2 : NaN):6 with linespoints lt i title word(mech,i)\n",
-                              c->tasks[i].id, c->tasks[i].task.length, c->tasks[i].id);
-        snprintf(body + l, sizeof body - (size_t)l, "unset multiplot\n");
-        st = epar_plot_script(o, "distance", "Needle accuracy vs distance", body);
+        /* one key for every panel, below them (in a panel it covered the curves) */
+        struct epar_plot_text b = {0};
+        epar_plot_add(&b, "mech = '%s'\nset terminal @epar_term size %d,600\n"
+                          "set multiplot layout 1,%d margins 0.08,0.98,0.22,0.88 spacing 0.08,0 title 'needle: accuracy "
+                          "vs distance of the fact before the query (mean over %d seed(s))'\n"
+                          "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\n"
+                          "set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 2 noenhanced opaque box\n",
+                      mech, nn > 1 ? 520 * nn : 720, nn, g->S);
+        for (int i = 0, k = 0; i < c->n_tasks; i++)
+            if (c->tasks[i].task.id == EPAR_TASK_NEEDLE) {
+                const char *id = c->tasks[i].id;
+                epar_plot_add(&b, "%sset title '%s (L=%d)' noenhanced\n"
+                                  EPAR_PLOT_IF("'distance.csv', '(strcol(1) eq \"%s\" ? ($4+$5)/2 : NaN):6'")
+                                  "plot for [i=1:words(mech)] 'distance.csv' skip 1 using "
+                                  "(strcol(1) eq '%s' && strcol(2) eq word(mech,i) ? ($4+$5)/2 : NaN):6 with linespoints lt i "
+                                  "title word(mech,i)" EPAR_PLOT_END,
+                              k++ ? "unset key\n" : "", id, c->tasks[i].task.length, id, id);
+            }
+        epar_plot_add(&b, "unset multiplot\n");
+        st = epar_plot_script_text(o, "distance", "Needle accuracy against the distance of the fact before the query", &b);
     }
     if (!st)
         st = epar_plot_scriptf(o, "when_to_use", "When to use EPAR: gain per condition",
@@ -1727,11 +1848,13 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
                                "set xzeroaxis lt -1\nset boxwidth 0.9\nset xtics scale 0\n"
                                "# rows come 4 per condition: basic vs none, basic vs best, enhanced vs none, enhanced vs best\n"
                                "x(r) = int(r / 4) * 5 + int(r) %% 4\n"
+                               EPAR_PLOT_IF("'when_to_use.csv', '6'")
                                "plot 'when_to_use.csv' skip 1 using (x($0)):6:(int($0) %% 4 + 1) with boxes lc variable notitle, \\\n"
                                "     '' skip 1 using (x($0)):6:(sd(7)) with yerrorbars lt -1 pt -1 notitle, \\\n"
                                "     '' skip 1 using (x($0)):(NaN):xtic(int($0) %% 4 == 1 ? strcol(1) : '') notitle, \\\n"
                                "     NaN with boxes lt 1 title 'basic vs none', NaN with boxes lt 2 title 'basic vs best baseline', \\\n"
-                               "     NaN with boxes lt 3 title 'enhanced vs none', NaN with boxes lt 4 title 'enhanced vs best baseline'\n",
+                               "     NaN with boxes lt 3 title 'enhanced vs none', NaN with boxes lt 4 title 'enhanced vs best baseline'"
+                               EPAR_PLOT_END,
                                g->S);
     if (!st)
         st = epar_plot_scriptf(o, "cost", "Training cost per mechanism",
@@ -1739,45 +1862,14 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
                                "(%s, L=%d, batch %d, 1 thread, CPU time; mean ± sd over the interleaved repeats)'\n"
                                "set style data histograms\nset style histogram errorbars gap 1 lw 1\nset xtics rotate by -30\nunset key\n"
                                "set ylabel 'CPU ms per training step'\nset yrange [0:*]\n"
-                               "plot 'cost.csv' skip 1 using 6:(sd(7)):xtic(1) lt 1\n"
+                               EPAR_PLOT_IF("'cost.csv', '6'") "plot 'cost.csv' skip 1 using 6:(sd(7)):xtic(1) lt 1" EPAR_PLOT_END
                                "set ylabel 'step-time overhead vs none (bar: interval half-width)'\nset yrange [*:*]\n"
-                               "set xzeroaxis lt -1\nplot 'cost.csv' skip 1 using 11:(sd(13)):xtic(1) lt 2\nunset multiplot\n",
+                               "set xzeroaxis lt -1\n"
+                               EPAR_PLOT_IF("'cost.csv', '11'") "plot 'cost.csv' skip 1 using 11:(sd(13)):xtic(1) lt 2" EPAR_PLOT_END
+                               "unset multiplot\n",
                                epar_task_name(c->b.cost_task), c->b.cost_length, c->b.batch);
-    /* sample efficiency: steps to learn per task and mechanism (mean over the seeds that learned), grouped bars */
-    if (!st) {
-        char body[8192];
-        int l = snprintf(body, sizeof body,
-                         "set terminal @epar_term size 1100,520\nset title 'Steps to learn: first evaluation from which "
-                         "the metric stays beyond chance + %g se (mean over the seeds that learned; none: not learned)'\n"
-                         "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 "
-                         "border -1\nset xtics rotate by -30\nset ylabel 'optimiser steps'\nset yrange [0:%d]\n"
-                         "set key outside right\nset datafile separator ','\nplot ", LEARNED_Z, c->b.steps);
-        for (int m = 0; m < c->n_mech && l > 0 && (size_t)l < sizeof body; m++)
-            l += snprintf(body + l, sizeof body - (size_t)l, "%s'steps_to_learn.csv' skip 1 every %d::%d using 6:xtic(1) lt %d "
-                          "title '%s'", m ? ", \\\n     " : "", c->n_mech, m, m + 1, epar_nnpos_name(c->mech[m]));
-        if (l > 0 && (size_t)l < sizeof body) snprintf(body + l, sizeof body - (size_t)l, "\n");
-        st = epar_plot_script(o, "steps_to_learn", "Sample efficiency", body);
-    }
-    /* a learning curve per task: eval metric vs tokens, every mechanism, the first seed */
-    for (int i = 0; !st && i < c->n_tasks; i++) {
-        char body[8192], name[64];
-        int l = snprintf(body, sizeof body,
-                         "set terminal @epar_term size 900,550\nset title '%s (L=%d): learning curves, seed %lu'\n"
-                         "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right\nplot ",
-                         c->tasks[i].id, c->tasks[i].task.length, c->b.seeds[0], epar_task_table[c->tasks[i].task.id].metric);
-        for (int m = 0; m < c->n_mech; m++)
-            l += snprintf(body + l, sizeof body - (size_t)l,
-                          "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
-                          m ? ", \\\n     " : "", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.seeds[0], m + 1,
-                          epar_nnpos_name(c->mech[m]));
-        double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
-        if (task_learned(c, g, i, &chance, &chance_se) >= 0 && l > 0 && (size_t)l < sizeof body)
-            l += snprintf(body + l, sizeof body - (size_t)l,
-                          ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (constant answer)'", chance);
-        if (l > 0 && (size_t)l < sizeof body) snprintf(body + l, sizeof body - (size_t)l, "\n");
-        snprintf(name, sizeof name, "curves_%s", c->tasks[i].id);
-        st = epar_plot_script(o, name, "Learning curves", body);
-    }
+    if (!st) st = steps_figure(c, o, mech);
+    for (int i = 0; !st && i < c->n_tasks; i++) st = curves_figure(c, g, o, i);
     return st;
 }
 

@@ -153,7 +153,7 @@ int epar_exp_heatmap(struct epar_out *o, const char *name, const char *title, co
                              "set xlabel '%s'\nset ylabel '%s'\nset cblabel '%s'\n"
                              "@epar_heatmap\n"
                              "set autoscale xfix\nset autoscale yfix\n"
-                             "plot '%s' skip 1 using 2:1:3 with image notitle\n",
+                             "eval epar_cells('%s', '2', '1', '3')\n",
                              title, xlabel, ylabel, cblabel, csv);
 }
 
@@ -168,19 +168,23 @@ int epar_exp_finish(struct epar_out *o, int no_render, int jobs)
     return epar_out_commit(o);
 }
 
-int epar_exp_sets(const json_t *set, const char *path, int (*fn)(void *ctx, const char *assignment), void *ctx)
+int epar_exp_sets(const struct epar_protocol *p, const json_t *set, const char *path,
+                  int (*fn)(void *ctx, const char *assignment), void *ctx)
 {
     if (!set) return EPAR_OK;
-    if (!json_is_object(set)) return epar_err_set(EPAR_EPROTOCOL, "%s: expected an object", path);
+    if (!json_is_object(set))
+        return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: expected an object", p->path, path);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)set, k, v) {
         char a[256];
-        if (!json_is_number(v)) return epar_err_set(EPAR_EPROTOCOL, "%s.%s: expected a number", path, k);
+        if (!json_is_number(v))
+            return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.%s: expected a number", p->path, path, k);
         snprintf(a, sizeof a, "%s=%.17g", k, json_number_value(v));
         if (fn(ctx, a)) {
-            epar_err_hint("in %s of the protocol", path);
-            return EPAR_EPROTOCOL;
+            char jp[512];
+            snprintf(jp, sizeof jp, "%s.%s", path, k);
+            return epar_protocol_blame(p, jp);
         }
     }
     return EPAR_OK;

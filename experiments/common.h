@@ -45,9 +45,11 @@ int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const ch
  * double[EPAR_MECH_MAX_PARAMS] (lib/nnpos's mp[id], compare's p[id]); for {"param": value} objects. */
 void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1]);
 /* Write table t as <name> in o (takes care of the path). */
-/* Every "mech.param": number of the protocol object set (may be NULL: none) through fn(ctx, "mech.param=value");
- * EPAR_EPROTOCOL naming path (e.g. "$.experiments.compare.set") for a non-object, a non-number or a refused value. */
-int epar_exp_sets(const json_t *set, const char *path, int (*fn)(void *ctx, const char *assignment), void *ctx);
+/* Every "mech.param": number of the object set of protocol p (may be NULL: none) through fn(ctx, "mech.param=value");
+ * EPAR_EPROTOCOL naming the protocol file and the JSON path (e.g. "$.experiments.compare.set.alibi.max_bias") for a
+ * non-object, a non-number or a value fn refuses (its message follows, its hint is kept). */
+int epar_exp_sets(const struct epar_protocol *p, const json_t *set, const char *path,
+                  int (*fn)(void *ctx, const char *assignment), void *ctx);
 int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar_table *t);
 /* Write n named tables in order; stops at the first error. */
 struct epar_exp_file {

@@ -111,7 +111,8 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
         cfg->n_factors = nf;
         for (int k = 0; k < nf; k++) {
             if (f[k] < 1 || f[k] > 64 || f[k] != floor(f[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.extrapolation_factors[%d]: expected an integer in [1, 64]", k);
+                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.extrapolation_factors[%d]: "
+                                    "expected an integer in [1, 64]", proto->path, k);
             cfg->factors[k] = (int)f[k];
         }
     }
@@ -119,15 +120,13 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
         cfg->n_speed = nsl;
         for (int k = 0; k < nsl; k++) {
             if (sl[k] < 1 || sl[k] > 16384 || sl[k] != floor(sl[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "$.experiments.compare.speed_lengths[%d]: expected an integer in [1, 16384]", k);
+                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.speed_lengths[%d]: expected "
+                                    "an integer in [1, 16384]", proto->path, k);
             cfg->speed_lengths[k] = (int)sl[k];
         }
     }
-    if (list && (st = epar_exp_compare_select(cfg, list))) {
-        epar_err_hint("in $.experiments.compare.mechanisms of the protocol");
-        return EPAR_EPROTOCOL;
-    }
-    st = epar_exp_sets(json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
+    if (list && (st = epar_exp_compare_select(cfg, list))) return epar_protocol_blame(proto, "$.experiments.compare.mechanisms");
+    st = epar_exp_sets(proto, json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
                        compare_set, cfg);
     if (st) return st;
     return EPAR_OK;
@@ -944,11 +943,13 @@ static int cmp_plot_mechanisms(const struct epar_compare_cfg *cfg, struct epar_o
                                 "(uniform attention: entropy 1)' noenhanced\n"
                                 "unset key\nset yrange [%d:-1]\nset ytics font ',8' noenhanced\nset grid xtics ytics\n"
                                 "set xlabel 'mean attended distance |i-j| (positions)'\nset xrange [0:*]\n"
+                                EPAR_PLOT_IF("'mechanisms.csv', '9:0'")
                                 "plot 'mechanisms.csv' skip 1 using 9:0:(sd(10)):ytic(1) with xerrorbars pt 7 ps 0.8 "
-                                "lc rgb '#1f77b4'\n"
+                                "lc rgb '#1f77b4'" EPAR_PLOT_END
                                 "set xlabel 'normalised entropy H_i / ln|S_i|'\nset xrange [0:1.05]\n"
+                                EPAR_PLOT_IF("'mechanisms.csv', '7:0'")
                                 "plot 'mechanisms.csv' skip 1 using 7:0:(sd(8)):ytic(1) with xerrorbars pt 7 ps 0.8 "
-                                "lc rgb '#d62728'\n"
+                                "lc rgb '#d62728'" EPAR_PLOT_END
                                 "unset multiplot\n",
                                 170 + 20 * K, prm->n_seeds, L, K)))
         return st;
@@ -959,8 +960,9 @@ static int cmp_plot_mechanisms(const struct epar_compare_cfg *cfg, struct epar_o
                              "set style fill solid 0.8 border lc rgb '#333333'\n"
                              "set xtics rotate by -60 font ',8' noenhanced\nset ylabel 'value (0..1)'\nset yrange [0:1.05]\n"
                              "set key outside top center horizontal\n"
+                             EPAR_PLOT_IF("'mechanisms.csv', '7'")
                              "plot 'mechanisms.csv' skip 1 using 7:(sd(8)):xtic(1) title 'normalised entropy' lc rgb '#1f77b4', \\\n"
-                             "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'\n",
+                             "     '' skip 1 using 11:(sd(12)) title 'local mass' lc rgb '#d62728'" EPAR_PLOT_END,
                              cfg->local_window, prm->n_seeds, L);
 }
 
@@ -989,7 +991,7 @@ static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct
                              "set title 'Consistency (score similarity + proximity)/2, mean over %d seeds'\n"
                              "set xlabel 'importance type'\nset ylabel 'mechanism'\nset cblabel 'consistency'\n"
                              "@epar_heatmap\nset size noratio\n%sset autoscale xfix\nset autoscale yfix\n"
-                             "plot 'consistency_matrix.csv' skip 1 using 2:1:3 with image notitle\n",
+                             "eval epar_cells('consistency_matrix.csv', '2', '1', '3')\n",
                              cfg->prm.n_seeds, tics);
 }
 
@@ -1000,18 +1002,21 @@ static int cmp_plot_curves(const struct epar_compare_cfg *cfg, struct epar_out *
     if ((st = epar_plot_scriptf(o, "alibi_slopes", "ALiBi slopes per head",
                                 "set title 'ALiBi slopes m_h (max bias %g) for 1..16 heads'\n"
                                 "set xlabel 'head h'\nset ylabel 'slope m_h'\nset logscale y 2\nset key outside right\n"
-                                "plot for [n in '4 6 8 12 16'] 'alibi_slopes.csv' skip 1 using ($1==n+0 ? $2 : NaN):3 "
-                                "with linespoints title sprintf('%%s heads', n)\n",
+                                "heads = '4 6 8 12 16'\nshown(n) = strstrt(' '.heads.' ', sprintf(' %%d ', int(n))) > 0\n"
+                                EPAR_PLOT_IF("'alibi_slopes.csv', '(shown($1) ? $2 : NaN):3'")
+                                "plot for [n in heads] 'alibi_slopes.csv' skip 1 using ($1==n+0 ? $2 : NaN):3 "
+                                "with linespoints title sprintf('%%s heads', n)" EPAR_PLOT_END,
                                 cfg->p[EPAR_MECH_ALIBI][0])))
         return st;
     return epar_plot_scriptf(o, "t5_buckets", "T5 relative buckets",
                              "set title 'T5 buckets vs relative distance i-j (max distance %d)'\n"
                              "set xlabel 'i - j (negative: key to the right of the query)'\nset ylabel 'bucket'\n"
                              "set key bottom right\n"
+                             EPAR_PLOT_IF("'t5_buckets.csv', '1:2'")
                              "plot 't5_buckets.csv' skip 1 using ($5==0 ? $1 : NaN):2 with steps lt 1 lw 4 title "
                              "'unidirectional, 16 buckets (j > i maps to 0)', \\\n"
                              "     '' skip 1 using ($5==1 ? $1 : NaN):2 with steps lt 2 dt 2 title "
-                             "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'\n",
+                             "'bidirectional, 32 buckets (same as unidirectional for i-j >= 0)'" EPAR_PLOT_END,
                              (int)cfg->p[EPAR_MECH_T5][1]);
 }
 
@@ -1026,11 +1031,14 @@ static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out 
                                 "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
                                 "set xtics rotate by -30 font ',8'\nset key top left\n"
                                 "set ylabel 'value'\nset title 'locality'\n"
-                                "plot 'ablation.csv' skip 1 using 10:(sd(11)):xtic(1) title 'local mass', '' skip 1 using 6:(sd(7)) title 'normalised entropy'\n"
+                                EPAR_PLOT_IF("'ablation.csv', '10'")
+                                "plot 'ablation.csv' skip 1 using 10:(sd(11)):xtic(1) title 'local mass', '' skip 1 using 6:(sd(7)) title 'normalised entropy'"
+                                EPAR_PLOT_END
                                 "set title 'mass change on far keys (|i-j| > L/2) vs none, per row'\n"
                                 "set ylabel 'change of attention mass'\n"
+                                EPAR_PLOT_IF("'ablation.csv', '16'")
                                 "plot 'ablation.csv' skip 1 using 16:(sd(17)):xtic(1) title 'keys with positive score', "
-                                "'' skip 1 using 18:(sd(19)) title 'keys with negative score'\n"
+                                "'' skip 1 using 18:(sd(19)) title 'keys with negative score'" EPAR_PLOT_END
                                 "unset multiplot\n",
                                 L, cfg->ablation_beta, prm->heads, prm->n_seeds)))
         return st;
@@ -1039,16 +1047,19 @@ static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out 
                              "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
                              "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
                              "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
+                             "shown(m) = strstrt(' '.mech.' ', ' '.m.' ') > 0\n"
                              "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
+                             EPAR_PLOT_IF("'extrapolation.csv', '(shown(strcol(1)) ? $3 : NaN):7'")
                              "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):7 "
                              "with linespoints lt i title word(mech,i), \\\n"
                              "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):7 "
-                             "with linespoints lt i dt 2 notitle\n"
+                             "with linespoints lt i dt 2 notitle" EPAR_PLOT_END
                              "set ylabel 'local mass W(|i-j|<=%d)'\nset title 'local mass'\n"
+                             EPAR_PLOT_IF("'extrapolation.csv', '(shown(strcol(1)) ? $3 : NaN):11'")
                              "plot for [i=1:5] 'extrapolation.csv' skip 1 using (strcol(1) eq word(mech,i) && $2==0 ? $3 : NaN):11 "
                              "with linespoints lt i title word(mech,i), \\\n"
                              "     for [i=1:5] '' skip 1 using (strcol(1) eq word(mech,i) && $2==1 ? $3 : NaN):11 "
-                             "with linespoints lt i dt 2 notitle\n"
+                             "with linespoints lt i dt 2 notitle" EPAR_PLOT_END
                              "unset multiplot\n",
                              cfg->extrap_length, prm->n_seeds, cfg->local_window);
 }

@@ -1,6 +1,5 @@
 /* epar inspect: a checkpoint's attention on one input, its summaries, tables, heatmaps and the head view. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,12 +284,22 @@ static int summarise(struct epar_inspect *x)
     return optimal_position(x);
 }
 
+void epar_inspect_input_tag(const struct epar_inspect_opts *o, char *buf, size_t n)
+{
+    if (o->text) snprintf(buf, n, "text-%08lx",
+                          (unsigned long)(epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, o->text, strlen(o->text)) & 0xffffffffUL));
+    else snprintf(buf, n, "item%ld", o->item);
+}
+
 int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
 {
     int st = epar_inspect_check_selection(x, o);
     if (!st) st = make_input(x, o);
     if (!st) st = forward(x);
     if (!st) st = summarise(x);
+    char tag[32];
+    epar_inspect_input_tag(o, tag, sizeof tag);
+    snprintf(x->folder, sizeof x->folder, "%s-%s", x->name, tag);
     return st;
 }
 
@@ -382,7 +391,7 @@ static struct epar_table *attention_table(const struct epar_inspect *x, const in
 static struct epar_table *tokens_table(const struct epar_inspect *x)
 {
     struct epar_table *t = epar_csv_new("position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,"
-                                        "p_target,relevant_keys");
+                                        "correct,p_target,relevant_keys");
     int T = x->T;
     for (int q = 0; t && q < T; q++) {
         char s[64], ts[64], ps[64], rel[512] = "";
@@ -392,10 +401,13 @@ static struct epar_table *tokens_table(const struct epar_inspect *x)
         size_t used = 0;
         for (int j = 0; j <= q && used + 12 < sizeof rel; j++)
             if (x->rel[(size_t)q * T + j]) used += (size_t)snprintf(rel + used, sizeof rel - used, "%s%d", used ? " " : "", j);
-        int bad = x->tgt[q] >= 0 ? epar_csv_append(t, "iisisiisds", q, x->tok[q], s, x->tgt[q], ts, x->mask[q] > 0, x->pred[q],
-                                                   ps, x->p_target[q], rel)
-                                 : epar_csv_append(t, "iis--iisds", q, x->tok[q], s, x->mask[q] > 0, x->pred[q], ps,
-                                                   x->p_target[q], rel);
+        /* correct: the argmax is the target, at the scored positions only (empty elsewhere) */
+        int bad = x->tgt[q] < 0 ? epar_csv_append(t, "iis--iis-ds", q, x->tok[q], s, x->mask[q] > 0, x->pred[q], ps,
+                                                  x->p_target[q], rel)
+                  : x->mask[q] > 0 ? epar_csv_append(t, "iisisiisids", q, x->tok[q], s, x->tgt[q], ts, 1, x->pred[q], ps,
+                                                     x->pred[q] == x->tgt[q], x->p_target[q], rel)
+                                   : epar_csv_append(t, "iisisiis-ds", q, x->tok[q], s, x->tgt[q], ts, 0, x->pred[q], ps,
+                                                     x->p_target[q], rel);
         if (bad) {
             epar_csv_free(t);
             t = NULL;
@@ -453,67 +465,34 @@ static struct epar_table *profile_table(const struct epar_inspect *x, const int 
 /* ------------------------------------------------------------------------------------------------ */
 /* figures                                                                                            */
 
-/* a growing string (out of memory: oom set, appends ignored) */
-struct sbuf {
-    char *s;
-    size_t n, cap;
-    int oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) { b->oom = 1; return; }
-        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
-        char *s = realloc(b->s, cap);
-        if (!s) { b->oom = 1; return; }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
 /* a token symbol as a gnuplot single-quoted string body ('' for a quote) */
-static void sb_gp_quoted(struct sbuf *b, const char *s)
+static void sb_gp_quoted(struct epar_plot_text *b, const char *s)
 {
-    for (; *s; s++) sb_printf(b, *s == '\'' ? "''" : "%c", *s);
+    for (; *s; s++) epar_plot_add(b, *s == '\'' ? "''" : "%c", *s);
 }
 
-/* tic labels: every k-th position (k so that at most about 32 labels show), "'sym' pos, ..." */
-static void sb_tics(struct sbuf *b, const struct epar_inspect *x)
+/* tic labels: every k-th position (k so that at most about `most` labels show), "'sym' pos, ..." */
+static void sb_tics(struct epar_plot_text *b, const struct epar_inspect *x, int most)
 {
-    int T = x->T, k = (T + 31) / 32;
+    int T = x->T, k = (T + most - 1) / most;
     for (int q = 0; q < T; q += k) {
         char s[64];
         symbol(x, x->tok[q], s, sizeof s);
-        sb_printf(b, "%s'", q ? ", " : "");
+        epar_plot_add(b, "%s'", q ? ", " : "");
         sb_gp_quoted(b, s);
-        sb_printf(b, "' %d", q);
+        epar_plot_add(b, "' %d", q);
     }
 }
 
-/* the axes of one heatmap panel of the input's tokens */
-static void sb_panel_axes(struct sbuf *b, const struct epar_inspect *x)
+/* the axes of one heatmap panel of the input's tokens, at most `most` labels on each */
+static void sb_panel_axes(struct epar_plot_text *b, const struct epar_inspect *x, int most, int font)
 {
     int T = x->T;
-    sb_printf(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
-    sb_tics(b, x);
-    sb_printf(b, ") noenhanced rotate by 90 right font ',8'\nset ytics (");
-    sb_tics(b, x);
-    sb_printf(b, ") noenhanced font ',8'\n");
-}
-
-static int write_script(struct epar_out *o, const char *name, const char *title, struct sbuf *b)
-{
-    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name) : epar_plot_script(o, name, title, b->s);
-    free(b->s);
-    return st;
+    epar_plot_add(b, "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset xtics (", T - 1, T - 1);
+    sb_tics(b, x, most);
+    epar_plot_add(b, ") noenhanced rotate by 90 right font ',%d'\nset ytics (", font);
+    sb_tics(b, x, most);
+    epar_plot_add(b, ") noenhanced font ',%d'\n", font);
 }
 
 /* one figure per layer: a heatmap per head (key position across, query position down), token labels */
@@ -527,53 +506,54 @@ static int heatmap_layer(const struct epar_inspect *x, int l, const int *hs, int
     char in[64];
     input_desc(x, in, sizeof in);
     snprintf(title, sizeof title, "Attention of layer %d per head: %s, %s", l, x->name, in);
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,%d\n", 40 + 560 * cols, 50 + 540 * rows);
-    sb_printf(&b, "set multiplot layout %d,%d title '%s, %s: layer %d (query position down, key position across)' "
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size %d,%d\n", 40 + 560 * cols, 50 + 540 * rows);
+    epar_plot_add(&b, "set multiplot layout %d,%d title '%s, %s: layer %d (query position down, key position across)' "
                   "noenhanced\n", rows, cols, x->name, in, l);
-    sb_printf(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
+    epar_plot_add(&b, "unset key\nunset grid\nset size ratio -1\nset tics out\n"
                   "set xlabel 'key' font ',9'\nset ylabel 'query' font ',9'\n");
-    sb_panel_axes(&b, x);
+    sb_panel_axes(&b, x, 32, 8);
     for (int k = 0; k < nh; k++) {
         /* the colour scale tops at the largest weight of rows 1.. (row 0 is always the single weight 1) */
         const float *A = x->att + ((size_t)l * x->NH + hs[k]) * x->T * x->T;
         double top = 0;
         for (int i = 1; i < x->T; i++)
             for (int j = 0; j <= i; j++) top = fmax(top, A[(size_t)i * x->T + j]);
-        sb_printf(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
-        sb_printf(&b, "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
-                      "with boxxyerror fs solid noborder fc palette notitle\n", l, hs[k]);
+        epar_plot_add(&b, "set title 'head %d (colour scale to %.2g)'\nset cbrange [0:%.3g]\n", hs[k], top, top > 0 ? top : 1.0);
+        epar_plot_add(&b, EPAR_PLOT_IF("'attention.csv', '($1==%d && $2==%d ? $4 : NaN):5'")
+                      "plot 'attention.csv' skip 1 using ($1==%d && $2==%d ? $4 : 1/0):3:(0.52):(0.52):5 "
+                      "with boxxyerror fs solid noborder fc palette notitle" EPAR_PLOT_END, l, hs[k], l, hs[k]);
     }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(o, name, title, &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, name, title, &b);
 }
 
 /* attention mass by distance per head, beside the EPAR factor P(d) on the right axis */
 static int profile_figure(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
 {
     int epar = is_epar(x->run.cfg.mechanism), learned = x->run.cfg.pos.learn_posfx;
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,480\nset multiplot layout 1,%d title '%s: attention by distance' "
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size %d,480\nset multiplot layout 1,%d title '%s: attention by distance' "
                   "noenhanced\nset xlabel 'distance i - j'\nset ylabel 'mean attention weight at that distance'\n"
                   "set key bmargin center horizontal\nset bmargin 7\nset xrange [0:%d]\n", 80 + 520 * nl, nl, x->name, x->T - 1);
-    if (epar) sb_printf(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
+    if (epar) epar_plot_add(&b, "set y2label 'P(d): the EPAR factor of the score'\nset y2tics\nset ytics nomirror\n");
     for (int a = 0; a < nl; a++) {
-        sb_printf(&b, "set title 'layer %d'\nplot", ls[a]);
+        epar_plot_add(&b, "set title 'layer %d'\n" EPAR_PLOT_IF("'profile.csv', '($1==%d ? $3 : NaN):4'") "plot", ls[a], ls[a]);
         for (int k = 0; k < nh; k++)
-            sb_printf(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
+            epar_plot_add(&b, "%s 'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):4 with lines lt %d title 'head %d'",
                       k ? ", \\\n    " : " ", ls[a], hs[k], 1 + k % 8, hs[k]);
-        sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
+        epar_plot_add(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):5 with lines dt 3 lc rgb '#000000' "
                       "title 'uniform causal rows'", ls[a], hs[0]);
         for (int k = 0; epar && k < (learned ? nh : 1); k++) {   /* P(d) differs by head only when it is learned */
             char what[32] = " (every head)";
             if (learned) snprintf(what, sizeof what, ", head %d", hs[k]);
-            sb_printf(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
+            epar_plot_add(&b, ", \\\n    'profile.csv' skip 1 using ($1==%d && $2==%d ? $3 : 1/0):7 axes x1y2 with lines "
                           "dt 2 lt %d title 'P(d)%s'", ls[a], hs[k], learned ? 1 + k % 8 : 8, what);
         }
-        sb_printf(&b, "\n");
+        epar_plot_add(&b, EPAR_PLOT_END);
     }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, "profile", "Attention mass by distance per head, beside P(d)", &b);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -606,70 +586,93 @@ static void html_text(FILE *f, const char *s)
 static const char head_view_css[] =
     "<style>\n"
     "*{box-sizing:border-box}\n"
-    "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#222;margin:0 auto;max-width:1100px;"
-    "padding:12px}\n"
+    "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#222;margin:0 auto;max-width:1100px;padding:12px}\n"
     "h1{font-size:1.3em;margin:.2em 0;overflow-wrap:anywhere}\n"
+    "h2{font-size:1.05em;margin:.8em 0 .2em}\n"
     "p{margin:.4em 0}\n"
-    ".controls{display:flex;flex-wrap:wrap;gap:.5em 1.2em;align-items:center;margin:.6em 0;position:sticky;top:0;"
-    "background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}\n"
+    ".controls{display:flex;flex-wrap:wrap;gap:.5em 1.2em;align-items:center;margin:.6em 0;position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}\n"
     "select{font-size:1em}\n"
+    "#legend{display:flex;flex-wrap:wrap;gap:.3em 1em;align-items:center;font-size:.8em;color:#555}\n"
+    "#legend svg{display:inline-block;width:auto;vertical-align:middle}\n"
     /* a fixed height: text that wraps onto more lines while hovering must not move the tokens under the pointer */
     "#info{flex:1 1 100%;height:4.4em;overflow-y:auto;margin:0;font-size:.9em;color:#333;overflow-wrap:anywhere}\n"
-    ".view{display:grid;grid-template-columns:minmax(0,9em) minmax(0,1fr) minmax(0,9em);align-items:start}\n"
+    ".model{display:grid;gap:4px;align-items:center;justify-content:start;overflow-x:auto;max-width:100%;padding-bottom:4px}\n"
+    ".model .lab{font-size:.75em;color:#666;white-space:nowrap}\n"
+    ".thumb{padding:0;border:1px solid #ccc;background:#fff;border-radius:3px;cursor:pointer;line-height:0}\n"
+    ".thumb:hover,.thumb:focus-visible{border-color:#1f77b4}\n"
+    ".thumb.sel{outline:3px solid #d62728;outline-offset:-1px;border-color:#d62728}\n"
+    ".view{display:grid;grid-template-columns:minmax(0,6.5em) minmax(0,9em) minmax(0,1fr) minmax(0,9em);align-items:start}\n"
+    ".hdr{font-size:.75em;color:#666;padding:0 4px 2px}\n"
+    ".hdr.q,.hdr.p{text-align:right}\n"
     ".col{min-width:0}\n"
-    ".tok{height:20px;line-height:20px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;cursor:pointer;"
-    "font:13px ui-monospace,Menlo,Consolas,monospace;padding:0 4px;border-radius:3px}\n"
+    ".tok,.pr{height:20px;line-height:20px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font:13px ui-monospace,Menlo,Consolas,monospace;padding:0 4px;border-radius:3px}\n"
+    ".tok{cursor:pointer}\n"
+    ".pr{text-align:right}\n"
+    ".pr.right{color:#1a7f37}\n"
+    ".pr.wrong{color:#c62828}\n"
     ".tok .pos{color:#999;font-size:11px}\n"
     ".left .tok{text-align:right}\n"
     ".tok:hover,.tok:focus-visible,.tok.sel{outline:2px solid #1f77b4;outline-offset:-2px}\n"
     ".tok.scored{font-weight:bold}\n"
     ".tok.rel{text-decoration:underline;text-decoration-color:#d62728;text-decoration-thickness:2px}\n"
-    "svg{display:block;width:100%}\n"
+    "#lines{display:block;width:100%}\n"
     "line{stroke:#1f77b4}\n"
     ".legend{font-size:.85em;color:#555}\n"
-    "@media (max-width:600px){.view{grid-template-columns:minmax(0,6.5em) minmax(0,1fr) minmax(0,6.5em)}"
-    ".tok .pos{display:none}body{padding:8px}}\n"
+    "@media (max-width:600px){.view{grid-template-columns:minmax(0,4.5em) minmax(0,6.5em) minmax(0,1fr) minmax(0,6.5em)}.tok .pos{display:none}body{padding:8px}}\n"
     "</style>\n";
 
 static const char head_view_js[] =
     "<script>\n"
     "(function(){\n"
     "var D=JSON.parse(document.getElementById('data').textContent);\n"
-    "var T=D.tokens.length,RH=20,NS='http://www.w3.org/2000/svg';\n"
+    "var T=D.tokens.length,RH=20,NS='http://www.w3.org/2000/svg',MIN=0.02;\n"
     "var ls=document.getElementById('layer'),hs=document.getElementById('head'),svg=document.getElementById('lines');\n"
     "var left=document.getElementById('left'),right=document.getElementById('right'),info=document.getElementById('info');\n"
+    "var predc=document.getElementById('pred'),model=document.getElementById('model'),legend=document.getElementById('legend');\n"
     "var sel=-1,side='',pinned=false;\n"
+    /* one encoding of a weight, for the lines, the thumbnails and the legend */
+    "function width(w){return 0.5+4*w;}\n"
+    "function opacity(w){return Math.min(1,0.08+w);}\n"
+    "function shading(w){return 'rgba(255,127,14,'+Math.min(1,w).toFixed(3)+')';}\n"
     "D.layers.forEach(function(l,a){var o=document.createElement('option');o.value=a;o.textContent='layer '+l;ls.appendChild(o);});\n"
     "D.heads.forEach(function(h,b){var o=document.createElement('option');o.value=b;o.textContent='head '+h;hs.appendChild(o);});\n"
     "if(D.heads.length>1){var m=document.createElement('option');m.value='mean';m.textContent='mean of the heads';hs.appendChild(m);}\n"
     "svg.setAttribute('viewBox','0 0 100 '+(T*RH));svg.setAttribute('preserveAspectRatio','none');svg.style.height=(T*RH)+'px';\n"
-    "function tok(i,cls){var d=document.createElement('div');d.className='tok'+(D.scored[i]?' scored':'');d.tabIndex=0;\n"
-    " d.dataset.i=i;d.dataset.side=cls;var p=document.createElement('span');p.className='pos';p.textContent=i+' ';\n"
-    " d.appendChild(p);d.appendChild(document.createTextNode(D.tokens[i]));d.title='position '+i+': '+D.tokens[i];return d;}\n"
-    "for(var i=0;i<T;i++){left.appendChild(tok(i,'q'));right.appendChild(tok(i,'k'));}\n"
-    "function rows(){var a=+ls.value;if(hs.value!=='mean')return D.att[a][+hs.value];\n"
+    "function el(tag,cls,text){var d=document.createElement(tag);if(cls)d.className=cls;if(text!==undefined)d.textContent=text;return d;}\n"
+    "function tok(i,cls){var d=el('div','tok'+(D.scored[i]?' scored':''));d.tabIndex=0;\n"
+    " d.dataset.i=i;d.dataset.side=cls;d.appendChild(el('span','pos',i+' '));\n"
+    " d.appendChild(document.createTextNode(D.tokens[i]));d.title='position '+i+': '+D.tokens[i];return d;}\n"
+    "function verdict(i){return D.correct[i]===1?'right':'wrong';}\n"
+    "function pred(i){var d=el('div','pr');if(D.correct[i]<0)return d;\n"
+    " d.classList.add(verdict(i));d.dataset.correct=D.correct[i];d.dataset.pred=D.pred[i];\n"
+    " d.textContent=D.pred[i]+(D.correct[i]===1?' \\u2713':' \\u2717');\n"
+    " d.title='position '+i+' predicts '+D.pred[i]+' ('+verdict(i)+'; the target is '+D.target[i]+', given p = '+fmt(D.p_target[i])+')';return d;}\n"
+    "function fmt(w){return w===null?'nan':w.toFixed(3);}\n"
+    "for(var i=0;i<T;i++){left.appendChild(tok(i,'q'));right.appendChild(tok(i,'k'));predc.appendChild(pred(i));}\n"
+    "function rowsOf(a,b){if(b!=='mean')return D.att[a][+b];\n"
     " var n=D.heads.length,r=[];for(var i=0;i<T;i++){r.push([]);for(var j=0;j<=i;j++){var s=0;\n"
-    " for(var b=0;b<n;b++)s+=D.att[a][b][i][j];r[i].push(s/n);}}return r;}\n"
-    "function fmt(w){return w.toFixed(3);}\n"
+    " for(var h=0;h<n;h++)s+=D.att[a][h][i][j];r[i].push(s/n);}}return r;}\n"
+    "function rows(){return rowsOf(+ls.value,hs.value);}\n"
     "function draw(){var R=rows();while(svg.firstChild)svg.removeChild(svg.firstChild);var n=0;\n"
     " for(var i=0;i<T;i++)for(var j=0;j<=i;j++){var w=R[i][j];\n"
-    "  if(sel>=0&&((side==='q'&&i!==sel)||(side==='k'&&j!==sel)))continue;if(sel<0&&w<0.02)continue;\n"
+    "  if(sel>=0&&((side==='q'&&i!==sel)||(side==='k'&&j!==sel)))continue;if(sel<0&&w<MIN)continue;\n"
     "  var e=document.createElementNS(NS,'line');e.setAttribute('x1',0);e.setAttribute('y1',i*RH+RH/2);\n"
-    "  e.setAttribute('x2',100);e.setAttribute('y2',j*RH+RH/2);e.setAttribute('stroke-opacity',Math.min(1,0.08+w).toFixed(3));\n"
-    "  e.setAttribute('stroke-width',(0.5+4*w).toFixed(2));e.setAttribute('vector-effect','non-scaling-stroke');\n"
+    "  e.setAttribute('x2',100);e.setAttribute('y2',j*RH+RH/2);e.setAttribute('stroke-opacity',opacity(w).toFixed(3));\n"
+    "  e.setAttribute('stroke-width',width(w).toFixed(2));e.setAttribute('vector-effect','non-scaling-stroke');\n"
     "  svg.appendChild(e);n++;}\n"
-    " svg.dataset.lines=n;svg.dataset.view=ls.value+':'+hs.value+':'+side+sel;shade(R);describe(R);}\n"
+    " svg.dataset.lines=n;svg.dataset.view=ls.value+':'+hs.value+':'+side+sel;shade(R);describe(R);mark();}\n"
     "function shade(R){var L=left.children,K=right.children;\n"
     " for(var i=0;i<T;i++){L[i].style.background='';K[i].style.background='';L[i].classList.toggle('sel',side==='q'&&i===sel);\n"
     "  K[i].classList.toggle('sel',side==='k'&&i===sel);K[i].classList.toggle('rel',side==='q'&&sel>=0&&D.relevant[sel].indexOf(i)>=0);}\n"
     " if(sel<0)return;for(var k=0;k<T;k++){var w=side==='q'?(k<=sel?R[sel][k]:0):(k>=sel?R[k][sel]:0);\n"
-    "  (side==='q'?K:L)[k].style.background='rgba(255,127,14,'+Math.min(1,w).toFixed(3)+')';}}\n"
+    "  (side==='q'?K:L)[k].style.background=shading(w);}}\n"
     "function describe(R){var where=ls.options[ls.selectedIndex].text+', '+hs.options[hs.selectedIndex].text;\n"
-    " if(sel<0){info.textContent=where+': every query row, lines for weights of 0.02 and more. Hover or click a token.';return;}\n"
+    " if(sel<0){info.textContent=where+': every query row, lines for weights of '+MIN+' and more. Hover or click a token.';return;}\n"
     " var items=[];if(side==='q'){for(var j=0;j<=sel;j++)items.push([R[sel][j],j]);}else{for(var i=sel;i<T;i++)items.push([R[i][sel],i]);}\n"
     " items.sort(function(a,b){return b[0]-a[0];});var top=items.slice(0,5).map(function(p){return p[1]+' '+D.tokens[p[1]]+' ('+fmt(p[0])+')';});\n"
     " info.textContent=where+(pinned?' (pinned)':'')+': '+(side==='q'?'query '+sel+' '+D.tokens[sel]+' attends to ':'key '+sel+' '+D.tokens[sel]+' is attended by ')+top.join(', ')\n"
-    "  +(side==='q'&&D.relevant[sel].length?'; answer-relevant: '+D.relevant[sel].join(' '):'');}\n"
+    "  +(side==='q'&&D.relevant[sel].length?'; answer-relevant: '+D.relevant[sel].join(' '):'')\n"
+    "  +(side==='q'&&D.correct[sel]>=0?'; predicts '+D.pred[sel]+', the target is '+D.target[sel]+' ('+verdict(sel)+')':'');}\n"
     "function pick(e,click){var t=e.target.closest('.tok');if(!t)return;if(pinned&&!click)return;\n"
     " var i=+t.dataset.i,s=t.dataset.side;if(click){if(pinned&&i===sel&&s===side){pinned=false;sel=-1;side='';}else{pinned=true;sel=i;side=s;}}\n"
     " else{sel=i;side=s;}draw();}\n"
@@ -678,6 +681,33 @@ static const char head_view_js[] =
     " c.addEventListener('click',function(e){pick(e,true);});c.addEventListener('focusin',function(e){pick(e,false);});\n"
     " c.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();pick(e,true);}});});\n"
     "ls.addEventListener('change',draw);hs.addEventListener('change',draw);\n"
+    /* the legend: sample lines and the shading scale, drawn with the functions above */
+    "(function(){var ws=[MIN,0.1,0.25,0.5,1],W=46,H=30,s=document.createElementNS(NS,'svg');\n"
+    " s.setAttribute('width',W*ws.length);s.setAttribute('height',H);s.setAttribute('role','img');\n"
+    " s.setAttribute('aria-label','line width and opacity for the weights '+ws.join(', '));s.id='legend-lines';\n"
+    " ws.forEach(function(w,k){var e=document.createElementNS(NS,'line');e.setAttribute('x1',k*W+6);e.setAttribute('x2',k*W+W-6);\n"
+    "  e.setAttribute('y1',9);e.setAttribute('y2',9);e.setAttribute('stroke-width',width(w).toFixed(2));\n"
+    "  e.setAttribute('stroke-opacity',opacity(w).toFixed(3));e.dataset.weight=w;s.appendChild(e);\n"
+    "  var t=document.createElementNS(NS,'text');t.setAttribute('x',k*W+W/2);t.setAttribute('y',27);t.setAttribute('text-anchor','middle');\n"
+    "  t.setAttribute('font-size','11');t.setAttribute('fill','#555');t.textContent=String(w);s.appendChild(t);});\n"
+    " var g=el('span');g.id='legend-shading';g.style.cssText='display:inline-block;width:90px;height:12px;vertical-align:middle;border:1px solid #ccc;background:linear-gradient(to right,'+shading(0)+','+shading(1)+')';\n"
+    " legend.appendChild(el('span','','line: weight'));legend.appendChild(s);\n"
+    " var sh=el('span','','shading of the other side: 0 ');sh.appendChild(g);sh.appendChild(document.createTextNode(' 1'));legend.appendChild(sh);})();\n"
+    /* the model view: every layer (row) and head (column), the same lines on a canvas; a click shows it above */
+    "var thumbs=[];\n"
+    "(function(){var nh=D.heads.length,avail=(model.clientWidth||640)-70,dpr=window.devicePixelRatio||1;\n"
+    " var S=Math.max(40,Math.min(96,Math.floor(avail/nh)-6));\n"   /* the heads of a layer fit the width when they can */
+    " model.style.gridTemplateColumns='auto repeat('+nh+','+(S+2)+'px)';model.appendChild(el('span','lab',''));\n"
+    " D.heads.forEach(function(h){model.appendChild(el('span','lab','head '+h));});\n"
+    " D.layers.forEach(function(l,a){model.appendChild(el('span','lab','layer '+l));\n"
+    "  D.heads.forEach(function(h,b){var btn=el('button','thumb');btn.type='button';btn.dataset.layer=a;btn.dataset.head=b;\n"
+    "   btn.title='layer '+l+', head '+h;btn.setAttribute('aria-label','show layer '+l+', head '+h);\n"
+    "   var c=el('canvas');c.width=S*dpr;c.height=S*dpr;c.style.width=S+'px';c.style.height=S+'px';btn.appendChild(c);\n"
+    "   var x=c.getContext('2d'),R=D.att[a][b],y=function(i){return (i+0.5)/T*S*dpr;};x.strokeStyle='#1f77b4';\n"
+    "   for(var i=0;i<T;i++)for(var j=0;j<=i;j++){var w=R[i][j];if(w<MIN)continue;x.globalAlpha=opacity(w);\n"
+    "    x.lineWidth=Math.max(0.4,width(w)*S/(T*RH)*2)*dpr;x.beginPath();x.moveTo(0,y(i));x.lineTo(S*dpr,y(j));x.stroke();}\n"
+    "   btn.addEventListener('click',function(){ls.value=a;hs.value=b;draw();});model.appendChild(btn);thumbs.push(btn);});});})();\n"
+    "function mark(){thumbs.forEach(function(t){t.classList.toggle('sel',t.dataset.layer===ls.value&&t.dataset.head===hs.value);});}\n"
     "draw();\n"
     "})();\n"
     "</script>\n";
@@ -695,6 +725,31 @@ static void head_view_data(FILE *f, const struct epar_inspect *x, const int *ls,
     }
     fputs("],\"scored\":[", f);
     for (int q = 0; q < T; q++) fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0);
+    /* the model's argmax at each position, the target, and at the scored positions whether they agree (-1: not
+     * scored), as tokens.csv has them */
+    fputs("],\"pred\":[", f);
+    for (int q = 0; q < T; q++) {
+        char s[64];
+        symbol(x, x->pred[q], s, sizeof s);
+        if (q) fputc(',', f);
+        script_json_str(f, s);
+    }
+    fputs("],\"target\":[", f);
+    for (int q = 0; q < T; q++) {
+        char s[64];
+        symbol(x, x->tgt[q], s, sizeof s);
+        if (q) fputc(',', f);
+        script_json_str(f, s);
+    }
+    fputs("],\"correct\":[", f);
+    for (int q = 0; q < T; q++)
+        fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0 && x->tgt[q] >= 0 ? x->pred[q] == x->tgt[q] : -1);
+    fputs("],\"p_target\":[", f);
+    for (int q = 0; q < T; q++) {
+        if (q) fputc(',', f);
+        if (isfinite(x->p_target[q])) fprintf(f, "%.4g", (double)x->p_target[q]);
+        else fputs("null", f);
+    }
     fputs("],\"relevant\":[", f);
     for (int q = 0; q < T; q++) {
         fputs(q ? ",[" : "[", f);
@@ -741,13 +796,29 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
     fprintf(f, "</h1>\n<p>%s of task <code>%s</code>, %d tokens; model after %ld training steps, checkpoint <code>",
             in, epar_task_name(x->run.cfg.task.id), x->T, x->run.step);
     html_text(f, x->path);
-    fputs("</code>.</p>\n<p class=\"legend\">Left: the query positions; right: the key positions. A line joins query i to "
-          "key j &le; i, as thick and opaque as the weight i gives j. Hover over a token for its row (a query) or column "
-          "(a key); click to pin it. Bold tokens are scored; underlined keys are the ones the answer needs. Written by "
-          "<code>epar inspect</code> (epar " EPAR_VERSION "); the numbers are in <code>attention.csv</code>.</p>\n"
+    int scored = 0, right = 0;
+    for (int q = 0; q < x->T; q++)
+        if (x->mask[q] > 0 && x->tgt[q] >= 0) {
+            scored++;
+            right += x->pred[q] == x->tgt[q];
+        }
+    fprintf(f, "</code>. The model's prediction (its most probable next token) is right at %d of the %d scored positions.</p>\n",
+            right, scored);
+    fputs("<p class=\"legend\">Query positions on the left, key positions on the right. A line joins query i to "
+          "key j &le; i, as thick and opaque as the weight i gives j (the scale is in the bar below). Hover over a token "
+          "for its row (a query) or column (a key); click to pin it. Bold tokens are scored: beside them the model's "
+          "prediction, &#x2713; when it is the target, &#x2717; when not. Underlined keys are the ones the answer needs. "
+          "The model view below the bar has every layer and head; click one to show it here. Written by "
+          "<code>epar inspect</code> (epar " EPAR_VERSION "); the numbers are in <code>attention.csv</code> and "
+          "<code>tokens.csv</code>.</p>\n"
           "<div class=\"controls\"><label>Layer <select id=\"layer\"></select></label>"
-          "<label>Head <select id=\"head\"></select></label><p id=\"info\" aria-live=\"polite\"></p></div>\n"
-          "<div class=\"view\"><div class=\"col left\" id=\"left\"></div><svg id=\"lines\" role=\"img\" "
+          "<label>Head <select id=\"head\"></select></label><div id=\"legend\"></div>"
+          "<p id=\"info\" aria-live=\"polite\"></p></div>\n"
+          "<h2>Model view: every layer and head</h2>\n<div class=\"model\" id=\"model\"></div>\n"
+          "<h2>Head view</h2>\n"
+          "<div class=\"view\"><div class=\"hdr p\">prediction</div><div class=\"hdr q\">query</div><div></div>"
+          "<div class=\"hdr k\">key</div><div class=\"col preds\" id=\"pred\"></div>"
+          "<div class=\"col left\" id=\"left\"></div><svg id=\"lines\" role=\"img\" "
           "aria-label=\"attention lines\"></svg><div class=\"col right\" id=\"right\"></div></div>\n", f);
     head_view_data(f, x, ls, nl, hs, nh);
     fputs(head_view_js, f);
@@ -763,7 +834,7 @@ static int write_json(const struct epar_inspect *x, const int *ls, int nl, const
 {
     const struct epar_train_cfg *c = &x->run.cfg;
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s, s:I, s:s*, s:o}",
-                          "experiment", "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->name,
+                          "experiment", "inspect", "epar_version", EPAR_VERSION, "checkpoint", x->path, "folder", x->folder,
                           "task", epar_task_name(c->task.id), "mechanism", epar_nnpos_name(c->mechanism), "seed",
                           (json_int_t)c->seed, "steps_done", (json_int_t)x->run.step, "length", x->T, "layers_written",
                           epar_fields_array(EPAR_FIELD_ILIST, ls, nl), "heads_written",
@@ -812,7 +883,7 @@ static struct epar_table *comparison_table(const struct epar_inspect *xs, int n,
                 for (int j = 0; t && j <= i; j++) {
                     double w = 0;
                     for (int b = 0; b < nh; b++) w += x->att[(((size_t)ls[a] * x->NH + hs[b]) * T + i) * T + j];
-                    if (epar_csv_append(t, "isiiid", c, x->name, ls[a], i, j, w / nh)) {
+                    if (epar_csv_append(t, "isiiid", c, x->folder, ls[a], i, j, w / nh)) {
                         epar_csv_free(t);
                         t = NULL;
                     }
@@ -848,29 +919,34 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
     int st = t ? epar_exp_write_table(out, "comparison.csv", t) : epar_err_set(EPAR_ENOMEM, "out of memory building comparison.csv");
     epar_csv_free(t);
     if (st) return st;
-    struct sbuf b = {0};
-    sb_printf(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d columnsfirst title "
-                  "'Attention, mean of the heads (query position down, key position across; each colour scale up to "
-                  "the largest weight of rows 1..)'\nunset key\nunset grid\nset size ratio -1\nset tics out\n",
-              40 + 560 * n, 50 + 540 * rows, rows, n);
-    for (int c = 0; c < n; c++) {
-        const struct epar_inspect *x = &xs[c];
-        char in[64];
-        input_desc(x, in, sizeof in);
-        int nl = selection(o->layers, o->n_layers, x->NL, ls);
-        sb_panel_axes(&b, x);
-        for (int a = 0; a < rows; a++) {
-            if (a >= nl) {
-                sb_printf(&b, "set multiplot next\n");
+    /* small multiples: for each layer, the checkpoints side by side, at most 4 to a row (8 checkpoints of one layer:
+     * 2 rows of 4 panels, not one row 4500 pixels wide) */
+    int bands = (n + 3) / 4, cols = (n + bands - 1) / bands;   /* 5 checkpoints: 3 + 2 */
+    char in[64];
+    input_desc(&xs[0], in, sizeof in);
+    struct epar_plot_text b = {0};
+    int W = 60 + 380 * cols, H = 80 + 380 * rows * bands;
+    epar_plot_add(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing "
+                  "%.4f,%.4f title \"Attention on %s, mean of the heads: query position down, key position across\\neach "
+                  "colour scale up to the largest weight of rows 1..\" noenhanced\n"
+                  "unset key\nunset grid\nset size ratio -1\nset tics out\nset colorbox\n",
+                  W, H, rows * bands, cols, 60.0 / W, 1 - 90.0 / W, 60.0 / H, 1 - 70.0 / H, 150.0 / W, 110.0 / H, in);
+    for (int a = 0; a < rows; a++)
+        for (int c = 0; c < bands * cols; c++) {
+            const struct epar_inspect *x = c < n ? &xs[c] : NULL;
+            int nl = x ? selection(o->layers, o->n_layers, x->NL, ls) : 0;
+            if (a >= nl) {   /* past the last checkpoint, or a model with fewer layers */
+                epar_plot_add(&b, "set multiplot next\n");
                 continue;
             }
             double top = mean_row_top(x, ls[a], o);
-            sb_printf(&b, "set title '%s, layer %d, %s' noenhanced font ',9'\nset cbrange [0:%.3g]\n", x->name, ls[a], in,
-                      top > 0 ? top : 1.0);
-            sb_printf(&b, "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
-                          "fs solid noborder fc palette notitle\n", c, ls[a]);
+            sb_panel_axes(&b, x, 16, 8);
+            epar_plot_add(&b, "set title \"%s\\nlayer %d\" noenhanced font ',9'\nset cbrange [0:%.3g]\nset cbtics font ',7'\n",
+                          x->name, ls[a], top > 0 ? top : 1.0);
+            epar_plot_add(&b, EPAR_PLOT_IF("'comparison.csv', '($1==%d && $3==%d ? $5 : NaN):6'")
+                          "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
+                          "fs solid noborder fc palette notitle" EPAR_PLOT_END, c, ls[a], c, ls[a]);
         }
-    }
-    sb_printf(&b, "unset multiplot\n");
-    return write_script(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(out, "comparison", "Attention of several checkpoints on the same input, mean of the heads", &b);
 }

@@ -1,4 +1,4 @@
-/* What a trained model attends to (issue 24) -> <out>/inspect/<task>-<mechanism>-seed<S>/
+/* What a trained model attends to (issue 24) -> <out>/inspect/<task>-<mechanism>-seed<S>-<item<N> | text-<hash>>/
  *
  * A checkpoint of `epar train` or `epar benchmark` is read (experiments/train: epar_exp_train_load, every byte
  * untrusted), one input is run through the training forward pass (lib/nn epar_nn_forward, batch 1) and its
@@ -37,7 +37,8 @@ enum {
 
 struct epar_inspect {
     char path[4096];                    /* the checkpoint */
-    char name[64];                      /* <task>-<mechanism>-seed<S>: its output folder */
+    char name[64];                      /* <task>-<mechanism>-seed<S>: the run */
+    char folder[96];                    /* <name>-<input tag>: its output folder (epar_inspect_run) */
     struct epar_train_run run;          /* configuration, task and weights */
     int NL, NH, T;
     int from_text;                      /* 1: --text, 0: an evaluation item */
@@ -58,13 +59,16 @@ struct epar_inspect {
  * task (lm: the text, cached under cache_dir). Nothing is written. */
 int epar_inspect_open(struct epar_inspect *x, const char *path, const char *cache_dir);
 /* The input (the item or the text: EPAR_EINVAL when it does not fit the model), the forward pass, the
- * attention and every summary. */
+ * attention and every summary; x->folder. */
 int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o);
 /* attention.csv, tokens.csv, heads.csv, profile.csv, one heatmap per layer, head_view.html, inspect.json into o. */
 int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out);
 /* Several checkpoints: comparison.csv (head-mean attention per checkpoint and layer) and its grid figure. */
 int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const struct epar_inspect_opts *o,
                                   struct epar_out *out);
+/* The input's part of the output folder names, so inspecting another input does not replace a folder: "item<N>",
+ * or "text-<8 hex digits of the FNV-1a hash of the text>" */
+void epar_inspect_input_tag(const struct epar_inspect_opts *o, char *buf, size_t n);
 /* Check o's layers and heads against the model (EPAR_EINVAL naming the first out of range). */
 int epar_inspect_check_selection(const struct epar_inspect *x, const struct epar_inspect_opts *o);
 void epar_inspect_free(struct epar_inspect *x);

@@ -575,18 +575,20 @@ static void type_tics(const struct epar_optimal_cfg *cfg, char *buf, size_t n)
 static void bars(char *buf, size_t n, const char *title, const char *ylabel, int col, int sdcol, const char *yrange,
                  int lt)
 {
-    char plot[512];
+    char plot[640];
     if (sdcol)
         snprintf(plot, sizeof plot,
+                 EPAR_PLOT_IF("'verification_summary.csv', '0:%d'")
                  "plot 'verification_summary.csv' skip 1 using 0:%d:(sd(%d)) with boxerrorbars lt %d notitle, \\\n"
                  "     '' skip 1 using 0:($%d >= 0 ? $%d + sd(%d) : $%d - sd(%d)):(sprintf('%%.3f', $%d)) with labels "
-                 "offset 0,0.7 notitle\n",
-                 col, sdcol, lt, col, col, sdcol, col, sdcol, col);
+                 "offset 0,0.7 notitle" EPAR_PLOT_END,
+                 col, col, sdcol, lt, col, col, sdcol, col, sdcol, col);
     else
         snprintf(plot, sizeof plot,
+                 EPAR_PLOT_IF("'verification_summary.csv', '0:%d'")
                  "plot 'verification_summary.csv' skip 1 using 0:%d with boxes lt %d notitle, \\\n"
-                 "     '' skip 1 using 0:%d:(sprintf('%%.3f', $%d)) with labels offset 0,0.7 notitle\n",
-                 col, lt, col, col);
+                 "     '' skip 1 using 0:%d:(sprintf('%%.3f', $%d)) with labels offset 0,0.7 notitle" EPAR_PLOT_END,
+                 col, col, lt, col, col);
     snprintf(buf, n,
              "set title '%s'\nset ylabel '%s'\nset xlabel 'information type'\n%s"
              "set boxwidth 0.6\nset style fill solid 0.7 border lc rgb '#333333'\nunset key\n"

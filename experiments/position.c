@@ -441,19 +441,20 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set title 'Information importance I_j = ||x_j||_2 (%s)'\n"
                                 "set xlabel 'position j'\nset ylabel 'I_j (L2 norm of the input)'\n"
                                 "set key outside right\n"
+                                EPAR_PLOT_IF("'information_importance.csv', '1:2'")
                                 "plot for [c=2:%d] 'information_importance.csv' skip 1 using 1:c with lines "
-                                "title sprintf('item %%d', c-2)\n",
+                                "title sprintf('item %%d', c-2)" EPAR_PLOT_END,
                                 where, B + 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "position_scores", "Position score V(i) with pos* marked",
                                 "set title 'Position score V(i) = {/Symbol S}_j A_{ij} I_j, pos* marked (%s)'\n"
                                 "set xlabel 'position i'\nset ylabel 'V(i)'\nset key outside right\n"
-                                "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
+                                EPAR_PLOT_IF("'position_scores.csv', '1:2'") "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
                                 "title sprintf('item %%d', c-2), \\\n"
                                 "     'pos_star.csv' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5:($3+1) "
                                 "with points pt 7 ps 1.6 lc variable title 'pos* (colour of its item)', \\\n"
                                 "     '' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5 with points pt 6 ps 1.7 "
-                                "lc rgb 'black' notitle\n",
+                                "lc rgb 'black' notitle" EPAR_PLOT_END,
                                 where, B + 1, prm->seeds[0], prm->runs - 1, prm->seeds[0], prm->runs - 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "attention_statistics", "Attention statistics per key position",
@@ -461,14 +462,14 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set multiplot layout 2,2 title 'Attention received per key position, over "
                                 "queries (item 0, %s)'\n"
                                 "unset key\nset xlabel 'key position j'\n"
-                                "set ylabel 'mean weight'\nplot 'attention_statistics.csv' skip 1 using 1:2 "
-                                "with lines lt 1 notitle\n"
-                                "set ylabel 'std of weight'\nplot 'attention_statistics.csv' skip 1 using 1:3 "
-                                "with lines lt 2 notitle\n"
-                                "set ylabel 'max weight'\nplot 'attention_statistics.csv' skip 1 using 1:4 "
-                                "with lines lt 3 notitle\n"
-                                "set ylabel 'min weight'\nplot 'attention_statistics.csv' skip 1 using 1:5 "
-                                "with lines lt 4 notitle\n"
+                                "set ylabel 'mean weight'\n" EPAR_PLOT_IF("'attention_statistics.csv', '1:2'")
+                                "plot 'attention_statistics.csv' skip 1 using 1:2 with lines lt 1 notitle" EPAR_PLOT_END
+                                "set ylabel 'std of weight'\n" EPAR_PLOT_IF("'attention_statistics.csv', '1:3'")
+                                "plot 'attention_statistics.csv' skip 1 using 1:3 with lines lt 2 notitle" EPAR_PLOT_END
+                                "set ylabel 'max weight'\n" EPAR_PLOT_IF("'attention_statistics.csv', '1:4'")
+                                "plot 'attention_statistics.csv' skip 1 using 1:4 with lines lt 3 notitle" EPAR_PLOT_END
+                                "set ylabel 'min weight'\n" EPAR_PLOT_IF("'attention_statistics.csv', '1:5'")
+                                "plot 'attention_statistics.csv' skip 1 using 1:5 with lines lt 4 notitle" EPAR_PLOT_END
                                 "unset multiplot\n",
                                 where)))
         return st;
@@ -477,14 +478,14 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set multiplot layout 1,2 title 'Position effect ({/Symbol a}=%g, "
                                 "{/Symbol b}=%g, {/Symbol g}=%g, L=%d)'\n"
                                 "set xlabel 'distance |i-j| (positions)'\nset ylabel 'P(|i-j|)'\n"
-                                "set key bottom left\n"
+                                "set key bottom left\n" EPAR_PLOT_IF("'position_effect_distance.csv', '1:2'")
                                 "plot 'position_effect_distance.csv' skip 1 using 1:3 with linespoints lt 2 "
                                 "title 'basic', '' skip 1 using 1:4 with linespoints lt 1 title 'enhanced', "
-                                "'' skip 1 using 1:2 with points pt 6 ps 1.4 lc rgb 'black' title 'this run (%s)'\n"
+                                "'' skip 1 using 1:2 with points pt 6 ps 1.4 lc rgb 'black' title 'this run (%s)'" EPAR_PLOT_END
                                 "set title 'P(i,j) over all query-key pairs'\nset xlabel 'key position j'\n"
                                 "set ylabel 'query position i'\nset cblabel 'P(i,j)'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                "plot 'position_effect_matrix.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "eval epar_cells('position_effect_matrix.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 prm->alpha, prm->beta, prm->gamma, L, form)))
         return st;
@@ -492,11 +493,12 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
                                 "set terminal @epar_term size 1300,550\n"
                                 "set multiplot layout 1,2 title 'Position attention (item 0, %s)'\n"
                                 "set xlabel 'key position j'\nset ylabel 'mean attention received'\n"
-                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle\n"
+                                EPAR_PLOT_IF("'position_attention.csv', '1:2'")
+                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle" EPAR_PLOT_END
                                 "set xlabel 'key position j'\nset ylabel 'query position i'\n"
                                 "set cblabel 'attention weight'\n@epar_heatmap\n"
                                 "set autoscale xfix\nset autoscale yfix\n"
-                                "plot 'attention_weights.csv' skip 1 using 2:1:3 with image notitle\n"
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset multiplot\n",
                                 where)))
         return st;

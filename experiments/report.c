@@ -29,6 +29,7 @@ static const struct {
     {"when-to-use", "When to use EPAR (paper §5.4)"},
     {"trained-attention", "What trained attention concentrates on (paper §4, on the benchmark's trained proxies)"},
     {"seeds", "Statements of the other source documents (001-004, epar compare)"},
+    {"related-work", "The paper on other position methods (paper README, epar compare)"},
 };
 
 static const char *group_title(const char *id)
@@ -305,13 +306,14 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
                      "set title 'Claims audit: verdicts per section (%zu claims)'\n"
                      "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
                      "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
-                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\nplot ",
+                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\n"
+                     EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ",
                      a->n);
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT && u < (int)sizeof body; v++)
         u += snprintf(body + u, sizeof body - (size_t)u, "%s'verdicts.csv' skip 1 using %d%s title '%s' lc rgb '%s'",
                       v ? ", \\\n     " : "", v + 2, v ? "" : ":xtic(1)", epar_audit_verdict_name((enum epar_audit_verdict)v),
                       colour[v]);
-    if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, "\n");
+    if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, EPAR_PLOT_END);
     return epar_plot_script(o, "verdicts", "Verdicts per section of the audit", body);
 }
 
@@ -354,7 +356,7 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
     int u = snprintf(body, sizeof body,
                      "set title 'Retention P(d)/P(0) of the two forms ({/Symbol a} = 1; colour = form, dash = preset), and the paper''s reported values'\n"
                      "set xlabel 'distance d / L'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
-                     "set key bottom left\nplot ");
+                     "set key bottom left\n" EPAR_PLOT_IF("'retention_curves.csv', '1:2'") "plot ");
     for (int p = 0; p < np && u < (int)sizeof body; p++) {
         char name[64];
         snprintf(name, sizeof name, "%s", pn[p]);
@@ -369,7 +371,7 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
     if (u < (int)sizeof body)
         snprintf(body + u, sizeof body - (size_t)u,
                  "'retention_reported.csv' skip 1 using 1:2 with points pt 7 ps 1.6 lc rgb 'black' title 'reported by "
-                 "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle\n");
+                 "the paper', \\\n     '' skip 1 using 1:2:3 with labels right offset -1,0.6 noenhanced notitle" EPAR_PLOT_END);
     return epar_plot_script(o, "retention_curves", "Retention of the basic and enhanced forms", body);
 }
 
@@ -380,7 +382,32 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
 struct doc {
     FILE *f;
     int html;
+    const char *dir;    /* the folder the document is written to: where its images' .gp scripts are */
 };
+
+/* The size gnuplot gives <dir>/<name>.png: the last "set terminal ... size W,H" of its script (the shared style's,
+ * or the script's own). The report's figures are rendered after the report is written, so their size comes from
+ * their script; 0 when unknown. */
+static int gp_png_size(const char *dir, const char *png, int *w, int *h)
+{
+    char p[4400], line[512];
+    size_t l = strlen(png);
+    *w = *h = 0;
+    if (!dir || l < 5 || strcmp(png + l - 4, ".png")) return 0;
+    snprintf(p, sizeof p, "%s/%.*s.gp", dir, (int)(l - 4), png);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        int a, b;
+        const char *z = strstr(line, " size ");
+        if (!strncmp(line, "set terminal ", 13) && z && sscanf(z, " size %d,%d", &a, &b) == 2 && a > 0 && b > 0) {
+            *w = a;
+            *h = b;
+        }
+    }
+    fclose(f);
+    return *w > 0;
+}
 
 static void esc(FILE *f, const char *s, size_t n)
 {
@@ -431,6 +458,10 @@ static void doc_inline(struct doc *d, const char *s, int cell)
             esc(d->f, h, (size_t)(he - h));
             fputs(img ? "\" alt=\"" : "\">", d->f);
             esc(d->f, t, (size_t)(e - t));
+            char src[512];
+            int w, hh;
+            snprintf(src, sizeof src, "%.*s", (int)(he - h), h);
+            if (img && gp_png_size(d->dir, src, &w, &hh)) fprintf(d->f, "\" width=\"%d\" height=\"%d", w, hh);
             fputs(img ? "\">" : "</a>", d->f);
             s = he + 1;
         } else {
@@ -590,27 +621,54 @@ static void round_like(const char *rep, double m, int fails, char *out, size_t n
         snprintf(rtext, sizeof rtext, "%.*f", dec, r * scale);
         snprintf(out, n, "%.*f", dec, m * scale);
     }
+    /* a value that is not zero never prints as zero (-0.000134 at the precision of "4.7%" would be "0.0%") */
+    while (m != 0 && strtod(out, NULL) == 0 && dec < 12) snprintf(out, n, "%.*f", ++dec, m * scale);
     if (out[0] == '-' && strtod(out, NULL) == 0) memmove(out, out + 1, strlen(out)); /* -0.00 -> 0.00 */
     if (pct) snprintf(out + strlen(out), n - strlen(out), "%%");
 }
 
-/* the measured column of a claim ("a; b; c" for several readings), each number rounded like the reported figure */
+/* the i-th "; "-separated item of s ("" past the end) */
+static void nth_item(const char *s, int i, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (; s && *s && i > 0; i--) {
+        const char *e = strstr(s, "; ");
+        s = e ? e + 2 : NULL;
+    }
+    if (!s || !*s) return;
+    const char *e = strstr(s, "; ");
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+}
+
+/* the measured column of a claim ("a; b; c" for several readings), each number rounded like the reported figure and
+ * followed by its interval where the audit has one ("-45.7% [-142.0%, 50.1%]": the smallest improvement over the
+ * baselines of a beats-all claim, between the smallest lower and upper ends) */
 static void shown_measured(const struct epar_audit_row *r, char *out, size_t n)
 {
     int fails = r->verdict == EPAR_AUDIT_NOT_REPRODUCED || r->verdict == EPAR_AUDIT_PARTLY;
     out[0] = '\0';
-    const char *p = r->measured;
-    while (p && *p) {
+    int items = 0;
+    for (const char *p = r->measured; p && *p; items++) {
         const char *e = strstr(p, "; ");
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        char item[64], num[64];
-        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        p = e ? e + 2 : NULL;
+    }
+    for (int i = 0; i < items; i++) {
+        char item[64], num[64], lo[64], hi[64];
+        nth_item(r->measured, i, item, sizeof item);
         char *end;
         double v = strtod(item, &end);
         if (*item && !*end) round_like(r->reported, v, fails, num, sizeof num);
         else snprintf(num, sizeof num, "%s", item);
-        snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "; " : "", num);
-        p = e ? e + 2 : NULL;
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? "; " : "", num);
+        nth_item(r->measured_lo, i, lo, sizeof lo);
+        nth_item(r->measured_hi, i, hi, sizeof hi);
+        if (*lo && *hi && *item) {
+            char l[64], h[64];
+            round_like(r->reported, strtod(lo, NULL), 0, l, sizeof l);
+            round_like(r->reported, strtod(hi, NULL), 0, h, sizeof h);
+            snprintf(out + strlen(out), n - strlen(out), " [%s, %s]", l, h);
+        }
     }
 }
 
@@ -882,13 +940,18 @@ static const char page_css[] =
     ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
     ".v-not-reproduced{background:#fbe3e3}.v-inconclusive,.v-stale{background:#fdf0dc}"
     ".v-ill-posed,.v-needs-2-seeds,.v-not-reproducible-here{background:#eeeeee}\n"
-    "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}td.num{white-space:nowrap}\n"
+    /* figures wrap between words, never inside a number; the statement keeps room to be read */
+    "table.claims{width:100%}table.claims td{overflow-wrap:anywhere}table.claims td.num{overflow-wrap:normal}"
+    "td.meas span{white-space:nowrap}table.claims td[data-label=claim]{min-width:14em}\n"
+    /* a verdict breaks between its words only ("not reproducible / here"), never inside one ("inconclusiv e") */
+    "table.claims td.verdict,table.claims details summary{overflow-wrap:normal;word-break:normal;hyphens:none}"
+    "table.claims td.verdict{min-width:7.5em}\n"
     "details{font-size:0.92em}details summary{cursor:pointer;color:#1f4e99}\n"
     ".chips button{margin:2px;padding:2px 8px;border:1px solid #999;border-radius:10px;cursor:pointer;font-size:0.9em}\n"
     "@media (max-width:760px){table.claims,table.claims tbody,table.claims tr,table.claims td{display:block;width:100%}"
     "table.claims tr.head{display:none}table.claims tr{border:1px solid #bbb;margin-bottom:8px}"
     "table.claims td{border:none;padding:2px 6px}table.claims td[data-label]::before{content:attr(data-label) \": \";"
-    "font-weight:bold}td.num{white-space:normal}}\n";
+    "font-weight:bold}table.claims td[data-label=claim]{min-width:0}}\n";
 
 static void page_head(FILE *f, const char *title)
 {
@@ -1069,12 +1132,452 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
                      const struct epar_audit *a, const struct epar_report_info *info, const struct report_proto *rp,
                      const struct epar_table *rt, const struct epar_table *im)
 {
+    const char *path = epar_out_path(o, name);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
+    else snprintf(dir, sizeof dir, ".");
     struct epar_out_file w;
-    FILE *f = epar_out_fopen(&w, epar_out_path(o, name));
+    FILE *f = epar_out_fopen(&w, path);
     if (!f) return EPAR_EIO;
-    struct doc d = {f, as_html};
+    struct doc d = {f, as_html, dir};
     write_report(&d, out_root, a, info, rp, rt, im);
     return epar_out_fclose(&w);
+}
+
+/* the claim sections in first-appearance order: id of the i-th (NULL past the end) */
+static const char *nth_section(const struct epar_audit *a, int k)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, a->rows[i].section);
+        if (!seen && k-- == 0) return a->rows[i].section;
+    }
+    return NULL;
+}
+
+/* ---- SUMMARY.md and summary.json: the headline numbers, computed from the audit ----
+ * Exactly the sentences README.md quotes: its opening (block "summary") and its benchmark section (block
+ * "benchmark"), each between the markers <!-- <block>:begin --> and <!-- <block>:end -->. README quotes the copy of
+ * a full run pinned in docs/ (`make summary-update`); tests/cli/test_summary.sh fails when README and the pin
+ * disagree, or when a fresh `run-all --no-benchmark` disagrees with the pin on what needs no trained benchmark (the
+ * lines marked static, and the counts under "static" in summary.json). */
+
+#define SUM_MAX_LINES 64
+struct sum_line {
+    const char *block;  /* "summary" or "benchmark" */
+    char id[64];
+    int is_static;      /* needs no trained benchmark: `run-all --no-benchmark` writes the same line */
+    char *text;         /* markdown */
+};
+struct summary {
+    int n;
+    struct sum_line line[SUM_MAX_LINES];
+};
+
+static void sum_add(struct summary *s, const char *block, const char *id, int is_static, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void sum_add(struct summary *s, const char *block, const char *id, int is_static, const char *fmt, ...)
+{
+    if (s->n >= SUM_MAX_LINES) return;
+    struct sum_line *l = &s->line[s->n];
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&l->text, fmt, ap) < 0) l->text = NULL;
+    va_end(ap);
+    if (!l->text) return;
+    l->block = block;
+    snprintf(l->id, sizeof l->id, "%s", id);
+    l->is_static = is_static;
+    s->n++;
+}
+
+/* a claim measured on the trained benchmark (its input is benchmark/run.json): not static */
+static int reads_benchmark(const struct epar_audit_row *r)
+{
+    return r->input && !strncmp(r->input, "benchmark/", 10);
+}
+
+/* text for markdown: the characters markdown would take as marks, escaped */
+static void md_text(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; s && *s && k + 3 < n; s++) {
+        if (strchr("\\`*_[]<>|", *s)) out[k++] = '\\';
+        out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+/* "42–46" for consecutive seeds, else "42, 45, 49" */
+static void seeds_text(const long *s, int n, char *out, size_t len)
+{
+    int run = n > 1;
+    for (int i = 1; i < n; i++) run &= s[i] == s[i - 1] + 1;
+    out[0] = '\0';
+    if (run) {
+        snprintf(out, len, "%ld–%ld", s[0], s[n - 1]);
+        return;
+    }
+    for (int i = 0; i < n; i++) snprintf(out + strlen(out), len - strlen(out), "%s%ld", i ? ", " : "", s[i]);
+}
+
+/* "6 reproduced, 2 not reproduced" */
+static void counts_text(const int *cnt, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        if (cnt[v])
+            snprintf(out + strlen(out), n - strlen(out), "%s%d %s", out[0] ? ", " : "", cnt[v],
+                     epar_audit_verdict_name((enum epar_audit_verdict)v));
+}
+
+static json_t *counts_json(const int *cnt)
+{
+    json_t *o = json_object();
+    for (int v = 0; o && v < EPAR_AUDIT_VERDICT_COUNT; v++)
+        json_object_set_new(o, epar_audit_verdict_name((enum epar_audit_verdict)v), json_integer(cnt[v]));
+    return o;
+}
+
+/* the claims of section sec (NULL: all) that read the benchmark (bench 1) or not (0), or either (-1): counts */
+static int count_rows(const struct epar_audit *a, const char *sec, int bench, int *cnt)
+{
+    int n = 0;
+    memset(cnt, 0, EPAR_AUDIT_VERDICT_COUNT * sizeof *cnt);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        if ((sec && strcmp(r->section, sec)) || (bench >= 0 && reads_benchmark(r) != bench)) continue;
+        cnt[r->verdict]++;
+        n++;
+    }
+    return n;
+}
+
+/* "`id`: reported R, measured M" for up to `max` claims of the verdicts in `want` (sec NULL: any section), then how
+ * many more; "" when none */
+static void claim_examples(const struct epar_audit *a, const char *sec, int bench, const int *want, int nwant, int max,
+                           char *out, size_t n)
+{
+    int shown = 0, more = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        int ok = 0;
+        for (int k = 0; k < nwant; k++) ok |= r->verdict == (enum epar_audit_verdict)want[k];
+        if (!ok || (sec && strcmp(r->section, sec)) || (bench >= 0 && reads_benchmark(r) != bench)) continue;
+        if (shown >= max) { more++; continue; }
+        char rep[256], meas[512], m[512];
+        md_text(r->reported, rep, sizeof rep);
+        shown_measured(r, m, sizeof m);
+        md_text(m, meas, sizeof meas);
+        snprintf(out + strlen(out), n - strlen(out), "%s`%s`: reported %s, measured %s", shown ? "; " : "", r->id, rep,
+                 *meas ? meas : "nothing");
+        shown++;
+    }
+    if (more) snprintf(out + strlen(out), n - strlen(out), "; %d more in `report/claims.csv`", more);
+}
+
+/* what summary.json and the opening line say about the run: the audit's run.json (written before the report) */
+struct audit_run {
+    const char *preset, *hash, *version;
+    int n_seeds;
+    long seeds[EPAR_MAX_SEEDS];
+};
+#define AR struct audit_run
+static const struct epar_field audit_run_rows[] = {
+    EPAR_FIELD_(AR, "preset", EPAR_FIELD_STRING, preset, 0),
+    EPAR_FIELD_(AR, "protocol_hash", EPAR_FIELD_STRING, hash, 0),
+    EPAR_FIELD_(AR, "epar_version", EPAR_FIELD_STRING, version, 0),
+    EPAR_FIELD_LIST_(AR, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef AR
+
+/* a relative difference as a signed percentage: one decimal, more when that would print a nonzero value as 0 */
+static void pct_text(double v, char *out, size_t n)
+{
+    int dec = 1;
+    snprintf(out, n, "%+.*f %%", dec, 100 * v);
+    while (v != 0 && strtod(out, NULL) == 0 && dec < 12) snprintf(out, n, "%+.*f %%", ++dec, 100 * v);
+    if (v == 0) snprintf(out, n, "0.0 %%");
+}
+
+/* the benchmark block: what the trained proxies gave (main_table.csv, cost.csv of <out>/benchmark) */
+static void summary_benchmark(struct summary *s, const char *out_root, const struct bench_run *br)
+{
+    char p[4200], buf[4096];
+    learned_sentence(out_root, br->n_mechanisms, br->learned_z, buf, sizeof buf);
+    if (*buf) sum_add(s, "benchmark", "learned", 0, "-%s", buf);
+    struct epar_table *t = NULL;
+    snprintf(p, sizeof p, "%s/benchmark/main_table.csv", out_root);
+    if (access(p, R_OK) == 0 && epar_csv_read(p, &t) == EPAR_OK && epar_csv_col(t, "enhanced_vs_best_rel") >= 0 &&
+        epar_csv_col(t, "best_baseline") >= 0) {
+        char best[2048] = "", every[2048] = "";
+        int beats = 0, beaten = 0, tasks = 0;
+        for (size_t r = 0; r < t->nrows; r++) {
+            const char *task = epar_csv_get_str(t, r, "task"), *bb = epar_csv_get_str(t, r, "best_baseline");
+            double rel = epar_csv_get(t, r, "enhanced_vs_best_rel");
+            if (!task) continue;
+            tasks++;
+            char pc[32];
+            pct_text(rel, pc, sizeof pc);
+            if (isfinite(rel))
+                snprintf(best + strlen(best), sizeof best - strlen(best), "%s%s %s (%s)", *best ? ", " : "", task, pc,
+                         bb ? bb : "?");
+            double nb = epar_csv_get(t, r, "enhanced_beats"), nw = epar_csv_get(t, r, "enhanced_beaten_holm"),
+                   nbase = epar_csv_get(t, r, "baselines");
+            beats += isfinite(nb) && isfinite(nbase) && nb == nbase && nbase > 0;
+            if (isfinite(nw) && nw > 0) {
+                beaten++;
+                snprintf(every + strlen(every), sizeof every - strlen(every), "%s%s: %d of %d baselines",
+                         *every ? "; " : "", task, (int)nw, (int)nbase);
+            }
+        }
+        if (*best)
+            sum_add(s, "benchmark", "versus_best", 0,
+                    "- EPAR enhanced against the best baseline of each task (the baseline with the best mean, chosen "
+                    "after the results, so descriptive only; relative difference of the means, positive = better, "
+                    "for bits per character too): %s.", best);
+        if (epar_csv_col(t, "enhanced_beats") >= 0)
+            sum_add(s, "benchmark", "versus_every", 0,
+                    "- Against every baseline (the pre-registered paired comparisons, `comparisons.csv`): EPAR enhanced "
+                    "is above each baseline at the audit's level on %d of %d tasks; a baseline is better after the Holm "
+                    "adjustment on %d task%s%s%s%s.", beats, tasks, beaten, beaten == 1 ? "" : "s", beaten ? " (" : "",
+                    every, beaten ? ")" : "");
+    }
+    epar_csv_free(t);
+    t = NULL;
+    snprintf(p, sizeof p, "%s/benchmark/cost.csv", out_root);
+    if (access(p, R_OK) == 0 && epar_csv_read(p, &t) == EPAR_OK && epar_csv_col(t, "overhead_vs_none") >= 0 &&
+        epar_csv_col(t, "overhead_vs_none_hw") >= 0 && epar_csv_col(t, "attention_share") >= 0)
+        for (size_t r = 0; r < t->nrows; r++) {
+            const char *m = epar_csv_get_str(t, r, "mechanism");
+            if (!m || strcmp(m, "epar-enhanced")) continue;
+            double on = epar_csv_get(t, r, "overhead_vs_none"), onh = epar_csv_get(t, r, "overhead_vs_none_hw"),
+                   ob = epar_csv_get(t, r, "overhead_vs_basic"), obh = epar_csv_get(t, r, "overhead_vs_basic_hw"),
+                   share = epar_csv_get(t, r, "attention_share"), rounds = epar_csv_get(t, r, "repeats");
+            if (!isfinite(on)) break;
+            char pn[32], pb[32];
+            pct_text(on, pn, sizeof pn);
+            pct_text(ob, pb, sizeof pb);
+            sum_add(s, "benchmark", "cost", 0,
+                    "- The training step's CPU time with EPAR enhanced: %s (± %.1f %%) over `none` and %s (± %.1f %%) "
+                    "over the basic form, in %.0f interleaved rounds; the position mechanism and attention are %.0f %% "
+                    "of this small model's step (`cost.csv`: scale an overhead by that share for another model). These "
+                    "are wall-clock measurements: they differ a little between runs.",
+                    pn, 100 * onh, pb, 100 * obh, rounds, 100 * share);
+            break;
+        }
+    epar_csv_free(t);
+    epar_err_clear();
+}
+
+/* the sentences, from the audit and the files beside it */
+static void summary_lines(struct summary *s, const char *out_root, const struct epar_audit *a,
+                          const struct epar_report_info *info, const struct audit_run *ar, const struct bench_run *br,
+                          int have_bench, const struct epar_table *im)
+{
+    char counts[1024], ex[4096], seeds[256] = "", bseeds[256] = "";
+    if (ar->n_seeds) seeds_text(ar->seeds, ar->n_seeds, seeds, sizeof seeds);
+    if (have_bench) seeds_text(br->parameters.seeds, br->parameters.n_seeds, bseeds, sizeof bseeds);
+    int cnt[EPAR_AUDIT_VERDICT_COUNT];
+    count_rows(a, NULL, -1, cnt);
+    counts_text(cnt, counts, sizeof counts);
+    char bench[512];
+    if (have_bench)
+        snprintf(bench, sizeof bench, "the `%s` benchmark (seeds %s)", br->budget.name ? br->budget.name : "?", bseeds);
+    else
+        snprintf(bench, sizeof bench, "no trained benchmark");
+    sum_add(s, "summary", "total", 0, "With `%s` (preset `%s`%s%s) and %s, epar %s judges **%zu claims**: %s.",
+            info->protocol_path, ar->preset ? ar->preset : info->preset ? info->preset : "?", *seeds ? ", seeds " : "",
+            seeds, bench, info->version, a->n, counts);
+    /* one line per section, over the claims that need no benchmark */
+    const char *sec;
+    static const int fails[] = {EPAR_AUDIT_NOT_REPRODUCED, EPAR_AUDIT_PARTLY};
+    for (int k = 0; (sec = nth_section(a, k)); k++) {
+        int n = count_rows(a, sec, 0, cnt);
+        if (!n) continue;
+        counts_text(cnt, counts, sizeof counts);
+        claim_examples(a, sec, 0, fails, 2, 4, ex, sizeof ex);
+        char title[256];
+        md_text(group_title(sec), title, sizeof title);
+        char id[64];
+        snprintf(id, sizeof id, "section_%s", sec);
+        sum_add(s, "summary", id, 1, "- **%s**: %d claim%s, %s%s%s.", title, n, n == 1 ? "" : "s", counts,
+                *ex ? ". Not or partly reproduced: " : "", ex);
+        /* after the retention figures: whether one (beta, gamma) gives them all (implied_parameters.csv) */
+        if (!strcmp(sec, "retention") && im) {
+            double b = NAN, g = NAN;
+            int all = 0, total = 0;
+            for (size_t r = 0; r < im->nrows; r++) {
+                const char *q = epar_csv_get_str(im, r, "quantity");
+                if (!q) continue;
+                if (!strcmp(q, "implied_beta")) b = epar_csv_get(im, r, "value");
+                if (!strcmp(q, "implied_gamma")) g = epar_csv_get(im, r, "value");
+                if (isfinite(epar_csv_get(im, r, "reported")) && !strncmp(q, "implied_", 8)) {
+                    total++;
+                    all += !strcmp(epar_csv_get_str(im, r, "matches_reported"), "yes");
+                }
+            }
+            if (total && isfinite(b) && isfinite(g))
+                sum_add(s, "summary", "retention_implied", 1,
+                        "- With the (beta, gamma) that the two printed gains imply (beta %.4g, gamma %.4g), %d of the "
+                        "%d other printed retention figures come out, so %s (`report/implied_parameters.csv`).",
+                        b, g, all, total, all == total ? "one setting gives all four" : "no single (beta, gamma) gives all four");
+        }
+    }
+    /* the figures of another run: how many miss, beside how many would by chance */
+    int np = 0, nrep = 0, nnot = 0;
+    double level = NAN;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct epar_audit_row *r = &a->rows[i];
+        if (!r->rule || strncmp(r->rule, "prediction", 10) || reads_benchmark(r)) continue;
+        const char *l = strstr(r->rule, "(level ");
+        if (l) level = strtod(l + 7, NULL);
+        np++;
+        nrep += r->verdict == EPAR_AUDIT_REPRODUCED;
+        nnot += r->verdict == EPAR_AUDIT_NOT_REPRODUCED;
+    }
+    if (np && isfinite(level))
+        sum_add(s, "summary", "prediction", 1,
+                "- Figures of another run (the reference's committed numbers and the paper's stochastic figures, rule "
+                "`prediction`): %d of %d lie in the prediction interval of a new run, %d do not; at level %g about "
+                "%.1f (%d × %.2g) would miss by chance even if every figure held.",
+                nrep, np, nnot, level, np * (1 - level), np, 1 - level);
+    /* the trained proxies */
+    int nproxy = count_rows(a, NULL, 1, cnt);
+    if (nproxy) {
+        counts_text(cnt, counts, sizeof counts);
+        if (!have_bench) {
+            sum_add(s, "summary", "proxy", 0,
+                    "- **Trained proxies** (`proxy_*`): no trained benchmark in this output folder (`epar run-all` "
+                    "without `--no-benchmark` trains it): %d claims, %s.", nproxy, counts);
+        } else {
+            static const int rep[] = {EPAR_AUDIT_REPRODUCED}, not[] = {EPAR_AUDIT_NOT_REPRODUCED, EPAR_AUDIT_PARTLY};
+            char yes[4096], no[4096];
+            claim_examples(a, NULL, 1, rep, 1, 8, yes, sizeof yes);
+            claim_examples(a, NULL, 1, not, 2, 8, no, sizeof no);
+            int nb = 0, nbh = 0;
+            for (size_t i = 0; i < a->n; i++)
+                if (reads_benchmark(&a->rows[i]) && !strncmp(a->rows[i].rule, "beats_all", 9)) {
+                    nb++;
+                    nbh += a->rows[i].verdict == EPAR_AUDIT_REPRODUCED;
+                }
+            sum_add(s, "summary", "proxy", 0,
+                    "- **Trained proxies** (`proxy_*`: small Transformers trained here, one per position mechanism, "
+                    "task and seed, budget `%s`, %lld cells): %d claims, %s. Of the %d claims that EPAR enhanced beats "
+                    "every baseline (rule `beats_all`; measured: its smallest improvement over the baselines, with its "
+                    "interval), %d %s reproduced. Reproduced: %s. Not or partly reproduced: %s.",
+                    br->budget.name ? br->budget.name : "?", (long long)br->cells, nproxy, counts, nb, nbh,
+                    nbh == 1 ? "is" : "are",
+                    *yes ? yes : "none", *no ? no : "none");
+            summary_benchmark(s, out_root, br);
+        }
+    }
+}
+
+static void summary_free(struct summary *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->line[i].text);
+    s->n = 0;
+}
+
+/* report/SUMMARY.md (the blocks README quotes) and report/summary.json (the same lines, and the counts) */
+static int write_summary(struct epar_out *o, const char *out_root, const struct epar_audit *a,
+                         const struct epar_report_info *info, const struct epar_table *im)
+{
+    struct audit_run ar = {0};
+    json_t *ardoc = NULL;
+    const char *rjp = epar_out_path(o, "run.json");
+    if (access(rjp, R_OK) != 0 || epar_fields_load(rjp, "run file", audit_run_rows, &ar, &ardoc)) {
+        epar_err_clear();
+        memset(&ar, 0, sizeof ar);
+    }
+    char p[4200];
+    snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
+    struct bench_run br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    json_t *bdoc = NULL;
+    int have_bench = access(p, R_OK) == 0 && epar_fields_load(p, "run file", bench_rows, &br, &bdoc) == EPAR_OK;
+    if (!have_bench) epar_err_clear();
+    struct summary *s = EPAR_CALLOC(1, sizeof *s);
+    if (!s) {
+        json_decref(ardoc);
+        json_decref(bdoc);
+        return EPAR_ENOMEM;
+    }
+    summary_lines(s, out_root, a, info, &ar, &br, have_bench, im);
+
+    /* SUMMARY.md */
+    int st = EPAR_OK;
+    const char *path = epar_out_path(o, "SUMMARY.md");
+    FILE *f = fopen(path, "w");
+    if (!f) st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+    static const char *const blocks[] = {"summary", "benchmark"};
+    for (int b = 0; f && b < 2; b++) {
+        int any = 0;
+        for (int i = 0; i < s->n; i++) any |= !strcmp(s->line[i].block, blocks[b]);
+        if (!any) continue;
+        fprintf(f, "%s<!-- %s:begin (written by epar run-all from the audit; README.md quotes docs/SUMMARY.md: "
+                   "refresh it with make summary-update) -->\n", b ? "\n" : "", blocks[b]);
+        for (int i = 0, prev_item = 1; i < s->n; i++) {
+            if (strcmp(s->line[i].block, blocks[b])) continue;
+            int item = s->line[i].text[0] == '-';
+            if (item && !prev_item) fputc('\n', f); /* a list after a paragraph */
+            fprintf(f, "%s\n", s->line[i].text);
+            prev_item = item;
+        }
+        fprintf(f, "<!-- %s:end -->\n", blocks[b]);
+    }
+    if (f && (ferror(f) | (fclose(f) != 0)) && !st) st = epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(errno));
+
+    /* summary.json */
+    int cnt[EPAR_AUDIT_VERDICT_COUNT];
+    json_t *root = json_object(), *lines = json_array(), *sections = json_array(), *stat = json_object();
+    json_t *seeds = json_array(), *bseeds = json_array();
+    for (int i = 0; i < ar.n_seeds; i++) json_array_append_new(seeds, json_integer(ar.seeds[i]));
+    for (int i = 0; have_bench && i < br.parameters.n_seeds; i++)
+        json_array_append_new(bseeds, json_integer(br.parameters.seeds[i]));
+    for (int i = 0; i < s->n; i++)
+        json_array_append_new(lines, json_pack("{s:s, s:s, s:b, s:s}", "block", s->line[i].block, "id", s->line[i].id,
+                                               "static", s->line[i].is_static, "text", s->line[i].text));
+    const char *sec;
+    for (int k = 0; (sec = nth_section(a, k)); k++) {
+        int n = count_rows(a, sec, 0, cnt);
+        if (n) json_array_append_new(sections, json_pack("{s:s, s:i, s:o}", "section", sec, "claims", n, "verdicts",
+                                                         counts_json(cnt)));
+    }
+    int nstat = count_rows(a, NULL, 0, cnt);
+    json_object_set_new(stat, "claims", json_integer(nstat));
+    json_object_set_new(stat, "verdicts", counts_json(cnt));
+    json_object_set_new(stat, "sections", sections);
+    count_rows(a, NULL, -1, cnt);
+    json_t *all = counts_json(cnt);
+    int nproxy = count_rows(a, NULL, 1, cnt);
+    json_t *bench = have_bench ? json_pack("{s:s, s:o, s:I, s:i, s:o}", "budget", br.budget.name ? br.budget.name : "",
+                                           "seeds", bseeds, "cells", (json_int_t)br.cells, "claims", nproxy, "verdicts",
+                                           counts_json(cnt))
+                               : json_null();
+    if (!have_bench) json_decref(bseeds);
+    json_object_set_new(root, "written_by", json_string("epar run-all"));
+    json_object_set_new(root, "epar_version", json_string(info->version));
+    json_object_set_new(root, "protocol", json_string(info->protocol_path));
+    json_object_set_new(root, "protocol_hash", json_string(ar.hash ? ar.hash : ""));
+    json_object_set_new(root, "preset", json_string(ar.preset ? ar.preset : info->preset ? info->preset : ""));
+    json_object_set_new(root, "seeds", seeds);
+    json_object_set_new(root, "claims", json_integer((json_int_t)a->n));
+    json_object_set_new(root, "verdicts", all);
+    json_object_set_new(root, "static", stat);
+    json_object_set_new(root, "benchmark", bench);
+    json_object_set_new(root, "lines", lines);
+    const char *jpath = epar_out_path(o, "summary.json");
+    if (!st && json_dump_file(root, jpath, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
+        st = epar_err_set(EPAR_EIO, "cannot write '%s'", jpath);
+    json_decref(root);
+    summary_free(s);
+    free(s);
+    json_decref(ardoc);
+    json_decref(bdoc);
+    return st;
 }
 
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
@@ -1098,6 +1601,7 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     if (!st) st = retention_figure(o, rp);
     if (!st) st = write_doc(o, "REPORT.md", 0, out_root, a, info, rp, rt, im);
     if (!st) st = write_doc(o, "REPORT.html", 1, out_root, a, info, rp, rt, im);
+    if (!st) st = write_summary(o, out_root, a, info, im);
     epar_csv_free(t);
     epar_csv_free(rt);
     epar_csv_free(im);
@@ -1129,7 +1633,8 @@ static void verdict_slug(enum epar_audit_verdict v, char *out, size_t n)
     out[k] = '\0';
 }
 
-/* what a figure shows: the title line its .gp script starts with ("# <title>"), else its file name */
+/* what a figure shows: the title line its .gp script starts with ("# <title>", gnuplot's enhanced-text markup), else
+ * its file name */
 static void figure_caption(const char *out_root, const char *rel_png, char *out, size_t n)
 {
     char p[4300];
@@ -1145,18 +1650,26 @@ static void figure_caption(const char *out_root, const char *rel_png, char *out,
     fclose(f);
 }
 
+/* one figure: the image at its own size (width and height from the PNG, so the page does not move when lazy images
+ * load and a contents link lands at its heading), the caption with the title's markup rendered */
 static void index_figure(FILE *f, const char *out_root, const char *rel_png)
 {
-    char cap[512], gp[600];
+    char cap[512], cap_html[2048], cap_text[1024], gp[600], png[4300];
     figure_caption(out_root, rel_png, cap, sizeof cap);
+    epar_plot_title_render(cap, 1, cap_html, sizeof cap_html);
+    epar_plot_title_render(cap, 0, cap_text, sizeof cap_text);
+    snprintf(png, sizeof png, "%s/%s", out_root, rel_png);
+    int w = 0, h = 0;
+    if (epar_plot_png_size(png, &w, &h)) epar_err_clear(); /* not a PNG gnuplot wrote: no size to reserve */
     fputs("<figure><a href=\"", f);
     html(f, rel_png);
     fputs("\"><img src=\"", f);
     html(f, rel_png);
     fputs("\" alt=\"", f);
-    html(f, cap);
+    html(f, cap_text);
+    if (w > 0) fprintf(f, "\" width=\"%d\" height=\"%d", w, h);
     fputs("\" loading=\"lazy\"></a><figcaption>", f);
-    html(f, cap);
+    fputs(cap_html, f);
     fputs(" <small>(<code>", f);
     html(f, rel_png);
     fputs("</code>", f);
@@ -1184,14 +1697,24 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
     html(f, r->statement);
     fputs("</td><td data-label=\"reported\" class=\"num\">", f);
     html(f, r->reported);
-    fputs("</td><td data-label=\"measured\" class=\"num\">", f);
-    html(f, meas);
+    /* each reading on one line, several readings side by side as room allows */
+    fputs("</td><td data-label=\"measured\" class=\"num meas\">", f);
+    for (const char *p = meas; *p;) {
+        const char *e = strstr(p, "; ");
+        size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+        fputs("<span>", f);
+        esc(f, p, len);
+        fputs("</span>", f);
+        if (!e) break;
+        fputc(' ', f);
+        p = e + 2;
+    }
     if (*sd) {
         fputs(" <small>(sd ", f);
         html(f, sd);
         fputs(")</small>", f);
     }
-    fputs("</td><td data-label=\"verdict\"><strong>", f);
+    fputs("</td><td data-label=\"verdict\" class=\"verdict\"><strong>", f);
     html(f, epar_audit_verdict_name(r->verdict));
     fputs("</strong></td><td data-label=\"how\"><details><summary>rule, measurement, source, note</summary>"
           "<b>rule</b> ", f);
@@ -1213,17 +1736,6 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
     fputs("<br><b>how the verdict follows</b> ", f);
     html(f, r->note);
     fputs("</details></td></tr>\n", f);
-}
-
-/* the claim sections in first-appearance order: id of the i-th (NULL past the end) */
-static const char *nth_section(const struct epar_audit *a, int k)
-{
-    for (size_t i = 0; i < a->n; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(a->rows[j].section, a->rows[i].section);
-        if (!seen && k-- == 0) return a->rows[i].section;
-    }
-    return NULL;
 }
 
 static void section_counts(const struct epar_audit *a, const char *sec, char *out, size_t n)

@@ -1100,10 +1100,12 @@ static void band(char *out, size_t n, const struct epar_table *base, int row, co
     char sdn[96];
     snprintf(sdn, sizeof sdn, "%s_sd", metric);
     snprintf(out, n,
-             "stats 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\nbm = STATS_min\n"
-             "stats 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\nbs = STATS_min\n"
-             "set object 1 rect from graph 0, first (bm-bs) to graph 1, first (bm+bs) behind "
-             "fc rgb '#f4c7c3' fs solid 0.7 noborder\n",
+             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\n"
+             "bm = exists('STATS_min') ? STATS_min : NaN\n"
+             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\n"
+             "bs = exists('STATS_min') ? STATS_min : 0\n"
+             "if (bm == bm) { set object 1 rect from graph 0, first (bm-bs) to graph 1, first (bm+bs) behind "
+             "fc rgb '#f4c7c3' fs solid 0.7 noborder }\n",
              row, row, col1(base, metric), row, row, col1(base, sdn));
 }
 
@@ -1137,17 +1139,18 @@ static int sweep_figure(struct epar_out *o, const char *name, const char *title,
         if (p->stochastic) {
             band(b, sizeof b, base, row, p->metric);
             n += snprintf(body + n, sizeof body - n,
-                          "%s%sset ylabel '%s'\n"
+                          "%s%sset ylabel '%s'\n" EPAR_PLOT_IF("'%s', '1:%d'")
                           "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt 1 title 'mean +- sd over seeds', \\\n"
                           "     bm with lines lc rgb '#c0392b' dt 2 title 'baseline (form none) +- sd', \\\n"
-                          "     bm-bs with lines lc rgb '#f4c7c3' notitle, bm+bs with lines lc rgb '#f4c7c3' notitle\n"
+                          "     bm-bs with lines lc rgb '#f4c7c3' notitle, bm+bs with lines lc rgb '#f4c7c3' notitle" EPAR_PLOT_END
                           "unset object 1\nunset logscale y\nset format y '%%g'\n",
                           b, strcmp(p->metric, "attention_concentration") ? "" : "set logscale y\nset format y '10^{%L}'\n", p->label, csv,
-                          col1(t, p->metric), col1(t, sdn));
+                          col1(t, p->metric), csv, col1(t, p->metric), col1(t, sdn));
         } else {
             n += snprintf(body + n, sizeof body - n,
-                          "set ylabel '%s'\nplot '%s' skip 1 using 1:%d with linespoints lt 2 title 'exact (deterministic)'\n",
-                          p->label, csv, col1(t, p->metric));
+                          "set ylabel '%s'\n" EPAR_PLOT_IF("'%s', '1:%d'")
+                          "plot '%s' skip 1 using 1:%d with linespoints lt 2 title 'exact (deterministic)'" EPAR_PLOT_END,
+                          p->label, csv, col1(t, p->metric), csv, col1(t, p->metric));
         }
     }
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
@@ -1181,6 +1184,9 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
         if (v > hi) hi = v;
     }
     int logcb = lo > 0 && hi / lo > 20;
+    /* gnuplot draws no image under 2 x 2: a grid of one row or column cell by cell */
+    const char *cells = nx > 1 && ny > 1 ? "" : "(0.5):(0.5):",
+               *style = nx > 1 && ny > 1 ? "image" : "boxxyerror fs solid noborder fc palette";
     tics(xt, sizeof xt, "xtics", xv, nx);
     tics(yt, sizeof yt, "ytics", yv, ny);
     int n = snprintf(body, sizeof body,
@@ -1192,10 +1198,11 @@ static int grid_figure(struct epar_out *o, const char *name, const char *title, 
                      title, xt, yt, nx - 0.5, ny - 0.5, xlabel, ylabel);
     for (int q = 0; q < 3 && n < (int)sizeof body; q++)
         n += snprintf(body + n, sizeof body - n,
-                      "set title '%s'\n%s"
-                      "plot '%s' skip 1 using %d:%d:%d with image, \\\n"
-                      "     '' skip 1 using %d:%d:(sprintf('%%.3g', column(%d))) with labels boxed font ',6'\n",
-                      pn[q].label, q == 1 && logcb ? "set logscale cb\nset format cb '10^{%L}'\n" : "unset logscale cb\nset format cb '%g'\n", csv, col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric),
+                      "set title '%s'\n%s" EPAR_PLOT_IF("'%s', '%d:%d'")
+                      "plot '%s' skip 1 using %d:%d:%s%d with %s, \\\n"
+                      "     '' skip 1 using %d:%d:(sprintf('%%.3g', column(%d))) with labels boxed font ',6'" EPAR_PLOT_END,
+                      pn[q].label, q == 1 && logcb ? "set logscale cb\nset format cb '10^{%L}'\n" : "unset logscale cb\nset format cb '%g'\n",
+                      csv, col1(t, xidx), col1(t, pn[q].metric), csv, col1(t, xidx), col1(t, yidx), cells, col1(t, pn[q].metric), style,
                       col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric));
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
     snprintf(body + n, sizeof body - n, "unset multiplot\n");
@@ -1317,24 +1324,29 @@ static int fig_basic_vs_enhanced(const struct epar_sensitivity_cfg *cfg, const s
              "set multiplot layout 2,2 title '%s'\n"
              "set key top left opaque box lc rgb '#bbbbbb' font ',8'\nset logscale x\n"
              "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n"
-             "f = 'basic_vs_enhanced.csv'\n"
+             "f = 'basic_vs_enhanced.csv'\nrows(a, b) = $0 >= a && $0 <= b   # the rows of a sweep\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'attention locality'\n%s"
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
-             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'\nunset object 1\n"
+             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
              "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'position correlation, off-diagonal mean'\n"
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced'\n"
+             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced'" EPAR_PLOT_END
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'attention locality'\n%s"
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
              "     f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
-             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'\nunset object 1\n"
+             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
              "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'decay speed (mean P[c,c+k], exact)'\n"
+             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
              "plot f skip 1 every 2::%d::%d using 3:%d with linespoints lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 3:%d with linespoints lt 1 title 'enhanced'\n"
+             "     f skip 1 every 2::%d::%d using 3:%d with linespoints lt 1 title 'enhanced'" EPAR_PLOT_END
              "unset multiplot\n",
-             title, prm->beta, ba, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, a0, a1, cc, ccs, a0 + 1, a1, cc,
-             ccs, prm->alpha, bb, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, b0, b1, cd, b0 + 1, b1, cd)))
+             title, prm->beta, ba, a0, a1, cl, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, a0, a1, cc, a0, a1, cc, ccs,
+             a0 + 1, a1, cc, ccs, prm->alpha, bb, b0, b1, cl, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, b0, b1, cd, b0,
+             b1, cd, b0 + 1, b1, cd)))
         return st;
     return EPAR_OK;
 }
@@ -1397,10 +1409,12 @@ static int fig_improvement(const struct epar_sensitivity_cfg *cfg, const struct 
             snprintf(sdn, sizeof sdn, "%s_sd", m);
             n += snprintf(body + n, sizeof body - n,
                           "%s\nset xlabel '%s'\nset ylabel '%s'\n"
-                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt %d, 0 with lines lc rgb '#c0392b' dt 2\n",
+                          EPAR_PLOT_IF("'%s', '1:%d'")
+                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt %d, 0 with lines lc rgb '#c0392b' dt 2"
+                          EPAR_PLOT_END,
                           q < 2 ? "set logscale x" : "unset logscale x", xl[q],
                           r ? "locality - baseline locality" : "correlation mean: % over baseline", csvs[q],
-                          col1(ts[q], m), col1(ts[q], sdn), q + 1);
+                          col1(ts[q], m), csvs[q], col1(ts[q], m), col1(ts[q], sdn), q + 1);
         }
     if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: 'improvement_over_baseline'");
     snprintf(body + n, sizeof body - n, "unset multiplot\n");

@@ -145,7 +145,7 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, run_fields, c);
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, pos_fields, c);
     if (!st && sec)
-        st = epar_exp_sets(json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
+        st = epar_exp_sets(p, json_object_get(sec, "mechanism_params"), "$.experiments.train.mechanism_params",
                            epar_exp_train_set, c);
     /* the task's own object: its options and run keys that differ for it */
     char tjp[128];
@@ -811,20 +811,31 @@ static struct epar_table *posfx_table(const struct epar_train_run *r)
 
 static int write_figure(const struct epar_train_run *r, struct epar_out *o)
 {
-    const char *metric = r->task.info->metric;
-    return epar_plot_scriptf(o, "learning_curve", "learning curve",
+    const char *metric = r->task.info->metric, *task = epar_task_name(r->cfg.task.id),
+               *mech = epar_nnpos_name(r->cfg.mechanism);
+    int bpc = !strcmp(metric, "bpc");
+    /* the best constant answer on the final evaluation's items (eval.csv chance), as a dashed line: a curve that
+     * stays on it has learned nothing (no line without a final evaluation, e.g. an interrupted run) */
+    char chance[256] = "";
+    if (r->have_final && isfinite(r->final.chance))
+        snprintf(chance, sizeof chance, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (constant answer): %.3g'",
+                 r->final.chance, r->final.chance);
+    char title[160];
+    snprintf(title, sizeof title, "Learning curve of %s on %s", mech, task);
+    return epar_plot_scriptf(o, "learning_curve", title,
                              "set terminal @epar_term size 1100,450\n"
                              "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
                              "set xlabel 'training tokens'\nset format x '%%.1s%%c'\n"   /* 50.0k, 1.5M: no crowded digits */
                              "set ylabel 'cross-entropy (nats per scored token)'\nset key top right\n"
+                             EPAR_PLOT_IF("'learning_curve.csv', '2:4'")
                              "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
-                             "     '' skip 1 using 2:4 with linespoints title 'eval'\n"
-                             "set ylabel '%s'\nset key %s right\n"   /* away from the curve's end */
-                             "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'\n"
+                             "     '' skip 1 using 2:4 with linespoints title 'eval'" EPAR_PLOT_END
+                             "set ylabel '%s'\nset key %s right\nset offsets 0, 0, graph 0.05, %s\n"   /* away from the curve's end */
+                             EPAR_PLOT_IF("'learning_curve.csv', '2:5'")
+                             "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'%s" EPAR_PLOT_END
                              "unset multiplot\n",
-                             epar_task_name(r->cfg.task.id), epar_nnpos_name(r->cfg.mechanism), (long)r->model.n_params,
-                             !strcmp(metric, "bpc") ? "bits per character" : "answer accuracy",
-                             !strcmp(metric, "bpc") ? "top" : "bottom", metric);
+                             task, mech, (long)r->model.n_params, bpc ? "bits per character" : "answer accuracy",
+                             bpc ? "top" : "bottom", bpc ? "graph 0.05" : "0", metric, chance);
 }
 
 unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)

@@ -221,22 +221,26 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     }
     case EPAR_AUDIT_BEATS_ALL: {
         /* "the subject improves on every rival" (an intersection-union test: each comparison at the level, no
-         * correction): v is the smallest lower end, over the rivals, of the interval of the paired improvement at the
-         * audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv; NaN when a comparison has
-         * no spread, so the test cannot succeed). Not reproduced when a rival is better after a Holm adjustment across
-         * the rivals, or, for a claim that reports the size of the gain, when some rival's improvement interval at the
-         * Bonferroni-adjusted level ends below that gain (the reported effect is excluded: non-superiority; Holm's
-         * first step, so at least one rival rejects exactly when Bonferroni does); else inconclusive */
+         * correction): v is the smallest paired improvement over the rivals, lo the smallest lower end of their
+         * intervals at the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv; NaN when a
+         * comparison has no spread, so the test cannot succeed). Holds when lo > r. Not reproduced when a rival is
+         * better after a Holm adjustment across the rivals, or, for a claim that reports the size of the gain, when
+         * some rival's improvement interval at the Bonferroni-adjusted level ends below that gain (the reported effect
+         * is excluded: non-superiority; Holm's first step, so at least one rival rejects exactly when Bonferroni
+         * does); else inconclusive */
+        char p[64] = "no rival is better with a defined p";
+        if (isfinite(m->holm)) snprintf(p, sizeof p, "smallest such p: %.3g", m->holm);
         int gain = isfinite(t->gain);
-        int len = snprintf(acc, n, "every rival's interval above %.6g (smallest lower end %.6g); not reproduced if a rival "
-                           "is better at Holm-adjusted p < %.3g (smallest such p: %.3g)", r, v, 1 - level, m->holm);
+        int len = snprintf(acc, n, "every rival's interval above %.6g (smallest improvement %.6g, interval [%.6g, %.6g]: "
+                           "smallest lower end %.6g); not reproduced if a rival is better at Holm-adjusted p < %.3g (%s)",
+                           r, v, m->lo, m->hi, m->lo, 1 - level, p);
         if (gain && len >= 0 && (size_t)len < n)
             snprintf(acc + len, n - (size_t)len, " or if some rival's adjusted interval ends below the reported gain %.4g "
                      "(smallest upper end: %.4g)", t->gain, m->nonsup);
         if (isfinite(m->holm) && m->holm < 1 - level) return EPAR_AUDIT_FAILS;
         if (gain && isfinite(m->nonsup) && m->nonsup < t->gain) return EPAR_AUDIT_FAILS;
-        if (v > r) return EPAR_AUDIT_HOLDS;
-        return isnan(v) ? EPAR_AUDIT_NO_SPREAD : EPAR_AUDIT_OPEN;
+        if (m->lo > r) return EPAR_AUDIT_HOLDS;
+        return isnan(m->lo) ? EPAR_AUDIT_NO_SPREAD : EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_AT_LEAST:
         snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);
@@ -693,6 +697,20 @@ static int check_claim(struct vctx *v, json_t *c, size_t i)
     char rj[128];
     snprintf(rj, sizeof rj, "%s.reported", base);
     json_t *rd = json_object_get(m, "readings");
+    if (r == EPAR_AUDIT_BEATS_ALL) { /* the rule judges the lower end of the interval: the file must give it */
+        size_t j;
+        json_t *x;
+        json_t *one = json_array();
+        if (!rd) json_array_append(one, m);
+        json_array_foreach(rd ? rd : one, j, x) {
+            if (json_object_get(x, "posfx") || json_object_get(x, "lo_column")) continue;
+            if (rd) snprintf(v->jp, sizeof v->jp, "%s.readings[%zu]", mb, j);
+            else snprintf(v->jp, sizeof v->jp, "%s", mb);
+            json_decref(one);
+            return verr(v, "rule beats_all judges the lower end of the interval: add \"lo_column\" (and \"hi_column\")");
+        }
+        json_decref(one);
+    }
     if (!rd) {
         if ((st = check_one_measure(v, m, mb))) return st;
         return check_reported(v, json_object_get(c, "reported"), rj, r, json_object_get(m, "against_column") != NULL);
@@ -1217,12 +1235,16 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
     char spread[128] = "";
     if (rd->m.stochastic && isfinite(rd->m.sd))
         snprintf(spread, sizeof spread, " (sd %.3g over %d%s)", rd->m.sd, rd->m.n, rd->m.n == 1 ? "" : " seeds/rows");
-    else if (rd->m.stochastic)
+    else if (rd->m.stochastic && !rd->m.interval)
         snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
     else if (isfinite(rd->m.se))
         snprintf(spread, sizeof spread, " (se %.3g)", rd->m.se);
-    note_add(note, n, "%s%smeasured %.6g%s vs %.6g: accepted %s -> %s", rd->label ? rd->label : "",
-             rd->label ? ": " : "", rd->m.value, spread, rd->r, rd->accepted[0] ? rd->accepted : "-",
+    if (isfinite(rd->m.lo) || isfinite(rd->m.hi))
+        snprintf(spread + strlen(spread), sizeof spread - strlen(spread), " [%.6g, %.6g]", rd->m.lo, rd->m.hi);
+    char vs[64] = "";   /* a range claim has no single reported value: no "vs nan" */
+    if (isfinite(rd->r)) snprintf(vs, sizeof vs, " vs %.6g", rd->r);
+    note_add(note, n, "%s%smeasured %.6g%s%s: accepted %s -> %s", rd->label ? rd->label : "",
+             rd->label ? ": " : "", rd->m.value, spread, vs, rd->accepted[0] ? rd->accepted : "-",
              outcome_word(rd->out));
 }
 
@@ -1281,12 +1303,21 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
 {
     json_t *rj = json_object_get(c, "reported");
     const char *rtext = jstr(c, "reported_text", NULL);
-    char meas[512] = "", desc[1024] = "", acc[1024] = "";
+    char meas[512] = "", desc[1024] = "", acc[1024] = "", lo[512] = "", hi[512] = "";
+    int any_interval = 0;
     for (int i = 0; i < nrd; i++) {
         size_t l = strlen(meas), ld = strlen(desc), la = strlen(acc);
         char num[64];
         epar_csv_format_number(rd[i].m.value, num, sizeof num);
         snprintf(meas + l, sizeof meas - l, "%s%s", i ? "; " : "", rd[i].available && !isnan(rd[i].m.value) ? num : "");
+        /* the interval of each reading, where its file gives one */
+        for (int k = 0; k < 2; k++) {
+            double x = k ? rd[i].m.hi : rd[i].m.lo;
+            char *b = k ? hi : lo;
+            epar_csv_format_number(x, num, sizeof num);
+            snprintf(b + strlen(b), sizeof lo - strlen(b), "%s%s", i ? "; " : "", rd[i].available && !isnan(x) ? num : "");
+            any_interval |= rd[i].available && !isnan(x);
+        }
         snprintf(desc + ld, sizeof desc - ld, "%s%s%s%s", i ? "; " : "", rd[i].label ? rd[i].label : "",
                  rd[i].label ? ": " : "", rd[i].desc);
         snprintf(acc + la, sizeof acc - la, "%s%s", i ? "; " : "", rd[i].accepted);
@@ -1299,6 +1330,8 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
     row->reported = rtext ? sdup(rtext) : json_is_number(rj) ? fmtnum(json_number_value(rj)) : sdup(jstr(c, "reported", ""));
     row->measured = nrd == 1 ? (r0->available ? fmtnum(r0->m.value) : sdup("")) : sdup(meas);
     row->measured_sd = nrd == 1 && r0->m.stochastic ? fmtnum(r0->m.sd) : sdup("");
+    row->measured_lo = sdup(any_interval ? lo : "");
+    row->measured_hi = sdup(any_interval ? hi : "");
     char nbuf[16] = "";
     if (nrd == 1 && r0->m.stochastic) snprintf(nbuf, sizeof nbuf, "%d", r0->m.n);
     row->n_seeds = sdup(nbuf);
@@ -1318,8 +1351,9 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
                 row->figures[k] = sdup(json_string_value(json_array_get(figs, k)));
     }
     return row->id && row->source && row->statement && row->section && row->reported && row->measured &&
-                   row->measured_sd && row->n_seeds && row->rule && row->accepted && row->measurement && row->input &&
-                   row->run_hash && row->run_seeds && row->run_version && row->note
+                   row->measured_sd && row->measured_lo && row->measured_hi && row->n_seeds && row->rule &&
+                   row->accepted && row->measurement && row->input && row->run_hash && row->run_seeds &&
+                   row->run_version && row->note
                ? EPAR_OK
                : epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
 }
@@ -1454,7 +1488,7 @@ void epar_audit_free(struct epar_audit *a)
     for (size_t i = 0; i < a->n; i++) {
         struct epar_audit_row *r = &a->rows[i];
         char **s[] = {&r->id, &r->source, &r->statement, &r->section, &r->reported, &r->measured, &r->measured_sd,
-                      &r->n_seeds, &r->rule, &r->accepted, &r->measurement, &r->input, &r->run_hash, &r->run_seeds,
+                      &r->measured_lo, &r->measured_hi, &r->n_seeds, &r->rule, &r->accepted, &r->measurement, &r->input, &r->run_hash, &r->run_seeds,
                       &r->run_version, &r->note};
         for (size_t k = 0; k < sizeof s / sizeof *s; k++) free(*s[k]);
         for (char **f = r->figures; f && *f; f++) free(*f);
@@ -1466,16 +1500,16 @@ void epar_audit_free(struct epar_audit *a)
 
 struct epar_table *epar_audit_table(const struct epar_audit *a)
 {
-    struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,"
-                                        "accepted,verdict,measurement,input,run_protocol_hash,run_seeds,"
-                                        "run_epar_version,note");
+    struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,"
+                                        "measured_hi,n_seeds,rule,accepted,verdict,measurement,input,"
+                                        "run_protocol_hash,run_seeds,run_epar_version,note");
     if (!t) return NULL;
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
-        if (epar_csv_append(t, "sssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
-                            r->measured, r->measured_sd, r->n_seeds, r->rule, r->accepted,
-                            epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash, r->run_seeds,
-                            r->run_version, r->note)) {
+        if (epar_csv_append(t, "sssssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
+                            r->measured, r->measured_sd, r->measured_lo, r->measured_hi, r->n_seeds, r->rule,
+                            r->accepted, epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash,
+                            r->run_seeds, r->run_version, r->note)) {
             epar_csv_free(t);
             return NULL;
         }

@@ -9,7 +9,7 @@
  *               floors the sd), "se_column" (standard error of a Monte-Carlo estimate), "against_column" (compare
  *               with another column of the row instead of the reported number), "lo_column" + "hi_column" (the
  *               measurement's own confidence interval at the audit's level, e.g. a distribution-free one of a
- *               median: the threshold rules judge it), "aggregate" (mean | min | max over several rows; the mean's
+ *               median: the threshold rules judge it; beats_all: the smallest ends of the paired intervals), "aggregate" (mean | min | max over several rows; the mean's
  *               spread is then the sample sd across the rows, n = rows), "group_by" (with a mean and no sd_column:
  *               the sd across the groups' means, n = groups: a per-seed average's spread);
  *   "posfx":    a deterministic function of the position effect (alpha, beta, gamma, L), computed here;
@@ -30,7 +30,13 @@
  *               (t(n-1) s / sqrt(n), or z se, or the lo_column..hi_column interval) entirely on the claimed
  *               side -> holds, entirely on the other -> fails, else "inconclusive";
  *   range       lo <= m <= hi (stochastic: the confidence interval of the mean meets [lo, hi]);
- *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why".
+ *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why";
+ *   beats_all   "the subject improves on every rival": m is the smallest improvement over the rivals ("column"),
+ *               with its interval ["lo_column", "hi_column"] (the smallest lower and upper ends of the paired
+ *               intervals, required): holds when lo > r, fails when a rival is better at a Holm-adjusted p below
+ *               1 - level ("holm_column") or, with "gain" in the tolerance (the reported size of the gain), when
+ *               "nonsup_column" (the smallest upper end at the Bonferroni-adjusted level) is below it, else
+ *               "inconclusive"; lo NaN (a comparison without spread) is judged like an unlearned task.
  * Flags: "trivial": "reason" (an identity or by-construction property: "trivially true" when its check holds, "not
  * reproduced" when it does not), "ill_posed": "reason" (the statement cannot be true or false as written: the
  * readings are shown, the verdict is "ill-posed").
@@ -104,7 +110,7 @@ struct epar_audit_meas {
     double holm;        /* beats_all: the smallest Holm-adjusted p of a rival better than the subject (NaN: none) */
     int interval;       /* 1: [lo, hi] is the measurement's own interval at the audit's level, computed where it was
                          * measured (e.g. distribution-free); the threshold rules judge it instead of m +- t s / sqrt(n) */
-    double lo, hi;      /* that interval (NaN: too few values for one at the level) */
+    double lo, hi;      /* that interval (NaN: too few values for one at the level); beats_all judges lo */
     double nonsup;      /* beats_all: the smallest, over the rivals, upper end of the improvement's interval at the
                          * Bonferroni-adjusted level 1 - (1 - level) / rivals (NaN: none); below the reported gain, the
                          * gain is excluded for some rival (Holm's first step: at least one rejection) */
@@ -191,8 +197,8 @@ struct epar_audit_ctx {
 
 /* One evaluated claim (strings owned by the result). */
 struct epar_audit_row {
-    char *id, *source, *statement, *section, *reported, *measured, *measured_sd, *n_seeds, *rule, *accepted,
-        *measurement, *input, *run_hash, *run_seeds, *run_version, *note;
+    char *id, *source, *statement, *section, *reported, *measured, *measured_sd, *measured_lo, *measured_hi, *n_seeds,
+        *rule, *accepted, *measurement, *input, *run_hash, *run_seeds, *run_version, *note;
     enum epar_audit_verdict verdict;
     int spec_problem;           /* the measurement spec does not fit the file (fix the JSON) */
     int missing_file;           /* its measurement file is absent (experiment not run) */
@@ -216,8 +222,9 @@ int epar_audit_level(json_t *root, const char *protocol_path, double *level);
 /* Evaluate every claim against the files under ctx->out_root. Only allocation failures are errors. */
 int epar_audit_run(json_t *claims, const struct epar_audit_ctx *ctx, struct epar_audit *a);
 void epar_audit_free(struct epar_audit *a);
-/* claims.csv: claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,accepted,verdict,
- * measurement,input,run_protocol_hash,run_seeds,run_epar_version,note */
+/* claims.csv: claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,
+ * accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note (measured_lo, measured_hi:
+ * the interval of the measured value at the audit's level, where the file gives one; "a; b" like measured) */
 struct epar_table *epar_audit_table(const struct epar_audit *a);
 /* Verdict counts per claim section, in first-appearance order: section, then one column per verdict
  * (epar_audit_verdict_key). NULL + EPAR_ENOMEM on failure. */

@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -92,4 +93,39 @@ void *epar_err_malloc(size_t bytes, const char *what, const char *where)
         epar_err_hint("reduce --length, --batch or --hidden");
     }
     return p;
+}
+
+int epar_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+void epar_nearest_init(struct epar_nearest *n, const char *name)
+{
+    n->name = name ? name : "";
+    n->best = NULL;
+    n->d = 3;
+}
+
+void epar_nearest_add(struct epar_nearest *n, const char *candidate)
+{
+    if (!candidate || !strcmp(candidate, n->name)) return;
+    int d = !strcasecmp(candidate, n->name) ? -1 : epar_edit_distance(n->name, candidate);
+    int most = strlen(candidate) > 5 ? 2 : 1;   /* "rop" is rope, "rope" is not "none" */
+    if (d < n->d && d <= most) {
+        n->d = d;
+        n->best = candidate;
+    }
 }

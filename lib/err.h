@@ -31,6 +31,20 @@ const char *epar_err_message(void);
 const char *epar_err_hint_text(void); /* "" when none */
 void epar_err_clear(void);
 
+/* "Did you mean": the candidate nearest to a name that was not found, for the hint of an unknown command, option,
+ * task or mechanism (one rule for all of them). Feed the candidates with epar_nearest_add; best is a candidate that
+ * equals the name but for letter case ("Rope" -> "rope"), else the closest within two edits (Levenshtein) of a
+ * candidate longer than 5 letters, one edit of a shorter one (a typo, not another word: "rop" -> "rope", but "rope"
+ * is not "none"), the first of equals; NULL when none is near. */
+struct epar_nearest {
+    const char *name, *best;
+    int d;                      /* edits from name to best (-1: equal but for case) */
+};
+void epar_nearest_init(struct epar_nearest *n, const char *name);
+void epar_nearest_add(struct epar_nearest *n, const char *candidate);
+/* Levenshtein distance (strings up to 40 bytes; 99 beyond) */
+int epar_edit_distance(const char *a, const char *b);
+
 /* malloc/calloc that record an EPAR_ENOMEM error naming what was being allocated. */
 void *epar_err_alloc(size_t n, size_t size, const char *what);
 

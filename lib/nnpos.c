@@ -552,8 +552,14 @@ int epar_nnpos_find(const char *name, enum epar_mech_id *id)
     enum epar_mech_id k;
     if (!strcmp(name, "learned")) name = "learned-ape";   /* checkpoints and protocols before the one catalogue */
     if (epar_mech_find(name, &k) || !epar_nnpos_trainable(k)) {
-        epar_err_set(EPAR_EINVAL, "%s mechanism '%s'", epar_mech_find(name, &k) ? "unknown" : "untrainable", name);
-        epar_err_hint("training supports: %s", epar_nnpos_list());
+        int unknown = epar_mech_find(name, &k) != EPAR_OK;
+        epar_err_set(EPAR_EINVAL, "%s mechanism '%s'", unknown ? "unknown" : "untrainable", name);
+        struct epar_nearest near;
+        epar_nearest_init(&near, name);
+        for (int q = 0; unknown && q < EPAR_MECH_COUNT; q++)
+            if (epar_nnpos_trainable((enum epar_mech_id)q)) epar_nearest_add(&near, epar_mech_table[q].id);
+        if (near.best) epar_err_hint("did you mean '%s'? (training supports: %s)", near.best, epar_nnpos_list());
+        else epar_err_hint("training supports: %s", epar_nnpos_list());
         return EPAR_EINVAL;
     }
     *id = k;

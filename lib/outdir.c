@@ -529,3 +529,83 @@ void epar_out_fdiscard(struct epar_out_file *w)
     tmp_release(w->slot);
     w->slot = -1;
 }
+
+/* ---- the output root, before any work ---- */
+
+#define MAX_PREPARED 32
+static char prepared[MAX_PREPARED][PATH_MAX]; /* folders epar_out_prepare created, outermost first */
+static volatile int n_prepared;
+
+void epar_out_release(void)
+{
+    for (int i = n_prepared - 1; i >= 0; i--) rmdir(prepared[i]);   /* only empty ones go */
+    n_prepared = 0;
+}
+
+/* the first prefix of path (up to a '/') that exists and is not a folder, into out; 0 when none */
+static int blocking_file(const char *path, char *out, size_t n)
+{
+    snprintf(out, n, "%s", path);
+    for (char *p = out + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c != '\0') continue;
+        *p = '\0';
+        struct stat st;
+        if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) return 1;
+        if (!c) return 0;
+        *p = c;
+    }
+}
+
+int epar_out_prepare(const char *root)
+{
+    if (!root || !*root) return epar_err_set(EPAR_EINVAL, "invalid value for --out: '' (expected a folder)");
+    char buf[PATH_MAX], why[PATH_MAX + 64];
+    if (strlen(root) + 256 >= sizeof buf) return epar_err_set(EPAR_EIO, "output folder path too long '%.60s...'", root);
+    snprintf(buf, sizeof buf, "%s", root);
+    int first = n_prepared, e = 0;
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c != '\0') continue;
+        if (p[-1] != '/') {   /* "a//b" and "a/": no empty component */
+            *p = '\0';
+            if (mkdir(buf, 0777) == 0) {
+                if (n_prepared < MAX_PREPARED) {
+                    snprintf(prepared[n_prepared], PATH_MAX, "%s", buf);
+                    n_prepared = n_prepared + 1;
+                }
+            } else if (errno != EEXIST) {
+                e = errno;
+            } else {
+                struct stat st;
+                if (stat(buf, &st) != 0) e = errno;
+                else if (!S_ISDIR(st.st_mode)) e = ENOTDIR;
+            }
+            *p = c;
+        }
+        if (e || !c) break;
+    }
+    if (!e) {   /* a probe: permissions, a read-only file system, root's special file systems */
+        char probe[PATH_MAX + 32];
+        snprintf(probe, sizeof probe, "%s/.epar-probe-XXXXXX", root);
+        if (mkdtemp(probe)) rmdir(probe);
+        else e = errno;
+        if (e) {
+            for (int i = n_prepared - 1; i >= first; i--) rmdir(prepared[i]);
+            n_prepared = first;
+            epar_err_set(EPAR_EIO, "cannot write in output folder '%s': %s", root, strerror(e));
+            epar_err_hint("pass a writable folder with --out DIR");
+            return EPAR_EIO;
+        }
+        return EPAR_OK;
+    }
+    for (int i = n_prepared - 1; i >= first; i--) rmdir(prepared[i]);
+    n_prepared = first;
+    if (e == ENOTDIR && blocking_file(root, why, sizeof why - 32)) {
+        if (!strcmp(why, root)) epar_err_set(EPAR_EIO, "cannot use output folder '%s': it is not a folder", root);
+        else epar_err_set(EPAR_EIO, "cannot use output folder '%s': '%s' is not a folder", root, why);
+    }
+    else epar_err_set(EPAR_EIO, "cannot create output folder '%s': %s", root, strerror(e));
+    epar_err_hint("pass a writable folder with --out DIR");
+    return EPAR_EIO;
+}

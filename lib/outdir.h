@@ -78,4 +78,12 @@ int epar_out_write_error(const char *path, int err);
 /* Close and remove without publishing (the caller's own error path). Safe after a failed epar_out_fopen. */
 void epar_out_fdiscard(struct epar_out_file *w);
 
+/* The output root of a command, checked before any work (cmd/options.c does it for every command's --out): create
+ * root and its missing parents now, and make and remove a probe folder in it, so an unusable root (a file on the
+ * way, no permission, a read-only file system) is EPAR_EIO naming the path and the reason before anything is
+ * computed. The folders it created are remembered; epar_out_release removes those that are still empty (a failed
+ * or interrupted command leaves no folder it created; async-signal-safe). */
+int epar_out_prepare(const char *root);
+void epar_out_release(void);
+
 #endif

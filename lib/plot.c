@@ -52,6 +52,34 @@ int epar_plot_scriptf(struct epar_out *o, const char *name, const char *title, c
     return st;
 }
 
+void epar_plot_add(struct epar_plot_text *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) { b->oom = 1; return; }
+        if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+int epar_plot_script_text(struct epar_out *o, const char *name, const char *title, struct epar_plot_text *b)
+{
+    int st = b->oom ? epar_err_set(EPAR_ENOMEM, "out of memory writing '%s.gp'", name)
+                    : epar_plot_script(o, name, title, b->s ? b->s : "");
+    free(b->s);
+    b->s = NULL;
+    b->n = b->cap = 0;
+    return st;
+}
+
 int epar_plot_available(void)
 {
     const char *path = getenv("PATH");
@@ -103,8 +131,13 @@ static pid_t spawn_gnuplot(const char *dir, const char *script)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir(dir) != 0) _exit(127);
-        int dn = open("/dev/null", O_RDWR);
-        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(dn, 2); }
+        /* gnuplot's messages go to <script>.log, read back if it fails (removed otherwise) */
+        char log[300];
+        snprintf(log, sizeof log, "%s.log", script);
+        int dn = open("/dev/null", O_RDWR), lg = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 1); dup2(lg >= 0 ? lg : dn, 2); }
+        if (dn > 2) close(dn);
+        if (lg > 2) close(lg);
         execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }
@@ -146,6 +179,23 @@ static int check_png(const char *dir, const char *script)
     return EPAR_EIO;
 }
 
+/* the last line gnuplot wrote to <script>.log in dir (its error: '"x.gp" line 52: x range is invalid'), and the log
+ * removed; "" when there is none */
+static void gnuplot_message(const char *dir, const char *script, char *msg, size_t n)
+{
+    char path[PATH_MAX + 300], line[400];
+    snprintf(path, sizeof path, "%.4095s/%.250s.log", dir, script);
+    msg[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] && line[0] != ' ' && line[0] != '\t') snprintf(msg, n, "%s", line);
+    }
+    fclose(f);
+    unlink(path);
+}
+
 int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
 {
     if (rendered) *rendered = 0;
@@ -183,6 +233,8 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
             if (pids[i] != p) continue;
             pids[i] = 0;
             running--;
+            char msg[400];
+            gnuplot_message(o->stage_dir, names[i], msg, sizeof msg);
             int ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
             if (!ok) {
                 /* a full disk can make gnuplot fail too: then that is the message */
@@ -193,12 +245,216 @@ int epar_plot_render(struct epar_out *o, int jobs, int *rendered)
                 if (statvfs(o->stage_dir, &vs) == 0 && (double)vs.f_bavail * vs.f_frsize < 65536) {
                     st = epar_out_write_error(png, ENOSPC);
                 } else {
-                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'", names[i]);
-                    epar_err_hint("run 'gnuplot %s' in the output folder to see the message", names[i]);
+                    st = epar_err_set(EPAR_EIO, "gnuplot failed on '%s'%s%s", names[i], msg[0] ? ": " : "", msg);
+                    epar_err_hint("nothing was written; rerun with --no-render to keep the tables and scripts, then "
+                                  "run 'gnuplot %s' in %s", names[i], o->final_dir);
                 }
             } else if (st == EPAR_OK && (st = check_png(o->stage_dir, names[i])) == EPAR_OK && rendered)
                 (*rendered)++;
         }
     }
     return st;
+}
+
+/* ---- a title's enhanced-text markup as HTML or plain text ---- */
+
+struct title_out {
+    char *o;
+    size_t n, len, reserve; /* reserve: bytes kept free for the closing tags of the open ones */
+    int html, full;
+};
+
+static void t_put(struct title_out *t, const char *s, size_t k)
+{
+    if (t->full || t->len + k + t->reserve >= t->n) { t->full = 1; return; }
+    memcpy(t->o + t->len, s, k);
+    t->len += k;
+    t->o[t->len] = '\0';
+}
+
+/* k bytes of text (one character or more), HTML-escaped in HTML */
+static void t_text(struct title_out *t, const char *s, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        const char *e = !t->html ? NULL : s[i] == '<' ? "&lt;" : s[i] == '>' ? "&gt;" : s[i] == '&' ? "&amp;"
+                                          : s[i] == '"' ? "&quot;" : NULL;
+        if (e) { t_put(t, e, strlen(e)); continue; }
+        /* a whole UTF-8 sequence at once, so truncation never cuts one */
+        size_t u = 1;
+        while (i + u < k && ((unsigned char)s[i + u] & 0xC0) == 0x80) u++;
+        t_put(t, s + i, u);
+        i += u - 1;
+    }
+}
+
+static void t_open(struct title_out *t, const char *tag)
+{
+    if (!t->html) return;
+    char b[16];
+    int k = snprintf(b, sizeof b, "<%s>", tag);
+    if (t->len + 2 * (size_t)k + 1 + t->reserve >= t->n) t->full = 1; /* the tag and its closing tag must fit */
+    t_put(t, b, (size_t)k);
+    if (!t->full) t->reserve += (size_t)k + 1;
+}
+
+static void t_close(struct title_out *t, const char *tag, int opened)
+{
+    if (!t->html || !opened) return;
+    char b[16];
+    int k = snprintf(b, sizeof b, "</%s>", tag);
+    t->reserve -= (size_t)k;
+    int full = t->full;
+    t->full = 0;
+    t_put(t, b, (size_t)k); /* reserved: always fits */
+    t->full = full;
+}
+
+/* the Symbol font's letters (Adobe Symbol encoding) */
+static const char *const symbol_lower[26] = {"α", "β", "χ", "δ", "ε", "φ", "γ", "η", "ι", "ϕ", "κ", "λ", "μ",
+                                             "ν", "ο", "π", "θ", "ρ", "σ", "τ", "υ", "ϖ", "ω", "ξ", "ψ", "ζ"};
+static const char *const symbol_upper[26] = {"Α", "Β", "Χ", "Δ", "Ε", "Φ", "Γ", "Η", "Ι", "ϑ", "Κ", "Λ", "Μ",
+                                             "Ν", "Ο", "Π", "Θ", "Ρ", "Σ", "Τ", "Υ", "ς", "Ω", "Ξ", "Ψ", "Ζ"};
+/* its octal escapes that titles use */
+static const struct {
+    int code;
+    const char *s;
+} symbol_octal[] = {{0243, "≤"}, {0245, "∞"}, {0256, "→"}, {0260, "°"}, {0261, "±"}, {0263, "≥"}, {0264, "×"},
+                    {0266, "∂"}, {0267, "•"}, {0270, "÷"}, {0271, "≠"}, {0272, "≡"}, {0273, "≈"}, {0316, "∈"},
+                    {0321, "∇"}, {0326, "√"}, {0345, "∑"}, {0362, "∫"}};
+
+/* the length of the UTF-8 sequence starting at s (1 for a stray byte) */
+static size_t utf8_len(const char *s)
+{
+    unsigned char c = (unsigned char)*s;
+    size_t k = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    for (size_t i = 1; i < k; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) return 1;
+    return k;
+}
+
+/* the end of the brace group starting at s ('{'): the byte after its matching '}' (or the string's end) */
+static const char *group_end(const char *s)
+{
+    int depth = 0;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1]) { s++; continue; }
+        if (*s == '{') depth++;
+        else if (*s == '}' && --depth == 0) return s + 1;
+    }
+    return s;
+}
+
+static const char *title_run(struct title_out *t, const char *s, int symbol, int depth);
+
+/* one unit at s (an escape, a brace group or one character), as the base of a sub- or superscript; returns its end */
+static const char *title_unit(struct title_out *t, const char *s, int symbol, int depth)
+{
+    if (*s == '{') {
+        const char *e = title_run(t, s + 1, symbol, depth + 1);
+        return *e == '}' ? e + 1 : e;
+    }
+    char unit[8];
+    size_t k = *s == '\\' && s[1] ? 2 : utf8_len(s);
+    if (*s == '\\' && s[1] >= '0' && s[1] <= '7')
+        while (k < 4 && s[k] >= '0' && s[k] <= '7') k++;
+    memcpy(unit, s, k);
+    unit[k] = '\0';
+    title_run(t, unit, symbol, depth + 1);
+    return s + k;
+}
+
+/* s up to an unmatched '}' (depth > 0) or its end; returns where it stopped */
+static const char *title_run(struct title_out *t, const char *s, int symbol, int depth)
+{
+    while (*s && depth < 32) {
+        char c = *s;
+        if (c == '}' && depth > 0) return s;
+        if (c == '\\' && s[1]) {
+            char e = s[1];
+            if (strchr("_^{}@&~\\", e)) { t_text(t, &e, 1); s += 2; }
+            else if (e == 'n') { t_text(t, " ", 1); s += 2; }
+            else if (e >= '0' && e <= '7') {
+                int code = 0, k = 1;
+                while (k <= 3 && s[k] >= '0' && s[k] <= '7') code = code * 8 + (s[k++] - '0');
+                s += k;
+                const char *sym = NULL;
+                for (size_t i = 0; symbol && i < sizeof symbol_octal / sizeof *symbol_octal; i++)
+                    if (symbol_octal[i].code == code) sym = symbol_octal[i].s;
+                char u[3] = {(char)code, 0, 0};
+                if (!sym && code >= 0x80) { u[0] = (char)(0xC0 | (code >> 6)); u[1] = (char)(0x80 | (code & 0x3F)); }
+                if (sym) t_text(t, sym, strlen(sym));
+                else if (code) t_text(t, u, strlen(u));
+            } else { t_text(t, "\\", 1); s++; }
+        } else if (c == '{' && s[1] == '/') {
+            const char *spec = s + 2, *sp = spec + strcspn(spec, " }");
+            int len = (int)(sp - spec);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", len, spec);
+            int sym = strstr(name, "Symbol") != NULL, it = strstr(name, "Italic") || strstr(name, "Oblique"),
+                bold = strstr(name, "Bold") != NULL;
+            int ob = 0, oi = 0;
+            if (t->html && bold) { t_open(t, "b"); ob = !t->full; }
+            if (t->html && it) { t_open(t, "i"); oi = !t->full; }
+            const char *e = *sp == ' ' ? title_run(t, sp + 1, sym ? 1 : symbol, depth + 1) : sp;
+            t_close(t, "i", oi);
+            t_close(t, "b", ob);
+            s = *e == '}' ? e + 1 : e;
+        } else if (c == '{') {
+            const char *e = title_run(t, s + 1, symbol, depth + 1);
+            s = *e == '}' ? e + 1 : e;
+        } else if ((c == '_' || c == '^') && s[1] && s[1] != ' ') {
+            const char *tag = c == '_' ? "sub" : "sup";
+            if (t->html) t_open(t, tag);
+            else t_text(t, &c, 1);
+            int opened = t->html && !t->full;
+            s = title_unit(t, s + 1, symbol, depth);
+            t_close(t, tag, opened);
+        } else if (c == '@') {
+            s++;
+        } else if (c == '&' && s[1] == '{') {
+            t_text(t, " ", 1);
+            s = group_end(s + 1);
+        } else if (c == '~' && s[1] && s[1] != '{') {
+            s = title_unit(t, s + 1, symbol, depth);   /* the base character; the overprinted group is dropped */
+            if (*s == '{') s = group_end(s);
+        } else if (symbol && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+            const char *g = c >= 'a' ? symbol_lower[c - 'a'] : symbol_upper[c - 'A'];
+            t_text(t, g, strlen(g));
+            s++;
+        } else {
+            size_t k = utf8_len(s);
+            t_text(t, s, k);
+            s += k;
+        }
+    }
+    return s;
+}
+
+char *epar_plot_title_render(const char *title, int as_html, char *out, size_t n)
+{
+    if (!out || n == 0) return out;
+    out[0] = '\0';
+    struct title_out t = {out, n, 0, 0, as_html, 0};
+    title_run(&t, title ? title : "", 0, 0);
+    return out;
+}
+
+int epar_plot_png_size(const char *path, int *w, int *h)
+{
+    *w = *h = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", path, strerror(errno));
+    unsigned char b[24];
+    size_t k = fread(b, 1, sizeof b, f);
+    fclose(f);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (k < sizeof b || memcmp(b, sig, 8) || memcmp(b + 12, "IHDR", 4))
+        return epar_err_set(EPAR_EINVAL, "'%s' is not a PNG file", path);
+    unsigned long W = (unsigned long)b[16] << 24 | (unsigned long)b[17] << 16 | (unsigned long)b[18] << 8 | b[19],
+                  H = (unsigned long)b[20] << 24 | (unsigned long)b[21] << 16 | (unsigned long)b[22] << 8 | b[23];
+    if (W == 0 || H == 0 || W > 0x7fffffffUL || H > 0x7fffffffUL)
+        return epar_err_set(EPAR_EINVAL, "'%s' is not a PNG file (size %lux%lu)", path, W, H);
+    *w = (int)W;
+    *h = (int)H;
+    return EPAR_OK;
 }

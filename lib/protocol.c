@@ -409,7 +409,9 @@ int epar_protocol_params(const struct epar_protocol *p, const char *experiment, 
         epar_err_set(EPAR_EINVAL, "unknown preset '%s'", preset);
         char list[512];
         epar_protocol_key_list(presets, list, sizeof list);
-        epar_err_hint("presets in '%s': %s", p->path, list);
+        const char *near = epar_protocol_nearest_key(presets, preset);
+        if (near) epar_err_hint("did you mean '%s'? (presets in '%s': %s)", near, p->path, list);
+        else epar_err_hint("presets in '%s': %s", p->path, list);
         return EPAR_EINVAL;
     }
     snprintf(out->preset, sizeof out->preset, "%s", preset);
@@ -897,3 +899,31 @@ int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char
     return EPAR_OK;
 }
 
+
+int epar_protocol_blame(const struct epar_protocol *p, const char *jpath)
+{
+    char msg[512], hint[512], head[80];
+    snprintf(msg, sizeof msg, "%s", epar_err_message());
+    snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
+    snprintf(head, sizeof head, "invalid %s '", p->kind ? p->kind : "protocol");
+    if (!strncmp(msg, head, strlen(head)) || !strncmp(msg, "malformed ", 10)) {
+        epar_err_set(EPAR_EPROTOCOL, "%s", msg);
+    } else {
+        epar_err_set(EPAR_EPROTOCOL, "invalid %s '%s': %s: %s", p->kind ? p->kind : "protocol", p->path, jpath, msg);
+    }
+    if (hint[0]) epar_err_hint("%s", hint);
+    return EPAR_EPROTOCOL;
+}
+
+const char *epar_protocol_nearest_key(json_t *obj, const char *name)
+{
+    struct epar_nearest near;
+    epar_nearest_init(&near, name);
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        (void)v;
+        if (k[0] != '_') epar_nearest_add(&near, k);
+    }
+    return near.best;
+}

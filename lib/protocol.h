@@ -48,6 +48,12 @@ int epar_protocol_load(const char *path, struct epar_protocol *p);
 void epar_protocol_hash(json_t *root, char out[32]);
 void epar_protocol_free(struct epar_protocol *p);
 
+/* The key of obj nearest to name ("did you mean", lib/err epar_nearest; comment keys "_..." aside), NULL if none */
+const char *epar_protocol_nearest_key(json_t *obj, const char *name);
+/* The error just recorded (a value of the protocol that a check refused) as a protocol error: its message becomes
+ * "invalid protocol '<file>': <jpath>: <message>" (unless it names the file already), its hint is kept; returns
+ * EPAR_EPROTOCOL. */
+int epar_protocol_blame(const struct epar_protocol *p, const char *jpath);
 /* The experiment section object (NULL if absent). */
 json_t *epar_protocol_section(const struct epar_protocol *p, const char *experiment);
 /* Reject keys of experiments.<experiment> not in allowed (NULL-terminated) or the common keys

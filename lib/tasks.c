@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,14 @@ static int run_bible(const char *prog, char **text, size_t *len)
     return EPAR_OK;
 }
 
+/* The Bible text as this process read it from `bible`, and where it is to be cached: the cache is written by
+ * epar_task_cache_commit once the command has succeeded (cmd/main.c), so a command that fails leaves no cache
+ * behind; meanwhile every later read in the process (the benchmark's lm cells, in threads) copies it from here
+ * instead of running `bible` again. */
+static pthread_mutex_t kjv_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *kjv_text, kjv_path[4200], kjv_source[4200];
+static size_t kjv_len;
+
 int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *source, size_t source_len)
 {
     char path[4200];
@@ -171,25 +180,57 @@ int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *so
         if (!st) snprintf(source, source_len, "King James Bible (Debian bible-kjv), cached as %s", path);
         return st;
     }
-    char prog[4096];
-    if (!find_program("bible", prog, sizeof prog)) {
-        epar_err_set(EPAR_EIO, "the King James Bible needs the Debian package bible-kjv ('bible' is not on PATH)");
-        epar_err_hint("sudo apt-get install bible-kjv (or scripts/install-deps), or train on a file with --text FILE");
-        return EPAR_EIO;
+    int st = EPAR_OK;
+    pthread_mutex_lock(&kjv_lock);   /* one `bible` run at a time: the others then copy its text */
+    if (!kjv_text) {
+        char prog[4096];
+        if (!find_program("bible", prog, sizeof prog)) {
+            epar_err_set(EPAR_EIO, "the King James Bible needs the Debian package bible-kjv ('bible' is not on PATH)");
+            epar_err_hint("sudo apt-get install bible-kjv (or scripts/install-deps), or train on a file with --text FILE");
+            st = EPAR_EIO;
+        } else if (!(st = run_bible(prog, &kjv_text, &kjv_len))) {
+            snprintf(kjv_source, sizeof kjv_source,
+                     "King James Bible (Debian bible-kjv: %s -f Gen1:1-Rev22:21, references stripped)", prog);
+            snprintf(kjv_path, sizeof kjv_path, "%s", path);
+        }
     }
-    int st = run_bible(prog, text, len);
-    if (st) return st;
-    snprintf(source, source_len, "King James Bible (Debian bible-kjv: %s -f Gen1:1-Rev22:21, references stripped)", prog);
-    /* cache atomically (checked writes, then rename): a reader never sees half a file; failing to cache (a full
-     * disk) is not an error, and leaves no file */
-    struct epar_out_file w;
-    FILE *f = mkdir_parents(cache_dir) == 0 ? epar_out_fopen(&w, path) : NULL;
-    if (f) {
-        fwrite(*text, 1, *len, f);
-        epar_out_fclose(&w);
-        epar_err_clear();
+    if (!st) {
+        *text = malloc(kjv_len + 1);
+        if (!*text) st = epar_err_set(EPAR_ENOMEM, "out of memory copying the Bible text");
+        else {
+            memcpy(*text, kjv_text, kjv_len + 1);
+            *len = kjv_len;
+            snprintf(source, source_len, "%s", kjv_source);
+        }
     }
-    return EPAR_OK;
+    pthread_mutex_unlock(&kjv_lock);
+    return st;
+}
+
+void epar_task_cache_commit(void)
+{
+    pthread_mutex_lock(&kjv_lock);
+    struct stat sb;
+    if (kjv_text && kjv_path[0] && stat(kjv_path, &sb) != 0) {
+        /* atomically: a reader never sees half a file; failing to cache is not an error */
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s", kjv_path);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        if (!slash || mkdir_parents(dir) == 0) {
+            struct epar_out_file w;   /* checked writes, then rename; a failure (a full disk) leaves no file */
+            FILE *f = epar_out_fopen(&w, kjv_path);
+            if (f) {
+                fwrite(kjv_text, 1, kjv_len, f);
+                epar_out_fclose(&w);
+            }
+            epar_err_clear();
+        }
+    }
+    free(kjv_text);
+    kjv_text = NULL;
+    kjv_path[0] = '\0';
+    pthread_mutex_unlock(&kjv_lock);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -707,8 +748,29 @@ int epar_task_find(const char *name, enum epar_task_id *id)
             return EPAR_OK;
         }
     epar_err_set(EPAR_EINVAL, "unknown task '%s'", name);
-    epar_err_hint("tasks: lm, recall, needle, transduce, classify, select, set");
+    struct epar_nearest near;
+    epar_nearest_init(&near, name);
+    for (int k = 0; k < EPAR_TASK_COUNT; k++) epar_nearest_add(&near, epar_task_table[k].id);
+    if (near.best) epar_err_hint("did you mean '%s'? (tasks: %s)", near.best, epar_task_list());
+    else epar_err_hint("tasks: %s", epar_task_list());
     return EPAR_EINVAL;
+}
+
+static char task_list[256];
+
+static void fill_task_list(void)
+{
+    for (int k = 0; k < EPAR_TASK_COUNT; k++) {
+        size_t n = strlen(task_list);
+        snprintf(task_list + n, sizeof task_list - n, "%s%s", k ? ", " : "", epar_task_table[k].id);
+    }
+}
+
+const char *epar_task_list(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fill_task_list);
+    return task_list;
 }
 
 const char *epar_task_name(enum epar_task_id id) { return id >= 0 && id < EPAR_TASK_COUNT ? epar_task_table[id].id : "?"; }

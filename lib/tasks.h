@@ -103,6 +103,8 @@ extern const struct epar_task_info epar_task_table[EPAR_TASK_COUNT];
 
 int epar_task_find(const char *name, enum epar_task_id *id);
 const char *epar_task_name(enum epar_task_id id);
+/* "lm, recall, ...": every task id of the table, in its order (for help texts and hints) */
+const char *epar_task_list(void);
 void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id);
 /* Check the options (EPAR_EINVAL naming the value); reads no file. */
 int epar_task_validate(const struct epar_task_cfg *c);
@@ -130,9 +132,13 @@ int epar_task_eval_group(const struct epar_task *t, long k);
 json_t *epar_task_json(const struct epar_task *t);
 
 /* The King James Bible as plain text: `bible -f "Gen1:1-Rev22:21"` with the verse references stripped,
- * one verse per line; cached as <cache_dir>/kjv.txt (written atomically) and read from there next time.
- * *text is malloc'ed, NUL-terminated. */
+ * one verse per line; read from <cache_dir>/kjv.txt when that exists. A text read from `bible` is kept in the
+ * process (later calls copy it) and cached only by epar_task_cache_commit, which the command line calls when the
+ * command succeeded: a failed command leaves no cache. *text is malloc'ed, NUL-terminated. */
 int epar_task_kjv_text(const char *cache_dir, char **text, size_t *len, char *source, size_t source_len);
+/* Write what epar_task_kjv_text read from `bible` to <cache_dir>/kjv.txt (atomically; a failure to cache is not an
+ * error), and free it. */
+void epar_task_cache_commit(void);
 /* Strip one line of `bible` output ("Ge1:1 In the beginning ...", "1Sm3:4 ...") to its verse text;
  * returns the offset of the text, or -1 when the line has no reference. */
 int epar_task_kjv_strip(const char *line);

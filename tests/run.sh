@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test runner: every unit program in $TESTBIN, then every CLI test script in tests/cli/.
-# Prints one line per failing check, a line per program, and ends with "N passed, N failed".
+# Prints "== <program>" when each starts, one line per failing check, a line per program, and ends with
+# "N passed, N failed".
 # Usage: tests/run.sh [unit|cli]   (env: EPAR=path/to/epar, TESTBIN=dir of unit programs, VALGRIND=1)
 set -u
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ add() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
 run_counted() { # prog args... ; parses "# name: N passed, M failed"
     local out rc line p f
+    echo "== ${*: -1}"   # which program or script runs now: a long one is visible while it runs
     out=$("$@" 2>&1); rc=$?
     line=$(printf '%s\n' "$out" | grep -E '^# .*: [0-9]+ passed, [0-9]+ failed$' | tail -1)
     if [ -z "$line" ]; then
@@ -23,7 +25,7 @@ run_counted() { # prog args... ; parses "# name: N passed, M failed"
     p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
     f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok $* (exit $rc)"; fi
-    printf '%s\n' "$out" | grep -E '^not ok' || true
+    printf '%s\n' "$out" | grep -E '^(not ok|# pending)' || true
     echo "$line"
     add "$p" "$f"
 }

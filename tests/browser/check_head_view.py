@@ -6,6 +6,12 @@ reader meets:
   - it draws lines, and every layer and head the selectors offer changes the view (the set of lines differs);
   - hovering a query token shows its row only (i + 1 lines) and names it; clicking a key token pins its column
     (T - j lines), which stays when the pointer leaves; clicking again unpins it;
+  - the weight legend: sample lines for ascending weights with their numbers, drawn as the lines of the view are (a
+    pinned row's lines have the width and opacity the legend gives their weights), and the shading scale;
+  - the predictions: beside every scored position the model's argmax and a mark, right or wrong, as tokens.csv has
+    them (prediction_symbol, correct) and nothing beside the others; the page's count of right answers is tokens.csv's;
+  - the model view: a non-blank thumbnail per layer and head; clicking one shows that layer and head in the main view
+    (the selectors follow, the lines change) and marks it, and choosing with the selectors moves the mark;
   - no horizontal page overflow at 420 px nor at 1400 px;
   - screenshots at 1400 and 420 px wide (a query row pinned) go to SHOTS/ for a person to look at.
 
@@ -13,7 +19,10 @@ Usage: tests/browser/check_head_view.py HEAD_VIEW.html SHOTS
 Prints "not ok ..." per failed check and ends with "# test_head_view: N passed, M failed"; exit 1 on a failure,
 3 when the browser cannot start.
 """
+import csv
+import json
 import os
+import re
 import sys
 
 from chromium import Tally, start_browser   # first: it reports a missing selenium (exit 3)
@@ -94,6 +103,91 @@ def check_tokens(drv):
     return left
 
 
+def check_legend(drv, left):
+    """the legend's samples and a pinned query row's lines use one encoding of the weight"""
+    legend = drv.execute_script(
+        "return Array.from(document.querySelectorAll('#legend-lines line')).map(function(l){return [+l.dataset.weight,"
+        "l.getAttribute('stroke-width'), l.getAttribute('stroke-opacity')];});")
+    labels = drv.execute_script("return Array.from(document.querySelectorAll('#legend-lines text'))"
+                                ".map(function(t){return t.textContent;});")
+    ws = [w for w, _, _ in legend]
+    check(len(ws) >= 4 and ws == sorted(ws) and len(set(ws)) == len(ws), f"legend weights {ws}")
+    check([float(x) for x in labels] == ws, f"legend numbers {labels} for the weights {ws}")
+    widths = [float(x) for _, x, _ in legend]
+    check(all(a < b for a, b in zip(widths, widths[1:])), f"legend line widths do not grow with the weight: {widths}")
+    check(drv.execute_script("var g=document.getElementById('legend-shading');"
+                             "return !!g && getComputedStyle(g).backgroundImage.indexOf('gradient') >= 0;"),
+          "no shading scale in the legend")
+    # the legend's encoding, as a function of the weight, fitted on its samples: width a + b w, opacity min(1, c + w)
+    a, b = widths[0] - ws[0] * (widths[-1] - widths[0]) / (ws[-1] - ws[0]), (widths[-1] - widths[0]) / (ws[-1] - ws[0])
+    c = float(legend[0][2]) - ws[0]
+    data = json.loads(drv.execute_script("return document.getElementById('data').textContent;"))
+    i = len(left) // 2
+    centre(drv, left[i]).click()   # pin query i of the first layer and head
+    lines = drv.execute_script(
+        "return Array.from(document.querySelectorAll('#lines line')).map(function(l){return [+l.getAttribute('y2'),"
+        "+l.getAttribute('stroke-width'), +l.getAttribute('stroke-opacity')];});")
+    row = data["att"][0][0][i]
+    bad = [(j, w) for (y2, w, o), j in zip(sorted(lines), range(len(lines)))
+           if abs(w - (a + b * row[j])) > 0.011 or abs(o - min(1, c + row[j])) > 0.0011]
+    check(len(lines) == i + 1 and not bad, f"query {i}: {len(lines)} lines; drawn unlike the legend says: {bad[:3]}")
+    centre(drv, left[i]).click()   # unpin
+
+
+def check_predictions(drv, page):
+    with open(os.path.join(os.path.dirname(page), "tokens.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    marks = drv.execute_script(
+        "return Array.from(document.querySelectorAll('#pred .pr')).map(function(d){return [d.dataset.correct || '',"
+        "d.dataset.pred || '', d.textContent];});")
+    check(len(marks) == len(rows), f"{len(marks)} prediction cells for {len(rows)} tokens")
+    bad = []
+    for r, (correct, pred, text) in zip(rows, marks):
+        if r["scored"] == "1":
+            want = "\u2713" if r["correct"] == "1" else "\u2717"
+            if correct != r["correct"] or pred != r["prediction_symbol"] or not text.startswith(pred) or want not in text:
+                bad.append((r["position"], correct, pred, text))
+        elif correct or text:
+            bad.append((r["position"], correct, pred, text))
+    scored = sum(r["scored"] == "1" for r in rows)
+    check(scored > 0 and not bad, f"{scored} scored positions; prediction marks unlike tokens.csv: {bad[:3]}")
+    right = sum(r["correct"] == "1" for r in rows)
+    text = drv.find_element(By.TAG_NAME, "body").text
+    check(re.search(rf"right at {right} of the {scored} scored positions", text) is not None,
+          f"the page does not say 'right at {right} of the {scored} scored positions'")
+
+
+def check_model_view(drv):
+    layer, head = Select(drv.find_element(By.ID, "layer")), Select(drv.find_element(By.ID, "head"))
+    n_l, n_h = len(layer.options), len([o for o in head.options if o.get_attribute("value") != "mean"])
+    thumbs = drv.find_elements(By.CSS_SELECTOR, "#model .thumb")
+    check(len(thumbs) == n_l * n_h, f"{len(thumbs)} thumbnails for {n_l} layers x {n_h} heads")
+    blank = drv.execute_script(
+        "return Array.from(document.querySelectorAll('#model canvas')).filter(function(c){var d=c.getContext('2d')"
+        ".getImageData(0,0,c.width,c.height).data;for(var k=3;k<d.length;k+=4)if(d[k]>0)return false;return true;}).length;")
+    check(blank == 0, f"{blank} blank thumbnails")
+    layer.select_by_index(0)
+    head.select_by_index(0)
+    before = view(drv)
+    t = thumbs[-1]
+    a, b = t.get_attribute("data-layer"), t.get_attribute("data-head")
+    centre(drv, t).click()
+    key, lines = view(drv)
+    check(layer.first_selected_option.get_attribute("value") == a and head.first_selected_option.get_attribute("value") == b,
+          f"clicking thumbnail layer {a} head {b}: the selectors show {layer.first_selected_option.text}, "
+          f"{head.first_selected_option.text}")
+    check(key.startswith(f"{a}:{b}:") and (key, lines) != before, f"clicking thumbnail layer {a} head {b}: the view is {key}")
+    marked = [(x.get_attribute("data-layer"), x.get_attribute("data-head"))
+              for x in drv.find_elements(By.CSS_SELECTOR, "#model .thumb.sel")]
+    check(marked == [(a, b)], f"after the click the marked thumbnails are {marked}")
+    layer.select_by_index(0)
+    head.select_by_index(0)
+    marked = [(x.get_attribute("data-layer"), x.get_attribute("data-head"))
+              for x in drv.find_elements(By.CSS_SELECTOR, "#model .thumb.sel")]
+    check(marked == [("0", "0")], f"layer 0 head 0 chosen with the selectors: the marked thumbnails are {marked}")
+    drv.execute_script("document.activeElement.blur();")
+
+
 def check_overflow(drv, width):
     sw, iw = drv.execute_script("return [document.scrollingElement.scrollWidth, window.innerWidth];")
     check(sw <= iw, f"at {width} px the page is {sw} px wide (horizontal overflow)")
@@ -137,6 +231,9 @@ def main():
             check_overflow(drv, width)
             check_controls(drv)
             left = check_tokens(drv)
+            check_legend(drv, left)
+            check_predictions(drv, page)
+            check_model_view(drv)
             check_overflow(drv, width)
             # a question row pinned (the first bold, scored token), for a person to look at
             scored = [t for t in left if "scored" in t.get_attribute("class")]

@@ -6,6 +6,10 @@ chromium, chromium-driver, python3-selenium) and checks what a reader meets:
     no link leaves the folder for the network, every image decodes (naturalWidth > 0);
   - no horizontal page overflow at 420 px (document.scrollingElement.scrollWidth <= innerWidth), nor at 1400 px;
   - the verdict filter shows exactly the rows of claims.csv with the chosen verdict, for every verdict offered;
+  - every image has its width and height, so a contents link lands at its heading even after the lazy images above
+    it have loaded (at 1400 and 420 px);
+  - no verdict is broken inside a word ("inconclusiv e"), at 1400, 1000, 800 and 420 px;
+  - no caption or alt text shows gnuplot's markup ({/Symbol a}, A_{ij}) instead of what it stands for;
   - screenshots at 1400 and 420 px wide go to OUT/screenshots/ for a person to look at.
 
 Usage: tests/browser/check_report.py OUT     (OUT: the --out folder of an `epar run-all`)
@@ -101,6 +105,73 @@ def check_filter(drv, claims):
     sel.select_by_value("all")
 
 
+def check_anchor_lands(drv, page, width):
+    """a contents link to a figure folder far down the page: after the jump, every lazy image is made to load (as
+    scrolling around would), and the heading must still be at the top of the window (or the page scrolled to its
+    end). Without the images' sizes, those above the heading grow from 0 px when they load and push it down."""
+    drv.get("file://" + os.path.abspath(page))   # lazy images as a reader gets them (load() makes them eager)
+    targets = drv.execute_script(
+        "return Array.from(document.querySelectorAll('nav.toc a[href^=\"#fig-\"]')).map(function(a){"
+        "return a.getAttribute('href');});")
+    check(targets, f"{os.path.basename(page)}: the contents link figure folders")
+    if not targets:
+        return
+    href = targets[len(targets) // 2]
+    # Chromium keeps the visible content in place when content above it grows (scroll anchoring); Safari does not,
+    # and neither does Chromium when the growth happens before the first paint: without it, only reserved sizes help
+    drv.execute_script("document.documentElement.style.overflowAnchor='none';document.body.style.overflowAnchor='none';")
+    drv.find_element(By.CSS_SELECTOR, f'nav.toc a[href="{href}"]').click()
+    time.sleep(0.3)
+    drv.execute_script("document.querySelectorAll('img').forEach(function(i){i.loading='eager';});")
+    for _ in range(300):
+        if drv.execute_script("return Array.from(document.images).every(function(i){return i.complete;});"):
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
+    top, at_end = drv.execute_script(
+        "var e=document.getElementById(arguments[0]), s=document.scrollingElement;"
+        "return [e.getBoundingClientRect().top, Math.ceil(s.scrollTop + window.innerHeight) >= s.scrollHeight];",
+        href[1:])
+    check(abs(top) <= 2 or (at_end and top > 0),
+          f"{os.path.basename(page)} at {width} px: after the images loaded, the contents link {href} shows its heading "
+          f"at {top:.0f} px from the top of the window, not at 0")
+
+
+def check_images_sized(drv, page):
+    unsized = drv.execute_script(
+        "return Array.from(document.images).filter(function(i){"
+        "return !(i.getAttribute('width') > 0 && i.getAttribute('height') > 0);}).map(function(i){"
+        "return i.getAttribute('src');});")
+    check(not unsized, f"{os.path.basename(page)}: {len(unsized)} images without width and height: {unsized[:3]}")
+    wrong = drv.execute_script(
+        "return Array.from(document.images).filter(function(i){return i.naturalWidth>0 && "
+        "(i.naturalWidth != i.getAttribute('width') || i.naturalHeight != i.getAttribute('height'));}).map(function(i){"
+        "return i.getAttribute('src')+' '+i.naturalWidth+'x'+i.naturalHeight+' vs '+i.getAttribute('width')+'x'+"
+        "i.getAttribute('height');});")
+    check(not wrong, f"{os.path.basename(page)}: images whose width and height are not the PNG's: {wrong[:3]}")
+
+
+def check_verdict_words(drv, width):
+    """each word of a verdict cell on one line: a word split over two lines has two client rects"""
+    broken = drv.execute_script(
+        "var bad=[];document.querySelectorAll('table.claims td[data-label=verdict]').forEach(function(td){"
+        " if(td.offsetParent===null)return;"
+        " var w=document.createTreeWalker(td,NodeFilter.SHOW_TEXT),n;"
+        " while((n=w.nextNode())){var re=/\\S+/g,m;while((m=re.exec(n.data))){"
+        "  var r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);"
+        "  var rs=Array.from(r.getClientRects()).filter(function(x){return x.width>0;});"
+        "  if(rs.length>1)bad.push(td.closest('tr').id+': '+m[0]);}}});return bad;")
+    check(not broken, f"index.html at {width} px: {len(broken)} verdict words broken over two lines: {broken[:3]}")
+
+
+def check_markup(drv, page):
+    raw = drv.execute_script(
+        "return Array.from(document.querySelectorAll('figcaption')).map(function(c){return c.textContent;})"
+        ".concat(Array.from(document.images).map(function(i){return i.alt;}))"
+        ".filter(function(t){return /\\{\\/|[_^]\\{/.test(t);});")
+    check(not raw, f"{os.path.basename(page)}: {len(raw)} captions or alt texts with gnuplot markup: {raw[:3]}")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -130,10 +201,14 @@ def main():
                 load(drv, page)
                 if width == 1400:
                     check_links(drv, page)
+                    check_images_sized(drv, page)
+                    check_markup(drv, page)
                 check_overflow(drv, page, width)
                 name = os.path.splitext(os.path.basename(page))[0].lower()
                 drv.save_screenshot(os.path.join(shots, f"{name}_{width}.png"))
+            check_anchor_lands(drv, index, width)
             load(drv, index)
+            check_verdict_words(drv, width)
             check_filter(drv, claims)
             # the claims part at this width, filtered to one verdict, for a person to look at
             sel = Select(drv.find_element(By.ID, "verdict-filter"))
@@ -141,6 +216,10 @@ def main():
             drv.execute_script("document.getElementById('claims').scrollIntoView();")
             check_overflow(drv, index + " (filtered)", width)
             drv.save_screenshot(os.path.join(shots, f"index_claims_{width}.png"))
+        for width in (1000, 800):   # between the two: the table at its narrowest before the one-column layout
+            set_width(drv, width)
+            drv.get("file://" + os.path.abspath(index))
+            check_verdict_words(drv, width)
         check(all(os.path.getsize(os.path.join(shots, f)) > 0 for f in os.listdir(shots)), "screenshots written")
     finally:
         drv.quit()

@@ -25,7 +25,7 @@ PYEOF
 "$EPAR" run-all --protocol "$OUT/protocol.json" --out "$OUT" -q
 rc=0
 "$PY" tests/browser/check_report.py "$OUT" || rc=$?
-grep -q 'href="inspect/recall-epar-enhanced-seed42/head_view.html"' "$OUT/index.html" ||
+grep -q 'href="inspect/recall-epar-enhanced-seed42-item0/head_view.html"' "$OUT/index.html" ||
     { echo "not ok test_browser: index.html does not link the head view"; rc=1; }
-"$PY" tests/browser/check_head_view.py "$OUT/inspect/recall-epar-enhanced-seed42/head_view.html" "$OUT/screenshots" || rc=$?
+"$PY" tests/browser/check_head_view.py "$OUT/inspect/recall-epar-enhanced-seed42-item0/head_view.html" "$OUT/screenshots" || rc=$?
 exit $rc

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Every claim row of index.html against report/claims.csv: the measured figure a reader sees must be the measured
-value rounded (never a falsehood: 0.482 shown as "0", -0.5 as "-0", 0.786 as "1"), and no "-0" anywhere.
+value rounded (never a falsehood: 0.482 shown as "0", -0.5 as "-0", 0.786 as "1"), and no "-0" anywhere; an interval
+shown beside it ("-45.7% [-142.0%, 50.1%]") must be measured_lo and measured_hi rounded, and shown exactly when
+claims.csv has one.
 Usage: rendered_claims.py OUTDIR; prints one line per bad row and exits 1 if any."""
 import csv, html, math, re, sys
 
@@ -51,22 +53,33 @@ for cid, body in rows:
     if not meas.replace(";", "").strip():
         continue
     items, vals = shown.split("; "), meas.split("; ")
+    # the interval beside a value, where claims.csv has one (measured_lo, measured_hi: "a; b" like measured)
+    los, his = claims[cid]["measured_lo"].split("; "), claims[cid]["measured_hi"].split("; ")
     if len(items) != len(vals):
         print(f"{cid}: shown '{shown}' vs measured '{meas}'")
         bad += 1
         continue
-    for sh, v in zip(items, vals):
-        try:
-            value = float(v)
-        except ValueError:
-            continue  # text
-        try:
-            good = shown_ok(sh, value, has_decimals(claims[cid]["reported"]))
-        except (ValueError, AttributeError):
-            good = False
-        if not good:
-            print(f"{cid}: shown '{sh}' is not {v} rounded")
+    for k, (sh, v) in enumerate(zip(items, vals)):
+        m = re.fullmatch(r"(\S+)(?: \[(\S+), (\S+)\])?", sh)
+        lo = los[k] if k < len(los) else ""
+        hi = his[k] if k < len(his) else ""
+        if m and bool(m.group(2)) != bool(lo and hi and v):
+            print(f"{cid}: shown '{sh}' but the interval in claims.csv is '{lo}', '{hi}'")
             bad += 1
+            continue
+        pairs = [(m.group(1) if m else sh, v)] + ([(m.group(2), lo), (m.group(3), hi)] if m and m.group(2) else [])
+        for shown_num, csv_num in pairs:
+            try:
+                value = float(csv_num)
+            except ValueError:
+                continue  # text
+            try:
+                good = shown_ok(shown_num, value, has_decimals(claims[cid]["reported"]))
+            except (ValueError, AttributeError):
+                good = False
+            if not good:
+                print(f"{cid}: shown '{shown_num}' (of '{sh}') is not {csv_num} rounded")
+                bad += 1
 if seen != len(claims):
     print(f"{seen} claim rows rendered, claims.csv has {len(claims)}")
     bad += 1

@@ -84,8 +84,8 @@ bad $PE 3 "unable to decode byte 0xff" --protocol "$F/utf8.json"
 bad $PE 3 "\\$\\.seeds\\[1\\]: expected an integer seed" --protocol "$(pf seeds.json "{$R, \"seeds\": [1, -2], $ok_presets, \"experiments\": {}}")"
 bad $PE 3 "\\$\\.seeds: expected a non-empty array" --protocol "$(pf seeds0.json "{$R, \"seeds\": [], $ok_presets, \"experiments\": {}}")"
 bad $PE 3 "distance_curve: expected an integer in \\[1," --protocol "$(pf dc.json "$(sec '"distance_curve": 0')")"
-# inconsistent values inside a valid file are usage-class errors (2), as on the command line
-bad $PE 2 "heads must divide hidden, got heads '3' and hidden '10'" \
+# inconsistent values inside a valid file are protocol errors (3) naming the file, the section and the preset
+bad $PE 3 "invalid protocol '.*heads.json': \\\$\\.experiments\\.position-effect \\(preset r\\): heads must divide hidden, got heads '3' and hidden '10'" \
     --protocol "$(pf heads.json "{$R, \"presets\": {\"r\": {\"heads\": 3}}, \"experiments\": {\"position-effect\": {\"hidden\": 10}}}")"
 # fuzzing regressions (tests/fuzz/regress/protocol/): must fail cleanly, never crash
 for f in tests/fuzz/regress/protocol/*; do
@@ -117,7 +117,7 @@ bad $PE 2 "invalid value for --gamma: '1,2'" --gamma 1,2
 bad $PE 2 "temperature must be a finite number > 0 .*got '0'" --temperature 0
 bad $PE 2 "temperature must be a finite number > 0 .*got '-1'" --temperature -1
 bad $PE 2 "invalid value for --temperature: '1e-320'" --temperature 1e-320   # subnormal: 1/T would overflow
-bad $PE 2 "temperature must be a finite number > 0" --protocol "$(pf temp.json "{$R, \"presets\": {\"r\": {\"temperature\": 1e-320}}, \"experiments\": {}}")"
+bad $PE 3 "invalid protocol '.*temp.json': .*temperature must be a finite number > 0" --protocol "$(pf temp.json "{$R, \"presets\": {\"r\": {\"temperature\": 1e-320}}, \"experiments\": {}}")"
 bad $PE 2 "invalid value for --temperature: 'warm'" --temperature warm
 for v in 1.5 99999999999 '' 8k 0x10; do
     bad $PE 2 "invalid value for --length: '$v' \\(expected an integer\\)" --length "$v"
@@ -166,11 +166,11 @@ bad $PE 4 "out of memory" --length 4 --hidden 4194304 --batch 1 --runs 1 --seed 
 # ---- output paths ----
 # a regular file, a path below a regular file, empty, a device, a folder that cannot be created
 mk() { mkdir -p "$T_TMP/case$((N + 1))"; : > "$T_TMP/case$((N + 1))/fixture_file"; echo "$T_TMP/case$((N + 1))/fixture_file"; }
-f=$(mk); bad $PE 3 "cannot create output folder '.*fixture_file': File exists|cannot create output folder '.*fixture_file': Not a directory" $small --out "$f"
+f=$(mk); bad $PE 3 "cannot use output folder '.*fixture_file': it is not a folder" $small --out "$f"
 [ ! -s "$f" ] && ok || fail "the regular file given as --out was written to"
-f=$(mk); bad $PE 3 "cannot create output folder '.*fixture_file/sub': Not a directory" $small --out "$f/sub"
-bad $PE 3 "empty output folder ''" $small --out ''
-bad $PE 3 "cannot create output folder '/dev/full': Not a directory" $small --out /dev/full
+f=$(mk); bad $PE 3 "cannot use output folder '.*fixture_file/sub': '.*fixture_file' is not a folder" $small --out "$f/sub"
+bad $PE 2 "invalid value for --out: '' \\(expected a folder\\)" $small --out ''
+bad $PE 3 "cannot use output folder '/dev/full': it is not a folder" $small --out /dev/full
 [ -c /dev/full ] && ok || fail "/dev/full is no longer a character device"
 bad $PE 3 "cannot create output folder '/proc/epar-no-such/out'" $small --out /proc/epar-no-such/out
 # <out>/position exists as a regular file: the run fails at commit and removes its staging folder

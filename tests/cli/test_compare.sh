@@ -96,7 +96,7 @@ for f in "$T_TMP"/j1/compare/*.csv; do
     b=$(basename "$f")
     case $b in
     mechanisms.csv) strip() { rev "$1" | cut -d, -f3- | rev; } ;;
-    seed_checks.csv) strip() { grep -v -E '^(pi_speedup|linear_cost_exponent),' "$1"; } ;;
+    seed_checks.csv) strip() { grep -v -E '^(pi_speedup|linear_cost_exponent|performer_cost_exponent),' "$1"; } ;;
     sparse_speed.csv) strip() { cut -d, -f1-4,8 "$1"; } ;;   # mechanism, L, d, pairs, pair_bound
     *) strip() { cat "$1"; } ;;
     esac

@@ -48,4 +48,30 @@ for d in $(grep -rhoE 'docs/[A-Z]+\.md' README.md paper_protocol.json cmd lib ex
 done
 if grep -rnE '(^|[^/A-Za-z])(MECHANISMS|REPRODUCTION)\.md' README.md paper_protocol.json cmd lib experiments | grep -v 'docs/' | head -3 | grep -q .; then
     fail "references to MECHANISMS.md / REPRODUCTION.md outside docs/"; else ok; fi
+# the README's budget table says what the protocol's budgets hold: seeds, model, steps x batch, lengths, the lm
+# extrapolation lengths and their tokens (a README that drifted from the protocol said 128..1024 for 32..256)
+python3 - README.md paper_protocol.json <<'PY' >"$T_TMP/budgets" 2>&1 && ok || fail "README budget table: $(head -c 400 "$T_TMP/budgets")"
+import json, re, sys
+readme, proto = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+budgets = proto["experiments"]["benchmark"]["budgets"]
+bad, seen = [], 0
+for line in readme.splitlines():
+    m = re.match(r"\| `(\w+)` \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| [^|]+ \|$", line)
+    if not m or m.group(1) not in budgets:
+        continue
+    seen += 1
+    b = budgets[m.group(1)]
+    s = b["seeds"]
+    seeds = str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}"
+    want = [seeds, f"{b['layers']} × {b['dim']}, {b['heads']}, {b['mlp']}", f"{b['steps']} × {b['batch']}",
+            f"{b['lm_length']} / {b['short_length']} / {b['long_length']}",
+            f"{b['extrapolation'].replace(',', ', ')} ({b['extrapolation_tokens']})"]
+    for got, w in zip(m.groups()[1:], want):
+        if not got.strip().startswith(w):
+            bad.append(f"{m.group(1)}: README '{got.strip()}', protocol '{w}'")
+if seen != len(budgets):
+    bad.append(f"{seen} budget rows in the README, {len(budgets)} budgets in the protocol")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
 finish

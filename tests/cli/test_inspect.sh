@@ -8,11 +8,13 @@ expect_exit 0 "train recall 60 steps" -- "$EPAR" train --task recall --steps 60 
 ck=$out/train/recall/epar-enhanced/checkpoint.bin
 expect_file "$ck"
 expect_exit 0 "inspect --item 0" -- "$EPAR" inspect "$ck" --item 0 --out "$out"
-d=$out/inspect/recall-epar-enhanced-seed42
+d=$out/inspect/recall-epar-enhanced-seed42-item0
 for f in attention.csv tokens.csv heads.csv profile.csv inspect.json head_view.html attention_layer0.png \
          attention_layer1.png profile.png attention_layer0.gp; do expect_file "$d/$f"; done
 expect_grep '^layer,head,query,key,weight$' "$d/attention.csv"
-expect_grep '^position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,p_target,relevant_keys$' "$d/tokens.csv"
+expect_grep '^position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,correct,p_target,relevant_keys$' "$d/tokens.csv"
+# correct: 1 or 0 at the scored positions (the argmax is the target or not), nan elsewhere
+awk -F, 'NR > 1 && !($6 == 1 ? $9 == ($7 == $4) : $9 == "nan") { exit 1 }' "$d/tokens.csv" && ok || fail "tokens.csv: correct is not prediction == target at the scored positions"
 expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,ranking$' "$d/heads.csv"
 expect_grep '^layer,head,distance,attention_mass,uniform_mass,queries,p_effect$' "$d/profile.csv"
 # causal (key <= query), every (layer, head, query) row complete and summing to 1 within 1e-5
@@ -23,7 +25,7 @@ msg=$(awk -F, 'NR > 1 { if ($4 > $3) bad = bad " non-causal " $0; k = $1 "," $2 
 [ -z "$msg" ] && ok || fail "attention.csv:$(echo "$msg" | head -c 300)"
 [ "$(tail -n +2 "$d/heads.csv" | wc -l)" -eq 8 ] && ok || fail "heads.csv has one row per layer and head"
 # recall: the questions' relevant keys are the facts (positions 0..3); the EPAR columns are filled
-awk -F, 'NR > 1 && $3 ~ /\?$/ && $10 !~ /^[0-3]$/ { exit 1 }' "$d/tokens.csv" && ok || fail "a question's relevant key is not a fact"
+awk -F, 'NR > 1 && $3 ~ /\?$/ && $11 !~ /^[0-3]$/ { exit 1 }' "$d/tokens.csv" && ok || fail "a question's relevant key is not a fact"
 awk -F, 'NR > 1 && ($12 != 1 || $14 != 0.5 || $10 != 4 || $8 == "nan") { exit 1 }' "$d/heads.csv" && ok ||
     fail "heads.csv: alpha 1, gamma 0.5, 4 relevant queries, a relevant share"
 expect_grep '"item": 0' "$d/inspect.json"
@@ -34,19 +36,19 @@ expect_grep "^set xtics \('k" "$d/attention_layer0.gp"   # token labels on the a
 
 # ---- --layers, --heads, --text, several checkpoints
 expect_exit 0 "inspect --layers 1 --heads 0,2" -- "$EPAR" inspect "$ck" --layers 1 --heads 0,2 --out "$T_TMP/s" -q --no-render
-s=$T_TMP/s/inspect/recall-epar-enhanced-seed42
+s=$T_TMP/s/inspect/recall-epar-enhanced-seed42-item0
 [ "$(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')" = "1,0 1,2 " ] && ok ||
     fail "--layers 1 --heads 0,2 writes other heads: $(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')"
 [ ! -e "$s/attention_layer0.gp" ] && [ -f "$s/attention_layer1.gp" ] && ok || fail "one heatmap per selected layer"
 expect_exit 0 "inspect --text" -- "$EPAR" inspect "$ck" --text 'k1:v2 k3:v0 _ k3? =v0 k1?' --out "$T_TMP/t" -q --no-render
-t=$T_TMP/t/inspect/recall-epar-enhanced-seed42
+t=$(echo "$T_TMP"/t/inspect/recall-epar-enhanced-seed42-text-*)
 [ "$(tail -n +2 "$t/tokens.csv" | wc -l)" -eq 6 ] && ok || fail "--text: 6 tokens"
-expect_grep '^3,[0-9]+,k3\?,[0-9]+,=v0,0,[0-9]+,[^,]*,[0-9.e-]+,1$' "$t/tokens.csv"
+expect_grep '^3,[0-9]+,k3\?,[0-9]+,=v0,0,[0-9]+,[^,]*,nan,[0-9.e-]+,1$' "$t/tokens.csv"
 expect_exit 0 "train none 20 steps" -- "$EPAR" train --task recall --mechanism none --steps 20 --out "$out" --quiet --no-render
 expect_exit 0 "inspect two checkpoints" -- "$EPAR" inspect "$ck" "$out/train/recall/none/checkpoint.bin" --out "$T_TMP/c" -q
-expect_file "$T_TMP/c/inspect/comparison/comparison.png"
-expect_file "$T_TMP/c/inspect/recall-none-seed42/head_view.html"
-awk -F, 'NR > 1 && $3 == "recall-none-seed42" && $12 != "nan" { exit 1 }' "$T_TMP/c/inspect/recall-none-seed42/heads.csv" &&
+expect_file "$T_TMP/c/inspect/comparison-item0/comparison.png"
+expect_file "$T_TMP/c/inspect/recall-none-seed42-item0/head_view.html"
+awk -F, 'NR > 1 && $3 == "recall-none-seed42" && $12 != "nan" { exit 1 }' "$T_TMP/c/inspect/recall-none-seed42-item0/heads.csv" &&
     ok || fail "no EPAR columns for mechanism none"
 
 # ---- bad checkpoints: exit 3, one error line, no inspect folder at all

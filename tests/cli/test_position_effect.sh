@@ -79,7 +79,7 @@ bad 3 '\$.experiments.position-effect.length' --protocol "$T_TMP/type.json"
 # output folder that cannot be used
 touch "$T_TMP/afile"
 expect_exit 3 "out is a regular file" -- "$EPAR" position-effect --quiet --length 8 --hidden 8 --batch 1 --runs 1 --out "$T_TMP/afile"
-expect_error_line "cannot create output folder" "out is a regular file"
+expect_error_line "cannot use output folder .*afile.: it is not a folder" "out is a regular file"
 if [ "$(id -u)" -ne 0 ]; then
     mkdir -p "$T_TMP/ro"; chmod 500 "$T_TMP/ro"
     expect_exit 3 "read-only out" -- "$EPAR" position-effect --quiet --length 8 --hidden 8 --batch 1 --runs 1 --out "$T_TMP/ro"

@@ -27,7 +27,7 @@ n=$(python3 -c 'import csv,sys; print(sum(r["rule"].startswith("prediction") and
 
 # claims.csv: exact header, one of the verdicts on every row, every claim id of the protocol present
 claims=$out/report/claims.csv
-[ "$(head -1 "$claims")" = "claim_id,section,source,statement,reported,measured,measured_sd,n_seeds,rule,accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note" ] && ok ||
+[ "$(head -1 "$claims")" = "claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note" ] && ok ||
     fail "claims.csv header: $(head -1 "$claims")"
 python_free_verdicts() { # fields may be quoted, so look for a verdict word between commas on every row
     local bad=0 n=0
@@ -72,13 +72,21 @@ for p in $(cd "$out" && find . -name '*.png' | sed 's|^\./||'); do
     grep -q "<img src=\"$p\"" "$out/index.html" || { missing=$((missing + 1)); echo "index.html does not show $p"; }
 done
 [ "$missing" -eq 0 ] && ok || fail "$missing PNG(s) not shown in index.html"
+# figure captions and alt texts show what gnuplot's markup stands for (α, A<sub>ij</sub>), never the markup itself
+raw=$(grep -o '<figure>.*</figure>' "$out/index.html" | grep -E '\{/|[_^]\{' | head -2)
+[ -z "$raw" ] && ok || fail "gnuplot markup in index.html's figures: $raw"
+grep -q '<figcaption>[^<]*α' "$out/index.html" && grep -q '<sub>ij</sub>' "$out/index.html" && ok ||
+    fail "index.html's captions do not render {/Symbol a} and A_{ij}"
+# every image with its size, so the page does not move when lazy images load
+unsized=$(grep -o '<img [^>]*>' "$out/index.html" "$out/report/REPORT.html" | grep -v ' width="[1-9][0-9]*" height="[1-9][0-9]*"' | head -2)
+[ -z "$unsized" ] && ok || fail "images without width and height: $unsized"
 expect_grep '<meta name="viewport"' "$out/index.html"
 expect_grep 'id="verdict-filter"' "$out/index.html"
 [ "$(grep -c '<tr class="claim ' "$out/index.html")" -eq "$(($(wc -l < "$claims") - 1))" ] && ok ||
     fail "index.html has one claim row per claims.csv row"
 # measured values at the precision of the reported figure (6 significant digits at most, a digit or two more only
 # where a value that misses the claim would print as the claim), never the CSV's 12
-long=$(grep -o 'data-label="measured" class="num">[^<]*' "$out/index.html" | sed 's/.*>//' | tr ';' '\n' |
+long=$(grep -o 'data-label="measured" class="num meas">.*' "$out/index.html" | sed 's|</td>.*||; s/<[^>]*>//g' | tr ';[],' '\n\n\n\n' |
        sed -E 's/[^0-9.]//g; s/\.//; s/^0+//' | awk 'length($0) >= 10' | head -3)
 [ -z "$long" ] && ok || fail "index.html shows measured values with 10+ significant digits: $long"
 expect_file "$out/report/REPORT.html"

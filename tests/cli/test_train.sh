@@ -136,8 +136,11 @@ bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resum
 
 # ---- bad options: exit 2, nothing written
 bad 2 "unknown mechanism 'alibii'" --mechanism alibii
+grep -q "^hint: did you mean 'alibi'? (training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local)$" "$T_TMP/err" && ok ||
+    fail "no suggestion and list of mechanisms in the hint: $(cat "$T_TMP/err")"
+bad 2 "unknown mechanism 'qwertz'" --mechanism qwertz
 grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local$' "$T_TMP/err" && ok ||
-    fail "no list of mechanisms in the hint"
+    fail "no list of mechanisms in the hint: $(cat "$T_TMP/err")"
 bad 2 "untrainable mechanism 'pi-attention'" --mechanism pi-attention
 bad 2 "'alibi.max_bias=4': training sets alibi through its own options" --mechanism alibi --set alibi.max_bias=4
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2

@@ -2,7 +2,8 @@
  * argument vector, arguments separated by NUL bytes. It is parsed against the option table of an
  * experiment command (model, list, figure and common options); when parsing succeeds the values are
  * resolved against the shipped paper_protocol.json as the commands do (the fuzzed --protocol value
- * is replaced: reading arbitrary paths such as /dev/stdin would block). What reaches stderr is
+ * is replaced: reading arbitrary paths such as /dev/stdin would block; so is --out, since resolving creates it:
+ * one temporary folder made for the run). What reaches stderr is
  * checked too: nothing on success or help, else exactly one "epar: error: " line, optionally followed
  * by one "hint: " line (run with -close_fd_mask=3: sanitizer reports keep their own descriptor).
  * Built and run by `make fuzz`. */
@@ -20,6 +21,10 @@
 static const struct cmd_entry fuzz_command = {"fuzz", NULL, NULL, "test", "fuzz", "option parser under the fuzzer"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* the --out of the resolved inputs: an empty temporary folder (resolving checks it by creating and removing a probe) */
+static char fuzz_out[64];
+static void remove_fuzz_out(void) { rmdir(fuzz_out); }
 
 static int errfd = -1;
 
@@ -84,6 +89,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc < 0) {
         if (alphas.n < 0 || alphas.n > EPAR_MAX_LIST) __builtin_trap();
         c.protocol = "paper_protocol.json";
+        if (!fuzz_out[0]) {
+            const char *td = getenv("TMPDIR");
+            snprintf(fuzz_out, sizeof fuzz_out, "%.40s/epar-fuzz-XXXXXX", td && *td ? td : "/tmp");
+            if (!mkdtemp(fuzz_out)) abort();
+            atexit(remove_fuzz_out);
+        }
+        c.out = fuzz_out;
         struct epar_protocol proto;
         struct epar_params prm;
         rc = cli_resolve(&c, opts, "position-effect", &proto, &prm);

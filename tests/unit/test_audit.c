@@ -346,7 +346,7 @@ static void evaluation(void)
     check_int(a.counts[EPAR_AUDIT_REPRODUCED], 2, "count reproduced");
     check_int(a.stale, 1, "count stale");
     struct epar_table *t = epar_audit_table(&a);
-    check_true(t && t->ncols == 17 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[16], "note") &&
+    check_true(t && t->ncols == 19 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[18], "note") &&
                epar_csv_col(t, "measurement") >= 0 && epar_csv_col(t, "accepted") >= 0, "claims.csv schema");
     check_int((long)t->nrows, (long)a.n, "one row per claim");
     for (size_t i = 0; i < a.n; i++) check_true(a.rows[i].note[0] != '\0', "every note says how (%s)", a.rows[i].id);
@@ -412,13 +412,15 @@ static void not_learned(void)
 static void beats_all(void)
 {
     struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0, NAN};
-    char acc[256];
+    char acc[512];
     struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
-    m.value = 0.01;
+    m.value = 0.05;   /* the smallest improvement; lo (the smallest lower end) decides */
+    m.lo = 0.01;
+    m.hi = 0.09;
     m.n = 3;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "beats_all: every interval above 0 -> holds");
-    m.value = -0.2;
+    m.lo = -0.2;
     m.holm = 0.2;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
               "beats_all: an interval reaching below 0, no rival better after Holm -> open");
@@ -427,10 +429,10 @@ static void beats_all(void)
               "beats_all: a rival better at Holm-adjusted p 0.01 -> fails");
     check_true(strstr(acc, "Holm-adjusted p < 0.05") != NULL, "beats_all: the accepted text names the level (%s)", acc);
     m.holm = NAN;
-    m.value = 0;
+    m.lo = 0;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
-              "beats_all: identical cells (lower end 0, no test) -> open");
-    m.value = NAN;
+              "beats_all: a lower end at 0 -> open");
+    m.lo = NAN;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_NO_SPREAD,
               "beats_all: a comparison without an interval (NaN, e.g. every cell at 1.0) with 3 seeds -> no spread, "
               "judged like an unlearned task, never as a certain interval");
@@ -441,7 +443,7 @@ static void beats_all(void)
     {   /* the reported gain (non-superiority): every rival beaten, but some rival's adjusted interval ends below it */
         struct epar_audit_tol tg = t;
         tg.gain = 0.047;
-        m.value = 0.01;
+        m.lo = 0.01;
         m.nonsup = 0.03;
         check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
                   "beats_all with a reported gain 4.7 %%: a rival's adjusted interval ends at 3 %% -> fails (gain excluded)");
@@ -449,13 +451,13 @@ static void beats_all(void)
         m.nonsup = 0.06;
         check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
                   "beats_all with a reported gain: every interval above 0 and the gain inside every interval -> holds");
-        m.value = -0.01;
+        m.lo = -0.01;
         check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
                   "beats_all with a reported gain: a lower end below 0, the gain not excluded -> open");
-        m.nonsup = NAN;
+        m.nonsup = 0.03;
         check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
                   "beats_all without a gain ignores the non-superiority bound");
-        m.value = NAN;
+        m.nonsup = NAN;
     }
     m.n = 1;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FEW_SEEDS,
@@ -601,6 +603,66 @@ static void rules_issue32(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
+/* beats_all from a file: measured is the smallest improvement, measured_lo and measured_hi its interval (each reading's
+ * in "a; b"), the verdict follows the lower end; a beats_all claim without lo_column is refused */
+static void beats_all_file(void)
+{
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bench", dir);
+    mkdir(p, 0777);
+    write_file(dir, "bench/main_table.csv", "task,seeds,min_rel,min_lo,min_hi,holm_p\nlm,3,-0.46,-1.42,0.5,0.01\n"
+                                            "copy,3,0.2,0.05,0.35,nan\nsame,3,0.01,-0.3,0.32,nan\n");
+#define R(t) "\"file\": \"bench/main_table.csv\", \"where\": {\"task\": \"" t "\"}, \"column\": \"min_rel\", " \
+             "\"lo_column\": \"min_lo\", \"hi_column\": \"min_hi\", \"holm_column\": \"holm_p\", \"n_column\": \"seeds\""
+#define N "\"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"tolerance\": {\"rule\": \"beats_all\"}, "
+    json_t *claims = J("["
+        "{\"id\": \"lm\", " N "\"measure\": {" R("lm") "}},"
+        "{\"id\": \"copy\", " N "\"measure\": {" R("copy") "}},"
+        "{\"id\": \"two\", " N "\"measure\": {\"readings\": [{\"label\": \"copy\", " R("copy") "}, {\"label\": \"same\", "
+        R("same") "}]}}"
+        "]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "beats_all claims with an interval: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r = row_of(&a, "lm");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED && !strcmp(r->measured, "-0.46") &&
+                   !strcmp(r->measured_lo, "-1.42") && !strcmp(r->measured_hi, "0.5"),
+               "a baseline better after Holm: not reproduced, measured the effect -0.46 in [-1.42, 0.5] (got %s [%s, %s])",
+               r ? r->measured : "", r ? r->measured_lo : "", r ? r->measured_hi : "");
+    check_true(r && strstr(r->note, "measured -0.46 [-1.42, 0.5]"), "the note gives the interval: %s", r ? r->note : "");
+    r = row_of(&a, "copy");
+    check_true(r && r->verdict == EPAR_AUDIT_REPRODUCED && !strcmp(r->measured, "0.2"), "every interval above 0: reproduced");
+    r = row_of(&a, "two");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && !strcmp(r->measured, "0.2; 0.01") &&
+                   !strcmp(r->measured_lo, "0.05; -0.3") && !strcmp(r->measured_hi, "0.35; 0.32"),
+               "two readings: each with its interval (got %s, [%s], [%s], %s)", r ? r->measured : "",
+               r ? r->measured_lo : "", r ? r->measured_hi : "", r ? epar_audit_verdict_name(r->verdict) : "");
+    struct epar_table *t = epar_audit_table(&a);
+    check_true(t && epar_csv_col(t, "measured_lo") == 7 && epar_csv_col(t, "measured_hi") == 8,
+               "claims.csv has the interval beside measured_sd");
+    epar_csv_free(t);
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", " N "\"measure\": {\"file\": \"bench/main_table.csv\", \"column\": \"min_rel\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "beats_all without lo_column refused");
+    check_true(strstr(epar_err_message(), "$.claims[0].measure") && strstr(epar_err_message(), "lo_column"),
+               "the error names the measure and lo_column: %s", epar_err_message());
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", " N "\"measure\": {\"readings\": [{\"label\": \"a\", " R("lm") "}, {\"label\": \"b\", "
+               "\"file\": \"bench/main_table.csv\", \"column\": \"min_rel\"}]}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "a beats_all reading without lo_column refused");
+    check_true(strstr(epar_err_message(), "$.claims[0].measure.readings[1]") != NULL, "the error names the reading: %s",
+               epar_err_message());
+    json_decref(claims);
+#undef R
+#undef N
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
 int main(void)
 {
     rules();
@@ -613,5 +675,6 @@ int main(void)
     evaluation();
     not_learned();
     rules_issue32();
+    beats_all_file();
     return check_summary("test_audit");
 }

@@ -44,6 +44,27 @@ int main(void)
     struct epar_err_carry none = EPAR_ERR_CARRY_INIT;
     check_int(epar_err_carried(&none), EPAR_OK, "no failure: EPAR_OK");
 
+    /* "did you mean": one rule for commands, options, tasks and mechanisms */
+    static const char *const names[] = {"lm", "recall", "needle", "rope", "none", "alibi", "epar-enhanced", "out"};
+    struct epar_nearest near;
+    const char *want[][2] = {{"recal", "recall"}, {"Rope", "rope"}, {"ALIBI", "alibi"}, {"rop", "rope"},
+                             {"epar-enhaced", "epar-enhanced"}, {"lmm", "lm"}, {"ou", "out"}, {"rope", "rope"},
+                             {"nome", "none"}, {"xyz", NULL}, {"ab", NULL}, {"rexall", "recall"}, {"", NULL}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        epar_nearest_init(&near, want[k][0]);
+        for (size_t q = 0; q < sizeof names / sizeof names[0]; q++) epar_nearest_add(&near, names[q]);
+        /* a name that is a candidate itself is found, not suggested */
+        const char *exp = want[k][1] && strcmp(want[k][1], want[k][0]) ? want[k][1] : NULL;
+        check_true(exp ? near.best && !strcmp(near.best, exp) : near.best == NULL, "nearest to '%s': '%s', want '%s'",
+                   want[k][0], near.best ? near.best : "(none)", exp ? exp : "(none)");
+    }
+    epar_nearest_init(&near, "roep");   /* not within one edit of a 4-letter name (a swap is two) */
+    epar_nearest_add(&near, "rope");
+    epar_nearest_add(&near, "none");
+    check_true(near.best == NULL, "'roep' is two edits from 'rope': no suggestion (got '%s')", near.best ? near.best : "");
+    check_int(epar_edit_distance("kitten", "sitting"), 3, "Levenshtein kitten/sitting");
+    check_int(epar_edit_distance("", "abc"), 3, "Levenshtein from empty");
+
     int old = epar_blas_threads(1);
     check_int(epar_blas_threads(old), 1, "BLAS thread count round-trips");
     check_true(epar_blas_core() && *epar_blas_core(), "OpenBLAS names its kernel ('%s')", epar_blas_core());
