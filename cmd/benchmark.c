@@ -299,7 +299,9 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
         cfg->b.n_seeds = prm.n_seeds;
         memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
     }
-    /* an unknown budget (EPAR_EINVAL) is a usage error */
+    /* an unknown budget (EPAR_EINVAL) is a usage error; --mechanisms chooses every mechanism (no cells of the
+     * extrapolation study's own) */
+    cfg->extrap.restricted = mechs != NULL;
     if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
     if (!st) st = cli_each_set(argc, argv, epar_exp_train_set, &cfg->base);
     if (st) {
