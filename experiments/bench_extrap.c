@@ -449,12 +449,14 @@ static const struct epar_field ret_row_rows[] = {
 
 #define BX_MAX_ROWS (EPAR_BX_MAX_SERIES * 16 + EPAR_BX_MAX_FT * 16)
 struct study_rec {
+    double cpu_seconds;   /* the calling thread's CPU time of the study's evaluations and arms (not read by the tables) */
     int n_lm, n_ret;
     struct lm_row lm[BX_MAX_ROWS];
     struct ret_row ret[EPAR_BX_MAX_SERIES * 16];
 };
 #define SR struct study_rec
 static const struct epar_field study_rows[] = {
+    EPAR_FIELD_(SR, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_OLIST_(SR, "lm", lm, n_lm, BX_MAX_ROWS, lm_row_rows, EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_OLIST_(SR, "retrieval", ret, n_ret, EPAR_BX_MAX_SERIES * 16, ret_row_rows,
                       EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK),
@@ -603,6 +605,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
     struct study_rec *rec = EPAR_CALLOC(1, sizeof *rec);
     if (!rec) return EPAR_ENOMEM;
     int st = EPAR_OK, L = r->cfg.task.length;
+    double c0 = epar_nn_thread_cpu();
     for (int i = 0; i < ns && !st; i++)
         for (int e = 0; e < c->b.n_extrap && !st; e++) {
             int T = eval_length(c, cell, e);
@@ -625,6 +628,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
             *row = (struct lm_row){a[i].name, x->ft_lengths[e], 0, NAN, NAN, {0}, 0, -1, -1, NAN};
             if (!epar_nnpos_table[a[i].as].fixed_length) st = lm_finetune(c, r, &a[i], x->ft_lengths[e], row);
         }
+    rec->cpu_seconds = epar_nn_thread_cpu() - c0;
     if (!st && !(*out = epar_fields_json(study_rows, rec, NULL))) st = epar_err_set(EPAR_ENOMEM, "out of memory");
     for (int i = 0; i < rec->n_ret; i++) {
         free(rec->ret[i].correct);
