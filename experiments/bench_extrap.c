@@ -377,9 +377,21 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
     enum epar_mech_id mech = c->mech[cell->mech];
     int ns = cell_series(x, mech, s, EPAR_BX_MAX_SERIES), na = kind == KIND_LM ? cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
     json_t *o = json_object(), *sj = json_array(), *lj = json_array();
-    for (int i = 0; i < ns; i++)
-        json_array_append_new(sj, json_pack("{s:s, s:s, s:b}", "series", s[i].name, "as", epar_nnpos_name(s[i].as),
-                                            "log-n", s[i].logn));
+    struct epar_train_cfg t, f;
+    epar_exp_benchmark_cell_cfg(c, cell, &t);
+    for (int i = 0; i < ns; i++) {
+        /* what it reads the weights as: the mechanism, its catalogue parameters (train_length = the trained length,
+         * base = rope's on rope's weights) and the stacked log-n's length */
+        epar_exp_train_as(&t, s[i].as, s[i].logn, 0, &f);
+        json_t *row = json_pack("{s:s, s:s, s:i}", "series", s[i].name, "as", epar_nnpos_name(s[i].as), "log-n_length",
+                                f.pos.logn_length);
+        if (epar_nnpos_table[s[i].as].uses_params) {
+            struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1];
+            epar_exp_mech_param_rows(s[i].as, rows);
+            json_object_set_new(row, "mechanism_params", epar_fields_json(rows, f.pos.mp[s[i].as], NULL));
+        }
+        json_array_append_new(sj, row);
+    }
     for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(lj, json_integer(eval_length(c, cell, e)));
     json_object_set_new(o, "series", sj);
     json_object_set_new(o, "lengths", lj);
