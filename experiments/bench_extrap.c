@@ -638,7 +638,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
         for (int e = 0; e < x->n_ft_lengths && !st; e++) {
             struct lm_row *row = &rec->lm[rec->n_lm++];
             *row = (struct lm_row){a[i].name, x->ft_lengths[e], 0, NAN, NAN, {0}, 0, -1, -1, NAN};
-            if (!epar_nnpos_table[a[i].as].fixed_length) st = lm_finetune(c, r, &a[i], x->ft_lengths[e], row);
+            if (!epar_nnpos_fixed_length(a[i].as, &r->cfg.pos)) st = lm_finetune(c, r, &a[i], x->ft_lengths[e], row);
         }
     rec->cpu_seconds = epar_nn_thread_cpu() - c0;
     if (!st && !(*out = epar_fields_json(study_rows, rec, NULL))) st = epar_err_set(EPAR_ENOMEM, "out of memory");

@@ -752,7 +752,7 @@ int epar_exp_train_as(const struct epar_train_cfg *c, enum epar_mech_id as, int 
         out->task.length = length;
         out->batch = tokens / length >= 1 ? (int)(tokens / length) : 1;
     }
-    if (epar_nnpos_table[as].fixed_length && out->task.length != c->task.length) return 0;
+    if (epar_nnpos_fixed_length(as, &out->pos) && out->task.length != c->task.length) return 0;
     return 1;
 }
 

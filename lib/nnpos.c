@@ -542,6 +542,12 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
         epar_nnpos_table[id].scratch(s, id, Tmax, hs, per_thread, per_bh);
 }
 
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
+{
+    if (!epar_nnpos_trainable(id)) return 0;
+    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
+}
+
 int epar_nnpos_trainable(enum epar_mech_id id)
 {
     return id >= 0 && id < EPAR_MECH_COUNT && epar_nnpos_table[id].hook != EPAR_NNPOS_H_NONE;

@@ -138,6 +138,9 @@ struct epar_nnpos_info {
 /* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
 extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
 
+/* 1 when a model of mechanism id with settings s has learned rows per position (learned-ape; multiplicative-pe's
+ * learned variant 0): it is defined at its trained length only */
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as

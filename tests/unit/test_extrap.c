@@ -110,6 +110,11 @@ static void test_same_weights(void)
     check_int(epar_exp_train_evaluate_at(&r, T, 0, &e, &defined), EPAR_OK, "evaluate_at past L");
     check_int(defined, 0, "evaluate_at says it is undefined");
     epar_exp_train_free(&r);
+    /* multiplicative-pe's learned variant (0) has a row per position too; its fixed variant 1 (the sinusoid) none */
+    c = cfg(EPAR_MECH_MULT_PE, L);
+    check_int(epar_exp_train_as(&c, EPAR_MECH_MULT_PE, 0, T, &u), 0, "multiplicative-pe (learned) at 4L is undefined");
+    c.pos.mp[EPAR_MECH_MULT_PE][0] = 1;
+    check_int(epar_exp_train_as(&c, EPAR_MECH_MULT_PE, 0, T, &u), 1, "multiplicative-pe (sinusoid) at 4L is defined");
 }
 
 /* a trained run of ntk-rope records and keeps the length it was trained at */
