@@ -244,12 +244,15 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
         if (isnan(spw[t])) spw[t] = calibrate(cfg, plan, k);
         est_s += spw[t] * plan->cells[k].weight;
     }
-    char est[32];
+    char est[32], own[96] = "";
     fmt_time(est_s / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
-    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
+    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
+    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
+        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
+    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost; %d to run here "
                      "(%d done already%s), %d at once; estimated %s",
-                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, plan->n - 1,
-                 N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
+                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own, rs.total, have,
+                 redo ? ", others of another configuration are redone" : "", jobs, est);
     if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
     cli_stop_signal = 0;
     cli_catch_stop(1);
@@ -330,7 +333,9 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
         cfg->b.n_seeds = prm.n_seeds;
         memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
     }
-    /* an unknown budget (EPAR_EINVAL) is a usage error */
+    /* an unknown budget (EPAR_EINVAL) is a usage error; --mechanisms chooses every mechanism (no cells of the
+     * extrapolation study's own) */
+    cfg->extrap.restricted = mechs != NULL;
     if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
     if (!st) st = cli_each_set(argc, argv, epar_exp_train_set, &cfg->base);
     if (st) {

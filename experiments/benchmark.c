@@ -127,7 +127,7 @@ static const struct epar_field bench_fields[] = {
     EPAR_FIELD_REQ_(BS, "budgets", EPAR_FIELD_JSON, budgets, 0, 0, "the budgets by name"),
     EPAR_FIELD_END_};
 #undef BS
-static const char *const bench_extra[] = {"description", "preset", NULL};
+static const char *const bench_extra[] = {"description", "preset", "set", "extrapolation", NULL};
 
 const char *const epar_bench_primary_names[EPAR_BENCH_NPRIMARY] = {"final", "final_loss", "curve", "curve_loss",
                                                                     "online_loss"};
@@ -298,6 +298,9 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     if (!st) st = epar_audit_level(p->root, p->path, &c->level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
     free(r);
+    /* issue 33: mechanism parameters of the protocol (as --set), then the length-extrapolation study */
+    if (!st) st = epar_exp_sets(p, json_object_get(sec, "set"), "$.experiments.benchmark.set", epar_exp_train_set, &c->base);
+    if (!st) st = epar_bx_config(c, p, budget);
     if (st) return st;
     snprintf(c->b.name, sizeof c->b.name, "%s", budget);
     /* lengths from the budget, the evaluation set size, then every task checked as it will run */
@@ -364,6 +367,7 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
         memcpy(c->tasks, keep, (size_t)n * sizeof keep[0]);
         c->n_tasks = n;
     }
+    epar_bx_select(c);   /* the extrapolation study's own mechanisms after the grid's */
     return EPAR_OK;
 }
 
@@ -429,11 +433,13 @@ static double cell_weight(const struct epar_train_cfg *t)
 
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
 {
-    int S = c->b.n_seeds, M = c->n_mech;
-    plan->n = c->n_tasks * M * S + 1;
+    int S = c->b.n_seeds, M = c->n_mech, X = c->extrap.n_extra, nx = 0;
+    for (int i = 0; i < c->n_tasks; i++)   /* the extrapolation study's own cells: after the grid's (tables index those) */
+        for (int m = M; m < M + X; m++) nx += epar_bx_has_cell(c, i, m);
+    plan->n = c->n_tasks * M * S + nx * S + 1;
     plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
     if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
-    int k = 0;
+    int k = 0, kx = c->n_tasks * M * S;
     for (int i = 0; i <= c->n_tasks; i++) {
         struct epar_bench_cell probe = {i < c->n_tasks ? i : -1, 0, 0, c->b.mlp, 0, 0};
         struct epar_train_cfg t;
@@ -445,7 +451,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
         size_t ref, n0, n1;
         t.mechanism = EPAR_MECH_NONE;
         if ((st = epar_exp_train_param_count(&t, V, &ref))) return st;
-        for (int m = 0; m < M; m++) {
+        for (int m = 0; m < M + X; m++) {
+            if (m >= M && (i == c->n_tasks || !epar_bx_has_cell(c, i, m))) continue;
             struct epar_train_cfg u = t;
             u.mechanism = c->mech[m];
             u.mlp = c->b.mlp;
@@ -473,7 +480,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
             }
             int nseeds = i < c->n_tasks ? S : (m == 0 ? 1 : 0);   /* the cost cell: one for all mechanisms */
             for (int s = 0; s < nseeds; s++) {
-                struct epar_bench_cell *cell = &plan->cells[k++];
+                struct epar_bench_cell *cell = &plan->cells[i == c->n_tasks ? plan->n - 1 : m < M ? k++ : kx++];
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
@@ -529,6 +536,7 @@ struct train_cell {
     long *correct, *answers;   /* (T + 1) per needle distance */
     int n_correct, n_answers, n_extrap;
     struct cell_extrap extrap[EPAR_BENCH_MAX_EXTRAP];
+    json_t *study;             /* the extrapolation study's numbers of this cell (bench_extrap), NULL: none */
 };
 
 #define CE struct cell_extrap
@@ -585,6 +593,7 @@ static const struct epar_field train_cell_rows[] = {
     DISTANCES_("distance_correct", correct, n_correct),
     DISTANCES_("distance_scored", answers, n_answers),
     EPAR_FIELD_OLIST_(TCL, "extrapolation", extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, extrap_rows, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
     /* wall clock: not used by the tables except cost (which has its own cell) */
     EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
@@ -661,6 +670,7 @@ struct cell_config {
     json_t *mechanisms;
     int repeats, max_repeats;
     double halfwidth;
+    json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
 };
 #define CF struct cell_config
 static const struct epar_field cell_config_rows[] = {
@@ -671,6 +681,7 @@ static const struct epar_field cell_config_rows[] = {
     /* lm cells in order only */
     EPAR_FIELD_LIST_(CF, "extrapolation", EPAR_FIELD_ILIST, extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_(CF, "extrapolation_tokens", EPAR_FIELD_INT, extrap_tokens, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(CF, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_END_};
 static const struct epar_field cost_config_rows[] = {
     EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
@@ -698,7 +709,10 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
             x.extrap_tokens = c->b.extrap_tokens;
         }
         json_t *j = epar_exp_train_cfg_json(&t);
-        return j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        x.study = epar_bx_cell_config(c, cell);
+        json_t *r = j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        json_decref(x.study);
+        return r;
     }
     x.mechanisms = json_array();
     for (int m = 0; x.mechanisms && m < c->n_mech; m++) {
@@ -809,6 +823,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
             st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
             x.extrap[x.n_extrap++] = (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
         }
+    if (!st) st = epar_bx_cell_run(c, cell, &r, &x.study);   /* the extrapolation study's evaluations */
     if (st) goto done;
     struct epar_table *curve = epar_exp_train_curve_table(&r);
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
@@ -855,6 +870,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
                   : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
 done:
     json_decref(x.config);
+    json_decref(x.study);
     free(x.correct);
     free(x.answers);
     epar_exp_train_free(&r);
@@ -1984,7 +2000,8 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
     int *at = st ? NULL : calloc((size_t)g->NT * g->M * g->S, sizeof *at);
     if (!st && !at) st = epar_err_set(EPAR_ENOMEM, "out of memory");
     for (int k = 0; !st && k < plan->n; k++)
-        if (plan->cells[k].task >= 0) at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
+        if (plan->cells[k].task >= 0 && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
+            at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
     for (int task = 0; !st && task < c->n_tasks; task++)
         for (int m = 0; !st && m < c->n_mech; m++)
             for (int s = 0; !st && s < g->S; s++) {
@@ -2039,6 +2056,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
         as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;
         if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g.cell[k], &g.doc[k]))) break;
+        if (cell->mech >= c->n_mech) continue;   /* the extrapolation study's own cell (bench_extrap reads it) */
         size_t at = gi(&g, cell->task, cell->mech, cell->seed);
         const struct train_cell *x = &g.cell[k];
         g.cand[EPAR_BENCH_FINAL][at] = x->value;
@@ -2077,6 +2095,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
     if (!st) st = trained_attention(c, plan, &g, o);
+    if (!st) st = epar_bx_write(c, plan, root, o, run_extra);   /* the length-extrapolation study's tables */
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;

@@ -16,6 +16,7 @@
 #include "lib/protocol.h"
 #include "lib/tasks.h"
 #include "train.h"
+#include "bench_extrap.h"
 
 #define EPAR_BENCH_MAX_TASKS 32
 #define EPAR_BENCH_MAX_EXTRAP 16
@@ -81,6 +82,8 @@ struct epar_bench_cfg {
     char protocol[4096];
     char protocol_hash[32];
     char cache_dir[4200];               /* lm: where the Bible text is cached */
+    struct epar_bench_extrap extrap;    /* the length-extrapolation study (bench_extrap.h): its own mechanisms follow
+                                         * the grid's in mech (n_mech counts the grid's only) */
 };
 
 /* One cell of the grid; task < 0 is the cost cell (every mechanism timed, interleaved). */

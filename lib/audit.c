@@ -982,6 +982,7 @@ static double same_rows(const struct epar_table *t, json_t *m, const char *col, 
     long row;
     const char *ag = jstr(m, "aggregate", NULL);
     if (!col) return NAN;
+    if (ag && !strcmp(ag, "every")) ag = "min";   /* "every" shows its lowest row: companions are that row's */
     if (ag && (!strcmp(ag, "min") || !strcmp(ag, "max"))) {
         int ci = epar_csv_col(t, col);
         if (ci < 0 || epar_audit_select(t, json_object_get(m, "where"), jstr(m, "column", ""), NULL, ag, &v, &sd, &nr,

@@ -542,6 +542,12 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
         epar_nnpos_table[id].scratch(s, id, Tmax, hs, per_thread, per_bh);
 }
 
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
+{
+    if (!epar_nnpos_trainable(id)) return 0;
+    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
+}
+
 int epar_nnpos_trainable(enum epar_mech_id id)
 {
     return id >= 0 && id < EPAR_MECH_COUNT && epar_nnpos_table[id].hook != EPAR_NNPOS_H_NONE;
@@ -594,7 +600,19 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s)
     s->t5_max_distance = 128;
     s->init_sd = 0.02;
     s->seed = 42;
-    for (int k = 0; k < EPAR_MECH_COUNT; k++) epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
+        int i = epar_mech_param_index((enum epar_mech_id)k, "train_length");
+        if (i >= 0) s->mp[k][i] = 0;   /* the trained length (epar_nnpos_resolve), not the analysis default */
+    }
+}
+
+void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length)
+{
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        int i = epar_mech_param_index((enum epar_mech_id)k, "train_length");
+        if (i >= 0 && s->mp[k][i] == 0) s->mp[k][i] = trained_length;
+    }
 }
 
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
@@ -635,6 +653,10 @@ int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *
     if (s->posfx_length < 0) return epar_err_set(EPAR_EINVAL, "posfx_length must be >= 0, got '%d'", s->posfx_length);
     if (!(s->init_sd >= 0) || !isfinite(s->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", s->init_sd);
+    if (s->logn_length < 0 || s->logn_length == 1)
+        return epar_err_set(EPAR_EINVAL, "the stacked log-n's length must be 0 (off) or >= 2, got '%d'", s->logn_length);
+    if (s->logn_length && id == EPAR_MECH_LOGN)
+        return epar_err_set(EPAR_EINVAL, "log-n cannot be stacked on log-n");
     return EPAR_OK;
 }
 
@@ -649,7 +671,13 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
     p->mp = p->s.mp[id];
     if (epar_nnpos_table[id].hook != EPAR_NNPOS_H_FACTOR) p->s.learn_posfx = 0;
     p->Tmax = Tmax; p->C = C; p->NH = NH; p->NL = NL; p->hs = C / NH;
-    if ((st = epar_nnpos_table[id].build(p))) epar_nnpos_free(p);
+    epar_nnpos_resolve(&p->s, Tmax);   /* a model built without its run's length: the length it is built at */
+    st = epar_nnpos_table[id].build(p);
+    if (!st && p->s.logn_length > 0) {   /* log-n stacked: q_t times kappa_t after the mechanism's own transform */
+        if (need(&p->qscale, (size_t)Tmax, sizeof *p->qscale, "the log-n scales")) st = EPAR_ENOMEM;
+        for (int t = 0; !st && t < Tmax; t++) p->qscale[t] = (float)epar_mech_logn(t + 1.0, p->s.logn_length, 1);
+    }
+    if (st) epar_nnpos_free(p);
     return st;
 }
 

@@ -69,7 +69,13 @@ struct epar_nnpos_settings {
     int t5_max_distance;        /* 128 */
     double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
     unsigned long seed;         /* the run's seed: Performer's features are lib/mech's stream (seed, 1000 + id) */
-    /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params) */
+    /* log-n stacked on the mechanism (S3 §4.2(5) with (NTK-)RoPE): > 0: q_t also multiplied by
+     * max(1, log_{logn_length}(t + 1)); 0: off. With the clamp it changes nothing up to logn_length, so it is an
+     * evaluation-time variant of a model trained at that length (the extrapolation study's rope+log-n) */
+    int logn_length;
+    /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params). A
+     * "train_length" (ntk-rope, interpolation, log-n) is 0 by default: the length the model is trained at
+     * (epar_nnpos_resolve; a model built at Tmax without it takes Tmax), not the catalogue's analysis default */
     double mp[EPAR_MECH_COUNT][EPAR_MECH_MAX_PARAMS];
 };
 
@@ -132,6 +138,9 @@ struct epar_nnpos_info {
 /* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
 extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
 
+/* 1 when a model of mechanism id with settings s has learned rows per position (learned-ape; multiplicative-pe's
+ * learned variant 0): it is defined at its trained length only */
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as
@@ -142,6 +151,10 @@ const char *epar_nnpos_name(enum epar_mech_id id);
 /* "none, epar-basic, ..." every trainable id in catalogue order */
 const char *epar_nnpos_list(void);
 void epar_nnpos_settings_default(struct epar_nnpos_settings *s);
+/* Every catalogue "train_length" still 0 ("the trained length") set to trained_length: run once the length a model
+ * is trained at is known, so the configuration records it and a model of that run built at another length (an
+ * evaluation at 8x) keeps the trained one. */
+void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length);
 /* "mech.param=value": set a catalogue parameter a trainable mechanism reads (EPAR_EINVAL naming the problem:
  * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings) */
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);

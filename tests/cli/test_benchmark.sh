@@ -9,11 +9,11 @@ grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epa
 # every table that does not hold wall-clock numbers, and the numbers of every cell
 tables() {
     local b=$1/benchmark
-    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv; do
+    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv retrieval.csv pairs.csv; do
         echo "== $f"; cat "$b/$f"
     done
     for c in $(cd "$b" && find cells -name cell.json ! -path '*cost*' | sort); do
-        echo "== $c"; grep -v -E '"(seconds|train_step_seconds)"' "$b/$c"
+        echo "== $c"; grep -v -E '"(seconds|train_step_seconds|cpu_seconds)"' "$b/$c"
         cut -d, -f1-7 "$b/${c%cell.json}learning_curve.csv"
     done
     grep -v -E '"(mode|jobs)"' "$b/run.json"
