@@ -26,7 +26,7 @@ b=$a/benchmark
 for f in main_table.csv main_table.md when_to_use.csv when_to_use.gp extrapolation.csv distance.csv distance.gp \
          params.csv cost.csv cost.gp comparisons.csv sanity.csv steps_to_learn.csv steps_to_learn.gp run.json curves_recall.gp cells/recall/epar-enhanced/seed-43/cell.json \
          cells/recall/epar-enhanced/seed-43/learning_curve.csv cells/cost/cell.json; do expect_file "$b/$f"; done
-expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned-ape_mean,learned-ape_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_rel,basic_vs_baselines_min_lo,basic_vs_baselines_min_hi,basic_vs_baselines_holm_p,basic_beats,basic_beaten_holm,basic_mde,enhanced_vs_baselines_min_rel,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_min_hi,enhanced_vs_baselines_holm_p,enhanced_beats,enhanced_beaten_holm,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
+expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned-ape_mean,learned-ape_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_rel,basic_vs_baselines_min_lo,basic_vs_baselines_min_hi,basic_vs_baselines_holm_p,basic_vs_baselines_nonsup,basic_beats,basic_beaten_holm,basic_no_spread,basic_mde,enhanced_vs_baselines_min_rel,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_min_hi,enhanced_vs_baselines_holm_p,enhanced_vs_baselines_nonsup,enhanced_beats,enhanced_beaten_holm,enhanced_no_spread,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
 # the figures render even where no task is learned (at the smoke budget every steps_to_learn is nan): a rerun of a
 # copy, its cells reused
 if command -v gnuplot >/dev/null; then
@@ -126,10 +126,11 @@ done
 expect_exit 0 "inspect a benchmark checkpoint" -- "$EPAR" inspect "$b/cells/needle/epar-enhanced/seed-42/checkpoint.bin" \
     --out "$T_TMP/i" -q --no-render
 expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-seed42-item0/inspect.json"
-# trained_attention.csv: one row per task x mechanism from those checkpoints, the same after shards + merge
+# trained_attention.csv: one row per task x mechanism x seed (every cell measures its trained heads), the same after
+# shards + merge
 ta=$b/trained_attention.csv
 expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman$' "$ta"
-[ "$(tail -n +2 "$ta" | wc -l)" -eq 9 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 9"
+[ "$(tail -n +2 "$ta" | wc -l)" -eq 18 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 18 (9 cells x 2 seeds)"
 expect_grep '^needle,none,42,16,2,40,[^,]+,[^,]+,[^,]+,0,' "$ta"
 awk -F, 'NR > 1 && $2 != "epar-enhanced" && $14 != "nan" { exit 1 } NR > 1 && $2 == "epar-enhanced" && $14 == "nan" { exit 1 }' "$ta" &&
     ok || fail "trained_attention.csv: profile_spearman for EPAR only"
