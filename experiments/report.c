@@ -223,7 +223,7 @@ static struct epar_table *implied_table(const struct report_proto *rp)
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
     do {                                                                                                         \
-        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN};                                                  \
+        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};                                                  \
         char acc_[128];                                                                                          \
         const char *yes = isfinite(rep) ? (epar_audit_judge(&printed, (rep), (unit), &m_, 0.95, acc_, sizeof acc_) == \
                                                    EPAR_AUDIT_HOLDS ? "yes" : "no")                               \

@@ -412,7 +412,7 @@ static void definition_measure(const struct ctx *c, int p, const struct definiti
 static int agrees(double measured, const struct epar_sens_claim *cl)
 {
     struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
-    struct epar_audit_meas m = {measured, 0, NAN, 0, NAN, NAN, NAN};
+    struct epar_audit_meas m = {measured, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
     char acc[128];
     return epar_audit_judge(&printed, cl->value, cl->unit, &m, 0.95, acc, sizeof acc) == EPAR_AUDIT_HOLDS;
 }

@@ -112,6 +112,24 @@ static int needs_spread(const struct epar_audit_meas *m)
     return m->stochastic && !isfinite(m->se) && (m->n < 2 || !isfinite(m->sd));
 }
 
+/* the confidence interval of a stochastic measurement for the threshold rules: its own (lo_column, hi_column) or
+ * m +- conf_half; EPAR_AUDIT_FEW_SEEDS when a spread is needed and there is none, EPAR_AUDIT_OPEN when its own
+ * interval is undefined (too few values for one at the level: it is the whole line), else 0 */
+static int threshold_interval(const struct epar_audit_meas *m, double level, double *lo, double *hi, char *how, size_t n)
+{
+    if (m->interval) {
+        snprintf(how, n, "the measurement's own interval at the level, from its file");
+        *lo = m->lo;
+        *hi = m->hi;
+        return isfinite(m->lo) && isfinite(m->hi) ? 0 : EPAR_AUDIT_OPEN;
+    }
+    if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
+    double half = conf_half(m, level, how, n);
+    *lo = m->value - half;
+    *hi = m->value + half;
+    return 0;
+}
+
 enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double r, double u,
                                          const struct epar_audit_meas *m, double level, char *acc, size_t n)
 {
@@ -156,28 +174,32 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     case EPAR_AUDIT_ABOVE:
     case EPAR_AUDIT_BELOW: {
         int above = t->rule == EPAR_AUDIT_ABOVE;
-        if (!m->stochastic && !isfinite(m->se)) {
+        if (!m->stochastic && !isfinite(m->se) && !m->interval) {
             snprintf(acc, n, "%s %.10g", above ? ">" : "<", r);
             return (above ? v > r : v < r) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
         }
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
-        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        double lo, hi;
+        int no = threshold_interval(m, level, &lo, &hi, how, sizeof how);
+        if (no == EPAR_AUDIT_FEW_SEEDS) return no;
         snprintf(acc, n, "%s %.6g for the whole interval [%.6g, %.6g] (%s)", above ? ">" : "<", r, lo, hi, how);
+        if (no) return no;
         if (above ? lo > r : hi < r) return EPAR_AUDIT_HOLDS;
         if (above ? hi <= r : lo >= r) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_RANGE: {
-        if (!m->stochastic && !isfinite(m->se)) {
+        if (!m->stochastic && !isfinite(m->se) && !m->interval) {
             snprintf(acc, n, "[%.10g, %.10g]", t->lo, t->hi);
             return v >= t->lo && v <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
         }
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
         /* as above and below: the claim (lo <= x <= hi) holds when the whole confidence interval of the mean lies
          * in the range, fails when it misses the range, and is open when it straddles an end (an interval that
          * merely meets the range is what few seeds give for any range) */
-        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        double lo, hi;
+        int no = threshold_interval(m, level, &lo, &hi, how, sizeof how);
+        if (no == EPAR_AUDIT_FEW_SEEDS) return no;
         snprintf(acc, n, "the whole interval [%.6g, %.6g] in [%.6g, %.6g] (%s)", lo, hi, t->lo, t->hi, how);
+        if (no) return no;
         if (lo >= t->lo && hi <= t->hi) return EPAR_AUDIT_HOLDS;
         if (hi < t->lo || lo > t->hi) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
@@ -427,10 +449,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
                                            "n_column", "against_column", "learned_column", "holm_column", "aggregate",
-                                           "group_by", "posfx", "needs", "readings", NULL};
+                                           "group_by", "lo_column", "hi_column", "posfx", "needs", "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
-                                           "holm_column", "aggregate", "group_by", "posfx", NULL};
+                                           "holm_column", "aggregate", "group_by", "lo_column", "hi_column", "posfx",
+                                           NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
 
@@ -527,9 +550,12 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column", "holm_column", "group_by"};
+                                       "learned_column", "holm_column", "group_by", "lo_column", "hi_column"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
+    snprintf(v->jp, sizeof v->jp, "%s", mb);
+    if (!json_object_get(m, "lo_column") != !json_object_get(m, "hi_column"))
+        return verr(v, "lo_column and hi_column go together (the two ends of one interval)");
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
     if (w && !json_is_object(w)) return verr(v, "expected an object {column: value | [values]}");
@@ -951,7 +977,7 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
     }
     int nr;
     char why[512];
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
     if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, ag, &rd->m.value, &rd->m.sd, &nr, why, sizeof why) ||
         (ac && isnan(rd->r = same_rows(t, m, ac, why, sizeof why)))) {
         rd->spec_problem = 1;
@@ -963,6 +989,20 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        if (jstr(m, "lo_column", NULL)) {
+            /* the measurement's own interval: columns the file must have (NaN in them: no interval at this n) */
+            rd->m.stochastic = rd->m.interval = 1;
+            const char *lc = jstr(m, "lo_column", NULL), *hc = jstr(m, "hi_column", NULL);
+            if (epar_csv_col(t, lc) < 0 || epar_csv_col(t, hc) < 0) {
+                rd->available = 0;
+                rd->spec_problem = 1;
+                snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: interval column '%s' not in "
+                         "the file", file, epar_csv_col(t, lc) < 0 ? lc : hc);
+            }
+            rd->m.lo = same_rows(t, m, lc, why, sizeof why);
+            rd->m.hi = same_rows(t, m, hc, why, sizeof why);
+            snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " in [%s, %s]", lc, hc);
+        }
         rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
         if (jstr(m, "group_by", NULL)) {
             rd->m.stochastic = 1;
@@ -999,7 +1039,7 @@ static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const stru
 {
     json_t *own = json_object_get(m, "reported");
     reported_of(own ? own : claim_rep, &rd->r, &rd->u);
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN};
+    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
     if (json_object_get(m, "posfx")) {
         char desc[256];
         if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
@@ -1087,7 +1127,7 @@ static void alternatives_note(json_t *c, json_t *m, const struct epar_audit_tol 
     json_t *alts = json_object_get(c, "alternatives"), *alt;
     size_t j;
     json_array_foreach(alts, j, alt) {
-        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN};
+        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
         char d2[256], acc[256];
         if (posfx_eval(json_object_get(m, "posfx"), alt, &am.value, d2, sizeof d2) == EPAR_OK) {
             enum epar_audit_outcome o = epar_audit_judge(tol, rd->r, rd->u, &am, level, acc, sizeof acc);

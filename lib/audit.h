@@ -7,9 +7,11 @@
  *               | [values]}) + "column"; "sd_column" (across-seed sd; the measurement is then stochastic with n =
  *               the seeds of the folder's run.json, or "n_column"), "se_run_column" (run-level standard error that
  *               floors the sd), "se_column" (standard error of a Monte-Carlo estimate), "against_column" (compare
- *               with another column of the row instead of the reported number), "aggregate" (mean | min | max over
- *               several rows; the mean's spread is then the sample sd across the rows, n = rows), "group_by" (with
- *               a mean and no sd_column: the sd across the groups' means, n = groups: a per-seed average's spread);
+ *               with another column of the row instead of the reported number), "lo_column" + "hi_column" (the
+ *               measurement's own confidence interval at the audit's level, e.g. a distribution-free one of a
+ *               median: the threshold rules judge it), "aggregate" (mean | min | max over several rows; the mean's
+ *               spread is then the sample sd across the rows, n = rows), "group_by" (with a mean and no sd_column:
+ *               the sd across the groups' means, n = groups: a per-seed average's spread);
  *   "posfx":    a deterministic function of the position effect (alpha, beta, gamma, L), computed here;
  *   "readings": several of the above, each with a "label" (and optionally its own "reported"), judged one by one:
  *               all hold -> reproduced, some -> partly reproduced, none -> not reproduced;
@@ -25,8 +27,8 @@
  *   exact       a deterministic equality: |m - r| <= tol (default 1e-12 max(1, |r|); a larger tol needs "why");
  *   relative    a deterministic value the reference computed in float32: |m - r| <= tol |r| ("why" required);
  *   above/below a threshold: deterministic m > r / m < r; stochastic: the confidence interval of the mean
- *               (t(n-1) s / sqrt(n), or z se) entirely on the claimed side -> holds, entirely on the other ->
- *               fails, else "inconclusive";
+ *               (t(n-1) s / sqrt(n), or z se, or the lo_column..hi_column interval) entirely on the claimed
+ *               side -> holds, entirely on the other -> fails, else "inconclusive";
  *   range       lo <= m <= hi (stochastic: the confidence interval of the mean meets [lo, hi]);
  *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why".
  * Flags: "trivial": "reason" (an identity or by-construction property: "trivially true" when its check holds, "not
@@ -96,6 +98,9 @@ struct epar_audit_meas {
     double se_run;      /* run-level standard error of a seed's mean (floors sd), NaN if unknown */
     double se;          /* standard error of a Monte-Carlo estimate (rule estimate and thresholds), else NaN */
     double holm;        /* beats_all: the smallest Holm-adjusted p of a rival better than the subject (NaN: none) */
+    int interval;       /* 1: [lo, hi] is the measurement's own interval at the audit's level, computed where it was
+                         * measured (e.g. distribution-free); the threshold rules judge it instead of m +- t s / sqrt(n) */
+    double lo, hi;      /* that interval (NaN: too few values for one at the level) */
 };
 
 const char *epar_audit_rule_name(enum epar_audit_rule r);

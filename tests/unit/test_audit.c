@@ -23,7 +23,7 @@ static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u,
                                    double se_run, double se)
 {
     struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1};
-    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN};
+    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN, 0, NAN, NAN};
     char acc[256];
     return epar_audit_judge(&t, r, u, &m, 0.95, acc, sizeof acc);
 }
@@ -71,7 +71,7 @@ static void rules(void)
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
               "exact: 1e-9 off fails");
     struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0};
-    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN};
+    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN, 0, NAN, NAN};
     char acc[256];
     check_int(epar_audit_judge(&rel, 0.7406705617904663, 0, &m32, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "relative 1e-6: the float32 value");
@@ -411,7 +411,7 @@ static void beats_all(void)
 {
     struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0};
     char acc[256];
-    struct epar_audit_meas m = {0.01, 0, NAN, 3, NAN, NAN, NAN};
+    struct epar_audit_meas m = {0.01, 0, NAN, 3, NAN, NAN, NAN, 0, NAN, NAN};
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "beats_all: every interval above 0 -> holds");
     m.value = -0.2;
@@ -437,10 +437,72 @@ static void beats_all(void)
     check_int(r, EPAR_AUDIT_BEATS_ALL, "beats_all is its rule");
 }
 
+/* a measurement's own interval (lo_column, hi_column: e.g. the distribution-free interval of a median that the
+ * benchmark's cost cell computes): the threshold rules judge it, however asymmetric, instead of m +- t s / sqrt(n) */
+static void own_interval(void)
+{
+    struct epar_audit_tol t = {EPAR_AUDIT_BELOW, 0, 0, 0, 0};
+    char acc[256];
+    /* an sd and n that alone would give 0.01 +- 2.776 x 0.05 / sqrt 5 = [-0.052, 0.072]: not used */
+    struct epar_audit_meas m = {0.01, 1, 0.05, 5, NAN, NAN, NAN, 1, -0.004, 0.0119};
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
+              "own interval: [-0.004, 0.0119] below 0.012 -> holds (the t interval would straddle)");
+    check_true(strstr(acc, "[-0.004, 0.0119]") != NULL, "own interval: shown as accepted (%s)", acc);
+    m.hi = 0.012;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "own interval: an upper end at the threshold is not below it -> open");
+    m.lo = 0.012;
+    m.hi = 0.03;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
+              "own interval: the whole interval at or above the threshold -> fails");
+    m.lo = NAN;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "own interval undefined (too few values): open, not judged by the sd");
+    struct epar_audit_tol rg = {EPAR_AUDIT_RANGE, 0, 0.0, 0.02, 0};
+    m.lo = 0.001;
+    m.hi = 0.019;
+    check_int(epar_audit_judge(&rg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS, "own interval inside a range");
+
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bench", dir);
+    mkdir(p, 0777);
+    write_file(dir, "bench/cost.csv", "mechanism,over,over_sd,over_lo,over_hi,pairs\n"
+                                      "a,0.01,0.05,-0.004,0.0119,40\nb,0.01,0.05,0.005,0.02,40\n");
+    write_file(dir, "bench/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                      " \"parameters\": {\"preset\": \"p\", \"seeds\": [1]}}");
+#define C(id, m, lo) "{\"id\": \"" id "\", \"source\": \"s\", \"statement\": \"t\", \"reported\": \"1.2%\", " \
+    "\"tolerance\": {\"rule\": \"below\"}, \"measure\": {\"file\": \"bench/cost.csv\", \"where\": {\"mechanism\": \"" m "\"}, " \
+    "\"column\": \"over\", \"lo_column\": \"" lo "\", \"hi_column\": \"over_hi\", \"n_column\": \"pairs\"}}"
+    json_t *claims = J("[" C("a", "a", "over_lo") ", " C("b", "b", "over_lo") ", " C("gone", "a", "over_low") "]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "lo_column and hi_column accepted: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r;
+    check_true((r = row_of(&a, "a")) && r->verdict == EPAR_AUDIT_REPRODUCED,
+               "the file's interval [-0.004, 0.0119] below 1.2%% -> reproduced (one seed, one run: no seeds needed)");
+    check_true((r = row_of(&a, "b")) && r->verdict == EPAR_AUDIT_INCONCLUSIVE, "[0.005, 0.02] straddles 1.2%% -> inconclusive");
+    r = row_of(&a, "gone");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_HERE && strstr(r->note, "over_low"),
+               "an interval column the file lacks is a spec problem naming it: %s", r ? r->note : "");
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"measure\": "
+               "{\"file\": \"bench/cost.csv\", \"column\": \"over\", \"lo_column\": \"over_lo\"}, \"tolerance\": {\"rule\": \"below\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "lo_column without hi_column is refused");
+    json_decref(claims);
+#undef C
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
 int main(void)
 {
     rules();
     beats_all();
+    own_interval();
     verdicts();
     quantities();
     selection();
