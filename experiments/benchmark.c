@@ -53,15 +53,15 @@ static const struct epar_field budget_fields[] = {
     INT_("long_length", long_length, 3, 65536, "the long tasks' length"),
     INT_("extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
     INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
-    INT_("cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
-    INT_("cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
-    INT_("cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
+    INT_("cost_repeats", cost_repeats, 1, 4000, "least blocks of adjacent step pairs of the cost cell"),
+    INT_("cost_max_repeats", cost_max_repeats, 1, 4000, "most blocks of the cost cell"),
     DBL_("lr", lr, 0, 0, "peak learning rate"),
     DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
     DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
     DBL_("clip", clip, 0, 1, "global gradient-norm clip"),
     DBL_("init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "blocks until the cost claims' intervals are this narrow"),
+    DBL_("cost_seconds", cost_seconds, 0, 0, "... or until the cost cell's timed steps took this many CPU seconds"),
     EPAR_FIELD_LISTR_(BB, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, 0, 4294967295.0,
                       EPAR_FIELD_REQUIRED),
     EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
@@ -309,6 +309,56 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
 /* ------------------------------------------------------------------------------------------------ */
 /* plan                                                                                               */
 
+/* the cost cell's design: its comparisons are every mechanism against none and EPAR enhanced against basic (those
+ * present), each timed as pairs of single steps adjacent in time; a mechanism in no comparison is timed alone.
+ * The comparisons the cost claims read (enhanced against none and against basic) decide when to stop and are
+ * timed in every block; the others take turns, one per block. Without either, every unit is in every block. */
+struct cost_unit {
+    int a, b;   /* indices into c->mech; b < 0: a step of a alone */
+};
+struct cost_design {
+    struct cost_unit unit[2 * EPAR_MECH_COUNT];   /* the comparisons (pair k = unit k), then the steps alone */
+    int n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
+    int dec[2 * EPAR_MECH_COUNT], n_dec;          /* units in every block */
+    int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn */
+};
+
+static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
+
+static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
+{
+    memset(d, 0, sizeof *d);
+    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
+    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED), covered[EPAR_MECH_COUNT] = {0}, any = 0;
+    for (int m = 0; m < c->n_mech && none >= 0; m++)
+        if (m != none) {
+            d->unit[d->n_unit++] = (struct cost_unit){m, none};
+            covered[m] = covered[none] = 1;
+        }
+    if (enh >= 0 && basic >= 0) {
+        d->unit[d->n_unit++] = (struct cost_unit){enh, basic};
+        covered[enh] = covered[basic] = 1;
+    }
+    d->n_pair = d->n_unit;
+    for (int m = 0; m < c->n_mech; m++)
+        if (!covered[m]) d->unit[d->n_unit++] = (struct cost_unit){m, -1};
+    for (int k = 0; k < d->n_pair; k++)
+        any |= d->decides[k] = d->unit[k].a == enh && (d->unit[k].b == none || d->unit[k].b == basic);
+    for (int k = 0; k < d->n_unit; k++) {
+        if (!any) d->decides[k] = 1;
+        if (d->decides[k]) d->dec[d->n_dec++] = k;
+        else d->oth[d->n_oth++] = k;
+    }
+}
+
+/* steps of a block: the units in every block and one of the others */
+static int cost_block_steps(const struct cost_design *d)
+{
+    int n = 0;
+    for (int i = 0; i < d->n_dec; i++) n += d->unit[d->dec[i]].b >= 0 ? 2 : 1;
+    return n + (d->n_oth ? 2 : 0);
+}
+
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
 {
     const struct epar_bench_budget *b = &c->b;
@@ -327,8 +377,8 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->heads = b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    /* the cost cell: one untimed step, then up to cost_max_repeats rounds of cost_steps timed steps */
-    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * b->cost_steps;
+    /* the cost cell: one untimed step, then up to cost_max_repeats blocks of at most n_mech + 1 steps each */
+    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * (c->n_mech + 1);
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr;
     t->optim.lr_min_ratio = b->lr_min_ratio;
@@ -368,6 +418,9 @@ static double cell_weight(const struct epar_train_cfg *t)
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
 {
     int S = c->b.n_seeds, M = c->n_mech;
+    struct cost_design cd;
+    cost_design(c, &cd);
+    double cost_steps_least = (double)c->b.cost_repeats * cost_block_steps(&cd);
     plan->n = c->n_tasks * M * S + 1;
     plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
     if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
@@ -415,9 +468,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
-                /* the cost cell: every mechanism, the least number of repeats (more when the intervals need them) */
-                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats * c->b.cost_steps /
-                                                                            (double)w.optim.steps);
+                /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
+                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)cost_steps_least / (double)w.optim.steps);
             }
         }
     }
@@ -508,52 +560,77 @@ static const struct epar_field train_cell_rows[] = {
 #undef LONG_
 #undef TCL
 
-/* the cost cell: every mechanism's step times over the repeats */
-#define EPAR_BENCH_MAX_REPEATS 1000
+/* the cost cell: every mechanism's timed steps, and each comparison's adjacent pairs */
+#define EPAR_BENCH_MAX_COST_STEPS 65536
 struct cost_mech {
     const char *mechanism;
     long params;
     double bytes;
-    double *step, *attention;   /* (repeats) seconds; attention: NaN ones left out */
+    double *step, *attention;   /* (n_step) thread CPU seconds of each timed step in order, and of its attention */
     int n_step, n_attention;
+};
+
+/* a comparison: `mechanism` against `against`, timed as pairs of one step of each, adjacent in time */
+struct cost_pair {
+    const char *mechanism, *against;
+    int decides;                /* a comparison a cost claim reads: timed in every block, it decides when to stop */
+    double *a, *b;              /* (n) CPU seconds of mechanism's and against's step of each pair */
+    int n_a, n_b;
 };
 
 struct cost_cell {
     json_t *config;
-    const char *task, *clock, *blas_core;
-    int length, batch, steps, threads, repeats, n_mech;
-    double widest, target;
+    const char *task, *clock, *blas_core, *design, *stopped;
+    int length, batch, threads, blocks, n_mech, n_pair;
+    double widest, target, cpu_seconds, limit_seconds;
     struct cost_mech mech[EPAR_MECH_COUNT];
+    struct cost_pair pair[EPAR_MECH_COUNT];
 };
 
 #define CM struct cost_mech
-#define TIMES_(key, member, count, flags) \
-    EPAR_FIELD_LIST_(CM, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_REPEATS, EPAR_FIELD_ALLOC | (flags))
+#define TIMES_(S, key, member, count, flags) \
+    EPAR_FIELD_LIST_(S, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_COST_STEPS, EPAR_FIELD_ALLOC | (flags))
 static const struct epar_field cost_mech_rows[] = {
     EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
     EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
-    TIMES_("step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
-    TIMES_("attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
+    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
+    TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
-#undef TIMES_
 #undef CM
+#define CP struct cost_pair
+static const struct epar_field cost_pair_rows[] = {
+    EPAR_FIELD_(CP, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "against", EPAR_FIELD_STRING, against, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
+    TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CP
+#undef TIMES_
 #define CC struct cost_cell
 static const struct epar_field cost_cell_rows[] = {
     EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
     EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CC, "steps", EPAR_FIELD_INT, steps, 0),
     EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
     EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
     EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-    EPAR_FIELD_(CC, "repeats", EPAR_FIELD_INT, repeats, 0),
+    EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
+    EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
+    EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
+    EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
+    EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
     EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
     EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
     EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 #undef CC
+
+/* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
+#define COST_DESIGN "blocks of adjacent step pairs; median of the log ratios, sign-test interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -571,8 +648,9 @@ struct cell_config {
     int shuffle, eval_sequences, n_extrap, extrap_tokens;
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
+    const char *design;
     int repeats, max_repeats;
-    double halfwidth;
+    double halfwidth, seconds;
 };
 #define CF struct cell_config
 static const struct epar_field cell_config_rows[] = {
@@ -586,9 +664,11 @@ static const struct epar_field cell_config_rows[] = {
     EPAR_FIELD_END_};
 static const struct epar_field cost_config_rows[] = {
     EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
+    EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
     EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
     EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
     EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
+    EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_END_};
 #undef CF
 
@@ -596,8 +676,8 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
                                 const struct epar_bench_cell *cell)
 {
     struct epar_train_cfg t;
-    struct cell_config x = {.repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
-                            .halfwidth = c->b.cost_halfwidth, .extrap_tokens = -1};
+    struct cell_config x = {.design = COST_DESIGN, .repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .halfwidth = c->b.cost_halfwidth, .seconds = c->b.cost_seconds, .extrap_tokens = -1};
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
         x.task = c->tasks[cell->task].id;
@@ -737,47 +817,85 @@ done:
 }
 
 static void mean_sd(const double *x, int n, double *mean, double *sd);
-static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
-/* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
- * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
-static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
+/* a comparison's overhead from its n pairs: the median of the per-pair log ratios log(a / b) with its
+ * distribution-free interval at the level, back on the scale of ratio - 1 (exp - 1 keeps the order, so the
+ * interval stays exact); hw is half its width; sd: of the per-pair ratios - 1 (descriptive); d: scratch (n) */
+struct overhead {
+    double est, lo, hi, hw, sd;
+    int n;
+};
+static struct overhead pair_overhead(const double *a, const double *b, int n, double level, double *d)
 {
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED);
-    double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
-    for (int m = 0; m < M; m++)
-        for (int vs = 0; vs < 2; vs++) {
-            int y = !is_epar(c->mech[m]) ? -1 : vs ? (m == enh ? basic : -1) : none;
-            if (y < 0) continue;
-            for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
-            mean_sd(d, R, &mean, &sd);
-            widest = fmax(widest, q * sd / sqrt((double)R));
+    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n};
+    double mean, med, lo, hi;
+    for (int i = 0; i < n; i++) d[i] = a[i] / b[i] - 1;
+    mean_sd(d, n, &mean, &o.sd);
+    for (int i = 0; i < n; i++) d[i] = log(a[i] / b[i]);
+    epar_bench_median_interval(d, n, level, &med, &lo, &hi);
+    o.est = expm1(med);
+    o.lo = expm1(lo);
+    o.hi = expm1(hi);
+    o.hw = (o.hi - o.lo) / 2;
+    return o;
+}
+
+/* the widest half-width of the deciding comparisons (+inf while one has no interval yet; 0 without any) */
+static double cost_widest(const struct cost_cell *x, double level, double *scratch)
+{
+    double widest = 0;
+    for (int k = 0; k < x->n_pair; k++)
+        if (x->pair[k].decides) {
+            struct overhead o = pair_overhead(x->pair[k].a, x->pair[k].b, x->pair[k].n_a, level, scratch);
+            widest = fmax(widest, isfinite(o.hw) ? o.hw : INFINITY);
         }
     return widest;
 }
 
-/* the cost cell: every mechanism's model set up once and its first step left untimed; then rounds in a rotating
- * order (drift of the machine falls on every mechanism alike) of cost_steps steps each, timed in the thread's CPU
- * seconds (the cell runs on one thread: other processes holding the cores do not count) with the share spent in
- * the position mechanism and attention, until every overhead's interval is cost_halfwidth narrow (at least
- * cost_repeats rounds, at most cost_max_repeats) */
+/* one training step of r, its thread CPU seconds and those of its attention */
+static int cost_step(struct epar_train_run *r, struct cost_mech *m)
+{
+    double c0 = r->step_cpu_seconds, a0 = r->model.attn_cpu_seconds;
+    r->until = r->step + 1;
+    int st = epar_exp_train_loop(r);
+    if (st) return st;
+    m->step[m->n_step++] = r->step_cpu_seconds - c0;
+    m->attention[m->n_attention++] = r->model.attn_cpu_seconds - a0;
+    return EPAR_OK;
+}
+
+/* the cost cell: every mechanism's model set up once and its first step left untimed; then blocks of single steps
+ * (cost_design): each comparison's two steps adjacent in time, so both see the same state of the machine (other
+ * processes' load drifts over seconds; neighbouring steps' times correlate), their order alternating between
+ * blocks, each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core
+ * does not count) with the share spent in the position mechanism and attention. Blocks run until the interval of
+ * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
+ * cost_max_repeats blocks, or cost_seconds CPU seconds of timed steps. The stop looks at the intervals' width only,
+ * never at where they lie, so it does not bias them towards a threshold. */
 static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                          volatile sig_atomic_t *stop)
 {
-    int M = c->n_mech, Rmax = c->b.cost_max_repeats, S = c->b.cost_steps, R = 0, st = EPAR_OK;
-    double *sec = calloc((size_t)M * Rmax, sizeof *sec), *att = calloc((size_t)M * Rmax, sizeof *att);
+    int M = c->n_mech, Bmax = c->b.cost_max_repeats, st = EPAR_OK, ready = 0;
+    struct cost_design d;
+    cost_design(c, &d);
+    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
+                          .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
+                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth,
+                          .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
+    size_t cap = (size_t)Bmax * (M + 1);   /* a mechanism's steps: at most M + 1 per block */
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
-    if (!sec || !att || !runs) {
-        free(sec);
-        free(att);
+    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 2 * Bmax + Bmax, sizeof *store), *scratch = store;
+    if (!runs || !store) {
         free(runs);
+        free(store);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
-    double bytes[EPAR_MECH_COUNT];
-    size_t params[EPAR_MECH_COUNT];
-    int ready = 0;
+    for (int m = 0; m < M; m++, scratch += 2 * cap)
+        x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
+    for (int p = 0; p < d.n_pair; p++, scratch += 2 * (size_t)Bmax)
+        x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
+                                       d.decides[p], scratch, scratch + Bmax, 0, 0};
     for (; ready < M && !st; ready++) {
         struct epar_train_cfg t;
         struct epar_bench_cell mc = plan->cells[k];
@@ -790,47 +908,48 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         r->until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
         st = epar_exp_train_loop(r);
         r->model.time_attention = 1;
-        params[ready] = r->model.n_params;
-        bytes[ready] = epar_exp_train_bytes(&t, r->task.V);
+        x.mech[ready].params = (long)r->model.n_params;
+        x.mech[ready].bytes = epar_exp_train_bytes(&t, r->task.V);
     }
-    double widest = NAN;
-    while (!st && R < Rmax) {
-        for (int q = 0; q < M && !st; q++) {
-            int m = (q + R) % M;
-            struct epar_train_run *r = &runs[m];
-            /* the round's value: the median of its steps' times (robust to a step the machine interrupted) */
-            double a0 = r->model.attn_cpu_seconds, tot = 0, dt[64];
-            for (int i = 0; i < S && !st; i++) {
-                double c0 = r->step_cpu_seconds;
-                r->until = r->step + 1;
-                st = epar_exp_train_loop(r);
-                tot += dt[i] = r->step_cpu_seconds - c0;
-            }
-            if (st) break;
-            gsl_sort(dt, 1, (size_t)S);
-            sec[(size_t)m * Rmax + R] = gsl_stats_median_from_sorted_data(dt, 1, (size_t)S);
-            att[(size_t)m * Rmax + R] = (r->model.attn_cpu_seconds - a0) / tot * sec[(size_t)m * Rmax + R];
+    while (!st && x.blocks < Bmax) {
+        int B = x.blocks, units[2 * EPAR_MECH_COUNT + 1], nu = 0;
+        for (int i = 0; i < d.n_dec; i++) units[nu++] = d.dec[i];
+        if (d.n_oth) units[nu++] = d.oth[B % d.n_oth];
+        for (int j = 0; j < nu && !st; j++) {
+            const struct cost_unit *u = &d.unit[units[j]];
+            /* the order within a pair alternates: every other block (a unit in turn: every other turn) */
+            int flip = u->b >= 0 && ((d.decides[units[j]] ? B : B / d.n_oth) & 1);
+            int first = flip ? u->b : u->a, second = flip ? u->a : u->b;
+            struct cost_mech *f = &x.mech[first], *s = second >= 0 ? &x.mech[second] : NULL;
+            if ((st = cost_step(&runs[first], f))) break;
+            if (s && (st = cost_step(&runs[second], s))) break;
+            x.cpu_seconds += f->step[f->n_step - 1] + (s ? s->step[s->n_step - 1] : 0);
+            if (!s) continue;
+            struct cost_pair *p = &x.pair[units[j]];
+            p->a[p->n_a++] = flip ? s->step[s->n_step - 1] : f->step[f->n_step - 1];
+            p->b[p->n_b++] = flip ? f->step[f->n_step - 1] : s->step[s->n_step - 1];
         }
         if (st) break;
-        R++;
-        if (R >= c->b.cost_repeats && (widest = cost_widest(c, sec, M, Rmax, R)) <= c->b.cost_halfwidth) break;
+        x.blocks++;
+        if (x.blocks >= c->b.cost_repeats && (x.widest = cost_widest(&x, c->level, scratch)) <= c->b.cost_halfwidth) {
+            x.stopped = "halfwidth";
+            break;
+        }
+        if (x.cpu_seconds >= c->b.cost_seconds) {
+            x.widest = cost_widest(&x, c->level, scratch);
+            x.stopped = "seconds";
+            break;
+        }
     }
     for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
     free(runs);
-    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
-                          .steps = S, .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(),
-                          .repeats = R, .widest = widest, .target = c->b.cost_halfwidth, .n_mech = M};
     if (!st) {
-        for (int m = 0; m < M; m++)   /* a mechanism's times are a row of sec and att (the record points into them) */
-            x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), (long)params[m], bytes[m],
-                                           sec + (size_t)m * Rmax, att + (size_t)m * Rmax, R, R};
         x.config = cell_config_json(c, plan, &plan->cells[k]);
         st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), cost_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
-                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+                      : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
     }
     json_decref(x.config);
-    free(sec);
-    free(att);
+    free(store);
     return st;
 }
 
@@ -959,6 +1078,27 @@ static struct paired paired_test(const double *x, const double *y, int n, int hi
 double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better)
 {
     return paired_test(x, y, n, higher_is_better).p;
+}
+
+void epar_bench_median_interval(double *x, int n, double level, double *median, double *lo, double *hi)
+{
+    *median = *lo = *hi = NAN;
+    if (n < 1) return;
+    gsl_sort(x, 1, (size_t)n);
+    *median = gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
+    /* P(B <= j) for B ~ Binomial(n, 1/2); k from the normal approximation, then exact steps either way */
+    double tail = (1 - level) / 2;
+#define CDF_(j) ((j) < 0 ? 0.0 : gsl_cdf_binomial_P((unsigned)(j), 0.5, (unsigned)n))
+    int k = (int)floor((n - gsl_cdf_ugaussian_Qinv(tail) * sqrt((double)n)) / 2);
+    if (k < 0) k = 0;
+    if (k > n / 2) k = n / 2;
+    while (k > 0 && CDF_(k - 1) > tail) k--;
+    while (k < n / 2 && CDF_(k) <= tail) k++;
+#undef CDF_
+    if (k >= 1) {
+        *lo = x[k - 1];
+        *hi = x[n - k];
+    }
 }
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id)
@@ -1450,50 +1590,68 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
     return t;
 }
 
-/* cost: mean step time over the repeats, and the overheads as the mean of the per-repeat ratios - 1 */
-/* cost.csv from the cost cell: per mechanism the step's thread CPU time (mean and sd over the repeats), its
- * attention share, and the overheads (mean of the per-repeat ratios - 1) with their sd and interval half-width
- * at the audit's level */
-static void cost_ratios(const struct cost_mech *a, const struct cost_mech *b, double *mean, double *sd)
+/* cost.csv from the cost cell: per mechanism the step's thread CPU time (median and sd over its timed steps), its
+ * attention share, and the overheads over none and (enhanced) over basic from their adjacent pairs: the median
+ * ratio - 1 with its distribution-free interval at the audit's level (pair_overhead), the pairs behind it, and how
+ * many pairs an interval of cost_halfwidth would take at the spread measured */
+static const struct cost_pair *find_pair(const struct cost_cell *x, const char *a, const char *b)
 {
-    double d[EPAR_BENCH_MAX_REPEATS];
-    int R = a->n_step < b->n_step ? a->n_step : b->n_step;
-    for (int r = 0; r < R; r++) d[r] = a->step[r] / b->step[r] - 1;
-    mean_sd(d, R, mean, sd);
+    for (int k = 0; k < x->n_pair; k++)
+        if (!strcmp(x->pair[k].mechanism, a) && !strcmp(x->pair[k].against, b)) return &x->pair[k];
+    return NULL;
+}
+
+static struct overhead cost_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0};
+    if (!p) return none;
+    return pair_overhead(p->a, p->b, p->n_a < p->n_b ? p->n_a : p->n_b, level, scratch);
+}
+
+/* pairs for a half-width of target: the width of a median's interval falls as 1 / sqrt(n) */
+static double pairs_needed(const struct overhead *o, double target)
+{
+    return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
 }
 
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
-                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int L = x->length, B = x->batch;
+                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,"
+                                        "overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,"
+                                        "overhead_vs_basic_hi,pairs_vs_basic,steps");
+    int L = x->length, B = x->batch, n = 0;
+    for (int m = 0; m < x->n_mech; m++) n = x->mech[m].n_step > n ? x->mech[m].n_step : n;
+    double *d = malloc(((size_t)n + 1) * sizeof *d);
+    if (!d) {
+        epar_csv_free(t);
+        return NULL;
+    }
     for (int m = 0; t && m < x->n_mech; m++) {
         const struct cost_mech *a = &x->mech[m];
-        int R = a->n_step;
-        double ms_[EPAR_BENCH_MAX_REPEATS], sh[EPAR_BENCH_MAX_REPEATS], mean, sd, shm, shs, onm = NAN, ons = NAN,
-               obm = NAN, obs = NAN;
-        for (int r = 0; r < R; r++) {
-            ms_[r] = 1000 * a->step[r];
-            sh[r] = r < a->n_attention ? a->attention[r] / a->step[r] : NAN;
+        int S = a->n_step;
+        double att = 0, tot = 0, med, sd, mean;
+        for (int i = 0; i < S; i++) {
+            d[i] = 1000 * a->step[i];
+            tot += a->step[i];
+            att += i < a->n_attention ? a->attention[i] : NAN;
         }
-        mean_sd(ms_, R, &mean, &sd);
-        mean_sd(sh, R, &shm, &shs);
-        if (none >= 0 && none < x->n_mech && m != none) cost_ratios(a, &x->mech[none], &onm, &ons);
-        if (basic >= 0 && basic < x->n_mech && m < c->n_mech && c->mech[m] == EPAR_MECH_EPAR_ENHANCED)
-            cost_ratios(a, &x->mech[basic], &obm, &obs);
-        double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
-        /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
-        double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;
-        double need = wsd > 0 && hw > 0 && R > 1 ? ceil(pow(q * sqrt((double)R) * wsd / hw, 2)) : NAN;
-        if (epar_csv_append(t, "ssiidddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, mean, sd,
-                            (double)B * L / (mean / 1000), a->bytes / 1e6, shm, onm, ons, q * ons, obm, obs, q * obs,
-                            (double)R, need)) {
+        mean_sd(d, S, &mean, &sd);
+        gsl_sort(d, 1, (size_t)S);
+        med = S ? gsl_stats_median_from_sorted_data(d, 1, (size_t)S) : NAN;
+        struct overhead on = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
+        struct overhead ob = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
+        double need = fmax(pairs_needed(&on, x->target), pairs_needed(&ob, x->target));   /* fmax: NaN only if both */
+        if (epar_csv_append(t, "ssiidddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
+                            (double)B * L / (med / 1000), a->bytes / 1e6, att / tot, on.est, on.sd, on.hw, ob.est, ob.sd,
+                            ob.hw, on.n ? (double)on.n : NAN, need, on.lo, on.hi, ob.lo, ob.hi,
+                            ob.n ? (double)ob.n : NAN, (double)S)) {
             epar_csv_free(t);
-            return NULL;
+            t = NULL;
         }
     }
+    free(d);
     return t;
 }
 

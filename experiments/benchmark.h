@@ -40,9 +40,11 @@ struct epar_bench_budget {
     int extrap[EPAR_BENCH_MAX_EXTRAP];  /* evaluation lengths of the lm cells */
     int extrap_tokens;                  /* tokens evaluated at each of them */
     enum epar_task_id cost_task;
-    int cost_length, cost_steps, cost_repeats;   /* cost_repeats: the least number of interleaved repeats */
-    int cost_max_repeats;                        /* ... and the most, */
-    double cost_halfwidth;                       /* repeated until every overhead's interval is this narrow */
+    int cost_length;
+    int cost_repeats;                   /* the cost cell's least number of blocks of adjacent pairs, */
+    int cost_max_repeats;               /* ... and the most; */
+    double cost_halfwidth;              /* blocks until the intervals the cost claims read are this narrow, */
+    double cost_seconds;                /* ... or until the timed steps took this many CPU seconds */
 };
 
 struct epar_bench_cfg {
@@ -114,5 +116,12 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
 #define EPAR_BENCH_MAX_HOLM 64
 void epar_bench_holm(const double *p, double *adj, int m);
 double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better);
+
+/* The cost cell's statistic (exported for its tests): the median of n values (x is sorted in place) and its
+ * distribution-free interval at `level`, the sign test inverted: [x_(k), x_(n+1-k)] for the largest k with
+ * P(Binomial(n, 1/2) <= k - 1) <= (1 - level) / 2, which covers the median of any continuous distribution of n
+ * independent values with probability at least `level` (and maps through any increasing function, e.g. exp).
+ * lo, hi NaN when n is too small for any k (n < 6 at 95 %); all three NaN when n < 1. */
+void epar_bench_median_interval(double *x, int n, double level, double *median, double *lo, double *hi);
 
 #endif
