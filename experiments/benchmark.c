@@ -351,12 +351,57 @@ static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
     }
 }
 
-/* steps of a block: the units in every block and one of the others */
+/* block B as a sequence of steps (seq: mechanism indices; returns its length) and, for each unit k in it, the
+ * positions of its two steps (pa[k], pb[k]; -1 for a unit not in this block, pb -1 for a step alone). The unit in
+ * turn comes first, then the deciding ones; a unit whose mechanism is the last step so far shares that step (the
+ * quick budget's block is rope, none, enhanced, basic: three comparisons in four steps). Every other block runs
+ * backwards, so each pair's order alternates (a unit in turn: between its turns) */
+static int cost_block(const struct cost_design *d, int B, int *seq, int *pa, int *pb)
+{
+    int order[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
+    if (d->n_oth) order[nu++] = d->oth[B % d->n_oth];
+    for (int i = 0; i < d->n_dec; i++) order[nu++] = d->dec[i];
+    for (int k = 0; k < d->n_unit; k++) pa[k] = pb[k] = -1;
+    for (int i = 0; i < nu; i++) {
+        const struct cost_unit *u = &d->unit[order[i]];
+        int last = n ? seq[n - 1] : -1, k = order[i];
+        if (u->b >= 0 && last == u->b) {
+            pb[k] = n - 1;
+            pa[k] = n;
+            seq[n++] = u->a;
+        } else if (u->b >= 0 && last == u->a) {
+            pa[k] = n - 1;
+            pb[k] = n;
+            seq[n++] = u->b;
+        } else {
+            pa[k] = n;
+            seq[n++] = u->a;
+            if (u->b >= 0) {
+                pb[k] = n;
+                seq[n++] = u->b;
+            }
+        }
+    }
+    /* backwards every other block; with an even number of units in turn the parity also flips with each turn */
+    if ((B + (d->n_oth && d->n_oth % 2 == 0 ? B / d->n_oth : 0)) & 1) {
+        for (int i = 0; i < n / 2; i++) {
+            int t = seq[i];
+            seq[i] = seq[n - 1 - i];
+            seq[n - 1 - i] = t;
+        }
+        for (int k = 0; k < d->n_unit; k++) {
+            if (pa[k] >= 0) pa[k] = n - 1 - pa[k];
+            if (pb[k] >= 0) pb[k] = n - 1 - pb[k];
+        }
+    }
+    return n;
+}
+
+/* steps of block 0 (for the plan's estimate of the cell's work) */
 static int cost_block_steps(const struct cost_design *d)
 {
-    int n = 0;
-    for (int i = 0; i < d->n_dec; i++) n += d->unit[d->dec[i]].b >= 0 ? 2 : 1;
-    return n + (d->n_oth ? 2 : 0);
+    int seq[4 * EPAR_MECH_COUNT + 2], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
+    return cost_block(d, 0, seq, pa, pb);
 }
 
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
@@ -911,25 +956,20 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         x.mech[ready].params = (long)r->model.n_params;
         x.mech[ready].bytes = epar_exp_train_bytes(&t, r->task.V);
     }
+    int seq[4 * EPAR_MECH_COUNT + 2], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
+    double t[4 * EPAR_MECH_COUNT + 2];
     while (!st && x.blocks < Bmax) {
-        int B = x.blocks, units[2 * EPAR_MECH_COUNT + 1], nu = 0;
-        for (int i = 0; i < d.n_dec; i++) units[nu++] = d.dec[i];
-        if (d.n_oth) units[nu++] = d.oth[B % d.n_oth];
-        for (int j = 0; j < nu && !st; j++) {
-            const struct cost_unit *u = &d.unit[units[j]];
-            /* the order within a pair alternates: every other block (a unit in turn: every other turn) */
-            int flip = u->b >= 0 && ((d.decides[units[j]] ? B : B / d.n_oth) & 1);
-            int first = flip ? u->b : u->a, second = flip ? u->a : u->b;
-            struct cost_mech *f = &x.mech[first], *s = second >= 0 ? &x.mech[second] : NULL;
-            if ((st = cost_step(&runs[first], f))) break;
-            if (s && (st = cost_step(&runs[second], s))) break;
-            x.cpu_seconds += f->step[f->n_step - 1] + (s ? s->step[s->n_step - 1] : 0);
-            if (!s) continue;
-            struct cost_pair *p = &x.pair[units[j]];
-            p->a[p->n_a++] = flip ? s->step[s->n_step - 1] : f->step[f->n_step - 1];
-            p->b[p->n_b++] = flip ? f->step[f->n_step - 1] : s->step[s->n_step - 1];
+        int n = cost_block(&d, x.blocks, seq, pa, pb);
+        for (int i = 0; i < n && !st; i++) {
+            struct cost_mech *m = &x.mech[seq[i]];
+            if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
         }
         if (st) break;
+        for (int p = 0; p < d.n_pair; p++)
+            if (pa[p] >= 0) {
+                x.pair[p].a[x.pair[p].n_a++] = t[pa[p]];
+                x.pair[p].b[x.pair[p].n_b++] = t[pb[p]];
+            }
         x.blocks++;
         if (x.blocks >= c->b.cost_repeats && (x.widest = cost_widest(&x, c->level, scratch)) <= c->b.cost_halfwidth) {
             x.stopped = "halfwidth";

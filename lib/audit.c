@@ -1076,7 +1076,9 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
         return;
     }
     char spread[128] = "";
-    if (rd->m.stochastic && isfinite(rd->m.sd))
+    if (rd->m.interval)
+        snprintf(spread, sizeof spread, " (its own interval, n = %d)", rd->m.n);
+    else if (rd->m.stochastic && isfinite(rd->m.sd))
         snprintf(spread, sizeof spread, " (sd %.3g over %d%s)", rd->m.sd, rd->m.n, rd->m.n == 1 ? "" : " seeds/rows");
     else if (rd->m.stochastic)
         snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
