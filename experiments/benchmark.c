@@ -318,7 +318,7 @@ struct cost_unit {
 };
 struct cost_design {
     struct cost_unit unit[2 * EPAR_MECH_COUNT];   /* the comparisons (pair k = unit k), then the steps alone */
-    int n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
+    int n_mech, n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
     int dec[2 * EPAR_MECH_COUNT], n_dec;          /* units in every block */
     int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn */
 };
@@ -328,6 +328,7 @@ static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
 {
     memset(d, 0, sizeof *d);
+    d->n_mech = c->n_mech;
     int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
     int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED), covered[EPAR_MECH_COUNT] = {0}, any = 0;
     for (int m = 0; m < c->n_mech && none >= 0; m++)
@@ -351,48 +352,70 @@ static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
     }
 }
 
-/* block B as a sequence of steps (seq: mechanism indices; returns its length) and, for each unit k in it, the
- * positions of its two steps (pa[k], pb[k]; -1 for a unit not in this block, pb -1 for a step alone). The unit in
- * turn comes first, then the deciding ones; a unit whose mechanism is the last step so far shares that step (the
- * quick budget's block is rope, none, enhanced, basic: three comparisons in four steps). Every other block runs
- * backwards, so each pair's order alternates (a unit in turn: between its turns) */
-static int cost_block(const struct cost_design *d, int B, int *seq, int *pa, int *pb)
+/* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
+ * of one mechanism (the cell stops before a block could pass it) */
+#define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
+#define EPAR_BENCH_MAX_COST_STEPS 65536
+
+/* block B as a sequence of steps (seq: mechanism indices; returns its length) after a block that ended with step
+ * prev (-1: none) and, for each unit k in it, the positions of its two steps (pa[k], pb[k]; -1 for a unit not in
+ * this block, pb -1 for a step alone). A pair's two steps are adjacent and its own: no step is in two pairs of one
+ * comparison. Orders, fixed by B alone (deterministic): a pair's order alternates, between blocks (a unit in turn:
+ * between its turns); the units come in an order drawn from B, so what precedes a pair varies and falls on both
+ * of its sides alike; and no model takes two steps in a row (a step right after its own model's previous step finds
+ * that model's weights and optimiser state in the caches and is faster: 2-5 % here, bench/README.md): a unit that
+ * would start with the last step's model waits for the next, and when all would, a step of another model is put
+ * in between (a spacer: timed, in no pair) */
+static int cost_block(const struct cost_design *d, int B, int prev, int *seq, int *pa, int *pb)
 {
-    int order[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
-    if (d->n_oth) order[nu++] = d->oth[B % d->n_oth];
-    for (int i = 0; i < d->n_dec; i++) order[nu++] = d->dec[i];
-    for (int k = 0; k < d->n_unit; k++) pa[k] = pb[k] = -1;
-    for (int i = 0; i < nu; i++) {
-        const struct cost_unit *u = &d->unit[order[i]];
-        int last = n ? seq[n - 1] : -1, k = order[i];
-        if (u->b >= 0 && last == u->b) {
-            pb[k] = n - 1;
-            pa[k] = n;
-            seq[n++] = u->a;
-        } else if (u->b >= 0 && last == u->a) {
-            pa[k] = n - 1;
-            pb[k] = n;
-            seq[n++] = u->b;
-        } else {
-            pa[k] = n;
-            seq[n++] = u->a;
-            if (u->b >= 0) {
-                pb[k] = n;
-                seq[n++] = u->b;
-            }
-        }
+    int order[2 * EPAR_MECH_COUNT + 1], flip[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
+    for (int i = 0; i < d->n_dec; i++) {
+        order[nu] = d->dec[i];
+        flip[nu++] = B & 1;
     }
-    /* backwards every other block; with an even number of units in turn the parity also flips with each turn */
-    if ((B + (d->n_oth && d->n_oth % 2 == 0 ? B / d->n_oth : 0)) & 1) {
-        for (int i = 0; i < n / 2; i++) {
-            int t = seq[i];
-            seq[i] = seq[n - 1 - i];
-            seq[n - 1 - i] = t;
+    if (d->n_oth) {
+        order[nu] = d->oth[B % d->n_oth];
+        flip[nu++] = (B / d->n_oth) & 1;
+    }
+    /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */
+    unsigned long long z = 0x9E3779B97F4A7C15ULL * (unsigned long long)(B + 1);
+    for (int i = nu - 1; i > 0; i--) {
+        z += 0x9E3779B97F4A7C15ULL;
+        unsigned long long r = z;
+        r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        r = (r ^ (r >> 27)) * 0x94D049BB133111EBULL;
+        r ^= r >> 31;
+        int j = (int)(r % (unsigned long long)(i + 1)), t = order[i], f = flip[i];
+        order[i] = order[j];
+        flip[i] = flip[j];
+        order[j] = t;
+        flip[j] = f;
+    }
+    for (int k = 0; k < d->n_unit; k++) pa[k] = pb[k] = -1;
+    int last = prev;
+    while (nu > 0) {
+        int i = 0;
+        while (i < nu && (flip[i] ? d->unit[order[i]].b : d->unit[order[i]].a) == last) i++;
+        if (i == nu) {   /* every unit left starts with the last step's model: a spacer */
+            int first = flip[0] ? d->unit[order[0]].b : d->unit[order[0]].a, s = 0;
+            while (s < d->n_mech && (s == last || s == first)) s++;
+            if (s < d->n_mech) seq[n++] = last = s;
+            i = 0;   /* (one model only: nothing else to put in between) */
         }
-        for (int k = 0; k < d->n_unit; k++) {
-            if (pa[k] >= 0) pa[k] = n - 1 - pa[k];
-            if (pb[k] >= 0) pb[k] = n - 1 - pb[k];
+        const struct cost_unit *u = &d->unit[order[i]];
+        int k = order[i];
+        if (u->b < 0) {
+            pa[k] = n;
+            seq[n++] = u->a;
+        } else {
+            pa[k] = n + flip[i];
+            pb[k] = n + !flip[i];
+            seq[n++] = flip[i] ? u->b : u->a;
+            seq[n++] = flip[i] ? u->a : u->b;
         }
+        last = seq[n - 1];
+        order[i] = order[--nu];   /* the order of the rest does not matter: it was drawn at random */
+        flip[i] = flip[nu];
     }
     return n;
 }
@@ -400,8 +423,8 @@ static int cost_block(const struct cost_design *d, int B, int *seq, int *pa, int
 /* steps of block 0 (for the plan's estimate of the cell's work) */
 static int cost_block_steps(const struct cost_design *d)
 {
-    int seq[4 * EPAR_MECH_COUNT + 2], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
-    return cost_block(d, 0, seq, pa, pb);
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
+    return cost_block(d, 0, -1, seq, pa, pb);
 }
 
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
@@ -422,8 +445,8 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->heads = b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    /* the cost cell: one untimed step, then up to cost_max_repeats blocks of at most n_mech + 1 steps each */
-    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * (c->n_mech + 1);
+    /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
+    t->optim.steps = cell->task >= 0 ? b->steps : 1 + EPAR_BENCH_MAX_COST_STEPS;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr;
     t->optim.lr_min_ratio = b->lr_min_ratio;
@@ -606,7 +629,6 @@ static const struct epar_field train_cell_rows[] = {
 #undef TCL
 
 /* the cost cell: every mechanism's timed steps, and each comparison's adjacent pairs */
-#define EPAR_BENCH_MAX_COST_STEPS 65536
 struct cost_mech {
     const char *mechanism;
     long params;
@@ -928,7 +950,7 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                           .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
                           .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth,
                           .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
-    size_t cap = (size_t)Bmax * (M + 1);   /* a mechanism's steps: at most M + 1 per block */
+    size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
     double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 2 * Bmax + Bmax, sizeof *store), *scratch = store;
     if (!runs || !store) {
@@ -956,10 +978,14 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         x.mech[ready].params = (long)r->model.n_params;
         x.mech[ready].bytes = epar_exp_train_bytes(&t, r->task.V);
     }
-    int seq[4 * EPAR_MECH_COUNT + 2], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
-    double t[4 * EPAR_MECH_COUNT + 2];
-    while (!st && x.blocks < Bmax) {
-        int n = cost_block(&d, x.blocks, seq, pa, pb);
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1;
+    double t[COST_MAX_SEQ];
+    int full = 0;
+    while (!st && x.blocks < Bmax && !full) {
+        for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
+        if (full) break;
+        int n = cost_block(&d, x.blocks, prev, seq, pa, pb);
+        prev = seq[n - 1];
         for (int i = 0; i < n && !st; i++) {
             struct cost_mech *m = &x.mech[seq[i]];
             if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
