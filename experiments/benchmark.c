@@ -55,6 +55,7 @@ static const struct epar_field budget_fields[] = {
     INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
     INT_("cost_repeats", cost_repeats, 1, 4000, "least blocks of adjacent step pairs of the cost cell"),
     INT_("cost_max_repeats", cost_max_repeats, 1, 4000, "most blocks of the cost cell"),
+    INT_("cost_generation", cost_generation, 1, 4000, "blocks of the cost cell between fresh set-ups of its models"),
     DBL_("lr", lr, 0, 0, "peak learning rate"),
     DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
     DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
@@ -642,14 +643,15 @@ struct cost_pair {
     const char *mechanism, *against;
     int decides;                /* a comparison a cost claim reads: timed in every block, it decides when to stop */
     double *a, *b;              /* (n) CPU seconds of mechanism's and against's step of each pair */
-    int n_a, n_b;
+    double *gen;                /* (n) the generation of models (0, 1, ...) each pair ran on */
+    int n_a, n_b, n_gen;
 };
 
 struct cost_cell {
     json_t *config;
     const char *task, *clock, *blas_core, *design, *stopped;
-    int length, batch, threads, blocks, n_mech, n_pair;
-    double widest, target, cpu_seconds, limit_seconds;
+    int length, batch, threads, blocks, generations, generation_blocks, n_mech, n_pair;
+    double widest, target, cpu_seconds, setup_seconds, limit_seconds;
     struct cost_mech mech[EPAR_MECH_COUNT];
     struct cost_pair pair[EPAR_MECH_COUNT];
 };
@@ -672,6 +674,7 @@ static const struct epar_field cost_pair_rows[] = {
     EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
     TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
     TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "generation", gen, n_gen, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 #undef CP
 #undef TIMES_
@@ -686,8 +689,11 @@ static const struct epar_field cost_cell_rows[] = {
     EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
     EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
     EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
+    EPAR_FIELD_(CC, "generations", EPAR_FIELD_INT, generations, 0),
+    EPAR_FIELD_(CC, "generation_blocks", EPAR_FIELD_INT, generation_blocks, 0),
     EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
     EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
+    EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
     EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
     EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
     EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
@@ -697,7 +703,7 @@ static const struct epar_field cost_cell_rows[] = {
 #undef CC
 
 /* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
-#define COST_DESIGN "blocks of adjacent step pairs; median of the log ratios, sign-test interval"
+#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -716,7 +722,7 @@ struct cell_config {
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
     const char *design;
-    int repeats, max_repeats;
+    int repeats, max_repeats, generation;
     double halfwidth, seconds;
 };
 #define CF struct cell_config
@@ -734,6 +740,7 @@ static const struct epar_field cost_config_rows[] = {
     EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
     EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
     EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
+    EPAR_FIELD_(CF, "generation", EPAR_FIELD_INT, generation, 0),
     EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
     EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_END_};
@@ -744,6 +751,7 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
 {
     struct epar_train_cfg t;
     struct cell_config x = {.design = COST_DESIGN, .repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .generation = c->b.cost_generation,
                             .halfwidth = c->b.cost_halfwidth, .seconds = c->b.cost_seconds, .extrap_tokens = -1};
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
@@ -886,26 +894,33 @@ done:
 static void mean_sd(const double *x, int n, double *mean, double *sd);
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
-/* a comparison's overhead from its n pairs: the median of the per-pair log ratios log(a / b) with its
- * distribution-free interval at the level, back on the scale of ratio - 1 (exp - 1 keeps the order, so the
- * interval stays exact); hw is half its width; sd: of the per-pair ratios - 1 (descriptive); d: scratch (n) */
+/* a comparison's overhead from its n pairs, measured on generations gen (fresh set-ups of the models): per
+ * generation the median of its pairs' log ratios log(a / b), their mean with its t interval across the generations
+ * at the level (epar_bench_group_medians), back on the scale of ratio - 1; hw is half the interval's width; sd: of
+ * the per-pair ratios - 1 (descriptive); d: scratch (n) */
 struct overhead {
     double est, lo, hi, hw, sd;
-    int n;
+    int n, groups;
 };
-static struct overhead pair_overhead(const double *a, const double *b, int n, double level, double *d)
+static struct overhead pair_overhead(const double *a, const double *b, const double *gen, int n, double level, double *d)
 {
-    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n};
-    double mean, med, lo, hi;
+    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n, 0};
+    double mean, lo, hi;
     for (int i = 0; i < n; i++) d[i] = a[i] / b[i] - 1;
     mean_sd(d, n, &mean, &o.sd);
     for (int i = 0; i < n; i++) d[i] = log(a[i] / b[i]);
-    epar_bench_median_interval(d, n, level, &med, &lo, &hi);
-    o.est = expm1(med);
+    epar_bench_group_medians(d, gen, n, level, &mean, &lo, &hi, &o.groups);
+    o.est = expm1(mean);
     o.lo = expm1(lo);
     o.hi = expm1(hi);
     o.hw = (o.hi - o.lo) / 2;
     return o;
+}
+
+static struct overhead cost_pair_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    int n = p->n_a < p->n_b ? p->n_a : p->n_b;
+    return pair_overhead(p->a, p->b, p->gen, n < p->n_gen ? n : p->n_gen, level, scratch);
 }
 
 /* the widest half-width of the deciding comparisons (+inf while one has no interval yet; 0 without any) */
@@ -914,7 +929,7 @@ static double cost_widest(const struct cost_cell *x, double level, double *scrat
     double widest = 0;
     for (int k = 0; k < x->n_pair; k++)
         if (x->pair[k].decides) {
-            struct overhead o = pair_overhead(x->pair[k].a, x->pair[k].b, x->pair[k].n_a, level, scratch);
+            struct overhead o = cost_pair_overhead(&x->pair[k], level, scratch);
             widest = fmax(widest, isfinite(o.hw) ? o.hw : INFINITY);
         }
     return widest;
@@ -932,27 +947,30 @@ static int cost_step(struct epar_train_run *r, struct cost_mech *m)
     return EPAR_OK;
 }
 
-/* the cost cell: every mechanism's model set up once and its first step left untimed; then blocks of single steps
- * (cost_design): each comparison's two steps adjacent in time, so both see the same state of the machine (other
- * processes' load drifts over seconds; neighbouring steps' times correlate), their order alternating between
- * blocks, each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core
- * does not count) with the share spent in the position mechanism and attention. Blocks run until the interval of
+/* the cost cell: generations of freshly set up models (each model's first step left untimed), cost_generation
+ * blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
+ * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
+ * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
+ * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
+ * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
  * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
- * cost_max_repeats blocks, or cost_seconds CPU seconds of timed steps. The stop looks at the intervals' width only,
- * never at where they lie, so it does not bias them towards a threshold. */
+ * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
+ * only, never at where they lie, so it does not push them towards a threshold. */
 static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                          volatile sig_atomic_t *stop)
 {
-    int M = c->n_mech, Bmax = c->b.cost_max_repeats, st = EPAR_OK, ready = 0;
+    int M = c->n_mech, Bmax = c->b.cost_max_repeats, GB = c->b.cost_generation, st = EPAR_OK;
     struct cost_design d;
     cost_design(c, &d);
     struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
                           .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
-                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth,
+                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth, .generation_blocks = GB,
                           .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
     size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
-    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 2 * Bmax + Bmax, sizeof *store), *scratch = store;
+    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
     if (!runs || !store) {
         free(runs);
         free(store);
@@ -960,54 +978,66 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
     }
     for (int m = 0; m < M; m++, scratch += 2 * cap)
         x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
-    for (int p = 0; p < d.n_pair; p++, scratch += 2 * (size_t)Bmax)
+    for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
         x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
-                                       d.decides[p], scratch, scratch + Bmax, 0, 0};
-    for (; ready < M && !st; ready++) {
-        struct epar_train_cfg t;
-        struct epar_bench_cell mc = plan->cells[k];
-        mc.mech = ready;
-        mc.mlp = plan->cost_mlp[ready];
-        epar_exp_benchmark_cell_cfg(c, &mc, &t);
-        struct epar_train_run *r = &runs[ready];
-        if ((st = epar_exp_train_setup(r, &t))) break;
-        r->stop = stop;
-        r->until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
-        st = epar_exp_train_loop(r);
-        r->model.time_attention = 1;
-        x.mech[ready].params = (long)r->model.n_params;
-        x.mech[ready].bytes = epar_exp_train_bytes(&t, r->task.V);
-    }
-    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1;
+                                       d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1, full = 0;
     double t[COST_MAX_SEQ];
-    int full = 0;
     while (!st && x.blocks < Bmax && !full) {
-        for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
-        if (full) break;
-        int n = cost_block(&d, x.blocks, prev, seq, pa, pb);
-        prev = seq[n - 1];
-        for (int i = 0; i < n && !st; i++) {
-            struct cost_mech *m = &x.mech[seq[i]];
-            if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
+        /* a generation: every model set up afresh (in an order rotating with the generation), its first step (the
+         * activations' pages touched for the first time) untimed */
+        int g = x.generations;
+        double c0 = epar_nn_thread_cpu();
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            struct epar_train_cfg tc;
+            struct epar_bench_cell mc = plan->cells[k];
+            mc.mech = m;
+            mc.mlp = plan->cost_mlp[m];
+            epar_exp_benchmark_cell_cfg(c, &mc, &tc);
+            struct epar_train_run *r = &runs[m];
+            if ((st = epar_exp_train_setup(r, &tc))) break;
+            r->stop = stop;
+            r->until = 1;
+            st = epar_exp_train_loop(r);
+            r->model.time_attention = 1;
+            x.mech[m].params = (long)r->model.n_params;
+            x.mech[m].bytes = epar_exp_train_bytes(&tc, r->task.V);
         }
-        if (st) break;
-        for (int p = 0; p < d.n_pair; p++)
-            if (pa[p] >= 0) {
-                x.pair[p].a[x.pair[p].n_a++] = t[pa[p]];
-                x.pair[p].b[x.pair[p].n_b++] = t[pb[p]];
+        x.setup_seconds += epar_nn_thread_cpu() - c0;
+        for (int b = 0; b < GB && !st && x.blocks < Bmax; b++) {
+            for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
+            if (full) break;
+            int n = cost_block(&d, x.blocks, prev, seq, pa, pb);
+            prev = seq[n - 1];
+            for (int i = 0; i < n && !st; i++) {
+                struct cost_mech *m = &x.mech[seq[i]];
+                if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
             }
-        x.blocks++;
-        if (x.blocks >= c->b.cost_repeats && (x.widest = cost_widest(&x, c->level, scratch)) <= c->b.cost_halfwidth) {
+            if (st) break;
+            for (int p = 0; p < d.n_pair; p++)
+                if (pa[p] >= 0) {
+                    struct cost_pair *q = &x.pair[p];
+                    q->a[q->n_a++] = t[pa[p]];
+                    q->b[q->n_b++] = t[pb[p]];
+                    q->gen[q->n_gen++] = g;
+                }
+            x.blocks++;
+        }
+        for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+        memset(runs, 0, (size_t)M * sizeof *runs);
+        if (st) break;
+        x.generations++;
+        x.widest = cost_widest(&x, c->level, scratch);
+        if (x.blocks >= c->b.cost_repeats && x.widest <= c->b.cost_halfwidth) {
             x.stopped = "halfwidth";
             break;
         }
-        if (x.cpu_seconds >= c->b.cost_seconds) {
-            x.widest = cost_widest(&x, c->level, scratch);
+        if (x.cpu_seconds + x.setup_seconds >= c->b.cost_seconds) {
             x.stopped = "seconds";
             break;
         }
     }
-    for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
     free(runs);
     if (!st) {
         x.config = cell_config_json(c, plan, &plan->cells[k]);
@@ -1146,25 +1176,31 @@ double epar_bench_paired_p(const double *x, const double *y, int n, int higher_i
     return paired_test(x, y, n, higher_is_better).p;
 }
 
-void epar_bench_median_interval(double *x, int n, double level, double *median, double *lo, double *hi)
+void epar_bench_group_medians(const double *x, const double *g, int n, double level, double *mean, double *lo,
+                              double *hi, int *groups)
 {
-    *median = *lo = *hi = NAN;
-    if (n < 1) return;
-    gsl_sort(x, 1, (size_t)n);
-    *median = gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
-    /* P(B <= j) for B ~ Binomial(n, 1/2); k from the normal approximation, then exact steps either way */
-    double tail = (1 - level) / 2;
-#define CDF_(j) ((j) < 0 ? 0.0 : gsl_cdf_binomial_P((unsigned)(j), 0.5, (unsigned)n))
-    int k = (int)floor((n - gsl_cdf_ugaussian_Qinv(tail) * sqrt((double)n)) / 2);
-    if (k < 0) k = 0;
-    if (k > n / 2) k = n / 2;
-    while (k > 0 && CDF_(k - 1) > tail) k--;
-    while (k < n / 2 && CDF_(k) <= tail) k++;
-#undef CDF_
-    if (k >= 1) {
-        *lo = x[k - 1];
-        *hi = x[n - k];
+    *mean = *lo = *hi = NAN;
+    *groups = 0;
+    int G = 0;
+    for (int i = 0; i < n; i++) G = g[i] + 1 > G ? (int)g[i] + 1 : G;
+    double *v = malloc(((size_t)n + (size_t)G + 1) * sizeof *v), *med = v + n;
+    if (!v) return;
+    for (int h = 0; h < G; h++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if ((int)g[i] == h) v[m++] = x[i];
+        if (!m) continue;
+        gsl_sort(v, 1, (size_t)m);
+        med[(*groups)++] = gsl_stats_median_from_sorted_data(v, 1, (size_t)m);
     }
+    double sd;
+    if (*groups) mean_sd(med, *groups, mean, &sd);
+    if (*groups >= 2) {
+        double half = gsl_cdf_tdist_Pinv(0.5 + level / 2, *groups - 1) * sd / sqrt((double)*groups);
+        *lo = *mean - half;
+        *hi = *mean + half;
+    }
+    free(v);
 }
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id)
@@ -1669,12 +1705,11 @@ static const struct cost_pair *find_pair(const struct cost_cell *x, const char *
 
 static struct overhead cost_overhead(const struct cost_pair *p, double level, double *scratch)
 {
-    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0};
-    if (!p) return none;
-    return pair_overhead(p->a, p->b, p->n_a < p->n_b ? p->n_a : p->n_b, level, scratch);
+    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0, 0};
+    return p ? cost_pair_overhead(p, level, scratch) : none;
 }
 
-/* pairs for a half-width of target: the width of a median's interval falls as 1 / sqrt(n) */
+/* pairs for a half-width of target: the interval's width falls as 1 / sqrt(generations), so as 1 / sqrt(pairs) */
 static double pairs_needed(const struct overhead *o, double target)
 {
     return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
@@ -1686,7 +1721,7 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
                                         "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,"
                                         "overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,"
-                                        "overhead_vs_basic_hi,pairs_vs_basic,steps");
+                                        "overhead_vs_basic_hi,pairs_vs_basic,steps,generations");
     int L = x->length, B = x->batch, n = 0;
     for (int m = 0; m < x->n_mech; m++) n = x->mech[m].n_step > n ? x->mech[m].n_step : n;
     double *d = malloc(((size_t)n + 1) * sizeof *d);
@@ -1709,10 +1744,11 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
         struct overhead on = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
         struct overhead ob = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
         double need = fmax(pairs_needed(&on, x->target), pairs_needed(&ob, x->target));   /* fmax: NaN only if both */
-        if (epar_csv_append(t, "ssiidddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
+        double gens = on.n ? on.groups : ob.n ? ob.groups : NAN;
+        if (epar_csv_append(t, "ssiiddddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
                             (double)B * L / (med / 1000), a->bytes / 1e6, att / tot, on.est, on.sd, on.hw, ob.est, ob.sd,
                             ob.hw, on.n ? (double)on.n : NAN, need, on.lo, on.hi, ob.lo, ob.hi,
-                            ob.n ? (double)ob.n : NAN, (double)S)) {
+                            ob.n ? (double)ob.n : NAN, (double)S, gens)) {
             epar_csv_free(t);
             t = NULL;
         }

@@ -43,6 +43,7 @@ struct epar_bench_budget {
     int cost_length;
     int cost_repeats;                   /* the cost cell's least number of blocks of adjacent pairs, */
     int cost_max_repeats;               /* ... and the most; */
+    int cost_generation;                /* blocks between fresh set-ups of the cost cell's models; */
     double cost_halfwidth;              /* blocks until the intervals the cost claims read are this narrow, */
     double cost_seconds;                /* ... or until the timed steps took this many CPU seconds */
 };
@@ -117,11 +118,12 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
 void epar_bench_holm(const double *p, double *adj, int m);
 double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better);
 
-/* The cost cell's statistic (exported for its tests): the median of n values (x is sorted in place) and its
- * distribution-free interval at `level`, the sign test inverted: [x_(k), x_(n+1-k)] for the largest k with
- * P(Binomial(n, 1/2) <= k - 1) <= (1 - level) / 2, which covers the median of any continuous distribution of n
- * independent values with probability at least `level` (and maps through any increasing function, e.g. exp).
- * lo, hi NaN when n is too small for any k (n < 6 at 95 %); all three NaN when n < 1. */
-void epar_bench_median_interval(double *x, int n, double level, double *median, double *lo, double *hi);
+/* The cost cell's statistic (exported for its tests): n values x[i], each measured in group g[i] (an integer >= 0,
+ * stored as a double: the generation of freshly set-up models a pair ran on). Each group's median; their mean, and
+ * its t interval at `level` across the groups (t with groups - 1 degrees of freedom): the groups are the
+ * independent units, so an effect shared within a group (where the models' memory landed) is in the interval.
+ * *groups: groups with values; lo, hi NaN with fewer than 2; mean NaN with none. */
+void epar_bench_group_medians(const double *x, const double *g, int n, double level, double *mean, double *lo,
+                              double *hi, int *groups);
 
 #endif
