@@ -312,8 +312,9 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
 
 /* the cost cell's design: its comparisons are every mechanism against none and EPAR enhanced against basic (those
  * present), each timed as pairs of single steps adjacent in time; a mechanism in no comparison is timed alone.
- * The comparisons the cost claims read (enhanced against none and against basic) decide when to stop and are
- * timed in every block; the others take turns, one per block. Without either, every unit is in every block. */
+ * The comparisons the cost claims read (enhanced against none and against basic) decide when to stop, are timed in
+ * every block and their models are set up afresh each generation; the others take turns, one in every other block,
+ * on models set up once. Without either claim's comparison, every unit is in every block and decides. */
 struct cost_unit {
     int a, b;   /* indices into c->mech; b < 0: a step of a alone */
 };
@@ -321,7 +322,8 @@ struct cost_design {
     struct cost_unit unit[2 * EPAR_MECH_COUNT];   /* the comparisons (pair k = unit k), then the steps alone */
     int n_mech, n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
     int dec[2 * EPAR_MECH_COUNT], n_dec;          /* units in every block */
-    int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn */
+    int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn, in every other block */
+    int fresh[EPAR_MECH_COUNT];                   /* a mechanism of a deciding unit: set up afresh each generation */
 };
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
@@ -350,6 +352,8 @@ static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
         if (!any) d->decides[k] = 1;
         if (d->decides[k]) d->dec[d->n_dec++] = k;
         else d->oth[d->n_oth++] = k;
+        if (d->decides[k]) d->fresh[d->unit[k].a] = 1;
+        if (d->decides[k] && d->unit[k].b >= 0) d->fresh[d->unit[k].b] = 1;
     }
 }
 
@@ -374,9 +378,9 @@ static int cost_block(const struct cost_design *d, int B, int prev, int *seq, in
         order[nu] = d->dec[i];
         flip[nu++] = B & 1;
     }
-    if (d->n_oth) {
-        order[nu] = d->oth[B % d->n_oth];
-        flip[nu++] = (B / d->n_oth) & 1;
+    if (d->n_oth && !(B & 1)) {   /* every other block: its turn T = B / 2 */
+        order[nu] = d->oth[B / 2 % d->n_oth];
+        flip[nu++] = (B / 2 / d->n_oth) & 1;
     }
     /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */
     unsigned long long z = 0x9E3779B97F4A7C15ULL * (unsigned long long)(B + 1);
@@ -947,8 +951,8 @@ static int cost_step(struct epar_train_run *r, struct cost_mech *m)
     return EPAR_OK;
 }
 
-/* the cost cell: generations of freshly set up models (each model's first step left untimed), cost_generation
- * blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+/* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
  * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
  * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
  * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
@@ -990,6 +994,9 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         double c0 = epar_nn_thread_cpu();
         for (int i = 0; i < M && !st; i++) {
             int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            epar_exp_train_free(&runs[m]);
+            memset(&runs[m], 0, sizeof runs[m]);
             struct epar_train_cfg tc;
             struct epar_bench_cell mc = plan->cells[k];
             mc.mech = m;
@@ -1024,8 +1031,6 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                 }
             x.blocks++;
         }
-        for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
-        memset(runs, 0, (size_t)M * sizeof *runs);
         if (st) break;
         x.generations++;
         x.widest = cost_widest(&x, c->level, scratch);
@@ -1038,6 +1043,7 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             break;
         }
     }
+    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
     free(runs);
     if (!st) {
         x.config = cell_config_json(c, plan, &plan->cells[k]);
