@@ -55,15 +55,16 @@ static const struct epar_field budget_fields[] = {
     INT_("long_length", long_length, 3, 65536, "the long tasks' length"),
     INT_("extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
     INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
-    INT_("cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
-    INT_("cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
-    INT_("cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
+    INT_("cost_repeats", cost_repeats, 1, 4000, "least blocks of adjacent step pairs of the cost cell"),
+    INT_("cost_max_repeats", cost_max_repeats, 1, 4000, "most blocks of the cost cell"),
+    INT_("cost_generation", cost_generation, 1, 4000, "blocks of the cost cell between fresh set-ups of its models"),
     DBL_("lr", lr, 0, 0, "peak learning rate"),
     DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
     DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
     DBL_("clip", clip, 0, 1, "global gradient-norm clip"),
     DBL_("init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "blocks until the cost claims' intervals are this narrow"),
+    DBL_("cost_seconds", cost_seconds, 0, 0, "... or until the cost cell's timed steps took this many CPU seconds"),
     EPAR_FIELD_LISTR_(BB, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, 0, 4294967295.0,
                       EPAR_FIELD_REQUIRED),
     EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
@@ -374,6 +375,128 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
 /* ------------------------------------------------------------------------------------------------ */
 /* plan                                                                                               */
 
+/* the cost cell's design: its comparisons are every mechanism against none and EPAR enhanced against basic (those
+ * present), each timed as pairs of single steps adjacent in time; a mechanism in no comparison is timed alone.
+ * The comparisons the cost claims read (enhanced against none and against basic) decide when to stop, are timed in
+ * every block and their models are set up afresh each generation; the others take turns, one in every other block,
+ * on models set up once. Without either claim's comparison, every unit is in every block and decides. */
+struct cost_unit {
+    int a, b;   /* indices into c->mech; b < 0: a step of a alone */
+};
+struct cost_design {
+    struct cost_unit unit[2 * EPAR_MECH_COUNT];   /* the comparisons (pair k = unit k), then the steps alone */
+    int n_mech, n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
+    int dec[2 * EPAR_MECH_COUNT], n_dec;          /* units in every block */
+    int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn, in every other block */
+    int fresh[EPAR_MECH_COUNT];                   /* a mechanism of a deciding unit: set up afresh each generation */
+};
+
+static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
+
+static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n_mech = c->n_mech;
+    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
+    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED), covered[EPAR_MECH_COUNT] = {0}, any = 0;
+    for (int m = 0; m < c->n_mech && none >= 0; m++)
+        if (m != none) {
+            d->unit[d->n_unit++] = (struct cost_unit){m, none};
+            covered[m] = covered[none] = 1;
+        }
+    if (enh >= 0 && basic >= 0) {
+        d->unit[d->n_unit++] = (struct cost_unit){enh, basic};
+        covered[enh] = covered[basic] = 1;
+    }
+    d->n_pair = d->n_unit;
+    for (int m = 0; m < c->n_mech; m++)
+        if (!covered[m]) d->unit[d->n_unit++] = (struct cost_unit){m, -1};
+    for (int k = 0; k < d->n_pair; k++)
+        any |= d->decides[k] = d->unit[k].a == enh && (d->unit[k].b == none || d->unit[k].b == basic);
+    for (int k = 0; k < d->n_unit; k++) {
+        if (!any) d->decides[k] = 1;
+        if (d->decides[k]) d->dec[d->n_dec++] = k;
+        else d->oth[d->n_oth++] = k;
+        if (d->decides[k]) d->fresh[d->unit[k].a] = 1;
+        if (d->decides[k] && d->unit[k].b >= 0) d->fresh[d->unit[k].b] = 1;
+    }
+}
+
+/* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
+ * of one mechanism (the cell stops before a block could pass it) */
+#define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
+#define EPAR_BENCH_MAX_COST_STEPS 65536
+
+/* block B as a sequence of steps (seq: mechanism indices; returns its length) after a block that ended with step
+ * prev (-1: none) and, for each unit k in it, the positions of its two steps (pa[k], pb[k]; -1 for a unit not in
+ * this block, pb -1 for a step alone). A pair's two steps are adjacent and its own: no step is in two pairs of one
+ * comparison. Orders, fixed by B alone (deterministic): a pair's order alternates, between blocks (a unit in turn:
+ * between its turns); the units come in an order drawn from B, so what precedes a pair varies and falls on both
+ * of its sides alike; and no model takes two steps in a row (a step right after its own model's previous step finds
+ * that model's weights and optimiser state in the caches and is faster: 2-5 % here, bench/README.md): a unit that
+ * would start with the last step's model waits for the next, and when all would, a step of another model is put
+ * in between (a spacer: timed, in no pair) */
+static int cost_block(const struct cost_design *d, int B, int prev, int *seq, int *pa, int *pb)
+{
+    int order[2 * EPAR_MECH_COUNT + 1], flip[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
+    for (int i = 0; i < d->n_dec; i++) {
+        order[nu] = d->dec[i];
+        flip[nu++] = B & 1;
+    }
+    if (d->n_oth && !(B & 1)) {   /* every other block: its turn T = B / 2 */
+        order[nu] = d->oth[B / 2 % d->n_oth];
+        flip[nu++] = (B / 2 / d->n_oth) & 1;
+    }
+    /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */
+    unsigned long long z = 0x9E3779B97F4A7C15ULL * (unsigned long long)(B + 1);
+    for (int i = nu - 1; i > 0; i--) {
+        z += 0x9E3779B97F4A7C15ULL;
+        unsigned long long r = z;
+        r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        r = (r ^ (r >> 27)) * 0x94D049BB133111EBULL;
+        r ^= r >> 31;
+        int j = (int)(r % (unsigned long long)(i + 1)), t = order[i], f = flip[i];
+        order[i] = order[j];
+        flip[i] = flip[j];
+        order[j] = t;
+        flip[j] = f;
+    }
+    for (int k = 0; k < d->n_unit; k++) pa[k] = pb[k] = -1;
+    int last = prev;
+    while (nu > 0) {
+        int i = 0;
+        while (i < nu && (flip[i] ? d->unit[order[i]].b : d->unit[order[i]].a) == last) i++;
+        if (i == nu) {   /* every unit left starts with the last step's model: a spacer */
+            int first = flip[0] ? d->unit[order[0]].b : d->unit[order[0]].a, s = 0;
+            while (s < d->n_mech && (s == last || s == first)) s++;
+            if (s < d->n_mech) seq[n++] = last = s;
+            i = 0;   /* (one model only: nothing else to put in between) */
+        }
+        const struct cost_unit *u = &d->unit[order[i]];
+        int k = order[i];
+        if (u->b < 0) {
+            pa[k] = n;
+            seq[n++] = u->a;
+        } else {
+            pa[k] = n + flip[i];
+            pb[k] = n + !flip[i];
+            seq[n++] = flip[i] ? u->b : u->a;
+            seq[n++] = flip[i] ? u->a : u->b;
+        }
+        last = seq[n - 1];
+        order[i] = order[--nu];   /* the order of the rest does not matter: it was drawn at random */
+        flip[i] = flip[nu];
+    }
+    return n;
+}
+
+/* steps of block 0 (for the plan's estimate of the cell's work) */
+static int cost_block_steps(const struct cost_design *d)
+{
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
+    return cost_block(d, 0, -1, seq, pa, pb);
+}
+
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
 {
     const struct epar_bench_budget *b = &c->b;
@@ -392,9 +515,9 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->heads = b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    /* the cost cell: one untimed step, then up to cost_max_repeats rounds of cost_steps timed steps */
+    /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
     const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
-    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + b->cost_max_repeats * b->cost_steps;
+    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
     t->optim.lr_min_ratio = b->lr_min_ratio;
@@ -437,6 +560,9 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
     for (int i = 0; i < c->n_tasks; i++)   /* the extrapolation study's own cells: after the grid's (tables index those) */
         for (int m = M; m < M + X; m++) nx += epar_bx_has_cell(c, i, m);
     plan->n = c->n_tasks * M * S + nx * S + 1;
+    struct cost_design cd;
+    cost_design(c, &cd);
+    double cost_steps_least = (double)c->b.cost_repeats * cost_block_steps(&cd);
     plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
     if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
     int k = 0, kx = c->n_tasks * M * S;
@@ -484,9 +610,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
-                /* the cost cell: every mechanism, the least number of repeats (more when the intervals need them) */
-                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats * c->b.cost_steps /
-                                                                            (double)w.optim.steps);
+                /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
+                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)cost_steps_least / (double)w.optim.steps);
             }
         }
     }
@@ -605,52 +730,81 @@ static const struct epar_field train_cell_rows[] = {
 #undef LONG_
 #undef TCL
 
-/* the cost cell: every mechanism's step times over the repeats */
-#define EPAR_BENCH_MAX_REPEATS 1000
+/* the cost cell: every mechanism's timed steps, and each comparison's adjacent pairs */
 struct cost_mech {
     const char *mechanism;
     long params;
     double bytes;
-    double *step, *attention;   /* (repeats) seconds; attention: NaN ones left out */
+    double *step, *attention;   /* (n_step) thread CPU seconds of each timed step in order, and of its attention */
     int n_step, n_attention;
+};
+
+/* a comparison: `mechanism` against `against`, timed as pairs of one step of each, adjacent in time */
+struct cost_pair {
+    const char *mechanism, *against;
+    int decides;                /* a comparison a cost claim reads: timed in every block, it decides when to stop */
+    double *a, *b;              /* (n) CPU seconds of mechanism's and against's step of each pair */
+    double *gen;                /* (n) the generation of models (0, 1, ...) each pair ran on */
+    int n_a, n_b, n_gen;
 };
 
 struct cost_cell {
     json_t *config;
-    const char *task, *clock, *blas_core;
-    int length, batch, steps, threads, repeats, n_mech;
-    double widest, target;
+    const char *task, *clock, *blas_core, *design, *stopped;
+    int length, batch, threads, blocks, generations, generation_blocks, n_mech, n_pair;
+    double widest, target, cpu_seconds, setup_seconds, limit_seconds;
     struct cost_mech mech[EPAR_MECH_COUNT];
+    struct cost_pair pair[EPAR_MECH_COUNT];
 };
 
 #define CM struct cost_mech
-#define TIMES_(key, member, count, flags) \
-    EPAR_FIELD_LIST_(CM, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_REPEATS, EPAR_FIELD_ALLOC | (flags))
+#define TIMES_(S, key, member, count, flags) \
+    EPAR_FIELD_LIST_(S, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_COST_STEPS, EPAR_FIELD_ALLOC | (flags))
 static const struct epar_field cost_mech_rows[] = {
     EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
     EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
-    TIMES_("step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
-    TIMES_("attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
+    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
+    TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
-#undef TIMES_
 #undef CM
+#define CP struct cost_pair
+static const struct epar_field cost_pair_rows[] = {
+    EPAR_FIELD_(CP, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "against", EPAR_FIELD_STRING, against, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
+    TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "generation", gen, n_gen, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CP
+#undef TIMES_
 #define CC struct cost_cell
 static const struct epar_field cost_cell_rows[] = {
     EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
     EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CC, "steps", EPAR_FIELD_INT, steps, 0),
     EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
     EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
     EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-    EPAR_FIELD_(CC, "repeats", EPAR_FIELD_INT, repeats, 0),
+    EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
+    EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
+    EPAR_FIELD_(CC, "generations", EPAR_FIELD_INT, generations, 0),
+    EPAR_FIELD_(CC, "generation_blocks", EPAR_FIELD_INT, generation_blocks, 0),
+    EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
+    EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
+    EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
+    EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
     EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
     EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
     EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 #undef CC
+
+/* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
+#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -668,9 +822,10 @@ struct cell_config {
     int shuffle, eval_sequences, n_extrap, extrap_tokens;
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
-    int repeats, max_repeats;
-    double halfwidth;
     json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
+    const char *design;
+    int repeats, max_repeats, generation;
+    double halfwidth, seconds;
 };
 #define CF struct cell_config
 static const struct epar_field cell_config_rows[] = {
@@ -685,9 +840,12 @@ static const struct epar_field cell_config_rows[] = {
     EPAR_FIELD_END_};
 static const struct epar_field cost_config_rows[] = {
     EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
+    EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
     EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
     EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
+    EPAR_FIELD_(CF, "generation", EPAR_FIELD_INT, generation, 0),
     EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
+    EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_END_};
 #undef CF
 
@@ -695,8 +853,9 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
                                 const struct epar_bench_cell *cell)
 {
     struct epar_train_cfg t;
-    struct cell_config x = {.repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
-                            .halfwidth = c->b.cost_halfwidth, .extrap_tokens = -1};
+    struct cell_config x = {.design = COST_DESIGN, .repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .generation = c->b.cost_generation,
+                            .halfwidth = c->b.cost_halfwidth, .seconds = c->b.cost_seconds, .extrap_tokens = -1};
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
         x.task = c->tasks[cell->task].id;
@@ -880,97 +1039,160 @@ done:
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
-/* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
- * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
-static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
+/* a comparison's overhead from its n pairs, measured on generations gen (fresh set-ups of the models): per
+ * generation the median of its pairs' log ratios log(a / b), their mean with its t interval across the generations
+ * at the level (epar_stats_group_medians), back on the scale of ratio - 1; hw is half the interval's width; sd: of
+ * the per-pair ratios - 1 (descriptive); d: scratch (n) */
+struct overhead {
+    double est, lo, hi, hw, sd;
+    int n, groups;
+};
+static struct overhead pair_overhead(const double *a, const double *b, const double *gen, int n, double level, double *d)
 {
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED);
-    double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
-    for (int m = 0; m < M; m++)
-        for (int vs = 0; vs < 2; vs++) {
-            int y = !is_epar(c->mech[m]) ? -1 : vs ? (m == enh ? basic : -1) : none;
-            if (y < 0) continue;
-            for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
-            epar_stats_mean_sd(d, R, &mean, &sd);
-            widest = fmax(widest, q * sd / sqrt((double)R));
+    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n, 0};
+    double mean, lo, hi;
+    for (int i = 0; i < n; i++) d[i] = a[i] / b[i] - 1;
+    epar_stats_mean_sd(d, (size_t)n, &mean, &o.sd);
+    for (int i = 0; i < n; i++) d[i] = log(a[i] / b[i]);
+    epar_stats_group_medians(d, gen, n, level, &mean, &lo, &hi, &o.groups);
+    o.est = expm1(mean);
+    o.lo = expm1(lo);
+    o.hi = expm1(hi);
+    o.hw = (o.hi - o.lo) / 2;
+    return o;
+}
+
+static struct overhead cost_pair_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    int n = p->n_a < p->n_b ? p->n_a : p->n_b;
+    return pair_overhead(p->a, p->b, p->gen, n < p->n_gen ? n : p->n_gen, level, scratch);
+}
+
+/* the widest half-width of the deciding comparisons (+inf while one has no interval yet; 0 without any) */
+static double cost_widest(const struct cost_cell *x, double level, double *scratch)
+{
+    double widest = 0;
+    for (int k = 0; k < x->n_pair; k++)
+        if (x->pair[k].decides) {
+            struct overhead o = cost_pair_overhead(&x->pair[k], level, scratch);
+            widest = fmax(widest, isfinite(o.hw) ? o.hw : INFINITY);
         }
     return widest;
 }
 
-/* the cost cell: every mechanism's model set up once and its first step left untimed; then rounds in a rotating
- * order (drift of the machine falls on every mechanism alike) of cost_steps steps each, timed in the thread's CPU
- * seconds (the cell runs on one thread: other processes holding the cores do not count) with the share spent in
- * the position mechanism and attention, until every overhead's interval is cost_halfwidth narrow (at least
- * cost_repeats rounds, at most cost_max_repeats) */
+/* one training step of r, its thread CPU seconds and those of its attention */
+static int cost_step(struct epar_train_run *r, struct cost_mech *m)
+{
+    double c0 = r->step_cpu_seconds, a0 = r->model.attn_cpu_seconds;
+    r->until = r->step + 1;
+    int st = epar_exp_train_loop(r);
+    if (st) return st;
+    m->step[m->n_step++] = r->step_cpu_seconds - c0;
+    m->attention[m->n_attention++] = r->model.attn_cpu_seconds - a0;
+    return EPAR_OK;
+}
+
+/* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
+ * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
+ * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
+ * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
+ * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
+ * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
+ * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
+ * only, never at where they lie, so it does not push them towards a threshold. */
 static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                          volatile sig_atomic_t *stop)
 {
-    int M = c->n_mech, Rmax = c->b.cost_max_repeats, S = c->b.cost_steps, R = 0, st = EPAR_OK;
-    double *sec = calloc((size_t)M * Rmax, sizeof *sec), *att = calloc((size_t)M * Rmax, sizeof *att);
+    int M = c->n_mech, Bmax = c->b.cost_max_repeats, GB = c->b.cost_generation, st = EPAR_OK;
+    struct cost_design d;
+    cost_design(c, &d);
+    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
+                          .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
+                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth, .generation_blocks = GB,
+                          .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
+    size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
-    if (!sec || !att || !runs) {
-        free(sec);
-        free(att);
+    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
+    if (!runs || !store) {
         free(runs);
+        free(store);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
-    double bytes[EPAR_MECH_COUNT];
-    size_t params[EPAR_MECH_COUNT];
-    int ready = 0;
-    for (; ready < M && !st; ready++) {
-        struct epar_train_cfg t;
-        struct epar_bench_cell mc = plan->cells[k];
-        mc.mech = ready;
-        mc.mlp = plan->cost_mlp[ready];
-        epar_exp_benchmark_cell_cfg(c, &mc, &t);
-        struct epar_train_run *r = &runs[ready];
-        if ((st = epar_exp_train_setup(r, &t))) break;
-        r->stop = stop;
-        r->until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
-        st = epar_exp_train_loop(r);
-        r->model.time_attention = 1;
-        params[ready] = r->model.n_params;
-        bytes[ready] = epar_exp_train_bytes(&t, r->task.V);
-    }
-    double widest = NAN;
-    while (!st && R < Rmax) {
-        for (int q = 0; q < M && !st; q++) {
-            int m = (q + R) % M;
+    for (int m = 0; m < M; m++, scratch += 2 * cap)
+        x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
+    for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
+        x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
+                                       d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1, full = 0;
+    double t[COST_MAX_SEQ];
+    while (!st && x.blocks < Bmax && !full) {
+        /* a generation: every model set up afresh (in an order rotating with the generation), its first step (the
+         * activations' pages touched for the first time) untimed */
+        int g = x.generations;
+        double c0 = epar_nn_thread_cpu();
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            epar_exp_train_free(&runs[m]);
+            memset(&runs[m], 0, sizeof runs[m]);
+            struct epar_train_cfg tc;
+            struct epar_bench_cell mc = plan->cells[k];
+            mc.mech = m;
+            mc.mlp = plan->cost_mlp[m];
+            epar_exp_benchmark_cell_cfg(c, &mc, &tc);
             struct epar_train_run *r = &runs[m];
-            /* the round's value: the median of its steps' times (robust to a step the machine interrupted) */
-            double a0 = r->model.attn_cpu_seconds, tot = 0, dt[64];
-            for (int i = 0; i < S && !st; i++) {
-                double c0 = r->step_cpu_seconds;
-                r->until = r->step + 1;
-                st = epar_exp_train_loop(r);
-                tot += dt[i] = r->step_cpu_seconds - c0;
+            if ((st = epar_exp_train_setup(r, &tc))) break;
+            r->stop = stop;
+            r->until = 1;
+            st = epar_exp_train_loop(r);
+            r->model.time_attention = 1;
+            x.mech[m].params = (long)r->model.n_params;
+            x.mech[m].bytes = epar_exp_train_bytes(&tc, r->task.V);
+        }
+        x.setup_seconds += epar_nn_thread_cpu() - c0;
+        for (int b = 0; b < GB && !st && x.blocks < Bmax; b++) {
+            for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
+            if (full) break;
+            int n = cost_block(&d, x.blocks, prev, seq, pa, pb);
+            prev = seq[n - 1];
+            for (int i = 0; i < n && !st; i++) {
+                struct cost_mech *m = &x.mech[seq[i]];
+                if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
             }
             if (st) break;
-            gsl_sort(dt, 1, (size_t)S);
-            sec[(size_t)m * Rmax + R] = gsl_stats_median_from_sorted_data(dt, 1, (size_t)S);
-            att[(size_t)m * Rmax + R] = (r->model.attn_cpu_seconds - a0) / tot * sec[(size_t)m * Rmax + R];
+            for (int p = 0; p < d.n_pair; p++)
+                if (pa[p] >= 0) {
+                    struct cost_pair *q = &x.pair[p];
+                    q->a[q->n_a++] = t[pa[p]];
+                    q->b[q->n_b++] = t[pb[p]];
+                    q->gen[q->n_gen++] = g;
+                }
+            x.blocks++;
         }
         if (st) break;
-        R++;
-        if (R >= c->b.cost_repeats && (widest = cost_widest(c, sec, M, Rmax, R)) <= c->b.cost_halfwidth) break;
+        x.generations++;
+        x.widest = cost_widest(&x, c->level, scratch);
+        if (x.blocks >= c->b.cost_repeats && x.widest <= c->b.cost_halfwidth) {
+            x.stopped = "halfwidth";
+            break;
+        }
+        if (x.cpu_seconds + x.setup_seconds >= c->b.cost_seconds) {
+            x.stopped = "seconds";
+            break;
+        }
     }
-    for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
+    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
     free(runs);
-    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
-                          .steps = S, .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(),
-                          .repeats = R, .widest = widest, .target = c->b.cost_halfwidth, .n_mech = M};
     if (!st) {
-        for (int m = 0; m < M; m++)   /* a mechanism's times are a row of sec and att (the record points into them) */
-            x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), (long)params[m], bytes[m],
-                                           sec + (size_t)m * Rmax, att + (size_t)m * Rmax, R, R};
         x.config = cell_config_json(c, plan, &plan->cells[k]);
         st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), cost_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
-                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+                      : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
     }
     json_decref(x.config);
-    free(sec);
-    free(att);
+    free(store);
     return st;
 }
 
@@ -1605,50 +1827,68 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
     return t;
 }
 
-/* cost: mean step time over the repeats, and the overheads as the mean of the per-repeat ratios - 1 */
-/* cost.csv from the cost cell: per mechanism the step's thread CPU time (mean and sd over the repeats), its
- * attention share, and the overheads (mean of the per-repeat ratios - 1) with their sd and interval half-width
- * at the audit's level */
-static void cost_ratios(const struct cost_mech *a, const struct cost_mech *b, double *mean, double *sd)
+/* cost.csv from the cost cell: per mechanism the step's thread CPU time (median and sd over its timed steps), its
+ * attention share, and the overheads over none and (enhanced) over basic from their adjacent pairs: the median
+ * ratio - 1 with its distribution-free interval at the audit's level (pair_overhead), the pairs behind it, and how
+ * many pairs an interval of cost_halfwidth would take at the spread measured */
+static const struct cost_pair *find_pair(const struct cost_cell *x, const char *a, const char *b)
 {
-    double d[EPAR_BENCH_MAX_REPEATS];
-    int R = a->n_step < b->n_step ? a->n_step : b->n_step;
-    for (int r = 0; r < R; r++) d[r] = a->step[r] / b->step[r] - 1;
-    epar_stats_mean_sd(d, R, mean, sd);
+    for (int k = 0; k < x->n_pair; k++)
+        if (!strcmp(x->pair[k].mechanism, a) && !strcmp(x->pair[k].against, b)) return &x->pair[k];
+    return NULL;
+}
+
+static struct overhead cost_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0, 0};
+    return p ? cost_pair_overhead(p, level, scratch) : none;
+}
+
+/* pairs for a half-width of target: the interval's width falls as 1 / sqrt(generations), so as 1 / sqrt(pairs) */
+static double pairs_needed(const struct overhead *o, double target)
+{
+    return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
 }
 
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
-                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int L = x->length, B = x->batch;
+                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,"
+                                        "overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,"
+                                        "overhead_vs_basic_hi,pairs_vs_basic,steps,generations");
+    int L = x->length, B = x->batch, n = 0;
+    for (int m = 0; m < x->n_mech; m++) n = x->mech[m].n_step > n ? x->mech[m].n_step : n;
+    double *d = malloc(((size_t)n + 1) * sizeof *d);
+    if (!d) {
+        epar_csv_free(t);
+        return NULL;
+    }
     for (int m = 0; t && m < x->n_mech; m++) {
         const struct cost_mech *a = &x->mech[m];
-        int R = a->n_step;
-        double ms_[EPAR_BENCH_MAX_REPEATS], sh[EPAR_BENCH_MAX_REPEATS], mean, sd, shm, shs, onm = NAN, ons = NAN,
-               obm = NAN, obs = NAN;
-        for (int r = 0; r < R; r++) {
-            ms_[r] = 1000 * a->step[r];
-            sh[r] = r < a->n_attention ? a->attention[r] / a->step[r] : NAN;
+        int S = a->n_step;
+        double att = 0, tot = 0, med, sd, mean;
+        for (int i = 0; i < S; i++) {
+            d[i] = 1000 * a->step[i];
+            tot += a->step[i];
+            att += i < a->n_attention ? a->attention[i] : NAN;
         }
-        epar_stats_mean_sd(ms_, R, &mean, &sd);
-        epar_stats_mean_sd(sh, R, &shm, &shs);
-        if (none >= 0 && none < x->n_mech && m != none) cost_ratios(a, &x->mech[none], &onm, &ons);
-        if (basic >= 0 && basic < x->n_mech && m < c->n_mech && c->mech[m] == EPAR_MECH_EPAR_ENHANCED)
-            cost_ratios(a, &x->mech[basic], &obm, &obs);
-        double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
-        /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
-        double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;
-        double need = wsd > 0 && hw > 0 && R > 1 ? ceil(pow(q * sqrt((double)R) * wsd / hw, 2)) : NAN;
-        if (epar_csv_append(t, "ssiidddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, mean, sd,
-                            (double)B * L / (mean / 1000), a->bytes / 1e6, shm, onm, ons, q * ons, obm, obs, q * obs,
-                            (double)R, need)) {
+        epar_stats_mean_sd(d, (size_t)S, &mean, &sd);
+        gsl_sort(d, 1, (size_t)S);
+        med = S ? gsl_stats_median_from_sorted_data(d, 1, (size_t)S) : NAN;
+        struct overhead on = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
+        struct overhead ob = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
+        double need = fmax(pairs_needed(&on, x->target), pairs_needed(&ob, x->target));   /* fmax: NaN only if both */
+        double gens = on.n ? on.groups : ob.n ? ob.groups : NAN;
+        if (epar_csv_append(t, "ssiiddddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
+                            (double)B * L / (med / 1000), a->bytes / 1e6, att / tot, on.est, on.sd, on.hw, ob.est, ob.sd,
+                            ob.hw, on.n ? (double)on.n : NAN, need, on.lo, on.hi, ob.lo, ob.hi,
+                            ob.n ? (double)ob.n : NAN, (double)S, gens)) {
             epar_csv_free(t);
-            return NULL;
+            t = NULL;
         }
     }
+    free(d);
     return t;
 }
 

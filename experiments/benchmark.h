@@ -58,9 +58,12 @@ struct epar_bench_budget {
     int extrap[EPAR_BENCH_MAX_EXTRAP];  /* evaluation lengths of the lm cells */
     int extrap_tokens;                  /* tokens evaluated at each of them */
     enum epar_task_id cost_task;
-    int cost_length, cost_steps, cost_repeats;   /* cost_repeats: the least number of interleaved repeats */
-    int cost_max_repeats;                        /* ... and the most, */
-    double cost_halfwidth;                       /* repeated until every overhead's interval is this narrow */
+    int cost_length;
+    int cost_repeats;                   /* the cost cell's least number of blocks of adjacent pairs, */
+    int cost_max_repeats;               /* ... and the most; */
+    int cost_generation;                /* blocks between fresh set-ups of the cost cell's models; */
+    double cost_halfwidth;              /* blocks until the intervals the cost claims read are this narrow, */
+    double cost_seconds;                /* ... or until the timed steps took this many CPU seconds */
 };
 
 struct epar_bench_cfg {

@@ -1,5 +1,7 @@
 #include <math.h>
 #include <gsl/gsl_cdf.h>
+#include <stdlib.h>
+#include <gsl/gsl_sort_double.h>
 #include <gsl/gsl_statistics_double.h>
 #include "stats.h"
 
@@ -56,4 +58,31 @@ double epar_stats_mde(double sd, int n, double level, double power, int tests)
     if (!isfinite(sd) || n < 2 || tests < 1) return NAN;
     double each = 1.0 - (1.0 - power) / tests;
     return (epar_stats_quantile(level, n - 1) + gsl_cdf_tdist_Pinv(each, n - 1)) * sd / sqrt((double)n);
+}
+
+void epar_stats_group_medians(const double *x, const double *g, int n, double level, double *mean, double *lo,
+                              double *hi, int *groups)
+{
+    *mean = *lo = *hi = NAN;
+    *groups = 0;
+    int G = 0;
+    for (int i = 0; i < n; i++) G = g[i] + 1 > G ? (int)g[i] + 1 : G;
+    double *v = malloc(((size_t)n + (size_t)G + 1) * sizeof *v), *med = v + n;
+    if (!v) return;
+    for (int h = 0; h < G; h++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if ((int)g[i] == h) v[m++] = x[i];
+        if (!m) continue;
+        gsl_sort(v, 1, (size_t)m);
+        med[(*groups)++] = gsl_stats_median_from_sorted_data(v, 1, (size_t)m);
+    }
+    double sd;
+    if (*groups) epar_stats_mean_sd(med, (size_t)*groups, mean, &sd);
+    if (*groups >= 2) {
+        double half = epar_stats_quantile(level, *groups - 1) * sd / sqrt((double)*groups);
+        *lo = *mean - half;
+        *hi = *mean + half;
+    }
+    free(v);
 }

@@ -43,4 +43,12 @@ void epar_stats_holm(const double *p, double *adj, int m);
  * (conservative: the comparisons' shared noise only raises the joint power). NaN when sd is not finite or n < 2. */
 double epar_stats_mde(double sd, int n, double level, double power, int tests);
 
+/* The mean of group medians with its t interval: n values x[i], each measured in group g[i] (an integer >= 0 stored as
+ * a double; the benchmark's cost cell: the generation of freshly set-up models a pair of steps ran on). Each group's
+ * median; their mean, and its t interval at `level` across the groups (groups - 1 degrees of freedom): the groups are
+ * the independent units, so an effect shared within a group (where the models' memory landed) is in the interval.
+ * *groups: groups with values; lo, hi NaN with fewer than 2; mean NaN with none. */
+void epar_stats_group_medians(const double *x, const double *g, int n, double level, double *mean, double *lo,
+                              double *hi, int *groups);
+
 #endif

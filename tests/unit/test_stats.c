@@ -162,6 +162,60 @@ static void test_iut_mde(void)
     gsl_rng_free(r);
 }
 
+/* epar_stats_group_medians (the cost cell's statistic): per group (generation of models) the median, their mean and its t interval */
+static void test_group_medians(void)
+{
+    /* groups {1, 2, 3}, {10, 20}, {5}: medians 2, 15, 5, mean 22/3, deviations -16/3, 23/3, -7/3, variance
+     * ((256 + 529 + 49) / 9) / 2 = 139/3, half-width t(0.975, 2) sqrt(139/3 / 3) */
+    const double x[6] = {3, 10, 1, 5, 2, 20}, g[6] = {0, 1, 0, 2, 0, 1};
+    double mean, lo, hi;
+    int groups;
+    epar_stats_group_medians(x, g, 6, 0.95, &mean, &lo, &hi, &groups);
+    double half = gsl_cdf_tdist_Pinv(0.975, 2) * sqrt(139.0 / 9);
+    check_int(groups, 3, "group medians: three groups");
+    check_rel(mean, 22.0 / 3, 1e-15, "group medians: the mean of the medians 2, 15, 5");
+    check_rel(lo, 22.0 / 3 - half, 1e-12, "group medians: t(2) interval, lower end");
+    check_rel(hi, 22.0 / 3 + half, 1e-12, "group medians: t(2) interval, upper end");
+    const double g2[6] = {0, 4, 0, 4, 0, 4};   /* two groups, numbered with a gap: {3, 1, 2} and {10, 5, 20} */
+    epar_stats_group_medians(x, g2, 6, 0.95, &mean, &lo, &hi, &groups);
+    check_true(groups == 2 && mean == 6, "group medians: groups numbered with a gap (medians 2 and 10)");
+    const double g1[6] = {0};
+    epar_stats_group_medians(x, g1, 6, 0.95, &mean, &lo, &hi, &groups);
+    check_true(groups == 1 && mean == 4 && isnan(lo) && isnan(hi), "group medians: one group has no interval");
+    epar_stats_group_medians(x, g1, 0, 0.95, &mean, &lo, &hi, &groups);
+    check_true(groups == 0 && isnan(mean) && isnan(lo), "group medians: no values, no mean");
+    /* coverage: 8 generations of 10 pairs, log ratios = generation effect N(0, 0.01) (where the models' memory
+     * landed) + pair noise N(0, 0.02). The medians of normal samples are symmetric and the t interval across the
+     * generations covers 0 at its nominal 95 %; the same pairs taken as 80 independent ones (each its own group:
+     * what one set-up per run amounts to) give an interval that misses the generation effect's share */
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 20261125);
+    enum { G = 8, NG = 10 };
+    const int N = 20000;
+    double v[G * NG], gg[G * NG], own[G * NG];
+    int cov = 0, cov_pairs = 0;
+    for (int t = 0; t < N; t++) {
+        for (int h = 0; h < G; h++) {
+            double u = gsl_ran_gaussian(r, 0.01);
+            for (int i = 0; i < NG; i++) {
+                v[h * NG + i] = u + gsl_ran_gaussian(r, 0.02);
+                gg[h * NG + i] = h;
+                own[h * NG + i] = h * NG + i;
+            }
+        }
+        epar_stats_group_medians(v, gg, G * NG, 0.95, &mean, &lo, &hi, &groups);
+        cov += lo < 0 && 0 < hi;
+        epar_stats_group_medians(v, own, G * NG, 0.95, &mean, &lo, &hi, &groups);
+        cov_pairs += lo < 0 && 0 < hi;
+    }
+    double c = (double)cov / N, cp = (double)cov_pairs / N;
+    printf("# group medians, 8 generations x 10 pairs with a generation effect: coverage %.4f by generations, %.4f "
+           "taking the pairs as independent\n", c, cp);
+    check_abs(c, 0.95, 4 * sqrt(0.95 * 0.05 / N), "group medians: the interval across generations covers at 95 %%");
+    check_true(cp < 0.85, "group medians: pairs taken as independent miss the generation effect (%.3f)", cp);
+    gsl_rng_free(r);
+}
+
 int main(void)
 {
     test_mean_sd();
@@ -170,5 +224,6 @@ int main(void)
     test_mde();
     test_simulation();
     test_iut_mde();
+    test_group_medians();
     return check_summary("test_stats");
 }
