@@ -20,8 +20,9 @@
 #      each step's process CPU time is recorded: on a shared machine the wall time of either side grows
 #      when other processes take its core, its CPU time much less, so the CPU-time ratio is the steadier one.
 # PyTorch is Debian's python3-torch (scripts/install-deps --with-bench); without it the comparison is
-# skipped with a note. On a loaded machine run it with OMP_WAIT_POLICY=passive (both epar and PyTorch are
-# libgomp programs; threads spinning at barriers then steal the cores). Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
+# skipped with a note. Both epar and PyTorch are libgomp programs; both wait passively here unless
+# OMP_WAIT_POLICY is set (epar by its own default, lib/blas.h; PyTorch by this script), since threads spinning at
+# barriers steal the cores on a loaded machine. Environment: BENCH_TRAIN_THREADS, BENCH_TRAIN_ROUNDS, BENCH_TRAIN_STEPS (timed steps
 # per mechanism, default 20), BENCH_PYTHON (default /usr/bin/python3), BENCH_OUT (default output/bench). Never part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ echo "    (qkv, projection, MLP; scores and weighted values over the (T+1)/2 key
 echo "     average; the tied output head; x3 for forward + backward; non-matmul ops not counted)"
 echo "  of which the linear layers and the head (the row linear-products) = $LFLOPS"
 echo "  BLAS: $(./epar --version | grep OpenBLAS)"
-echo "  OMP_WAIT_POLICY: epar ${OMP_WAIT_POLICY:-unset (libgomp spins before sleeping)}, PyTorch ${OMP_WAIT_POLICY:-passive}"
+echo "  OMP_WAIT_POLICY: epar ${OMP_WAIT_POLICY:-passive (epar's default)}, PyTorch ${OMP_WAIT_POLICY:-passive}"
 HAVE_TORCH=1
 if ! "$PY" -c 'import torch' 2>/dev/null; then
     HAVE_TORCH=0
