@@ -963,6 +963,22 @@ void epar_nn_init(struct epar_nn *m, gsl_rng *r)
 
 void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params * sizeof(float)); }
 
+static const char *const op_names[EPAR_NN_NOPS] = {
+    "embedding", "layernorm", "linear", "position", "attention", "gelu", "loss", "linear-backward",
+    "attention-backward", "gelu-backward", "layernorm-backward"};
+
+const char *epar_nn_op_name(int op) { return op >= 0 && op < EPAR_NN_NOPS ? op_names[op] : "?"; }
+
+/* the per-op profile: PROF(m, op, statement) times the statement when m->profile is set (1: wall clock, 2: the
+ * calling thread's CPU time) */
+static double prof_now(const struct epar_nn *m) { return m->profile == 2 ? epar_nn_thread_cpu() : omp_get_wtime(); }
+#define PROF(m, op, ...)                                                                                           \
+    do {                                                                                                           \
+        double prof_t0_ = (m)->profile ? prof_now(m) : 0;                                                          \
+        __VA_ARGS__;                                                                                               \
+        if ((m)->profile) (m)->op_seconds[op] += prof_now(m) - prof_t0_;                                           \
+    } while (0)
+
 /* per-layer views of the activations for the current (B, T) */
 #define LAYER(ptr, l, n) ((ptr) + (size_t)(l) * (n))
 
@@ -988,12 +1004,14 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
     struct epar_nn_params *p = &m->p;
     struct epar_nn_acts *a = &m->a;
-    epar_nnpos_prepare(&m->pos, T);
+    PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_prepare(&m->pos, T));
 
     /* encoder: token embedding plus the input position term */
+    double prof_t0 = m->profile ? prof_now(m) : 0;
 #pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int i = 0; i < N; i++) memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
     epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
+    if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
 
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
@@ -1001,29 +1019,33 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
-        epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), res,
-                                  p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C);
-        epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
+        PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N),
+                                                                res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C));
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C,
+                                                          p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0));
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
-        epar_nnpos_qk_forward(&m->pos, qkv, B, T);
+        PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
                                       m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
         /* the scores are kept only for a learned factor's gradient and kernel attention's N (saves a (B, NH, T, T)
          * store and load) */
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel ? LAYER(a->preatt, l, nA) : NULL;
-        epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+        PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
-        epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
-        epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
-                                  p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
-        epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
-        epar_nn_gelu_forward(fchg, fch, nF);
-        epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C);
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C,
+                                                              p->attprojb + (size_t)l * C, N, C, C));
+        PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N),
+                                                                res2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C));
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F,
+                                                          N, C, F, 0));
+        PROF(m, EPAR_NN_OP_GELU, epar_nn_gelu_forward(fchg, fch, nF));
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F,
+                                                              p->fcprojb + (size_t)l * C, N, F, C));
     }
-    epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb,
-                              N, C);
-    epar_nn_matmul_forward(a->probs, a->lnf, p->wte, NULL, N, C, V, 0);   /* logits, tied head */
+    PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd,
+                                                            LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb, N, C));
+    PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(a->probs, a->lnf, p->wte, NULL, N, C, V, 0));   /* logits, tied head */
 
     m->loss = 0.0;
     m->mask_sum = 0.0;
@@ -1031,8 +1053,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         memcpy(m->targets, targets, (size_t)N * sizeof *targets);
         for (int i = 0; i < N; i++) m->mask[i] = mask ? mask[i] : 1.0f;
     }
-    epar_nn_crossentropy_forward(a->probs, a->losses, a->correct, a->probs, targets ? m->targets : NULL,
-                                 targets ? m->mask : NULL, N, V);
+    PROF(m, EPAR_NN_OP_LOSS, epar_nn_crossentropy_forward(a->probs, a->losses, a->correct, a->probs,
+                                                          targets ? m->targets : NULL, targets ? m->mask : NULL, N, V));
     if (targets) {
         double s = 0.0;
         for (int i = 0; i < N; i++) {
@@ -1067,26 +1089,32 @@ void epar_nn_backward(struct epar_nn *m)
     if (m->mask_sum <= 0) return;   /* nothing scored: zero gradient */
 
     /* loss -> logits (in place over probs) -> final LayerNorm -> the tied head's share of dwte */
-    epar_nn_crossentropy_backward(a->probs, a->probs, m->targets, m->mask, 1.0 / m->mask_sum, N, V);
-    epar_nn_matmul_backward(s->dln, g->wte, NULL, a->probs, a->lnf, p->wte, N, C, V, 0, s->part);
-    memset(s->dres, 0, nC * sizeof(float));
-    epar_nn_layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, LAYER(a->residual3, c->NL - 1, nC), p->lnfw,
-                               a->lnf_mean, a->lnf_rstd, N, C, s->part);
+    PROF(m, EPAR_NN_OP_LOSS, epar_nn_crossentropy_backward(a->probs, a->probs, m->targets, m->mask, 1.0 / m->mask_sum,
+                                                           N, V));
+    PROF(m, EPAR_NN_OP_LINEAR_BWD, epar_nn_matmul_backward(s->dln, g->wte, NULL, a->probs, a->lnf, p->wte, N, C, V, 0,
+                                                           s->part));
+    PROF(m, EPAR_NN_OP_LAYERNORM_BWD, memset(s->dres, 0, nC * sizeof(float));
+         epar_nn_layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, LAYER(a->residual3, c->NL - 1, nC), p->lnfw,
+                                    a->lnf_mean, a->lnf_rstd, N, C, s->part));
 
     for (int l = c->NL - 1; l >= 0; l--) {
         const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dres holds d residual3 */
-        epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
-                                LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part);
-        epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF);
-        epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
-                                LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part);
-        epar_nn_layernorm_backward(s->dres, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C, s->dln,
-                                   LAYER(a->residual2, l, nC), p->ln2w + (size_t)l * C, LAYER(a->ln2_mean, l, N),
-                                   LAYER(a->ln2_rstd, l, N), N, C, s->part);
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
+                                     LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part));
+        PROF(m, EPAR_NN_OP_GELU_BWD, epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF));
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
+                                     LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part));
+        PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
+             epar_nn_layernorm_backward(s->dres, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C, s->dln,
+                                        LAYER(a->residual2, l, nC), p->ln2w + (size_t)l * C, LAYER(a->ln2_mean, l, N),
+                                        LAYER(a->ln2_rstd, l, N), N, C, s->part));
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dres holds d residual2 */
-        epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
-                                LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part);
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
+                                     LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
@@ -1094,18 +1122,22 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
-        epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
-                                   LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
-        epar_nnpos_backward(&m->pos, l, &pg, B, T);
-        epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T);
+        PROF(m, EPAR_NN_OP_ATTENTION_BWD,
+             epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
+                                        LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH));
+        PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_backward(&m->pos, l, &pg, B, T);
+             epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
-        epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
-                                LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part);
-        epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
-                                   p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N, C,
-                                   s->part);
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
+                                     LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part));
+        PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
+             epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
+                                        p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,
+                                        C, s->part));
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
+    double prof_t0 = m->profile ? prof_now(m) : 0;
     epar_nnpos_embed_backward(&m->pos, s->dres, p->wte, m->tokens, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
     int ncb = nblocks(C, EMB_BLOCK);
@@ -1118,4 +1150,5 @@ void epar_nn_backward(struct epar_nn *m)
             for (int k = c0; k < c1; k++) row[k] += d[k];
         }
     }
+    if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
 }
