@@ -429,7 +429,140 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
         memcpy(d + n8, db, (size_t)(n - n8) * sizeof(float));
     }
 }
+/* ---- the attention's products (AVX2 + FMA) ----
+ * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 4, c < cols <= 16, with
+ * A(r, k) = a[r lda + k ak] (broadcast) and B(k, c) = b[k ldb + c] (rows of B loaded as vectors). Every output
+ * element is one FMA chain over k = 0, 1, ..., K-1 from 0, times alpha at the end: its bits depend on neither the
+ * tile shape, the vector width nor the thread count. With strides this one tile serves all six products:
+ *   scores Q K^T and dO V^T: A = the query rows, B = the keys transposed (att_kt);
+ *   A V and dS K:            A = the weight rows, B = the value (key) rows, k over keys;
+ *   A^T dO and dS^T Q:       A = columns of the weights (lda 1, ak = T), B = the query-side rows, k over queries.
+ * B's columns beyond cols are never read (masked loads), so B may be a head's slice of a wider row. */
+static inline __m256i att_mask(int n)   /* lanes < n */
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                          float *c, ptrdiff_t ldc, float alpha)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8), x;
+        x = _mm256_broadcast_ss(ar);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(ar + lda);
+        c10 = _mm256_fmadd_ps(x, b0, c10);
+        c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(ar + 2 * lda);
+        c20 = _mm256_fmadd_ps(x, b0, c20);
+        c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(ar + 3 * lda);
+        c30 = _mm256_fmadd_ps(x, b0, c30);
+        c31 = _mm256_fmadd_ps(x, b1, c31);
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+    _mm256_storeu_ps(c, _mm256_mul_ps(c00, al));
+    _mm256_storeu_ps(c + 8, _mm256_mul_ps(c01, al));
+    _mm256_storeu_ps(c + ldc, _mm256_mul_ps(c10, al));
+    _mm256_storeu_ps(c + ldc + 8, _mm256_mul_ps(c11, al));
+    _mm256_storeu_ps(c + 2 * ldc, _mm256_mul_ps(c20, al));
+    _mm256_storeu_ps(c + 2 * ldc + 8, _mm256_mul_ps(c21, al));
+    _mm256_storeu_ps(c + 3 * ldc, _mm256_mul_ps(c30, al));
+    _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
+}
+
+/* the same for a partial tile (rows < 4 or cols < 16): the same chains, masked loads and stores */
+static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                          ptrdiff_t ldc, float alpha, int rows, int cols)
+{
+    const __m256i m0 = att_mask(cols), m1 = att_mask(cols - 8);
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_maskload_ps(br, m0), b1 = cols > 8 ? _mm256_maskload_ps(br + 8, m1) : b0;
+        for (int r = 0; r < rows; r++) {
+            __m256 x = _mm256_broadcast_ss(ar + r * lda);
+            acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+        }
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+    for (int r = 0; r < rows; r++) {
+        _mm256_maskstore_ps(c + r * ldc, m0, _mm256_mul_ps(acc[r][0], al));
+        if (cols > 8) _mm256_maskstore_ps(c + r * ldc + 8, m1, _mm256_mul_ps(acc[r][1], al));
+    }
+}
+
+static inline void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                            ptrdiff_t ldc, float alpha, int rows, int cols)
+{
+    if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
+    else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+}
 #pragma GCC pop_options
+
+/* keys of the transposed-key buffer on the stack of an attention (b, h): 64 KB; heads wider than ATT_KT / 16 = 1024
+ * take the portable (cblas) path */
+#define ATT_KT 16384
+
+/* kt (hs, ldk) <- rows 0 .. n-1 of X (stride ldx) transposed; columns n .. ldk-1 zero */
+static void att_kt(float *kt, int ldk, const float *X, int ldx, int n, int hs)
+{
+    for (int d = 0; d < hs; d++) {
+        float *dst = kt + (size_t)d * ldk;
+        for (int j = 0; j < n; j++) dst[j] = X[(size_t)j * ldx + d];
+        for (int j = n; j < ldk; j++) dst[j] = 0.0f;
+    }
+}
+
+/* S[i][j] (row stride lds) = alpha X[i] . Y[j] for queries i in [i0, i1) and keys j in [0, i1), on the 4 x 16 tiles
+ * that hold some j <= i (the others are not written; the rest of a written tile above the diagonal is garbage the
+ * softmax never reads). X, Y: rows of hs floats at strides ldx, ldy. kt: Y transposed for every key (stride ldk), or
+ * NULL: transposed here into buf (ATT_KT floats) a chunk of keys at a time. */
+static void att_scores(float *S, int lds, const float *X, int ldx, const float *Y, int ldy, const float *kt, int ldk,
+                       float *buf, int i0, int i1, int hs, float alpha)
+{
+    int kc = kt ? i1 : (ATT_KT / hs) & ~15;
+    for (int j0 = 0; j0 < i1; j0 += kc) {
+        int j1 = imin(i1, j0 + kc), ld = kt ? ldk : (j1 - j0 + 15) & ~15;
+        const float *B = kt ? kt : buf - j0;   /* B + j: key j's column */
+        if (!kt) att_kt(buf, ld, Y + (size_t)j0 * ldy, ldy, j1 - j0, hs);
+        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) & ~3 : 0); r0 < i1; r0 += 4) {
+            int rows = imin(4, i1 - r0);
+            for (int c0 = j0; c0 < j1 && c0 < r0 + rows; c0 += 16)
+                att_tile(hs, X + (size_t)r0 * ldx, ldx, 1, B + c0, ld, S + (size_t)r0 * lds + c0, lds, alpha, rows,
+                         imin(16, j1 - c0));
+        }
+    }
+}
+
+/* O[i] (row stride ldo, hs columns) = alpha sum_{j <= i} P[i][j] Y[j] for i in [i0, i1) (P: rows of stride ldp, zero
+ * after i up to the end of their query block; Y: rows of stride ldy) */
+static void att_values(float *O, int ldo, const float *P, int ldp, const float *Y, int ldy, int i0, int i1, int hs,
+                       float alpha)
+{
+    for (int r0 = i0; r0 < i1; r0 += 4) {
+        int rows = imin(4, i1 - r0);
+        for (int c = 0; c < hs; c += 16)
+            att_tile(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y + c, ldy, O + (size_t)r0 * ldo + c, ldo, alpha, rows,
+                     imin(16, hs - c));
+    }
+}
+
+/* D[j] (row stride ldd, hs columns) = alpha sum_{i >= j} P[i][j] X[i] for j in [0, T) (P as for att_values) */
+static void att_values_t(float *D, int ldd, const float *P, int ldp, const float *X, int ldx, int T, int hs, float alpha)
+{
+    for (int j0 = 0; j0 < T; j0 += 4) {
+        int rows = imin(4, T - j0);
+        for (int c = 0; c < hs; c += 16)
+            att_tile(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx + c, ldx, D + (size_t)j0 * ldd + c,
+                     ldd, alpha, rows, imin(16, hs - c));
+    }
+}
 
 static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, size_t n)
 {
@@ -587,6 +720,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
     int nt = rel || (pos && pos->kernel) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -600,6 +734,12 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                                   T, C, hs);
                 continue;
             }
+            float kbuf[ATT_KT];   /* K transposed (att_scores; unused on the portable path) */
+            const float *kt = NULL;
+            if (fast && (size_t)ldk * hs <= ATT_KT) {   /* every key at once, else a chunk at a time */
+                att_kt(kbuf, ldk, K, C3, T, hs);
+                kt = kbuf;
+            }
             float *R = NULL, *rb = NULL;   /* Shaw: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
             if (rel) {
                 R = pos->work + (size_t)omp_get_thread_num() * T * (pos->nrel + 1);
@@ -610,8 +750,9 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
                 /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
-                            C3, 0.0f, S + (size_t)i0 * T, T);
+                if (fast) att_scores(S, T, Q, C3, K, C3, kt, ldk, kbuf, i0, i1, hs, scale);
+                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
+                                 C3, 0.0f, S + (size_t)i0 * T, T);
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
@@ -621,8 +762,9 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                     for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3,
-                            0.0f, O + (size_t)i0 * C, C);
+                if (fast) att_values(O, C, A, T, Vv, C3, i0, i1, hs, 1.0f);
+                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv,
+                                 C3, 0.0f, O + (size_t)i0 * C, C);
             }
         }
 }
@@ -653,6 +795,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
+    int fast = simd && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -670,6 +813,32 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             if (pos && pos->kernel) {
                 kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
                                    pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf, T, C, hs);
+                continue;
+            }
+            if (fast) {
+                /* dA = dO V^T on the causal tiles, then the softmax backward row by row (dS in place in dA), then the
+                 * four products of lib/nn's own tiles over all rows at once: dV = A^T dO, dQ = scale dS K,
+                 * dK = scale dS^T Q (each element one FMA chain in a fixed order) */
+                float vbuf[ATT_KT];
+                const float *vt = NULL;
+                if ((size_t)ldk * hs <= ATT_KT) {
+                    att_kt(vbuf, ldk, Vv, C3, T, hs);
+                    vt = vbuf;
+                }
+                for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+                    int i1 = imin(T, i0 + ATT_BLOCK);
+                    att_scores(dA, T, dO, C, Vv, C3, vt, ldk, vbuf, i0, i1, hs, 1.0f);
+                    for (int i = i0; i < i1; i++) {
+                        float *d = dA + (size_t)i * T;
+                        if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                        else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+                        for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+                    }
+                }
+                att_values_t(dV, C3, A, T, dO, C, T, hs, 1.0f);
+                att_values(dQ, C3, dA, T, K, C3, 0, T, hs, scale);
+                att_values_t(dK, C3, dA, T, Q, C3, T, hs, scale);
+                if (pos && pos->rel) shaw_backward(pos, dA, Q, dQ, (size_t)b * NH + h, T, hs, C3, scale);
                 continue;
             }
             /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and

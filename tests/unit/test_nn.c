@@ -375,12 +375,13 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     KWORK = NULL;
 }
 
-/* the AVX2 rows (libmvec expf, 8-lane sums, reversed table loads) against the portable C rows: forward
- * weights, output and dqkv with a factor and a bias (no table gradients: the path fixed EPAR runs), at
- * lengths that leave ragged 8-lane tails */
-static void test_attention_paths(int T, int use_pair)
+/* the AVX2 path (lib/nn's own product tiles, libmvec expf, 8-lane sums, reversed table loads) against the portable
+ * one (cblas products, C rows): forward weights, output and dqkv with a factor and a bias (no table gradients: the
+ * path fixed EPAR runs), at lengths that leave ragged 8-lane and 4-row tails, head widths that leave partial 16-column
+ * tiles (hs 8, 12, 40), and a head too wide for its transposed keys at once (hs 64, T 300: keys in chunks) */
+static void test_attention_paths(int T, int use_pair, int C, int NH)
 {
-    int B = 2, C = 16, NH = 2, ld = T + 3;
+    int B = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *qkv = malloc(nq * sizeof *qkv), *w = malloc(no * sizeof *w), *fac = malloc(NH * ld * sizeof *fac);
     float *bias = malloc(NH * ld * sizeof *bias), *datt = malloc(64 * T * T * sizeof *datt);
@@ -409,19 +410,23 @@ static void test_attention_paths(int T, int use_pair)
         ed = fmax(ed, fabs(dq[0][i] - dq[1][i]));
         sd = fmax(sd, fabs(dq[1][i]));
     }
-    check_abs(ea, 0, 1e-6, "attention weights: AVX2 rows = C rows to 1e-6 (T=%d pair=%d%s)", T, use_pair,
-              epar_nn_simd() ? "" : ", no AVX2 here");
-    check_abs(eo, 0, 1e-5, "attention output: AVX2 rows = C rows to 1e-5 (T=%d)", T);
-    check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 rows = C rows to 1e-5 of its largest entry (T=%d)", T);
+    /* the scores are sums of hs products in another order on each path: their rounding (a few ulp of scores up to
+     * ~20 here) moves the weights by ~1e-6 of themselves at hs 64 */
+    double wtol = C / NH <= 16 ? 1e-6 : 1e-5;
+    check_abs(ea, 0, wtol, "attention weights: AVX2 path = portable path to %g (T=%d pair=%d hs=%d%s)", wtol, T,
+              use_pair, C / NH, epar_nn_simd() ? "" : ", no AVX2 here");
+    check_abs(eo, 0, 1e-5, "attention output: AVX2 path = portable path to 1e-5 (T=%d hs=%d)", T, C / NH);
+    check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 path = portable path to 1e-5 of its largest entry (T=%d hs=%d)", T,
+              C / NH);
     for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
     free(qkv); free(w); free(fac); free(bias); free(datt); free(pair);
 }
 
 static void test_attention(void)
 {
-    test_attention_paths(67, 0);
-    test_attention_paths(13, 0);
-    test_attention_paths(67, 1);
+    test_attention_paths(67, 0, 16, 2);
+    test_attention_paths(13, 0, 16, 2);
+    test_attention_paths(67, 1, 16, 2);
     test_attention_case(5, 0, 0, 0, 0);
     test_attention_case(5, 1, 1, 0, 0);
     test_attention_case(70, 1, 0, 0, 0);    /* two query blocks */
@@ -717,6 +722,10 @@ int main(void)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
+    /* (last: the draws of the cases above stay as they were) */
+    test_attention_paths(37, 1, 24, 2);
+    test_attention_paths(70, 0, 80, 2);
+    test_attention_paths(300, 0, 128, 2);
     gsl_rng_free(R);
     return check_summary("test_nn");
 }
