@@ -341,10 +341,10 @@ static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... th
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 
-/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j.. */
+/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j..; -inf in
+ * the lanes from w on */
 static inline __m256 row_z(const float *s, const float *fac, const float *bias, const float *pr, int i, int j, int w)
 {
-    float sb[8], fb[8], bb[8], pb[8];
     if (w == 8) {
         __m256 z = _mm256_loadu_ps(s + j);
         if (fac) z = _mm256_mul_ps(z, rev8(_mm256_loadu_ps(fac + i - j - 7)));
@@ -352,53 +352,57 @@ static inline __m256 row_z(const float *s, const float *fac, const float *bias, 
         if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pr + j));
         return z;
     }
-    for (int k = 0; k < 8; k++) {
-        sb[k] = k < w ? s[j + k] : 0.0f;
-        fb[k] = k < w && fac ? fac[i - j - k] : 1.0f;
-        bb[k] = k < w && bias ? bias[i - j - k] : 0.0f;
-        pb[k] = k < w && pr ? pr[j + k] : 0.0f;
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 z = _mm256_maskload_ps(s + j, m);   /* lanes from w on: 0, memory not read */
+    if (fac || bias) {   /* the tables are read backwards from i - j: gather the w lanes */
+        float fb[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bb[8] = {0};
+        for (int k = 0; k < w; k++) {
+            if (fac) fb[k] = fac[i - j - k];
+            if (bias) bb[k] = bias[i - j - k];
+        }
+        if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
+        if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
     }
-    __m256 z = _mm256_loadu_ps(sb);
-    if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
-    if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
-    if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pb));
-    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z,
-                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    if (pr) z = _mm256_add_ps(z, _mm256_maskload_ps(pr + j, m));
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z, _mm256_castsi256_ps(m));
 }
 
+static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does not matter) */
+{
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* the tail (lanes from n8 on) stays in a register between the passes and is written by a masked store */
 static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
 {
-    int n = i + 1;
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    float tail[8];
-    for (int j = 0; j < n; j += 8) {
-        int w = n - j < 8 ? n - j : 8;
-        __m256 z = row_z(s, fac, bias, pr, i, j, w);
+    int n = i + 1, n8 = n & ~7, w = n - n8;
+    __m256 vmax = _mm256_set1_ps(-INFINITY), zt = vmax;
+    for (int j = 0; j < n8; j += 8) {
+        __m256 z = row_z(s, fac, bias, pr, i, j, 8);
         vmax = _mm256_max_ps(vmax, z);
-        if (w == 8) _mm256_storeu_ps(a + j, z);
-        else _mm256_storeu_ps(tail, z);   /* -inf in the padding lanes */
+        _mm256_storeu_ps(a + j, z);
     }
-    float lanes[8], mx = -INFINITY;
-    _mm256_storeu_ps(lanes, vmax);
-    for (int k = 0; k < 8; k++) mx = lanes[k] > mx ? lanes[k] : mx;
-    __m256 vM = _mm256_set1_ps(mx), vsum = _mm256_setzero_ps();
-    int n8 = n & ~7;
+    if (w) {
+        zt = row_z(s, fac, bias, pr, i, n8, w);   /* -inf in the padding lanes */
+        vmax = _mm256_max_ps(vmax, zt);
+    }
+    __m256 vM = _mm256_set1_ps(hmax8(vmax)), vsum = _mm256_setzero_ps();
     for (int j = 0; j < n8; j += 8) {
         __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
         _mm256_storeu_ps(a + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    if (n8 < n) {
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(tail), vM));   /* exp(-inf) = 0 */
-        _mm256_storeu_ps(tail, e);
-        vsum = _mm256_add_ps(vsum, e);
+    if (w) {
+        zt = _ZGVdN8v_expf(_mm256_sub_ps(zt, vM));   /* exp(-inf) = 0 */
+        vsum = _mm256_add_ps(vsum, zt);
     }
     __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
     for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
-    if (n8 < n) {
-        _mm256_storeu_ps(tail, _mm256_mul_ps(_mm256_loadu_ps(tail), inv));
-        memcpy(a + n8, tail, (size_t)(n - n8) * sizeof(float));
-    }
+    if (w)
+        _mm256_maskstore_ps(a + n8, _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                            _mm256_mul_ps(zt, inv));
 }
 
 /* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version) */
