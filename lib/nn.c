@@ -253,8 +253,10 @@ static void gelu_block_c(float *out, float *dinp, const float *inp, const float 
  * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
  * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
  * throughout and its bits do not depend on the thread count either way. */
-static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
+static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
+                          int lim)
 {
+    (void)lim;
     float mx = -INFINITY;
     for (int j = 0; j <= i; j++) {
         float z = s[j];
@@ -374,8 +376,10 @@ static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does
     return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
 }
 
-/* the tail (lanes from n8 on) stays in a register between the passes and is written by a masked store */
-static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
+/* the tail (lanes from n8 on) stays in a register between the passes; it is written whole (zeros after i) when the
+ * caller allows writing a[0 .. lim-1] that far, else by a masked store (slow on AMD Zen: microcoded) */
+static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
+                             int lim)
 {
     int n = i + 1, n8 = n & ~7, w = n - n8;
     __m256 vmax = _mm256_set1_ps(-INFINITY), zt = vmax;
@@ -400,7 +404,8 @@ static void softmax_row_avx2(float *a, const float *s, const float *fac, const f
     }
     __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
     for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
-    if (w)
+    if (w && n8 + 8 <= lim) _mm256_storeu_ps(a + n8, _mm256_mul_ps(zt, inv));   /* exp(-inf) inv = 0 after i */
+    else if (w)
         _mm256_maskstore_ps(a + n8, _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
                             _mm256_mul_ps(zt, inv));
 }
@@ -720,7 +725,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     /* out (B, T, C), preatt (or NULL) and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    void (*row)(float *, const float *, const float *, const float *, const float *, int) =
+    void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
     int nt = rel || (pos && pos->kernel) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
@@ -761,9 +766,11 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     if (rel) shaw_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, i);
-                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i);
+                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i,
+                        i1);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
-                    for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
+                    int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
+                    for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
                 if (fast) att_values(O, C, A, T, Vv, C3, i0, i1, hs, 1.0f);
