@@ -267,6 +267,43 @@ static void test_crossentropy(void)
     check_true(!memcmp(z2, p, sizeof p) && loss[0] == l0, "cross-entropy in place equals out of place");
 }
 
+/* the cross-entropy's two paths (AVX2: libmvec expf, 8 lanes, two double accumulators; portable: libm expf, one
+ * double sum) against a double-precision softmax, at vocabularies with and without a ragged 8-lane tail */
+static void test_crossentropy_paths(void)
+{
+    int N = 4, Vs[3] = {63, 5, 1000};
+    for (int k = 0; k < 3; k++) {
+        int V = Vs[k];
+        float *z = malloc((size_t)N * V * sizeof *z), *p = malloc((size_t)N * V * sizeof *p), loss[4];
+        int t[4] = {0, V - 1, V / 2, 1};
+        unsigned char cor[4];
+        randn(z, (size_t)N * V, 3.0);
+        for (int path = 0; path < 2; path++) {
+            epar_nn_set_portable(path);
+            epar_nn_crossentropy_forward(p, loss, cor, z, t, NULL, N, V);
+            double ep = 0, el = 0;
+            for (int r = 0; r < N; r++) {
+                const float *zr = z + (size_t)r * V;
+                double mx = zr[0], sum = 0;
+                for (int v = 1; v < V; v++) mx = fmax(mx, zr[v]);
+                /* exp of the float difference, as both paths take it (its rounding is not the exp's error) */
+                for (int v = 0; v < V; v++) sum += exp((double)(zr[v] - (float)mx));
+                for (int v = 0; v < V; v++) {
+                    double ref = exp((double)(zr[v] - (float)mx)) / sum;
+                    ep = fmax(ep, fabs(p[(size_t)r * V + v] - ref) / ref);
+                }
+                el = fmax(el, fabs(loss[r] - (mx + log(sum) - zr[t[r]])));
+            }
+            check_abs(ep, 0, 1e-6, "cross-entropy probabilities to 1e-6 relative of double (V=%d, %s path)", V,
+                      path ? "portable" : "AVX2");
+            check_abs(el, 0, 1e-5, "cross-entropy loss to 1e-5 of double (V=%d, %s path)", V, path ? "portable" : "AVX2");
+        }
+        epar_nn_set_portable(0);
+        free(z);
+        free(p);
+    }
+}
+
 /* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
 static const float *PAIR;   /* the (i, j) table of the current case (stride ld), NULL: none */
 static float *KWORK;        /* kernel attention (elu + 1) of the current case: its per-thread scratch, NULL: softmax */
@@ -723,6 +760,7 @@ int main(void)
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
     /* (last: the draws of the cases above stay as they were) */
+    test_crossentropy_paths();
     test_attention_paths(37, 1, 24, 2);
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
