@@ -1,5 +1,9 @@
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include <omp.h>
 #include "blas.h"
 
 /* OpenBLAS extensions (cblas.h of OpenBLAS would clash with GSL's gsl_cblas.h, so declared here) */
@@ -37,4 +41,22 @@ const char *epar_blas_upgrade_core(void)
 {
     __builtin_cpu_init();
     return epar_blas_upgrade_for(epar_blas_core(), __builtin_cpu_supports("avx512f"), getenv("OPENBLAS_CORETYPE"));
+}
+
+const char *epar_omp_wait_default(const char *policy, const char *spincount)
+{
+    if ((policy && policy[0]) || (spincount && spincount[0])) return NULL;
+    return "passive";
+}
+
+void epar_omp_wait_reexec(char **argv)
+{
+    const char *w = epar_omp_wait_default(getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"));
+    const char *pre = getenv("LD_PRELOAD");
+    /* nothing to wait for with one thread; under valgrind the new image would run outside it */
+    if (!w || omp_get_max_threads() < 2 || (pre && strstr(pre, "vgpreload"))) return;
+    if (setenv("OMP_WAIT_POLICY", w, 1)) return;
+    fflush(NULL);
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");   /* exec failed (no /proc): carry on with libgomp's default */
 }

@@ -12,6 +12,21 @@
 #ifndef EPAR_BLAS_H
 #define EPAR_BLAS_H
 
+/* The OpenMP wait policy epar runs with unless the user chose one: "passive" (a thread with nothing to do sleeps
+ * at once instead of spinning ~300 000 rounds first) when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set
+ * (policy, spincount: their values, NULL when unset), else NULL (the user's setting stands).
+ *
+ * Why: epar's parallel regions are short (a tile of sgemm, a few hundred microseconds), so between and at the end
+ * of regions libgomp's threads spin nearly all the time a step lasts. On a busy machine those spins take the cores
+ * from the threads with work: `epar train --task recall` took 237 s with libgomp's default and two threads against
+ * 27 s with `--jobs 1` (load 9 on 2 cores), and 7 s against 6-7 s with passive waiting (200 steps, load 12). */
+const char *epar_omp_wait_default(const char *policy, const char *spincount);
+/* libgomp reads OMP_WAIT_POLICY once, in its constructor, before main; so when epar_omp_wait_default gives a
+ * policy, the process re-executes itself (/proc/self/exe, same argv) with it set. Returns without exec when the
+ * user set a policy, when OpenMP has one thread, under valgrind (LD_PRELOAD names vgpreload: the new image would
+ * run outside it) or when exec fails. Call first thing in main. */
+void epar_omp_wait_reexec(char **argv);
+
 /* Set OpenBLAS's thread count to n (>= 1); returns the previous count. */
 int epar_blas_threads(int n);
 /* The kernel OpenBLAS selected for this CPU (e.g. "Haswell", "SkylakeX"). */

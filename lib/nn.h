@@ -95,6 +95,23 @@ struct epar_nn_scratch {
     float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
 };
 
+/* the ops of a step, for the per-op profile (struct epar_nn's profile, op_seconds) */
+enum {
+    EPAR_NN_OP_EMBED,        /* token rows and the input position term, forward and backward */
+    EPAR_NN_OP_LAYERNORM,    /* forward */
+    EPAR_NN_OP_LINEAR,       /* the linear layers' and the head's products with bias and residual, forward */
+    EPAR_NN_OP_POSITION,     /* the position mechanism outside the attention kernel (tables, RoPE), both ways */
+    EPAR_NN_OP_ATTENTION,    /* the attention kernel: scores, softmax, weighted values, forward */
+    EPAR_NN_OP_GELU,         /* forward */
+    EPAR_NN_OP_LOSS,         /* softmax cross-entropy, forward and backward */
+    EPAR_NN_OP_LINEAR_BWD,   /* input, weight and bias gradients of the linear layers and the head */
+    EPAR_NN_OP_ATTENTION_BWD,
+    EPAR_NN_OP_GELU_BWD,
+    EPAR_NN_OP_LAYERNORM_BWD,
+    EPAR_NN_NOPS
+};
+const char *epar_nn_op_name(int op);
+
 struct epar_nn {
     struct epar_nn_config cfg;
     struct epar_nnpos pos;
@@ -117,6 +134,10 @@ struct epar_nn {
     int time_attention;                 /* 1: add the calling thread's CPU seconds in the position mechanism and
                                          * attention (forward and backward) to attn_cpu_seconds; one thread only */
     double attn_cpu_seconds;
+    int profile;                        /* add each op's seconds to op_seconds[EPAR_NN_OP_*] (bench/train_step's per-op
+                                         * profile): 1 wall clock around the whole op (all its threads), 2 the calling
+                                         * thread's CPU time (for one thread: not inflated by other processes) */
+    double op_seconds[EPAR_NN_NOPS];
 };
 
 /* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by other processes holding the cores */

@@ -1,11 +1,29 @@
 /* blas: the kernel upgrade decision of epar scale (never replace an AVX-512 kernel OpenBLAS chose, respect
  * OPENBLAS_CORETYPE, upgrade only on AVX-512 CPUs) and the kernel names of this process. */
+#include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include "lib/blas.h"
 #include "check.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    epar_omp_wait_reexec(argv);   /* as epar's main: this process re-executes itself with passive waiting */
+    /* the OpenMP wait policy: passive unless the user chose a policy or a spin count */
+    const char *w = epar_omp_wait_default(NULL, NULL);
+    check_true(w && !strcmp(w, "passive"), "no OMP_WAIT_POLICY or GOMP_SPINCOUNT: passive");
+    check_true(epar_omp_wait_default("", "") && !strcmp(epar_omp_wait_default("", ""), "passive"),
+               "empty OMP_WAIT_POLICY and GOMP_SPINCOUNT count as unset");
+    check_true(epar_omp_wait_default("active", NULL) == NULL, "OMP_WAIT_POLICY=active stands");
+    check_true(epar_omp_wait_default("passive", NULL) == NULL, "OMP_WAIT_POLICY=passive stands");
+    check_true(epar_omp_wait_default(NULL, "10000") == NULL, "GOMP_SPINCOUNT stands");
+    const char *pol = getenv("OMP_WAIT_POLICY"), *pre = getenv("LD_PRELOAD");
+    int valgrind = pre && strstr(pre, "vgpreload");
+    check_true((pol && pol[0]) || getenv("GOMP_SPINCOUNT") || omp_get_max_threads() < 2 || valgrind,
+               "after epar_omp_wait_reexec a policy is set (OMP_WAIT_POLICY '%s', %d threads)", pol ? pol : "",
+               omp_get_max_threads());
+
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", "skylakex", "COOPERLAKE"};
     static const char *const other[] = {"Haswell", "Zen", "Sandybridge", "Prescott", "", NULL};
     for (size_t k = 0; k < sizeof avx512 / sizeof avx512[0]; k++) {
