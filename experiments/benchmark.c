@@ -764,7 +764,7 @@ static const struct epar_field cost_mech_rows[] = {
     EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
     EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
-    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
+    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),   /* empty: never its turn */
     TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 #undef CM
@@ -1175,7 +1175,8 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         if (st) break;
         x.generations++;
         x.widest = cost_widest(&x, c->level, scratch);
-        if (x.blocks >= c->b.cost_repeats && x.widest <= c->b.cost_halfwidth) {
+        /* ... and not before every mechanism the claims do not read has had its turn (a row of its own) */
+        if (x.blocks >= c->b.cost_repeats && x.blocks >= 2 * d.n_oth && x.widest <= c->b.cost_halfwidth) {
             x.stopped = "halfwidth";
             break;
         }
