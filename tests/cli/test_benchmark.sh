@@ -45,24 +45,24 @@ awk -F, 'NR > 1 { if ($7 != "nan" && !($7 <= $5 && $5 <= $8)) bad = 1;
 expect_grep '^task,mechanism,steps,seeds,learned_seeds,steps_to_learn,steps_to_learn_sd,tokens_to_learn$' "$b/steps_to_learn.csv"
 expect_grep '^task,mechanism,mean,chance,chance_se,z_vs_chance,rel_vs_chance,learned,margin,meets_margin$' "$b/sanity.csv"
 expect_grep '^mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,overhead_vs_basic_hi,pairs_vs_basic,steps,generations$' "$b/cost.csv"
-# the cost cell ran its blocks (the smoke budget: 6): a pair of enhanced and none (deciding) in each, one of
-# learned-ape and none (the only one in turn) in every other, each pair its own two steps, so none took 9 steps;
+# the cost cell ran its blocks (the smoke budget: 12): a pair of enhanced and none (deciding) in each, one of
+# learned-ape and none (the only one in turn) in every other, each pair its own two steps, so none took 18 steps;
 # a block that would have put none twice in a row (a pair's order alternates) got a step of learned-ape in between
-# (a spacer: 3 more steps); the deciding models were set up afresh after 3 blocks (2 generations); every overhead in
-# its interval (across the 2 generations' medians) and an attention share in (0, 1); no basic: no overhead over it
-awk -F, 'NR > 1 { n[$1] = $17; s[$1] = $24; if ($1 != "none" && $25 != 2) bad = 1; if (!($10 > 0 && $10 < 1) || $14 != "nan" || $23 != "nan") bad = 1
+# (a spacer: 6 more steps); the deciding models were set up afresh every 3 blocks (4 generations); every overhead in
+# its interval (across the 4 generations' medians) and an attention share in (0, 1); no basic: no overhead over it
+awk -F, 'NR > 1 { n[$1] = $17; s[$1] = $24; if ($1 != "none" && $25 != 4) bad = 1; if (!($10 > 0 && $10 < 1) || $14 != "nan" || $23 != "nan") bad = 1
                   if ($1 != "none" && !($19 <= $11 && $11 <= $20 && ($13 - ($20 - $19) / 2) ^ 2 < 1e-18)) bad = 1 }
-         END { exit bad || n["none"] != "nan" || n["epar-enhanced"] != 6 || n["learned-ape"] != 3 ||
-                    s["none"] != 9 || s["epar-enhanced"] != 6 || s["learned-ape"] != 6 }' "$b/cost.csv" &&
+         END { exit bad || n["none"] != "nan" || n["epar-enhanced"] != 12 || n["learned-ape"] != 6 ||
+                    s["none"] != 18 || s["epar-enhanced"] != 12 || s["learned-ape"] != 12 }' "$b/cost.csv" &&
     ok || fail "cost: pairs, steps, intervals and attention share"
 expect_grep '"clock": "thread CPU time"' "$b/cells/cost/cell.json"
 # its pairs: enhanced against none decides (a cost claim reads it), learned-ape against none does not
 tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"epar-enhanced","against":"none","decides":true,' &&
     tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"learned-ape","against":"none","decides":false,' &&
     ok || fail "cost cell: its pairs and which decide"
-expect_grep '"blocks": 6' "$b/cells/cost/cell.json"
-expect_grep '"generations": 2' "$b/cells/cost/cell.json"
-expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,accuracy,1,2,' "$b/main_table.csv"
+expect_grep '"blocks": 12' "$b/cells/cost/cell.json"
+expect_grep '"generations": 4' "$b/cells/cost/cell.json"
+expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,curve:accuracy,1,2,' "$b/main_table.csv"
 expect_grep '^needle,' "$b/main_table.csv"
 [ "$(wc -l < "$b/main_table.csv")" -eq 4 ] && ok || fail "main table: a header and 3 task rows"
 # the paired test: with 2 seeds every comparison of enhanced with the best baseline has a p in [0, 1], or nan when
