@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The length-extrapolation study of epar benchmark (issue 33) on the smoke budget, lm and the needle tasks, 2 seeds:
-# its files and columns, the study's own cells (shaw, sliding-window with the protocol's radius), the same weights
+# its files and columns, the study's own cells (sliding-window with the protocol's radius, multiplicative-pe; shaw is a grid mechanism), the same weights
 # read as ntk-rope / interpolation / log-n (equal to rope / none at L, different past it), learned-ape undefined past
 # L, pairs.csv's differences agreeing with the series' means, retrieval rows by depth, the claims' specs fitting the
 # files, --mechanisms restricting the study to the grid, and protocol errors naming their JSON path (exit 3).
@@ -15,10 +15,10 @@ expect_grep '^task,series,trained,as,log_n,finetuned,length,k,train_length,bin,p
 expect_grep '^task,series,trained,as,log_n,length,k,train_length,bin,depth_lo,depth_hi,distance_lo,distance_hi,defined,seeds,answers,accuracy,accuracy_sd,lo,hi,chance$' "$b/retrieval.csv"
 expect_grep '^task,a,b,quantity,length,k,bin,seeds,mean,sd,lo,hi,t,p$' "$b/pairs.csv"
 # the study's own cells: lm only, sliding-window with the protocol's radius 8; not in the grid's tables
-[ ! -d "$b/cells/needle/shaw" ] && ok || fail "shaw trained on a task the study does not name"
+[ ! -d "$b/cells/needle/sliding-window" ] && ok || fail "sliding-window trained on a task the study does not name"
 expect_grep '"radius": 8' "$b/cells/lm/sliding-window/seed-42/cell.json"
 expect_grep '"train_length": 32' "$b/cells/lm/rope/seed-42/cell.json"
-! grep -q 'shaw' "$b/main_table.csv" && ok || fail "the study's own mechanism in the main table"
+! grep -q 'sliding-window' "$b/main_table.csv" && ok || fail "the study's own mechanism in the main table"
 expect_grep '^lm,shaw,' "$b/params.csv"
 expect_grep '"extrapolation_study": \{' "$b/run.json"
 # a value of series s, length T, bin, column c of extrapolation_bpc.csv
@@ -76,7 +76,7 @@ n=$(grep -c ',extrapolation,' "$a/report/claims.csv")
 # ---- --mechanisms chooses every mechanism: no cells of the study's own, the variants of those chosen
 r=$T_TMP/r
 expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mechanisms rope --seeds 42 --quiet --no-render --out "$r"
-[ ! -d "$r/benchmark/cells/lm/shaw" ] && ok || fail "--mechanisms rope trained shaw"
+[ ! -d "$r/benchmark/cells/lm/sliding-window" ] && ok || fail "--mechanisms rope trained sliding-window"
 expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
 expect_grep '"cells_run": false' "$r/benchmark/run.json"
 
