@@ -1,5 +1,6 @@
 /* nn: the Transformer's ops (forward, backward) and the whole model. Reading order: sizes and memory,
  * the ops (matmul, layernorm, gelu, attention, cross-entropy), then the model's forward and backward. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -607,11 +608,16 @@ static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int
 /* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
  * materialised causally in the same query blocks as the softmax path ---- */
 
-/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ (lib/mech's epar_mech_performer_features in
- * float): exp(w_f . x' - |x'|^2 / 2 - c) + eps, / sqrt(nf), x' = x hs^(-1/4), c the row's max (queries) or the max
- * over every key and feature (keys); c cancels in A and is held constant in backward */
-static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, int is_query,
-                            float *F)
+/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ in float with a stabiliser per row:
+ * F_rf = exp(w_f . x' - |x'|^2 / 2 - c_r) / sqrt(nf), x' = x hs^(-1/4), c_r = max_f (w_f . x' - |x'|^2 / 2), so every
+ * row's largest feature is 1 / sqrt(nf); c (n) is returned (NULL: not wanted). A query's c_i multiplies row i's
+ * numerators and denominator alike and cancels; a key's c_j does not: the kernel multiplies it back in as
+ * exp(c_j - max_{j' <= i} c_j') (kernel_forward_bh). No eps is added (performer.eps is the stabiliser of compare's
+ * untrained FAVOR+, which divides the keys by the largest feature over every key): with these stabilisers the
+ * features need none, and adding eps times a row's largest feature would move the weights away from FAVOR+'s
+ * once the exponents spread over tens of nats (test_nn's test_performer_scale). */
+static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, float *F,
+                            float *c)
 {
     if (!pos->omega) {
         for (int i = 0; i < n; i++)
@@ -622,24 +628,21 @@ static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, 
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf), cg = -INFINITY;
+    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nf, hs, s, X, ldx, pos->omega, hs, 0.0f, F, nf);
-    if (!is_query)
-        for (size_t t = 0; t < (size_t)n * nf; t++) cg = F[t] > cg ? F[t] : cg;
     for (int i = 0; i < n; i++) {
-        float *f = F + (size_t)i * nf, nx = 0.0f, c = cg;
+        float *f = F + (size_t)i * nf, nx = 0.0f, mx = -INFINITY;
         for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
         nx *= s * s * 0.5f;
-        if (is_query) {
-            c = -INFINITY;
-            for (int q = 0; q < nf; q++) c = f[q] > c ? f[q] : c;
-        }
-        for (int q = 0; q < nf; q++) f[q] = inv * (expf(f[q] - nx - c) + pos->eps);
+        for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
+        for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
+        if (c) c[i] = mx - nx;
     }
 }
 
 /* dX (n, hs; stride lddx, overwritten) <- the gradient through phi of dF (n, nf), F = phi(X). elu + 1: dF phi'(x);
- * FAVOR+: G = dF (F - eps / sqrt(nf)), dX = s G Omega - s^2 x sum_f G */
+ * FAVOR+, the row factor exp(c_r) held outside (it cancels, or the kernel's weights carry it): G = dF F,
+ * dX = s G Omega - s^2 x sum_f G */
 static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const float *X, int ldx, const float *F,
                                      float *dF, int n, int hs, float *dX, int lddx)
 {
@@ -652,11 +655,11 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), e = pos->eps / sqrtf((float)nf);
+    float s = powf((float)hs, -0.25f);
     for (int i = 0; i < n; i++) {
         float *g = dF + (size_t)i * nf, gs = 0.0f;
         for (int q = 0; q < nf; q++) {
-            g[q] *= F[(size_t)i * nf + q] - e;
+            g[q] *= F[(size_t)i * nf + q];
             gs += g[q];
         }
         for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
@@ -664,23 +667,45 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hs, nf, s, dF, nf, pos->omega, hs, 1.0f, dX, lddx);
 }
 
-/* one (b, h) of the forward: N into S, A, O = A V; work: (2 T nf) of a thread's (4 T nf) */
+/* the kernel's row guard: elu + 1 takes linear-elu.eps; FAVOR+'s stabilised denominators are relative to the row's
+ * largest weights, so a row falls back only when its denominator underflows (its best query and key features
+ * disagree by ~87 nats) or is not finite */
+static int kernel_row_ok(const struct epar_nn_attn_pos *pos, float den)
+{
+    return pos->omega ? den > FLT_MIN && den < INFINITY : den > pos->eps;
+}
+
+/* FAVOR+'s key weights of row i: w_ij = exp(c_j - M_i), M_i = max_{j' <= i} c_j' (M computed into cm, (T)) */
+static void kernel_key_max(const float *ck, float *cm, int T)
+{
+    for (int j = 0; j < T; j++) cm[j] = j && cm[j - 1] > ck[j] ? cm[j - 1] : ck[j];
+}
+
+/* the floats of per-thread scratch kernel attention takes at length T (nnpos's scratch_kernel sizes it for Tmax) */
+static size_t kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 2); }
+
+/* one (b, h) of the forward: N into S, A, O = A V; work: kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
+ * exp(c_j - M_i) (the stabilised numerators: every row's largest key weight is 1, so the denominator is never small
+ * relative to its terms, whatever the scale of q and k) */
 static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                               float *S, float *A, float *O, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
-    float *Fq = work, *Fk = work + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *Fq = work, *Fk = work + (size_t)T * nf, *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, nf, 1.0f, Fq + (size_t)i0 * nf, nf, Fk, nf, 0.0f,
                     S + (size_t)i0 * T, T);
         for (int i = i0; i < i1; i++) {
-            const float *n = S + (size_t)i * T;
+            float *n = S + (size_t)i * T;
             float *a = A + (size_t)i * T, den = 0.0f;
+            if (pos->omega)
+                for (int j = 0; j <= i; j++) n[j] *= expf(ck[j] - cm[i]);
             for (int j = 0; j <= i; j++) den += n[j];
-            if (den > pos->eps)
+            if (kernel_row_ok(pos, den))
                 for (int j = 0; j <= i; j++) a[j] = n[j] / den;
             else
                 for (int j = 0; j <= i; j++) a[j] = j == i ? 1.0f : 0.0f;   /* empty row: itself */
@@ -691,16 +716,19 @@ static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q
     }
 }
 
-/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row, dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then
- * through phi into dQ, dK (overwritten); dA (T, T) scratch, work (4 T nf) */
+/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row (FAVOR+: times the key weights w_ij, the
+ * gradient of the features' product), dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then through phi into dQ, dK
+ * (overwritten); dA (T, T) scratch, work: kernel_work floats */
 static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                                const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
                                float *dA, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
     float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         float beta = i1 == T ? 0.0f : 1.0f;
@@ -713,7 +741,10 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
             float *d = dA + (size_t)i * T, den = 0.0f, dot = 0.0f;
             for (int j = 0; j <= i; j++) den += n[j];
             for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-            for (int j = 0; j <= i; j++) d[j] = den > pos->eps ? (d[j] - dot) / den : 0.0f;
+            int ok = kernel_row_ok(pos, den);
+            for (int j = 0; j <= i; j++) d[j] = ok ? (d[j] - dot) / den : 0.0f;
+            if (ok && pos->omega)
+                for (int j = 0; j <= i; j++) d[j] *= expf(ck[j] - cm[i]);
             for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
@@ -745,7 +776,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
             if (pos && pos->kernel) {
-                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf,
+                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf),
                                   T, C, hs);
                 continue;
             }
@@ -838,7 +869,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
             if (pos && pos->kernel) {
                 kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                                   pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf, T, C, hs);
+                                   pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf), T, C, hs);
                 continue;
             }
             if (fast) {

@@ -207,7 +207,8 @@ struct epar_nn_attn_pos {
                          * unused; preatt must be kept: it holds phi(q_i).phi(k_j)) */
     const float *omega; /* (nf, hs) Performer's random features (phi = FAVOR+); NULL: phi = elu + 1 (nf = hs) */
     int nf;
-    float eps;          /* rows whose denominator is <= eps attend to themselves; Performer's stabiliser */
+    float eps;          /* elu + 1: rows whose denominator is <= eps attend to themselves (Performer: unused; rows
+                         * fall back to themselves only when their stabilised denominator underflows) */
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

@@ -353,7 +353,7 @@ static int features_of(const struct epar_nnpos_settings *s, enum epar_mech_id id
 static void scratch_kernel(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs,
                            size_t *per_thread, size_t *per_bh)
 {
-    *per_thread = 4 * (size_t)Tmax * features_of(s, id, hs);
+    *per_thread = (size_t)Tmax * (4 * (size_t)features_of(s, id, hs) + 2);   /* lib/nn's kernel_work */
     *per_bh = 0;
 }
 

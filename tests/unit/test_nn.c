@@ -617,6 +617,9 @@ static void test_reference_fp64(enum epar_mech_id id)
     epar_nnpos_settings_default(&c.pos_settings);
     c.pos_settings.fx = fx;
     memcpy(c.pos_settings.mp, tiny(id, 0).pos_settings.mp, sizeof c.pos_settings.mp);
+    /* Performer: compare's at eps = 0 is FAVOR+'s kernel exactly, what training computes (its stabilisers need no
+     * eps; compare adds eps times the largest feature over every key) */
+    c.pos_settings.mp[EPAR_MECH_PERFORMER][3] = 0;
     int T = 8, C = c.C, NH = c.NH;
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "fp64 reference: alloc %s", epar_nnpos_name(id)); return; }
@@ -669,6 +672,64 @@ static void test_reference_fp64(enum epar_mech_id id)
         epar_mech_free(&mm);
     }
     epar_attn_layer_free(&layer);
+    epar_nn_free(&m);
+}
+
+/* Performer at the scale of trained q, k: the q and k weights multiplied by `gain` (the exponents of FAVOR+'s features
+ * then spread over tens of nats, as after 40-60 steps of recall). Every row keeps FAVOR+'s weights: against FAVOR+
+ * computed here in double in log space from the same q, k and Omega, A_ij = sum_f exp(a_if + b_jf - M_i) / sum over
+ * j' <= i, a_if = w_f . q' - |q'|^2 / 2 (b for k), q' = q hs^(-1/4), M_i the largest exponent of row i (the default
+ * performer.eps, compare's stabiliser, is not added in training). Before the per-row stabilisers the keys' features
+ * were divided by the largest over every key of the sequence and the denominators of most rows fell below eps. */
+static void test_performer_scale(double gain)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_PERFORMER, 0);
+    int T = 8, C = c.C, NH = c.NH, hs = C / NH;
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "performer scale: alloc"); return; }
+    int nf = m.pos.nf;
+    gsl_rng *r = epar_rng_alloc(13, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    for (size_t t = 0; t < (size_t)2 * C * C; t++) m.p.qkvw[t] *= (float)gain;   /* q and k rows of layer 0 */
+    int tok[9];
+    for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    double *ea = malloc((size_t)2 * T * nf * sizeof *ea), *eb = ea + (size_t)T * nf, e = 0, spread = 0;
+    for (int h = 0; h < NH; h++) {
+        for (int t = 0; t < T; t++)
+            for (int part = 0; part < 2; part++) {
+                const float *x = m.a.qkv + (size_t)t * 3 * C + part * C + h * hs;
+                double s = pow(hs, -0.25), nx = 0;
+                for (int u = 0; u < hs; u++) nx += 0.5 * s * s * x[u] * x[u];
+                for (int f = 0; f < nf; f++) {
+                    double w = 0;
+                    for (int u = 0; u < hs; u++) w += s * m.pos.omega[(size_t)f * hs + u] * x[u];
+                    (part ? eb : ea)[(size_t)t * nf + f] = w - nx;
+                }
+            }
+        for (int i = 0; i < T; i++) {
+            double M = -INFINITY, lo = INFINITY, num[8], den = 0;
+            for (int j = 0; j <= i; j++)
+                for (int f = 0; f < nf; f++) {
+                    double z = ea[(size_t)i * nf + f] + eb[(size_t)j * nf + f];
+                    M = fmax(M, z);
+                    lo = fmin(lo, z);
+                }
+            spread = fmax(spread, M - lo);
+            for (int j = 0; j <= i; j++) {
+                num[j] = 0;
+                for (int f = 0; f < nf; f++) num[j] += exp(ea[(size_t)i * nf + f] + eb[(size_t)j * nf + f] - M);
+                den += num[j];
+            }
+            const float *a = m.a.att + ((size_t)h * T + i) * T;
+            for (int j = 0; j <= i; j++) e = fmax(e, fabs(num[j] / den - a[j]));
+        }
+    }
+    /* fp32 exponents of tens of nats carry tens of ulp of relative error into the weights */
+    check_abs(e, 0, 1e-4, "performer, q and k weights x%g (exponents spread over %.0f nats): trained attention = "
+              "FAVOR+ in fp64", gain, spread);
+    free(ea);
     epar_nn_free(&m);
 }
 
@@ -757,6 +818,9 @@ int main(void)
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
+    test_performer_scale(1);
+    test_performer_scale(4);
+    test_performer_scale(8);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
     /* (last: the draws of the cases above stay as they were) */
