@@ -1053,16 +1053,62 @@ int epar_nn_config_validate(const struct epar_nn_config *c)
     if (c->F < 1 || c->F > (1 << 20)) return epar_err_set(EPAR_EINVAL, "mlp must be in [1, 1048576], got '%d'", c->F);
     if (!(c->init_sd >= 0) || !isfinite(c->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", c->init_sd);
-    return epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    int st = epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    return st ? st : epar_nnpos_check_heads(c->pos, &c->pos_settings, c->NH);
+}
+
+int epar_nn_kv_heads(const struct epar_nn_config *c) { return epar_nnpos_kv_heads(c->pos, &c->pos_settings, c->NH); }
+
+int epar_nn_qkv_width(const struct epar_nn_config *c) { return c->C + 2 * epar_nn_kv_heads(c) * (c->C / c->NH); }
+
+/* GQA: 1 when the projection's output is narrower than q, k, v of every head */
+static int shared_kv(const struct epar_nn_config *c) { return epar_nn_kv_heads(c) < c->NH; }
+
+/* qkv (N, 3C) <- the projection's output c (N, W = C + 2 G hs): q as is, k and v of query head h from K/V head
+ * floor(h / (NH/G)) */
+static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        float *d = qkv + (size_t)n * 3 * C;
+        const float *x = qc + (size_t)n * W;
+        memcpy(d, x, (size_t)C * sizeof *d);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            memcpy(d + C + h * hs, x + C + g * hs, (size_t)hs * sizeof *d);
+            memcpy(d + 2 * C + h * hs, x + C + (G + g) * hs, (size_t)hs * sizeof *d);
+        }
+    }
+}
+
+/* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
+static void kv_reduce(float *dqc, const float *dqkv, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        const float *d = dqkv + (size_t)n * 3 * C;
+        float *x = dqc + (size_t)n * W;
+        memcpy(x, d, (size_t)C * sizeof *x);
+        memset(x + C, 0, (size_t)2 * G * hs * sizeof *x);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            for (int t = 0; t < hs; t++) {
+                x[C + g * hs + t] += d[C + h * hs + t];
+                x[C + (G + g) * hs + t] += d[2 * C + h * hs + t];
+            }
+        }
+    }
 }
 
 static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
 {
-    size_t V = c->V, C = c->C, L = c->NL, F = c->F;
+    size_t V = c->V, C = c->C, L = c->NL, F = c->F, W = (size_t)epar_nn_qkv_width(c);
     sz[EPAR_NN_WTE] = V * C;
     sz[EPAR_NN_LN1W] = sz[EPAR_NN_LN1B] = L * C;
-    sz[EPAR_NN_QKVW] = L * 3 * C * C;
-    sz[EPAR_NN_QKVB] = L * 3 * C;
+    sz[EPAR_NN_QKVW] = L * W * C;
+    sz[EPAR_NN_QKVB] = L * W;
     sz[EPAR_NN_ATTPROJW] = L * C * C;
     sz[EPAR_NN_ATTPROJB] = L * C;
     sz[EPAR_NN_LN2W] = sz[EPAR_NN_LN2B] = L * C;
@@ -1110,7 +1156,8 @@ static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
            + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
            + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
            + part_floats(c)
-           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf;   /* rwork, grel */
+           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf   /* rwork, grel */
+           + (shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);  /* qkvc */
 }
 
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
@@ -1178,6 +1225,7 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
     epar_nnpos_scratch(c->pos, &c->pos_settings, c->Tmax, (int)(C / c->NH), &tf, &bhf);
     CARVE(rwork, (size_t)nthreads * tf);
     CARVE(grel, (size_t)c->Bmax * c->NH * bhf);
+    CARVE(qkvc, shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);
 #undef CARVE
 }
 
@@ -1282,7 +1330,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     const struct epar_nn_config *c = &m->cfg;
     if (B < 1 || B > c->Bmax || T < 1 || T > c->Tmax)
         return epar_err_set(EPAR_EINVAL, "batch %d x length %d exceeds the model's %d x %d", B, T, c->Bmax, c->Tmax);
-    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c), W = epar_nn_qkv_width(c);
     for (int i = 0; i < N; i++)
         if (tokens[i] < 0 || tokens[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
             return epar_err_set(EPAR_EINVAL, "token %d at position %d is outside the vocabulary [0, %d)",
@@ -1309,8 +1357,13 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
         PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N),
                                                                 res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C));
-        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C,
-                                                          p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0));
+        if (G < NH)
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(m->s.qkvc, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0);
+                 kv_expand(qkv, m->s.qkvc, N, C, NH, G, C / NH));
+        else
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0));
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
@@ -1369,7 +1422,8 @@ void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored)
 void epar_nn_backward(struct epar_nn *m)
 {
     const struct epar_nn_config *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c);
+    int W = epar_nn_qkv_width(c);
     struct epar_nn_params *p = &m->p, *g = &m->g;
     struct epar_nn_acts *a = &m->a;
     struct epar_nn_scratch *s = &m->s;
@@ -1416,9 +1470,11 @@ void epar_nn_backward(struct epar_nn *m)
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_backward(&m->pos, l, &pg, B, T);
              epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
+        if (G < NH) PROF(m, EPAR_NN_OP_LINEAR_BWD, kv_reduce(s->qkvc, s->dqkv, N, C, NH, G, C / NH));
         PROF(m, EPAR_NN_OP_LINEAR_BWD,
-             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
-                                     LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part));
+             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * W * C, g->qkvb + (size_t)l * W,
+                                     G < NH ? s->qkvc : s->dqkv, LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * W * C, N,
+                                     C, W, 0, s->part));
         PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
              epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
                                         p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,

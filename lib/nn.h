@@ -42,8 +42,8 @@ enum {
 struct epar_nn_params {
     float *wte;         /* (V, C) token embedding, also the output head */
     float *ln1w, *ln1b; /* (NL, C) */
-    float *qkvw;        /* (NL, 3C, C) */
-    float *qkvb;        /* (NL, 3C) */
+    float *qkvw;        /* (NL, 3C, C); GQA: (NL, C + 2 G hs, C) (epar_nn_qkv_width) */
+    float *qkvb;        /* (NL, 3C); GQA: (NL, C + 2 G hs) */
     float *attprojw;    /* (NL, C, C) */
     float *attprojb;    /* (NL, C) */
     float *ln2w, *ln2b; /* (NL, C) */
@@ -93,6 +93,7 @@ struct epar_nn_scratch {
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
     float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features */
     float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
+    float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
 
 /* the ops of a step, for the per-op profile (struct epar_nn's profile, op_seconds) */
@@ -143,6 +144,11 @@ struct epar_nn {
 /* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by other processes holding the cores */
 double epar_nn_thread_cpu(void);
 
+/* K/V heads of the model (NH, or gqa.groups) and the width of the QKV projection's output, C + 2 KV hs (3C for
+ * multi-head attention): qkvw is (NL, width, C), rows q (C), k (KV hs), v (KV hs). The activations keep q, k, v of
+ * every head (B, T, 3C): a shared K/V head is copied to the query heads of its group, their gradients summed back. */
+int epar_nn_kv_heads(const struct epar_nn_config *c);
+int epar_nn_qkv_width(const struct epar_nn_config *c);
 /* Check sizes and mechanism (EPAR_EINVAL naming the value). */
 int epar_nn_config_validate(const struct epar_nn_config *c);
 /* Bytes epar_nn_alloc would take (to refuse a size that cannot fit before allocating). */

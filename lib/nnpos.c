@@ -381,6 +381,26 @@ static int build_performer(struct epar_nnpos *p)
     return st;
 }
 
+/* ---- GQA / MQA (§28): G = gqa.groups K/V heads, each shared by NH/G query heads; lib/nn projects x onto C + 2 G hs
+ * outputs (q of every head, then G k heads, then G v heads) and gives query head h the pair floor(h / (NH/G))
+ * (lib/mech's epar_mech_gqa_group). Trained from the start, the G heads are learned directly: gqa.pool (how compare
+ * converts a multi-head model's K slices, mean or first) does not apply. ---- */
+
+int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH)
+{
+    if (id != EPAR_MECH_GQA) return NH;
+    int G = (int)s->mp[id][0];
+    return G >= 1 && NH % G == 0 ? G : 0;
+}
+
+int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH)
+{
+    if (epar_nnpos_kv_heads(id, s, NH) > 0) return EPAR_OK;
+    epar_err_set(EPAR_EINVAL, "gqa.groups '%g' must divide the number of heads %d", s->mp[id][0], NH);
+    epar_err_hint("set --set gqa.groups=N with N a divisor of --heads (1: multi-query attention)");
+    return EPAR_EINVAL;
+}
+
 /* ---- masks (§22-26) and fixed patterns (§19): one (T, T) table added to z, rebuilt when T changes ---- */
 
 static int build_pair(struct epar_nnpos *p, size_t work_elem)
@@ -520,6 +540,8 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                               KERNEL_FNS(build_linear_elu)},
     [EPAR_MECH_PERFORMER] = {H_(KERNEL, 1, 0, "causal FAVOR+: the same, phi = positive random features (fixed Omega)"),
                              KERNEL_FNS(build_performer)},
+    [EPAR_MECH_GQA] = {H_(HEADS, 1, 0, "groups K/V heads, each shared by heads/groups query heads (groups 1: MQA)"),
+                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided)},
     [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
                                 MASK_FNS(check_sparse_fixed, prepare_sparse_fixed)},
@@ -665,6 +687,7 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 {
     memset(p, 0, sizeof *p);
     int st = epar_nnpos_validate(id, s, C / NH);
+    if (!st) st = epar_nnpos_check_heads(id, s, NH);
     if (st) return st;
     p->id = id;
     p->s = *s;

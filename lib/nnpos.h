@@ -22,6 +22,8 @@
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
  *                                                   or FAVOR+ with lib/mech's random features for the run's seed
  *                                                   (stabilised per query and per key, no eps: lib/nn)
+ *   heads        gqa                                G = gqa.groups K/V heads (G = 1: MQA), query head h reads K/V
+ *                                                   head floor(h / (NH/G)); lib/nn's QKV projection is (C + 2 G hs, C)
  *
  * s_ij = q_i . k_j / sqrt(hs) is the scaled content score, so EPAR multiplies the scaled score as the paper
  * writes A = softmax((Q K^T / sqrt(d_k)) . P(i, j, L)). Biases and factors depend on d = i - j >= 0 only; masks
@@ -56,7 +58,7 @@
 /* how a mechanism enters the model; NONE: not trainable */
 enum epar_nnpos_hook { EPAR_NNPOS_H_NONE = 0, EPAR_NNPOS_H_BASELINE, EPAR_NNPOS_H_INPUT, EPAR_NNPOS_H_QK,
                        EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED,
-                       EPAR_NNPOS_H_KERNEL };
+                       EPAR_NNPOS_H_KERNEL, EPAR_NNPOS_H_HEADS };
 
 /* Settings of the mechanisms (from the protocol; defaults in epar_nnpos_settings_default). */
 struct epar_nnpos_settings {
@@ -142,6 +144,11 @@ extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
 /* 1 when a model of mechanism id with settings s has learned rows per position (learned-ape; multiplicative-pe's
  * learned variant 0): it is defined at its trained length only */
 int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s);
+/* K/V heads of a model of mechanism id with NH heads: gqa.groups for gqa, NH otherwise (lib/nn sizes its QKV
+ * projection with it). 0 when gqa.groups does not divide NH (epar_nnpos_check_heads says so). */
+int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
+/* EPAR_EINVAL naming the value when mechanism id cannot run with NH heads (gqa: groups must divide NH) */
+int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as

@@ -476,11 +476,13 @@ static void test_attention(void)
 
 /* ---- the whole model ---- */
 
+static int TINY_NH = 2;   /* heads of the tiny model (4 for GQA with two groups) */
+
 static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
 {
     struct epar_nn_config c;
     memset(&c, 0, sizeof c);
-    c.V = 11; c.Tmax = 9; c.Bmax = 3; c.C = 8; c.NH = 2; c.NL = 2; c.F = 12;
+    c.V = 11; c.Tmax = 9; c.Bmax = 3; c.C = 8; c.NH = TINY_NH; c.NL = 2; c.F = 12;
     c.pos = pos;
     c.init_sd = 0.3;   /* larger than GPT-2's 0.02 so every path carries a visible gradient */
     epar_nnpos_settings_default(&c.pos_settings);
@@ -496,6 +498,7 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
     return c;
 }
 
@@ -604,6 +607,44 @@ static void test_model_gradient(enum epar_mech_id id, int learn)
     epar_nn_free(&m);
 }
 
+/* GQA's parameters and sharing: the projection has C + 2 G hs rows (the parameter count the benchmark equalises),
+ * the query heads of a group see the same k and v (copies of one K/V head), and G = NH is multi-head attention's
+ * layout and count; a G that does not divide the heads is refused naming it */
+static void test_gqa_shape(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_GQA, 0), mha = tiny(EPAR_MECH_NONE, 0);
+    int C = c.C, NH = c.NH, hs = C / NH, G = epar_nn_kv_heads(&c);
+    check_int(G, NH / 2, "gqa: %d K/V heads for %d query heads", G, NH);
+    struct epar_nn m, m0;
+    if (epar_nn_alloc(&m, &c) || epar_nn_alloc(&m0, &mha)) { check_true(0, "gqa shape: alloc"); return; }
+    check_int((long)(m0.n_params - m.n_params), (long)c.NL * 2 * (NH - G) * hs * (C + 1),
+              "gqa: %zu parameters, multi-head %zu: the K/V projections of NH - G heads fewer", m.n_params, m0.n_params);
+    gsl_rng *r = epar_rng_alloc(5, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int tok[8];
+    for (int t = 0; t < 8; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, 8);
+    int same = 1, differ = 0;
+    for (int t = 0; t < 8; t++)
+        for (int part = 1; part < 3; part++)
+            for (int h = 0; h < NH; h++)
+                for (int u = 0; u < hs; u++) {
+                    const float *row = m.a.qkv + (size_t)t * 3 * C + part * C;
+                    int lead = epar_mech_gqa_group(h, NH, G) * (NH / G);
+                    same &= row[h * hs + u] == row[lead * hs + u];
+                    differ |= epar_mech_gqa_group(h, NH, G) > 0 && row[h * hs + u] != row[u];
+                }
+    check_true(same && differ, "gqa: the heads of a group read one k and v, other groups another");
+    epar_nn_free(&m);
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = NH;
+    check_int(epar_nn_qkv_width(&c), 3 * C, "gqa with groups = heads: multi-head attention's projection");
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = 3;
+    check_int(epar_nn_alloc(&m, &c), EPAR_EINVAL, "gqa.groups 3 with 4 heads is refused");
+    check_true(strstr(epar_err_message(), "'3'") != NULL, "... naming the value: %s", epar_err_message());
+    epar_nn_free(&m0);
+}
+
 /* float64 reference: layer 0's attention of the trained model's forward against lib/mech (what `epar compare`
  * computes in double) for the same q, k weights and the same LayerNorm output. The catalogue's parameters are
  * the training's: default settings (alibi max_bias 8, rope base 10000, EPAR 1, 1, 0.5 at L = T). Input mechanisms
@@ -631,16 +672,19 @@ static void test_reference_fp64(enum epar_mech_id id)
     epar_nn_forward(&m, tok, NULL, NULL, 1, T);
     struct epar_layer layer;
     epar_attn_layer_alloc(&layer, T, C, 0);
-    for (int o = 0; o < C; o++)
+    /* row of the projection giving output o of k (v): GQA's K/V head of o's query head (compare's mean over the
+     * group's K slices, which are then all this row, is the same) */
+    int G = epar_nn_kv_heads(&c), hs = C / NH;
+    for (int o = 0; o < C; o++) {
+        int ko = C + epar_mech_gqa_group(o / hs, NH, G) * hs + o % hs, vo = ko + G * hs;
         for (int k = 0; k < C; k++) {
             layer.Wq[o * C + k] = m.p.qkvw[(size_t)o * C + k];
-            layer.Wk[o * C + k] = m.p.qkvw[(size_t)(C + o) * C + k];
-            layer.Wv[o * C + k] = m.p.qkvw[(size_t)(2 * C + o) * C + k];
+            layer.Wk[o * C + k] = m.p.qkvw[(size_t)ko * C + k];
+            layer.Wv[o * C + k] = m.p.qkvw[(size_t)vo * C + k];
         }
-    for (int o = 0; o < C; o++) {
         layer.bq[o] = m.p.qkvb[o];
-        layer.bk[o] = m.p.qkvb[C + o];
-        layer.bv[o] = m.p.qkvb[2 * C + o];
+        layer.bk[o] = m.p.qkvb[ko];
+        layer.bv[o] = m.p.qkvb[vo];
     }
     double X[8 * 8], A[2 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];
     for (int t = 0; t < T * C; t++) X[t] = m.a.ln1[t];
@@ -655,7 +699,7 @@ static void test_reference_fp64(enum epar_mech_id id)
     int st = epar_mech_init(&mm, id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
-        int k = (int)prm[0], hs = C / NH;
+        int k = (int)prm[0];
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
     }
@@ -759,6 +803,7 @@ static void test_overfit(enum epar_mech_id id)
     /* block-sparse with the default nb = 0: the first key of a block sees only itself, so the batch's
      * prefix-dependent targets there are out of reach; with one neighbour block every context is >= 5 tokens */
     c.pos_settings.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = 1;   /* 2 heads: the default 2 groups would be multi-head attention */
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
@@ -814,6 +859,11 @@ int main(void)
     test_attention();
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_model_gradient((enum epar_mech_id)id, 0);
+    TINY_NH = 4;   /* GQA proper: 4 query heads in 2 groups */
+    test_model_gradient(EPAR_MECH_GQA, 0);
+    test_reference_fp64(EPAR_MECH_GQA);
+    test_gqa_shape();
+    TINY_NH = 2;
     test_model_gradient(EPAR_MECH_EPAR_BASIC, 1);
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
