@@ -91,8 +91,8 @@ struct epar_nn_scratch {
     float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
-    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features */
-    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
+    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features, pi's rows */
+    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient; pi-attention's gate (B, NH, 3 hs + 1) */
     float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
 
@@ -215,6 +215,12 @@ struct epar_nn_attn_pos {
     int nf;
     float eps;          /* elu + 1: rows whose denominator is <= eps attend to themselves (Performer: unused; rows
                          * fall back to themselves only when their stabilised denominator underflows) */
+    /* pi-attention (pair2 set): A_ij = g_i softmax_j(s_ij + pair_ij) + (1 - g_i) softmax_j(s_ij + pair2_ij), pair the
+     * local mask, pair2 the pi-step mask; g_i = sigmoid(b_h + w_h . [mean_{t<=i} q_t; mean k_t; mean v_t]) with
+     * (w_h, b_h) = gate + h (3 hs + 1) (this layer's); preatt must be kept (the scaled scores); work as for rel
+     * (per-thread, 4 T + 3 hs floats); grel (B, NH, 3 hs + 1) out of backward: the gate's gradient per (b, h) */
+    const float *pair2;
+    const float *gate;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

@@ -312,7 +312,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f};
+                                   C / NH, 1e-6f, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -363,7 +363,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -433,7 +433,7 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -498,6 +498,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
     return c;
 }
@@ -667,6 +669,10 @@ static void test_reference_fp64(enum epar_mech_id id)
     gsl_rng *r = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS);
     epar_nn_init(&m, r);
     epar_rng_free(r);
+    /* pi-attention: compare's gate is the untrained one, sigmoid(0) = pi-attention.gate: the gate's w = 0 (b starts
+     * at logit(gate)) */
+    for (int k = 0; id == EPAR_MECH_PI_ATTENTION && k < c.NL * NH; k++)
+        memset(m.p.pos + (size_t)k * m.pos.ngate, 0, (size_t)(m.pos.ngate - 1) * sizeof *m.p.pos);
     int tok[9];
     for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
     epar_nn_forward(&m, tok, NULL, NULL, 1, T);
@@ -777,6 +783,36 @@ static void test_performer_scale(double gain)
     epar_nn_free(&m);
 }
 
+/* causal: changing the last token changes no earlier position's prediction (pi-attention's gate reads the means of
+ * q, k, v over the positions seen so far; Performer's key stabiliser is the maximum over the keys a row sees) */
+static void test_causal(enum epar_mech_id id)
+{
+    struct epar_nn_config c = tiny(id, 0);
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "causal: alloc %s", epar_nnpos_name(id)); return; }
+    gsl_rng *r = epar_rng_alloc(17, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int T = 8, tok[8];
+    for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    float *p0 = malloc((size_t)T * c.V * sizeof *p0);
+    memcpy(p0, m.a.probs, (size_t)T * c.V * sizeof *p0);
+    tok[T - 1] = (tok[T - 1] + 1 + (int)gsl_rng_uniform_int(R, c.V - 1)) % c.V;
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    double e = 0, last = 0;
+    for (int t = 0; t < T; t++)
+        for (int v = 0; v < c.V; v++) {
+            double d = fabs(p0[(size_t)t * c.V + v] - m.a.probs[(size_t)t * c.V + v]);
+            if (t < T - 1) e = fmax(e, d);
+            else last = fmax(last, d);
+        }
+    check_true(e <= 1e-6 && last > 0, "%s: causal (the last token moves positions < T-1 by %g, the last by %g)",
+               epar_nnpos_name(id), e, last);
+    free(p0);
+    epar_nn_free(&m);
+}
+
 /* H(y | x) in nats, mean over the n pairs (x, y) in [0, V)^2 */
 static double cond_entropy(const int *x, const int *y, int n, int V)
 {
@@ -804,6 +840,10 @@ static void test_overfit(enum epar_mech_id id)
      * prefix-dependent targets there are out of reach; with one neighbour block every context is >= 5 tokens */
     c.pos_settings.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = 1;   /* 2 heads: the default 2 groups would be multi-head attention */
+    /* pi-attention's defaults (radius 32, pi 16) at T = 16 would be a full causal band: a band of 3 keys and pi 4 make
+     * both masks matter (a row sees its 2 predecessors and every 4th key before it) */
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 4;
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
@@ -859,6 +899,8 @@ int main(void)
     test_attention();
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_model_gradient((enum epar_mech_id)id, 0);
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_causal((enum epar_mech_id)id);
     TINY_NH = 4;   /* GQA proper: 4 query heads in 2 groups */
     test_model_gradient(EPAR_MECH_GQA, 0);
     test_reference_fp64(EPAR_MECH_GQA);
