@@ -692,7 +692,7 @@ static void test_reference_fp64(enum epar_mech_id id)
         layer.bk[o] = m.p.qkvb[ko];
         layer.bv[o] = m.p.qkvb[vo];
     }
-    double X[8 * 8], A[2 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];
+    double X[8 * 8], A[4 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];   /* up to 4 heads (GQA) */
     for (int t = 0; t < T * C; t++) X[t] = m.a.ln1[t];
     memcpy(prm, c.pos_settings.mp[id], sizeof prm);
     if (id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED) {
