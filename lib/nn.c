@@ -1,5 +1,6 @@
 /* nn: the Transformer's ops (forward, backward) and the whole model. Reading order: sizes and memory,
  * the ops (matmul, layernorm, gelu, attention, cross-entropy), then the model's forward and backward. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -607,11 +608,16 @@ static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int
 /* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
  * materialised causally in the same query blocks as the softmax path ---- */
 
-/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ (lib/mech's epar_mech_performer_features in
- * float): exp(w_f . x' - |x'|^2 / 2 - c) + eps, / sqrt(nf), x' = x hs^(-1/4), c the row's max (queries) or the max
- * over every key and feature (keys); c cancels in A and is held constant in backward */
-static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, int is_query,
-                            float *F)
+/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ in float with a stabiliser per row:
+ * F_rf = exp(w_f . x' - |x'|^2 / 2 - c_r) / sqrt(nf), x' = x hs^(-1/4), c_r = max_f (w_f . x' - |x'|^2 / 2), so every
+ * row's largest feature is 1 / sqrt(nf); c (n) is returned (NULL: not wanted). A query's c_i multiplies row i's
+ * numerators and denominator alike and cancels; a key's c_j does not: the kernel multiplies it back in as
+ * exp(c_j - max_{j' <= i} c_j') (kernel_forward_bh). No eps is added (performer.eps is the stabiliser of compare's
+ * untrained FAVOR+, which divides the keys by the largest feature over every key): with these stabilisers the
+ * features need none, and adding eps times a row's largest feature would move the weights away from FAVOR+'s
+ * once the exponents spread over tens of nats (test_nn's test_performer_scale). */
+static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, float *F,
+                            float *c)
 {
     if (!pos->omega) {
         for (int i = 0; i < n; i++)
@@ -622,24 +628,21 @@ static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, 
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf), cg = -INFINITY;
+    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nf, hs, s, X, ldx, pos->omega, hs, 0.0f, F, nf);
-    if (!is_query)
-        for (size_t t = 0; t < (size_t)n * nf; t++) cg = F[t] > cg ? F[t] : cg;
     for (int i = 0; i < n; i++) {
-        float *f = F + (size_t)i * nf, nx = 0.0f, c = cg;
+        float *f = F + (size_t)i * nf, nx = 0.0f, mx = -INFINITY;
         for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
         nx *= s * s * 0.5f;
-        if (is_query) {
-            c = -INFINITY;
-            for (int q = 0; q < nf; q++) c = f[q] > c ? f[q] : c;
-        }
-        for (int q = 0; q < nf; q++) f[q] = inv * (expf(f[q] - nx - c) + pos->eps);
+        for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
+        for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
+        if (c) c[i] = mx - nx;
     }
 }
 
 /* dX (n, hs; stride lddx, overwritten) <- the gradient through phi of dF (n, nf), F = phi(X). elu + 1: dF phi'(x);
- * FAVOR+: G = dF (F - eps / sqrt(nf)), dX = s G Omega - s^2 x sum_f G */
+ * FAVOR+, the row factor exp(c_r) held outside (it cancels, or the kernel's weights carry it): G = dF F,
+ * dX = s G Omega - s^2 x sum_f G */
 static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const float *X, int ldx, const float *F,
                                      float *dF, int n, int hs, float *dX, int lddx)
 {
@@ -652,11 +655,11 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), e = pos->eps / sqrtf((float)nf);
+    float s = powf((float)hs, -0.25f);
     for (int i = 0; i < n; i++) {
         float *g = dF + (size_t)i * nf, gs = 0.0f;
         for (int q = 0; q < nf; q++) {
-            g[q] *= F[(size_t)i * nf + q] - e;
+            g[q] *= F[(size_t)i * nf + q];
             gs += g[q];
         }
         for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
@@ -664,23 +667,45 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hs, nf, s, dF, nf, pos->omega, hs, 1.0f, dX, lddx);
 }
 
-/* one (b, h) of the forward: N into S, A, O = A V; work: (2 T nf) of a thread's (4 T nf) */
+/* the kernel's row guard: elu + 1 takes linear-elu.eps; FAVOR+'s stabilised denominators are relative to the row's
+ * largest weights, so a row falls back only when its denominator underflows (its best query and key features
+ * disagree by ~87 nats) or is not finite */
+static int kernel_row_ok(const struct epar_nn_attn_pos *pos, float den)
+{
+    return pos->omega ? den > FLT_MIN && den < INFINITY : den > pos->eps;
+}
+
+/* FAVOR+'s key weights of row i: w_ij = exp(c_j - M_i), M_i = max_{j' <= i} c_j' (M computed into cm, (T)) */
+static void kernel_key_max(const float *ck, float *cm, int T)
+{
+    for (int j = 0; j < T; j++) cm[j] = j && cm[j - 1] > ck[j] ? cm[j - 1] : ck[j];
+}
+
+/* the floats of per-thread scratch kernel attention takes at length T (nnpos's scratch_kernel sizes it for Tmax) */
+static size_t kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 2); }
+
+/* one (b, h) of the forward: N into S, A, O = A V; work: kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
+ * exp(c_j - M_i) (the stabilised numerators: every row's largest key weight is 1, so the denominator is never small
+ * relative to its terms, whatever the scale of q and k) */
 static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                               float *S, float *A, float *O, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
-    float *Fq = work, *Fk = work + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *Fq = work, *Fk = work + (size_t)T * nf, *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, nf, 1.0f, Fq + (size_t)i0 * nf, nf, Fk, nf, 0.0f,
                     S + (size_t)i0 * T, T);
         for (int i = i0; i < i1; i++) {
-            const float *n = S + (size_t)i * T;
+            float *n = S + (size_t)i * T;
             float *a = A + (size_t)i * T, den = 0.0f;
+            if (pos->omega)
+                for (int j = 0; j <= i; j++) n[j] *= expf(ck[j] - cm[i]);
             for (int j = 0; j <= i; j++) den += n[j];
-            if (den > pos->eps)
+            if (kernel_row_ok(pos, den))
                 for (int j = 0; j <= i; j++) a[j] = n[j] / den;
             else
                 for (int j = 0; j <= i; j++) a[j] = j == i ? 1.0f : 0.0f;   /* empty row: itself */
@@ -691,16 +716,19 @@ static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q
     }
 }
 
-/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row, dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then
- * through phi into dQ, dK (overwritten); dA (T, T) scratch, work (4 T nf) */
+/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row (FAVOR+: times the key weights w_ij, the
+ * gradient of the features' product), dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then through phi into dQ, dK
+ * (overwritten); dA (T, T) scratch, work: kernel_work floats */
 static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                                const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
                                float *dA, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
     float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         float beta = i1 == T ? 0.0f : 1.0f;
@@ -713,7 +741,10 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
             float *d = dA + (size_t)i * T, den = 0.0f, dot = 0.0f;
             for (int j = 0; j <= i; j++) den += n[j];
             for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-            for (int j = 0; j <= i; j++) d[j] = den > pos->eps ? (d[j] - dot) / den : 0.0f;
+            int ok = kernel_row_ok(pos, den);
+            for (int j = 0; j <= i; j++) d[j] = ok ? (d[j] - dot) / den : 0.0f;
+            if (ok && pos->omega)
+                for (int j = 0; j <= i; j++) d[j] *= expf(ck[j] - cm[i]);
             for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
@@ -725,6 +756,100 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
     kernel_features_backward(pos, K, C3, Fk, dFk, T, hs, dK, C3);
 }
 
+/* ---- pi-attention (§27): two masked softmaxes of the same scaled scores fused by a gate per (head, row) ---- */
+
+/* g (T) <- the gate of every row: sigmoid(b + w . [qbar_i; kbar_i; vbar_i]), the bars the means over t <= i (causal;
+ * the source averages over the whole sequence); sums (3 hs) scratch */
+static void pi_gates(const float *w, const float *Q, const float *K, const float *Vv, int T, int C3, int hs, float *sums,
+                     float *g)
+{
+    memset(sums, 0, (size_t)3 * hs * sizeof *sums);
+    for (int i = 0; i < T; i++) {
+        float z = 0.0f;
+        for (int t = 0; t < hs; t++) {
+            sums[t] += Q[(size_t)i * C3 + t];
+            sums[hs + t] += K[(size_t)i * C3 + t];
+            sums[2 * hs + t] += Vv[(size_t)i * C3 + t];
+        }
+        for (int t = 0; t < 3 * hs; t++) z += w[t] * sums[t];
+        z = w[3 * hs] + z / (float)(i + 1);
+        g[i] = 1.0f / (1.0f + expf(-z));
+    }
+}
+
+/* the two softmaxes of row i of S into pl and ps (i + 1 each) */
+static void pi_rows(const struct epar_nn_attn_pos *pos, const float *S, int T, int i, float *pl, float *ps)
+{
+    softmax_row_c(pl, S + (size_t)i * T, NULL, NULL, pos->pair + (size_t)i * pos->ld, i, i + 1);
+    softmax_row_c(ps, S + (size_t)i * T, NULL, NULL, pos->pair2 + (size_t)i * pos->ld, i, i + 1);
+}
+
+/* one (b, h) of the forward: S = scale Q K^T (kept), A fused, O = A V; w: the head's gate parameters */
+static void pi_forward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
+                          const float *Vv, float *S, float *A, float *O, float *work, int T, int C, int hs, float scale)
+{
+    int C3 = 3 * C;
+    float *g = work, *ps = g + T, *sums = ps + T;
+    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, C3, K, C3, 0.0f, S, T);
+    for (int i = 0; i < T; i++) {
+        float *a = A + (size_t)i * T;
+        pi_rows(pos, S, T, i, a, ps);
+        for (int j = 0; j <= i; j++) a[j] = g[i] * a[j] + (1.0f - g[i]) * ps[j];
+        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, Vv, C3, 0.0f, O, C);
+}
+
+/* one (b, h) of the backward: dA = dO V^T, dV = A^T dO; per row the gate's dg = dA.(pl - ps) and ds = g dz(pl) +
+ * (1 - g) dz(ps) (in place in dA); dQ = scale dS K, dK = scale dS^T Q; then the gate: dz_i = dg_i g_i (1 - g_i),
+ * c_t = sum_{i >= t} dz_i / (i + 1), dw = sum_t c_t [q_t; k_t; v_t], db = sum_i dz_i, and dq_t, dk_t, dv_t +=
+ * c_t w_q, w_k, w_v. dgate (3 hs + 1) overwritten. */
+static void pi_backward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
+                           const float *Vv, const float *S, const float *A, const float *dO, float *dQ, float *dK,
+                           float *dV, float *dA, float *dgate, float *work, int T, int C, int hs, float scale)
+{
+    int C3 = 3 * C;
+    float *g = work, *pl = g + T, *ps = pl + T, *cz = ps + T, *sums = cz + T;
+    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dO, C, Vv, C3, 0.0f, dA, T);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, dO, C, 0.0f, dV, C3);
+    for (int i = 0; i < T; i++) {
+        float *d = dA + (size_t)i * T, dg = 0.0f, dl = 0.0f, dsum = 0.0f;
+        pi_rows(pos, S, T, i, pl, ps);
+        for (int j = 0; j <= i; j++) {
+            dg += d[j] * (pl[j] - ps[j]);
+            dl += d[j] * pl[j];
+            dsum += d[j] * ps[j];
+        }
+        for (int j = 0; j <= i; j++) d[j] = g[i] * pl[j] * (d[j] - dl) + (1.0f - g[i]) * ps[j] * (d[j] - dsum);
+        for (int j = i + 1; j < T; j++) d[j] = 0.0f;
+        cz[i] = dg * g[i] * (1.0f - g[i]);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dA, T, K, C3, 0.0f, dQ, C3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dA, T, Q, C3, 0.0f, dK, C3);
+    float db = 0.0f, acc = 0.0f;
+    for (int i = T - 1; i >= 0; i--) {   /* suffix sums, last row first */
+        db += cz[i];
+        acc += cz[i] / (float)(i + 1);
+        cz[i] = acc;
+    }
+    memset(dgate, 0, (size_t)(3 * hs + 1) * sizeof *dgate);
+    dgate[3 * hs] = db;
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < hs; u++) {
+            dgate[u] += cz[t] * Q[(size_t)t * C3 + u];
+            dgate[hs + u] += cz[t] * K[(size_t)t * C3 + u];
+            dgate[2 * hs + u] += cz[t] * Vv[(size_t)t * C3 + u];
+            dQ[(size_t)t * C3 + u] += cz[t] * w[u];
+            dK[(size_t)t * C3 + u] += cz[t] * w[hs + u];
+            dV[(size_t)t * C3 + u] += cz[t] * w[2 * hs + u];
+        }
+}
+
+/* floats of per-thread scratch pi-attention takes (lib/nnpos's scratch_pi sizes it for Tmax) */
+static size_t pi_work(int T, int hs) { return (size_t)4 * T + 3 * (size_t)hs; }
+
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
@@ -734,7 +859,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel || (pos && pos->kernel) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = rel || (pos && (pos->kernel || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
     int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
@@ -745,8 +870,13 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
             if (pos && pos->kernel) {
-                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf,
+                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf),
                                   T, C, hs);
+                continue;
+            }
+            if (pos && pos->pair2) {
+                pi_forward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, O,
+                              pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
                 continue;
             }
             float kbuf[ATT_KT], vpk[ATT_KT];   /* K transposed (att_scores), V packed (unused on the portable path) */
@@ -838,7 +968,13 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
             if (pos && pos->kernel) {
                 kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                                   pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf, T, C, hs);
+                                   pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf), T, C, hs);
+                continue;
+            }
+            if (pos && pos->pair2) {
+                pi_backward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                               pos->grel + ((size_t)b * NH + h) * (3 * hs + 1),
+                               pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
                 continue;
             }
             if (fast) {
@@ -1022,16 +1158,62 @@ int epar_nn_config_validate(const struct epar_nn_config *c)
     if (c->F < 1 || c->F > (1 << 20)) return epar_err_set(EPAR_EINVAL, "mlp must be in [1, 1048576], got '%d'", c->F);
     if (!(c->init_sd >= 0) || !isfinite(c->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", c->init_sd);
-    return epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    int st = epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    return st ? st : epar_nnpos_check_heads(c->pos, &c->pos_settings, c->NH);
+}
+
+int epar_nn_kv_heads(const struct epar_nn_config *c) { return epar_nnpos_kv_heads(c->pos, &c->pos_settings, c->NH); }
+
+int epar_nn_qkv_width(const struct epar_nn_config *c) { return c->C + 2 * epar_nn_kv_heads(c) * (c->C / c->NH); }
+
+/* GQA: 1 when the projection's output is narrower than q, k, v of every head */
+static int shared_kv(const struct epar_nn_config *c) { return epar_nn_kv_heads(c) < c->NH; }
+
+/* qkv (N, 3C) <- the projection's output c (N, W = C + 2 G hs): q as is, k and v of query head h from K/V head
+ * floor(h / (NH/G)) */
+static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        float *d = qkv + (size_t)n * 3 * C;
+        const float *x = qc + (size_t)n * W;
+        memcpy(d, x, (size_t)C * sizeof *d);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            memcpy(d + C + h * hs, x + C + g * hs, (size_t)hs * sizeof *d);
+            memcpy(d + 2 * C + h * hs, x + C + (G + g) * hs, (size_t)hs * sizeof *d);
+        }
+    }
+}
+
+/* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
+static void kv_reduce(float *dqc, const float *dqkv, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        const float *d = dqkv + (size_t)n * 3 * C;
+        float *x = dqc + (size_t)n * W;
+        memcpy(x, d, (size_t)C * sizeof *x);
+        memset(x + C, 0, (size_t)2 * G * hs * sizeof *x);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            for (int t = 0; t < hs; t++) {
+                x[C + g * hs + t] += d[C + h * hs + t];
+                x[C + (G + g) * hs + t] += d[2 * C + h * hs + t];
+            }
+        }
+    }
 }
 
 static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
 {
-    size_t V = c->V, C = c->C, L = c->NL, F = c->F;
+    size_t V = c->V, C = c->C, L = c->NL, F = c->F, W = (size_t)epar_nn_qkv_width(c);
     sz[EPAR_NN_WTE] = V * C;
     sz[EPAR_NN_LN1W] = sz[EPAR_NN_LN1B] = L * C;
-    sz[EPAR_NN_QKVW] = L * 3 * C * C;
-    sz[EPAR_NN_QKVB] = L * 3 * C;
+    sz[EPAR_NN_QKVW] = L * W * C;
+    sz[EPAR_NN_QKVB] = L * W;
     sz[EPAR_NN_ATTPROJW] = L * C * C;
     sz[EPAR_NN_ATTPROJB] = L * C;
     sz[EPAR_NN_LN2W] = sz[EPAR_NN_LN2B] = L * C;
@@ -1079,7 +1261,8 @@ static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
            + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
            + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
            + part_floats(c)
-           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf;   /* rwork, grel */
+           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf   /* rwork, grel */
+           + (shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);  /* qkvc */
 }
 
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
@@ -1147,6 +1330,7 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
     epar_nnpos_scratch(c->pos, &c->pos_settings, c->Tmax, (int)(C / c->NH), &tf, &bhf);
     CARVE(rwork, (size_t)nthreads * tf);
     CARVE(grel, (size_t)c->Bmax * c->NH * bhf);
+    CARVE(qkvc, shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);
 #undef CARVE
 }
 
@@ -1251,7 +1435,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     const struct epar_nn_config *c = &m->cfg;
     if (B < 1 || B > c->Bmax || T < 1 || T > c->Tmax)
         return epar_err_set(EPAR_EINVAL, "batch %d x length %d exceeds the model's %d x %d", B, T, c->Bmax, c->Tmax);
-    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c), W = epar_nn_qkv_width(c);
     for (int i = 0; i < N; i++)
         if (tokens[i] < 0 || tokens[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
             return epar_err_set(EPAR_EINVAL, "token %d at position %d is outside the vocabulary [0, %d)",
@@ -1278,16 +1462,22 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
         PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N),
                                                                 res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C));
-        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C,
-                                                          p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0));
+        if (G < NH)
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(m->s.qkvc, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0);
+                 kv_expand(qkv, m->s.qkvc, N, C, NH, G, C / NH));
+        else
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0));
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
-                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
-        /* the scores are kept only for a learned factor's gradient and kernel attention's N (saves a (B, NH, T, T)
-         * store and load) */
-        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel ? LAYER(a->preatt, l, nA) : NULL;
+                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
+        /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
+         * softmaxes (saves a (B, NH, T, T) store and load) */
+        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
         PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C,
@@ -1338,7 +1528,8 @@ void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored)
 void epar_nn_backward(struct epar_nn *m)
 {
     const struct epar_nn_config *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c);
+    int W = epar_nn_qkv_width(c);
     struct epar_nn_params *p = &m->p, *g = &m->g;
     struct epar_nn_acts *a = &m->a;
     struct epar_nn_scratch *s = &m->s;
@@ -1376,7 +1567,8 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
-                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
+                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,
@@ -1385,9 +1577,11 @@ void epar_nn_backward(struct epar_nn *m)
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_backward(&m->pos, l, &pg, B, T);
              epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
+        if (G < NH) PROF(m, EPAR_NN_OP_LINEAR_BWD, kv_reduce(s->qkvc, s->dqkv, N, C, NH, G, C / NH));
         PROF(m, EPAR_NN_OP_LINEAR_BWD,
-             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
-                                     LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part));
+             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * W * C, g->qkvb + (size_t)l * W,
+                                     G < NH ? s->qkvc : s->dqkv, LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * W * C, N,
+                                     C, W, 0, s->part));
         PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
              epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
                                         p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,

@@ -54,6 +54,11 @@ static void test_registry(void)
     check_int(epar_nnpos_set(&s, "sliding-window.width=3"), EPAR_EINVAL, "an unknown parameter");
     check_int(epar_nnpos_set(&s, "alibi.max_bias=4"), EPAR_EINVAL, "alibi is set through its own training options");
     check_int(epar_nnpos_set(&s, "radius=4"), EPAR_EINVAL, "no mechanism named");
+    check_int(epar_nnpos_set(&s, "gqa.groups=1"), EPAR_OK, "--set gqa.groups=1 (multi-query attention)");
+    check_int(epar_nnpos_kv_heads(EPAR_MECH_GQA, &s, 8), 1, "... one K/V head for 8 query heads");
+    check_int(epar_nnpos_kv_heads(EPAR_MECH_ROPE, &s, 8), 8, "every other mechanism: a K/V head per query head");
+    s.mp[EPAR_MECH_GQA][0] = 3;
+    check_int(epar_nnpos_check_heads(EPAR_MECH_GQA, &s, 8), EPAR_EINVAL, "gqa.groups 3 does not divide 8 heads");
     s.learn_posfx = 1;
     s.fx.gamma = 0;
     check_int(epar_nnpos_validate(EPAR_MECH_EPAR_ENHANCED, &s, 8), EPAR_EINVAL, "learned gamma cannot start at 0");
