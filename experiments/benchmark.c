@@ -796,7 +796,7 @@ static const struct epar_field cost_cell_rows[] = {
     EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
     EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
     EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
-    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
+    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, EPAR_FIELD_OPTIONAL),   /* absent: an interval not yet defined (one generation) */
     EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
     EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),

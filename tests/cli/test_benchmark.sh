@@ -174,6 +174,20 @@ expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks
     --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
+# a cost cell stopped by its CPU-time limit after one generation (no interval yet) is written and read back: the
+# widest half-width is left out of cell.json, the overheads are nan
+python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/oneshot.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1], encoding="utf-8"))
+j["experiments"]["benchmark"]["budgets"]["smoke"].update(cost_seconds=1e-9, cost_generation=1)
+json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
+PYEOF
+expect_exit 0 "a cost cell stopped after one generation" -- "$EPAR" benchmark --protocol "$T_TMP/oneshot.json" --budget smoke \
+    --tasks recall --mechanisms none,epar-enhanced --seeds 42 --quiet --no-render --out "$T_TMP/oneshot"
+expect_grep '"stopped": "seconds"' "$T_TMP/oneshot/benchmark/cells/cost/cell.json"
+! grep -q widest_halfwidth "$T_TMP/oneshot/benchmark/cells/cost/cell.json" && ok || fail "an undefined half-width written"
+awk -F, '$1 == "epar-enhanced" { found = 1; if ($19 != "nan") bad = 1 } END { exit bad || !found }' \
+    "$T_TMP/oneshot/benchmark/cost.csv" && ok || fail "one generation's overhead has an interval"
 expect_exit 0 "help" -- "$EPAR" benchmark --help
 expect_grep 'shard' "$T_TMP/out"
 finish
