@@ -1355,17 +1355,19 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
             if (!m || strcmp(m, "epar-enhanced")) continue;
             double on = epar_csv_get(t, r, "overhead_vs_none"), onh = epar_csv_get(t, r, "overhead_vs_none_hw"),
                    ob = epar_csv_get(t, r, "overhead_vs_basic"), obh = epar_csv_get(t, r, "overhead_vs_basic_hw"),
-                   share = epar_csv_get(t, r, "attention_share"), rounds = epar_csv_get(t, r, "repeats");
+                   share = epar_csv_get(t, r, "attention_share"), pairs = epar_csv_get(t, r, "repeats"),
+                   gens = epar_csv_col(t, "generations") >= 0 ? epar_csv_get(t, r, "generations") : NAN;
             if (!isfinite(on)) break;
             char pn[32], pb[32];
             pct_text(on, pn, sizeof pn);
             pct_text(ob, pb, sizeof pb);
             sum_add(s, "benchmark", "cost", 0,
                     "- The training step's CPU time with EPAR enhanced: %s (± %.1f %%) over `none` and %s (± %.1f %%) "
-                    "over the basic form, in %.0f interleaved rounds; the position mechanism and attention are %.0f %% "
+                    "over the basic form (half-widths of the intervals across %.0f generations of freshly set-up "
+                    "models, %.0f pairs of adjacent steps); the position mechanism and attention are %.0f %% "
                     "of this small model's step (`cost.csv`: scale an overhead by that share for another model). These "
-                    "are wall-clock measurements: they differ a little between runs.",
-                    pn, 100 * onh, pb, 100 * obh, rounds, 100 * share);
+                    "are timings of the thread's CPU time: they differ a little between runs.",
+                    pn, 100 * onh, pb, 100 * obh, gens, pairs, 100 * share);
             break;
         }
     epar_csv_free(t);
