@@ -1222,28 +1222,40 @@ static int lm_figure(const struct epar_bench_cfg *c, const struct lm_study *d, c
                                           "the same weights read otherwise: positions past L only (at L: the window)"};
     for (int panel = 0; panel < 4; panel++) {
         int bin = panel / 2, same = panel % 2;
-        P("set title '%s'\nplot ", titles[panel]);
-        int lt = 0, any = 0;
-        for (int i = 0; i < d->n && i < EPAR_BX_MAX_SERIES * 3; i++) {
-            const struct lm_series *ls = &d->s[i];
-            /* the left panels: the mechanisms' own series; the right: the variants, the arms and what they read */
-            int own = !ls->s.ft && ls->s.as == ls->s.trained && !ls->s.logn, reads = 0;
-            for (int q = 0; q < d->n; q++)
-                reads |= (d->s[q].s.ft || d->s[q].s.as != d->s[q].s.trained || d->s[q].s.logn) && d->s[q].s.trained == ls->s.trained;
-            if (same ? !(!own || reads) : !own) continue;
-            lt++;
-            if (fr->first[i][bin] < 0) continue;
-            int a = fr->first[i][bin], b = fr->last[i][bin], ty = (lt - 1) % 8 + 1, dt = (lt - 1) / 8 + 1;
-            P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:($15-sd(16)):($15+sd(16)) with filledcurves lt %d "
-              "notitle, \\\n '' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s'",
-              any ? ", \\\n " : "", a, b, ty, a, b, ty, dt, ls->s.ft ? "pt 6 ps 1.2" : "", ls->s.name);
-            if (bin == 1 && !ls->s.ft && fr->first[i][0] >= 0)   /* the reference at L: the window's first row */
-                P(", \\\n '' skip 1 every ::%d::%d using 7:15:(sd(16)) with yerrorbars lt %d notitle", fr->first[i][0],
-                  fr->first[i][0], ty);
-            any = 1;
+        /* the panel's rows, so a panel whose every value is nan (or that has none) draws "no data" (plots/epar.gp) */
+        char cond[4096];
+        size_t cl = (size_t)snprintf(cond, sizeof cond, "0");
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass) P("set title '%s'\neval epar_check('extrapolation_bpc.csv', '((%s) ? $7 : NaN):15')\n"
+                        "if (epar_ok) {\nplot ", titles[panel], cond);
+            int lt = 0, any = 0;
+            for (int i = 0; i < d->n && i < EPAR_BX_MAX_SERIES * 3; i++) {
+                const struct lm_series *ls = &d->s[i];
+                /* the left panels: the mechanisms' own series; the right: the variants, the arms and what they read */
+                int own = !ls->s.ft && ls->s.as == ls->s.trained && !ls->s.logn, reads = 0;
+                for (int q = 0; q < d->n; q++)
+                    reads |= (d->s[q].s.ft || d->s[q].s.as != d->s[q].s.trained || d->s[q].s.logn) &&
+                             d->s[q].s.trained == ls->s.trained;
+                if (same ? !(!own || reads) : !own) continue;
+                lt++;
+                if (fr->first[i][bin] < 0) continue;
+                int a = fr->first[i][bin], b = fr->last[i][bin], ty = (lt - 1) % 8 + 1, dt = (lt - 1) / 8 + 1;
+                if (!pass) {
+                    if (cl < sizeof cond) cl += (size_t)snprintf(cond + cl, sizeof cond - cl, " || ($0 >= %d && $0 <= %d)", a, b);
+                    continue;
+                }
+                P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:($15-sd(16)):($15+sd(16)) with filledcurves "
+                  "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s'",
+                  any ? ", \\\n " : "", a, b, ty, a, b, ty, dt, ls->s.ft ? "pt 6 ps 1.2" : "", ls->s.name);
+                if (bin == 1 && !ls->s.ft && fr->first[i][0] >= 0)   /* the reference at L: the window's first row */
+                    P(", \\\n '' skip 1 every ::%d::%d using 7:15:(sd(16)) with yerrorbars lt %d notitle",
+                      fr->first[i][0], fr->first[i][0], ty);
+                any = 1;
+            }
+            if (pass && !any) P("NaN notitle");
         }
-        if (!any) P("NaN notitle");
-        P("\n");
+        if (cl >= sizeof cond) return free(body), epar_err_set(EPAR_ENOMEM, "the figure script is too long");
+        P(EPAR_PLOT_END);
     }
     P("unset multiplot\n");
 #undef P
@@ -1273,9 +1285,10 @@ static int ret_figure(const struct epar_bench_cfg *c, const struct ret_study *d,
       380 * cols, 330 * rows + 60, rows, cols, c->extrap.retrieval_task, d->L, d->S, d->NL - 0.5, nb - 0.5);
     for (int e = 0; e < d->NL; e++) P("%s'%d' %g", e ? ", " : "", d->lengths[e] / d->L, log2((double)d->lengths[e] / d->L));
     P(")\n");
-    for (int i = 0; i < d->n; i++)
-        P("set title '%s'\nplot '%s' skip 1 every ::%d::%d using (log($7)/log(2)):9:17 with image\n", d->s[i].s.name,
-          "retrieval.csv", first[i], last[i]);
+    for (int i = 0; i < d->n; i++)   /* a series whose every cell is undefined draws "no data" (plots/epar.gp) */
+        P("set title '%s'\neval epar_check('retrieval.csv', '(($0 >= %d && $0 <= %d) ? log($7)/log(2) : NaN):17')\n"
+          "if (epar_ok) {\nplot '%s' skip 1 every ::%d::%d using (log($7)/log(2)):9:17 with image\n" EPAR_PLOT_END,
+          d->s[i].s.name, first[i], last[i], "retrieval.csv", first[i], last[i]);
     P("unset multiplot\n");
 #undef P
     int st = len < cap ? epar_plot_script(o, "retrieval", "Retrieval at length: accuracy by length and depth", body)
