@@ -43,19 +43,23 @@ awk -v sg="$SG" -v p="$P1" 'BEGIN { printf "  sgemm alone on the streaming tiles
 
 repeats() { if [ "$1" -le 8192 ]; then echo 5; elif [ "$1" -le 32768 ]; then echo 3; else echo 1; fi; }
 csv=$OUT/scaling.csv
-echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor,cpu_seconds,cpu_share,fma_isa,blas_core" > "$csv"
+echo "length,hidden,path,threads,seconds,gflops,peak_rss_mb,pos_star,fma_peak_gflops,floor_seconds,times_floor,fraction_of_floor,cpu_seconds,cpu_share,fma_isa,blas_core,fma_peak_cpu_gflops,times_floor_cpu" > "$csv"
 run() { # path L
-    local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak isa core
+    local path=$1 L=$2 dir="$OUT/runs/$1-$2" peak isa core cpeak
     rm -rf "$dir"
     read -r _ peak isa < <(build/bench/fma_peak "$JOBS" only)   # the widest ISA
+    read -r _ cpeak _ < <(build/bench/fma_peak --cpu "$JOBS" only)   # per CPU-second, summed over the threads
     $EPAR scale --length "$L" --hidden "$D" --path "$path" --repeats "$(repeats "$L")" --jobs "$JOBS" \
         --out "$dir" --quiet || { echo "  $path L=$L failed (exit $?)"; return 0; }
     cpu=$(grep '^cpu_seconds_mean,' "$dir/scale/summary.csv" | cut -d, -f2)
     core=$(grep '^blas_core,' "$dir/scale/summary.csv" | cut -d, -f2)
-    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" -v cpu="$cpu" -v isa="$isa" -v core="$core" 'BEGIN { OFS = "," }
-        { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9);
+    # x floor (cpu): the analysis's CPU seconds over the floor's CPU seconds at the peak per CPU-second (both
+    # unaffected by other processes taking the cores: on a loaded machine the wall-clock ratio measures the load)
+    tail -n 1 "$dir/scale/scale.csv" | awk -F, -v peak="$peak" -v cpu="$cpu" -v isa="$isa" -v core="$core" -v cpk="$cpeak" \
+        -v th="$JOBS" 'BEGIN { OFS = "," }
+        { floor = 1.25 * 2 * $1 * $1 * $2 / (peak * 1e9); cfloor = 1.25 * 2 * $1 * $1 * $2 / (cpk / th * 1e9);
           print $0, peak, sprintf("%.6g", floor), sprintf("%.4g", $5 / floor), sprintf("%.4g", floor / $5),
-                sprintf("%.6g", cpu), sprintf("%.3g", cpu / ($5 * $4)), isa, core }' >> "$csv"
+                sprintf("%.6g", cpu), sprintf("%.3g", cpu / ($5 * $4)), isa, core, cpk, sprintf("%.4g", cpu / cfloor) }' >> "$csv"
 }
 echo
 echo "== epar scale, d = $D, $JOBS threads (seconds: median of the repeats) =="
@@ -63,11 +67,13 @@ for L in $LENGTHS; do
     run streaming "$L"
     [ "$L" -le "$MAT_MAX" ] && run materialized "$L"
 done
-awk -F, 'NR == 1 { printf "  %7s %-12s %9s %8s %7s %6s %9s %9s %7s %8s %9s %9s\n", "L", "path", "seconds", "GFLOP/s",
-                   "RSS MB", "pos*", "peak GF/s", "floor s", "x floor", "within2x", "cpu s", "cpu share"; next }
-         { printf "  %7d %-12s %9.4g %8.4g %7.4g %6d %9.4g %9.4g %7.3g %8s %9.4g %9.3g\n", $1, $3, $5, $6, $7, $8, $9, $10,
-                  $11, ($11 <= 2 ? "yes" : "no"), $13, $14 }' "$csv"
+awk -F, 'NR == 1 { printf "  %7s %-12s %9s %8s %7s %6s %9s %9s %7s %8s %9s %9s %9s\n", "L", "path", "seconds", "GFLOP/s",
+                   "RSS MB", "pos*", "peak GF/s", "floor s", "x floor", "within2x", "cpu s", "cpu share", "x fl(cpu)"; next }
+         { printf "  %7d %-12s %9.4g %8.4g %7.4g %6d %9.4g %9.4g %7.3g %8s %9.4g %9.3g %9.3g\n", $1, $3, $5, $6, $7, $8, $9, $10,
+                  $11, ($11 <= 2 ? "yes" : "no"), $13, $14, $18 }' "$csv"
 echo "  cpu share = process CPU time / (seconds x threads): below 1 when other processes took the cores"
+echo "  x fl(cpu) = CPU seconds of the analysis / the floor at the FMA peak per CPU-second (fma_peak --cpu): the ratio"
+echo "  to read when the cpu share is below 1"
 echo "  floor from the $ISA FMA peak; BLAS kernel epar scale ran with (run.json, summary.csv): $(awk -F, 'NR > 1 { print $16 }' "$csv" | sort -u | tr '\n' ' ')"
 
 # slope of log(seconds) vs log(L), streaming, L >= 4096 (least squares)

@@ -27,6 +27,14 @@ table() { # sparse_speed.csv -> aligned table
                100 * $9 }' "$1"
 }
 
+mkdir -p build/bench
+gcc -O2 -std=gnu11 -fopenmp -I. -Ilib bench/dense_kernel.c -o build/bench/dense_kernel build/libepar.a -lgsl -lopenblas -lm
+echo "== the dense kernel against the double FMA peak, per CPU-second of one thread (bench/dense_kernel.c) =="
+for c in 0 1; do
+    build/bench/dense_kernel 4096 "$c" | awk '{ printf "  L = %d, %s: %.1f GFLOP/s of the %.1f GFLOP/s %s double peak = %.0f%% (target >= 50%%)\n",
+                                                $1, $2 ? "causal" : "all keys", $3, $4, $6, 100 * $5 }'
+done
+echo
 echo "== dense vs structured kernel, one head, d = 64, one thread (fastest of 3 after a warm-up call) =="
 echo "   $("$EPAR" --version | sed -n 's/^OpenBLAS /BLAS: OpenBLAS /p')"
 "$EPAR" compare $small --mechanisms "$masks" --speed-lengths "$LENGTHS" --out "$tmp/all"

@@ -9,8 +9,12 @@
  * into two 256-bit halves (AMD Zen 4) both probes give about the same rate; on CPUs with full-width AVX-512
  * units the avx512 probe gives up to 2x the avx2 one, which is why the floor uses the widest.
  *
- * usage: fma_peak [--all | --isa avx512|avx2] [threads [only]]
+ * usage: fma_peak [--all | --isa avx512|avx2] [--cpu] [threads [only]]
  *   threads  measure 1..threads threads (default: the number of processors); "only": that count alone.
+ *   --cpu    divide by each thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of the wall time, and sum the
+ *            threads' rates: the rate of the cores while they ran, which other processes taking the cores do
+ *            not lower (on a loaded machine the wall-clock figure mostly measures the load). Pair it with CPU
+ *            times of the work compared (bench/train_step's cpu_seconds_per_step).
  *   --all    also measure the narrower ISAs (default: only the widest, which is the peak).
  *   --isa X  measure ISA X only (exit 2 when the CPU lacks it).
  * Output (stdout), one line per (thread count, ISA), easy to parse:
@@ -75,25 +79,27 @@ static int supported(int k)
     return __builtin_cpu_supports("avx512f");
 }
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: fma_peak [--all | --isa avx512|avx2] [threads [only]]\n");
+    fprintf(stderr, "usage: fma_peak [--all | --isa avx512|avx2] [--cpu] [threads [only]]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     __builtin_cpu_init();
-    int all = 0, forced = -1, a = 1;
+    int all = 0, forced = -1, a = 1, cpu = 0;
     for (; a < argc && argv[a][0] == '-'; a++) {
         if (!strcmp(argv[a], "--all")) all = 1;
+        else if (!strcmp(argv[a], "--cpu")) cpu = 1;
         else if (!strcmp(argv[a], "--isa") && a + 1 < argc) {
             for (int k = 0; k < N_ISA; k++)
                 if (!strcmp(argv[a + 1], isas[k].name)) forced = k;
@@ -123,11 +129,16 @@ int main(int argc, char **argv)
             const struct isa *is = &isas[k];
             long n = iters * CHAINS_AVX2 / is->chains;    /* the same number of FMA instructions per ISA */
             double best = 0;
+            double flops = 2.0 * is->lanes * is->chains * (double)n;   /* per thread */
             for (int rep = 0; rep < 7; rep++) {
-                double t0 = now();
-#pragma omp parallel num_threads(t) reduction(+ : sink)
-                sink += is->probe(n, 1.0f + omp_get_thread_num());
-                double s = now() - t0, g = 2.0 * is->lanes * is->chains * (double)n * t / s / 1e9;
+                double t0 = now(), rate = 0;
+#pragma omp parallel num_threads(t) reduction(+ : sink, rate)
+                {
+                    double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+                    sink += is->probe(n, 1.0f + omp_get_thread_num());
+                    rate += flops / (clock_s(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e9;
+                }
+                double g = cpu ? rate : flops * t / (now() - t0) / 1e9;
                 if (g > best) best = g;
             }
             printf("%d %.2f %s\n", t, best, is->name);

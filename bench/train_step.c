@@ -15,8 +15,14 @@
  * any step built on that sgemm, epar's or PyTorch's: bench_train.sh turns it into the largest speed-up
  * over PyTorch that is possible at that thread count.
  *
+ * --profile FILE writes the step's time per op (lib/nn's EPAR_NN_OP_* plus zero-grad and adamw) to FILE as CSV
+ * mechanism,op,seconds_per_step,share_of_step: the median over the timed steps of each op's seconds (the calling
+ * thread's CPU time with one thread, wall time with more), share = that / the median step; the row "other" is the
+ * median step minus the ops' medians (the step's glue, and the noise of the medians).
+ *
  * usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]
  *                   [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V] [--floor]
+ *                   [--profile FILE]
  * Prints one CSV line per mechanism (header first):
  *   mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,
  *   forward_s,backward_s,optim_s,cpu_seconds_per_step
@@ -55,10 +61,14 @@ static double cpu_now(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+/* the profile's clock: the calling thread's CPU time with one thread, else wall time (as lib/nn's profile) */
+static double prof_clock(int threads) { return threads == 1 ? epar_nn_thread_cpu() : omp_get_wtime(); }
+
 static int usage(void)
 {
     fprintf(stderr, "usage: train_step [--threads N] [--mechanisms a,b,...] [--steps N] [--warmup-steps N] [--batch B]\n"
-                    "                  [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V] [--floor]\n");
+                    "                  [--length T] [--dim C] [--layers NL] [--heads NH] [--mlp F] [--vocab V] [--floor]\n"
+                    "                  [--profile FILE]\n");
     return 2;
 }
 
@@ -68,7 +78,12 @@ struct run {
     struct epar_optim_segment seg[EPAR_NN_NTENSORS];
     int nseg;
     double *t_step, *t_fwd, *t_bwd, *t_opt, *t_cpu;   /* (steps) */
+    double *t_ops;                                     /* (NPROF, steps) with --profile */
 };
+
+/* profile rows: lib/nn's ops, then the two outside it */
+enum { PROF_ZERO = EPAR_NN_NOPS, PROF_ADAMW, NPROF };
+static const char *prof_name(int k) { return k == PROF_ZERO ? "zero-grad" : k == PROF_ADAMW ? "adamw" : epar_nn_op_name(k); }
 
 /* timed step i of a run: started at CPU time c0 and wall time t0, forward done at t1, backward at t2, the
  * optimizer at t3 (= t2: none); the CPU time is read now */
@@ -120,6 +135,7 @@ int main(int argc, char **argv)
     epar_omp_wait_reexec(argv);   /* epar's own default: passive OpenMP waiting unless the user chose (lib/blas.h) */
     int threads = 1, steps = 20, warm = 3, B = 16, T = 256, C = 128, NL = 4, NH = 4, F = 512, V = 63;
     char mechs[256] = "none";
+    const char *profile = NULL;
     int floor_row = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -142,6 +158,8 @@ int main(int argc, char **argv)
             *dst = (int)x;
         } else if (!strcmp(a, "--mechanisms")) {
             snprintf(mechs, sizeof mechs, "%s", v);
+        } else if (!strcmp(a, "--profile")) {
+            profile = v;
         } else {
             return usage();
         }
@@ -203,6 +221,11 @@ int main(int argc, char **argv)
         u->t_bwd = u->t_fwd + steps;
         u->t_opt = u->t_bwd + steps;
         u->t_cpu = u->t_opt + steps;
+        u->t_ops = NULL;
+        if (profile) {
+            if (!(u->t_ops = calloc((size_t)NPROF * steps, sizeof(double)))) return 3;
+            u->m.profile = threads == 1 ? 2 : 1;
+        }
     }
     for (int s = 0; s < warm + steps; s++)
         for (int kk = 0; kk < nm; kk++) {
@@ -217,22 +240,45 @@ int main(int argc, char **argv)
                 if (s >= warm) record(u, s - warm, c0, t0, t1, t2, t2);
                 continue;
             }
+            memset(u->m.op_seconds, 0, sizeof u->m.op_seconds);
             if (epar_nn_forward(&u->m, tok, tgt, NULL, B, T)) {
                 fprintf(stderr, "train_step: %s\n", epar_err_message());
                 return 3;
             }
-            double t1 = omp_get_wtime();
+            double t1 = omp_get_wtime(), z0 = prof_clock(threads);
             epar_nn_zero_grad(&u->m);
+            double z1 = prof_clock(threads);
             epar_nn_backward(&u->m);
-            double t2 = omp_get_wtime();
+            double t2 = omp_get_wtime(), o0 = prof_clock(threads);
             epar_optim_step(&u->o, u->m.params_mem, u->m.grads_mem, u->seg, u->nseg, epar_optim_lr(&u->o.cfg, s));
-            double t3 = omp_get_wtime();
+            double o1 = prof_clock(threads), t3 = omp_get_wtime();
             if (s >= warm) record(u, s - warm, c0, t0, t1, t2, t3);
+            if (s >= warm && u->t_ops) {
+                for (int op = 0; op < EPAR_NN_NOPS; op++) u->t_ops[(size_t)op * steps + s - warm] = u->m.op_seconds[op];
+                u->t_ops[(size_t)PROF_ZERO * steps + s - warm] = z1 - z0;
+                u->t_ops[(size_t)PROF_ADAMW * steps + s - warm] = o1 - o0;
+            }
         }
     printf("mechanism,threads,batch,length,dim,layers,heads,mlp,vocab,params,seconds_per_step,tokens_per_second,"
            "forward_s,backward_s,optim_s,cpu_seconds_per_step\n");
+    FILE *pf = profile ? fopen(profile, "w") : NULL;
+    if (profile && !pf) {
+        fprintf(stderr, "train_step: cannot write '%s'\n", profile);
+        return 3;
+    }
+    if (pf) fprintf(pf, "mechanism,op,seconds_per_step,share_of_step\n");
     for (int k = 0; k < nm; k++) {
         struct run *u = &runs[k];
+        if (pf && k != nmech) {
+            double st = median(threads == 1 ? u->t_cpu : u->t_step, steps), sum = 0;
+            for (int op = 0; op < NPROF; op++) {
+                double x = median(u->t_ops + (size_t)op * steps, steps);
+                sum += x;
+                fprintf(pf, "%s,%s,%.6g,%.4f\n", epar_nnpos_name(ids[k]), prof_name(op), x, x / st);
+            }
+            fprintf(pf, "%s,other,%.6g,%.4f\n", epar_nnpos_name(ids[k]), st - sum, (st - sum) / st);
+        }
+        free(u->t_ops);
         double sps = median(u->t_step, steps);
         printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                k == nmech ? "linear-products" : epar_nnpos_name(ids[k]), threads, B, T,
@@ -242,6 +288,7 @@ int main(int argc, char **argv)
         epar_optim_free(&u->o);
         free(u->t_step);
     }
+    if (pf && fclose(pf)) return 3;
     free(fx);
     free(fy);
     free(fdx);

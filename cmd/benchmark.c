@@ -244,12 +244,15 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
         if (isnan(spw[t])) spw[t] = calibrate(cfg, plan, k);
         est_s += spw[t] * plan->cells[k].weight;
     }
-    char est[32];
+    char est[32], own[96] = "";
     fmt_time(est_s / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
-    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells + cost%s; %d to run here "
+    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
+    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
+        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
+    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost; %d to run here "
                      "(%d done already%s), %d at once; estimated %s",
-                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, plan->n - 1,
-                 N > 1 ? "" : "", rs.total, have, redo ? ", others of another configuration are redone" : "", jobs, est);
+                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own, rs.total, have,
+                 redo ? ", others of another configuration are redone" : "", jobs, est);
     if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
     cli_stop_signal = 0;
     cli_catch_stop(1);
@@ -330,7 +333,9 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
         cfg->b.n_seeds = prm.n_seeds;
         memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
     }
-    /* an unknown budget (EPAR_EINVAL) is a usage error */
+    /* an unknown budget (EPAR_EINVAL) is a usage error; --mechanisms chooses every mechanism (no cells of the
+     * extrapolation study's own) */
+    cfg->extrap.restricted = mechs != NULL;
     if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
     if (!st) st = cli_each_set(argc, argv, epar_exp_train_set, &cfg->base);
     if (st) {
@@ -338,6 +343,54 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
         return cli_fail(st);
     }
     return 0;
+}
+
+/* --lr-study S1,S2,...: the grid at every scale (each a benchmark of its own under --out/x<scale>/, resumable), then
+ * the choice of each mechanism's scale per lr_family into --out/benchmark-lr/ (experiments/benchmark.c) */
+static int lr_study(const struct cli_common *c, struct epar_bench_cfg *cfg, const struct opt_dlist *scales, int conflict)
+{
+    if (conflict) return cli_fail(epar_err_set(EPAR_EINVAL, "--lr-study runs its own grids: no --lr-scale, --shard or --merge"));
+    int one = 0;
+    for (int k = 0; k < scales->n; k++) {
+        one |= scales->v[k] == 1;
+        if (!(scales->v[k] > 0 && scales->v[k] <= 1000))
+            return cli_fail(epar_err_set(EPAR_EINVAL, "invalid value for --lr-study: '%g' (expected scales in (0, 1000])",
+                                         scales->v[k]));
+    }
+    if (!one || scales->n < 2 || scales->n > EPAR_BENCH_MAX_SCALES)
+        return cli_fail(epar_err_set(EPAR_EINVAL, "--lr-study needs 2 to %d scales, one of them 1 (the reference)",
+                                     EPAR_BENCH_MAX_SCALES));
+    char dirs[EPAR_BENCH_MAX_SCALES][4200];
+    const char *dp[EPAR_BENCH_MAX_SCALES];
+    int jobs = c->jobs > 0 ? c->jobs : omp_get_max_threads(), st = EPAR_OK;
+    snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/train/data", c->out);
+    for (int k = 0; k < scales->n && !st; k++) {
+        struct cli_common sub = *c;
+        struct epar_bench_plan plan = {0};
+        snprintf(dirs[k], sizeof dirs[k], "%s/x%g", c->out, scales->v[k]);
+        dp[k] = dirs[k];
+        sub.out = dirs[k];
+        cfg->lr_scale = scales->v[k];
+        cli_progress(c, "benchmark: learning-rate study, scale %g (%d of %d) into %s/", scales->v[k], k + 1, scales->n,
+                     dirs[k]);
+        char root[4300];
+        snprintf(root, sizeof root, "%.4190s/benchmark", dirs[k]);
+        int stopped = 0;
+        if (!(st = epar_bench_plan(cfg, &plan))) st = run_here(&sub, cfg, &plan, root, 1, 1, jobs, 1, &stopped);
+        if (stopped) {
+            epar_exp_benchmark_plan_free(&plan);
+            return stopped;
+        }
+        if (!st) st = write_tables(&sub, cfg, &plan, root, "single", jobs);
+        epar_exp_benchmark_plan_free(&plan);
+    }
+    struct epar_out o;
+    if (!st && !(st = epar_out_begin(&o, c->out, "benchmark-lr"))) {
+        st = epar_exp_benchmark_lr_choose(cfg, dp, scales->v, scales->n, &o);
+        st = cli_publish(c, "benchmark", &o, st);
+    }
+    if (!st && !c->quiet) printf("learning-rate study: wrote %s/benchmark-lr/ (lr_study.csv, lr_scale.json)\n", c->out);
+    return st ? cli_fail(st) : 0;
 }
 
 int cmd_benchmark(int argc, char **argv)
@@ -356,12 +409,16 @@ int cmd_benchmark(int argc, char **argv)
     struct cli_common c = {0};
     const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL, *set = NULL;
     int merge_flag = 0;
+    double lr_scale = 0;
+    struct opt_dlist study = {0};   /* --lr-study: its scales */
     struct opt opts[] = {
         {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (about 10 min on 2 cores, 3 seeds) or full (5 seeds, hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
         {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "trainable catalogue ids (default: the paper table's eight)", 0},
         {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, e.g. sliding-window.radius=8 (repeatable)", 0},
+        {"lr-scale", 0, OPT_DOUBLE, &lr_scale, "X", "every cell at the budget's lr times X instead of its mechanism's tuned scale (the learning-rate study)", 0},
+        {"lr-study", 0, OPT_DLIST, &study, "LIST", "the learning-rate study: the grid at each scale (one of them 1) into --out/x<scale>/, then each mechanism's scale per lr_family into --out/benchmark-lr/", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},
         {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables", 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
@@ -403,6 +460,19 @@ int cmd_benchmark(int argc, char **argv)
     static struct epar_bench_cfg cfg;
     struct epar_bench_plan plan = {0};
     if ((rc = grid_config(&c, opts, budget, tasks, mechs, argv, argc, &proto, &cfg))) {
+        mpi_finish();
+        return rc;
+    }
+    if (cli_seen(opts, "lr-scale") && !(lr_scale > 0 && lr_scale <= 1000)) {
+        epar_protocol_free(&proto);
+        mpi_finish();
+        return cli_fail(epar_err_set(EPAR_EINVAL, "invalid value for --lr-scale: '%g' (expected a scale in (0, 1000])",
+                                     lr_scale));
+    }
+    cfg.lr_scale = lr_scale;
+    if (cli_seen(opts, "lr-study")) {
+        rc = lr_study(&c, &cfg, &study, cli_seen(opts, "lr-scale") || merging || shard);
+        epar_protocol_free(&proto);
         mpi_finish();
         return rc;
     }

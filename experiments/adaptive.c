@@ -15,6 +15,7 @@
 #include "lib/err.h"
 #include "lib/importance.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "lib/model.h"
 #include "lib/rng.h"
 #include "common.h"
@@ -303,7 +304,7 @@ struct main_run {
 
 static void stats4(const double *x, size_t n, double *mean, double *sd, double *mn, double *mx)
 {
-    epar_metric_mean_sd(x, n, mean, sd);  /* sample sd (unbiased, as torch.std) */
+    epar_stats_mean_sd(x, n, mean, sd);  /* sample sd (unbiased, as torch.std) */
     gsl_stats_minmax(mn, mx, x, 1, n);
 }
 
@@ -447,7 +448,7 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
     if (!tmp) return EPAR_ENOMEM;
     for (int k = 0; k < nv; k++) {
         for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
-        epar_metric_mean_sd(tmp, (size_t)S, &mean[k], &sdv[k]);
+        epar_stats_mean_sd(tmp, (size_t)S, &mean[k], &sdv[k]);
     }
     free(tmp);
     return EPAR_OK;
@@ -647,7 +648,7 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 }
                 per[(size_t)q * S + s] = acc / R;
             }
-            epar_metric_mean_sd(per + (size_t)q * S, (size_t)S, &m[q], &sd[q]);
+            epar_stats_mean_sd(per + (size_t)q * S, (size_t)S, &m[q], &sd[q]);
         }
         if (epar_csv_append(res->grid, "ddiiddddddddddii", cfg->grid_alpha[k / NB], cfg->grid_beta[k % NB], k / NB,
                             k % NB, m[0], sd[0], m[4], sd[4], m[1], sd[1], m[2], sd[2], m[3], sd[3], S,
@@ -793,7 +794,7 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                             tmp[s] = v[(c * 3 + f) * 4 + q] - (pass ? v[(c * 3 + 0) * 4 + q] : 0.0);
                         }
                         double mm, ss;
-                        epar_metric_mean_sd(tmp, (size_t)S, &mm, &ss);
+                        epar_stats_mean_sd(tmp, (size_t)S, &mm, &ss);
                         if (pass) { dm[q] = mm; dsd[q] = ss; } else { m[q] = mm; sd[q] = ss; }
                     }
                 }

@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
+#include "lib/stats.h"
 #include "lib/version.h"
 #include "benchmark.h"
 #include "common.h"
@@ -31,6 +32,7 @@ struct budget_read {
     long seeds[EPAR_MAX_SEEDS];
     int n_seeds;
     const char *extrap, *cost_task;
+    json_t *lr_scale;
 };
 #define BB struct budget_read
 #define INT_(key, member, lo, hi, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_INT, b.member, lo, hi, help)
@@ -53,19 +55,21 @@ static const struct epar_field budget_fields[] = {
     INT_("long_length", long_length, 3, 65536, "the long tasks' length"),
     INT_("extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
     INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
-    INT_("cost_steps", cost_steps, 1, 64, "steps per timed repeat"),
-    INT_("cost_repeats", cost_repeats, 2, 1000, "least interleaved repeats"),
-    INT_("cost_max_repeats", cost_max_repeats, 2, 1000, "most interleaved repeats"),
+    INT_("cost_repeats", cost_repeats, 1, 4000, "least blocks of adjacent step pairs of the cost cell"),
+    INT_("cost_max_repeats", cost_max_repeats, 1, 4000, "most blocks of the cost cell"),
+    INT_("cost_generation", cost_generation, 1, 4000, "blocks of the cost cell between fresh set-ups of its models"),
     DBL_("lr", lr, 0, 0, "peak learning rate"),
     DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
     DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
     DBL_("clip", clip, 0, 1, "global gradient-norm clip"),
     DBL_("init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "repeat until every overhead's interval is this narrow"),
+    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "blocks until the cost claims' intervals are this narrow"),
+    DBL_("cost_seconds", cost_seconds, 0, 0, "... or until the cost cell's timed steps took this many CPU seconds"),
     EPAR_FIELD_LISTR_(BB, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, 0, 4294967295.0,
                       EPAR_FIELD_REQUIRED),
     EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
     EPAR_FIELD_REQ_(BB, "cost_task", EPAR_FIELD_STRING, cost_task, 0, 0, "task of the cost cell"),
+    EPAR_FIELD_(BB, "lr_scale", EPAR_FIELD_JSON, lr_scale, 0),
     EPAR_FIELD_END_};
 #undef DBL_
 #undef INT_
@@ -75,7 +79,9 @@ static const struct epar_field budget_fields[] = {
  * once with the options into a scratch struct (the keys checked, the task known), then, once the task's defaults
  * are set, the options into the task itself */
 struct task_read {
-    const char *id, *task, *paper, *condition, *length;
+    const char *id, *task, *paper, *condition, *length, *primary, *lr_family;
+    double steps_scale;
+    int eval_sequences;
     struct epar_task_cfg opt;
 };
 #define TASK_OPTIONS_(S, m)                                                                        \
@@ -92,6 +98,10 @@ static const struct epar_field task_fields[] = {
     EPAR_FIELD_(TR, "paper", EPAR_FIELD_STRING, paper, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TR, "condition", EPAR_FIELD_STRING, condition, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TR, "length", EPAR_FIELD_STRING, length, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_STR_(TR, "primary", primary, "final, final_loss, curve, curve_loss or online_loss (default final)"),
+    EPAR_FIELD_DBL_(TR, "steps_scale", steps_scale, 0, 0, "the task's steps: the budget's times this (default 1)"),
+    EPAR_FIELD_INT_(TR, "eval_sequences", eval_sequences, 1, 1000000, "its evaluation set (default: the budget's)"),
+    EPAR_FIELD_STR_(TR, "lr_family", lr_family, "tasks whose learning rates are chosen together (default: its id)"),
     TASK_OPTIONS_(TR, opt),
     EPAR_FIELD_END_};
 #undef TR
@@ -118,14 +128,18 @@ static const struct epar_field bench_fields[] = {
     EPAR_FIELD_REQ_(BS, "budgets", EPAR_FIELD_JSON, budgets, 0, 0, "the budgets by name"),
     EPAR_FIELD_END_};
 #undef BS
-static const char *const bench_extra[] = {"description", "preset", NULL};
+static const char *const bench_extra[] = {"description", "preset", "set", "extrapolation", NULL};
+
+const char *const epar_bench_primary_names[EPAR_BENCH_NPRIMARY] = {"final", "final_loss", "curve", "curve_loss",
+                                                                    "online_loss"};
 
 static int perr(const struct epar_protocol *p, const char *jp, const char *what)
 {
     return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
 }
 
-static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *p, json_t *o, const char *jp)
+static int read_budget(struct epar_bench_budget *b, json_t **lr_scale, const struct epar_protocol *p, json_t *o,
+                       const char *jp)
 {
     const char *budget_keys[40];
     epar_fields_keys(budget_fields, NULL, budget_keys, 40);
@@ -137,6 +151,7 @@ static int read_budget(struct epar_bench_budget *b, const struct epar_protocol *
         return st;
     }
     *b = r.b;
+    *lr_scale = r.lr_scale;
     b->n_seeds = r.n_seeds;
     for (int i = 0; i < r.n_seeds; i++) b->seeds[i] = (unsigned long)r.seeds[i];
     b->n_extrap = 0;
@@ -174,9 +189,48 @@ static int check_task(struct epar_bench_task *t, const struct task_read *r, cons
     snprintf(t->paper, sizeof t->paper, "%s", r->paper);
     snprintf(t->condition, sizeof t->condition, "%s", r->condition);
     snprintf(t->length_class, sizeof t->length_class, "%s", len);
+    t->primary = EPAR_BENCH_NPRIMARY;
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++)
+        if (!strcmp(r->primary ? r->primary : "final", epar_bench_primary_names[k])) t->primary = (enum epar_bench_primary)k;
+    if (t->primary == EPAR_BENCH_NPRIMARY) return perr(p, jp, "primary: final, final_loss, curve, curve_loss or online_loss");
+    t->steps_scale = r->steps_scale > 0 ? r->steps_scale : 1.0;
+    t->eval_sequences = r->eval_sequences;
+    const char *fam = r->lr_family ? r->lr_family : id;
+    if (strlen(fam) >= sizeof t->lr_family) return perr(p, jp, "lr_family: at most 15 characters");
+    snprintf(t->lr_family, sizeof t->lr_family, "%s", fam);
+    for (int m = 0; m < EPAR_MECH_COUNT; m++) t->lr_scale[m] = 1.0;
     epar_task_cfg_default(&t->task, tid);
     t->task.keys = 32;
     t->task.values = 32;
+    return EPAR_OK;
+}
+
+/* a budget's "lr_scale": {family: {mechanism: scale}} into every task of that family (each mechanism's learning rate
+ * there = lr x scale); a family no task has, an unknown mechanism or a scale that is not > 0 is a protocol error */
+static int read_lr_scale(struct epar_bench_cfg *c, const struct epar_protocol *p, json_t *o, const char *bjp)
+{
+    char jp[512];
+    snprintf(jp, sizeof jp, "%s.lr_scale", bjp);
+    if (!o) return EPAR_OK;
+    if (!json_is_object(o)) return perr(p, jp, "expected {family: {mechanism: scale}}");
+    const char *fam, *mech;
+    json_t *mo, *v;
+    json_object_foreach(o, fam, mo) {
+        snprintf(jp, sizeof jp, "%s.lr_scale.%s", bjp, fam);
+        if (fam[0] == '_') continue;
+        int any = 0;
+        for (int k = 0; k < c->n_tasks; k++) any |= !strcmp(c->tasks[k].lr_family, fam);
+        if (!any) return perr(p, jp, "no task has this lr_family");
+        if (!json_is_object(mo)) return perr(p, jp, "expected {mechanism: scale}");
+        json_object_foreach(mo, mech, v) {
+            enum epar_mech_id id;
+            snprintf(jp, sizeof jp, "%s.lr_scale.%s.%s", bjp, fam, mech);
+            if (epar_nnpos_find(mech, &id)) return perr(p, jp, "not a trainable mechanism");
+            if (!json_is_number(v) || !(json_number_value(v) > 0)) return perr(p, jp, "expected a scale > 0");
+            for (int k = 0; k < c->n_tasks; k++)
+                if (!strcmp(c->tasks[k].lr_family, fam)) c->tasks[k].lr_scale[id] = json_number_value(v);
+        }
+    }
     return EPAR_OK;
 }
 
@@ -209,7 +263,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         return EPAR_EINVAL;
     }
     snprintf(tjp, sizeof tjp, "%s.budgets.%s", jp, budget);
-    return read_budget(&c->b, p, bo, tjp);
+    json_t *lr_scale = NULL;
+    if ((st = read_budget(&c->b, &lr_scale, p, bo, tjp))) return st;
+    return read_lr_scale(c, p, lr_scale, tjp);
 }
 
 int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const struct epar_params *prm,
@@ -243,6 +299,9 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     if (!st) st = epar_audit_level(p->root, p->path, &c->level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
     free(r);
+    /* issue 33: mechanism parameters of the protocol (as --set), then the length-extrapolation study */
+    if (!st) st = epar_exp_sets(p, json_object_get(sec, "set"), "$.experiments.benchmark.set", epar_exp_train_set, &c->base);
+    if (!st) st = epar_bx_config(c, p, budget);
     if (st) return st;
     snprintf(c->b.name, sizeof c->b.name, "%s", budget);
     /* lengths from the budget, the evaluation set size, then every task checked as it will run */
@@ -251,7 +310,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
         struct epar_bench_task *t = &c->tasks[k];
         t->task.length = !strcmp(t->length_class, "lm") ? c->b.lm_length
                          : !strcmp(t->length_class, "short") ? c->b.short_length : c->b.long_length;
-        t->task.eval_sequences = c->b.eval_sequences;
+        t->task.eval_sequences = t->eval_sequences > 0 ? t->eval_sequences : c->b.eval_sequences;
         if (epar_task_validate(&t->task)) {
             snprintf(tjp, sizeof tjp, "%s.tasks[%d] (%s) with budget %s", jp, k, t->id, budget);
             return perr(p, tjp, epar_err_message());
@@ -309,11 +368,134 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
         memcpy(c->tasks, keep, (size_t)n * sizeof keep[0]);
         c->n_tasks = n;
     }
+    epar_bx_select(c);   /* the extrapolation study's own mechanisms after the grid's */
     return EPAR_OK;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* plan                                                                                               */
+
+/* the cost cell's design: its comparisons are every mechanism against none and EPAR enhanced against basic (those
+ * present), each timed as pairs of single steps adjacent in time; a mechanism in no comparison is timed alone.
+ * The comparisons the cost claims read (enhanced against none and against basic) decide when to stop, are timed in
+ * every block and their models are set up afresh each generation; the others take turns, one in every other block,
+ * on models set up once. Without either claim's comparison, every unit is in every block and decides. */
+struct cost_unit {
+    int a, b;   /* indices into c->mech; b < 0: a step of a alone */
+};
+struct cost_design {
+    struct cost_unit unit[2 * EPAR_MECH_COUNT];   /* the comparisons (pair k = unit k), then the steps alone */
+    int n_mech, n_pair, n_unit, decides[2 * EPAR_MECH_COUNT];
+    int dec[2 * EPAR_MECH_COUNT], n_dec;          /* units in every block */
+    int oth[2 * EPAR_MECH_COUNT], n_oth;          /* units in turn, in every other block */
+    int fresh[EPAR_MECH_COUNT];                   /* a mechanism of a deciding unit: set up afresh each generation */
+};
+
+static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
+
+static void cost_design(const struct epar_bench_cfg *c, struct cost_design *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n_mech = c->n_mech;
+    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
+    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED), covered[EPAR_MECH_COUNT] = {0}, any = 0;
+    for (int m = 0; m < c->n_mech && none >= 0; m++)
+        if (m != none) {
+            d->unit[d->n_unit++] = (struct cost_unit){m, none};
+            covered[m] = covered[none] = 1;
+        }
+    if (enh >= 0 && basic >= 0) {
+        d->unit[d->n_unit++] = (struct cost_unit){enh, basic};
+        covered[enh] = covered[basic] = 1;
+    }
+    d->n_pair = d->n_unit;
+    for (int m = 0; m < c->n_mech; m++)
+        if (!covered[m]) d->unit[d->n_unit++] = (struct cost_unit){m, -1};
+    for (int k = 0; k < d->n_pair; k++)
+        any |= d->decides[k] = d->unit[k].a == enh && (d->unit[k].b == none || d->unit[k].b == basic);
+    for (int k = 0; k < d->n_unit; k++) {
+        if (!any) d->decides[k] = 1;
+        if (d->decides[k]) d->dec[d->n_dec++] = k;
+        else d->oth[d->n_oth++] = k;
+        if (d->decides[k]) d->fresh[d->unit[k].a] = 1;
+        if (d->decides[k] && d->unit[k].b >= 0) d->fresh[d->unit[k].b] = 1;
+    }
+}
+
+/* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
+ * of one mechanism (the cell stops before a block could pass it) */
+#define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
+#define EPAR_BENCH_MAX_COST_STEPS 65536
+
+/* block B as a sequence of steps (seq: mechanism indices; returns its length) after a block that ended with step
+ * prev (-1: none) and, for each unit k in it, the positions of its two steps (pa[k], pb[k]; -1 for a unit not in
+ * this block, pb -1 for a step alone). A pair's two steps are adjacent and its own: no step is in two pairs of one
+ * comparison. Orders, fixed by B alone (deterministic): a pair's order alternates, between blocks (a unit in turn:
+ * between its turns); the units come in an order drawn from B, so what precedes a pair varies and falls on both
+ * of its sides alike; and no model takes two steps in a row (a step right after its own model's previous step finds
+ * that model's weights and optimiser state in the caches and is faster: 2-5 % here, bench/README.md): a unit that
+ * would start with the last step's model waits for the next, and when all would, a step of another model is put
+ * in between (a spacer: timed, in no pair) */
+static int cost_block(const struct cost_design *d, int B, int prev, int *seq, int *pa, int *pb)
+{
+    int order[2 * EPAR_MECH_COUNT + 1], flip[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
+    for (int i = 0; i < d->n_dec; i++) {
+        order[nu] = d->dec[i];
+        flip[nu++] = B & 1;
+    }
+    if (d->n_oth && !(B & 1)) {   /* every other block: its turn T = B / 2 */
+        order[nu] = d->oth[B / 2 % d->n_oth];
+        flip[nu++] = (B / 2 / d->n_oth) & 1;
+    }
+    /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */
+    unsigned long long z = 0x9E3779B97F4A7C15ULL * (unsigned long long)(B + 1);
+    for (int i = nu - 1; i > 0; i--) {
+        z += 0x9E3779B97F4A7C15ULL;
+        unsigned long long r = z;
+        r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        r = (r ^ (r >> 27)) * 0x94D049BB133111EBULL;
+        r ^= r >> 31;
+        int j = (int)(r % (unsigned long long)(i + 1)), t = order[i], f = flip[i];
+        order[i] = order[j];
+        flip[i] = flip[j];
+        order[j] = t;
+        flip[j] = f;
+    }
+    for (int k = 0; k < d->n_unit; k++) pa[k] = pb[k] = -1;
+    int last = prev;
+    while (nu > 0) {
+        int i = 0;
+        while (i < nu && (flip[i] ? d->unit[order[i]].b : d->unit[order[i]].a) == last) i++;
+        if (i == nu) {   /* every unit left starts with the last step's model: a spacer */
+            int first = flip[0] ? d->unit[order[0]].b : d->unit[order[0]].a, s = 0;
+            while (s < d->n_mech && (s == last || s == first)) s++;
+            if (s < d->n_mech) seq[n++] = last = s;
+            i = 0;   /* (one model only: nothing else to put in between) */
+        }
+        const struct cost_unit *u = &d->unit[order[i]];
+        int k = order[i];
+        if (u->b < 0) {
+            pa[k] = n;
+            seq[n++] = u->a;
+        } else {
+            pa[k] = n + flip[i];
+            pb[k] = n + !flip[i];
+            seq[n++] = flip[i] ? u->b : u->a;
+            seq[n++] = flip[i] ? u->a : u->b;
+        }
+        last = seq[n - 1];
+        order[i] = order[--nu];   /* the order of the rest does not matter: it was drawn at random */
+        flip[i] = flip[nu];
+    }
+    return n;
+}
+
+/* steps of block 0 (for the plan's estimate of the cell's work) */
+static int cost_block_steps(const struct cost_design *d)
+{
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
+    return cost_block(d, 0, -1, seq, pa, pb);
+}
 
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
 {
@@ -333,10 +515,11 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->heads = b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    /* the cost cell: one untimed step, then up to cost_max_repeats rounds of cost_steps timed steps */
-    t->optim.steps = cell->task >= 0 ? b->steps : 1 + b->cost_max_repeats * b->cost_steps;
+    /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
+    const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
+    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
     t->optim.warmup = b->warmup;
-    t->optim.lr = b->lr;
+    t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
     t->optim.lr_min_ratio = b->lr_min_ratio;
     t->optim.weight_decay = b->weight_decay;
     t->optim.clip = b->clip;
@@ -373,11 +556,16 @@ static double cell_weight(const struct epar_train_cfg *t)
 
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
 {
-    int S = c->b.n_seeds, M = c->n_mech;
-    plan->n = c->n_tasks * M * S + 1;
+    int S = c->b.n_seeds, M = c->n_mech, X = c->extrap.n_extra, nx = 0;
+    for (int i = 0; i < c->n_tasks; i++)   /* the extrapolation study's own cells: after the grid's (tables index those) */
+        for (int m = M; m < M + X; m++) nx += epar_bx_has_cell(c, i, m);
+    plan->n = c->n_tasks * M * S + nx * S + 1;
+    struct cost_design cd;
+    cost_design(c, &cd);
+    double cost_steps_least = (double)c->b.cost_repeats * cost_block_steps(&cd);
     plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
     if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
-    int k = 0;
+    int k = 0, kx = c->n_tasks * M * S;
     for (int i = 0; i <= c->n_tasks; i++) {
         struct epar_bench_cell probe = {i < c->n_tasks ? i : -1, 0, 0, c->b.mlp, 0, 0};
         struct epar_train_cfg t;
@@ -389,7 +577,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
         size_t ref, n0, n1;
         t.mechanism = EPAR_MECH_NONE;
         if ((st = epar_exp_train_param_count(&t, V, &ref))) return st;
-        for (int m = 0; m < M; m++) {
+        for (int m = 0; m < M + X; m++) {
+            if (m >= M && (i == c->n_tasks || !epar_bx_has_cell(c, i, m))) continue;
             struct epar_train_cfg u = t;
             u.mechanism = c->mech[m];
             u.mlp = c->b.mlp;
@@ -417,13 +606,12 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
             }
             int nseeds = i < c->n_tasks ? S : (m == 0 ? 1 : 0);   /* the cost cell: one for all mechanisms */
             for (int s = 0; s < nseeds; s++) {
-                struct epar_bench_cell *cell = &plan->cells[k++];
+                struct epar_bench_cell *cell = &plan->cells[i == c->n_tasks ? plan->n - 1 : m < M ? k++ : kx++];
                 *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
-                /* the cost cell: every mechanism, the least number of repeats (more when the intervals need them) */
-                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)M * c->b.cost_repeats * c->b.cost_steps /
-                                                                            (double)w.optim.steps);
+                /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
+                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)cost_steps_least / (double)w.optim.steps);
             }
         }
     }
@@ -467,9 +655,13 @@ struct train_cell {
     const char *task, *task_kind, *mechanism, *metric, *checkpoint;
     long seed, params, scored, sequences, steps;
     double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
+    double curve_metric, curve_loss, online_loss;   /* learning-curve means (curve_means); NaN in older cells */
+    struct epar_inspect_summary attn;               /* what the trained heads attend to (epar inspect's summaries) */
+    int have_attn;
     long *correct, *answers;   /* (T + 1) per needle distance */
     int n_correct, n_answers, n_extrap;
     struct cell_extrap extrap[EPAR_BENCH_MAX_EXTRAP];
+    json_t *study;             /* the extrapolation study's numbers of this cell (bench_extrap), NULL: none */
 };
 
 #define CE struct cell_extrap
@@ -480,6 +672,23 @@ static const struct epar_field extrap_rows[] = {
     EPAR_FIELD_RANGE_(CE, "sequences", EPAR_FIELD_LONG, sequences, 0, 1e15, 0),
     EPAR_FIELD_END_};
 #undef CE
+
+/* the trained heads' summaries in a cell: epar inspect's, over TRAINED_ITEMS evaluation items */
+#define TRAINED_ITEMS 16
+#define AS struct epar_inspect_summary
+static const struct epar_field attn_rows[] = {
+    EPAR_FIELD_INT_(AS, "items", items, 0, 1 << 30, "evaluation items"),
+    EPAR_FIELD_INT_(AS, "heads", heads, 0, 1 << 20, "layers x heads"),
+    EPAR_FIELD_INT_(AS, "length", length, 0, 1 << 20, "sequence length"),
+    EPAR_FIELD_(AS, "distance_spearman", EPAR_FIELD_DOUBLE, distance_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_spearman_sd", EPAR_FIELD_DOUBLE, distance_spearman_sd, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_ratio", EPAR_FIELD_DOUBLE, distance_ratio, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "first_share", EPAR_FIELD_DOUBLE, first_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_share", EPAR_FIELD_DOUBLE, relevant_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_uniform", EPAR_FIELD_DOUBLE, relevant_uniform, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "profile_spearman", EPAR_FIELD_DOUBLE, profile_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef AS
 
 #define TCL struct train_cell
 #define LONG_(key, member) EPAR_FIELD_RANGE_(TCL, key, EPAR_FIELD_LONG, member, 0, 1e15, 0)
@@ -495,6 +704,10 @@ static const struct epar_field train_cell_rows[] = {
     EPAR_FIELD_(TCL, "metric", EPAR_FIELD_STRING, metric, 0),
     EPAR_FIELD_(TCL, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_(TCL, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, 0),
+    /* sample efficiency: means over the learning curve (curve_means) */
+    EPAR_FIELD_(TCL, "curve_metric", EPAR_FIELD_DOUBLE, curve_metric, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "curve_loss", EPAR_FIELD_DOUBLE, curve_loss, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "online_loss", EPAR_FIELD_DOUBLE, online_loss, EPAR_FIELD_OPTIONAL),
     LONG_("scored", scored),
     LONG_("sequences", sequences),
     LONG_("steps", steps),
@@ -505,61 +718,93 @@ static const struct epar_field train_cell_rows[] = {
     DISTANCES_("distance_correct", correct, n_correct),
     DISTANCES_("distance_scored", answers, n_answers),
     EPAR_FIELD_OLIST_(TCL, "extrapolation", extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, extrap_rows, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
     /* wall clock: not used by the tables except cost (which has its own cell) */
     EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
     EPAR_FIELD_(TCL, "checkpoint", EPAR_FIELD_STRING, checkpoint, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_BOOL_(TCL, "attention_measured", have_attn, "the attention summaries below were measured"),
+    EPAR_FIELD_OBJ_(TCL, "attention", attn, attn_rows, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_END_};
 #undef DISTANCES_
 #undef LONG_
 #undef TCL
 
-/* the cost cell: every mechanism's step times over the repeats */
-#define EPAR_BENCH_MAX_REPEATS 1000
+/* the cost cell: every mechanism's timed steps, and each comparison's adjacent pairs */
 struct cost_mech {
     const char *mechanism;
     long params;
     double bytes;
-    double *step, *attention;   /* (repeats) seconds; attention: NaN ones left out */
+    double *step, *attention;   /* (n_step) thread CPU seconds of each timed step in order, and of its attention */
     int n_step, n_attention;
+};
+
+/* a comparison: `mechanism` against `against`, timed as pairs of one step of each, adjacent in time */
+struct cost_pair {
+    const char *mechanism, *against;
+    int decides;                /* a comparison a cost claim reads: timed in every block, it decides when to stop */
+    double *a, *b;              /* (n) CPU seconds of mechanism's and against's step of each pair */
+    double *gen;                /* (n) the generation of models (0, 1, ...) each pair ran on */
+    int n_a, n_b, n_gen;
 };
 
 struct cost_cell {
     json_t *config;
-    const char *task, *clock, *blas_core;
-    int length, batch, steps, threads, repeats, n_mech;
-    double widest, target;
+    const char *task, *clock, *blas_core, *design, *stopped;
+    int length, batch, threads, blocks, generations, generation_blocks, n_mech, n_pair;
+    double widest, target, cpu_seconds, setup_seconds, limit_seconds;
     struct cost_mech mech[EPAR_MECH_COUNT];
+    struct cost_pair pair[EPAR_MECH_COUNT];
 };
 
 #define CM struct cost_mech
-#define TIMES_(key, member, count, flags) \
-    EPAR_FIELD_LIST_(CM, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_REPEATS, EPAR_FIELD_ALLOC | (flags))
+#define TIMES_(S, key, member, count, flags) \
+    EPAR_FIELD_LIST_(S, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_COST_STEPS, EPAR_FIELD_ALLOC | (flags))
 static const struct epar_field cost_mech_rows[] = {
     EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
     EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
-    TIMES_("step_seconds", step, n_step, EPAR_FIELD_REQUIRED),
-    TIMES_("attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
+    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),   /* empty: never its turn */
+    TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
-#undef TIMES_
 #undef CM
+#define CP struct cost_pair
+static const struct epar_field cost_pair_rows[] = {
+    EPAR_FIELD_(CP, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "against", EPAR_FIELD_STRING, against, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
+    TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "generation", gen, n_gen, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CP
+#undef TIMES_
 #define CC struct cost_cell
 static const struct epar_field cost_cell_rows[] = {
     EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
     EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
     EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CC, "steps", EPAR_FIELD_INT, steps, 0),
     EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
     EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
     EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-    EPAR_FIELD_(CC, "repeats", EPAR_FIELD_INT, repeats, 0),
-    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, 0),
+    EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
+    EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
+    EPAR_FIELD_(CC, "generations", EPAR_FIELD_INT, generations, 0),
+    EPAR_FIELD_(CC, "generation_blocks", EPAR_FIELD_INT, generation_blocks, 0),
+    EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
+    EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
+    EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
+    EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
+    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, EPAR_FIELD_OPTIONAL),   /* absent: an interval not yet defined (one generation) */
     EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
     EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
     EPAR_FIELD_END_};
 #undef CC
+
+/* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
+#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -577,8 +822,10 @@ struct cell_config {
     int shuffle, eval_sequences, n_extrap, extrap_tokens;
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
-    int repeats, max_repeats;
-    double halfwidth;
+    json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
+    const char *design;
+    int repeats, max_repeats, generation;
+    double halfwidth, seconds;
 };
 #define CF struct cell_config
 static const struct epar_field cell_config_rows[] = {
@@ -589,12 +836,16 @@ static const struct epar_field cell_config_rows[] = {
     /* lm cells in order only */
     EPAR_FIELD_LIST_(CF, "extrapolation", EPAR_FIELD_ILIST, extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_(CF, "extrapolation_tokens", EPAR_FIELD_INT, extrap_tokens, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(CF, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
     EPAR_FIELD_END_};
 static const struct epar_field cost_config_rows[] = {
     EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
+    EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
     EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
     EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
+    EPAR_FIELD_(CF, "generation", EPAR_FIELD_INT, generation, 0),
     EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
+    EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
     EPAR_FIELD_END_};
 #undef CF
 
@@ -602,8 +853,9 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
                                 const struct epar_bench_cell *cell)
 {
     struct epar_train_cfg t;
-    struct cell_config x = {.repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
-                            .halfwidth = c->b.cost_halfwidth, .extrap_tokens = -1};
+    struct cell_config x = {.design = COST_DESIGN, .repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .generation = c->b.cost_generation,
+                            .halfwidth = c->b.cost_halfwidth, .seconds = c->b.cost_seconds, .extrap_tokens = -1};
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
         x.task = c->tasks[cell->task].id;
@@ -616,7 +868,10 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
             x.extrap_tokens = c->b.extrap_tokens;
         }
         json_t *j = epar_exp_train_cfg_json(&t);
-        return j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        x.study = epar_bx_cell_config(c, cell);
+        json_t *r = j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        json_decref(x.study);
+        return r;
     }
     x.mechanisms = json_array();
     for (int m = 0; x.mechanisms && m < c->n_mech; m++) {
@@ -663,6 +918,31 @@ static void on_eval_item(void *ctx, long item, long correct, long scored)
     g->scored[d] += scored;
 }
 
+/* Sample efficiency from a run's learning curve (rows after step 0): the mean of the evaluation metric and of the
+ * evaluation loss over the evaluation points, and the online (prequential) loss: the mean training loss over every
+ * step, each measured on a fresh batch before the step learned from it, i.e. the code length per scored token of the
+ * training stream. Continuous where a final accuracy is bimodal or saturated: a seed that learns later scores worse. */
+static void curve_means(const struct epar_train_run *r, double *metric, double *loss, double *online)
+{
+    double sm = 0, sl = 0, so = 0, w = 0;
+    long prev = 0;
+    int n = 0;
+    for (int i = 0; i < r->rows; i++) {
+        const double *row = r->curve + (size_t)i * EPAR_TRAIN_CURVE_COLS;   /* EPAR_TRAIN_CURVE_HEADER */
+        long step = (long)row[0];
+        if (step <= 0) continue;
+        sm += row[4];
+        sl += row[3];
+        so += row[2] * (double)(step - prev);
+        w += (double)(step - prev);
+        prev = step;
+        n++;
+    }
+    *metric = n ? sm / n : NAN;
+    *loss = n ? sl / n : NAN;
+    *online = w > 0 ? so / w : NAN;
+}
+
 /* train one cell, evaluate, write cell.json + learning_curve.csv into an epar_out staging folder */
 static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                              volatile sig_atomic_t *stop)
@@ -702,17 +982,29 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
             st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
             x.extrap[x.n_extrap++] = (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
         }
+    if (!st) st = epar_bx_cell_run(c, cell, &r, &x.study);   /* the extrapolation study's evaluations */
     if (st) goto done;
     struct epar_table *curve = epar_exp_train_curve_table(&r);
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
                : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
     epar_csv_free(curve);
-    /* the final weights of the first seed, for epar inspect (its folder is named by the benchmark's task id) */
-    if (!st && cell->seed == 0) {
+    /* the final weights: what the trained heads attend to (epar inspect's summaries, every seed: the trained-attention
+     * claims' spread is across trained models), and kept for epar inspect for the first seed (its folder is named by
+     * the benchmark's task id) */
+    if (!st) {
         snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
         r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
-        st = epar_exp_train_checkpoint(&r, epar_out_path(o, "checkpoint.bin"));
-        if (!st) x.checkpoint = "checkpoint.bin";
+        char ck[sizeof o->path];
+        snprintf(ck, sizeof ck, "%s", epar_out_path(o, "checkpoint.bin"));
+        st = epar_exp_train_checkpoint(&r, ck);
+        struct epar_inspect ix;
+        if (!st && !(st = epar_inspect_open(&ix, ck, c->cache_dir))) {
+            st = epar_inspect_summarise(&ix, TRAINED_ITEMS, &x.attn);
+            epar_inspect_free(&ix);
+            x.have_attn = !st;
+        }
+        if (!st && cell->seed == 0) x.checkpoint = "checkpoint.bin";
+        else if (!st && unlink(ck) != 0) st = epar_err_set(EPAR_EIO, "cannot remove '%s': %s", ck, strerror(errno));
     }
     if (st) goto done;
     x.config = cell_config_json(c, plan, cell);
@@ -727,6 +1019,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     x.steps = r.step;
     x.value = r.final.metric;
     x.eval_loss = r.final.loss;
+    curve_means(&r, &x.curve_metric, &x.curve_loss, &x.online_loss);
     x.tokens = r.tokens;
     x.chance = r.final.chance;
     x.chance_se = r.final.chance_se;
@@ -736,107 +1029,171 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
                   : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
 done:
     json_decref(x.config);
+    json_decref(x.study);
     free(x.correct);
     free(x.answers);
     epar_exp_train_free(&r);
     return st;
 }
 
-static void mean_sd(const double *x, int n, double *mean, double *sd);
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
-/* the widest half-width, at the audit's level, of the overheads the cost claims read (EPAR's forms vs none,
- * enhanced vs basic) from the first R repeats of sec (M, Rmax): per repeat the ratio - 1, then t s / sqrt(R) */
-static double cost_widest(const struct epar_bench_cfg *c, const double *sec, int M, int Rmax, int R)
+/* a comparison's overhead from its n pairs, measured on generations gen (fresh set-ups of the models): per
+ * generation the median of its pairs' log ratios log(a / b), their mean with its t interval across the generations
+ * at the level (epar_stats_group_medians), back on the scale of ratio - 1; hw is half the interval's width; sd: of
+ * the per-pair ratios - 1 (descriptive); d: scratch (n) */
+struct overhead {
+    double est, lo, hi, hw, sd;
+    int n, groups;
+};
+static struct overhead pair_overhead(const double *a, const double *b, const double *gen, int n, double level, double *d)
 {
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int enh = mech_index(c, EPAR_MECH_EPAR_ENHANCED);
-    double q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1), widest = 0, d[1000], mean, sd;
-    for (int m = 0; m < M; m++)
-        for (int vs = 0; vs < 2; vs++) {
-            int y = !is_epar(c->mech[m]) ? -1 : vs ? (m == enh ? basic : -1) : none;
-            if (y < 0) continue;
-            for (int r = 0; r < R; r++) d[r] = sec[(size_t)m * Rmax + r] / sec[(size_t)y * Rmax + r] - 1;
-            mean_sd(d, R, &mean, &sd);
-            widest = fmax(widest, q * sd / sqrt((double)R));
+    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n, 0};
+    double mean, lo, hi;
+    for (int i = 0; i < n; i++) d[i] = a[i] / b[i] - 1;
+    epar_stats_mean_sd(d, (size_t)n, &mean, &o.sd);
+    for (int i = 0; i < n; i++) d[i] = log(a[i] / b[i]);
+    epar_stats_group_medians(d, gen, n, level, &mean, &lo, &hi, &o.groups);
+    o.est = expm1(mean);
+    o.lo = expm1(lo);
+    o.hi = expm1(hi);
+    o.hw = (o.hi - o.lo) / 2;
+    return o;
+}
+
+static struct overhead cost_pair_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    int n = p->n_a < p->n_b ? p->n_a : p->n_b;
+    return pair_overhead(p->a, p->b, p->gen, n < p->n_gen ? n : p->n_gen, level, scratch);
+}
+
+/* the widest half-width of the deciding comparisons (+inf while one has no interval yet; 0 without any) */
+static double cost_widest(const struct cost_cell *x, double level, double *scratch)
+{
+    double widest = 0;
+    for (int k = 0; k < x->n_pair; k++)
+        if (x->pair[k].decides) {
+            struct overhead o = cost_pair_overhead(&x->pair[k], level, scratch);
+            widest = fmax(widest, isfinite(o.hw) ? o.hw : INFINITY);
         }
     return widest;
 }
 
-/* the cost cell: every mechanism's model set up once and its first step left untimed; then rounds in a rotating
- * order (drift of the machine falls on every mechanism alike) of cost_steps steps each, timed in the thread's CPU
- * seconds (the cell runs on one thread: other processes holding the cores do not count) with the share spent in
- * the position mechanism and attention, until every overhead's interval is cost_halfwidth narrow (at least
- * cost_repeats rounds, at most cost_max_repeats) */
+/* one training step of r, its thread CPU seconds and those of its attention */
+static int cost_step(struct epar_train_run *r, struct cost_mech *m)
+{
+    double c0 = r->step_cpu_seconds, a0 = r->model.attn_cpu_seconds;
+    r->until = r->step + 1;
+    int st = epar_exp_train_loop(r);
+    if (st) return st;
+    m->step[m->n_step++] = r->step_cpu_seconds - c0;
+    m->attention[m->n_attention++] = r->model.attn_cpu_seconds - a0;
+    return EPAR_OK;
+}
+
+/* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
+ * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
+ * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
+ * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
+ * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
+ * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
+ * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
+ * only, never at where they lie, so it does not push them towards a threshold. */
 static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
                          volatile sig_atomic_t *stop)
 {
-    int M = c->n_mech, Rmax = c->b.cost_max_repeats, S = c->b.cost_steps, R = 0, st = EPAR_OK;
-    double *sec = calloc((size_t)M * Rmax, sizeof *sec), *att = calloc((size_t)M * Rmax, sizeof *att);
+    int M = c->n_mech, Bmax = c->b.cost_max_repeats, GB = c->b.cost_generation, st = EPAR_OK;
+    struct cost_design d;
+    cost_design(c, &d);
+    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
+                          .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
+                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth, .generation_blocks = GB,
+                          .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
+    size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
-    if (!sec || !att || !runs) {
-        free(sec);
-        free(att);
+    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
+    if (!runs || !store) {
         free(runs);
+        free(store);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
-    double bytes[EPAR_MECH_COUNT];
-    size_t params[EPAR_MECH_COUNT];
-    int ready = 0;
-    for (; ready < M && !st; ready++) {
-        struct epar_train_cfg t;
-        struct epar_bench_cell mc = plan->cells[k];
-        mc.mech = ready;
-        mc.mlp = plan->cost_mlp[ready];
-        epar_exp_benchmark_cell_cfg(c, &mc, &t);
-        struct epar_train_run *r = &runs[ready];
-        if ((st = epar_exp_train_setup(r, &t))) break;
-        r->stop = stop;
-        r->until = 1;   /* the first step (pages of the activations touched for the first time) is not timed */
-        st = epar_exp_train_loop(r);
-        r->model.time_attention = 1;
-        params[ready] = r->model.n_params;
-        bytes[ready] = epar_exp_train_bytes(&t, r->task.V);
-    }
-    double widest = NAN;
-    while (!st && R < Rmax) {
-        for (int q = 0; q < M && !st; q++) {
-            int m = (q + R) % M;
+    for (int m = 0; m < M; m++, scratch += 2 * cap)
+        x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
+    for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
+        x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
+                                       d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1, full = 0;
+    double t[COST_MAX_SEQ];
+    while (!st && x.blocks < Bmax && !full) {
+        /* a generation: every model set up afresh (in an order rotating with the generation), its first step (the
+         * activations' pages touched for the first time) untimed */
+        int g = x.generations;
+        double c0 = epar_nn_thread_cpu();
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            epar_exp_train_free(&runs[m]);
+            memset(&runs[m], 0, sizeof runs[m]);
+            struct epar_train_cfg tc;
+            struct epar_bench_cell mc = plan->cells[k];
+            mc.mech = m;
+            mc.mlp = plan->cost_mlp[m];
+            epar_exp_benchmark_cell_cfg(c, &mc, &tc);
             struct epar_train_run *r = &runs[m];
-            /* the round's value: the median of its steps' times (robust to a step the machine interrupted) */
-            double a0 = r->model.attn_cpu_seconds, tot = 0, dt[64];
-            for (int i = 0; i < S && !st; i++) {
-                double c0 = r->step_cpu_seconds;
-                r->until = r->step + 1;
-                st = epar_exp_train_loop(r);
-                tot += dt[i] = r->step_cpu_seconds - c0;
+            if ((st = epar_exp_train_setup(r, &tc))) break;
+            r->stop = stop;
+            r->until = 1;
+            st = epar_exp_train_loop(r);
+            r->model.time_attention = 1;
+            x.mech[m].params = (long)r->model.n_params;
+            x.mech[m].bytes = epar_exp_train_bytes(&tc, r->task.V);
+        }
+        x.setup_seconds += epar_nn_thread_cpu() - c0;
+        for (int b = 0; b < GB && !st && x.blocks < Bmax; b++) {
+            for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
+            if (full) break;
+            int n = cost_block(&d, x.blocks, prev, seq, pa, pb);
+            prev = seq[n - 1];
+            for (int i = 0; i < n && !st; i++) {
+                struct cost_mech *m = &x.mech[seq[i]];
+                if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
             }
             if (st) break;
-            gsl_sort(dt, 1, (size_t)S);
-            sec[(size_t)m * Rmax + R] = gsl_stats_median_from_sorted_data(dt, 1, (size_t)S);
-            att[(size_t)m * Rmax + R] = (r->model.attn_cpu_seconds - a0) / tot * sec[(size_t)m * Rmax + R];
+            for (int p = 0; p < d.n_pair; p++)
+                if (pa[p] >= 0) {
+                    struct cost_pair *q = &x.pair[p];
+                    q->a[q->n_a++] = t[pa[p]];
+                    q->b[q->n_b++] = t[pb[p]];
+                    q->gen[q->n_gen++] = g;
+                }
+            x.blocks++;
         }
         if (st) break;
-        R++;
-        if (R >= c->b.cost_repeats && (widest = cost_widest(c, sec, M, Rmax, R)) <= c->b.cost_halfwidth) break;
+        x.generations++;
+        x.widest = cost_widest(&x, c->level, scratch);
+        /* ... and not before every mechanism the claims do not read has had its turn (a row of its own) */
+        if (x.blocks >= c->b.cost_repeats && x.blocks >= 2 * d.n_oth && x.widest <= c->b.cost_halfwidth) {
+            x.stopped = "halfwidth";
+            break;
+        }
+        if (x.cpu_seconds + x.setup_seconds >= c->b.cost_seconds) {
+            x.stopped = "seconds";
+            break;
+        }
     }
-    for (int m = 0; m < ready; m++) epar_exp_train_free(&runs[m]);
+    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
     free(runs);
-    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
-                          .steps = S, .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(),
-                          .repeats = R, .widest = widest, .target = c->b.cost_halfwidth, .n_mech = M};
     if (!st) {
-        for (int m = 0; m < M; m++)   /* a mechanism's times are a row of sec and att (the record points into them) */
-            x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), (long)params[m], bytes[m],
-                                           sec + (size_t)m * Rmax, att + (size_t)m * Rmax, R, R};
         x.config = cell_config_json(c, plan, &plan->cells[k]);
         st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), cost_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
-                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+                      : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
     }
     json_decref(x.config);
-    free(sec);
-    free(att);
+    free(store);
     return st;
 }
 
@@ -909,7 +1266,8 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
 /* the numbers of every training cell, read back from the cell files */
 struct grid {
     int NT, M, S;
-    double *value;          /* (NT, M, S) final metric */
+    double *value;          /* (NT, M, S) the task's primary metric (the comparisons' and claims') */
+    double *cand[EPAR_BENCH_NPRIMARY];   /* (NT, M, S) every candidate metric; cand[EPAR_BENCH_FINAL] is the final one */
     double *chance;         /* (NT, M, S) the best constant answer's metric on the cell's evaluation items (NaN: a
                              * cell written before epar recorded it) */
     double *chance_se;      /* (NT, M, S) its standard error */
@@ -925,42 +1283,20 @@ struct grid {
 
 static size_t gi(const struct grid *g, int t, int m, int s) { return ((size_t)t * g->M + m) * g->S + s; }
 static double *gv(const struct grid *g, int t, int m, int s) { return g->value + gi(g, t, m, s); }
+/* the final metric: what "learned" and the sanity checks compare with the chance level */
+static double *gf(const struct grid *g, int t, int m, int s) { return g->cand[EPAR_BENCH_FINAL] + gi(g, t, m, s); }
 
-static void mean_sd(const double *x, int n, double *mean, double *sd)
+/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y| (lib/stats: their mean,
+ * the relative improvement, its sd, t, p, interval and detectable effect); n = 0 when mean y is 0 or not finite */
+static struct epar_stats_paired paired_test(const double *x, const double *y, int n, int higher_is_better, double level)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    *mean = n > 0 ? s / n : NAN;
-    double q = 0;
-    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
-    *sd = n > 1 ? sqrt(q / (n - 1)) : NAN;
-}
-
-/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y|:
- * mean (the relative improvement), its sample sd, Student's t and the two-sided p (gsl_cdf_tdist_Q) */
-struct paired {
-    double rel, sd, t, p;
-    int n;
-};
-
-static struct paired paired_test(const double *x, const double *y, int n, int higher_is_better)
-{
-    struct paired r = {NAN, NAN, NAN, NAN, n};
+    struct epar_stats_paired r;
     double ym, ysd, d[EPAR_MAX_SEEDS] = {0};
-    mean_sd(y, n, &ym, &ysd);
-    if (!(fabs(ym) > 0) || !isfinite(ym)) return r;
+    epar_stats_mean_sd(y, n, &ym, &ysd);
+    if (!(fabs(ym) > 0) || !isfinite(ym)) n = 0;
     for (int i = 0; i < n; i++) d[i] = (higher_is_better ? 1 : -1) * (x[i] - y[i]) / fabs(ym);
-    mean_sd(d, n, &r.rel, &r.sd);
-    if (n < 2 || !isfinite(r.rel)) return r;
-    if (r.sd == 0) return r;   /* identical differences (e.g. every cell at 1.0): no spread, t and p undefined */
-    r.t = r.rel / (r.sd / sqrt((double)n));
-    r.p = 2.0 * gsl_cdf_tdist_Q(fabs(r.t), (double)(n - 1));
+    epar_stats_paired(d, n, level, &r);
     return r;
-}
-
-double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better)
-{
-    return paired_test(x, y, n, higher_is_better).p;
 }
 
 static int mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id)
@@ -978,7 +1314,7 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
     for (int m = 0; m < c->n_mech; m++) {
         if (is_epar(c->mech[m])) continue;
         double mean;
-        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        epar_stats_mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
         if (best < 0 || (hib ? mean > bm : mean < bm)) {
             best = m;
             bm = mean;
@@ -987,7 +1323,13 @@ static int best_baseline(const struct epar_bench_cfg *c, const struct grid *g, i
     return best;
 }
 
+/* is higher better: for the task's final metric (task_hib), for candidate k, and for its primary (prim_hib) */
 static int task_hib(const struct epar_bench_cfg *c, int t) { return epar_task_table[c->tasks[t].task.id].higher_is_better; }
+static int cand_hib(const struct epar_bench_cfg *c, int t, int k)
+{
+    return (k == EPAR_BENCH_FINAL || k == EPAR_BENCH_CURVE) && task_hib(c, t);
+}
+static int prim_hib(const struct epar_bench_cfg *c, int t) { return cand_hib(c, t, c->tasks[t].primary); }
 
 /* task t's chance level and its se (means over the task's cells), and how many mechanisms learned it (-1:
  * unknown, cells without a chance level) */
@@ -995,13 +1337,13 @@ static int task_learned(const struct epar_bench_cfg *c, const struct grid *g, in
 {
     size_t n = (size_t)g->M * g->S, off = (size_t)t * n;
     double sd;
-    mean_sd(g->chance + off, (int)n, chance, &sd);
-    mean_sd(g->chance_se + off, (int)n, se, &sd);
+    epar_stats_mean_sd(g->chance + off, (int)n, chance, &sd);
+    epar_stats_mean_sd(g->chance_se + off, (int)n, se, &sd);
     if (!isfinite(*chance) || !isfinite(*se)) return -1;
     int hib = task_hib(c, t), learned = 0;
     for (int m = 0; m < g->M; m++) {
         double mean;
-        mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        epar_stats_mean_sd(gf(g, t, m, 0), g->S, &mean, &sd);
         learned += hib ? mean > *chance + LEARNED_Z * *se : mean < *chance - LEARNED_Z * *se;
     }
     return learned;
@@ -1030,45 +1372,17 @@ static void cmp_pair(const struct epar_bench_cfg *c, int k, int best, int *x, in
 /* ---- EPAR against each baseline, pre-registered: no best baseline picked after the results ---- */
 
 
-/* one EPAR form x against baseline y on task t, paired by seed: the relative improvement (paired_test), its
- * two-sided interval at the audit's level, and the minimum detectable effect at 80 % power of that paired t-test,
- * (t_{(1+level)/2, n-1} + t_{0.8, n-1}) sd / sqrt(n) (NaN without spread) */
+/* one EPAR form x against baseline y on task t, paired by seed: the relative improvement, its two-sided interval at
+ * the audit's level and the detectable effect of that paired t-test (paired_test), and its Holm-adjusted p across
+ * the baselines (versus_all) */
 struct versus {
-    struct paired pr;
-    double lo, hi, mde, p_holm;
+    struct epar_stats_paired pr;
+    double p_holm;
 };
 
 static struct versus versus(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, int y)
 {
-    struct versus v = {paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, task_hib(c, t)), NAN, NAN, NAN, NAN};
-    int n = v.pr.n;
-    if (n < 2 || !isfinite(v.pr.rel) || !isfinite(v.pr.sd)) return v;
-    double se = v.pr.sd / sqrt((double)n), q = gsl_cdf_tdist_Pinv(0.5 + c->level / 2, n - 1);
-    v.lo = v.pr.rel - q * se;
-    v.hi = v.pr.rel + q * se;
-    if (v.pr.sd > 0) v.mde = (q + gsl_cdf_tdist_Pinv(0.8, n - 1)) * se;
-    return v;
-}
-
-void epar_bench_holm(const double *p, double *adj, int m)
-{
-    int idx[EPAR_BENCH_MAX_HOLM], k = 0;
-    for (int i = 0; i < m && i < EPAR_BENCH_MAX_HOLM; i++) {
-        adj[i] = NAN;
-        if (isfinite(p[i])) idx[k++] = i;
-    }
-    for (int i = 1; i < k; i++)   /* insertion sort by p, ties by index: deterministic */
-        for (int j = i; j > 0 && p[idx[j]] < p[idx[j - 1]]; j--) {
-            int tmp = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = tmp;
-        }
-    double run = 0;
-    for (int i = 0; i < k; i++) {
-        double a = fmin(1.0, (double)(k - i) * p[idx[i]]);
-        run = fmax(run, a);
-        adj[idx[i]] = run;
-    }
+    return (struct versus){paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, prim_hib(c, t), c->level), NAN};
 }
 
 /* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
@@ -1076,10 +1390,11 @@ static void versus_all(const struct epar_bench_cfg *c, const struct grid *g, int
 {
     double p[EPAR_MECH_COUNT] = {0}, adj[EPAR_MECH_COUNT];
     for (int m = 0; m < c->n_mech; m++) {
-        vs[m] = is_epar(c->mech[m]) ? (struct versus){{NAN, NAN, NAN, NAN, 0}, NAN, NAN, NAN, NAN} : versus(c, g, t, x, m);
+        if (is_epar(c->mech[m])) epar_stats_paired(NULL, 0, c->level, &vs[m].pr);
+        else vs[m] = versus(c, g, t, x, m);
         p[m] = is_epar(c->mech[m]) ? NAN : vs[m].pr.p;
     }
-    epar_bench_holm(p, adj, c->n_mech);
+    epar_stats_holm(p, adj, c->n_mech);
     for (int m = 0; m < c->n_mech; m++) vs[m].p_holm = adj[m];
 }
 
@@ -1097,9 +1412,10 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
             for (int m = 0; m < c->n_mech; m++) {
                 if (is_epar(c->mech[m])) continue;
                 const struct versus *v = &vs[m];
-                const char *better = v->lo > 0 ? "epar" : v->pr.rel < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
+                const char *better = v->pr.lo > 0 ? "epar" : v->pr.mean < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
                 if (epar_csv_append(t, "sssidddddddds", c->tasks[i].id, epar_nnpos_name(ep[e]), epar_nnpos_name(c->mech[m]),
-                                    g->S, v->pr.rel, v->pr.sd, v->lo, v->hi, v->pr.t, v->pr.p, v->p_holm, v->mde, better)) {
+                                    g->S, v->pr.mean, v->pr.sd, v->pr.lo, v->pr.hi, v->pr.t, v->pr.p, v->p_holm,
+                                    v->pr.mde, better)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -1108,46 +1424,89 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
     return t;
 }
 
-/* main_table.csv's summary of the comparisons of form `name` (EPAR mechanism x) on task i: the smallest improvement
- * over the baselines (the estimate of "x beats every baseline": its worst comparison) with the smallest lower and
- * upper ends of the intervals (lower end > 0: x beats every baseline at the level), the smallest Holm-adjusted p of a
- * baseline better than x, how many baselines x beats and how many beat it, and the largest MDE over the baselines */
+/* main_table.csv's summary of the comparisons of form `name` (EPAR mechanism x) on task i, what the audit's beats_all
+ * rule reads: the smallest improvement over the baselines (the estimate of "x beats every baseline": its worst
+ * comparison) with the smallest lower and upper ends of the intervals (lower end > 0: x beats every baseline at the
+ * level; NaN when a comparison has no spread, so the intersection-union test cannot succeed), the smallest
+ * Holm-adjusted p of a baseline better than x, the smallest upper end at the Bonferroni-adjusted level
+ * 1 - (1 - level) / baselines (below a reported gain: the gain is excluded for some baseline), how many baselines x
+ * beats, how many beat it, how many comparisons have no spread, and the detectable effect of the verdict's test: the
+ * largest, over the baselines, effect at which the intersection-union test over all of them succeeds with 80 % power
+ * (lib/stats, union bound) */
 static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g, struct epar_table *t, int i, int x,
                            const char *name)
 {
     struct versus vs[EPAR_MECH_COUNT];
     versus_all(c, g, i, x, vs);
-    double min_rel = INFINITY, min_lo = INFINITY, min_hi = INFINITY, holm_p = NAN, mde = -INFINITY;
-    int beats = 0, beaten = 0, n = 0;
+    int beats = 0, beaten = 0, n = 0, flat = 0;
+    for (int m = 0; m < c->n_mech; m++) n += !is_epar(c->mech[m]);
+    if (!n) return;
+    double min_rel = INFINITY, min_lo = INFINITY, min_hi = INFINITY, holm_p = NAN, mde = -INFINITY, nonsup = INFINITY;
+    double qa = g->S > 1 ? epar_stats_quantile(1 - (1 - c->level) / n, g->S - 1) : NAN;
     for (int m = 0; m < c->n_mech; m++) {
         if (is_epar(c->mech[m])) continue;
-        n++;
-        min_rel = isnan(vs[m].pr.rel) || isnan(min_rel) ? NAN : fmin(min_rel, vs[m].pr.rel);
-        min_lo = isnan(vs[m].lo) || isnan(min_lo) ? NAN : fmin(min_lo, vs[m].lo);
-        min_hi = isnan(vs[m].hi) || isnan(min_hi) ? NAN : fmin(min_hi, vs[m].hi);
-        if (isfinite(vs[m].mde)) mde = fmax(mde, vs[m].mde);   /* comparisons without spread have no MDE */
-        beats += vs[m].lo > 0;
-        if (vs[m].pr.rel < 0 && isfinite(vs[m].p_holm)) {
+        const struct epar_stats_paired *pr = &vs[m].pr;
+        flat += pr->degenerate;
+        min_rel = isnan(pr->mean) || isnan(min_rel) ? NAN : fmin(min_rel, pr->mean);
+        min_lo = isnan(pr->lo) || isnan(min_lo) ? NAN : fmin(min_lo, pr->lo);
+        min_hi = isnan(pr->hi) || isnan(min_hi) ? NAN : fmin(min_hi, pr->hi);
+        if (!pr->degenerate) {
+            mde = fmax(mde, epar_stats_mde(pr->sd, pr->n, c->level, 0.8, n));
+            nonsup = fmin(nonsup, pr->mean + qa * pr->sd / sqrt((double)pr->n));
+        }
+        beats += pr->lo > 0;
+        if (pr->mean < 0 && isfinite(vs[m].p_holm)) {
             holm_p = isnan(holm_p) ? vs[m].p_holm : fmin(holm_p, vs[m].p_holm);
             beaten += vs[m].p_holm < 1 - c->level;
         }
     }
-    if (!n) return;
     char col[96];
-    snprintf(col, sizeof col, "%s_vs_baselines_min_rel", name);
-    set_num(t, col, min_rel);
-    snprintf(col, sizeof col, "%s_vs_baselines_min_lo", name);
-    set_num(t, col, min_lo);
-    snprintf(col, sizeof col, "%s_vs_baselines_min_hi", name);
-    set_num(t, col, min_hi);
-    snprintf(col, sizeof col, "%s_vs_baselines_holm_p", name);
-    set_num(t, col, holm_p);
-    snprintf(col, sizeof col, "%s_beats", name);
-    set_num(t, col, beats);
-    snprintf(col, sizeof col, "%s_beaten_holm", name);
-    set_num(t, col, beaten);
-    snprintf(col, sizeof col, "%s_mde", name);
-    set_num(t, col, isfinite(mde) ? mde : NAN);
+#define SET(suffix, v)                                      \
+    do {                                                    \
+        snprintf(col, sizeof col, "%s" suffix, name);       \
+        set_num(t, col, v);                                 \
+    } while (0)
+    SET("_vs_baselines_min_rel", min_rel);
+    SET("_vs_baselines_min_lo", min_lo);
+    SET("_vs_baselines_min_hi", min_hi);
+    SET("_vs_baselines_holm_p", holm_p);
+    SET("_vs_baselines_nonsup", isfinite(nonsup) ? nonsup : NAN);
+    SET("_beats", beats);
+    SET("_beaten_holm", beaten);
+    SET("_no_spread", flat);
+    SET("_mde", isfinite(mde) ? mde : NAN);
+#undef SET
+}
+
+/* the name of task t's primary metric: the task's metric (accuracy, bpc) for final, else the candidate's name with it,
+ * e.g. "curve:accuracy", "final_loss" */
+static void primary_name(const struct epar_bench_cfg *c, int t, char *buf, size_t n)
+{
+    enum epar_bench_primary k = c->tasks[t].primary;
+    const char *m = epar_task_table[c->tasks[t].task.id].metric;
+    if (k == EPAR_BENCH_FINAL) snprintf(buf, n, "%s", m);
+    else if (k == EPAR_BENCH_CURVE) snprintf(buf, n, "curve:%s", m);
+    else snprintf(buf, n, "%s", epar_bench_primary_names[k]);
+}
+
+/* metrics.csv: every candidate metric of every task x mechanism (mean and sd across seeds), the primary marked: the
+ * secondary columns of the table, and what the power study of docs/TASKS.md compares */
+static struct epar_table *metrics_table(const struct epar_bench_cfg *c, const struct grid *g)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,metric,primary,higher_is_better,mean,sd,seeds");
+    for (int i = 0; t && i < c->n_tasks; i++)
+        for (int m = 0; m < c->n_mech; m++)
+            for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) {
+                double mean, sd;
+                epar_stats_mean_sd(g->cand[k] + gi(g, i, m, 0), g->S, &mean, &sd);
+                if (epar_csv_append(t, "sssiiddi", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+                                    epar_bench_primary_names[k], (int)(c->tasks[i].primary == (enum epar_bench_primary)k),
+                                    cand_hib(c, i, k), mean, sd, g->S)) {
+                    epar_csv_free(t);
+                    return NULL;
+                }
+            }
+    return t;
 }
 
 static struct epar_table *main_table(const struct epar_bench_cfg *c, const struct grid *g)
@@ -1162,7 +1521,8 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         const char *f = k ? "enhanced" : "basic";
         size_t l = strlen(head);
         snprintf(head + l, sizeof head - l, ",%s_vs_baselines_min_rel,%s_vs_baselines_min_lo,%s_vs_baselines_min_hi,"
-                 "%s_vs_baselines_holm_p,%s_beats,%s_beaten_holm,%s_mde", f, f, f, f, f, f, f);
+                 "%s_vs_baselines_holm_p,%s_vs_baselines_nonsup,%s_beats,%s_beaten_holm,%s_no_spread,%s_mde",
+                 f, f, f, f, f, f, f, f, f);
     }
     for (int k = 0; k < CMP_N; k++) {
         size_t l = strlen(head);
@@ -1171,16 +1531,18 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
     }
     struct epar_table *t = epar_csv_new(head);
     for (int i = 0; t && i < c->n_tasks; i++) {
-        int hib = task_hib(c, i), best = best_baseline(c, g, i, hib);
+        int hib = prim_hib(c, i), best = best_baseline(c, g, i, hib);
+        char metric[64];
+        primary_name(c, i, metric, sizeof metric);
         if (epar_csv_append(t, "sssisii", c->tasks[i].id, c->tasks[i].paper, c->tasks[i].condition,
-                            c->tasks[i].task.length, epar_task_table[c->tasks[i].task.id].metric, hib, g->S)) {
+                            c->tasks[i].task.length, metric, hib, g->S)) {
             epar_csv_free(t);
             return NULL;
         }
         char col[96];
         for (int m = 0; m < c->n_mech; m++) {
             double mean, sd;
-            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
             snprintf(col, sizeof col, "%s_mean", epar_nnpos_name(c->mech[m]));
             set_num(t, col, mean);
             snprintf(col, sizeof col, "%s_sd", epar_nnpos_name(c->mech[m]));
@@ -1195,7 +1557,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         }
         if (best >= 0) {
             double mean, sd;
-            mean_sd(gv(g, i, best, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gv(g, i, best, 0), g->S, &mean, &sd);
             set_num(t, "best_baseline_mean", mean);
             set_num(t, "best_baseline_sd", sd);
         }
@@ -1214,9 +1576,9 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
             int x, y;
             cmp_pair(c, k, best, &x, &y);
             if (x < 0 || y < 0) continue;
-            struct paired pr = paired_test(gv(g, i, x, 0), gv(g, i, y, 0), g->S, hib);
+            struct epar_stats_paired pr = paired_test(gv(g, i, x, 0), gv(g, i, y, 0), g->S, hib, c->level);
             snprintf(col, sizeof col, "%s_rel", cmp_names[k]);
-            set_num(t, col, pr.rel);
+            set_num(t, col, pr.mean);
             snprintf(col, sizeof col, "%s_rel_sd", cmp_names[k]);
             set_num(t, col, pr.sd);
             snprintf(col, sizeof col, "%s_t", cmp_names[k]);
@@ -1251,14 +1613,14 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                 int nt = 0, ok = 1, nl = 0;   /* nl: tasks learned by some mechanism (-1: unknown) */
                 for (int i = 0; i < c->n_tasks; i++) {
                     if (strcmp(c->tasks[i].condition, conds[k])) continue;
-                    int hib = task_hib(c, i);
+                    int hib = prim_hib(c, i);
                     double ch, chse;
                     int lt = task_learned(c, g, i, &ch, &chse);
                     nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
                     int y = vs == 0 ? mech_index(c, EPAR_MECH_NONE) : best_baseline(c, g, i, hib);
                     if (y < 0) { ok = 0; break; }
                     double ym, ysd;
-                    mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
+                    epar_stats_mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
                     for (int s = 0; s < g->S; s++)
                         gain[s] += (hib ? 1 : -1) * (*gv(g, i, x, s) - *gv(g, i, y, s)) / fabs(ym);
                     size_t l = strlen(tasks);
@@ -1274,9 +1636,9 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
                     xg[s] = 1.0 + gain[s];
                 }
                 (void)zero;
-                struct paired pr = paired_test(xg, one, g->S, 1);
+                struct epar_stats_paired pr = paired_test(xg, one, g->S, 1, c->level);
                 if (epar_csv_append(t, "ssssiddiddd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
-                                    nt, pr.rel, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
+                                    nt, pr.mean, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -1321,9 +1683,10 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
                 *st = learn_step(root, c, plan, (i * c->n_mech + m) * g->S + s, chance, se, task_hib(c, i), &x);
                 if (!*st && isfinite(x)) v[n++] = x;
             }
-            if (n) mean_sd(v, n, &mean, &sd);
+            if (n) epar_stats_mean_sd(v, n, &mean, &sd);
             int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
-            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.steps, g->S, n,
+            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+                                        (int)lround(c->b.steps * c->tasks[i].steps_scale), g->S, n,
                                         mean, sd, mean * B * T)) {
                 epar_csv_free(t);
                 return NULL;
@@ -1347,7 +1710,7 @@ static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const str
         if (task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
         for (int m = 0; m < c->n_mech; m++) {
             double mean;
-            mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
+            epar_stats_mean_sd(gf(g, i, m, 0), g->S, &mean, &sd);
             double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
             double rel = chance != 0 ? gain / fabs(chance) : NAN;
             int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
@@ -1379,7 +1742,7 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
                     if (e >= x->n_extrap || !x->extrap[e].defined) defined = 0;
                 }
                 double mean = NAN, sd = NAN;
-                if (defined) mean_sd(v, g->S, &mean, &sd);
+                if (defined) epar_stats_mean_sd(v, g->S, &mean, &sd);
                 const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
                 if (!is_epar(c->mech[m])) L = "";
                 if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
@@ -1418,7 +1781,7 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
                     answers += ss;
                 }
                 double mean, sd;
-                mean_sd(acc, g->S, &mean, &sd);
+                epar_stats_mean_sd(acc, g->S, &mean, &sd);
                 if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_nnpos_name(c->mech[m]), bin, lo, hi, mean, sd,
                                     g->S, (int)answers)) {
                     epar_csv_free(t);
@@ -1431,7 +1794,7 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
 
 static struct epar_table *params_table(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, double *worst)
 {
-    struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance");
+    struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance,lr,lr_scale,steps");
     *worst = 0;
     int none = mech_index(c, EPAR_MECH_NONE);
     for (int k = 0; t && k < plan->n; k++) {
@@ -1448,9 +1811,15 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
             if (cell->task < 0 && none >= 0) ref = plan->cost_params[none];
             double rel = ref ? ((double)p - (double)ref) / (double)ref : NAN;
             if (fabs(rel) > *worst) *worst = fabs(rel);
-            if (epar_csv_append(t, "ssdidi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
+            /* the cell's learning rate (its mechanism's scale on this task's lr_family) and steps */
+            struct epar_bench_cell probe = *cell;
+            probe.mech = mm;
+            struct epar_train_cfg tc;
+            epar_exp_benchmark_cell_cfg(c, &probe, &tc);
+            if (epar_csv_append(t, "ssdididdi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
                                 epar_nnpos_name(c->mech[mm]), (double)p,
-                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol)) {
+                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol,
+                                tc.optim.lr, tc.optim.lr / c->b.lr, tc.optim.steps)) {
                 epar_csv_free(t);
                 return NULL;
             }
@@ -1459,50 +1828,68 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
     return t;
 }
 
-/* cost: mean step time over the repeats, and the overheads as the mean of the per-repeat ratios - 1 */
-/* cost.csv from the cost cell: per mechanism the step's thread CPU time (mean and sd over the repeats), its
- * attention share, and the overheads (mean of the per-repeat ratios - 1) with their sd and interval half-width
- * at the audit's level */
-static void cost_ratios(const struct cost_mech *a, const struct cost_mech *b, double *mean, double *sd)
+/* cost.csv from the cost cell: per mechanism the step's thread CPU time (median and sd over its timed steps), its
+ * attention share, and the overheads over none and (enhanced) over basic from their adjacent pairs: the median
+ * ratio - 1 with its distribution-free interval at the audit's level (pair_overhead), the pairs behind it, and how
+ * many pairs an interval of cost_halfwidth would take at the spread measured */
+static const struct cost_pair *find_pair(const struct cost_cell *x, const char *a, const char *b)
 {
-    double d[EPAR_BENCH_MAX_REPEATS];
-    int R = a->n_step < b->n_step ? a->n_step : b->n_step;
-    for (int r = 0; r < R; r++) d[r] = a->step[r] / b->step[r] - 1;
-    mean_sd(d, R, mean, sd);
+    for (int k = 0; k < x->n_pair; k++)
+        if (!strcmp(x->pair[k].mechanism, a) && !strcmp(x->pair[k].against, b)) return &x->pair[k];
+    return NULL;
+}
+
+static struct overhead cost_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0, 0};
+    return p ? cost_pair_overhead(p, level, scratch) : none;
+}
+
+/* pairs for a half-width of target: the interval's width falls as 1 / sqrt(generations), so as 1 / sqrt(pairs) */
+static double pairs_needed(const struct overhead *o, double target)
+{
+    return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
 }
 
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
                                         "attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,"
-                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed");
-    int none = mech_index(c, EPAR_MECH_NONE), basic = mech_index(c, EPAR_MECH_EPAR_BASIC);
-    int L = x->length, B = x->batch;
+                                        "overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,"
+                                        "overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,"
+                                        "overhead_vs_basic_hi,pairs_vs_basic,steps,generations");
+    int L = x->length, B = x->batch, n = 0;
+    for (int m = 0; m < x->n_mech; m++) n = x->mech[m].n_step > n ? x->mech[m].n_step : n;
+    double *d = malloc(((size_t)n + 1) * sizeof *d);
+    if (!d) {
+        epar_csv_free(t);
+        return NULL;
+    }
     for (int m = 0; t && m < x->n_mech; m++) {
         const struct cost_mech *a = &x->mech[m];
-        int R = a->n_step;
-        double ms_[EPAR_BENCH_MAX_REPEATS], sh[EPAR_BENCH_MAX_REPEATS], mean, sd, shm, shs, onm = NAN, ons = NAN,
-               obm = NAN, obs = NAN;
-        for (int r = 0; r < R; r++) {
-            ms_[r] = 1000 * a->step[r];
-            sh[r] = r < a->n_attention ? a->attention[r] / a->step[r] : NAN;
+        int S = a->n_step;
+        double att = 0, tot = 0, med, sd, mean;
+        for (int i = 0; i < S; i++) {
+            d[i] = 1000 * a->step[i];
+            tot += a->step[i];
+            att += i < a->n_attention ? a->attention[i] : NAN;
         }
-        mean_sd(ms_, R, &mean, &sd);
-        mean_sd(sh, R, &shm, &shs);
-        if (none >= 0 && none < x->n_mech && m != none) cost_ratios(a, &x->mech[none], &onm, &ons);
-        if (basic >= 0 && basic < x->n_mech && m < c->n_mech && c->mech[m] == EPAR_MECH_EPAR_ENHANCED)
-            cost_ratios(a, &x->mech[basic], &obm, &obs);
-        double q = R > 1 ? gsl_cdf_tdist_Pinv(0.5 + c->level / 2, R - 1) / sqrt((double)R) : NAN;
-        /* how many repeats an interval as narrow as the target would take at this spread (t quantile of this run) */
-        double wsd = fmax(isfinite(ons) ? ons : 0, isfinite(obs) ? obs : 0), hw = c->b.cost_halfwidth;
-        double need = wsd > 0 && hw > 0 && R > 1 ? ceil(pow(q * sqrt((double)R) * wsd / hw, 2)) : NAN;
-        if (epar_csv_append(t, "ssiidddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, mean, sd,
-                            (double)B * L / (mean / 1000), a->bytes / 1e6, shm, onm, ons, q * ons, obm, obs, q * obs,
-                            (double)R, need)) {
+        epar_stats_mean_sd(d, (size_t)S, &mean, &sd);
+        gsl_sort(d, 1, (size_t)S);
+        med = S ? gsl_stats_median_from_sorted_data(d, 1, (size_t)S) : NAN;
+        struct overhead on = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
+        struct overhead ob = cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
+        double need = fmax(pairs_needed(&on, x->target), pairs_needed(&ob, x->target));   /* fmax: NaN only if both */
+        double gens = on.n ? on.groups : ob.n ? ob.groups : NAN;
+        if (epar_csv_append(t, "ssiiddddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
+                            (double)B * L / (med / 1000), a->bytes / 1e6, att / tot, on.est, on.sd, on.hw, ob.est, ob.sd,
+                            ob.hw, on.n ? (double)on.n : NAN, need, on.lo, on.hi, ob.lo, ob.hi,
+                            ob.n ? (double)ob.n : NAN, (double)S, gens)) {
             epar_csv_free(t);
-            return NULL;
+            t = NULL;
         }
     }
+    free(d);
     return t;
 }
 
@@ -1839,45 +2226,38 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
 }
 
-/* trained_attention.csv: what the first seed's trained heads attend to (epar inspect's summaries over
- * TRAINED_ITEMS evaluation items), per task x mechanism whose cell kept its checkpoint; the distance ratio also
- * relative to none's on the same items. Not written when no cell has a checkpoint (cells of an older epar). */
-#define TRAINED_ITEMS 16
-static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+/* trained_attention.csv: what every cell's trained heads attend to (epar inspect's summaries over TRAINED_ITEMS
+ * evaluation items, measured when the cell finished), one row per task x mechanism x seed; the distance ratio also
+ * relative to none's of the same seed on the same items. Not written when no cell has the summaries (cells of an
+ * older epar). The trained-attention claims take its spread across the seeds (group_by seed). */
+static int trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const struct grid *g,
                              struct epar_out *o)
 {
     struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
                                         "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
                                         "relevant_uniform,profile_spearman");
     int none = mech_index(c, EPAR_MECH_NONE), st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
-    for (int task = 0; !st && task < c->n_tasks; task++) {
-        struct epar_inspect_summary sm[EPAR_MECH_COUNT];
-        int have[EPAR_MECH_COUNT] = {0};
-        for (int k = 0; !st && k < plan->n; k++) {
-            const struct epar_bench_cell *cell = &plan->cells[k];
-            if (cell->task != task || cell->seed != 0) continue;
-            char dir[512], path[4800];
-            epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
-            snprintf(path, sizeof path, "%s/%s/checkpoint.bin", root, dir);
-            if (access(path, F_OK) != 0) continue;
-            struct epar_inspect x;
-            st = epar_inspect_open(&x, path, c->cache_dir);
-            if (!st) st = epar_inspect_summarise(&x, TRAINED_ITEMS, &sm[cell->mech]);
-            epar_inspect_free(&x);
-            have[cell->mech] = !st;
-        }
-        for (int m = 0; !st && m < c->n_mech; m++) {
-            if (!have[m]) continue;
-            const struct epar_inspect_summary *a = &sm[m];
-            double vs = none >= 0 && have[none] ? a->distance_ratio - sm[none].distance_ratio : NAN;
-            if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]), (int)c->b.seeds[0],
-                                a->items, a->heads, a->length, a->distance_spearman, a->distance_spearman_sd,
-                                a->distance_ratio, vs, a->first_share, a->relevant_share, a->relevant_uniform,
-                                a->profile_spearman))
-                st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
-        }
-    }
+    /* the cell of (task, mechanism, seed) in the plan */
+    int *at = st ? NULL : calloc((size_t)g->NT * g->M * g->S, sizeof *at);
+    if (!st && !at) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < plan->n; k++)
+        if (plan->cells[k].task >= 0 && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
+            at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
+    for (int task = 0; !st && task < c->n_tasks; task++)
+        for (int m = 0; !st && m < c->n_mech; m++)
+            for (int s = 0; !st && s < g->S; s++) {
+                int k = at[gi(g, task, m, s)] - 1, kn = none >= 0 ? at[gi(g, task, none, s)] - 1 : -1;
+                if (k < 0 || !g->cell[k].have_attn) continue;
+                const struct epar_inspect_summary *a = &g->cell[k].attn;
+                double vs = kn >= 0 && g->cell[kn].have_attn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN;
+                if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]),
+                                    (int)c->b.seeds[s], a->items, a->heads, a->length, a->distance_spearman,
+                                    a->distance_spearman_sd, a->distance_ratio, vs, a->first_share, a->relevant_share,
+                                    a->relevant_uniform, a->profile_spearman))
+                    st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
+            }
     if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
+    free(at);
     epar_csv_free(t);
     return st;
 }
@@ -1885,14 +2265,16 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra)
 {
-    struct grid g = {c->n_tasks, c->n_mech, c->b.n_seeds, NULL, NULL, NULL, NULL, NULL, {NULL}};
+    struct grid g = {.NT = c->n_tasks, .M = c->n_mech, .S = c->b.n_seeds};
     size_t ng = (size_t)g.NT * g.M * g.S + 1;
     g.value = calloc(ng, sizeof *g.value);
+    int have = g.value != NULL;
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) have &= (g.cand[k] = calloc(ng, sizeof *g.cand[k])) != NULL;
     g.chance = calloc(ng, sizeof *g.chance);
     g.chance_se = calloc(ng, sizeof *g.chance_se);
     g.cell = calloc((size_t)plan->n, sizeof *g.cell);
     g.doc = calloc((size_t)plan->n, sizeof *g.doc);
-    int st = g.value && g.chance && g.chance_se && g.cell && g.doc
+    int st = have && g.chance && g.chance_se && g.cell && g.doc
                  ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
     for (int k = 0; !st && k < plan->n; k++) {
         char dir[512], path[4800];
@@ -1908,14 +2290,27 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
             st = epar_fields_load(path, "cell file", cost_cell_rows, &g.cost, &g.doc[k]);
             continue;
         }
-        g.cell[k].chance = g.cell[k].chance_se = NAN;   /* a cell written before epar recorded them */
+        /* a cell written before epar recorded them */
+        g.cell[k].chance = g.cell[k].chance_se = g.cell[k].curve_metric = g.cell[k].curve_loss = NAN;
+        g.cell[k].online_loss = NAN;
+        struct epar_inspect_summary *as = &g.cell[k].attn;
+        as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
+        as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;
         if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g.cell[k], &g.doc[k]))) break;
+        if (cell->mech >= c->n_mech) continue;   /* the extrapolation study's own cell (bench_extrap reads it) */
         size_t at = gi(&g, cell->task, cell->mech, cell->seed);
-        g.value[at] = g.cell[k].value;
+        const struct train_cell *x = &g.cell[k];
+        g.cand[EPAR_BENCH_FINAL][at] = x->value;
+        g.cand[EPAR_BENCH_FINAL_LOSS][at] = x->eval_loss;
+        g.cand[EPAR_BENCH_CURVE][at] = x->curve_metric;
+        g.cand[EPAR_BENCH_CURVE_LOSS][at] = x->curve_loss;
+        g.cand[EPAR_BENCH_ONLINE_LOSS][at] = x->online_loss;
+        g.value[at] = g.cand[c->tasks[cell->task].primary][at];
         g.chance[at] = g.cell[k].chance;
         g.chance_se[at] = g.cell[k].chance_se;
     }
-    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL;
+    struct epar_table *mt = NULL, *wt = NULL, *et = NULL, *dt = NULL, *pt = NULL, *ct = NULL, *snt = NULL, *vt = NULL, *lt = NULL,
+                      *xt = NULL;
     double worst = 0;
     int insane = 0;
     if (!st) {
@@ -1928,18 +2323,20 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         snt = sanity_table(c, &g, &insane);
         vt = comparisons_table(c, &g);
         lt = learn_table(c, plan, &g, root, &st);
-        if (!st && (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt || !lt))
+        xt = metrics_table(c, &g);
+        if (!st && (!mt || !wt || !et || !dt || !pt || !ct || !snt || !vt || !lt || !xt))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building the tables");
     }
     if (!st) {
         struct epar_exp_file files[] = {{"main_table.csv", mt}, {"when_to_use.csv", wt}, {"extrapolation.csv", et},
                                         {"distance.csv", dt}, {"params.csv", pt}, {"cost.csv", ct}, {"sanity.csv", snt},
-                                        {"comparisons.csv", vt}, {"steps_to_learn.csv", lt}};
+                                        {"comparisons.csv", vt}, {"steps_to_learn.csv", lt}, {"metrics.csv", xt}};
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
-    if (!st) st = trained_attention(c, plan, root, o);
+    if (!st) st = trained_attention(c, plan, &g, o);
+    if (!st) st = epar_bx_write(c, plan, root, o, run_extra);   /* the length-extrapolation study's tables */
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);
         run_extra = NULL;
@@ -1949,6 +2346,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     epar_csv_free(snt);
     epar_csv_free(vt);
     epar_csv_free(lt);
+    epar_csv_free(xt);
     for (int k = 0; g.cell && g.doc && k < plan->n; k++) {
         epar_fields_free(train_cell_rows, &g.cell[k]);
         json_decref(g.doc[k]);
@@ -1957,7 +2355,86 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     free(g.cell);
     free(g.doc);
     free(g.value);
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) free(g.cand[k]);
     free(g.chance);
     free(g.chance_se);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the learning-rate study                                                                          */
+
+/* the primary metric's mean of (task, mechanism) in a study folder's metrics.csv (NaN: absent) */
+static double study_mean(const struct epar_table *t, const char *task, const char *mech)
+{
+    int ct = epar_csv_col(t, "task"), cm = epar_csv_col(t, "mechanism"), cp = epar_csv_col(t, "primary"),
+        cv = epar_csv_col(t, "mean");
+    for (size_t r = 0; ct >= 0 && cm >= 0 && cp >= 0 && cv >= 0 && r < t->nrows; r++) {
+        const struct epar_cell *row = t->cells + r * (size_t)t->ncols;
+        if (row[ct].s && row[cm].s && !strcmp(row[ct].s, task) && !strcmp(row[cm].s, mech) && row[cp].v == 1)
+            return row[cv].v;
+    }
+    return NAN;
+}
+
+int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *const *dirs, const double *scales, int n,
+                                 struct epar_out *o)
+{
+    struct epar_table *in[EPAR_BENCH_MAX_SCALES] = {NULL};
+    int one = -1, st = EPAR_OK;
+    if (n < 2 || n > EPAR_BENCH_MAX_SCALES) return epar_err_set(EPAR_EINVAL, "the study needs 2 to %d scales, got %d",
+                                                                EPAR_BENCH_MAX_SCALES, n);
+    for (int k = 0; k < n && !st; k++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/benchmark/metrics.csv", dirs[k]);
+        st = epar_csv_read(path, &in[k]);
+        if (scales[k] == 1) one = k;
+    }
+    if (!st && one < 0) st = epar_err_set(EPAR_EINVAL, "the study has no run at scale 1 (the reference of the choice)");
+    struct epar_table *t = st ? NULL : epar_csv_new("lr_family,mechanism,scale,lr,tasks,score,chosen");
+    if (!st && !t) st = EPAR_ENOMEM;
+    json_t *choice = json_object();
+    for (int i = 0; !st && i < c->n_tasks; i++) {
+        const char *fam = c->tasks[i].lr_family;
+        int first = 1;
+        for (int q = 0; q < i; q++) first &= strcmp(c->tasks[q].lr_family, fam) != 0;
+        if (!first) continue;
+        json_t *fj = json_object();
+        for (int m = 0; m < c->n_mech && !st; m++) {
+            const char *mech = epar_nnpos_name(c->mech[m]);
+            double score[EPAR_BENCH_MAX_SCALES];
+            int ntask = 0, best = one;
+            for (int k = 0; k < n; k++) {
+                double sum = 0;
+                int cnt = 0;
+                for (int q = i; q < c->n_tasks; q++) {
+                    if (strcmp(c->tasks[q].lr_family, fam)) continue;
+                    double ref = study_mean(in[one], c->tasks[q].id, mech), v = study_mean(in[k], c->tasks[q].id, mech);
+                    if (!isfinite(ref) || !isfinite(v) || ref == 0) continue;
+                    sum += (prim_hib(c, q) ? 1 : -1) * (v - ref) / fabs(ref);
+                    cnt++;
+                }
+                score[k] = cnt ? sum / cnt : NAN;
+                ntask = cnt > ntask ? cnt : ntask;
+            }
+            for (int k = 0; k < n; k++)   /* the best score above scale 1's 0; ties go to the earlier scale */
+                if (isfinite(score[k]) && score[k] > (best == one ? 0 : score[best])) best = k;
+            for (int k = 0; k < n && !st; k++)
+                if (epar_csv_append(t, "ssddidi", fam, mech, scales[k], c->b.lr * scales[k], ntask, score[k], k == best))
+                    st = EPAR_ENOMEM;
+            if (best != one) json_object_set_new(fj, mech, json_real(scales[best]));
+        }
+        if (json_object_size(fj)) json_object_set_new(choice, fam, fj);
+        else json_decref(fj);
+    }
+    if (!st) st = epar_exp_write_table(o, "lr_study.csv", t);
+    if (!st) {
+        char *js = json_dumps(choice, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
+        st = js ? epar_out_write_text(epar_out_path(o, "lr_scale.json"), js) : epar_err_set(EPAR_ENOMEM, "out of memory");
+        free(js);
+    }
+    json_decref(choice);
+    epar_csv_free(t);
+    for (int k = 0; k < n; k++) epar_csv_free(in[k]);
     return st;
 }

@@ -16,9 +16,20 @@
 #include "lib/protocol.h"
 #include "lib/tasks.h"
 #include "train.h"
+#include "bench_extrap.h"
 
 #define EPAR_BENCH_MAX_TASKS 32
 #define EPAR_BENCH_MAX_EXTRAP 16
+
+/* A cell's candidate primary metrics (chosen per task in the protocol, from the power study of docs/TASKS.md):
+ *   FINAL        the task's metric on the whole evaluation set at the end (accuracy, or bits per character)
+ *   FINAL_LOSS   the evaluation loss at the end (nats per scored token)
+ *   CURVE        the mean of the evaluation metric over the learning curve's evaluations (sample efficiency)
+ *   CURVE_LOSS   the mean evaluation loss over them
+ *   ONLINE_LOSS  the mean training loss over every step, each on a fresh batch before learning from it (prequential) */
+enum epar_bench_primary { EPAR_BENCH_FINAL, EPAR_BENCH_FINAL_LOSS, EPAR_BENCH_CURVE, EPAR_BENCH_CURVE_LOSS,
+                          EPAR_BENCH_ONLINE_LOSS, EPAR_BENCH_NPRIMARY };
+extern const char *const epar_bench_primary_names[EPAR_BENCH_NPRIMARY];
 
 /* one row of $.experiments.benchmark.tasks */
 struct epar_bench_task {
@@ -27,6 +38,13 @@ struct epar_bench_task {
     char condition[32];                 /* short, long, shuffled, noise, non-sequential */
     char length_class[8];               /* lm, short, long: which length of the budget */
     struct epar_task_cfg task;          /* task id, options; length resolved from the budget */
+    enum epar_bench_primary primary;    /* the metric the comparisons and claims use (the others: secondary columns) */
+    double steps_scale;                 /* the task's steps: the budget's times this (trained until its curves flatten) */
+    int eval_sequences;                 /* its evaluation set (0: the budget's) */
+    char lr_family[16];                 /* the learning rate of a mechanism is chosen per family ("": the task's id) */
+    double lr_scale[EPAR_MECH_COUNT];   /* by mechanism id: its learning rate on this task = the budget's lr x this, from
+                                         * the budget's "lr_scale" {family: {mechanism: scale}} (chosen on seeds that are
+                                         * not table seeds, docs/TASKS.md); 1 where it says nothing */
 };
 
 struct epar_bench_budget {
@@ -40,9 +58,12 @@ struct epar_bench_budget {
     int extrap[EPAR_BENCH_MAX_EXTRAP];  /* evaluation lengths of the lm cells */
     int extrap_tokens;                  /* tokens evaluated at each of them */
     enum epar_task_id cost_task;
-    int cost_length, cost_steps, cost_repeats;   /* cost_repeats: the least number of interleaved repeats */
-    int cost_max_repeats;                        /* ... and the most, */
-    double cost_halfwidth;                       /* repeated until every overhead's interval is this narrow */
+    int cost_length;
+    int cost_repeats;                   /* the cost cell's least number of blocks of adjacent pairs, */
+    int cost_max_repeats;               /* ... and the most; */
+    int cost_generation;                /* blocks between fresh set-ups of the cost cell's models; */
+    double cost_halfwidth;              /* blocks until the intervals the cost claims read are this narrow, */
+    double cost_seconds;                /* ... or until the timed steps took this many CPU seconds */
 };
 
 struct epar_bench_cfg {
@@ -56,12 +77,16 @@ struct epar_bench_cfg {
     int distance_bins;
     double sanity_margin;               /* every mechanism's bpc at least this share below the chance level */
     double level;                       /* the audit's confidence level (audit.level): intervals, Holm, MDE */
+    double lr_scale;                    /* > 0: every cell at the budget's lr times this instead of its mechanism's
+                                         * scale (--lr-scale: the learning-rate study of docs/TASKS.md); 0: the scales */
     struct epar_train_cfg base;         /* experiments.train (optimiser betas, eps, mechanism settings) + preset */
     struct epar_params prm;             /* the resolved common parameters (run.json; seeds replaced by the budget's) */
     char preset[64];
     char protocol[4096];
     char protocol_hash[32];
     char cache_dir[4200];               /* lm: where the Bible text is cached */
+    struct epar_bench_extrap extrap;    /* the length-extrapolation study (bench_extrap.h): its own mechanisms follow
+                                         * the grid's in mech (n_mech counts the grid's only) */
 };
 
 /* One cell of the grid; task < 0 is the cost cell (every mechanism timed, interleaved). */
@@ -107,12 +132,14 @@ struct epar_out;
 int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                      struct epar_out *o, json_t *run_extra);
 
-/* The statistics of the pre-registered comparisons (exported for their tests):
- * Holm's step-down adjustment of m <= EPAR_BENCH_MAX_HOLM p-values into adj (NaN p-values take no part and stay
- * NaN); the two-sided p of the paired t-test across n seeds of the relative differences sign (x - y) / |mean y|
- * (NaN when the differences have no spread or n < 2). */
-#define EPAR_BENCH_MAX_HOLM 64
-void epar_bench_holm(const double *p, double *adj, int m);
-double epar_bench_paired_p(const double *x, const double *y, int n, int higher_is_better);
+/* The learning-rate study (docs/TASKS.md): dirs[k] is the --out of a grid run at --lr-scale scales[k] (one of them 1),
+ * on seeds that are not table seeds. Per lr_family and mechanism, a scale's score is the mean over the family's tasks of
+ * the relative improvement of the primary metric over scale 1 (metrics.csv); the best positive score wins, else 1 —
+ * one rule for EPAR and every baseline. Writes lr_study.csv (every score, the chosen marked) and lr_scale.json (the
+ * budget's "lr_scale" object: the scales that are not 1) into o. */
+#define EPAR_BENCH_MAX_SCALES 8
+struct epar_out;
+int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *const *dirs, const double *scales, int n,
+                                 struct epar_out *o);
 
 #endif

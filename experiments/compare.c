@@ -11,6 +11,7 @@
 #include "lib/err.h"
 #include "lib/importance.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "lib/rng.h"
 #include "lib/sparse.h"
 #include "common.h"
@@ -491,7 +492,7 @@ static int append_mean_sd(struct epar_table *t, size_t row, int col, const doubl
     double buf[EPAR_MAX_SEEDS];
     for (int i = 0; i < n; i++) if (!isnan(x[i])) buf[k++] = x[i];
     if (k == 0) { m = NAN; s = NAN; }
-    else epar_metric_mean_sd(buf, (size_t)k, &m, &s);
+    else epar_stats_mean_sd(buf, (size_t)k, &m, &s);
     t->cells[row * t->ncols + col].v = m;
     t->cells[row * t->ncols + col + 1].v = s;
     return 0;
@@ -627,8 +628,8 @@ static int cmp_mechanisms(struct cmp_run *c, struct epar_compare_result *res)
                 cv[s] = R[((size_t)k * S + s) * M_COUNT + M_CONS + ty];
                 rk[s] = R[((size_t)k * S + s) * M_COUNT + M_RANK + ty];
             }
-            epar_metric_mean_sd(cv, (size_t)S, &cm, &cs);
-            epar_metric_mean_sd(rk, (size_t)S, &rm, &rs);
+            epar_stats_mean_sd(cv, (size_t)S, &cm, &cs);
+            epar_stats_mean_sd(rk, (size_t)S, &rm, &rs);
             if (epar_csv_append(res->consistency, "ssdddd", in->id, epar_imp_name(ty), cm, cs, rm, rs)) return EPAR_ENOMEM;
         }
         if (!(res->heat[k] = epar_exp_matrix_table("query,key,weight", heat + (size_t)k * LL, L, L))) return EPAR_ENOMEM;

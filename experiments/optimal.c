@@ -12,6 +12,7 @@
 #include "lib/blas.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "lib/rng.h"
 #include "common.h"
 #include "optimal.h"
@@ -79,7 +80,7 @@ static void mean_sd1(const double *x, size_t stride, size_t n, double *tmp, doub
     for (size_t k = 0; k < n; k++)
         if (!isnan(x[k * stride])) tmp[m++] = x[k * stride];
     if (!m) { *mean = *sd = NAN; return; }
-    epar_metric_mean_sd(tmp, m, mean, sd);
+    epar_stats_mean_sd(tmp, m, mean, sd);
 }
 
 /* Run-level standard error of a per-seed mean over R runs, pooled over the S seeds: the run-to-run variance
@@ -336,23 +337,25 @@ static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
     return EPAR_OK;
 }
 
-/* consistency_by_seed.csv (main form) */
+/* consistency_by_seed.csv (main form); consistency_se_run: the run-level standard error of this seed's mean over its
+ * runs (se_run of one seed), which the audit carries to an average over the types */
 static int opt_by_seed(struct opt_run *c, struct epar_optimal_result *res)
 {
     int S = c->S, T = c->T, R = c->R, NF = EPAR_OPT_NFORMS, NM = EPAR_OPT_NM, mf = c->mf;
     const double *smean = c->smean, *sstd = c->sstd;
     res->by_seed = epar_csv_new("seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,"
                                 "score_similarity_std,ranking_correlation,ranking_correlation_std,"
-                                "position_score_mean,runs");
+                                "position_score_mean,runs,consistency_se_run");
     if (!res->by_seed) return EPAR_ENOMEM;
     for (int s = 0; s < S; s++)
         for (int t = 0; t < T; t++)
-            if (epar_csv_append(res->by_seed, "isdddddddddi", (int)c->prm->seeds[s], c->tn[t],
+            if (epar_csv_append(res->by_seed, "isdddddddddid", (int)c->prm->seeds[s], c->tn[t],
                                 smean[IDX(s, t, mf, EPAR_OPT_CONS)], sstd[IDX(s, t, mf, EPAR_OPT_CONS)],
                                 smean[IDX(s, t, mf, EPAR_OPT_PROX)], sstd[IDX(s, t, mf, EPAR_OPT_PROX)],
                                 smean[IDX(s, t, mf, EPAR_OPT_SIM)], sstd[IDX(s, t, mf, EPAR_OPT_SIM)],
                                 smean[IDX(s, t, mf, EPAR_OPT_RANK)], sstd[IDX(s, t, mf, EPAR_OPT_RANK)],
-                                smean[IDX(s, t, mf, EPAR_OPT_SCORE)], R))
+                                smean[IDX(s, t, mf, EPAR_OPT_SCORE)], R,
+                                se_run(&sstd[IDX(s, t, mf, EPAR_OPT_CONS)], 1, 1, R)))
                 return EPAR_ENOMEM;
     return EPAR_OK;
 }

@@ -11,6 +11,7 @@
 #include "lib/err.h"
 #include "lib/importance.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "common.h"
 #include "position.h"
 #include "experiments/experiment.h"
@@ -334,7 +335,7 @@ static int pos_summary(struct pos_run *c, struct epar_position_result *res)
         gsl_stats_minmax(&res->pos_min, &res->pos_max, pd, 1, n);
         res->mean_weight = wsum / J;
         double seed_mean, seed_sd;
-        epar_metric_mean_sd(seed_means, (size_t)S, &seed_mean, &seed_sd);
+        epar_stats_mean_sd(seed_means, (size_t)S, &seed_mean, &seed_sd);
         free(pd); free(seed_means);
         res->summary = epar_csv_new("metric,value,note");
         if (!res->summary) return EPAR_ENOMEM;

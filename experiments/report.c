@@ -220,11 +220,12 @@ static struct epar_table *implied_table(const struct report_proto *rp)
     if (!t) return NULL;
     double rmid = claim_reported(rp, "retention_mid_gain"), rmax = claim_reported(rp, "retention_max_gain"),
            rbas = claim_reported(rp, "retention_max_basic"), renh = claim_reported(rp, "retention_max_enhanced");
-    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
+    struct epar_audit_tol printed = {.rule = EPAR_AUDIT_PRINTED, .gain = NAN};
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
     do {                                                                                                         \
-        struct epar_audit_meas m_ = {(v), 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};                                    \
+        struct epar_audit_meas m_ = EPAR_AUDIT_MEAS_NONE;                                                \
+        m_.value = (v);                                                                                  \
         char acc_[128];                                                                                          \
         const char *yes = isfinite(rep) ? (epar_audit_judge(&printed, (rep), (unit), &m_, 0.95, acc_, sizeof acc_) == \
                                                    EPAR_AUDIT_HOLDS ? "yes" : "no")                               \
@@ -1354,17 +1355,19 @@ static void summary_benchmark(struct summary *s, const char *out_root, const str
             if (!m || strcmp(m, "epar-enhanced")) continue;
             double on = epar_csv_get(t, r, "overhead_vs_none"), onh = epar_csv_get(t, r, "overhead_vs_none_hw"),
                    ob = epar_csv_get(t, r, "overhead_vs_basic"), obh = epar_csv_get(t, r, "overhead_vs_basic_hw"),
-                   share = epar_csv_get(t, r, "attention_share"), rounds = epar_csv_get(t, r, "repeats");
+                   share = epar_csv_get(t, r, "attention_share"), pairs = epar_csv_get(t, r, "repeats"),
+                   gens = epar_csv_col(t, "generations") >= 0 ? epar_csv_get(t, r, "generations") : NAN;
             if (!isfinite(on)) break;
             char pn[32], pb[32];
             pct_text(on, pn, sizeof pn);
             pct_text(ob, pb, sizeof pb);
             sum_add(s, "benchmark", "cost", 0,
                     "- The training step's CPU time with EPAR enhanced: %s (± %.1f %%) over `none` and %s (± %.1f %%) "
-                    "over the basic form, in %.0f interleaved rounds; the position mechanism and attention are %.0f %% "
+                    "over the basic form (half-widths of the intervals across %.0f generations of freshly set-up "
+                    "models, %.0f pairs of adjacent steps); the position mechanism and attention are %.0f %% "
                     "of this small model's step (`cost.csv`: scale an overhead by that share for another model). These "
-                    "are wall-clock measurements: they differ a little between runs.",
-                    pn, 100 * onh, pb, 100 * obh, rounds, 100 * share);
+                    "are timings of the thread's CPU time: they differ a little between runs.",
+                    pn, 100 * onh, pb, 100 * obh, gens, pairs, 100 * share);
             break;
         }
     epar_csv_free(t);

@@ -10,6 +10,7 @@
 #include "lib/audit.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "common.h"
 #include "sensitivity.h"
 #include "experiments/experiment.h"
@@ -195,7 +196,7 @@ static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, d
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* paired difference form f - form none on the same draws */
@@ -203,7 +204,7 @@ static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, 
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m] - seed_means(c, p, s, EPAR_FORM_NONE)[m];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* per-seed ratio of profile values: A_fn(dn) / A_fd(dd) */
@@ -211,14 +212,14 @@ static void ratio_stats(const struct ctx *c, int p, int fn, int dn, int fd, int 
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, fn)[dn] / seed_profile(c, p, s, fd)[dd];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 static void prof_stats(const struct ctx *c, int p, int f, int d, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, f)[d];
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* pooled baseline of a block: per seed, the mean over its points of form none; then across seeds */
@@ -230,7 +231,7 @@ static void block_baseline(const struct ctx *c, int b, int m, double *mean, doub
         for (int k = 0; k < c->count[b]; k++) acc += seed_means(c, c->first[b] + k, s, EPAR_FORM_NONE)[m];
         v[s] = acc / c->count[b];
     }
-    epar_metric_mean_sd(v, (size_t)c->S, mean, sd);
+    epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
 /* The value of column `name` for point p measured with form f. */
@@ -411,8 +412,9 @@ static void definition_measure(const struct ctx *c, int p, const struct definiti
 /* the claim, as printed, agrees when the measurement rounds to it: the audit's rule for printed figures */
 static int agrees(double measured, const struct epar_sens_claim *cl)
 {
-    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0};
-    struct epar_audit_meas m = {measured, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
+    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0, NAN};
+    struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
+    m.value = measured;
     char acc[128];
     return epar_audit_judge(&printed, cl->value, cl->unit, &m, 0.95, acc, sizeof acc) == EPAR_AUDIT_HOLDS;
 }

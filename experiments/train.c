@@ -257,8 +257,10 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 {
     struct cfg_table t;
     struct cfg_record r;
+    struct epar_train_cfg rc = *c;
+    epar_nnpos_resolve(&rc.pos, rc.task.length);   /* the trained length recorded, not "0" */
     cfg_table(&t, c->mechanism, c->task.id);
-    cfg_record_of(&r, c);
+    cfg_record_of(&r, &rc);
     return epar_fields_json(t.top, &r, NULL);
 }
 #undef CR
@@ -277,6 +279,8 @@ int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *
 {
     memset(r, 0, sizeof *r);
     r->cfg = *c;
+    epar_nnpos_resolve(&r->cfg.pos, c->task.length);   /* train_length: this run's length unless set */
+    c = &r->cfg;
     r->resumed_from = -1;
     int st = epar_exp_train_check(c);
     if (st) return st;
@@ -614,6 +618,11 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
             return st;
         }
         for (int i = 0; i < nb * T; i++) loss += r->model.a.losses[i];
+        if (r->pos_loss)   /* per position t: the scored tokens' loss and weight (the same mask as the mean's) */
+            for (int i = 0; i < nb * T; i++) {
+                r->pos_loss[i % T] += r->model.a.losses[i];
+                r->pos_weight[i % T] += r->mask[i];
+            }
         long c, s;
         epar_nn_accuracy(&r->model, &c, &s);
         for (int b = 0; r->eval_item && b < nb; b++) {   /* per sequence: its correct and scored positions */
@@ -714,36 +723,60 @@ int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t
     return st;
 }
 
+int epar_exp_train_derive(struct epar_train_run *x, const struct epar_train_run *r, const struct epar_train_cfg *c)
+{
+    int st = epar_exp_train_setup(x, c);
+    if (!st && x->model.n_params != r->model.n_params)
+        st = epar_err_set(EPAR_EINVAL, "%s at length %d has %zu parameters, not the trained model's %zu",
+                          epar_nnpos_name(c->mechanism), c->task.length, x->model.n_params, r->model.n_params);
+    if (!st) {
+        memcpy(x->model.params_mem, r->model.params_mem, r->model.n_params * sizeof(float));
+        x->model.pos.T = 0;   /* tables rebuilt from the copied parameters */
+    }
+    return st;
+}
+
+int epar_exp_train_as(const struct epar_train_cfg *c, enum epar_mech_id as, int logn, int length,
+                      struct epar_train_cfg *out)
+{
+    *out = *c;
+    epar_nnpos_resolve(&out->pos, c->task.length);
+    out->mechanism = as;
+    /* the RoPE family on rope's weights rotates with rope's base, so that up to the trained length it is rope */
+    int b = epar_mech_param_index(as, "base");
+    if (c->mechanism == EPAR_MECH_ROPE && b >= 0 && (as == EPAR_MECH_NTK_ROPE || as == EPAR_MECH_INTERPOLATION))
+        out->pos.mp[as][b] = c->pos.rope_base;
+    out->pos.logn_length = !logn ? 0 : c->pos.logn_length > 0 ? c->pos.logn_length : c->task.length;
+    if (length > 0) {
+        long tokens = (long)c->batch * c->task.length;
+        out->task.length = length;
+        out->batch = tokens / length >= 1 ? (int)(tokens / length) : 1;
+    }
+    if (epar_nnpos_fixed_length(as, &out->pos) && out->task.length != c->task.length) return 0;
+    return 1;
+}
+
 int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
                            int *defined)
 {
     *defined = 1;
     if (length == r->cfg.task.length) return epar_exp_train_evaluate(r, max_sequences, e);
-    if (epar_nnpos_table[r->cfg.mechanism].fixed_length) {   /* its table has exactly the trained length */
-        *defined = 0;
+    struct epar_train_cfg c;
+    if (!epar_exp_train_as(&r->cfg, r->cfg.mechanism, r->cfg.pos.logn_length > 0, length, &c)) {
+        *defined = 0;   /* its table has exactly the trained length */
         *e = (struct epar_train_eval){NAN, NAN, 0, 0, 0, NAN, NAN};
         return EPAR_OK;
     }
+    return epar_exp_train_evaluate_as(r, &c, max_sequences, e);
+}
+
+int epar_exp_train_evaluate_as(struct epar_train_run *r, const struct epar_train_cfg *c, long max_sequences,
+                               struct epar_train_eval *e)
+{
     struct epar_train_run x;
-    memset(&x, 0, sizeof x);
-    x.cfg = r->cfg;
-    x.cfg.task.length = length;
-    long tokens = (long)r->cfg.batch * r->cfg.task.length;
-    x.cfg.batch = tokens / length >= 1 ? (int)(tokens / length) : 1;
-    int st = epar_task_open(&x.task, &x.cfg.task);
-    if (st) return st;
-    struct epar_nn_config nc = nn_config(&x.cfg, x.task.V);
-    if (!(st = epar_nn_alloc(&x.model, &nc)) && x.model.n_params != r->model.n_params)
-        st = epar_err_set(EPAR_EINVAL, "the model at length %d has %zu parameters, not %zu", length, x.model.n_params,
-                          r->model.n_params);
-    size_t BT = (size_t)x.cfg.batch * length;
-    if (!st) {
-        memcpy(x.model.params_mem, r->model.params_mem, r->model.n_params * sizeof(float));
-        x.tok = epar_err_alloc(BT, sizeof *x.tok, "the batch");
-        x.tgt = epar_err_alloc(BT, sizeof *x.tgt, "the batch");
-        x.mask = epar_err_alloc(BT, sizeof *x.mask, "the batch");
-        if (!x.tok || !x.tgt || !x.mask) st = EPAR_ENOMEM;
-    }
+    int st = epar_exp_train_derive(&x, r, c);
+    x.pos_loss = r->pos_loss;
+    x.pos_weight = r->pos_weight;
     if (!st) st = epar_exp_train_evaluate(&x, max_sequences, e);
     epar_exp_train_free(&x);
     return st;

@@ -82,6 +82,9 @@ struct epar_train_run {
     int weights_only;                   /* 1: checkpoints without the AdamW moments (a third of the size; the benchmark's
                                          * cells, read by epar inspect, never resumed) */
     char text_path[4096];               /* lm --text of a run loaded from a checkpoint (cfg.task.text_path points here) */
+    /* set by the caller, may be NULL: per position t of the evaluated length, the sums of the scored tokens' loss
+     * and of their mask weight over every evaluation (epar_exp_train_evaluate*) until reset: bpc by position */
+    double *pos_loss, *pos_weight;
 };
 
 
@@ -118,6 +121,19 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
  * length e->metric is NaN and *defined 0. */
 int epar_exp_train_evaluate_at(struct epar_train_run *r, int length, long max_sequences, struct epar_train_eval *e,
                            int *defined);
+/* The configuration of the same trained weights read as mechanism `as` (the same parameters: rope's read as
+ * ntk-rope or interpolation, none's as log-n), with log-n stacked when logn (at the trained length), at `length`
+ * (<= 0: the trained one; the batch scaled to a training batch's tokens): train_length of the family is the trained
+ * length unless set, ntk-rope's and interpolation's base rope's on rope's weights. Returns 0 when the mechanism is
+ * undefined at that length (a learned table past its rows), else 1. */
+int epar_exp_train_as(const struct epar_train_cfg *c, enum epar_mech_id as, int logn, int length,
+                      struct epar_train_cfg *out);
+/* Set up x for configuration c with r's trained parameters (EPAR_EINVAL when c's model has another parameter
+ * count); its own optimiser (fresh moments) and data stream: continued training or an evaluation elsewhere. */
+int epar_exp_train_derive(struct epar_train_run *x, const struct epar_train_run *r, const struct epar_train_cfg *c);
+/* Evaluate r's weights under configuration c (epar_exp_train_as), with r's per-position accumulators. */
+int epar_exp_train_evaluate_as(struct epar_train_run *r, const struct epar_train_cfg *c, long max_sequences,
+                               struct epar_train_eval *e);
 /* A run as a checkpoint holds it, for reading its weights (epar inspect): the configuration from its config and
  * data sections (a key that is missing: a checkpoint of an older epar, named in the message), the task opened
  * (lm: the text, cached under cache_dir), the parameters and the step loaded; the optimiser's moments are not

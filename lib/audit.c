@@ -11,6 +11,7 @@
 #include <gsl/gsl_poly.h>
 #include <gsl/gsl_statistics_double.h>
 #include "audit.h"
+#include "stats.h"
 #include "err.h"
 
 static const char *const rule_names[EPAR_AUDIT_RULE_COUNT] = {"printed", "prediction", "estimate", "exact", "relative",
@@ -85,24 +86,18 @@ int epar_audit_printed_parse(const char *s, double *value, double *unit)
 
 /* ---- judging one measurement by one rule ---- */
 
-/* half-width of the two-sided interval of `level`: t quantile with df degrees of freedom, or normal (df 0) */
-static double quantile(double level, int df)
-{
-    double p = 0.5 + level / 2;
-    return df > 0 ? gsl_cdf_tdist_Pinv(p, df) : gsl_cdf_ugaussian_Pinv(p);
-}
 
 /* the measurement's confidence half-width for its mean (or estimate): q s / sqrt(n), or z se; NaN if none */
 static double conf_half(const struct epar_audit_meas *m, double level, char *how, size_t n)
 {
     if (isfinite(m->se)) {
-        double z = quantile(level, 0);
+        double z = epar_stats_quantile(level, 0);
         snprintf(how, n, "z=%.3g x se %.3g", z, m->se);
         return z * m->se;
     }
     double s = m->sd;
     if (isfinite(m->se_run) && !(s >= m->se_run)) s = m->se_run;
-    double q = quantile(level, m->n - 1);
+    double q = epar_stats_quantile(level, m->n - 1);
     snprintf(how, n, "t(%d)=%.3g x sd %.3g%s / sqrt(%d)", m->n - 1, q, s, s == m->sd ? "" : " (run-level floor)", m->n);
     return q * s / sqrt((double)m->n);
 }
@@ -112,6 +107,36 @@ static int needs_spread(const struct epar_audit_meas *m)
     return m->stochastic && !isfinite(m->se) && (m->n < 2 || !isfinite(m->sd));
 }
 
+/* a stochastic mean over >= 2 seeds whose values were all the same (sd exactly 0, no run-level floor): a saturated
+ * reading (every model at 1.0) or a degenerate one; its interval of width 0 would count as certain and says nothing */
+static int no_spread(const struct epar_audit_meas *m)
+{
+    return m->stochastic && !isfinite(m->se) && m->n >= 2 && m->sd == 0 && !(m->se_run > 0);
+}
+
+/* the confidence interval of a stochastic measurement for the threshold rules: its own (lo_column, hi_column) or
+ * m +- conf_half; EPAR_AUDIT_FEW_SEEDS when a spread is needed and there is none, EPAR_AUDIT_OPEN when its own
+ * interval is undefined (too few values for one at the level: it is the whole line), else 0 */
+static int threshold_interval(const struct epar_audit_meas *m, double level, double *lo, double *hi, char *how, size_t n)
+{
+    *lo = *hi = NAN;
+    if (!m->interval && no_spread(m)) {
+        snprintf(how, n, "every seed gave the same value: no spread, no interval");
+        return EPAR_AUDIT_NO_SPREAD;
+    }
+    if (m->interval) {
+        snprintf(how, n, "the measurement's own interval at the level, from its file");
+        *lo = m->lo;
+        *hi = m->hi;
+        return isfinite(m->lo) && isfinite(m->hi) ? 0 : EPAR_AUDIT_OPEN;
+    }
+    if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
+    double half = conf_half(m, level, how, n);
+    *lo = m->value - half;
+    *hi = m->value + half;
+    return 0;
+}
+
 enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double r, double u,
                                          const struct epar_audit_meas *m, double level, char *acc, size_t n)
 {
@@ -119,7 +144,7 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     char how[160];
     acc[0] = '\0';
     if (t->rule == EPAR_AUDIT_BEATS_ALL && m->n == 1) return EPAR_AUDIT_FEW_SEEDS;   /* one seed: no interval */
-    if (!isfinite(v) || (t->rule == EPAR_AUDIT_BEATS_ALL && !isfinite(m->lo))) return EPAR_AUDIT_UNDECIDED;
+    if (!isfinite(v) && t->rule != EPAR_AUDIT_BEATS_ALL) return EPAR_AUDIT_UNDECIDED;
     switch (t->rule) {
     case EPAR_AUDIT_PRINTED: {
         double lo = r - u / 2, hi = r + u / 2;
@@ -133,7 +158,7 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
         int floored = isfinite(m->se_run) && !(s >= m->se_run);
         if (floored) s = m->se_run;
         if (m->n < 2 || !isfinite(s)) return EPAR_AUDIT_FEW_SEEDS;
-        double q = quantile(level, m->n - 1);
+        double q = epar_stats_quantile(level, m->n - 1);
         double half = q * s * sqrt(1.0 + 1.0 / m->n) + u / 2;
         snprintf(acc, n, "[%.6g, %.6g] = m +- t(%d)=%.3g x sd %.3g%s x sqrt(1+1/%d)%s", v - half, v + half, m->n - 1, q,
                  s, floored ? " (run-level floor)" : "", m->n, u > 0 ? " + half a printed unit" : "");
@@ -156,28 +181,40 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     case EPAR_AUDIT_ABOVE:
     case EPAR_AUDIT_BELOW: {
         int above = t->rule == EPAR_AUDIT_ABOVE;
-        if (!m->stochastic && !isfinite(m->se)) {
+        if (!m->stochastic && !isfinite(m->se) && !m->interval) {
             snprintf(acc, n, "%s %.10g", above ? ">" : "<", r);
             return (above ? v > r : v < r) ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
         }
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
-        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        double lo, hi;
+        int no = threshold_interval(m, level, &lo, &hi, how, sizeof how);
+        if (no == EPAR_AUDIT_FEW_SEEDS) return no;
+        if (no == EPAR_AUDIT_NO_SPREAD) {
+            snprintf(acc, n, "%s %.6g for the whole interval (%s)", above ? ">" : "<", r, how);
+            return no;
+        }
         snprintf(acc, n, "%s %.6g for the whole interval [%.6g, %.6g] (%s)", above ? ">" : "<", r, lo, hi, how);
+        if (no) return no;
         if (above ? lo > r : hi < r) return EPAR_AUDIT_HOLDS;
         if (above ? hi <= r : lo >= r) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_RANGE: {
-        if (!m->stochastic && !isfinite(m->se)) {
+        if (!m->stochastic && !isfinite(m->se) && !m->interval) {
             snprintf(acc, n, "[%.10g, %.10g]", t->lo, t->hi);
             return v >= t->lo && v <= t->hi ? EPAR_AUDIT_HOLDS : EPAR_AUDIT_FAILS;
         }
-        if (needs_spread(m)) return EPAR_AUDIT_FEW_SEEDS;
         /* as above and below: the claim (lo <= x <= hi) holds when the whole confidence interval of the mean lies
          * in the range, fails when it misses the range, and is open when it straddles an end (an interval that
          * merely meets the range is what few seeds give for any range) */
-        double half = conf_half(m, level, how, sizeof how), lo = v - half, hi = v + half;
+        double lo, hi;
+        int no = threshold_interval(m, level, &lo, &hi, how, sizeof how);
+        if (no == EPAR_AUDIT_FEW_SEEDS) return no;
+        if (no == EPAR_AUDIT_NO_SPREAD) {
+            snprintf(acc, n, "the whole interval in [%.6g, %.6g] (%s)", t->lo, t->hi, how);
+            return no;
+        }
         snprintf(acc, n, "the whole interval [%.6g, %.6g] in [%.6g, %.6g] (%s)", lo, hi, t->lo, t->hi, how);
+        if (no) return no;
         if (lo >= t->lo && hi <= t->hi) return EPAR_AUDIT_HOLDS;
         if (hi < t->lo || lo > t->hi) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
@@ -185,16 +222,25 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
     case EPAR_AUDIT_BEATS_ALL: {
         /* "the subject improves on every rival" (an intersection-union test: each comparison at the level, no
          * correction): v is the smallest paired improvement over the rivals, lo the smallest lower end of their
-         * intervals at the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv): holds
-         * when lo > r; fails when a rival is better after a Holm adjustment across the rivals; open otherwise */
+         * intervals at the audit's level (computed where the comparisons are, e.g. benchmark/main_table.csv; NaN when a
+         * comparison has no spread, so the test cannot succeed). Holds when lo > r. Not reproduced when a rival is
+         * better after a Holm adjustment across the rivals, or, for a claim that reports the size of the gain, when
+         * some rival's improvement interval at the Bonferroni-adjusted level ends below that gain (the reported effect
+         * is excluded: non-superiority; Holm's first step, so at least one rival rejects exactly when Bonferroni
+         * does); else inconclusive */
         char p[64] = "no rival is better with a defined p";
         if (isfinite(m->holm)) snprintf(p, sizeof p, "smallest such p: %.3g", m->holm);
-        snprintf(acc, n, "every rival's interval above %.6g (smallest improvement %.6g, interval [%.6g, %.6g]: smallest "
-                 "lower end %.6g); fails if a rival is better at Holm-adjusted p < %.3g (%s)", r, v, m->lo, m->hi,
-                 m->lo, 1 - level, p);
-        if (m->lo > r) return EPAR_AUDIT_HOLDS;
+        int gain = isfinite(t->gain);
+        int len = snprintf(acc, n, "every rival's interval above %.6g (smallest improvement %.6g, interval [%.6g, %.6g]: "
+                           "smallest lower end %.6g); not reproduced if a rival is better at Holm-adjusted p < %.3g (%s)",
+                           r, v, m->lo, m->hi, m->lo, 1 - level, p);
+        if (gain && len >= 0 && (size_t)len < n)
+            snprintf(acc + len, n - (size_t)len, " or if some rival's adjusted interval ends below the reported gain %.4g "
+                     "(smallest upper end: %.4g)", t->gain, m->nonsup);
         if (isfinite(m->holm) && m->holm < 1 - level) return EPAR_AUDIT_FAILS;
-        return EPAR_AUDIT_OPEN;
+        if (gain && isfinite(m->nonsup) && m->nonsup < t->gain) return EPAR_AUDIT_FAILS;
+        if (m->lo > r) return EPAR_AUDIT_HOLDS;
+        return isnan(m->lo) ? EPAR_AUDIT_NO_SPREAD : EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_AT_LEAST:
         snprintf(acc, n, ">= %.6g = %.6g x (1 - %.3g)", r * (1 - t->slack), r, t->slack);
@@ -305,20 +351,15 @@ static int why_set(char *why, size_t n, const char *fmt, ...)
     return EPAR_EINVAL;
 }
 
-int epar_audit_select(const struct epar_table *t, json_t *where, const char *col, const char *sd_col,
-                      const char *aggregate, double *value, double *sd, int *nrows, char *why, size_t nwhy)
+/* the rows of t that match `where` into *match (allocated, t->nrows + 1 entries; free it), their count in *nm */
+static int match_rows(const struct epar_table *t, json_t *where, size_t **match, size_t *nm, char *why, size_t nwhy)
 {
     char cols[512];
-    *value = *sd = NAN;
-    *nrows = 0;
-    int ci = epar_csv_col(t, col), si = sd_col ? epar_csv_col(t, sd_col) : -1;
-    if (ci < 0 || (sd_col && si < 0)) {
-        list_columns(t, cols, sizeof cols);
-        return why_set(why, nwhy, "column '%s' not in the file (columns: %s)", ci < 0 ? col : sd_col, cols);
-    }
     int wc[32];
     json_t *wv[32];
     int nw = 0;
+    *match = NULL;
+    *nm = 0;
     if (where) {
         const char *k;
         json_t *v;
@@ -331,14 +372,30 @@ int epar_audit_select(const struct epar_table *t, json_t *where, const char *col
             wv[nw++] = v;
         }
     }
-    size_t *match = malloc((t->nrows + 1) * sizeof *match);
-    if (!match) return why_set(why, nwhy, "out of memory");
-    size_t nm = 0;
+    if (!(*match = malloc((t->nrows + 1) * sizeof **match))) return why_set(why, nwhy, "out of memory");
     for (size_t r = 0; r < t->nrows; r++) {
         int ok = 1;
         for (int w = 0; w < nw && ok; w++) ok = cell_matches(t, r, wc[w], wv[w]);
-        if (ok) match[nm++] = r;
+        if (ok) (*match)[(*nm)++] = r;
     }
+    return EPAR_OK;
+}
+
+int epar_audit_select(const struct epar_table *t, json_t *where, const char *col, const char *sd_col,
+                      const char *aggregate, double *value, double *sd, int *nrows, long *row, char *why, size_t nwhy)
+{
+    char cols[512];
+    *value = *sd = NAN;
+    *nrows = 0;
+    if (row) *row = -1;
+    int ci = epar_csv_col(t, col), si = sd_col ? epar_csv_col(t, sd_col) : -1;
+    if (ci < 0 || (sd_col && si < 0)) {
+        list_columns(t, cols, sizeof cols);
+        return why_set(why, nwhy, "column '%s' not in the file (columns: %s)", ci < 0 ? col : sd_col, cols);
+    }
+    size_t *match, nm;
+    int mst = match_rows(t, where, &match, &nm, why, nwhy);
+    if (mst) return mst;
     int st = EPAR_OK;
     *nrows = (int)nm;
     if (nm == 0) {
@@ -362,6 +419,7 @@ int epar_audit_select(const struct epar_table *t, json_t *where, const char *col
             if (nv == 1) {
                 *value = v[0];
                 *sd = s[0];
+                if (row) *row = (long)match[0];
             } else if (!strcmp(aggregate, "mean")) {
                 *value = gsl_stats_mean(v, 1, nv);
                 *sd = si >= 0 ? gsl_stats_mean(s, 1, nv) : gsl_stats_sd(v, 1, nv);
@@ -370,6 +428,7 @@ int epar_audit_select(const struct epar_table *t, json_t *where, const char *col
                 size_t best = mx ? gsl_stats_max_index(v, 1, nv) : gsl_stats_min_index(v, 1, nv);
                 *value = v[best];
                 *sd = s[best];
+                if (row) *row = (long)match[best];
             } else {
                 st = why_set(why, nwhy, "unknown aggregate '%s'", aggregate);
             }
@@ -426,14 +485,14 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "measure", "tolerance", "trivial", "ill_posed", "note", "figures",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
-                                           "n_column", "against_column", "learned_column", "holm_column", "lo_column",
-                                           "hi_column", "aggregate", "group_by", "posfx", "needs", "readings", NULL};
+                                           "n_column", "against_column", "learned_column", "holm_column", "aggregate",
+                                           "group_by", "lo_column", "hi_column", "nonsup_column", "posfx", "needs", "readings", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
-                                           "holm_column", "lo_column", "hi_column", "aggregate", "group_by", "posfx",
-                                           NULL};
+                                           "holm_column", "aggregate", "group_by", "lo_column", "hi_column",
+                                           "nonsup_column", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
-static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "why", NULL};
+static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "gain", "why", NULL};
 
 /* "L", "L-1", "L/2", "0", a number -> d = frac L + off */
 static int parse_distance(json_t *d, double *frac, double *off)
@@ -528,16 +587,22 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
         return verr(v, "expected a path relative to the output folder, e.g. \"optimal/consistency.csv\"");
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
-                                       "learned_column", "holm_column", "lo_column", "hi_column", "group_by"};
+                                       "learned_column", "holm_column", "group_by", "lo_column", "hi_column",
+                                       "nonsup_column"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
+    snprintf(v->jp, sizeof v->jp, "%s", mb);
+    if (!json_object_get(m, "lo_column") != !json_object_get(m, "hi_column"))
+        return verr(v, "lo_column and hi_column go together (the two ends of one interval)");
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
     if (w && !json_is_object(w)) return verr(v, "expected an object {column: value | [values]}");
     snprintf(v->jp, sizeof v->jp, "%s.aggregate", mb);
     if (ag && (!json_is_string(ag) || (strcmp(json_string_value(ag), "mean") && strcmp(json_string_value(ag), "min") &&
-                                       strcmp(json_string_value(ag), "max"))))
-        return verr(v, "expected \"mean\", \"min\" or \"max\"");
+                                       strcmp(json_string_value(ag), "max") && strcmp(json_string_value(ag), "every"))))
+        return verr(v, "expected \"mean\", \"min\", \"max\" or \"every\"");
+    if (ag && !strcmp(json_string_value(ag), "every") && !json_object_get(m, "sd_column"))
+        return verr(v, "aggregate every judges each row's interval: it needs an \"sd_column\"");
     snprintf(v->jp, sizeof v->jp, "%s.group_by", mb);
     if (json_object_get(m, "group_by") && (!ag || strcmp(json_string_value(ag), "mean") || json_object_get(m, "sd_column")))
         return verr(v, "group_by needs \"aggregate\": \"mean\" and no \"sd_column\" (the spread is the groups')");
@@ -580,6 +645,11 @@ static int check_rule(struct vctx *v, json_t *t, const char *tb, enum epar_audit
     }
     /* a tolerance beyond the default is a choice: it must say why */
     if ((need || json_object_get(t, "tol")) && (st = check_string(v, t, tb, "why", 1))) return st;
+    json_t *g = json_object_get(t, "gain");
+    snprintf(v->jp, sizeof v->jp, "%s.gain", tb);
+    if (g && *r != EPAR_AUDIT_BEATS_ALL) return verr(v, "only rule beats_all takes a reported gain");
+    if (g && (!json_is_number(g) || !(json_number_value(g) > 0)))
+        return verr(v, "expected the reported gain as a number > 0 (0.047 for 4.7%%)");
     if (*r == EPAR_AUDIT_RANGE) {
         json_t *lo = json_object_get(t, "lo"), *hi = json_object_get(t, "hi");
         snprintf(v->jp, sizeof v->jp, "%s", tb);
@@ -801,6 +871,8 @@ static int file_exists(const char *p)
 /* ---- claims: evaluation ---- */
 
 /* One measurement of a claim (the claim itself, or one of its readings). */
+#define EPAR_AUDIT_MAX_EVERY 64
+
 struct reading {
     const char *label;          /* NULL for a claim's single measurement */
     double r, u;                /* reported value and the unit of its last printed digit (0 if not printed) */
@@ -808,6 +880,9 @@ struct reading {
     enum epar_audit_outcome out;
     int available, missing_file, spec_problem, stale;
     int not_learned;            /* learned_column of the selected rows is 0: no model beat a constant answer */
+    int every;                  /* aggregate "every": each selected row's own interval is judged (every_interval) */
+    int nev;                    /* ... its rows: value, sd and run-level se */
+    double ev[EPAR_AUDIT_MAX_EVERY], es[EPAR_AUDIT_MAX_EVERY], er[EPAR_AUDIT_MAX_EVERY];
     char desc[512];             /* what was measured: file[where].column or the computation */
     char accepted[320];
     char why[1024];             /* why the measurement is not available */
@@ -897,29 +972,46 @@ static void where_text(json_t *w, char *buf, size_t n)
     }
 }
 
-/* a value of another column of the same selected rows (mean over them), NaN when absent */
+/* a value of another column of the same selected rows: their mean (aggregate mean), else the row the measurement took
+ * (the one row, or for min/max the row of the measured column's extreme: a companion column, e.g. its se_run, is that
+ * row's, not the extreme of the companion column); NaN when absent */
 static double same_rows(const struct epar_table *t, json_t *m, const char *col, char *why, size_t nwhy)
 {
     double v, sd;
     int nr;
+    long row;
     const char *ag = jstr(m, "aggregate", NULL);
     if (!col) return NAN;
+    if (ag && !strcmp(ag, "every")) ag = "min";   /* "every" shows its lowest row: companions are that row's */
+    if (ag && (!strcmp(ag, "min") || !strcmp(ag, "max"))) {
+        int ci = epar_csv_col(t, col);
+        if (ci < 0 || epar_audit_select(t, json_object_get(m, "where"), jstr(m, "column", ""), NULL, ag, &v, &sd, &nr,
+                                        &row, why, nwhy) || row < 0)
+            return NAN;
+        const struct epar_cell *c = &t->cells[(size_t)row * (size_t)t->ncols + ci];
+        return c->s ? NAN : c->v;
+    }
     if (epar_audit_select(t, json_object_get(m, "where"), col, NULL, ag && !strcmp(ag, "mean") ? "mean" : ag, &v, &sd,
-                          &nr, why, nwhy))
+                          &nr, NULL, why, nwhy))
         return NAN;
     return v;
 }
 
 /* "group_by": the mean of the selected rows whose spread is the sd across the groups' means (e.g. the per-seed average
- * over the importance types: the sd of that average, not the average of the per-type sds); n = the groups */
-static int grouped_spread(const struct epar_table *t, json_t *m, const char *col, const char *by, double *sd, int *n,
-                          char *why, size_t nwhy)
+ * over the importance types: the sd of that average, not the average of the per-type sds); n = the groups. With a
+ * run-level standard error per row (se_col), *floor is that of a group's mean, sqrt(sum of the rows' se^2) / rows (the
+ * rows of a group are independent draws: one seed's importance types), as the root mean square over the groups; the
+ * same floor the per-row claims get, carried to their average. NaN without se_col. */
+static int grouped_spread(const struct epar_table *t, json_t *m, const char *col, const char *by, const char *se_col,
+                          double *sd, double *floor, int *n, char *why, size_t nwhy)
 {
-    int gi = epar_csv_col(t, by);
+    int gi = epar_csv_col(t, by), si = se_col ? epar_csv_col(t, se_col) : -1;
+    *floor = NAN;
     if (gi < 0) return why_set(why, nwhy, "group_by column '%s' not in the file", by);
+    if (se_col && si < 0) return why_set(why, nwhy, "se_run column '%s' not in the file", se_col);
     json_t *where = json_deep_copy(json_object_get(m, "where"));
     if (!where) where = json_object();
-    double *means = epar_err_alloc(t->nrows + 1, sizeof *means, "the audit's group means");
+    double *means = epar_err_alloc(t->nrows + 1, sizeof *means, "the audit's group means"), fsum = 0;
     int st = where && means ? EPAR_OK : why_set(why, nwhy, "out of memory");
     size_t ng = 0;
     for (size_t r = 0; r < t->nrows && !st; r++) {
@@ -930,15 +1022,85 @@ static int grouped_spread(const struct epar_table *t, json_t *m, const char *col
         double v, s;
         int nr;
         if (!seen && !json_object_set(where, by, key) &&
-            !epar_audit_select(t, where, col, NULL, "mean", &v, &s, &nr, why, nwhy))
+            !epar_audit_select(t, where, col, NULL, "mean", &v, &s, &nr, NULL, why, nwhy)) {
             means[ng++] = v;
+            size_t *rows, nm;
+            if (si >= 0 && !(st = match_rows(t, where, &rows, &nm, why, nwhy))) {
+                double q2 = 0;
+                for (size_t i = 0; i < nm; i++) {
+                    double e = t->cells[rows[i] * (size_t)t->ncols + si].v;
+                    q2 += e * e;
+                }
+                fsum += nm ? q2 / ((double)nm * (double)nm) : NAN;
+                free(rows);
+            }
+        }
         json_decref(key);
     }
     *n = (int)ng;
     *sd = ng > 1 ? gsl_stats_sd(means, 1, ng) : NAN;
+    if (si >= 0 && ng) *floor = sqrt(fsum / (double)ng);
     free(means);
     json_decref(where);
     return st;
+}
+
+/* aggregate "every": keep each selected row's value, sd and run-level se (every_interval judges them together) */
+static int every_rows(struct reading *rd, const struct epar_table *t, json_t *m, const char *col, const char *sdc,
+                      char *why, size_t nwhy)
+{
+    size_t *rows, nm;
+    int ci = epar_csv_col(t, col), si = epar_csv_col(t, sdc), ri = epar_csv_col(t, jstr(m, "se_run_column", ""));
+    int st = match_rows(t, json_object_get(m, "where"), &rows, &nm, why, nwhy);
+    if (st) return st;
+    if (nm > EPAR_AUDIT_MAX_EVERY) st = why_set(why, nwhy, "aggregate every judges at most %d rows, %zu match",
+                                                EPAR_AUDIT_MAX_EVERY, nm);
+    for (size_t i = 0; i < nm && !st; i++) {
+        const struct epar_cell *row = &t->cells[rows[i] * (size_t)t->ncols];
+        rd->ev[i] = row[ci].v;
+        rd->es[i] = row[si].v;
+        rd->er[i] = ri >= 0 ? row[ri].v : NAN;
+    }
+    rd->nev = st ? 0 : (int)nm;
+    free(rows);
+    return st;
+}
+
+/* aggregate "every" under the rule above (below: mirrored): the claim that every row lies above r holds when every row's
+ * interval at the level does (the lowest lower end > r), and fails when some row lies below r after a Holm adjustment
+ * across the rows: at least one of them is rejected exactly when one is at Bonferroni's level, i.e. when the lowest
+ * upper end of the intervals at level 1 - (1 - level) / rows is below r. The measurement becomes that interval [lowest
+ * lower end, lowest adjusted upper end]; its value the lowest row's. Each row's sd is floored by its run-level se. */
+static void every_interval(struct reading *rd, int above, double level)
+{
+    struct epar_audit_meas *m = &rd->m;
+    int k = rd->nev;
+    double adj = 1 - (1 - level) / (k > 0 ? k : 1);
+    if (m->n < 2 || k < 1) return;   /* no spread: the threshold rule says so */
+    double q = epar_stats_quantile(level, m->n - 1), qa = epar_stats_quantile(adj, m->n - 1), sq = sqrt((double)m->n);
+    double lo = above ? INFINITY : -INFINITY, hi = lo, val = lo, sd = NAN;
+    for (int i = 0; i < k; i++) {
+        double s = rd->es[i];
+        if (isfinite(rd->er[i]) && !(s >= rd->er[i])) s = rd->er[i];
+        if (!isfinite(rd->ev[i]) || !isfinite(s)) {
+            lo = hi = NAN;
+            break;
+        }
+        double l = rd->ev[i] - (above ? q : qa) * s / sq, h = rd->ev[i] + (above ? qa : q) * s / sq;
+        if (above ? rd->ev[i] < val : rd->ev[i] > val) {
+            val = rd->ev[i];
+            sd = rd->es[i];
+        }
+        lo = above ? fmin(lo, l) : fmax(lo, l);
+        hi = above ? fmin(hi, h) : fmax(hi, h);
+    }
+    m->value = val;
+    m->sd = sd;
+    m->stochastic = m->interval = 1;
+    m->lo = lo;
+    m->hi = hi;
+    snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " (each of the %d rows' interval; the other "
+             "end at the Holm/Bonferroni-adjusted level %.4g)", k, adj);
 }
 
 static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_ctx *ctx)
@@ -966,8 +1128,11 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
     }
     int nr;
     char why[512];
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
-    if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, ag, &rd->m.value, &rd->m.sd, &nr, why, sizeof why) ||
+    rd->m = EPAR_AUDIT_MEAS_NONE;
+    rd->every = ag && !strcmp(ag, "every");
+    if (epar_audit_select(t, json_object_get(m, "where"), col, sdc, rd->every ? "min" : ag, &rd->m.value, &rd->m.sd, &nr,
+                          NULL, why, sizeof why) ||
+        (rd->every && every_rows(rd, t, m, col, sdc, why, sizeof why)) ||
         (ac && isnan(rd->r = same_rows(t, m, ac, why, sizeof why)))) {
         rd->spec_problem = 1;
         snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: %s", file, why);
@@ -978,12 +1143,26 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        if (jstr(m, "lo_column", NULL)) {
+            /* the measurement's own interval: columns the file must have (NaN in them: no interval at this n) */
+            rd->m.stochastic = rd->m.interval = 1;
+            const char *lc = jstr(m, "lo_column", NULL), *hc = jstr(m, "hi_column", NULL);
+            if (epar_csv_col(t, lc) < 0 || epar_csv_col(t, hc) < 0) {
+                rd->available = 0;
+                rd->spec_problem = 1;
+                snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: interval column '%s' not in "
+                         "the file", file, epar_csv_col(t, lc) < 0 ? lc : hc);
+            }
+            rd->m.lo = same_rows(t, m, lc, why, sizeof why);
+            rd->m.hi = same_rows(t, m, hc, why, sizeof why);
+            snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " in [%s, %s]", lc, hc);
+        }
         rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
-        rd->m.lo = same_rows(t, m, jstr(m, "lo_column", NULL), why, sizeof why);
-        rd->m.hi = same_rows(t, m, jstr(m, "hi_column", NULL), why, sizeof why);
+        rd->m.nonsup = same_rows(t, m, jstr(m, "nonsup_column", NULL), why, sizeof why);
         if (jstr(m, "group_by", NULL)) {
             rd->m.stochastic = 1;
-            if (grouped_spread(t, m, col, jstr(m, "group_by", NULL), &rd->m.sd, &rd->m.n, why, sizeof why)) {
+            if (grouped_spread(t, m, col, jstr(m, "group_by", NULL), jstr(m, "se_run_column", NULL), &rd->m.sd,
+                               &rd->m.se_run, &rd->m.n, why, sizeof why)) {
                 rd->available = 0;
                 rd->spec_problem = 1;
                 snprintf(rd->why, sizeof rd->why, "the measurement does not fit output/%s: %s", file, why);
@@ -1016,7 +1195,7 @@ static void measure(struct reading *rd, json_t *m, json_t *claim_rep, const stru
 {
     json_t *own = json_object_get(m, "reported");
     reported_of(own ? own : claim_rep, &rd->r, &rd->u);
-    rd->m = (struct epar_audit_meas){NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
+    rd->m = EPAR_AUDIT_MEAS_NONE;
     if (json_object_get(m, "posfx")) {
         char desc[256];
         if (posfx_eval(json_object_get(m, "posfx"), NULL, &rd->m.value, desc, sizeof desc) == EPAR_OK) {
@@ -1041,6 +1220,8 @@ static const char *outcome_word(enum epar_audit_outcome o)
     case EPAR_AUDIT_FEW_SEEDS: return "needs >= 2 seeds for a spread";
     case EPAR_AUDIT_NOT_LEARNED: return "not judged: no model learned the task (none beat the best constant answer), "
                                         "so the difference says nothing about the claim";
+    case EPAR_AUDIT_NO_SPREAD: return "not judged: no interval (every seed gave the same value, e.g. every model at "
+                                      "accuracy 1.0, or a comparison is missing), so it says nothing about the claim";
     default: return "cannot be judged (the measured value is not a number)";
     }
 }
@@ -1055,7 +1236,7 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
     char spread[128] = "";
     if (rd->m.stochastic && isfinite(rd->m.sd))
         snprintf(spread, sizeof spread, " (sd %.3g over %d%s)", rd->m.sd, rd->m.n, rd->m.n == 1 ? "" : " seeds/rows");
-    else if (rd->m.stochastic)
+    else if (rd->m.stochastic && !rd->m.interval)
         snprintf(spread, sizeof spread, " (no spread: %d seed)", rd->m.n);
     else if (isfinite(rd->m.se))
         snprintf(spread, sizeof spread, " (se %.3g)", rd->m.se);
@@ -1108,7 +1289,7 @@ static void alternatives_note(json_t *c, json_t *m, const struct epar_audit_tol 
     json_t *alts = json_object_get(c, "alternatives"), *alt;
     size_t j;
     json_array_foreach(alts, j, alt) {
-        struct epar_audit_meas am = {NAN, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
+        struct epar_audit_meas am = EPAR_AUDIT_MEAS_NONE;
         char d2[256], acc[256];
         if (posfx_eval(json_object_get(m, "posfx"), alt, &am.value, d2, sizeof d2) == EPAR_OK) {
             enum epar_audit_outcome o = epar_audit_judge(tol, rd->r, rd->u, &am, level, acc, sizeof acc);
@@ -1189,7 +1370,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
     int nrd = 0;
     char note[4096] = "", rule[160] = "";
     memset(rd, 0, sizeof rd);
-    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN, 0};
+    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN, 0, NAN};
     json_t *tj = json_object_get(c, "tolerance");
     if (tj) {
         epar_audit_rule_parse(jstr(tj, "rule", ""), &tol.rule);
@@ -1197,6 +1378,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
         tol.lo = jnum(tj, "lo", NAN);
         tol.hi = jnum(tj, "hi", NAN);
         tol.slack = jnum(tj, "slack", 0);
+        tol.gain = jnum(tj, "gain", NAN);
         snprintf(rule, sizeof rule, "%s", epar_audit_rule_name(tol.rule));
         if (tol.rule == EPAR_AUDIT_PREDICTION || tol.rule == EPAR_AUDIT_ESTIMATE || tol.rule == EPAR_AUDIT_ABOVE ||
             tol.rule == EPAR_AUDIT_BELOW || tol.rule == EPAR_AUDIT_RANGE)
@@ -1223,6 +1405,15 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
         }
         int stale = 0;
         for (int i = 0; i < nrd; i++) {
+            if (rd[i].available && rd[i].every) {
+                if (tol.rule == EPAR_AUDIT_ABOVE || tol.rule == EPAR_AUDIT_BELOW)
+                    every_interval(&rd[i], tol.rule == EPAR_AUDIT_ABOVE, ctx->level);
+                else {
+                    rd[i].available = 0;
+                    rd[i].spec_problem = 1;
+                    snprintf(rd[i].why, sizeof rd[i].why, "aggregate every is for the rules above and below");
+                }
+            }
             if (rd[i].available) rd[i].out = epar_audit_judge(&tol, rd[i].r, rd[i].u, &rd[i].m, ctx->level, rd[i].accepted,
                                                                sizeof rd[i].accepted);
             if (rd[i].available && rd[i].not_learned) rd[i].out = EPAR_AUDIT_NOT_LEARNED;
@@ -1247,9 +1438,18 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             note_add(note, sizeof note, "would be: %s", epar_audit_verdict_name(v));
             v = EPAR_AUDIT_STALE;
         }
-        int nl = 0;
-        for (int i = 0; i < nrd; i++) nl += rd[i].out == EPAR_AUDIT_NOT_LEARNED;
-        if (v == EPAR_AUDIT_INCONCLUSIVE && nl)
+        int nl = 0, nz = 0;
+        for (int i = 0; i < nrd; i++) {
+            nl += rd[i].out == EPAR_AUDIT_NOT_LEARNED;
+            nz += rd[i].out == EPAR_AUDIT_NO_SPREAD;
+        }
+        if (v == EPAR_AUDIT_INCONCLUSIVE && nz && !nl)
+            note_add(note, sizeof note, nz == nrd ? "inconclusive: the measurement has no interval (every seed gave the "
+                                                    "same value: a saturated or degenerate reading)"
+                                                  : "inconclusive: %d of the %d readings have no interval (every seed "
+                                                    "gave the same value); the others alone do not decide the claim",
+                     nz, nrd);
+        else if (v == EPAR_AUDIT_INCONCLUSIVE && nl)
             note_add(note, sizeof note, nl == nrd ? "inconclusive: no model learned this proxy's task at this budget "
                                                     "(none beat the best constant answer)"
                                                   : "inconclusive: no model learned the task of %d of the %d readings at "

@@ -7,10 +7,11 @@
  *               | [values]}) + "column"; "sd_column" (across-seed sd; the measurement is then stochastic with n =
  *               the seeds of the folder's run.json, or "n_column"), "se_run_column" (run-level standard error that
  *               floors the sd), "se_column" (standard error of a Monte-Carlo estimate), "against_column" (compare
- *               with another column of the row instead of the reported number), "lo_column", "hi_column" (the
- *               interval of the value, shown beside it), "aggregate" (mean | min | max over
- *               several rows; the mean's spread is then the sample sd across the rows, n = rows), "group_by" (with
- *               a mean and no sd_column: the sd across the groups' means, n = groups: a per-seed average's spread);
+ *               with another column of the row instead of the reported number), "lo_column" + "hi_column" (the
+ *               measurement's own confidence interval at the audit's level, e.g. a distribution-free one of a
+ *               median: the threshold rules judge it; beats_all: the smallest ends of the paired intervals), "aggregate" (mean | min | max over several rows; the mean's
+ *               spread is then the sample sd across the rows, n = rows), "group_by" (with a mean and no sd_column:
+ *               the sd across the groups' means, n = groups: a per-seed average's spread);
  *   "posfx":    a deterministic function of the position effect (alpha, beta, gamma, L), computed here;
  *   "readings": several of the above, each with a "label" (and optionally its own "reported"), judged one by one:
  *               all hold -> reproduced, some -> partly reproduced, none -> not reproduced;
@@ -26,14 +27,16 @@
  *   exact       a deterministic equality: |m - r| <= tol (default 1e-12 max(1, |r|); a larger tol needs "why");
  *   relative    a deterministic value the reference computed in float32: |m - r| <= tol |r| ("why" required);
  *   above/below a threshold: deterministic m > r / m < r; stochastic: the confidence interval of the mean
- *               (t(n-1) s / sqrt(n), or z se) entirely on the claimed side -> holds, entirely on the other ->
- *               fails, else "inconclusive";
+ *               (t(n-1) s / sqrt(n), or z se, or the lo_column..hi_column interval) entirely on the claimed
+ *               side -> holds, entirely on the other -> fails, else "inconclusive";
  *   range       lo <= m <= hi (stochastic: the confidence interval of the mean meets [lo, hi]);
  *   at_least    a wall-clock speed-up: m >= r (1 - slack), slack with "why";
  *   beats_all   "the subject improves on every rival": m is the smallest improvement over the rivals ("column"),
  *               with its interval ["lo_column", "hi_column"] (the smallest lower and upper ends of the paired
  *               intervals, required): holds when lo > r, fails when a rival is better at a Holm-adjusted p below
- *               1 - level ("holm_column"), else "inconclusive".
+ *               1 - level ("holm_column") or, with "gain" in the tolerance (the reported size of the gain), when
+ *               "nonsup_column" (the smallest upper end at the Bonferroni-adjusted level) is below it, else
+ *               "inconclusive"; lo NaN (a comparison without spread) is judged like an unlearned task.
  * Flags: "trivial": "reason" (an identity or by-construction property: "trivially true" when its check holds, "not
  * reproduced" when it does not), "ill_posed": "reason" (the statement cannot be true or false as written: the
  * readings are shown, the verdict is "ill-posed").
@@ -82,7 +85,9 @@ enum epar_audit_outcome {
     EPAR_AUDIT_UNDECIDED = -1,      /* the measurement is not a finite number */
     EPAR_AUDIT_OPEN = -2,           /* the confidence interval straddles the threshold: inconclusive */
     EPAR_AUDIT_FEW_SEEDS = -3,      /* a spread is needed and there is none (one seed) */
-    EPAR_AUDIT_NOT_LEARNED = -4     /* a trained proxy none of whose models beat a constant answer: not judged */
+    EPAR_AUDIT_NOT_LEARNED = -4,    /* a trained proxy none of whose models beat a constant answer: not judged */
+    EPAR_AUDIT_NO_SPREAD = -5       /* a stochastic measurement whose seeds all gave the same value (e.g. every model at
+                                     * accuracy 1.0): an interval of width 0 is no measurement, judged like NOT_LEARNED */
 };
 
 struct epar_audit_tol {
@@ -90,6 +95,8 @@ struct epar_audit_tol {
     double tol;         /* exact / relative tolerance (0: the default of exact) */
     double lo, hi;      /* range */
     double slack;       /* at_least */
+    double gain;        /* beats_all: the effect the source reports ("paper: 4.7%" -> 0.047); not reproduced also when
+                         * the interval of the comparison with some rival excludes it (non-superiority); NaN: none */
 };
 
 /* A measured value and what is known of its spread. */
@@ -101,9 +108,17 @@ struct epar_audit_meas {
     double se_run;      /* run-level standard error of a seed's mean (floors sd), NaN if unknown */
     double se;          /* standard error of a Monte-Carlo estimate (rule estimate and thresholds), else NaN */
     double holm;        /* beats_all: the smallest Holm-adjusted p of a rival better than the subject (NaN: none) */
-    double lo, hi;      /* the interval of value at the audit's level, when the file gives one (lo_column,
-                         * hi_column), else NaN; beats_all judges lo */
+    int interval;       /* 1: [lo, hi] is the measurement's own interval at the audit's level, computed where it was
+                         * measured (e.g. distribution-free); the threshold rules judge it instead of m +- t s / sqrt(n) */
+    double lo, hi;      /* that interval (NaN: too few values for one at the level); beats_all judges lo */
+    double nonsup;      /* beats_all: the smallest, over the rivals, upper end of the improvement's interval at the
+                         * Bonferroni-adjusted level 1 - (1 - level) / rivals (NaN: none); below the reported gain, the
+                         * gain is excluded for some rival (Holm's first step: at least one rejection) */
 };
+/* a measurement with nothing known yet */
+#define EPAR_AUDIT_MEAS_NONE                                                                                            \
+    ((struct epar_audit_meas){.value = NAN, .sd = NAN, .se_run = NAN, .se = NAN, .holm = NAN, .lo = NAN, .hi = NAN,    \
+                              .nonsup = NAN})
 
 const char *epar_audit_rule_name(enum epar_audit_rule r);
 int epar_audit_rule_parse(const char *name, enum epar_audit_rule *r);
@@ -156,9 +171,9 @@ int epar_audit_implied_params(double r_mid, double r_max, double *beta, double *
  * 1e-9), strings exactly. aggregate: NULL / "mean" / "min" / "max". Several matching rows without an
  * aggregate is an error. sd_col (may be NULL): taken from the row (aggregate mean: mean of it; min/max: the chosen
  * row's); without it and with the aggregate mean over >= 2 rows, the sample sd across the rows; else NaN.
- * Returns EPAR_OK, or EPAR_EINVAL with the problem in `why` (column absent, no row matches ...). */
+ * row (may be NULL): the table row taken (the one row, or the chosen row of min/max), -1 for a mean. Returns EPAR_OK, or EPAR_EINVAL with the problem in `why` (column absent, no row matches ...). */
 int epar_audit_select(const struct epar_table *t, json_t *where, const char *col, const char *sd_col,
-                      const char *aggregate, double *value, double *sd, int *nrows, char *why, size_t nwhy);
+                      const char *aggregate, double *value, double *sd, int *nrows, long *row, char *why, size_t nwhy);
 
 /* ---- the run being audited ----
  * What a folder's run.json must say to be this run's input (NULL / n_seeds 0: not checked). */

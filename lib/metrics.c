@@ -149,12 +149,6 @@ double epar_metric_spearman(const double *x, const double *y, size_t n, double *
     return gsl_stats_spearman(x, 1, y, 1, n, work);
 }
 
-void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd)
-{
-    *mean = n ? gsl_stats_mean(x, 1, n) : NAN;
-    *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : NAN;
-}
-
 /* ---- optimal position ---- */
 
 void epar_metric_row_mean(const double *A, int L, double *m)

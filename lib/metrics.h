@@ -70,10 +70,6 @@ double epar_metric_locality(const double *A, int B, int L, int w);
 void epar_metric_distance_profile(const double *A, int B, int L, double *prof);
 void epar_metric_matrix_stats(const double *M, int L, double *mean, double *sd, double *offdiag_mean);
 
-/* mean and sample sd (n-1) of x (n): the spread across seeds, used everywhere one is reported. sd is NaN when
- * n < 2 (one seed has no spread: a claim judged by spread then says so instead of demanding equality). */
-void epar_metric_mean_sd(const double *x, size_t n, double *mean, double *sd);
-
 /* ---- Optimal position: the consistency family (docs/PROTOCOLS.md Experiment 2), one batch item ----
  * V = A I ("theoretical" position scores), s_i = (mean_j A_ij) I_i ("actual" scores).
  * Because every row of a softmax sums to 1, s = I/L up to rounding, so a = argmax s is argmax I.

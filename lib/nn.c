@@ -1,5 +1,6 @@
 /* nn: the Transformer's ops (forward, backward) and the whole model. Reading order: sizes and memory,
  * the ops (matmul, layernorm, gelu, attention, cross-entropy), then the model's forward and backward. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -253,8 +254,10 @@ static void gelu_block_c(float *out, float *dinp, const float *inp, const float 
  * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
  * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
  * throughout and its bits do not depend on the thread count either way. */
-static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
+static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
+                          int lim)
 {
+    (void)lim;
     float mx = -INFINITY;
     for (int j = 0; j <= i; j++) {
         float z = s[j];
@@ -341,10 +344,10 @@ static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... th
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 
-/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j.. */
+/* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j..; -inf in
+ * the lanes from w on */
 static inline __m256 row_z(const float *s, const float *fac, const float *bias, const float *pr, int i, int j, int w)
 {
-    float sb[8], fb[8], bb[8], pb[8];
     if (w == 8) {
         __m256 z = _mm256_loadu_ps(s + j);
         if (fac) z = _mm256_mul_ps(z, rev8(_mm256_loadu_ps(fac + i - j - 7)));
@@ -352,53 +355,60 @@ static inline __m256 row_z(const float *s, const float *fac, const float *bias, 
         if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pr + j));
         return z;
     }
-    for (int k = 0; k < 8; k++) {
-        sb[k] = k < w ? s[j + k] : 0.0f;
-        fb[k] = k < w && fac ? fac[i - j - k] : 1.0f;
-        bb[k] = k < w && bias ? bias[i - j - k] : 0.0f;
-        pb[k] = k < w && pr ? pr[j + k] : 0.0f;
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 z = _mm256_maskload_ps(s + j, m);   /* lanes from w on: 0, memory not read */
+    if (fac || bias) {   /* the tables are read backwards from i - j: gather the w lanes */
+        float fb[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bb[8] = {0};
+        for (int k = 0; k < w; k++) {
+            if (fac) fb[k] = fac[i - j - k];
+            if (bias) bb[k] = bias[i - j - k];
+        }
+        if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
+        if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
     }
-    __m256 z = _mm256_loadu_ps(sb);
-    if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
-    if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
-    if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pb));
-    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z,
-                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    if (pr) z = _mm256_add_ps(z, _mm256_maskload_ps(pr + j, m));
+    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z, _mm256_castsi256_ps(m));
 }
 
-static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i)
+static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does not matter) */
 {
-    int n = i + 1;
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    float tail[8];
-    for (int j = 0; j < n; j += 8) {
-        int w = n - j < 8 ? n - j : 8;
-        __m256 z = row_z(s, fac, bias, pr, i, j, w);
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* the tail (lanes from n8 on) stays in a register between the passes; it is written whole (zeros after i) when the
+ * caller allows writing a[0 .. lim-1] that far, else by a masked store (slow on AMD Zen: microcoded) */
+static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
+                             int lim)
+{
+    int n = i + 1, n8 = n & ~7, w = n - n8;
+    __m256 vmax = _mm256_set1_ps(-INFINITY), zt = vmax;
+    for (int j = 0; j < n8; j += 8) {
+        __m256 z = row_z(s, fac, bias, pr, i, j, 8);
         vmax = _mm256_max_ps(vmax, z);
-        if (w == 8) _mm256_storeu_ps(a + j, z);
-        else _mm256_storeu_ps(tail, z);   /* -inf in the padding lanes */
+        _mm256_storeu_ps(a + j, z);
     }
-    float lanes[8], mx = -INFINITY;
-    _mm256_storeu_ps(lanes, vmax);
-    for (int k = 0; k < 8; k++) mx = lanes[k] > mx ? lanes[k] : mx;
-    __m256 vM = _mm256_set1_ps(mx), vsum = _mm256_setzero_ps();
-    int n8 = n & ~7;
+    if (w) {
+        zt = row_z(s, fac, bias, pr, i, n8, w);   /* -inf in the padding lanes */
+        vmax = _mm256_max_ps(vmax, zt);
+    }
+    __m256 vM = _mm256_set1_ps(hmax8(vmax)), vsum = _mm256_setzero_ps();
     for (int j = 0; j < n8; j += 8) {
         __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
         _mm256_storeu_ps(a + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    if (n8 < n) {
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(tail), vM));   /* exp(-inf) = 0 */
-        _mm256_storeu_ps(tail, e);
-        vsum = _mm256_add_ps(vsum, e);
+    if (w) {
+        zt = _ZGVdN8v_expf(_mm256_sub_ps(zt, vM));   /* exp(-inf) = 0 */
+        vsum = _mm256_add_ps(vsum, zt);
     }
     __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
     for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
-    if (n8 < n) {
-        _mm256_storeu_ps(tail, _mm256_mul_ps(_mm256_loadu_ps(tail), inv));
-        memcpy(a + n8, tail, (size_t)(n - n8) * sizeof(float));
-    }
+    if (w && n8 + 8 <= lim) _mm256_storeu_ps(a + n8, _mm256_mul_ps(zt, inv));   /* exp(-inf) inv = 0 after i */
+    else if (w)
+        _mm256_maskstore_ps(a + n8, _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                            _mm256_mul_ps(zt, inv));
 }
 
 /* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version) */
@@ -429,7 +439,146 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
         memcpy(d + n8, db, (size_t)(n - n8) * sizeof(float));
     }
 }
+/* ---- the attention's products (AVX2 + FMA) ----
+ * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 4, c < cols <= 16, with
+ * A(r, k) = a[r lda + k ak] (broadcast) and B(k, c) = b[k ldb + c] (rows of B loaded as vectors). Every output
+ * element is one FMA chain over k = 0, 1, ..., K-1 from 0, times alpha at the end: its bits depend on neither the
+ * tile shape, the vector width nor the thread count. With strides this one tile serves all six products:
+ *   scores Q K^T and dO V^T: A = the query rows, B = the keys transposed (att_kt);
+ *   A V and dS K:            A = the weight rows, B = the value (key) rows, k over keys;
+ *   A^T dO and dS^T Q:       A = columns of the weights (lda 1, ak = T), B = the query-side rows, k over queries.
+ * B's columns beyond cols are never read (masked loads), so B may be a head's slice of a wider row. */
+static inline __m256i att_mask(int n)   /* lanes < n */
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                          float *c, ptrdiff_t ldc, float alpha)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8), x;
+        x = _mm256_broadcast_ss(ar);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(ar + lda);
+        c10 = _mm256_fmadd_ps(x, b0, c10);
+        c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(ar + 2 * lda);
+        c20 = _mm256_fmadd_ps(x, b0, c20);
+        c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(ar + 3 * lda);
+        c30 = _mm256_fmadd_ps(x, b0, c30);
+        c31 = _mm256_fmadd_ps(x, b1, c31);
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+    _mm256_storeu_ps(c, _mm256_mul_ps(c00, al));
+    _mm256_storeu_ps(c + 8, _mm256_mul_ps(c01, al));
+    _mm256_storeu_ps(c + ldc, _mm256_mul_ps(c10, al));
+    _mm256_storeu_ps(c + ldc + 8, _mm256_mul_ps(c11, al));
+    _mm256_storeu_ps(c + 2 * ldc, _mm256_mul_ps(c20, al));
+    _mm256_storeu_ps(c + 2 * ldc + 8, _mm256_mul_ps(c21, al));
+    _mm256_storeu_ps(c + 3 * ldc, _mm256_mul_ps(c30, al));
+    _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
+}
+
+/* the same for a partial tile (rows < 4 or cols < 16): the same chains, masked loads and stores */
+static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                          ptrdiff_t ldc, float alpha, int rows, int cols)
+{
+    const __m256i m0 = att_mask(cols), m1 = att_mask(cols - 8);
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_maskload_ps(br, m0), b1 = cols > 8 ? _mm256_maskload_ps(br + 8, m1) : b0;
+        for (int r = 0; r < rows; r++) {
+            __m256 x = _mm256_broadcast_ss(ar + r * lda);
+            acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+        }
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+    for (int r = 0; r < rows; r++) {
+        _mm256_maskstore_ps(c + r * ldc, m0, _mm256_mul_ps(acc[r][0], al));
+        if (cols > 8) _mm256_maskstore_ps(c + r * ldc + 8, m1, _mm256_mul_ps(acc[r][1], al));
+    }
+}
+
+static inline void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                            ptrdiff_t ldc, float alpha, int rows, int cols)
+{
+    if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
+    else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+}
 #pragma GCC pop_options
+
+/* keys of the transposed-key buffer on the stack of an attention (b, h): 64 KB; heads wider than ATT_KT / 16 = 1024
+ * take the portable (cblas) path */
+#define ATT_KT 16384
+
+/* kt (hs, ldk) <- rows 0 .. n-1 of X (stride ldx) transposed; columns n .. ldk-1 zero */
+static void att_kt(float *kt, int ldk, const float *X, int ldx, int n, int hs)
+{
+    for (int d = 0; d < hs; d++) {
+        float *dst = kt + (size_t)d * ldk;
+        for (int j = 0; j < n; j++) dst[j] = X[(size_t)j * ldx + d];
+        for (int j = n; j < ldk; j++) dst[j] = 0.0f;
+    }
+}
+
+/* p (n, hs) <- rows 0 .. n-1 of X (stride ldx), packed */
+static void att_pack(float *p, const float *X, int ldx, int n, int hs)
+{
+    for (int j = 0; j < n; j++) memcpy(p + (size_t)j * hs, X + (size_t)j * ldx, (size_t)hs * sizeof *p);
+}
+
+/* S[i][j] (row stride lds) = alpha X[i] . Y[j] for queries i in [i0, i1) and keys j in [0, i1), on the 4 x 16 tiles
+ * that hold some j <= i (the others are not written; the rest of a written tile above the diagonal is garbage the
+ * softmax never reads). X, Y: rows of hs floats at strides ldx, ldy. kt: Y transposed for every key (stride ldk), or
+ * NULL: transposed here into buf (ATT_KT floats) a chunk of keys at a time. */
+static void att_scores(float *S, int lds, const float *X, int ldx, const float *Y, int ldy, const float *kt, int ldk,
+                       float *buf, int i0, int i1, int hs, float alpha)
+{
+    int kc = kt ? i1 : (ATT_KT / hs) & ~15;
+    for (int j0 = 0; j0 < i1; j0 += kc) {
+        int j1 = imin(i1, j0 + kc), ld = kt ? ldk : (j1 - j0 + 15) & ~15;
+        const float *B = kt ? kt : buf - j0;   /* B + j: key j's column */
+        if (!kt) att_kt(buf, ld, Y + (size_t)j0 * ldy, ldy, j1 - j0, hs);
+        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) & ~3 : 0); r0 < i1; r0 += 4) {
+            int rows = imin(4, i1 - r0);
+            for (int c0 = j0; c0 < j1 && c0 < r0 + rows; c0 += 16)
+                att_tile(hs, X + (size_t)r0 * ldx, ldx, 1, B + c0, ld, S + (size_t)r0 * lds + c0, lds, alpha, rows,
+                         imin(16, j1 - c0));
+        }
+    }
+}
+
+/* O[i] (row stride ldo, hs columns) = alpha sum_{j <= i} P[i][j] Y[j] for i in [i0, i1) (P: rows of stride ldp, zero
+ * after i up to the end of their query block; Y: rows of stride ldy) */
+static void att_values(float *O, int ldo, const float *P, int ldp, const float *Y, int ldy, int i0, int i1, int hs,
+                       float alpha)
+{
+    for (int r0 = i0; r0 < i1; r0 += 4) {
+        int rows = imin(4, i1 - r0);
+        for (int c = 0; c < hs; c += 16)
+            att_tile(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y + c, ldy, O + (size_t)r0 * ldo + c, ldo, alpha, rows,
+                     imin(16, hs - c));
+    }
+}
+
+/* D[j] (row stride ldd, hs columns) = alpha sum_{i >= j} P[i][j] X[i] for j in [0, T) (P as for att_values) */
+static void att_values_t(float *D, int ldd, const float *P, int ldp, const float *X, int ldx, int T, int hs, float alpha)
+{
+    for (int j0 = 0; j0 < T; j0 += 4) {
+        int rows = imin(4, T - j0);
+        for (int c = 0; c < hs; c += 16)
+            att_tile(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx + c, ldx, D + (size_t)j0 * ldd + c,
+                     ldd, alpha, rows, imin(16, hs - c));
+    }
+}
 
 static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, size_t n)
 {
@@ -459,11 +608,16 @@ static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int
 /* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
  * materialised causally in the same query blocks as the softmax path ---- */
 
-/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ (lib/mech's epar_mech_performer_features in
- * float): exp(w_f . x' - |x'|^2 / 2 - c) + eps, / sqrt(nf), x' = x hs^(-1/4), c the row's max (queries) or the max
- * over every key and feature (keys); c cancels in A and is held constant in backward */
-static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, int is_query,
-                            float *F)
+/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ in float with a stabiliser per row:
+ * F_rf = exp(w_f . x' - |x'|^2 / 2 - c_r) / sqrt(nf), x' = x hs^(-1/4), c_r = max_f (w_f . x' - |x'|^2 / 2), so every
+ * row's largest feature is 1 / sqrt(nf); c (n) is returned (NULL: not wanted). A query's c_i multiplies row i's
+ * numerators and denominator alike and cancels; a key's c_j does not: the kernel multiplies it back in as
+ * exp(c_j - max_{j' <= i} c_j') (kernel_forward_bh). No eps is added (performer.eps is the stabiliser of compare's
+ * untrained FAVOR+, which divides the keys by the largest feature over every key): with these stabilisers the
+ * features need none, and adding eps times a row's largest feature would move the weights away from FAVOR+'s
+ * once the exponents spread over tens of nats (test_nn's test_performer_scale). */
+static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, float *F,
+                            float *c)
 {
     if (!pos->omega) {
         for (int i = 0; i < n; i++)
@@ -474,24 +628,21 @@ static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, 
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf), cg = -INFINITY;
+    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nf, hs, s, X, ldx, pos->omega, hs, 0.0f, F, nf);
-    if (!is_query)
-        for (size_t t = 0; t < (size_t)n * nf; t++) cg = F[t] > cg ? F[t] : cg;
     for (int i = 0; i < n; i++) {
-        float *f = F + (size_t)i * nf, nx = 0.0f, c = cg;
+        float *f = F + (size_t)i * nf, nx = 0.0f, mx = -INFINITY;
         for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
         nx *= s * s * 0.5f;
-        if (is_query) {
-            c = -INFINITY;
-            for (int q = 0; q < nf; q++) c = f[q] > c ? f[q] : c;
-        }
-        for (int q = 0; q < nf; q++) f[q] = inv * (expf(f[q] - nx - c) + pos->eps);
+        for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
+        for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
+        if (c) c[i] = mx - nx;
     }
 }
 
 /* dX (n, hs; stride lddx, overwritten) <- the gradient through phi of dF (n, nf), F = phi(X). elu + 1: dF phi'(x);
- * FAVOR+: G = dF (F - eps / sqrt(nf)), dX = s G Omega - s^2 x sum_f G */
+ * FAVOR+, the row factor exp(c_r) held outside (it cancels, or the kernel's weights carry it): G = dF F,
+ * dX = s G Omega - s^2 x sum_f G */
 static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const float *X, int ldx, const float *F,
                                      float *dF, int n, int hs, float *dX, int lddx)
 {
@@ -504,11 +655,11 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
         return;
     }
     int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), e = pos->eps / sqrtf((float)nf);
+    float s = powf((float)hs, -0.25f);
     for (int i = 0; i < n; i++) {
         float *g = dF + (size_t)i * nf, gs = 0.0f;
         for (int q = 0; q < nf; q++) {
-            g[q] *= F[(size_t)i * nf + q] - e;
+            g[q] *= F[(size_t)i * nf + q];
             gs += g[q];
         }
         for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
@@ -516,23 +667,45 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hs, nf, s, dF, nf, pos->omega, hs, 1.0f, dX, lddx);
 }
 
-/* one (b, h) of the forward: N into S, A, O = A V; work: (2 T nf) of a thread's (4 T nf) */
+/* the kernel's row guard: elu + 1 takes linear-elu.eps; FAVOR+'s stabilised denominators are relative to the row's
+ * largest weights, so a row falls back only when its denominator underflows (its best query and key features
+ * disagree by ~87 nats) or is not finite */
+static int kernel_row_ok(const struct epar_nn_attn_pos *pos, float den)
+{
+    return pos->omega ? den > FLT_MIN && den < INFINITY : den > pos->eps;
+}
+
+/* FAVOR+'s key weights of row i: w_ij = exp(c_j - M_i), M_i = max_{j' <= i} c_j' (M computed into cm, (T)) */
+static void kernel_key_max(const float *ck, float *cm, int T)
+{
+    for (int j = 0; j < T; j++) cm[j] = j && cm[j - 1] > ck[j] ? cm[j - 1] : ck[j];
+}
+
+/* the floats of per-thread scratch kernel attention takes at length T (nnpos's scratch_kernel sizes it for Tmax) */
+static size_t kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 2); }
+
+/* one (b, h) of the forward: N into S, A, O = A V; work: kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
+ * exp(c_j - M_i) (the stabilised numerators: every row's largest key weight is 1, so the denominator is never small
+ * relative to its terms, whatever the scale of q and k) */
 static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                               float *S, float *A, float *O, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
-    float *Fq = work, *Fk = work + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *Fq = work, *Fk = work + (size_t)T * nf, *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, nf, 1.0f, Fq + (size_t)i0 * nf, nf, Fk, nf, 0.0f,
                     S + (size_t)i0 * T, T);
         for (int i = i0; i < i1; i++) {
-            const float *n = S + (size_t)i * T;
+            float *n = S + (size_t)i * T;
             float *a = A + (size_t)i * T, den = 0.0f;
+            if (pos->omega)
+                for (int j = 0; j <= i; j++) n[j] *= expf(ck[j] - cm[i]);
             for (int j = 0; j <= i; j++) den += n[j];
-            if (den > pos->eps)
+            if (kernel_row_ok(pos, den))
                 for (int j = 0; j <= i; j++) a[j] = n[j] / den;
             else
                 for (int j = 0; j <= i; j++) a[j] = j == i ? 1.0f : 0.0f;   /* empty row: itself */
@@ -543,16 +716,19 @@ static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q
     }
 }
 
-/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row, dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then
- * through phi into dQ, dK (overwritten); dA (T, T) scratch, work (4 T nf) */
+/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row (FAVOR+: times the key weights w_ij, the
+ * gradient of the features' product), dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then through phi into dQ, dK
+ * (overwritten); dA (T, T) scratch, work: kernel_work floats */
 static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                                const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
                                float *dA, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
     float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
-    kernel_features(pos, Q, C3, T, hs, 1, Fq);
-    kernel_features(pos, K, C3, T, hs, 0, Fk);
+    float *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
+    kernel_features(pos, K, C3, T, hs, Fk, ck);
+    if (pos->omega) kernel_key_max(ck, cm, T);
     for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         float beta = i1 == T ? 0.0f : 1.0f;
@@ -565,7 +741,10 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
             float *d = dA + (size_t)i * T, den = 0.0f, dot = 0.0f;
             for (int j = 0; j <= i; j++) den += n[j];
             for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-            for (int j = 0; j <= i; j++) d[j] = den > pos->eps ? (d[j] - dot) / den : 0.0f;
+            int ok = kernel_row_ok(pos, den);
+            for (int j = 0; j <= i; j++) d[j] = ok ? (d[j] - dot) / den : 0.0f;
+            if (ok && pos->omega)
+                for (int j = 0; j <= i; j++) d[j] *= expf(ck[j] - cm[i]);
             for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
@@ -577,16 +756,111 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
     kernel_features_backward(pos, K, C3, Fk, dFk, T, hs, dK, C3);
 }
 
+/* ---- pi-attention (§27): two masked softmaxes of the same scaled scores fused by a gate per (head, row) ---- */
+
+/* g (T) <- the gate of every row: sigmoid(b + w . [qbar_i; kbar_i; vbar_i]), the bars the means over t <= i (causal;
+ * the source averages over the whole sequence); sums (3 hs) scratch */
+static void pi_gates(const float *w, const float *Q, const float *K, const float *Vv, int T, int C3, int hs, float *sums,
+                     float *g)
+{
+    memset(sums, 0, (size_t)3 * hs * sizeof *sums);
+    for (int i = 0; i < T; i++) {
+        float z = 0.0f;
+        for (int t = 0; t < hs; t++) {
+            sums[t] += Q[(size_t)i * C3 + t];
+            sums[hs + t] += K[(size_t)i * C3 + t];
+            sums[2 * hs + t] += Vv[(size_t)i * C3 + t];
+        }
+        for (int t = 0; t < 3 * hs; t++) z += w[t] * sums[t];
+        z = w[3 * hs] + z / (float)(i + 1);
+        g[i] = 1.0f / (1.0f + expf(-z));
+    }
+}
+
+/* the two softmaxes of row i of S into pl and ps (i + 1 each) */
+static void pi_rows(const struct epar_nn_attn_pos *pos, const float *S, int T, int i, float *pl, float *ps)
+{
+    softmax_row_c(pl, S + (size_t)i * T, NULL, NULL, pos->pair + (size_t)i * pos->ld, i, i + 1);
+    softmax_row_c(ps, S + (size_t)i * T, NULL, NULL, pos->pair2 + (size_t)i * pos->ld, i, i + 1);
+}
+
+/* one (b, h) of the forward: S = scale Q K^T (kept), A fused, O = A V; w: the head's gate parameters */
+static void pi_forward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
+                          const float *Vv, float *S, float *A, float *O, float *work, int T, int C, int hs, float scale)
+{
+    int C3 = 3 * C;
+    float *g = work, *ps = g + T, *sums = ps + T;
+    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, C3, K, C3, 0.0f, S, T);
+    for (int i = 0; i < T; i++) {
+        float *a = A + (size_t)i * T;
+        pi_rows(pos, S, T, i, a, ps);
+        for (int j = 0; j <= i; j++) a[j] = g[i] * a[j] + (1.0f - g[i]) * ps[j];
+        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, Vv, C3, 0.0f, O, C);
+}
+
+/* one (b, h) of the backward: dA = dO V^T, dV = A^T dO; per row the gate's dg = dA.(pl - ps) and ds = g dz(pl) +
+ * (1 - g) dz(ps) (in place in dA); dQ = scale dS K, dK = scale dS^T Q; then the gate: dz_i = dg_i g_i (1 - g_i),
+ * c_t = sum_{i >= t} dz_i / (i + 1), dw = sum_t c_t [q_t; k_t; v_t], db = sum_i dz_i, and dq_t, dk_t, dv_t +=
+ * c_t w_q, w_k, w_v. dgate (3 hs + 1) overwritten. */
+static void pi_backward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
+                           const float *Vv, const float *S, const float *A, const float *dO, float *dQ, float *dK,
+                           float *dV, float *dA, float *dgate, float *work, int T, int C, int hs, float scale)
+{
+    int C3 = 3 * C;
+    float *g = work, *pl = g + T, *ps = pl + T, *cz = ps + T, *sums = cz + T;
+    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dO, C, Vv, C3, 0.0f, dA, T);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, dO, C, 0.0f, dV, C3);
+    for (int i = 0; i < T; i++) {
+        float *d = dA + (size_t)i * T, dg = 0.0f, dl = 0.0f, dsum = 0.0f;
+        pi_rows(pos, S, T, i, pl, ps);
+        for (int j = 0; j <= i; j++) {
+            dg += d[j] * (pl[j] - ps[j]);
+            dl += d[j] * pl[j];
+            dsum += d[j] * ps[j];
+        }
+        for (int j = 0; j <= i; j++) d[j] = g[i] * pl[j] * (d[j] - dl) + (1.0f - g[i]) * ps[j] * (d[j] - dsum);
+        for (int j = i + 1; j < T; j++) d[j] = 0.0f;
+        cz[i] = dg * g[i] * (1.0f - g[i]);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dA, T, K, C3, 0.0f, dQ, C3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dA, T, Q, C3, 0.0f, dK, C3);
+    float db = 0.0f, acc = 0.0f;
+    for (int i = T - 1; i >= 0; i--) {   /* suffix sums, last row first */
+        db += cz[i];
+        acc += cz[i] / (float)(i + 1);
+        cz[i] = acc;
+    }
+    memset(dgate, 0, (size_t)(3 * hs + 1) * sizeof *dgate);
+    dgate[3 * hs] = db;
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < hs; u++) {
+            dgate[u] += cz[t] * Q[(size_t)t * C3 + u];
+            dgate[hs + u] += cz[t] * K[(size_t)t * C3 + u];
+            dgate[2 * hs + u] += cz[t] * Vv[(size_t)t * C3 + u];
+            dQ[(size_t)t * C3 + u] += cz[t] * w[u];
+            dK[(size_t)t * C3 + u] += cz[t] * w[hs + u];
+            dV[(size_t)t * C3 + u] += cz[t] * w[2 * hs + u];
+        }
+}
+
+/* floats of per-thread scratch pi-attention takes (lib/nnpos's scratch_pi sizes it for Tmax) */
+static size_t pi_work(int T, int hs) { return (size_t)4 * T + 3 * (size_t)hs; }
+
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
     /* out (B, T, C), preatt (or NULL) and att (B, NH, T, T), qkv (B, T, 3C); head h uses columns h*hs .. of q, k, v */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    void (*row)(float *, const float *, const float *, const float *, const float *, int) =
+    void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel || (pos && pos->kernel) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = rel || (pos && (pos->kernel || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -596,9 +870,29 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
             if (pos && pos->kernel) {
-                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf,
+                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf),
                                   T, C, hs);
                 continue;
+            }
+            if (pos && pos->pair2) {
+                pi_forward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, O,
+                              pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
+                continue;
+            }
+            float kbuf[ATT_KT], vpk[ATT_KT];   /* K transposed (att_scores), V packed (unused on the portable path) */
+            const float *kt = NULL;
+            if (fast && (size_t)ldk * hs <= ATT_KT) {   /* every key at once, else a chunk at a time */
+                att_kt(kbuf, ldk, K, C3, T, hs);
+                kt = kbuf;
+            }
+            /* V's rows of this head packed together when they span several cache lines (hs >= 32: the products then
+             * read them in sequence; measured 6-25 % faster at hs 32 and 64, slower at hs 16) */
+            const float *vp = Vv;
+            int vld = C3;
+            if (fast && hs >= 32 && (size_t)T * hs <= ATT_KT) {
+                att_pack(vpk, Vv, C3, T, hs);
+                vp = vpk;
+                vld = hs;
             }
             float *R = NULL, *rb = NULL;   /* Shaw: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
             if (rel) {
@@ -610,19 +904,23 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
                 /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
-                            C3, 0.0f, S + (size_t)i0 * T, T);
+                if (fast) att_scores(S, T, Q, C3, K, C3, kt, ldk, kbuf, i0, i1, hs, scale);
+                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
+                                 C3, 0.0f, S + (size_t)i0 * T, T);
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     if (rel) shaw_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, i);
-                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i);
+                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i,
+                        i1);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
-                    for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
+                    int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
+                    for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
                 }
                 /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3,
-                            0.0f, O + (size_t)i0 * C, C);
+                if (fast) att_values(O, C, A, T, vp, vld, i0, i1, hs, 1.0f);
+                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv,
+                                 C3, 0.0f, O + (size_t)i0 * C, C);
             }
         }
 }
@@ -653,6 +951,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
+    int fast = simd && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -669,7 +968,48 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
             if (pos && pos->kernel) {
                 kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                                   pos->work + (size_t)omp_get_thread_num() * 4 * T * pos->nf, T, C, hs);
+                                   pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf), T, C, hs);
+                continue;
+            }
+            if (pos && pos->pair2) {
+                pi_backward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                               pos->grel + ((size_t)b * NH + h) * (3 * hs + 1),
+                               pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
+                continue;
+            }
+            if (fast) {
+                /* dA = dO V^T on the causal tiles, then the softmax backward row by row (dS in place in dA), then the
+                 * four products of lib/nn's own tiles over all rows at once: dV = A^T dO, dQ = scale dS K,
+                 * dK = scale dS^T Q (each element one FMA chain in a fixed order) */
+                float vbuf[ATT_KT], pk[3][ATT_KT];   /* V transposed; dO, K, Q packed */
+                const float *vt = NULL;
+                if ((size_t)ldk * hs <= ATT_KT) {
+                    att_kt(vbuf, ldk, Vv, C3, T, hs);
+                    vt = vbuf;
+                }
+                for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+                    int i1 = imin(T, i0 + ATT_BLOCK);
+                    att_scores(dA, T, dO, C, Vv, C3, vt, ldk, vbuf, i0, i1, hs, 1.0f);
+                    for (int i = i0; i < i1; i++) {
+                        float *d = dA + (size_t)i * T;
+                        if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                        else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+                        for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+                    }
+                }
+                const float *dOp = dO, *Kp = K, *Qp = Q;
+                int ldo = C, ldq = C3;
+                if (hs >= 32 && (size_t)T * hs <= ATT_KT) {   /* as V in the forward */
+                    att_pack(pk[0], dO, C, T, hs);
+                    att_pack(pk[1], K, C3, T, hs);
+                    att_pack(pk[2], Q, C3, T, hs);
+                    dOp = pk[0], Kp = pk[1], Qp = pk[2];
+                    ldo = ldq = hs;
+                }
+                att_values_t(dV, C3, A, T, dOp, ldo, T, hs, 1.0f);
+                att_values(dQ, C3, dA, T, Kp, ldq, 0, T, hs, scale);
+                att_values_t(dK, C3, dA, T, Qp, ldq, T, hs, scale);
+                if (pos && pos->rel) shaw_backward(pos, dA, Q, dQ, (size_t)b * NH + h, T, hs, C3, scale);
                 continue;
             }
             /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
@@ -699,10 +1039,65 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
         }
 }
 
+/* One row of the softmax cross-entropy: p (V) = softmax(z) in place allowed; returns ln sum_v exp(z_v - mx) in double.
+ * exp in float (libm's expf, or libmvec's 8-lane expf on the AVX2 path), the sum of the exps and the division in
+ * double. Before 2026-11-25 each exp was libm's double exp: 5 % of a small model's step (V = 63). */
+static double ce_row_c(float *p, const float *z, float mx, int V)
+{
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) {
+        float e = expf(z[v] - mx);
+        p[v] = e;
+        sum += e;
+    }
+    for (int v = 0; v < V; v++) p[v] = (float)((double)p[v] / sum);
+    return log(sum);
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* ce_row_c 8 lanes at a time: the sum in two 4-lane double accumulators added in a fixed order */
+static double ce_row_avx2(float *p, const float *z, float mx, int V)
+{
+    const __m256 vm = _mm256_set1_ps(mx);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+    int v = 0;
+    for (; v + 8 <= V; v += 8) {
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + v), vm));
+        _mm256_storeu_ps(p + v, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    if (v < V) {   /* the tail, -inf in the padding lanes (exp 0) */
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(V - v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
+        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(x, vm));
+        float eb[8];
+        _mm256_storeu_ps(eb, e);
+        memcpy(p + v, eb, (size_t)(V - v) * sizeof(float));
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    __m256d s = _mm256_add_pd(s0, s1);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    double sum = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    const __m256d vs = _mm256_set1_pd(sum);
+    for (v = 0; v + 8 <= V; v += 8) {
+        __m256 e = _mm256_loadu_ps(p + v);
+        __m128 lo = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(e)), vs));
+        __m128 hi = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)), vs));
+        _mm256_storeu_ps(p + v, _mm256_set_m128(hi, lo));
+    }
+    for (; v < V; v++) p[v] = (float)((double)p[v] / sum);
+    return log(sum);
+}
+#pragma GCC pop_options
+
 void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *correct, const float *logits,
                                   const int *targets, const float *mask, int N, int V)
 {
     /* probs and logits (N, V) (may alias), losses and correct (N), targets and mask (N) */
+    double (*row)(float *, const float *, float, int) = epar_nn_simd() ? ce_row_avx2 : ce_row_c;
 #pragma omp parallel for schedule(static) PAR((double)N * V)
     for (int r = 0; r < N; r++) {
         const float *z = logits + (size_t)r * V;
@@ -711,13 +1106,11 @@ void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *co
         int arg = 0;
         for (int v = 1; v < V; v++)
             if (z[v] > mx) { mx = z[v]; arg = v; }
-        double sum = 0.0;
-        for (int v = 0; v < V; v++) sum += exp((double)(z[v] - mx));
         int t = targets ? targets[r] : -1;
         double zt = t >= 0 ? (double)z[t] : 0.0;   /* read before z is overwritten (in place) */
-        for (int v = 0; v < V; v++) p[v] = (float)(exp((double)(z[v] - mx)) / sum);
+        double lse = row(p, z, mx, V);
         double w = mask ? mask[r] : 1.0;
-        if (losses) losses[r] = t >= 0 && w != 0.0 ? (float)(w * ((double)mx + log(sum) - zt)) : 0.0f;
+        if (losses) losses[r] = t >= 0 && w != 0.0 ? (float)(w * ((double)mx + lse - zt)) : 0.0f;
         if (correct) correct[r] = t >= 0 && arg == t;
     }
 }
@@ -765,16 +1158,62 @@ int epar_nn_config_validate(const struct epar_nn_config *c)
     if (c->F < 1 || c->F > (1 << 20)) return epar_err_set(EPAR_EINVAL, "mlp must be in [1, 1048576], got '%d'", c->F);
     if (!(c->init_sd >= 0) || !isfinite(c->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", c->init_sd);
-    return epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    int st = epar_nnpos_validate(c->pos, &c->pos_settings, c->C / c->NH);
+    return st ? st : epar_nnpos_check_heads(c->pos, &c->pos_settings, c->NH);
+}
+
+int epar_nn_kv_heads(const struct epar_nn_config *c) { return epar_nnpos_kv_heads(c->pos, &c->pos_settings, c->NH); }
+
+int epar_nn_qkv_width(const struct epar_nn_config *c) { return c->C + 2 * epar_nn_kv_heads(c) * (c->C / c->NH); }
+
+/* GQA: 1 when the projection's output is narrower than q, k, v of every head */
+static int shared_kv(const struct epar_nn_config *c) { return epar_nn_kv_heads(c) < c->NH; }
+
+/* qkv (N, 3C) <- the projection's output c (N, W = C + 2 G hs): q as is, k and v of query head h from K/V head
+ * floor(h / (NH/G)) */
+static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        float *d = qkv + (size_t)n * 3 * C;
+        const float *x = qc + (size_t)n * W;
+        memcpy(d, x, (size_t)C * sizeof *d);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            memcpy(d + C + h * hs, x + C + g * hs, (size_t)hs * sizeof *d);
+            memcpy(d + 2 * C + h * hs, x + C + (G + g) * hs, (size_t)hs * sizeof *d);
+        }
+    }
+}
+
+/* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
+static void kv_reduce(float *dqc, const float *dqkv, int N, int C, int NH, int G, int hs)
+{
+    int W = C + 2 * G * hs;
+#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
+    for (int n = 0; n < N; n++) {
+        const float *d = dqkv + (size_t)n * 3 * C;
+        float *x = dqc + (size_t)n * W;
+        memcpy(x, d, (size_t)C * sizeof *x);
+        memset(x + C, 0, (size_t)2 * G * hs * sizeof *x);
+        for (int h = 0; h < NH; h++) {
+            int g = epar_mech_gqa_group(h, NH, G);
+            for (int t = 0; t < hs; t++) {
+                x[C + g * hs + t] += d[C + h * hs + t];
+                x[C + (G + g) * hs + t] += d[2 * C + h * hs + t];
+            }
+        }
+    }
 }
 
 static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
 {
-    size_t V = c->V, C = c->C, L = c->NL, F = c->F;
+    size_t V = c->V, C = c->C, L = c->NL, F = c->F, W = (size_t)epar_nn_qkv_width(c);
     sz[EPAR_NN_WTE] = V * C;
     sz[EPAR_NN_LN1W] = sz[EPAR_NN_LN1B] = L * C;
-    sz[EPAR_NN_QKVW] = L * 3 * C * C;
-    sz[EPAR_NN_QKVB] = L * 3 * C;
+    sz[EPAR_NN_QKVW] = L * W * C;
+    sz[EPAR_NN_QKVB] = L * W;
     sz[EPAR_NN_ATTPROJW] = L * C * C;
     sz[EPAR_NN_ATTPROJB] = L * C;
     sz[EPAR_NN_LN2W] = sz[EPAR_NN_LN2B] = L * C;
@@ -822,7 +1261,8 @@ static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
            + (size_t)nthreads * c->Tmax * c->Tmax                /* datt */
            + 2 * (size_t)c->Bmax * c->NH * c->Tmax               /* gfac, gbias */
            + part_floats(c)
-           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf;   /* rwork, grel */
+           + (size_t)nthreads * tf + (size_t)c->Bmax * c->NH * bhf   /* rwork, grel */
+           + (shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);  /* qkvc */
 }
 
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
@@ -890,6 +1330,7 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
     epar_nnpos_scratch(c->pos, &c->pos_settings, c->Tmax, (int)(C / c->NH), &tf, &bhf);
     CARVE(rwork, (size_t)nthreads * tf);
     CARVE(grel, (size_t)c->Bmax * c->NH * bhf);
+    CARVE(qkvc, shared_kv(c) ? BT * (size_t)epar_nn_qkv_width(c) : 0);
 #undef CARVE
 }
 
@@ -963,6 +1404,22 @@ void epar_nn_init(struct epar_nn *m, gsl_rng *r)
 
 void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params * sizeof(float)); }
 
+static const char *const op_names[EPAR_NN_NOPS] = {
+    "embedding", "layernorm", "linear", "position", "attention", "gelu", "loss", "linear-backward",
+    "attention-backward", "gelu-backward", "layernorm-backward"};
+
+const char *epar_nn_op_name(int op) { return op >= 0 && op < EPAR_NN_NOPS ? op_names[op] : "?"; }
+
+/* the per-op profile: PROF(m, op, statement) times the statement when m->profile is set (1: wall clock, 2: the
+ * calling thread's CPU time) */
+static double prof_now(const struct epar_nn *m) { return m->profile == 2 ? epar_nn_thread_cpu() : omp_get_wtime(); }
+#define PROF(m, op, ...)                                                                                           \
+    do {                                                                                                           \
+        double prof_t0_ = (m)->profile ? prof_now(m) : 0;                                                          \
+        __VA_ARGS__;                                                                                               \
+        if ((m)->profile) (m)->op_seconds[op] += prof_now(m) - prof_t0_;                                           \
+    } while (0)
+
 /* per-layer views of the activations for the current (B, T) */
 #define LAYER(ptr, l, n) ((ptr) + (size_t)(l) * (n))
 
@@ -978,7 +1435,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     const struct epar_nn_config *c = &m->cfg;
     if (B < 1 || B > c->Bmax || T < 1 || T > c->Tmax)
         return epar_err_set(EPAR_EINVAL, "batch %d x length %d exceeds the model's %d x %d", B, T, c->Bmax, c->Tmax);
-    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c), W = epar_nn_qkv_width(c);
     for (int i = 0; i < N; i++)
         if (tokens[i] < 0 || tokens[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
             return epar_err_set(EPAR_EINVAL, "token %d at position %d is outside the vocabulary [0, %d)",
@@ -988,12 +1445,14 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
     struct epar_nn_params *p = &m->p;
     struct epar_nn_acts *a = &m->a;
-    epar_nnpos_prepare(&m->pos, T);
+    PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_prepare(&m->pos, T));
 
     /* encoder: token embedding plus the input position term */
+    double prof_t0 = m->profile ? prof_now(m) : 0;
 #pragma omp parallel for schedule(static) PAR((double)N * C)
     for (int i = 0; i < N; i++) memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
     epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
+    if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
 
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
@@ -1001,29 +1460,39 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
-        epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), res,
-                                  p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C);
-        epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, N, C, 3 * C, 0);
+        PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln1, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N),
+                                                                res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C));
+        if (G < NH)
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(m->s.qkvc, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0);
+                 kv_expand(qkv, m->s.qkvc, N, C, NH, G, C / NH));
+        else
+            PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(qkv, ln1, p->qkvw + (size_t)l * W * C,
+                                                              p->qkvb + (size_t)l * W, N, C, W, 0));
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
-        epar_nnpos_qk_forward(&m->pos, qkv, B, T);
+        PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
-                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
-        /* the scores are kept only for a learned factor's gradient and kernel attention's N (saves a (B, NH, T, T)
-         * store and load) */
-        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel ? LAYER(a->preatt, l, nA) : NULL;
-        epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH);
+                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
+        /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
+         * softmaxes (saves a (B, NH, T, T) store and load) */
+        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
+        PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
-        epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, N, C, C);
-        epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N), res2,
-                                  p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
-        epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F, N, C, F, 0);
-        epar_nn_gelu_forward(fchg, fch, nF);
-        epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F, p->fcprojb + (size_t)l * C, N, F, C);
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C,
+                                                              p->attprojb + (size_t)l * C, N, C, C));
+        PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N),
+                                                                res2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C));
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F,
+                                                          N, C, F, 0));
+        PROF(m, EPAR_NN_OP_GELU, epar_nn_gelu_forward(fchg, fch, nF));
+        PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F,
+                                                              p->fcprojb + (size_t)l * C, N, F, C));
     }
-    epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb,
-                              N, C);
-    epar_nn_matmul_forward(a->probs, a->lnf, p->wte, NULL, N, C, V, 0);   /* logits, tied head */
+    PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd,
+                                                            LAYER(a->residual3, c->NL - 1, nC), p->lnfw, p->lnfb, N, C));
+    PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(a->probs, a->lnf, p->wte, NULL, N, C, V, 0));   /* logits, tied head */
 
     m->loss = 0.0;
     m->mask_sum = 0.0;
@@ -1031,8 +1500,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         memcpy(m->targets, targets, (size_t)N * sizeof *targets);
         for (int i = 0; i < N; i++) m->mask[i] = mask ? mask[i] : 1.0f;
     }
-    epar_nn_crossentropy_forward(a->probs, a->losses, a->correct, a->probs, targets ? m->targets : NULL,
-                                 targets ? m->mask : NULL, N, V);
+    PROF(m, EPAR_NN_OP_LOSS, epar_nn_crossentropy_forward(a->probs, a->losses, a->correct, a->probs,
+                                                          targets ? m->targets : NULL, targets ? m->mask : NULL, N, V));
     if (targets) {
         double s = 0.0;
         for (int i = 0; i < N; i++) {
@@ -1059,7 +1528,8 @@ void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored)
 void epar_nn_backward(struct epar_nn *m)
 {
     const struct epar_nn_config *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T;
+    int B = m->B, T = m->T, C = c->C, NH = c->NH, F = c->F, V = c->V, N = B * T, G = epar_nn_kv_heads(c);
+    int W = epar_nn_qkv_width(c);
     struct epar_nn_params *p = &m->p, *g = &m->g;
     struct epar_nn_acts *a = &m->a;
     struct epar_nn_scratch *s = &m->s;
@@ -1067,45 +1537,58 @@ void epar_nn_backward(struct epar_nn *m)
     if (m->mask_sum <= 0) return;   /* nothing scored: zero gradient */
 
     /* loss -> logits (in place over probs) -> final LayerNorm -> the tied head's share of dwte */
-    epar_nn_crossentropy_backward(a->probs, a->probs, m->targets, m->mask, 1.0 / m->mask_sum, N, V);
-    epar_nn_matmul_backward(s->dln, g->wte, NULL, a->probs, a->lnf, p->wte, N, C, V, 0, s->part);
-    memset(s->dres, 0, nC * sizeof(float));
-    epar_nn_layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, LAYER(a->residual3, c->NL - 1, nC), p->lnfw,
-                               a->lnf_mean, a->lnf_rstd, N, C, s->part);
+    PROF(m, EPAR_NN_OP_LOSS, epar_nn_crossentropy_backward(a->probs, a->probs, m->targets, m->mask, 1.0 / m->mask_sum,
+                                                           N, V));
+    PROF(m, EPAR_NN_OP_LINEAR_BWD, epar_nn_matmul_backward(s->dln, g->wte, NULL, a->probs, a->lnf, p->wte, N, C, V, 0,
+                                                           s->part));
+    PROF(m, EPAR_NN_OP_LAYERNORM_BWD, memset(s->dres, 0, nC * sizeof(float));
+         epar_nn_layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, LAYER(a->residual3, c->NL - 1, nC), p->lnfw,
+                                    a->lnf_mean, a->lnf_rstd, N, C, s->part));
 
     for (int l = c->NL - 1; l >= 0; l--) {
         const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dres holds d residual3 */
-        epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
-                                LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part);
-        epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF);
-        epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
-                                LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part);
-        epar_nn_layernorm_backward(s->dres, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C, s->dln,
-                                   LAYER(a->residual2, l, nC), p->ln2w + (size_t)l * C, LAYER(a->ln2_mean, l, N),
-                                   LAYER(a->ln2_rstd, l, N), N, C, s->part);
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
+                                     LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part));
+        PROF(m, EPAR_NN_OP_GELU_BWD, epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF));
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
+                                     LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part));
+        PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
+             epar_nn_layernorm_backward(s->dres, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C, s->dln,
+                                        LAYER(a->residual2, l, nC), p->ln2w + (size_t)l * C, LAYER(a->ln2_mean, l, N),
+                                        LAYER(a->ln2_rstd, l, N), N, C, s->part));
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dres holds d residual2 */
-        epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
-                                LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part);
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
+                                     LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
-                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps};
+                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
-        epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
-                                   LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH);
-        epar_nnpos_backward(&m->pos, l, &pg, B, T);
-        epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T);
+        PROF(m, EPAR_NN_OP_ATTENTION_BWD,
+             epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),
+                                        LAYER(a->att, l, nA), &ap, s->datt, m->nthreads, B, T, C, NH));
+        PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_backward(&m->pos, l, &pg, B, T);
+             epar_nnpos_qk_backward(&m->pos, s->dqkv, B, T));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
-        epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + (size_t)l * 3 * C, s->dqkv,
-                                LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, 0, s->part);
-        epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
-                                   p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N, C,
-                                   s->part);
+        if (G < NH) PROF(m, EPAR_NN_OP_LINEAR_BWD, kv_reduce(s->qkvc, s->dqkv, N, C, NH, G, C / NH));
+        PROF(m, EPAR_NN_OP_LINEAR_BWD,
+             epar_nn_matmul_backward(s->dln, g->qkvw + (size_t)l * W * C, g->qkvb + (size_t)l * W,
+                                     G < NH ? s->qkvc : s->dqkv, LAYER(a->ln1, l, nC), p->qkvw + (size_t)l * W * C, N,
+                                     C, W, 0, s->part));
+        PROF(m, EPAR_NN_OP_LAYERNORM_BWD,
+             epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
+                                        p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,
+                                        C, s->part));
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
+    double prof_t0 = m->profile ? prof_now(m) : 0;
     epar_nnpos_embed_backward(&m->pos, s->dres, p->wte, m->tokens, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
     int ncb = nblocks(C, EMB_BLOCK);
@@ -1118,4 +1601,5 @@ void epar_nn_backward(struct epar_nn *m)
             for (int k = c0; k < c1; k++) row[k] += d[k];
         }
     }
+    if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
 }

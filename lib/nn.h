@@ -42,8 +42,8 @@ enum {
 struct epar_nn_params {
     float *wte;         /* (V, C) token embedding, also the output head */
     float *ln1w, *ln1b; /* (NL, C) */
-    float *qkvw;        /* (NL, 3C, C) */
-    float *qkvb;        /* (NL, 3C) */
+    float *qkvw;        /* (NL, 3C, C); GQA: (NL, C + 2 G hs, C) (epar_nn_qkv_width) */
+    float *qkvb;        /* (NL, 3C); GQA: (NL, C + 2 G hs) */
     float *attprojw;    /* (NL, C, C) */
     float *attprojb;    /* (NL, C) */
     float *ln2w, *ln2b; /* (NL, C) */
@@ -91,9 +91,27 @@ struct epar_nn_scratch {
     float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
-    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features */
-    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient */
+    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features, pi's rows */
+    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient; pi-attention's gate (B, NH, 3 hs + 1) */
+    float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
+
+/* the ops of a step, for the per-op profile (struct epar_nn's profile, op_seconds) */
+enum {
+    EPAR_NN_OP_EMBED,        /* token rows and the input position term, forward and backward */
+    EPAR_NN_OP_LAYERNORM,    /* forward */
+    EPAR_NN_OP_LINEAR,       /* the linear layers' and the head's products with bias and residual, forward */
+    EPAR_NN_OP_POSITION,     /* the position mechanism outside the attention kernel (tables, RoPE), both ways */
+    EPAR_NN_OP_ATTENTION,    /* the attention kernel: scores, softmax, weighted values, forward */
+    EPAR_NN_OP_GELU,         /* forward */
+    EPAR_NN_OP_LOSS,         /* softmax cross-entropy, forward and backward */
+    EPAR_NN_OP_LINEAR_BWD,   /* input, weight and bias gradients of the linear layers and the head */
+    EPAR_NN_OP_ATTENTION_BWD,
+    EPAR_NN_OP_GELU_BWD,
+    EPAR_NN_OP_LAYERNORM_BWD,
+    EPAR_NN_NOPS
+};
+const char *epar_nn_op_name(int op);
 
 struct epar_nn {
     struct epar_nn_config cfg;
@@ -117,11 +135,20 @@ struct epar_nn {
     int time_attention;                 /* 1: add the calling thread's CPU seconds in the position mechanism and
                                          * attention (forward and backward) to attn_cpu_seconds; one thread only */
     double attn_cpu_seconds;
+    int profile;                        /* add each op's seconds to op_seconds[EPAR_NN_OP_*] (bench/train_step's per-op
+                                         * profile): 1 wall clock around the whole op (all its threads), 2 the calling
+                                         * thread's CPU time (for one thread: not inflated by other processes) */
+    double op_seconds[EPAR_NN_NOPS];
 };
 
 /* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by other processes holding the cores */
 double epar_nn_thread_cpu(void);
 
+/* K/V heads of the model (NH, or gqa.groups) and the width of the QKV projection's output, C + 2 KV hs (3C for
+ * multi-head attention): qkvw is (NL, width, C), rows q (C), k (KV hs), v (KV hs). The activations keep q, k, v of
+ * every head (B, T, 3C): a shared K/V head is copied to the query heads of its group, their gradients summed back. */
+int epar_nn_kv_heads(const struct epar_nn_config *c);
+int epar_nn_qkv_width(const struct epar_nn_config *c);
 /* Check sizes and mechanism (EPAR_EINVAL naming the value). */
 int epar_nn_config_validate(const struct epar_nn_config *c);
 /* Bytes epar_nn_alloc would take (to refuse a size that cannot fit before allocating). */
@@ -186,7 +213,14 @@ struct epar_nn_attn_pos {
                          * unused; preatt must be kept: it holds phi(q_i).phi(k_j)) */
     const float *omega; /* (nf, hs) Performer's random features (phi = FAVOR+); NULL: phi = elu + 1 (nf = hs) */
     int nf;
-    float eps;          /* rows whose denominator is <= eps attend to themselves; Performer's stabiliser */
+    float eps;          /* elu + 1: rows whose denominator is <= eps attend to themselves (Performer: unused; rows
+                         * fall back to themselves only when their stabilised denominator underflows) */
+    /* pi-attention (pair2 set): A_ij = g_i softmax_j(s_ij + pair_ij) + (1 - g_i) softmax_j(s_ij + pair2_ij), pair the
+     * local mask, pair2 the pi-step mask; g_i = sigmoid(b_h + w_h . [mean_{t<=i} q_t; mean k_t; mean v_t]) with
+     * (w_h, b_h) = gate + h (3 hs + 1) (this layer's); preatt must be kept (the scaled scores); work as for rel
+     * (per-thread, 4 T + 3 hs floats); grel (B, NH, 3 hs + 1) out of backward: the gate's gradient per (b, h) */
+    const float *pair2;
+    const float *gate;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

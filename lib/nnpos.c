@@ -353,7 +353,7 @@ static int features_of(const struct epar_nnpos_settings *s, enum epar_mech_id id
 static void scratch_kernel(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs,
                            size_t *per_thread, size_t *per_bh)
 {
-    *per_thread = 4 * (size_t)Tmax * features_of(s, id, hs);
+    *per_thread = (size_t)Tmax * (4 * (size_t)features_of(s, id, hs) + 2);   /* lib/nn's kernel_work */
     *per_bh = 0;
 }
 
@@ -379,6 +379,26 @@ static int build_performer(struct epar_nnpos *p)
     free(om);
     epar_rng_free(r);
     return st;
+}
+
+/* ---- GQA / MQA (§28): G = gqa.groups K/V heads, each shared by NH/G query heads; lib/nn projects x onto C + 2 G hs
+ * outputs (q of every head, then G k heads, then G v heads) and gives query head h the pair floor(h / (NH/G))
+ * (lib/mech's epar_mech_gqa_group). Trained from the start, the G heads are learned directly: gqa.pool (how compare
+ * converts a multi-head model's K slices, mean or first) does not apply. ---- */
+
+int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH)
+{
+    if (id != EPAR_MECH_GQA) return NH;
+    int G = (int)s->mp[id][0];
+    return G >= 1 && NH % G == 0 ? G : 0;
+}
+
+int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH)
+{
+    if (epar_nnpos_kv_heads(id, s, NH) > 0) return EPAR_OK;
+    epar_err_set(EPAR_EINVAL, "gqa.groups '%g' must divide the number of heads %d", s->mp[id][0], NH);
+    epar_err_hint("set --set gqa.groups=N with N a divisor of --heads (1: multi-query attention)");
+    return EPAR_EINVAL;
 }
 
 /* ---- masks (§22-26) and fixed patterns (§19): one (T, T) table added to z, rebuilt when T changes ---- */
@@ -410,11 +430,12 @@ static int check_sparse_fixed(enum epar_mech_id id, const struct epar_nnpos_sett
     return EPAR_OK;
 }
 
-/* pair <- 0 where mask M (T, T) allows j <= i, -inf elsewhere; a row with no key attends to itself */
-static void mask_to_pair(struct epar_nnpos *p, const unsigned char *M, int T)
+/* pair (p->pair or pair2) <- 0 where mask M (T, T) allows j <= i, -inf elsewhere; a row with no key attends to
+ * itself */
+static void mask_to_pair(struct epar_nnpos *p, float *pair, const unsigned char *M, int T)
 {
     for (int i = 0; i < T; i++) {
-        float *row = p->pair + (size_t)i * p->Tmax;
+        float *row = pair + (size_t)i * p->Tmax;
         int any = 0;
         for (int j = 0; j <= i; j++) {
             row[j] = M[(size_t)i * T + j] ? 0.0f : -INFINITY;
@@ -428,35 +449,104 @@ static void prepare_strided(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_strided(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
-    mask_to_pair(p, p->work, T);
+    mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_sparse_fixed(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_sparse_fixed(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
-    mask_to_pair(p, p->work, T);
+    mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_window(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_window(T, (int)p->mp[0], p->work);
-    mask_to_pair(p, p->work, T);
+    mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_block(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_block(T, (int)p->mp[0], (int)p->mp[1], 1, p->work);
-    mask_to_pair(p, p->work, T);
+    mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_global_local(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_global_local(T, (int)p->mp[0], (int)p->mp[1], p->work);
-    mask_to_pair(p, p->work, T);
+    mask_to_pair(p, p->pair, p->work, T);
+}
+
+/* ---- pi-attention (§27): the local and pi-step masks of lib/mech (causal: the ring, which wraps the future onto the
+ * past, is off, as compare's causal pi-attention), one softmax each, fused by a learned gate per layer and head:
+ * theta = (NL, NH, 3 hs + 1) = (w, b), g_i = sigmoid(b + w . [mean_{t<=i} q_t; mean k_t; mean v_t]) (lib/nn). The
+ * source's gate is sigmoid(gate_net([mean q; mean k; mean v])) over the whole sequence; docs/MECHANISMS.md §27 reads
+ * it per head as one linear layer, here over the positions seen so far. w starts N(0, init_sd^2), b at
+ * logit(pi-attention.gate) (0.5: b = 0). ---- */
+
+static int check_pi(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    (void)hs;
+    double g = s->mp[id][2];
+    if (!(g > 0 && g < 1)) {
+        epar_err_set(EPAR_EINVAL, "pi-attention.gate '%g' must be in (0, 1) for training", g);
+        epar_err_hint("the gate is learned as sigmoid(b + ...), starting at b = logit(gate)");
+        return EPAR_EINVAL;
+    }
+    return EPAR_OK;
+}
+
+static int build_pi(struct epar_nnpos *p)
+{
+    size_t n = (size_t)p->Tmax * p->Tmax;
+    p->ngate = 3 * p->hs + 1;
+    if (build_pair(p, 1) || need(&p->pair2, n, sizeof *p->pair2, "the pi-step mask")) return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+static size_t n_pi(const struct epar_nnpos *p) { return (size_t)p->NL * p->NH * p->ngate; }
+
+static void init_pi(struct epar_nnpos *p, gsl_rng *r)
+{
+    double g = p->mp[2];
+    for (int k = 0; k < p->NL * p->NH; k++) {
+        float *w = p->theta + (size_t)k * p->ngate;
+        fill_normal(r, w, (size_t)p->ngate - 1, p->s.init_sd);
+        w[p->ngate - 1] = (float)log(g / (1.0 - g));
+    }
+}
+
+static void prepare_pi(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_pi_local(T, (int)p->mp[0], 0, p->work);
+    mask_to_pair(p, p->pair, p->work, T);
+    epar_mech_mask_pi_step(T, (int)p->mp[1], p->work);
+    mask_to_pair(p, p->pair2, p->work, T);
+}
+
+static void scratch_pi(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
+                       size_t *per_bh)
+{
+    (void)s; (void)id;
+    *per_thread = 4 * (size_t)Tmax + 3 * (size_t)hs;   /* lib/nn's pi_work */
+    *per_bh = 3 * (size_t)hs + 1;
+}
+
+static void backward_pi(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
+{
+    (void)T;
+    size_t n = (size_t)p->ngate;
+    /* fixed order: b, then h (deterministic whatever the thread count) */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < p->NH; h++) {
+            float *dw = p->dtheta + ((size_t)l * p->NH + h) * n;
+            const float *gg = g->grel + ((size_t)b * p->NH + h) * n;
+            for (size_t t = 0; t < n; t++) dw[t] += gg[t];
+        }
 }
 
 /* Raganato pattern (lib/mech numbering) at length T: pair = ln W (-inf where W = 0) */
@@ -520,6 +610,11 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                               KERNEL_FNS(build_linear_elu)},
     [EPAR_MECH_PERFORMER] = {H_(KERNEL, 1, 0, "causal FAVOR+: the same, phi = positive random features (fixed Omega)"),
                              KERNEL_FNS(build_performer)},
+    [EPAR_MECH_PI_ATTENTION] = {H_(PI, 1, 0, "g softmax(local band) + (1 - g) softmax(pi-step), g a learned gate of the causal "
+                                       "means of q, k, v per layer and head"),
+                                check_pi, build_pi, n_pi, init_pi, prepare_pi, backward_pi, scratch_pi},
+    [EPAR_MECH_GQA] = {H_(HEADS, 1, 0, "groups K/V heads, each shared by heads/groups query heads (groups 1: MQA)"),
+                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided)},
     [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
                                 MASK_FNS(check_sparse_fixed, prepare_sparse_fixed)},
@@ -540,6 +635,12 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
     *per_thread = *per_bh = 0;
     if (epar_nnpos_trainable(id) && epar_nnpos_table[id].scratch)
         epar_nnpos_table[id].scratch(s, id, Tmax, hs, per_thread, per_bh);
+}
+
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
+{
+    if (!epar_nnpos_trainable(id)) return 0;
+    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
 }
 
 int epar_nnpos_trainable(enum epar_mech_id id)
@@ -594,7 +695,19 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s)
     s->t5_max_distance = 128;
     s->init_sd = 0.02;
     s->seed = 42;
-    for (int k = 0; k < EPAR_MECH_COUNT; k++) epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        epar_mech_defaults((enum epar_mech_id)k, s->mp[k]);
+        int i = epar_mech_param_index((enum epar_mech_id)k, "train_length");
+        if (i >= 0) s->mp[k][i] = 0;   /* the trained length (epar_nnpos_resolve), not the analysis default */
+    }
+}
+
+void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length)
+{
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        int i = epar_mech_param_index((enum epar_mech_id)k, "train_length");
+        if (i >= 0 && s->mp[k][i] == 0) s->mp[k][i] = trained_length;
+    }
 }
 
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
@@ -635,6 +748,10 @@ int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *
     if (s->posfx_length < 0) return epar_err_set(EPAR_EINVAL, "posfx_length must be >= 0, got '%d'", s->posfx_length);
     if (!(s->init_sd >= 0) || !isfinite(s->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", s->init_sd);
+    if (s->logn_length < 0 || s->logn_length == 1)
+        return epar_err_set(EPAR_EINVAL, "the stacked log-n's length must be 0 (off) or >= 2, got '%d'", s->logn_length);
+    if (s->logn_length && id == EPAR_MECH_LOGN)
+        return epar_err_set(EPAR_EINVAL, "log-n cannot be stacked on log-n");
     return EPAR_OK;
 }
 
@@ -643,20 +760,28 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 {
     memset(p, 0, sizeof *p);
     int st = epar_nnpos_validate(id, s, C / NH);
+    if (!st) st = epar_nnpos_check_heads(id, s, NH);
     if (st) return st;
     p->id = id;
     p->s = *s;
     p->mp = p->s.mp[id];
     if (epar_nnpos_table[id].hook != EPAR_NNPOS_H_FACTOR) p->s.learn_posfx = 0;
     p->Tmax = Tmax; p->C = C; p->NH = NH; p->NL = NL; p->hs = C / NH;
-    if ((st = epar_nnpos_table[id].build(p))) epar_nnpos_free(p);
+    epar_nnpos_resolve(&p->s, Tmax);   /* a model built without its run's length: the length it is built at */
+    st = epar_nnpos_table[id].build(p);
+    if (!st && p->s.logn_length > 0) {   /* log-n stacked: q_t times kappa_t after the mechanism's own transform */
+        if (need(&p->qscale, (size_t)Tmax, sizeof *p->qscale, "the log-n scales")) st = EPAR_ENOMEM;
+        for (int t = 0; !st && t < Tmax; t++) p->qscale[t] = (float)epar_mech_logn(t + 1.0, p->s.logn_length, 1);
+    }
+    if (st) epar_nnpos_free(p);
     return st;
 }
 
 void epar_nnpos_free(struct epar_nnpos *p)
 {
     free(p->pe); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
-    free(p->fac); free(p->dfac); free(p->pair); free(p->work); free(p->omega);
+    free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega);
+    p->pair2 = NULL;
     p->omega = NULL;
     p->pe = p->rcos = p->rsin = p->qscale = p->bias = p->fac = p->dfac = p->pair = NULL;
     p->work = NULL;
@@ -777,6 +902,12 @@ const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
 
 const float *epar_nnpos_bias(const struct epar_nnpos *p) { return p->bias; }
 const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }
+const float *epar_nnpos_pair2(const struct epar_nnpos *p) { return p->pair2; }
+
+const float *epar_nnpos_gate(const struct epar_nnpos *p, int l)
+{
+    return p->ngate && p->theta ? p->theta + (size_t)l * p->NH * p->ngate : NULL;
+}
 
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 {

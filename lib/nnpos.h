@@ -21,6 +21,12 @@
  *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
  *                                                   or FAVOR+ with lib/mech's random features for the run's seed
+ *                                                   (stabilised per query and per key, no eps: lib/nn)
+ *   pi           pi-attention                       A = g_i softmax(s + local mask) + (1 - g_i) softmax(s + pi-step
+ *                                                   mask), g_i = sigmoid(b + w . [mean_{t<=i} q_t; k_t; v_t]) per layer
+ *                                                   and head (w, b learned); causal: no ring
+ *   heads        gqa                                G = gqa.groups K/V heads (G = 1: MQA), query head h reads K/V
+ *                                                   head floor(h / (NH/G)); lib/nn's QKV projection is (C + 2 G hs, C)
  *
  * s_ij = q_i . k_j / sqrt(hs) is the scaled content score, so EPAR multiplies the scaled score as the paper
  * writes A = softmax((Q K^T / sqrt(d_k)) . P(i, j, L)). Biases and factors depend on d = i - j >= 0 only; masks
@@ -55,7 +61,7 @@
 /* how a mechanism enters the model; NONE: not trainable */
 enum epar_nnpos_hook { EPAR_NNPOS_H_NONE = 0, EPAR_NNPOS_H_BASELINE, EPAR_NNPOS_H_INPUT, EPAR_NNPOS_H_QK,
                        EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED,
-                       EPAR_NNPOS_H_KERNEL };
+                       EPAR_NNPOS_H_KERNEL, EPAR_NNPOS_H_HEADS, EPAR_NNPOS_H_PI };
 
 /* Settings of the mechanisms (from the protocol; defaults in epar_nnpos_settings_default). */
 struct epar_nnpos_settings {
@@ -69,7 +75,13 @@ struct epar_nnpos_settings {
     int t5_max_distance;        /* 128 */
     double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
     unsigned long seed;         /* the run's seed: Performer's features are lib/mech's stream (seed, 1000 + id) */
-    /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params) */
+    /* log-n stacked on the mechanism (S3 §4.2(5) with (NTK-)RoPE): > 0: q_t also multiplied by
+     * max(1, log_{logn_length}(t + 1)); 0: off. With the clamp it changes nothing up to logn_length, so it is an
+     * evaluation-time variant of a model trained at that length (the extrapolation study's rope+log-n) */
+    int logn_length;
+    /* catalogue parameters of every mechanism (lib/mech defaults; read by the rows with uses_params). A
+     * "train_length" (ntk-rope, interpolation, log-n) is 0 by default: the length the model is trained at
+     * (epar_nnpos_resolve; a model built at Tmax without it takes Tmax), not the catalogue's analysis default */
     double mp[EPAR_MECH_COUNT][EPAR_MECH_MAX_PARAMS];
 };
 
@@ -92,6 +104,8 @@ struct epar_nnpos {
     float *fac;                 /* (NL, NH, Tmax) factor m(d) (epar) */
     float *dfac;                /* (NL, NH, 3, Tmax) dm(d)/dtheta_k (epar with learn_posfx) */
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
+    float *pair2;               /* (Tmax, Tmax) pi-attention's second mask (pi-step; pair is the local one) */
+    int ngate;                  /* pi-attention: gate parameters per layer and head (3 hs + 1) in theta; 0: none */
     int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; 0: none */
     int kernel;                 /* 1: kernel attention (linear-elu, performer) instead of the softmax */
     int nf;                     /* kernel features per head (elu: hs; Performer: m) */
@@ -104,7 +118,7 @@ struct epar_nnpos {
 struct epar_nnpos_grad {
     const float *gfac;          /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij s_ij */
     const float *gbias;         /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij */
-    const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table */
+    const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table; pi: (B, NH, ngate) */
 };
 
 struct epar_nnpos_info {
@@ -132,6 +146,14 @@ struct epar_nnpos_info {
 /* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
 extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
 
+/* 1 when a model of mechanism id with settings s has learned rows per position (learned-ape; multiplicative-pe's
+ * learned variant 0): it is defined at its trained length only */
+int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s);
+/* K/V heads of a model of mechanism id with NH heads: gqa.groups for gqa, NH otherwise (lib/nn sizes its QKV
+ * projection with it). 0 when gqa.groups does not divide NH (epar_nnpos_check_heads says so). */
+int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
+/* EPAR_EINVAL naming the value when mechanism id cannot run with NH heads (gqa: groups must divide NH) */
+int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as
@@ -142,6 +164,10 @@ const char *epar_nnpos_name(enum epar_mech_id id);
 /* "none, epar-basic, ..." every trainable id in catalogue order */
 const char *epar_nnpos_list(void);
 void epar_nnpos_settings_default(struct epar_nnpos_settings *s);
+/* Every catalogue "train_length" still 0 ("the trained length") set to trained_length: run once the length a model
+ * is trained at is known, so the configuration records it and a model of that run built at another length (an
+ * evaluation at 8x) keeps the trained one. */
+void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length);
 /* "mech.param=value": set a catalogue parameter a trainable mechanism reads (EPAR_EINVAL naming the problem:
  * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings) */
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);
@@ -178,6 +204,9 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */
 const float *epar_nnpos_pair(const struct epar_nnpos *p);
+/* pi-attention: the pi-step mask (T, T), row stride Tmax, and layer l's gate parameters (NH, 3 hs + 1), or NULL */
+const float *epar_nnpos_pair2(const struct epar_nnpos *p);
+const float *epar_nnpos_gate(const struct epar_nnpos *p, int l);
 /* Current alpha, beta, gamma of layer l, head h (learned or fixed). */
 struct epar_posfx epar_nnpos_effect(const struct epar_nnpos *p, int l, int h);
 

@@ -73,6 +73,53 @@ double epar_optim_grad_norm(struct epar_optim *o, const float *g)
     return sqrt(s);
 }
 
+/* AdamW on elements [0, n) of one segment: the scalar reference, and an AVX2 version doing the same IEEE operations
+ * in the same order 8 lanes at a time (no FMA; division and sqrt are correctly rounded in either form), so both give
+ * the same bits and a run's result does not depend on which one ran (before: scalar only, 4 % of a small model's
+ * step). */
+static void adamw_c(float *params, const float *grads, float *mo, float *vo, size_t n, const float *k)
+{
+    float gscale = k[0], b1 = k[1], b2 = k[2], c1 = k[3], c2 = k[4], eps = k[5], flr = k[6], wd = k[7];
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * gscale;
+        float m = b1 * mo[i] + (1.0f - b1) * g;
+        float v = b2 * vo[i] + (1.0f - b2) * g * g;
+        mo[i] = m;
+        vo[i] = v;
+        float mh = m / c1, vh = v / c2;
+        params[i] -= flr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+    }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#include <immintrin.h>
+static void adamw_avx2(float *params, const float *grads, float *mo, float *vo, size_t n, const float *k)
+{
+    const __m256 gs = _mm256_set1_ps(k[0]), b1 = _mm256_set1_ps(k[1]), b2 = _mm256_set1_ps(k[2]);
+    const __m256 c1 = _mm256_set1_ps(k[3]), c2 = _mm256_set1_ps(k[4]), eps = _mm256_set1_ps(k[5]);
+    const __m256 flr = _mm256_set1_ps(k[6]), wd = _mm256_set1_ps(k[7]);
+    const __m256 a1 = _mm256_set1_ps(1.0f - k[1]), a2 = _mm256_set1_ps(1.0f - k[2]);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_mul_ps(_mm256_loadu_ps(grads + i), gs);
+        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(mo + i)), _mm256_mul_ps(a1, g));
+        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(vo + i)), _mm256_mul_ps(_mm256_mul_ps(a2, g), g));
+        _mm256_storeu_ps(mo + i, m);
+        _mm256_storeu_ps(vo + i, v);
+        __m256 mh = _mm256_div_ps(m, c1), vh = _mm256_div_ps(v, c2), p = _mm256_loadu_ps(params + i);
+        __m256 u = _mm256_add_ps(_mm256_div_ps(mh, _mm256_add_ps(_mm256_sqrt_ps(vh), eps)), _mm256_mul_ps(wd, p));
+        _mm256_storeu_ps(params + i, _mm256_sub_ps(p, _mm256_mul_ps(flr, u)));
+    }
+    adamw_c(params + i, grads + i, mo + i, vo + i, n - i, k);
+}
+#pragma GCC pop_options
+
+static int optim_portable;
+void epar_optim_set_portable(int portable) { optim_portable = portable != 0; }
+
+#define STEP_BLOCK 65536   /* elements per parallel chunk (any split gives the same bits: elementwise) */
+
 double epar_optim_step(struct epar_optim *o, float *params, float *grads, const struct epar_optim_segment *seg,
                        int nseg, double lr)
 {
@@ -83,18 +130,16 @@ double epar_optim_step(struct epar_optim *o, float *params, float *grads, const 
     float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps;
     float c1 = (float)(1.0 - pow(c->beta1, (double)o->t)), c2 = (float)(1.0 - pow(c->beta2, (double)o->t));
     float flr = (float)lr;
+    __builtin_cpu_init();
+    void (*span)(float *, const float *, float *, float *, size_t, const float *) =
+        !optim_portable && __builtin_cpu_supports("avx2") ? adamw_avx2 : adamw_c;
     for (int k = 0; k < nseg; k++) {
-        float wd = seg[k].decay ? (float)c->weight_decay : 0.0f;
-        size_t i0 = seg[k].offset, i1 = seg[k].offset + seg[k].size;
-#pragma omp parallel for schedule(static) if (i1 - i0 > 262144)
-        for (size_t i = i0; i < i1; i++) {
-            float g = grads[i] * gscale;
-            float m = b1 * o->m[i] + (1.0f - b1) * g;
-            float v = b2 * o->v[i] + (1.0f - b2) * g * g;
-            o->m[i] = m;
-            o->v[i] = v;
-            float mh = m / c1, vh = v / c2;
-            params[i] -= flr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+        const float kk[8] = {gscale, b1, b2, c1, c2, eps, flr, seg[k].decay ? (float)c->weight_decay : 0.0f};
+        size_t i0 = seg[k].offset, n = seg[k].size, nb = (n + STEP_BLOCK - 1) / STEP_BLOCK;
+#pragma omp parallel for schedule(static) if (n > 262144)
+        for (size_t b = 0; b < nb; b++) {
+            size_t j = i0 + b * STEP_BLOCK, w = n - b * STEP_BLOCK < STEP_BLOCK ? n - b * STEP_BLOCK : STEP_BLOCK;
+            span(params + j, grads + j, o->m + j, o->v + j, w, kk);
         }
     }
     return norm;

@@ -47,6 +47,8 @@ double epar_optim_lr(const struct epar_optim_config *c, int step);
 double epar_optim_grad_norm(struct epar_optim *o, const float *g);
 /* One AdamW update of params (n) with grads (n) scaled by min(1, clip / norm) (grads are not modified);
  * returns the norm before clipping. */
+/* 1: the update runs the scalar C loop instead of the AVX2 one (the tests compare both: the same bits) */
+void epar_optim_set_portable(int portable);
 double epar_optim_step(struct epar_optim *o, float *params, float *grads, const struct epar_optim_segment *seg,
                        int nseg, double lr);
 

@@ -490,7 +490,7 @@ static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
     int T = c->length, N = c->pairs, dmax = needle_max_distance(c), *at = t->slots;
     int d = item < 0 ? 1 + (int)gsl_rng_uniform_int(r, (unsigned long)dmax)
                      : 1 + (int)((long long)item * dmax / c->eval_sequences);
-    int p = T - 2 * N - d - N + 1;
+    int p = epar_task_needle_position(c, d);
     for (int q = 0; q < T; q++) {
         tok[q] = 0;
         mask[q] = 0.0f;
@@ -504,6 +504,8 @@ static void needle_sequence(struct epar_task *t, gsl_rng *r, long item, int *tok
 }
 
 int epar_task_max_group(const struct epar_task_cfg *c) { return c->id == EPAR_TASK_NEEDLE ? needle_max_distance(c) : 0; }
+
+int epar_task_needle_position(const struct epar_task_cfg *c, int distance) { return c->length - 3 * c->pairs + 1 - distance; }
 
 /* transduce: tokens 0 pad, 1 separator, 2 .. 1+values symbols. n = (T-1)/2 source symbols, the separator at n,
  * then the source reversed at n+1 .. 2n (a pad at T-1 when T is even); positions n .. 2n-1 are scored. */

@@ -126,6 +126,9 @@ double epar_task_metric(const struct epar_task *t, double loss, long correct, lo
 void epar_task_chance(const struct epar_task *t, const long *counts, int V, double *value, double *se);
 /* The largest group a task gives (needle: the largest distance, T - 3 pairs + 1; the others 0): groups run 1..it. */
 int epar_task_max_group(const struct epar_task_cfg *c);
+/* needle: the position of the first fact of the block at distance d before its questions: T - 3 pairs + 1 - d, in
+ * [0, T - 3 pairs] (its depth in the sequence: position / (T - 3 pairs), 0 = the start, 1 = just before the questions) */
+int epar_task_needle_position(const struct epar_task_cfg *c, int distance);
 /* Group of evaluation item k (needle: its distance; lm and the other tasks: 0). */
 int epar_task_eval_group(const struct epar_task *t, long k);
 /* What the data is (for run.json): source, vocabulary, sizes. */

@@ -9,11 +9,11 @@ grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epa
 # every table that does not hold wall-clock numbers, and the numbers of every cell
 tables() {
     local b=$1/benchmark
-    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv; do
+    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv retrieval.csv pairs.csv; do
         echo "== $f"; cat "$b/$f"
     done
     for c in $(cd "$b" && find cells -name cell.json ! -path '*cost*' | sort); do
-        echo "== $c"; grep -v -E '"(seconds|train_step_seconds)"' "$b/$c"
+        echo "== $c"; grep -v -E '"(seconds|train_step_seconds|cpu_seconds)"' "$b/$c"
         cut -d, -f1-7 "$b/${c%cell.json}learning_curve.csv"
     done
     grep -v -E '"(mode|jobs)"' "$b/run.json"
@@ -26,7 +26,7 @@ b=$a/benchmark
 for f in main_table.csv main_table.md when_to_use.csv when_to_use.gp extrapolation.csv distance.csv distance.gp \
          params.csv cost.csv cost.gp comparisons.csv sanity.csv steps_to_learn.csv steps_to_learn.gp run.json curves_recall.gp cells/recall/epar-enhanced/seed-43/cell.json \
          cells/recall/epar-enhanced/seed-43/learning_curve.csv cells/cost/cell.json; do expect_file "$b/$f"; done
-expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned-ape_mean,learned-ape_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_rel,basic_vs_baselines_min_lo,basic_vs_baselines_min_hi,basic_vs_baselines_holm_p,basic_beats,basic_beaten_holm,basic_mde,enhanced_vs_baselines_min_rel,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_min_hi,enhanced_vs_baselines_holm_p,enhanced_beats,enhanced_beaten_holm,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
+expect_grep '^task,paper,condition,length,metric,higher_is_better,seeds,none_mean,none_sd,learned-ape_mean,learned-ape_sd,epar-enhanced_mean,epar-enhanced_sd,best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines,basic_vs_baselines_min_rel,basic_vs_baselines_min_lo,basic_vs_baselines_min_hi,basic_vs_baselines_holm_p,basic_vs_baselines_nonsup,basic_beats,basic_beaten_holm,basic_no_spread,basic_mde,enhanced_vs_baselines_min_rel,enhanced_vs_baselines_min_lo,enhanced_vs_baselines_min_hi,enhanced_vs_baselines_holm_p,enhanced_vs_baselines_nonsup,enhanced_beats,enhanced_beaten_holm,enhanced_no_spread,enhanced_mde,basic_vs_best_rel' "$b/main_table.csv"
 # the figures render even where no task is learned (at the smoke budget every steps_to_learn is nan): a rerun of a
 # copy, its cells reused
 if command -v gnuplot >/dev/null; then
@@ -44,11 +44,25 @@ awk -F, 'NR > 1 { if ($7 != "nan" && !($7 <= $5 && $5 <= $8)) bad = 1;
     ok || fail "comparisons: intervals, p and Holm p consistent"
 expect_grep '^task,mechanism,steps,seeds,learned_seeds,steps_to_learn,steps_to_learn_sd,tokens_to_learn$' "$b/steps_to_learn.csv"
 expect_grep '^task,mechanism,mean,chance,chance_se,z_vs_chance,rel_vs_chance,learned,margin,meets_margin$' "$b/sanity.csv"
-expect_grep '^mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed$' "$b/cost.csv"
-# the cost cell ran its rounds (the smoke budget: 3) and measured an attention share in (0, 1)
-awk -F, 'NR > 1 && !($17 == 3 && $10 > 0 && $10 < 1) { bad = 1 } END { exit bad }' "$b/cost.csv" && ok || fail "cost: repeats and attention share"
+expect_grep '^mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,attention_share,overhead_vs_none,overhead_vs_none_sd,overhead_vs_none_hw,overhead_vs_basic,overhead_vs_basic_sd,overhead_vs_basic_hw,repeats,repeats_needed,overhead_vs_none_lo,overhead_vs_none_hi,overhead_vs_basic_lo,overhead_vs_basic_hi,pairs_vs_basic,steps,generations$' "$b/cost.csv"
+# the cost cell ran its blocks (the smoke budget: 12): a pair of enhanced and none (deciding) in each, one of
+# learned-ape and none (the only one in turn) in every other, each pair its own two steps, so none took 18 steps;
+# a block that would have put none twice in a row (a pair's order alternates) got a step of learned-ape in between
+# (a spacer: 6 more steps); the deciding models were set up afresh every 3 blocks (4 generations); every overhead in
+# its interval (across the 4 generations' medians) and an attention share in (0, 1); no basic: no overhead over it
+awk -F, 'NR > 1 { n[$1] = $17; s[$1] = $24; if ($1 != "none" && $25 != 4) bad = 1; if (!($10 > 0 && $10 < 1) || $14 != "nan" || $23 != "nan") bad = 1
+                  if ($1 != "none" && !($19 <= $11 && $11 <= $20 && ($13 - ($20 - $19) / 2) ^ 2 < 1e-18)) bad = 1 }
+         END { exit bad || n["none"] != "nan" || n["epar-enhanced"] != 12 || n["learned-ape"] != 6 ||
+                    s["none"] != 18 || s["epar-enhanced"] != 12 || s["learned-ape"] != 12 }' "$b/cost.csv" &&
+    ok || fail "cost: pairs, steps, intervals and attention share"
 expect_grep '"clock": "thread CPU time"' "$b/cells/cost/cell.json"
-expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,accuracy,1,2,' "$b/main_table.csv"
+# its pairs: enhanced against none decides (a cost claim reads it), learned-ape against none does not
+tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"epar-enhanced","against":"none","decides":true,' &&
+    tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"learned-ape","against":"none","decides":false,' &&
+    ok || fail "cost cell: its pairs and which decide"
+expect_grep '"blocks": 12' "$b/cells/cost/cell.json"
+expect_grep '"generations": 4' "$b/cells/cost/cell.json"
+expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,curve:accuracy,1,2,' "$b/main_table.csv"
 expect_grep '^needle,' "$b/main_table.csv"
 [ "$(wc -l < "$b/main_table.csv")" -eq 4 ] && ok || fail "main table: a header and 3 task rows"
 # the paired test: with 2 seeds every comparison of enhanced with the best baseline has a p in [0, 1], or nan when
@@ -126,10 +140,11 @@ done
 expect_exit 0 "inspect a benchmark checkpoint" -- "$EPAR" inspect "$b/cells/needle/epar-enhanced/seed-42/checkpoint.bin" \
     --out "$T_TMP/i" -q --no-render
 expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-seed42-item0/inspect.json"
-# trained_attention.csv: one row per task x mechanism from those checkpoints, the same after shards + merge
+# trained_attention.csv: one row per task x mechanism x seed (every cell measures its trained heads), the same after
+# shards + merge
 ta=$b/trained_attention.csv
 expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman$' "$ta"
-[ "$(tail -n +2 "$ta" | wc -l)" -eq 9 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 9"
+[ "$(tail -n +2 "$ta" | wc -l)" -eq 18 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 18 (9 cells x 2 seeds)"
 expect_grep '^needle,none,42,16,2,40,[^,]+,[^,]+,[^,]+,0,' "$ta"
 awk -F, 'NR > 1 && $2 != "epar-enhanced" && $14 != "nan" { exit 1 } NR > 1 && $2 == "epar-enhanced" && $14 == "nan" { exit 1 }' "$ta" &&
     ok || fail "trained_attention.csv: profile_spearman for EPAR only"
@@ -149,7 +164,7 @@ fi
 
 # ---- bad options: exit 2, nothing written
 for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge" \
-           "--mechanisms none,pi-attention" "--set alibi.max_bias=4" "--set sliding-window.radius=-1"; do
+           "--mechanisms none,deberta" "--set alibi.max_bias=4" "--set sliding-window.radius=-1"; do
     expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
 done
@@ -159,6 +174,20 @@ expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks
     --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
+# a cost cell stopped by its CPU-time limit after one generation (no interval yet) is written and read back: the
+# widest half-width is left out of cell.json, the overheads are nan
+python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/oneshot.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1], encoding="utf-8"))
+j["experiments"]["benchmark"]["budgets"]["smoke"].update(cost_seconds=1e-9, cost_generation=1)
+json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
+PYEOF
+expect_exit 0 "a cost cell stopped after one generation" -- "$EPAR" benchmark --protocol "$T_TMP/oneshot.json" --budget smoke \
+    --tasks recall --mechanisms none,epar-enhanced --seeds 42 --quiet --no-render --out "$T_TMP/oneshot"
+expect_grep '"stopped": "seconds"' "$T_TMP/oneshot/benchmark/cells/cost/cell.json"
+! grep -q widest_halfwidth "$T_TMP/oneshot/benchmark/cells/cost/cell.json" && ok || fail "an undefined half-width written"
+awk -F, '$1 == "epar-enhanced" { found = 1; if ($19 != "nan") bad = 1 } END { exit bad || !found }' \
+    "$T_TMP/oneshot/benchmark/cost.csv" && ok || fail "one generation's overhead has an interval"
 expect_exit 0 "help" -- "$EPAR" benchmark --help
 expect_grep 'shard' "$T_TMP/out"
 finish

@@ -16,7 +16,7 @@ for g in verification_results consistency_verification ranking_correlation posit
     if command -v gnuplot >/dev/null; then expect_file "$d/$g.png"; fi
 done
 # the columns the audit reads, exactly
-expect_grep '^seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,score_similarity_std,ranking_correlation,ranking_correlation_std,position_score_mean,runs$' "$d/consistency_by_seed.csv"
+expect_grep '^seed,info_type,consistency,consistency_std,proximity,proximity_std,score_similarity,score_similarity_std,ranking_correlation,ranking_correlation_std,position_score_mean,runs,consistency_se_run$' "$d/consistency_by_seed.csv"
 expect_grep '^info_type,consistency,proximity,score_similarity,ranking_correlation,position_score_mean,consistency_sd,proximity_sd,score_similarity_sd,ranking_correlation_sd,seeds,runs,consistency_se_run,proximity_se_run,score_similarity_se_run,ranking_correlation_se_run$' "$d/consistency.csv"
 expect_grep '^form,info_type,consistency,consistency_sd,ranking_correlation,ranking_correlation_sd,seeds,consistency_se_run,ranking_correlation_se_run$' "$d/forms_comparison.csv"
 [ "$(wc -l < "$d/consistency_by_seed.csv")" -eq 11 ] && ok || fail "2 seeds x 5 types rows in consistency_by_seed.csv"

@@ -39,7 +39,7 @@ done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
 for m in shaw linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
-         sparse-fixed sliding-window block-sparse global-local; do
+         sparse-fixed sliding-window block-sparse global-local pi-attention gqa; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
@@ -51,12 +51,28 @@ expect_exit 0 "protocol mechanism_params" -- "$EPAR" train $small --mechanism sl
     --protocol "$T_TMP/mp_protocol.json" --out "$T_TMP/set2"
 [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["position"]["mechanism_params"]["radius"])' "$(d "$T_TMP/set2" sliding-window)/run.json")" = 5.0 ] && ok || fail "run.json records the protocol's radius 5"
 
+# GQA / MQA: the K/V projections shrink to groups heads (the parameter count the benchmark equalises); a groups
+# that does not divide the heads is refused naming it
+qkvw() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["parameter_tensors"]["qkvw"])' "$1/run.json"; }
+expect_exit 0 "gqa.groups=1 (MQA)" -- "$EPAR" train $small --mechanism gqa --set gqa.groups=1 --steps 3 --out "$T_TMP/mqa"
+[ "$(qkvw "$(d "$T_TMP/mqa" gqa)")" = $((2 * (32 + 2 * 8) * 32)) ] && ok ||
+    fail "MQA's qkvw: 2 layers x (32 + 2 x 8) x 32, got $(qkvw "$(d "$T_TMP/mqa" gqa)")"
+[ "$(qkvw "$(d "$T_TMP/m" gqa)")" = $((2 * (32 + 2 * 2 * 8) * 32)) ] && ok ||
+    fail "GQA's qkvw (2 groups): 2 layers x (32 + 2 x 2 x 8) x 32, got $(qkvw "$(d "$T_TMP/m" gqa)")"
+ptensor() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["parameter_tensors"][sys.argv[2]])' "$1/run.json" "$2"; }
+[ "$(ptensor "$(d "$T_TMP/m" pi-attention)" pos)" = $((2 * 4 * (3 * 8 + 1))) ] && ok ||
+    fail "pi-attention's gates: 2 layers x 4 heads x (3 x 8 + 1), got $(ptensor "$(d "$T_TMP/m" pi-attention)" pos)"
+expect_exit 2 "gqa.groups=3 with 4 heads" -- "$EPAR" train $small --mechanism gqa --set gqa.groups=3 --steps 3 --out "$T_TMP/g3"
+expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
+
 # ---- determinism: --jobs 1 and --jobs 2 byte-identical, at sizes above lib/nn's threading thresholds
 # (products 8.4M-12.6M multiply-adds > 4M, GELU 524k elements > 262k): t5 (learned bias, C softmax rows
 # in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them), shaw (per-thread rows,
-# its table's gradient summed over (b, h) in order) and performer (kernel attention, per-thread features)
+# its table's gradient summed over (b, h) in order), performer (kernel attention, per-thread features), gqa
+# (K/V heads copied to and summed from their query heads) and pi-attention (per-thread rows, its gates' gradient
+# summed over (b, h) in order)
 big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
-for m in t5 epar-enhanced shaw performer; do
+for m in t5 epar-enhanced shaw performer gqa pi-attention; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"
     [ "$(numbers "$(d "$T_TMP/j1" $m)")" = "$(numbers "$(d "$T_TMP/j2" $m)")" ] && ok ||
@@ -136,12 +152,13 @@ bad 3 "cannot read checkpoint '/nonexistent.bin'" --mechanism epar-basic --resum
 
 # ---- bad options: exit 2, nothing written
 bad 2 "unknown mechanism 'alibii'" --mechanism alibii
-grep -q "^hint: did you mean 'alibi'? (training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local)$" "$T_TMP/err" && ok ||
+grep -q "^hint: did you mean 'alibi'? (training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local, .*gqa)$" "$T_TMP/err" && ok ||
     fail "no suggestion and list of mechanisms in the hint: $(cat "$T_TMP/err")"
 bad 2 "unknown mechanism 'qwertz'" --mechanism qwertz
-grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local$' "$T_TMP/err" && ok ||
+grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local, .*gqa$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint: $(cat "$T_TMP/err")"
-bad 2 "untrainable mechanism 'pi-attention'" --mechanism pi-attention
+bad 2 "untrainable mechanism 'deberta'" --mechanism deberta
+bad 2 "pi-attention.gate '0' must be in \\(0, 1\\) for training" --mechanism pi-attention --set pi-attention.gate=0
 bad 2 "'alibi.max_bias=4': training sets alibi through its own options" --mechanism alibi --set alibi.max_bias=4
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2
 bad 2 "--set expects mech.param=value, got 'radius'" --mechanism sliding-window --set radius

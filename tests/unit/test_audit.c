@@ -22,8 +22,9 @@ static const struct epar_audit_row *row_of(const struct epar_audit *a, const cha
 static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u, double v, int stoch, double sd, int n,
                                    double se_run, double se)
 {
-    struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1};
-    struct epar_audit_meas m = {v, stoch, sd, n, se_run, se, NAN, NAN, NAN};
+    struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1, NAN};
+    struct epar_audit_meas m = {.value = v, .stochastic = stoch, .sd = sd, .n = n, .se_run = se_run, .se = se,
+                                 .holm = NAN, .lo = NAN, .hi = NAN, .nonsup = NAN};
     char acc[256];
     return epar_audit_judge(&t, r, u, &m, 0.95, acc, sizeof acc);
 }
@@ -70,8 +71,9 @@ static void rules(void)
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 1.0 / 128, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "exact: identical");
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
               "exact: 1e-9 off fails");
-    struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0};
-    struct epar_audit_meas m32 = {0.7406705212489787, 0, NAN, 0, NAN, NAN, NAN, NAN, NAN};
+    struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0, NAN};
+    struct epar_audit_meas m32 = EPAR_AUDIT_MEAS_NONE;
+    m32.value = 0.7406705212489787;
     char acc[256];
     check_int(epar_audit_judge(&rel, 0.7406705617904663, 0, &m32, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "relative 1e-6: the float32 value");
@@ -177,33 +179,33 @@ static void selection(void)
     int n;
     char why[512];
     json_t *w = J("{\"form\": \"enhanced\", \"alpha\": 0.1}");
-    check_int(epar_audit_select(t, w, "consistency", "consistency_sd", NULL, &v, &sd, &n, why, sizeof why), EPAR_OK,
+    check_int(epar_audit_select(t, w, "consistency", "consistency_sd", NULL, &v, &sd, &n, NULL, why, sizeof why), EPAR_OK,
               "select one row");
     check_rel(v, 0.90, 1e-15, "selected value");
     check_rel(sd, 0.02, 1e-15, "selected sd");
     json_decref(w);
     w = J("{\"alpha\": \"0.1\"}");
-    check_int(epar_audit_select(t, w, "consistency", NULL, "mean", &v, &sd, &n, why, sizeof why), EPAR_OK,
+    check_int(epar_audit_select(t, w, "consistency", NULL, "mean", &v, &sd, &n, NULL, why, sizeof why), EPAR_OK,
               "string selector matches numbers");
     check_int(n, 2, "two rows match alpha 0.1");
     check_rel(v, 0.855, 1e-12, "mean over rows");
     check_rel(sd, sqrt(2 * 0.045 * 0.045), 1e-9, "sample sd across rows");
-    check_int(epar_audit_select(t, w, "consistency", NULL, NULL, &v, &sd, &n, why, sizeof why), EPAR_EINVAL,
+    check_int(epar_audit_select(t, w, "consistency", NULL, NULL, &v, &sd, &n, NULL, why, sizeof why), EPAR_EINVAL,
               "several rows without an aggregate is an error");
     json_decref(w);
     w = J("{\"form\": [\"basic\"]}");
-    check_int(epar_audit_select(t, w, "consistency", "consistency_sd", "min", &v, &sd, &n, why, sizeof why), EPAR_OK,
+    check_int(epar_audit_select(t, w, "consistency", "consistency_sd", "min", &v, &sd, &n, NULL, why, sizeof why), EPAR_OK,
               "array selector + min");
     check_rel(v, 0.81, 1e-15, "min value");
     check_rel(sd, 0.01, 1e-15, "sd of the min row");
     json_decref(w);
-    check_int(epar_audit_select(t, NULL, "consistency", NULL, "max", &v, &sd, &n, why, sizeof why), EPAR_OK, "max");
+    check_int(epar_audit_select(t, NULL, "consistency", NULL, "max", &v, &sd, &n, NULL, why, sizeof why), EPAR_OK, "max");
     check_rel(v, 0.90, 1e-15, "max over every row");
-    check_int(epar_audit_select(t, NULL, "ranking", NULL, "mean", &v, &sd, &n, why, sizeof why), EPAR_EINVAL,
+    check_int(epar_audit_select(t, NULL, "ranking", NULL, "mean", &v, &sd, &n, NULL, why, sizeof why), EPAR_EINVAL,
               "absent column");
     check_true(strstr(why, "column 'ranking' not in the file") && strstr(why, "form,alpha"), "why names the columns: %s", why);
     w = J("{\"form\": \"none\"}");
-    check_int(epar_audit_select(t, w, "consistency", NULL, NULL, &v, &sd, &n, why, sizeof why), EPAR_EINVAL,
+    check_int(epar_audit_select(t, w, "consistency", NULL, NULL, &v, &sd, &n, NULL, why, sizeof why), EPAR_EINVAL,
               "no matching row");
     check_true(strstr(why, "no row matches") != NULL, "why: %s", why);
     json_decref(w);
@@ -405,46 +407,200 @@ static void not_learned(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
-/* beats_all: the smallest improvement over every rival with the smallest lower and upper ends of the intervals, and
- * the smallest Holm-adjusted p of a better rival (experiments/benchmark's comparisons): judged on the lower end */
+/* beats_all: the smallest lower end of the intervals against every rival, and the smallest Holm-adjusted p of a
+ * better rival (experiments/benchmark's comparisons) */
 static void beats_all(void)
 {
-    struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0};
+    struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0, NAN};
     char acc[512];
-    struct epar_audit_meas m = {0.05, 0, NAN, 3, NAN, NAN, NAN, 0.01, 0.09};
+    struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
+    m.value = 0.05;   /* the smallest improvement; lo (the smallest lower end) decides */
+    m.lo = 0.01;
+    m.hi = 0.09;
+    m.n = 3;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
               "beats_all: every interval above 0 -> holds");
-    check_true(strstr(acc, "smallest improvement 0.05, interval [0.01, 0.09]") != NULL,
-               "beats_all: the accepted text gives the effect and its interval (%s)", acc);
-    m.value = 0.3;
     m.lo = -0.2;
     m.holm = 0.2;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
-              "beats_all: an improvement whose interval reaches below 0, no rival better after Holm -> open");
-    m.value = -0.46;
-    m.lo = -1.42;
-    m.hi = 0.5;
+              "beats_all: an interval reaching below 0, no rival better after Holm -> open");
     m.holm = 0.01;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
               "beats_all: a rival better at Holm-adjusted p 0.01 -> fails");
     check_true(strstr(acc, "Holm-adjusted p < 0.05") != NULL, "beats_all: the accepted text names the level (%s)", acc);
     m.holm = NAN;
-    m.value = m.lo = m.hi = 0;
+    m.lo = 0;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
-              "beats_all: identical cells (lower end 0, no test) -> open");
+              "beats_all: a lower end at 0 -> open");
     m.lo = NAN;
-    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
-              "beats_all: no interval (NaN) with 3 seeds -> undecided");
-    m.lo = 0.1;
-    m.value = NAN;
-    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_UNDECIDED,
-              "beats_all: no improvement (NaN) -> undecided");
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_NO_SPREAD,
+              "beats_all: a comparison without an interval (NaN, e.g. every cell at 1.0) with 3 seeds -> no spread, "
+              "judged like an unlearned task, never as a certain interval");
+    m.holm = 0.01;
+    check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
+              "beats_all: ... but a rival better after Holm still fails it");
+    m.holm = NAN;
+    {   /* the reported gain (non-superiority): every rival beaten, but some rival's adjusted interval ends below it */
+        struct epar_audit_tol tg = t;
+        tg.gain = 0.047;
+        m.lo = 0.01;
+        m.nonsup = 0.03;
+        check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
+                  "beats_all with a reported gain 4.7 %%: a rival's adjusted interval ends at 3 %% -> fails (gain excluded)");
+        check_true(strstr(acc, "reported gain 0.047") != NULL, "beats_all: the accepted text names the gain (%s)", acc);
+        m.nonsup = 0.06;
+        check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
+                  "beats_all with a reported gain: every interval above 0 and the gain inside every interval -> holds");
+        m.lo = -0.01;
+        check_int(epar_audit_judge(&tg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+                  "beats_all with a reported gain: a lower end below 0, the gain not excluded -> open");
+        m.nonsup = 0.03;
+        check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+                  "beats_all without a gain ignores the non-superiority bound");
+        m.nonsup = NAN;
+    }
     m.n = 1;
     check_int(epar_audit_judge(&t, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FEW_SEEDS,
               "beats_all: one seed (no interval) -> needs >= 2 seeds");
     enum epar_audit_rule r;
     check_int(epar_audit_rule_parse("beats_all", &r), EPAR_OK, "beats_all parses");
     check_int(r, EPAR_AUDIT_BEATS_ALL, "beats_all is its rule");
+}
+
+/* a measurement's own interval (lo_column, hi_column: e.g. the distribution-free interval of a median that the
+ * benchmark's cost cell computes): the threshold rules judge it, however asymmetric, instead of m +- t s / sqrt(n) */
+static void own_interval(void)
+{
+    struct epar_audit_tol t = {EPAR_AUDIT_BELOW, 0, 0, 0, 0, NAN};
+    char acc[256];
+    /* an sd and n that alone would give 0.01 +- 2.776 x 0.05 / sqrt 5 = [-0.052, 0.072]: not used */
+    struct epar_audit_meas m = {.value = 0.01, .stochastic = 1, .sd = 0.05, .n = 5, .se_run = NAN, .se = NAN, .holm = NAN,
+                                 .interval = 1, .lo = -0.004, .hi = 0.0119, .nonsup = NAN};
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS,
+              "own interval: [-0.004, 0.0119] below 0.012 -> holds (the t interval would straddle)");
+    check_true(strstr(acc, "[-0.004, 0.0119]") != NULL, "own interval: shown as accepted (%s)", acc);
+    m.hi = 0.012;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "own interval: an upper end at the threshold is not below it -> open");
+    m.lo = 0.012;
+    m.hi = 0.03;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_FAILS,
+              "own interval: the whole interval at or above the threshold -> fails");
+    m.lo = NAN;
+    check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
+              "own interval undefined (too few values): open, not judged by the sd");
+    struct epar_audit_tol rg = {EPAR_AUDIT_RANGE, 0, 0.0, 0.02, 0, NAN};
+    m.lo = 0.001;
+    m.hi = 0.019;
+    check_int(epar_audit_judge(&rg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS, "own interval inside a range");
+
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/bench", dir);
+    mkdir(p, 0777);
+    write_file(dir, "bench/cost.csv", "mechanism,over,over_sd,over_lo,over_hi,pairs\n"
+                                      "a,0.01,0.05,-0.004,0.0119,40\nb,0.01,0.05,0.005,0.02,40\n");
+    write_file(dir, "bench/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                      " \"parameters\": {\"preset\": \"p\", \"seeds\": [1]}}");
+#define C(id, m, lo) "{\"id\": \"" id "\", \"source\": \"s\", \"statement\": \"t\", \"reported\": \"1.2%\", " \
+    "\"tolerance\": {\"rule\": \"below\"}, \"measure\": {\"file\": \"bench/cost.csv\", \"where\": {\"mechanism\": \"" m "\"}, " \
+    "\"column\": \"over\", \"lo_column\": \"" lo "\", \"hi_column\": \"over_hi\", \"n_column\": \"pairs\"}}"
+    json_t *claims = J("[" C("a", "a", "over_lo") ", " C("b", "b", "over_lo") ", " C("gone", "a", "over_low") "]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "lo_column and hi_column accepted: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r;
+    check_true((r = row_of(&a, "a")) && r->verdict == EPAR_AUDIT_REPRODUCED,
+               "the file's interval [-0.004, 0.0119] below 1.2%% -> reproduced (one seed, one run: no seeds needed)");
+    check_true((r = row_of(&a, "b")) && r->verdict == EPAR_AUDIT_INCONCLUSIVE, "[0.005, 0.02] straddles 1.2%% -> inconclusive");
+    r = row_of(&a, "gone");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_HERE && strstr(r->note, "over_low"),
+               "an interval column the file lacks is a spec problem naming it: %s", r ? r->note : "");
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"measure\": "
+               "{\"file\": \"bench/cost.csv\", \"column\": \"over\", \"lo_column\": \"over_lo\"}, \"tolerance\": {\"rule\": \"below\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "lo_column without hi_column is refused");
+    json_decref(claims);
+#undef C
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
+
+/* issue 32's rule fixes on a small file of five "types" (3 seeds):
+ * - "min" takes the chosen row's run-level se, not another row's (the floor of opt_all_patterns_above_0.7);
+ * - "every": reproduced when every row's interval is above, not reproduced when some row is below after Holm across
+ *   the rows (a row below by its single interval but not after the adjustment stays inconclusive);
+ * - group_by with a run-level se: the floor of a group's mean is sqrt(sum se^2) / rows (ref_opt_average_consistency);
+ * - a reading whose seeds all gave the same value (sd 0, no floor) is no interval: inconclusive, never reproduced. */
+static void rules_issue32(void)
+{
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/opt", dir);
+    mkdir(p, 0777);
+    /* the lowest row (c) has a tiny sd and a large run-level se; a's se_run is the smallest of the column */
+    write_file(dir, "opt/types.csv", "type,v,v_sd,v_se_run\na,0.80,0.01,0.001\nb,0.90,0.01,0.002\nc,0.71,0.0001,0.05\n");
+    write_file(dir, "opt/above.csv", "type,v,v_sd\na,0.80,0.01\nb,0.90,0.01\n");
+    /* row b lies below 0.7 by its own 95 % interval (0.69 +- 4.30 x 0.001 / sqrt 3 = [0.6875, 0.6925]) but not at the
+     * Bonferroni level 1 - 0.05 / 2 over the two rows? t(0.9875, 2) = 6.21: 0.69 + 6.21 x 0.001 / 1.732 = 0.6936 < 0.7:
+     * rejected after the adjustment too; row d (0.698) is below by its interval but not after it */
+    write_file(dir, "opt/below.csv", "type,v,v_sd\na,0.80,0.01\nb,0.69,0.001\n");
+    write_file(dir, "opt/near.csv", "type,v,v_sd\na,0.80,0.01\nd,0.698,0.001\n");
+    write_file(dir, "opt/groups.csv", "seed,type,v,v_se_run\n1,a,0.80,0.03\n1,b,0.78,0.04\n2,a,0.81,0.03\n2,b,0.79,0.04\n"
+                                      "3,a,0.80,0.03\n3,b,0.785,0.04\n");
+    write_file(dir, "opt/sat.csv", "task,gain,gain_sd\nrecall,0,0\n");
+    write_file(dir, "opt/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                    " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3]}}");
+#define N "\"source\": \"s\", \"statement\": \"t\", "
+    json_t *claims = J("["
+        "{\"id\": \"min\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/types.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"se_run_column\": \"v_se_run\", \"aggregate\": \"min\"}, \"tolerance\": {\"rule\": \"above\"}},"
+        "{\"id\": \"every_up\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/above.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
+        "{\"id\": \"every_down\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/below.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
+        "{\"id\": \"every_near\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/near.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
+        "{\"id\": \"group\", " N "\"reported\": \"0.7\", \"measure\": {\"file\": \"opt/groups.csv\", \"column\": \"v\", \"se_run_column\": \"v_se_run\", \"aggregate\": \"mean\", \"group_by\": \"seed\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"sat\", " N "\"reported\": 0, \"measure\": {\"file\": \"opt/sat.csv\", \"where\": {\"task\": \"recall\"}, \"column\": \"gain\", \"sd_column\": \"gain_sd\"}, \"tolerance\": {\"rule\": \"below\"}}"
+        "]");
+#undef N
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "issue-32 claims valid: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r = row_of(&a, "min");
+    /* c's interval with its own floor 0.05: 0.71 - 4.30 x 0.05 / sqrt 3 < 0.7 -> open; with a's 0.001 it would hold */
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->accepted, "run-level floor"),
+               "min: the chosen row's own run-level se floors its sd (%s)", r ? r->accepted : "");
+    check_true((r = row_of(&a, "every_up")) && r->verdict == EPAR_AUDIT_REPRODUCED, "every: both rows above -> reproduced");
+    r = row_of(&a, "every_down");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED,
+               "every: a row below after the Holm adjustment -> not reproduced (%s)", r ? r->accepted : "");
+    r = row_of(&a, "every_near");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE,
+               "every: a row below by its own interval but not after the adjustment -> inconclusive (%s)",
+               r ? r->accepted : "");
+    r = row_of(&a, "group");
+    /* group means 0.79, 0.80, 0.7925: sd 0.0052; floor sqrt((0.03^2 + 0.04^2)) / 2 = 0.025 */
+    check_true(r && strstr(r->accepted, "run-level floor") && strstr(r->accepted, "0.025"),
+               "group_by: the group mean's run-level floor sqrt(sum se^2)/rows = 0.025 (%s)", r ? r->accepted : "");
+    r = row_of(&a, "sat");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->note, "no interval"),
+               "saturated reading (sd 0 over 3 seeds) -> inconclusive, said why: %s", r ? r->note : "");
+    epar_audit_free(&a);
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0.7, \"measure\": {\"file\": "
+               "\"opt/above.csv\", \"column\": \"v\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "every without an sd_column is refused");
+    json_decref(claims);
+    claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"measure\": {\"file\": "
+               "\"opt/above.csv\", \"column\": \"v\"}, \"tolerance\": {\"rule\": \"above\", \"gain\": 0.05}}]");
+    check_int(epar_audit_check(claims, "p.json"), EPAR_EPROTOCOL, "a gain outside beats_all is refused");
+    json_decref(claims);
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
 }
 
 /* beats_all from a file: measured is the smallest improvement, measured_lo and measured_hi its interval (each reading's
@@ -511,12 +667,14 @@ int main(void)
 {
     rules();
     beats_all();
-    beats_all_file();
+    own_interval();
     verdicts();
     quantities();
     selection();
     validation();
     evaluation();
     not_learned();
+    rules_issue32();
+    beats_all_file();
     return check_summary("test_audit");
 }

@@ -7,6 +7,7 @@
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "lib/posfx.h"
 #include "check.h"
 
@@ -135,7 +136,7 @@ int main(void)
         double all_nan[3] = {NAN, NAN, NAN};
         check_int((long)epar_metric_argmax(all_nan, 3), 0, "argmax of all-NaN is 0 (documented; callers check)");
         double mean, sd;
-        epar_metric_mean_sd(V, L, &mean, &sd);
+        epar_stats_mean_sd(V, L, &mean, &sd);
         check_true(isnan(mean), "mean of values with a NaN is NaN");
         /* NaN written to a CSV is the literal "nan" */
         char buf[32];

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <gsl/gsl_statistics_double.h>
 #include "lib/metrics.h"
+#include "lib/stats.h"
 #include "check.h"
 
 int main(void)
@@ -79,7 +80,7 @@ int main(void)
     double cst[4] = {2, 2, 2, 2};
     check_true(isnan(epar_metric_spearman(cst, t2, 4, work)), "Spearman of a constant vector is NaN");
     double m, sd;
-    epar_metric_mean_sd(t2, 4, &m, &sd);
+    epar_stats_mean_sd(t2, 4, &m, &sd);
     check_rel(sd, sqrt(5.0 / 3.0), 1e-12, "sample sd (n-1)");
 
     /* the tie rule: argmax_tied == argmax of the tie-merged vector; rounding noise of the size BLAS kernels

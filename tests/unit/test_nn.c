@@ -267,6 +267,43 @@ static void test_crossentropy(void)
     check_true(!memcmp(z2, p, sizeof p) && loss[0] == l0, "cross-entropy in place equals out of place");
 }
 
+/* the cross-entropy's two paths (AVX2: libmvec expf, 8 lanes, two double accumulators; portable: libm expf, one
+ * double sum) against a double-precision softmax, at vocabularies with and without a ragged 8-lane tail */
+static void test_crossentropy_paths(void)
+{
+    int N = 4, Vs[3] = {63, 5, 1000};
+    for (int k = 0; k < 3; k++) {
+        int V = Vs[k];
+        float *z = malloc((size_t)N * V * sizeof *z), *p = malloc((size_t)N * V * sizeof *p), loss[4];
+        int t[4] = {0, V - 1, V / 2, 1};
+        unsigned char cor[4];
+        randn(z, (size_t)N * V, 3.0);
+        for (int path = 0; path < 2; path++) {
+            epar_nn_set_portable(path);
+            epar_nn_crossentropy_forward(p, loss, cor, z, t, NULL, N, V);
+            double ep = 0, el = 0;
+            for (int r = 0; r < N; r++) {
+                const float *zr = z + (size_t)r * V;
+                double mx = zr[0], sum = 0;
+                for (int v = 1; v < V; v++) mx = fmax(mx, zr[v]);
+                /* exp of the float difference, as both paths take it (its rounding is not the exp's error) */
+                for (int v = 0; v < V; v++) sum += exp((double)(zr[v] - (float)mx));
+                for (int v = 0; v < V; v++) {
+                    double ref = exp((double)(zr[v] - (float)mx)) / sum;
+                    ep = fmax(ep, fabs(p[(size_t)r * V + v] - ref) / ref);
+                }
+                el = fmax(el, fabs(loss[r] - (mx + log(sum) - zr[t[r]])));
+            }
+            check_abs(ep, 0, 1e-6, "cross-entropy probabilities to 1e-6 relative of double (V=%d, %s path)", V,
+                      path ? "portable" : "AVX2");
+            check_abs(el, 0, 1e-5, "cross-entropy loss to 1e-5 of double (V=%d, %s path)", V, path ? "portable" : "AVX2");
+        }
+        epar_nn_set_portable(0);
+        free(z);
+        free(p);
+    }
+}
+
 /* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
 static const float *PAIR;   /* the (i, j) table of the current case (stride ld), NULL: none */
 static float *KWORK;        /* kernel attention (elu + 1) of the current case: its per-thread scratch, NULL: softmax */
@@ -275,7 +312,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f};
+                                   C / NH, 1e-6f, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -326,7 +363,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -375,12 +412,13 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     KWORK = NULL;
 }
 
-/* the AVX2 rows (libmvec expf, 8-lane sums, reversed table loads) against the portable C rows: forward
- * weights, output and dqkv with a factor and a bias (no table gradients: the path fixed EPAR runs), at
- * lengths that leave ragged 8-lane tails */
-static void test_attention_paths(int T, int use_pair)
+/* the AVX2 path (lib/nn's own product tiles, libmvec expf, 8-lane sums, reversed table loads) against the portable
+ * one (cblas products, C rows): forward weights, output and dqkv with a factor and a bias (no table gradients: the
+ * path fixed EPAR runs), at lengths that leave ragged 8-lane and 4-row tails, head widths that leave partial 16-column
+ * tiles (hs 8, 12, 40), and a head too wide for its transposed keys at once (hs 64, T 300: keys in chunks) */
+static void test_attention_paths(int T, int use_pair, int C, int NH)
 {
-    int B = 2, C = 16, NH = 2, ld = T + 3;
+    int B = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *qkv = malloc(nq * sizeof *qkv), *w = malloc(no * sizeof *w), *fac = malloc(NH * ld * sizeof *fac);
     float *bias = malloc(NH * ld * sizeof *bias), *datt = malloc(64 * T * T * sizeof *datt);
@@ -395,7 +433,7 @@ static void test_attention_paths(int T, int use_pair)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -409,19 +447,23 @@ static void test_attention_paths(int T, int use_pair)
         ed = fmax(ed, fabs(dq[0][i] - dq[1][i]));
         sd = fmax(sd, fabs(dq[1][i]));
     }
-    check_abs(ea, 0, 1e-6, "attention weights: AVX2 rows = C rows to 1e-6 (T=%d pair=%d%s)", T, use_pair,
-              epar_nn_simd() ? "" : ", no AVX2 here");
-    check_abs(eo, 0, 1e-5, "attention output: AVX2 rows = C rows to 1e-5 (T=%d)", T);
-    check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 rows = C rows to 1e-5 of its largest entry (T=%d)", T);
+    /* the scores are sums of hs products in another order on each path: their rounding (a few ulp of scores up to
+     * ~20 here) moves the weights by ~1e-6 of themselves at hs 64 */
+    double wtol = C / NH <= 16 ? 1e-6 : 1e-5;
+    check_abs(ea, 0, wtol, "attention weights: AVX2 path = portable path to %g (T=%d pair=%d hs=%d%s)", wtol, T,
+              use_pair, C / NH, epar_nn_simd() ? "" : ", no AVX2 here");
+    check_abs(eo, 0, 1e-5, "attention output: AVX2 path = portable path to 1e-5 (T=%d hs=%d)", T, C / NH);
+    check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 path = portable path to 1e-5 of its largest entry (T=%d hs=%d)", T,
+              C / NH);
     for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
     free(qkv); free(w); free(fac); free(bias); free(datt); free(pair);
 }
 
 static void test_attention(void)
 {
-    test_attention_paths(67, 0);
-    test_attention_paths(13, 0);
-    test_attention_paths(67, 1);
+    test_attention_paths(67, 0, 16, 2);
+    test_attention_paths(13, 0, 16, 2);
+    test_attention_paths(67, 1, 16, 2);
     test_attention_case(5, 0, 0, 0, 0);
     test_attention_case(5, 1, 1, 0, 0);
     test_attention_case(70, 1, 0, 0, 0);    /* two query blocks */
@@ -434,11 +476,13 @@ static void test_attention(void)
 
 /* ---- the whole model ---- */
 
+static int TINY_NH = 2;   /* heads of the tiny model (4 for GQA with two groups) */
+
 static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
 {
     struct epar_nn_config c;
     memset(&c, 0, sizeof c);
-    c.V = 11; c.Tmax = 9; c.Bmax = 3; c.C = 8; c.NH = 2; c.NL = 2; c.F = 12;
+    c.V = 11; c.Tmax = 9; c.Bmax = 3; c.C = 8; c.NH = TINY_NH; c.NL = 2; c.F = 12;
     c.pos = pos;
     c.init_sd = 0.3;   /* larger than GPT-2's 0.02 so every path carries a visible gradient */
     epar_nnpos_settings_default(&c.pos_settings);
@@ -454,6 +498,9 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
     return c;
 }
 
@@ -562,6 +609,44 @@ static void test_model_gradient(enum epar_mech_id id, int learn)
     epar_nn_free(&m);
 }
 
+/* GQA's parameters and sharing: the projection has C + 2 G hs rows (the parameter count the benchmark equalises),
+ * the query heads of a group see the same k and v (copies of one K/V head), and G = NH is multi-head attention's
+ * layout and count; a G that does not divide the heads is refused naming it */
+static void test_gqa_shape(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_GQA, 0), mha = tiny(EPAR_MECH_NONE, 0);
+    int C = c.C, NH = c.NH, hs = C / NH, G = epar_nn_kv_heads(&c);
+    check_int(G, NH / 2, "gqa: %d K/V heads for %d query heads", G, NH);
+    struct epar_nn m, m0;
+    if (epar_nn_alloc(&m, &c) || epar_nn_alloc(&m0, &mha)) { check_true(0, "gqa shape: alloc"); return; }
+    check_int((long)(m0.n_params - m.n_params), (long)c.NL * 2 * (NH - G) * hs * (C + 1),
+              "gqa: %zu parameters, multi-head %zu: the K/V projections of NH - G heads fewer", m.n_params, m0.n_params);
+    gsl_rng *r = epar_rng_alloc(5, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int tok[8];
+    for (int t = 0; t < 8; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, 8);
+    int same = 1, differ = 0;
+    for (int t = 0; t < 8; t++)
+        for (int part = 1; part < 3; part++)
+            for (int h = 0; h < NH; h++)
+                for (int u = 0; u < hs; u++) {
+                    const float *row = m.a.qkv + (size_t)t * 3 * C + part * C;
+                    int lead = epar_mech_gqa_group(h, NH, G) * (NH / G);
+                    same &= row[h * hs + u] == row[lead * hs + u];
+                    differ |= epar_mech_gqa_group(h, NH, G) > 0 && row[h * hs + u] != row[u];
+                }
+    check_true(same && differ, "gqa: the heads of a group read one k and v, other groups another");
+    epar_nn_free(&m);
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = NH;
+    check_int(epar_nn_qkv_width(&c), 3 * C, "gqa with groups = heads: multi-head attention's projection");
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = 3;
+    check_int(epar_nn_alloc(&m, &c), EPAR_EINVAL, "gqa.groups 3 with 4 heads is refused");
+    check_true(strstr(epar_err_message(), "'3'") != NULL, "... naming the value: %s", epar_err_message());
+    epar_nn_free(&m0);
+}
+
 /* float64 reference: layer 0's attention of the trained model's forward against lib/mech (what `epar compare`
  * computes in double) for the same q, k weights and the same LayerNorm output. The catalogue's parameters are
  * the training's: default settings (alibi max_bias 8, rope base 10000, EPAR 1, 1, 0.5 at L = T). Input mechanisms
@@ -575,29 +660,39 @@ static void test_reference_fp64(enum epar_mech_id id)
     epar_nnpos_settings_default(&c.pos_settings);
     c.pos_settings.fx = fx;
     memcpy(c.pos_settings.mp, tiny(id, 0).pos_settings.mp, sizeof c.pos_settings.mp);
+    /* Performer: compare's at eps = 0 is FAVOR+'s kernel exactly, what training computes (its stabilisers need no
+     * eps; compare adds eps times the largest feature over every key) */
+    c.pos_settings.mp[EPAR_MECH_PERFORMER][3] = 0;
     int T = 8, C = c.C, NH = c.NH;
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "fp64 reference: alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS);
     epar_nn_init(&m, r);
     epar_rng_free(r);
+    /* pi-attention: compare's gate is the untrained one, sigmoid(0) = pi-attention.gate: the gate's w = 0 (b starts
+     * at logit(gate)) */
+    for (int k = 0; id == EPAR_MECH_PI_ATTENTION && k < c.NL * NH; k++)
+        memset(m.p.pos + (size_t)k * m.pos.ngate, 0, (size_t)(m.pos.ngate - 1) * sizeof *m.p.pos);
     int tok[9];
     for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
     epar_nn_forward(&m, tok, NULL, NULL, 1, T);
     struct epar_layer layer;
     epar_attn_layer_alloc(&layer, T, C, 0);
-    for (int o = 0; o < C; o++)
+    /* row of the projection giving output o of k (v): GQA's K/V head of o's query head (compare's mean over the
+     * group's K slices, which are then all this row, is the same) */
+    int G = epar_nn_kv_heads(&c), hs = C / NH;
+    for (int o = 0; o < C; o++) {
+        int ko = C + epar_mech_gqa_group(o / hs, NH, G) * hs + o % hs, vo = ko + G * hs;
         for (int k = 0; k < C; k++) {
             layer.Wq[o * C + k] = m.p.qkvw[(size_t)o * C + k];
-            layer.Wk[o * C + k] = m.p.qkvw[(size_t)(C + o) * C + k];
-            layer.Wv[o * C + k] = m.p.qkvw[(size_t)(2 * C + o) * C + k];
+            layer.Wk[o * C + k] = m.p.qkvw[(size_t)ko * C + k];
+            layer.Wv[o * C + k] = m.p.qkvw[(size_t)vo * C + k];
         }
-    for (int o = 0; o < C; o++) {
         layer.bq[o] = m.p.qkvb[o];
-        layer.bk[o] = m.p.qkvb[C + o];
-        layer.bv[o] = m.p.qkvb[2 * C + o];
+        layer.bk[o] = m.p.qkvb[ko];
+        layer.bv[o] = m.p.qkvb[vo];
     }
-    double X[8 * 8], A[2 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];
+    double X[8 * 8], A[4 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];   /* up to 4 heads (GQA) */
     for (int t = 0; t < T * C; t++) X[t] = m.a.ln1[t];
     memcpy(prm, c.pos_settings.mp[id], sizeof prm);
     if (id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED) {
@@ -610,7 +705,7 @@ static void test_reference_fp64(enum epar_mech_id id)
     int st = epar_mech_init(&mm, id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
-        int k = (int)prm[0], hs = C / NH;
+        int k = (int)prm[0];
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
     }
@@ -627,6 +722,94 @@ static void test_reference_fp64(enum epar_mech_id id)
         epar_mech_free(&mm);
     }
     epar_attn_layer_free(&layer);
+    epar_nn_free(&m);
+}
+
+/* Performer at the scale of trained q, k: the q and k weights multiplied by `gain` (the exponents of FAVOR+'s features
+ * then spread over tens of nats, as after 40-60 steps of recall). Every row keeps FAVOR+'s weights: against FAVOR+
+ * computed here in double in log space from the same q, k and Omega, A_ij = sum_f exp(a_if + b_jf - M_i) / sum over
+ * j' <= i, a_if = w_f . q' - |q'|^2 / 2 (b for k), q' = q hs^(-1/4), M_i the largest exponent of row i (the default
+ * performer.eps, compare's stabiliser, is not added in training). Before the per-row stabilisers the keys' features
+ * were divided by the largest over every key of the sequence and the denominators of most rows fell below eps. */
+static void test_performer_scale(double gain)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_PERFORMER, 0);
+    int T = 8, C = c.C, NH = c.NH, hs = C / NH;
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "performer scale: alloc"); return; }
+    int nf = m.pos.nf;
+    gsl_rng *r = epar_rng_alloc(13, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    for (size_t t = 0; t < (size_t)2 * C * C; t++) m.p.qkvw[t] *= (float)gain;   /* q and k rows of layer 0 */
+    int tok[9];
+    for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    double *ea = malloc((size_t)2 * T * nf * sizeof *ea), *eb = ea + (size_t)T * nf, e = 0, spread = 0;
+    for (int h = 0; h < NH; h++) {
+        for (int t = 0; t < T; t++)
+            for (int part = 0; part < 2; part++) {
+                const float *x = m.a.qkv + (size_t)t * 3 * C + part * C + h * hs;
+                double s = pow(hs, -0.25), nx = 0;
+                for (int u = 0; u < hs; u++) nx += 0.5 * s * s * x[u] * x[u];
+                for (int f = 0; f < nf; f++) {
+                    double w = 0;
+                    for (int u = 0; u < hs; u++) w += s * m.pos.omega[(size_t)f * hs + u] * x[u];
+                    (part ? eb : ea)[(size_t)t * nf + f] = w - nx;
+                }
+            }
+        for (int i = 0; i < T; i++) {
+            double M = -INFINITY, lo = INFINITY, num[8], den = 0;
+            for (int j = 0; j <= i; j++)
+                for (int f = 0; f < nf; f++) {
+                    double z = ea[(size_t)i * nf + f] + eb[(size_t)j * nf + f];
+                    M = fmax(M, z);
+                    lo = fmin(lo, z);
+                }
+            spread = fmax(spread, M - lo);
+            for (int j = 0; j <= i; j++) {
+                num[j] = 0;
+                for (int f = 0; f < nf; f++) num[j] += exp(ea[(size_t)i * nf + f] + eb[(size_t)j * nf + f] - M);
+                den += num[j];
+            }
+            const float *a = m.a.att + ((size_t)h * T + i) * T;
+            for (int j = 0; j <= i; j++) e = fmax(e, fabs(num[j] / den - a[j]));
+        }
+    }
+    /* fp32 exponents of tens of nats carry tens of ulp of relative error into the weights */
+    check_abs(e, 0, 1e-4, "performer, q and k weights x%g (exponents spread over %.0f nats): trained attention = "
+              "FAVOR+ in fp64", gain, spread);
+    free(ea);
+    epar_nn_free(&m);
+}
+
+/* causal: changing the last token changes no earlier position's prediction (pi-attention's gate reads the means of
+ * q, k, v over the positions seen so far; Performer's key stabiliser is the maximum over the keys a row sees) */
+static void test_causal(enum epar_mech_id id)
+{
+    struct epar_nn_config c = tiny(id, 0);
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "causal: alloc %s", epar_nnpos_name(id)); return; }
+    gsl_rng *r = epar_rng_alloc(17, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int T = 8, tok[8];
+    for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    float *p0 = malloc((size_t)T * c.V * sizeof *p0);
+    memcpy(p0, m.a.probs, (size_t)T * c.V * sizeof *p0);
+    tok[T - 1] = (tok[T - 1] + 1 + (int)gsl_rng_uniform_int(R, c.V - 1)) % c.V;
+    epar_nn_forward(&m, tok, NULL, NULL, 1, T);
+    double e = 0, last = 0;
+    for (int t = 0; t < T; t++)
+        for (int v = 0; v < c.V; v++) {
+            double d = fabs(p0[(size_t)t * c.V + v] - m.a.probs[(size_t)t * c.V + v]);
+            if (t < T - 1) e = fmax(e, d);
+            else last = fmax(last, d);
+        }
+    check_true(e <= 1e-6 && last > 0, "%s: causal (the last token moves positions < T-1 by %g, the last by %g)",
+               epar_nnpos_name(id), e, last);
+    free(p0);
     epar_nn_free(&m);
 }
 
@@ -656,6 +839,11 @@ static void test_overfit(enum epar_mech_id id)
     /* block-sparse with the default nb = 0: the first key of a block sees only itself, so the batch's
      * prefix-dependent targets there are out of reach; with one neighbour block every context is >= 5 tokens */
     c.pos_settings.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = 1;   /* 2 heads: the default 2 groups would be multi-head attention */
+    /* pi-attention's defaults (radius 32, pi 16) at T = 16 would be a full causal band: a band of 3 keys and pi 4 make
+     * both masks matter (a row sees its 2 predecessors and every 4th key before it) */
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 4;
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
@@ -711,12 +899,27 @@ int main(void)
     test_attention();
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_model_gradient((enum epar_mech_id)id, 0);
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_causal((enum epar_mech_id)id);
+    TINY_NH = 4;   /* GQA proper: 4 query heads in 2 groups */
+    test_model_gradient(EPAR_MECH_GQA, 0);
+    test_reference_fp64(EPAR_MECH_GQA);
+    test_gqa_shape();
+    TINY_NH = 2;
     test_model_gradient(EPAR_MECH_EPAR_BASIC, 1);
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
+    test_performer_scale(1);
+    test_performer_scale(4);
+    test_performer_scale(8);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
+    /* (last: the draws of the cases above stay as they were) */
+    test_crossentropy_paths();
+    test_attention_paths(37, 1, 24, 2);
+    test_attention_paths(70, 0, 80, 2);
+    test_attention_paths(300, 0, 128, 2);
     gsl_rng_free(R);
     return check_summary("test_nn");
 }

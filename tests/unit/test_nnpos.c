@@ -54,6 +54,11 @@ static void test_registry(void)
     check_int(epar_nnpos_set(&s, "sliding-window.width=3"), EPAR_EINVAL, "an unknown parameter");
     check_int(epar_nnpos_set(&s, "alibi.max_bias=4"), EPAR_EINVAL, "alibi is set through its own training options");
     check_int(epar_nnpos_set(&s, "radius=4"), EPAR_EINVAL, "no mechanism named");
+    check_int(epar_nnpos_set(&s, "gqa.groups=1"), EPAR_OK, "--set gqa.groups=1 (multi-query attention)");
+    check_int(epar_nnpos_kv_heads(EPAR_MECH_GQA, &s, 8), 1, "... one K/V head for 8 query heads");
+    check_int(epar_nnpos_kv_heads(EPAR_MECH_ROPE, &s, 8), 8, "every other mechanism: a K/V head per query head");
+    s.mp[EPAR_MECH_GQA][0] = 3;
+    check_int(epar_nnpos_check_heads(EPAR_MECH_GQA, &s, 8), EPAR_EINVAL, "gqa.groups 3 does not divide 8 heads");
     s.learn_posfx = 1;
     s.fx.gamma = 0;
     check_int(epar_nnpos_validate(EPAR_MECH_EPAR_ENHANCED, &s, 8), EPAR_EINVAL, "learned gamma cannot start at 0");
@@ -299,6 +304,115 @@ static void test_epar(void)
     epar_nnpos_free(&p);
 }
 
+/* q, k rows (T, 3C) with random entries, transformed by mechanism id's qk hook at length T; the model was "trained"
+ * at L (settings resolved there) and is built at Tmax = T */
+static float *qk_at(enum epar_mech_id id, struct epar_nnpos_settings s, int L, int T, const float *x)
+{
+    int C = 8, NH = 2;
+    struct epar_nnpos p;
+    epar_nnpos_resolve(&s, L);
+    float *y = malloc((size_t)T * 3 * C * sizeof *y);
+    memcpy(y, x, (size_t)T * 3 * C * sizeof *y);
+    if (epar_nnpos_alloc(&p, id, &s, T, C, NH, 1) != EPAR_OK) {
+        free(y);
+        return NULL;
+    }
+    epar_nnpos_prepare(&p, T);
+    epar_nnpos_qk_forward(&p, y, 1, T);
+    epar_nnpos_free(&p);
+    return y;
+}
+
+/* largest |a - b| over the rows t in [t0, t1) */
+static double rows_diff(const float *a, const float *b, int t0, int t1)
+{
+    double e = 0;
+    for (size_t i = (size_t)t0 * 24; i < (size_t)t1 * 24; i++) e = fmax(e, fabs((double)a[i] - b[i]));
+    return e;
+}
+
+/* issue 33: ntk-rope, interpolation and log-n take the length the model was trained at by default (not the
+ * catalogue's 512), so a model trained at L = 16 and evaluated at 64 differs from rope / none past L; stacked log-n */
+static void test_trained_length(void)
+{
+    int L = 16, T = 64;
+    struct epar_nnpos_settings s = settings();
+    epar_nnpos_settings_default(&s);
+    check_int((int)s.mp[EPAR_MECH_NTK_ROPE][1], 0, "ntk-rope.train_length defaults to 0: the trained length");
+    check_int((int)s.mp[EPAR_MECH_INTERPOLATION][1], 0, "interpolation.train_length defaults to the trained length");
+    check_int((int)s.mp[EPAR_MECH_LOGN][0], 0, "log-n.train_length defaults to the trained length");
+    struct epar_nnpos_settings r = s;
+    epar_nnpos_resolve(&r, 32);
+    check_int((int)r.mp[EPAR_MECH_NTK_ROPE][1], 32, "resolved to the run's length");
+    struct epar_nnpos_settings e = s;
+    check_int(epar_nnpos_set(&e, "ntk-rope.train_length=100"), EPAR_OK, "train_length set explicitly");
+    epar_nnpos_resolve(&e, 32);
+    check_int((int)e.mp[EPAR_MECH_NTK_ROPE][1], 100, "an explicit train_length is kept");
+    check_int(epar_nnpos_set(&e, "ntk-rope.train_length=0"), EPAR_EINVAL, "0 is not a length one can set");
+
+    float *x = malloc((size_t)T * 24 * sizeof *x);
+    gsl_rng *g = epar_rng_alloc(3, 0, EPAR_RNG_DATA);
+    for (int i = 0; i < T * 24; i++) x[i] = (float)(gsl_rng_uniform(g) - 0.5);
+    epar_rng_free(g);
+    float *none = qk_at(EPAR_MECH_NONE, s, L, T, x), *rope = qk_at(EPAR_MECH_ROPE, s, L, T, x);
+    float *ntk = qk_at(EPAR_MECH_NTK_ROPE, s, L, T, x), *pi = qk_at(EPAR_MECH_INTERPOLATION, s, L, T, x);
+    float *logn = qk_at(EPAR_MECH_LOGN, s, L, T, x);
+    /* within L: the same model (bit for bit) */
+    float *ntk_in = qk_at(EPAR_MECH_NTK_ROPE, s, L, L, x), *pi_in = qk_at(EPAR_MECH_INTERPOLATION, s, L, L, x);
+    float *rope_in = qk_at(EPAR_MECH_ROPE, s, L, L, x);
+    check_true(none && rope && ntk && pi && logn && ntk_in && pi_in && rope_in, "every model built");
+    if (none && rope && ntk && pi && logn && ntk_in && pi_in && rope_in) {
+        check_abs(rows_diff(ntk_in, rope_in, 0, L), 0, 0, "ntk-rope at the trained length is rope");
+        check_abs(rows_diff(pi_in, rope_in, 0, L), 0, 0, "interpolation at the trained length is rope");
+        check_abs(rows_diff(logn, none, 0, L - 1), 0, 0, "log-n is none up to the trained length (t + 1 <= L)");
+        check_true(rows_diff(logn, none, L, T) > 1e-3, "log-n differs from none past the trained length");
+        check_true(rows_diff(ntk, rope, 1, T) > 1e-4, "ntk-rope at 4L differs from rope");
+        check_true(rows_diff(pi, rope, 1, T) > 1e-3, "interpolation at 4L differs from rope");
+        /* interpolation at 4L is rope at positions t / 4: with one row repeated, row 4t of PI is row t of rope */
+        float *same = malloc((size_t)T * 24 * sizeof *same);
+        for (int t = 0; t < T; t++) memcpy(same + (size_t)t * 24, x, 24 * sizeof *same);
+        float *pis = qk_at(EPAR_MECH_INTERPOLATION, s, L, T, same), *ropes = qk_at(EPAR_MECH_ROPE, s, L, T, same);
+        double d = 0;
+        for (int t = 0; pis && ropes && 4 * t < T; t++)
+            for (int c = 0; c < 24; c++) d = fmax(d, fabs((double)pis[4 * t * 24 + c] - ropes[t * 24 + c]));
+        check_true(pis && ropes, "repeated-row models built");
+        check_abs(d, 0, 1e-5, "interpolation at 4L: position 4t is rope's position t");
+        free(pis);
+        free(ropes);
+        free(same);
+        /* the catalogue's analysis default 512 would make them rope and none at 64: what issue 33 found */
+        struct epar_nnpos_settings old = s;
+        old.mp[EPAR_MECH_NTK_ROPE][1] = old.mp[EPAR_MECH_LOGN][0] = 512;
+        float *ntk512 = qk_at(EPAR_MECH_NTK_ROPE, old, L, T, x), *logn512 = qk_at(EPAR_MECH_LOGN, old, L, T, x);
+        check_true(ntk512 && rows_diff(ntk512, rope, 0, T) == 0, "with train_length 512 ntk-rope at 64 is rope (the old default)");
+        check_true(logn512 && rows_diff(logn512, none, 0, T) == 0, "with train_length 512 log-n at 64 is none");
+        free(ntk512);
+        free(logn512);
+        /* log-n stacked on rope: rope's rows times max(1, log_L(t + 1)) */
+        struct epar_nnpos_settings st = s;
+        st.logn_length = L;
+        float *rl = qk_at(EPAR_MECH_ROPE, st, L, T, x);
+        double dq = 0;
+        for (int t = 0; rl && t < T; t++) {
+            double k = epar_mech_logn(t + 1.0, L, 1);
+            for (int c = 0; c < 24; c++) {
+                double want = c < 8 ? k * rope[t * 24 + c] : rope[t * 24 + c];   /* q scaled, k and v not */
+                dq = fmax(dq, fabs(rl[t * 24 + c] - want));
+            }
+        }
+        check_true(rl != NULL, "rope + log-n built");
+        check_abs(dq, 0, 1e-5, "rope + log-n: q rotated then scaled by max(1, log_L(t + 1)), k unchanged");
+        free(rl);
+        st.logn_length = 1;
+        struct epar_nnpos bad;
+        check_int(epar_nnpos_alloc(&bad, EPAR_MECH_ROPE, &st, T, 8, 2, 1), EPAR_EINVAL, "a stacked log-n of length 1 is refused");
+        st.logn_length = L;
+        check_int(epar_nnpos_alloc(&bad, EPAR_MECH_LOGN, &st, T, 8, 2, 1), EPAR_EINVAL, "log-n on log-n is refused");
+    }
+    free(none); free(rope); free(ntk); free(pi); free(logn); free(ntk_in); free(pi_in); free(rope_in);
+    free(x);
+}
+
 int main(void)
 {
     test_registry();
@@ -309,5 +423,6 @@ int main(void)
     test_t5();
     test_sinusoid();
     test_epar();
+    test_trained_length();
     return check_summary("test_nnpos");
 }

@@ -235,6 +235,25 @@ static void test_needle(void)
     check_int(tb, 0, "needle: training draws have the same structure");
     gsl_rng_free(r);
     epar_task_close(&t);
+    /* the depth of the fact (issue 33's retrieval grid): the same task at 4 times its length puts the first fact of
+     * item k at epar_task_needle_position(d), so positions 0 .. T - 3N cover the whole sequence, start to end */
+    check_int(open_task(&t, EPAR_TASK_NEEDLE, 4 * T, K, V, N, E, 0), EPAR_OK, "open needle at 4T");
+    int misplaced = 0, pmin = 1 << 30, pmax = -1;
+    for (long k = 0; k < E; k++) {
+        int x[200], y[200];
+        float m[200];
+        epar_task_eval_item(&t, k, x, y, m);
+        int d = epar_task_eval_group(&t, k), p = epar_task_needle_position(&t.cfg, d), first = -1;
+        for (int q = 0; q < 4 * T && first < 0; q++) if (x[q] != 0) first = q;
+        misplaced += first != p || p < 0 || p > 4 * T - 3 * N;
+        if (p < pmin) pmin = p;
+        if (p > pmax) pmax = p;
+    }
+    check_int(misplaced, 0, "needle at 4T: the first fact of every item sits at T' - 3 pairs + 1 - d");
+    int D = epar_task_max_group(&t.cfg);
+    check_int(pmin, D - (1 + (E - 1) * D / E), "needle at 4T: the deepest item's fact is within D / E of the start");
+    check_int(pmax, 4 * T - 3 * N, "needle at 4T: the shallowest is right before the questions (depth 1)");
+    epar_task_close(&t);
     struct epar_task_cfg c;
     epar_task_cfg_default(&c, EPAR_TASK_NEEDLE);
     c.length = 8; c.pairs = 3; c.keys = 4; c.values = 4;

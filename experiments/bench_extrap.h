@@ -1,0 +1,97 @@
+/* The length-extrapolation study of epar benchmark (issue 33) -> output/benchmark/extrapolation_bpc.csv,
+ * retrieval.csv, pairs.csv and their figures.
+ *
+ * Train at L, evaluate at k L for the budget's lengths (k = 1, 2, 4, 8 at quick; up to 16 at full), for every
+ * trained mechanism and for the same-weight variants, in the cells of the benchmark's grid:
+ *   - lm (bits per character on held-out windows of each length, not overlapping, as Press et al.'s first mode):
+ *     the window mean, per position bucket (within L, L-2L, 2L-4L, ...: the window mean dilutes the positions
+ *     never seen) and over every position past L; per seed the lost-gain share G(k) = (b(k) - b(1)) / (H - b(1))
+ *     (H: the held-out characters' entropy, what a constant answer gives; 0 = no loss, 1 = every learned bit lost);
+ *   - retrieval at length: the cells of a needle task (one fact among pads, trained at its own L) at k L, the
+ *     accuracy by the depth of the fact (0 = the start of the sequence, 1 = just before its question): the
+ *     length x depth grid of the passkey / needle-in-a-haystack test;
+ *   - same weights: ntk-rope, interpolation and log-n act only past the trained length, so trained at L they are
+ *     rope's and none's models: they are evaluation-time variants of those cells ("variants": name -> the trained
+ *     mechanism whose weights it reads; "ntk-rope+log-n" stacks log-n), paired with them seed by seed on identical
+ *     weights, with train_length = the trained length;
+ *   - fine-tuning arms: a cell's weights continued at k L as one of its series for finetune_steps steps (a few % of
+ *     the training, the same tokens per step, the schedule's final learning rate, one data stream shared by the arms)
+ *     and evaluated again there ("interpolation+ft"): "without fine-tuning poor, with it good" on one checkpoint;
+ *   - the study's own cells: mechanisms the grid does not train (shaw, sliding-window) on the tasks named by the
+ *     budget's "cells", only there.
+ * Every cell records its raw numbers (cell.json "extrapolation_study"); the tables are computed from the cell files
+ * only, as the grid's. Paired tables (pairs.csv): per named pair of series, per length and bin, the per-seed paired
+ * difference (bpc, G, accuracy), its interval at the audit's level and n, for the claims.
+ * Configuration: $.experiments.benchmark.extrapolation, with sizes per budget in its "budgets". Prefix epar_bx_. */
+#ifndef EPAR_EXP_BENCH_EXTRAP_H
+#define EPAR_EXP_BENCH_EXTRAP_H
+
+#include <jansson.h>
+#include "lib/mech.h"
+
+#define EPAR_BX_MAX_SERIES 32
+#define EPAR_BX_MAX_PAIRS 64
+#define EPAR_BX_MAX_FT 8
+#define EPAR_BX_MAX_CELLS 8         /* tasks with the study's own cells */
+#define EPAR_BX_MAX_BUCKETS 12      /* position buckets: within L, then doublings */
+
+/* a variant: the weights of the `trained` mechanism's cells read as `as` (log-n stacked when logn) */
+struct epar_bx_variant {
+    char name[40];
+    enum epar_mech_id trained, as;
+    int logn;
+};
+
+struct epar_bx_cells {              /* the study's own cells on one task of the grid */
+    char task[32];
+    int n_mech;
+    enum epar_mech_id mech[EPAR_MECH_COUNT];
+};
+
+struct epar_bench_extrap {
+    int on;                         /* 1: the protocol has the study */
+    char lm_task[32], retrieval_task[32];   /* benchmark task ids ("" : none) */
+    int depth_bins;
+    int n_variants;
+    struct epar_bx_variant variants[EPAR_BX_MAX_SERIES];
+    int n_ft;
+    char ft[EPAR_BX_MAX_FT][40];    /* series continued at the longer lengths ("+ft" appended to their names) */
+    int n_pairs;
+    char pair_a[EPAR_BX_MAX_PAIRS][48], pair_b[EPAR_BX_MAX_PAIRS][48];
+    /* the budget's */
+    int n_cells;
+    struct epar_bx_cells cells[EPAR_BX_MAX_CELLS];
+    int retrieval_sequences;        /* needle items at each length */
+    int ft_steps;
+    int n_ft_lengths;
+    int ft_lengths[16];
+    /* set by the grid */
+    int restricted;                 /* 1: --mechanisms chose the grid: no cells of the study's own */
+    int n_extra;                    /* the study's own mechanisms, after the grid's in cfg->mech */
+};
+
+struct epar_bench_cfg;
+struct epar_bench_plan;
+struct epar_bench_cell;
+struct epar_train_run;
+struct epar_protocol;
+struct epar_out;
+
+/* Read $.experiments.benchmark.extrapolation (and its budget `budget`) into c->extrap; absent: the study is off.
+ * Protocol errors are EPAR_EPROTOCOL naming the JSON path. Needs c's tasks and budget read. */
+int epar_bx_config(struct epar_bench_cfg *c, const struct epar_protocol *p, const char *budget);
+/* After the grid's mechanisms are chosen: the study's own mechanisms appended to c->mech (c->n_mech stays the
+ * grid's; c->extrap.n_extra counts them), none when c->extrap.restricted. */
+void epar_bx_select(struct epar_bench_cfg *c);
+/* 1 when task t gets a cell of mechanism index m (grid mechanisms on every task; the study's own where it says) */
+int epar_bx_has_cell(const struct epar_bench_cfg *c, int t, int m);
+/* The study's settings a cell runs with (part of its configuration: another study redoes it), NULL: none */
+json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell);
+/* After a cell trained (r): its study numbers (NULL: nothing to do) into *out (a new reference). */
+int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_run *r,
+                     json_t **out);
+/* The tables and figures from the cells under root into o; *run_extra gets the study's settings (run.json). */
+int epar_bx_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                  struct epar_out *o, json_t *run_extra);
+
+#endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The length-extrapolation study of epar benchmark (issue 33) on the smoke budget, lm and the needle tasks, 2 seeds:
+# its files and columns, the study's own cells (sliding-window with the protocol's radius, multiplicative-pe; shaw is a grid mechanism), the same weights
+# read as ntk-rope / interpolation / log-n (equal to rope / none at L, different past it), learned-ape undefined past
+# L, pairs.csv's differences agreeing with the series' means, retrieval rows by depth, the claims' specs fitting the
+# files, --mechanisms restricting the study to the grid, and protocol errors naming their JSON path (exit 3).
+. "$(dirname "$0")/lib.sh"
+grid="--budget smoke --tasks lm,needle,needle-long --seeds 42,43 --quiet --no-render"
+a=$T_TMP/a
+expect_exit 0 "smoke study" -- "$EPAR" benchmark $grid --jobs 2 --out "$a"
+b=$a/benchmark
+for f in extrapolation_bpc.csv extrapolation_bpc.gp retrieval.csv retrieval.gp pairs.csv \
+         cells/lm/shaw/seed-43/cell.json cells/lm/sliding-window/seed-42/cell.json; do expect_file "$b/$f"; done
+expect_grep '^task,series,trained,as,log_n,finetuned,length,k,train_length,bin,pos_lo,pos_hi,defined,seeds,bpc,bpc_sd,share,share_sd,share_lo,share_hi,rel,rel_sd,rel_lo,rel_hi,finetune_steps,finetune_tokens$' "$b/extrapolation_bpc.csv"
+expect_grep '^task,series,trained,as,log_n,length,k,train_length,bin,depth_lo,depth_hi,distance_lo,distance_hi,defined,seeds,answers,accuracy,accuracy_sd,lo,hi,chance$' "$b/retrieval.csv"
+expect_grep '^task,a,b,quantity,length,k,bin,seeds,mean,sd,lo,hi,t,p$' "$b/pairs.csv"
+# the study's own cells: lm only, sliding-window with the protocol's radius 8; not in the grid's tables
+[ ! -d "$b/cells/needle/sliding-window" ] && ok || fail "sliding-window trained on a task the study does not name"
+expect_grep '"radius": 8' "$b/cells/lm/sliding-window/seed-42/cell.json"
+expect_grep '"train_length": 32' "$b/cells/lm/rope/seed-42/cell.json"
+! grep -q 'sliding-window' "$b/main_table.csv" && ok || fail "the study's own mechanism in the main table"
+expect_grep '^lm,shaw,' "$b/params.csv"
+expect_grep '"extrapolation_study": \{' "$b/run.json"
+# a value of series s, length T, bin, column c of extrapolation_bpc.csv
+v() { awk -F, -v s="$1" -v T="$2" -v bn="$3" -v c="$4" 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i }
+      NR > 1 && $2 == s && $7 == T && $10 == bn { print $h[c] }' "$b/extrapolation_bpc.csv"; }
+# at the trained length the same weights give the same numbers; past it they differ
+for s in ntk-rope interpolation rope+log-n ntk-rope+log-n; do
+    [ "$(v $s 32 window bpc)" = "$(v rope 32 window bpc)" ] && ok || fail "$s at L differs from rope"
+    [ -n "$(v $s 256 past_L bpc)" ] && [ "$(v $s 256 past_L bpc)" != "$(v rope 256 past_L bpc)" ] && ok || fail "$s at 8L equals rope"
+done
+[ "$(v log-n 32 window bpc)" = "$(v none 32 window bpc)" ] && ok || fail "log-n at L differs from none"
+[ "$(v log-n 256 past_L bpc)" != "$(v none 256 past_L bpc)" ] && ok || fail "log-n at 8L equals none"
+[ "$(v rope 32 window share)" = "0" ] && ok || fail "the share at L is 0 by definition, got $(v rope 32 window share)"
+[ "$(v learned-ape 64 window defined)" = "0" ] && [ "$(v learned-ape 64 window bpc)" = "nan" ] && ok || fail "learned-ape past L is undefined"
+[ -z "$(v learned-ape 64 past_L bpc)" ] && ok || fail "an undefined length is said once (its window row)"
+[ "$(v interpolation+ft 128 past_L finetune_steps)" = "3" ] && [ "$(v interpolation+ft 64 window bpc)" = "" ] && ok \
+    || fail "the fine-tuning arm: 3 steps, at its lengths only"
+# buckets: within L, L-2L, 2L-4L, 4L-8L at 8L; their positions
+[ "$(awk -F, '$2 == "rope" && $7 == 256 { printf "%s:%s-%s ", $10, $11, $12 }' "$b/extrapolation_bpc.csv")" = \
+  "window:0-256 past_L:32-256 0-1:0-32 1-2:32-64 2-4:64-128 4-8:128-256 " ] && ok || fail "rope's bins at 8L"
+# pairs.csv: per seed a - b, so its mean is the difference of the series' means; ntk-rope - rope at L is 0 exactly
+python3 - "$b/extrapolation_bpc.csv" "$b/pairs.csv" <<'PY' && ok || fail "pairs.csv disagrees with extrapolation_bpc.csv"
+import csv, sys
+s = {(r["series"], r["length"], r["bin"]): r for r in csv.DictReader(open(sys.argv[1]))}
+n = 0
+for r in csv.DictReader(open(sys.argv[2])):
+    if r["task"] != "lm" or r["quantity"] != "bpc" or "|" in r["a"] + r["b"]:
+        continue
+    a, b = s[(r["a"], r["length"], r["bin"])], s[(r["b"], r["length"], r["bin"])]
+    assert abs(float(r["mean"]) - (float(a["bpc"]) - float(b["bpc"]))) < 1e-9, r
+    assert r["seeds"] == "2", r
+    if r["mean"] != "nan" and float(r["sd"]) > 0:
+        assert float(r["lo"]) <= float(r["mean"]) <= float(r["hi"]), r
+    n += 1
+z = [r for r in csv.DictReader(open(sys.argv[2])) if r["a"] == "ntk-rope" and r["b"] == "rope" and r["task"] == "lm"
+     and r["k"] == "1" and r["bin"] == "window" and r["quantity"] == "bpc"]
+assert len(z) == 1 and float(z[0]["mean"]) == 0 and float(z[0]["sd"]) == 0 and z[0]["lo"] == "nan", z
+assert n > 100, n
+PY
+# groups: the per-seed mean of the members
+expect_grep '^lm,shaw\|t5\|alibi,sinusoidal,share,256,8,past_L,2,' "$b/pairs.csv"
+# retrieval: every series x length x (8 depth bins + all); learned-ape undefined past L; depth bins cover 1..P
+[ "$(grep -c '^needle,rope,' "$b/retrieval.csv")" -eq 36 ] && ok || fail "rope: 4 lengths x 9 rows"
+expect_grep '^needle,learned-ape,learned-ape,learned-ape,0,80,2,40,all,0,1,1,78,0,' "$b/retrieval.csv"
+expect_grep '^needle,rope,rope,rope,0,320,8,40,0,0,0.125,' "$b/retrieval.csv"
+expect_grep '^needle,ntk-rope,rope,ntk-rope,0,320,8,40,all,0,1,1,318,1,2,64,' "$b/retrieval.csv"
+# the grid's needle-long cells give pairs by depth at their own length
+expect_grep '^needle-long,epar-basic,none,accuracy,72,1,0,2,' "$b/pairs.csv"
+# the claims read these files: every spec fits (2 seeds: judged, not 'needs >= 2 seeds')
+expect_exit 0 "audit" -- "$EPAR" run-all --audit-only --out "$a" --no-render --quiet
+n=$(grep -c ',extrapolation,' "$a/report/claims.csv")
+[ "$n" -ge 25 ] && ok || fail "extrapolation claims in the report: $n"
+! grep ',extrapolation,' "$a/report/claims.csv" | grep -q -E 'spec|needs >= 2 seeds' && ok || fail "an extrapolation claim's spec does not fit"
+
+# ---- --mechanisms chooses every mechanism: no cells of the study's own, the variants of those chosen
+r=$T_TMP/r
+expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mechanisms rope --seeds 42 --quiet --no-render --out "$r"
+[ ! -d "$r/benchmark/cells/lm/sliding-window" ] && ok || fail "--mechanisms rope trained sliding-window"
+expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
+expect_grep '"cells_run": false' "$r/benchmark/run.json"
+
+# ---- protocol errors: exit 3, the JSON path named, nothing written
+bad() {   # name, sed expression
+    sed "$2" paper_protocol.json > "$T_TMP/p.json"
+    cmp -s paper_protocol.json "$T_TMP/p.json" && fail "$1: the edit did not apply"
+    rm -rf "$T_TMP/bad"
+    expect_exit 3 "$1" -- "$EPAR" benchmark --budget smoke --tasks lm --protocol "$T_TMP/p.json" --out "$T_TMP/bad" --quiet
+    expect_empty_dir "$T_TMP/bad" "nothing written for $1"
+}
+bad "a variant of other weights" 's/"log-n": "none"}/"log-n": "none", "t5": "rope"}/'
+expect_error_line 'extrapolation.variants.t5: t5 has other parameters than rope' "the variant named"
+bad "an unknown series in a pair" 's/\["ntk-rope", "rope"\], \["interpolation"/["ntk-rope", "ropey"], ["interpolation"/'
+expect_error_line "extrapolation.pairs\[0\]: 'ropey' is not a series" "the pair named"
+bad "a budget without the study's sizes" 's/"smoke": {"cells": /"smoked": {"cells": /'
+expect_error_line 'extrapolation.budgets.smoke: missing' "the budget named"
+bad "a fine-tuning length the budget does not evaluate" 's/"finetune_steps": 3, "finetune_lengths": "128,256"/"finetune_steps": 3, "finetune_lengths": "96"/'
+expect_error_line 'finetune_lengths: 96 is not one of the budget' "the length named"
+finish
