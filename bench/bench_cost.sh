@@ -2,8 +2,8 @@
 # The cost claims under load (issue 32, item 7): the benchmark's cost cell, quiet and with another process busy on
 # the machine, each BENCH_COST_RUNS times, and the verdicts the audit gives the two cost claims every time. The
 # cell times adjacent pairs of single training steps in the thread's CPU time and reads each overhead as the
-# median per-pair ratio with its sign-test interval (README, cost.csv); the claims are `below` 2.4 % (EPAR
-# enhanced over none) and 1.2 % (enhanced over basic).
+# mean of per-generation median log ratios with its t interval across generations (README, cost.csv); the claims
+# are `below` 2.4 % (EPAR enhanced over none) and 1.2 % (enhanced over basic).
 # Load: "yes" runs `yes > /dev/null` (one core busy), "train" a second epar training job on one thread (what a
 # benchmark with --jobs 2 has beside a cell), "yes,train" both. Per run: the two overheads with their intervals,
 # the pairs, blocks and why the cell stopped, its CPU and wall seconds, the load average before and after, and
@@ -78,5 +78,5 @@ for i in $(seq 1 "$RUNS"); do
     one_run "busy $i"
     stop_load
 done
-echo "   intervals: sign-test intervals of the median at the audit's level; the claims hold when the interval lies"
+echo "   intervals: t intervals across generations of freshly set-up models at the audit's level; the claims hold when the interval lies"
 echo "   wholly below 2.4 % and 1.2 %; load0/load1: load average at the start and the end of the run"
