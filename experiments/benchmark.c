@@ -2116,11 +2116,11 @@ static int write_figures(const struct epar_bench_cfg *c, const struct grid *g, s
     if (!st)
         st = epar_plot_scriptf(o, "cost", "Training cost per mechanism",
                                "set terminal @epar_term size 1100,480\nset multiplot layout 1,2 title 'Training step cost "
-                               "(%s, L=%d, batch %d, 1 thread, CPU time; mean ± sd over the interleaved repeats)'\n"
+                               "(%s, L=%d, batch %d, 1 thread, CPU time): median ± sd; overhead ± half its interval'\n"
                                "set style data histograms\nset style histogram errorbars gap 1 lw 1\nset xtics rotate by -30\nunset key\n"
                                "set ylabel 'CPU ms per training step'\nset yrange [0:*]\n"
                                EPAR_PLOT_IF("'cost.csv', '6'") "plot 'cost.csv' skip 1 using 6:(sd(7)):xtic(1) lt 1" EPAR_PLOT_END
-                               "set ylabel 'step-time overhead vs none (bar: interval half-width)'\nset yrange [*:*]\n"
+                               "set ylabel 'step-time overhead vs none (whisker: half the interval)'\nset yrange [*:*]\n"
                                "set xzeroaxis lt -1\n"
                                EPAR_PLOT_IF("'cost.csv', '11'") "plot 'cost.csv' skip 1 using 11:(sd(13)):xtic(1) lt 2" EPAR_PLOT_END
                                "unset multiplot\n",
