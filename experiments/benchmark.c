@@ -2001,15 +2001,18 @@ static int steps_figure(const struct epar_bench_cfg *c, struct epar_out *o, cons
                       "set multiplot layout %d,%d title \"Steps to learn: the first evaluation from which the metric stays "
                       "beyond chance + %g se to the end\\nbar: mean over the seeds that learned, whisker: their sd; "
                       "k/n: how many seeds learned\" noenhanced\n"
-                      "unset key\nset grid xtics noytics\nset xrange [0:%g]\nset yrange [M + 0.6:0.4]\nset ytics (",
-                  mech, 80 + 380 * cols, 60 + panel_h * rows, rows, cols, LEARNED_Z, 1.5 * c->b.steps);
+                      "unset key\nset grid xtics noytics\nset yrange [M + 0.6:0.4]\nset ytics (",
+                  mech, 80 + 380 * cols, 60 + panel_h * rows, rows, cols, LEARNED_Z);
     for (int m = 0; m < M; m++) epar_plot_add(&b, "%s'%s' %d", m ? ", " : "", epar_nnpos_name(c->mech[m]), m + 1);
     epar_plot_add(&b, ") noenhanced font ',8'\nset xtics font ',8'\nset xlabel 'optimiser steps' font ',9'\n"
-                      "set style fill solid 0.75 noborder\nset errorbars small\n"
-                      "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#777777'\n"
-                      "set label 1 'budget' at %d, graph 1 right offset -0.3,-0.6 font ',7' tc rgb '#777777'\n",
-                  c->b.steps, c->b.steps, c->b.steps);
+                      "set style fill solid 0.75 noborder\nset errorbars small\n");
     for (int i = 0; i < NT; i++) {
+        int steps = (int)lround(c->b.steps * c->tasks[i].steps_scale);   /* the task's own budget of steps */
+        double tic = 100 * ceil(1.5 * steps / 800.0);   /* at most about 8 labelled tics */
+        epar_plot_add(&b, "set xtics 0, %g\n", tic);
+        epar_plot_add(&b, "set xrange [0:%g]\nset arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#777777'\n"
+                          "set label 1 'budget' at %d, graph 1 right offset -0.3,-0.6 font ',7' tc rgb '#777777'\n",
+                      1.5 * steps, steps, steps, steps);
         epar_plot_add(&b, "set title '%s (L=%d)' noenhanced font ',10'\nsel(v) = strcol(1) eq '%s' ? v : NaN\n"
                           "seeds(k, n) = k > 0 ? sprintf('%%d/%%d', k, n) : sprintf('not learned (0/%%d)', n)\n"
                           EPAR_PLOT_IF("'steps_to_learn.csv', '(sel($4)):4'")
