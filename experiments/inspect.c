@@ -712,35 +712,31 @@ static const char head_view_js[] =
     "})();\n"
     "</script>\n";
 
+/* the symbols of ids (n) as a JSON array's items, comma-separated */
+static void symbols_json(FILE *f, const struct epar_inspect *x, const int *ids, int n)
+{
+    for (int q = 0; q < n; q++) {
+        char s[64];
+        symbol(x, ids[q], s, sizeof s);
+        if (q) fputc(',', f);
+        script_json_str(f, s);
+    }
+}
+
 /* the data the page draws: tokens, selected layers and heads, their causal rows, scored and relevant positions */
 static void head_view_data(FILE *f, const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh)
 {
     int T = x->T;
     fputs("<script type=\"application/json\" id=\"data\">{\"tokens\":[", f);
-    for (int q = 0; q < T; q++) {
-        char s[64];
-        symbol(x, x->tok[q], s, sizeof s);
-        if (q) fputc(',', f);
-        script_json_str(f, s);
-    }
+    symbols_json(f, x, x->tok, T);
     fputs("],\"scored\":[", f);
     for (int q = 0; q < T; q++) fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0);
     /* the model's argmax at each position, the target, and at the scored positions whether they agree (-1: not
      * scored), as tokens.csv has them */
     fputs("],\"pred\":[", f);
-    for (int q = 0; q < T; q++) {
-        char s[64];
-        symbol(x, x->pred[q], s, sizeof s);
-        if (q) fputc(',', f);
-        script_json_str(f, s);
-    }
+    symbols_json(f, x, x->pred, T);
     fputs("],\"target\":[", f);
-    for (int q = 0; q < T; q++) {
-        char s[64];
-        symbol(x, x->tgt[q], s, sizeof s);
-        if (q) fputc(',', f);
-        script_json_str(f, s);
-    }
+    symbols_json(f, x, x->tgt, T);
     fputs("],\"correct\":[", f);
     for (int q = 0; q < T; q++)
         fprintf(f, "%s%d", q ? "," : "", x->mask[q] > 0 && x->tgt[q] >= 0 ? x->pred[q] == x->tgt[q] : -1);
