@@ -938,7 +938,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 vp = vpk;
                 vld = hs;
             }
-            float *R = NULL, *rb = NULL;   /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+            /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+            float *R = NULL, *rb = NULL;
             const float *uk = NULL;
             if (rel) {
                 R = rel_scores(pos, Q, K, h, T, hs, C3, scale, &uk);
@@ -968,10 +969,10 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
         }
 }
 
-/* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then dQ += scale dR rel_h
- * and grel[bh] = scale dR^T Q (thread-private rows of pos->work). Transformer-XL: grel[bh] = scale dR^T (Q + v_h),
- * dv = scale sum_d (sum_i dR[i][d]) rel_h[d]; and the u . k_j term: c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j,
- * dK_j += scale c_j u_h */
+/* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then
+ * dQ += scale dR rel_h and grel[bh] = scale dR^T Q (thread-private rows of pos->work). Transformer-XL:
+ * grel[bh] = scale dR^T (Q + v_h), dv = scale sum_d (sum_i dR[i][d]) rel_h[d]; and the u . k_j term:
+ * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h */
 static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K, float *dQ,
                          float *dK, int h, size_t bh, int T, int hs, int C3, float scale)
 {

@@ -15,9 +15,9 @@
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
  *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
- *   bias         transformer-xl                     z_ij = s_ij + [q_i . r_lh(i - j) + u_lh . k_j + v_lh . r_lh(i - j)] / sqrt(hs),
- *                                                   r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]); W_R, u, v
- *                                                   learned per layer (and head); no segment memory
+ *   bias         transformer-xl                     z_ij = s_ij + [q_i . r_lh(i - j) + u_lh . k_j + v_lh . r_lh(i - j)]
+ *                                                   / sqrt(hs), r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]);
+ *                                                   W_R, u, v learned per layer (and head); no segment memory
  *   factor       epar-basic, epar-enhanced          z_ij = s_ij m_lh(i - j)
  *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
