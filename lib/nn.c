@@ -599,10 +599,54 @@ void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, siz
     gelu_run(NULL, dinp, inp, dout, n);
 }
 
-/* rb (i+1) <- Shaw's bias of row i by distance d: r[min(d, nrel - 1)] (+ the head's bias table, if any) */
-static void shaw_row(float *rb, const float *r, int nrel, const float *bias, int i)
+/* ---- relative tables (Shaw; Transformer-XL adds a table per head, u and v) ---- */
+
+/* floats of per-thread scratch: R (T, nrel) and a bias row (T); Transformer-XL also q + v (T, hs) and u . k (T) */
+static size_t rel_work(const struct epar_nn_attn_pos *pos, int T, int hs)
 {
-    for (int d = 0; d <= i; d++) rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f);
+    return (size_t)T * (pos->nrel + 1) + (pos->rel_u ? (size_t)T * (hs + 1) : 0);
+}
+
+/* floats of grel per (b, h): the table's gradient (nrel, hs), then Transformer-XL's du, dv (hs each) */
+static size_t rel_gstride(const struct epar_nn_attn_pos *pos, int hs)
+{
+    return (size_t)pos->nrel * hs + (pos->rel_u ? 2 * (size_t)hs : 0);
+}
+
+/* rb (i+1) <- row i's relative bias by distance d: r[min(d, nrel - 1)] (+ the head's bias table, if any; + u . k_{i-d},
+ * already scaled, for Transformer-XL) */
+static void rel_row(float *rb, const float *r, int nrel, const float *bias, const float *uk, int i)
+{
+    for (int d = 0; d <= i; d++)
+        rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f) + (uk ? uk[i - d] : 0.0f);
+}
+
+/* one (b, h) of the forward's relative terms into its thread's work: R (T, nrel) = scale Q rel_h^T (Transformer-XL:
+ * scale (Q + v_h) rel_h^T, and uk (T) = scale u_h . k_j); returns R, *uk NULL for Shaw */
+static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, int h, int T, int hs,
+                         int C3, float scale, const float **uk)
+{
+    int nrel = pos->nrel;
+    float *R = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
+    const float *relh = pos->rel + (size_t)h * pos->rel_head;
+    *uk = NULL;
+    if (!pos->rel_u) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, Q, C3, relh, hs, 0.0f, R, nrel);
+        return R;
+    }
+    const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
+    float *Qv = R + (size_t)T * (nrel + 1), *ck = Qv + (size_t)T * hs;
+    for (int i = 0; i < T; i++) {
+        float dot = 0.0f;
+        for (int t = 0; t < hs; t++) {
+            Qv[(size_t)i * hs + t] = Q[(size_t)i * C3 + t] + v[t];
+            dot += u[t] * K[(size_t)i * C3 + t];
+        }
+        ck[i] = scale * dot;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, Qv, hs, relh, hs, 0.0f, R, nrel);
+    *uk = ck;
+    return R;
 }
 
 /* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
@@ -894,12 +938,12 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 vp = vpk;
                 vld = hs;
             }
-            float *R = NULL, *rb = NULL;   /* Shaw: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+            /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+            float *R = NULL, *rb = NULL;
+            const float *uk = NULL;
             if (rel) {
-                R = pos->work + (size_t)omp_get_thread_num() * T * (pos->nrel + 1);
+                R = rel_scores(pos, Q, K, h, T, hs, C3, scale, &uk);
                 rb = R + (size_t)T * pos->nrel;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, pos->nrel, hs, scale, Q, C3, rel, hs, 0.0f, R,
-                            pos->nrel);
             }
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
@@ -910,7 +954,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 /* pass 2: position factor and bias, causal row softmax */
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
-                    if (rel) shaw_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, i);
+                    if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
                     row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i,
                         i1);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
@@ -925,22 +969,49 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
         }
 }
 
-/* Shaw's share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then dQ += scale dR rel and
- * grel[bh] = scale dR^T Q (thread-private rows of pos->work) */
-static void shaw_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, float *dQ, size_t bh,
-                          int T, int hs, int C3, float scale)
+/* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then
+ * dQ += scale dR rel_h and grel[bh] = scale dR^T Q (thread-private rows of pos->work). Transformer-XL:
+ * grel[bh] = scale dR^T (Q + v_h), dv = scale sum_d (sum_i dR[i][d]) rel_h[d]; and the u . k_j term:
+ * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h */
+static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K, float *dQ,
+                         float *dK, int h, size_t bh, int T, int hs, int C3, float scale)
 {
     int nrel = pos->nrel;
-    float *dR = pos->work + (size_t)omp_get_thread_num() * T * (nrel + 1);
+    const float *relh = pos->rel + (size_t)h * pos->rel_head;
+    float *dR = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
+    float *g = pos->grel + bh * rel_gstride(pos, hs);
     memset(dR, 0, (size_t)T * nrel * sizeof *dR);
     for (int i = 0; i < T; i++) {
         const float *d = dA + (size_t)i * T;
         float *r = dR + (size_t)i * nrel;
         for (int j = 0; j <= i; j++) r[i - j < nrel ? i - j : nrel - 1] += d[j];
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, pos->rel, hs, 1.0f, dQ, C3);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f,
-                pos->grel + bh * nrel * hs, hs);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, relh, hs, 1.0f, dQ, C3);
+    if (!pos->rel_u) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f, g, hs);
+        return;
+    }
+    const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
+    float *Qv = dR + (size_t)T * (nrel + 1), *c = Qv + (size_t)T * hs, *du = g + (size_t)nrel * hs, *dv = du + hs;
+    for (int i = 0; i < T; i++)
+        for (int t = 0; t < hs; t++) Qv[(size_t)i * hs + t] = Q[(size_t)i * C3 + t] + v[t];
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Qv, hs, 0.0f, g, hs);
+    memset(du, 0, 2 * (size_t)hs * sizeof *du);
+    for (int d = 0; d < nrel; d++) {
+        float sd = 0.0f;
+        for (int i = 0; i < T; i++) sd += dR[(size_t)i * nrel + d];
+        for (int t = 0; t < hs; t++) dv[t] += scale * sd * relh[(size_t)d * hs + t];
+    }
+    memset(c, 0, (size_t)T * sizeof *c);
+    for (int i = 0; i < T; i++) {
+        const float *d = dA + (size_t)i * T;
+        for (int j = 0; j <= i; j++) c[j] += d[j];
+    }
+    for (int j = 0; j < T; j++)
+        for (int t = 0; t < hs; t++) {
+            du[t] += scale * c[j] * K[(size_t)j * C3 + t];
+            dK[(size_t)j * C3 + t] += scale * c[j] * u[t];
+        }
 }
 
 void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
@@ -1009,7 +1080,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 att_values_t(dV, C3, A, T, dOp, ldo, T, hs, 1.0f);
                 att_values(dQ, C3, dA, T, Kp, ldq, 0, T, hs, scale);
                 att_values_t(dK, C3, dA, T, Qp, ldq, T, hs, scale);
-                if (pos && pos->rel) shaw_backward(pos, dA, Q, dQ, (size_t)b * NH + h, T, hs, C3, scale);
+                if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale);
                 continue;
             }
             /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
@@ -1035,7 +1106,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
                             Q + (size_t)i0 * C3, C3, beta, dK, C3);
             }
-            if (pos && pos->rel) shaw_backward(pos, dA, Q, dQ, (size_t)b * NH + h, T, hs, C3, scale);
+            if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale);
         }
 }
 
@@ -1268,7 +1339,8 @@ static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
 {
     size_t sz[EPAR_NN_NTENSORS], np = 0;
-    param_sizes(c, (size_t)c->Tmax * c->C + (size_t)c->NL * c->NH * 3, sz);   /* upper bound on n_pos */
+    /* upper bound on n_pos (the last term: Transformer-XL's W_R, u, v per layer) */
+    param_sizes(c, (size_t)c->Tmax * c->C + (size_t)c->NL * c->NH * 3 + (size_t)c->NL * c->C * (c->C + 2), sz);
     for (int k = 0; k < EPAR_NN_NTENSORS; k++) np += sz[k];
     double BT = (double)c->Bmax * c->Tmax;
     return 4.0 * (2.0 * np + (double)act_floats(c, NULL) + (double)scratch_floats(c, nthreads)) + BT * 9.0;
@@ -1474,7 +1546,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
                                       m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
-                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
+                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l)};
         /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
          * softmaxes (saves a (B, NH, T, T) store and load) */
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
@@ -1568,7 +1641,8 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
                                       m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
-                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l)};
+                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
+                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l)};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,

@@ -92,7 +92,8 @@ struct epar_nn_scratch {
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
     float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features, pi's rows */
-    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient; pi-attention's gate (B, NH, 3 hs + 1) */
+    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient (Transformer-XL: (B, NH, nrel hs + 2 hs),
+                         * its table's, u's and v's); pi-attention's gate (B, NH, 3 hs + 1) */
     float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
 
@@ -204,9 +205,10 @@ struct epar_nn_attn_pos {
     float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
     const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns), NULL: none */
-    const float *rel;   /* (nrel, hs) Shaw's key table, shared by the heads: z_ij += q_i . rel[min(i-j, nrel-1)] / sqrt(hs) */
+    const float *rel;   /* (nrel, hs) Shaw's key table, shared by the heads: z_ij += q_i . rel[min(i-j, nrel-1)] / sqrt(hs)
+                         * (Transformer-XL: per head, below) */
     int nrel;
-    float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set */
+    float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set (Transformer-XL: rel_work) */
     int nwork;
     float *grel;        /* (B, NH, nrel, hs) out of backward when rel is set */
     int kernel;         /* 1: kernel attention A_ij = phi(q_i).phi(k_j) / sum_j' (no softmax; fac, bias, pair, rel
@@ -221,6 +223,12 @@ struct epar_nn_attn_pos {
      * (per-thread, 4 T + 3 hs floats); grel (B, NH, 3 hs + 1) out of backward: the gate's gradient per (b, h) */
     const float *pair2;
     const float *gate;
+    /* Transformer-XL (rel_u set): one relative table per head, rel + h rel_head (nrel >= T rows, no clipping), and
+     * per-head vectors rel_u, rel_v (NH, hs): z_ij = [(q_i + u_h) . k_j + (q_i + v_h) . rel_h[i-j]] / sqrt(hs); work
+     * per thread T (nrel + 1) + T (hs + 1) floats; grel (B, NH, nrel hs + 2 hs) out of backward: the table's gradient,
+     * then du, dv. rel_head 0: Shaw's table shared by the heads */
+    int rel_head;
+    const float *rel_u, *rel_v;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
 #include "err.h"
 #include "mech.h"
@@ -342,6 +343,77 @@ static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_g
         }
 }
 
+/* ---- Transformer-XL (§10; Dai et al. 2019 §3.3), its relative attention without the segment memory:
+ * z_ij = [q_i.k_j + q_i.r_lh(i-j) + u_lh.k_j + v_lh.r_lh(i-j)] / sqrt(hs), r_lh(d) = W_R^{lh} R_d, R_d lib/mech's
+ * sinusoid of the distance d in the paper's [sin | cos] layout (base 10000, width C: as compare's). theta per layer:
+ * W_R (C, C) (row h hs + t: head h's output t, column: entry of R_d), u (NH, hs), v (NH, hs), all N(0, init_sd^2).
+ * u and v are per layer (the official code's untie_r, which its released enwik8 / WikiText-103 models use; the paper's
+ * equation writes one u, v for the model): each layer's content and position biases are free as its W_R is. The
+ * table r_lh (T, hs) is prepared every forward from theta (NL T C^2 multiply-adds); lib/nn's relative-table path
+ * computes the scores with it and hands back the per-(b, h) gradients of r_lh, u_h, v_h. ---- */
+
+static size_t txl_layer(const struct epar_nnpos *p) { return (size_t)p->C * p->C + 2 * (size_t)p->C; }
+static size_t n_txl(const struct epar_nnpos *p) { return (size_t)p->NL * txl_layer(p); }
+static void init_txl(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_txl(p), p->mp[0]); }
+
+static int build_txl(struct epar_nnpos *p)
+{
+    size_t tc = (size_t)p->Tmax * p->C;
+    if (need(&p->rdist, tc, sizeof *p->rdist, "Transformer-XL's sinusoid") ||
+        need(&p->reltab, (size_t)p->NL * p->NH * p->Tmax * p->hs, sizeof *p->reltab, "Transformer-XL's tables") ||
+        need(&p->work, (size_t)p->Tmax * p->hs, sizeof(float), "Transformer-XL's gradient sums"))
+        return EPAR_ENOMEM;
+    double *row = epar_err_alloc((size_t)p->C, sizeof *row, "Transformer-XL's sinusoid");
+    if (!row) return EPAR_ENOMEM;
+    for (int d = 0; d < p->Tmax; d++) {
+        epar_mech_sinusoid((double)d, p->C, 10000.0, 1, row);
+        for (int c = 0; c < p->C; c++) p->rdist[(size_t)d * p->C + c] = (float)row[c];
+    }
+    free(row);
+    return EPAR_OK;
+}
+
+static void prepare_txl(struct epar_nnpos *p, int T)
+{
+    int C = p->C, hs = p->hs;
+    p->nrel = T;
+    for (int l = 0; l < p->NL; l++) {
+        const float *WR = p->theta + (size_t)l * txl_layer(p);
+        for (int h = 0; h < p->NH; h++)   /* r_lh (T, hs) = R (T, C) W_R[h hs .. h hs + hs)^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, hs, C, 1.0f, p->rdist, C, WR + (size_t)h * hs * C,
+                        C, 0.0f, p->reltab + ((size_t)l * p->NH + h) * p->Tmax * hs, hs);
+    }
+}
+
+static void scratch_txl(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
+                        size_t *per_bh)
+{
+    (void)s; (void)id;
+    *per_thread = (size_t)Tmax * (Tmax + 1) + (size_t)Tmax * (hs + 1);   /* lib/nn's rel_work at nrel = T = Tmax */
+    *per_bh = (size_t)Tmax * hs + 2 * (size_t)hs;
+}
+
+/* dW_R^{lh} += (sum_b dr_lh)^T R, du_lh, dv_lh += sum_b (b in order, then the product: deterministic) */
+static void backward_txl(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
+{
+    int C = p->C, hs = p->hs;
+    size_t gs = (size_t)T * hs + 2 * (size_t)hs, nr = (size_t)T * hs;
+    float *dWR = p->dtheta + (size_t)l * txl_layer(p), *du = dWR + (size_t)C * C, *dv = du + C, *G = p->work;
+    for (int h = 0; h < p->NH; h++) {
+        memset(G, 0, nr * sizeof *G);
+        for (int b = 0; b < B; b++) {
+            const float *gg = g->grel + ((size_t)b * p->NH + h) * gs;
+            for (size_t t = 0; t < nr; t++) G[t] += gg[t];
+            for (int t = 0; t < hs; t++) {
+                du[h * hs + t] += gg[nr + t];
+                dv[h * hs + t] += gg[nr + hs + t];
+            }
+        }
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hs, C, T, 1.0f, G, hs, p->rdist, C, 1.0f,
+                    dWR + (size_t)h * hs * C, C);
+    }
+}
+
 /* ---- kernel attention (§20, §21): linear-elu (phi = elu + 1 on q, k; no 1/sqrt(hs)) and Performer (FAVOR+ with
  * lib/mech's random features for the run's seed: the same Omega compare draws); lib/nn computes them ---- */
 
@@ -590,6 +662,9 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                            NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
                         NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
+    [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
+                                      "layer (and head); no segment memory"),
+                       NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl},
     [EPAR_MECH_T5] = {H_(BIAS, 0, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
                       NULL, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL},
     [EPAR_MECH_ROPE] = {H_(QK, 0, 0, "q and k rotated by position (interleaved pairs)"),
@@ -781,6 +856,8 @@ void epar_nnpos_free(struct epar_nnpos *p)
 {
     free(p->pe); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
     free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega);
+    free(p->rdist); free(p->reltab);
+    p->rdist = p->reltab = NULL;
     p->pair2 = NULL;
     p->omega = NULL;
     p->pe = p->rcos = p->rsin = p->qscale = p->bias = p->fac = p->dfac = p->pair = NULL;
@@ -911,5 +988,19 @@ const float *epar_nnpos_gate(const struct epar_nnpos *p, int l)
 
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 {
+    if (p->reltab) return p->reltab + (size_t)l * p->NH * p->Tmax * p->hs;
     return p->nrel && p->theta ? p->theta + (size_t)l * p->nrel * p->hs : NULL;
+}
+
+int epar_nnpos_rel_head(const struct epar_nnpos *p) { return p->reltab ? p->Tmax * p->hs : 0; }
+
+const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l)
+{
+    return p->reltab && p->theta ? p->theta + (size_t)l * txl_layer(p) + (size_t)p->C * p->C : NULL;
+}
+
+const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l)
+{
+    const float *u = epar_nnpos_rel_u(p, l);
+    return u ? u + p->C : NULL;
 }

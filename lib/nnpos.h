@@ -15,6 +15,9 @@
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
  *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
+ *   bias         transformer-xl                     z_ij = s_ij + [q_i . r_lh(i - j) + u_lh . k_j + v_lh . r_lh(i - j)]
+ *                                                   / sqrt(hs), r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]);
+ *                                                   W_R, u, v learned per layer (and head); no segment memory
  *   factor       epar-basic, epar-enhanced          z_ij = s_ij m_lh(i - j)
  *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
@@ -106,7 +109,10 @@ struct epar_nnpos {
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
     float *pair2;               /* (Tmax, Tmax) pi-attention's second mask (pi-step; pair is the local one) */
     int ngate;                  /* pi-attention: gate parameters per layer and head (3 hs + 1) in theta; 0: none */
-    int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; 0: none */
+    int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; Transformer-XL: T
+                                 * (the distances of the current length); 0: none */
+    float *rdist;               /* (Tmax, C) Transformer-XL's R_d, lib/mech's sinusoid of distance d ([sin | cos]) */
+    float *reltab;              /* (NL, NH, Tmax, hs) Transformer-XL's r_lh(d) = W_R^{lh} R_d (prepared from theta) */
     int kernel;                 /* 1: kernel attention (linear-elu, performer) instead of the softmax */
     int nf;                     /* kernel features per head (elu: hs; Performer: m) */
     float *omega;               /* (nf, hs) Performer's random features: lib/mech's for the same seed */
@@ -118,7 +124,8 @@ struct epar_nnpos {
 struct epar_nnpos_grad {
     const float *gfac;          /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij s_ij */
     const float *gbias;         /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij */
-    const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table; pi: (B, NH, ngate) */
+    const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table; Transformer-XL:
+                                 * (B, NH, nrel hs + 2 hs), its table's then du, dv; pi: (B, NH, ngate) */
 };
 
 struct epar_nnpos_info {
@@ -200,8 +207,12 @@ const float *epar_nnpos_bias(const struct epar_nnpos *p);
 /* the attention kernel's scratch for mechanism id (lib/nn sizes its arena with it) */
 void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
                         size_t *per_bh);
-/* Shaw's table of layer l (nrel, hs), or NULL */
+/* Shaw's table of layer l (nrel, hs), Transformer-XL's (NH, Tmax, hs), or NULL; the floats between two heads' tables
+ * (0: one table shared by the heads); Transformer-XL's u and v of layer l (NH, hs), or NULL */
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
+int epar_nnpos_rel_head(const struct epar_nnpos *p);
+const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l);
+const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */
 const float *epar_nnpos_pair(const struct epar_nnpos *p);
 /* pi-attention: the pi-step mask (T, T), row stride Tmax, and layer l's gate parameters (NH, 3 hs + 1), or NULL */

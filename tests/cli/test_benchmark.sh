@@ -174,6 +174,11 @@ expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks
     --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
+# transformer-xl (the paper's named baseline, not in the quick list): its cells run and record init_sd
+expect_exit 0 "transformer-xl" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,transformer-xl \
+    --set transformer-xl.init_sd=0.05 --seeds 42 --quiet --no-render --out "$T_TMP/txl"
+expect_grep ',transformer-xl_mean,transformer-xl_sd,' "$T_TMP/txl/benchmark/main_table.csv"
+expect_grep '"init_sd": 0.05' "$T_TMP/txl/benchmark/cells/recall/transformer-xl/seed-42/cell.json"
 # a cost cell stopped by its CPU-time limit after one generation (no interval yet) is written and read back: the
 # widest half-width is left out of cell.json, the overheads are nan
 python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/oneshot.json" <<'PYEOF'

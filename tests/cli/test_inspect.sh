@@ -50,6 +50,14 @@ expect_file "$T_TMP/c/inspect/comparison-item0/comparison.png"
 expect_file "$T_TMP/c/inspect/recall-none-seed42-item0/head_view.html"
 awk -F, 'NR > 1 && $3 == "recall-none-seed42" && $12 != "nan" { exit 1 }' "$T_TMP/c/inspect/recall-none-seed42-item0/heads.csv" &&
     ok || fail "no EPAR columns for mechanism none"
+# a mechanism with learned relative terms inside the scores (transformer-xl: W_R, u, v): its checkpoint reloads them
+# and the rows are the model's softmax (causal, each summing to 1)
+expect_exit 0 "train transformer-xl 20 steps" -- "$EPAR" train --task recall --mechanism transformer-xl --steps 20 --out "$out" --quiet --no-render
+expect_exit 0 "inspect transformer-xl" -- "$EPAR" inspect "$out/train/recall/transformer-xl/checkpoint.bin" --out "$T_TMP/x" -q --no-render
+msg=$(awk -F, 'NR > 1 { if ($4 > $3) bad = bad " non-causal " $0; k = $1 "," $2 "," $3; s[k] += $5 }
+    END { for (k in s) { d = s[k] - 1; if (d < 0) d = -d; if (d > 1e-5) bad = bad " row " k " sums to " s[k]; rows++ }
+          if (rows != 2 * 4 * 32) bad = bad " " rows " rows, want 256"; print bad }' "$T_TMP/x/inspect/recall-transformer-xl-seed42-item0/attention.csv")
+[ -z "$msg" ] && ok || fail "transformer-xl attention.csv:$(echo "$msg" | head -c 300)"
 
 # ---- bad checkpoints: exit 3, one error line, no inspect folder at all
 bad=$T_TMP/bad

@@ -38,7 +38,7 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
 done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in shaw linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+for m in shaw transformer-xl linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
          sparse-fixed sliding-window block-sparse global-local pi-attention gqa; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
@@ -62,6 +62,8 @@ expect_exit 0 "gqa.groups=1 (MQA)" -- "$EPAR" train $small --mechanism gqa --set
 ptensor() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["parameter_tensors"][sys.argv[2]])' "$1/run.json" "$2"; }
 [ "$(ptensor "$(d "$T_TMP/m" pi-attention)" pos)" = $((2 * 4 * (3 * 8 + 1))) ] && ok ||
     fail "pi-attention's gates: 2 layers x 4 heads x (3 x 8 + 1), got $(ptensor "$(d "$T_TMP/m" pi-attention)" pos)"
+[ "$(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)" = $((2 * (32 * 32 + 2 * 32))) ] && ok ||
+    fail "transformer-xl's W_R, u, v: 2 layers x (32 x 32 + 2 x 32), got $(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)"
 expect_exit 2 "gqa.groups=3 with 4 heads" -- "$EPAR" train $small --mechanism gqa --set gqa.groups=3 --steps 3 --out "$T_TMP/g3"
 expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 
@@ -70,9 +72,9 @@ expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 # in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them), shaw (per-thread rows,
 # its table's gradient summed over (b, h) in order), performer (kernel attention, per-thread features), gqa
 # (K/V heads copied to and summed from their query heads) and pi-attention (per-thread rows, its gates' gradient
-# summed over (b, h) in order)
+# summed over (b, h) in order), transformer-xl (per-thread rows, its tables' gradients summed over (b, h) in order)
 big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
-for m in t5 epar-enhanced shaw performer gqa pi-attention; do
+for m in t5 epar-enhanced shaw transformer-xl performer gqa pi-attention; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"
     [ "$(numbers "$(d "$T_TMP/j1" $m)")" = "$(numbers "$(d "$T_TMP/j2" $m)")" ] && ok ||

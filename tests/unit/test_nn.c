@@ -312,7 +312,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL};
+                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -363,7 +363,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -433,7 +433,8 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL};
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
+                                   0, NULL, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -498,6 +499,7 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_TXL][0] = 0.3;
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
@@ -709,6 +711,18 @@ static void test_reference_fp64(enum epar_mech_id id)
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
     }
+    if (!st && id == EPAR_MECH_TXL) {   /* the trained r_0h(d) = W_R^{0h} R_d (compare's row d + T - 1), u and v */
+        const float *rt = epar_nnpos_rel(&m.pos, 0), *u = epar_nnpos_rel_u(&m.pos, 0), *v = epar_nnpos_rel_v(&m.pos, 0);
+        for (int h = 0; h < NH; h++) {
+            for (int d = 0; d < T; d++)
+                for (int q = 0; q < hs; q++)
+                    mm.tab[((size_t)h * (2 * T - 1) + d + T - 1) * hs + q] = rt[((size_t)h * c.Tmax + d) * hs + q];
+            for (int q = 0; q < hs; q++) {
+                mm.tab2[(size_t)h * 2 * hs + q] = u[h * hs + q];
+                mm.tab2[(size_t)h * 2 * hs + hs + q] = v[h * hs + q];
+            }
+        }
+    }
     if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
         epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
         double e = 0;
@@ -723,6 +737,61 @@ static void test_reference_fp64(enum epar_mech_id id)
     }
     epar_attn_layer_free(&layer);
     epar_nn_free(&m);
+}
+
+/* Transformer-XL's own parameters: every entry of u and v of both layers (the random picks of test_model_gradient may
+ * miss them: they are 2 C of each layer's C^2 + 2 C) against finite differences; and docs/MECHANISMS.md §10's
+ * regression: with W_R = u = v = 0 the model is `none` (same weights, same attention) */
+static void test_txl(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_TXL, 0), c0 = tiny(EPAR_MECH_NONE, 0);
+    struct epar_nn m, m0;
+    if (epar_nn_alloc(&m, &c) || epar_nn_alloc(&m0, &c0)) { check_true(0, "transformer-xl: alloc"); return; }
+    gsl_rng *r = epar_rng_alloc(19, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int B = 3, T = 8, C = c.C, tok[27], tgt[27];
+    float mask[27];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    size_t per = (size_t)C * C + 2 * (size_t)C;
+    check_int((long)m.sizes[EPAR_NN_POS], (long)(c.NL * per), "transformer-xl learns W_R (C, C), u, v (C) per layer");
+    int bad = 0, n = 0;
+    for (int l = 0; l < c.NL; l++)
+        for (int q = 0; q < 2 * C; q++) {
+            size_t i = l * per + (size_t)C * C + q;
+            float *pp = m.p.pos + i;
+            double num = (4 * central_diff(&m, pp, 5e-3f, tok, tgt, mask, B, T) -
+                          central_diff(&m, pp, 1e-2f, tok, tgt, mask, B, T)) / 3;
+            n++;
+            if (!close_enough(m.g.pos[i], num) && bad++ < 4)
+                printf("  transformer-xl: d%s[%d][%d] analytic %g numeric %g\n", q < C ? "u" : "v", l, q % C,
+                       m.g.pos[i], num);
+        }
+    check_int(bad, 0, "transformer-xl: every entry of u and v against finite differences (%d)", n);
+    r = epar_rng_alloc(19, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m0, r);
+    epar_rng_free(r);
+    memset(m.p.pos, 0, m.sizes[EPAR_NN_POS] * sizeof *m.p.pos);
+    check_true(m0.offsets[EPAR_NN_POS] == m.offsets[EPAR_NN_POS] &&
+               !memcmp(m0.params_mem, m.params_mem, m.offsets[EPAR_NN_POS] * sizeof(float)),
+               "transformer-xl and none share every other weight for one seed");
+    epar_nn_forward(&m, tok, NULL, NULL, B, T);
+    epar_nn_forward(&m0, tok, NULL, NULL, B, T);
+    double e = 0;
+    for (int l = 0; l < c.NL; l++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < c.NH; h++)
+                for (int i = 0; i < T; i++)
+                    for (int j = 0; j <= i; j++) {
+                        size_t k = ((((size_t)l * B + b) * c.NH + h) * T + i) * T + j;
+                        e = fmax(e, fabs(m.a.att[k] - m0.a.att[k]));
+                    }
+    check_abs(e, 0, 0, "transformer-xl with W_R = u = v = 0 attends as none (every layer, head and pair)");
+    epar_nn_free(&m);
+    epar_nn_free(&m0);
 }
 
 /* Performer at the scale of trained q, k: the q and k weights multiplied by `gain` (the exponents of FAVOR+'s features
@@ -920,6 +989,7 @@ int main(void)
     test_attention_paths(37, 1, 24, 2);
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
+    test_txl();
     gsl_rng_free(R);
     return check_summary("test_nn");
 }

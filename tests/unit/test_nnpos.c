@@ -250,6 +250,61 @@ static void test_t5(void)
     epar_nnpos_free(&p);
 }
 
+/* Transformer-XL (§10): R_d is the [sin | cos] sinusoid of the distance (the worked R_1 at width 4), and the prepared
+ * table r_h(d) = W_R^h R_d equals compare's r_n (lib/mech, fp64) for the same W_R: compare's W_R, u, v drawn again from
+ * its stream (seed, 1000 + id) in its order (u, v of every head, then W_R (D, dk) head by head) */
+static void test_txl(void)
+{
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_TXL, &s, 5, 4, 1, 1), EPAR_OK, "transformer-xl alloc (width 4)");
+    const double want[4] = {0.841471, 0.00999983, 0.540302, 0.99995};
+    for (int c = 0; c < 4; c++) check_rel(p.rdist[4 + c], want[c], 1e-5, "transformer-xl R_1[%d] ([sin | cos])", c);
+    epar_nnpos_free(&p);
+    int L = 20, C = 16, H = 4, dk = C / H;
+    s.mp[EPAR_MECH_TXL][0] = 0.5;
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_TXL, &s, L, C, H, 1), EPAR_OK, "transformer-xl alloc");
+    size_t n = epar_nnpos_n_params(&p);
+    check_int((long)n, (long)(C * C + 2 * C), "transformer-xl learns W_R (C, C), u and v (C) per layer");
+    struct epar_mech mm;
+    check_int(epar_mech_init(&mm, EPAR_MECH_TXL, s.mp[EPAR_MECH_TXL], L, C, H, 1, 42), EPAR_OK, "compare's transformer-xl");
+    float *theta = malloc(n * sizeof *theta);
+    double *uv = malloc((size_t)H * 2 * dk * sizeof *uv), *WR = malloc((size_t)C * dk * sizeof *WR);
+    gsl_rng *r = epar_rng_alloc(42, 1000UL + EPAR_MECH_TXL, EPAR_RNG_MECH);
+    epar_rng_normal(r, uv, (size_t)H * 2 * dk, s.mp[EPAR_MECH_TXL][0]);
+    for (int h = 0; h < H; h++) {
+        epar_rng_normal(r, WR, (size_t)C * dk, s.mp[EPAR_MECH_TXL][0]);
+        for (int t = 0; t < dk; t++) {
+            for (int c = 0; c < C; c++) theta[(size_t)(h * dk + t) * C + c] = (float)WR[(size_t)c * dk + t];
+            theta[C * C + h * dk + t] = (float)uv[(size_t)h * 2 * dk + t];
+            theta[C * C + C + h * dk + t] = (float)uv[(size_t)h * 2 * dk + dk + t];
+        }
+    }
+    epar_rng_free(r);
+    p.theta = theta;
+    epar_nnpos_prepare(&p, L);
+    double e = 0, big = 0;
+    const float *rt = epar_nnpos_rel(&p, 0), *u = epar_nnpos_rel_u(&p, 0), *v = epar_nnpos_rel_v(&p, 0);
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < L; d++)
+            for (int t = 0; t < dk; t++) {
+                double want_r = mm.tab[((size_t)h * (2 * L - 1) + d + L - 1) * dk + t];
+                e = fmax(e, fabs(rt[((size_t)h * L + d) * dk + t] - want_r));
+                big = fmax(big, fabs(want_r));
+            }
+    check_true(big > 0.5, "compare's r_n is not small (max |r| %g)", big);
+    check_abs(e, 0, 2e-6 * big, "transformer-xl r_h(d) = W_R^h R_d equals compare's r_{i-j} (every head, d < %d)", L);
+    e = 0;
+    for (int q = 0; q < H * dk; q++)
+        e = fmax(e, fmax(fabs(u[q] - mm.tab2[(size_t)(q / dk) * 2 * dk + q % dk]),
+                         fabs(v[q] - mm.tab2[(size_t)(q / dk) * 2 * dk + dk + q % dk])));
+    check_abs(e, 0, 1e-6, "... and its u, v are compare's");
+    check_int(epar_nnpos_rel_head(&p), L * dk, "one table per head (Shaw's is shared: 0)");
+    free(theta); free(uv); free(WR);
+    epar_mech_free(&mm);
+    epar_nnpos_free(&p);
+}
+
 static void test_sinusoid(void)
 {
     struct epar_nnpos_settings s = settings();
@@ -421,6 +476,7 @@ int main(void)
     test_rope();
     test_alibi();
     test_t5();
+    test_txl();
     test_sinusoid();
     test_epar();
     test_trained_length();
