@@ -439,16 +439,44 @@ int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
     return st;
 }
 
+/* below a differing key whose values are objects (position, mechanism_params): the path of the first member that
+ * differs, appended to key, and its values */
+static void differ_below(const void *saved, size_t len, json_t *now, char *key, size_t nkey, char *was, size_t nwas,
+                         char *is, size_t nis)
+{
+    json_t *old = json_loadb(saved, len, 0, NULL), *o = json_object_get(old, key), *v = json_object_get(now, key);
+    while (json_is_object(o) && json_is_object(v)) {
+        const char *k, *first = NULL;
+        json_t *x;
+        json_object_foreach(v, k, x) if (!first && !json_equal(x, json_object_get(o, k))) first = k;
+        json_object_foreach(o, k, x) if (!first && !json_object_get(v, k)) first = k;
+        if (!first) break;
+        size_t n = strlen(key);
+        snprintf(key + n, nkey - n, ".%s", first);
+        o = json_object_get(o, first);
+        v = json_object_get(v, first);
+        char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char *b = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        snprintf(was, nwas, "%s", o ? (a ? a : "?") : "absent");
+        snprintf(is, nis, "%s", v ? (b ? b : "?") : "absent");
+        free(a);
+        free(b);
+    }
+    json_decref(old);
+}
+
 /* the first key whose value differs between the checkpoint's JSON and this run's (now: stolen) */
 static int compare_json(const char *path, const char *what, const void *saved, size_t len, json_t *now)
 {
     const char *k = NULL;
-    char was[81], is[81];   /* the values, at most 80 characters */
+    char was[81], is[81], key[160];   /* the values, at most 80 characters */
     int d = now ? epar_fields_differ(saved, len, now, &k, was, sizeof was, is, sizeof is) : -2, st = EPAR_OK;
     if (d == -2) st = epar_err_set(EPAR_ENOMEM, "out of memory reading checkpoint '%s'", path);
     else if (d < 0) st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s does not parse)", path, what);
     else if (d > 0) {
-        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %s there, %s here", path, what, k, was, is);
+        snprintf(key, sizeof key, "%s", k);
+        differ_below(saved, len, now, key, sizeof key, was, sizeof was, is, sizeof is);
+        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %s there, %s here", path, what, key, was, is);
         epar_err_hint("resume with the options of the run that wrote it (its run.json lists them)");
         st = EPAR_EINVAL;
     }

@@ -164,16 +164,18 @@ fi
 
 # ---- bad options: exit 2, nothing written
 for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge" \
-           "--mechanisms none,deberta" "--set alibi.max_bias=4" "--set sliding-window.radius=-1"; do
+           "--mechanisms none,deberta" "--set epar-enhanced.alpha=2" "--set rope.base=0.5" "--set sliding-window.radius=-1"; do
     expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
 done
 expect_exit 2 "--shard with --merge" -- "$EPAR" benchmark --budget smoke --shard 1/2 --merge "$a" --out "$T_TMP/bad"
 # ---- any trainable catalogue mechanism, with its catalogue parameters (each cell.json records them)
-expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left \
-    --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
+# (one namespace, issue 34: rope.base as in train and compare)
+expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left,rope \
+    --set sliding-window.radius=3 --set rope.base=20000 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
+expect_grep '"base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
 # a cost cell stopped by its CPU-time limit after one generation (no interval yet) is written and read back: the
 # widest half-width is left out of cell.json, the overheads are nan
 python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/oneshot.json" <<'PYEOF'
