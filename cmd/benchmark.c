@@ -416,7 +416,7 @@ int cmd_benchmark(int argc, char **argv)
         {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (about 10 min on 2 cores, 3 seeds) or full (5 seeds, hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
         {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "trainable catalogue ids (default: the paper table's eight)", 0},
-        {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, e.g. sliding-window.radius=8 (repeatable)", 0},
+        {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, as in train and compare, e.g. rope.base=20000 (repeatable)", 0},
         {"lr-scale", 0, OPT_DOUBLE, &lr_scale, "X", "every cell at the budget's lr times X instead of its mechanism's tuned scale (the learning-rate study)", 0},
         {"lr-study", 0, OPT_DLIST, &study, "LIST", "the learning-rate study: the grid at each scale (one of them 1) into --out/x<scale>/, then each mechanism's scale per lr_family into --out/benchmark-lr/", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},

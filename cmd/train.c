@@ -293,7 +293,7 @@ int cmd_train(int argc, char **argv)
         {"gamma", 0, OPT_DOUBLE, &c.over.gamma, "X", "EPAR gamma >= 0 (enhanced)", 0},
         {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, NULL, 0},
         {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", NULL, 0},
-        {"set", 0, OPT_STRING, &t.set, "M.P=V", "catalogue parameter of the other mechanisms, e.g. sliding-window.radius=8 (repeatable)", 0},
+        {"set", 0, OPT_STRING, &t.set, "M.P=V", "catalogue parameter of the mechanism, as in compare, e.g. rope.base=20000 (repeatable; EPAR: --alpha --beta --gamma)", 0},
         {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"text", 0, OPT_STRING, &t.text, "FILE", "lm: train on this UTF-8 file instead of the King James Bible", 0},
         {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", NULL, 0},

@@ -385,11 +385,8 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
         epar_exp_train_as(&t, s[i].as, s[i].logn, 0, &f);
         json_t *row = json_pack("{s:s, s:s, s:i}", "series", s[i].name, "as", epar_nnpos_name(s[i].as), "log-n_length",
                                 f.pos.logn_length);
-        if (epar_nnpos_table[s[i].as].uses_params) {
-            struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1];
-            epar_exp_mech_param_rows(s[i].as, rows);
-            json_object_set_new(row, "mechanism_params", epar_fields_json(rows, f.pos.mp[s[i].as], NULL));
-        }
+        if (epar_nnpos_table[s[i].as].uses_params && epar_mech_table[s[i].as].params[0].name)
+            json_object_set_new(row, "mechanism_params", epar_exp_train_params_json(s[i].as, f.pos.mp[s[i].as]));
         json_array_append_new(sj, row);
     }
     for (int e = 0; e < c->b.n_extrap; e++) json_array_append_new(lj, json_integer(eval_length(c, cell, e)));

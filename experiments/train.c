@@ -47,10 +47,6 @@ static const struct epar_field pos_fields[] = {
     {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
     EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))"),
     EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length (default), N = fixed"),
-    EPAR_FIELD_DBL_(TC, "rope_base", pos.rope_base, 1, 0, "RoPE base"),
-    EPAR_FIELD_DBL_(TC, "alibi_max_bias", pos.alibi_max_bias, 0, 0, "ALiBi slopes 2^(-max_bias (h+1)/H)"),
-    EPAR_FIELD_INT_(TC, "t5_buckets", pos.t5_buckets, 2, 1 << 20, "T5 buckets"),
-    EPAR_FIELD_INT_(TC, "t5_max_distance", pos.t5_max_distance, 1, 1 << 30, "T5 log-bucket horizon"),
     EPAR_FIELD_END_};
 
 /* the task's options (in its object): lm's, then the synthetic tasks' */
@@ -69,8 +65,15 @@ static const struct epar_field synth_fields[] = {
 
 static const char *const train_extra[] = {"task", "mechanism", "mechanism_params", "lm", "recall", "needle", "transduce",
                                           "classify", "select", "set", NULL};
-static const char *const pos_read[] = {"learn_posfx", "posfx_length", "rope_base", "alibi_max_bias", "t5_buckets",
-                                       "t5_max_distance", NULL};
+static const char *const pos_read[] = {"learn_posfx", "posfx_length", NULL};
+
+/* the settings training had before one parameter namespace (issue 34), now catalogue parameters: the old protocol
+ * keys are refused naming the new one, old config records (checkpoints, cell.json) are read through
+ * epar_exp_train_cfg_upgrade */
+static const struct { const char *old; enum epar_mech_id id; const char *param; } renamed[] = {
+    {"rope_base", EPAR_MECH_ROPE, "base"}, {"alibi_max_bias", EPAR_MECH_ALIBI, "max_bias"},
+    {"t5_buckets", EPAR_MECH_T5, "num_buckets"}, {"t5_max_distance", EPAR_MECH_T5, "max_distance"},
+    {"sinusoid_base", EPAR_MECH_SINUSOIDAL, "base"}};
 
 const char *epar_exp_train_help(const char *key)
 {
@@ -124,7 +127,17 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
     const char *keys[64], *tkeys[64];
     train_keys(keys, 64);
     task_keys(tkeys, 64);
-    int st = epar_protocol_check_keys(p, "train", keys);
+    int st = EPAR_OK;
+    for (size_t k = 0; k < sizeof renamed / sizeof renamed[0] && sec; k++)
+        if (json_object_get(sec, renamed[k].old)) {
+            const char *m = epar_nnpos_name(renamed[k].id);
+            epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.%s: renamed to the catalogue parameter '%s.%s'",
+                         p->path, jp, renamed[k].old, m, renamed[k].param);
+            epar_err_hint("write \"mechanism_params\": {\"%s.%s\": ...} (or --set %s.%s=...)", m, renamed[k].param, m,
+                          renamed[k].param);
+            return EPAR_EPROTOCOL;
+        }
+    st = epar_protocol_check_keys(p, "train", keys);
     /* common keys that mean nothing here are refused rather than ignored */
     static const char *const unused[] = {"hidden", "runs", "form", NULL};
     for (int k = 0; !st && unused[k]; k++)
@@ -232,7 +245,7 @@ static void cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_i
     n = epar_fields_append(t->top, n, 48, run_fields);
     epar_fields_append(t->opt, 0, 12, task == EPAR_TASK_LM ? lm_fields : synth_fields);
     t->mp[0] = (struct epar_field)EPAR_FIELD_END_;
-    if (epar_nnpos_table[m].uses_params) {
+    if (epar_nnpos_table[m].uses_params && epar_mech_table[m].params[0].name) {
         epar_exp_mech_param_rows(m, t->mp);
         t->pos[np++] = (struct epar_field){.key = "mechanism_params", .type = EPAR_FIELD_OBJ, .sub = t->mp,
                                            .offset = offsetof(CR, c.pos.mp) + (size_t)m * sizeof(double[EPAR_MECH_MAX_PARAMS])};
@@ -264,6 +277,63 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
     return epar_fields_json(t.top, &r, NULL);
 }
 #undef CR
+
+int epar_exp_train_cfg_old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_MECH_MAX_PARAMS])
+{
+    json_t *pos = json_object_get(cfg, "position"), *v;
+    int old = 0;
+    for (size_t k = 0; json_is_object(pos) && k < sizeof renamed / sizeof renamed[0]; k++)
+        old |= json_object_get(pos, renamed[k].old) != NULL;
+    if (!old || id < 0 || id >= EPAR_MECH_COUNT || !epar_nnpos_table[id].uses_params || !epar_mech_table[id].params[0].name)
+        return 0;
+    /* as training used them: the catalogue's defaults, the old keys of this mechanism, T5's table drawn at the run's
+     * init_sd */
+    epar_mech_defaults(id, mp);
+    for (size_t k = 0; k < sizeof renamed / sizeof renamed[0]; k++)
+        if (renamed[k].id == id && json_is_number(v = json_object_get(pos, renamed[k].old)))
+            mp[epar_mech_param_index(id, renamed[k].param)] = json_number_value(v);
+    int sd = epar_mech_param_index(id, "init_sd");
+    if (id == EPAR_MECH_T5 && sd >= 0 && json_is_number(v = json_object_get(cfg, "init_sd"))) mp[sd] = json_number_value(v);
+    return 1;
+}
+
+json_t *epar_exp_train_params_json(enum epar_mech_id id, const double mp[EPAR_MECH_MAX_PARAMS])
+{
+    struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1];
+    epar_exp_mech_param_rows(id, rows);
+    return epar_fields_json(rows, mp, NULL);
+}
+
+void epar_exp_train_cfg_upgrade(json_t *cfg)
+{
+    json_t *pos = json_object_get(cfg, "position");
+    const char *name = json_string_value(json_object_get(cfg, "mechanism"));
+    enum epar_mech_id id;
+    double mp[EPAR_MECH_MAX_PARAMS];
+    int have = name && !epar_nnpos_find(name, &id) && !json_object_get(pos, "mechanism_params") &&
+               epar_exp_train_cfg_old_params(cfg, id, mp);
+    epar_err_clear();
+    json_t *j = have ? epar_exp_train_params_json(id, mp) : NULL;
+    if (j) json_object_set_new(pos, "mechanism_params", j);
+    for (size_t k = 0; json_is_object(pos) && k < sizeof renamed / sizeof renamed[0]; k++) json_object_del(pos, renamed[k].old);
+}
+
+/* a config section's text in today's form (epar_exp_train_cfg_upgrade), or NULL: already in it, or unparsable (the
+ * caller reads the original and reports it) */
+static char *cfg_text_upgraded(const void *sec, size_t len, size_t *n)
+{
+    json_t *j = json_loadb(sec, len, 0, NULL);
+    char *before = j ? json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT) : NULL, *after = NULL;
+    if (before) {
+        epar_exp_train_cfg_upgrade(j);
+        after = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+        if (after && !strcmp(before, after)) { free(after); after = NULL; }
+    }
+    free(before);
+    json_decref(j);
+    if (after) *n = strlen(after);
+    return after;
+}
 
 double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab)
 {
@@ -369,16 +439,44 @@ int epar_exp_train_checkpoint(const struct epar_train_run *r, const char *path)
     return st;
 }
 
+/* below a differing key whose values are objects (position, mechanism_params): the path of the first member that
+ * differs, appended to key, and its values */
+static void differ_below(const void *saved, size_t len, json_t *now, char *key, size_t nkey, char *was, size_t nwas,
+                         char *is, size_t nis)
+{
+    json_t *old = json_loadb(saved, len, 0, NULL), *o = json_object_get(old, key), *v = json_object_get(now, key);
+    while (json_is_object(o) && json_is_object(v)) {
+        const char *k, *first = NULL;
+        json_t *x;
+        json_object_foreach(v, k, x) if (!first && !json_equal(x, json_object_get(o, k))) first = k;
+        json_object_foreach(o, k, x) if (!first && !json_object_get(v, k)) first = k;
+        if (!first) break;
+        size_t n = strlen(key);
+        snprintf(key + n, nkey - n, ".%s", first);
+        o = json_object_get(o, first);
+        v = json_object_get(v, first);
+        char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char *b = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        snprintf(was, nwas, "%s", o ? (a ? a : "?") : "absent");
+        snprintf(is, nis, "%s", v ? (b ? b : "?") : "absent");
+        free(a);
+        free(b);
+    }
+    json_decref(old);
+}
+
 /* the first key whose value differs between the checkpoint's JSON and this run's (now: stolen) */
 static int compare_json(const char *path, const char *what, const void *saved, size_t len, json_t *now)
 {
     const char *k = NULL;
-    char was[81], is[81];   /* the values, at most 80 characters */
+    char was[81], is[81], key[160];   /* the values, at most 80 characters */
     int d = now ? epar_fields_differ(saved, len, now, &k, was, sizeof was, is, sizeof is) : -2, st = EPAR_OK;
     if (d == -2) st = epar_err_set(EPAR_ENOMEM, "out of memory reading checkpoint '%s'", path);
     else if (d < 0) st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s does not parse)", path, what);
     else if (d > 0) {
-        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %s there, %s here", path, what, k, was, is);
+        snprintf(key, sizeof key, "%s", k);
+        differ_below(saved, len, now, key, sizeof key, was, sizeof was, is, sizeof is);
+        epar_err_set(EPAR_EINVAL, "checkpoint '%s' is of another run: %s %s is %s there, %s here", path, what, key, was, is);
         epar_err_hint("resume with the options of the run that wrote it (its run.json lists them)");
         st = EPAR_EINVAL;
     }
@@ -391,7 +489,10 @@ int epar_exp_train_resume_check(const struct epar_train_cfg *c, const struct epa
     size_t len;
     const void *d = epar_ckpt_get(ck, "config", &len);
     if (!d) return epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (no config section)", path);
-    return compare_json(path, "option", d, len, epar_exp_train_cfg_json(c));
+    char *up = cfg_text_upgraded(d, len, &len);   /* a checkpoint of an epar before the one parameter namespace */
+    int st = compare_json(path, "option", up ? up : d, len, epar_exp_train_cfg_json(c));
+    free(up);
+    return st;
 }
 
 int epar_exp_train_resume(struct epar_train_run *r, const struct epar_ckpt *ck, const char *path)
@@ -453,7 +554,19 @@ missing:
 
 /* the config section (written by epar_exp_train_cfg_json) into c, through the same rows: every key must be there
  * (absent: another epar version wrote it) with its type; ranges are checked after, by epar_exp_train_check */
+static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, const char *path, char *text,
+                         size_t ntext);
 static int cfg_from_json(struct epar_train_cfg *c, const void *sec, size_t len, const char *path, char *text,
+                         size_t ntext)
+{
+    size_t ulen;
+    char *up = cfg_text_upgraded(sec, len, &ulen);   /* a checkpoint of an epar before the one parameter namespace */
+    int st = cfg_from_text(c, up ? up : sec, up ? ulen : len, path, text, ntext);
+    free(up);
+    return st;
+}
+
+static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, const char *path, char *text,
                          size_t ntext)
 {
     struct cfg_record r = {.c = *c};
@@ -743,9 +856,9 @@ int epar_exp_train_as(const struct epar_train_cfg *c, enum epar_mech_id as, int 
     epar_nnpos_resolve(&out->pos, c->task.length);
     out->mechanism = as;
     /* the RoPE family on rope's weights rotates with rope's base, so that up to the trained length it is rope */
-    int b = epar_mech_param_index(as, "base");
+    int b = epar_mech_param_index(as, "base"), rb = epar_mech_param_index(EPAR_MECH_ROPE, "base");
     if (c->mechanism == EPAR_MECH_ROPE && b >= 0 && (as == EPAR_MECH_NTK_ROPE || as == EPAR_MECH_INTERPOLATION))
-        out->pos.mp[as][b] = c->pos.rope_base;
+        out->pos.mp[as][b] = c->pos.mp[EPAR_MECH_ROPE][rb];
     out->pos.logn_length = !logn ? 0 : c->pos.logn_length > 0 ? c->pos.logn_length : c->task.length;
     if (length > 0) {
         long tokens = (long)c->batch * c->task.length;

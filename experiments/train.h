@@ -100,6 +100,15 @@ const char *epar_exp_train_help(const char *key);
 int epar_exp_train_set(void *cfg, const char *assignment);
 /* The hyperparameters as JSON (run.json; the checkpoint compares it on resume). */
 json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c);
+/* A record of that JSON written before one parameter namespace (issue 34: "position" with rope_base, alibi_max_bias,
+ * t5_buckets, t5_max_distance) turned into today's, in place: those keys dropped, the mechanism's catalogue
+ * parameters as its "mechanism_params" (T5's init_sd: the run's, which drew its table then). Others unchanged. */
+void epar_exp_train_cfg_upgrade(json_t *cfg);
+/* 1 when cfg is such an old record and mechanism id has catalogue parameters training reads: mp = them as that run
+ * used them (before the upgrade); 0 otherwise */
+int epar_exp_train_cfg_old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_MECH_MAX_PARAMS]);
+/* mechanism id's catalogue parameters mp as a record writes them ("mechanism_params") */
+json_t *epar_exp_train_params_json(enum epar_mech_id id, const double mp[EPAR_MECH_MAX_PARAMS]);
 /* Model and data sizes without allocating anything big: the model's bytes (refuse what cannot fit). */
 double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab);
 

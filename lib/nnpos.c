@@ -46,7 +46,7 @@ static int build_sinusoidal(struct epar_nnpos *p)
     double *row = epar_err_alloc((size_t)p->C, sizeof *row, "the sinusoid table");
     if (!row) return EPAR_ENOMEM;
     for (int t = 0; t < p->Tmax; t++) {
-        epar_mech_sinusoid((double)t, p->C, p->s.sinusoid_base, 0, row);
+        epar_mech_sinusoid((double)t, p->C, p->mp[0], 0, row);   /* sinusoidal.base */
         for (int c = 0; c < p->C; c++) p->pe[(size_t)t * p->C + c] = (float)(p->s.init_sd * row[c]);
     }
     free(row);
@@ -111,7 +111,11 @@ static void init_mult_pe(struct epar_nnpos *p, gsl_rng *r)
 
 static int check_rope(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
 {
-    (void)s;
+    if (id == EPAR_MECH_ROPE && s->mp[id][1] != 0) {
+        epar_err_set(EPAR_EINVAL, "invalid value for rope.half: '%g' (training rotates interleaved pairs)", s->mp[id][1]);
+        epar_err_hint("rope.half=1 (GPT-NeoX pairs) is compare's analysis variant; train with rope.half=0");
+        return EPAR_EINVAL;
+    }
     if (hs % 2) return epar_err_set(EPAR_EINVAL, "%s needs an even head width (dim / heads), got '%d'",
                                     epar_nnpos_name(id), hs);
     if (id == EPAR_MECH_NTK_ROPE && hs < 4)
@@ -145,7 +149,7 @@ static int alloc_rope(struct epar_nnpos *p)
 static int build_rope(struct epar_nnpos *p)
 {
     int st = alloc_rope(p);
-    if (!st) rope_fill(p, p->Tmax, p->s.rope_base, 1.0);
+    if (!st) rope_fill(p, p->Tmax, p->mp[0], 1.0);   /* rope.base */
     return st;
 }
 
@@ -178,23 +182,34 @@ static int build_alibi(struct epar_nnpos *p)
     if (need(&p->bias, (size_t)p->NH * p->Tmax, sizeof *p->bias, "the ALiBi table") ||
         need(&p->slopes, (size_t)p->NH, sizeof *p->slopes, "the ALiBi slopes"))
         return EPAR_ENOMEM;
-    epar_mech_alibi_slopes(p->NH, p->s.alibi_max_bias, p->slopes);
+    epar_mech_alibi_slopes(p->NH, p->mp[0], p->slopes);   /* alibi.max_bias */
     for (int h = 0; h < p->NH; h++)
         for (int d = 0; d < p->Tmax; d++) p->bias[(size_t)h * p->Tmax + d] = (float)(-p->slopes[h] * d);
     return EPAR_OK;
 }
 
-/* ---- T5 (§11): theta = B (buckets, NH), causal (unidirectional) buckets of rel = j - i = -d ---- */
+/* ---- T5 (§11): theta = B (buckets, NH), causal (unidirectional) buckets of rel = j - i = -d; t5.num_buckets,
+ * t5.max_distance, the table drawn N(0, t5.init_sd^2) ---- */
 
-static size_t n_t5(const struct epar_nnpos *p) { return (size_t)p->s.t5_buckets * p->NH; }
-static void init_t5(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_t5(p), p->s.init_sd); }
+static size_t n_t5(const struct epar_nnpos *p) { return (size_t)p->mp[0] * p->NH; }
+static void init_t5(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_t5(p), p->mp[2]); }
+
+static int check_t5(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
+{
+    (void)hs;
+    int nb = (int)s->mp[id][0], md = (int)s->mp[id][1];
+    if (md <= nb / 2)
+        return epar_err_set(EPAR_EINVAL, "t5 needs max_distance > num_buckets / 2 (causal buckets), got t5.num_buckets "
+                            "'%d' and t5.max_distance '%d'", nb, md);
+    return EPAR_OK;
+}
 
 static int build_t5(struct epar_nnpos *p)
 {
     if (need(&p->bias, (size_t)p->NH * p->Tmax, sizeof *p->bias, "the T5 bias table") ||
         need(&p->bucket, (size_t)p->Tmax, sizeof *p->bucket, "the T5 buckets"))
         return EPAR_ENOMEM;
-    for (int d = 0; d < p->Tmax; d++) p->bucket[d] = epar_mech_t5_bucket(-d, 0, p->s.t5_buckets, p->s.t5_max_distance);
+    for (int d = 0; d < p->Tmax; d++) p->bucket[d] = epar_mech_t5_bucket(-d, 0, (int)p->mp[0], (int)p->mp[1]);
     return EPAR_OK;
 }
 
@@ -646,13 +661,13 @@ static void prepare_fixed_left(struct epar_nnpos *p, int T) { prepare_pattern(p,
 #define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing, NULL
 
 const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
-    [EPAR_MECH_NONE] = {H_(BASELINE, 0, 0, "causal mask only, no position information"),
+    [EPAR_MECH_NONE] = {H_(BASELINE, 1, 0, "causal mask only, no position information"),
                         NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_EPAR_BASIC] = {H_(FACTOR, 0, 0, "scaled score times alpha exp(-beta |i-j|/L)"),
                               check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL},
     [EPAR_MECH_EPAR_ENHANCED] = {H_(FACTOR, 0, 0, "scaled score times alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma)"),
                                  check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL},
-    [EPAR_MECH_SINUSOIDAL] = {H_(INPUT, 0, 0, "init_sd times the sinusoid added to the token embeddings"),
+    [EPAR_MECH_SINUSOIDAL] = {H_(INPUT, 1, 0, "init_sd times the sinusoid added to the token embeddings"),
                               NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_LEARNED_APE] = {H_(INPUT, 0, 1, "learned absolute table added to the embeddings"),
                                NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL},
@@ -665,9 +680,9 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
                                       "layer (and head); no segment memory"),
                        NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl},
-    [EPAR_MECH_T5] = {H_(BIAS, 0, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
-                      NULL, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL},
-    [EPAR_MECH_ROPE] = {H_(QK, 0, 0, "q and k rotated by position (interleaved pairs)"),
+    [EPAR_MECH_T5] = {H_(BIAS, 1, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
+                      check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL},
+    [EPAR_MECH_ROPE] = {H_(QK, 1, 0, "q and k rotated by position (interleaved pairs)"),
                         check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_NTK_ROPE] = {H_(QK, 1, 0, "RoPE with the NTK base for T > train_length"),
                             check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing, NULL},
@@ -675,11 +690,11 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                                  check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing, NULL},
     [EPAR_MECH_LOGN] = {H_(QK, 1, 0, "q_t scaled by log_{train_length}(t + 1)"),
                         NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
-    [EPAR_MECH_ALIBI] = {H_(BIAS, 0, 0, "linear distance bias -m_h (i-j), standard slopes"),
+    [EPAR_MECH_ALIBI] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), standard slopes"),
                          NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
-    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 0, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
-    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 0, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
-    [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 0, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
+    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
+    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
+    [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
                               FIXED_FNS(prepare_fixed_left)},
     [EPAR_MECH_LINEAR_ELU] = {H_(KERNEL, 1, 0, "A_ij = phi(q_i).phi(k_j) / sum over j' <= i, phi = elu + 1 (no softmax)"),
                               KERNEL_FNS(build_linear_elu)},
@@ -763,11 +778,6 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->fx = (struct epar_posfx){EPAR_FORM_ENHANCED, 1.0, 1.0, 0.5};
-    s->rope_base = 10000.0;
-    s->sinusoid_base = 10000.0;
-    s->alibi_max_bias = 8.0;
-    s->t5_buckets = 32;
-    s->t5_max_distance = 128;
     s->init_sd = 0.02;
     s->seed = 42;
     for (int k = 0; k < EPAR_MECH_COUNT; k++) {
@@ -796,8 +806,11 @@ int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
     enum epar_mech_id id;
     int st = epar_nnpos_find(mech, &id);
     if (st) return st;
-    if (!epar_nnpos_table[id].uses_params) {
-        epar_err_set(EPAR_EINVAL, "'%s': training sets %s through its own options", assignment, mech);
+    if (!epar_nnpos_table[id].uses_params) {   /* EPAR (the preset's or learned alpha, beta, gamma), learned-ape */
+        int epar = id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED;
+        epar_err_set(EPAR_EINVAL, "'%s': training sets %s %s", assignment, mech,
+                     epar ? "through --alpha --beta --gamma or the preset" :
+                            "from the run (its table has the trained length and the run's init_sd)");
         epar_err_hint("see 'epar train --help' (Position mechanism)");
         return EPAR_EINVAL;
     }
@@ -813,13 +826,6 @@ int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *
     const struct epar_nnpos_info *in = &epar_nnpos_table[id];
     int st = in->check ? in->check(id, s, hs) : EPAR_OK;
     if (st) return st;
-    if (!(s->rope_base > 1) || !(s->sinusoid_base > 1) || !isfinite(s->rope_base) || !isfinite(s->sinusoid_base))
-        return epar_err_set(EPAR_EINVAL, "rope and sinusoid bases must be finite numbers > 1");
-    if (!(s->alibi_max_bias > 0) || !isfinite(s->alibi_max_bias))
-        return epar_err_set(EPAR_EINVAL, "alibi max_bias must be a finite number > 0, got '%g'", s->alibi_max_bias);
-    if (s->t5_buckets < 2 || s->t5_max_distance <= s->t5_buckets / 2)
-        return epar_err_set(EPAR_EINVAL, "t5 needs buckets >= 2 and max_distance > buckets / 2, got %d and %d",
-                            s->t5_buckets, s->t5_max_distance);
     if (s->posfx_length < 0) return epar_err_set(EPAR_EINVAL, "posfx_length must be >= 0, got '%d'", s->posfx_length);
     if (!(s->init_sd >= 0) || !isfinite(s->init_sd))
         return epar_err_set(EPAR_EINVAL, "init_sd must be a finite number >= 0, got '%g'", s->init_sd);

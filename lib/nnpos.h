@@ -36,9 +36,11 @@
  * and fixed patterns on (i, j) (one table shared by the heads). A row of a mask or pattern with no allowed key
  * attends to itself (the catalogue's empty-row policy "self").
  *
- * Parameters: the eight mechanisms of the paper's table keep their own settings (below: bases, slopes, buckets,
- * EPAR alpha/beta/gamma); every other trainable mechanism reads its catalogue parameters (lib/mech row, e.g.
- * sliding-window.radius), set with `--set mech.param=value` as in `epar compare`.
+ * Parameters: one namespace, the catalogue's. Every trainable mechanism but EPAR and learned-ape reads its
+ * catalogue parameters (lib/mech row: rope.base, alibi.max_bias, t5.num_buckets, sliding-window.radius, ...) from
+ * s.mp, set with `--set mech.param=value` as in `epar compare`; EPAR's alpha/beta/gamma are the settings' fx (the
+ * preset's, or learned) and learned-ape's table has the trained length and the run's init_sd. A catalogue value
+ * training cannot honour is refused by the row's check (rope.half = 1: training rotates interleaved pairs).
  *
  * L in P: by default L is the length T of the sequence being processed (the paper's and the reference
  * code's P(i, j, L) with L = seq_len), so at an evaluation length T' != T_train the same distance gets
@@ -71,11 +73,6 @@ struct epar_nnpos_settings {
     struct epar_posfx fx;       /* EPAR alpha, beta, gamma (form set from the mechanism) */
     int learn_posfx;            /* 1: alpha, beta (gamma) trainable per layer and head */
     int posfx_length;           /* 0: L = current sequence length T; > 0: this fixed L */
-    double rope_base;           /* 10000 */
-    double sinusoid_base;       /* 10000 */
-    double alibi_max_bias;      /* 8: slopes 2^(-8 (h+1) / NH) */
-    int t5_buckets;             /* 32 */
-    int t5_max_distance;        /* 128 */
     double init_sd;             /* 0.02: learned tables (E, B); the sinusoid's scale (the token embeddings' sd) */
     unsigned long seed;         /* the run's seed: Performer's features are lib/mech's stream (seed, 1000 + id) */
     /* log-n stacked on the mechanism (S3 §4.2(5) with (NTK-)RoPE): > 0: q_t also multiplied by
@@ -130,7 +127,8 @@ struct epar_nnpos_grad {
 
 struct epar_nnpos_info {
     enum epar_nnpos_hook hook;
-    int uses_params;            /* 1: reads its catalogue parameters (s.mp[id]); 0: the settings above */
+    int uses_params;            /* 1: reads its catalogue parameters (s.mp[id]); 0: the settings above (EPAR's fx,
+                                 * learned-ape's trained length and init_sd) */
     int fixed_length;           /* 1: positions past Tmax do not exist (learned table) */
     const char *summary;        /* its causal training form */
     /* settings the mechanism refuses (EPAR_EINVAL with a message), hs = head width; NULL: none */
@@ -176,7 +174,8 @@ void epar_nnpos_settings_default(struct epar_nnpos_settings *s);
  * evaluation at 8x) keeps the trained one. */
 void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length);
 /* "mech.param=value": set a catalogue parameter a trainable mechanism reads (EPAR_EINVAL naming the problem:
- * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings) */
+ * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings: EPAR,
+ * learned-ape). Values training cannot honour are refused later, by epar_nnpos_validate. */
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);
 
 /* Check the settings for mechanism id with head width hs (EPAR_EINVAL with a message). */

@@ -164,16 +164,43 @@ fi
 
 # ---- bad options: exit 2, nothing written
 for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge" \
-           "--mechanisms none,deberta" "--set alibi.max_bias=4" "--set sliding-window.radius=-1"; do
+           "--mechanisms none,deberta" "--set epar-enhanced.alpha=2" "--set rope.base=0.5" "--set sliding-window.radius=-1"; do
     expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
 done
 expect_exit 2 "--shard with --merge" -- "$EPAR" benchmark --budget smoke --shard 1/2 --merge "$a" --out "$T_TMP/bad"
 # ---- any trainable catalogue mechanism, with its catalogue parameters (each cell.json records them)
-expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left \
-    --set sliding-window.radius=3 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
+# (one namespace, issue 34: rope.base as in train and compare)
+expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left,rope \
+    --set sliding-window.radius=3 --set rope.base=20000 --seeds 42 --quiet --no-render --out "$T_TMP/cat"
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
+expect_grep '"base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
+# cells written by the epar before one namespace (position: rope_base, alibi_max_bias, t5_buckets, t5_max_distance)
+# are the same cells: the folder resumes without running any of them again
+python3 - "$T_TMP/cat/benchmark/cells" <<'PYEOF'
+import json, os, sys
+OLD = {"rope": {"base": "rope_base"}, "alibi": {"max_bias": "alibi_max_bias"},
+       "t5": {"num_buckets": "t5_buckets", "max_distance": "t5_max_distance"}, "sinusoidal": {}}
+def old(cfg):
+    pos, m = cfg["position"], cfg["mechanism"]
+    mp = pos.pop("mechanism_params") if m in OLD else {}
+    pos.update(rope_base=10000.0, alibi_max_bias=8.0, t5_buckets=32, t5_max_distance=128)
+    for k, o in OLD.get(m, {}).items(): pos[o] = mp[k]
+for root, _, files in os.walk(sys.argv[1]):
+    if "cell.json" not in files: continue
+    f = os.path.join(root, "cell.json")
+    d = json.load(open(f, encoding="utf-8"))
+    for cfg in d["config"].get("mechanisms", [d["config"]]): old(cfg)
+    for s in d["config"].get("extrapolation_study", {}).get("series", []):
+        if s["as"] in OLD: s.pop("mechanism_params")
+    json.dump(d, open(f, "w", encoding="utf-8"), indent=1)
+PYEOF
+expect_grep '"rope_base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
+expect_exit 0 "resume a folder of old cells" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left,rope \
+    --set sliding-window.radius=3 --set rope.base=20000 --seeds 42 --no-render --out "$T_TMP/cat"
+expect_grep '0 to run here' "$T_TMP/err"
+expect_grep '"rope_base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
 # transformer-xl (the paper's named baseline, not in the quick list): its cells run and record init_sd
 expect_exit 0 "transformer-xl" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,transformer-xl \
     --set transformer-xl.init_sd=0.05 --seeds 42 --quiet --no-render --out "$T_TMP/txl"

@@ -113,6 +113,17 @@ expect_exit 0 "zero table" -- "$EPAR" compare $small --mechanisms none,learned-a
 cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_learned-ape.csv" && ok || fail "learned-ape with a zero table differs from none"
 cmp -s "$T_TMP/z/compare/attention_none.csv" "$T_TMP/z/compare/attention_shaw.csv" && ok || fail "shaw with a zero table differs from none"
 
+# one parameter namespace (issue 34): rope.base is the same parameter here as in train and benchmark
+# (tests/cli/test_train.sh); it changes rope's row and nothing else
+expect_exit 0 "rope at its default base" -- "$EPAR" compare $small --mechanisms none,rope --out "$T_TMP/rb0"
+expect_exit 0 "--set rope.base=20000" -- "$EPAR" compare $small --mechanisms none,rope --set rope.base=20000 --out "$T_TMP/rb1"
+row() { awk -F, -v m="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^time_/) t[i] = 1 }   # without the timings
+                            $1 == m { s = ""; for (i = 1; i <= NF; i++) if (!t[i]) s = s $i ","; print s }' "$2/compare/mechanisms.csv"; }
+[ -n "$(row none "$T_TMP/rb0")" ] && [ "$(row none "$T_TMP/rb0")" = "$(row none "$T_TMP/rb1")" ] && ok ||
+    fail "--set rope.base changed none's row"
+[ "$(row rope "$T_TMP/rb0")" != "$(row rope "$T_TMP/rb1")" ] && ok || fail "--set rope.base=20000 did not change rope's row"
+expect_grep '"base": 20000' "$T_TMP/rb1/compare/run.json"
+
 # causal: look-ahead patterns dropped from the default list, refused when asked for
 expect_exit 0 "causal" -- "$EPAR" compare $small --causal --mechanisms none,alibi,strided,fixed-left --out "$T_TMP/c"
 python3 - "$T_TMP/c/compare/attention_alibi.csv" <<'PY' && ok || fail "causal heatmap has weight above the diagonal"
@@ -136,6 +147,7 @@ bad "unknown parameter 'alibi.slope'" --set alibi.slope=3
 bad "unknown mechanism 'nothere'" --set nothere.x=1
 bad "invalid --set 'alibi'" --set alibi
 bad "invalid value for gqa.groups" --set gqa.groups=0
+bad "invalid value for rope.base: '0.5'" --set rope.base=0.5
 bad "gqa.groups '3' must divide" --mechanisms gqa --set gqa.groups=3
 bad "looks ahead" --causal --mechanisms fixed-next
 bad "mechanism listed twice" --mechanisms rope,rope

@@ -161,7 +161,7 @@ grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, 
     fail "no list of mechanisms in the hint: $(cat "$T_TMP/err")"
 bad 2 "untrainable mechanism 'deberta'" --mechanism deberta
 bad 2 "pi-attention.gate '0' must be in \\(0, 1\\) for training" --mechanism pi-attention --set pi-attention.gate=0
-bad 2 "'alibi.max_bias=4': training sets alibi through its own options" --mechanism alibi --set alibi.max_bias=4
+bad 2 "'epar-enhanced.alpha=2': training sets epar-enhanced through --alpha --beta --gamma" --set epar-enhanced.alpha=2
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2
 bad 2 "--set expects mech.param=value, got 'radius'" --mechanism sliding-window --set radius
 bad 2 "unknown task 'translate'" --task translate
@@ -188,6 +188,44 @@ bad 3 'experiments.train.dim: expected an integer' --protocol "$T_TMP/type.json"
 sed 's/"mechanism": "epar-enhanced",$/"mechanism": "xpos",/' paper_protocol.json > "$T_TMP/mech.json"
 grep -q '"mechanism": "xpos"' "$T_TMP/mech.json" && ok || fail "test protocol edit failed"
 bad 3 "experiments.train.mechanism: unknown mechanism 'xpos'" --protocol "$T_TMP/mech.json" --mechanism rope
+
+# ---- one parameter namespace (issue 34): rope.base, alibi.max_bias, t5.* are the catalogue's parameters, set as in
+# compare and benchmark (--set, or mechanism_params in the protocol); the settings' old protocol keys are refused
+mp() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["position"]["mechanism_params"][sys.argv[2]])' "$@"; }
+expect_exit 0 "rope at its default base" -- "$EPAR" train $small --mechanism rope --steps 6 --out "$T_TMP/rb0"
+expect_exit 0 "--set rope.base=20000" -- "$EPAR" train $small --mechanism rope --steps 6 --set rope.base=20000 --out "$T_TMP/rb1"
+[ "$(numbers "$(d "$T_TMP/rb0" rope)")" != "$(numbers "$(d "$T_TMP/rb1" rope)")" ] && ok || fail "--set rope.base=20000 changed nothing"
+[ "$(mp "$(d "$T_TMP/rb0" rope)/run.json" base)" = 10000.0 ] && ok || fail "run.json records rope.base 10000"
+[ "$(mp "$(d "$T_TMP/rb1" rope)/run.json" base)" = 20000.0 ] && ok || fail "run.json records rope.base 20000"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["experiments"]["train"]["mechanism_params"]={"rope.base":20000}; json.dump(a,open(sys.argv[2],"w"))' paper_protocol.json "$T_TMP/rb_protocol.json"
+expect_exit 0 "protocol rope.base" -- "$EPAR" train $small --mechanism rope --steps 6 --protocol "$T_TMP/rb_protocol.json" --out "$T_TMP/rb2"
+[ "$(numbers "$(d "$T_TMP/rb1" rope)")" = "$(numbers "$(d "$T_TMP/rb2" rope)")" ] && ok ||
+    fail "mechanism_params {rope.base: 20000} differs from --set rope.base=20000"
+expect_exit 0 "--set alibi.max_bias=4" -- "$EPAR" train $small --mechanism alibi --steps 3 --set alibi.max_bias=4 --out "$T_TMP/ab"
+[ "$(mp "$(d "$T_TMP/ab" alibi)/run.json" max_bias)" = 4.0 ] && ok || fail "run.json records alibi.max_bias 4"
+bad 2 "invalid value for rope.base: '0.5'" --mechanism rope --set rope.base=0.5
+bad 2 "invalid value for rope.half: '1' \(training rotates interleaved pairs\)" --mechanism rope --set rope.half=1
+bad 2 "t5.num_buckets '16' and t5.max_distance '8'" --mechanism t5 --set t5.num_buckets=16 --set t5.max_distance=8
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["experiments"]["train"]["rope_base"]=20000; json.dump(a,open(sys.argv[2],"w"))' paper_protocol.json "$T_TMP/old_key.json"
+bad 3 "experiments.train.rope_base: renamed to the catalogue parameter 'rope.base'" --mechanism rope --protocol "$T_TMP/old_key.json"
+# a checkpoint of the epar before (position: rope_base, alibi_max_bias, t5_buckets 16, t5_max_distance 64; init_sd
+# 0.05, which drew T5's table), stopped at step 3 of 6: read as t5.num_buckets 16, t5.max_distance 64, t5.init_sd 0.05
+old=tests/cli/data/t5_before_issue34.bin
+tiny="--task recall --length 16 --pairs 2 --keys 4 --values 4 --dim 8 --heads 2 --layers 1 --mlp 8 --batch 2 --eval-every 2
+      --eval-batches 1 --eval-sequences 8 --warmup 1 --quiet --no-render --mechanism t5 --steps 6"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["experiments"]["train"]["init_sd"]=0.05; json.dump(a,open(sys.argv[2],"w"))' paper_protocol.json "$T_TMP/sd.json"
+expect_exit 0 "inspect a checkpoint of the epar before" -- "$EPAR" inspect "$old" --quiet --no-render --out "$T_TMP/oldi"
+oi=$(find "$T_TMP/oldi" -name inspect.json | head -1)
+[ -n "$oi" ] && [ "$(mp "$oi" num_buckets) $(mp "$oi" max_distance) $(mp "$oi" init_sd)" = "16.0 64.0 0.05" ] && ok ||
+    fail "inspect reads t5_buckets 16, t5_max_distance 64 and the run's init_sd 0.05 as t5's parameters"
+rm -rf "$T_TMP/bad"
+expect_exit 2 "resume it without its t5 settings" -- "$EPAR" train $tiny --protocol "$T_TMP/sd.json" --resume "$old" --out "$T_TMP/bad"
+expect_error_line "is of another run: option position.mechanism_params.num_buckets is 16.0 there, 32.0 here" "old checkpoint"
+tset="--protocol $T_TMP/sd.json --set t5.num_buckets=16 --set t5.max_distance=64 --set t5.init_sd=0.05"
+expect_exit 0 "resume a checkpoint of the epar before" -- "$EPAR" train $tiny $tset --resume "$old" --out "$T_TMP/oldr"
+expect_exit 0 "the same run uninterrupted" -- "$EPAR" train $tiny $tset --out "$T_TMP/oldu"
+[ "$(numbers "$(d "$T_TMP/oldr" t5)")" = "$(numbers "$(d "$T_TMP/oldu" t5)")" ] && ok ||
+    fail "the resumed old checkpoint differs from the uninterrupted run: $(diff <(numbers "$(d "$T_TMP/oldr" t5)") <(numbers "$(d "$T_TMP/oldu" t5)") | head -4)"
 
 # ---- lm on a text file
 for i in $(seq 1 40); do echo "It is a truth universally acknowledged, that a single man in possession of a good fortune."; done > "$T_TMP/text.txt"

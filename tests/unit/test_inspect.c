@@ -72,7 +72,7 @@ static void qk_row(const struct epar_nn *m, int l, int h, int which, const float
         for (int k = 0; k < C; k++) s += (double)W[(size_t)row * C + k] * ln[k];
         out[d] = s;
     }
-    if (m->cfg.pos == EPAR_MECH_ROPE) epar_mech_rope_rotate(out, hs, t, m->cfg.pos_settings.rope_base, 0);
+    if (m->cfg.pos == EPAR_MECH_ROPE) epar_mech_rope_rotate(out, hs, t, m->cfg.pos_settings.mp[EPAR_MECH_ROPE][0], 0);
 }
 
 /* row i of head h in layer l, by hand: softmax over j <= i of (q_i . k_j / sqrt(hs)) m(d) + bias(d) */
@@ -84,7 +84,7 @@ static void hand_row(const struct epar_inspect *x, int l, int h, int i, const fl
     qk_row(m, l, h, 0, xin, i, q);
     struct epar_posfx fx = epar_nnpos_effect(&m->pos, l, h);
     int epar = m->cfg.pos == EPAR_MECH_EPAR_BASIC || m->cfg.pos == EPAR_MECH_EPAR_ENHANCED;
-    double slope = pow(2.0, -m->cfg.pos_settings.alibi_max_bias * (h + 1) / NH);   /* NH a power of 2 */
+    double slope = pow(2.0, -m->cfg.pos_settings.mp[EPAR_MECH_ALIBI][0] * (h + 1) / NH);   /* NH a power of 2 */
     for (int j = 0; j <= i; j++) {
         qk_row(m, l, h, 1, xin, j, k);
         double s = 0;

@@ -490,8 +490,9 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, 1.3, 1.7, 0.6};
     c.pos_settings.learn_posfx = learn;
     c.pos_settings.init_sd = 0.3;
-    c.pos_settings.t5_buckets = 8;
-    c.pos_settings.t5_max_distance = 16;
+    c.pos_settings.mp[EPAR_MECH_T5][0] = 8;       /* t5.num_buckets */
+    c.pos_settings.mp[EPAR_MECH_T5][1] = 16;      /* t5.max_distance */
+    c.pos_settings.mp[EPAR_MECH_T5][2] = 0.3;     /* t5.init_sd */
     /* the length-extrapolation variants act only past train_length: below the tested T = 8 */
     c.pos_settings.mp[EPAR_MECH_NTK_ROPE][1] = 5;
     c.pos_settings.mp[EPAR_MECH_INTERPOLATION][1] = 5;

@@ -52,7 +52,9 @@ static void test_registry(void)
     check_abs(s.mp[EPAR_MECH_SLIDING_WINDOW][0], 5, 0, "... sets the catalogue parameter");
     check_int(epar_nnpos_set(&s, "sliding-window.radius=-1"), EPAR_EINVAL, "a value out of the catalogue's range");
     check_int(epar_nnpos_set(&s, "sliding-window.width=3"), EPAR_EINVAL, "an unknown parameter");
-    check_int(epar_nnpos_set(&s, "alibi.max_bias=4"), EPAR_EINVAL, "alibi is set through its own training options");
+    check_int(epar_nnpos_set(&s, "epar-enhanced.alpha=2"), EPAR_EINVAL, "EPAR is set through --alpha --beta --gamma");
+    check_true(strstr(epar_err_message(), "--alpha") != NULL, "... and the error says so");
+    check_int(epar_nnpos_set(&s, "learned-ape.init_sd=1"), EPAR_EINVAL, "learned-ape's table is the run's");
     check_int(epar_nnpos_set(&s, "radius=4"), EPAR_EINVAL, "no mechanism named");
     check_int(epar_nnpos_set(&s, "gqa.groups=1"), EPAR_OK, "--set gqa.groups=1 (multi-query attention)");
     check_int(epar_nnpos_kv_heads(EPAR_MECH_GQA, &s, 8), 1, "... one K/V head for 8 query heads");
@@ -305,6 +307,59 @@ static void test_txl(void)
     epar_nnpos_free(&p);
 }
 
+/* one parameter namespace (issue 34): --set of rope, alibi, t5 and sinusoidal reaches their tables as compare's
+ * with the same values; what training cannot honour is refused naming it */
+static void test_namespace(void)
+{
+    int L = 30, H = 4, C = 16;
+    struct epar_nnpos_settings s = settings();
+    struct epar_nnpos p;
+    struct epar_mech mm;
+    check_int(epar_nnpos_set(&s, "alibi.max_bias=4"), EPAR_OK, "--set alibi.max_bias=4");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_ALIBI, &s, L, C, H, 1), EPAR_OK, "alibi alloc");
+    epar_nnpos_prepare(&p, L);
+    check_rel(p.slopes[0], pow(2.0, -4.0 / H), 1e-12, "alibi.max_bias=4: head 0's slope is 2^(-4/4)");
+    check_int(epar_mech_init(&mm, EPAR_MECH_ALIBI, s.mp[EPAR_MECH_ALIBI], L, C, H, 1, 42), EPAR_OK, "compare's alibi");
+    check_abs(max_bias_diff(&mm, &p, L, H), 0, 1e-5 * L, "alibi.max_bias=4: the bias equals compare's");
+    epar_mech_free(&mm);
+    epar_nnpos_free(&p);
+
+    check_int(epar_nnpos_set(&s, "rope.base=20000"), EPAR_OK, "--set rope.base=20000");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_ROPE, &s, L, 8, 2, 1), EPAR_OK, "rope alloc");
+    double v[4] = {1, 0, 1, 0}, w[4] = {1, 0, 1, 0};
+    epar_mech_rope_rotate(v, 4, 7, 20000, 0);
+    epar_mech_rope_rotate(w, 4, 7, 10000, 0);
+    for (int i = 0; i < 2; i++) {
+        check_rel(p.rcos[7 * 2 + i], v[2 * i], 1e-6, "rope.base=20000: cos of t=7, pair %d", i);
+        check_rel(p.rsin[7 * 2 + i], v[2 * i + 1], 1e-6, "rope.base=20000: sin of t=7, pair %d", i);
+    }
+    check_true(fabs(p.rsin[7 * 2 + 1] - w[3]) > 1e-4, "... not the angle of base 10000");
+    epar_nnpos_free(&p);
+    check_int(epar_nnpos_set(&s, "rope.half=1"), EPAR_OK, "rope.half is a catalogue parameter");
+    check_int(epar_nnpos_validate(EPAR_MECH_ROPE, &s, 4), EPAR_EINVAL, "... training refuses half pairs");
+    check_true(strstr(epar_err_message(), "rope.half") != NULL, "... naming rope.half");
+
+    check_int(epar_nnpos_set(&s, "t5.num_buckets=16"), EPAR_OK, "--set t5.num_buckets=16");
+    check_int(epar_nnpos_set(&s, "t5.max_distance=64"), EPAR_OK, "--set t5.max_distance=64");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_T5, &s, L, C, H, 1), EPAR_OK, "t5 alloc");
+    int bad = 0;
+    for (int d = 0; d < L; d++) bad += p.bucket[d] != epar_mech_t5_bucket(-d, 0, 16, 64);
+    check_int(bad, 0, "t5 16/64: the causal buckets of every distance");
+    check_int((long)epar_nnpos_n_params(&p), 16L * H, "t5 learns a (16, heads) table");
+    epar_nnpos_free(&p);
+    check_int(epar_nnpos_set(&s, "t5.max_distance=8"), EPAR_OK, "t5.max_distance=8 is in the catalogue's range");
+    check_int(epar_nnpos_validate(EPAR_MECH_T5, &s, 4), EPAR_EINVAL, "... but not above num_buckets / 2: refused");
+    check_true(strstr(epar_err_message(), "t5.max_distance '8'") != NULL, "... naming it");
+
+    check_int(epar_nnpos_set(&s, "sinusoidal.base=100"), EPAR_OK, "--set sinusoidal.base=100");
+    check_int(epar_nnpos_alloc(&p, EPAR_MECH_SINUSOIDAL, &s, 5, 4, 1, 1), EPAR_OK, "sinusoidal alloc");
+    double row[4];
+    epar_mech_sinusoid(3.0, 4, 100, 0, row);
+    for (int c = 0; c < 4; c++) check_rel(p.pe[3 * 4 + c], s.init_sd * row[c], 1e-5, "sinusoidal.base=100: p_3[%d]", c);
+    epar_nnpos_free(&p);
+    check_int(epar_nnpos_set(&s, "none.base=1"), EPAR_EINVAL, "none has no parameters");
+}
+
 static void test_sinusoid(void)
 {
     struct epar_nnpos_settings s = settings();
@@ -478,6 +533,7 @@ int main(void)
     test_t5();
     test_txl();
     test_sinusoid();
+    test_namespace();
     test_epar();
     test_trained_length();
     return check_summary("test_nnpos");
