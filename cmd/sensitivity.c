@@ -65,7 +65,7 @@ static void summary(const struct cli_common *c, const void *cfgv, const void *re
     const struct epar_sensitivity_cfg *cfg = cfgv;
     printf("sensitivity (%s preset, %s form, L=%d, %d seeds): wrote %s/parameter/\n", cfg->prm.preset,
            epar_posfx_form_name(cfg->prm.form), cfg->prm.length, cfg->prm.n_seeds, c->out);
-    fputs(((const struct epar_sensitivity_result *)resv)->summary, stdout);
+    epar_exp_sensitivity_summary(cfg, resv, stdout);
 }
 
 int cmd_sensitivity(int argc, char **argv)
