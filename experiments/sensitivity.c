@@ -42,22 +42,28 @@ static struct epar_posfx fx_of(const struct epar_sens_point *pt, int f)
 
 /* ---- configuration ---- */
 
-static int perr(const struct epar_protocol *p, const char *jp, const char *what)
+const char *epar_exp_sensitivity_range(enum epar_sens_param which, double v)
 {
-    return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
+    if (which == EPAR_SENS_P_ALPHA) return v > 0 ? NULL : "alpha must be > 0";
+    if (v >= 0) return NULL;
+    return which == EPAR_SENS_P_BETA ? "beta must be >= 0" : "gamma must be >= 0";
 }
 
-static int read_list(const struct epar_protocol *p, const char *key, double *v, int *n, double lo, int lo_incl)
+static int read_list(const struct epar_protocol *p, enum epar_sens_param which, double *v, int *n)
 {
+    const char *key = which == EPAR_SENS_P_ALPHA  ? "alpha_values"
+                      : which == EPAR_SENS_P_BETA ? "beta_values"
+                                                  : "gamma_values";
     int st = epar_protocol_get_dlist(p, "sensitivity", key, v, EPAR_MAX_LIST, n);
     if (st) return st;
-    for (int i = 0; i < *n; i++)
-        if (v[i] < lo || (!lo_incl && v[i] == lo)) {
-            char jp[160], w[96];
+    for (int i = 0; i < *n; i++) {
+        const char *bad = epar_exp_sensitivity_range(which, v[i]);
+        if (bad) {
+            char jp[160];
             snprintf(jp, sizeof jp, "$.experiments.sensitivity.%s[%d]", key, i);
-            snprintf(w, sizeof w, "expected a number %s %g, got %g", lo_incl ? ">=" : ">", lo, v[i]);
-            return perr(p, jp, w);
+            return epar_protocol_error(p, jp, "%s, got %g", bad, v[i]);
         }
+    }
     return EPAR_OK;
 }
 
@@ -98,7 +104,7 @@ static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cf
         if (!known) {
             char jp[160];
             snprintf(jp, sizeof jp, "$.experiments.sensitivity.retention_claims[%d]", i);
-            perr(p, jp, "unknown claim id");
+            epar_protocol_error(p, jp, "unknown claim id");
             epar_err_hint("ids: mid_range_gain, max_distance_gain, enhanced_max_retention, basic_max_retention");
             return EPAR_EPROTOCOL;
         }
@@ -116,16 +122,16 @@ int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensi
 {
     int st = epar_protocol_check_keys(p, "sensitivity", epar_exp_sensitivity_keys);
     if (st) return st;
-    if ((st = read_list(p, "alpha_values", cfg->alpha_values, &cfg->n_alpha, 0, 0))) return st;
-    if ((st = read_list(p, "beta_values", cfg->beta_values, &cfg->n_beta, 0, 1))) return st;
-    if ((st = read_list(p, "gamma_values", cfg->gamma_values, &cfg->n_gamma, 0, 1))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_ALPHA, cfg->alpha_values, &cfg->n_alpha))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_BETA, cfg->beta_values, &cfg->n_beta))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_GAMMA, cfg->gamma_values, &cfg->n_gamma))) return st;
     cfg->locality_window = 1;
     if ((st = epar_protocol_get_int(p, "sensitivity", "locality_window", &cfg->locality_window, 0, 1 << 20)))
         return st;
     const char *draws = "fresh";
     if ((st = epar_protocol_get_string(p, "sensitivity", "draws", &draws))) return st;
     if (strcmp(draws, "fresh") && strcmp(draws, "common"))
-        return perr(p, "$.experiments.sensitivity.draws", "expected \"fresh\" or \"common\"");
+        return epar_protocol_error(p, "$.experiments.sensitivity.draws", "expected \"fresh\" or \"common\"");
     cfg->common_draws = !strcmp(draws, "common");
     if ((st = read_claims(p, cfg))) return st;
     /* the paper's text parameters, for the retention claims (another preset: its alpha, beta, gamma only) */
@@ -158,15 +164,13 @@ int epar_exp_sensitivity_check(const struct epar_sensitivity_cfg *cfg)
     }
     if (cfg->n_alpha < 1 || cfg->n_beta < 1 || cfg->n_gamma < 1)
         return epar_err_set(EPAR_EINVAL, "the alpha, beta and gamma sweeps need at least one value each");
-    for (int i = 0; i < cfg->n_alpha; i++)
-        if (!(cfg->alpha_values[i] > 0))
-            return epar_err_set(EPAR_EINVAL, "alpha values must be > 0, got '%g'", cfg->alpha_values[i]);
-    for (int i = 0; i < cfg->n_beta; i++)
-        if (!(cfg->beta_values[i] >= 0))
-            return epar_err_set(EPAR_EINVAL, "beta values must be >= 0, got '%g'", cfg->beta_values[i]);
-    for (int i = 0; i < cfg->n_gamma; i++)
-        if (!(cfg->gamma_values[i] >= 0))
-            return epar_err_set(EPAR_EINVAL, "gamma values must be >= 0, got '%g'", cfg->gamma_values[i]);
+    const double *lists[3] = {cfg->alpha_values, cfg->beta_values, cfg->gamma_values};
+    const int ns[3] = {cfg->n_alpha, cfg->n_beta, cfg->n_gamma};
+    for (int q = 0; q < 3; q++)
+        for (int i = 0; i < ns[q]; i++) {
+            const char *bad = epar_exp_sensitivity_range((enum epar_sens_param)q, lists[q][i]);
+            if (bad) return epar_err_set(EPAR_EINVAL, "%s, got '%g'", bad, lists[q][i]);
+        }
     if (cfg->locality_window < 0)
         return epar_err_set(EPAR_EINVAL, "locality window must be >= 0, got '%d'", cfg->locality_window);
     return EPAR_OK;

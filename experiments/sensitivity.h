@@ -71,6 +71,10 @@ extern const char *const epar_exp_sensitivity_keys[];
 /* Read the sweeps, locality_window, draws, retention_claims of experiments.sensitivity (and the alpha,
  * beta, gamma of preset "paper") into cfg; protocol errors name the JSON path (EPAR_EPROTOCOL). */
 int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensitivity_cfg *cfg);
+/* The range of a swept value, the one rule of the command line, the protocol and the check: alpha > 0, beta and
+ * gamma >= 0. NULL when v is in range (NaN is not), else the rule as a message ("gamma must be >= 0"). */
+enum epar_sens_param { EPAR_SENS_P_ALPHA, EPAR_SENS_P_BETA, EPAR_SENS_P_GAMMA };
+const char *epar_exp_sensitivity_range(enum epar_sens_param which, double v);
 /* Ranges: alpha values > 0, beta and gamma values >= 0, batch >= 2, L >= 4 (EPAR_EINVAL). */
 int epar_exp_sensitivity_check(const struct epar_sensitivity_cfg *cfg);
 

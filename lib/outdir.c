@@ -27,7 +27,7 @@ static void track(struct epar_out *o, int on)
     }
 }
 
-static int mkdir_p(const char *path)
+int epar_out_mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
@@ -181,7 +181,7 @@ int epar_out_begin(struct epar_out *o, const char *root, const char *section)
     if (!root || !*root) return epar_err_set(EPAR_EIO, "empty output folder ''");
     snprintf(o->root, sizeof o->root, "%s", root);
     snprintf(o->section, sizeof o->section, "%s", section);
-    if (mkdir_p(root) != 0) {
+    if (epar_out_mkdir_p(root) != 0) {
         epar_err_set(EPAR_EIO, "cannot create output folder '%s': %s", root, strerror(errno));
         epar_err_hint("pass a writable folder with --out DIR");
         return EPAR_EIO;

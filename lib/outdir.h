@@ -86,4 +86,8 @@ void epar_out_fdiscard(struct epar_out_file *w);
 int epar_out_prepare(const char *root);
 void epar_out_release(void);
 
+/* mkdir -p: create path and its missing parents (mode 0777 before the umask). 0, or -1 with errno set (also
+ * ENOTDIR when path exists and is not a folder, ENAMETOOLONG beyond PATH_MAX). */
+int epar_out_mkdir_p(const char *path);
+
 #endif
