@@ -1,6 +1,6 @@
 /* cli: the command line only - option tables, parsing, protocol resolution, error printing.
  * Adding a command: write cmd/<name>.c with `int cmd_<name>(int argc, char **argv)`, declare it here,
- * add one row to the command table in cmd/main.c. */
+ * add one row to the command table in cmd/commands.c. */
 #ifndef EPAR_CLI_H
 #define EPAR_CLI_H
 

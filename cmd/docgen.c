@@ -1,4 +1,4 @@
-/* The manual page epar(1) and the bash/zsh completion, generated from the command table (cmd/main.c) and from each
+/* The manual page epar(1) and the bash/zsh completion, generated from the command table (cmd/commands.c) and from each
  * command's own --help (its option table), so neither can drift from the binary. `make install` installs both;
  * `epar --man` and `epar --completion bash|zsh` print them. */
 #define _GNU_SOURCE

@@ -1,17 +1,14 @@
 /* epar run-all: every experiment of the command table with the protocol, then the claims audit
  * (output/report/, output/index.html); --check / --update-golden: the regression pins of tests/golden/. */
 #define _XOPEN_SOURCE 700
-#include <errno.h>
-#include <ftw.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "lib/audit.h"
+#include "lib/golden.h"
 #include "lib/regress.h"
 #include "lib/csvout.h"
 #include "lib/err.h"
@@ -252,164 +249,46 @@ static void print_verdicts(const struct epar_audit *a, const char *out)
     }
 }
 
-/* ---- regression: the small golden runs' numbers and the full reference run's verdicts ---- */
+/* ---- regression: the runs of lib/golden's harness ---- */
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb; (void)flag; (void)ftw;
-    remove(p);
-    return 0;
-}
-
-/* an interrupted --check removes its temporary folder too (the staging folders are aborted as usual) */
-static char golden_tmp[4096];
-
-static void golden_on_signal(int sig)
-{
-    epar_out_abort_all();
-    if (golden_tmp[0]) nftw(golden_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    _exit(128 + sig);
-}
-
-/* default tolerance of new pins. The runs are deterministic; across OpenBLAS kernels (and libm variants) every
- * decision (argmax, tie, threshold) is exact and plain floating-point sums agree to ~1e-11 relative (measured:
- * a flip of the 12th printed digit), so this absorbs that and nothing more. */
-#define PIN_REL_TOL 1e-9
-#define PIN_ABS_TOL 1e-12
-
-/* the verdicts of the full reference protocol are pinned under this prefix */
-#define REFERENCE_PREFIX "reference/"
+struct pinned_ctx {
+    struct cli_common *c;
+    const struct opt *opts;
+    struct epar_protocol *claims_proto;
+    const struct epar_params *prm;
+    int tty;
+};
 
 /* Run every experiment with protocol `path` into out (no figures), then audit with that protocol's
- * expectations and the claims of `claims_proto`. Returns 0 or an exit code. */
-static int pinned_run(struct cli_common *c, const struct opt *opts, const char *path, struct epar_protocol *claims_proto,
-                      const struct epar_params *prm, const char *out, int tty)
+ * expectations and the claims of the reference protocol. Returns 0 or an exit code. */
+static int pinned_run(void *ctxv, const char *path, const char *out)
 {
+    struct pinned_ctx *p = ctxv;
     struct epar_protocol rp;
     struct expectations x;
     int st = epar_protocol_load(path, &rp);
     if (st) return cli_fail(st);
-    if ((st = expectations(&x, &rp, c, opts))) {
+    if ((st = expectations(&x, &rp, p->c, p->opts))) {
         epar_protocol_free(&rp);
         return cli_fail(st);
     }
     struct runset rs;
-    int rc = run_experiments(c, opts, path, out, 1, tty, &rs);
+    int rc = run_experiments(p->c, p->opts, path, out, 1, p->tty, &rs);
     struct epar_audit a = {0};
-    if (!rc && (st = run_audit(prm, claims_proto, &x, out, 1, c->jobs, &rs, &a))) rc = cli_fail(st);
+    if (!rc && (st = run_audit(p->prm, p->claims_proto, &x, out, 1, p->c->jobs, &rs, &a))) rc = cli_fail(st);
     if (!rc && rs.n_failed) rc = 1;
     epar_audit_free(&a);
     epar_protocol_free(&rp);
     return rc;
 }
 
-static int make_tmp(char *tmp, size_t n, const char *what)
-{
-    const char *td = getenv("TMPDIR");
-    snprintf(tmp, n, "%s/epar-%s.XXXXXX", td && *td ? td : "/tmp", what);
-    if (mkdtemp(tmp)) return EPAR_OK;
-    return epar_err_set(EPAR_EIO, "cannot create a temporary folder '%s': %s", tmp, strerror(errno));
-}
-
-static void print_moved(const struct epar_regress_set *pins, const struct epar_regress_set *now, int *moved, int *missing)
-{
-    int header = 0;
-    *moved = *missing = 0;
-    for (size_t i = 0; i < pins->n; i++) {
-        const struct epar_regress_pin *pin = &pins->p[i], *cur = epar_regress_find(now, pin->key);
-        if (epar_regress_same(pin, cur)) continue;
-        if (!cur) (*missing)++;
-        else (*moved)++;
-        if (!header) {
-            printf("regress: numbers that moved (tolerance max(abs_tol, rel_tol x |pinned|)):\n");
-            printf("  %-34s %-24s %-26s %-16s %-16s %s\n", "file", "row", "column", "pinned", "now", "tolerance");
-            header = 1;
-        }
-        char a1[64], a2[64], tl[64];
-        epar_regress_text(pin, a1, sizeof a1);
-        epar_regress_text(cur, a2, sizeof a2);
-        if (pin->s) snprintf(tl, sizeof tl, "exact");
-        else snprintf(tl, sizeof tl, "rel %g / abs %g", pin->rel, pin->abs);
-        printf("  %-34s %-24s %-26s %-16s %-16s %s\n", pin->file, pin->row, pin->col, a1, a2, tl);
-    }
-}
-
 static int golden(struct cli_common *c, const struct opt *opts, struct epar_protocol *proto,
                   const struct epar_params *prm, const char *gdir, int update, int tty)
 {
-    char files[EPAR_REGRESS_MAX_FILES][256], path[4480], gproto[4200], pp[4200];
-    int nfiles, st, rc = 0;
-    struct epar_regress_unpinned unp;
-    struct epar_regress_set pins = {0}, now = {0};
-    snprintf(path, sizeof path, "%s/files.txt", gdir);
-    if ((st = epar_regress_read_files(path, files, EPAR_REGRESS_MAX_FILES, &nfiles))) return cli_fail(st);
-    snprintf(path, sizeof path, "%s/unpinned.txt", gdir);
-    epar_regress_read_unpinned(path, &unp);
-    snprintf(gproto, sizeof gproto, "%s/protocol.json", gdir);
-    snprintf(pp, sizeof pp, "%s/pins.csv", gdir);
-    if (!update && (st = epar_regress_read_pins(pp, &pins))) {
-        epar_regress_free(&pins);
-        return cli_fail(st);
-    }
-    /* the runs go to a temporary folder (small runs in <tmp>/golden, the reference protocol in <tmp>/reference)
-     * unless --out was given */
-    char tmp[4096], gout[4200], rout[4200];
-    int own_tmp = !cli_seen(opts, "out");
-    if (own_tmp) {
-        if ((st = make_tmp(tmp, sizeof tmp, "golden"))) { epar_regress_free(&pins); return cli_fail(st); }
-        snprintf(golden_tmp, sizeof golden_tmp, "%s", tmp);
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = golden_on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-    } else {
-        snprintf(tmp, sizeof tmp, "%s", c->out);
-    }
-    snprintf(gout, sizeof gout, "%s/golden", tmp);
-    snprintf(rout, sizeof rout, "%s/reference", tmp);
-    rc = pinned_run(c, opts, gproto, proto, prm, gout, tty);
-    if (!rc) rc = pinned_run(c, opts, proto->path, proto, prm, rout, tty);
-    int skipped = 0;
-    for (int i = 0; i < nfiles && !rc; i++) {
-        snprintf(path, sizeof path, "%s/%s", gout, files[i]);
-        if (access(path, R_OK) != 0) {
-            if (!c->quiet)
-                fprintf(stderr, "%s%s", skipped++ ? ", " : "epar: run-all: not produced by the small runs (skipped): ",
-                        files[i]);
-            continue;
-        }
-        if ((st = epar_regress_collect(&now, gout, files[i], NULL, &unp, NULL, PIN_REL_TOL, PIN_ABS_TOL))) rc = cli_fail(st);
-    }
-    if (skipped && !c->quiet) fputc('\n', stderr);
-    /* every verdict of the full reference protocol (the headline verdicts; timing claims are unpinned) */
-    if (!rc && (st = epar_regress_collect(&now, rout, "report/claims.csv", REFERENCE_PREFIX, &unp, "verdict",
-                                          PIN_REL_TOL, PIN_ABS_TOL)))
-        rc = cli_fail(st);
-    if (!rc && update) {
-        struct epar_regress_set old = {0};
-        if (access(pp, R_OK) == 0 && epar_regress_read_pins(pp, &old)) epar_regress_free(&old);
-        if ((st = epar_regress_write_pins(pp, &now, &old))) rc = cli_fail(st);
-        else if (!c->quiet) printf("regress: wrote %zu pins from %d file(s) and the reference run's verdicts to %s\n", now.n,
-                                   nfiles, pp);
-        epar_regress_free(&old);
-    } else if (!rc) {
-        int moved, missing, added = 0;
-        print_moved(&pins, &now, &moved, &missing);
-        for (size_t i = 0; i < now.n; i++) added += epar_regress_find(&pins, now.p[i].key) == NULL;
-        printf("regress: %zu pinned numbers checked: %zu unchanged, %d moved, %d missing; %d new (not pinned)\n",
-               pins.n, pins.n - moved - missing, moved, missing, added);
-        if (added && !c->quiet)
-            fprintf(stderr, "hint: new numbers are not checked until pinned deliberately with 'make regress-update'\n");
-        if (moved || missing) rc = 1;
-    }
-    epar_regress_free(&pins);
-    epar_regress_free(&now);
-    if (own_tmp) {
-        nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        golden_tmp[0] = '\0';
-    }
-    return rc;
+    struct pinned_ctx ctx = {c, opts, proto, prm, tty};
+    struct epar_golden g = {gdir, proto->path, cli_seen(opts, "out") ? c->out : NULL, update, c->quiet};
+    int rc = 0, st = epar_golden_check(&g, pinned_run, &ctx, &rc);
+    return st ? cli_fail(st) : rc;
 }
 
 /* the benchmark as a step of run-all: 'epar benchmark --budget B' into the same output root (its finished cells are

@@ -7,13 +7,14 @@
 #include "cli.h"
 
 /* a command-line sweep list: copy it, checking the parameter's range (exit 2 naming the option) */
-static int take_list(const struct opt *opts, const char *name, const struct opt_dlist *l, double lo, int lo_incl,
-                     const char *what, double *out, int *n)
+static int take_list(const struct opt *opts, const char *name, const struct opt_dlist *l, enum epar_sens_param which,
+                     double *out, int *n)
 {
     if (!cli_seen(opts, name)) return 0;
-    for (int i = 0; i < l->n; i++)
-        if (l->v[i] < lo || (!lo_incl && l->v[i] == lo))
-            return cli_usage_error("invalid value for --%s: '%g' (%s)", name, l->v[i], what);
+    for (int i = 0; i < l->n; i++) {
+        const char *bad = epar_exp_sensitivity_range(which, l->v[i]);
+        if (bad) return cli_usage_error("invalid value for --%s: '%g' (%s)", name, l->v[i], bad);
+    }
     memcpy(out, l->v, (size_t)l->n * sizeof *out);
     *n = l->n;
     return 0;
@@ -30,9 +31,9 @@ static int apply(void *cfgv, const struct opt *opts, void *ctx)
     struct epar_sensitivity_cfg *cfg = cfgv;
     struct sens_opts *so = ctx;
     int rc;
-    if ((rc = take_list(opts, "alpha-values", &so->av, 0, 0, "alpha must be > 0", cfg->alpha_values, &cfg->n_alpha)) ||
-        (rc = take_list(opts, "beta-values", &so->bv, 0, 1, "beta must be >= 0", cfg->beta_values, &cfg->n_beta)) ||
-        (rc = take_list(opts, "gamma-values", &so->gv, 0, 1, "gamma must be >= 0", cfg->gamma_values, &cfg->n_gamma)))
+    if ((rc = take_list(opts, "alpha-values", &so->av, EPAR_SENS_P_ALPHA, cfg->alpha_values, &cfg->n_alpha)) ||
+        (rc = take_list(opts, "beta-values", &so->bv, EPAR_SENS_P_BETA, cfg->beta_values, &cfg->n_beta)) ||
+        (rc = take_list(opts, "gamma-values", &so->gv, EPAR_SENS_P_GAMMA, cfg->gamma_values, &cfg->n_gamma)))
         return rc;
     if (cli_seen(opts, "locality-window")) {
         if (so->window < 0)
@@ -65,7 +66,7 @@ static void summary(const struct cli_common *c, const void *cfgv, const void *re
     const struct epar_sensitivity_cfg *cfg = cfgv;
     printf("sensitivity (%s preset, %s form, L=%d, %d seeds): wrote %s/parameter/\n", cfg->prm.preset,
            epar_posfx_form_name(cfg->prm.form), cfg->prm.length, cfg->prm.n_seeds, c->out);
-    fputs(((const struct epar_sensitivity_result *)resv)->summary, stdout);
+    epar_exp_sensitivity_summary(cfg, resv, stdout);
 }
 
 int cmd_sensitivity(int argc, char **argv)

@@ -46,6 +46,7 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
 int epar_exp_adaptive_check(const struct epar_adaptive_cfg *cfg);
 
 int epar_exp_adaptive_run(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res);
+/* the writer (experiments/adaptive_write.c): every table, run.json and one .gp per figure into o's staging folder */
 int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
                             struct epar_out *o, const char *protocol_path);
 void epar_exp_adaptive_free(struct epar_adaptive_result *res);

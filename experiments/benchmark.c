@@ -628,19 +628,6 @@ void epar_exp_benchmark_plan_free(struct epar_bench_plan *plan)
 /* ------------------------------------------------------------------------------------------------ */
 /* cells                                                                                              */
 
-static int mkdir_p(const char *dir)
-{
-    char buf[4400];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) return -1;
-    for (char *q = buf + 1; *q; q++)
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            *q = '/';
-        }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* ---- the cell files, as rows: cell.json is written from and read back into these records ---- */
 
 /* a training cell: the final evaluation, the needle's accuracy by distance, lm's metric at other lengths */
@@ -1259,7 +1246,7 @@ int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct ep
     epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
     snprintf(a, sizeof a, "%s/%s", from_root, dir);
     snprintf(b, sizeof b, "%s/%s", root, dir);
-    if (mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
+    if (epar_out_mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
     /* cell.json last: it marks the cell done; checkpoint.bin only where the cell kept one (the first seed) */
     static const char *const files[] = {"learning_curve.csv", "checkpoint.bin", "cell.json"};
     for (int i = 0; i < 3; i++) {

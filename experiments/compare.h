@@ -50,6 +50,7 @@ int epar_exp_compare_set(struct epar_compare_cfg *cfg, const char *assignment);
 int epar_exp_compare_select(struct epar_compare_cfg *cfg, const char *list);
 
 int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare_result *res);
+/* the writer (experiments/compare_write.c): every table, run.json, one .gp per figure into o's staging folder */
 int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
                        const char *protocol_path);
 void epar_exp_compare_free(struct epar_compare_result *res);
@@ -58,7 +59,7 @@ void epar_exp_compare_free(struct epar_compare_result *res);
  * (check,value,reference,se,detail). Timing rows (pi_speedup, linear_cost_exponent) are wall clock; pi_speedup is
  * read from speed (sparse_speed.csv; measured here when it lacks pi-attention with its default parameters). */
 int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table **out);
-/* *out = sparse_speed.csv: every selected mask mechanism at every speed length, one head of speed_head_dim, one
+/* (compare_speed.c) *out = sparse_speed.csv: every selected mask mechanism at every speed length, one head of speed_head_dim, one
  * thread: the dense kernel vs lib/sparse's structured kernel (fastest of speed_repeats, after a warm-up call),
  * the distinct allowed pairs and the pair-count bound L^2 / pairs (wall clock; not pinned). */
 int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out);

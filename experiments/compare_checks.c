@@ -3,7 +3,8 @@
  * Measurements only (check, value, reference, se, detail): what each statement claims, how it is judged and
  * the verdict live in the protocol's claims and lib/audit. "reference" is a value computed here that a claim
  * may compare with (an exact expectation, a bound); "se" is the standard error when the value is a Monte-Carlo
- * estimate (NaN otherwise). One function per source section, each a few dozen lines. */
+ * estimate (NaN otherwise). One function per source section, each a few dozen lines; the wall-clock rows are
+ * compare_speed.c's. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,11 +20,10 @@
 #include "lib/rng.h"
 #include "lib/sparse.h"
 #include "compare.h"
+#include "compare_checks.h"
 
-static int row(struct epar_table *t, const char *check, double value, double reference, double se, const char *fmt,
-               ...) __attribute__((format(printf, 6, 7)));
-static int row(struct epar_table *t, const char *check, double value, double reference, double se, const char *fmt,
-               ...)
+int epar_exp_compare_row(struct epar_table *t, const char *check, double value, double reference, double se,
+                         const char *fmt, ...)
 {
     char detail[768];
     va_list ap;
@@ -54,9 +54,9 @@ static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struc
             proj = fmax(proj, fabs(cblas_ddot(D, PQ + (size_t)i * D, 1, PK + (size_t)j * D, 1) -
                                    cblas_ddot(D, PQ + (size_t)(i + 1) * D, 1, PK + (size_t)(j + 1) * D, 1)));
         }
-    if ((st = row(t, "sinusoidal_relative_max_diff", raw, 0, NAN,
+    if ((st = epar_exp_compare_row(t, "sinusoidal_relative_max_diff", raw, 0, NAN,
                   "max |p_i.p_j - p_{i+1}.p_{j+1}| over i, j < L=%d, d=%d (raw sinusoid vectors, base 10000)", L, D)) ||
-        (st = row(t, "sinusoidal_projected_max_diff", proj, 0, NAN,
+        (st = epar_exp_compare_row(t, "sinusoidal_projected_max_diff", proj, 0, NAN,
                   "epar's own derived check, not a statement of the seeds: max |(p_i W_Q).(p_j W_K) - (p_{i+1} W_Q)."
                   "(p_{j+1} W_K)| with random W (d=%d): once projected, the position term is not a function of i-j", D)))
         goto done;
@@ -74,7 +74,7 @@ static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struc
         epar_mech_rope_rotate(a, 64, i + s, 10000, 0); epar_mech_rope_rotate(b, 64, j + s, 10000, 0);
         worst = fmax(worst, fabs(x - cblas_ddot(64, a, 1, b, 1)) / (fabs(x) + 1));
     }
-    st = row(t, "rope_relative_max_diff", worst, 0, NAN,
+    st = epar_exp_compare_row(t, "rope_relative_max_diff", worst, 0, NAN,
              "max |<rot(q,i),rot(k,j)> - <rot(q,i+s),rot(k,j+s)>| / (|score| + 1) over 50 random q, k (d=64) and "
              "positions, shifts < 4096: rotation angles up to 8192 rad carry float64 rounding of about 8192 x 2^-52");
 done:
@@ -101,17 +101,17 @@ static int checks_t5_alibi(struct epar_table *t)
         worst = fmax(worst, best);
     }
     int st;
-    if ((st = row(t, "t5_table_mismatches", bad, 0, NAN,
+    if ((st = epar_exp_compare_row(t, "t5_table_mismatches", bad, 0, NAN,
                   "distances 0..40 whose bucket (HF/Mesh-TF logic, unidirectional, 16 buckets, max distance 128) "
                   "differs from the seed's table")) ||
-        (st = row(t, "t5_direction_mismatches", diff, 0, NAN,
+        (st = epar_exp_compare_row(t, "t5_direction_mismatches", diff, 0, NAN,
                   "distances 1..256 whose bidirectional bucket (32 buckets, 128) differs between j-i = +d and -d: "
                   "keys to the right use buckets 16..31")) ||
-        (st = row(t, "alibi_slopes_max_diff", worst, 0, NAN,
+        (st = epar_exp_compare_row(t, "alibi_slopes_max_diff", worst, 0, NAN,
                   "max distance from each slope the seed lists (2^-8 .. 2^-1) to epar's slopes 2^(-8(h+1)/8) for 8 "
                   "heads; the ALiBi paper orders them from 2^-1 (head 0) down, the seed lists them upwards")))
         return st;
-    return row(t, "alibi_bias_per_unit_distance", -m[0], -1, NAN,
+    return epar_exp_compare_row(t, "alibi_bias_per_unit_distance", -m[0], -1, NAN,
                "the bias added per unit of distance is -m_h, the head's slope (head 0: -%g, head 7: -%g), not -1", m[0],
                m[7]);
 }
@@ -128,7 +128,7 @@ static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct
         double ratio = atan2(w[1], w[0]) / atan2(v[1], v[0]);
         char id[64];
         snprintf(id, sizeof id, "scaled_rope_angle_ratio_alpha_%g", alphas[k]);
-        if ((st = row(t, id, ratio, 1, NAN,
+        if ((st = epar_exp_compare_row(t, id, ratio, 1, NAN,
                       "angle per position of the first pair with theta*alpha over theta (alpha=%g): < 1 slower, > 1 "
                       "faster. theta/s is position interpolation; the NTK base change (base' = %.6g for d=64, s=2) "
                       "slows the lowest frequency by s", alphas[k], epar_mech_ntk_base(10000, 2, 64))))
@@ -150,7 +150,7 @@ static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct
         h[pass] = e;
     }
     free(s);
-    if ((st = row(t, "logn_entropy_change_divided", h[1] - h[0], 0, NAN,
+    if ((st = epar_exp_compare_row(t, "logn_entropy_change_divided", h[1] - h[0], 0, NAN,
                   "entropy of one softmax row of %d N(0,4) scores: plain %.6g; divided by kappa = ln n / ln L_train = "
                   "%.6g: %.6g; multiplied by kappa: %.6g. value = entropy(divided) - entropy(plain): > 0 flattens",
                   n, h[0], kap, h[1], h[2])))
@@ -159,7 +159,7 @@ static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct
     double b = 2.0, out[4], hook = 0, proper = 0;
     epar_mech_boost(rowv, 4, 1, b, out);
     for (int j = 0; j < 4; j++) { hook += rowv[j] * (j == 1 ? b : 1.0); proper += out[j]; }
-    return row(t, "boost_row_sum", hook, 1, NAN,
+    return epar_exp_compare_row(t, "boost_row_sum", hook, 1, NAN,
                "row [0.7,0.1,0.1,0.1], key 1 boosted by %g: S4's enforce_attention multiplies the weights, row sum "
                "%.6g; adding ln b before the softmax keeps it %.6g (key 1 gets %.6g). The boosted matrix is then passed "
                "as an HF attention_mask (a padding mask)", b, hook, proper, out[1]);
@@ -195,7 +195,7 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
         sum2 += e * e;
     }
     double mean = sum / N, se = sqrt((sum2 / N - mean * mean) / N);
-    int st = row(t, "performer_estimate_mean", mean, exp(qk / 2), se,
+    int st = epar_exp_compare_row(t, "performer_estimate_mean", mean, exp(qk / 2), se,
                  "mean of exp(w.q'-|q'|^2/2) exp(w.k'-|k'|^2/2) over %d iid draws w ~ N(0, I_4), q' = q/4^(1/4); "
                  "reference = the exact softmax kernel exp(q.k/sqrt(d))", N);
     if (st) return st;
@@ -220,7 +220,7 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
     }
     free(est);
     double ratio = v[1] / v[0], rse = ratio * sqrt(pow(vse[0] / v[0], 2) + pow(vse[1] / v[1], 2));
-    if (st || (st = row(t, "performer_orthogonal_variance_ratio", ratio, 1, rse,
+    if (st || (st = epar_exp_compare_row(t, "performer_orthogonal_variance_ratio", ratio, 1, rse,
                         "variance over %d draws of Omega of the m=%d-feature estimate (d=%d): iid %.4g, orthogonal (chi "
                         "norms) %.4g; value = orthogonal / iid, se by the delta method from each variance's fourth moment",
                         DRAWS, m, d, v[0], v[1])))
@@ -235,11 +235,11 @@ static int checks_performer(gsl_rng *r, struct epar_table *t)
     for (int a = 0; a < d / 2; a++) /* Omega Omega^T / d vs I_m for m = d/2 <= d (one partial block) */
         for (int b = 0; b < d / 2; b++) g2 = fmax(g2, fabs(cblas_ddot(d, O2 + a * d, 1, O2 + b * d, 1) / d - (a == b)));
     free(O2);
-    if ((st = row(t, "performer_omega_gram_columns", g1, 0, NAN,
+    if ((st = epar_exp_compare_row(t, "performer_omega_gram_columns", g1, 0, NAN,
                   "max |Omega^T Omega / m - I_d| for m=%d=2d orthogonal features (two full blocks, rows rescaled to "
                   "sqrt(d)): Omega^T Omega = m I_d, a d x d matrix", mm)))
         return st;
-    return row(t, "performer_omega_gram_rows", g2, 0, NAN,
+    return epar_exp_compare_row(t, "performer_omega_gram_rows", g2, 0, NAN,
                "max |Omega Omega^T / d - I_m| for m=%d <= d=%d: rows of one block are orthogonal, so Omega Omega^T = d I_m "
                "(for m > d, m orthogonal rows cannot exist in R^d)", d / 2, d);
 }
@@ -289,10 +289,10 @@ static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_table
     epar_mech_mask_sparse_fixed(Lh, l, 1, M);
     double ff = two_hop(M, Lh);
     free(M);
-    if ((st = row(t, "strided_two_hop_fraction", fs, 1, NAN,
+    if ((st = epar_exp_compare_row(t, "strided_two_hop_fraction", fs, 1, NAN,
                   "fraction of causal pairs (i, j <= i) reachable in <= 2 hops of the strided pattern (merged head) at "
                   "L=%d, l=%d", Lh, l)) ||
-        (st = row(t, "fixed_two_hop_fraction", ff, 1, NAN,
+        (st = epar_exp_compare_row(t, "fixed_two_hop_fraction", ff, 1, NAN,
                   "the same for the fixed pattern (c=1), whose summary columns are the hubs the seed describes")))
         return st;
     unsigned char M5[25];
@@ -303,13 +303,13 @@ static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_table
         for (int j = 0; j < 5; j++) sizes[i] += M5[i * 5 + j];
         n3 += sizes[i] == 3;
     }
-    if ((st = row(t, "window_rows_with_3_keys", n3, 5, NAN,
+    if ((st = epar_exp_compare_row(t, "window_rows_with_3_keys", n3, 5, NAN,
                   "rows of a length-5 sequence that keep 3 keys under a window of radius 2: row sizes %d,%d,%d,%d,%d",
                   sizes[0], sizes[1], sizes[2], sizes[3], sizes[4])))
         return st;
     int H = 8, G = 2, dk = 64, Lk = 4096;
     double mha = 2.0 * H * Lk * dk * sizeof(double), gqa = 2.0 * G * Lk * dk * sizeof(double);
-    return row(t, "gqa_kv_memory_ratio", gqa / mha, 1, NAN,
+    return epar_exp_compare_row(t, "gqa_kv_memory_ratio", gqa / mha, 1, NAN,
                "bytes of the K and V cache for H=%d query heads, dk=%d, L=%d: MHA %.0f, GQA with G=%d KV heads %.0f (the "
                "mechanism stores G K/V heads); value = GQA / MHA = G/H", H, dk, Lk, mha, G, gqa);
 }
@@ -327,7 +327,7 @@ static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_t
         snprintf(id, sizeof id, "pi_ring_components_L%d", Lring[k]);
         int g = Lring[k], h = pi;
         while (h) { int tmp = g % h; g = h; h = tmp; }
-        if ((st = row(t, id, c, g, NAN,
+        if ((st = epar_exp_compare_row(t, id, c, g, NAN,
                       "connected components of the ring jumps i -> (i + %d) mod L at L=%d; reference = gcd(pi, L) = %d, "
                       "S2's theorem: every position is reached when pi and L are coprime", pi, Lring[k], g)))
             return st;
@@ -339,7 +339,7 @@ static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_t
     int cm = components(M, Ls, 0);
     free(M);
     if (cm < 0) return EPAR_ENOMEM;
-    if ((st = row(t, "pi_step_mask_components", cm, 1, NAN,
+    if ((st = epar_exp_compare_row(t, "pi_step_mask_components", cm, 1, NAN,
                   "connected components of the implemented step mask (i - j) mod %d == 0 at L=%d (no ring): one per "
                   "residue class; the local band joins them", pi, Ls)))
         return st;
@@ -350,11 +350,11 @@ static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_t
         long nu = epar_mech_pi_union_pairs(Lsp[k], pi, rr, 1), ns = epar_mech_pi_union_pairs(Lsp[k], pi, 0, 1);
         char id[64];
         snprintf(id, sizeof id, "pi_sparsity_step_L%d", Lsp[k]);
-        if ((st = row(t, id, 1.0 - ns / LL, NAN, NAN, "1 - pairs / L^2 of the step mask alone (pi=%d) at L=%d", pi,
+        if ((st = epar_exp_compare_row(t, id, 1.0 - ns / LL, NAN, NAN, "1 - pairs / L^2 of the step mask alone (pi=%d) at L=%d", pi,
                       Lsp[k])))
             return st;
         snprintf(id, sizeof id, "pi_sparsity_union_L%d", Lsp[k]);
-        if ((st = row(t, id, 1.0 - nu / LL, NAN, NAN,
+        if ((st = epar_exp_compare_row(t, id, 1.0 - nu / LL, NAN, NAN,
                       "1 - pairs / L^2 of the implemented local (ring, r=%d) + step (pi=%d) union at L=%d: about "
                       "1 - 1/pi - (2r+1)/L", rr, pi, Lsp[k])))
             return st;
@@ -417,12 +417,12 @@ static int checks_alibi_forms(const struct epar_compare_cfg *cfg, struct epar_ta
         for (int j = 0; j < L; j++) worst = fmax(worst, fabs(za[j] - zb[j]));
     }
     epar_mech_free(&m);
-    if ((st = row(t, "alibi_bias_per_unit_distance_and_slope", mean, NAN, NAN,
+    if ((st = epar_exp_compare_row(t, "alibi_bias_per_unit_distance_and_slope", mean, NAN, NAN,
                   "mean over %d heads (max_bias %g) and key pairs i != j (L=%d) of the bias of epar's alibi divided by "
                   "m_h |i-j|: the preset matrix -|i-j| before the slope (S3 003:411, 416); largest deviation from -1: "
                   "%.3g. Its sign is that of the bias: ALiBi subtracts m|i-j|", H, p[0], L, dev)))
         return st;
-    return row(t, "alibi_bias_inside_scale_max_diff", worst, 0, NAN,
+    return epar_exp_compare_row(t, "alibi_bias_inside_scale_max_diff", worst, 0, NAN,
                "max over %d heads and %d keys of |softmax((q.k + B)/sqrt(d_k)) - softmax(q.k/sqrt(d_k) + B)| for one "
                "query (the last), q, k ~ N(0, I_%d): S3's formula divides each slope by sqrt(d_k) = %g", H, L, DK,
                sqrt((double)DK));
@@ -481,29 +481,29 @@ static int checks_sinusoid_rope(struct epar_table *t)
         else { bfar += bound / 256; sfar += dot / 256; }
     }
     int st;
-    if ((st = row(t, "sinusoidal_addition_max_diff", add, 0, NAN,
+    if ((st = epar_exp_compare_row(t, "sinusoidal_addition_max_diff", add, 0, NAN,
                   "max |p_{a+b} - combination of p_a and p_b by the addition formulas| over a < %d step 3, b < %d step 5 "
                   "(d=%d, base %g, interleaved sin/cos): the vector at a+b from the vectors at a and b", L / 2, L / 2, D,
                   base)) ||
-        (st = row(t, "floater_sinusoid_max_diff", flo, 0, NAN,
+        (st = epar_exp_compare_row(t, "floater_sinusoid_max_diff", flo, 0, NAN,
                   "max |p_k - sinusoid(k)| for k < %d (d=%d) of epar's floater: the recursion p_{k+1} = R p_k (a "
                   "rotation by omega_t per pair) from p_0 = [0,1,0,1,...]", L, D)) ||
-        (st = row(t, "rope_unseen_angle_fraction", (double)unseen / NF, NAN, NAN,
+        (st = epar_exp_compare_row(t, "rope_unseen_angle_fraction", (double)unseen / NF, NAN, NAN,
                   "share of the %d frequency pairs of RoPE (d=%d, base %g) whose angle never completes a turn within a "
                   "training length of %d (theta_t (L-1) < 2 pi): positions beyond it give those pairs angles never seen "
                   "in training; the other %d pairs wrap (periodic)", NF, D, base, L, NF - unseen)) ||
-        (st = row(t, "rope_decay_bound_ratio", bfar / bnear, 1, NAN,
+        (st = epar_exp_compare_row(t, "rope_decay_bound_ratio", bfar / bnear, 1, NAN,
                   "RoFormer's relative upper bound (1/(d/2)) sum_j |sum_{u<j} e^{i m theta_u}| (d=%d, base %g) averaged "
                   "over m = 256..511 (%.4g) over its average for m = 1..32 (%.4g): < 1 decays with distance", D, base,
                   bfar, bnear)) ||
-        (st = row(t, "sinusoidal_dot_decay_ratio", sfar / snear, 1, NAN,
+        (st = epar_exp_compare_row(t, "sinusoidal_dot_decay_ratio", sfar / snear, 1, NAN,
                   "|p_m . p_0| / (d/2) of the sinusoid (d=%d) averaged over m = 256..511 (%.4g) over m = 1..32 (%.4g)", D,
                   sfar, snear)) ||
-        (st = row(t, "ntk_highest_frequency_ratio", thn[0] / th[0], 1, NAN,
+        (st = epar_exp_compare_row(t, "ntk_highest_frequency_ratio", thn[0] / th[0], 1, NAN,
                   "NTK-aware base %g * s^(d/(d-2)) = %.6g (s = 4, d = %d): angle per position of the fastest pair over "
                   "RoPE's (kept: adjacent positions stay as far apart)", base, epar_mech_ntk_base(base, 4, D), D)))
         return st;
-    return row(t, "ntk_lowest_frequency_ratio_times_s", 4 * thn[NF - 1] / th[NF - 1], 1, NAN,
+    return epar_exp_compare_row(t, "ntk_lowest_frequency_ratio_times_s", 4 * thn[NF - 1] / th[NF - 1], 1, NAN,
                "s x the angle per position of the slowest pair with the NTK base over RoPE's (s = 4, d = %d): 1 means "
                "the slowest pair turns s times slower, so s L positions span the angles L positions did", D);
 }
@@ -535,12 +535,12 @@ static int checks_position_effect(const struct epar_compare_cfg *cfg, struct epa
         viol = fmax(viol, fmax(lo - vi, vi - hi));
         sum1 = fmax(sum1, fabs(s - 1));
     }
-    if ((st = row(t, "epar_far_attention_max", far, epar_posfx_infimum(&fx), NAN,
+    if ((st = epar_exp_compare_row(t, "epar_far_attention_max", far, epar_posfx_infimum(&fx), NAN,
                   "largest attention weight of any key at distance >= L/2 in %d rows of softmax(s_ij P(i,j)), s ~ N(0,1), "
                   "enhanced P at alpha=1 beta=1 gamma=0.5, L=%d; reference = alpha/(1+gamma): a row of L weights sums "
                   "to 1, so at most floor((1+gamma)/alpha) keys can hold that much", ROWS, L)))
         goto done;
-    st = row(t, "prop1_convex_violation", fmax(fmax(viol, 0), sum1), 0, NAN,
+    st = epar_exp_compare_row(t, "prop1_convex_violation", fmax(fmax(viol, 0), sum1), 0, NAN,
              "V(i) = sum_j A_ij I_j for the same %d rows and I ~ U(0,1): max of the amount V(i) leaves [min I, max I] "
              "(%.3g) and of |sum_j A_ij - 1| (%.3g)", ROWS, fmax(viol, 0), sum1);
 done:
@@ -577,11 +577,11 @@ static int checks_order(const struct epar_compare_cfg *cfg, struct epar_table *t
                     diff[causal] = fmax(diff[causal], fabs(Ap[((size_t)h * L + i) * L + j] -
                                                            A[((size_t)h * L + perm[i]) * L + perm[j]]));
     }
-    if ((st = row(t, "no_pe_permutation_max_diff", diff[0], 0, NAN,
+    if ((st = epar_exp_compare_row(t, "no_pe_permutation_max_diff", diff[0], 0, NAN,
                   "max |A(PX)_ij - A(X)_{p(i)p(j)}| over %d heads, L=%d, D=%d: one random layer without position "
                   "information, input rows permuted; bidirectional", H, L, D)))
         goto done;
-    st = row(t, "no_pe_permutation_max_diff_causal", diff[1], 0, NAN,
+    st = epar_exp_compare_row(t, "no_pe_permutation_max_diff_causal", diff[1], 0, NAN,
              "the same with the causal mask: the mask itself carries the order");
 done:
     if (r) epar_rng_free(r);
@@ -611,11 +611,11 @@ static int checks_entropy_length(const struct epar_compare_cfg *cfg, struct epar
         }
     epar_rng_free(r);
     free(z);
-    int st = row(t, "entropy_change_8x", h[1] - h[0], 0, NAN,
+    int st = epar_exp_compare_row(t, "entropy_change_8x", h[1] - h[0], 0, NAN,
                  "mean entropy of %d softmax rows of N(0,4) scores at n = %d (%.6g) and at 8n = %d (%.6g): the "
                  "difference", ROWS, n[0], h[0], n[1], h[1]);
     if (st) return st;
-    return row(t, "normalised_entropy_change_8x", hn[1] - hn[0], 0, NAN,
+    return epar_exp_compare_row(t, "normalised_entropy_change_8x", hn[1] - hn[0], 0, NAN,
                "the same for entropy / ln n (1 = uniform): %.6g at n = %d, %.6g at 8n", hn[0], n[0], hn[1]);
 }
 
@@ -676,24 +676,24 @@ static int checks_performer_s1(const struct epar_compare_cfg *cfg, struct epar_t
     for (int kind = 0; kind < KINDS; kind++) E[kind] = est_of(est + (size_t)kind * DRAWS, DRAWS, exact);
     struct est R = est_of(rel, DRAWS, 0);
     const char *what = "of the m=16-feature estimate of exp(q.k/sqrt(d)) (d=16, q, k ~ N(0, 0.25 I))";
-    if ((st = row(t, "performer_gs_estimate_mean", E[1].mean, exact, E[1].mean_se,
+    if ((st = epar_exp_compare_row(t, "performer_gs_estimate_mean", E[1].mean, exact, E[1].mean_se,
                   "mean over %d draws %s with S1's orthogonal features: Gram-Schmidt of Gaussian vectors, Omega^T Omega = I "
                   "(rows of norm 1, 001:428-430); reference = the exact kernel", DRAWS, what)) ||
-        (st = row(t, "performer_orthogonal_estimate_mean", E[2].mean, exact, E[2].mean_se,
+        (st = epar_exp_compare_row(t, "performer_orthogonal_estimate_mean", E[2].mean, exact, E[2].mean_se,
                   "the same with FAVOR+'s orthogonal features (rows rescaled to chi_d norms, each row marginally N(0, I))")) ||
-        (st = row(t, "performer_gs_variance_ratio", E[1].var / E[0].var, 1, ratio_se(E[1].var, E[1].var_se, E[0].var, E[0].var_se),
+        (st = epar_exp_compare_row(t, "performer_gs_variance_ratio", E[1].var / E[0].var, 1, ratio_se(E[1].var, E[1].var_se, E[0].var, E[0].var_se),
                   "variance %s: S1's unit-row orthogonal features %.4g over iid N(0, I) features %.4g (%d draws each)",
                   what, E[1].var, E[0].var, DRAWS)) ||
-        (st = row(t, "performer_gs_mse_ratio", E[1].mse / E[0].mse, 1, ratio_se(E[1].mse, E[1].mse_se, E[0].mse, E[0].mse_se),
+        (st = epar_exp_compare_row(t, "performer_gs_mse_ratio", E[1].mse / E[0].mse, 1, ratio_se(E[1].mse, E[1].mse_se, E[0].mse, E[0].mse_se),
                   "mean squared error around the kernel %s: S1's unit-row features %.4g over iid %.4g", what, E[1].mse,
                   E[0].mse)) ||
-        (st = row(t, "performer_orthogonal_mse_ratio", E[2].mse / E[0].mse, 1, ratio_se(E[2].mse, E[2].mse_se, E[0].mse, E[0].mse_se),
+        (st = epar_exp_compare_row(t, "performer_orthogonal_mse_ratio", E[2].mse / E[0].mse, 1, ratio_se(E[2].mse, E[2].mse_se, E[0].mse, E[0].mse_se),
                   "the same for FAVOR+'s chi-norm orthogonal features: %.4g over iid %.4g", E[2].mse, E[0].mse)) ||
-        (st = row(t, "performer_single_draw_rel_error", R.mean, 0, R.mean_se,
+        (st = epar_exp_compare_row(t, "performer_single_draw_rel_error", R.mean, 0, R.mean_se,
                   "mean over %d draws of |phi(q).phi(k) - exp(q.k/sqrt(d))| / exp(q.k/sqrt(d)) for one draw of m=%d iid "
                   "positive features (d=%d): the error of the map as an equality", DRAWS, m, d)))
         goto done;
-    st = row(t, "trig_variance_ratio", E[3].var / E[0].var, 1, ratio_se(E[3].var, E[3].var_se, E[0].var, E[0].var_se),
+    st = epar_exp_compare_row(t, "trig_variance_ratio", E[3].var / E[0].var, 1, ratio_se(E[3].var, E[3].var_se, E[0].var, E[0].var_se),
              "variance %s: trigonometric features exp(|q'|^2/2 + |k'|^2/2) cos(w.(q'-k')) (TrigRF) %.4g over positive "
              "features %.4g, both iid w ~ N(0, I)", what, E[3].var, E[0].var);
 done:
@@ -734,12 +734,12 @@ static int checks_jl(const struct epar_compare_cfg *cfg, struct epar_table *t)
         ok[1] += good[1];
     }
     double f0 = (double)ok[0] / TRIALS, f1 = (double)ok[1] / TRIALS;
-    if ((st = row(t, "jl_orthogonal_success_fraction", f0, NAN, sqrt(f0 * (1 - f0) / TRIALS),
+    if ((st = epar_exp_compare_row(t, "jl_orthogonal_success_fraction", f0, NAN, sqrt(f0 * (1 - f0) / TRIALS),
                   "share of %d random orthogonal projections R^%d -> R^k, k = %d = ceil(4 ln n / (eps^2/2 - eps^3/3)) "
                   "for n = %d points, eps = %g, scaled by sqrt(d/k), that keep every squared distance within (1 +- eps); "
                   "ratios seen %.4g .. %.4g", TRIALS, D, K, N, eps, lo[0], hi[0])))
         goto done;
-    st = row(t, "jl_unscaled_success_fraction", f1, NAN, sqrt(f1 * (1 - f1) / TRIALS),
+    st = epar_exp_compare_row(t, "jl_unscaled_success_fraction", f1, NAN, sqrt(f1 * (1 - f1) / TRIALS),
              "the same for Omega x without the sqrt(d/k) (001:497 as written): ratios seen %.4g .. %.4g (about k/d = %.3g)",
              lo[1], hi[1], (double)K / D);
 done:
@@ -767,10 +767,10 @@ static int checks_pi_table(struct epar_table *t)
         for (int k = 0; k < 6; k++) ins |= step0[k] == j;
         bad_step += (M[j] != 0) != ins;
     }
-    if ((st = row(t, "pi_ring_example_mismatches", bad_ring, 0, NAN,
+    if ((st = epar_exp_compare_row(t, "pi_ring_example_mismatches", bad_ring, 0, NAN,
                   "entries of rows i=5 and i=0 of the ring-local mask (n=16, r=2) that differ from S2's lists {3..7} and "
                   "{14,15,0,1,2}")) ||
-        (st = row(t, "pi_step_example_mismatches", bad_step, 0, NAN,
+        (st = epar_exp_compare_row(t, "pi_step_example_mismatches", bad_step, 0, NAN,
                   "entries of row 0 of the pi-step mask (n=16, pi=3) that differ from S2's list {0,3,6,9,12,15}")))
         return st;
     /* each pi of the table at the longest length S2 recommends it for (002:148-152; pi=4: none, 4096 as pi=16) */
@@ -779,12 +779,12 @@ static int checks_pi_table(struct epar_table *t)
         char id[64];
         double L = 4096;
         snprintf(id, sizeof id, "pi_sparsity_step_pi%d_L4096", pis[k]);
-        if ((st = row(t, id, 1.0 - epar_mech_pi_union_pairs(4096, pis[k], 0, 1) / (L * L), NAN, NAN,
+        if ((st = epar_exp_compare_row(t, id, 1.0 - epar_mech_pi_union_pairs(4096, pis[k], 0, 1) / (L * L), NAN, NAN,
                       "1 - pairs / L^2 of the step mask alone (pi=%d) at L=4096", pis[k])))
             return st;
         L = Lu[k];
         snprintf(id, sizeof id, "pi_sparsity_union_pi%d_L%d", pis[k], Lu[k]);
-        if ((st = row(t, id, 1.0 - epar_mech_pi_union_pairs(Lu[k], pis[k], 32, 1) / (L * L), NAN, NAN,
+        if ((st = epar_exp_compare_row(t, id, 1.0 - epar_mech_pi_union_pairs(Lu[k], pis[k], 32, 1) / (L * L), NAN, NAN,
                       "1 - pairs / L^2 of the local (ring, r=32) + step (pi=%d) union at L=%d", pis[k], Lu[k])))
             return st;
     }
@@ -828,7 +828,7 @@ static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_table *t
     for (int p = 0; p < NP; p++) {
         double c0, c1, cov00, cov01, cov11, ss;
         gsl_fit_linear(lx, 1, ly[p], 1, NL, &c0, &c1, &cov00, &cov01, &cov11, &ss);
-        if ((st = row(t, ids[p], c1, expect[p], NAN,
+        if ((st = epar_exp_compare_row(t, ids[p], c1, expect[p], NAN,
                       "least-squares slope of log(allowed pairs) against log L at L = %d, %d, %d, %d for %s; reference = "
                       "the exponent of its construction", Ls[0], Ls[1], Ls[2], Ls[3], what[p])))
             return st;
@@ -845,11 +845,11 @@ static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_table *t
     int G = mg.groups;
     epar_mech_free(&mg);
     epar_mech_free(&mn);
-    if ((st = row(t, "gqa_attention_flops_ratio", fg / fn, 1, NAN,
+    if ((st = epar_exp_compare_row(t, "gqa_attention_flops_ratio", fg / fn, 1, NAN,
                   "flops per query row and head of the attention core (q.k over L keys, softmax, weighted sum of L "
                   "values; epar_mech_flops_row) of gqa (G=%d KV heads) over none (MHA), H=%d, d_k=%d, L=%d: %.6g / %.6g",
                   G, Hg, DKg, Lg, fg, fn)) ||
-        (st = row(t, "gqa_kv_projection_flops_ratio", (double)G / Hg, 1, NAN,
+        (st = epar_exp_compare_row(t, "gqa_kv_projection_flops_ratio", (double)G / Hg, 1, NAN,
                   "flops of the K and V projections, 2 x 2 L D (G d_k) for GQA over 2 x 2 L D (H d_k) for MHA = G/H "
                   "(H=%d, G=%d)", Hg, G)))
         return st;
@@ -868,221 +868,12 @@ static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_table *t
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lk, DVk, Lk, 1.0, A, Lk, V, DVk, 0.0, O1, DVk);
         epar_mech_kernel_output(PQ, PK, V, Lk, NFk, DVk, 0, 1e-6, O2, W);
         for (int u = 0; u < Lk * DVk; u++) worst = fmax(worst, fabs(O1[u] - O2[u]));
-        st = row(t, "kernel_associativity_max_diff", worst, 0, NAN,
+        st = epar_exp_compare_row(t, "kernel_associativity_max_diff", worst, 0, NAN,
                  "max |(phi(Q) phi(K)^T normalised) V - phi(Q)(phi(K)^T V) / phi(Q) z| for L=%d, %d features U(0.01, 1), "
                  "V ~ N(0,1) of width %d", Lk, NFk, DVk);
     }
     if (r) epar_rng_free(r);
     free(PQ); free(PK); free(V); free(A); free(O1); free(O2); free(W);
-    return st;
-}
-
-/* ---- timing: S2 §4.2 speed-up, S1 §2.1 linear cost (wall clock: not byte-stable) ---- */
-
-static double best_time(void (*fn)(void *), void *arg, int reps)
-{
-    double best = INFINITY;
-    for (int r = 0; r < reps; r++) {
-        double t0 = omp_get_wtime();
-        fn(arg);
-        best = fmin(best, omp_get_wtime() - t0);
-    }
-    return best;
-}
-
-struct timing_arg {
-    const double *V, *PQ, *PK, *Om;
-    double *PQw, *PKw;      /* performer: features written per call */
-    const unsigned char *M;
-    int L, d, nf;
-    double *O, *S, *work;
-};
-static void t_linear(void *p)
-{
-    struct timing_arg *a = p;
-    epar_mech_kernel_output(a->PQ, a->PK, a->V, a->L, a->nf, a->d, 0, 1e-6, a->O, a->work);
-}
-static void t_performer(void *p)  /* FAVOR+: features of the queries and keys (O(N m d)), then the linear path */
-{
-    struct timing_arg *a = p;
-    epar_mech_performer_features(a->Om, a->nf, a->d, a->V, a->L, 1, 1e-6, a->PQw);
-    epar_mech_performer_features(a->Om, a->nf, a->d, a->V, a->L, 0, 1e-6, a->PKw);
-    epar_mech_kernel_output(a->PQw, a->PKw, a->V, a->L, a->nf, a->d, 0, 1e-6, a->O, a->work);
-}
-static void t_dense(void *p)    /* dense softmax attention, the reference slope: the mask is all ones */
-{
-    struct timing_arg *a = p;
-    epar_mech_masked_output_dense(a->PQ, a->PK, a->V, a->M, a->L, a->d, 0.125, a->O, a->S);
-}
-
-/* ---- sparse speed (S2 §4.2 and the other mask mechanisms): lib/sparse's structured kernel vs the dense kernel ----
- *
- * One head, d = speed_head_dim, scores / sqrt(d), Q, K, V ~ N(0,1) from the stream (seed, 2000 + id, EXTRA), the
- * mechanism's parameters and causal flag; one thread (compare's BLAS runs one thread; this runs outside the job
- * loop). Each kernel is called once untimed (warm-up: first touch of its buffers, lazy binding), then the two are
- * timed alternately speed_repeats times and each keeps its fastest call (wall clock; other load only slows a
- * call). pairs = the distinct allowed (i, j) of the mask(s); pair_bound = L^2 / pairs: a kernel that computes
- * the allowed scores and weights only, at the dense kernel's rate per pair, is that much faster. */
-
-struct speed {
-    long pairs;             /* distinct allowed pairs (pi-attention: of the union local | step) */
-    double dense, sparse;   /* seconds, fastest call */
-};
-
-static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id id, const double *prm, int L,
-                         struct speed *out)
-{
-    int d = cfg->speed_head_dim, st;
-    struct epar_mech m;
-    if ((st = epar_mech_init(&m, id, prm, L, d, 1, cfg->causal, cfg->prm.seeds[0]))) return st;
-    struct epar_sparse_pattern pat;
-    struct epar_sparse_ws ws = {0};
-    size_t Ld = (size_t)L * d;
-    double *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *S = NULL;
-    gsl_rng *r = NULL;
-    if ((st = epar_sparse_pattern_from_mech(&m, &pat))) goto done;
-    pat.tile = cfg->speed_tile;
-    if ((st = epar_sparse_ws_alloc(&ws, &pat, d))) goto done;
-    st = EPAR_ENOMEM;
-    if (!(Q = EPAR_MALLOC(Ld * sizeof *Q)) || !(K = EPAR_MALLOC(Ld * sizeof *K)) || !(V = EPAR_MALLOC(Ld * sizeof *V)) ||
-        !(O = EPAR_MALLOC(Ld * sizeof *O)) || !(S = EPAR_MALLOC(epar_sparse_dense_fast_ws(L) * sizeof *S)) ||
-        !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
-        goto done;
-    epar_rng_normal(r, Q, Ld, 1);
-    epar_rng_normal(r, K, Ld, 1);
-    epar_rng_normal(r, V, Ld, 1);
-    long pairs = 0;
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < (cfg->causal ? i + 1 : L); j++)
-            pairs += m.mask[(size_t)i * L + j] | (m.mask2 ? m.mask2[(size_t)i * L + j] : 0);
-    double scale = 1.0 / sqrt((double)d), td = INFINITY, ts = INFINITY;
-    for (int rep = -1; rep < cfg->speed_repeats; rep++) {   /* rep -1: warm-up, not timed */
-        double t0 = omp_get_wtime();
-        epar_sparse_dense_fast(cfg->causal, L, Q, K, V, d, d, scale, O, d, S);   /* dense attention, no mask */
-        double t1 = omp_get_wtime();
-        epar_sparse_output(&pat, Q, K, V, d, d, scale, O, d, &ws);
-        double t2 = omp_get_wtime();
-        if (rep >= 0) { td = fmin(td, t1 - t0); ts = fmin(ts, t2 - t1); }
-    }
-    out->pairs = pairs;
-    out->dense = td;
-    out->sparse = ts;
-    st = EPAR_OK;
-done:
-    if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory timing '%s' at length %d", m.info->id, L);
-    epar_mech_free(&m);
-    epar_sparse_ws_free(&ws);
-    free(Q); free(K); free(V); free(O); free(S);
-    if (r) epar_rng_free(r);
-    return st;
-}
-
-int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out)
-{
-    *out = epar_csv_new("mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,"
-                        "fma_peak_gflops,dense_fraction_of_peak");
-    if (!*out) return EPAR_ENOMEM;
-    double peak = NAN;   /* measured in this run, once, before the kernels (one thread) */
-    int any = 0;
-    for (int k = 0; k < cfg->n_mech; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK;
-    if (any && cfg->n_speed) peak = epar_sparse_fma_peak(NULL);
-    for (int k = 0; k < cfg->n_mech; k++) {
-        enum epar_mech_id id = cfg->mech[k];
-        if (epar_mech_table[id].kind != EPAR_MK_MASK) continue;
-        for (int q = 0; q < cfg->n_speed; q++) {
-            int L = cfg->speed_lengths[q];
-            struct speed sp;
-            int st = speed_measure(cfg, id, cfg->p[id], L, &sp);
-            if (st) return st;
-            double bound = (double)L * L / sp.pairs, su = sp.dense / sp.sparse;
-            /* the dense kernel's work: 2 d flops for each score and 2 d for its share of P V, on every pair it reads */
-            double dense_pairs = cfg->causal ? (double)L * (L + 1) / 2 : (double)L * L;
-            double gf = 4.0 * cfg->speed_head_dim * dense_pairs / sp.dense / 1e9;
-            if (epar_csv_append(*out, "siiiddddddddd", epar_mech_table[id].id, L, cfg->speed_head_dim, (int)sp.pairs,
-                                sp.dense * 1e6, sp.sparse * 1e6, su, bound, su / bound, gf, peak, gf / peak))
-                return EPAR_ENOMEM;
-        }
-    }
-    return EPAR_OK;
-}
-
-/* S2 §4.2 "pi = 16 gives a 16x speed-up": pi-attention with its docs/MECHANISMS.md defaults (r = 32, pi = 16, ring) at
- * the largest speed length, read from sparse_speed.csv when that row was measured with these parameters */
-static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table *t)
-{
-    double p[EPAR_MECH_MAX_PARAMS];
-    epar_mech_defaults(EPAR_MECH_PI_ATTENTION, p);
-    int L = 0, d = cfg->speed_head_dim;
-    for (int q = 0; q < cfg->n_speed; q++) if (cfg->speed_lengths[q] > L) L = cfg->speed_lengths[q];
-    struct speed sp = {0};
-    int found = 0, same = !memcmp(p, cfg->p[EPAR_MECH_PI_ATTENTION], sizeof p);
-    for (size_t rw = 0; speed && same && rw < speed->nrows && !found; rw++)
-        if (!strcmp(speed->cells[rw * speed->ncols].s, "pi-attention") && epar_csv_get(speed, rw, "L") == L) {
-            sp.pairs = (long)epar_csv_get(speed, rw, "pairs");
-            sp.dense = epar_csv_get(speed, rw, "dense_us") * 1e-6;
-            sp.sparse = epar_csv_get(speed, rw, "sparse_us") * 1e-6;
-            found = 1;
-        }
-    int st;
-    if (!found && (st = speed_measure(cfg, EPAR_MECH_PI_ATTENTION, p, L, &sp))) return st;
-    double bound = (double)L * L / sp.pairs, su = sp.dense / sp.sparse;
-    /* the value is the measured speed-up capped at the pair-count bound: beyond it the ratio measures the dense
-     * kernel's per-entry overhead and the machine's load (it moved between 11x and 16x here under load), not the
-     * mechanism; the raw ratio stays in the detail and in sparse_speed.csv */
-    return row(t, "pi_speedup", su < bound ? su : bound, bound, NAN,
-               "one head, L=%d, d=%d, r=%g, pi=%g, ring %s: dense kernel (all L^2 scores by dgemm, masked softmaxes, dgemm "
-               "A V) %.4g s vs the structured kernel of lib/sparse (%s) %.4g s (fastest of %d, one thread, wall clock) "
-               "= %.2fx measured, %.1f%% of the pair-count bound; value = min(measured, bound); reference = the bound "
-               "L^2 / pairs over the %ld distinct allowed pairs",
-               L, d, p[0], p[1], p[3] != 0 && !cfg->causal ? "on" : "off", sp.dense,
-               epar_sparse_kernel_name(EPAR_SPARSE_PI), sp.sparse, cfg->speed_repeats, su, 100 * su / bound, sp.pairs);
-}
-
-static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
-{
-    const int Lc = cfg->claims_length, d = 64, nf = 64;
-    size_t LL = (size_t)Lc * Lc;
-    unsigned char *full = EPAR_MALLOC(LL);
-    double *V = EPAR_MALLOC((size_t)Lc * d * sizeof *V), *O = EPAR_MALLOC((size_t)Lc * d * sizeof *O), *S = EPAR_MALLOC(LL * sizeof *S),
-           *PQ = EPAR_MALLOC((size_t)Lc * nf * sizeof *PQ), *PK = EPAR_MALLOC((size_t)Lc * nf * sizeof *PK),
-           *W = EPAR_MALLOC((size_t)nf * (d + 1) * sizeof *W), *Om = EPAR_MALLOC((size_t)nf * d * sizeof *Om),
-           *FQ = EPAR_MALLOC((size_t)Lc * nf * sizeof *FQ), *FK = EPAR_MALLOC((size_t)Lc * nf * sizeof *FK);
-    gsl_rng *ro = epar_rng_alloc(cfg->prm.seeds[0], 107, EPAR_RNG_EXTRA);   /* Performer's Omega: its own stream */
-    int st = EPAR_ENOMEM;
-    if (!full || !V || !O || !S || !PQ || !PK || !W || !Om || !FQ || !FK || !ro) goto done;
-    if ((st = epar_mech_performer_omega(ro, nf, d, 1, 0, Om))) goto done;
-    st = EPAR_ENOMEM;
-    epar_rng_normal(r, V, (size_t)Lc * d, 1);
-    /* linear attention: log-log slope of time against L over four lengths, fast path vs dense softmax */
-    epar_rng_uniform(r, PQ, (size_t)Lc * nf, 0.01, 1);
-    epar_rng_uniform(r, PK, (size_t)Lc * nf, 0.01, 1);
-    memset(full, 1, LL);
-    double lx[4], ll[4], ls[4], lp[4], c0, cov00, cov01, cov11, sumsq, el, es, ep, sp;
-    for (int k = 0; k < 4; k++) {
-        int n = Lc >> (3 - k);
-        struct timing_arg b = {.V = V, .M = full, .PQ = PQ, .PK = PK, .Om = Om, .PQw = FQ, .PKw = FK, .L = n, .d = d,
-                               .nf = nf, .O = O, .S = S, .work = W}; /* full is all ones: its first n*n entries serve as (n,n) */
-        lx[k] = log((double)n);
-        ll[k] = log(best_time(t_linear, &b, 5));
-        ls[k] = log(best_time(t_dense, &b, 3));
-        lp[k] = log(best_time(t_performer, &b, 5));
-    }
-    gsl_fit_linear(lx, 1, lp, 1, 4, &c0, &ep, &cov00, &cov01, &cov11, &sumsq);
-    sp = sqrt(cov11);
-    gsl_fit_linear(lx, 1, ll, 1, 4, &c0, &el, &cov00, &cov01, &cov11, &sumsq);
-    gsl_fit_linear(lx, 1, ls, 1, 4, &c0, &es, &cov00, &cov01, &cov11, &sumsq);
-    if ((st = row(t, "linear_cost_exponent", el, es, sqrt(cov11),
-                  "least-squares slope of log time against log L at L = %d, %d, %d, %d (d=%d, %d features, best of 5): "
-                  "linear attention fast path; reference = the same slope of dense softmax attention (%.3g); wall clock",
-                  Lc / 8, Lc / 4, Lc / 2, Lc, d, nf, es)))
-        goto done;
-    st = row(t, "performer_cost_exponent", ep, es, sp,
-             "the same slope for Performer (FAVOR+, m=%d orthogonal features: the feature maps of Q and K, then the linear "
-             "path), best of 5; reference = dense softmax attention's slope (%.3g); wall clock", nf, es);
-done:
-    if (ro) epar_rng_free(ro);
-    free(full); free(V); free(O); free(S); free(PQ); free(PK); free(W); free(Om); free(FQ); free(FK);
-    if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory measuring the seed checks (length %d)", Lc);
     return st;
 }
 
@@ -1099,7 +890,7 @@ int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epa
         (st = checks_position_effect(cfg, *out)) || (st = checks_order(cfg, *out)) ||
         (st = checks_entropy_length(cfg, *out)) || (st = checks_performer_s1(cfg, *out)) || (st = checks_jl(cfg, *out)) ||
         (st = checks_pi_table(*out)) || (st = checks_costs(cfg, *out)) ||
-        (st = checks_pi_speed(cfg, speed, *out)) || (st = checks_timing(cfg, r, *out)))
+        (st = epar_exp_compare_timing_checks(cfg, speed, r, *out)))
         if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory measuring the seed checks");
     epar_rng_free(r);
     return st;

@@ -20,62 +20,50 @@ const char *const epar_exp_sensitivity_keys[] = {"alpha_values", "beta_values", 
 
 /* ---- points, blocks, metrics ---- */
 
-enum blk { B_DEFAULTS, B_PAPER, B_ALPHA, B_BETA, B_GAMMA, B_AB, B_BG, NBLK };
-static const char *const blk_name[NBLK] = {"defaults", "paper", "alpha", "beta", "gamma", "alpha_beta", "beta_gamma"};
+const char *const epar_sens_block_name[EPAR_SENS_NBLK] = {"defaults", "paper", "alpha", "beta", "gamma", "alpha_beta",
+                                                          "beta_gamma"};
+const char *const epar_sens_metric_name[EPAR_SENS_NMETRIC] = {
+    "attention_concentration", "attention_locality", "position_correlation_mean", "position_correlation_std",
+    "position_correlation_offdiag_mean"};
 
-enum { M_CONC, M_LOC, M_CMEAN, M_CSTD, M_COFF, NSTOCH };
-static const char *const stoch_name[NSTOCH] = {"attention_concentration", "attention_locality",
-                                               "position_correlation_mean", "position_correlation_std",
-                                               "position_correlation_offdiag_mean"};
-#define NF 3 /* forms, indexed by enum epar_form: none, basic, enhanced */
-
-struct point {
-    int blk, k;
-    int ia, ib, ig;     /* indices in the alpha/beta/gamma lists (-1: fixed value) */
-    double alpha, beta, gamma;
-};
-
-struct ctx {
-    const struct epar_sensitivity_cfg *cfg;
-    int L, S, R, P;
-    struct point *pts;
-    int first[NBLK], count[NBLK];
-    double *sm;         /* (P,S,NF,NSTOCH) per-seed mean over runs */
-    double *sp;         /* (P,S,NF,L) per-seed distance profile (mean weight per pair at distance d) */
-};
-
-static double *seed_means(const struct ctx *c, int p, int s, int f)
+static double *seed_means(const struct epar_sensitivity_result *c, int p, int s, int f)
 {
-    return c->sm + (((size_t)p * c->S + s) * NF + f) * NSTOCH;
+    return c->sm + (((size_t)p * c->S + s) * EPAR_SENS_NF + f) * EPAR_SENS_NMETRIC;
 }
-static double *seed_profile(const struct ctx *c, int p, int s, int f)
+static double *seed_profile(const struct epar_sensitivity_result *c, int p, int s, int f)
 {
-    return c->sp + (((size_t)p * c->S + s) * NF + f) * (size_t)c->L;
+    return c->sp + (((size_t)p * c->S + s) * EPAR_SENS_NF + f) * (size_t)c->L;
 }
 
-static struct epar_posfx fx_of(const struct point *pt, int f)
+static struct epar_posfx fx_of(const struct epar_sens_point *pt, int f)
 {
     return (struct epar_posfx){(enum epar_form)f, pt->alpha, pt->beta, pt->gamma};
 }
 
 /* ---- configuration ---- */
 
-static int perr(const struct epar_protocol *p, const char *jp, const char *what)
+const char *epar_exp_sensitivity_range(enum epar_sens_param which, double v)
 {
-    return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s: %s", p->path, jp, what);
+    if (which == EPAR_SENS_P_ALPHA) return v > 0 ? NULL : "alpha must be > 0";
+    if (v >= 0) return NULL;
+    return which == EPAR_SENS_P_BETA ? "beta must be >= 0" : "gamma must be >= 0";
 }
 
-static int read_list(const struct epar_protocol *p, const char *key, double *v, int *n, double lo, int lo_incl)
+static int read_list(const struct epar_protocol *p, enum epar_sens_param which, double *v, int *n)
 {
+    const char *key = which == EPAR_SENS_P_ALPHA  ? "alpha_values"
+                      : which == EPAR_SENS_P_BETA ? "beta_values"
+                                                  : "gamma_values";
     int st = epar_protocol_get_dlist(p, "sensitivity", key, v, EPAR_MAX_LIST, n);
     if (st) return st;
-    for (int i = 0; i < *n; i++)
-        if (v[i] < lo || (!lo_incl && v[i] == lo)) {
-            char jp[160], w[96];
+    for (int i = 0; i < *n; i++) {
+        const char *bad = epar_exp_sensitivity_range(which, v[i]);
+        if (bad) {
+            char jp[160];
             snprintf(jp, sizeof jp, "$.experiments.sensitivity.%s[%d]", key, i);
-            snprintf(w, sizeof w, "expected a number %s %g, got %g", lo_incl ? ">=" : ">", lo, v[i]);
-            return perr(p, jp, w);
+            return epar_protocol_error(p, jp, "%s, got %g", bad, v[i]);
         }
+    }
     return EPAR_OK;
 }
 
@@ -116,7 +104,7 @@ static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cf
         if (!known) {
             char jp[160];
             snprintf(jp, sizeof jp, "$.experiments.sensitivity.retention_claims[%d]", i);
-            perr(p, jp, "unknown claim id");
+            epar_protocol_error(p, jp, "unknown claim id");
             epar_err_hint("ids: mid_range_gain, max_distance_gain, enhanced_max_retention, basic_max_retention");
             return EPAR_EPROTOCOL;
         }
@@ -134,16 +122,16 @@ int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensi
 {
     int st = epar_protocol_check_keys(p, "sensitivity", epar_exp_sensitivity_keys);
     if (st) return st;
-    if ((st = read_list(p, "alpha_values", cfg->alpha_values, &cfg->n_alpha, 0, 0))) return st;
-    if ((st = read_list(p, "beta_values", cfg->beta_values, &cfg->n_beta, 0, 1))) return st;
-    if ((st = read_list(p, "gamma_values", cfg->gamma_values, &cfg->n_gamma, 0, 1))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_ALPHA, cfg->alpha_values, &cfg->n_alpha))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_BETA, cfg->beta_values, &cfg->n_beta))) return st;
+    if ((st = read_list(p, EPAR_SENS_P_GAMMA, cfg->gamma_values, &cfg->n_gamma))) return st;
     cfg->locality_window = 1;
     if ((st = epar_protocol_get_int(p, "sensitivity", "locality_window", &cfg->locality_window, 0, 1 << 20)))
         return st;
     const char *draws = "fresh";
     if ((st = epar_protocol_get_string(p, "sensitivity", "draws", &draws))) return st;
     if (strcmp(draws, "fresh") && strcmp(draws, "common"))
-        return perr(p, "$.experiments.sensitivity.draws", "expected \"fresh\" or \"common\"");
+        return epar_protocol_error(p, "$.experiments.sensitivity.draws", "expected \"fresh\" or \"common\"");
     cfg->common_draws = !strcmp(draws, "common");
     if ((st = read_claims(p, cfg))) return st;
     /* the paper's text parameters, for the retention claims (another preset: its alpha, beta, gamma only) */
@@ -176,15 +164,13 @@ int epar_exp_sensitivity_check(const struct epar_sensitivity_cfg *cfg)
     }
     if (cfg->n_alpha < 1 || cfg->n_beta < 1 || cfg->n_gamma < 1)
         return epar_err_set(EPAR_EINVAL, "the alpha, beta and gamma sweeps need at least one value each");
-    for (int i = 0; i < cfg->n_alpha; i++)
-        if (!(cfg->alpha_values[i] > 0))
-            return epar_err_set(EPAR_EINVAL, "alpha values must be > 0, got '%g'", cfg->alpha_values[i]);
-    for (int i = 0; i < cfg->n_beta; i++)
-        if (!(cfg->beta_values[i] >= 0))
-            return epar_err_set(EPAR_EINVAL, "beta values must be >= 0, got '%g'", cfg->beta_values[i]);
-    for (int i = 0; i < cfg->n_gamma; i++)
-        if (!(cfg->gamma_values[i] >= 0))
-            return epar_err_set(EPAR_EINVAL, "gamma values must be >= 0, got '%g'", cfg->gamma_values[i]);
+    const double *lists[3] = {cfg->alpha_values, cfg->beta_values, cfg->gamma_values};
+    const int ns[3] = {cfg->n_alpha, cfg->n_beta, cfg->n_gamma};
+    for (int q = 0; q < 3; q++)
+        for (int i = 0; i < ns[q]; i++) {
+            const char *bad = epar_exp_sensitivity_range((enum epar_sens_param)q, lists[q][i]);
+            if (bad) return epar_err_set(EPAR_EINVAL, "%s, got '%g'", bad, lists[q][i]);
+        }
     if (cfg->locality_window < 0)
         return epar_err_set(EPAR_EINVAL, "locality window must be >= 0, got '%d'", cfg->locality_window);
     return EPAR_OK;
@@ -192,7 +178,7 @@ int epar_exp_sensitivity_check(const struct epar_sensitivity_cfg *cfg)
 
 /* ---- statistics across seeds ---- */
 
-static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, double *sd)
+static void seed_stats(const struct epar_sensitivity_result *c, int p, int f, int m, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m];
@@ -200,7 +186,7 @@ static void seed_stats(const struct ctx *c, int p, int f, int m, double *mean, d
 }
 
 /* paired difference form f - form none on the same draws */
-static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, double *sd)
+static void delta_stats(const struct epar_sensitivity_result *c, int p, int f, int m, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_means(c, p, s, f)[m] - seed_means(c, p, s, EPAR_FORM_NONE)[m];
@@ -208,14 +194,14 @@ static void delta_stats(const struct ctx *c, int p, int f, int m, double *mean, 
 }
 
 /* per-seed ratio of profile values: A_fn(dn) / A_fd(dd) */
-static void ratio_stats(const struct ctx *c, int p, int fn, int dn, int fd, int dd, double *mean, double *sd)
+void epar_sens_ratio_stats(const struct epar_sensitivity_result *c, int p, int fn, int dn, int fd, int dd, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, fn)[dn] / seed_profile(c, p, s, fd)[dd];
     epar_stats_mean_sd(v, (size_t)c->S, mean, sd);
 }
 
-static void prof_stats(const struct ctx *c, int p, int f, int d, double *mean, double *sd)
+void epar_sens_prof_stats(const struct epar_sensitivity_result *c, int p, int f, int d, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) v[s] = seed_profile(c, p, s, f)[d];
@@ -223,7 +209,7 @@ static void prof_stats(const struct ctx *c, int p, int f, int d, double *mean, d
 }
 
 /* pooled baseline of a block: per seed, the mean over its points of form none; then across seeds */
-static void block_baseline(const struct ctx *c, int b, int m, double *mean, double *sd)
+void epar_sens_block_baseline(const struct epar_sensitivity_result *c, int b, int m, double *mean, double *sd)
 {
     double v[EPAR_MAX_SEEDS];
     for (int s = 0; s < c->S; s++) {
@@ -235,9 +221,9 @@ static void block_baseline(const struct ctx *c, int b, int m, double *mean, doub
 }
 
 /* The value of column `name` for point p measured with form f. */
-static double value(const struct ctx *c, int p, int f, const char *name)
+double epar_sens_value(const struct epar_sensitivity_result *c, int p, int f, const char *name)
 {
-    const struct point *pt = &c->pts[p];
+    const struct epar_sens_point *pt = &c->pts[p];
     struct epar_posfx fx = fx_of(pt, f);
     double m, sd;
     if (!strcmp(name, "alpha")) return pt->alpha;
@@ -252,13 +238,13 @@ static double value(const struct ctx *c, int p, int f, const char *name)
     if (!strcmp(name, "decay_speed")) return epar_posfx_decay_speed(&fx, c->L);
     if (!strncmp(name, "correlation_improvement_pct", 27)) {
         double b, bsd;
-        seed_stats(c, p, EPAR_FORM_NONE, M_CMEAN, &b, &bsd);
-        delta_stats(c, p, f, M_CMEAN, &m, &sd);
+        seed_stats(c, p, EPAR_FORM_NONE, EPAR_SENS_CMEAN, &b, &bsd);
+        delta_stats(c, p, f, EPAR_SENS_CMEAN, &m, &sd);
         return 100.0 * (name[27] ? sd : m) / b;
     }
-    for (int k = 0; k < NSTOCH; k++) {
-        size_t n = strlen(stoch_name[k]);
-        if (strncmp(name, stoch_name[k], n)) continue;
+    for (int k = 0; k < EPAR_SENS_NMETRIC; k++) {
+        size_t n = strlen(epar_sens_metric_name[k]);
+        if (strncmp(name, epar_sens_metric_name[k], n)) continue;
         const char *suf = name + n;
         if (!*suf || !strcmp(suf, "_sd")) {
             seed_stats(c, p, f, k, &m, &sd);
@@ -276,141 +262,82 @@ static double value(const struct ctx *c, int p, int f, const char *name)
     return NAN;
 }
 
-static char *dupstr(const char *s)
-{
-    char *d = strdup(s);
-    if (!d) epar_err_set(EPAR_ENOMEM, "out of memory growing a table");
-    return d;
-}
-
-/* Append a row of t whose columns are filled by name (strings: form, sweep). */
-static int fill_row(struct epar_table *t, const struct ctx *c, int p, int f)
-{
-    int st = epar_csv_append(t, "");
-    if (st) return st;
-    struct epar_cell *row = t->cells + (t->nrows - 1) * (size_t)t->ncols;
-    for (int col = 0; col < t->ncols; col++) {
-        const char *n = t->cols[col];
-        if (!strcmp(n, "form") || !strcmp(n, "sweep")) {
-            const char *s = !strcmp(n, "form") ? epar_posfx_form_name((enum epar_form)f) : blk_name[c->pts[p].blk];
-            if (!(row[col].s = dupstr(s))) return EPAR_ENOMEM;
-        } else row[col].v = value(c, p, f, n);
-    }
-    return EPAR_OK;
-}
-
-/* ---- column lists (reference columns first) ---- */
-
-#define STOCH_ALL_SD "attention_concentration,attention_concentration_sd,attention_locality,attention_locality_sd," \
-                     "position_correlation_mean,position_correlation_mean_sd,position_correlation_std,"           \
-                     "position_correlation_std_sd,position_correlation_offdiag_mean,"                              \
-                     "position_correlation_offdiag_mean_sd"
-#define GAINS "correlation_improvement_pct,correlation_improvement_pct_sd,attention_locality_baseline," \
-              "attention_locality_delta,attention_locality_delta_sd"
-
-static const char *const cols_alpha =
-    "alpha,position_strength,attention_concentration,position_correlation_mean,position_correlation_std,"
-    "attention_concentration_sd,position_correlation_mean_sd,position_correlation_std_sd,decay_speed,"
-    "attention_locality,attention_locality_sd,position_correlation_offdiag_mean,"
-    "position_correlation_offdiag_mean_sd," GAINS ",beta,gamma,form,seeds,runs";
-static const char *const cols_beta =
-    "beta,decay_speed,attention_locality,position_correlation_mean,position_correlation_std,"
-    "attention_locality_sd,position_correlation_mean_sd,position_correlation_std_sd,position_strength,"
-    "attention_concentration,attention_concentration_sd,position_correlation_offdiag_mean,"
-    "position_correlation_offdiag_mean_sd," GAINS ",alpha,gamma,form,seeds,runs";
-static const char *const cols_gamma =
-    "gamma,position_strength,decay_speed,attention_concentration,attention_locality,"
-    "attention_concentration_sd,attention_locality_sd,position_correlation_mean,position_correlation_mean_sd,"
-    "position_correlation_std,position_correlation_std_sd,position_correlation_offdiag_mean,"
-    "position_correlation_offdiag_mean_sd," GAINS ",alpha,beta,form,seeds,runs";
-static const char *const cols_bve =
-    "sweep,alpha,beta,gamma,form,position_strength,decay_speed," STOCH_ALL_SD "," GAINS ",seeds,runs";
-static const char *const cols_ab =
-    "alpha_index,beta_index,alpha,beta,gamma,form,position_strength,decay_speed," STOCH_ALL_SD "," GAINS ",seeds";
-static const char *const cols_bg =
-    "beta_index,gamma_index,alpha,beta,gamma,form,position_strength,decay_speed," STOCH_ALL_SD "," GAINS ",seeds";
-static const char *const cols_baseline =
-    "sweep,points,draws_per_seed," STOCH_ALL_SD ",form,seeds";
-
 /* ---- retention ---- */
 
-static double retention_pre(int f, const struct point *pt, double d, int L)
+double epar_sens_retention_pre(int f, const struct epar_sens_point *pt, double d, int L)
 {
     struct epar_posfx fx = fx_of(pt, f);
     return epar_posfx_value(&fx, d, L) / epar_posfx_value(&fx, 0.0, L);
 }
 
-enum defkind { PRE_RATIO, POST_RATIO_BASIC, POST_RATIO_NONE, PRE_RET, POST_RET };
-enum dist { D_MID, D_MAX, D_AT_L };
-struct definition { enum defkind kind; enum dist d; int form; };
 
-static int claim_definitions(const char *id, struct definition *out)
+int epar_sens_claim_definitions(const char *id, struct epar_sens_definition *out)
 {
     int n = 0;
     if (!strcmp(id, "mid_range_gain")) {
-        out[n++] = (struct definition){PRE_RATIO, D_MID, 0};
-        out[n++] = (struct definition){POST_RATIO_BASIC, D_MID, 0};
-        out[n++] = (struct definition){POST_RATIO_NONE, D_MID, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_PRE_RATIO, EPAR_SENS_D_MID, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_POST_RATIO_BASIC, EPAR_SENS_D_MID, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_POST_RATIO_NONE, EPAR_SENS_D_MID, 0};
     } else if (!strcmp(id, "max_distance_gain")) {
-        out[n++] = (struct definition){PRE_RATIO, D_MAX, 0};
-        out[n++] = (struct definition){PRE_RATIO, D_AT_L, 0};
-        out[n++] = (struct definition){POST_RATIO_BASIC, D_MAX, 0};
-        out[n++] = (struct definition){POST_RATIO_NONE, D_MAX, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_PRE_RATIO, EPAR_SENS_D_MAX, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_PRE_RATIO, EPAR_SENS_D_AT_L, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_POST_RATIO_BASIC, EPAR_SENS_D_MAX, 0};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_POST_RATIO_NONE, EPAR_SENS_D_MAX, 0};
     } else {
         int f = !strcmp(id, "basic_max_retention") ? EPAR_FORM_BASIC : EPAR_FORM_ENHANCED;
-        out[n++] = (struct definition){PRE_RET, D_MAX, f};
-        out[n++] = (struct definition){PRE_RET, D_AT_L, f};
-        out[n++] = (struct definition){POST_RET, D_MAX, f};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_PRE_RET, EPAR_SENS_D_MAX, f};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_PRE_RET, EPAR_SENS_D_AT_L, f};
+        out[n++] = (struct epar_sens_definition){EPAR_SENS_POST_RET, EPAR_SENS_D_MAX, f};
     }
     return n;
 }
 
-static void definition_name(const struct definition *df, int L, char *buf, size_t n)
+void epar_sens_definition_name(const struct epar_sens_definition *df, int L, char *buf, size_t n)
 {
     char d[64];
-    if (df->d == D_MID) snprintf(d, sizeof d, "d=L/2=%d", L / 2);
-    else if (df->d == D_MAX) snprintf(d, sizeof d, "d=L-1=%d", L - 1);
+    if (df->d == EPAR_SENS_D_MID) snprintf(d, sizeof d, "d=L/2=%d", L / 2);
+    else if (df->d == EPAR_SENS_D_MAX) snprintf(d, sizeof d, "d=L-1=%d", L - 1);
     else snprintf(d, sizeof d, "d=L=%d (|i-j|/L=1; outside the sequence)", L);
     const char *fn = epar_posfx_form_name((enum epar_form)df->form);
     switch (df->kind) {
-    case PRE_RATIO: snprintf(buf, n, "pre-softmax P_enhanced(d)/P_basic(d) at %s", d); break;
-    case POST_RATIO_BASIC: snprintf(buf, n, "post-softmax mean weight A_enhanced(d)/A_basic(d) at %s", d); break;
-    case POST_RATIO_NONE: snprintf(buf, n, "post-softmax mean weight A_enhanced(d)/A_none(d) at %s", d); break;
-    case PRE_RET: snprintf(buf, n, "pre-softmax retention P_%s(d)/P_%s(0) at %s", fn, fn, d); break;
+    case EPAR_SENS_PRE_RATIO: snprintf(buf, n, "pre-softmax P_enhanced(d)/P_basic(d) at %s", d); break;
+    case EPAR_SENS_POST_RATIO_BASIC: snprintf(buf, n, "post-softmax mean weight A_enhanced(d)/A_basic(d) at %s", d); break;
+    case EPAR_SENS_POST_RATIO_NONE: snprintf(buf, n, "post-softmax mean weight A_enhanced(d)/A_none(d) at %s", d); break;
+    case EPAR_SENS_PRE_RET: snprintf(buf, n, "pre-softmax retention P_%s(d)/P_%s(0) at %s", fn, fn, d); break;
     default: snprintf(buf, n, "post-softmax retention A_%s(d)/A_%s(0) at %s", fn, fn, d); break;
     }
 }
 
 /* measured value (+ sd across seeds for post-softmax) and the beta a pre-softmax definition would need
  * to give `claimed` at the point's gamma (closed forms; NaN when unreachable or post-softmax) */
-static void definition_measure(const struct ctx *c, int p, const struct definition *df, double claimed,
+void epar_sens_definition_measure(const struct epar_sensitivity_result *c, int p, const struct epar_sens_definition *df, double claimed,
                                double *v, double *sd, double *beta_needed)
 {
-    const struct point *pt = &c->pts[p];
+    const struct epar_sens_point *pt = &c->pts[p];
     int L = c->L;
-    double d = df->d == D_MID ? L / 2 : df->d == D_MAX ? L - 1 : L;
-    int di = df->d == D_MID ? L / 2 : L - 1;
+    double d = df->d == EPAR_SENS_D_MID ? L / 2 : df->d == EPAR_SENS_D_MAX ? L - 1 : L;
+    int di = df->d == EPAR_SENS_D_MID ? L / 2 : L - 1;
     double x = d / L, g = pt->gamma, e = NAN;
     *sd = 0.0;
     *beta_needed = NAN;
     switch (df->kind) {
-    case PRE_RATIO:
-        *v = retention_pre(EPAR_FORM_ENHANCED, pt, d, L) / retention_pre(EPAR_FORM_BASIC, pt, d, L);
+    case EPAR_SENS_PRE_RATIO:
+        *v = epar_sens_retention_pre(EPAR_FORM_ENHANCED, pt, d, L) / epar_sens_retention_pre(EPAR_FORM_BASIC, pt, d, L);
         e = 1.0 / (claimed * (1 + g) - g);
         break;
-    case POST_RATIO_BASIC: ratio_stats(c, p, EPAR_FORM_ENHANCED, di, EPAR_FORM_BASIC, di, v, sd); break;
-    case POST_RATIO_NONE: ratio_stats(c, p, EPAR_FORM_ENHANCED, di, EPAR_FORM_NONE, di, v, sd); break;
-    case PRE_RET:
-        *v = retention_pre(df->form, pt, d, L);
+    case EPAR_SENS_POST_RATIO_BASIC: epar_sens_ratio_stats(c, p, EPAR_FORM_ENHANCED, di, EPAR_FORM_BASIC, di, v, sd); break;
+    case EPAR_SENS_POST_RATIO_NONE: epar_sens_ratio_stats(c, p, EPAR_FORM_ENHANCED, di, EPAR_FORM_NONE, di, v, sd); break;
+    case EPAR_SENS_PRE_RET:
+        *v = epar_sens_retention_pre(df->form, pt, d, L);
         e = df->form == EPAR_FORM_BASIC ? claimed : (g > 0 ? (claimed * (1 + g) - 1) / g : NAN);
         break;
-    default: ratio_stats(c, p, df->form, di, df->form, 0, v, sd); break;
+    default: epar_sens_ratio_stats(c, p, df->form, di, df->form, 0, v, sd); break;
     }
     if (e > 0 && e <= 1) *beta_needed = -log(e) / x;
 }
 
 /* the claim, as printed, agrees when the measurement rounds to it: the audit's rule for printed figures */
-static int agrees(double measured, const struct epar_sens_claim *cl)
+int epar_sens_agrees(double measured, const struct epar_sens_claim *cl)
 {
     struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0, NAN};
     struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
@@ -421,12 +348,12 @@ static int agrees(double measured, const struct epar_sens_claim *cl)
 
 /* ---- the run ---- */
 
-static int add_block(struct ctx *c, int b, int n, struct point *tmpl)
+static int add_block(struct epar_sensitivity_result *c, int b, int n, struct epar_sens_point *tmpl)
 {
     c->first[b] = c->P;
     c->count[b] = n;
     for (int k = 0; k < n; k++) {
-        struct point *pt = &c->pts[c->P++];
+        struct epar_sens_point *pt = &c->pts[c->P++];
         *pt = tmpl[k];
         pt->blk = b;
         pt->k = k;
@@ -434,50 +361,49 @@ static int add_block(struct ctx *c, int b, int n, struct point *tmpl)
     return EPAR_OK;
 }
 
-static int build_points(struct ctx *c)
+static int build_points(const struct epar_sensitivity_cfg *cfg, struct epar_sensitivity_result *c)
 {
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
     const struct epar_params *prm = &cfg->prm;
     int na = cfg->n_alpha, nb = cfg->n_beta, ng = cfg->n_gamma;
     size_t maxp = 2 + (size_t)na + nb + ng + (size_t)na * nb + (size_t)nb * ng;
     c->pts = epar_err_alloc(maxp, sizeof *c->pts, "sweep points");
-    struct point *tmp = epar_err_alloc(maxp, sizeof *tmp, "sweep points");
+    struct epar_sens_point *tmp = epar_err_alloc(maxp, sizeof *tmp, "sweep points");
     if (!c->pts || !tmp) { free(tmp); return EPAR_ENOMEM; }
-    struct point base = {0, 0, -1, -1, -1, prm->alpha, prm->beta, prm->gamma};
+    struct epar_sens_point base = {0, 0, -1, -1, -1, prm->alpha, prm->beta, prm->gamma};
     c->P = 0;
-    add_block(c, B_DEFAULTS, 1, &base);
-    struct point paper = base;
+    add_block(c, EPAR_SENS_DEFAULTS, 1, &base);
+    struct epar_sens_point paper = base;
     paper.alpha = cfg->paper_alpha; paper.beta = cfg->paper_beta; paper.gamma = cfg->paper_gamma;
-    add_block(c, B_PAPER, cfg->has_paper, &paper);
+    add_block(c, EPAR_SENS_PAPER, cfg->has_paper, &paper);
     for (int i = 0; i < na; i++) { tmp[i] = base; tmp[i].alpha = cfg->alpha_values[i]; tmp[i].ia = i; }
-    add_block(c, B_ALPHA, na, tmp);
+    add_block(c, EPAR_SENS_ALPHA, na, tmp);
     for (int i = 0; i < nb; i++) { tmp[i] = base; tmp[i].beta = cfg->beta_values[i]; tmp[i].ib = i; }
-    add_block(c, B_BETA, nb, tmp);
+    add_block(c, EPAR_SENS_BETA, nb, tmp);
     for (int i = 0; i < ng; i++) { tmp[i] = base; tmp[i].gamma = cfg->gamma_values[i]; tmp[i].ig = i; }
-    add_block(c, B_GAMMA, ng, tmp);
+    add_block(c, EPAR_SENS_GAMMA, ng, tmp);
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++) {
-            struct point *t = &tmp[i * nb + j];
+            struct epar_sens_point *t = &tmp[i * nb + j];
             *t = base;
             t->alpha = cfg->alpha_values[i]; t->beta = cfg->beta_values[j]; t->ia = i; t->ib = j;
         }
-    add_block(c, B_AB, na * nb, tmp);
+    add_block(c, EPAR_SENS_AB, na * nb, tmp);
     for (int i = 0; i < nb; i++)
         for (int j = 0; j < ng; j++) {
-            struct point *t = &tmp[i * ng + j];
+            struct epar_sens_point *t = &tmp[i * ng + j];
             *t = base;
             t->beta = cfg->beta_values[i]; t->gamma = cfg->gamma_values[j]; t->ib = i; t->ig = j;
         }
-    add_block(c, B_BG, nb * ng, tmp);
+    add_block(c, EPAR_SENS_BG, nb * ng, tmp);
     free(tmp);
     return EPAR_OK;
 }
 
 /* Measure every job; fills c->sm and c->sp. */
-static int measure(struct ctx *c)
+static int measure(const struct epar_sensitivity_cfg *cfg, struct epar_sensitivity_result *c)
 {
-    const struct epar_params *prm = &c->cfg->prm;
-    int L = c->L, S = c->S, R = c->R, B = prm->batch, D = prm->hidden, w = c->cfg->locality_window;
+    const struct epar_params *prm = &cfg->prm;
+    int L = c->L, S = c->S, R = c->R, B = prm->batch, D = prm->hidden, w = cfg->locality_window;
     size_t LL = (size_t)L * L, J = (size_t)c->P * S * R;
     double mem = (double)B * L * D * 8.0 + (double)LL * (B + 1 + B) * 8.0;
     if (mem > 8e9) {
@@ -485,10 +411,10 @@ static int measure(struct ctx *c)
         epar_err_hint("reduce --length or --batch");
         return EPAR_ENOMEM;
     }
-    double *jm = epar_err_alloc(J * NF * NSTOCH, sizeof *jm, "per-draw metrics");
-    double *jp = epar_err_alloc(J * NF * (size_t)L, sizeof *jp, "per-draw distance profiles");
-    c->sm = epar_err_alloc((size_t)c->P * S * NF * NSTOCH, sizeof *c->sm, "per-seed metrics");
-    c->sp = epar_err_alloc((size_t)c->P * S * NF * (size_t)L, sizeof *c->sp, "per-seed profiles");
+    double *jm = epar_err_alloc(J * EPAR_SENS_NF * EPAR_SENS_NMETRIC, sizeof *jm, "per-draw metrics");
+    double *jp = epar_err_alloc(J * EPAR_SENS_NF * (size_t)L, sizeof *jp, "per-draw distance profiles");
+    c->sm = epar_err_alloc((size_t)c->P * S * EPAR_SENS_NF * EPAR_SENS_NMETRIC, sizeof *c->sm, "per-seed metrics");
+    c->sp = epar_err_alloc((size_t)c->P * S * EPAR_SENS_NF * (size_t)L, sizeof *c->sp, "per-seed profiles");
     if (!jm || !jp || !c->sm || !c->sp) { free(jm); free(jp); return EPAR_ENOMEM; }
 
     int failed = 0;
@@ -509,9 +435,9 @@ static int measure(struct ctx *c)
         for (size_t j = 0; j < J; j++) {
             if (!ok) continue;
             int p = (int)(j / ((size_t)S * R)), s = (int)(j / R % S), r = (int)(j % R);
-            const struct point *pt = &c->pts[p];
+            const struct epar_sens_point *pt = &c->pts[p];
             unsigned long seed = prm->seeds[s];
-            unsigned long run = c->cfg->common_draws
+            unsigned long run = cfg->common_draws
                                     ? (unsigned long)r
                                     : ((unsigned long)pt->blk << 40) | ((unsigned long)pt->k << 20) | (unsigned long)r;
             if (epar_exp_model_init(&m, seed, run) || epar_exp_data(prm, seed, run, X)) {
@@ -520,16 +446,16 @@ static int measure(struct ctx *c)
                               (long)j);
                 continue;
             }
-            for (int f = 0; f < NF; f++) {
+            for (int f = 0; f < EPAR_SENS_NF; f++) {
                 struct epar_posfx fx = fx_of(pt, f);
                 epar_exp_model_set_effect(&m, &fx);
                 epar_exp_attention(&m, X, B, A);
-                double *out = jm + (j * NF + f) * NSTOCH;
-                out[M_CONC] = epar_metric_batch_variance(A, B, LL);
-                out[M_LOC] = epar_metric_locality(A, B, L, w);
+                double *out = jm + (j * EPAR_SENS_NF + f) * EPAR_SENS_NMETRIC;
+                out[EPAR_SENS_CONC] = epar_metric_batch_variance(A, B, LL);
+                out[EPAR_SENS_LOC] = epar_metric_locality(A, B, L, w);
                 epar_metric_position_correlation(A, B, L, C, W);
-                epar_metric_matrix_stats(C, L, &out[M_CMEAN], &out[M_CSTD], &out[M_COFF]);
-                epar_metric_distance_profile(A, B, L, jp + (j * NF + f) * (size_t)L);
+                epar_metric_matrix_stats(C, L, &out[EPAR_SENS_CMEAN], &out[EPAR_SENS_CSTD], &out[EPAR_SENS_COFF]);
+                epar_metric_distance_profile(A, B, L, jp + (j * EPAR_SENS_NF + f) * (size_t)L);
             }
         }
         if (ok) epar_exp_model_free(&m);
@@ -542,508 +468,18 @@ static int measure(struct ctx *c)
     /* per seed: mean over runs, in a fixed order (independent of the thread count) */
     for (int p = 0; p < c->P; p++)
         for (int s = 0; s < S; s++)
-            for (int f = 0; f < NF; f++) {
+            for (int f = 0; f < EPAR_SENS_NF; f++) {
                 double *om = seed_means(c, p, s, f), *op = seed_profile(c, p, s, f);
-                memset(om, 0, NSTOCH * sizeof *om);
+                memset(om, 0, EPAR_SENS_NMETRIC * sizeof *om);
                 memset(op, 0, (size_t)L * sizeof *op);
                 for (int r = 0; r < R; r++) {
                     size_t j = ((size_t)p * S + s) * R + r;
-                    for (int k = 0; k < NSTOCH; k++) om[k] += jm[(j * NF + f) * NSTOCH + k] / R;
-                    for (int d = 0; d < L; d++) op[d] += jp[(j * NF + f) * (size_t)L + d] / R;
+                    for (int k = 0; k < EPAR_SENS_NMETRIC; k++) om[k] += jm[(j * EPAR_SENS_NF + f) * EPAR_SENS_NMETRIC + k] / R;
+                    for (int d = 0; d < L; d++) op[d] += jp[(j * EPAR_SENS_NF + f) * (size_t)L + d] / R;
                 }
             }
     free(jm); free(jp);
     return EPAR_OK;
-}
-
-static int block_table(struct epar_table **t, const char *cols, const struct ctx *c, int b, int f)
-{
-    if (!(*t = epar_csv_new(cols))) return EPAR_ENOMEM;
-    for (int k = 0; k < c->count[b]; k++) {
-        int st = fill_row(*t, c, c->first[b] + k, f);
-        if (st) return st;
-    }
-    return EPAR_OK;
-}
-
-/* retention.csv: pre-softmax retention and measured attention at d = L/2 and L-1, per setting */
-static int retention_rows(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    int L = c->L, mid = L / 2, mx = L - 1;
-    res->retention = epar_csv_new(
-        "setting,alpha,beta,gamma,length,d_mid,d_max,basic_mid,enhanced_mid,ratio_mid,basic_max,enhanced_max,"
-        "ratio_max,basic_at_L,enhanced_at_L,ratio_at_L,attn_none_mid,attn_basic_mid,attn_enhanced_mid,"
-        "attn_ratio_mid,attn_ratio_mid_sd,attn_gain_mid,attn_gain_mid_sd,attn_none_max,attn_basic_max,"
-        "attn_enhanced_max,attn_ratio_max,attn_ratio_max_sd,attn_gain_max,attn_gain_max_sd,"
-        "attn_basic_retention_max,attn_basic_retention_max_sd,attn_enhanced_retention_max,"
-        "attn_enhanced_retention_max_sd,seeds");
-    if (!res->retention) return EPAR_ENOMEM;
-    int blocks[] = {B_DEFAULTS, B_PAPER, B_BG};
-    for (int bi = 0; bi < 3; bi++) {
-        int b = blocks[bi];
-        for (int k = 0; k < c->count[b]; k++) {
-            int p = c->first[b] + k;
-            const struct point *pt = &c->pts[p];
-            double pre[2][3], a[3][2], sd;
-            int ds[3] = {mid, mx, L};
-            for (int f = 0; f < 2; f++)
-                for (int q = 0; q < 3; q++) pre[f][q] = retention_pre(f ? EPAR_FORM_ENHANCED : EPAR_FORM_BASIC, pt, ds[q], L);
-            for (int f = 0; f < NF; f++) {
-                prof_stats(c, p, f, mid, &a[f][0], &sd);
-                prof_stats(c, p, f, mx, &a[f][1], &sd);
-            }
-            double rm, rms, gm, gms, rx, rxs, gx, gxs, bb, bbs, ee, ees;
-            ratio_stats(c, p, EPAR_FORM_ENHANCED, mid, EPAR_FORM_BASIC, mid, &rm, &rms);
-            ratio_stats(c, p, EPAR_FORM_ENHANCED, mid, EPAR_FORM_NONE, mid, &gm, &gms);
-            ratio_stats(c, p, EPAR_FORM_ENHANCED, mx, EPAR_FORM_BASIC, mx, &rx, &rxs);
-            ratio_stats(c, p, EPAR_FORM_ENHANCED, mx, EPAR_FORM_NONE, mx, &gx, &gxs);
-            ratio_stats(c, p, EPAR_FORM_BASIC, mx, EPAR_FORM_BASIC, 0, &bb, &bbs);
-            ratio_stats(c, p, EPAR_FORM_ENHANCED, mx, EPAR_FORM_ENHANCED, 0, &ee, &ees);
-            const char *setting = b == B_BG ? "grid" : blk_name[b];
-            if (epar_csv_append(res->retention, "sdddiiidddddddddddddddddddddddddddi", setting, pt->alpha, pt->beta,
-                                pt->gamma, L, mid, mx, pre[0][0], pre[1][0], pre[1][0] / pre[0][0], pre[0][1],
-                                pre[1][1], pre[1][1] / pre[0][1], pre[0][2], pre[1][2], pre[1][2] / pre[0][2],
-                                a[EPAR_FORM_NONE][0], a[EPAR_FORM_BASIC][0], a[EPAR_FORM_ENHANCED][0], rm, rms, gm,
-                                gms, a[EPAR_FORM_NONE][1], a[EPAR_FORM_BASIC][1], a[EPAR_FORM_ENHANCED][1], rx, rxs,
-                                gx, gxs, bb, bbs, ee, ees, c->S))
-                return EPAR_ENOMEM;
-        }
-    }
-    return EPAR_OK;
-}
-
-/* retention_curves.csv: the curves at the defaults (and the paper's parameters) */
-static int retention_curves(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    int L = c->L;
-    res->curves = epar_csv_new("distance,basic,enhanced,basic_paper,enhanced_paper,attn_none,attn_none_sd,"
-                               "attn_basic,attn_basic_sd,attn_enhanced,attn_enhanced_sd");
-    if (!res->curves) return EPAR_ENOMEM;
-    int p0 = c->first[B_DEFAULTS], pp = c->count[B_PAPER] ? c->first[B_PAPER] : -1;
-    for (int d = 0; d < L; d++) {
-        double an, ans, ab, abs_, ae, aes;
-        prof_stats(c, p0, EPAR_FORM_NONE, d, &an, &ans);
-        prof_stats(c, p0, EPAR_FORM_BASIC, d, &ab, &abs_);
-        prof_stats(c, p0, EPAR_FORM_ENHANCED, d, &ae, &aes);
-        if (epar_csv_append(res->curves, "idddddddddd", d, retention_pre(EPAR_FORM_BASIC, &c->pts[p0], d, L),
-                            retention_pre(EPAR_FORM_ENHANCED, &c->pts[p0], d, L),
-                            pp >= 0 ? retention_pre(EPAR_FORM_BASIC, &c->pts[pp], d, L) : NAN,
-                            pp >= 0 ? retention_pre(EPAR_FORM_ENHANCED, &c->pts[pp], d, L) : NAN, an, ans, ab,
-                            abs_, ae, aes))
-            return EPAR_ENOMEM;
-    }
-    return EPAR_OK;
-}
-
-/* retention_claims.csv: each claim against every candidate definition, at the defaults and the paper's
- * parameters */
-static int retention_claims(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    int L = c->L;
-    res->claims = epar_csv_new("claim,claimed,definition,setting,alpha,beta,gamma,measured,measured_sd,agrees,"
-                               "beta_needed");
-    if (!res->claims) return EPAR_ENOMEM;
-    for (int i = 0; i < c->cfg->n_claims; i++) {
-        const struct epar_sens_claim *cl = &c->cfg->claims[i];
-        struct definition defs[8];
-        int nd = claim_definitions(cl->id, defs);
-        for (int q = 0; q < nd; q++)
-            for (int bi = 0; bi < 2; bi++) {
-                int b = bi ? B_PAPER : B_DEFAULTS;
-                if (!c->count[b]) continue;
-                int p = c->first[b];
-                char name[160];
-                definition_name(&defs[q], L, name, sizeof name);
-                double v, sd, bn;
-                definition_measure(c, p, &defs[q], cl->value, &v, &sd, &bn);
-                const struct point *pt = &c->pts[p];
-                if (epar_csv_append(res->claims, "sdssdddddsd", cl->id, cl->value, name, blk_name[b], pt->alpha,
-                                    pt->beta, pt->gamma, v, sd, agrees(v, cl) ? "yes" : "no", bn))
-                    return EPAR_ENOMEM;
-            }
-    }
-    return EPAR_OK;
-}
-
-/* a mixed reading of the ratio claims: enhanced at the paper's parameters over basic at the beta* that
- * makes the basic retention at the largest distance equal the claimed basic retention (two parameter
- * sets: a construction, labelled as such), appended to retention_claims.csv */
-static int retention_mixed(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    int L = c->L;
-    const struct epar_sens_claim *cb = NULL;
-    for (int i = 0; i < c->cfg->n_claims; i++)
-        if (!strcmp(c->cfg->claims[i].id, "basic_max_retention")) cb = &c->cfg->claims[i];
-    if (cb && c->count[B_PAPER]) {
-        const struct point *pt = &c->pts[c->first[B_PAPER]];
-        for (int i = 0; i < c->cfg->n_claims; i++) {
-            const struct epar_sens_claim *cl = &c->cfg->claims[i];
-            int mid_claim = !strcmp(cl->id, "mid_range_gain");
-            if (!mid_claim && strcmp(cl->id, "max_distance_gain")) continue;
-            for (int far = 0; far < 2; far++) { /* largest distance d = L-1, or |i-j|/L = 1 */
-                double dmax = far ? L : L - 1, bstar = -log(cb->value) * L / dmax;
-                double d = mid_claim ? L / 2 : dmax;
-                struct point bp = *pt;
-                bp.beta = bstar;
-                double v = retention_pre(EPAR_FORM_ENHANCED, pt, d, L) / retention_pre(EPAR_FORM_BASIC, &bp, d, L);
-                char name[320];
-                snprintf(name, sizeof name,
-                         "mixed: P_enhanced(d)/P_enhanced(0) at the paper's beta and gamma over P_basic(d)/P_basic(0) "
-                         "at beta*=%.4g (basic retention at d=%s equals the claimed %g) at d=%s",
-                         bstar, far ? "L" : "L-1", cb->value, mid_claim ? "L/2" : far ? "L" : "L-1");
-                if (epar_csv_append(res->claims, "sdssdddddsd", cl->id, cl->value, name, "paper+beta*", pt->alpha,
-                                    pt->beta, pt->gamma, v, 0.0, agrees(v, cl) ? "yes" : "no", NAN))
-                    return EPAR_ENOMEM;
-            }
-        }
-    }
-    return EPAR_OK;
-}
-
-/* retention.csv, retention_curves.csv and retention_claims.csv */
-static int retention_tables(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    int st = retention_rows(c, res);
-    if (!st) st = retention_curves(c, res);
-    if (!st) st = retention_claims(c, res);
-    if (!st) st = retention_mixed(c, res);
-    return st;
-}
-
-static int baseline_table(const struct ctx *c, struct epar_sensitivity_result *res)
-{
-    if (!(res->baseline = epar_csv_new(cols_baseline))) return EPAR_ENOMEM;
-    for (int b = 0; b < NBLK; b++) {
-        if (!c->count[b]) continue;
-        double v[2 * NSTOCH];
-        for (int m = 0; m < NSTOCH; m++) block_baseline(c, b, m, &v[2 * m], &v[2 * m + 1]);
-        if (epar_csv_append(res->baseline, "siiddddddddddsi", blk_name[b], c->count[b], c->count[b] * c->R, v[0],
-                            v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], "none", c->S))
-            return EPAR_ENOMEM;
-    }
-    return EPAR_OK;
-}
-
-/* ---- the report ---- */
-
-static const char *fmt_list(const double *v, int n, char *buf, size_t sz)
-{
-    buf[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, sz - l, "%s%g", i ? "," : "", v[i]);
-    }
-    return buf;
-}
-
-/* index of the largest (sign=+1) or smallest (-1) value of column `name` over the rows of a block */
-static int block_arg(const struct ctx *c, int b, int f, const char *name, int sign)
-{
-    int best = -1;
-    double bv = 0;
-    for (int k = 0; k < c->count[b]; k++) {
-        double v = sign * value(c, c->first[b] + k, f, name);
-        if (!isnan(v) && (best < 0 || v > bv)) { bv = v; best = k; }
-    }
-    return best;
-}
-
-/* "rises from X (p=a) to Y (p=b)" for a metric over a sweep */
-static void trend(FILE *f, const struct ctx *c, int b, int form, const char *metric, const char *pname,
-                  const char *label)
-{
-    int n = c->count[b], p0 = c->first[b], p1 = p0 + n - 1;
-    double v0 = value(c, p0, form, metric), v1 = value(c, p1, form, metric);
-    double x0 = value(c, p0, form, pname), x1 = value(c, p1, form, pname);
-    int kmax = block_arg(c, b, form, metric, 1), kmin = block_arg(c, b, form, metric, -1);
-    if (kmax < 0 || kmin < 0) {
-        fprintf(f, "   measured: %s undefined over this sweep\n", label);
-        return;
-    }
-    fprintf(f, "   measured: %s %s from %.4g (%s=%g) to %.4g (%s=%g); largest %.4g at %s=%g, smallest %.4g at %s=%g\n",
-            label, v1 > v0 ? "rises" : v1 < v0 ? "falls" : "stays", v0, pname, x0, v1, pname, x1,
-            value(c, p0 + kmax, form, metric), pname, value(c, p0 + kmax, form, pname),
-            value(c, p0 + kmin, form, metric), pname, value(c, p0 + kmin, form, pname));
-}
-
-/* across-sweep range of a stochastic metric vs its typical across-seed sd */
-static double sweep_range_ratio(const struct ctx *c, int b, int f, const char *metric)
-{
-    char sdn[96];
-    snprintf(sdn, sizeof sdn, "%s_sd", metric);
-    double lo = INFINITY, hi = -INFINITY, sds = 0.0;
-    for (int k = 0; k < c->count[b]; k++) {
-        double v = value(c, c->first[b] + k, f, metric);
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-        sds += value(c, c->first[b] + k, f, sdn) / c->count[b];
-    }
-    return sds > 0 ? (hi - lo) / sds : INFINITY;
-}
-
-static void gain_line(FILE *f, const struct ctx *c, int p, int form, const char *pdesc)
-{
-    double m = value(c, p, form, "attention_locality"), sd = value(c, p, form, "attention_locality_sd");
-    double b = value(c, p, form, "attention_locality_baseline"), dm = value(c, p, form, "attention_locality_delta"),
-           dsd = value(c, p, form, "attention_locality_delta_sd");
-    fprintf(f, "%s: attention locality %.4f +- %.4f vs baseline %.4f (paired gain %+.4f +- %.4f, %s)\n", pdesc, m, sd,
-            b, dm, dsd,
-            dm == 0 && dsd == 0 ? "P = 1 here: identical to the baseline"
-            : c->S < 2          ? "one seed: no spread"
-            : fabs(dm) > 2 * dsd ? "larger than 2 sd across seeds"
-                                 : "within 2 sd across seeds: not distinguishable from seed noise");
-}
-
-/* the title and what every number is: the run's settings, seeds, draws, baseline */
-static void report_head(FILE *f, const struct ctx *c)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    const struct epar_params *prm = &cfg->prm;
-    int L = c->L;
-    char seeds[600] = "";
-    for (int s = 0; s < c->S; s++)
-        snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lu", s ? "," : "", prm->seeds[s]);
-
-    fprintf(f, "=== Parameter Sensitivity Analysis Report ===\n");
-    fprintf(f, "(epar: preset %s, form %s, L=%d, hidden %d, heads %d, batch %d, seeds %s, %d run(s) per seed, %s draws.\n"
-               " Stochastic values: mean over the %d seeds, +- sample sd across seeds. Baseline: the same metric with form\n"
-               " none on the same weights and data. attention_locality window |i-j| <= %d. Every number is measured.)\n\n",
-            prm->preset, epar_posfx_form_name(prm->form), L, prm->hidden, prm->heads, prm->batch, seeds, c->R,
-            cfg->common_draws ? "common" : "fresh", c->S, cfg->locality_window);
-}
-
-/* sections 1-3: the alpha, beta and gamma sweeps, the trend and every point */
-static void report_sweeps(FILE *f, const struct ctx *c)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    const struct epar_params *prm = &cfg->prm;
-    int fs = prm->form;
-    int b = B_ALPHA;
-    fprintf(f, "1. α Parameter Sensitivity Analysis (β=%g, γ=%g):\n", prm->beta, prm->gamma);
-    fprintf(f, "   α multiplies every score (P(i,i) = α): it acts as an inverse temperature of the whole row\n");
-    trend(f, c, b, fs, "attention_concentration", "alpha", "attention concentration");
-    trend(f, c, b, fs, "attention_locality", "alpha", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
-        fprintf(f, "   α=%g: Position Strength=%.4f, Attention Concentration=%.4g (+- %.2g; baseline %.4g)\n",
-                c->pts[p].alpha, value(c, p, fs, "position_strength"), value(c, p, fs, "attention_concentration"),
-                value(c, p, fs, "attention_concentration_sd"), value(c, p, fs, "attention_concentration_baseline"));
-    }
-    b = B_BETA;
-    fprintf(f, "\n2. β Parameter Sensitivity Analysis (α=%g, γ=%g):\n", prm->alpha, prm->gamma);
-    fprintf(f, "   β sets how fast P decays with |i-j|/L\n");
-    trend(f, c, b, fs, "decay_speed", "beta", "decay speed (mean P[c,c+k])");
-    trend(f, c, b, fs, "attention_locality", "beta", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
-        fprintf(f, "   β=%g: Decay Speed=%.4f, Attention Locality=%.4f (+- %.4f; baseline %.4f)\n", c->pts[p].beta,
-                value(c, p, fs, "decay_speed"), value(c, p, fs, "attention_locality"),
-                value(c, p, fs, "attention_locality_sd"), value(c, p, fs, "attention_locality_baseline"));
-    }
-    b = B_GAMMA;
-    fprintf(f, "\n3. γ Parameter Sensitivity Analysis (α=%g, β=%g, form %s):\n", prm->alpha, prm->beta,
-            epar_posfx_form_name(prm->form));
-    if (fs == EPAR_FORM_ENHANCED)
-        fprintf(f, "   γ mixes 'no position effect' (weight 1/(1+γ)) with the basic decay (weight γ/(1+γ)); γ=0 gives P = α\n");
-    else
-        fprintf(f, "   form %s: γ does not enter P, so the deterministic columns are constant over this sweep\n",
-                epar_posfx_form_name(prm->form));
-    trend(f, c, b, fs, "position_strength", "gamma", "position strength");
-    trend(f, c, b, fs, "attention_locality", "gamma", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
-        fprintf(f, "   γ=%g: Position Strength=%.4f, Decay Speed=%.4f, Attention Concentration=%.4g, "
-                   "Attention Locality=%.4f (+- %.4f; baseline %.4f)\n",
-                c->pts[p].gamma, value(c, p, fs, "position_strength"), value(c, p, fs, "decay_speed"),
-                value(c, p, fs, "attention_concentration"), value(c, p, fs, "attention_locality"),
-                value(c, p, fs, "attention_locality_sd"), value(c, p, fs, "attention_locality_baseline"));
-    }
-}
-
-/* section 4: the most and least local settings, the most sensitive parameter, the reference's "optimal"
- * values */
-static void report_suggestions(FILE *f, const struct ctx *c)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    const struct epar_params *prm = &cfg->prm;
-    int fs = prm->form;
-    fprintf(f, "\n4. Parameter Combination Suggestions (derived from the measurements above and the grids):\n");
-    int k = block_arg(c, B_AB, fs, "attention_locality", 1);
-    char d[160];
-    snprintf(d, sizeof d, "   - Most local attention on the α x β grid: α=%g, β=%g", c->pts[c->first[B_AB] + k].alpha,
-             c->pts[c->first[B_AB] + k].beta);
-    gain_line(f, c, c->first[B_AB] + k, fs, d);
-    k = block_arg(c, B_AB, fs, "attention_locality", -1);
-    snprintf(d, sizeof d, "   - Least local on the α x β grid: α=%g, β=%g", c->pts[c->first[B_AB] + k].alpha,
-             c->pts[c->first[B_AB] + k].beta);
-    gain_line(f, c, c->first[B_AB] + k, fs, d);
-    k = block_arg(c, B_BG, EPAR_FORM_ENHANCED, "attention_locality", 1);
-    snprintf(d, sizeof d, "   - Most local on the β x γ grid (enhanced): β=%g, γ=%g", c->pts[c->first[B_BG] + k].beta,
-             c->pts[c->first[B_BG] + k].gamma);
-    gain_line(f, c, c->first[B_BG] + k, EPAR_FORM_ENHANCED, d);
-    snprintf(d, sizeof d, "   - At the run's parameters (α=%g, β=%g, γ=%g)", prm->alpha, prm->beta, prm->gamma);
-    gain_line(f, c, c->first[B_DEFAULTS], fs, d);
-    const char *pn[3] = {"α", "β", "γ"};
-    int pb[3] = {B_ALPHA, B_BETA, B_GAMMA}, most = 0;
-    double rr[3];
-    for (int q = 0; q < 3; q++) {
-        rr[q] = sweep_range_ratio(c, pb[q], fs, "attention_locality");
-        if (rr[q] > rr[most]) most = q;
-    }
-    fprintf(f, "   - Sensitivity of attention locality (range over the sweep / mean across-seed sd): α %.3g, β %.3g, γ %.3g"
-               " -> most sensitive: %s\n", rr[0], rr[1], rr[2], pn[most]);
-    for (int q = 0; q < 3; q++) {
-        int kk = block_arg(c, pb[q], fs, "correlation_improvement_pct", 1), p = c->first[pb[q]] + kk;
-        if (kk < 0) continue; /* baseline correlation 0: no relative improvement */
-        double im = value(c, p, fs, "correlation_improvement_pct"), isd = value(c, p, fs, "correlation_improvement_pct_sd");
-        fprintf(f, "   - The reference's 'optimal' %s (largest position_correlation_mean improvement over the measured "
-                   "baseline %.4f): %s=%g, %+.2f%% +- %.2f%% (%s)\n",
-                pn[q], value(c, p, fs, "position_correlation_mean_baseline"), pn[q],
-                value(c, p, fs, q == 0 ? "alpha" : q == 1 ? "beta" : "gamma"), im, isd,
-                im == 0 && isd == 0 ? "P = 1 here: identical to the baseline"
-                : c->S < 2          ? "one seed"
-                : fabs(im) > 2 * isd ? "larger than 2 sd"
-                                     : "within 2 sd: noise");
-    }
-}
-
-/* sections 5 and 6: the measured baseline per block, the three forms at the run's parameters */
-static void report_baseline(FILE *f, const struct ctx *c, const struct epar_sensitivity_result *res)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    const struct epar_params *prm = &cfg->prm;
-    fprintf(f, "\n5. Baseline (form none, measured on the same seeds and draws; the reference divided by a typed-in 0.01):\n");
-    for (size_t r = 0; r < res->baseline->nrows; r++)
-        fprintf(f, "   %-10s concentration %.4g +- %.2g, locality %.4f +- %.4f, correlation mean %.4f +- %.4f "
-                   "(off-diagonal %.4f +- %.4f), correlation std %.4f +- %.4f\n",
-                epar_csv_get_str(res->baseline, r, "sweep"), epar_csv_get(res->baseline, r, "attention_concentration"),
-                epar_csv_get(res->baseline, r, "attention_concentration_sd"),
-                epar_csv_get(res->baseline, r, "attention_locality"), epar_csv_get(res->baseline, r, "attention_locality_sd"),
-                epar_csv_get(res->baseline, r, "position_correlation_mean"),
-                epar_csv_get(res->baseline, r, "position_correlation_mean_sd"),
-                epar_csv_get(res->baseline, r, "position_correlation_offdiag_mean"),
-                epar_csv_get(res->baseline, r, "position_correlation_offdiag_mean_sd"),
-                epar_csv_get(res->baseline, r, "position_correlation_std"),
-                epar_csv_get(res->baseline, r, "position_correlation_std_sd"));
-
-    fprintf(f, "\n6. Basic vs Enhanced (same weights and data, at α=%g, β=%g, γ=%g):\n", prm->alpha, prm->beta, prm->gamma);
-    int p0 = c->first[B_DEFAULTS];
-    for (int fo = EPAR_FORM_NONE; fo < NF; fo++)
-        fprintf(f, "   %-8s position strength %.4f, decay speed %.4f, locality %.4f +- %.4f, concentration %.4g +- %.2g, "
-                   "correlation off-diagonal %.4f +- %.4f\n",
-                epar_posfx_form_name((enum epar_form)fo), value(c, p0, fo, "position_strength"),
-                value(c, p0, fo, "decay_speed"), value(c, p0, fo, "attention_locality"),
-                value(c, p0, fo, "attention_locality_sd"), value(c, p0, fo, "attention_concentration"),
-                value(c, p0, fo, "attention_concentration_sd"), value(c, p0, fo, "position_correlation_offdiag_mean"),
-                value(c, p0, fo, "position_correlation_offdiag_mean_sd"));
-}
-
-/* section 7: each retention claim against every candidate definition, and its verdict */
-static void report_claims(FILE *f, const struct ctx *c, const struct epar_sensitivity_result *res)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    char lb[4096];
-    fprintf(f, "\n7. Retention claims of the paper's README against every candidate definition (%s):\n",
-            cfg->n_claims ? "all rows in retention_claims.csv" : "no claims in the protocol");
-    fprintf(f, "   A claim agrees when the measured value rounds to its printed digits (within half a unit of the last\n"
-               "   printed digit, the audit's rule for printed figures). Setting 'defaults' =\n"
-               "   this run's α, β, γ; 'paper' = the α, β, γ of preset 'paper' on this run's model; post-softmax values\n"
-               "   are measured (mean over seeds), pre-softmax ones exact.\n");
-    for (int i = 0; i < cfg->n_claims; i++) {
-        const struct epar_sens_claim *cl = &cfg->claims[i];
-        fprintf(f, "   %s (\"%s\", claimed %g):\n", cl->id, cl->text, cl->value);
-        int any = 0;
-        for (size_t r = 0; r < res->claims->nrows; r++) {
-            if (strcmp(epar_csv_get_str(res->claims, r, "claim"), cl->id)) continue;
-            int ag = !strcmp(epar_csv_get_str(res->claims, r, "agrees"), "yes");
-            int mixed = !strcmp(epar_csv_get_str(res->claims, r, "setting"), "paper+beta*");
-            any |= ag << mixed;
-            double bn = epar_csv_get(res->claims, r, "beta_needed");
-            snprintf(lb, sizeof lb, "; would need β=%.4g at this γ", bn);
-            fprintf(f, "     %-3s %-9s %s = %.4g%s%s\n", ag ? "yes" : "no", epar_csv_get_str(res->claims, r, "setting"),
-                    epar_csv_get_str(res->claims, r, "definition"), epar_csv_get(res->claims, r, "measured"),
-                    epar_csv_get(res->claims, r, "measured_sd") > 0 ? " (measured, mean over seeds)" : "",
-                    !ag && !isnan(bn) ? lb : "");
-        }
-        fprintf(f, "     verdict: %s\n",
-                any & 1 ? "reproduced, by the single-parameter definition(s) marked yes only"
-                : any & 2 ? "not reproduced at one parameter set; matched only by the mixed construction marked yes "
-                            "(enhanced and basic at different beta)"
-                          : "not reproduced by any of these definitions");
-    }
-}
-
-/* section 8: notes on the correlation metric, the sweeps and the untrained models */
-static void report_notes(FILE *f, const struct ctx *c)
-{
-    const struct epar_sensitivity_cfg *cfg = c->cfg;
-    int L = c->L;
-    char lb[4096];
-    fprintf(f, "\n8. Notes:\n");
-    fprintf(f, "   - position_correlation_mean includes the diagonal (all ones), which alone contributes 1/L = %.6g;\n"
-               "     position_correlation_offdiag_mean leaves it out.\n", 1.0 / L);
-    fprintf(f, "   - sweeps: α in {%s}, ", fmt_list(cfg->alpha_values, cfg->n_alpha, lb, sizeof lb));
-    fprintf(f, "β in {%s}, ", fmt_list(cfg->beta_values, cfg->n_beta, lb, sizeof lb));
-    fprintf(f, "γ in {%s} (γ really applied).\n", fmt_list(cfg->gamma_values, cfg->n_gamma, lb, sizeof lb));
-    fprintf(f, "   - the models are untrained and random, as in the reference: these are properties of P and of\n"
-               "     random attention, not of a trained Transformer.\n");
-}
-
-/* parameter_sensitivity_report.txt, section by section */
-static char *build_report(const struct ctx *c, const struct epar_sensitivity_result *res)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    report_head(f, c);
-    report_sweeps(f, c);
-    report_suggestions(f, c);
-    report_baseline(f, c, res);
-    report_claims(f, c, res);
-    report_notes(f, c);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static char *build_summary(const struct ctx *c, const struct epar_sensitivity_result *res)
-{
-    const struct epar_params *prm = &c->cfg->prm;
-    int p0 = c->first[B_DEFAULTS], fs = prm->form;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    fprintf(f, "  at alpha=%g beta=%g gamma=%g (%s): position strength %.6g, decay speed %.6g\n", prm->alpha,
-            prm->beta, prm->gamma, epar_posfx_form_name(prm->form), value(c, p0, fs, "position_strength"),
-            value(c, p0, fs, "decay_speed"));
-    fprintf(f, "  attention locality %.4f +- %.4f (baseline %.4f), concentration %.4g +- %.2g (baseline %.4g)\n",
-            value(c, p0, fs, "attention_locality"), value(c, p0, fs, "attention_locality_sd"),
-            value(c, p0, fs, "attention_locality_baseline"), value(c, p0, fs, "attention_concentration"),
-            value(c, p0, fs, "attention_concentration_sd"), value(c, p0, fs, "attention_concentration_baseline"));
-    fprintf(f, "  correlation mean %.4f +- %.4f (baseline %.4f), std %.4f\n", value(c, p0, fs, "position_correlation_mean"),
-            value(c, p0, fs, "position_correlation_mean_sd"), value(c, p0, fs, "position_correlation_mean_baseline"),
-            value(c, p0, fs, "position_correlation_std"));
-    size_t r0 = 0;
-    fprintf(f, "  retention P(d)/P(0) at d=L/2, L-1: basic %.4f, %.4f; enhanced %.4f, %.4f; ratio %.4f, %.4f\n",
-            epar_csv_get(res->retention, r0, "basic_mid"), epar_csv_get(res->retention, r0, "basic_max"),
-            epar_csv_get(res->retention, r0, "enhanced_mid"), epar_csv_get(res->retention, r0, "enhanced_max"),
-            epar_csv_get(res->retention, r0, "ratio_mid"), epar_csv_get(res->retention, r0, "ratio_max"));
-    fprintf(f, "  measured attention enhanced/basic at d=L/2, L-1: %.4f +- %.4f, %.4f +- %.4f\n",
-            epar_csv_get(res->retention, r0, "attn_ratio_mid"), epar_csv_get(res->retention, r0, "attn_ratio_mid_sd"),
-            epar_csv_get(res->retention, r0, "attn_ratio_max"), epar_csv_get(res->retention, r0, "attn_ratio_max_sd"));
-    int agreeing = 0;
-    for (size_t r = 0; r < res->claims->nrows; r++) agreeing += !strcmp(epar_csv_get_str(res->claims, r, "agrees"), "yes");
-    fprintf(f, "  retention claims: %d of %zu (claim, definition, setting) rows agree (retention_claims.csv)\n", agreeing,
-            res->claims->nrows);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
 }
 
 int epar_exp_sensitivity_run(const struct epar_sensitivity_cfg *cfg, struct epar_sensitivity_result *res)
@@ -1051,394 +487,20 @@ int epar_exp_sensitivity_run(const struct epar_sensitivity_cfg *cfg, struct epar
     memset(res, 0, sizeof *res);
     int st = epar_exp_sensitivity_check(cfg);
     if (st) return st;
-    struct ctx c = {.cfg = cfg, .L = cfg->prm.length, .S = cfg->prm.n_seeds, .R = cfg->prm.runs};
-    if ((st = build_points(&c)) || (st = measure(&c))) goto done;
-    int fs = cfg->prm.form;
-    st = EPAR_ENOMEM;
-    if (block_table(&res->alpha, cols_alpha, &c, B_ALPHA, fs)) goto done;
-    if (block_table(&res->beta, cols_beta, &c, B_BETA, fs)) goto done;
-    if (block_table(&res->gamma, cols_gamma, &c, B_GAMMA, fs)) goto done;
-    if (block_table(&res->grid_ab, cols_ab, &c, B_AB, fs)) goto done;
-    if (block_table(&res->grid_bg, cols_bg, &c, B_BG, EPAR_FORM_ENHANCED)) goto done;
-    if (!(res->basic_vs_enhanced = epar_csv_new(cols_bve))) goto done;
-    for (int b = B_ALPHA; b <= B_GAMMA; b++)
-        for (int k = 0; k < c.count[b]; k++)
-            for (int f = EPAR_FORM_BASIC; f <= EPAR_FORM_ENHANCED; f++)
-                if (fill_row(res->basic_vs_enhanced, &c, c.first[b] + k, f)) goto done;
-    if (baseline_table(&c, res) || retention_tables(&c, res)) goto done;
-    if (!(res->report = build_report(&c, res)) || !(res->summary = build_summary(&c, res))) goto done;
-    st = EPAR_OK;
-done:
-    free(c.pts); free(c.sm); free(c.sp);
-    if (st) epar_exp_sensitivity_free(res);
+    res->L = cfg->prm.length;
+    res->S = cfg->prm.n_seeds;
+    res->R = cfg->prm.runs;
+    if ((st = build_points(cfg, res)) || (st = measure(cfg, res))) epar_exp_sensitivity_free(res);
     return st;
 }
 
 void epar_exp_sensitivity_free(struct epar_sensitivity_result *res)
 {
-    struct epar_table **all[] = {&res->alpha, &res->beta, &res->gamma, &res->baseline, &res->basic_vs_enhanced,
-                                 &res->retention, &res->claims, &res->curves, &res->grid_ab, &res->grid_bg};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        epar_csv_free(*all[i]);
-        *all[i] = NULL;
-    }
-    free(res->report);
-    free(res->summary);
-    res->report = res->summary = NULL;
-}
-
-/* ---- files and figures ---- */
-
-static int col1(const struct epar_table *t, const char *name) /* gnuplot column number */
-{
-    return epar_csv_col(t, name) + 1;
-}
-
-/* gnuplot lines that read the baseline of row `row` of baseline.csv into bm/bs and draw it as a band */
-static void band(char *out, size_t n, const struct epar_table *base, int row, const char *metric)
-{
-    char sdn[96];
-    snprintf(sdn, sizeof sdn, "%s_sd", metric);
-    snprintf(out, n,
-             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using %d nooutput\n"
-             "bm = exists('STATS_min') ? STATS_min : NaN\n"
-             "undefine STATS_*\nstats [*:*][*:*] 'baseline.csv' skip 1 every ::%d::%d using (sd(%d)) nooutput\n"
-             "bs = exists('STATS_min') ? STATS_min : 0\n"
-             "if (bm == bm) { set object 1 rect from graph 0, first (bm-bs) to graph 1, first (bm+bs) behind "
-             "fc rgb '#f4c7c3' fs solid 0.7 noborder }\n",
-             row, row, col1(base, metric), row, row, col1(base, sdn));
-}
-
-static int baseline_row(const struct epar_table *base, const char *sweep)
-{
-    for (size_t r = 0; r < base->nrows; r++)
-        if (!strcmp(epar_csv_get_str(base, r, "sweep"), sweep)) return (int)r;
-    return 0;
-}
-
-struct panel { const char *metric, *label; int stochastic; };
-
-/* a 2x2 figure of four metrics of one sweep against its parameter, error bars = sd across seeds */
-static int sweep_figure(struct epar_out *o, const char *name, const char *title, const char *csv,
-                        const struct epar_table *t, const struct epar_table *base, const char *sweep,
-                        const char *xlabel, int logx, const struct panel *pn)
-{
-    char body[16384], b[1024];
-    int row = baseline_row(base, sweep);
-    int n = snprintf(body, sizeof body,
-                     "set terminal @epar_term size 1200,900\n"
-                     "set multiplot layout 2,2 title '%s'\n"
-                     "set xlabel '%s'\n%s"
-                     "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n"
-                     "set key top left opaque box lc rgb '#bbbbbb' font ',8'\n",
-                     title, xlabel, logx ? "set logscale x\n" : "");
-    for (int q = 0; q < 4 && n < (int)sizeof body; q++) {
-        const struct panel *p = &pn[q];
-        char sdn[96];
-        snprintf(sdn, sizeof sdn, "%s_sd", p->metric);
-        if (p->stochastic) {
-            band(b, sizeof b, base, row, p->metric);
-            n += snprintf(body + n, sizeof body - n,
-                          "%s%sset ylabel '%s'\n" EPAR_PLOT_IF("'%s', '1:%d'")
-                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt 1 title 'mean +- sd over seeds', \\\n"
-                          "     bm with lines lc rgb '#c0392b' dt 2 title 'baseline (form none) +- sd', \\\n"
-                          "     bm-bs with lines lc rgb '#f4c7c3' notitle, bm+bs with lines lc rgb '#f4c7c3' notitle" EPAR_PLOT_END
-                          "unset object 1\nunset logscale y\nset format y '%%g'\n",
-                          b, strcmp(p->metric, "attention_concentration") ? "" : "set logscale y\nset format y '10^{%L}'\n", p->label, csv,
-                          col1(t, p->metric), csv, col1(t, p->metric), col1(t, sdn));
-        } else {
-            n += snprintf(body + n, sizeof body - n,
-                          "set ylabel '%s'\n" EPAR_PLOT_IF("'%s', '1:%d'")
-                          "plot '%s' skip 1 using 1:%d with linespoints lt 2 title 'exact (deterministic)'" EPAR_PLOT_END,
-                          p->label, csv, col1(t, p->metric), csv, col1(t, p->metric));
-        }
-    }
-    if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
-    snprintf(body + n, sizeof body - n, "unset multiplot\n");
-    return epar_plot_script(o, name, title, body);
-}
-
-static void tics(char *out, size_t n, const char *axis, const double *v, int k)
-{
-    size_t l = (size_t)snprintf(out, n, "set %s (", axis);
-    for (int i = 0; i < k && l < n; i++) l += (size_t)snprintf(out + l, n - l, "%s'%g' %d", i ? ", " : "", v[i], i);
-    if (l < n) snprintf(out + l, n - l, ")\n");
-}
-
-/* three heatmaps of a grid: locality, concentration, off-diagonal correlation */
-static int grid_figure(struct epar_out *o, const char *name, const char *title, const char *csv,
-                       const struct epar_table *t, const char *xidx, const char *yidx, const char *xlabel,
-                       const char *ylabel, const double *xv, int nx, const double *yv, int ny, int window)
-{
-    char loc[96];
-    snprintf(loc, sizeof loc, "attention locality (mass on |i-j| <= %d)", window);
-    const struct panel pn[3] = {{"attention_locality", loc, 1},
-                                {"attention_concentration", "attention concentration (variance over batch)", 1},
-                                {"position_correlation_offdiag_mean", "position correlation, off-diagonal mean", 1}};
-    char body[16384], xt[4096], yt[4096];
-    /* log colours for concentration only when it spans more than a decade and a bit */
-    double lo = INFINITY, hi = 0.0;
-    for (size_t r = 0; r < t->nrows; r++) {
-        double v = epar_csv_get(t, r, "attention_concentration");
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-    }
-    int logcb = lo > 0 && hi / lo > 20;
-    /* gnuplot draws no image under 2 x 2: a grid of one row or column cell by cell */
-    const char *cells = nx > 1 && ny > 1 ? "" : "(0.5):(0.5):",
-               *style = nx > 1 && ny > 1 ? "image" : "boxxyerror fs solid noborder fc palette";
-    tics(xt, sizeof xt, "xtics", xv, nx);
-    tics(yt, sizeof yt, "ytics", yv, ny);
-    int n = snprintf(body, sizeof body,
-                     "set terminal @epar_term size 1800,620\n"
-                     "set multiplot layout 1,3 title '%s'\n"
-                     "unset key\nset view map\nunset grid\nset tics out\n"
-                     "set style textbox opaque fc rgb '#ffffff' noborder\n"
-                     "%s%sset xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset xlabel '%s'\nset ylabel '%s'\n",
-                     title, xt, yt, nx - 0.5, ny - 0.5, xlabel, ylabel);
-    for (int q = 0; q < 3 && n < (int)sizeof body; q++)
-        n += snprintf(body + n, sizeof body - n,
-                      "set title '%s'\n%s" EPAR_PLOT_IF("'%s', '%d:%d'")
-                      "plot '%s' skip 1 using %d:%d:%s%d with %s, \\\n"
-                      "     '' skip 1 using %d:%d:(sprintf('%%.3g', column(%d))) with labels boxed font ',6'" EPAR_PLOT_END,
-                      pn[q].label, q == 1 && logcb ? "set logscale cb\nset format cb '10^{%L}'\n" : "unset logscale cb\nset format cb '%g'\n",
-                      csv, col1(t, xidx), col1(t, pn[q].metric), csv, col1(t, xidx), col1(t, yidx), cells, col1(t, pn[q].metric), style,
-                      col1(t, xidx), col1(t, yidx), col1(t, pn[q].metric));
-    if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: '%s'", name);
-    snprintf(body + n, sizeof body - n, "unset multiplot\n");
-    return epar_plot_script(o, name, title, body);
-}
-
-static int write_text(struct epar_out *o, const char *name, const char *text)
-{
-    return epar_out_write_text(epar_out_path(o, name), text);
-}
-
-/* run.json: the common fields, the sweeps, the draws and the paper's parameters */
-#define SC struct epar_sensitivity_cfg
-static const struct epar_field sweep_rows[] = {
-    EPAR_FIELD_LIST_(SC, "alpha_values", EPAR_FIELD_DLIST, alpha_values, n_alpha, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "beta_values", EPAR_FIELD_DLIST, beta_values, n_beta, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "gamma_values", EPAR_FIELD_DLIST, gamma_values, n_gamma, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_END_};
-static const struct epar_field paper_rows[] = {
-    EPAR_FIELD_(SC, "alpha", EPAR_FIELD_DOUBLE, paper_alpha, 0),
-    EPAR_FIELD_(SC, "beta", EPAR_FIELD_DOUBLE, paper_beta, 0),
-    EPAR_FIELD_(SC, "gamma", EPAR_FIELD_DOUBLE, paper_gamma, 0),
-    EPAR_FIELD_END_};
-#undef SC
-
-static int write_run_json(const struct epar_sensitivity_cfg *cfg, struct epar_out *o, const char *protocol_path)
-{
-    json_t *extra = json_pack("{s:o, s:i, s:s, s:s, s:s, s:o*}", "sweeps", epar_fields_json(sweep_rows, cfg, NULL),
-                              "locality_window", cfg->locality_window, "draws", cfg->common_draws ? "common" : "fresh",
-                              "baseline", "form none on the same seeds and draws (paired)", "grid_beta_gamma_form",
-                              "enhanced", "paper_parameters",
-                              cfg->has_paper ? epar_fields_json(paper_rows, cfg, NULL) : NULL);
-    if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    return epar_exp_write_run_json(o, "sensitivity", protocol_path, &cfg->prm, extra);
-}
-
-/* the alpha, beta and gamma sweeps: four metrics each against the swept parameter */
-static int fig_sweeps(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                      struct epar_out *o)
-{
-    const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length;
-    char title[512];
-    const char *form = epar_posfx_form_name(prm->form);
-    struct panel pa[4] = {{"position_strength", "position strength (mean of P)", 0},
-                          {"attention_concentration", "attention concentration", 1},
-                          {"position_correlation_mean", "position correlation mean", 1},
-                          {"position_correlation_std", "position correlation std", 1}};
-    snprintf(title, sizeof title, "{/Symbol a} sensitivity (%s, {/Symbol b}=%g, {/Symbol g}=%g, L=%d, %d seeds)", form,
-             prm->beta, prm->gamma, L, prm->n_seeds);
-    if ((st = sweep_figure(o, "alpha_parameter_sensitivity", title, "alpha_parameter_data.csv", res->alpha,
-                           res->baseline, "alpha", "{/Symbol a}", 1, pa)))
-        return st;
-    struct panel pb[4] = {{"decay_speed", "decay speed (mean P[c,c+k])", 0},
-                          {"attention_locality", "attention locality", 1},
-                          {"position_correlation_mean", "position correlation mean", 1},
-                          {"position_correlation_std", "position correlation std", 1}};
-    snprintf(title, sizeof title, "{/Symbol b} sensitivity (%s, {/Symbol a}=%g, {/Symbol g}=%g, L=%d, %d seeds)", form,
-             prm->alpha, prm->gamma, L, prm->n_seeds);
-    if ((st = sweep_figure(o, "beta_parameter_sensitivity", title, "beta_parameter_data.csv", res->beta,
-                           res->baseline, "beta", "{/Symbol b}", 1, pb)))
-        return st;
-    struct panel pg[4] = {{"position_strength", "position strength (mean of P)", 0},
-                          {"decay_speed", "decay speed (mean P[c,c+k])", 0},
-                          {"attention_concentration", "attention concentration", 1},
-                          {"attention_locality", "attention locality", 1}};
-    snprintf(title, sizeof title, "{/Symbol g} sensitivity (%s, {/Symbol a}=%g, {/Symbol b}=%g, L=%d, %d seeds)", form,
-             prm->alpha, prm->beta, L, prm->n_seeds);
-    if ((st = sweep_figure(o, "gamma_parameter_sensitivity", title, "gamma_parameter_data.csv", res->gamma,
-                           res->baseline, "gamma", "{/Symbol g}", 0, pg)))
-        return st;
-    return EPAR_OK;
-}
-
-/* the alpha x beta and beta x gamma grids as heatmaps */
-static int fig_grids(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                     struct epar_out *o)
-{
-    const struct epar_params *prm = &cfg->prm;
-    int st;
-    char title[512];
-    const char *form = epar_posfx_form_name(prm->form);
-    snprintf(title, sizeof title, "Measured metrics over {/Symbol a} x {/Symbol b} (%s, {/Symbol g}=%g, mean of %d seeds)",
-             form, prm->gamma, prm->n_seeds);
-    if ((st = grid_figure(o, "heatmap_alpha_beta", title, "grid_alpha_beta.csv", res->grid_ab, "beta_index",
-                          "alpha_index", "{/Symbol b}", "{/Symbol a}", cfg->beta_values, cfg->n_beta,
-                          cfg->alpha_values, cfg->n_alpha, cfg->locality_window)))
-        return st;
-    snprintf(title, sizeof title, "Measured metrics over {/Symbol b} x {/Symbol g} (enhanced, {/Symbol a}=%g, mean of %d seeds)",
-             prm->alpha, prm->n_seeds);
-    if ((st = grid_figure(o, "heatmap_beta_gamma", title, "grid_beta_gamma.csv", res->grid_bg, "gamma_index",
-                          "beta_index", "{/Symbol g}", "{/Symbol b}", cfg->gamma_values, cfg->n_gamma,
-                          cfg->beta_values, cfg->n_beta, cfg->locality_window)))
-        return st;
-    return EPAR_OK;
-}
-
-/* basic vs enhanced over the alpha and beta sweeps (same weights and data) */
-static int fig_basic_vs_enhanced(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                                 struct epar_out *o)
-{
-    const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length;
-    char title[512];
-    const struct epar_table *bv = res->basic_vs_enhanced;
-    char ba[1024], bb[1024];
-    band(ba, sizeof ba, res->baseline, baseline_row(res->baseline, "alpha"), "attention_locality");
-    band(bb, sizeof bb, res->baseline, baseline_row(res->baseline, "beta"), "attention_locality");
-    int cl = col1(bv, "attention_locality"), cls = col1(bv, "attention_locality_sd"),
-        cc = col1(bv, "position_correlation_offdiag_mean"), ccs = col1(bv, "position_correlation_offdiag_mean_sd"),
-        cd = col1(bv, "decay_speed");
-    /* rows: alpha sweep (basic, enhanced per value), then beta, then gamma */
-    int a0 = 0, a1 = 2 * cfg->n_alpha - 1, b0 = 2 * cfg->n_alpha, b1 = b0 + 2 * cfg->n_beta - 1;
-    snprintf(title, sizeof title, "Basic vs enhanced on the same weights and data ({/Symbol g}=%g, L=%d, %d seeds)",
-             prm->gamma, L, prm->n_seeds);
-    if ((st = epar_plot_scriptf(
-             o, "basic_vs_enhanced", title,
-             "set terminal @epar_term size 1200,900\n"
-             "set multiplot layout 2,2 title '%s'\n"
-             "set key top left opaque box lc rgb '#bbbbbb' font ',8'\nset logscale x\n"
-             "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n"
-             "f = 'basic_vs_enhanced.csv'\nrows(a, b) = $0 >= a && $0 <= b   # the rows of a sweep\n"
-             "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'attention locality'\n%s"
-             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
-             "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
-             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
-             "set xlabel '{/Symbol a} ({/Symbol b}=%g)'\nset ylabel 'position correlation, off-diagonal mean'\n"
-             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $2 : NaN):%d'")
-             "plot f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 2:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced'" EPAR_PLOT_END
-             "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'attention locality'\n%s"
-             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
-             "plot f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 3:%d:(sd(%d)) with yerrorlines lt 1 title 'enhanced', \\\n"
-             "     bm with lines lc rgb '#c0392b' dt 2 title 'none (baseline) +- sd'" EPAR_PLOT_END "unset object 1\n"
-             "set xlabel '{/Symbol b} ({/Symbol a}=%g)'\nset ylabel 'decay speed (mean P[c,c+k], exact)'\n"
-             EPAR_PLOT_IF("f, '(rows(%d, %d) ? $3 : NaN):%d'")
-             "plot f skip 1 every 2::%d::%d using 3:%d with linespoints lt 2 title 'basic', \\\n"
-             "     f skip 1 every 2::%d::%d using 3:%d with linespoints lt 1 title 'enhanced'" EPAR_PLOT_END
-             "unset multiplot\n",
-             title, prm->beta, ba, a0, a1, cl, a0, a1, cl, cls, a0 + 1, a1, cl, cls, prm->beta, a0, a1, cc, a0, a1, cc, ccs,
-             a0 + 1, a1, cc, ccs, prm->alpha, bb, b0, b1, cl, b0, b1, cl, cls, b0 + 1, b1, cl, cls, prm->alpha, b0, b1, cd, b0,
-             b1, cd, b0 + 1, b1, cd)))
-        return st;
-    return EPAR_OK;
-}
-
-/* retention_curves: pre-softmax P(d)/P(0) and the measured attention per pair at distance d */
-static int fig_retention(const struct epar_sensitivity_cfg *cfg, struct epar_out *o)
-{
-    const struct epar_params *prm = &cfg->prm;
-    int st, L = prm->length;
-    char title[512];
-    snprintf(title, sizeof title, "Retention: pre-softmax P(d)/P(0) and measured attention per pair (L=%d)", L);
-    char paper[512] = "";
-    if (cfg->has_paper)
-        snprintf(paper, sizeof paper,
-                 ", \\\n     '' skip 1 using 1:4 with lines lt 2 dt 2 title 'basic, paper text ({/Symbol b}=%g)', \\\n"
-                 "     '' skip 1 using 1:5 with lines lt 1 dt 2 title 'enhanced, paper text ({/Symbol b}=%g, {/Symbol g}=%g)'",
-                 cfg->paper_beta, cfg->paper_beta, cfg->paper_gamma);
-    if ((st = epar_plot_scriptf(
-             o, "retention_curves", title,
-             "set terminal @epar_term size 1400,600\n"
-             "set multiplot layout 1,2 title '%s'\n"
-             "set key bottom left opaque box lc rgb '#bbbbbb' font ',8'\nset xrange [0:%d]\n"
-             "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 3 lc rgb '#555555'\n"
-             "set arrow 2 from %d, graph 0 to %d, graph 1 nohead dt 3 lc rgb '#555555'\n"
-             "set title 'pre-softmax effect (exact), marks at d = L/2 and L-1'\n"
-             "set xlabel 'distance d = |i-j| (positions)'\nset ylabel 'P(d) / P(0)'\nset yrange [0:1.05]\n"
-             "plot 'retention_curves.csv' skip 1 using 1:2 with lines lt 2 lw 2 title 'basic ({/Symbol b}=%g)', \\\n"
-             "     '' skip 1 using 1:3 with lines lt 1 lw 2 title 'enhanced ({/Symbol b}=%g, {/Symbol g}=%g)'%s\n"
-             "set title 'post-softmax: mean attention weight of a pair at distance d (mean +- sd over %d seeds)'\n"
-             "set ylabel 'mean A_{ij} over pairs with |i-j| = d'\nset autoscale y\nset key top right\n"
-             "plot 'retention_curves.csv' skip 1 using 1:6:(sd(7)) with yerrorlines lt 8 pt 7 ps 0.3 title 'none', \\\n"
-             "     '' skip 1 using 1:8:(sd(9)) with yerrorlines lt 2 pt 5 ps 0.3 title 'basic', \\\n"
-             "     '' skip 1 using 1:10:(sd(11)) with yerrorlines lt 1 pt 9 ps 0.3 title 'enhanced', \\\n"
-             "     %.17g with lines lc rgb '#555555' dt 2 title '1/L (uniform rows)'\n"
-             "unset multiplot\n",
-             title, L, L / 2, L / 2, L - 1, L - 1, prm->beta, prm->beta, prm->gamma, paper, prm->n_seeds, 1.0 / L)))
-        return st;
-    return EPAR_OK;
-}
-
-/* improvement over the measured baseline (the reference's "improvement" figure, with a real baseline) */
-static int fig_improvement(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                           struct epar_out *o)
-{
-    const struct epar_params *prm = &cfg->prm;
-    char title[512];
-    const struct epar_table *ts[3] = {res->alpha, res->beta, res->gamma};
-    const char *csvs[3] = {"alpha_parameter_data.csv", "beta_parameter_data.csv", "gamma_parameter_data.csv"};
-    const char *xl[3] = {"{/Symbol a}", "{/Symbol b}", "{/Symbol g}"};
-    char body[16384];
-    snprintf(title, sizeof title, "Change over the measured baseline (form none, same draws; mean +- sd over %d seeds)",
-             prm->n_seeds);
-    int n = snprintf(body, sizeof body, "set terminal @epar_term size 1500,850\nset multiplot layout 2,3 title '%s'\n"
-                                        "unset key\nset autoscale xfix\n"
-                                        "set offsets graph 0.04, graph 0.04, graph 0.05, graph 0.05\n", title);
-    for (int r = 0; r < 2; r++)
-        for (int q = 0; q < 3 && n < (int)sizeof body; q++) {
-            const char *m = r ? "attention_locality_delta" : "correlation_improvement_pct";
-            char sdn[96];
-            snprintf(sdn, sizeof sdn, "%s_sd", m);
-            n += snprintf(body + n, sizeof body - n,
-                          "%s\nset xlabel '%s'\nset ylabel '%s'\n"
-                          EPAR_PLOT_IF("'%s', '1:%d'")
-                          "plot '%s' skip 1 using 1:%d:(sd(%d)) with yerrorlines lt %d, 0 with lines lc rgb '#c0392b' dt 2"
-                          EPAR_PLOT_END,
-                          q < 2 ? "set logscale x" : "unset logscale x", xl[q],
-                          r ? "locality - baseline locality" : "correlation mean: % over baseline", csvs[q],
-                          col1(ts[q], m), csvs[q], col1(ts[q], m), col1(ts[q], sdn), q + 1);
-        }
-    if (n >= (int)sizeof body) return epar_err_set(EPAR_ENOMEM, "figure script too long: 'improvement_over_baseline'");
-    snprintf(body + n, sizeof body - n, "unset multiplot\n");
-    return epar_plot_script(o, "improvement_over_baseline", title, body);
-}
-
-int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,
-                               struct epar_out *o, const char *protocol_path)
-{
-    int st;
-    const struct epar_exp_file files[] = {
-        {"alpha_parameter_data.csv", res->alpha}, {"beta_parameter_data.csv", res->beta},
-        {"gamma_parameter_data.csv", res->gamma}, {"baseline.csv", res->baseline},
-        {"basic_vs_enhanced.csv", res->basic_vs_enhanced}, {"retention.csv", res->retention},
-        {"retention_claims.csv", res->claims}, {"retention_curves.csv", res->curves},
-        {"grid_alpha_beta.csv", res->grid_ab}, {"grid_beta_gamma.csv", res->grid_bg}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
-    if ((st = write_text(o, "parameter_sensitivity_report.txt", res->report))) return st;
-    if ((st = write_run_json(cfg, o, protocol_path))) return st;
-    if ((st = fig_sweeps(cfg, res, o))) return st;
-    if ((st = fig_grids(cfg, res, o))) return st;
-    if ((st = fig_basic_vs_enhanced(cfg, res, o))) return st;
-    if ((st = fig_retention(cfg, o))) return st;
-    return fig_improvement(cfg, res, o);
+    free(res->pts);
+    free(res->sm);
+    free(res->sp);
+    res->pts = NULL;
+    res->sm = res->sp = NULL;
 }
 
 static int sensitivity_check_v(const void *cfg) { return epar_exp_sensitivity_check(cfg); }

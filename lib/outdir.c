@@ -27,7 +27,7 @@ static void track(struct epar_out *o, int on)
     }
 }
 
-static int mkdir_p(const char *path)
+int epar_out_mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
@@ -181,7 +181,7 @@ int epar_out_begin(struct epar_out *o, const char *root, const char *section)
     if (!root || !*root) return epar_err_set(EPAR_EIO, "empty output folder ''");
     snprintf(o->root, sizeof o->root, "%s", root);
     snprintf(o->section, sizeof o->section, "%s", section);
-    if (mkdir_p(root) != 0) {
+    if (epar_out_mkdir_p(root) != 0) {
         epar_err_set(EPAR_EIO, "cannot create output folder '%s': %s", root, strerror(errno));
         epar_err_hint("pass a writable folder with --out DIR");
         return EPAR_EIO;
@@ -378,6 +378,39 @@ void epar_out_abort(struct epar_out *o)
     drop(o);
 }
 
+/* Temporary folders of this process (epar_out_temp_dir), removed by an interrupt. A slot is claimed atomically;
+ * 0 free, 1 being filled, 2 holds a path. */
+#define TEMP_DIRS 4
+static struct { int state; char path[PATH_MAX]; } temp_dirs[TEMP_DIRS];
+
+int epar_out_temp_dir(char *dir, size_t n, const char *what)
+{
+    const char *td = getenv("TMPDIR");
+    snprintf(dir, n, "%s/epar-%s.XXXXXX", td && *td ? td : "/tmp", what);
+    if (!mkdtemp(dir)) return epar_err_set(EPAR_EIO, "cannot create a temporary folder '%s': %s", dir, strerror(errno));
+    for (int i = 0; i < TEMP_DIRS; i++) {
+        int expect = 0;
+        if (__atomic_compare_exchange_n(&temp_dirs[i].state, &expect, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            snprintf(temp_dirs[i].path, sizeof temp_dirs[i].path, "%s", dir);
+            __atomic_store_n(&temp_dirs[i].state, 2, __ATOMIC_SEQ_CST);
+            break;
+        }
+    }
+    return EPAR_OK;
+}
+
+void epar_out_temp_remove(const char *dir)
+{
+    for (int i = 0; i < TEMP_DIRS; i++)
+        if (__atomic_load_n(&temp_dirs[i].state, __ATOMIC_SEQ_CST) == 2 && !strcmp(temp_dirs[i].path, dir)) {
+            __atomic_store_n(&temp_dirs[i].state, 1, __ATOMIC_SEQ_CST);
+            remove_dir(dir);
+            __atomic_store_n(&temp_dirs[i].state, 0, __ATOMIC_SEQ_CST);
+            return;
+        }
+    remove_dir(dir);
+}
+
 void epar_out_abort_all(void)
 {
     /* a commit in progress (signals blocked in its thread) is let finish: its output is complete */
@@ -394,6 +427,8 @@ void epar_out_abort_all(void)
         }
     }
     abort_files();
+    for (int i = 0; i < TEMP_DIRS; i++)   /* after the staging folders, which may be inside */
+        if (__atomic_load_n(&temp_dirs[i].state, __ATOMIC_SEQ_CST) == 2) remove_dir(temp_dirs[i].path);
 }
 
 /* ---- files: written to a temp file with every write checked, then renamed ---- */

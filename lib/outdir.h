@@ -48,8 +48,8 @@ int epar_out_commit(struct epar_out *o);
 void epar_out_keep(struct epar_out *o, const char *name);
 /* Remove the staging folder and everything in it. Safe to call twice. */
 void epar_out_abort(struct epar_out *o);
-/* Abort every active staging folder and remove the temp files of epar_out_fopen writes in progress: for
- * signal handlers (async-signal-safe). Waits (at most 5 s) for a commit in progress in another thread to
+/* Abort every active staging folder and remove the temp files of epar_out_fopen writes in progress and the
+ * folders of epar_out_temp_dir: for signal handlers (async-signal-safe). Waits (at most 5 s) for a commit in progress in another thread to
  * finish, and makes every later commit fail with EPAR_EINTR. */
 void epar_out_abort_all(void);
 /* Remove the staging folders under dir, down to `depth` levels of sub-folders, that no running process owns
@@ -85,5 +85,16 @@ void epar_out_fdiscard(struct epar_out_file *w);
  * or interrupted command leaves no folder it created; async-signal-safe). */
 int epar_out_prepare(const char *root);
 void epar_out_release(void);
+
+/* A temporary folder of this process: mkdtemp of $TMPDIR/epar-<what>.XXXXXX (/tmp without TMPDIR) into dir (n >=
+ * PATH_MAX); an interrupt removes it after the staging folders (epar_out_abort_all, so the one signal handler of
+ * cmd/main.c cleans it up). EPAR_EIO naming the folder when it cannot be made. */
+int epar_out_temp_dir(char *dir, size_t n, const char *what);
+/* Remove a folder of epar_out_temp_dir and everything in it, and forget it. */
+void epar_out_temp_remove(const char *dir);
+
+/* mkdir -p: create path and its missing parents (mode 0777 before the umask). 0, or -1 with errno set (also
+ * ENOTDIR when path exists and is not a folder, ENAMETOOLONG beyond PATH_MAX). */
+int epar_out_mkdir_p(const char *path);
 
 #endif

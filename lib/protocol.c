@@ -1,5 +1,6 @@
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -9,11 +10,21 @@
 #include "outdir.h"
 #include "protocol.h"
 
-static int perr(const struct epar_protocol *p, const char *jpath, const char *what)
+int epar_protocol_error(const struct epar_protocol *p, const char *jpath, const char *fmt, ...)
 {
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     int st = p->status ? p->status : EPAR_EPROTOCOL;
     epar_err_set(st, "invalid %s '%s': %s: %s", p->kind ? p->kind : "protocol", p->path, jpath, what);
     return st;
+}
+
+static int perr(const struct epar_protocol *p, const char *jpath, const char *what)
+{
+    return epar_protocol_error(p, jpath, "%s", what);
 }
 
 static int ignorable_key(const char *k)

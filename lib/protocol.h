@@ -50,6 +50,10 @@ void epar_protocol_free(struct epar_protocol *p);
 
 /* The key of obj nearest to name ("did you mean", lib/err epar_nearest; comment keys "_..." aside), NULL if none */
 const char *epar_protocol_nearest_key(json_t *obj, const char *name);
+/* A protocol error at jpath: "invalid protocol '<file>': <jpath>: <what>" (printf-formatted what; "protocol" is the
+ * reader's kind when it has one), EPAR_EPROTOCOL (or the reader's status); returns that status. */
+int epar_protocol_error(const struct epar_protocol *p, const char *jpath, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The error just recorded (a value of the protocol that a check refused) as a protocol error: its message becomes
  * "invalid protocol '<file>': <jpath>: <message>" (unless it names the file already), its hint is kept; returns
  * EPAR_EPROTOCOL. */

@@ -54,19 +54,6 @@ static int find_program(const char *name, char *out, size_t n)
     return 0;
 }
 
-static int mkdir_parents(const char *dir)
-{
-    char buf[4096];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int read_file(const char *path, char **text, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -217,7 +204,7 @@ void epar_task_cache_commit(void)
         snprintf(dir, sizeof dir, "%s", kjv_path);
         char *slash = strrchr(dir, '/');
         if (slash) *slash = '\0';
-        if (!slash || mkdir_parents(dir) == 0) {
+        if (!slash || epar_out_mkdir_p(dir) == 0) {
             struct epar_out_file w;   /* checked writes, then rename; a failure (a full disk) leaves no file */
             FILE *f = epar_out_fopen(&w, kjv_path);
             if (f) {

@@ -145,6 +145,40 @@ static void test_files_and_owners(const char *base)
     close(pfd[1]);
 }
 
+/* mkdir -p (every missing parent, an existing folder is fine, a file on the way is ENOTDIR) and the temporary
+ * folders of run-all --check (made under TMPDIR, removed with their contents) */
+static void test_mkdir_and_temp(const char *base)
+{
+    char d[600], f[4200], t[4096];
+    snprintf(d, sizeof d, "%s/mk/a/b/c", base);
+    check_int(epar_out_mkdir_p(d), 0, "mkdir -p of three missing levels");
+    struct stat sb;
+    check_true(stat(d, &sb) == 0 && S_ISDIR(sb.st_mode), "the deepest folder exists");
+    check_int(epar_out_mkdir_p(d), 0, "mkdir -p of an existing folder");
+    snprintf(f, sizeof f, "%s/mk/file", base);
+    FILE *g = fopen(f, "w");
+    if (g) fclose(g);
+    errno = 0;
+    check_int(epar_out_mkdir_p(f), -1, "mkdir -p of a regular file fails");
+    check_int(errno, ENOTDIR, "  with ENOTDIR");
+    snprintf(f, sizeof f, "%s/mk/file/sub", base);
+    check_int(epar_out_mkdir_p(f), -1, "mkdir -p below a regular file fails");
+    char *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("TMPDIR", base, 1);
+    check_int(epar_out_temp_dir(t, sizeof t, "golden"), EPAR_OK, "a temporary folder");
+    check_true(!strncmp(t, base, strlen(base)) && strstr(t, "/epar-golden.") != NULL, "under TMPDIR: '%s'", t);
+    snprintf(f, sizeof f, "%s/golden/report", t);
+    check_int(epar_out_mkdir_p(f), 0, "a tree inside it");
+    epar_out_temp_remove(t);
+    check_true(access(t, F_OK) != 0, "removed with its contents");
+    setenv("TMPDIR", "/nonexistent-epar-dir", 1);
+    check_int(epar_out_temp_dir(t, sizeof t, "golden"), EPAR_EIO, "an unusable TMPDIR is EPAR_EIO");
+    check_true(strstr(epar_err_message(), "/nonexistent-epar-dir/epar-golden.") != NULL, "naming the folder");
+    if (old) setenv("TMPDIR", old, 1);
+    else unsetenv("TMPDIR");
+    free(old);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) return 2;
@@ -208,6 +242,7 @@ int main(void)
     check_int(epar_out_commit(&o), EPAR_OK, "commit t.csv");
     check_int(epar_out_begin(&o, fc, "x"), EPAR_EIO, "output root that is a regular file -> EPAR_EIO");
     test_files_and_owners(tmpdir);
+    test_mkdir_and_temp(tmpdir);
     cleanup();
     return check_summary("test_outdir");
 }

@@ -44,6 +44,16 @@ int main(void)
     touch(epar_out_path(&c, "kept.csv"));
     check_int(epar_out_commit(&c), EPAR_OK, "commit done");
 
+    /* a temporary folder of the process (run-all --check's): abort_all removes it, with what is inside */
+    char tdir[4096], tf[4200];
+    setenv("TMPDIR", tmp, 1);
+    check_int(epar_out_temp_dir(tdir, sizeof tdir, "golden"), EPAR_OK, "make a temporary folder");
+    check_true(!strncmp(tdir, tmp, strlen(tmp)) && strstr(tdir, "/epar-golden.") != NULL, "under TMPDIR, named epar-golden.*");
+    snprintf(tf, sizeof tf, "%s/golden", tdir);
+    mkdir(tf, 0777);
+    snprintf(tf, sizeof tf, "%s/golden/x.csv", tdir);
+    touch(tf);
+
     /* a file being written outside any staging folder (index.html, a checkpoint): its temp file goes too */
     struct epar_out_file w;
     char outside[600];
@@ -57,6 +67,7 @@ int main(void)
     check_true(access(w.tmp, F_OK) != 0, "abort_all removed the temp file of the write in progress");
     check_true(access(outside, F_OK) != 0, "and nothing was published");
     epar_out_fdiscard(&w);
+    check_true(access(tdir, F_OK) != 0, "abort_all removed the temporary folder and its contents");
     check_true(access(stage_a, F_OK) != 0, "staging folder one removed");
     check_true(access(stage_b, F_OK) != 0, "staging folder two (with a sub-folder) removed");
     snprintf(p, sizeof p, "%s/done/kept.csv", root);

@@ -1,0 +1,308 @@
+/* Experiment 4, the writer: the tables epar_exp_adaptive_run built, run.json and one gnuplot script per figure
+ * (the attention of the figures' item, the distributions, the task and content types, the alpha x beta grid,
+ * the when-to-use sweep). */
+#include <math.h>
+#include <stdio.h>
+#include "lib/err.h"
+#include "lib/plot.h"
+#include "common.h"
+#include "adaptive.h"
+
+/* "set xtics ('0.5' 0, '1' 1, ...)" for the index axis of a grid heatmap */
+static void index_tics(char *buf, size_t n, const char *axis, const double *v, int nv)
+{
+    size_t len = (size_t)snprintf(buf, n, "set %s (", axis);
+    for (int i = 0; i < nv && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s'%g' %d", i ? ", " : "", v[i], i);
+    if (len < n) snprintf(buf + len, n - len, ")\n");
+}
+
+static int grid_heatmap(struct epar_out *o, const struct epar_adaptive_cfg *cfg, const char *name, const char *title,
+                        int col, const char *cblabel, const char *fmt)
+{
+    char xt[4096], yt[4096];
+    index_tics(xt, sizeof xt, "xtics", cfg->grid_beta, cfg->n_grid_beta);
+    index_tics(yt, sizeof yt, "ytics", cfg->grid_alpha, cfg->n_grid_alpha);
+    int image = cfg->n_grid_beta > 1 && cfg->n_grid_alpha > 1;   /* gnuplot draws no image under 2 x 2: cell by cell */
+    return epar_plot_scriptf(o, name, title,
+                             "set title '%s'\n"
+                             "set xlabel '{/Symbol b} (decay)'\nset ylabel '{/Symbol a} (strength)'\n"
+                             "set cblabel '%s'\n"
+                             "unset key\nset view map\nset tics out\nunset grid\n"
+                             "%s%s"
+                             "set xrange [-0.5:%d-0.5]\nset yrange [-0.5:%d-0.5]\n"
+                             "plot 'sensitivity_grid.csv' skip 1 using 4:3:%s%d with %s, \\\n"
+                             "     '' skip 1 using 4:3:(sprintf('%s', $%d)) with labels tc rgb 'white' font ',8'\n",
+                             title, cblabel, xt, yt, cfg->n_grid_beta, cfg->n_grid_alpha, image ? "" : "(0.5):(0.5):", col,
+                             image ? "image" : "boxxyerror fs solid noborder fc palette", fmt, col);
+}
+
+/* what the figure steps share: the figures' item, the form and the histogram preambles */
+struct adp_fig {
+    const struct epar_adaptive_cfg *cfg;
+    const struct epar_params *prm;
+    int L;
+    const char *form;
+    char where[128];
+    char h_tw[512], h_ci[512], h_en[512];   /* bins for task weights, content importance, row entropy */
+};
+
+/* run.json: the common fields and the modules, grid and when-to-use settings */
+static int write_run_json(const struct epar_adaptive_cfg *cfg, struct epar_out *o, const char *protocol_path)
+{
+    const struct epar_params *prm = &cfg->prm;
+    json_t *ga = epar_fields_array(EPAR_FIELD_DLIST, cfg->grid_alpha, cfg->n_grid_alpha);
+    json_t *gb = epar_fields_array(EPAR_FIELD_DLIST, cfg->grid_beta, cfg->n_grid_beta);
+    json_t *wl = epar_fields_array(EPAR_FIELD_ILIST, cfg->when_lengths, cfg->n_when);
+    json_t *extra = json_pack(
+        "{s:{s:i, s:i, s:i, s:f, s:b, s:s}, s:{s:o, s:o, s:i, s:i, s:i, s:i, s:b, s:s}, "
+        "s:{s:o, s:i, s:i, s:i, s:f, s:f, s:s, s:s}, s:{s:I, s:i, s:i}}",
+        "modules", "tasks", cfg->tasks, "task_embedding", cfg->task_dim, "content_types", cfg->content_types,
+        "dropout", cfg->dropout, "dropout_in_main", 0,
+        "note", "untrained PyTorch-default initialisation; task classifier shape Linear(D,D/2)-ReLU-Linear(D/2,tasks) "
+                "is assumed (not given by the reference description)",
+        "grid", "alpha", ga, "beta", gb, "length", cfg->grid_length, "hidden", cfg->grid_hidden, "batch",
+        cfg->grid_batch, "runs", cfg->grid_runs, "dropout_active", cfg->dropout_in_grid && cfg->dropout > 0,
+        "design", "one draw of weights and data per seed and run, shared by every cell (paired); one head",
+        "when_to_use", "lengths", wl, "hidden", cfg->when_hidden, "batch", cfg->when_batch, "local_window",
+        cfg->when_window, "noise_sd", cfg->when_noise_sd, "content_corr", cfg->when_content_corr,
+        "model", "plain EPAR layer (x = X + E, single head, scores / sqrt(hidden)); forms none/basic/enhanced on "
+                 "identical weights and data",
+        "importance", "structured 0.5 + 0.5 sin(2 pi j / L), min-max normalised; moves with its token when shuffled",
+        "figures_from", "seed", (json_int_t)prm->seeds[0], "run", prm->runs - 1, "item", 0);
+    return epar_exp_write_run_json(o, "adaptive", protocol_path, prm, extra);
+}
+
+/* the figures' item (first seed, last run, item 0) and the histogram bins, shared by several figures */
+static void fig_setup(struct adp_fig *f, const struct epar_adaptive_cfg *cfg)
+{
+    const struct epar_params *prm = f->prm = &cfg->prm;
+    f->cfg = cfg;
+    f->L = prm->length;
+    snprintf(f->where, sizeof f->where, "seed %lu, run %d, item 0", prm->seeds[0], prm->runs - 1);
+    f->form = epar_posfx_form_name(prm->form);
+    const char *hist =
+        "undefine STATS_*\nstats [*:*][*:*] '%s' skip 1 using %d nooutput\n"
+        "bw = exists('STATS_max') ? (STATS_max - STATS_min) / 40.0 : 0\nif (bw <= 0) bw = 1e-3\n"
+        "bin(x) = bw * floor(x / bw) + bw / 2\nset boxwidth bw * 0.9\n";
+    snprintf(f->h_tw, sizeof f->h_tw, hist, "task_weights.csv", 6);
+    snprintf(f->h_ci, sizeof f->h_ci, hist, "content_importance.csv", 5);
+    snprintf(f->h_en, sizeof f->h_en, hist, "entropy_by_row.csv", 5);
+}
+
+/* attention_weights (the figures' item) and the six-panel adaptive_summary */
+static int fig_summary(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    int L = f->L;
+    const char *form = f->form, *where = f->where;
+    const char *h_tw = f->h_tw, *h_ci = f->h_ci, *h_en = f->h_en;
+    char title[512];
+    int st;
+    snprintf(title, sizeof title, "Adaptive attention weights (%s, %s form, L=%d)", where, form, L);
+    if ((st = epar_exp_heatmap(o, "attention_weights", title, "attention_weights.csv", "key position j",
+                               "query position i", "attention weight")))
+        return st;
+    if ((st = epar_plot_scriptf(o, "adaptive_summary", "Adaptive attention: six-panel summary",
+                                "set terminal @epar_term size 1500,900\n"
+                                "set multiplot layout 2,3 title 'Adaptive attention (untrained modules, %s form, "
+                                "L=%d, %d seeds x %d runs x %d items)'\n"
+                                "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
+                                "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
+                                "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
+                                "%s"
+                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
+                                EPAR_PLOT_IF("'task_weights.csv', '6'")
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
+                                EPAR_PLOT_END "%s"
+                                "set title 'content importance'\nset xlabel 'importance c_i'\n"
+                                EPAR_PLOT_IF("'content_importance.csv', '5'")
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
+                                EPAR_PLOT_END "%s"
+                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
+                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle"
+                                EPAR_PLOT_END
+                                "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
+                                "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                EPAR_PLOT_IF("'task_types.csv', '1:2'")
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle" EPAR_PLOT_END
+                                "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
+                                "set ylabel 'positions'\nset boxwidth 0.6\nset xrange [-0.6:%d-0.4]\n"
+                                EPAR_PLOT_IF("'content_types.csv', '1:2'")
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle" EPAR_PLOT_END
+                                "unset multiplot\n",
+                                form, L, prm->n_seeds, prm->runs, prm->batch, where, h_tw, h_ci, h_en, cfg->tasks,
+                                cfg->content_types)))
+        return st;
+    return EPAR_OK;
+}
+
+/* task_weights, content_importance and attention_entropy: histograms and per-position curves */
+static int fig_distributions(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_params *prm = f->prm;
+    int L = f->L;
+    const char *form = f->form, *where = f->where;
+    const char *h_tw = f->h_tw, *h_ci = f->h_ci, *h_en = f->h_en;
+    int st;
+    if ((st = epar_plot_scriptf(o, "task_weights", "Task weights",
+                                "set title 'Task weights: sigmoid outputs of the untrained generator (%d seeds x %d runs x %d items x %d dims)'\n"
+                                "set xlabel 'task weight'\nset ylabel 'count'\nunset key\n%s"
+                                EPAR_PLOT_IF("'task_weights.csv', '6'")
+                                "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
+                                EPAR_PLOT_END,
+                                prm->n_seeds, prm->runs, prm->batch, prm->hidden, h_tw)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "content_importance", "Content importance",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Content importance (untrained estimator, dropout off)'\n"
+                                "set xlabel 'importance c_i'\nset ylabel 'count'\nunset key\n%s"
+                                EPAR_PLOT_IF("'content_importance.csv', '5'")
+                                "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
+                                EPAR_PLOT_END
+                                "set xlabel 'position i'\nset ylabel 'c_i'\nset title '%s'\n"
+                                "sel(v) = $1==%lu && $2==%d && $3==0 ? v : NaN\n"
+                                EPAR_PLOT_IF("'content_importance.csv', '(sel($4)):5'")
+                                "plot 'content_importance.csv' skip 1 using (sel($4)):5 with linespoints lt 3 notitle" EPAR_PLOT_END
+                                "unset multiplot\n",
+                                h_ci, where, prm->seeds[0], prm->runs - 1)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "attention_entropy", "Attention entropy",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Attention entropy per row: -{/Symbol S}_j A_{ij} log(A_{ij}+10^{-8}) (ln L = %.4g)'\n"
+                                "set xlabel 'entropy (nats)'\nset ylabel 'rows'\n%s"
+                                "set style fill transparent solid 0.5 noborder\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
+                                "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 title '%s', "
+                                "'' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 8 title 'none (same weights)'"
+                                EPAR_PLOT_END
+                                "set xlabel 'query position i'\nset ylabel 'mean entropy over items (nats)'\nset key bottom right\n"
+                                EPAR_PLOT_IF("'entropy_by_row.csv', '4:5'")
+                                "plot 'entropy_by_row.csv' skip 1 using 4:5 smooth unique with lines lt 2 title '%s', "
+                                "'' skip 1 using 4:6 smooth unique with lines lt 8 title 'none', %.12g with lines dt 2 lt 8 title 'ln L'"
+                                EPAR_PLOT_END
+                                "unset multiplot\n",
+                                log((double)L), h_en, form, form, log((double)L))))
+        return st;
+    return EPAR_OK;
+}
+
+/* task_types, content_types and position_attention */
+static int fig_types(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    int L = f->L;
+    const char *where = f->where;
+    int st;
+    if ((st = epar_plot_scriptf(o, "task_types", "Task types",
+                                "set title 'Task ids: given (uniform 0..%d) and argmax of the untrained classifier'\n"
+                                "set xlabel 'task id'\nset ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                EPAR_PLOT_IF("'task_types.csv', '1:2'")
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'classifier'" EPAR_PLOT_END,
+                                cfg->tasks - 1, cfg->tasks)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "content_types", "Content types",
+                                "set title 'Content types: argmax of the untrained classifier per position'\n"
+                                "set xlabel 'content type'\nset ylabel 'positions'\nset boxwidth 0.6\n"
+                                "set xrange [-0.6:%d-0.4]\nset yrange [0:*]\nunset key\n"
+                                EPAR_PLOT_IF("'content_types.csv', '1:2'")
+                                "plot 'content_types.csv' skip 1 using 1:2 with boxes lt 5 notitle" EPAR_PLOT_END,
+                                cfg->content_types)))
+        return st;
+    if ((st = epar_plot_scriptf(o, "position_attention", "Attention received per key position",
+                                "set terminal @epar_term size 1300,550\n"
+                                "set multiplot layout 1,2 title 'Position attention (%s)'\n"
+                                "set xlabel 'key position j'\nset ylabel 'mean attention received over queries'\n"
+                                EPAR_PLOT_IF("'position_attention.csv', '1:2'")
+                                "plot 'position_attention.csv' skip 1 using 1:2 with lines lt 1 notitle, %.12g with lines dt 2 lt 8 title '1/L'"
+                                EPAR_PLOT_END
+                                "set xlabel 'key position j'\nset ylabel 'query position i'\n"
+                                "set cblabel 'attention weight'\n@epar_heatmap\n"
+                                "set autoscale xfix\nset autoscale yfix\n"
+                                "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
+                                "unset multiplot\n",
+                                where, 1.0 / L)))
+        return st;
+    return EPAR_OK;
+}
+
+/* the alpha x beta grid: entropy, task weight and content importance heatmaps */
+static int fig_grid(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    char title[512];
+    int st;
+    const char *dnote = cfg->dropout_in_grid && cfg->dropout > 0 ? "dropout on" : "dropout off";
+    snprintf(title, sizeof title, "Attention entropy over {/Symbol a} x {/Symbol b} (L=%d, hidden %d, mean of %d seeds, %s)",
+             cfg->grid_length, cfg->grid_hidden, prm->n_seeds, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_entropy", title, 5, "attention entropy (nats)", "%.3f"))) return st;
+    snprintf(title, sizeof title, "Task weight mean over {/Symbol a} x {/Symbol b} (L=%d, %s; independent of {/Symbol a}, {/Symbol b})",
+             cfg->grid_length, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_task_weight", title, 9, "task weight mean", "%.4f"))) return st;
+    snprintf(title, sizeof title, "Content importance mean over {/Symbol a} x {/Symbol b} (L=%d, %s)", cfg->grid_length, dnote);
+    if ((st = grid_heatmap(o, cfg, "grid_content_importance", title, 11, "content importance mean", "%.4f"))) return st;
+    return EPAR_OK;
+}
+
+/* when_to_use: the four panels of the sweep over lengths, conditions and forms */
+static int fig_when(const struct adp_fig *f, struct epar_out *o)
+{
+    const struct epar_adaptive_cfg *cfg = f->cfg;
+    const struct epar_params *prm = f->prm;
+    return epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
+                             "set terminal @epar_term size 1400,950\n"
+                             "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
+                             "layer vs none on identical weights and data (mean +- sd of %d seeds; colour = form, dash = input)'\n"
+                             "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
+                             "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
+                             "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
+                             "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
+                             "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
+                             "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:6'")
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)" EPAR_PLOT_END
+                             "unset key\n"
+                             "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
+                             "set ylabel 'local mass / ((2w+1)/L)'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:9'")
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
+                             "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:7'")
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
+                             "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
+                             EPAR_PLOT_IF("'when_to_use.csv', '1:11'")
+                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
+                             "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
+                             "unset multiplot\n",
+                             prm->n_seeds, cfg->when_window);
+}
+
+int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
+                            struct epar_out *o, const char *protocol_path)
+{
+    int st;
+    const struct epar_exp_file files[] = {
+        {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
+        {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
+        {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
+        {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
+        {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
+    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+    if ((st = write_run_json(cfg, o, protocol_path))) return st;
+    struct adp_fig f;
+    fig_setup(&f, cfg);
+    if ((st = fig_summary(&f, o))) return st;
+    if ((st = fig_distributions(&f, o))) return st;
+    if ((st = fig_types(&f, o))) return st;
+    if ((st = fig_grid(&f, o))) return st;
+    return fig_when(&f, o);
+}
