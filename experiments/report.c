@@ -11,6 +11,7 @@
 #include "lib/err.h"
 #include "lib/plot.h"
 #include "lib/posfx.h"
+#include "lib/publish.h"
 #include "common.h"
 #include "report.h"
 
@@ -250,43 +251,6 @@ static struct epar_table *implied_table(const struct report_proto *rp)
     return t;
 }
 
-static int sort_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* PNG names of one folder, sorted; NULL-terminated, caller frees */
-static char **list_pngs(const char *dir, int *n)
-{
-    *n = 0;
-    DIR *d = opendir(dir);
-    if (!d) return NULL;
-    size_t cap = 16;
-    char **v = EPAR_MALLOC(cap * sizeof *v);
-    struct dirent *de;
-    while (v && (de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 5 || strcmp(de->d_name + l - 4, ".png") || de->d_name[0] == '.') continue;
-        if ((size_t)*n + 1 >= cap) {
-            char **w = realloc(v, (cap *= 2) * sizeof *v);
-            if (!w) break;
-            v = w;
-        }
-        v[(*n)++] = strdup(de->d_name);
-    }
-    closedir(d);
-    if (v) {
-        qsort(v, (size_t)*n, sizeof *v, sort_cmp);
-        v[*n] = NULL;
-    }
-    return v;
-}
-
-static void free_list(char **v)
-{
-    for (char **p = v; p && *p; p++) free(*p);
-    free(v);
-}
 
 /* ---- figures ---- */
 
@@ -375,188 +339,6 @@ static int retention_figure(struct epar_out *o, const struct report_proto *rp)
     return epar_plot_script(o, "retention_curves", "Retention of the basic and enhanced forms", body);
 }
 
-/* ---- one writer, two formats ----
- * REPORT.md and REPORT.html come from the same calls on the same data. Text given to the writer may use four
- * inline marks of our own strings: **bold**, `code`, [text](href) and ![alt](src); markdown keeps them, HTML gets
- * the tags (and everything else escaped). Blocks are explicit calls: heading, paragraph, list, table, image. */
-struct doc {
-    FILE *f;
-    int html;
-    const char *dir;    /* the folder the document is written to: where its images' .gp scripts are */
-};
-
-/* The size gnuplot gives <dir>/<name>.png: the last "set terminal ... size W,H" of its script (the shared style's,
- * or the script's own). The report's figures are rendered after the report is written, so their size comes from
- * their script; 0 when unknown. */
-static int gp_png_size(const char *dir, const char *png, int *w, int *h)
-{
-    char p[4400], line[512];
-    size_t l = strlen(png);
-    *w = *h = 0;
-    if (!dir || l < 5 || strcmp(png + l - 4, ".png")) return 0;
-    snprintf(p, sizeof p, "%s/%.*s.gp", dir, (int)(l - 4), png);
-    FILE *f = fopen(p, "r");
-    if (!f) return 0;
-    while (fgets(line, sizeof line, f)) {
-        int a, b;
-        const char *z = strstr(line, " size ");
-        if (!strncmp(line, "set terminal ", 13) && z && sscanf(z, " size %d,%d", &a, &b) == 2 && a > 0 && b > 0) {
-            *w = a;
-            *h = b;
-        }
-    }
-    fclose(f);
-    return *w > 0;
-}
-
-static void esc(FILE *f, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n && s[i]; i++) {
-        switch (s[i]) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(s[i], f);
-        }
-    }
-}
-
-static void html(FILE *f, const char *s)
-{
-    esc(f, s ? s : "", s ? strlen(s) : 0);
-}
-
-/* the inline marks of s, as markdown (table cells: '|' escaped, newlines as spaces) or HTML */
-static void doc_inline(struct doc *d, const char *s, int cell)
-{
-    if (!s) return;
-    if (!d->html) {
-        for (; *s; s++) {
-            if (cell && *s == '|') fputs("\\|", d->f);
-            else if (cell && *s == '\n') fputc(' ', d->f);
-            else fputc(*s, d->f);
-        }
-        return;
-    }
-    int bold = 0;
-    while (*s) {
-        const char *e;
-        if (s[0] == '*' && s[1] == '*') {
-            fputs(bold ? "</strong>" : "<strong>", d->f);
-            bold = !bold;
-            s += 2;
-        } else if (*s == '`' && (e = strchr(s + 1, '`'))) {
-            fputs("<code>", d->f);
-            esc(d->f, s + 1, (size_t)(e - s - 1));
-            fputs("</code>", d->f);
-            s = e + 1;
-        } else if ((s[0] == '[' || (s[0] == '!' && s[1] == '[')) && (e = strstr(s, "](")) && strchr(e, ')')) {
-            int img = s[0] == '!';
-            const char *t = s + 1 + img, *h = e + 2, *he = strchr(h, ')');
-            fputs(img ? "<img src=\"" : "<a href=\"", d->f);
-            esc(d->f, h, (size_t)(he - h));
-            fputs(img ? "\" alt=\"" : "\">", d->f);
-            esc(d->f, t, (size_t)(e - t));
-            char src[512];
-            int w, hh;
-            snprintf(src, sizeof src, "%.*s", (int)(he - h), h);
-            if (img && gp_png_size(d->dir, src, &w, &hh)) fprintf(d->f, "\" width=\"%d\" height=\"%d", w, hh);
-            fputs(img ? "\">" : "</a>", d->f);
-            s = he + 1;
-        } else {
-            esc(d->f, s, 1);
-            s++;
-        }
-    }
-    if (bold) fputs("</strong>", d->f);
-}
-
-static void doc_vfmt(struct doc *d, int cell, const char *fmt, va_list ap)
-{
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0) return;
-    doc_inline(d, s, cell);
-    free(s);
-}
-
-static void doc_h(struct doc *d, int level, const char *id, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void doc_h(struct doc *d, int level, const char *id, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (d->html) {
-        fprintf(d->f, "<h%d", level);
-        if (id) { fputs(" id=\"", d->f); html(d->f, id); fputc('"', d->f); }
-        fputc('>', d->f);
-    } else {
-        for (int i = 0; i < level; i++) fputc('#', d->f);
-        fputc(' ', d->f);
-    }
-    doc_vfmt(d, 0, fmt, ap);
-    va_end(ap);
-    if (d->html) fprintf(d->f, "</h%d>\n", level);
-    else fputs("\n\n", d->f);
-}
-
-static void doc_p(struct doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void doc_p(struct doc *d, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(d->html ? "<p>" : "", d->f);
-    doc_vfmt(d, 0, fmt, ap);
-    va_end(ap);
-    fputs(d->html ? "</p>\n" : "\n\n", d->f);
-}
-
-static void doc_ul(struct doc *d, int open)
-{
-    fputs(d->html ? (open ? "<ul>\n" : "</ul>\n") : (open ? "" : "\n"), d->f);
-}
-
-static void doc_li(struct doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void doc_li(struct doc *d, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(d->html ? "<li>" : "- ", d->f);
-    doc_vfmt(d, 0, fmt, ap);
-    va_end(ap);
-    fputs(d->html ? "</li>\n" : "\n", d->f);
-}
-
-/* a table: the head row, then doc_tr per row, then doc_table_end (HTML: in a box that scrolls sideways on a narrow
- * screen instead of widening the page) */
-static void doc_table(struct doc *d, int n, const char *const *head)
-{
-    if (d->html) {
-        fputs("<div class=\"scroll\"><table>\n<tr>", d->f);
-        for (int i = 0; i < n; i++) { fputs("<th>", d->f); doc_inline(d, head[i], 1); fputs("</th>", d->f); }
-        fputs("</tr>\n", d->f);
-        return;
-    }
-    for (int i = 0; i < n; i++) { fputs("| ", d->f); doc_inline(d, head[i], 1); fputc(' ', d->f); }
-    fputs("|\n", d->f);
-    for (int i = 0; i < n; i++) fputs("|---", d->f);
-    fputs("|\n", d->f);
-}
-
-static void doc_tr(struct doc *d, int n, const char *const *cells)
-{
-    fputs(d->html ? "<tr>" : "", d->f);
-    for (int i = 0; i < n; i++) {
-        fputs(d->html ? "<td>" : "| ", d->f);
-        doc_inline(d, cells[i] ? cells[i] : "", 1);
-        fputs(d->html ? "</td>" : " ", d->f);
-    }
-    fputs(d->html ? "</tr>\n" : "|\n", d->f);
-}
-
-static void doc_table_end(struct doc *d)
-{
-    fputs(d->html ? "</table></div>\n" : "\n", d->f);
-}
 
 /* ---- numbers as a reader sees them ----
  * A measured value is shown at the precision of the figure it is compared with when that figure is a number with
@@ -686,7 +468,7 @@ static void shown_sd(const struct epar_audit_row *r, char *out, size_t n)
 /* ---- REPORT.md / REPORT.html ---- */
 
 /* how many prediction claims miss, beside how many would miss by chance at the audit's level if every figure held */
-static void chance_note(struct doc *d, const struct epar_audit *a)
+static void chance_note(struct epar_pub_doc *d, const struct epar_audit *a)
 {
     int np = 0, nnot = 0;
     double level = NAN;
@@ -699,14 +481,14 @@ static void chance_note(struct doc *d, const struct epar_audit *a)
         nnot += r->verdict == EPAR_AUDIT_NOT_REPRODUCED;
     }
     if (!np || !isfinite(level)) return;
-    doc_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x %.2g) "
+    epar_pub_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x %.2g) "
               "would miss by chance even if every figure held.", np, nnot, level, np * (1 - level), np, 1 - level);
 }
 
-static void write_verdict_table(struct doc *d, const struct epar_audit *a)
+static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit *a)
 {
     static const char *const head[] = {"claim", "reported", "measured", "sd across seeds", "rule", "verdict"};
-    doc_table(d, 6, head);
+    epar_pub_table(d, 6, head);
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
         char id[160], meas[512], sd[64];
@@ -714,9 +496,9 @@ static void write_verdict_table(struct doc *d, const struct epar_audit *a)
         shown_measured(r, meas, sizeof meas);
         shown_sd(r, sd, sizeof sd);
         const char *cells[] = {id, r->reported, meas, sd, r->rule, epar_audit_verdict_name(r->verdict)};
-        doc_tr(d, 6, cells);
+        epar_pub_tr(d, 6, cells);
     }
-    doc_table_end(d);
+    epar_pub_table_end(d);
 }
 
 /* what the report reads back from an experiment's run.json: its "parameters" (epar_params_json) */
@@ -746,15 +528,15 @@ static const struct epar_field run_params_rows[] = {
 static const struct epar_field run_rows[] = {
     EPAR_FIELD_OBJ_(struct run_file, "parameters", parameters, run_params_rows, EPAR_FIELD_REQUIRED), EPAR_FIELD_END_};
 
-static void write_protocol_section(struct doc *d, const char *out_root, const struct epar_report_info *info)
+static void write_protocol_section(struct epar_pub_doc *d, const char *out_root, const struct epar_report_info *info)
 {
-    doc_h(d, 2, "protocol", "Protocol");
-    doc_p(d, "Protocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records the exact parameters; "
+    epar_pub_h(d, 2, "protocol", "Protocol");
+    epar_pub_p(d, "Protocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records the exact parameters; "
              "the main ones:", info->protocol_path, EPAR_PROTOCOL_VERSION,
           info->preset ? info->preset : "(the file's default)");
     static const char *const head[] = {"folder", "section", "status", "form", "alpha", "beta", "gamma",
                                        "L", "hidden", "heads", "batch", "runs", "seeds"};
-    doc_table(d, 13, head);
+    epar_pub_table(d, 13, head);
     for (int s = 0; s < info->n_folders; s++) {
         const struct epar_report_folder *fo = &info->folders[s];
         if (!strcmp(fo->dir, "report")) continue;
@@ -765,7 +547,7 @@ static void write_protocol_section(struct doc *d, const char *out_root, const st
         json_t *doc = NULL;
         if (!file_exists(p) || epar_fields_load(p, "run file", run_rows, &rf, &doc)) {
             const char *cells[13] = {dir, fo->label, file_exists(p) ? "run.json unreadable" : "not run"};
-            doc_tr(d, 13, cells);
+            epar_pub_tr(d, 13, cells);
             continue;
         }
         const struct run_params *prm = &rf.parameters;
@@ -778,30 +560,30 @@ static void write_protocol_section(struct doc *d, const char *out_root, const st
         for (int k = 0; k < 5; k++) snprintf(v[3 + k], sizeof v[3 + k], "%d", integer[k]);
         const char *cells[13] = {dir, fo->label, "ran", prm->form ? prm->form : "", v[0], v[1], v[2], v[3], v[4], v[5],
                                  v[6], v[7], seeds};
-        doc_tr(d, 13, cells);
+        epar_pub_tr(d, 13, cells);
         json_decref(doc);
     }
-    doc_table_end(d);
+    epar_pub_table_end(d);
     if (info->failed && info->failed[0]) {
         char list[512] = "";
         for (const char *const *x = info->failed; *x; x++)
             snprintf(list + strlen(list), sizeof list - strlen(list), " `%s`", *x);
-        doc_p(d, "Experiments that FAILED in this run (their claims read older files or none):%s", list);
+        epar_pub_p(d, "Experiments that FAILED in this run (their claims read older files or none):%s", list);
     }
-    doc_p(d, "Stochastic numbers are run once per seed and reported as the mean across seeds with the sample sd across "
+    epar_pub_p(d, "Stochastic numbers are run once per seed and reported as the mean across seeds with the sample sd across "
              "seeds; deterministic numbers (functions of alpha, beta, gamma, L) are computed exactly. Numbers here are "
              "rounded to the precision of the figure they are compared with; `claims.csv` has them in full.");
 }
 
-static void write_retention_section(struct doc *d, const struct epar_table *rt, const struct epar_table *im, int figures)
+static void write_retention_section(struct epar_pub_doc *d, const struct epar_table *rt, const struct epar_table *im, int figures)
 {
-    doc_h(d, 2, "retention", "Which definition of \"retention\" gives the paper's figures");
-    doc_p(d, "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78%% and 2.8%% without a definition or "
+    epar_pub_h(d, 2, "retention", "Which definition of \"retention\" gives the paper's figures");
+    epar_pub_p(d, "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78%% and 2.8%% without a definition or "
              "parameters. `retention_definitions.csv` computes the pre-softmax retention P(d)/P(0) of both forms and "
              "their ratio (the gain) for every preset's (beta, gamma) and every sequence length of the protocol, at "
              "d = L/2, L-1 and L:");
     static const char *const head[] = {"preset", "beta", "gamma", "L", "d", "basic", "enhanced", "gain"};
-    doc_table(d, 8, head);
+    epar_pub_table(d, 8, head);
     for (size_t r = 0; r < rt->nrows; r++) {
         char v[7][32];
         snprintf(v[0], sizeof v[0], "%g", epar_csv_get(rt, r, "beta"));
@@ -812,17 +594,17 @@ static void write_retention_section(struct doc *d, const struct epar_table *rt, 
         snprintf(v[5], sizeof v[5], "%.4g", epar_csv_get(rt, r, "gain"));
         const char *cells[] = {epar_csv_get_str(rt, r, "preset"), v[0], v[1], v[2], epar_csv_get_str(rt, r, "distance"),
                                v[3], v[4], v[5]};
-        doc_tr(d, 8, cells);
+        epar_pub_tr(d, 8, cells);
     }
-    doc_table_end(d);
+    epar_pub_table_end(d);
     /* the sentences below come from implied_parameters.csv (implied_table): computed, never typed in */
-    doc_ul(d, 1);
+    epar_pub_ul(d, 1);
     for (size_t r = 0; im && r < im->nrows; r++) {
         double v = epar_csv_get(im, r, "value"), rep = epar_csv_get(im, r, "reported");
         const char *m = epar_csv_get_str(im, r, "matches_reported");
         char tail[160] = "";
         if (isfinite(rep)) snprintf(tail, sizeof tail, " (reported %.4g; by the printed-figure rule: %s)", rep, m ? m : "");
-        doc_li(d, "%s: %.5g%s.", epar_csv_get_str(im, r, "meaning"), v, tail);
+        epar_pub_li(d, "%s: %.5g%s.", epar_csv_get_str(im, r, "meaning"), v, tail);
     }
     int all = 0, total = 0;
     for (size_t r = 0; im && r < im->nrows; r++)
@@ -831,22 +613,22 @@ static void write_retention_section(struct doc *d, const struct epar_table *rt, 
             all += !strcmp(epar_csv_get_str(im, r, "matches_reported"), "yes");
         }
     if (total)
-        doc_li(d, "With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so %s.",
+        epar_pub_li(d, "With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so %s.",
                all, total, all == total ? "one setting does give all four figures"
                                         : "no single (beta, gamma) gives all four figures");
-    doc_ul(d, 0);
-    if (figures) doc_p(d, "![retention of both forms and the paper's values](retention_curves.png)");
-    doc_p(d, "The verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
+    epar_pub_ul(d, 0);
+    if (figures) epar_pub_p(d, "![retention of both forms and the paper's values](retention_curves.png)");
+    epar_pub_p(d, "The verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
              "named in the claim's note as alternatives, never used to change the verdict.");
 }
 
 /* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
  * verdicts and measured values of the claims that show it. */
-static void write_defects(struct doc *d, const struct report_proto *rp, const struct epar_audit *a)
+static void write_defects(struct epar_pub_doc *d, const struct report_proto *rp, const struct epar_audit *a)
 {
     if (!rp->n_defects) return;
-    doc_h(d, 2, "defects", "Known defects of the reference code (fixed in epar, not copied)");
-    doc_ul(d, 1);
+    epar_pub_h(d, 2, "defects", "Known defects of the reference code (fixed in epar, not copied)");
+    epar_pub_ul(d, 1);
     for (int i = 0; i < rp->n_defects; i++) {
         const struct rp_defect *x = &rp->defects[i];
         char shown[2048] = "";
@@ -862,14 +644,14 @@ static void write_defects(struct doc *d, const struct report_proto *rp, const st
                     snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%s`%s` %s%s",
                              k ? "; " : " Shown by: ", a->rows[r].id, epar_audit_verdict_name(a->rows[r].verdict), meas);
                 }
-        doc_li(d, "**%s**: %s%s%s", x->title, x->text, shown, x->n_shown ? "." : "");
+        epar_pub_li(d, "**%s**: %s%s%s", x->title, x->text, shown, x->n_shown ? "." : "");
     }
-    doc_ul(d, 0);
+    epar_pub_ul(d, 0);
 }
 
-static void write_findings(struct doc *d, const char *out_root, const struct epar_audit *a, int figures)
+static void write_findings(struct epar_pub_doc *d, const char *out_root, const struct epar_audit *a, int figures)
 {
-    doc_h(d, 2, "findings", "Findings by section");
+    epar_pub_h(d, 2, "findings", "Findings by section");
     for (size_t i = 0; i < a->n; i++) {
         const char *sec = a->rows[i].section;
         int seen = 0;
@@ -880,13 +662,13 @@ static void write_findings(struct doc *d, const char *out_root, const struct epa
             if (!strcmp(a->rows[j].section, sec)) cnt[a->rows[j].verdict]++;
         char anchor[96], counts[512] = "";
         snprintf(anchor, sizeof anchor, "findings-%s", sec);
-        doc_h(d, 3, anchor, "%s", group_title(sec));
+        epar_pub_h(d, 3, anchor, "%s", group_title(sec));
         for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
             if (cnt[v])
                 snprintf(counts + strlen(counts), sizeof counts - strlen(counts), "%s%d %s", counts[0] ? ", " : "",
                          cnt[v], epar_audit_verdict_name((enum epar_audit_verdict)v));
-        doc_p(d, "%s.", counts);
-        doc_ul(d, 1);
+        epar_pub_p(d, "%s.", counts);
+        epar_pub_ul(d, 1);
         for (size_t j = i; j < a->n; j++) {
             const struct epar_audit_row *r = &a->rows[j];
             if (strcmp(r->section, sec)) continue;
@@ -897,11 +679,11 @@ static void write_findings(struct doc *d, const char *out_root, const struct epa
                 shown_sd(r, sd, sizeof sd);
                 snprintf(meas, sizeof meas, ", measured %s%s%s%s", m, *sd ? " (sd " : "", sd, *sd ? ")" : "");
             }
-            doc_li(d, "`%s` **%s**: %s Reported %s%s. Source: %s. Measurement: %s. %s", r->id,
+            epar_pub_li(d, "`%s` **%s**: %s Reported %s%s. Source: %s. Measurement: %s. %s", r->id,
                    epar_audit_verdict_name(r->verdict), r->statement, r->reported, meas, r->source, r->measurement,
                    r->note);
         }
-        doc_ul(d, 0);
+        epar_pub_ul(d, 0);
         /* the figures named by this section's claims */
         char figs[4096] = "";
         for (size_t j = i; j < a->n; j++) {
@@ -919,7 +701,7 @@ static void write_findings(struct doc *d, const char *out_root, const struct epa
                 else snprintf(figs + strlen(figs), sizeof figs - strlen(figs), " %s (not produced in this run)", *fg);
             }
         }
-        if (figs[0]) doc_p(d, "Figures:%s", figs);
+        if (figs[0]) epar_pub_p(d, "Figures:%s", figs);
     }
 }
 
@@ -953,13 +735,6 @@ static const char page_css[] =
     "table.claims td{border:none;padding:2px 6px}table.claims td[data-label]::before{content:attr(data-label) \": \";"
     "font-weight:bold}table.claims td[data-label=claim]{min-width:0}}\n";
 
-static void page_head(FILE *f, const char *title)
-{
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
-    html(f, title);
-    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n", page_css);
-}
 
 /* which proxy tasks the audited benchmark's models learned (main_table.csv `learned`, of nm mechanisms, beyond
  * chance by z standard errors: both from its run.json), as a sentence; "" when the table or its column is absent */
@@ -1025,9 +800,9 @@ static const struct epar_field bench_rows[] = {
 #undef BR
 
 /* the trained proxy: what it is, what it cannot show, and which run is in <out>/benchmark */
-static void write_proxy_section(struct doc *d, const char *out_root)
+static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
 {
-    doc_h(d, 2, "proxy", "The trained proxy (`epar benchmark`)");
+    epar_pub_h(d, 2, "proxy", "The trained proxy (`epar benchmark`)");
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
@@ -1042,7 +817,7 @@ static void write_proxy_section(struct doc *d, const char *out_root)
         learned_sentence(out_root, br.n_mechanisms, br.learned_z, run + l, sizeof run - l);
         json_decref(doc);
     }
-    doc_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
+    epar_pub_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
              "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not reproducible here**. "
              "Each has a sibling claim (`proxy_<id>`) measured on a proxy: small causal Transformers (tens of thousands "
              "of parameters) trained on this machine, one per position mechanism and seed, on tasks that isolate what "
@@ -1061,65 +836,65 @@ static void write_proxy_section(struct doc *d, const char *out_root)
              "seeds and short training many differences are inconclusive.%s", run);
 }
 
-static void write_report(struct doc *d, const char *out_root, const struct epar_audit *a,
+static void write_report(struct epar_pub_doc *d, const char *out_root, const struct epar_audit *a,
                          const struct epar_report_info *info, const struct report_proto *rp, const struct epar_table *rt,
                          const struct epar_table *im)
 {
-    if (d->html) page_head(d->f, "EPAR reproduction report");
-    doc_h(d, 1, NULL, "EPAR reproduction report");
-    doc_p(d, "Written by `epar run-all` (epar %s). Every number below is computed by epar or read from its output "
+    if (d->html) epar_pub_page_head(d->f, "EPAR reproduction report", page_css);
+    epar_pub_h(d, 1, NULL, "EPAR reproduction report");
+    epar_pub_p(d, "Written by `epar run-all` (epar %s). Every number below is computed by epar or read from its output "
              "files; the reported values are the paper's and the reference repository's. The full audit table is "
              "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
           info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
     write_protocol_section(d, out_root, info);
-    doc_h(d, 2, "verdicts", "Verdicts");
+    epar_pub_h(d, 2, "verdicts", "Verdicts");
     static const char *const head[] = {"verdict", "claims"};
-    doc_table(d, 2, head);
+    epar_pub_table(d, 2, head);
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
         char n[16];
         snprintf(n, sizeof n, "%d", a->counts[v]);
         const char *cells[] = {epar_audit_verdict_name((enum epar_audit_verdict)v), n};
-        doc_tr(d, 2, cells);
+        epar_pub_tr(d, 2, cells);
     }
     char tot[16];
     snprintf(tot, sizeof tot, "%zu", a->n);
     const char *total[] = {"**total**", tot};
-    doc_tr(d, 2, total);
-    doc_table_end(d);
-    doc_p(d, "How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
+    epar_pub_tr(d, 2, total);
+    epar_pub_table_end(d);
+    epar_pub_p(d, "How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
              "`paper_protocol.json` before looking at results (column `rule`; `accepted` in claims.csv shows what the "
              "rule accepts):");
-    doc_ul(d, 1);
-    doc_li(d, "**printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
+    epar_pub_ul(d, 1);
+    epar_pub_li(d, "**printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
               "i.e. lie within half a unit of its last printed digit (78%% means [77.5%%, 78.5%%)).");
-    doc_li(d, "**prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
+    epar_pub_li(d, "**prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
               "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by "
               "the run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs "
               ">= 2 seeds**.");
     chance_note(d, a);
-    doc_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
-    doc_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
+    epar_pub_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
+    epar_pub_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
               "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence "
               "interval of the mean must be on the claimed side, else **inconclusive**); **at_least** (a wall-clock "
               "speed-up, with a stated slack).");
-    doc_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their check "
+    epar_pub_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their check "
               "holds; a statement that cannot be true or false as written is **ill-posed** (its readings are shown); a "
               "claim with several readings is **partly reproduced** when some hold; a claim whose input comes from "
               "another run than the one audited (protocol hash, preset, seeds, epar version or command-line changes "
               "differ) is **stale**; **not reproducible here** gives the reason (training a 110M model, or an "
               "experiment that did not run: rerun it). Nearby settings that would match are named in the note, never "
               "used for the verdict.");
-    doc_ul(d, 0);
-    doc_p(d, "Sources: `seed 00N_...txt §x` is a section of one of the five source documents, `charles-wang888/...` "
+    epar_pub_ul(d, 0);
+    epar_pub_p(d, "Sources: `seed 00N_...txt §x` is a section of one of the five source documents, `charles-wang888/...` "
              "a file of the reference repository; docs/SOURCES.md of the epar sources lists each with its title, and "
              "the published papers behind every mechanism.");
     if (a->stale)
-        doc_p(d, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
+        epar_pub_p(d, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
                  "to audit this protocol's own runs.", a->stale);
     if (a->spec_problems)
-        doc_p(d, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
+        epar_pub_p(d, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
                  "`measure` entry in `paper_protocol.json`.", a->spec_problems);
-    if (info->figures && a->n) doc_p(d, "![verdicts per section](verdicts.png)");
+    if (info->figures && a->n) epar_pub_p(d, "![verdicts per section](verdicts.png)");
     write_verdict_table(d, a);
     write_findings(d, out_root, a, info->figures);
     write_proxy_section(d, out_root);
@@ -1140,7 +915,7 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
     struct epar_out_file w;
     FILE *f = epar_out_fopen(&w, path);
     if (!f) return EPAR_EIO;
-    struct doc d = {f, as_html, dir};
+    struct epar_pub_doc d = {f, as_html, dir};
     write_report(&d, out_root, a, info, rp, rt, im);
     return epar_out_fclose(&w);
 }
@@ -1635,54 +1410,6 @@ static void verdict_slug(enum epar_audit_verdict v, char *out, size_t n)
     out[k] = '\0';
 }
 
-/* what a figure shows: the title line its .gp script starts with ("# <title>", gnuplot's enhanced-text markup), else
- * its file name */
-static void figure_caption(const char *out_root, const char *rel_png, char *out, size_t n)
-{
-    char p[4300];
-    snprintf(p, sizeof p, "%s/%.*s.gp", out_root, (int)(strlen(rel_png) - 4), rel_png);
-    snprintf(out, n, "%s", rel_png);
-    FILE *f = fopen(p, "r");
-    if (!f) return;
-    char line[512];
-    if (fgets(line, sizeof line, f) && line[0] == '#' && line[1] == ' ') {
-        line[strcspn(line, "\n")] = '\0';
-        snprintf(out, n, "%s", line + 2);
-    }
-    fclose(f);
-}
-
-/* one figure: the image at its own size (width and height from the PNG, so the page does not move when lazy images
- * load and a contents link lands at its heading), the caption with the title's markup rendered */
-static void index_figure(FILE *f, const char *out_root, const char *rel_png)
-{
-    char cap[512], cap_html[2048], cap_text[1024], gp[600], png[4300];
-    figure_caption(out_root, rel_png, cap, sizeof cap);
-    epar_plot_title_render(cap, 1, cap_html, sizeof cap_html);
-    epar_plot_title_render(cap, 0, cap_text, sizeof cap_text);
-    snprintf(png, sizeof png, "%s/%s", out_root, rel_png);
-    int w = 0, h = 0;
-    if (epar_plot_png_size(png, &w, &h)) epar_err_clear(); /* not a PNG gnuplot wrote: no size to reserve */
-    fputs("<figure><a href=\"", f);
-    html(f, rel_png);
-    fputs("\"><img src=\"", f);
-    html(f, rel_png);
-    fputs("\" alt=\"", f);
-    html(f, cap_text);
-    if (w > 0) fprintf(f, "\" width=\"%d\" height=\"%d", w, h);
-    fputs("\" loading=\"lazy\"></a><figcaption>", f);
-    fputs(cap_html, f);
-    fputs(" <small>(<code>", f);
-    html(f, rel_png);
-    fputs("</code>", f);
-    snprintf(gp, sizeof gp, "%s/%.*s.gp", out_root, (int)(strlen(rel_png) - 4), rel_png);
-    if (file_exists(gp)) {
-        fputs(", <a href=\"", f);
-        fprintf(f, "%.*s.gp", (int)(strlen(rel_png) - 4), rel_png);
-        fputs("\">script</a>", f);
-    }
-    fputs(")</small></figcaption></figure>\n", f);
-}
 
 /* one claim as a table row (data-verdict: the filter's key) */
 static void index_claim(FILE *f, const struct epar_audit_row *r)
@@ -1692,20 +1419,20 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
     shown_measured(r, meas, sizeof meas);
     shown_sd(r, sd, sizeof sd);
     fprintf(f, "<tr class=\"claim v-%s\" data-verdict=\"%s\" id=\"claim-", slug, slug);
-    html(f, r->id);
+    epar_pub_html(f, r->id);
     fputs("\"><td data-label=\"claim\"><code>", f);
-    html(f, r->id);
+    epar_pub_html(f, r->id);
     fputs("</code><br>", f);
-    html(f, r->statement);
+    epar_pub_html(f, r->statement);
     fputs("</td><td data-label=\"reported\" class=\"num\">", f);
-    html(f, r->reported);
+    epar_pub_html(f, r->reported);
     /* each reading on one line, several readings side by side as room allows */
     fputs("</td><td data-label=\"measured\" class=\"num meas\">", f);
     for (const char *p = meas; *p;) {
         const char *e = strstr(p, "; ");
         size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
         fputs("<span>", f);
-        esc(f, p, len);
+        epar_pub_htmln(f, p, len);
         fputs("</span>", f);
         if (!e) break;
         fputc(' ', f);
@@ -1713,30 +1440,30 @@ static void index_claim(FILE *f, const struct epar_audit_row *r)
     }
     if (*sd) {
         fputs(" <small>(sd ", f);
-        html(f, sd);
+        epar_pub_html(f, sd);
         fputs(")</small>", f);
     }
     fputs("</td><td data-label=\"verdict\" class=\"verdict\"><strong>", f);
-    html(f, epar_audit_verdict_name(r->verdict));
+    epar_pub_html(f, epar_audit_verdict_name(r->verdict));
     fputs("</strong></td><td data-label=\"how\"><details><summary>rule, measurement, source, note</summary>"
           "<b>rule</b> ", f);
-    html(f, r->rule);
+    epar_pub_html(f, r->rule);
     if (*r->accepted) {
         fputs("; <b>accepted</b> ", f);
-        html(f, r->accepted);
+        epar_pub_html(f, r->accepted);
     }
     fputs("<br><b>measurement</b> <code>", f);
-    html(f, r->measurement);
+    epar_pub_html(f, r->measurement);
     fputs("</code>", f);
     if (*r->input) {
         fputs(" <b>input</b> <code>", f);
-        html(f, r->input);
+        epar_pub_html(f, r->input);
         fputs("</code>", f);
     }
     fputs("<br><b>source</b> ", f);
-    html(f, r->source);
+    epar_pub_html(f, r->source);
     fputs("<br><b>how the verdict follows</b> ", f);
-    html(f, r->note);
+    epar_pub_html(f, r->note);
     fputs("</details></td></tr>\n", f);
 }
 
@@ -1758,11 +1485,11 @@ static void index_claim_section(FILE *f, const char *out_root, const struct epar
     char counts[512];
     section_counts(a, sec, counts, sizeof counts);
     fputs("<section class=\"claims-section\" id=\"claims-", f);
-    html(f, sec);
+    epar_pub_html(f, sec);
     fputs("\"><h2>", f);
-    html(f, group_title(sec));
+    epar_pub_html(f, group_title(sec));
     fputs("</h2>\n<p>", f);
-    html(f, counts);
+    epar_pub_html(f, counts);
     fputs(".</p>\n<table class=\"claims\"><tr class=\"head\"><th>claim</th><th>reported</th><th>measured</th>"
           "<th>verdict</th><th>how</th></tr>\n", f);
     for (size_t j = 0; j < a->n; j++)
@@ -1782,7 +1509,7 @@ static void index_claim_section(FILE *f, const char *out_root, const struct epar
             snprintf(p, sizeof p, "%s/%s", out_root, *fg);
             if (dup || !file_exists(p)) continue;
             if (!shown++) fputs("<h3>The figures these claims rest on</h3>\n<div class=\"grid\">\n", f);
-            index_figure(f, out_root, *fg);
+            epar_pub_figure(f, out_root, *fg);
         }
     }
     if (shown) fputs("</div>\n", f);
@@ -1807,7 +1534,7 @@ static int figure_folders(const char *out_root, const struct epar_report_info *i
         if (!known) others[no++] = strdup(de->d_name);
     }
     if (d) closedir(d);
-    qsort(others, (size_t)no, sizeof *others, sort_cmp);
+    qsort(others, (size_t)no, sizeof *others, epar_pub_name_cmp);
     int total = info->n_folders + no, n = 0;
     char **dirs = EPAR_CALLOC((size_t)total + 1, sizeof *dirs);
     const char **labels = EPAR_CALLOC((size_t)total + 1, sizeof *labels);
@@ -1816,8 +1543,8 @@ static int figure_folders(const char *out_root, const struct epar_report_info *i
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", out_root, dir);
         int np;
-        char **pngs = list_pngs(p, &np);
-        free_list(pngs);
+        char **pngs = epar_pub_list_pngs(p, &np);
+        epar_pub_free_list(pngs);
         if (np <= 0) continue;
         dirs[n] = strdup(dir);
         labels[n++] = s < info->n_folders ? info->folders[s].label : NULL;
@@ -1833,19 +1560,19 @@ static void index_folder(FILE *f, const char *out_root, const char *dir, const c
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", out_root, dir);
     int n;
-    char **pngs = list_pngs(p, &n);
+    char **pngs = epar_pub_list_pngs(p, &n);
     fputs("<section id=\"fig-", f);
-    html(f, dir);
+    epar_pub_html(f, dir);
     fputs("\"><h3>", f);
-    html(f, label ? label : dir);
+    epar_pub_html(f, label ? label : dir);
     fprintf(f, " <small>(<code>%s/</code>, %d figures)</small></h3>\n<div class=\"grid\">\n", dir, n);
     for (int i = 0; i < n; i++) {
         char rel[600];
         snprintf(rel, sizeof rel, "%s/%s", dir, pngs[i]);
-        index_figure(f, out_root, rel);
+        epar_pub_figure(f, out_root, rel);
     }
     fputs("</div></section>\n", f);
-    free_list(pngs);
+    epar_pub_free_list(pngs);
 }
 
 /* the filter: a select of the verdicts present; rows of other verdicts are hidden, and so is a section left empty */
@@ -1869,7 +1596,7 @@ static void index_summary(FILE *f, const struct epar_audit *a, const struct epar
     char counts[512];
     section_counts(a, NULL, counts, sizeof counts);
     fprintf(f, "<section id=\"summary\"><h2>Summary</h2>\n<p><strong>%zu claims:</strong> ", a->n);
-    html(f, counts);
+    epar_pub_html(f, counts);
     fputs(".</p>\n<div class=\"chips\">", f);
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++) {
         if (!a->counts[v]) continue;
@@ -1883,11 +1610,11 @@ static void index_summary(FILE *f, const struct epar_audit *a, const struct epar
     for (int k = 0; (sec = nth_section(a, k)); k++) {
         section_counts(a, sec, counts, sizeof counts);
         fputs("<li><a href=\"#claims-", f);
-        html(f, sec);
+        epar_pub_html(f, sec);
         fputs("\">", f);
-        html(f, group_title(sec));
+        epar_pub_html(f, group_title(sec));
         fputs("</a>: ", f);
-        html(f, counts);
+        epar_pub_html(f, counts);
         /* the first claim of the section that does not hold, as an example */
         for (size_t j = 0; j < a->n; j++) {
             const struct epar_audit_row *r = &a->rows[j];
@@ -1895,13 +1622,13 @@ static void index_summary(FILE *f, const struct epar_audit *a, const struct epar
             char meas[256];
             shown_measured(r, meas, sizeof meas);
             fputs(". Not reproduced, e.g. <a href=\"#claim-", f);
-            html(f, r->id);
+            epar_pub_html(f, r->id);
             fputs("\">", f);
-            html(f, r->id);
+            epar_pub_html(f, r->id);
             fputs("</a>: reported ", f);
-            html(f, r->reported);
+            epar_pub_html(f, r->reported);
             fputs(", measured ", f);
-            html(f, meas);
+            epar_pub_html(f, meas);
             break;
         }
         fputs(".</li>\n", f);
@@ -1909,7 +1636,7 @@ static void index_summary(FILE *f, const struct epar_audit *a, const struct epar
     fputs("</ul>\n", f);
     if (info->failed && info->failed[0]) {
         fputs("<p><strong>Experiments that failed in this run:</strong>", f);
-        for (const char *const *x = info->failed; *x; x++) { fputs(" <code>", f); html(f, *x); fputs("</code>", f); }
+        for (const char *const *x = info->failed; *x; x++) { fputs(" <code>", f); epar_pub_html(f, *x); fputs("</code>", f); }
         fputs(" (their claims read older files or none).</p>\n", f);
     }
     if (a->stale) fprintf(f, "<p><strong>%d claim(s) are stale</strong>: their files come from another run; rerun "
@@ -1928,17 +1655,17 @@ static void index_toc(FILE *f, const struct epar_audit *a, char **dirs, const ch
           "<li><a href=\"#claims\">Claims by paper section</a><ul>\n", f);
     for (int k = 0; (sec = nth_section(a, k)); k++) {
         fputs("<li><a href=\"#claims-", f);
-        html(f, sec);
+        epar_pub_html(f, sec);
         fputs("\">", f);
-        html(f, group_title(sec));
+        epar_pub_html(f, group_title(sec));
         fputs("</a></li>\n", f);
     }
     fputs("</ul></li>\n<li><a href=\"#figures\">Figures by output folder</a><ul>\n", f);
     for (int i = 0; i < nd; i++) {
         fputs("<li><a href=\"#fig-", f);
-        html(f, dirs[i]);
+        epar_pub_html(f, dirs[i]);
         fputs("\">", f);
-        html(f, labels[i] ? labels[i] : dirs[i]);
+        epar_pub_html(f, labels[i] ? labels[i] : dirs[i]);
         fputs("</a></li>\n", f);
     }
     fputs("</ul></li>\n", f);
@@ -1962,7 +1689,7 @@ static char **list_head_views(const char *out_root, int *n)
         if (file_exists(p) && (v[*n] = strdup(de->d_name))) (*n)++;
     }
     closedir(d);
-    if (v) qsort(v, (size_t)*n, sizeof *v, sort_cmp);
+    if (v) qsort(v, (size_t)*n, sizeof *v, epar_pub_name_cmp);
     return v;
 }
 
@@ -1977,17 +1704,17 @@ static void index_head_views(FILE *f, const char *out_root, char **views, int n)
         char rel[600], png[4800];
         snprintf(rel, sizeof rel, "inspect/%s", views[i]);
         fputs("<li><a href=\"", f);
-        html(f, rel);
+        epar_pub_html(f, rel);
         fputs("/head_view.html\">", f);
-        html(f, views[i]);
+        epar_pub_html(f, views[i]);
         fputs("</a>: head view; <a href=\"", f);
-        html(f, rel);
+        epar_pub_html(f, rel);
         fputs("/heads.csv\">heads.csv</a>", f);
         for (int l = 0; l < 64; l++) {
             snprintf(png, sizeof png, "%s/%s/attention_layer%d.png", out_root, rel, l);
             if (!file_exists(png)) continue;
             fprintf(f, ", <a href=\"");
-            html(f, rel);
+            epar_pub_html(f, rel);
             fprintf(f, "/attention_layer%d.png\">layer %d</a>", l, l);
         }
         fputs("</li>\n", f);
@@ -2019,13 +1746,13 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     if (!f) return EPAR_EIO;
     char title[128];
     snprintf(title, sizeof title, "EPAR reproduction (epar %s)", info->version);
-    page_head(f, title);
+    epar_pub_page_head(f, title, page_css);
     fputs("<h1>EPAR reproduction and audit</h1>\n<p>Written by <code>epar run-all</code> (epar ", f);
-    html(f, info->version);
+    epar_pub_html(f, info->version);
     fputs(") from <code>", f);
-    html(f, info->protocol_path);
+    epar_pub_html(f, info->protocol_path);
     fputs("</code>, preset <code>", f);
-    html(f, info->preset ? info->preset : "(the file's default)");
+    epar_pub_html(f, info->preset ? info->preset : "(the file's default)");
     fputs("</code>. The claims of the paper <i>EPAR: Explicit Position-Attention Relationship for Interpretable "
           "Long-Range Attention in Transformers</i>, of its reference code and of four other source documents, each "
           "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
