@@ -10,7 +10,7 @@
 #include "plot.h"
 #include "publish.h"
 
-static int file_exists(const char *p)
+int epar_pub_file_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -272,7 +272,7 @@ void epar_pub_figure(FILE *f, const char *out_root, const char *rel_png)
     epar_pub_html(f, rel_png);
     fputs("</code>", f);
     snprintf(gp, sizeof gp, "%s/%.*s.gp", out_root, (int)(strlen(rel_png) - 4), rel_png);
-    if (file_exists(gp)) {
+    if (epar_pub_file_exists(gp)) {
         fputs(", <a href=\"", f);
         fprintf(f, "%.*s.gp", (int)(strlen(rel_png) - 4), rel_png);
         fputs("\">script</a>", f);

@@ -48,6 +48,8 @@ void epar_pub_figure(FILE *f, const char *out_root, const char *rel_png);
 /* PNG names of one folder, sorted; NULL-terminated (NULL: no folder or out of memory), *n of them; free with
  * epar_pub_free_list */
 char **epar_pub_list_pngs(const char *dir, int *n);
+/* 1 when p is a regular file */
+int epar_pub_file_exists(const char *p);
 /* qsort's comparison of two char * by strcmp (a sorted list of names) */
 int epar_pub_name_cmp(const void *a, const void *b);
 /* free a NULL-terminated list of strings and the list */
