@@ -143,33 +143,6 @@ static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit 
     epar_pub_table_end(d);
 }
 
-/* what the report reads back from an experiment's run.json: its "parameters" (epar_params_json) */
-struct run_params {
-    const char *form;
-    double alpha, beta, gamma;
-    int length, hidden, heads, batch, runs, n_seeds;
-    long seeds[EPAR_MAX_SEEDS];
-};
-struct run_file {
-    struct run_params parameters;
-};
-#define RPRM struct run_params
-static const struct epar_field run_params_rows[] = {
-    EPAR_FIELD_(RPRM, "form", EPAR_FIELD_STRING, form, 0),
-    RP_NUMBER(RPRM, "alpha", alpha),
-    RP_NUMBER(RPRM, "beta", beta),
-    RP_NUMBER(RPRM, "gamma", gamma),
-    EPAR_FIELD_(RPRM, "length", EPAR_FIELD_INT, length, 0),
-    EPAR_FIELD_(RPRM, "hidden", EPAR_FIELD_INT, hidden, 0),
-    EPAR_FIELD_(RPRM, "heads", EPAR_FIELD_INT, heads, 0),
-    EPAR_FIELD_(RPRM, "batch", EPAR_FIELD_INT, batch, 0),
-    EPAR_FIELD_(RPRM, "runs", EPAR_FIELD_INT, runs, 0),
-    EPAR_FIELD_LIST_(RPRM, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
-#undef RPRM
-static const struct epar_field run_rows[] = {
-    EPAR_FIELD_OBJ_(struct run_file, "parameters", parameters, run_params_rows, EPAR_FIELD_REQUIRED), EPAR_FIELD_END_};
-
 static void write_protocol_section(struct epar_pub_doc *d, const char *out_root, const struct epar_report_info *info)
 {
     epar_pub_h(d, 2, "protocol", "Protocol");
@@ -185,14 +158,14 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         char p[4096], dir[80];
         snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
         snprintf(dir, sizeof dir, "`%s/`", fo->dir);
-        struct run_file rf = {0};
+        struct epar_runrec_run rf = {0};
         json_t *doc = NULL;
-        if (!epar_pub_file_exists(p) || epar_fields_load(p, "run file", run_rows, &rf, &doc)) {
+        if (!epar_pub_file_exists(p) || epar_runrec_read_run(p, &rf, &doc)) {
             const char *cells[13] = {dir, fo->label, epar_pub_file_exists(p) ? "run.json unreadable" : "not run"};
             epar_pub_tr(d, 13, cells);
             continue;
         }
-        const struct run_params *prm = &rf.parameters;
+        const struct epar_runrec_params *prm = &rf.parameters;
         char seeds[256] = "", v[9][32];
         for (int i = 0; i < prm->n_seeds; i++)
             snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "", (long long)prm->seeds[i]);
@@ -377,22 +350,6 @@ const char epar_report_css[] =
     "table.claims td{border:none;padding:2px 6px}table.claims td[data-label]::before{content:attr(data-label) \": \";"
     "font-weight:bold}table.claims td[data-label=claim]{min-width:0}}\n";
 
-static const struct epar_field bench_budget_rows[] = {
-    EPAR_FIELD_(struct bench_budget, "name", EPAR_FIELD_STRING, name, 0), EPAR_FIELD_END_};
-static const struct epar_field bench_params_rows[] = {
-    EPAR_FIELD_LIST_(struct bench_params, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
-#define BR struct bench_run
-static const struct epar_field bench_rows[] = {
-    EPAR_FIELD_OBJ_(BR, "budget", budget, bench_budget_rows, 0),
-    EPAR_FIELD_OBJ_(BR, "parameters", parameters, bench_params_rows, 0),
-    EPAR_FIELD_(BR, "cells", EPAR_FIELD_LONG, cells, 0),
-    RP_NUMBER(BR, "param_max_rel_diff", param_max_rel_diff),
-    RP_NUMBER(BR, "learned_z", learned_z),
-    EPAR_FIELD_LIST_(BR, "mechanisms", EPAR_FIELD_SLIST, mechanisms, n_mechanisms, EPAR_MAX_LIST, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
-#undef BR
-
 /* the trained proxy: what it is, what it cannot show, and which run is in <out>/benchmark */
 static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
 {
@@ -400,9 +357,9 @@ static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct bench_run br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
     json_t *doc = NULL;
-    if (epar_fields_load(p, "run file", bench_rows, &br, &doc) == EPAR_OK) {
+    if (epar_runrec_read_bench(p, &br, &doc) == EPAR_OK) {
         snprintf(run, sizeof run, " The run audited here: budget `%s`, %d seed(s), %lld cells, largest parameter-count "
                                   "difference %.3g%% of `none`'s; its table is [main_table.md](../benchmark/main_table.md).",
                  br.budget.name ? br.budget.name : "?", br.parameters.n_seeds, (long long)br.cells,
@@ -514,31 +471,22 @@ static int write_doc(struct epar_out *o, const char *name, int as_html, const ch
     return epar_out_fclose(&w);
 }
 
-#define AR struct audit_run
-static const struct epar_field audit_run_rows[] = {
-    EPAR_FIELD_(AR, "preset", EPAR_FIELD_STRING, preset, 0),
-    EPAR_FIELD_(AR, "protocol_hash", EPAR_FIELD_STRING, hash, 0),
-    EPAR_FIELD_(AR, "epar_version", EPAR_FIELD_STRING, version, 0),
-    EPAR_FIELD_LIST_(AR, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
-#undef AR
-
 /* report/SUMMARY.md (the blocks README quotes) and report/summary.json (the same lines, and the counts) */
 static int write_summary(struct epar_out *o, const char *out_root, const struct epar_audit *a,
                          const struct epar_report_info *info, const struct epar_table *im)
 {
-    struct audit_run ar = {0};
+    struct epar_runrec_audit ar = {0};
     json_t *ardoc = NULL;
     const char *rjp = epar_out_path(o, "run.json");
-    if (access(rjp, R_OK) != 0 || epar_fields_load(rjp, "run file", audit_run_rows, &ar, &ardoc)) {
+    if (access(rjp, R_OK) != 0 || epar_runrec_read_audit(rjp, &ar, &ardoc)) {
         epar_err_clear();
         memset(&ar, 0, sizeof ar);
     }
     char p[4200];
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct bench_run br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
     json_t *bdoc = NULL;
-    int have_bench = access(p, R_OK) == 0 && epar_fields_load(p, "run file", bench_rows, &br, &bdoc) == EPAR_OK;
+    int have_bench = access(p, R_OK) == 0 && epar_runrec_read_bench(p, &br, &bdoc) == EPAR_OK;
     if (!have_bench) epar_err_clear();
     struct epar_report_summary *s = EPAR_CALLOC(1, sizeof *s);
     if (!s) {

@@ -484,7 +484,7 @@ static void pct_text(double v, char *out, size_t n)
 }
 
 /* the benchmark block: what the trained proxies gave (main_table.csv, cost.csv of <out>/benchmark) */
-static void summary_benchmark(struct epar_report_summary *s, const char *out_root, const struct bench_run *br)
+static void summary_benchmark(struct epar_report_summary *s, const char *out_root, const struct epar_runrec_bench *br)
 {
     char p[4200], buf[4096];
     epar_report_learned_sentence(out_root, br->n_mechanisms, br->learned_z, buf, sizeof buf);
@@ -557,7 +557,7 @@ static void summary_benchmark(struct epar_report_summary *s, const char *out_roo
 
 /* the sentences, from the audit and the files beside it */
 void epar_report_summary_lines(struct epar_report_summary *s, const char *out_root, const struct epar_audit *a,
-                          const struct epar_report_info *info, const struct audit_run *ar, const struct bench_run *br,
+                          const struct epar_report_info *info, const struct epar_runrec_audit *ar, const struct epar_runrec_bench *br,
                           int have_bench, const struct epar_table *im)
 {
     char counts[1024], ex[4096], seeds[256] = "", bseeds[256] = "";

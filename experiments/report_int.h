@@ -12,6 +12,7 @@
 #include "lib/audit.h"
 #include "lib/csvout.h"
 #include "lib/protocol.h"
+#include "lib/runrec.h"
 #include "report.h"
 
 /* ---- the protocol's parts the report reads, as rows ----
@@ -57,30 +58,6 @@ struct epar_report_proto {
 /* DOUBLE rows: any finite number (>= -1e300; a DOUBLE row's hi is its lo-inclusive flag, read as an int, so not the
  * 1e300 of EPAR_FIELD_) */
 #define RP_NUMBER(S, key, member) EPAR_FIELD_RANGE_(S, key, EPAR_FIELD_DOUBLE, member, -1e300, 1, 0)
-
-/* what the report reads back from the benchmark's run.json */
-struct bench_budget {
-    const char *name;
-};
-struct bench_params {
-    int n_seeds;
-    long seeds[EPAR_MAX_SEEDS];
-};
-struct bench_run {
-    struct bench_budget budget;
-    struct bench_params parameters;
-    long cells;
-    double param_max_rel_diff, learned_z;
-    int n_mechanisms;
-    const char *mechanisms[EPAR_MAX_LIST];
-};
-
-/* what summary.json and the opening line say about the run: the audit's run.json (written before the report) */
-struct audit_run {
-    const char *preset, *hash, *version;
-    int n_seeds;
-    long seeds[EPAR_MAX_SEEDS];
-};
 
 /* ---- SUMMARY.md and summary.json: the headline numbers, computed from the audit ----
  * Exactly the sentences README.md quotes: its opening (block "summary") and its benchmark section (block
@@ -136,8 +113,8 @@ json_t *epar_report_counts_json(const int *cnt);
 int epar_report_count_rows(const struct epar_audit *a, const char *sec, int bench, int *cnt);
 /* the sentences, from the audit and the files beside it */
 void epar_report_summary_lines(struct epar_report_summary *s, const char *out_root, const struct epar_audit *a,
-                               const struct epar_report_info *info, const struct audit_run *ar,
-                               const struct bench_run *br, int have_bench, const struct epar_table *im);
+                               const struct epar_report_info *info, const struct epar_runrec_audit *ar,
+                               const struct epar_runrec_bench *br, int have_bench, const struct epar_table *im);
 /* free the lines of s */
 void epar_report_summary_free(struct epar_report_summary *s);
 

@@ -10,6 +10,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include "audit.h"
 #include "audit_int.h"
+#include "runrec.h"
 #include "stats.h"
 #include "err.h"
 
@@ -283,31 +284,23 @@ static void read_run(struct reading *rd, const struct epar_audit_ctx *ctx, const
     const struct epar_audit_expect *e = NULL;
     for (int i = 0; i < ctx->n_expect; i++)
         if (!strcmp(ctx->expect[i].dir, dir)) e = &ctx->expect[i];
-    json_t *j = json_load_file(path, 0, NULL);
-    if (!j) {
+    struct epar_runrec_fp fp;
+    if (epar_runrec_fp_read(path, &fp)) {
         /* no run.json: if the measured file is missing too the experiment has not run (the claim is "not
          * reproducible here", rerun it), not stale; a file without its run.json cannot be placed, so it is stale */
-        char fp[4200];
-        snprintf(fp, sizeof fp, "%s/%s", ctx->out_root, file);
-        if (e && access(fp, F_OK) == 0) {
+        char fp_path[4200];
+        snprintf(fp_path, sizeof fp_path, "%s/%s", ctx->out_root, file);
+        if (e && access(fp_path, F_OK) == 0) {
             rd->stale = 1;
             snprintf(rd->stale_why, sizeof rd->stale_why, "output/%s is missing or unreadable", rd->input);
         }
         return;
     }
-    json_t *prm = json_object_get(j, "parameters"), *sj = json_object_get(prm, "seeds"), *x;
-    const char *hash = json_string_value(json_object_get(j, "protocol_hash")),
-               *over = json_string_value(json_object_get(j, "cli_overrides")),
-               *ver = json_string_value(json_object_get(j, "epar_version")),
-               *preset = json_string_value(json_object_get(prm, "preset"));
+    const char *hash = fp.protocol_hash, *over = fp.cli_overrides, *ver = fp.epar_version, *preset = fp.preset;
     snprintf(rd->hash, sizeof rd->hash, "%s", hash ? hash : "");
     snprintf(rd->version, sizeof rd->version, "%s", ver ? ver : "");
-    size_t k;
-    int ns = (int)json_array_size(sj);
-    json_array_foreach(sj, k, x) {
-        size_t l = strlen(rd->seeds);
-        snprintf(rd->seeds + l, sizeof rd->seeds - l, "%s%lld", k ? "," : "", (long long)json_integer_value(x));
-    }
+    int ns = fp.n_seeds;
+    snprintf(rd->seeds, sizeof rd->seeds, "%s", fp.seeds_text);
     if (rd->m.stochastic && rd->m.n == 0) rd->m.n = ns;
     if (e) {
         char w[320] = "";
@@ -321,8 +314,7 @@ static void read_run(struct reading *rd, const struct epar_audit_ctx *ctx, const
             snprintf(w, sizeof w, "written by epar %s, not %s", ver ? ver : "(unknown)", e->version);
         else if (e->n_seeds) {
             int same = ns == e->n_seeds;
-            for (int i = 0; same && i < ns; i++)
-                same = (unsigned long)json_integer_value(json_array_get(sj, (size_t)i)) == e->seeds[i];
+            for (int i = 0; same && i < ns; i++) same = (unsigned long)fp.seeds[i] == e->seeds[i];
             if (!same) snprintf(w, sizeof w, "seeds %s, not the %d seed(s) of this run", rd->seeds, e->n_seeds);
         }
         if (*w) {
@@ -330,7 +322,7 @@ static void read_run(struct reading *rd, const struct epar_audit_ctx *ctx, const
             snprintf(rd->stale_why, sizeof rd->stale_why, "output/%s: %s", rd->input, w);
         }
     }
-    json_decref(j);
+    epar_runrec_fp_free(&fp);
 }
 
 static void where_text(json_t *w, char *buf, size_t n)
