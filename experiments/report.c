@@ -76,7 +76,8 @@ static int retention_figure(struct epar_out *o, const struct epar_report_proto *
     if (st) return st;
     struct epar_table *r = epar_csv_new("d_over_L,retention,label");
     if (!r) return EPAR_ENOMEM;
-    double renh = epar_report_claim_reported(rp, "retention_max_enhanced"), rbas = epar_report_claim_reported(rp, "retention_max_basic");
+    double renh = epar_report_claim_reported(rp, "retention_max_enhanced"),
+           rbas = epar_report_claim_reported(rp, "retention_max_basic");
     if (isfinite(renh)) st = epar_csv_append(r, "dds", 1.0, renh, "paper: enhanced at max distance");
     if (!st && isfinite(rbas)) st = epar_csv_append(r, "dds", 1.0, rbas, "paper: basic at max distance");
     if (!st) st = epar_exp_write_table(o, "retention_reported.csv", r);
@@ -123,8 +124,9 @@ static void chance_note(struct epar_pub_doc *d, const struct epar_audit *a)
         nnot += r->verdict == EPAR_AUDIT_NOT_REPRODUCED;
     }
     if (!np || !isfinite(level)) return;
-    epar_pub_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x %.2g) "
-              "would miss by chance even if every figure held.", np, nnot, level, np * (1 - level), np, 1 - level);
+    epar_pub_li(d, "Of the %d claims judged by **prediction**, %d are not reproduced; at level %g about %.0f (%d x "
+                   "%.2g) would miss by chance even if every "
+                   "figure held.", np, nnot, level, np * (1 - level), np, 1 - level);
 }
 
 static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit *a)
@@ -146,9 +148,9 @@ static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit 
 static void write_protocol_section(struct epar_pub_doc *d, const char *out_root, const struct epar_report_info *info)
 {
     epar_pub_h(d, 2, "protocol", "Protocol");
-    epar_pub_p(d, "Protocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records the exact parameters; "
-             "the main ones:", info->protocol_path, EPAR_PROTOCOL_VERSION,
-          info->preset ? info->preset : "(the file's default)");
+    epar_pub_p(d, "Protocol file `%s` (version %d), preset `%s`. Each experiment's `run.json` records the exact "
+                  "parameters; the main ones:", info->protocol_path, EPAR_PROTOCOL_VERSION,
+               info->preset ? info->preset : "(the file's default)");
     static const char *const head[] = {"folder", "section", "status", "form", "alpha", "beta", "gamma",
                                        "L", "hidden", "heads", "batch", "runs", "seeds"};
     epar_pub_table(d, 13, head);
@@ -185,18 +187,20 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
             snprintf(list + strlen(list), sizeof list - strlen(list), " `%s`", *x);
         epar_pub_p(d, "Experiments that FAILED in this run (their claims read older files or none):%s", list);
     }
-    epar_pub_p(d, "Stochastic numbers are run once per seed and reported as the mean across seeds with the sample sd across "
-             "seeds; deterministic numbers (functions of alpha, beta, gamma, L) are computed exactly. Numbers here are "
-             "rounded to the precision of the figure they are compared with; `claims.csv` has them in full.");
+    epar_pub_p(d, "Stochastic numbers are run once per seed and reported as the mean across seeds with the sample sd "
+                  "across seeds; deterministic numbers (functions of alpha, beta, gamma, L) are computed exactly. "
+                  "Numbers here are rounded to the precision of the figure they are compared with; `claims.csv` has "
+                  "them in full.");
 }
 
-static void write_retention_section(struct epar_pub_doc *d, const struct epar_table *rt, const struct epar_table *im, int figures)
+static void write_retention_section(struct epar_pub_doc *d, const struct epar_table *rt, const struct epar_table *im,
+                                    int figures)
 {
     epar_pub_h(d, 2, "retention", "Which definition of \"retention\" gives the paper's figures");
     epar_pub_p(d, "The paper gives x4.2 (mid range), x28.3 (maximum distance), 78%% and 2.8%% without a definition or "
-             "parameters. `retention_definitions.csv` computes the pre-softmax retention P(d)/P(0) of both forms and "
-             "their ratio (the gain) for every preset's (beta, gamma) and every sequence length of the protocol, at "
-             "d = L/2, L-1 and L:");
+                  "parameters. `retention_definitions.csv` computes the pre-softmax retention P(d)/P(0) of both forms "
+                  "and their ratio (the gain) for every preset's (beta, gamma) and every sequence length of the "
+                  "protocol, at d = L/2, L-1 and L:");
     static const char *const head[] = {"preset", "beta", "gamma", "L", "d", "basic", "enhanced", "gain"};
     epar_pub_table(d, 8, head);
     for (size_t r = 0; r < rt->nrows; r++) {
@@ -229,12 +233,12 @@ static void write_retention_section(struct epar_pub_doc *d, const struct epar_ta
         }
     if (total)
         epar_pub_li(d, "With the (beta, gamma) that the two gains imply, %d of the %d other printed figures come out, so %s.",
-               all, total, all == total ? "one setting does give all four figures"
-                                        : "no single (beta, gamma) gives all four figures");
+                    all, total, all == total ? "one setting does give all four figures"
+                                             : "no single (beta, gamma) gives all four figures");
     epar_pub_ul(d, 0);
     if (figures) epar_pub_p(d, "![retention of both forms and the paper's values](retention_curves.png)");
-    epar_pub_p(d, "The verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings are "
-             "named in the claim's note as alternatives, never used to change the verdict.");
+    epar_pub_p(d, "The verdict of each figure (claims `retention_*`) uses the paper's own defaults; the other settings "
+                  "are named in the claim's note as alternatives, never used to change the verdict.");
 }
 
 /* The reference's known defects: the protocol's "reference_defects" (data, like the claims), each followed by the
@@ -295,8 +299,8 @@ static void write_findings(struct epar_pub_doc *d, const char *out_root, const s
                 snprintf(meas, sizeof meas, ", measured %s%s%s%s", m, *sd ? " (sd " : "", sd, *sd ? ")" : "");
             }
             epar_pub_li(d, "`%s` **%s**: %s Reported %s%s. Source: %s. Measurement: %s. %s", r->id,
-                   epar_audit_verdict_name(r->verdict), r->statement, r->reported, meas, r->source, r->measurement,
-                   r->note);
+                        epar_audit_verdict_name(r->verdict), r->statement, r->reported, meas, r->source, r->measurement,
+                        r->note);
         }
         epar_pub_ul(d, 0);
         /* the figures named by this section's claims */
@@ -369,34 +373,35 @@ static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
         json_decref(doc);
     }
     epar_pub_p(d, "The main table, the \"when to use\" figures and the training cost are claims about 110M-parameter "
-             "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not reproducible here**. "
-             "Each has a sibling claim (`proxy_<id>`) measured on a proxy: small causal Transformers (tens of thousands "
-             "of parameters) trained on this machine, one per position mechanism and seed, on tasks that isolate what "
-             "each row is about (character-level KJV text for perplexity, reversal for translation, associative recall "
-             "and a fact at a controlled distance for QA, the majority symbol for classification, selective copying "
-             "from a sequence four times the short length for long documents; shuffled words, 20%% input noise and an "
-             "order-free count for the conditions; docs/TASKS.md), with equal steps, tokens and learning rate for "
-             "every mechanism and parameter counts within 1%%. A proxy verdict says whether the *direction* of the "
-             "paper's effect (EPAR beats every baseline, hurts under noise, costs little) holds for small trained "
-             "models, judged by the per-seed relative differences and their spread across seeds: \"EPAR improves on "
-             "the baselines\" needs EPAR above each baseline at the audit's level (comparisons.csv) and is not "
-             "reproduced when a baseline is better after a Holm adjustment across the baselines; the minimum "
-             "detectable effects in main_table.md say how large a difference these seeds could see. It cannot show the "
-             "size of the effect at 110M parameters, on the real data sets, with the paper's tuning, or the share of "
-             "attention in a large model's step (cost.csv gives this model's, to scale the overheads by); with few "
-             "seeds and short training many differences are inconclusive.%s", run);
+                  "Transformers trained on WikiText-103, WMT'14, SQuAD 2.0, GLUE and ArXiv; they stay **not "
+                  "reproducible here**. Each has a sibling claim (`proxy_<id>`) measured on a proxy: small causal "
+                  "Transformers (tens of thousands of parameters) trained on this machine, one per position mechanism "
+                  "and seed, on tasks that isolate what each row is about (character-level KJV text for perplexity, "
+                  "reversal for translation, associative recall and a fact at a controlled distance for QA, the "
+                  "majority symbol for classification, selective copying from a sequence four times the short length "
+                  "for long documents; shuffled words, 20%% input noise and an order-free count for the conditions; "
+                  "docs/TASKS.md), with equal steps, tokens and learning rate for every mechanism and parameter counts "
+                  "within 1%%. A proxy verdict says whether the *direction* of the paper's effect (EPAR beats every "
+                  "baseline, hurts under noise, costs little) holds for small trained models, judged by the per-seed "
+                  "relative differences and their spread across seeds: \"EPAR improves on the baselines\" needs EPAR "
+                  "above each baseline at the audit's level (comparisons.csv) and is not reproduced when a baseline is "
+                  "better after a Holm adjustment across the baselines; the minimum detectable effects in "
+                  "main_table.md say how large a difference these seeds could see. It cannot show the size of the "
+                  "effect at 110M parameters, on the real data sets, with the paper's tuning, or the share of "
+                  "attention in a large model's step (cost.csv gives this model's, to scale the overheads by); with "
+                  "few seeds and short training many differences are inconclusive.%s", run);
 }
 
 static void write_report(struct epar_pub_doc *d, const char *out_root, const struct epar_audit *a,
-                         const struct epar_report_info *info, const struct epar_report_proto *rp, const struct epar_table *rt,
-                         const struct epar_table *im)
+                         const struct epar_report_info *info, const struct epar_report_proto *rp,
+                         const struct epar_table *rt, const struct epar_table *im)
 {
     if (d->html) epar_pub_page_head(d->f, "EPAR reproduction report", epar_report_css);
     epar_pub_h(d, 1, NULL, "EPAR reproduction report");
     epar_pub_p(d, "Written by `epar run-all` (epar %s). Every number below is computed by epar or read from its output "
-             "files; the reported values are the paper's and the reference repository's. The full audit table is "
-             "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
-          info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
+                  "files; the reported values are the paper's and the reference repository's. The full audit table is "
+                  "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
+               info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
     write_protocol_section(d, out_root, info);
     epar_pub_h(d, 2, "verdicts", "Verdicts");
     static const char *const head[] = {"verdict", "claims"};
@@ -413,38 +418,38 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
     epar_pub_tr(d, 2, total);
     epar_pub_table_end(d);
     epar_pub_p(d, "How to read a verdict. Each claim is judged by the rule of its kind of figure, fixed in "
-             "`paper_protocol.json` before looking at results (column `rule`; `accepted` in claims.csv shows what the "
-             "rule accepts):");
+                  "`paper_protocol.json` before looking at results (column `rule`; `accepted` in claims.csv shows what "
+                  "the rule accepts):");
     epar_pub_ul(d, 1);
-    epar_pub_li(d, "**printed** (a figure the paper prints for a deterministic quantity): the measurement must round to it, "
-              "i.e. lie within half a unit of its last printed digit (78%% means [77.5%%, 78.5%%)).");
-    epar_pub_li(d, "**prediction** (a figure of another run of a stochastic quantity): the reported value must fall in the "
-              "prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd floored by "
-              "the run-level standard error of each seed's mean, widened by half a printed unit; with one seed: **needs "
-              ">= 2 seeds**.");
+    epar_pub_li(d, "**printed** (a figure the paper prints for a deterministic quantity): the measurement must round "
+                   "to it, i.e. lie within half a unit of its last printed digit (78%% means [77.5%%, 78.5%%)).");
+    epar_pub_li(d, "**prediction** (a figure of another run of a stochastic quantity): the reported value must fall in "
+                   "the prediction interval of a new run, mean +- t(n-1) x sd x sqrt(1 + 1/n) over the n seeds, the sd "
+                   "floored by the run-level standard error of each seed's mean, widened by half a printed unit; with "
+                   "one seed: **needs >= 2 seeds**.");
     chance_note(d, a);
     epar_pub_li(d, "**estimate** (a Monte-Carlo estimate of an exact value): |estimate - exact| <= z x standard error.");
-    epar_pub_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the reference's "
-              "float32); **above** / **below** / **range** (thresholds: for a stochastic value the whole confidence "
-              "interval of the mean must be on the claimed side, else **inconclusive**); **at_least** (a wall-clock "
-              "speed-up, with a stated slack).");
-    epar_pub_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their check "
-              "holds; a statement that cannot be true or false as written is **ill-posed** (its readings are shown); a "
-              "claim with several readings is **partly reproduced** when some hold; a claim whose input comes from "
-              "another run than the one audited (protocol hash, preset, seeds, epar version or command-line changes "
-              "differ) is **stale**; **not reproducible here** gives the reason (training a 110M model, or an "
-              "experiment that did not run: rerun it). Nearby settings that would match are named in the note, never "
-              "used for the verdict.");
+    epar_pub_li(d, "**exact** / **relative** (deterministic values; a tolerance beyond 1e-12 says why, e.g. the "
+                   "reference's float32); **above** / **below** / **range** (thresholds: for a stochastic value the "
+                   "whole confidence interval of the mean must be on the claimed side, else **inconclusive**); "
+                   "**at_least** (a wall-clock speed-up, with a stated slack).");
+    epar_pub_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their "
+                   "check holds; a statement that cannot be true or false as written is **ill-posed** (its readings "
+                   "are shown); a claim with several readings is **partly reproduced** when some hold; a claim whose "
+                   "input comes from another run than the one audited (protocol hash, preset, seeds, epar version or "
+                   "command-line changes differ) is **stale**; **not reproducible here** gives the reason (training a "
+                   "110M model, or an experiment that did not run: rerun it). Nearby settings that would match are "
+                   "named in the note, never used for the verdict.");
     epar_pub_ul(d, 0);
-    epar_pub_p(d, "Sources: `seed 00N_...txt §x` is a section of one of the five source documents, `charles-wang888/...` "
-             "a file of the reference repository; docs/SOURCES.md of the epar sources lists each with its title, and "
-             "the published papers behind every mechanism.");
+    epar_pub_p(d, "Sources: `seed 00N_...txt §x` is a section of one of the five source documents, "
+                  "`charles-wang888/...` a file of the reference repository; docs/SOURCES.md of the epar sources lists "
+                  "each with its title, and the published papers behind every mechanism.");
     if (a->stale)
-        epar_pub_p(d, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar run-all` "
-                 "to audit this protocol's own runs.", a->stale);
+        epar_pub_p(d, "**%d claim(s) are stale**: their files come from another run (see their notes); rerun `epar "
+                      "run-all` to audit this protocol's own runs.", a->stale);
     if (a->spec_problems)
         epar_pub_p(d, "**%d claim(s) have a measurement spec that does not fit its file** (see their notes): fix the "
-                 "`measure` entry in `paper_protocol.json`.", a->spec_problems);
+                      "`measure` entry in `paper_protocol.json`.", a->spec_problems);
     if (info->figures && a->n) epar_pub_p(d, "![verdicts per section](verdicts.png)");
     write_verdict_table(d, a);
     write_findings(d, out_root, a, info->figures);
@@ -455,8 +460,8 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
 }
 
 static int write_doc(struct epar_out *o, const char *name, int as_html, const char *out_root,
-                     const struct epar_audit *a, const struct epar_report_info *info, const struct epar_report_proto *rp,
-                     const struct epar_table *rt, const struct epar_table *im)
+                     const struct epar_audit *a, const struct epar_report_info *info,
+                     const struct epar_report_proto *rp, const struct epar_table *rt, const struct epar_table *im)
 {
     const char *path = epar_out_path(o, name);
     char dir[4200];
@@ -575,7 +580,8 @@ int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct
     struct epar_report_proto *rp = NULL;
     int st = epar_report_proto_read(info->protocol, &rp);
     if (st) return st;
-    struct epar_table *t = epar_audit_table(a), *rt = epar_report_retention_table(rp), *im = epar_report_implied_table(rp);
+    struct epar_table *t = epar_audit_table(a), *rt = epar_report_retention_table(rp),
+                      *im = epar_report_implied_table(rp);
     if (!t || !rt || !im) {
         epar_csv_free(t);
         epar_csv_free(rt);

@@ -107,7 +107,8 @@ static int collect_lengths(const struct epar_report_proto *rp, int *Ls, int max)
 }
 
 /* (beta, gamma) pairs: those of the presets (the paper's text and the reference code) */
-int epar_report_collect_params(const struct epar_report_proto *rp, double *beta, double *gamma, const char **name, int max)
+int epar_report_collect_params(const struct epar_report_proto *rp, double *beta, double *gamma, const char **name,
+                               int max)
 {
     int n = 0;
     for (int k = 0; k < rp->n_presets && n < max; k++) {
@@ -169,8 +170,10 @@ struct epar_table *epar_report_implied_table(const struct epar_report_proto *rp)
 {
     struct epar_table *t = epar_csv_new("quantity,meaning,value,reported,matches_reported");
     if (!t) return NULL;
-    double rmid = epar_report_claim_reported(rp, "retention_mid_gain"), rmax = epar_report_claim_reported(rp, "retention_max_gain"),
-           rbas = epar_report_claim_reported(rp, "retention_max_basic"), renh = epar_report_claim_reported(rp, "retention_max_enhanced");
+    double rmid = epar_report_claim_reported(rp, "retention_mid_gain"),
+           rmax = epar_report_claim_reported(rp, "retention_max_gain"),
+           rbas = epar_report_claim_reported(rp, "retention_max_basic"),
+           renh = epar_report_claim_reported(rp, "retention_max_enhanced");
     struct epar_audit_tol printed = {.rule = EPAR_AUDIT_PRINTED, .gain = NAN};
     int st = EPAR_OK;
 #define ROW(q, meaning, v, rep, unit)                                                                            \
@@ -371,9 +374,11 @@ const char *epar_report_nth_section(const struct epar_audit *a, int k)
 }
 
 
-static void sum_add(struct epar_report_summary *s, const char *block, const char *id, int is_static, const char *fmt, ...)
+static void sum_add(struct epar_report_summary *s, const char *block, const char *id, int is_static,
+                    const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static void sum_add(struct epar_report_summary *s, const char *block, const char *id, int is_static, const char *fmt, ...)
+static void sum_add(struct epar_report_summary *s, const char *block, const char *id, int is_static,
+                    const char *fmt, ...)
 {
     if (s->n >= SUM_MAX_LINES) return;
     struct epar_report_sum_line *l = &s->line[s->n];
@@ -557,8 +562,8 @@ static void summary_benchmark(struct epar_report_summary *s, const char *out_roo
 
 /* the sentences, from the audit and the files beside it */
 void epar_report_summary_lines(struct epar_report_summary *s, const char *out_root, const struct epar_audit *a,
-                          const struct epar_report_info *info, const struct epar_runrec_audit *ar, const struct epar_runrec_bench *br,
-                          int have_bench, const struct epar_table *im)
+                               const struct epar_report_info *info, const struct epar_runrec_audit *ar,
+                               const struct epar_runrec_bench *br, int have_bench, const struct epar_table *im)
 {
     char counts[1024], ex[4096], seeds[256] = "", bseeds[256] = "";
     if (ar->n_seeds) seeds_text(ar->seeds, ar->n_seeds, seeds, sizeof seeds);

@@ -86,7 +86,8 @@ const char *epar_report_group_title(const char *id);
 /* *out (free it) or an error naming the JSON path of the malformed part */
 int epar_report_proto_read(const struct epar_protocol *p, struct epar_report_proto **out);
 /* (beta, gamma) pairs: those of the presets (the paper's text and the reference code) */
-int epar_report_collect_params(const struct epar_report_proto *rp, double *beta, double *gamma, const char **name, int max);
+int epar_report_collect_params(const struct epar_report_proto *rp, double *beta, double *gamma, const char **name,
+                               int max);
 /* retention_definitions.csv: the retention of both forms under every definition, length and preset */
 struct epar_table *epar_report_retention_table(const struct epar_report_proto *rp);
 /* reported value of a claim by id (NaN if absent) */

@@ -28,7 +28,8 @@ struct epar_table *epar_audit_section_counts(const struct epar_audit *a)
 {
     char cols[512] = "section";
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT; v++)
-        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",%s", epar_audit_verdict_key((enum epar_audit_verdict)v));
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",%s",
+                 epar_audit_verdict_key((enum epar_audit_verdict)v));
     struct epar_table *t = epar_csv_new(cols);
     for (size_t i = 0; t && i < a->n; i++) {
         const char *sec = a->rows[i].section;
