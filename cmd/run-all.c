@@ -13,6 +13,7 @@
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
+#include "lib/runrec.h"
 #include "experiments/common.h"
 #include "experiments/experiment.h"
 #include "experiments/report.h"
@@ -134,9 +135,8 @@ static int expectations(struct expectations *x, const struct epar_protocol *prot
     /* the benchmark (not an experiment of run-all: it trains for minutes to hours) is audited when its folder
      * exists (absent, its claims are "not reproducible here", never stale): it must come from this protocol, preset
      * and epar; its seeds are the budget's */
-    char bj[4200];
-    snprintf(bj, sizeof bj, "%s/benchmark/run.json", c->out ? c->out : "output");
-    if (x->n < MAX_EXPERIMENTS && epar_protocol_section(proto, "benchmark") && access(bj, R_OK) == 0) {
+    if (x->n < MAX_EXPERIMENTS && epar_protocol_section(proto, "benchmark") &&
+        epar_runrec_exists(c->out ? c->out : "output", "benchmark")) {
         struct epar_params *p = &x->prm[x->n];
         int st = epar_protocol_params(proto, "benchmark", c->preset, p);
         if (st) return st;
@@ -162,11 +162,8 @@ static int folders_from_table(struct epar_report_folder *f, char labels[][160], 
 /* --audit-only needs runs to audit: at least one experiment folder with its run.json */
 static int any_run(const char *out, const struct expectations *x)
 {
-    for (int i = 0; i < x->n; i++) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/%s/run.json", out, x->dirs[i]);
-        if (access(p, R_OK) == 0) return 1;
-    }
+    for (int i = 0; i < x->n; i++)
+        if (epar_runrec_exists(out, x->dirs[i])) return 1;
     return 0;
 }
 
@@ -193,14 +190,12 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     json_t *seeds = json_array();
     for (int i = 0; i < prm->n_seeds; i++) json_array_append_new(seeds, json_integer((json_int_t)prm->seeds[i]));
     /* run.json of the audit: what was audited (the experiments' own run.json hold their parameters) */
-    json_t *rj = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o, s:f, s:o, s:o, s:i, s:o, s:i, s:i}", "experiment",
-                           "run-all", "epar_version", EPAR_VERSION, "protocol", proto->path, "protocol_version",
-                           EPAR_PROTOCOL_VERSION, "protocol_hash", proto->hash, "preset", prm->preset, "seeds", seeds,
-                           "level", ctx.level, "experiments_run", ran, "experiments_failed", failed, "claims", (int)a->n,
-                           "verdicts", verdicts, "spec_problems", a->spec_problems, "stale", a->stale);
+    json_t *rj = json_pack("{s:s, s:s, s:o, s:f, s:o, s:o, s:i, s:o, s:i, s:i}", "protocol_hash", proto->hash,
+                           "preset", prm->preset, "seeds", seeds, "level", ctx.level, "experiments_run", ran,
+                           "experiments_failed", failed, "claims", (int)a->n, "verdicts", verdicts, "spec_problems",
+                           a->spec_problems, "stale", a->stale);
     if (!rj) st = epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    else st = epar_fields_dump(epar_out_path(&o, "run.json"), rj, EPAR_SAVE_RUN);
-    json_decref(rj);
+    else st = epar_runrec_write(epar_out_path(&o, "run.json"), "run-all", proto->path, NULL, rj);
     if (st || (st = epar_exp_report_write(&o, out, a, &info))) {
         epar_out_abort(&o);
         return st;

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "lib/err.h"
 #include "lib/rng.h"
-#include "lib/version.h"
+#include "lib/runrec.h"
 #include "common.h"
 
 int epar_exp_model_alloc(struct epar_exp_model *m, const struct epar_params *prm)
@@ -79,35 +79,10 @@ void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double
     }
 }
 
-/* the head of every run.json, in this order; parameters and the protocol's fingerprint when the run resolved them */
-struct run_head {
-    const char *experiment, *epar_version, *protocol;
-    int protocol_version;
-    const char *protocol_hash, *cli_overrides;
-    json_t *parameters;
-};
-#define RH struct run_head
-static const struct epar_field run_head_fields[] = {
-    EPAR_FIELD_(RH, "experiment", EPAR_FIELD_STRING, experiment, 0),
-    EPAR_FIELD_(RH, "epar_version", EPAR_FIELD_STRING, epar_version, 0),
-    EPAR_FIELD_(RH, "protocol", EPAR_FIELD_STRING, protocol, 0),
-    EPAR_FIELD_(RH, "protocol_version", EPAR_FIELD_INT, protocol_version, 0),
-    EPAR_FIELD_(RH, "protocol_hash", EPAR_FIELD_STRING, protocol_hash, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(RH, "cli_overrides", EPAR_FIELD_STRING, cli_overrides, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(RH, "parameters", EPAR_FIELD_JSON, parameters, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
-#undef RH
-
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra)
 {
-    struct run_head h = {experiment, EPAR_VERSION, protocol_path, EPAR_PROTOCOL_VERSION,
-                         prm ? prm->protocol_hash : NULL, prm ? prm->overrides : NULL,
-                         prm ? epar_params_json(prm) : NULL};
-    int st = prm && !h.parameters ? epar_err_set(EPAR_ENOMEM, "out of memory building run.json")
-                                  : epar_fields_save(epar_out_path(o, "run.json"), run_head_fields, &h, extra, EPAR_SAVE_RUN);
-    json_decref(h.parameters);
-    return st;
+    return epar_runrec_write(epar_out_path(o, "run.json"), experiment, protocol_path, prm, extra);
 }
 
 void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1])

@@ -38,7 +38,7 @@ void epar_exp_attention(struct epar_exp_model *m, const double *X, int B, double
 /* run.json: experiment, epar version, protocol path and version, the protocol's hash, the command line's overrides
  * and the resolved parameters (prm NULL: a run that has none of these, such as train's), then the keys of `extra`
  * (an object whose keys are merged in; stolen, may be NULL; a key of the head keeps its place and takes extra's
- * value). Every experiment's run.json is written here. */
+ * value). Every experiment's run.json is written here, by lib/runrec's writer. */
 int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const char *protocol_path,
                             const struct epar_params *prm, json_t *extra);
 /* Rows of mechanism id's catalogue parameters, in catalogue order: doubles at their index of a
