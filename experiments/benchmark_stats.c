@@ -1,0 +1,167 @@
+/* The benchmark's statistics: the numbers its tables report, computed from the grid with lib/stats. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <omp.h>
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include "lib/audit.h"
+#include "lib/blas.h"
+#include "lib/csvout.h"
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "lib/plot.h"
+#include "lib/stats.h"
+#include "lib/version.h"
+#include "benchmark_int.h"
+#include "common.h"
+#include "inspect.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the cost cell's overheads                                                                       */
+
+/* a comparison's overhead from its n pairs (struct overhead, benchmark_int.h: how it is measured); d: scratch (n) */
+static struct overhead pair_overhead(const double *a, const double *b, const double *gen, int n, double level, double *d)
+{
+    struct overhead o = {NAN, NAN, NAN, NAN, NAN, n, 0};
+    double mean, lo, hi;
+    for (int i = 0; i < n; i++) d[i] = a[i] / b[i] - 1;
+    epar_stats_mean_sd(d, (size_t)n, &mean, &o.sd);
+    for (int i = 0; i < n; i++) d[i] = log(a[i] / b[i]);
+    epar_stats_group_medians(d, gen, n, level, &mean, &lo, &hi, &o.groups);
+    o.est = expm1(mean);
+    o.lo = expm1(lo);
+    o.hi = expm1(hi);
+    o.hw = (o.hi - o.lo) / 2;
+    return o;
+}
+
+static struct overhead cost_pair_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    int n = p->n_a < p->n_b ? p->n_a : p->n_b;
+    return pair_overhead(p->a, p->b, p->gen, n < p->n_gen ? n : p->n_gen, level, scratch);
+}
+
+/* the widest half-width of the deciding comparisons (+inf while one has no interval yet; 0 without any) */
+double epar_bench_cost_widest(const struct cost_cell *x, double level, double *scratch)
+{
+    double widest = 0;
+    for (int k = 0; k < x->n_pair; k++)
+        if (x->pair[k].decides) {
+            struct overhead o = cost_pair_overhead(&x->pair[k], level, scratch);
+            widest = fmax(widest, isfinite(o.hw) ? o.hw : INFINITY);
+        }
+    return widest;
+}
+
+/* a comparison's overhead from the cost cell's pairs (NaN, n 0 without the pair) */
+struct overhead epar_bench_cost_overhead(const struct cost_pair *p, double level, double *scratch)
+{
+    struct overhead none = {NAN, NAN, NAN, NAN, NAN, 0, 0};
+    return p ? cost_pair_overhead(p, level, scratch) : none;
+}
+
+/* pairs for a half-width of target: the interval's width falls as 1 / sqrt(generations), so as 1 / sqrt(pairs) */
+double epar_bench_pairs_needed(const struct overhead *o, double target)
+{
+    return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the grid's comparisons                                                                            */
+
+/* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y| (lib/stats: their mean,
+ * the relative improvement, its sd, t, p, interval and detectable effect); n = 0 when mean y is 0 or not finite */
+struct epar_stats_paired epar_bench_paired_test(const double *x, const double *y, int n, int higher_is_better, double level)
+{
+    struct epar_stats_paired r;
+    double ym, ysd, d[EPAR_MAX_SEEDS] = {0};
+    epar_stats_mean_sd(y, n, &ym, &ysd);
+    if (!(fabs(ym) > 0) || !isfinite(ym)) n = 0;
+    for (int i = 0; i < n; i++) d[i] = (higher_is_better ? 1 : -1) * (x[i] - y[i]) / fabs(ym);
+    epar_stats_paired(d, n, level, &r);
+    return r;
+}
+
+/* the best baseline of task t: the non-EPAR mechanism with the best mean (-1 if none) */
+int epar_bench_best_baseline(const struct epar_bench_cfg *c, const struct grid *g, int t, int hib)
+{
+    int best = -1;
+    double bm = NAN, sd;
+    for (int m = 0; m < c->n_mech; m++) {
+        if (is_epar(c->mech[m])) continue;
+        double mean;
+        epar_stats_mean_sd(gv(g, t, m, 0), g->S, &mean, &sd);
+        if (best < 0 || (hib ? mean > bm : mean < bm)) {
+            best = m;
+            bm = mean;
+        }
+    }
+    return best;
+}
+
+/* task t's chance level and its se (means over the task's cells), and how many mechanisms learned it (-1:
+ * unknown, cells without a chance level) */
+int epar_bench_task_learned(const struct epar_bench_cfg *c, const struct grid *g, int t, double *chance, double *se)
+{
+    size_t n = (size_t)g->M * g->S, off = (size_t)t * n;
+    double sd;
+    epar_stats_mean_sd(g->chance + off, (int)n, chance, &sd);
+    epar_stats_mean_sd(g->chance_se + off, (int)n, se, &sd);
+    if (!isfinite(*chance) || !isfinite(*se)) return -1;
+    int hib = task_hib(c, t), learned = 0;
+    for (int m = 0; m < g->M; m++) {
+        double mean;
+        epar_stats_mean_sd(gf(g, t, m, 0), g->S, &mean, &sd);
+        learned += hib ? mean > *chance + LEARNED_Z * *se : mean < *chance - LEARNED_Z * *se;
+    }
+    return learned;
+}
+
+/* ---- EPAR against each baseline, pre-registered: no best baseline picked after the results ---- */
+
+/* one comparison (struct versus): its paired test, the Holm-adjusted p left to versus_all */
+static struct versus versus(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, int y)
+{
+    return (struct versus){epar_bench_paired_test(gv(g, t, x, 0), gv(g, t, y, 0), g->S, prim_hib(c, t), c->level), NAN};
+}
+
+/* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
+void epar_bench_versus_all(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, struct versus *vs)
+{
+    double p[EPAR_MECH_COUNT] = {0}, adj[EPAR_MECH_COUNT];
+    for (int m = 0; m < c->n_mech; m++) {
+        if (is_epar(c->mech[m])) epar_stats_paired(NULL, 0, c->level, &vs[m].pr);
+        else vs[m] = versus(c, g, t, x, m);
+        p[m] = is_epar(c->mech[m]) ? NAN : vs[m].pr.p;
+    }
+    epar_stats_holm(p, adj, c->n_mech);
+    for (int m = 0; m < c->n_mech; m++) vs[m].p_holm = adj[m];
+}
+
+/* steps to learn: per cell, the first evaluation step from which the eval metric stays beyond the task's chance
+ * level by more than LEARNED_Z of its standard errors to the end of training (NaN: never); per task and mechanism
+ * the mean over the seeds that learned, and how many did. From the cells' learning_curve.csv. */
+int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
+                          double chance, double se, int hib, double *step)
+{
+    char dir[512], path[4800];
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/learning_curve.csv", root, dir);
+    struct epar_table *t = NULL;
+    if (epar_csv_read(path, &t)) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", path, epar_err_message());
+    *step = NAN;
+    for (size_t r = t->nrows; r-- > 0;) {   /* from the end back to the first row not beyond chance */
+        double v = epar_csv_get(t, r, "eval_metric"), gain = hib ? v - chance : chance - v;
+        if (!(gain > LEARNED_Z * se)) break;
+        *step = epar_csv_get(t, r, "step");
+    }
+    epar_csv_free(t);
+    return EPAR_OK;
+}
