@@ -124,7 +124,10 @@ static inline double *gv(const struct grid *g, int t, int m, int s) { return g->
 static inline double *gf(const struct grid *g, int t, int m, int s) { return g->cand[EPAR_BENCH_FINAL] + gi(g, t, m, s); }
 
 /* is higher better: for the task's final metric (task_hib), for candidate k, and for its primary (prim_hib) */
-static inline int task_hib(const struct epar_bench_cfg *c, int t) { return epar_task_table[c->tasks[t].task.id].higher_is_better; }
+static inline int task_hib(const struct epar_bench_cfg *c, int t)
+{
+    return epar_task_table[c->tasks[t].task.id].higher_is_better;
+}
 static inline int cand_hib(const struct epar_bench_cfg *c, int t, int k)
 {
     return (k == EPAR_BENCH_FINAL || k == EPAR_BENCH_CURVE) && task_hib(c, t);
@@ -173,6 +176,32 @@ struct versus {
 };
 /* EPAR mechanism x against every baseline of task t (vs[m] for baseline m; NaN rows for the EPAR mechanisms) */
 void epar_bench_versus_all(const struct epar_bench_cfg *c, const struct grid *g, int t, int x, struct versus *vs);
+/* the summary of the comparisons of EPAR mechanism x on task i (main_table.csv's <form>_vs_baselines_*, _beats,
+ * ...), what the audit's beats_all rule reads: the smallest improvement over the baselines (the estimate of "x beats
+ * every baseline": its worst comparison) with the smallest lower and upper ends of the intervals (lower end > 0: x beats every baseline at the
+ * level; NaN when a comparison has no spread, so the intersection-union test cannot succeed), the smallest
+ * Holm-adjusted p of a baseline better than x, the smallest upper end at the Bonferroni-adjusted level
+ * 1 - (1 - level) / baselines (below a reported gain: the gain is excluded for some baseline), how many baselines x
+ * beats, how many beat it, how many comparisons have no spread, and the detectable effect of the verdict's test: the
+ * largest, over the baselines, effect at which the intersection-union test over all of them succeeds with 80 % power
+ * (lib/stats, union bound) */
+struct versus_sum {
+    double min_rel, min_lo, min_hi, holm_p, nonsup, mde;   /* NaN where undefined */
+    int beats, beaten, flat;
+};
+/* 0 (s untouched) when the grid has no baseline */
+int epar_bench_versus_summary(const struct epar_bench_cfg *c, const struct grid *g, int i, int x,
+                              struct versus_sum *s);
+/* when to use: EPAR mechanism x's gain on condition `cond` over none (versus_best 0) or over each task's best baseline
+ * (1): per seed the mean over the condition's tasks of the relative differences, then its paired test against 0
+ * across the seeds; 0 when a task has no such baseline or the condition no task */
+struct condition_gain {
+    char tasks[512];                /* the condition's task ids, space-separated */
+    int n_tasks, learned;           /* learned: its tasks learned by some mechanism (-1: unknown) */
+    struct epar_stats_paired pr;    /* the gain's mean, sd, t, p across the seeds */
+};
+int epar_bench_condition_gain(const struct epar_bench_cfg *c, const struct grid *g, const char *cond, int x,
+                              int versus_best, struct condition_gain *r);
 /* steps to learn of cell k (NaN: never), from its learning_curve.csv under root */
 int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
                           double chance, double se, int hib, double *step);

@@ -145,6 +145,77 @@ void epar_bench_versus_all(const struct epar_bench_cfg *c, const struct grid *g,
     for (int m = 0; m < c->n_mech; m++) vs[m].p_holm = adj[m];
 }
 
+int epar_bench_versus_summary(const struct epar_bench_cfg *c, const struct grid *g, int i, int x,
+                              struct versus_sum *s)
+{
+    struct versus vs[EPAR_MECH_COUNT];
+    epar_bench_versus_all(c, g, i, x, vs);
+    int beats = 0, beaten = 0, n = 0, flat = 0;
+    for (int m = 0; m < c->n_mech; m++) n += !is_epar(c->mech[m]);
+    if (!n) return 0;
+    double min_rel = INFINITY, min_lo = INFINITY, min_hi = INFINITY, holm_p = NAN, mde = -INFINITY, nonsup = INFINITY;
+    double qa = g->S > 1 ? epar_stats_quantile(1 - (1 - c->level) / n, g->S - 1) : NAN;
+    for (int m = 0; m < c->n_mech; m++) {
+        if (is_epar(c->mech[m])) continue;
+        const struct epar_stats_paired *pr = &vs[m].pr;
+        flat += pr->degenerate;
+        min_rel = isnan(pr->mean) || isnan(min_rel) ? NAN : fmin(min_rel, pr->mean);
+        min_lo = isnan(pr->lo) || isnan(min_lo) ? NAN : fmin(min_lo, pr->lo);
+        min_hi = isnan(pr->hi) || isnan(min_hi) ? NAN : fmin(min_hi, pr->hi);
+        if (!pr->degenerate) {
+            mde = fmax(mde, epar_stats_mde(pr->sd, pr->n, c->level, 0.8, n));
+            nonsup = fmin(nonsup, pr->mean + qa * pr->sd / sqrt((double)pr->n));
+        }
+        beats += pr->lo > 0;
+        if (pr->mean < 0 && isfinite(vs[m].p_holm)) {
+            holm_p = isnan(holm_p) ? vs[m].p_holm : fmin(holm_p, vs[m].p_holm);
+            beaten += vs[m].p_holm < 1 - c->level;
+        }
+    }
+    *s = (struct versus_sum){min_rel, min_lo, min_hi, holm_p, isfinite(nonsup) ? nonsup : NAN, isfinite(mde) ? mde : NAN,
+                             beats, beaten, flat};
+    return 1;
+}
+
+/* when to use (struct condition_gain): the per-seed mean over the condition's tasks of the relative differences, then
+ * mean, sd, t and p across seeds */
+int epar_bench_condition_gain(const struct epar_bench_cfg *c, const struct grid *g, const char *cond, int x,
+                              int versus_best, struct condition_gain *r)
+{
+    double gain[EPAR_MAX_SEEDS] = {0};
+    char tasks[512] = "";
+    int nt = 0, nl = 0;   /* nl: tasks learned by some mechanism (-1: unknown) */
+    for (int i = 0; i < c->n_tasks; i++) {
+        if (strcmp(c->tasks[i].condition, cond)) continue;
+        int hib = prim_hib(c, i);
+        double ch, chse;
+        int lt = epar_bench_task_learned(c, g, i, &ch, &chse);
+        nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
+        int y = !versus_best ? epar_bench_mech_index(c, EPAR_MECH_NONE) : epar_bench_best_baseline(c, g, i, hib);
+        if (y < 0) return 0;
+        double ym, ysd;
+        epar_stats_mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
+        for (int s = 0; s < g->S; s++)
+            gain[s] += (hib ? 1 : -1) * (*gv(g, i, x, s) - *gv(g, i, y, s)) / fabs(ym);
+        size_t l = strlen(tasks);
+        snprintf(tasks + l, sizeof tasks - l, "%s%s", nt ? " " : "", c->tasks[i].id);
+        nt++;
+    }
+    if (!nt) return 0;
+    for (int s = 0; s < g->S; s++) gain[s] /= nt;
+    /* the paired test of the gains against 0 (x = gain + 1, y = 1: relative difference = gain) */
+    double one[EPAR_MAX_SEEDS], xg[EPAR_MAX_SEEDS];
+    for (int s = 0; s < g->S; s++) {
+        one[s] = 1.0;
+        xg[s] = 1.0 + gain[s];
+    }
+    snprintf(r->tasks, sizeof r->tasks, "%s", tasks);
+    r->n_tasks = nt;
+    r->learned = nl;
+    r->pr = epar_bench_paired_test(xg, one, g->S, 1, c->level);
+    return 1;
+}
+
 /* steps to learn: per cell, the first evaluation step from which the eval metric stays beyond the task's chance
  * level by more than LEARNED_Z of its standard errors to the end of training (NaN: never); per task and mechanism
  * the mean over the seeds that learned, and how many did. From the cells' learning_curve.csv. */

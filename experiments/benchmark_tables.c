@@ -72,57 +72,24 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
     return t;
 }
 
-/* main_table.csv's summary of the comparisons of form `name` (EPAR mechanism x) on task i, what the audit's beats_all
- * rule reads: the smallest improvement over the baselines (the estimate of "x beats every baseline": its worst
- * comparison) with the smallest lower and upper ends of the intervals (lower end > 0: x beats every baseline at the
- * level; NaN when a comparison has no spread, so the intersection-union test cannot succeed), the smallest
- * Holm-adjusted p of a baseline better than x, the smallest upper end at the Bonferroni-adjusted level
- * 1 - (1 - level) / baselines (below a reported gain: the gain is excluded for some baseline), how many baselines x
- * beats, how many beat it, how many comparisons have no spread, and the detectable effect of the verdict's test: the
- * largest, over the baselines, effect at which the intersection-union test over all of them succeeds with 80 % power
- * (lib/stats, union bound) */
-static void versus_summary(const struct epar_bench_cfg *c, const struct grid *g, struct epar_table *t, int i, int x,
-                           const char *name)
+/* main_table.csv's columns of form `name` (<name>_vs_baselines_min_rel, ...): epar_bench_versus_summary's numbers */
+static void versus_columns(struct epar_table *t, const char *name, const struct versus_sum *s)
 {
-    struct versus vs[EPAR_MECH_COUNT];
-    epar_bench_versus_all(c, g, i, x, vs);
-    int beats = 0, beaten = 0, n = 0, flat = 0;
-    for (int m = 0; m < c->n_mech; m++) n += !is_epar(c->mech[m]);
-    if (!n) return;
-    double min_rel = INFINITY, min_lo = INFINITY, min_hi = INFINITY, holm_p = NAN, mde = -INFINITY, nonsup = INFINITY;
-    double qa = g->S > 1 ? epar_stats_quantile(1 - (1 - c->level) / n, g->S - 1) : NAN;
-    for (int m = 0; m < c->n_mech; m++) {
-        if (is_epar(c->mech[m])) continue;
-        const struct epar_stats_paired *pr = &vs[m].pr;
-        flat += pr->degenerate;
-        min_rel = isnan(pr->mean) || isnan(min_rel) ? NAN : fmin(min_rel, pr->mean);
-        min_lo = isnan(pr->lo) || isnan(min_lo) ? NAN : fmin(min_lo, pr->lo);
-        min_hi = isnan(pr->hi) || isnan(min_hi) ? NAN : fmin(min_hi, pr->hi);
-        if (!pr->degenerate) {
-            mde = fmax(mde, epar_stats_mde(pr->sd, pr->n, c->level, 0.8, n));
-            nonsup = fmin(nonsup, pr->mean + qa * pr->sd / sqrt((double)pr->n));
-        }
-        beats += pr->lo > 0;
-        if (pr->mean < 0 && isfinite(vs[m].p_holm)) {
-            holm_p = isnan(holm_p) ? vs[m].p_holm : fmin(holm_p, vs[m].p_holm);
-            beaten += vs[m].p_holm < 1 - c->level;
-        }
-    }
     char col[96];
 #define SET(suffix, v)                                      \
     do {                                                    \
         snprintf(col, sizeof col, "%s" suffix, name);       \
         set_num(t, col, v);                                 \
     } while (0)
-    SET("_vs_baselines_min_rel", min_rel);
-    SET("_vs_baselines_min_lo", min_lo);
-    SET("_vs_baselines_min_hi", min_hi);
-    SET("_vs_baselines_holm_p", holm_p);
-    SET("_vs_baselines_nonsup", isfinite(nonsup) ? nonsup : NAN);
-    SET("_beats", beats);
-    SET("_beaten_holm", beaten);
-    SET("_no_spread", flat);
-    SET("_mde", isfinite(mde) ? mde : NAN);
+    SET("_vs_baselines_min_rel", s->min_rel);
+    SET("_vs_baselines_min_lo", s->min_lo);
+    SET("_vs_baselines_min_hi", s->min_hi);
+    SET("_vs_baselines_holm_p", s->holm_p);
+    SET("_vs_baselines_nonsup", s->nonsup);
+    SET("_beats", s->beats);
+    SET("_beaten_holm", s->beaten);
+    SET("_no_spread", s->flat);
+    SET("_mde", s->mde);
 #undef SET
 }
 
@@ -218,8 +185,9 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         for (int m = 0; m < c->n_mech; m++) nb += !is_epar(c->mech[m]);
         set_num(t, "baselines", nb);
         int xb = epar_bench_mech_index(c, EPAR_MECH_EPAR_BASIC), xe = epar_bench_mech_index(c, EPAR_MECH_EPAR_ENHANCED);
-        if (xb >= 0) versus_summary(c, g, t, i, xb, "basic");
-        if (xe >= 0) versus_summary(c, g, t, i, xe, "enhanced");
+        struct versus_sum vsum;
+        if (xb >= 0 && epar_bench_versus_summary(c, g, i, xb, &vsum)) versus_columns(t, "basic", &vsum);
+        if (xe >= 0 && epar_bench_versus_summary(c, g, i, xe, &vsum)) versus_columns(t, "enhanced", &vsum);
         for (int k = 0; k < CMP_N; k++) {
             int x, y;
             cmp_pair(c, k, best, &x, &y);
@@ -238,8 +206,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
     return t;
 }
 
-/* when to use: per condition, EPAR's gain over none and over each task's best baseline, the per-seed mean over
- * the condition's tasks of the relative differences, then mean, sd, t and p across seeds */
+/* when to use: per condition, EPAR's gain over none and over each task's best baseline (epar_bench_condition_gain) */
 static struct epar_table *when_table(const struct epar_bench_cfg *c, const struct grid *g)
 {
     struct epar_table *t = epar_csv_new("condition,mechanism,versus,tasks,n_tasks,gain,gain_sd,seeds,t,p,learned_tasks");
@@ -256,37 +223,12 @@ static struct epar_table *when_table(const struct epar_bench_cfg *c, const struc
             for (int vs = 0; vs < 2; vs++) {
                 int x = epar_bench_mech_index(c, ep[e]);
                 if (x < 0) continue;
-                double gain[EPAR_MAX_SEEDS] = {0}, zero[EPAR_MAX_SEEDS] = {0};
-                char tasks[512] = "";
-                int nt = 0, ok = 1, nl = 0;   /* nl: tasks learned by some mechanism (-1: unknown) */
-                for (int i = 0; i < c->n_tasks; i++) {
-                    if (strcmp(c->tasks[i].condition, conds[k])) continue;
-                    int hib = prim_hib(c, i);
-                    double ch, chse;
-                    int lt = epar_bench_task_learned(c, g, i, &ch, &chse);
-                    nl = nl < 0 || lt < 0 ? -1 : nl + (lt > 0);
-                    int y = vs == 0 ? epar_bench_mech_index(c, EPAR_MECH_NONE) : epar_bench_best_baseline(c, g, i, hib);
-                    if (y < 0) { ok = 0; break; }
-                    double ym, ysd;
-                    epar_stats_mean_sd(gv(g, i, y, 0), g->S, &ym, &ysd);
-                    for (int s = 0; s < g->S; s++)
-                        gain[s] += (hib ? 1 : -1) * (*gv(g, i, x, s) - *gv(g, i, y, s)) / fabs(ym);
-                    size_t l = strlen(tasks);
-                    snprintf(tasks + l, sizeof tasks - l, "%s%s", nt ? " " : "", c->tasks[i].id);
-                    nt++;
-                }
-                if (!ok || !nt) continue;
-                for (int s = 0; s < g->S; s++) gain[s] /= nt;
-                /* the paired test of the gains against 0 (x = gain + 1, y = 1: relative difference = gain) */
-                double one[EPAR_MAX_SEEDS], xg[EPAR_MAX_SEEDS];
-                for (int s = 0; s < g->S; s++) {
-                    one[s] = 1.0;
-                    xg[s] = 1.0 + gain[s];
-                }
-                (void)zero;
-                struct epar_stats_paired pr = epar_bench_paired_test(xg, one, g->S, 1, c->level);
-                if (epar_csv_append(t, "ssssiddiddd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none", tasks,
-                                    nt, pr.mean, pr.sd, g->S, pr.t, pr.p, nl < 0 ? NAN : (double)nl)) {
+                struct condition_gain cg;
+                if (!epar_bench_condition_gain(c, g, conds[k], x, vs, &cg)) continue;
+                const struct epar_stats_paired pr = cg.pr;
+                if (epar_csv_append(t, "ssssiddiddd", conds[k], epar_nnpos_name(ep[e]), vs ? "best_baseline" : "none",
+                                    cg.tasks, cg.n_tasks, pr.mean, pr.sd, g->S, pr.t, pr.p,
+                                    cg.learned < 0 ? NAN : (double)cg.learned)) {
                     epar_csv_free(t);
                     return NULL;
                 }
