@@ -156,6 +156,19 @@ struct overhead epar_bench_cost_overhead(const struct cost_pair *p, double level
 double epar_bench_cost_widest(const struct cost_cell *x, double level, double *scratch);
 /* pairs for a half-width of target */
 double epar_bench_pairs_needed(const struct overhead *o, double target);
+/* cost.csv from the cost cell: per mechanism the step's thread CPU time (median and sd over its timed steps), its
+ * attention share, and the overheads over none and (enhanced) over basic from their adjacent pairs: the median
+ * ratio - 1 with its distribution-free interval at the audit's level (pair_overhead), the pairs behind it, and how
+ * many pairs an interval of cost_halfwidth would take at the spread measured */
+struct cost_row {
+    double step_ms, step_ms_sd;        /* the median and sd of its steps' CPU milliseconds */
+    double attention_share;            /* of the step's time */
+    struct overhead on, ob;            /* over none, over epar-basic (n 0: no such pair) */
+    double need, gens;                 /* pairs for an interval of cost_halfwidth; generations behind the overheads */
+    int steps;
+};
+/* d: scratch (the most timed steps of a mechanism + 1) */
+void epar_bench_cost_row(const struct epar_bench_cfg *c, const struct cost_cell *x, int m, double *d, struct cost_row *r);
 
 /* paired comparison across seeds of per-seed relative differences sgn (x_s - y_s) / |mean y| (lib/stats: their mean,
  * the relative improvement, its sd, t, p, interval and detectable effect); n = 0 when mean y is 0 or not finite */
@@ -202,6 +215,14 @@ struct condition_gain {
 };
 int epar_bench_condition_gain(const struct epar_bench_cfg *c, const struct grid *g, const char *cond, int x,
                               int versus_best, struct condition_gain *r);
+/* sanity: per task and mechanism, the mean metric against the chance level (in chance se and relative), whether
+ * the mechanism learned the task (beyond LEARNED_Z se), and for bpc tasks whether it is at least sanity_margin
+ * below the chance level: a baseline that does not learn lm is broken, and every comparison with it is moot */
+struct sanity {
+    double mean, chance, se, z, rel;   /* the mean final metric, the chance level and its se, gain / se, gain / |chance| */
+    int learned, meets;                /* meets: the margin (-1: not a bpc task) */
+};
+void epar_bench_sanity(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct sanity *s);
 /* steps to learn of cell k (NaN: never), from its learning_curve.csv under root */
 int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
                           double chance, double se, int hib, double *step);

@@ -73,6 +73,36 @@ double epar_bench_pairs_needed(const struct overhead *o, double target)
     return isfinite(o->hw) && o->hw > 0 && target > 0 ? ceil(o->n * pow(o->hw / target, 2)) : NAN;
 }
 
+static const struct cost_pair *find_pair(const struct cost_cell *x, const char *a, const char *b)
+{
+    for (int k = 0; k < x->n_pair; k++)
+        if (!strcmp(x->pair[k].mechanism, a) && !strcmp(x->pair[k].against, b)) return &x->pair[k];
+    return NULL;
+}
+
+/* cost.csv's numbers (struct cost_row) */
+void epar_bench_cost_row(const struct epar_bench_cfg *c, const struct cost_cell *x, int m, double *d, struct cost_row *r)
+{
+    const struct cost_mech *a = &x->mech[m];
+    int S = a->n_step;
+    double att = 0, tot = 0, mean;
+    for (int i = 0; i < S; i++) {
+        d[i] = 1000 * a->step[i];
+        tot += a->step[i];
+        att += i < a->n_attention ? a->attention[i] : NAN;
+    }
+    epar_stats_mean_sd(d, (size_t)S, &mean, &r->step_ms_sd);
+    gsl_sort(d, 1, (size_t)S);
+    r->step_ms = S ? gsl_stats_median_from_sorted_data(d, 1, (size_t)S) : NAN;
+    r->on = epar_bench_cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
+    r->ob = epar_bench_cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
+    /* fmax: NaN only if both */
+    r->need = fmax(epar_bench_pairs_needed(&r->on, x->target), epar_bench_pairs_needed(&r->ob, x->target));
+    r->gens = r->on.n ? r->on.groups : r->ob.n ? r->ob.groups : NAN;
+    r->attention_share = att / tot;
+    r->steps = S;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* the grid's comparisons                                                                            */
 
@@ -214,6 +244,20 @@ int epar_bench_condition_gain(const struct epar_bench_cfg *c, const struct grid 
     r->learned = nl;
     r->pr = epar_bench_paired_test(xg, one, g->S, 1, c->level);
     return 1;
+}
+
+/* sanity (struct sanity) */
+void epar_bench_sanity(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct sanity *s)
+{
+    int hib = task_hib(c, i), bpc = !hib;
+    double chance, se, sd;
+    if (epar_bench_task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
+    double mean;
+    epar_stats_mean_sd(gf(g, i, m, 0), g->S, &mean, &sd);
+    double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
+    double rel = chance != 0 ? gain / fabs(chance) : NAN;
+    int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
+    *s = (struct sanity){mean, chance, se, z, rel, learned, meets};
 }
 
 /* steps to learn: per cell, the first evaluation step from which the eval metric stays beyond the task's chance

@@ -265,32 +265,24 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
     return t;
 }
 
-/* sanity: per task and mechanism, the mean metric against the chance level (in chance se and relative), whether
- * the mechanism learned the task (beyond LEARNED_Z se), and for bpc tasks whether it is at least sanity_margin
- * below the chance level: a baseline that does not learn lm is broken, and every comparison with it is moot.
- * *failed counts the mechanisms that miss the margin on a bpc task. */
+/* sanity.csv: per task and mechanism, epar_bench_sanity's numbers, and the margin on bpc tasks. *failed counts the
+ * mechanisms that miss the margin on a bpc task. */
 static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const struct grid *g, int *failed)
 {
     struct epar_table *t = epar_csv_new("task,mechanism,mean,chance,chance_se,z_vs_chance,rel_vs_chance,learned,margin,meets_margin");
     *failed = 0;
-    for (int i = 0; t && i < c->n_tasks; i++) {
-        int hib = task_hib(c, i), bpc = !hib;
-        double chance, se, sd;
-        if (epar_bench_task_learned(c, g, i, &chance, &se) < 0) chance = se = NAN;
+    for (int i = 0; t && i < c->n_tasks; i++)
         for (int m = 0; m < c->n_mech; m++) {
-            double mean;
-            epar_stats_mean_sd(gf(g, i, m, 0), g->S, &mean, &sd);
-            double gain = hib ? mean - chance : chance - mean, z = se > 0 ? gain / se : NAN;
-            double rel = chance != 0 ? gain / fabs(chance) : NAN;
-            int learned = isfinite(z) && z > LEARNED_Z, meets = bpc ? isfinite(rel) && rel >= c->sanity_margin : -1;
-            *failed += meets == 0;
-            if (epar_csv_append(t, "ssddddddds", c->tasks[i].id, epar_nnpos_name(c->mech[m]), mean, chance, se, z, rel,
-                                (double)learned, bpc ? c->sanity_margin : NAN, meets < 0 ? "" : meets ? "yes" : "no")) {
+            struct sanity s;
+            epar_bench_sanity(c, g, i, m, &s);
+            *failed += s.meets == 0;
+            if (epar_csv_append(t, "ssddddddds", c->tasks[i].id, epar_nnpos_name(c->mech[m]), s.mean, s.chance, s.se, s.z,
+                                s.rel, (double)s.learned, s.meets >= 0 ? c->sanity_margin : NAN,
+                                s.meets < 0 ? "" : s.meets ? "yes" : "no")) {
                 epar_csv_free(t);
                 return NULL;
             }
         }
-    }
     return t;
 }
 
@@ -397,17 +389,7 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
     return t;
 }
 
-/* cost.csv from the cost cell: per mechanism the step's thread CPU time (median and sd over its timed steps), its
- * attention share, and the overheads over none and (enhanced) over basic from their adjacent pairs: the median
- * ratio - 1 with its distribution-free interval at the audit's level (pair_overhead), the pairs behind it, and how
- * many pairs an interval of cost_halfwidth would take at the spread measured */
-static const struct cost_pair *find_pair(const struct cost_cell *x, const char *a, const char *b)
-{
-    for (int k = 0; k < x->n_pair; k++)
-        if (!strcmp(x->pair[k].mechanism, a) && !strcmp(x->pair[k].against, b)) return &x->pair[k];
-    return NULL;
-}
-
+/* cost.csv from the cost cell: per mechanism epar_bench_cost_row's numbers */
 static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struct cost_cell *x)
 {
     struct epar_table *t = epar_csv_new("mechanism,task,length,batch,params,step_ms,step_ms_sd,tokens_per_s,peak_mb,"
@@ -424,24 +406,14 @@ static struct epar_table *cost_table(const struct epar_bench_cfg *c, const struc
     }
     for (int m = 0; t && m < x->n_mech; m++) {
         const struct cost_mech *a = &x->mech[m];
-        int S = a->n_step;
-        double att = 0, tot = 0, med, sd, mean;
-        for (int i = 0; i < S; i++) {
-            d[i] = 1000 * a->step[i];
-            tot += a->step[i];
-            att += i < a->n_attention ? a->attention[i] : NAN;
-        }
-        epar_stats_mean_sd(d, (size_t)S, &mean, &sd);
-        gsl_sort(d, 1, (size_t)S);
-        med = S ? gsl_stats_median_from_sorted_data(d, 1, (size_t)S) : NAN;
-        struct overhead on = epar_bench_cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_NONE)), c->level, d);
-        struct overhead ob = epar_bench_cost_overhead(find_pair(x, a->mechanism, epar_nnpos_name(EPAR_MECH_EPAR_BASIC)), c->level, d);
-        double need = fmax(epar_bench_pairs_needed(&on, x->target), epar_bench_pairs_needed(&ob, x->target));   /* fmax: NaN only if both */
-        double gens = on.n ? on.groups : ob.n ? ob.groups : NAN;
-        if (epar_csv_append(t, "ssiiddddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med, sd,
-                            (double)B * L / (med / 1000), a->bytes / 1e6, att / tot, on.est, on.sd, on.hw, ob.est, ob.sd,
-                            ob.hw, on.n ? (double)on.n : NAN, need, on.lo, on.hi, ob.lo, ob.hi,
-                            ob.n ? (double)ob.n : NAN, (double)S, gens)) {
+        struct cost_row r;
+        epar_bench_cost_row(c, x, m, d, &r);
+        const struct overhead on = r.on, ob = r.ob;
+        double med = r.step_ms;
+        if (epar_csv_append(t, "ssiiddddddddddddddddddddd", a->mechanism, x->task, L, B, (double)a->params, med,
+                            r.step_ms_sd, (double)B * L / (med / 1000), a->bytes / 1e6, r.attention_share, on.est, on.sd,
+                            on.hw, ob.est, ob.sd, ob.hw, on.n ? (double)on.n : NAN, r.need, on.lo, on.hi, ob.lo, ob.hi,
+                            ob.n ? (double)ob.n : NAN, (double)r.steps, r.gens)) {
             epar_csv_free(t);
             t = NULL;
         }
