@@ -223,9 +223,23 @@ struct sanity {
     int learned, meets;                /* meets: the margin (-1: not a bpc task) */
 };
 void epar_bench_sanity(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct sanity *s);
-/* steps to learn of cell k (NaN: never), from its learning_curve.csv under root */
-int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
-                          double chance, double se, int hib, double *step);
+/* needle task i, mechanism m: the answers' accuracy by the distance of the fact before the query, in bins of
+ * (nearly) equal width (at most c->distance_bins, into b); returns how many bins */
+struct distance_bin {
+    int lo, hi;                     /* distances lo .. hi */
+    double mean, sd;                /* accuracy across the seeds */
+    long answers;
+};
+int epar_bench_distance_bins(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct distance_bin *b);
+/* steps to learn of task i and mechanism m (from the cells' learning_curve.csv under root): per seed the first
+ * evaluation step from which the eval metric stays beyond the chance level by more than LEARNED_Z se to the end; the
+ * mean and sd over the seeds that learned (NaN: none did), and how many did */
+struct learn {
+    double mean, sd;
+    int learned;
+};
+int epar_bench_steps_to_learn(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                              const struct grid *g, int i, int m, struct learn *r);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* writing (benchmark_figures.c; the tables: benchmark_tables.c)                                      */

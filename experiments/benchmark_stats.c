@@ -260,11 +260,38 @@ void epar_bench_sanity(const struct epar_bench_cfg *c, const struct grid *g, int
     *s = (struct sanity){mean, chance, se, z, rel, learned, meets};
 }
 
+/* accuracy by distance (struct distance_bin) */
+int epar_bench_distance_bins(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct distance_bin *b)
+{
+    int D = epar_task_max_group(&c->tasks[i].task), nb = c->distance_bins;
+    if (nb > D) nb = D;
+    for (int bin = 0; bin < nb; bin++) {
+        /* distances 1 .. D (lib/tasks' needle) in nb bins of (nearly) equal width */
+        int lo = 1 + (int)((long)bin * D / nb), hi = (int)((long)(bin + 1) * D / nb);
+        double acc[EPAR_MAX_SEEDS];
+        long answers = 0;
+        for (int s = 0; s < g->S; s++) {
+            int k = (i * c->n_mech + m) * g->S + s;
+            const struct train_cell *x = &g->cell[k];
+            long cc = 0, ss = 0;
+            for (int d = lo; d <= hi; d++) {
+                cc += d < x->n_correct ? x->correct[d] : 0;
+                ss += d < x->n_answers ? x->answers[d] : 0;
+            }
+            acc[s] = ss > 0 ? (double)cc / ss : NAN;
+            answers += ss;
+        }
+        b[bin] = (struct distance_bin){lo, hi, NAN, NAN, answers};
+        epar_stats_mean_sd(acc, g->S, &b[bin].mean, &b[bin].sd);
+    }
+    return nb;
+}
+
 /* steps to learn: per cell, the first evaluation step from which the eval metric stays beyond the task's chance
  * level by more than LEARNED_Z of its standard errors to the end of training (NaN: never); per task and mechanism
  * the mean over the seeds that learned, and how many did. From the cells' learning_curve.csv. */
-int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
-                          double chance, double se, int hib, double *step)
+static int learn_step(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k,
+                      double chance, double se, int hib, double *step)
 {
     char dir[512], path[4800];
     epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
@@ -279,4 +306,23 @@ int epar_bench_learn_step(const char *root, const struct epar_bench_cfg *c, cons
     }
     epar_csv_free(t);
     return EPAR_OK;
+}
+
+/* steps to learn of task i, mechanism m over the seeds (struct learn) */
+int epar_bench_steps_to_learn(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                              const struct grid *g, int i, int m, struct learn *r)
+{
+    double chance, se;
+    epar_bench_task_learned(c, g, i, &chance, &se);
+    double v[EPAR_MAX_SEEDS];
+    int n = 0, st = EPAR_OK;
+    r->mean = r->sd = NAN;
+    for (int s = 0; s < g->S && !st; s++) {
+        double x = NAN;
+        st = learn_step(root, c, plan, (i * c->n_mech + m) * g->S + s, chance, se, task_hib(c, i), &x);
+        if (!st && isfinite(x)) v[n++] = x;
+    }
+    if (n) epar_stats_mean_sd(v, n, &r->mean, &r->sd);
+    r->learned = n;
+    return st;
 }

@@ -242,17 +242,11 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
     struct epar_table *t = epar_csv_new("task,mechanism,steps,seeds,learned_seeds,steps_to_learn,steps_to_learn_sd,"
                                         "tokens_to_learn");
     for (int i = 0; t && !*st && i < c->n_tasks; i++) {
-        double chance, se;
-        epar_bench_task_learned(c, g, i, &chance, &se);
         for (int m = 0; m < c->n_mech && !*st; m++) {
-            double v[EPAR_MAX_SEEDS], mean = NAN, sd = NAN;
-            int n = 0;
-            for (int s = 0; s < g->S && !*st; s++) {
-                double x = NAN;
-                *st = epar_bench_learn_step(root, c, plan, (i * c->n_mech + m) * g->S + s, chance, se, task_hib(c, i), &x);
-                if (!*st && isfinite(x)) v[n++] = x;
-            }
-            if (n) epar_stats_mean_sd(v, n, &mean, &sd);
+            struct learn r;
+            *st = epar_bench_steps_to_learn(root, c, plan, g, i, m, &r);
+            double mean = r.mean, sd = r.sd;
+            int n = r.learned;
             int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
             if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
                                         (int)lround(c->b.steps * c->tasks[i].steps_scale), g->S, n,
@@ -322,33 +316,24 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
     struct epar_table *t = epar_csv_new("task,mechanism,bin,distance_lo,distance_hi,accuracy,accuracy_sd,seeds,answers");
     for (int i = 0; t && i < c->n_tasks; i++) {
         if (c->tasks[i].task.id != EPAR_TASK_NEEDLE) continue;
-        int D = epar_task_max_group(&c->tasks[i].task), nb = c->distance_bins;
-        if (nb > D) nb = D;
+        struct distance_bin *db = calloc((size_t)c->distance_bins, sizeof *db);
+        if (!db) {
+            epar_csv_free(t);
+            return NULL;
+        }
         for (int m = 0; m < c->n_mech; m++)
-            for (int bin = 0; bin < nb; bin++) {
-                /* distances 1 .. D (lib/tasks' needle) in nb bins of (nearly) equal width */
-                int lo = 1 + (int)((long)bin * D / nb), hi = (int)((long)(bin + 1) * D / nb);
-                double acc[EPAR_MAX_SEEDS];
-                long answers = 0;
-                for (int s = 0; s < g->S; s++) {
-                    int k = (i * c->n_mech + m) * g->S + s;
-                    const struct train_cell *x = &g->cell[k];
-                    long cc = 0, ss = 0;
-                    for (int d = lo; d <= hi; d++) {
-                        cc += d < x->n_correct ? x->correct[d] : 0;
-                        ss += d < x->n_answers ? x->answers[d] : 0;
-                    }
-                    acc[s] = ss > 0 ? (double)cc / ss : NAN;
-                    answers += ss;
-                }
-                double mean, sd;
-                epar_stats_mean_sd(acc, g->S, &mean, &sd);
+            for (int bin = 0, nb = epar_bench_distance_bins(c, g, i, m, db); bin < nb; bin++) {
+                int lo = db[bin].lo, hi = db[bin].hi;
+                double mean = db[bin].mean, sd = db[bin].sd;
+                long answers = db[bin].answers;
                 if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_nnpos_name(c->mech[m]), bin, lo, hi, mean, sd,
                                     g->S, (int)answers)) {
+                    free(db);
                     epar_csv_free(t);
                     return NULL;
                 }
             }
+        free(db);
     }
     return t;
 }
