@@ -184,6 +184,24 @@ static int bin_exists(int b, int T, int L)
     return b == 0 || (b == 1 && T > L) || (b >= 2 && b - 2 < n_buckets(T, L));
 }
 
+/* series i at length e, bin b across the seeds (lm_values; ok 0: undefined): the mean and sd of the bpc (mb, sb), of
+ * the lost-gain share (msh, ssh) and of the relative change (mr, sr), and the share's and change's paired intervals */
+struct lm_stats {
+    int ok;
+    double mb, sb, msh, ssh, mr, sr;
+    struct epar_stats_paired ps, pr;
+};
+static void lm_stats(const struct lm_study *d, int i, int e, int b, double level, struct lm_stats *x)
+{
+    double bpc[EPAR_MAX_SEEDS], sh[EPAR_MAX_SEEDS], rl[EPAR_MAX_SEEDS];
+    int ok = x->ok = lm_values(d, i, e, b, bpc, sh, rl);
+    epar_stats_paired(sh, ok ? d->S : 0, level, &x->ps);
+    epar_stats_paired(rl, ok ? d->S : 0, level, &x->pr);
+    epar_stats_mean_sd(bpc, ok ? (size_t)d->S : 0, &x->mb, &x->sb);
+    epar_stats_mean_sd(sh, ok ? (size_t)d->S : 0, &x->msh, &x->ssh);
+    epar_stats_mean_sd(rl, ok ? (size_t)d->S : 0, &x->mr, &x->sr);
+}
+
 /* the rows of series i, bin b (window, past_L) for the figure: first and last row index in the table */
 struct fig_range {
     int first[EPAR_BX_MAX_SERIES * 3][2], last[EPAR_BX_MAX_SERIES * 3][2];
@@ -194,7 +212,6 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
     struct epar_table *t = epar_csv_new("task,series,trained,as,log_n,finetuned,length,k,train_length,bin,pos_lo,pos_hi,"
                                         "defined,seeds,bpc,bpc_sd,share,share_sd,share_lo,share_hi,rel,rel_sd,rel_lo,"
                                         "rel_hi,finetune_steps,finetune_tokens");
-    double bpc[EPAR_MAX_SEEDS], sh[EPAR_MAX_SEEDS], rl[EPAR_MAX_SEEDS];
     for (int i = 0; t && i < d->n; i++)
         for (int b = 0; b < NBIN; b++) {
             if (i < EPAR_BX_MAX_SERIES * 3 && b < 2) fr->first[i][b] = fr->last[i][b] = -1;
@@ -205,15 +222,10 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
                 int isft = ls->s.ft, at_ft = 0;
                 for (int q = 0; isft && q < c->extrap.n_ft_lengths; q++) at_ft |= c->extrap.ft_lengths[q] == T;
                 if (isft && !at_ft) continue;
-                int ok = lm_values(d, i, e, b, bpc, sh, rl);
+                struct lm_stats x;
+                lm_stats(d, i, e, b, c->level, &x);
+                int ok = x.ok;
                 if (!ok && b > 0) continue;   /* an undefined length is said once, in its window row */
-                struct epar_stats_paired ps, pr;
-                epar_stats_paired(sh, ok ? d->S : 0, c->level, &ps);
-                epar_stats_paired(rl, ok ? d->S : 0, c->level, &pr);
-                double mb, sb, msh, ssh, mr, sr;
-                epar_stats_mean_sd(bpc, ok ? (size_t)d->S : 0, &mb, &sb);
-                epar_stats_mean_sd(sh, ok ? (size_t)d->S : 0, &msh, &ssh);
-                epar_stats_mean_sd(rl, ok ? (size_t)d->S : 0, &mr, &sr);
                 int lo, hi;
                 char bn[16];
                 bin_name(b, bn, sizeof bn);
@@ -226,8 +238,8 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
                 }
                 if (epar_csv_append(t, "ssssiiiiisiiiiddddddddddid", c->extrap.lm_task, ls->s.name,
                                     epar_nnpos_name(ls->s.trained), epar_nnpos_name(ls->s.as), ls->s.logn, isft, T,
-                                    T / d->L, d->L, bn, lo, hi, ok, d->S, mb, sb, msh, ssh, ps.lo, ps.hi, mr, sr, pr.lo,
-                                    pr.hi, isft ? ls->ft_steps : 0, isft ? ls->ft_tokens : 0.0)) {
+                                    T / d->L, d->L, bn, lo, hi, ok, d->S, x.mb, x.sb, x.msh, x.ssh, x.ps.lo, x.ps.hi, x.mr,
+                                    x.sr, x.pr.lo, x.pr.hi, isft ? ls->ft_steps : 0, isft ? ls->ft_tokens : 0.0)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -355,13 +367,33 @@ static long acc_values(const long *const *correct, const long *const *scored, in
     return answers;
 }
 
+/* series i at length e over distances [dlo, dhi] across the seeds (acc_values; nothing when not in_grid): the
+ * answers, whether every seed's accuracy is defined (ok), their mean, sd and paired interval */
+struct ret_stats {
+    long answers;
+    int ok;
+    double mean, sd;
+    struct epar_stats_paired pr;
+};
+static void ret_stats(const struct ret_study *d, int i, int e, int dlo, int dhi, int in_grid, double level,
+                      struct ret_stats *x)
+{
+    double acc[EPAR_MAX_SEEDS];
+    x->answers = !in_grid ? 0 : acc_values((const long *const *)d->s[i].correct + e,
+                                           (const long *const *)d->s[i].scored + e, d->S, d->NL, dlo, dhi, acc);
+    int ok = in_grid;
+    for (int s = 0; s < d->S && ok; s++) ok = isfinite(acc[s]);
+    x->ok = ok;
+    epar_stats_mean_sd(acc, ok ? (size_t)d->S : 0, &x->mean, &x->sd);
+    epar_stats_paired(acc, ok ? d->S : 0, level, &x->pr);
+}
+
 static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct ret_study *d, int *grid_first,
                                     int *grid_last)
 {
     struct epar_table *t = epar_csv_new("task,series,trained,as,log_n,length,k,train_length,bin,depth_lo,depth_hi,"
                                         "distance_lo,distance_hi,defined,seeds,answers,accuracy,accuracy_sd,lo,hi,chance");
     int nb = c->extrap.depth_bins, N = c->tasks[d->t].task.pairs;
-    double acc[EPAR_MAX_SEEDS];
     for (int i = 0; t && i < d->n; i++) {
         grid_first[i] = (int)t->nrows;
         for (int pass = 0; pass < 2; pass++)   /* the length x depth grid (the heatmap), then "all" per length */
@@ -370,15 +402,12 @@ static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct
                 for (int b = pass ? -1 : 0; b < (pass ? 0 : nb); b++) {
                     int dlo = 1, dhi = P;
                     if (b >= 0 && b < bins) depth_bin(b, bins, P, &dlo, &dhi);
-                    long answers = b >= bins ? 0 : acc_values((const long *const *)d->s[i].correct + e,
-                                                              (const long *const *)d->s[i].scored + e, d->S, d->NL,
-                                                              dlo, dhi, acc);
-                    int ok = b < bins;
-                    for (int s = 0; s < d->S && ok; s++) ok = isfinite(acc[s]);
-                    double m, sd;
-                    epar_stats_mean_sd(acc, ok ? (size_t)d->S : 0, &m, &sd);
-                    struct epar_stats_paired pr;
-                    epar_stats_paired(acc, ok ? d->S : 0, c->level, &pr);
+                    struct ret_stats x;
+                    ret_stats(d, i, e, dlo, dhi, b < bins, c->level, &x);
+                    long answers = x.answers;
+                    int ok = x.ok;
+                    double m = x.mean, sd = x.sd;
+                    struct epar_stats_paired pr = x.pr;
                     char bn[16];
                     snprintf(bn, sizeof bn, b < 0 ? "all" : "%d", b);
                     double dl = b < 0 ? 0 : (double)b / nb, dh = b < 0 ? 1 : (double)(b + 1) / nb;
