@@ -628,6 +628,33 @@ static double study_mean(const struct epar_table *t, const char *task, const cha
     return NAN;
 }
 
+/* the scores of mechanism mech on the lr_family of task i (its first task) in the n study folders' metrics.csv (in;
+ * one: scale 1's): per scale k the mean over the family's tasks of the relative improvement of the primary metric
+ * over scale 1 (NaN: no task has both), *ntask the most tasks behind a score; returns the chosen scale's index */
+static int lr_scores(const struct epar_bench_cfg *c, const struct epar_table *const *in, int n, int one, int i,
+                     const char *mech, double *score, int *ntask)
+{
+    const char *fam = c->tasks[i].lr_family;
+    int best = one;
+    *ntask = 0;
+    for (int k = 0; k < n; k++) {
+        double sum = 0;
+        int cnt = 0;
+        for (int q = i; q < c->n_tasks; q++) {
+            if (strcmp(c->tasks[q].lr_family, fam)) continue;
+            double ref = study_mean(in[one], c->tasks[q].id, mech), v = study_mean(in[k], c->tasks[q].id, mech);
+            if (!isfinite(ref) || !isfinite(v) || ref == 0) continue;
+            sum += (prim_hib(c, q) ? 1 : -1) * (v - ref) / fabs(ref);
+            cnt++;
+        }
+        score[k] = cnt ? sum / cnt : NAN;
+        *ntask = cnt > *ntask ? cnt : *ntask;
+    }
+    for (int k = 0; k < n; k++)   /* the best score above scale 1's 0; ties go to the earlier scale */
+        if (isfinite(score[k]) && score[k] > (best == one ? 0 : score[best])) best = k;
+    return best;
+}
+
 int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *const *dirs, const double *scales, int n,
                                  struct epar_out *o)
 {
@@ -654,22 +681,7 @@ int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *con
         for (int m = 0; m < c->n_mech && !st; m++) {
             const char *mech = epar_nnpos_name(c->mech[m]);
             double score[EPAR_BENCH_MAX_SCALES];
-            int ntask = 0, best = one;
-            for (int k = 0; k < n; k++) {
-                double sum = 0;
-                int cnt = 0;
-                for (int q = i; q < c->n_tasks; q++) {
-                    if (strcmp(c->tasks[q].lr_family, fam)) continue;
-                    double ref = study_mean(in[one], c->tasks[q].id, mech), v = study_mean(in[k], c->tasks[q].id, mech);
-                    if (!isfinite(ref) || !isfinite(v) || ref == 0) continue;
-                    sum += (prim_hib(c, q) ? 1 : -1) * (v - ref) / fabs(ref);
-                    cnt++;
-                }
-                score[k] = cnt ? sum / cnt : NAN;
-                ntask = cnt > ntask ? cnt : ntask;
-            }
-            for (int k = 0; k < n; k++)   /* the best score above scale 1's 0; ties go to the earlier scale */
-                if (isfinite(score[k]) && score[k] > (best == one ? 0 : score[best])) best = k;
+            int ntask, best = lr_scores(c, (const struct epar_table *const *)in, n, one, i, mech, score, &ntask);
             for (int k = 0; k < n && !st; k++)
                 if (epar_csv_append(t, "ssddidi", fam, mech, scales[k], c->b.lr * scales[k], ntask, score[k], k == best))
                     st = EPAR_ENOMEM;
