@@ -2,16 +2,13 @@
  * figures (bench_extrap.c: what a cell evaluates). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "lib/err.h"
 #include "lib/nnpos.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
-#include "lib/rng.h"
 #include "lib/stats.h"
 #include "bench_extrap_int.h"
 #include "benchmark.h"

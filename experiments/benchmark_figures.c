@@ -1,27 +1,12 @@
 /* The benchmark's figures: gnuplot scripts over its tables and the cells' learning curves. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <omp.h>
-#include <gsl/gsl_cdf.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
-#include "lib/audit.h"
-#include "lib/blas.h"
-#include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/plot.h"
-#include "lib/stats.h"
-#include "lib/version.h"
 #include "benchmark_int.h"
-#include "common.h"
-#include "inspect.h"
 
 static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)
 {

@@ -1,27 +1,15 @@
 /* The benchmark's statistics: the numbers its tables report, computed from the grid with lib/stats. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <omp.h>
-#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "lib/audit.h"
-#include "lib/blas.h"
 #include "lib/csvout.h"
 #include "lib/err.h"
-#include "lib/outdir.h"
-#include "lib/plot.h"
 #include "lib/stats.h"
-#include "lib/version.h"
 #include "benchmark_int.h"
-#include "common.h"
-#include "inspect.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* the cost cell's overheads                                                                       */
