@@ -1,0 +1,626 @@
+/* The benchmark's cells: running one, its files (resume, shards, merge) and the grid read back from them. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/blas.h"
+#include "lib/csvout.h"
+#include "lib/err.h"
+#include "lib/outdir.h"
+#include "benchmark_int.h"
+#include "common.h"
+#include "inspect.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* cells                                                                                              */
+
+/* ---- the cell files, as rows: cell.json is written from and read back into these records ---- */
+
+#define CE struct cell_extrap
+static const struct epar_field extrap_rows[] = {
+    EPAR_FIELD_RANGE_(CE, "length", EPAR_FIELD_INT, length, 2, 65536, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CE, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CE, "defined", EPAR_FIELD_BOOL, defined, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CE, "sequences", EPAR_FIELD_LONG, sequences, 0, 1e15, 0),
+    EPAR_FIELD_END_};
+#undef CE
+
+/* the trained heads' summaries in a cell: epar inspect's, over TRAINED_ITEMS evaluation items */
+#define TRAINED_ITEMS 16
+#define AS struct epar_inspect_summary
+static const struct epar_field attn_rows[] = {
+    EPAR_FIELD_INT_(AS, "items", items, 0, 1 << 30, "evaluation items"),
+    EPAR_FIELD_INT_(AS, "heads", heads, 0, 1 << 20, "layers x heads"),
+    EPAR_FIELD_INT_(AS, "length", length, 0, 1 << 20, "sequence length"),
+    EPAR_FIELD_(AS, "distance_spearman", EPAR_FIELD_DOUBLE, distance_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_spearman_sd", EPAR_FIELD_DOUBLE, distance_spearman_sd, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "distance_ratio", EPAR_FIELD_DOUBLE, distance_ratio, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "first_share", EPAR_FIELD_DOUBLE, first_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_share", EPAR_FIELD_DOUBLE, relevant_share, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "relevant_uniform", EPAR_FIELD_DOUBLE, relevant_uniform, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(AS, "profile_spearman", EPAR_FIELD_DOUBLE, profile_spearman, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef AS
+
+#define TCL struct train_cell
+#define LONG_(key, member) EPAR_FIELD_RANGE_(TCL, key, EPAR_FIELD_LONG, member, 0, 1e15, 0)
+#define DISTANCES_(key, member, count) \
+    EPAR_FIELD_LIST_(TCL, key, EPAR_FIELD_LLIST, member, count, 65537, EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC)
+static const struct epar_field train_cell_rows[] = {
+    EPAR_FIELD_(TCL, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_(TCL, "task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(TCL, "task_kind", EPAR_FIELD_STRING, task_kind, 0),
+    EPAR_FIELD_(TCL, "mechanism", EPAR_FIELD_STRING, mechanism, 0),
+    LONG_("seed", seed),
+    LONG_("params", params),
+    EPAR_FIELD_(TCL, "metric", EPAR_FIELD_STRING, metric, 0),
+    EPAR_FIELD_(TCL, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(TCL, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, 0),
+    /* sample efficiency: means over the learning curve (curve_means) */
+    EPAR_FIELD_(TCL, "curve_metric", EPAR_FIELD_DOUBLE, curve_metric, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "curve_loss", EPAR_FIELD_DOUBLE, curve_loss, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "online_loss", EPAR_FIELD_DOUBLE, online_loss, EPAR_FIELD_OPTIONAL),
+    LONG_("scored", scored),
+    LONG_("sequences", sequences),
+    LONG_("steps", steps),
+    EPAR_FIELD_(TCL, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
+    /* the best constant answer on the same items: what "learned nothing" looks like (absent: NaN) */
+    EPAR_FIELD_(TCL, "chance", EPAR_FIELD_DOUBLE, chance, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "chance_se", EPAR_FIELD_DOUBLE, chance_se, EPAR_FIELD_OPTIONAL),
+    DISTANCES_("distance_correct", correct, n_correct),
+    DISTANCES_("distance_scored", answers, n_answers),
+    EPAR_FIELD_OLIST_(TCL, "extrapolation", extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, extrap_rows, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(TCL, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
+    /* wall clock: not used by the tables except cost (which has its own cell) */
+    EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
+    EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
+    EPAR_FIELD_(TCL, "checkpoint", EPAR_FIELD_STRING, checkpoint, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_BOOL_(TCL, "attention_measured", have_attn, "the attention summaries below were measured"),
+    EPAR_FIELD_OBJ_(TCL, "attention", attn, attn_rows, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+#undef DISTANCES_
+#undef LONG_
+#undef TCL
+
+#define CM struct cost_mech
+#define TIMES_(S, key, member, count, flags) \
+    EPAR_FIELD_LIST_(S, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_COST_STEPS, EPAR_FIELD_ALLOC | (flags))
+static const struct epar_field cost_mech_rows[] = {
+    EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
+    EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
+    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),   /* empty: never its turn */
+    TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CM
+#define CP struct cost_pair
+static const struct epar_field cost_pair_rows[] = {
+    EPAR_FIELD_(CP, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "against", EPAR_FIELD_STRING, against, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
+    TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    TIMES_(CP, "generation", gen, n_gen, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CP
+#undef TIMES_
+#define CC struct cost_cell
+static const struct epar_field cost_cell_rows[] = {
+    EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
+    EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
+    EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
+    EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
+    EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
+    EPAR_FIELD_(CC, "generations", EPAR_FIELD_INT, generations, 0),
+    EPAR_FIELD_(CC, "generation_blocks", EPAR_FIELD_INT, generation_blocks, 0),
+    EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
+    EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
+    EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
+    EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
+    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, EPAR_FIELD_OPTIONAL),   /* absent: an interval not yet defined (one generation) */
+    EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
+    EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
+    EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
+    EPAR_FIELD_END_};
+#undef CC
+
+/* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
+#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
+
+/* the configuration a cell folder was run with (whichever its kind) */
+struct cell_head {
+    json_t *config;
+};
+static const struct epar_field cell_head_rows[] = {
+    EPAR_FIELD_(struct cell_head, "config", EPAR_FIELD_JSON, config, 0),
+    EPAR_FIELD_END_};
+
+/* a cell's configuration: a training cell's is its run's (train's rows) with the benchmark's evaluation; the cost
+ * cell's every mechanism's (it times them all) */
+struct cell_config {
+    const char *task;
+    double noise;
+    int shuffle, eval_sequences, n_extrap, extrap_tokens;
+    int extrap[EPAR_BENCH_MAX_EXTRAP];
+    json_t *mechanisms;
+    json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
+    const char *design;
+    int repeats, max_repeats, generation;
+    double halfwidth, seconds;
+};
+#define CF struct cell_config
+static const struct epar_field cell_config_rows[] = {
+    EPAR_FIELD_(CF, "benchmark_task", EPAR_FIELD_STRING, task, 0),
+    EPAR_FIELD_(CF, "noise", EPAR_FIELD_DOUBLE, noise, 0),
+    EPAR_FIELD_(CF, "shuffle", EPAR_FIELD_BOOL, shuffle, 0),
+    EPAR_FIELD_(CF, "eval_sequences", EPAR_FIELD_INT, eval_sequences, 0),
+    /* lm cells in order only */
+    EPAR_FIELD_LIST_(CF, "extrapolation", EPAR_FIELD_ILIST, extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(CF, "extrapolation_tokens", EPAR_FIELD_INT, extrap_tokens, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_(CF, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
+    EPAR_FIELD_END_};
+static const struct epar_field cost_config_rows[] = {
+    EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
+    EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
+    EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
+    EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
+    EPAR_FIELD_(CF, "generation", EPAR_FIELD_INT, generation, 0),
+    EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
+    EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
+    EPAR_FIELD_END_};
+#undef CF
+
+static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                                const struct epar_bench_cell *cell)
+{
+    struct epar_train_cfg t;
+    struct cell_config x = {.design = COST_DESIGN, .repeats = c->b.cost_repeats, .max_repeats = c->b.cost_max_repeats,
+                            .generation = c->b.cost_generation,
+                            .halfwidth = c->b.cost_halfwidth, .seconds = c->b.cost_seconds, .extrap_tokens = -1};
+    if (cell->task >= 0) {
+        epar_exp_benchmark_cell_cfg(c, cell, &t);
+        x.task = c->tasks[cell->task].id;
+        x.noise = t.task.noise;
+        x.shuffle = t.task.shuffle;
+        x.eval_sequences = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : c->b.eval_sequences;
+        if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
+            x.n_extrap = c->b.n_extrap;
+            memcpy(x.extrap, c->b.extrap, sizeof x.extrap);
+            x.extrap_tokens = c->b.extrap_tokens;
+        }
+        json_t *j = epar_exp_train_cfg_json(&t);
+        x.study = epar_bx_cell_config(c, cell);
+        json_t *r = j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        json_decref(x.study);
+        return r;
+    }
+    x.mechanisms = json_array();
+    for (int m = 0; x.mechanisms && m < c->n_mech; m++) {
+        struct epar_bench_cell mc = *cell;
+        mc.mech = m;
+        mc.mlp = plan->cost_mlp[m];
+        epar_exp_benchmark_cell_cfg(c, &mc, &t);
+        json_array_append_new(x.mechanisms, epar_exp_train_cfg_json(&t));
+    }
+    json_t *j = x.mechanisms ? epar_fields_json(cost_config_rows, &x, NULL) : NULL;
+    json_decref(x.mechanisms);
+    return j;
+}
+
+/* does the cell folder hold this configuration? 1 yes, 0 absent, -1 another configuration */
+int epar_exp_benchmark_cell_state(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root)
+{
+    char dir[512], path[4800];
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
+    struct cell_head h = {NULL};
+    json_t *doc = NULL;
+    if (epar_fields_load(path, "cell file", cell_head_rows, &h, &doc)) {
+        epar_err_clear();   /* absent or unreadable: the cell is run */
+        return 0;
+    }
+    json_t *want = cell_config_json(c, plan, &plan->cells[k]), *ms = json_object_get(h.config, "mechanisms"), *e;
+    size_t i;
+    /* a cell of an epar before one parameter namespace: the study's series and the position in today's form */
+    json_array_foreach(json_object_get(json_object_get(h.config, "extrapolation_study"), "series"), i, e) {
+        enum epar_mech_id as;
+        double mp[EPAR_MECH_MAX_PARAMS];
+        const char *name = json_string_value(json_object_get(e, "as"));
+        if (name && !json_object_get(e, "mechanism_params") && !epar_nnpos_find(name, &as) &&
+            epar_exp_train_cfg_old_params(h.config, as, mp))
+            json_object_set_new(e, "mechanism_params", epar_exp_train_params_json(as, mp));
+        epar_err_clear();
+    }
+    epar_exp_train_cfg_upgrade(h.config);
+    json_array_foreach(ms, i, e) epar_exp_train_cfg_upgrade(e);
+    int same = json_equal(h.config, want);
+    json_decref(want);
+    json_decref(doc);
+    return same ? 1 : -1;
+}
+
+struct group_acc {
+    long *correct, *scored;     /* (T) per needle distance */
+    const struct epar_task *task;
+};
+
+static void on_eval_item(void *ctx, long item, long correct, long scored)
+{
+    struct group_acc *g = ctx;
+    int d = epar_task_eval_group(g->task, item);
+    g->correct[d] += correct;
+    g->scored[d] += scored;
+}
+
+/* Sample efficiency from a run's learning curve (rows after step 0): the mean of the evaluation metric and of the
+ * evaluation loss over the evaluation points, and the online (prequential) loss: the mean training loss over every
+ * step, each measured on a fresh batch before the step learned from it, i.e. the code length per scored token of the
+ * training stream. Continuous where a final accuracy is bimodal or saturated: a seed that learns later scores worse. */
+static void curve_means(const struct epar_train_run *r, double *metric, double *loss, double *online)
+{
+    double sm = 0, sl = 0, so = 0, w = 0;
+    long prev = 0;
+    int n = 0;
+    for (int i = 0; i < r->rows; i++) {
+        const double *row = r->curve + (size_t)i * EPAR_TRAIN_CURVE_COLS;   /* EPAR_TRAIN_CURVE_HEADER */
+        long step = (long)row[0];
+        if (step <= 0) continue;
+        sm += row[4];
+        sl += row[3];
+        so += row[2] * (double)(step - prev);
+        w += (double)(step - prev);
+        prev = step;
+        n++;
+    }
+    *metric = n ? sm / n : NAN;
+    *loss = n ? sl / n : NAN;
+    *online = w > 0 ? so / w : NAN;
+}
+
+/* train one cell, evaluate, write cell.json + learning_curve.csv into an epar_out staging folder */
+static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
+                             volatile sig_atomic_t *stop)
+{
+    const struct epar_bench_cell *cell = &plan->cells[k];
+    struct epar_train_cfg t;
+    epar_exp_benchmark_cell_cfg(c, cell, &t);
+    struct epar_train_run r;
+    int st = epar_exp_train_setup(&r, &t);
+    struct train_cell x = {.config = NULL};
+    if (st) goto done;
+    r.stop = stop;
+    if ((st = epar_exp_train_loop(&r))) goto done;
+    int T = t.task.length;
+    x.correct = calloc((size_t)T + 1, sizeof *x.correct);
+    x.answers = calloc((size_t)T + 1, sizeof *x.answers);
+    if (!x.correct || !x.answers) {
+        st = epar_err_set(EPAR_ENOMEM, "out of memory evaluating a cell");
+        goto done;
+    }
+    struct group_acc g = {x.correct, x.answers, &r.task};
+    int needle = t.task.id == EPAR_TASK_NEEDLE;
+    if (needle) {
+        r.eval_item = on_eval_item;
+        r.eval_ctx = &g;
+        x.n_correct = x.n_answers = T;
+    }
+    long nev = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : 0;   /* lm: windows spread over the held-out text */
+    if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
+    r.have_final = 1;
+    r.eval_item = NULL;
+    if (t.task.id == EPAR_TASK_LM && !t.task.shuffle)
+        for (int e = 0; e < c->b.n_extrap && !st; e++) {
+            int L = c->b.extrap[e], defined;
+            struct epar_train_eval ev;
+            long n = c->b.extrap_tokens / L > 0 ? c->b.extrap_tokens / L : 1;
+            st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
+            x.extrap[x.n_extrap++] = (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
+        }
+    if (!st) st = epar_bx_cell_run(c, cell, &r, &x.study);   /* the extrapolation study's evaluations */
+    if (st) goto done;
+    struct epar_table *curve = epar_exp_train_curve_table(&r);
+    st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))
+               : epar_err_set(EPAR_ENOMEM, "out of memory writing a learning curve");
+    epar_csv_free(curve);
+    /* the final weights: what the trained heads attend to (epar inspect's summaries, every seed: the trained-attention
+     * claims' spread is across trained models), and kept for epar inspect for the first seed (its folder is named by
+     * the benchmark's task id) */
+    if (!st) {
+        snprintf(r.label, sizeof r.label, "%s", c->tasks[cell->task].id);
+        r.weights_only = 1;   /* a cell is never resumed: no optimiser moments */
+        char ck[sizeof o->path];
+        snprintf(ck, sizeof ck, "%s", epar_out_path(o, "checkpoint.bin"));
+        st = epar_exp_train_checkpoint(&r, ck);
+        struct epar_inspect ix;
+        if (!st && !(st = epar_inspect_open(&ix, ck, c->cache_dir))) {
+            st = epar_inspect_summarise(&ix, TRAINED_ITEMS, &x.attn);
+            epar_inspect_free(&ix);
+            x.have_attn = !st;
+        }
+        if (!st && cell->seed == 0) x.checkpoint = "checkpoint.bin";
+        else if (!st && unlink(ck) != 0) st = epar_err_set(EPAR_EIO, "cannot remove '%s': %s", ck, strerror(errno));
+    }
+    if (st) goto done;
+    x.config = cell_config_json(c, plan, cell);
+    x.task = c->tasks[cell->task].id;
+    x.task_kind = epar_task_name(t.task.id);
+    x.mechanism = epar_nnpos_name(t.mechanism);
+    x.metric = r.task.info->metric;
+    x.seed = (long)t.seed;
+    x.params = (long)r.model.n_params;
+    x.scored = r.final.scored;
+    x.sequences = r.final.sequences;
+    x.steps = r.step;
+    x.value = r.final.metric;
+    x.eval_loss = r.final.loss;
+    curve_means(&r, &x.curve_metric, &x.curve_loss, &x.online_loss);
+    x.tokens = r.tokens;
+    x.chance = r.final.chance;
+    x.chance_se = r.final.chance_se;
+    x.seconds = r.seconds;
+    x.step_seconds = r.step_seconds;
+    st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), train_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
+                  : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+done:
+    json_decref(x.config);
+    json_decref(x.study);
+    free(x.correct);
+    free(x.answers);
+    epar_exp_train_free(&r);
+    return st;
+}
+
+/* one training step of r, its thread CPU seconds and those of its attention */
+static int cost_step(struct epar_train_run *r, struct cost_mech *m)
+{
+    double c0 = r->step_cpu_seconds, a0 = r->model.attn_cpu_seconds;
+    r->until = r->step + 1;
+    int st = epar_exp_train_loop(r);
+    if (st) return st;
+    m->step[m->n_step++] = r->step_cpu_seconds - c0;
+    m->attention[m->n_attention++] = r->model.attn_cpu_seconds - a0;
+    return EPAR_OK;
+}
+
+/* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
+ * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
+ * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
+ * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
+ * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
+ * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
+ * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
+ * only, never at where they lie, so it does not push them towards a threshold. */
+static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, struct epar_out *o,
+                         volatile sig_atomic_t *stop)
+{
+    int M = c->n_mech, Bmax = c->b.cost_max_repeats, GB = c->b.cost_generation, st = EPAR_OK;
+    struct cost_design d;
+    epar_bench_cost_design(c, &d);
+    struct cost_cell x = {.task = epar_task_name(c->b.cost_task), .length = c->b.cost_length, .batch = c->b.batch,
+                          .threads = 1, .clock = "thread CPU time", .blas_core = epar_blas_core(), .design = COST_DESIGN,
+                          .stopped = "blocks", .widest = NAN, .target = c->b.cost_halfwidth, .generation_blocks = GB,
+                          .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
+    size_t cap = EPAR_BENCH_MAX_COST_STEPS;
+    struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
+    double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
+    if (!runs || !store) {
+        free(runs);
+        free(store);
+        return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
+    }
+    for (int m = 0; m < M; m++, scratch += 2 * cap)
+        x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
+    for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
+        x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
+                                       d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
+    int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1, full = 0;
+    double t[COST_MAX_SEQ];
+    while (!st && x.blocks < Bmax && !full) {
+        /* a generation: every model set up afresh (in an order rotating with the generation), its first step (the
+         * activations' pages touched for the first time) untimed */
+        int g = x.generations;
+        double c0 = epar_nn_thread_cpu();
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            epar_exp_train_free(&runs[m]);
+            memset(&runs[m], 0, sizeof runs[m]);
+            struct epar_train_cfg tc;
+            struct epar_bench_cell mc = plan->cells[k];
+            mc.mech = m;
+            mc.mlp = plan->cost_mlp[m];
+            epar_exp_benchmark_cell_cfg(c, &mc, &tc);
+            struct epar_train_run *r = &runs[m];
+            if ((st = epar_exp_train_setup(r, &tc))) break;
+            r->stop = stop;
+            r->until = 1;
+            st = epar_exp_train_loop(r);
+            r->model.time_attention = 1;
+            x.mech[m].params = (long)r->model.n_params;
+            x.mech[m].bytes = epar_exp_train_bytes(&tc, r->task.V);
+        }
+        x.setup_seconds += epar_nn_thread_cpu() - c0;
+        for (int b = 0; b < GB && !st && x.blocks < Bmax; b++) {
+            for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
+            if (full) break;
+            int n = epar_bench_cost_block(&d, x.blocks, prev, seq, pa, pb);
+            prev = seq[n - 1];
+            for (int i = 0; i < n && !st; i++) {
+                struct cost_mech *m = &x.mech[seq[i]];
+                if (!(st = cost_step(&runs[seq[i]], m))) x.cpu_seconds += t[i] = m->step[m->n_step - 1];
+            }
+            if (st) break;
+            for (int p = 0; p < d.n_pair; p++)
+                if (pa[p] >= 0) {
+                    struct cost_pair *q = &x.pair[p];
+                    q->a[q->n_a++] = t[pa[p]];
+                    q->b[q->n_b++] = t[pb[p]];
+                    q->gen[q->n_gen++] = g;
+                }
+            x.blocks++;
+        }
+        if (st) break;
+        x.generations++;
+        x.widest = epar_bench_cost_widest(&x, c->level, scratch);
+        /* ... and not before every mechanism the claims do not read has had its turn (a row of its own) */
+        if (x.blocks >= c->b.cost_repeats && x.blocks >= 2 * d.n_oth && x.widest <= c->b.cost_halfwidth) {
+            x.stopped = "halfwidth";
+            break;
+        }
+        if (x.cpu_seconds + x.setup_seconds >= c->b.cost_seconds) {
+            x.stopped = "seconds";
+            break;
+        }
+    }
+    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+    free(runs);
+    if (!st) {
+        x.config = cell_config_json(c, plan, &plan->cells[k]);
+        st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), cost_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
+                      : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
+    }
+    json_decref(x.config);
+    free(store);
+    return st;
+}
+
+int epar_exp_benchmark_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, const char *root,
+                        volatile sig_atomic_t *stop)
+{
+    char dir[512], parent[4800];
+    epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+    snprintf(parent, sizeof parent, "%s/%s", root, dir);
+    char *slash = strrchr(parent, '/');
+    *slash = '\0';
+    struct epar_out o;
+    int st = epar_out_begin(&o, parent, slash + 1);
+    if (st) return st;
+    /* a folder of another configuration (the budget or protocol changed): its files are replaced */
+    st = plan->cells[k].task >= 0 ? run_training_cell(c, plan, k, &o, stop) : run_cost_cell(c, plan, k, &o, stop);
+    if (st) {
+        epar_out_abort(&o);
+        return st;
+    }
+    return epar_out_commit(&o);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb");
+    if (!f) return epar_err_set(EPAR_EIO, "cannot read '%s': %s", from, strerror(errno));
+    struct epar_out_file w;
+    FILE *g = epar_out_fopen(&w, to);
+    if (!g) {
+        fclose(f);
+        return EPAR_EIO;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && fwrite(buf, 1, n, g) == n) {}
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        epar_out_fdiscard(&w);
+        return epar_err_set(EPAR_EIO, "cannot read '%s'", from);
+    }
+    return epar_out_fclose(&w);
+}
+
+int epar_exp_benchmark_cell_copy(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, const char *from_root,
+                         const char *root)
+{
+    char dir[512], a[4800], b[4800], fa[5000], fb[5000];
+    epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/%s", from_root, dir);
+    snprintf(b, sizeof b, "%s/%s", root, dir);
+    if (epar_out_mkdir_p(b) != 0) return epar_err_set(EPAR_EIO, "cannot create '%s': %s", b, strerror(errno));
+    /* cell.json last: it marks the cell done; checkpoint.bin only where the cell kept one (the first seed) */
+    static const char *const files[] = {"learning_curve.csv", "checkpoint.bin", "cell.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(fa, sizeof fa, "%s/%s", a, files[i]);
+        snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
+        if ((cell->task < 0 && i < 2) || (i == 1 && access(fa, F_OK) != 0)) continue;
+        int st = copy_file(fa, fb);
+        if (st) return st;
+    }
+    return EPAR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the grid read back                                                                                 */
+
+int epar_bench_grid_read(struct grid *g, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                         const char *root)
+{
+    *g = (struct grid){.NT = c->n_tasks, .M = c->n_mech, .S = c->b.n_seeds};
+    size_t ng = (size_t)g->NT * g->M * g->S + 1;
+    g->value = calloc(ng, sizeof *g->value);
+    int have = g->value != NULL;
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) have &= (g->cand[k] = calloc(ng, sizeof *g->cand[k])) != NULL;
+    g->chance = calloc(ng, sizeof *g->chance);
+    g->chance_se = calloc(ng, sizeof *g->chance_se);
+    g->cell = calloc((size_t)plan->n, sizeof *g->cell);
+    g->doc = calloc((size_t)plan->n, sizeof *g->doc);
+    int st = have && g->chance && g->chance_se && g->cell && g->doc
+                 ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory reading the cells");
+    for (int k = 0; !st && k < plan->n; k++) {
+        char dir[512], path[4800];
+        epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (access(path, F_OK) != 0) {
+            st = epar_err_set(EPAR_EIO, "cell '%s' is missing", path);
+            epar_err_hint("run the missing cells (the same command resumes), or merge the shard that has them");
+            break;
+        }
+        if (cell->task < 0) {
+            st = epar_fields_load(path, "cell file", cost_cell_rows, &g->cost, &g->doc[k]);
+            continue;
+        }
+        /* a cell written before epar recorded them */
+        g->cell[k].chance = g->cell[k].chance_se = g->cell[k].curve_metric = g->cell[k].curve_loss = NAN;
+        g->cell[k].online_loss = NAN;
+        struct epar_inspect_summary *as = &g->cell[k].attn;
+        as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
+        as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;
+        if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g->cell[k], &g->doc[k]))) break;
+        if (cell->mech >= c->n_mech) continue;   /* the extrapolation study's own cell (bench_extrap reads it) */
+        size_t at = gi(g, cell->task, cell->mech, cell->seed);
+        const struct train_cell *x = &g->cell[k];
+        g->cand[EPAR_BENCH_FINAL][at] = x->value;
+        g->cand[EPAR_BENCH_FINAL_LOSS][at] = x->eval_loss;
+        g->cand[EPAR_BENCH_CURVE][at] = x->curve_metric;
+        g->cand[EPAR_BENCH_CURVE_LOSS][at] = x->curve_loss;
+        g->cand[EPAR_BENCH_ONLINE_LOSS][at] = x->online_loss;
+        g->value[at] = g->cand[c->tasks[cell->task].primary][at];
+        g->chance[at] = g->cell[k].chance;
+        g->chance_se[at] = g->cell[k].chance_se;
+    }
+    return st;
+}
+
+void epar_bench_grid_free(struct grid *g, const struct epar_bench_plan *plan)
+{
+    for (int k = 0; g->cell && g->doc && k < plan->n; k++) {
+        epar_fields_free(train_cell_rows, &g->cell[k]);
+        json_decref(g->doc[k]);
+    }
+    epar_fields_free(cost_cell_rows, &g->cost);
+    free(g->cell);
+    free(g->doc);
+    free(g->value);
+    for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) free(g->cand[k]);
+    free(g->chance);
+    free(g->chance_se);
+}
