@@ -653,9 +653,10 @@ void epar_report_summary_lines(struct epar_report_summary *s, const char *out_ro
                 }
             sum_add(s, "summary", "proxy", 0,
                     "- **Trained proxies** (`proxy_*`: small Transformers trained here, one per position mechanism, "
-                    "task and seed, budget `%s`, %lld cells): %d claims, %s. Of the %d claims that EPAR enhanced beats "
-                    "every baseline (rule `beats_all`; measured: its smallest improvement over the baselines, with its "
-                    "interval), %d %s reproduced. Reproduced: %s. Not or partly reproduced: %s.",
+                    "task and seed, budget `%s`, %lld cells): %d claims, %s. Of the %d claims that EPAR beats "
+                    "every baseline (rule `beats_all`: the enhanced form, and the basic one for the main table's Basic "
+                    "column; measured: its smallest improvement over the baselines, with its interval), %d %s "
+                    "reproduced. Reproduced: %s. Not or partly reproduced: %s.",
                     br->budget.name ? br->budget.name : "?", (long long)br->cells, nproxy, counts, nb, nbh,
                     nbh == 1 ? "is" : "are",
                     *yes ? yes : "none", *no ? no : "none");
