@@ -22,17 +22,6 @@
 #include "compare.h"
 #include "compare_checks.h"
 
-int epar_exp_compare_row(struct epar_table *t, const char *check, double value, double reference, double se,
-                         const char *fmt, ...)
-{
-    char detail[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    return epar_csv_append(t, "sddds", check, value, reference, se, detail) ? EPAR_ENOMEM : EPAR_OK;
-}
-
 /* S3 1.1(2) and 1.3(3): sinusoidal dot products and RoPE scores depend on i - j only */
 static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
 {

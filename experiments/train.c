@@ -1,4 +1,4 @@
-/* One training run: config, setup/resume, the step loop, evaluation, checkpoint, tables. */
+/* One training run: config, setup/resume, the step loop, evaluation, checkpoint (its files: train_write.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "experiments/common.h"
 #include "lib/version.h"
 #include "train.h"
+#include "train_int.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* config                                                                                             */
@@ -216,14 +217,6 @@ int epar_exp_train_check(const struct epar_train_cfg *c)
     return st;
 }
 
-/* the config section (run.json's "config", the checkpoint's config section, compared on resume and read back by
- * epar inspect): the settings and the names of what they are of. c comes first, so that the settings tables'
- * offsets hold in the record. */
-struct cfg_record {
-    struct epar_train_cfg c;
-    const char *task, *mechanism, *preset;
-    long seed;
-};
 #define CR struct cfg_record
 static const struct epar_field cfg_head_fields[] = {
     EPAR_FIELD_(CR, "task", EPAR_FIELD_STRING, task, 0),
@@ -232,14 +225,7 @@ static const struct epar_field cfg_head_fields[] = {
     EPAR_FIELD_RANGE_(CR, "seed", EPAR_FIELD_LONG, seed, 0, 4294967295.0, 0),
     EPAR_FIELD_END_};
 
-/* the section's rows for mechanism m and task t, in its order: the head, the run's settings, "position" (with the
- * catalogue parameters the mechanism's training reads) and "task_options"; rows of a saved record (every one
- * required when read back) */
-struct cfg_table {
-    struct epar_field top[48], pos[24], mp[EPAR_MECH_MAX_PARAMS + 1], opt[12];
-};
-
-static void cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_id task)
+void epar_exp_train_cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_id task)
 {
     int n = epar_fields_append(t->top, 0, 48, cfg_head_fields), np = epar_fields_append(t->pos, 0, 24, pos_fields);
     n = epar_fields_append(t->top, n, 48, run_fields);
@@ -260,7 +246,7 @@ static void cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_i
     epar_fields_saved(t->opt);
 }
 
-static void cfg_record_of(struct cfg_record *r, const struct epar_train_cfg *c)
+void epar_exp_train_cfg_record(struct cfg_record *r, const struct epar_train_cfg *c)
 {
     *r = (struct cfg_record){.c = *c, .task = epar_task_name(c->task.id), .mechanism = epar_nnpos_name(c->mechanism),
                              .preset = c->preset, .seed = (long)c->seed};
@@ -272,8 +258,8 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
     struct cfg_record r;
     struct epar_train_cfg rc = *c;
     epar_nnpos_resolve(&rc.pos, rc.task.length);   /* the trained length recorded, not "0" */
-    cfg_table(&t, c->mechanism, c->task.id);
-    cfg_record_of(&r, &rc);
+    epar_exp_train_cfg_table(&t, c->mechanism, c->task.id);
+    epar_exp_train_cfg_record(&r, &rc);
     return epar_fields_json(t.top, &r, NULL);
 }
 #undef CR
@@ -581,7 +567,7 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
     json_decref(doc);
     if (st) return st;
     struct cfg_table t;
-    cfg_table(&t, r.c.mechanism, r.c.task.id);
+    epar_exp_train_cfg_table(&t, r.c.mechanism, r.c.task.id);
     if ((st = epar_fields_loadb(sec, len, "checkpoint config", path, t.top, &r, &doc))) {
         if (strstr(epar_err_message(), "missing key"))
             epar_err_hint("a checkpoint of another epar version may lack keys of this one: inspect it with the epar "
@@ -900,185 +886,6 @@ int epar_exp_train_final_eval(struct epar_train_run *r)
     int st = epar_exp_train_evaluate(r, 0, &r->final);
     if (!st) r->have_final = 1;
     r->seconds = r->seconds0 + (now() - r->t0);
-    return st;
-}
-
-/* ------------------------------------------------------------------------------------------------ */
-/* tables and files                                                                                   */
-
-struct epar_table *epar_exp_train_curve_table(const struct epar_train_run *r)
-{
-    struct epar_table *t = epar_csv_new(EPAR_TRAIN_CURVE_HEADER);
-    for (int i = 0; t && i < r->rows; i++) {
-        const double *v = r->curve + (size_t)i * EPAR_TRAIN_CURVE_COLS;
-        if (epar_csv_append(t, "iddddddd", (int)v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])) {
-            epar_csv_free(t);
-            return NULL;
-        }
-    }
-    return t;
-}
-
-static struct epar_table *eval_table(const struct epar_train_run *r)
-{
-    const struct epar_train_cfg *c = &r->cfg;
-    struct epar_table *t = epar_csv_new("task,mechanism,seed,steps,tokens,length,params,metric,value,eval_loss,"
-                                        "eval_bits_per_token,scored_tokens,sequences,train_loss,chance,chance_se");
-    double train_loss = r->rows ? r->curve[(size_t)(r->rows - 1) * EPAR_TRAIN_CURVE_COLS + 2] : NAN;
-    if (t && epar_csv_append(t, "ssdididsdddiiddd", epar_task_name(c->task.id), epar_nnpos_name(c->mechanism), (double)c->seed,
-                             (int)r->step, r->tokens, c->task.length, (double)r->model.n_params, r->task.info->metric,
-                             r->final.metric, r->final.loss, r->final.loss / log(2.0), (int)r->final.scored,
-                             (int)r->final.sequences, train_loss, r->final.chance, r->final.chance_se)) {
-        epar_csv_free(t);
-        return NULL;
-    }
-    return t;
-}
-
-/* EPAR: alpha, beta, gamma per layer and head (learned or fixed) and m(d) at a few distances */
-static struct epar_table *posfx_table(const struct epar_train_run *r)
-{
-    const struct epar_nnpos *p = &r->model.pos;
-    int T = r->cfg.task.length;
-    double L = p->s.posfx_length > 0 ? p->s.posfx_length : T;
-    struct epar_table *t = epar_csv_new("layer,head,alpha,beta,gamma,m_1,m_half,m_last,learned");
-    for (int l = 0; t && l < p->NL; l++)
-        for (int h = 0; h < p->NH; h++) {
-            struct epar_posfx fx = epar_nnpos_effect(p, l, h);
-            if (epar_csv_append(t, "iiddddddi", l, h, fx.alpha, fx.beta, fx.form == EPAR_FORM_ENHANCED ? fx.gamma : NAN,
-                                epar_posfx_value(&fx, 1, L), epar_posfx_value(&fx, T / 2, L),
-                                epar_posfx_value(&fx, T - 1, L), p->s.learn_posfx)) {
-                epar_csv_free(t);
-                return NULL;
-            }
-        }
-    return t;
-}
-
-static int write_figure(const struct epar_train_run *r, struct epar_out *o)
-{
-    const char *metric = r->task.info->metric, *task = epar_task_name(r->cfg.task.id),
-               *mech = epar_nnpos_name(r->cfg.mechanism);
-    int bpc = !strcmp(metric, "bpc");
-    /* the best constant answer on the final evaluation's items (eval.csv chance), as a dashed line: a curve that
-     * stays on it has learned nothing (no line without a final evaluation, e.g. an interrupted run) */
-    char chance[256] = "";
-    if (r->have_final && isfinite(r->final.chance))
-        snprintf(chance, sizeof chance, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance (constant answer): %.3g'",
-                 r->final.chance, r->final.chance);
-    char title[160];
-    snprintf(title, sizeof title, "Learning curve of %s on %s", mech, task);
-    return epar_plot_scriptf(o, "learning_curve", title,
-                             "set terminal @epar_term size 1100,450\n"
-                             "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
-                             "set xlabel 'training tokens'\nset format x '%%.1s%%c'\n"   /* 50.0k, 1.5M: no crowded digits */
-                             "set ylabel 'cross-entropy (nats per scored token)'\nset key top right\n"
-                             EPAR_PLOT_IF("'learning_curve.csv', '2:4'")
-                             "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
-                             "     '' skip 1 using 2:4 with linespoints title 'eval'" EPAR_PLOT_END
-                             "set ylabel '%s'\nset key %s right\nset offsets 0, 0, graph 0.05, %s\n"   /* away from the curve's end */
-                             EPAR_PLOT_IF("'learning_curve.csv', '2:5'")
-                             "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'%s" EPAR_PLOT_END
-                             "unset multiplot\n",
-                             task, mech, (long)r->model.n_params, bpc ? "bits per character" : "answer accuracy",
-                             bpc ? "top" : "bottom", bpc ? "graph 0.05" : "0", metric, chance);
-}
-
-unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)
-{
-    return (unsigned long long)epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, r->model.params_mem, r->model.n_params * sizeof(float));
-}
-
-/* run.json after its head (epar_exp_write_run_json): the config, the model's size, the data, the machine, progress */
-struct run_record {
-    const char *status;
-    struct cfg_record config;
-    long parameters, tensors[EPAR_NN_NTENSORS];
-    json_t *data;
-    const char *blas_core, *blas_config;
-    int threads;
-    const char *score_scale, *posfx_L, *checkpoint;
-    long steps_done;
-    const char *params_fnv1a;
-    double tokens, seconds, train_step_seconds, tokens_per_second;   /* the rate: NaN (left out) before any step */
-    long resumed_from_step;                                          /* -1 (null): not resumed */
-    const char *eval_metric;                                         /* NULL, NaN (left out): no final evaluation */
-    double eval_value, eval_loss;
-};
-
-static int write_run_json(const struct epar_train_run *r, struct epar_out *o, const char *status)
-{
-#define RR struct run_record
-    const struct epar_train_cfg *c = &r->cfg;
-    struct cfg_table ct;
-    cfg_table(&ct, c->mechanism, c->task.id);
-    struct epar_field tensor_rows[EPAR_NN_NTENSORS + 1];
-    struct run_record x = {
-        .status = status, .parameters = (long)r->model.n_params, .data = epar_task_json(&r->task),
-        .blas_core = epar_blas_core(), .blas_config = epar_blas_config(), .threads = omp_get_max_threads(),
-        .score_scale = "1/sqrt(head dim)",
-        .posfx_L = c->pos.posfx_length > 0 ? "fixed (posfx_length)" : "the length T of the sequence processed",
-        .checkpoint = "checkpoint.bin", .steps_done = r->step, .tokens = r->tokens, .seconds = r->seconds,
-        .train_step_seconds = r->step_seconds,
-        .tokens_per_second = r->step_seconds > 0 ? r->tokens / r->step_seconds : NAN,   /* both add up over sessions */
-        .resumed_from_step = r->resumed_from, .eval_metric = r->have_final ? r->task.info->metric : NULL,
-        .eval_value = r->have_final ? r->final.metric : NAN, .eval_loss = r->have_final ? r->final.loss : NAN};
-    char fnv[32];
-    snprintf(fnv, sizeof fnv, "%016llx", epar_exp_train_params_hash(r));
-    x.params_fnv1a = fnv;
-    cfg_record_of(&x.config, c);
-    for (int k = 0; k < EPAR_NN_NTENSORS; k++) {   /* {"<tensor>": size} over x.tensors */
-        x.tensors[k] = (long)r->model.sizes[k];
-        tensor_rows[k] = (struct epar_field){.key = epar_nn_tensor_name(k), .type = EPAR_FIELD_LONG,
-                                             .offset = (size_t)k * sizeof(long), .lo = -1e300, .hi = 1e300};
-    }
-    tensor_rows[EPAR_NN_NTENSORS] = (struct epar_field)EPAR_FIELD_END_;
-    const struct epar_field rows[] = {
-        EPAR_FIELD_(RR, "status", EPAR_FIELD_STRING, status, 0),
-        EPAR_FIELD_OBJ_(RR, "config", config, ct.top, 0),
-        EPAR_FIELD_(RR, "parameters", EPAR_FIELD_LONG, parameters, 0),
-        EPAR_FIELD_OBJ_(RR, "parameter_tensors", tensors, tensor_rows, 0),
-        EPAR_FIELD_(RR, "data", EPAR_FIELD_JSON, data, 0),
-        EPAR_FIELD_(RR, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-        EPAR_FIELD_(RR, "blas_config", EPAR_FIELD_STRING, blas_config, 0),
-        EPAR_FIELD_(RR, "threads", EPAR_FIELD_INT, threads, 0),
-        EPAR_FIELD_(RR, "score_scale", EPAR_FIELD_STRING, score_scale, 0),
-        EPAR_FIELD_(RR, "posfx_L", EPAR_FIELD_STRING, posfx_L, 0),
-        EPAR_FIELD_(RR, "checkpoint", EPAR_FIELD_STRING, checkpoint, 0),
-        EPAR_FIELD_(RR, "steps_done", EPAR_FIELD_LONG, steps_done, 0),
-        EPAR_FIELD_(RR, "params_fnv1a", EPAR_FIELD_STRING, params_fnv1a, 0),
-        EPAR_FIELD_(RR, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
-        EPAR_FIELD_(RR, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
-        EPAR_FIELD_(RR, "train_step_seconds", EPAR_FIELD_DOUBLE, train_step_seconds, 0),
-        EPAR_FIELD_(RR, "tokens_per_second", EPAR_FIELD_DOUBLE, tokens_per_second, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "resumed_from_step", EPAR_FIELD_LONG, resumed_from_step, EPAR_FIELD_NULLNEG),
-        EPAR_FIELD_(RR, "eval_metric", EPAR_FIELD_STRING, eval_metric, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "eval_value", EPAR_FIELD_DOUBLE, eval_value, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_END_};
-#undef RR
-    json_t *extra = x.data ? epar_fields_json(rows, &x, NULL) : NULL;
-    json_decref(x.data);
-    if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
-    return epar_exp_write_run_json(o, "train", c->protocol, NULL, extra);
-}
-
-int epar_exp_train_write(const struct epar_train_run *r, struct epar_out *o, const char *status)
-{
-    struct epar_table *curve = epar_exp_train_curve_table(r), *ev = r->have_final ? eval_table(r) : NULL;
-    int is_epar = r->cfg.mechanism == EPAR_MECH_EPAR_BASIC || r->cfg.mechanism == EPAR_MECH_EPAR_ENHANCED;
-    struct epar_table *pf = is_epar ? posfx_table(r) : NULL;
-    int st = !curve || (r->have_final && !ev) || (is_epar && !pf) ? epar_err_set(EPAR_ENOMEM, "out of memory building the tables")
-                                                                   : EPAR_OK;
-    if (!st) st = epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"));
-    if (!st && ev) st = epar_csv_write(ev, epar_out_path(o, "eval.csv"));
-    if (!st && pf) st = epar_csv_write(pf, epar_out_path(o, "posfx.csv"));
-    if (!st) st = write_figure(r, o);
-    if (!st) st = write_run_json(r, o, status);
-    if (!st) st = epar_exp_train_checkpoint(r, epar_out_path(o, "checkpoint.bin"));
-    epar_csv_free(curve);
-    epar_csv_free(ev);
-    epar_csv_free(pf);
     return st;
 }
 
