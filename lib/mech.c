@@ -63,18 +63,6 @@ void epar_mech_rope_rotate(double *v, int d, double pos, double base, int half)
 
 double epar_mech_ntk_base(double base, double s, int d) { return base * pow(s, (double)d / (d - 2)); }
 
-double epar_mech_ntk_dynamic_base(double base, double s, int d, double L, double train_length)
-{
-    if (L <= train_length) return base;
-    return base * pow(s * L / train_length - (s - 1), (double)d / (d - 2));
-}
-
-double epar_mech_yarn_temperature(double s)
-{
-    double t = 0.1 * log(s) + 1.0;
-    return t * t;
-}
-
 double epar_mech_logn(double n, double train_length, int clamp)
 {
     double k = log(n) / log(train_length);

@@ -138,10 +138,8 @@ void epar_mech_sinusoid(double k, int D, double base, int concat, double *p);
 void epar_mech_floater(int L, int D, double base, double *P);
 /* v (d) rotated by position pos (§14); half: pairs (t, t+d/2) */
 void epar_mech_rope_rotate(double *v, int d, double pos, double base, int half);
-/* NTK-aware base (§15): base * s^(d/(d-2)); dynamic: base * (s L/Ltrain - (s-1))^(d/(d-2)) if L > Ltrain */
+/* NTK-aware base (§15): base * s^(d/(d-2)) */
 double epar_mech_ntk_base(double base, double s, int d);
-double epar_mech_ntk_dynamic_base(double base, double s, int d, double L, double train_length);
-double epar_mech_yarn_temperature(double s);
 /* log-n factor (§17) for n visible keys */
 double epar_mech_logn(double n, double train_length, int clamp);
 /* T5 bucket of rel = j - i (§11) */

@@ -332,34 +332,12 @@ int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, con
     return check_keys(p, obj, jpath, allowed, NULL);
 }
 
-int epar_protocol_obj_int(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out,
-                          int lo, int hi)
-{
-    OBJ_VALUE(key);
-    return read_int(p, v, jp, out, lo, hi);
-}
-
-int epar_protocol_obj_double(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
-                             double *out, double lo, int lo_inclusive)
-{
-    OBJ_VALUE(key);
-    return read_double(p, v, jp, out, lo, lo_inclusive);
-}
-
 int epar_protocol_obj_string(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
                              const char **out)
 {
     OBJ_VALUE(key);
     if (!json_is_string(v)) return perr(p, jp, "expected a string");
     *out = json_string_value(v);
-    return EPAR_OK;
-}
-
-int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out)
-{
-    OBJ_VALUE(key);
-    if (!json_is_boolean(v)) return perr(p, jp, "expected true or false");
-    *out = json_is_true(v);
     return EPAR_OK;
 }
 

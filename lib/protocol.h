@@ -79,13 +79,8 @@ int epar_protocol_get_string(const struct epar_protocol *p, const char *experime
  * Absent key -> *out unchanged and EPAR_OK; obj may be NULL. */
 int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath,
                                  const char *const *allowed);
-int epar_protocol_obj_int(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out,
-                          int lo, int hi);
-int epar_protocol_obj_double(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
-                             double *out, double lo, int lo_inclusive);
 int epar_protocol_obj_string(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
                              const char **out);
-int epar_protocol_obj_bool(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key, int *out);
 
 /* ---- configuration as data ----
  * One row per setting of an experiment's configuration struct: its key in the protocol object, its C type and

@@ -112,8 +112,6 @@ static void test_rope(void)
     }
     check_rel(epar_mech_ntk_base(10000, 8, 128), 82684.6, TOL, "NTK base d=128 s=8");
     check_rel(epar_mech_ntk_base(10000, 2, 64), 20452.2, TOL, "NTK base d=64 s=2");
-    check_rel(epar_mech_ntk_dynamic_base(10000, 2, 128, 4096, 2048), 30527.7, TOL, "dynamic NTK base");
-    check_rel(epar_mech_yarn_temperature(4), 1.29648, TOL, "YaRN temperature s=4");
 
     /* position interpolation through the mechanism: L_train 2048, L 4096 maps position 3000 to 1500 */
     enum epar_mech_id id;
