@@ -20,7 +20,7 @@
 #include "lib/rng.h"
 #include "lib/sparse.h"
 #include "compare.h"
-#include "compare_checks.h"
+#include "compare_rows.h"
 
 /* S3 1.1(2) and 1.3(3): sinusoidal dot products and RoPE scores depend on i - j only */
 static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)

@@ -12,7 +12,7 @@
 #include "lib/rng.h"
 #include "lib/sparse.h"
 #include "compare.h"
-#include "compare_checks.h"
+#include "compare_rows.h"
 
 /* ---- timing: S2 §4.2 speed-up, S1 §2.1 linear cost (wall clock: not byte-stable) ---- */
 

@@ -1,7 +1,7 @@
 /* compare's seed checks, shared by compare_checks.c (the static measurements) and compare_speed.c (the wall-clock
  * ones): one row of seed_checks.csv, and the timing rows. Internal to experiments/compare*.c. */
-#ifndef EPAR_EXP_COMPARE_CHECKS_H
-#define EPAR_EXP_COMPARE_CHECKS_H
+#ifndef EPAR_EXP_COMPARE_ROWS_H
+#define EPAR_EXP_COMPARE_ROWS_H
 
 #include <stdarg.h>
 #include <stdio.h>
