@@ -110,7 +110,7 @@ $(ENOSPC_SHIM): tests/shim/enospc.c
 # sanitizer and coverage builds: ./epar-mpi is an -O2 build, whose float results need not match an -O1/-O0 epar's)
 test: $(EPAR_BIN) $(TEST_BIN) $(ENOSPC_SHIM)
 	@if command -v $(MPICC) >/dev/null && [ "$(SAN)$(COV)" = 00 ]; then $(MAKE) --no-print-directory epar-mpi >/dev/null; fi
-	@EPAR=./$(EPAR_BIN) EPAR_MPI=$(if $(filter 00,$(SAN)$(COV)),./epar-mpi,) TESTBIN=$(BUILD)/tests tests/run.sh
+	@EPAR=./$(EPAR_BIN) EPAR_MPI=$(if $(filter 00,$(SAN)$(COV)),./epar-mpi,) EPAR_OPT=$(if $(filter 00,$(SAN)$(COV)),1,0) TESTBIN=$(BUILD)/tests tests/run.sh
 
 # index.html and REPORT.html in headless Chromium (links, images, 420 px layout, the verdict filter, screenshots into
 # $(BROWSER_OUT)/screenshots/); installs chromium, chromium-driver and python3-selenium when missing

@@ -224,8 +224,24 @@ expect_error_line "is of another run: option position.mechanism_params.num_bucke
 tset="--protocol $T_TMP/sd.json --set t5.num_buckets=16 --set t5.max_distance=64 --set t5.init_sd=0.05"
 expect_exit 0 "resume a checkpoint of the epar before" -- "$EPAR" train $tiny $tset --resume "$old" --out "$T_TMP/oldr"
 expect_exit 0 "the same run uninterrupted" -- "$EPAR" train $tiny $tset --out "$T_TMP/oldu"
-[ "$(numbers "$(d "$T_TMP/oldr" t5)")" = "$(numbers "$(d "$T_TMP/oldu" t5)")" ] && ok ||
-    fail "the resumed old checkpoint differs from the uninterrupted run: $(diff <(numbers "$(d "$T_TMP/oldr" t5)") <(numbers "$(d "$T_TMP/oldu" t5)") | head -4)"
+# the fixture's first three steps were computed by the optimised build: an instrumented one (make test-asan, coverage:
+# EPAR_OPT=0, -O1/-O0, other float sums) continues them with other roundings, so there the numbers must agree to 1e-6
+# relative (measured in the ASan build: losses equal to 12 digits, the gradient norm 2e-9 apart) and the weights' hash,
+# which any rounding changes, is not compared
+if [ "${EPAR_OPT:-1}" = 1 ]; then
+    [ "$(numbers "$(d "$T_TMP/oldr" t5)")" = "$(numbers "$(d "$T_TMP/oldu" t5)")" ] && ok ||
+        fail "the resumed old checkpoint differs from the uninterrupted run: $(diff <(numbers "$(d "$T_TMP/oldr" t5)") <(numbers "$(d "$T_TMP/oldu" t5)") | head -4)"
+else
+    python3 - <(numbers "$(d "$T_TMP/oldr" t5)" | grep -v params_fnv1a) <(numbers "$(d "$T_TMP/oldu" t5)" | grep -v params_fnv1a) <<'PYEOF' && ok || fail "the resumed old checkpoint differs from the uninterrupted run beyond 1e-6 (instrumented build)"
+import math, sys
+a, b = (open(f).read().split("\n") for f in sys.argv[1:3])
+def close(x, y):
+    try: u, v = float(x), float(y)
+    except ValueError: return x == y
+    return (math.isnan(u) and math.isnan(v)) or abs(u - v) <= 1e-6 * max(1.0, abs(v))
+sys.exit(0 if len(a) == len(b) and all(len(r.split(",")) == len(s.split(",")) and all(close(x, y) for x, y in zip(r.split(","), s.split(","))) for r, s in zip(a, b)) else 1)
+PYEOF
+fi
 
 # ---- lm on a text file
 for i in $(seq 1 40); do echo "It is a truth universally acknowledged, that a single man in possession of a good fortune."; done > "$T_TMP/text.txt"
