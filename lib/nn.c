@@ -980,19 +980,24 @@ static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, co
     const float *relh = pos->rel + (size_t)h * pos->rel_head;
     float *dR = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
     float *g = pos->grel + bh * rel_gstride(pos, hs);
+    /* Transformer-XL's c (T) after Q + v (T, hs) in the thread's work, summed in the same pass over dA as dR */
+    float *Qv = dR + (size_t)T * (nrel + 1), *c = pos->rel_u ? Qv + (size_t)T * hs : NULL;
     memset(dR, 0, (size_t)T * nrel * sizeof *dR);
+    if (c) memset(c, 0, (size_t)T * sizeof *c);
     for (int i = 0; i < T; i++) {
         const float *d = dA + (size_t)i * T;
         float *r = dR + (size_t)i * nrel;
         for (int j = 0; j <= i; j++) r[i - j < nrel ? i - j : nrel - 1] += d[j];
+        if (c)
+            for (int j = 0; j <= i; j++) c[j] += d[j];
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, relh, hs, 1.0f, dQ, C3);
-    if (!pos->rel_u) {
+    if (!c) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f, g, hs);
         return;
     }
     const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
-    float *Qv = dR + (size_t)T * (nrel + 1), *c = Qv + (size_t)T * hs, *du = g + (size_t)nrel * hs, *dv = du + hs;
+    float *du = g + (size_t)nrel * hs, *dv = du + hs;
     for (int i = 0; i < T; i++)
         for (int t = 0; t < hs; t++) Qv[(size_t)i * hs + t] = Q[(size_t)i * C3 + t] + v[t];
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Qv, hs, 0.0f, g, hs);
@@ -1001,11 +1006,6 @@ static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, co
         float sd = 0.0f;
         for (int i = 0; i < T; i++) sd += dR[(size_t)i * nrel + d];
         for (int t = 0; t < hs; t++) dv[t] += scale * sd * relh[(size_t)d * hs + t];
-    }
-    memset(c, 0, (size_t)T * sizeof *c);
-    for (int i = 0; i < T; i++) {
-        const float *d = dA + (size_t)i * T;
-        for (int j = 0; j <= i; j++) c[j] += d[j];
     }
     for (int j = 0; j < T; j++)
         for (int t = 0; t < hs; t++) {
