@@ -230,15 +230,8 @@ int epar_exp_benchmark_cell_state(const struct epar_bench_cfg *c, const struct e
     json_t *want = cell_config_json(c, plan, &plan->cells[k]), *ms = json_object_get(h.config, "mechanisms"), *e;
     size_t i;
     /* a cell of an epar before one parameter namespace: the study's series and the position in today's form */
-    json_array_foreach(json_object_get(json_object_get(h.config, "extrapolation_study"), "series"), i, e) {
-        enum epar_mech_id as;
-        double mp[EPAR_MECH_MAX_PARAMS];
-        const char *name = json_string_value(json_object_get(e, "as"));
-        if (name && !json_object_get(e, "mechanism_params") && !epar_nnpos_find(name, &as) &&
-            epar_exp_train_cfg_old_params(h.config, as, mp))
-            json_object_set_new(e, "mechanism_params", epar_exp_train_params_json(as, mp));
-        epar_err_clear();
-    }
+    json_array_foreach(json_object_get(json_object_get(h.config, "extrapolation_study"), "series"), i, e)
+        epar_exp_train_params_upgrade(e, json_string_value(json_object_get(e, "as")), h.config);
     epar_exp_train_cfg_upgrade(h.config);
     json_array_foreach(ms, i, e) epar_exp_train_cfg_upgrade(e);
     int same = json_equal(h.config, want);

@@ -264,7 +264,9 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 }
 #undef CR
 
-int epar_exp_train_cfg_old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_MECH_MAX_PARAMS])
+/* 1 when cfg is an old record and mechanism id has catalogue parameters training reads: mp = them as that run used
+ * them (before the upgrade); 0 otherwise */
+static int old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_MECH_MAX_PARAMS])
 {
     json_t *pos = json_object_get(cfg, "position"), *v;
     int old = 0;
@@ -290,17 +292,22 @@ json_t *epar_exp_train_params_json(enum epar_mech_id id, const double mp[EPAR_ME
     return epar_fields_json(rows, mp, NULL);
 }
 
+void epar_exp_train_params_upgrade(json_t *obj, const char *mechanism, const json_t *cfg)
+{
+    enum epar_mech_id id;
+    double mp[EPAR_MECH_MAX_PARAMS];
+    json_t *j = mechanism && !json_object_get(obj, "mechanism_params") && !epar_nnpos_find(mechanism, &id) &&
+                        old_params(cfg, id, mp)
+                    ? epar_exp_train_params_json(id, mp)
+                    : NULL;
+    epar_err_clear();
+    if (j) json_object_set_new(obj, "mechanism_params", j);
+}
+
 void epar_exp_train_cfg_upgrade(json_t *cfg)
 {
     json_t *pos = json_object_get(cfg, "position");
-    const char *name = json_string_value(json_object_get(cfg, "mechanism"));
-    enum epar_mech_id id;
-    double mp[EPAR_MECH_MAX_PARAMS];
-    int have = name && !epar_nnpos_find(name, &id) && !json_object_get(pos, "mechanism_params") &&
-               epar_exp_train_cfg_old_params(cfg, id, mp);
-    epar_err_clear();
-    json_t *j = have ? epar_exp_train_params_json(id, mp) : NULL;
-    if (j) json_object_set_new(pos, "mechanism_params", j);
+    epar_exp_train_params_upgrade(pos, json_string_value(json_object_get(cfg, "mechanism")), cfg);
     for (size_t k = 0; json_is_object(pos) && k < sizeof renamed / sizeof renamed[0]; k++) json_object_del(pos, renamed[k].old);
 }
 

@@ -104,9 +104,10 @@ json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c);
  * t5_buckets, t5_max_distance) turned into today's, in place: those keys dropped, the mechanism's catalogue
  * parameters as its "mechanism_params" (T5's init_sd: the run's, which drew its table then). Others unchanged. */
 void epar_exp_train_cfg_upgrade(json_t *cfg);
-/* 1 when cfg is such an old record and mechanism id has catalogue parameters training reads: mp = them as that run
- * used them (before the upgrade); 0 otherwise */
-int epar_exp_train_cfg_old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_MECH_MAX_PARAMS]);
+/* The same for one entry of such a record that names a mechanism of its own (the benchmark's extrapolation-study
+ * series, "as"): obj gets that mechanism's "mechanism_params" from cfg's old keys, when cfg is an old record and obj
+ * has none. */
+void epar_exp_train_params_upgrade(json_t *obj, const char *mechanism, const json_t *cfg);
 /* mechanism id's catalogue parameters mp as a record writes them ("mechanism_params") */
 json_t *epar_exp_train_params_json(enum epar_mech_id id, const double mp[EPAR_MECH_MAX_PARAMS]);
 /* Model and data sizes without allocating anything big: the model's bytes (refuse what cannot fit). */
