@@ -74,14 +74,14 @@ static void summary(const struct cli_common *c, const void *cfgv, const void *re
     printf("  content importance  %.6g +- %.3g\n", res->content_mean, res->content_sd);
     printf("  fusion weight mean  %.6g\n", res->fusion_mean);
     printf("  when to use (enhanced - none, paired; entropy nats / local mass):\n");
-    const struct epar_table *w = res->when;
-    for (size_t r = 0; r < w->nrows; r++) {
-        const char *f = epar_csv_get_str(w, r, "form");
-        if (!f || strcmp(f, "enhanced")) continue;
-        printf("    L=%-5.0f %-8s  dH %+.4g  dlocal %+.4g  dconsistency %+.4g\n", epar_csv_get(w, r, "length"),
-               epar_csv_get_str(w, r, "condition"), epar_csv_get(w, r, "entropy_delta_mean"),
-               epar_csv_get(w, r, "local_mass_delta_mean"), epar_csv_get(w, r, "consistency_delta_mean"));
-    }
+    for (int cond = 0; cond < EPAR_ADP_NCOND; cond++)
+        for (int k = 0; k < cfg->n_when; k++) {
+            size_t row = ((size_t)(cond * 3 + 2) * cfg->n_when + k) * EPAR_ADP_WHEN_N; /* form enhanced */
+            const double *dm = res->when_dmean + row;
+            printf("    L=%-5d %-8s  dH %+.4g  dlocal %+.4g  dconsistency %+.4g\n", cfg->when_lengths[k],
+                   epar_adaptive_cond_name[cond], dm[EPAR_ADP_WHEN_ENTROPY], dm[EPAR_ADP_WHEN_LOCAL],
+                   dm[EPAR_ADP_WHEN_CONSISTENCY]);
+        }
 }
 
 int cmd_adaptive(int argc, char **argv)

@@ -45,9 +45,11 @@ static const struct epar_field adaptive_fields[] = {
 #undef AC
 static const char *const adaptive_extra[] = {"when_lengths", NULL};
 
-enum { COND_CLEAN, COND_SHUFFLED, COND_NOISY, N_COND };
-static const char *const cond_name[N_COND] = {"clean", "shuffled", "noisy"};
-static const enum epar_form when_forms[3] = {EPAR_FORM_NONE, EPAR_FORM_BASIC, EPAR_FORM_ENHANCED};
+enum { COND_CLEAN = EPAR_ADP_CLEAN, COND_SHUFFLED = EPAR_ADP_SHUFFLED, COND_NOISY = EPAR_ADP_NOISY,
+       N_COND = EPAR_ADP_NCOND };
+const char *const epar_adaptive_cond_name[N_COND] = {"clean", "shuffled", "noisy"};
+const enum epar_form epar_adaptive_when_form[3] = {EPAR_FORM_NONE, EPAR_FORM_BASIC, EPAR_FORM_ENHANCED};
+#define when_forms epar_adaptive_when_form
 
 /* ---- configuration ---- */
 
@@ -294,12 +296,8 @@ struct main_run {
     const struct epar_params *prm;
     int L, D, B, R, S, C, T, J;
     size_t LL, BL;
-    struct main_job *jobs;      /* (J) */
-    double *fd;                 /* (J, 3BL + BD) the jobs' doubles */
-    int *fi;                    /* (J, BL + 2B) the jobs' ints */
+    struct main_job *jobs;      /* (J) slots into the result's arrays */
     double *A0;                 /* (L,L) first seed, last run, item 0: the figures */
-    double *rowv;               /* (J + 2S + 2, ncol) metrics per run, per seed, across-seed mean and sd */
-    int ncol, nv;               /* columns of adaptive_metrics.csv, values per row */
 };
 
 static void stats4(const double *x, size_t n, double *mean, double *sd, double *mn, double *mx)
@@ -309,7 +307,7 @@ static void stats4(const double *x, size_t n, double *mean, double *sd, double *
 }
 
 /* sizes, and every job's slots carved from two blocks */
-static int main_setup(struct main_run *c, const struct epar_adaptive_cfg *cfg)
+static int main_setup(struct main_run *c, const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
 {
     memset(c, 0, sizeof *c);
     c->cfg = cfg;
@@ -320,23 +318,31 @@ static int main_setup(struct main_run *c, const struct epar_adaptive_cfg *cfg)
     c->T = cfg->tasks;
     int J = c->J = S * R;
     size_t LL = c->LL = (size_t)L * L, BL = c->BL = (size_t)B * L;
+    res->L = L; res->D = D; res->B = B; res->S = S; res->R = R; res->C = c->C; res->T = c->T; res->J = J;
     struct main_job *jobs = c->jobs = EPAR_CALLOC((size_t)J, sizeof *jobs);
-    double *fd = c->fd = EPAR_MALLOC((size_t)J * (3 * BL + (size_t)B * D) * sizeof *fd);
-    int *fi = c->fi = EPAR_MALLOC((size_t)J * (BL + 2 * (size_t)B) * sizeof *fi);
-    c->A0 = EPAR_MALLOC(LL * sizeof *c->A0);
-    if (!jobs || !fd || !fi || !c->A0) return EPAR_ENOMEM;
+    res->ent = EPAR_MALLOC((size_t)J * BL * sizeof *res->ent);
+    res->ent_none = EPAR_MALLOC((size_t)J * BL * sizeof *res->ent_none);
+    res->content = EPAR_MALLOC((size_t)J * BL * sizeof *res->content);
+    res->tw = EPAR_MALLOC((size_t)J * B * D * sizeof *res->tw);
+    res->types = EPAR_MALLOC((size_t)J * BL * sizeof *res->types);
+    res->ids = EPAR_MALLOC((size_t)J * B * sizeof *res->ids);
+    res->cls = EPAR_MALLOC((size_t)J * B * sizeof *res->cls);
+    c->A0 = res->A0 = EPAR_MALLOC(LL * sizeof *c->A0);
+    res->key_stats = EPAR_MALLOC(4 * (size_t)L * sizeof *res->key_stats);
+    if (!jobs || !res->ent || !res->ent_none || !res->content || !res->tw || !res->types || !res->ids || !res->cls ||
+        !c->A0 || !res->key_stats)
+        return EPAR_ENOMEM;
     for (int j = 0; j < J; j++) {
-        double *d = fd + (size_t)j * (3 * BL + (size_t)B * D);
-        jobs[j].ent = d; jobs[j].ent_none = d + BL; jobs[j].c = d + 2 * BL; jobs[j].tw = d + 3 * BL;
-        int *q = fi + (size_t)j * (BL + 2 * (size_t)B);
-        jobs[j].types = q; jobs[j].ids = q + BL; jobs[j].cls = q + BL + B;
+        jobs[j].ent = res->ent + j * BL; jobs[j].ent_none = res->ent_none + j * BL; jobs[j].c = res->content + j * BL;
+        jobs[j].tw = res->tw + (size_t)j * B * D;
+        jobs[j].types = res->types + j * BL; jobs[j].ids = res->ids + (size_t)j * B; jobs[j].cls = res->cls + (size_t)j * B;
     }
     return EPAR_OK;
 }
 
 static void main_run_free(struct main_run *c)
 {
-    free(c->jobs); free(c->fd); free(c->fi); free(c->A0); free(c->rowv);
+    free(c->jobs); /* the rest belongs to the result */
 }
 
 /* job j = (seed, run): draw the modules, data and task ids; per item the content estimates, the classifiers and
@@ -392,33 +398,20 @@ static int main_iterate(struct main_run *c)
     return epar_err_carried(&carry);
 }
 
-/* the columns of adaptive_metrics.csv and its values: per run; per seed the mean over runs, min of mins, max of
- * maxes, counts summed; across seeds the mean and sample sd of the per-seed rows */
+/* the values of adaptive_metrics.csv: per run; per seed the mean over runs, min of mins, max of maxes, counts
+ * summed; across seeds the mean and sample sd of the per-seed rows. The summary values of the result. */
 static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
 {
     const struct main_job *jobs = c->jobs;
     int B = c->B, D = c->D, R = c->R, S = c->S, C = c->C, J = c->J;
     size_t BL = c->BL;
-    /* one count column per content type: the header grows with content_types (up to 2^20) */
-    static const char head[] =
-        "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
-        "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
-        "content_importance_max,fusion_weight_mean";
-    size_t cap = sizeof head + (size_t)C * 24, len = sizeof head - 1;
-    char *cols = EPAR_MALLOC(cap);
-    if (!cols) return EPAR_ENOMEM;
-    memcpy(cols, head, sizeof head);
-    for (int k = 0; k < C; k++) len += (size_t)snprintf(cols + len, cap - len, ",content_type_%d", k);
-    res->metrics = epar_csv_new(cols);
-    free(cols);
-    if (!res->metrics) return EPAR_ENOMEM;
-    const int NV = 12;  /* numeric columns before the counts */
-    int ncol = c->ncol = res->metrics->ncols;
-    double *rowv = c->rowv = EPAR_MALLOC((size_t)(J + 2 * S + 2) * ncol * sizeof *rowv);
+    const int NV = EPAR_ADP_NMETRIC + 1;  /* numeric columns before the counts */
+    const int nv = res->nv = NV - 1 + C;  /* values per row */
+    double *rowv = res->rowv = EPAR_MALLOC((size_t)(J + S + 2) * nv * sizeof *rowv);
     if (!rowv) return EPAR_ENOMEM;
     /* per run */
     for (int j = 0; j < J; j++) {
-        double *v = rowv + (size_t)j * ncol;
+        double *v = rowv + (size_t)j * nv;
         v[0] = gsl_stats_mean(jobs[j].ent, 1, BL);
         v[1] = gsl_stats_mean(jobs[j].ent_none, 1, BL);
         stats4(jobs[j].tw, (size_t)B * D, &v[2], &v[3], &v[4], &v[5]);
@@ -427,15 +420,14 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
         for (int k = 0; k < C; k++) v[NV - 1 + k] = 0;
         for (size_t q = 0; q < BL; q++) v[NV - 1 + jobs[j].types[q]] += 1;
     }
-    const int nv = c->nv = NV - 1 + C;  /* values per row */
     /* per seed: mean over runs, min of mins, max of maxes, counts summed */
-    double *seedv = rowv + (size_t)J * ncol;
+    double *seedv = rowv + (size_t)J * nv;
     for (int s = 0; s < S; s++) {
-        double *v = seedv + (size_t)s * ncol;
+        double *v = seedv + (size_t)s * nv;
         for (int k = 0; k < nv; k++) {
             double acc = 0, mn = INFINITY, mx = -INFINITY;
             for (int r = 0; r < R; r++) {
-                double u = rowv[(size_t)(s * R + r) * ncol + k];
+                double u = rowv[(size_t)(s * R + r) * nv + k];
                 acc += u;
                 if (u < mn) mn = u;
                 if (u > mx) mx = u;
@@ -444,122 +436,46 @@ static int main_reduce(struct main_run *c, struct epar_adaptive_result *res)
         }
     }
     /* across seeds: mean and sample sd of the per-seed rows */
-    double *mean = seedv + (size_t)S * ncol, *sdv = mean + ncol, *tmp = EPAR_MALLOC((size_t)S * sizeof *tmp);
+    double *mean = seedv + (size_t)S * nv, *sdv = mean + nv, *tmp = EPAR_MALLOC((size_t)S * sizeof *tmp);
     if (!tmp) return EPAR_ENOMEM;
     for (int k = 0; k < nv; k++) {
-        for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * ncol + k];
+        for (int s = 0; s < S; s++) tmp[s] = seedv[(size_t)s * nv + k];
         epar_stats_mean_sd(tmp, (size_t)S, &mean[k], &sdv[k]);
     }
     free(tmp);
-    return EPAR_OK;
-}
-
-/* adaptive_metrics.csv: the rows per run, per seed, across seeds; the summary values of the result */
-static int main_metrics(struct main_run *c, struct epar_adaptive_result *res)
-{
-    const struct epar_params *prm = c->prm;
-    int R = c->R, S = c->S, J = c->J, ncol = c->ncol, nv = c->nv;
-    const double *rowv = c->rowv, *seedv = rowv + (size_t)J * ncol, *mean = seedv + (size_t)S * ncol;
-    const double *sdv = mean + ncol;
-    int bad = 0;
-    for (int j = 0; j < J + S + 2 && !bad; j++) {
-        const double *v = j < J ? rowv + (size_t)j * ncol : j < J + S ? seedv + (size_t)(j - J) * ncol
-                          : j == J + S ? mean : sdv;
-        const char *scope = j < J ? "run" : j < J + S ? "seed" : j == J + S ? "across_seeds_mean" : "across_seeds_sd";
-        double seed = j < J ? (double)prm->seeds[j / R] : j < J + S ? (double)prm->seeds[j - J] : NAN;
-        double run = j < J ? (double)(j % R) : NAN;
-        if (epar_csv_append(res->metrics, "sdd", scope, seed, run)) { bad = 1; break; }
-        struct epar_cell *cell = res->metrics->cells + (res->metrics->nrows - 1) * (size_t)ncol;
-        for (int k = 0; k < nv; k++) cell[3 + k].v = v[k];
-    }
     res->entropy_mean = mean[0]; res->entropy_sd = sdv[0];
     res->entropy_none_mean = mean[1]; res->entropy_none_sd = sdv[1];
     res->task_mean = mean[2]; res->task_sd = sdv[2];
     res->content_mean = mean[6]; res->content_sd = sdv[6];
     res->fusion_mean = mean[10];
-    return bad ? EPAR_ENOMEM : EPAR_OK;
+    return EPAR_OK;
 }
 
-/* task_types.csv and content_types.csv over every item of every run and seed */
+/* the counts of task_types.csv and content_types.csv over every item of every run and seed */
 static int main_types(const struct main_run *c, struct epar_adaptive_result *res)
 {
     const struct main_job *jobs = c->jobs;
     int B = c->B, C = c->C, T = c->T, J = c->J;
     size_t BL = c->BL;
-    long *given = EPAR_CALLOC((size_t)T, sizeof *given), *pred = EPAR_CALLOC((size_t)T, sizeof *pred);
-    long *ct = EPAR_CALLOC((size_t)C, sizeof *ct);
-    if (!given || !pred || !ct) { free(given); free(pred); free(ct); return EPAR_ENOMEM; }
+    long *given = res->given = EPAR_CALLOC((size_t)T, sizeof *given), *pred = res->pred = EPAR_CALLOC((size_t)T, sizeof *pred);
+    long *ct = res->ct = EPAR_CALLOC((size_t)C, sizeof *ct);
+    if (!given || !pred || !ct) return EPAR_ENOMEM;
     for (int j = 0; j < J; j++) {
         for (int b = 0; b < B; b++) { given[jobs[j].ids[b]]++; pred[jobs[j].cls[b]]++; }
         for (size_t q = 0; q < BL; q++) ct[jobs[j].types[q]]++;
     }
-    res->task_types = epar_csv_new("task_id,given_count,given_fraction,classifier_count,classifier_fraction");
-    res->content_types = epar_csv_new("content_type,count,fraction");
-    double nt = (double)J * B, nc = (double)J * BL;
-    for (int k = 0; res->task_types && k < T; k++)
-        if (epar_csv_append(res->task_types, "iddid", k, (double)given[k], given[k] / nt, (int)pred[k], pred[k] / nt))
-            break;
-    for (int k = 0; res->content_types && k < C; k++)
-        if (epar_csv_append(res->content_types, "idd", k, (double)ct[k], ct[k] / nc)) break;
-    free(given); free(pred); free(ct);
-    if (!res->task_types || !res->content_types || res->task_types->nrows != (size_t)T ||
-        res->content_types->nrows != (size_t)C)
-        return EPAR_ENOMEM;
-    return EPAR_OK;
-}
-
-/* long tables: entropy per row, task weights, content importance */
-static int main_long_tables(const struct main_run *c, struct epar_adaptive_result *res)
-{
-    const struct main_job *jobs = c->jobs;
-    int L = c->L, D = c->D, B = c->B, R = c->R, J = c->J;
-    res->entropy_by_row = epar_csv_new("seed,run,item,query,entropy,entropy_none");
-    res->task_weights = epar_csv_new("seed,run,item,task_id,dim,weight");
-    res->content_importance = epar_csv_new("seed,run,item,position,importance,content_type");
-    if (!res->entropy_by_row || !res->task_weights || !res->content_importance) return EPAR_ENOMEM;
-    for (int j = 0; j < J; j++) {
-        int sd = (int)c->prm->seeds[j / R], r = j % R;
-        for (int b = 0; b < B; b++) {
-            for (int i = 0; i < L; i++) {
-                size_t q = (size_t)b * L + i;
-                if (epar_csv_append(res->entropy_by_row, "iiiidd", sd, r, b, i, jobs[j].ent[q], jobs[j].ent_none[q]) ||
-                    epar_csv_append(res->content_importance, "iiiidi", sd, r, b, i, jobs[j].c[q], jobs[j].types[q]))
-                    return EPAR_ENOMEM;
-            }
-            for (int k = 0; k < D; k++)
-                if (epar_csv_append(res->task_weights, "iiiiid", sd, r, b, jobs[j].ids[b], k, jobs[j].tw[(size_t)b * D + k]))
-                    return EPAR_ENOMEM;
-        }
-    }
-    return EPAR_OK;
-}
-
-/* attention_weights.csv and position_attention.csv of the figures' item */
-static int main_figures(const struct main_run *c, struct epar_adaptive_result *res)
-{
-    int L = c->L;
-    if (!(res->attention = epar_exp_matrix_table("query,key,weight", c->A0, L, L))) return EPAR_ENOMEM;
-    double *mn = EPAR_MALLOC(4 * (size_t)L * sizeof *mn);
-    if (!mn) return EPAR_ENOMEM;
-    epar_metric_key_stats(c->A0, L, mn, mn + L, mn + 2 * L, mn + 3 * L);
-    res->position_attention = epar_csv_new("key,attention_received,attention_sd,attention_max");
-    for (int k = 0; res->position_attention && k < L; k++)
-        if (epar_csv_append(res->position_attention, "iddd", k, mn[k], mn[L + k], mn[2 * L + k])) break;
-    free(mn);
-    if (!res->position_attention || res->position_attention->nrows != (size_t)L) return EPAR_ENOMEM;
     return EPAR_OK;
 }
 
 static int run_main(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_result *res)
 {
     struct main_run c;
-    int st = main_setup(&c, cfg);
+    int st = main_setup(&c, cfg, res);
     if (!st) st = main_iterate(&c);
     if (!st) st = main_reduce(&c, res);
-    if (!st) st = main_metrics(&c, res);
     if (!st) st = main_types(&c, res);
-    if (!st) st = main_long_tables(&c, res);
-    if (!st) st = main_figures(&c, res);
+    if (!st) epar_metric_key_stats(c.A0, c.L, res->key_stats, res->key_stats + c.L, res->key_stats + 2 * c.L,
+                                   res->key_stats + 3 * c.L);
     main_run_free(&c);
     return st;
 }
@@ -629,16 +545,16 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         free(ids); free(Hrow);
     }
     if ((st = epar_err_carried(&carry))) goto done;
-    res->grid = epar_csv_new("alpha,beta,alpha_index,beta_index,attention_entropy_mean,attention_entropy_sd,"
-                             "entropy_delta_vs_none_mean,entropy_delta_vs_none_sd,task_weight_mean,task_weight_sd,"
-                             "content_importance_mean,content_importance_sd,fusion_weight_mean,fusion_weight_sd,"
-                             "n_seeds,dropout_active");
-    if (!res->grid) goto done;
+    st = EPAR_ENOMEM;
+    res->grid_seeds = S;
+    res->grid_dropout = cfg->dropout_in_grid && cfg->dropout > 0;
+    res->grid_mean = EPAR_MALLOC((size_t)NC * EPAR_ADP_GRID_N * sizeof *res->grid_mean);
+    res->grid_sd = EPAR_MALLOC((size_t)NC * EPAR_ADP_GRID_N * sizeof *res->grid_sd);
     double *per = EPAR_MALLOC(5 * (size_t)S * sizeof *per);
-    if (!per) goto done;
+    if (!per || !res->grid_mean || !res->grid_sd) { free(per); goto done; }
     for (int k = 0; k < NC; k++) {
         /* per seed: mean over runs, then mean and sample sd across seeds */
-        double m[5], sd[5];
+        double *m = res->grid_mean + (size_t)k * EPAR_ADP_GRID_N, *sd = res->grid_sd + (size_t)k * EPAR_ADP_GRID_N;
         for (int q = 0; q < 5; q++) {
             for (int s = 0; s < S; s++) {
                 double acc = 0;
@@ -649,12 +565,6 @@ static int run_grid(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                 per[(size_t)q * S + s] = acc / R;
             }
             epar_stats_mean_sd(per + (size_t)q * S, (size_t)S, &m[q], &sd[q]);
-        }
-        if (epar_csv_append(res->grid, "ddiiddddddddddii", cfg->grid_alpha[k / NB], cfg->grid_beta[k % NB], k / NB,
-                            k % NB, m[0], sd[0], m[4], sd[4], m[1], sd[1], m[2], sd[2], m[3], sd[3], S,
-                            cfg->dropout_in_grid && cfg->dropout > 0)) {
-            free(per);
-            goto done;
         }
     }
     free(per);
@@ -777,16 +687,19 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
         st = epar_err_set(EPAR_ENOMEM, "out of memory in the when-to-use sweep");
         goto done;
     }
-    res->when = epar_csv_new("length,condition,form,entropy_mean,entropy_sd,entropy_norm_mean,mean_distance_mean,"
-                             "mean_distance_sd,local_mass_mean,local_mass_sd,consistency_mean,consistency_sd,"
-                             "entropy_delta_mean,entropy_delta_sd,local_mass_delta_mean,local_mass_delta_sd,"
-                             "consistency_delta_mean,consistency_delta_sd,n_seeds,local_window");
+    size_t nw = (size_t)N_COND * 3 * NL * EPAR_ADP_WHEN_N;
+    res->when_mean = EPAR_MALLOC(nw * sizeof *res->when_mean);
+    res->when_sd = EPAR_MALLOC(nw * sizeof *res->when_sd);
+    res->when_dmean = EPAR_MALLOC(nw * sizeof *res->when_dmean);
+    res->when_dsd = EPAR_MALLOC(nw * sizeof *res->when_dsd);
     double *tmp = EPAR_MALLOC((size_t)S * sizeof *tmp);
-    if (!res->when || !tmp) { free(tmp); goto done; }
+    if (!res->when_mean || !res->when_sd || !res->when_dmean || !res->when_dsd || !tmp) { free(tmp); goto done; }
     for (int c = 0; c < N_COND; c++)
         for (int f = 0; f < 3; f++)
             for (int k = 0; k < NL; k++) {
-                double m[4], sd[4], dm[4], dsd[4];
+                size_t row = ((size_t)(c * 3 + f) * NL + k) * EPAR_ADP_WHEN_N;
+                double *m = res->when_mean + row, *sd = res->when_sd + row, *dm = res->when_dmean + row,
+                       *dsd = res->when_dsd + row;
                 for (int q = 0; q < 4; q++) {
                     for (int pass = 0; pass < 2; pass++) {
                         for (int s = 0; s < S; s++) {
@@ -797,14 +710,6 @@ static int run_when(const struct epar_adaptive_cfg *cfg, struct epar_adaptive_re
                         epar_stats_mean_sd(tmp, (size_t)S, &mm, &ss);
                         if (pass) { dm[q] = mm; dsd[q] = ss; } else { m[q] = mm; sd[q] = ss; }
                     }
-                }
-                int L = cfg->when_lengths[k];
-                if (epar_csv_append(res->when, "issdddddddddddddddii", L, cond_name[c],
-                                    epar_posfx_form_name(when_forms[f]), m[0], sd[0], m[0] / log((double)L), m[1],
-                                    sd[1], m[2], sd[2], m[3], sd[3], dm[0], dsd[0], dm[2], dsd[2], dm[3], dsd[3], S,
-                                    cfg->when_window)) {
-                    free(tmp);
-                    goto done;
                 }
             }
     free(tmp);
@@ -827,13 +732,11 @@ int epar_exp_adaptive_run(const struct epar_adaptive_cfg *cfg, struct epar_adapt
 
 void epar_exp_adaptive_free(struct epar_adaptive_result *res)
 {
-    struct epar_table **all[] = {&res->metrics, &res->task_types, &res->content_types, &res->entropy_by_row,
-                                 &res->grid, &res->when, &res->attention, &res->position_attention,
-                                 &res->task_weights, &res->content_importance};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        epar_csv_free(*all[i]);
-        *all[i] = NULL;
-    }
+    free(res->ent); free(res->ent_none); free(res->tw); free(res->content); free(res->types); free(res->ids);
+    free(res->cls); free(res->rowv); free(res->given); free(res->pred); free(res->ct); free(res->A0);
+    free(res->key_stats); free(res->grid_mean); free(res->grid_sd); free(res->when_mean); free(res->when_sd);
+    free(res->when_dmean); free(res->when_dsd);
+    memset(res, 0, sizeof *res);
 }
 
 static int adaptive_check_v(const void *cfg) { return epar_exp_adaptive_check(cfg); }

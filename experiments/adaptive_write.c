@@ -1,8 +1,10 @@
-/* Experiment 4, the writer: the tables epar_exp_adaptive_run built, run.json and one gnuplot script per figure
- * (the attention of the figures' item, the distributions, the task and content types, the alpha x beta grid,
- * the when-to-use sweep). */
+/* Experiment 4, the writer: every table from the numbers epar_exp_adaptive_run measured, run.json and one gnuplot
+ * script per figure (the attention of the figures' item, the distributions, the task and content types, the
+ * alpha x beta grid, the when-to-use sweep). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "lib/err.h"
 #include "lib/plot.h"
 #include "common.h"
@@ -286,17 +288,154 @@ static int fig_when(const struct adp_fig *f, struct epar_out *o)
                              prm->n_seeds, cfg->when_window);
 }
 
+/* ---- the tables ---- */
+
+enum { AT_METRICS, AT_TASK, AT_CONTENT, AT_ENTROPY, AT_GRID, AT_WHEN, AT_ATT, AT_POSATT, AT_TW, AT_CI, AT_N };
+
+/* adaptive_metrics.csv: the rows per run, per seed, across seeds (one count column per content type) */
+static struct epar_table *metrics_table(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res)
+{
+    const struct epar_params *prm = &cfg->prm;
+    int R = res->R, S = res->S, J = res->J, C = res->C, nv = res->nv;
+    static const char head[] =
+        "scope,seed,run,attention_entropy_mean,attention_entropy_none_mean,task_weight_mean,task_weight_std,"
+        "task_weight_min,task_weight_max,content_importance_mean,content_importance_std,content_importance_min,"
+        "content_importance_max,fusion_weight_mean";
+    size_t cap = sizeof head + (size_t)C * 24, len = sizeof head - 1;
+    char *cols = EPAR_MALLOC(cap);
+    if (!cols) return NULL;
+    memcpy(cols, head, sizeof head);
+    for (int k = 0; k < C; k++) len += (size_t)snprintf(cols + len, cap - len, ",content_type_%d", k);
+    struct epar_table *t = epar_csv_new(cols);
+    free(cols);
+    if (!t) return NULL;
+    for (int j = 0; j < J + S + 2; j++) {
+        const double *v = res->rowv + (size_t)j * nv;
+        const char *scope = j < J ? "run" : j < J + S ? "seed" : j == J + S ? "across_seeds_mean" : "across_seeds_sd";
+        double seed = j < J ? (double)prm->seeds[j / R] : j < J + S ? (double)prm->seeds[j - J] : NAN;
+        double run = j < J ? (double)(j % R) : NAN;
+        if (epar_csv_append(t, "sdd", scope, seed, run)) { epar_csv_free(t); return NULL; }
+        struct epar_cell *cell = t->cells + (t->nrows - 1) * (size_t)t->ncols;
+        for (int k = 0; k < nv; k++) cell[3 + k].v = v[k];
+    }
+    return t;
+}
+
+/* task_types.csv, content_types.csv */
+static int type_tables(const struct epar_adaptive_result *res, struct epar_table **tab)
+{
+    int T = res->T, C = res->C;
+    double nt = (double)res->J * res->B, nc = (double)res->J * res->B * res->L;
+    struct epar_table *tt = tab[AT_TASK] = epar_csv_new("task_id,given_count,given_fraction,classifier_count,classifier_fraction");
+    struct epar_table *ct = tab[AT_CONTENT] = epar_csv_new("content_type,count,fraction");
+    if (!tt || !ct) return EPAR_ENOMEM;
+    for (int k = 0; k < T; k++)
+        if (epar_csv_append(tt, "iddid", k, (double)res->given[k], res->given[k] / nt, (int)res->pred[k],
+                            res->pred[k] / nt))
+            return EPAR_ENOMEM;
+    for (int k = 0; k < C; k++)
+        if (epar_csv_append(ct, "idd", k, (double)res->ct[k], res->ct[k] / nc)) return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+/* long tables: entropy per row, task weights, content importance */
+static int long_tables(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
+                       struct epar_table **tab)
+{
+    int L = res->L, D = res->D, B = res->B, R = res->R, J = res->J;
+    struct epar_table *eb = tab[AT_ENTROPY] = epar_csv_new("seed,run,item,query,entropy,entropy_none");
+    struct epar_table *tw = tab[AT_TW] = epar_csv_new("seed,run,item,task_id,dim,weight");
+    struct epar_table *ci = tab[AT_CI] = epar_csv_new("seed,run,item,position,importance,content_type");
+    if (!eb || !tw || !ci) return EPAR_ENOMEM;
+    for (int j = 0; j < J; j++) {
+        int sd = (int)cfg->prm.seeds[j / R], r = j % R;
+        for (int b = 0; b < B; b++) {
+            for (int i = 0; i < L; i++) {
+                size_t q = ((size_t)j * B + b) * L + i;
+                if (epar_csv_append(eb, "iiiidd", sd, r, b, i, res->ent[q], res->ent_none[q]) ||
+                    epar_csv_append(ci, "iiiidi", sd, r, b, i, res->content[q], res->types[q]))
+                    return EPAR_ENOMEM;
+            }
+            for (int k = 0; k < D; k++)
+                if (epar_csv_append(tw, "iiiiid", sd, r, b, res->ids[(size_t)j * B + b], k,
+                                    res->tw[((size_t)j * B + b) * D + k]))
+                    return EPAR_ENOMEM;
+        }
+    }
+    return EPAR_OK;
+}
+
+/* attention_weights.csv and position_attention.csv of the figures' item */
+static int figure_tables(const struct epar_adaptive_result *res, struct epar_table **tab)
+{
+    int L = res->L;
+    const double *mn = res->key_stats;
+    if (!(tab[AT_ATT] = epar_exp_matrix_table("query,key,weight", res->A0, L, L))) return EPAR_ENOMEM;
+    struct epar_table *pa = tab[AT_POSATT] = epar_csv_new("key,attention_received,attention_sd,attention_max");
+    if (!pa) return EPAR_ENOMEM;
+    for (int k = 0; k < L; k++)
+        if (epar_csv_append(pa, "iddd", k, mn[k], mn[L + k], mn[2 * L + k])) return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+/* sensitivity_grid.csv and when_to_use.csv */
+static int sweep_tables(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
+                        struct epar_table **tab)
+{
+    int NB = cfg->n_grid_beta, NC = cfg->n_grid_alpha * NB, NL = cfg->n_when;
+    struct epar_table *g = tab[AT_GRID] = epar_csv_new(
+        "alpha,beta,alpha_index,beta_index,attention_entropy_mean,attention_entropy_sd,entropy_delta_vs_none_mean,"
+        "entropy_delta_vs_none_sd,task_weight_mean,task_weight_sd,content_importance_mean,content_importance_sd,"
+        "fusion_weight_mean,fusion_weight_sd,n_seeds,dropout_active");
+    struct epar_table *w = tab[AT_WHEN] = epar_csv_new(
+        "length,condition,form,entropy_mean,entropy_sd,entropy_norm_mean,mean_distance_mean,mean_distance_sd,"
+        "local_mass_mean,local_mass_sd,consistency_mean,consistency_sd,entropy_delta_mean,entropy_delta_sd,"
+        "local_mass_delta_mean,local_mass_delta_sd,consistency_delta_mean,consistency_delta_sd,n_seeds,local_window");
+    if (!g || !w) return EPAR_ENOMEM;
+    for (int k = 0; k < NC; k++) {
+        const double *m = res->grid_mean + (size_t)k * EPAR_ADP_GRID_N, *sd = res->grid_sd + (size_t)k * EPAR_ADP_GRID_N;
+        if (epar_csv_append(g, "ddiiddddddddddii", cfg->grid_alpha[k / NB], cfg->grid_beta[k % NB], k / NB, k % NB,
+                            m[EPAR_ADP_GRID_ENTROPY], sd[EPAR_ADP_GRID_ENTROPY], m[EPAR_ADP_GRID_DELTA],
+                            sd[EPAR_ADP_GRID_DELTA], m[EPAR_ADP_GRID_TASK], sd[EPAR_ADP_GRID_TASK],
+                            m[EPAR_ADP_GRID_CONTENT], sd[EPAR_ADP_GRID_CONTENT], m[EPAR_ADP_GRID_FUSION],
+                            sd[EPAR_ADP_GRID_FUSION], res->grid_seeds, res->grid_dropout))
+            return EPAR_ENOMEM;
+    }
+    for (int c = 0; c < EPAR_ADP_NCOND; c++)
+        for (int f = 0; f < 3; f++)
+            for (int k = 0; k < NL; k++) {
+                size_t row = ((size_t)(c * 3 + f) * NL + k) * EPAR_ADP_WHEN_N;
+                const double *m = res->when_mean + row, *sd = res->when_sd + row, *dm = res->when_dmean + row,
+                             *dsd = res->when_dsd + row;
+                int L = cfg->when_lengths[k];
+                if (epar_csv_append(w, "issdddddddddddddddii", L, epar_adaptive_cond_name[c],
+                                    epar_posfx_form_name(epar_adaptive_when_form[f]), m[0], sd[0], m[0] / log((double)L),
+                                    m[1], sd[1], m[2], sd[2], m[3], sd[3], dm[0], dsd[0], dm[2], dsd[2], dm[3], dsd[3],
+                                    cfg->prm.n_seeds, cfg->when_window))
+                    return EPAR_ENOMEM;
+            }
+    return EPAR_OK;
+}
+
 int epar_exp_adaptive_write(const struct epar_adaptive_cfg *cfg, const struct epar_adaptive_result *res,
                             struct epar_out *o, const char *protocol_path)
 {
-    int st;
+    int st = EPAR_OK;
+    struct epar_table *t[AT_N] = {0};
+    if (!(t[AT_METRICS] = metrics_table(cfg, res))) st = EPAR_ENOMEM;
+    if (!st) st = type_tables(res, t);
+    if (!st) st = long_tables(cfg, res, t);
+    if (!st) st = figure_tables(res, t);
+    if (!st) st = sweep_tables(cfg, res, t);
     const struct epar_exp_file files[] = {
-        {"adaptive_metrics.csv", res->metrics}, {"task_types.csv", res->task_types},
-        {"content_types.csv", res->content_types}, {"entropy_by_row.csv", res->entropy_by_row},
-        {"sensitivity_grid.csv", res->grid}, {"when_to_use.csv", res->when},
-        {"attention_weights.csv", res->attention}, {"position_attention.csv", res->position_attention},
-        {"task_weights.csv", res->task_weights}, {"content_importance.csv", res->content_importance}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+        {"adaptive_metrics.csv", t[AT_METRICS]}, {"task_types.csv", t[AT_TASK]},
+        {"content_types.csv", t[AT_CONTENT]}, {"entropy_by_row.csv", t[AT_ENTROPY]},
+        {"sensitivity_grid.csv", t[AT_GRID]}, {"when_to_use.csv", t[AT_WHEN]},
+        {"attention_weights.csv", t[AT_ATT]}, {"position_attention.csv", t[AT_POSATT]},
+        {"task_weights.csv", t[AT_TW]}, {"content_importance.csv", t[AT_CI]}};
+    if (!st) st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
+    for (int k = 0; k < AT_N; k++) epar_csv_free(t[k]);
+    if (st) return st;
     if ((st = write_run_json(cfg, o, protocol_path))) return st;
     struct adp_fig f;
     fig_setup(&f, cfg);
