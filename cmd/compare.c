@@ -82,12 +82,13 @@ static void summary(const struct cli_common *c, const void *cfgv, const void *re
     printf("compare (L=%d, %d heads, %d seeds%s): wrote %s/compare/\n", cfg->prm.length, cfg->prm.heads,
            cfg->prm.n_seeds, cfg->causal ? ", causal" : "", c->out);
     printf("  %-18s %9s %9s %9s %9s\n", "mechanism", "norm.ent", "mean.dist", "local", "sparsity");
-    for (size_t r = 0; r < res->mechanisms->nrows; r++)
-        printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_csv_get_str(res->mechanisms, r, "mechanism"),
-               epar_csv_get(res->mechanisms, r, "normalised_entropy"), epar_csv_get(res->mechanisms, r, "mean_distance"),
-               epar_csv_get(res->mechanisms, r, "local_mass"), epar_csv_get(res->mechanisms, r, "sparsity"));
+    for (int k = 0; k < res->K; k++) {
+        const double *m = res->mean + (size_t)k * EPAR_CMP_NM;
+        printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_mech_table[cfg->mech[k]].id, m[EPAR_CMP_NENT],
+               m[EPAR_CMP_DIST], m[EPAR_CMP_LOCAL], m[EPAR_CMP_SPARS]);
+    }
     printf("  %zu measurements of the seeds' statements in seed_checks.csv (judged by 'epar run-all')\n",
-           res->checks->nrows);
+           res->checks.n);
 }
 
 int cmd_compare(int argc, char **argv)

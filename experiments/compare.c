@@ -134,8 +134,10 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
 
 /* ------------------------------------------------------------------ the main comparison */
 
-enum { M_ENT, M_NENT, M_DIST, M_LOCAL, M_SPARS, M_RMID, M_RMAX, M_MI, M_EMPTY, M_CONS, M_RANK = M_CONS + EPAR_IMP_COUNT,
-       M_TIME = M_RANK + EPAR_IMP_COUNT, M_RNAN, M_COUNT };
+enum { M_ENT = EPAR_CMP_ENT, M_NENT = EPAR_CMP_NENT, M_DIST = EPAR_CMP_DIST, M_LOCAL = EPAR_CMP_LOCAL,
+       M_SPARS = EPAR_CMP_SPARS, M_RMID = EPAR_CMP_RMID, M_RMAX = EPAR_CMP_RMAX, M_MI = EPAR_CMP_MI,
+       M_EMPTY = EPAR_CMP_EMPTY, M_CONS = EPAR_CMP_CONS, M_RANK = EPAR_CMP_RANK, M_TIME = EPAR_CMP_TIME,
+       M_RNAN = EPAR_CMP_RNAN, M_COUNT = EPAR_CMP_NM };
 
 struct seed_data {
     struct epar_layer layer;
@@ -288,11 +290,14 @@ done:
 
 /* ------------------------------------------------------------------ ablation: additive vs multiplicative x linear vs exponential */
 
-enum { AB_NONE, AB_ADD_LIN, AB_ADD_EXP, AB_MUL_LIN, AB_MUL_EXP, AB_COUNT };
-static const char *const ab_name[AB_COUNT] = {"none", "additive-linear", "additive-exponential", "multiplicative-linear",
-                                              "multiplicative-exponential"};
-enum { AM_ENT, AM_NENT, AM_DIST, AM_LOCAL, AM_RMID, AM_RMAX, AM_FARPOS, AM_FARNEG, AM_NEGUP, AM_CONS,
-       AM_RANK = AM_CONS + EPAR_IMP_COUNT, AM_COUNT = AM_RANK + EPAR_IMP_COUNT };
+enum { AB_NONE = EPAR_CMP_AB_NONE, AB_ADD_LIN = EPAR_CMP_AB_ADD_LIN, AB_ADD_EXP = EPAR_CMP_AB_ADD_EXP,
+       AB_MUL_LIN = EPAR_CMP_AB_MUL_LIN, AB_MUL_EXP = EPAR_CMP_AB_MUL_EXP, AB_COUNT = EPAR_CMP_NAB };
+const char *const epar_compare_ablation_name[AB_COUNT] = {"none", "additive-linear", "additive-exponential",
+                                                          "multiplicative-linear", "multiplicative-exponential"};
+enum { AM_ENT = EPAR_CMP_AM_ENT, AM_NENT = EPAR_CMP_AM_NENT, AM_DIST = EPAR_CMP_AM_DIST, AM_LOCAL = EPAR_CMP_AM_LOCAL,
+       AM_RMID = EPAR_CMP_AM_RMID, AM_RMAX = EPAR_CMP_AM_RMAX, AM_FARPOS = EPAR_CMP_AM_FARPOS,
+       AM_FARNEG = EPAR_CMP_AM_FARNEG, AM_NEGUP = EPAR_CMP_AM_NEGUP, AM_CONS = EPAR_CMP_AM_CONS,
+       AM_RANK = EPAR_CMP_AM_RANK, AM_COUNT = EPAR_CMP_NAM };
 
 static int ablation_seed(const struct epar_compare_cfg *cfg, unsigned long seed, double out[AB_COUNT][AM_COUNT])
 {
@@ -389,9 +394,10 @@ done:
 
 /* ------------------------------------------------------------------ extrapolation */
 
-static const enum epar_mech_id extrap_mech[] = {EPAR_MECH_ROPE, EPAR_MECH_NTK_ROPE, EPAR_MECH_INTERPOLATION,
-                                                EPAR_MECH_ALIBI, EPAR_MECH_EPAR_ENHANCED};
-#define N_EXTRAP ((int)(sizeof extrap_mech / sizeof extrap_mech[0]))
+const enum epar_mech_id epar_compare_extrap_mech[EPAR_CMP_NEXTRAP] = {
+    EPAR_MECH_ROPE, EPAR_MECH_NTK_ROPE, EPAR_MECH_INTERPOLATION, EPAR_MECH_ALIBI, EPAR_MECH_EPAR_ENHANCED};
+#define extrap_mech epar_compare_extrap_mech
+#define N_EXTRAP EPAR_CMP_NEXTRAP
 
 /* out[4] = entropy, normalised entropy, mean distance, local mass (item 0, mean over heads and rows);
  * returns EPAR_EINVAL (message kept) when the mechanism refuses the setting */
@@ -485,17 +491,14 @@ done:
 
 /* ------------------------------------------------------------------ driver */
 
-static int append_mean_sd(struct epar_table *t, size_t row, int col, const double *x, int n)
+/* mean and sample sd across seeds of the non-NaN x (NaN, NaN when none) */
+static void mean_sd_finite(const double *x, int n, double *m, double *s)
 {
-    double m, s;
     int k = 0;
     double buf[EPAR_MAX_SEEDS];
     for (int i = 0; i < n; i++) if (!isnan(x[i])) buf[k++] = x[i];
-    if (k == 0) { m = NAN; s = NAN; }
-    else epar_stats_mean_sd(buf, (size_t)k, &m, &s);
-    t->cells[row * t->ncols + col].v = m;
-    t->cells[row * t->ncols + col + 1].v = s;
-    return 0;
+    if (k == 0) { *m = NAN; *s = NAN; }
+    else epar_stats_mean_sd(buf, (size_t)k, m, s);
 }
 
 /* ---- the run, in named steps: preflight, set up, iterate (one job per mechanism x seed), mechanism tables,
@@ -573,132 +576,99 @@ static int cmp_iterate(struct cmp_run *c)
     return epar_err_carried(&carry);
 }
 
-/* mechanisms.csv (mean and sd over seeds of every metric), consistency.csv, one attention table per mechanism */
+const int epar_compare_fixed_pattern[EPAR_CMP_NFIXED] = {1, 2, 3, 4, 5, 7, 6};
+
+/* across seeds, per mechanism: every metric (NaN seeds skipped), consistency and ranking per type, NaN ranking items,
+ * flops per row */
 static int cmp_mechanisms(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
     int L = c->L, S = c->S, K = c->K, st;
-    size_t LL = c->LL;
-    const double *R = c->R, *heat = c->heat;
-    char cols[4096] = "mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,"
-                      "mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,"
-                      "retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd";
-    for (int t = 0; t < EPAR_IMP_COUNT; t++)
-        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",consistency_%s,consistency_%s_sd", epar_imp_name(t),
-                 epar_imp_name(t));
-    for (int t = 0; t < EPAR_IMP_COUNT; t++)
-        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",ranking_%s,ranking_%s_sd", epar_imp_name(t),
-                 epar_imp_name(t));
-    strcat(cols, ",ranking_nan_items,flops_per_row,time_us_per_row,time_us_per_row_sd");
-    res->mechanisms = epar_csv_new(cols);
-    res->consistency = epar_csv_new("mechanism,importance,consistency,consistency_sd,ranking,ranking_sd");
-    if (!res->mechanisms || !res->consistency) return EPAR_ENOMEM;
-    static const int order[] = {M_EMPTY, M_ENT, M_NENT, M_DIST, M_LOCAL, M_SPARS, M_RMID, M_RMAX, M_MI};
+    const double *R = c->R;
+    res->mean = EPAR_MALLOC((size_t)K * M_COUNT * sizeof *res->mean);
+    res->sd = EPAR_MALLOC((size_t)K * M_COUNT * sizeof *res->sd);
+    res->cons = EPAR_MALLOC((size_t)K * 4 * EPAR_IMP_COUNT * sizeof *res->cons);
+    res->nan_items = EPAR_MALLOC((size_t)K * 2 * sizeof *res->nan_items);
+    if (!res->mean || !res->sd || !res->cons || !res->nan_items) return EPAR_ENOMEM;
+    res->cons_sd = res->cons + (size_t)K * EPAR_IMP_COUNT;
+    res->rank = res->cons_sd + (size_t)K * EPAR_IMP_COUNT;
+    res->rank_sd = res->rank + (size_t)K * EPAR_IMP_COUNT;
+    res->flops = res->nan_items + K;
     for (int k = 0; k < K; k++) {
-        const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
-        if (epar_csv_append(res->mechanisms, "ss", in->id, epar_mech_kind_name(in->kind))) return EPAR_ENOMEM;
-        struct epar_table *t = res->mechanisms;
-        size_t row = t->nrows - 1;
-        int col = 2;
         double x[EPAR_MAX_SEEDS];
-        for (size_t o = 0; o < sizeof order / sizeof order[0]; o++, col += 2) {
-            for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + order[o]];
-            append_mean_sd(t, row, col, x, S);
+        for (int q = 0; q < M_COUNT; q++) {
+            for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + q];
+            mean_sd_finite(x, S, &res->mean[(size_t)k * M_COUNT + q], &res->sd[(size_t)k * M_COUNT + q]);
         }
-        for (int base = M_CONS; base <= M_RANK; base += EPAR_IMP_COUNT)
-            for (int ty = 0; ty < EPAR_IMP_COUNT; ty++, col += 2) {
-                for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + base + ty];
-                append_mean_sd(t, row, col, x, S);
-            }
         double nan_items = 0;
         for (int s = 0; s < S; s++) nan_items += R[((size_t)k * S + s) * M_COUNT + M_RNAN];
-        t->cells[row * t->ncols + col++].v = nan_items; /* over seeds, items and importance types */
+        res->nan_items[k] = nan_items; /* over seeds, items and importance types */
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal,
                                  prm->seeds[0])))
             return st;
-        t->cells[row * t->ncols + col].v = epar_mech_flops_row(&m);
+        res->flops[k] = epar_mech_flops_row(&m);
         epar_mech_free(&m);
-        for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + M_TIME];
-        append_mean_sd(t, row, col + 1, x, S);
         for (int ty = 0; ty < EPAR_IMP_COUNT; ty++) {
-            double cv[EPAR_MAX_SEEDS], rk[EPAR_MAX_SEEDS], cm, cs, rm, rs;
+            double cv[EPAR_MAX_SEEDS], rk[EPAR_MAX_SEEDS];
+            size_t q = (size_t)k * EPAR_IMP_COUNT + ty;
             for (int s = 0; s < S; s++) {
                 cv[s] = R[((size_t)k * S + s) * M_COUNT + M_CONS + ty];
                 rk[s] = R[((size_t)k * S + s) * M_COUNT + M_RANK + ty];
             }
-            epar_stats_mean_sd(cv, (size_t)S, &cm, &cs);
-            epar_stats_mean_sd(rk, (size_t)S, &rm, &rs);
-            if (epar_csv_append(res->consistency, "ssdddd", in->id, epar_imp_name(ty), cm, cs, rm, rs)) return EPAR_ENOMEM;
+            epar_stats_mean_sd(cv, (size_t)S, &res->cons[q], &res->cons_sd[q]);
+            epar_stats_mean_sd(rk, (size_t)S, &res->rank[q], &res->rank_sd[q]);
         }
-        if (!(res->heat[k] = epar_exp_matrix_table("query,key,weight", heat + (size_t)k * LL, L, L))) return EPAR_ENOMEM;
     }
     return EPAR_OK;
 }
 
-/* alibi_slopes.csv (1..16 heads), t5_buckets.csv (uni- and bidirectional): the reference curves */
-static int cmp_curves(struct cmp_run *c, struct epar_compare_result *res)
+/* the reference curves: ALiBi slopes (1..16 heads), T5 buckets (uni- and bidirectional) */
+static void cmp_curves(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
-    res->alibi = epar_csv_new("heads,head,slope");
-    res->t5 = epar_csv_new("distance,bucket,num_buckets,max_distance,bidirectional");
-    if (!res->alibi || !res->t5) return EPAR_ENOMEM;
-    for (int n = 1; n <= 16; n++) {
-        double sl[16];
-        epar_mech_alibi_slopes(n, cfg->p[EPAR_MECH_ALIBI][0], sl);
-        for (int h = 0; h < n; h++) if (epar_csv_append(res->alibi, "iid", n, h, sl[h])) return EPAR_ENOMEM;
-    }
-    int maxd = (int)cfg->p[EPAR_MECH_T5][1];
-    for (int d = 0; d <= 256; d++)
-        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 0, 16, maxd), 16, maxd, 0)) return EPAR_ENOMEM;
+    for (int n = 1; n <= 16; n++) epar_mech_alibi_slopes(n, cfg->p[EPAR_MECH_ALIBI][0], res->alibi_slope[n - 1]);
+    int maxd = res->t5_max_distance = (int)cfg->p[EPAR_MECH_T5][1];
+    for (int d = 0; d <= 256; d++) res->t5_uni[d] = epar_mech_t5_bucket(-d, 0, 16, maxd);
     for (int d = -256; d <= 256; d++) /* distance = i - j; negative = key to the right of the query */
-        if (epar_csv_append(res->t5, "iiiii", d, epar_mech_t5_bucket(-d, 1, 32, maxd), 32, maxd, 1)) return EPAR_ENOMEM;
-    return EPAR_OK;
+        res->t5_bi[d + 256] = epar_mech_t5_bucket(-d, 1, 32, maxd);
 }
 
-/* fixed_patterns.csv (table_length), masks.csv (the run's length) */
+/* the fixed patterns (table_length), the masks of the mask mechanisms (the run's length) */
 static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
     int L = c->L, K = c->K, st;
-    res->fixed = epar_csv_new("mechanism,pattern,query,key,weight");
-    res->masks = epar_csv_new("mechanism,mask,query,key");
-    if (!res->fixed || !res->masks) return EPAR_ENOMEM;
-    {
-        int Lt = cfg->table_length;
-        double *W = EPAR_MALLOC((size_t)Lt * Lt * sizeof *W);
-        if (!W) return EPAR_ENOMEM;
-        static const int pat[] = {1, 2, 3, 4, 5, 7, 6};
-        for (int f = 0; f < 7; f++) {
-            epar_mech_fixed_pattern(pat[f], Lt, W);
-            for (int i = 0; i < Lt; i++)
-                for (int j = 0; j < Lt; j++)
-                    if (epar_csv_append(res->fixed, "siiid", epar_mech_table[EPAR_MECH_FIXED_CURRENT + f].id, pat[f], i, j,
-                                        W[(size_t)i * Lt + j])) { free(W); return EPAR_ENOMEM; }
-        }
-        free(W);
-    }
+    size_t LL = c->LL;
+    int Lt = res->table_length = cfg->table_length;
+    res->fixed = EPAR_MALLOC((size_t)EPAR_CMP_NFIXED * Lt * Lt * sizeof *res->fixed);
+    res->n_masks = EPAR_CALLOC((size_t)K, sizeof *res->n_masks);
+    int any = 0;
+    for (int k = 0; k < K; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK;
+    res->masks = any ? EPAR_CALLOC((size_t)K * 2 * LL, 1) : NULL;
+    if (!res->fixed || !res->n_masks || (any && !res->masks)) return EPAR_ENOMEM;
+    for (int f = 0; f < EPAR_CMP_NFIXED; f++)
+        epar_mech_fixed_pattern(epar_compare_fixed_pattern[f], Lt, res->fixed + (size_t)f * Lt * Lt);
     for (int k = 0; k < K; k++) {
         if (epar_mech_table[cfg->mech[k]].kind != EPAR_MK_MASK) continue;
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal, prm->seeds[0])))
             return st;
-        for (int pass = 0; pass < (m.mask2 ? 2 : 1); pass++) {
+        res->n_masks[k] = m.mask2 ? 2 : 1;
+        for (int pass = 0; pass < res->n_masks[k]; pass++) {
             const unsigned char *M = pass ? m.mask2 : m.mask;
-            const char *mn = m.mask2 ? (pass ? "step" : "local") : "mask";
+            unsigned char *out = res->masks + ((size_t)k * 2 + pass) * LL;
             for (int i = 0; i < L; i++)
-                for (int j = 0; j < L; j++)
-                    if (M[(size_t)i * L + j] && (!cfg->causal || j <= i) &&
-                        epar_csv_append(res->masks, "ssii", m.info->id, mn, i, j)) { epar_mech_free(&m); return EPAR_ENOMEM; }
+                for (int j = 0; j < L; j++) out[(size_t)i * L + j] = M[(size_t)i * L + j] && (!cfg->causal || j <= i);
         }
         epar_mech_free(&m);
     }
     return EPAR_OK;
 }
 
-/* ablation.csv: one job per seed, then mean and sd over seeds per design */
+/* the ablation: one job per seed, then mean and sd over seeds per design */
 static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
@@ -714,88 +684,70 @@ static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
         epar_err_keep(&carry, ast[s], s);
     }
     st = epar_err_carried(&carry);
-    char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
-                       "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
-                       "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
-                       "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
-                       "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
-                       "far_negative_pairs_gaining,far_negative_pairs_gaining_sd";
-    for (int pass = 0; pass < 2; pass++)
-        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
-            snprintf(acols + strlen(acols), sizeof acols - strlen(acols), ",%s_%s,%s_%s_sd",
-                     pass ? "ranking" : "consistency", epar_imp_name(ty), pass ? "ranking" : "consistency",
-                     epar_imp_name(ty));
-    res->ablation = epar_csv_new(acols);
-    if (!st && !res->ablation) st = EPAR_ENOMEM;
-    static const char *const comb[AB_COUNT] = {"none", "additive", "additive", "multiplicative", "multiplicative"};
-    static const char *const fun[AB_COUNT] = {"none", "linear", "exponential", "linear", "exponential"};
     for (int a = 0; a < AB_COUNT && !st; a++) {
-        if (epar_csv_append(res->ablation, "sss", ab_name[a], comb[a], fun[a])) { st = EPAR_ENOMEM; break; }
         double x[EPAR_MAX_SEEDS];
         for (int q = 0; q < AM_COUNT; q++) {
             for (int s = 0; s < S; s++) x[s] = ab[s][a][q];
-            append_mean_sd(res->ablation, res->ablation->nrows - 1, 3 + 2 * q, x, S);
+            mean_sd_finite(x, S, &res->ab_mean[a][q], &res->ab_sd[a][q]);
         }
     }
     free(ab); free(ast);
     return st;
 }
 
-/* extrapolation.csv: one job per (mechanism, log-n, factor, seed); a mechanism refusing a length leaves a note */
+/* the extrapolation study: one job per (mechanism, log-n, factor, seed); a mechanism refusing a length leaves a note */
 static int cmp_extrapolation(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
     int S = c->S, st = EPAR_OK;
-    int NF = cfg->n_factors, NJ = N_EXTRAP * 2 * NF * S;
+    int NF = res->n_factors = cfg->n_factors, NJ = N_EXTRAP * 2 * NF * S, NR = N_EXTRAP * 2 * NF;
     double *ex = EPAR_CALLOC((size_t)NJ * 4, sizeof *ex);
     int *est = EPAR_CALLOC((size_t)NJ, sizeof *est);
     char (*emsg)[160] = EPAR_CALLOC((size_t)NJ, sizeof *emsg);
-    if (!ex || !est || !emsg) { free(ex); free(est); free(emsg); return EPAR_ENOMEM; }
+    res->ex_mean = EPAR_MALLOC((size_t)NR * 4 * sizeof *res->ex_mean);
+    res->ex_sd = EPAR_MALLOC((size_t)NR * 4 * sizeof *res->ex_sd);
+    res->ex_note = EPAR_CALLOC((size_t)NR, sizeof *res->ex_note);
+    if (!ex || !est || !emsg || !res->ex_mean || !res->ex_sd || !res->ex_note) {
+        free(ex); free(est); free(emsg);
+        return EPAR_ENOMEM;
+    }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < NJ; j++) {
         int s = j % S, f = (j / S) % NF, lg = (j / (S * NF)) % 2, e = j / (S * NF * 2);
         est[j] = extrap_job(cfg, extrap_mech[e], lg, cfg->extrap_length * cfg->factors[f], prm->seeds[s], ex + (size_t)j * 4);
         if (est[j]) snprintf(emsg[j], sizeof emsg[j], "%s", epar_err_message());
     }
-    res->extrapolation = epar_csv_new("mechanism,logn,length,scale,entropy,entropy_sd,normalised_entropy,"
-                                      "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,note");
-    if (!res->extrapolation) st = EPAR_ENOMEM;
     for (int e = 0; e < N_EXTRAP && !st; e++)
         for (int lg = 0; lg < 2 && !st; lg++)
             for (int f = 0; f < NF && !st; f++) {
-                int j0 = ((e * 2 + lg) * NF + f) * S;
-                const char *note = "";
+                int row = (e * 2 + lg) * NF + f, j0 = row * S;
                 for (int s = 0; s < S; s++) {
                     if (est[j0 + s] == EPAR_ENOMEM) { st = epar_err_set(EPAR_ENOMEM, "%s", emsg[j0 + s]); break; }
-                    if (est[j0 + s]) note = emsg[j0 + s];
+                    if (est[j0 + s]) snprintf(res->ex_note[row], sizeof res->ex_note[row], "%s", emsg[j0 + s]);
                 }
                 if (st) break;
-                if (epar_csv_append(res->extrapolation, "siii--------s", epar_mech_table[extrap_mech[e]].id, lg,
-                                    cfg->extrap_length * cfg->factors[f], cfg->factors[f], note)) { st = EPAR_ENOMEM; break; }
                 double x[EPAR_MAX_SEEDS];
                 for (int q = 0; q < 4; q++) {
                     for (int s = 0; s < S; s++) x[s] = est[j0 + s] ? NAN : ex[(size_t)(j0 + s) * 4 + q];
-                    append_mean_sd(res->extrapolation, res->extrapolation->nrows - 1, 4 + 2 * q, x, S);
+                    mean_sd_finite(x, S, &res->ex_mean[(size_t)row * 4 + q], &res->ex_sd[(size_t)row * 4 + q]);
                 }
             }
     free(ex); free(est); free(emsg);
     return st;
 }
 
-/* performer_error.csv: one row per seed */
+/* Performer vs exact softmax: one measurement per seed */
 static int cmp_performer(struct cmp_run *c, struct epar_compare_result *res)
 {
     const struct epar_compare_cfg *cfg = c->cfg;
     const struct epar_params *prm = c->prm;
     int S = c->S, st;
-    res->performer = epar_csv_new("seed,features,orthogonal,max_abs_error,mean_row_kl");
-    if (!res->performer) return EPAR_ENOMEM;
+    if (!(res->performer = EPAR_MALLOC((size_t)S * 2 * sizeof *res->performer))) return EPAR_ENOMEM;
     for (int s2 = 0; s2 < S; s2++) {
-        double pe[2] = {NAN, NAN};
+        double *pe = res->performer + (size_t)s2 * 2;
+        pe[0] = pe[1] = NAN;
         if ((st = performer_error(cfg, prm->seeds[s2], pe))) return st;
-        if (epar_csv_append(res->performer, "iiidd", (int)prm->seeds[s2], (int)cfg->p[EPAR_MECH_PERFORMER][0],
-                            (int)cfg->p[EPAR_MECH_PERFORMER][1], pe[0], pe[1])) return EPAR_ENOMEM;
     }
     return EPAR_OK;
 }
@@ -807,16 +759,23 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
     if (st) return st;
     struct cmp_run c;
     st = cmp_setup(&c, cfg);
+    res->K = c.K;
+    res->S = c.S;
+    res->L = c.L;
     if (!st) st = cmp_iterate(&c);
-    if (!st) st = cmp_mechanisms(&c, res);
-    if (!st) st = cmp_curves(&c, res);
+    if (!st) {
+        res->heat = c.heat;     /* the result keeps the figures' attention */
+        c.heat = NULL;
+        st = cmp_mechanisms(&c, res);
+    }
+    if (!st) cmp_curves(&c, res);
     if (!st) st = cmp_patterns(&c, res);
     if (!st) st = cmp_ablation(&c, res);
     if (!st) st = cmp_extrapolation(&c, res);
     if (!st) st = cmp_performer(&c, res);
     /* sparse_speed.csv, then seed_checks.csv: the measurements the seed claims of the protocol are judged on */
     if (!st) st = epar_exp_compare_speed(cfg, &res->speed);
-    if (!st) st = epar_exp_compare_checks(cfg, res->speed, &res->checks);
+    if (!st) st = epar_exp_compare_checks(cfg, &res->speed, &res->checks);
     cmp_run_free(&c);
     if (st) epar_exp_compare_free(res);
     return st;
@@ -824,10 +783,10 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
 
 void epar_exp_compare_free(struct epar_compare_result *res)
 {
-    struct epar_table **all[] = {&res->mechanisms, &res->alibi, &res->t5, &res->fixed, &res->masks, &res->ablation,
-                                 &res->extrapolation, &res->checks, &res->consistency, &res->performer, &res->speed};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) { epar_csv_free(*all[i]); *all[i] = NULL; }
-    for (int k = 0; k < EPAR_MECH_COUNT; k++) { epar_csv_free(res->heat[k]); res->heat[k] = NULL; }
+    free(res->mean); free(res->sd); free(res->cons); free(res->nan_items); free(res->heat); free(res->fixed);
+    free(res->masks); free(res->n_masks); free(res->ex_mean); free(res->ex_sd); free(res->ex_note);
+    free(res->performer); free(res->speed.row); free(res->checks.row);
+    memset(res, 0, sizeof *res);
 }
 
 EPAR_EXPERIMENT(compare, "compare", "compare", NULL);

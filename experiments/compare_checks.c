@@ -23,7 +23,7 @@
 #include "compare_rows.h"
 
 /* S3 1.1(2) and 1.3(3): sinusoidal dot products and RoPE scores depend on i - j only */
-static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
+static int checks_relative(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_compare_checks *t)
 {
     int L = cfg->prm.length, D = cfg->prm.hidden;
     double *P = EPAR_MALLOC((size_t)L * D * sizeof *P), *Wq = EPAR_MALLOC((size_t)D * D * sizeof *Wq),
@@ -72,7 +72,7 @@ done:
 }
 
 /* S3 1.2(3) T5 buckets, S3 §3 / S0 ALiBi slopes and bias */
-static int checks_t5_alibi(struct epar_table *t)
+static int checks_t5_alibi(struct epar_compare_checks *t)
 {
     /* S3's table as runs: buckets 0..7 exact, then 8 x4, 9 x4, 10 x7, 11 x9, 12 x9 */
     static const int runs[][2] = {{8, 4}, {9, 4}, {10, 7}, {11, 9}, {12, 9}};
@@ -106,7 +106,7 @@ static int checks_t5_alibi(struct epar_table *t)
 }
 
 /* S3 1.3(4) scaled RoPE, S3 §4.2(5) log-n, S4 attention boost */
-static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
+static int checks_scaling(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_compare_checks *t)
 {
     int st;
     static const double alphas[2] = {0.5, 2.0};
@@ -169,7 +169,7 @@ static void var_se(const double *x, int n, double *var, double *se)
 }
 
 /* S1 §2.2 / §3.3: Performer unbiasedness, orthogonal vs iid variance, the Omega identity */
-static int checks_performer(gsl_rng *r, struct epar_table *t)
+static int checks_performer(gsl_rng *r, struct epar_compare_checks *t)
 {
     const double qq[4] = {0.3, -0.2, 0.5, 0.1}, kk[4] = {0.4, 0.1, -0.3, 0.2};
     double s = pow(4, -0.25), nq = 0, nk = 0, qk = 0;
@@ -267,7 +267,7 @@ static double two_hop(const unsigned char *M, int L)
 }
 
 /* S1 §2.3.3 strided two hops; S4 window rows; S4 GQA memory */
-static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     int Lh = cfg->prm.length < 256 ? cfg->prm.length : 256; /* O(L^3) */
     int l = (int)lround(sqrt((double)Lh)), st;
@@ -304,7 +304,7 @@ static int checks_patterns(const struct epar_compare_cfg *cfg, struct epar_table
 }
 
 /* S2 §2.3.1 coverage, §2.3.2 / §4.2 sparsity (at the lengths S2 recommends pi=16 for) */
-static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_pi_structure(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     const int pi = 16, rr = 32;
     int st;
@@ -367,7 +367,7 @@ static void softmax_row(double *z, int n)
 
 /* S0's ALiBi row (000:30 "+ m|i-j|"), S3 §3 (003:404-416): the bias of epar's alibi (Press et al.) per unit of
  * distance and per slope, and S3's softmax((QK^T + B)/sqrt(d_k)) against ALiBi's softmax(QK^T/sqrt(d_k) + B) */
-static int checks_alibi_forms(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_alibi_forms(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { L = 16, H = 8, DK = 64 };
     double p[EPAR_MECH_MAX_PARAMS], sl[H];
@@ -419,7 +419,7 @@ static int checks_alibi_forms(const struct epar_compare_cfg *cfg, struct epar_ta
 
 /* S3 1.1(2)-(3), §2, 1.3(4), §4.2(4): the sinusoid's addition formula and FLOATER's recursion, RoPE's angles
  * beyond the training length and its long-range decay, the NTK base as a base conversion */
-static int checks_sinusoid_rope(struct epar_table *t)
+static int checks_sinusoid_rope(struct epar_compare_checks *t)
 {
     enum { D = 64, L = 512, NF = D / 2 };
     const double base = 10000;
@@ -499,7 +499,7 @@ static int checks_sinusoid_rope(struct epar_table *t)
 
 /* S0 §增强位置效应函数 (000:68) read literally, and Proposition 1 (000:110): softmax rows of N(0,1) scores times the
  * enhanced P at the paper's defaults */
-static int checks_position_effect(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_position_effect(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { L = 512, ROWS = 64 };
     struct epar_posfx fx = {EPAR_FORM_ENHANCED, 1.0, 1.0, 0.5};
@@ -539,7 +539,7 @@ done:
 }
 
 /* S3 §1 (003:7): attention without position information cannot tell the order: permuting the input permutes A */
-static int checks_order(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_order(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { L = 16, D = 16, H = 4 };
     struct epar_layer layer = {0};
@@ -581,7 +581,7 @@ done:
 }
 
 /* S3 §4.2(5), §4.3 (003:486, 495): with the score distribution fixed, a longer row has a higher entropy */
-static int checks_entropy_length(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_entropy_length(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { ROWS = 64 };
     int n0 = cfg->extrap_length, n[2] = {n0, 8 * n0};
@@ -631,7 +631,7 @@ static double ratio_se(double a, double sa, double b, double sb)
 
 /* S1 §2.2.2, §2.2.4, §3.2.3, §3.3.2: S1's own orthogonal features (Gram-Schmidt, Omega^T Omega = I: unit rows) beside
  * iid and FAVOR+'s (chi-norm rows); trigonometric features; one draw against the kernel */
-static int checks_performer_s1(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_performer_s1(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { DRAWS = 10000, d = 16, m = 16, KINDS = 4 }; /* iid, S1's unit rows, chi rows, trig (iid) */
     gsl_rng *r = epar_rng_alloc(cfg->prm.seeds[0], 104, EPAR_RNG_EXTRA);
@@ -692,7 +692,7 @@ done:
 }
 
 /* S1 §4.2.2, §4.3.1 (001:493-526): Johnson-Lindenstrauss for a random orthogonal projection to the theorem's k */
-static int checks_jl(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_jl(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { N = 8, D = 256, TRIALS = 10 };
     const double eps = 0.5;
@@ -738,7 +738,7 @@ done:
 }
 
 /* S2 §2.1.1-§2.1.2 examples (002:41-58), §2.3.2 and §4.2's sparsity table (002:140-141, 466-472) */
-static int checks_pi_table(struct epar_table *t)
+static int checks_pi_table(struct epar_compare_checks *t)
 {
     unsigned char M[16 * 16];
     int bad_ring = 0, bad_step = 0, st;
@@ -782,7 +782,7 @@ static int checks_pi_table(struct epar_table *t)
 
 /* S1 §2.3.2, §2.3.4, S4 §2 (001:260, 280; 004:49, 171-173): the pairs of each sparse pattern against L (log-log
  * slope); S4 §5 (004:242) what GQA saves; S1 §3.2.4 the kernel trick as an identity */
-static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_table *t)
+static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t)
 {
     enum { NL = 4, NP = 5 };
     static const int Ls[NL] = {256, 512, 1024, 2048};
@@ -866,20 +866,19 @@ static int checks_costs(const struct epar_compare_cfg *cfg, struct epar_table *t
     return st;
 }
 
-int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table **out)
+int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_compare_speed *speed,
+                            struct epar_compare_checks *out)
 {
-    *out = epar_csv_new("check,value,reference,se,detail");
-    if (!*out) return EPAR_ENOMEM;
     gsl_rng *r = epar_rng_alloc(cfg->prm.seeds[0], 0, EPAR_RNG_EXTRA);
     if (!r) return EPAR_ENOMEM;
     int st;
-    if ((st = checks_relative(cfg, r, *out)) || (st = checks_t5_alibi(*out)) || (st = checks_scaling(cfg, r, *out)) ||
-        (st = checks_performer(r, *out)) || (st = checks_patterns(cfg, *out)) || (st = checks_pi_structure(cfg, *out)) ||
-        (st = checks_alibi_forms(cfg, *out)) || (st = checks_sinusoid_rope(*out)) ||
-        (st = checks_position_effect(cfg, *out)) || (st = checks_order(cfg, *out)) ||
-        (st = checks_entropy_length(cfg, *out)) || (st = checks_performer_s1(cfg, *out)) || (st = checks_jl(cfg, *out)) ||
-        (st = checks_pi_table(*out)) || (st = checks_costs(cfg, *out)) ||
-        (st = epar_exp_compare_timing_checks(cfg, speed, r, *out)))
+    if ((st = checks_relative(cfg, r, out)) || (st = checks_t5_alibi(out)) || (st = checks_scaling(cfg, r, out)) ||
+        (st = checks_performer(r, out)) || (st = checks_patterns(cfg, out)) || (st = checks_pi_structure(cfg, out)) ||
+        (st = checks_alibi_forms(cfg, out)) || (st = checks_sinusoid_rope(out)) ||
+        (st = checks_position_effect(cfg, out)) || (st = checks_order(cfg, out)) ||
+        (st = checks_entropy_length(cfg, out)) || (st = checks_performer_s1(cfg, out)) || (st = checks_jl(cfg, out)) ||
+        (st = checks_pi_table(out)) || (st = checks_costs(cfg, out)) ||
+        (st = epar_exp_compare_timing_checks(cfg, speed, r, out)))
         if (st == EPAR_ENOMEM) epar_err_set(EPAR_ENOMEM, "out of memory measuring the seed checks");
     epar_rng_free(r);
     return st;

@@ -114,15 +114,16 @@ done:
     return st;
 }
 
-int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table **out)
+int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_compare_speed *out)
 {
-    *out = epar_csv_new("mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,"
-                        "fma_peak_gflops,dense_fraction_of_peak");
-    if (!*out) return EPAR_ENOMEM;
+    memset(out, 0, sizeof *out);
     double peak = NAN;   /* measured in this run, once, before the kernels (one thread) */
     int any = 0;
     for (int k = 0; k < cfg->n_mech; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK;
     if (any && cfg->n_speed) peak = epar_sparse_fma_peak(NULL);
+    if (!any || !cfg->n_speed) return EPAR_OK;
+    out->row = EPAR_CALLOC((size_t)cfg->n_mech * cfg->n_speed, sizeof *out->row);
+    if (!out->row) return EPAR_ENOMEM;
     for (int k = 0; k < cfg->n_mech; k++) {
         enum epar_mech_id id = cfg->mech[k];
         if (epar_mech_table[id].kind != EPAR_MK_MASK) continue;
@@ -135,9 +136,10 @@ int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table
             /* the dense kernel's work: 2 d flops for each score and 2 d for its share of P V, on every pair it reads */
             double dense_pairs = cfg->causal ? (double)L * (L + 1) / 2 : (double)L * L;
             double gf = 4.0 * cfg->speed_head_dim * dense_pairs / sp.dense / 1e9;
-            if (epar_csv_append(*out, "siiiddddddddd", epar_mech_table[id].id, L, cfg->speed_head_dim, (int)sp.pairs,
-                                sp.dense * 1e6, sp.sparse * 1e6, su, bound, su / bound, gf, peak, gf / peak))
-                return EPAR_ENOMEM;
+            out->row[out->n++] = (struct epar_compare_speed_row){
+                .id = id, .L = L, .d = cfg->speed_head_dim, .pairs = sp.pairs, .dense_us = sp.dense * 1e6,
+                .sparse_us = sp.sparse * 1e6, .speedup = su, .pair_bound = bound, .fraction_of_bound = su / bound,
+                .dense_gflops = gf, .fma_peak_gflops = peak, .dense_fraction_of_peak = gf / peak};
         }
     }
     return EPAR_OK;
@@ -145,7 +147,8 @@ int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_table
 
 /* S2 §4.2 "pi = 16 gives a 16x speed-up": pi-attention with its docs/MECHANISMS.md defaults (r = 32, pi = 16, ring) at
  * the largest speed length, read from sparse_speed.csv when that row was measured with these parameters */
-static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar_table *speed, struct epar_table *t)
+static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar_compare_speed *speed,
+                           struct epar_compare_checks *t)
 {
     double p[EPAR_MECH_MAX_PARAMS];
     epar_mech_defaults(EPAR_MECH_PI_ATTENTION, p);
@@ -153,11 +156,11 @@ static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar
     for (int q = 0; q < cfg->n_speed; q++) if (cfg->speed_lengths[q] > L) L = cfg->speed_lengths[q];
     struct speed sp = {0};
     int found = 0, same = !memcmp(p, cfg->p[EPAR_MECH_PI_ATTENTION], sizeof p);
-    for (size_t rw = 0; speed && same && rw < speed->nrows && !found; rw++)
-        if (!strcmp(speed->cells[rw * speed->ncols].s, "pi-attention") && epar_csv_get(speed, rw, "L") == L) {
-            sp.pairs = (long)epar_csv_get(speed, rw, "pairs");
-            sp.dense = epar_csv_get(speed, rw, "dense_us") * 1e-6;
-            sp.sparse = epar_csv_get(speed, rw, "sparse_us") * 1e-6;
+    for (int rw = 0; speed && same && rw < speed->n && !found; rw++)
+        if (speed->row[rw].id == EPAR_MECH_PI_ATTENTION && speed->row[rw].L == L) {
+            sp.pairs = speed->row[rw].pairs;
+            sp.dense = speed->row[rw].dense_us * 1e-6;
+            sp.sparse = speed->row[rw].sparse_us * 1e-6;
             found = 1;
         }
     int st;
@@ -175,7 +178,7 @@ static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar
                epar_sparse_kernel_name(EPAR_SPARSE_PI), sp.sparse, cfg->speed_repeats, su, 100 * su / bound, sp.pairs);
 }
 
-static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_table *t)
+static int checks_timing(const struct epar_compare_cfg *cfg, gsl_rng *r, struct epar_compare_checks *t)
 {
     const int Lc = cfg->claims_length, d = 64, nf = 64;
     size_t LL = (size_t)Lc * Lc;
@@ -223,8 +226,8 @@ done:
     return st;
 }
 
-int epar_exp_compare_timing_checks(const struct epar_compare_cfg *cfg, const struct epar_table *speed, gsl_rng *r,
-                                   struct epar_table *t)
+int epar_exp_compare_timing_checks(const struct epar_compare_cfg *cfg, const struct epar_compare_speed *speed,
+                                   gsl_rng *r, struct epar_compare_checks *t)
 {
     int st = checks_pi_speed(cfg, speed, t);
     return st ? st : checks_timing(cfg, r, t);

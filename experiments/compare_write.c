@@ -100,7 +100,11 @@ static int cmp_heatmaps(const struct epar_compare_cfg *cfg, const struct epar_co
         const char *id = epar_mech_table[cfg->mech[k]].id;
         snprintf(name, sizeof name, "attention_%s", id);
         snprintf(csv, sizeof csv, "attention_%s.csv", id);
-        if ((st = epar_exp_write_table(o, csv, res->heat[k]))) return st;
+        struct epar_table *heat = epar_exp_matrix_table("query,key,weight", res->heat + (size_t)k * L * L, L, L);
+        if (!heat) return EPAR_ENOMEM;
+        st = epar_exp_write_table(o, csv, heat);
+        epar_csv_free(heat);
+        if (st) return st;
         snprintf(title, sizeof title, "%s: head-averaged attention (seed %lu, item 0, L=%d, %d heads%s)", id, prm->seeds[0], L,
                  prm->heads, cfg->causal ? ", causal" : "");
         if ((st = epar_exp_heatmap(o, name, title, csv, "key position j", "query position i", "attention weight"))) return st;
@@ -151,9 +155,11 @@ static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct
     int st, K = cfg->n_mech;
     struct epar_table *cm = epar_csv_new("mechanism_index,importance_index,consistency");
     if (!cm) return EPAR_ENOMEM;
-    for (size_t r2 = 0; r2 < res->consistency->nrows; r2++)
-        if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT),
-                            epar_csv_get(res->consistency, r2, "consistency"))) { epar_csv_free(cm); return EPAR_ENOMEM; }
+    for (size_t r2 = 0; r2 < (size_t)res->K * EPAR_IMP_COUNT; r2++)
+        if (epar_csv_append(cm, "iid", (int)(r2 / EPAR_IMP_COUNT), (int)(r2 % EPAR_IMP_COUNT), res->cons[r2])) {
+            epar_csv_free(cm);
+            return EPAR_ENOMEM;
+        }
     st = epar_exp_write_table(o, "consistency_matrix.csv", cm);
     epar_csv_free(cm);
     if (st) return st;
@@ -242,17 +248,189 @@ static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out 
                              cfg->extrap_length, prm->n_seeds, cfg->local_window);
 }
 
+/* ---- the tables ---- */
+
+enum { CT_MECH, CT_CONS, CT_ALIBI, CT_T5, CT_FIXED, CT_MASKS, CT_ABL, CT_EXTRAP, CT_CHECKS, CT_PERF, CT_SPEED, CT_N };
+
+/* mechanisms.csv (mean and sd over seeds of every metric), consistency.csv */
+static int cmp_mechanism_tables(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res,
+                                struct epar_table **tab)
+{
+    int K = res->K;
+    char cols[4096] = "mechanism,kind,empty_rows,empty_rows_sd,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,"
+                      "mean_distance,mean_distance_sd,local_mass,local_mass_sd,sparsity,sparsity_sd,retention_mid,"
+                      "retention_mid_sd,retention_max,retention_max_sd,distance_mi,distance_mi_sd";
+    for (int t = 0; t < EPAR_IMP_COUNT; t++)
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",consistency_%s,consistency_%s_sd", epar_imp_name(t),
+                 epar_imp_name(t));
+    for (int t = 0; t < EPAR_IMP_COUNT; t++)
+        snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ",ranking_%s,ranking_%s_sd", epar_imp_name(t),
+                 epar_imp_name(t));
+    strcat(cols, ",ranking_nan_items,flops_per_row,time_us_per_row,time_us_per_row_sd");
+    struct epar_table *t = tab[CT_MECH] = epar_csv_new(cols);
+    struct epar_table *cons = tab[CT_CONS] = epar_csv_new("mechanism,importance,consistency,consistency_sd,ranking,ranking_sd");
+    if (!t || !cons) return EPAR_ENOMEM;
+    static const int order[] = {EPAR_CMP_EMPTY, EPAR_CMP_ENT, EPAR_CMP_NENT, EPAR_CMP_DIST, EPAR_CMP_LOCAL,
+                                EPAR_CMP_SPARS, EPAR_CMP_RMID, EPAR_CMP_RMAX, EPAR_CMP_MI};
+    for (int k = 0; k < K; k++) {
+        const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
+        const double *m = res->mean + (size_t)k * EPAR_CMP_NM, *sd = res->sd + (size_t)k * EPAR_CMP_NM;
+        if (epar_csv_append(t, "ss", in->id, epar_mech_kind_name(in->kind))) return EPAR_ENOMEM;
+        struct epar_cell *cell = t->cells + (t->nrows - 1) * t->ncols;
+        int col = 2;
+        for (size_t o = 0; o < sizeof order / sizeof order[0]; o++, col += 2) {
+            cell[col].v = m[order[o]];
+            cell[col + 1].v = sd[order[o]];
+        }
+        for (int q = EPAR_CMP_CONS; q < EPAR_CMP_TIME; q++, col += 2) {
+            cell[col].v = m[q];
+            cell[col + 1].v = sd[q];
+        }
+        cell[col++].v = res->nan_items[k];
+        cell[col++].v = res->flops[k];
+        cell[col].v = m[EPAR_CMP_TIME];
+        cell[col + 1].v = sd[EPAR_CMP_TIME];
+        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++) {
+            size_t q = (size_t)k * EPAR_IMP_COUNT + ty;
+            if (epar_csv_append(cons, "ssdddd", in->id, epar_imp_name(ty), res->cons[q], res->cons_sd[q], res->rank[q],
+                                res->rank_sd[q]))
+                return EPAR_ENOMEM;
+        }
+    }
+    return EPAR_OK;
+}
+
+/* alibi_slopes.csv, t5_buckets.csv, fixed_patterns.csv, masks.csv */
+static int cmp_pattern_tables(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res,
+                              struct epar_table **tab)
+{
+    struct epar_table *al = tab[CT_ALIBI] = epar_csv_new("heads,head,slope");
+    struct epar_table *t5 = tab[CT_T5] = epar_csv_new("distance,bucket,num_buckets,max_distance,bidirectional");
+    struct epar_table *fx = tab[CT_FIXED] = epar_csv_new("mechanism,pattern,query,key,weight");
+    struct epar_table *mk = tab[CT_MASKS] = epar_csv_new("mechanism,mask,query,key");
+    if (!al || !t5 || !fx || !mk) return EPAR_ENOMEM;
+    for (int n = 1; n <= 16; n++)
+        for (int h = 0; h < n; h++)
+            if (epar_csv_append(al, "iid", n, h, res->alibi_slope[n - 1][h])) return EPAR_ENOMEM;
+    int maxd = res->t5_max_distance;
+    for (int d = 0; d <= 256; d++)
+        if (epar_csv_append(t5, "iiiii", d, res->t5_uni[d], 16, maxd, 0)) return EPAR_ENOMEM;
+    for (int d = -256; d <= 256; d++)
+        if (epar_csv_append(t5, "iiiii", d, res->t5_bi[d + 256], 32, maxd, 1)) return EPAR_ENOMEM;
+    int Lt = res->table_length, L = res->L;
+    for (int f = 0; f < EPAR_CMP_NFIXED; f++) {
+        const double *W = res->fixed + (size_t)f * Lt * Lt;
+        for (int i = 0; i < Lt; i++)
+            for (int j = 0; j < Lt; j++)
+                if (epar_csv_append(fx, "siiid", epar_mech_table[EPAR_MECH_FIXED_CURRENT + f].id,
+                                    epar_compare_fixed_pattern[f], i, j, W[(size_t)i * Lt + j]))
+                    return EPAR_ENOMEM;
+    }
+    for (int k = 0; k < res->K; k++)
+        for (int pass = 0; pass < res->n_masks[k]; pass++) {
+            const unsigned char *M = res->masks + ((size_t)k * 2 + pass) * L * L;
+            const char *mn = res->n_masks[k] == 2 ? (pass ? "step" : "local") : "mask";
+            for (int i = 0; i < L; i++)
+                for (int j = 0; j < L; j++)
+                    if (M[(size_t)i * L + j] && epar_csv_append(mk, "ssii", epar_mech_table[cfg->mech[k]].id, mn, i, j))
+                        return EPAR_ENOMEM;
+        }
+    return EPAR_OK;
+}
+
+/* ablation.csv, extrapolation.csv, performer_error.csv */
+static int cmp_study_tables(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res,
+                            struct epar_table **tab)
+{
+    char acols[2048] = "design,score_combination,distance_function,entropy,entropy_sd,normalised_entropy,"
+                       "normalised_entropy_sd,mean_distance,mean_distance_sd,local_mass,local_mass_sd,"
+                       "retention_mid,retention_mid_sd,retention_max,retention_max_sd,"
+                       "far_mass_change_positive_scores,far_mass_change_positive_scores_sd,"
+                       "far_mass_change_negative_scores,far_mass_change_negative_scores_sd,"
+                       "far_negative_pairs_gaining,far_negative_pairs_gaining_sd";
+    for (int pass = 0; pass < 2; pass++)
+        for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
+            snprintf(acols + strlen(acols), sizeof acols - strlen(acols), ",%s_%s,%s_%s_sd",
+                     pass ? "ranking" : "consistency", epar_imp_name(ty), pass ? "ranking" : "consistency",
+                     epar_imp_name(ty));
+    struct epar_table *ab = tab[CT_ABL] = epar_csv_new(acols);
+    struct epar_table *ex = tab[CT_EXTRAP] = epar_csv_new(
+        "mechanism,logn,length,scale,entropy,entropy_sd,normalised_entropy,normalised_entropy_sd,mean_distance,"
+        "mean_distance_sd,local_mass,local_mass_sd,note");
+    struct epar_table *pf = tab[CT_PERF] = epar_csv_new("seed,features,orthogonal,max_abs_error,mean_row_kl");
+    if (!ab || !ex || !pf) return EPAR_ENOMEM;
+    static const char *const comb[EPAR_CMP_NAB] = {"none", "additive", "additive", "multiplicative", "multiplicative"};
+    static const char *const fun[EPAR_CMP_NAB] = {"none", "linear", "exponential", "linear", "exponential"};
+    for (int a = 0; a < EPAR_CMP_NAB; a++) {
+        if (epar_csv_append(ab, "sss", epar_compare_ablation_name[a], comb[a], fun[a])) return EPAR_ENOMEM;
+        struct epar_cell *cell = ab->cells + (ab->nrows - 1) * ab->ncols;
+        for (int q = 0; q < EPAR_CMP_NAM; q++) {
+            cell[3 + 2 * q].v = res->ab_mean[a][q];
+            cell[4 + 2 * q].v = res->ab_sd[a][q];
+        }
+    }
+    int NF = res->n_factors;
+    for (int e = 0; e < EPAR_CMP_NEXTRAP; e++)
+        for (int lg = 0; lg < 2; lg++)
+            for (int f = 0; f < NF; f++) {
+                int row = (e * 2 + lg) * NF + f;
+                if (epar_csv_append(ex, "siii--------s", epar_mech_table[epar_compare_extrap_mech[e]].id, lg,
+                                    cfg->extrap_length * cfg->factors[f], cfg->factors[f], res->ex_note[row]))
+                    return EPAR_ENOMEM;
+                struct epar_cell *cell = ex->cells + (ex->nrows - 1) * ex->ncols;
+                for (int q = 0; q < 4; q++) {
+                    cell[4 + 2 * q].v = res->ex_mean[(size_t)row * 4 + q];
+                    cell[5 + 2 * q].v = res->ex_sd[(size_t)row * 4 + q];
+                }
+            }
+    for (int s = 0; s < res->S; s++)
+        if (epar_csv_append(pf, "iiidd", (int)cfg->prm.seeds[s], (int)cfg->p[EPAR_MECH_PERFORMER][0],
+                            (int)cfg->p[EPAR_MECH_PERFORMER][1], res->performer[(size_t)s * 2],
+                            res->performer[(size_t)s * 2 + 1]))
+            return EPAR_ENOMEM;
+    return EPAR_OK;
+}
+
+/* seed_checks.csv and sparse_speed.csv */
+static int cmp_check_tables(const struct epar_compare_result *res, struct epar_table **tab)
+{
+    struct epar_table *ck = tab[CT_CHECKS] = epar_csv_new("check,value,reference,se,detail");
+    struct epar_table *sp = tab[CT_SPEED] = epar_csv_new(
+        "mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,fma_peak_gflops,"
+        "dense_fraction_of_peak");
+    if (!ck || !sp) return EPAR_ENOMEM;
+    for (size_t r = 0; r < res->checks.n; r++) {
+        const struct epar_compare_check *c = &res->checks.row[r];
+        if (epar_csv_append(ck, "sddds", c->check, c->value, c->reference, c->se, c->detail)) return EPAR_ENOMEM;
+    }
+    for (int r = 0; r < res->speed.n; r++) {
+        const struct epar_compare_speed_row *w = &res->speed.row[r];
+        if (epar_csv_append(sp, "siiiddddddddd", epar_mech_table[w->id].id, w->L, w->d, (int)w->pairs, w->dense_us,
+                            w->sparse_us, w->speedup, w->pair_bound, w->fraction_of_bound, w->dense_gflops,
+                            w->fma_peak_gflops, w->dense_fraction_of_peak))
+            return EPAR_ENOMEM;
+    }
+    return EPAR_OK;
+}
+
 /* every table, run.json, then one .gp per figure */
 int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar_compare_result *res, struct epar_out *o,
                        const char *protocol_path)
 {
-    int st;
+    int st = EPAR_OK;
+    struct epar_table *t[CT_N] = {0};
+    if (!st) st = cmp_mechanism_tables(cfg, res, t);
+    if (!st) st = cmp_pattern_tables(cfg, res, t);
+    if (!st) st = cmp_study_tables(cfg, res, t);
+    if (!st) st = cmp_check_tables(res, t);
     const struct epar_exp_file files[] = {
-        {"mechanisms.csv", res->mechanisms}, {"consistency.csv", res->consistency}, {"alibi_slopes.csv", res->alibi},
-        {"t5_buckets.csv", res->t5}, {"fixed_patterns.csv", res->fixed}, {"masks.csv", res->masks},
-        {"ablation.csv", res->ablation}, {"extrapolation.csv", res->extrapolation}, {"seed_checks.csv", res->checks},
-        {"performer_error.csv", res->performer}, {"sparse_speed.csv", res->speed}};
-    if ((st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]))) return st;
+        {"mechanisms.csv", t[CT_MECH]}, {"consistency.csv", t[CT_CONS]}, {"alibi_slopes.csv", t[CT_ALIBI]},
+        {"t5_buckets.csv", t[CT_T5]}, {"fixed_patterns.csv", t[CT_FIXED]}, {"masks.csv", t[CT_MASKS]},
+        {"ablation.csv", t[CT_ABL]}, {"extrapolation.csv", t[CT_EXTRAP]}, {"seed_checks.csv", t[CT_CHECKS]},
+        {"performer_error.csv", t[CT_PERF]}, {"sparse_speed.csv", t[CT_SPEED]}};
+    if (!st) st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
+    for (int k = 0; k < CT_N; k++) epar_csv_free(t[k]);
+    if (st) return st;
     if ((st = cmp_run_json(cfg, o, protocol_path))) return st;
     if ((st = cmp_heatmaps(cfg, res, o))) return st;
     if ((st = cmp_plot_mechanisms(cfg, o))) return st;
