@@ -241,6 +241,35 @@ struct learn {
 int epar_bench_steps_to_learn(const char *root, const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
                               const struct grid *g, int i, int m, struct learn *r);
 
+/* extrapolation.csv: lm task i, mechanism m at extrapolation length e: the mean and sample sd of the per-seed values
+ * (NaN unless every seed's value is defined) */
+struct extrap_point {
+    double mean, sd;
+    int defined;
+};
+void epar_bench_extrap_point(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, int e,
+                             struct extrap_point *r);
+/* params.csv: one row per task (task -1: the cost cell) and mechanism of the first seed's cells, in plan order: the
+ * parameter count, the MLP width, the relative difference from none's on the same task (NaN without none), whether
+ * it is within param_tol, the cell's learning rate, its scale over the budget's and its steps */
+struct param_row {
+    int task, mech, mlp, within, steps;
+    double params, rel, lr, lr_scale;
+};
+/* rows: room for plan->n * (n_mech + 1); returns their number; *worst = the largest |rel| (0 when none) */
+int epar_bench_param_rows(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct param_row *rows,
+                          double *worst);
+/* trained_attention.csv: every (task, mechanism, seed) cell of the grid with the trained attention's summaries, and
+ * its distance ratio minus none's of the same task and seed (NaN without it) */
+struct trained_attn {
+    int task, mech, seed;
+    const struct epar_inspect_summary *a;
+    double distance_ratio_vs_none;
+};
+/* rows: room for NT * M * S; returns their number, or -1 (out of memory) */
+int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                                 const struct grid *g, struct trained_attn *rows);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* writing (benchmark_figures.c; the tables: benchmark_tables.c)                                      */
 

@@ -314,3 +314,76 @@ int epar_bench_steps_to_learn(const char *root, const struct epar_bench_cfg *c, 
     r->learned = n;
     return st;
 }
+
+void epar_bench_extrap_point(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, int e,
+                             struct extrap_point *r)
+{
+    double v[EPAR_MAX_SEEDS];
+    r->defined = 1;
+    for (int s = 0; s < g->S; s++) {
+        const struct train_cell *x = &g->cell[(i * c->n_mech + m) * g->S + s];
+        v[s] = e < x->n_extrap ? x->extrap[e].value : 0;
+        if (e >= x->n_extrap || !x->extrap[e].defined) r->defined = 0;
+    }
+    r->mean = r->sd = NAN;
+    if (r->defined) epar_stats_mean_sd(v, g->S, &r->mean, &r->sd);
+}
+
+int epar_bench_param_rows(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct param_row *rows,
+                          double *worst)
+{
+    int n = 0, none = epar_bench_mech_index(c, EPAR_MECH_NONE);
+    *worst = 0;
+    for (int k = 0; k < plan->n; k++) {
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (cell->seed != 0) continue;
+        size_t p = cell->task >= 0 ? cell->params : plan->cost_params[cell->mech];
+        size_t ref = 0;
+        for (int q = 0; q < plan->n; q++)
+            if (plan->cells[q].task == cell->task && plan->cells[q].seed == 0 && plan->cells[q].mech == none)
+                ref = cell->task >= 0 ? plan->cells[q].params : plan->cost_params[none];
+        for (int m = 0; m < (cell->task >= 0 ? 1 : c->n_mech); m++) {
+            int mm = cell->task >= 0 ? cell->mech : m;
+            if (cell->task < 0) p = plan->cost_params[mm];
+            if (cell->task < 0 && none >= 0) ref = plan->cost_params[none];
+            double rel = ref ? ((double)p - (double)ref) / (double)ref : NAN;
+            if (fabs(rel) > *worst) *worst = fabs(rel);
+            /* the cell's learning rate (its mechanism's scale on this task's lr_family) and steps */
+            struct epar_bench_cell probe = *cell;
+            probe.mech = mm;
+            struct epar_train_cfg tc;
+            epar_exp_benchmark_cell_cfg(c, &probe, &tc);
+            rows[n++] = (struct param_row){.task = cell->task, .mech = mm,
+                                           .mlp = cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm],
+                                           .within = fabs(rel) <= c->param_tol, .steps = tc.optim.steps,
+                                           .params = (double)p, .rel = rel, .lr = tc.optim.lr,
+                                           .lr_scale = tc.optim.lr / c->b.lr};
+        }
+    }
+    return n;
+}
+
+int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
+                                 const struct grid *g, struct trained_attn *rows)
+{
+    int none = epar_bench_mech_index(c, EPAR_MECH_NONE), n = 0;
+    /* the cell of (task, mechanism, seed) in the plan */
+    int *at = calloc((size_t)g->NT * g->M * g->S, sizeof *at);
+    if (!at) return -1;
+    for (int k = 0; k < plan->n; k++)
+        if (plan->cells[k].task >= 0 && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
+            at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
+    for (int task = 0; task < c->n_tasks; task++)
+        for (int m = 0; m < c->n_mech; m++)
+            for (int s = 0; s < g->S; s++) {
+                int k = at[gi(g, task, m, s)] - 1, kn = none >= 0 ? at[gi(g, task, none, s)] - 1 : -1;
+                if (k < 0 || !g->cell[k].have_attn) continue;
+                const struct epar_inspect_summary *a = &g->cell[k].attn;
+                rows[n++] = (struct trained_attn){
+                    .task = task, .mech = m, .seed = s, .a = a,
+                    .distance_ratio_vs_none =
+                        kn >= 0 && g->cell[kn].have_attn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN};
+            }
+    free(at);
+    return n;
+}

@@ -277,20 +277,12 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
         if (c->tasks[i].task.id != EPAR_TASK_LM || c->tasks[i].task.shuffle) continue;
         for (int m = 0; m < c->n_mech; m++)
             for (int e = 0; e < c->b.n_extrap; e++) {
-                double v[EPAR_MAX_SEEDS];
-                int defined = 1;
-                for (int s = 0; s < g->S; s++) {
-                    int k = (i * c->n_mech + m) * g->S + s;
-                    const struct train_cell *x = &g->cell[k];
-                    v[s] = e < x->n_extrap ? x->extrap[e].value : 0;
-                    if (e >= x->n_extrap || !x->extrap[e].defined) defined = 0;
-                }
-                double mean = NAN, sd = NAN;
-                if (defined) epar_stats_mean_sd(v, g->S, &mean, &sd);
+                struct extrap_point x;
+                epar_bench_extrap_point(c, g, i, m, e, &x);
                 const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
                 if (!is_epar(c->mech[m])) L = "";
                 if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
-                                    c->tasks[i].task.length, mean, sd, g->S, defined, L)) {
+                                    c->tasks[i].task.length, x.mean, x.sd, g->S, x.defined, L)) {
                     epar_csv_free(t);
                     return NULL;
                 }
@@ -330,36 +322,21 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
 static struct epar_table *params_table(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, double *worst)
 {
     struct epar_table *t = epar_csv_new("task,mechanism,params,mlp,rel_diff_vs_none,within_tolerance,lr,lr_scale,steps");
-    *worst = 0;
-    int none = epar_bench_mech_index(c, EPAR_MECH_NONE);
-    for (int k = 0; t && k < plan->n; k++) {
-        const struct epar_bench_cell *cell = &plan->cells[k];
-        if (cell->seed != 0) continue;
-        size_t p = cell->task >= 0 ? cell->params : plan->cost_params[cell->mech];
-        size_t ref = 0;
-        for (int q = 0; q < plan->n; q++)
-            if (plan->cells[q].task == cell->task && plan->cells[q].seed == 0 && plan->cells[q].mech == none)
-                ref = cell->task >= 0 ? plan->cells[q].params : plan->cost_params[none];
-        for (int m = 0; m < (cell->task >= 0 ? 1 : c->n_mech); m++) {
-            int mm = cell->task >= 0 ? cell->mech : m;
-            if (cell->task < 0) p = plan->cost_params[mm];
-            if (cell->task < 0 && none >= 0) ref = plan->cost_params[none];
-            double rel = ref ? ((double)p - (double)ref) / (double)ref : NAN;
-            if (fabs(rel) > *worst) *worst = fabs(rel);
-            /* the cell's learning rate (its mechanism's scale on this task's lr_family) and steps */
-            struct epar_bench_cell probe = *cell;
-            probe.mech = mm;
-            struct epar_train_cfg tc;
-            epar_exp_benchmark_cell_cfg(c, &probe, &tc);
-            if (epar_csv_append(t, "ssdididdi", cell->task >= 0 ? c->tasks[cell->task].id : "cost",
-                                epar_nnpos_name(c->mech[mm]), (double)p,
-                                cell->task >= 0 ? cell->mlp : plan->cost_mlp[mm], rel, fabs(rel) <= c->param_tol,
-                                tc.optim.lr, tc.optim.lr / c->b.lr, tc.optim.steps)) {
-                epar_csv_free(t);
-                return NULL;
-            }
+    struct param_row *rows = malloc(((size_t)plan->n * (c->n_mech + 1) + 1) * sizeof *rows);
+    int n = rows ? epar_bench_param_rows(c, plan, rows, worst) : 0;
+    for (int k = 0; t && rows && k < n; k++) {
+        const struct param_row *r = &rows[k];
+        if (epar_csv_append(t, "ssdididdi", r->task >= 0 ? c->tasks[r->task].id : "cost", epar_nnpos_name(c->mech[r->mech]),
+                            r->params, r->mlp, r->rel, r->within, r->lr, r->lr_scale, r->steps)) {
+            epar_csv_free(t);
+            t = NULL;
         }
     }
+    if (!rows) {
+        epar_csv_free(t);
+        t = NULL;
+    }
+    free(rows);
     return t;
 }
 
@@ -588,28 +565,20 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
     struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
                                         "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
                                         "relevant_uniform,profile_spearman");
-    int none = epar_bench_mech_index(c, EPAR_MECH_NONE), st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
-    /* the cell of (task, mechanism, seed) in the plan */
-    int *at = st ? NULL : calloc((size_t)g->NT * g->M * g->S, sizeof *at);
-    if (!st && !at) st = epar_err_set(EPAR_ENOMEM, "out of memory");
-    for (int k = 0; !st && k < plan->n; k++)
-        if (plan->cells[k].task >= 0 && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
-            at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
-    for (int task = 0; !st && task < c->n_tasks; task++)
-        for (int m = 0; !st && m < c->n_mech; m++)
-            for (int s = 0; !st && s < g->S; s++) {
-                int k = at[gi(g, task, m, s)] - 1, kn = none >= 0 ? at[gi(g, task, none, s)] - 1 : -1;
-                if (k < 0 || !g->cell[k].have_attn) continue;
-                const struct epar_inspect_summary *a = &g->cell[k].attn;
-                double vs = kn >= 0 && g->cell[kn].have_attn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN;
-                if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[task].id, epar_nnpos_name(c->mech[m]),
-                                    (int)c->b.seeds[s], a->items, a->heads, a->length, a->distance_spearman,
-                                    a->distance_spearman_sd, a->distance_ratio, vs, a->first_share, a->relevant_share,
-                                    a->relevant_uniform, a->profile_spearman))
-                    st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
-            }
+    struct trained_attn *rows = malloc(((size_t)g->NT * g->M * g->S + 1) * sizeof *rows);
+    int n = t && rows ? epar_bench_trained_attention(c, plan, g, rows) : -1;
+    int st = n < 0 ? epar_err_set(EPAR_ENOMEM, "out of memory") : EPAR_OK;
+    for (int k = 0; !st && k < n; k++) {
+        const struct trained_attn *r = &rows[k];
+        const struct epar_inspect_summary *a = r->a;
+        if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[r->task].id, epar_nnpos_name(c->mech[r->mech]),
+                            (int)c->b.seeds[r->seed], a->items, a->heads, a->length, a->distance_spearman,
+                            a->distance_spearman_sd, a->distance_ratio, r->distance_ratio_vs_none, a->first_share,
+                            a->relevant_share, a->relevant_uniform, a->profile_spearman))
+            st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
+    }
     if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
-    free(at);
+    free(rows);
     epar_csv_free(t);
     return st;
 }
