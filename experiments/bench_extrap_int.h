@@ -1,7 +1,7 @@
 /* The length-extrapolation study's private header, shared by experiments/bench_extrap*.c only (bench_extrap.h is
  * the public one). Computing: bench_extrap.c (configuration, the series of a cell, what a cell evaluates, its numbers
- * in the cell file and read back); writing: bench_extrap_write.c (the study gathered from the cells, its tables,
- * pairs and figures). Prefix epar_bx_. */
+ * in the cell file and read back); the study gathered from the cells and its statistics: bench_extrap_study.c;
+ * writing: bench_extrap_write.c (its tables, pairs and figures). Prefix epar_bx_. */
 #ifndef EPAR_EXP_BENCH_EXTRAP_INT_H
 #define EPAR_EXP_BENCH_EXTRAP_INT_H
 
@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include "bench_extrap.h"
 #include "benchmark.h"
+#include "lib/stats.h"
 
 /* the index of benchmark task id in c->tasks (-1: none) */
 static inline int task_index(const struct epar_bench_cfg *c, const char *id)
@@ -93,5 +94,90 @@ struct cell_read {
 int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root, int t,
                       int m, int s, struct cell_read *r);
 void epar_bx_free_cell(struct cell_read *r);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the study gathered from the cells, and its statistics (bench_extrap_study.c)                       */
+
+#define NBIN (2 + EPAR_BX_MAX_BUCKETS)
+
+/* the lm study in memory: per series, seed, length: the bins (window, past L, buckets) */
+struct lm_series {
+    struct series s;
+    int m;                          /* mechanism index of its cells */
+    double *v;                      /* (S, NL, NBIN) bpc; NaN: absent */
+    double *ref, *H;                /* (S) b(1) (the window at the trained length of the series, or of the arm's base) and H */
+    int ft_steps;
+    double ft_tokens;
+    int present;                    /* any row read */
+};
+
+struct lm_study {
+    int n, S, NL, L;
+    const int *lengths;
+    struct lm_series *s;
+};
+
+/* the retrieval grid in memory: per series, seed, length: answers and correct ones by distance */
+struct ret_series {
+    struct series s;
+    int m;
+    long **correct, **scored;       /* (S * NL) arrays of D_e + 1, NULL: undefined */
+};
+
+struct ret_study {
+    int n, S, NL, L, t;
+    int lengths[EPAR_BENCH_MAX_EXTRAP];
+    struct ret_series *s;
+    double chance;
+};
+
+/* series i at length e, bin b across the seeds (lm_values; ok 0: undefined): the mean and sd of the bpc (mb, sb), of
+ * the lost-gain share (msh, ssh) and of the relative change (mr, sr), and the share's and change's paired intervals */
+struct lm_stats {
+    int ok;
+    double mb, sb, msh, ssh, mr, sr;
+    struct epar_stats_paired ps, pr;
+};
+
+/* series i at length e over distances [dlo, dhi] across the seeds (acc_values; nothing when not in_grid): the
+ * answers, whether every seed's accuracy is defined (ok), their mean, sd and paired interval */
+struct ret_stats {
+    long answers;
+    int ok;
+    double mean, sd;
+    struct epar_stats_paired pr;
+};
+
+int epar_bx_lm_study_build(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                           struct lm_study *d);
+void epar_bx_lm_study_free(struct lm_study *d);
+/* the bpc of series i, seed s, length e, bin b (0 window, 1 past L, 2.. buckets) */
+double *epar_bx_lmv(const struct lm_study *d, int i, int s, int e, int b);
+/* the series named name (-1: none) */
+int epar_bx_lm_find(const struct lm_study *d, const char *name);
+/* per seed: bpc of bin b at length e, and the lost-gain share (b - b(1)) / (H - b(1)) (and the relative change when rel
+ * is not NULL); 1 when every seed has both */
+int epar_bx_lm_values(const struct lm_study *d, int i, int e, int b, double *bpc, double *share, double *rel);
+/* a pair's side: a series, or "a|b|c" the per-seed mean of a group's (every member defined); 0: absent or undefined */
+int epar_bx_group_values(const struct lm_study *d, const char *name, int e, int b, double *bpc, double *share);
+/* does bin b exist at length T (training length L)? */
+int epar_bx_bin_exists(int b, int T, int L);
+/* series i at length e, bin b across the seeds */
+void epar_bx_lm_stats(const struct lm_study *d, int i, int e, int b, double level, struct lm_stats *x);
+int epar_bx_ret_study_build(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                            struct ret_study *d);
+void epar_bx_ret_study_free(struct ret_study *d);
+/* depth bins at length T of a needle: bin b of nb over P positions -> distances [dlo, dhi] */
+void epar_bx_depth_bin(int b, int nb, int P, int *dlo, int *dhi);
+/* per seed: the accuracy over distances [dlo, dhi] (NaN: no answer there, or undefined); returns the answers */
+long epar_bx_acc_values(const long *const *correct, const long *const *scored, int S, int stride, int dlo, int dhi,
+                        double *acc);
+/* series i at length e over distances [dlo, dhi] across the seeds */
+void epar_bx_ret_stats(const struct ret_study *d, int i, int e, int dlo, int dhi, int in_grid, double level,
+                       struct ret_stats *x);
+/* the per-seed paired difference x - y across the S seeds: 0 when a side is undefined, else its paired test at the
+ * level, mean and sample sd */
+int epar_bx_pair_stats(const double *x, const double *y, int S, double level, struct epar_stats_paired *pr, double *mean,
+                       double *sd);
 
 #endif

@@ -1,5 +1,5 @@
-/* The length-extrapolation study of epar benchmark: the study gathered from the cell files, its tables, pairs and
- * figures (bench_extrap.c: what a cell evaluates). */
+/* The length-extrapolation study of epar benchmark, the writer: its tables, pairs and figures from the study that
+ * bench_extrap_study.c gathers from the cell files and its statistics (bench_extrap.c: what a cell evaluates). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -17,186 +17,12 @@
 /* ------------------------------------------------------------------------------------------------ */
 /* tables                                                                                             */
 
-/* the lm study in memory: per series, seed, length: the bins (window, past L, buckets) */
-#define NBIN (2 + EPAR_BX_MAX_BUCKETS)
-struct lm_series {
-    struct series s;
-    int m;                          /* mechanism index of its cells */
-    double *v;                      /* (S, NL, NBIN) bpc; NaN: absent */
-    double *ref, *H;                /* (S) b(1) (the window at the trained length of the series, or of the arm's base) and H */
-    int ft_steps;
-    double ft_tokens;
-    int present;                    /* any row read */
-};
-
-struct lm_study {
-    int n, S, NL, L;
-    const int *lengths;
-    struct lm_series *s;
-};
-
-static double *lmv(const struct lm_study *d, int i, int s, int e, int b)
-{
-    return d->s[i].v + (((size_t)s * d->NL + e) * NBIN + b);
-}
-
-static int lm_find(const struct lm_study *d, const char *name)
-{
-    for (int i = 0; i < d->n; i++)
-        if (!strcmp(d->s[i].s.name, name)) return i;
-    return -1;
-}
-
 static int bin_name(int b, char *buf, size_t n)
 {
     if (b == 0) return snprintf(buf, n, "window");
     if (b == 1) return snprintf(buf, n, "past_L");
     int j = b - 2;
     return j == 0 ? snprintf(buf, n, "0-1") : snprintf(buf, n, "%d-%d", 1 << (j - 1), 1 << j);
-}
-
-/* the registry: the trained mechanisms' own series, then the variants, then the arms (of mechanisms with cells) */
-static int lm_study_build(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
-                          struct lm_study *d)
-{
-    const struct epar_bench_extrap *x = &c->extrap;
-    int t = task_index(c, x->lm_task), S = c->b.n_seeds, NL = c->b.n_extrap;
-    memset(d, 0, sizeof *d);
-    if (t < 0) return EPAR_OK;
-    d->S = S;
-    d->NL = NL;
-    d->L = c->tasks[t].task.length;
-    d->lengths = c->b.extrap;
-    int M = c->n_mech + x->n_extra, cap = M * (1 + x->n_variants + x->n_ft) + 1;
-    d->s = EPAR_CALLOC((size_t)cap, sizeof *d->s);
-    if (!d->s) return EPAR_ENOMEM;
-    for (int pass = 0; pass < 3; pass++)
-        for (int m = 0; m < M; m++) {
-            if (!epar_bx_has_cell(c, t, m)) continue;
-            struct series sv[EPAR_BX_MAX_SERIES];
-            int n = pass == 2 ? epar_bx_cell_arms(x, c->mech[m], sv, EPAR_BX_MAX_FT) : epar_bx_cell_series(x, c->mech[m], sv, EPAR_BX_MAX_SERIES);
-            for (int i = pass == 1 ? 1 : 0; i < (pass == 0 ? 1 : n) && d->n < cap; i++) {
-                struct lm_series *ls = &d->s[d->n++];
-                ls->s = sv[i];
-                ls->m = m;
-                ls->v = malloc((size_t)S * NL * NBIN * sizeof *ls->v);
-                ls->ref = malloc((size_t)S * sizeof *ls->ref);
-                ls->H = malloc((size_t)S * sizeof *ls->H);
-                if (!ls->v || !ls->ref || !ls->H) return epar_err_set(EPAR_ENOMEM, "out of memory");
-                for (size_t q = 0; q < (size_t)S * NL * NBIN; q++) ls->v[q] = NAN;
-                for (int q = 0; q < S; q++) ls->ref[q] = ls->H[q] = NAN;
-            }
-        }
-    /* the cells' rows */
-    int st = EPAR_OK;
-    for (int m = 0; m < M && !st; m++) {
-        if (!epar_bx_has_cell(c, t, m)) continue;
-        for (int s = 0; s < S && !st; s++) {
-            struct cell_read cr;
-            st = epar_bx_read_cell(c, plan, root, t, m, s, &cr);
-            for (int r = 0; !st && r < cr.study->n_lm; r++) {
-                const struct lm_row *row = &cr.study->lm[r];
-                int i = lm_find(d, row->series), e = -1;
-                for (int q = 0; q < NL; q++)
-                    if (d->lengths[q] == row->length) e = q;
-                if (i < 0 || e < 0 || d->s[i].m != m || !row->defined) continue;
-                struct lm_series *ls = &d->s[i];
-                ls->present = 1;
-                *lmv(d, i, s, e, 0) = row->bpc;
-                *lmv(d, i, s, e, 1) = row->past;
-                for (int j = 0; j < row->n_bucket && j < EPAR_BX_MAX_BUCKETS; j++) *lmv(d, i, s, e, 2 + j) = row->bucket[j];
-                if (row->ft_steps >= 0) {
-                    ls->ft_steps = row->ft_steps;
-                    ls->ft_tokens = row->ft_tokens;
-                }
-            }
-            for (int i = 0; !st && i < d->n; i++)
-                if (d->s[i].m == m) d->s[i].H[s] = cr.chance;
-            epar_bx_free_cell(&cr);
-        }
-    }
-    /* b(1): the series' window at the trained length, an arm's from the series it continues */
-    int e1 = -1;
-    for (int q = 0; q < NL; q++)
-        if (d->lengths[q] == d->L) e1 = q;
-    for (int i = 0; i < d->n && e1 >= 0; i++) {
-        int from = d->s[i].s.ft ? lm_find(d, d->s[i].s.base) : i;
-        for (int s = 0; s < S && from >= 0; s++) d->s[i].ref[s] = *lmv(d, from, s, e1, 0);
-    }
-    return st;
-}
-
-static void lm_study_free(struct lm_study *d)
-{
-    for (int i = 0; d->s && i < d->n; i++) {
-        free(d->s[i].v);
-        free(d->s[i].ref);
-        free(d->s[i].H);
-    }
-    free(d->s);
-    d->s = NULL;
-}
-
-/* per seed: bpc of bin b at length e, and the lost-gain share (b - b(1)) / (H - b(1)); 1 when every seed has both */
-static int lm_values(const struct lm_study *d, int i, int e, int b, double *bpc, double *share, double *rel)
-{
-    int ok = 1;
-    for (int s = 0; s < d->S; s++) {
-        const struct lm_series *ls = &d->s[i];
-        bpc[s] = *lmv(d, i, s, e, b);
-        share[s] = (bpc[s] - ls->ref[s]) / (ls->H[s] - ls->ref[s]);
-        if (rel) rel[s] = (bpc[s] - ls->ref[s]) / ls->ref[s];
-        ok &= isfinite(bpc[s]);
-    }
-    return ok;
-}
-
-/* a pair's side: a series, or "a|b|c" the per-seed mean of a group's (every member defined); 0: absent or undefined */
-static int group_values(const struct lm_study *d, const char *name, int e, int b, double *bpc, double *share)
-{
-    char g[64];
-    double x[EPAR_MAX_SEEDS], y[EPAR_MAX_SEEDS];
-    int n = 0, ok = 1;
-    snprintf(g, sizeof g, "%s", name);
-    for (int s = 0; s < d->S; s++) bpc[s] = share[s] = 0;
-    for (char *save = NULL, *m = strtok_r(g, "|", &save); m && ok; m = strtok_r(NULL, "|", &save)) {
-        int i = lm_find(d, m);
-        ok = i >= 0 && lm_values(d, i, e, b, x, y, NULL);
-        for (int s = 0; ok && s < d->S; s++) {
-            bpc[s] += x[s];
-            share[s] += y[s];
-        }
-        n++;
-    }
-    for (int s = 0; s < d->S; s++) {
-        bpc[s] = ok && n ? bpc[s] / n : NAN;
-        share[s] = ok && n ? share[s] / n : NAN;
-    }
-    return ok && n;
-}
-
-/* does bin b exist at length T (training length L)? */
-static int bin_exists(int b, int T, int L)
-{
-    return b == 0 || (b == 1 && T > L) || (b >= 2 && b - 2 < n_buckets(T, L));
-}
-
-/* series i at length e, bin b across the seeds (lm_values; ok 0: undefined): the mean and sd of the bpc (mb, sb), of
- * the lost-gain share (msh, ssh) and of the relative change (mr, sr), and the share's and change's paired intervals */
-struct lm_stats {
-    int ok;
-    double mb, sb, msh, ssh, mr, sr;
-    struct epar_stats_paired ps, pr;
-};
-static void lm_stats(const struct lm_study *d, int i, int e, int b, double level, struct lm_stats *x)
-{
-    double bpc[EPAR_MAX_SEEDS], sh[EPAR_MAX_SEEDS], rl[EPAR_MAX_SEEDS];
-    int ok = x->ok = lm_values(d, i, e, b, bpc, sh, rl);
-    epar_stats_paired(sh, ok ? d->S : 0, level, &x->ps);
-    epar_stats_paired(rl, ok ? d->S : 0, level, &x->pr);
-    epar_stats_mean_sd(bpc, ok ? (size_t)d->S : 0, &x->mb, &x->sb);
-    epar_stats_mean_sd(sh, ok ? (size_t)d->S : 0, &x->msh, &x->ssh);
-    epar_stats_mean_sd(rl, ok ? (size_t)d->S : 0, &x->mr, &x->sr);
 }
 
 /* the rows of series i, bin b (window, past_L) for the figure: first and last row index in the table */
@@ -214,13 +40,13 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
             if (i < EPAR_BX_MAX_SERIES * 3 && b < 2) fr->first[i][b] = fr->last[i][b] = -1;
             for (int e = 0; e < d->NL; e++) {
                 int T = d->lengths[e];
-                if (!bin_exists(b, T, d->L)) continue;
+                if (!epar_bx_bin_exists(b, T, d->L)) continue;
                 const struct lm_series *ls = &d->s[i];
                 int isft = ls->s.ft, at_ft = 0;
                 for (int q = 0; isft && q < c->extrap.n_ft_lengths; q++) at_ft |= c->extrap.ft_lengths[q] == T;
                 if (isft && !at_ft) continue;
                 struct lm_stats x;
-                lm_stats(d, i, e, b, c->level, &x);
+                epar_bx_lm_stats(d, i, e, b, c->level, &x);
                 int ok = x.ok;
                 if (!ok && b > 0) continue;   /* an undefined length is said once, in its window row */
                 int lo, hi;
@@ -245,146 +71,6 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
     return t;
 }
 
-/* the retrieval grid in memory: per series, seed, length: answers and correct ones by distance */
-struct ret_series {
-    struct series s;
-    int m;
-    long **correct, **scored;       /* (S * NL) arrays of D_e + 1, NULL: undefined */
-};
-
-struct ret_study {
-    int n, S, NL, L, t;
-    int lengths[EPAR_BENCH_MAX_EXTRAP];
-    struct ret_series *s;
-    double chance;
-};
-
-static void ret_study_free(struct ret_study *d)
-{
-    for (int i = 0; d->s && i < d->n; i++) {
-        for (int q = 0; q < d->S * d->NL; q++) {
-            free(d->s[i].correct[q]);
-            free(d->s[i].scored[q]);
-        }
-        free(d->s[i].correct);
-        free(d->s[i].scored);
-    }
-    free(d->s);
-    d->s = NULL;
-}
-
-static int ret_study_build(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
-                           struct ret_study *d)
-{
-    const struct epar_bench_extrap *x = &c->extrap;
-    int t = task_index(c, x->retrieval_task), S = c->b.n_seeds, NL = c->b.n_extrap;
-    memset(d, 0, sizeof *d);
-    d->chance = NAN;
-    if (t < 0) return EPAR_OK;
-    d->S = S;
-    d->NL = NL;
-    d->t = t;
-    d->L = c->tasks[t].task.length;
-    for (int e = 0; e < NL; e++) d->lengths[e] = c->b.extrap[e] / c->b.lm_length * d->L;
-    int M = c->n_mech + x->n_extra, cap = M * (1 + x->n_variants);
-    d->s = EPAR_CALLOC((size_t)cap + 1, sizeof *d->s);
-    if (!d->s) return EPAR_ENOMEM;
-    for (int pass = 0; pass < 2; pass++)
-        for (int m = 0; m < M; m++) {
-            if (!epar_bx_has_cell(c, t, m)) continue;
-            struct series sv[EPAR_BX_MAX_SERIES];
-            int n = epar_bx_cell_series(x, c->mech[m], sv, EPAR_BX_MAX_SERIES);
-            for (int i = pass; i < (pass == 0 ? 1 : n) && d->n < cap; i++) {
-                struct ret_series *rs = &d->s[d->n++];
-                rs->s = sv[i];
-                rs->m = m;
-                rs->correct = EPAR_CALLOC((size_t)S * NL, sizeof *rs->correct);
-                rs->scored = EPAR_CALLOC((size_t)S * NL, sizeof *rs->scored);
-                if (!rs->correct || !rs->scored) return EPAR_ENOMEM;
-            }
-        }
-    int st = EPAR_OK;
-    double ch = 0;
-    int nch = 0;
-    for (int m = 0; m < M && !st; m++) {
-        if (!epar_bx_has_cell(c, t, m)) continue;
-        for (int s = 0; s < S && !st; s++) {
-            struct cell_read cr;
-            st = epar_bx_read_cell(c, plan, root, t, m, s, &cr);
-            if (!st && isfinite(cr.chance)) {
-                ch += cr.chance;
-                nch++;
-            }
-            for (int r = 0; !st && r < cr.study->n_ret; r++) {
-                struct ret_row *row = &cr.study->ret[r];
-                int i = -1, e = -1;
-                for (int q = 0; q < d->n; q++)
-                    if (d->s[q].m == m && !strcmp(d->s[q].s.name, row->series)) i = q;
-                for (int q = 0; q < NL; q++)
-                    if (d->lengths[q] == row->length) e = q;
-                if (i < 0 || e < 0 || !row->defined || !row->correct || !row->scored || row->n_correct != row->n_scored)
-                    continue;
-                /* the arrays move from the cell's record into the study */
-                d->s[i].correct[s * NL + e] = row->correct;
-                d->s[i].scored[s * NL + e] = row->scored;
-                row->correct = row->scored = NULL;
-                row->n_correct = row->n_scored = 0;
-            }
-            epar_bx_free_cell(&cr);
-        }
-    }
-    d->chance = nch ? ch / nch : NAN;
-    return st;
-}
-
-/* depth bins at length T of a needle with `pairs` facts: positions p = 0 .. P - 1 of the fact (P = T - 3 pairs + 1 = the
- * largest distance), bin b of nb holds p in [ceil(b P / nb), ceil((b + 1) P / nb)); distance d = P - p */
-static void depth_bin(int b, int nb, int P, int *dlo, int *dhi)
-{
-    int plo = (int)(((long)b * P + nb - 1) / nb), phi = (int)(((long)(b + 1) * P + nb - 1) / nb) - 1;
-    *dlo = P - phi;
-    *dhi = P - plo;
-}
-
-/* per seed: the accuracy over distances [dlo, dhi] (NaN: no answer there, or undefined) */
-static long acc_values(const long *const *correct, const long *const *scored, int S, int stride, int dlo, int dhi,
-                       double *acc)
-{
-    long answers = 0;
-    for (int s = 0; s < S; s++) {
-        const long *cc = correct[(size_t)s * stride], *ss = scored[(size_t)s * stride];
-        long a = 0, b = 0;
-        for (int dd = dlo; cc && ss && dd <= dhi; dd++) {
-            a += cc[dd];
-            b += ss[dd];
-        }
-        acc[s] = cc && ss && b > 0 ? (double)a / b : NAN;
-        answers += b;
-    }
-    return answers;
-}
-
-/* series i at length e over distances [dlo, dhi] across the seeds (acc_values; nothing when not in_grid): the
- * answers, whether every seed's accuracy is defined (ok), their mean, sd and paired interval */
-struct ret_stats {
-    long answers;
-    int ok;
-    double mean, sd;
-    struct epar_stats_paired pr;
-};
-static void ret_stats(const struct ret_study *d, int i, int e, int dlo, int dhi, int in_grid, double level,
-                      struct ret_stats *x)
-{
-    double acc[EPAR_MAX_SEEDS];
-    x->answers = !in_grid ? 0 : acc_values((const long *const *)d->s[i].correct + e,
-                                           (const long *const *)d->s[i].scored + e, d->S, d->NL, dlo, dhi, acc);
-    int ok = in_grid;
-    for (int s = 0; s < d->S && ok; s++) ok = isfinite(acc[s]);
-    x->ok = ok;
-    epar_stats_mean_sd(acc, ok ? (size_t)d->S : 0, &x->mean, &x->sd);
-    epar_stats_paired(acc, ok ? d->S : 0, level, &x->pr);
-}
-
 static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct ret_study *d, int *grid_first,
                                     int *grid_last)
 {
@@ -398,9 +84,9 @@ static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct
                 int T = d->lengths[e], P = T - 3 * N + 1, bins = nb < P ? nb : P;
                 for (int b = pass ? -1 : 0; b < (pass ? 0 : nb); b++) {
                     int dlo = 1, dhi = P;
-                    if (b >= 0 && b < bins) depth_bin(b, bins, P, &dlo, &dhi);
+                    if (b >= 0 && b < bins) epar_bx_depth_bin(b, bins, P, &dlo, &dhi);
                     struct ret_stats x;
-                    ret_stats(d, i, e, dlo, dhi, b < bins, c->level, &x);
+                    epar_bx_ret_stats(d, i, e, dlo, dhi, b < bins, c->level, &x);
                     long answers = x.answers;
                     int ok = x.ok;
                     double m = x.mean, sd = x.sd;
@@ -427,17 +113,9 @@ static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct
 static int pair_row(struct epar_table *t, const struct epar_bench_cfg *c, const char *task, const char *a, const char *b,
                     const char *quantity, int T, int k, const char *bin, const double *x, const double *y, int S)
 {
-    double dlt[EPAR_MAX_SEEDS];
-    int ok = 1;
-    for (int s = 0; s < S; s++) {
-        dlt[s] = x[s] - y[s];
-        ok &= isfinite(dlt[s]);
-    }
-    if (!ok) return EPAR_OK;   /* undefined on either side: no row */
     struct epar_stats_paired pr;
-    epar_stats_paired(dlt, S, c->level, &pr);
     double m, sd;
-    epar_stats_mean_sd(dlt, (size_t)S, &m, &sd);
+    if (!epar_bx_pair_stats(x, y, S, c->level, &pr, &m, &sd)) return EPAR_OK;   /* undefined on either side: no row */
     return epar_csv_append(t, "ssssiisidddddd", task, a, b, quantity, T, k, bin, S, m, sd, pr.lo, pr.hi, pr.t, pr.p)
                ? EPAR_ENOMEM : EPAR_OK;
 }
@@ -474,10 +152,10 @@ static int grid_needle_pairs(const struct epar_bench_cfg *c, const struct epar_b
             for (int s = 0; s < S; s++) sized &= cr[w][s].n_correct > P && cr[w][s].n_scored > P;
         for (int b = -1; b < nb && !st && sized; b++) {
             int dlo = 1, dhi = P;
-            if (b >= 0) depth_bin(b, nb, P, &dlo, &dhi);
+            if (b >= 0) epar_bx_depth_bin(b, nb, P, &dlo, &dhi);
             double va[EPAR_MAX_SEEDS], vb[EPAR_MAX_SEEDS];
-            acc_values((const long *const *)cc[0], (const long *const *)ss[0], S, 1, dlo, dhi, va);
-            acc_values((const long *const *)cc[1], (const long *const *)ss[1], S, 1, dlo, dhi, vb);
+            epar_bx_acc_values((const long *const *)cc[0], (const long *const *)ss[0], S, 1, dlo, dhi, va);
+            epar_bx_acc_values((const long *const *)cc[1], (const long *const *)ss[1], S, 1, dlo, dhi, vb);
             char bn[16];
             snprintf(bn, sizeof bn, b < 0 ? "all" : "%d", b);
             st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "accuracy", T, 1, bn, va, vb, S);
@@ -500,10 +178,10 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
         for (int q = 0; lm->n && q < NBIN && !*st; q++)
             for (int e = 0; e < lm->NL && !*st; e++) {
                 int T = lm->lengths[e];
-                if (!bin_exists(q, T, lm->L)) continue;
+                if (!epar_bx_bin_exists(q, T, lm->L)) continue;
                 char bn[16];
                 bin_name(q, bn, sizeof bn);
-                if (!group_values(lm, a, e, q, ba, sa) || !group_values(lm, b, e, q, bb, sb)) continue;
+                if (!epar_bx_group_values(lm, a, e, q, ba, sa) || !epar_bx_group_values(lm, b, e, q, bb, sb)) continue;
                 *st = pair_row(t, c, x->lm_task, a, b, "bpc", T, T / lm->L, bn, ba, bb, lm->S);
                 if (!*st) *st = pair_row(t, c, x->lm_task, a, b, "share", T, T / lm->L, bn, sa, sb, lm->S);
             }
@@ -517,10 +195,10 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
             int T = rt->lengths[e], P = T - 3 * N + 1, nb = x->depth_bins < P ? x->depth_bins : P;
             for (int q = -1; q < nb && !*st; q++) {
                 int dlo = 1, dhi = P;
-                if (q >= 0) depth_bin(q, nb, P, &dlo, &dhi);
-                acc_values((const long *const *)rt->s[ra].correct + e, (const long *const *)rt->s[ra].scored + e, rt->S,
+                if (q >= 0) epar_bx_depth_bin(q, nb, P, &dlo, &dhi);
+                epar_bx_acc_values((const long *const *)rt->s[ra].correct + e, (const long *const *)rt->s[ra].scored + e, rt->S,
                            rt->NL, dlo, dhi, ba);
-                acc_values((const long *const *)rt->s[rb].correct + e, (const long *const *)rt->s[rb].scored + e, rt->S,
+                epar_bx_acc_values((const long *const *)rt->s[rb].correct + e, (const long *const *)rt->s[rb].scored + e, rt->S,
                            rt->NL, dlo, dhi, bb);
                 char bn[16];
                 snprintf(bn, sizeof bn, q < 0 ? "all" : "%d", q);
@@ -676,8 +354,8 @@ int epar_bx_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *
     struct fig_range fr;
     int gf[EPAR_MECH_COUNT * (EPAR_BX_MAX_SERIES + 1)], gl[EPAR_MECH_COUNT * (EPAR_BX_MAX_SERIES + 1)];
     struct epar_table *lt = NULL, *rtt = NULL, *pt = NULL;
-    int st = lm_study_build(c, plan, root, &lm);
-    if (!st) st = ret_study_build(c, plan, root, &rt);
+    int st = epar_bx_lm_study_build(c, plan, root, &lm);
+    if (!st) st = epar_bx_ret_study_build(c, plan, root, &rt);
     else memset(&rt, 0, sizeof rt);
     if (!st && lm.n && !(lt = lm_table(c, &lm, &fr))) st = epar_err_set(EPAR_ENOMEM, "out of memory");
     if (!st && rt.n && !(rtt = ret_table(c, &rt, gf, gl))) st = epar_err_set(EPAR_ENOMEM, "out of memory");
@@ -691,7 +369,7 @@ int epar_bx_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *
     epar_csv_free(lt);
     epar_csv_free(rtt);
     epar_csv_free(pt);
-    lm_study_free(&lm);
-    ret_study_free(&rt);
+    epar_bx_lm_study_free(&lm);
+    epar_bx_ret_study_free(&rt);
     return st;
 }
