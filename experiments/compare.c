@@ -491,16 +491,6 @@ done:
 
 /* ------------------------------------------------------------------ driver */
 
-/* mean and sample sd across seeds of the non-NaN x (NaN, NaN when none) */
-static void mean_sd_finite(const double *x, int n, double *m, double *s)
-{
-    int k = 0;
-    double buf[EPAR_MAX_SEEDS];
-    for (int i = 0; i < n; i++) if (!isnan(x[i])) buf[k++] = x[i];
-    if (k == 0) { *m = NAN; *s = NAN; }
-    else epar_stats_mean_sd(buf, (size_t)k, m, s);
-}
-
 /* ---- the run, in named steps: preflight, set up, iterate (one job per mechanism x seed), mechanism tables,
  * reference curves, patterns and masks, ablation, extrapolation, performer error, then speed and seed checks ---- */
 
@@ -596,10 +586,11 @@ static int cmp_mechanisms(struct cmp_run *c, struct epar_compare_result *res)
     res->rank_sd = res->rank + (size_t)K * EPAR_IMP_COUNT;
     res->flops = res->nan_items + K;
     for (int k = 0; k < K; k++) {
-        double x[EPAR_MAX_SEEDS];
+        double x[EPAR_MAX_SEEDS], tmp[EPAR_MAX_SEEDS];
         for (int q = 0; q < M_COUNT; q++) {
             for (int s = 0; s < S; s++) x[s] = R[((size_t)k * S + s) * M_COUNT + q];
-            mean_sd_finite(x, S, &res->mean[(size_t)k * M_COUNT + q], &res->sd[(size_t)k * M_COUNT + q]);
+            epar_stats_mean_sd_finite(x, 1, (size_t)S, 1, tmp, &res->mean[(size_t)k * M_COUNT + q],
+                                      &res->sd[(size_t)k * M_COUNT + q]);
         }
         double nan_items = 0;
         for (int s = 0; s < S; s++) nan_items += R[((size_t)k * S + s) * M_COUNT + M_RNAN];
@@ -685,10 +676,10 @@ static int cmp_ablation(struct cmp_run *c, struct epar_compare_result *res)
     }
     st = epar_err_carried(&carry);
     for (int a = 0; a < AB_COUNT && !st; a++) {
-        double x[EPAR_MAX_SEEDS];
+        double x[EPAR_MAX_SEEDS], tmp[EPAR_MAX_SEEDS];
         for (int q = 0; q < AM_COUNT; q++) {
             for (int s = 0; s < S; s++) x[s] = ab[s][a][q];
-            mean_sd_finite(x, S, &res->ab_mean[a][q], &res->ab_sd[a][q]);
+            epar_stats_mean_sd_finite(x, 1, (size_t)S, 1, tmp, &res->ab_mean[a][q], &res->ab_sd[a][q]);
         }
     }
     free(ab); free(ast);
@@ -727,10 +718,11 @@ static int cmp_extrapolation(struct cmp_run *c, struct epar_compare_result *res)
                     if (est[j0 + s]) snprintf(res->ex_note[row], sizeof res->ex_note[row], "%s", emsg[j0 + s]);
                 }
                 if (st) break;
-                double x[EPAR_MAX_SEEDS];
+                double x[EPAR_MAX_SEEDS], tmp[EPAR_MAX_SEEDS];
                 for (int q = 0; q < 4; q++) {
                     for (int s = 0; s < S; s++) x[s] = est[j0 + s] ? NAN : ex[(size_t)(j0 + s) * 4 + q];
-                    mean_sd_finite(x, S, &res->ex_mean[(size_t)row * 4 + q], &res->ex_sd[(size_t)row * 4 + q]);
+                    epar_stats_mean_sd_finite(x, 1, (size_t)S, 1, tmp, &res->ex_mean[(size_t)row * 4 + q],
+                                              &res->ex_sd[(size_t)row * 4 + q]);
                 }
             }
     free(ex); free(est); free(emsg);

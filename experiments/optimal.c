@@ -62,27 +62,6 @@ int epar_exp_optimal_parse_types(const char *list, struct epar_optimal_cfg *cfg)
     return EPAR_OK;
 }
 
-/* mean and population std (ddof = 0, as numpy's np.std) of the non-NaN x[k*stride], k < n; tmp is (n) */
-static void mean_std0(const double *x, size_t stride, size_t n, double *tmp, double *mean, double *sd)
-{
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!isnan(x[k * stride])) tmp[m++] = x[k * stride];
-    if (!m) { *mean = *sd = NAN; return; }
-    *mean = gsl_stats_mean(tmp, 1, m);
-    *sd = gsl_stats_sd_with_fixed_mean(tmp, 1, m, *mean);
-}
-
-/* mean and sample sd (NaN with one value) of the non-NaN entries: the spread across seeds */
-static void mean_sd1(const double *x, size_t stride, size_t n, double *tmp, double *mean, double *sd)
-{
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!isnan(x[k * stride])) tmp[m++] = x[k * stride];
-    if (!m) { *mean = *sd = NAN; return; }
-    epar_stats_mean_sd(tmp, m, mean, sd);
-}
-
 /* Run-level standard error of a per-seed mean over R runs, pooled over the S seeds: the run-to-run variance
  * of each seed (std0^2 R/(R-1), std0 with ddof 0) averaged, divided by R. The audit floors the across-seed sd
  * with it (a lucky small spread of few seeds cannot be smaller than the run noise every seed mean carries).
@@ -304,8 +283,8 @@ static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
             for (int f = 0; f < NF; f++)
                 for (int k = 0; k < NM; k++) {
                     size_t j0 = ((size_t)s * T + t) * R;
-                    mean_std0(c->out + (j0 * NF + f) * NM + k, (size_t)NF * NM, (size_t)R, tmp, &smean[IDX(s, t, f, k)],
-                              &sstd[IDX(s, t, f, k)]);
+                    epar_stats_mean_sd_finite(c->out + (j0 * NF + f) * NM + k, (size_t)NF * NM, (size_t)R, 0, tmp,
+                                              &smean[IDX(s, t, f, k)], &sstd[IDX(s, t, f, k)]);
                 }
     /* consistency_se_run of one seed: se_run of its runs alone, which the audit carries to an average over types */
     for (int s = 0; s < S; s++)
@@ -319,19 +298,19 @@ static int opt_reduce(struct opt_run *c, struct epar_optimal_result *res)
         for (int t = 0; t < T; t++)
             for (int k = 0; k < NM; k++) {
                 for (int s = 0; s < S; s++) col[s] = smean[IDX(s, t, f, k)];
-                mean_sd1(col, 1, (size_t)S, tmp, &res->am[f][t][k], &res->asd[f][t][k]);
+                epar_stats_mean_sd_finite(col, 1, (size_t)S, 1, tmp, &res->am[f][t][k], &res->asd[f][t][k]);
                 res->se[f][t][k] = se_run(&sstd[IDX(0, t, f, k)], (size_t)T * NF * NM, S, R);
                 if (f == mf) {
                     double dummy;
                     for (int s = 0; s < S; s++) col[s] = sstd[IDX(s, t, f, k)];
-                    mean_sd1(col, 1, (size_t)S, tmp, &res->stdm[t][k], &dummy);
+                    epar_stats_mean_sd_finite(col, 1, (size_t)S, 1, tmp, &res->stdm[t][k], &dummy);
                 }
             }
     res->avg_cons = res->avg_rank = 0.0;
     for (int t = 0; t < T; t++) {
         for (int s = 0; s < S; s++)
             col[s] = 0.6 * smean[IDX(s, t, mf, EPAR_OPT_CONS)] + 0.2 * (smean[IDX(s, t, mf, EPAR_OPT_RANK)] + 1.0);
-        mean_sd1(col, 1, (size_t)S, tmp, &res->perf[t], &res->perf_sd[t]);
+        epar_stats_mean_sd_finite(col, 1, (size_t)S, 1, tmp, &res->perf[t], &res->perf_sd[t]);
         res->cons[t] = res->am[mf][t][EPAR_OPT_CONS];
         res->cons_sd[t] = res->asd[mf][t][EPAR_OPT_CONS];
         res->rank[t] = res->am[mf][t][EPAR_OPT_RANK];
@@ -366,9 +345,9 @@ static int opt_paired(struct opt_run *c, struct epar_optimal_result *res)
             int f0 = epar_exp_optimal_pairs[p][0], f1 = epar_exp_optimal_pairs[p][1];
             double *pd = res->pd[p][t];
             for (int s = 0; s < S; s++) col[s] = smean[IDX(s, t, f0, EPAR_OPT_CONS)] - smean[IDX(s, t, f1, EPAR_OPT_CONS)];
-            mean_sd1(col, 1, (size_t)S, tmp, &pd[0], &pd[1]);
+            epar_stats_mean_sd_finite(col, 1, (size_t)S, 1, tmp, &pd[0], &pd[1]);
             for (int s = 0; s < S; s++) col[s] = smean[IDX(s, t, f0, EPAR_OPT_RANK)] - smean[IDX(s, t, f1, EPAR_OPT_RANK)];
-            mean_sd1(col, 1, (size_t)S, tmp, &pd[2], &pd[3]);
+            epar_stats_mean_sd_finite(col, 1, (size_t)S, 1, tmp, &pd[2], &pd[3]);
             double dstd[2][EPAR_MAX_SEEDS];
             for (int k = 0; k < 2; k++) {
                 int km = k ? EPAR_OPT_RANK : EPAR_OPT_CONS;
@@ -377,7 +356,7 @@ static int opt_paired(struct opt_run *c, struct epar_optimal_result *res)
                     double dm;
                     for (int r = 0; r < R; r++)
                         diff[r] = out[((j0 + r) * NF + f0) * NM + km] - out[((j0 + r) * NF + f1) * NM + km];
-                    mean_std0(diff, 1, (size_t)R, tmp2, &dm, &dstd[k][s]);
+                    epar_stats_mean_sd_finite(diff, 1, (size_t)R, 0, tmp2, &dm, &dstd[k][s]);
                 }
                 res->pd_se[p][t][k] = se_run(dstd[k], 1, S, R);
             }

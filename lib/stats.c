@@ -11,6 +11,22 @@ void epar_stats_mean_sd(const double *x, size_t n, double *mean, double *sd)
     *sd = n > 1 ? gsl_stats_sd_m(x, 1, n, *mean) : NAN;
 }
 
+void epar_stats_mean_sd_finite(const double *x, size_t stride, size_t n, int ddof, double *scratch, double *mean,
+                               double *sd)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!isnan(x[k * stride])) scratch[m++] = x[k * stride];
+    if (!m) {
+        *mean = *sd = NAN;
+    } else if (ddof) {
+        epar_stats_mean_sd(scratch, m, mean, sd);
+    } else {
+        *mean = gsl_stats_mean(scratch, 1, m);
+        *sd = gsl_stats_sd_with_fixed_mean(scratch, 1, m, *mean);
+    }
+}
+
 double epar_stats_quantile(double level, int df)
 {
     double p = 0.5 + level / 2;

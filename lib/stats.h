@@ -12,6 +12,11 @@
 /* mean and sample sd (n - 1) of x (n): the spread across seeds, used everywhere one is reported. sd is NaN when n < 2
  * (one seed has no spread: a claim judged by spread then says so instead of demanding equality); both NaN when n = 0 */
 void epar_stats_mean_sd(const double *x, size_t n, double *mean, double *sd);
+/* the same over the non-NaN values x[k * stride], k < n (the ones an experiment could not measure left out, stated
+ * where it is used); ddof 1: the sample sd as epar_stats_mean_sd, ddof 0: the population sd (numpy's np.std, the
+ * reference's spread over runs; 0 with one value). Both NaN when no value is left. scratch: (n) */
+void epar_stats_mean_sd_finite(const double *x, size_t stride, size_t n, int ddof, double *scratch, double *mean,
+                               double *sd);
 
 /* the two-sided quantile of `level`: t_{(1+level)/2, df}, or the normal's when df <= 0 */
 double epar_stats_quantile(double level, int df);

@@ -24,6 +24,20 @@ static void test_mean_sd(void)
     check_true(m == 1 && isnan(sd), "one value: its mean, no sd");
     epar_stats_mean_sd(x, 0, &m, &sd);
     check_true(isnan(m) && isnan(sd), "no value: NaN");
+    /* the non-NaN values at a stride: {1, 3, 4} of the columns of a (4, 2) block */
+    const double y[8] = {1, -1, NAN, -1, 3, -1, 4, -1};
+    double tmp[4];
+    epar_stats_mean_sd_finite(y, 2, 4, 1, tmp, &m, &sd);
+    check_rel(m, 8.0 / 3, 1e-15, "finite: mean of the non-NaN values");
+    check_rel(sd, sqrt(7.0 / 3), 1e-15, "finite: their sample sd");
+    epar_stats_mean_sd_finite(y, 2, 4, 0, tmp, &m, &sd);
+    check_rel(sd, sqrt(14.0 / 9), 1e-15, "finite, ddof 0: their population sd");
+    epar_stats_mean_sd_finite(y + 1, 2, 4, 0, tmp, &m, &sd);
+    check_true(m == -1 && sd == 0, "finite, ddof 0: constant values have sd 0");
+    epar_stats_mean_sd_finite(y, 4, 1, 0, tmp, &m, &sd);
+    check_true(m == 1 && sd == 0, "finite, ddof 0: one value has sd 0");
+    epar_stats_mean_sd_finite(y + 2, 2, 1, 1, tmp, &m, &sd);
+    check_true(isnan(m) && isnan(sd), "finite: only NaN gives NaN");
 }
 
 static void test_holm(void)
