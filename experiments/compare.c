@@ -636,10 +636,12 @@ static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
     int Lt = res->table_length = cfg->table_length;
     res->fixed = EPAR_MALLOC((size_t)EPAR_CMP_NFIXED * Lt * Lt * sizeof *res->fixed);
     res->n_masks = EPAR_CALLOC((size_t)K, sizeof *res->n_masks);
-    int any = 0;
-    for (int k = 0; k < K; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK;
-    res->masks = any ? EPAR_CALLOC((size_t)K * 2 * LL, 1) : NULL;
-    if (!res->fixed || !res->n_masks || (any && !res->masks)) return EPAR_ENOMEM;
+    res->mask_slot = EPAR_MALLOC((size_t)K * sizeof *res->mask_slot);
+    if (!res->fixed || !res->n_masks || !res->mask_slot) return EPAR_ENOMEM;
+    int slots = 0;
+    for (int k = 0; k < K; k++) res->mask_slot[k] = epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK ? slots++ : -1;
+    res->masks = slots ? EPAR_CALLOC((size_t)slots * 2 * LL, 1) : NULL;
+    if (slots && !res->masks) return EPAR_ENOMEM;
     for (int f = 0; f < EPAR_CMP_NFIXED; f++)
         epar_mech_fixed_pattern(epar_compare_fixed_pattern[f], Lt, res->fixed + (size_t)f * Lt * Lt);
     for (int k = 0; k < K; k++) {
@@ -650,7 +652,7 @@ static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
         res->n_masks[k] = m.mask2 ? 2 : 1;
         for (int pass = 0; pass < res->n_masks[k]; pass++) {
             const unsigned char *M = pass ? m.mask2 : m.mask;
-            unsigned char *out = res->masks + ((size_t)k * 2 + pass) * LL;
+            unsigned char *out = res->masks + ((size_t)res->mask_slot[k] * 2 + pass) * LL;
             for (int i = 0; i < L; i++)
                 for (int j = 0; j < L; j++) out[(size_t)i * L + j] = M[(size_t)i * L + j] && (!cfg->causal || j <= i);
         }
@@ -776,7 +778,7 @@ int epar_exp_compare_run(const struct epar_compare_cfg *cfg, struct epar_compare
 void epar_exp_compare_free(struct epar_compare_result *res)
 {
     free(res->mean); free(res->sd); free(res->cons); free(res->nan_items); free(res->heat); free(res->fixed);
-    free(res->masks); free(res->n_masks); free(res->ex_mean); free(res->ex_sd); free(res->ex_note);
+    free(res->masks); free(res->n_masks); free(res->mask_slot); free(res->ex_mean); free(res->ex_sd); free(res->ex_note);
     free(res->performer); free(res->speed.row); free(res->checks.row);
     memset(res, 0, sizeof *res);
 }

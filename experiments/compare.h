@@ -93,8 +93,9 @@ struct epar_compare_result {
                                              * bidirectional (d = -256..256, 32 buckets) */
     int table_length;
     double *fixed;                          /* (EPAR_CMP_NFIXED, table_length^2) the fixed patterns' weights */
-    unsigned char *masks;                   /* (K,2,L,L) allowed pairs of the mask mechanisms (causal: j <= i) */
     int *n_masks;                           /* (K) 0 (not a mask), 1 (mask) or 2 (local and step) */
+    int *mask_slot;                         /* (K) the mask mechanism's slot in masks (-1: not a mask) */
+    unsigned char *masks;                   /* (slots,2,L,L) allowed pairs of the mask mechanisms (causal: j <= i) */
     double ab_mean[EPAR_CMP_NAB][EPAR_CMP_NAM], ab_sd[EPAR_CMP_NAB][EPAR_CMP_NAM]; /* ablation across seeds */
     int n_factors;
     double *ex_mean, *ex_sd;                /* (NEXTRAP,2,n_factors,4) entropy, normalised entropy, mean distance,

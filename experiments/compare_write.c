@@ -328,7 +328,7 @@ static int cmp_pattern_tables(const struct epar_compare_cfg *cfg, const struct e
     }
     for (int k = 0; k < res->K; k++)
         for (int pass = 0; pass < res->n_masks[k]; pass++) {
-            const unsigned char *M = res->masks + ((size_t)k * 2 + pass) * L * L;
+            const unsigned char *M = res->masks + ((size_t)res->mask_slot[k] * 2 + pass) * L * L;
             const char *mn = res->n_masks[k] == 2 ? (pass ? "step" : "local") : "mask";
             for (int i = 0; i < L; i++)
                 for (int j = 0; j < L; j++)
