@@ -747,15 +747,18 @@ static int write_text(struct epar_out *o, const char *name, const char *text)
 /* run.json: the common fields, the sweeps, the draws and the paper's parameters */
 #define SC struct epar_sensitivity_cfg
 static const struct epar_field sweep_rows[] = {
-    EPAR_FIELD_LIST_(SC, "alpha_values", EPAR_FIELD_DLIST, alpha_values, n_alpha, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "beta_values", EPAR_FIELD_DLIST, beta_values, n_beta, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "gamma_values", EPAR_FIELD_DLIST, gamma_values, n_gamma, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_END_};
+    {.key = "alpha_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, alpha_values),
+     .count_offset = offsetof(SC, n_alpha), .max = EPAR_MAX_LIST},
+    {.key = "beta_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, beta_values),
+     .count_offset = offsetof(SC, n_beta), .max = EPAR_MAX_LIST},
+    {.key = "gamma_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, gamma_values),
+     .count_offset = offsetof(SC, n_gamma), .max = EPAR_MAX_LIST},
+    {0}};
 static const struct epar_field paper_rows[] = {
-    EPAR_FIELD_(SC, "alpha", EPAR_FIELD_DOUBLE, paper_alpha, 0),
-    EPAR_FIELD_(SC, "beta", EPAR_FIELD_DOUBLE, paper_beta, 0),
-    EPAR_FIELD_(SC, "gamma", EPAR_FIELD_DOUBLE, paper_gamma, 0),
-    EPAR_FIELD_END_};
+    {.key = "alpha", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_alpha)},
+    {.key = "beta", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_beta)},
+    {.key = "gamma", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_gamma)},
+    {0}};
 #undef SC
 
 static int write_run_json(const struct epar_sensitivity_cfg *cfg, struct epar_out *o, const char *protocol_path)
