@@ -140,7 +140,7 @@ static int read_model_keys(const struct epar_protocol *p, json_t *obj, const cha
     return EPAR_OK;
 }
 
-void epar_protocol_hash(json_t *root, char out[32])
+static void protocol_hash(json_t *root, char out[32])
 {
     json_t *copy = json_copy(root); /* shallow: only the top-level "claims" key is removed */
     if (copy) { /* what judges runs, not what makes them */
@@ -231,7 +231,7 @@ int epar_protocol_load(const char *path, struct epar_protocol *p)
     }
     json_t *claims = json_object_get(p->root, "claims");
     if (claims && !json_is_array(claims)) { st = perr(p, "$.claims", "expected an array"); goto fail; }
-    epar_protocol_hash(p->root, p->hash);
+    protocol_hash(p->root, p->hash);
     return EPAR_OK;
 fail:
     json_decref(p->root);
@@ -257,58 +257,6 @@ int epar_protocol_check_keys(const struct epar_protocol *p, const char *experime
     char jp[256];
     snprintf(jp, sizeof jp, "$.experiments.%s", experiment);
     return check_keys(p, s, jp, common_keys, allowed);
-}
-
-#define SECTION_VALUE(key)                                                  \
-    json_t *s = epar_protocol_section(p, experiment);                       \
-    json_t *v = s ? json_object_get(s, key) : NULL;                         \
-    if (!v) return EPAR_OK;                                                 \
-    char jp[512];                                                           \
-    snprintf(jp, sizeof jp, "$.experiments.%s.%s", experiment, key)
-
-int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
-                          int lo, int hi)
-{
-    SECTION_VALUE(key);
-    return read_int(p, v, jp, out, lo, hi);
-}
-
-/* a non-empty array of at most max finite numbers */
-static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n);
-
-int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
-                            double *out, int max, int *n)
-{
-    SECTION_VALUE(key);
-    return read_dlist(p, v, jp, out, max, n);
-}
-
-static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n)
-{
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > (size_t)max) {
-        char w[96];
-        snprintf(w, sizeof w, "expected a non-empty array of at most %d numbers", max);
-        return perr(p, jp, w);
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(v, i, e) {
-        char ep[560];
-        snprintf(ep, sizeof ep, "%s[%zu]", jp, i);
-        if (!json_is_number(e) || !isfinite(json_number_value(e))) return perr(p, ep, "expected a finite number");
-        out[i] = json_number_value(e);
-    }
-    *n = (int)json_array_size(v);
-    return EPAR_OK;
-}
-
-int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
-                             const char **out)
-{
-    SECTION_VALUE(key);
-    if (!json_is_string(v)) return perr(p, jp, "expected a string");
-    *out = json_string_value(v);
-    return EPAR_OK;
 }
 
 int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath,
@@ -646,6 +594,45 @@ int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char
     return EPAR_OK;
 }
 
+/* ---- getters: one row on experiments.<experiment> ---- */
+
+static int section_row(const struct epar_protocol *p, const char *experiment, struct epar_field row, void *base)
+{
+    char jp[256];
+    snprintf(jp, sizeof jp, "$.experiments.%.200s", experiment);
+    const struct epar_field f[2] = {row, {0}};
+    return read_fields(p, epar_protocol_section(p, experiment), jp, f, base);
+}
+
+int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
+                          int lo, int hi)
+{
+    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_INT, .lo = lo, .hi = hi}, out);
+}
+
+int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
+                            double *out, int max, int *n)
+{
+    struct dlist_in {
+        double v[EPAR_MAX_LIST];
+        int n;
+    } list = {.n = -1};
+    int st = section_row(p, experiment,
+                         (struct epar_field){.key = key, .type = EPAR_FIELD_DLIST, .count_offset = offsetof(struct dlist_in, n),
+                                             .max = max < EPAR_MAX_LIST ? max : EPAR_MAX_LIST},
+                         &list);
+    if (st || list.n < 0) return st;
+    memcpy(out, list.v, (size_t)list.n * sizeof *out);
+    *n = list.n;
+    return EPAR_OK;
+}
+
+int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
+                             const char **out)
+{
+    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_STRING}, out);
+}
+
 void epar_fields_reader(struct epar_protocol *rd, const char *path, const char *kind, int saved)
 {
     memset(rd, 0, sizeof *rd);
@@ -814,21 +801,8 @@ int epar_fields_loadb(const void *text, size_t len, const char *kind, const char
     return load_root(root, &je, kind, path, f, base, doc);
 }
 
-int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags)
-{
-    json_t *j = f ? epar_fields_json(f, base, NULL) : json_object();
-    int bad = !j || (extra && json_object_update(j, extra));
-    json_decref(extra);
-    if (bad) {
-        json_decref(j);
-        return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
-    }
-    int st = epar_fields_dump(path, j, json_flags);
-    json_decref(j);
-    return st;
-}
-
-int epar_fields_dump(const char *path, const json_t *j, size_t json_flags)
+/* j as the file path (lib/outdir's checked writer) */
+static int dump_file(const char *path, const json_t *j, size_t json_flags)
 {
     struct epar_out_file w;
     FILE *f = epar_out_fopen(&w, path);
@@ -839,6 +813,21 @@ int epar_fields_dump(const char *path, const json_t *j, size_t json_flags)
     }
     return epar_out_fclose(&w);
 }
+
+int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags)
+{
+    json_t *j = f ? epar_fields_json(f, base, NULL) : json_object();
+    int bad = !j || (extra && json_object_update(j, extra));
+    json_decref(extra);
+    if (bad) {
+        json_decref(j);
+        return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
+    }
+    int st = dump_file(path, j, json_flags);
+    json_decref(j);
+    return st;
+}
+
 
 /* compact sorted JSON of v (any value) into out, truncated */
 static void dump_into(const json_t *v, char *out, size_t n)

@@ -42,11 +42,10 @@ struct epar_params {
                              * protocol's own run or not (the audit marks claims read from another run stale) */
 };
 
+/* Load and check path (p->hash: the protocol's fingerprint, FNV-1a 64 of its canonical JSON, sorted keys and compact,
+ * with "claims", "audit" and "reference_defects" left out, so editing a claim does not make the experiments' runs
+ * stale, while any change of a preset, size, sweep or seed does). */
 int epar_protocol_load(const char *path, struct epar_protocol *p);
-/* The protocol's fingerprint: FNV-1a 64 of its canonical JSON (sorted keys, compact) with the "claims" array
- * left out, so editing a claim does not make the experiments' runs stale, while any change of a preset, size,
- * sweep or seed does. Filled by epar_protocol_load into p->hash. */
-void epar_protocol_hash(json_t *root, char out[32]);
 void epar_protocol_free(struct epar_protocol *p);
 
 /* The key of obj nearest to name ("did you mean", lib/err epar_nearest; comment keys "_..." aside), NULL if none */
@@ -81,8 +80,9 @@ int epar_params_validate(const struct epar_params *prm);
 /* The params as a JSON object (for run.json). */
 json_t *epar_params_json(const struct epar_params *prm);
 
-/* Typed getters on experiments.<experiment>.<key> for the sections not read by rows yet: absent -> *out unchanged
- * and EPAR_OK; a value of another type or out of range is the protocol error naming its path. */
+/* Typed getters on experiments.<experiment>.<key> for the sections not read by rows yet (each reads one row as
+ * epar_protocol_obj_fields does; get_int's range is [lo, hi], not both 0): absent -> *out unchanged and EPAR_OK; a
+ * value of another type or out of range is the protocol error naming its path. */
 int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
                           int lo, int hi);
 int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
@@ -171,11 +171,9 @@ json_t *epar_fields_json(const struct epar_field *f, const void *base, json_t *i
  * for run.json's lists that are not a struct's member; NULL: out of memory. */
 json_t *epar_fields_array(enum epar_field_type list_type, const void *v, int n);
 /* Write the rows of base (f may be NULL: none) and then the keys of extra (stolen, may be NULL; a key already written
- * keeps its place and takes extra's value) as the JSON file path, keys in order, formatted by json_flags (below).
- * EPAR_EIO naming path. */
+ * keeps its place and takes extra's value) as the JSON file path, keys in order, formatted by json_flags (below), by
+ * lib/outdir's checked writer (all or nothing). EPAR_EIO naming path and the reason. */
 int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags);
-/* Write the JSON value j as the file path (lib/outdir's checked writer: all or nothing, EPAR_EIO with the reason). */
-int epar_fields_dump(const char *path, const json_t *j, size_t json_flags);
 /* json_flags of epar_fields_save: run.json and inspect.json (indented by 2); records read back by epar (cell.json:
  * every double to 17 digits, so what is read back is what was computed) */
 #define EPAR_SAVE_RUN (JSON_INDENT(2) | JSON_PRESERVE_ORDER)

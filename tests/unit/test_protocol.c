@@ -258,6 +258,55 @@ static void test_saved(void)
     json_decref(j);
 }
 #undef SV
+
+/* ranges: a list's per-element range (DLIST by POSITIVE/NONNEG, ILIST by lo, hi), a row without one (any value of
+ * its C type), defaults of every scalar row */
+struct ranged {
+    double v[4], d;
+    int nv, iv[3], niv, i, k;
+    long l;
+};
+#define RG struct ranged
+static const struct epar_field ranged_rows[] = {
+    {.key = "v", .type = EPAR_FIELD_DLIST, .offset = offsetof(RG, v), .count_offset = offsetof(RG, nv), .max = 4,
+     .flags = EPAR_FIELD_POSITIVE},
+    {.key = "iv", .type = EPAR_FIELD_ILIST, .offset = offsetof(RG, iv), .count_offset = offsetof(RG, niv), .max = 3,
+     .lo = 1, .hi = 9},
+    {.key = "d", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RG, d), .def = 0.5},
+    {.key = "i", .type = EPAR_FIELD_INT, .offset = offsetof(RG, i), .def = 3},
+    {.key = "k", .type = EPAR_FIELD_INT, .offset = offsetof(RG, k)},
+    {.key = "l", .type = EPAR_FIELD_LONG, .offset = offsetof(RG, l)},
+    {0}};
+#undef RG
+
+static void test_ranges(void)
+{
+    struct epar_protocol p = {.path = "r.json"};
+    struct ranged r = {.k = 7};
+    epar_fields_defaults(ranged_rows, &r);
+    check_true(r.d == 0.5 && r.i == 3 && r.k == 0, "defaults: every scalar row's def, 0 when it gives none");
+    json_t *o = json_loads("{\"v\":[0.5,2],\"iv\":[1,9],\"d\":-1e300,\"i\":-2147483648,\"l\":-9000000000}", 0,
+                           NULL);
+    check_int(epar_protocol_obj_fields(&p, o, "$.x", ranged_rows, &r), EPAR_OK, "ranges: good values: %s",
+              epar_err_message());
+    check_true(r.nv == 2 && r.v[1] == 2 && r.niv == 2 && r.iv[1] == 9 && r.d == -1e300 && r.i == -2147483647 - 1 &&
+                   r.l == -9000000000L,
+               "ranges: lists read; rows without a range take any value of their type");
+    json_decref(o);
+    const char *bad[][2] = {{"{\"v\":[1,0]}", "$.x.v[1]: expected a number > 0, got 0"},
+                            {"{\"v\":[1,\"a\"]}", "$.x.v[1]: expected a finite number"},
+                            {"{\"v\":[1,2,3,4,5]}", "$.x.v: expected a non-empty array of at most 4 elements"},
+                            {"{\"iv\":[3,10]}", "$.x.iv[1]: expected an integer in [1, 9], got 10"},
+                            {"{\"i\":2147483648}", "$.x.i: expected an integer in [-2147483648, 2147483647]"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        o = json_loads(bad[k][0], 0, NULL);
+        check_int(epar_protocol_obj_fields(&p, o, "$.x", ranged_rows, &r), EPAR_EPROTOCOL, "ranges: bad %zu", k);
+        check_true(strstr(epar_err_message(), bad[k][1]) != NULL, "ranges: bad %zu names '%s': %s", k, bad[k][1],
+                   epar_err_message());
+        json_decref(o);
+    }
+}
+
 static void test_map_closed(void);
 
 int main(void)
@@ -312,6 +361,7 @@ int main(void)
     check_int(epar_protocol_load("/nonexistent/p.json", &p), EPAR_EIO, "missing protocol -> EPAR_EIO");
     test_records();
     test_saved();
+    test_ranges();
     test_map_closed();
     cleanup();
     return check_summary("test_protocol");
