@@ -404,8 +404,9 @@ static const struct epar_field lm_row_rows[] = {
     {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(LR, defined), .flags = EPAR_FIELD_REQUIRED},
     {.key = "bpc", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, bpc), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "past_train_length", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, past), .flags = EPAR_FIELD_OPTIONAL},
-    {.key = "buckets", .type = EPAR_FIELD_DLIST, .offset = offsetof(LR, bucket), .count_offset = offsetof(LR, n_bucket),
-     .max = EPAR_BX_MAX_BUCKETS, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
+    {.key = "buckets", .type = EPAR_FIELD_DLIST, .offset = offsetof(LR, bucket),
+     .count_offset = offsetof(LR, n_bucket), .max = EPAR_BX_MAX_BUCKETS,
+     .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
     {.key = "tokens", .type = EPAR_FIELD_LONG, .offset = offsetof(LR, tokens), .lo = 0, .hi = 1e15,
      .flags = EPAR_FIELD_OPTIONAL},
     {.key = "finetune_steps", .type = EPAR_FIELD_INT, .offset = offsetof(LR, ft_steps), .lo = 0, .hi = 1 << 30,
@@ -430,7 +431,8 @@ static const struct epar_field ret_row_rows[] = {
 
 #define SR struct study_rec
 static const struct epar_field study_rows[] = {
-    {.key = "cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SR, cpu_seconds), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SR, cpu_seconds),
+     .flags = EPAR_FIELD_OPTIONAL},
     {.key = "lm", .type = EPAR_FIELD_OLIST, .offset = offsetof(SR, lm), .count_offset = offsetof(SR, n_lm),
      .max = BX_MAX_ROWS, .stride = sizeof(struct lm_row), .sub = lm_row_rows,
      .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},

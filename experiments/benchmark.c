@@ -74,8 +74,8 @@ static const struct epar_field budget_fields[] = {
      .flags = EPAR_FIELD_REQUIRED, .help = "length of the cost cell"},
     {.key = "cost_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_repeats), .lo = 1, .hi = 4000,
      .flags = EPAR_FIELD_REQUIRED, .help = "least blocks of adjacent step pairs of the cost cell"},
-    {.key = "cost_max_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_max_repeats), .lo = 1, .hi = 4000,
-     .flags = EPAR_FIELD_REQUIRED, .help = "most blocks of the cost cell"},
+    {.key = "cost_max_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_max_repeats), .lo = 1,
+     .hi = 4000, .flags = EPAR_FIELD_REQUIRED, .help = "most blocks of the cost cell"},
     {.key = "cost_generation", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_generation), .lo = 1, .hi = 4000,
      .flags = EPAR_FIELD_REQUIRED, .help = "blocks of the cost cell between fresh set-ups of its models"},
     {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.lr),
@@ -113,6 +113,20 @@ struct task_read {
     int eval_sequences;
     struct epar_task_cfg opt;
 };
+/* the task options' rows, in the struct S at its member m (a struct epar_task_cfg) */
+#define TASK_OPTIONS_(S, m)                                                                                           \
+    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.pairs), .lo = 1, .hi = 1 << 20,                  \
+     .help = "facts per sequence"},                                                                                   \
+    {.key = "queries", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.queries), .lo = 0, .hi = 1 << 20,              \
+     .help = "questions per sequence"},                                                                               \
+    {.key = "keys", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.keys), .lo = 1, .hi = 1 << 20,                    \
+     .help = "key vocabulary (32)"},                                                                                  \
+    {.key = "values", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.values), .lo = 1, .hi = 1 << 20,                \
+     .help = "values (32)"},                                                                                          \
+    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(S, m.noise), .flags = EPAR_FIELD_NONNEG,           \
+     .help = "share of noisy tokens"},                                                                                \
+    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(S, m.shuffle),                                     \
+     .help = "non-sequential: positions shuffled"}
 #define TR struct task_read
 static const struct epar_field task_fields[] = {
     {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, id), .flags = EPAR_FIELD_REQUIRED},
@@ -122,62 +136,17 @@ static const struct epar_field task_fields[] = {
     {.key = "length", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, length), .flags = EPAR_FIELD_REQUIRED},
     {.key = "primary", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, primary),
      .help = "final, final_loss, curve, curve_loss or online_loss (default final)"},
-    {.key = "steps_scale", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TR, steps_scale), .flags = EPAR_FIELD_POSITIVE,
-     .help = "the task's steps: the budget's times this (default 1)"},
+    {.key = "steps_scale", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TR, steps_scale),
+     .flags = EPAR_FIELD_POSITIVE, .help = "the task's steps: the budget's times this (default 1)"},
     {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TR, eval_sequences), .lo = 1, .hi = 1000000,
      .help = "its evaluation set (default: the budget's)"},
     {.key = "lr_family", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, lr_family),
      .help = "tasks whose learning rates are chosen together (default: its id)"},
-    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(TR, opt.pairs), .lo = 1, .hi = 1 << 20,
-     .help = "facts per sequence"}, {.key = "queries",
-                                                                                .type = EPAR_FIELD_INT,
-                                                                                .offset = offsetof(TR, opt.queries),
-                                                                                .lo = 0, .hi = 1 << 20,
-                                                                                .help = "questions per sequence"}, {.key = "keys",
-                                                                                                                                                                   .type = EPAR_FIELD_INT,
-                                                                                                                                                                   .offset = offsetof(TR, opt.keys),
-                                                                                                                                                                   .lo = 1,
-                                                                                                                                                                   .hi = 1 << 20,
-                                                                                                                                                                   .help = "key vocabulary (32)"}, {.key = "values",
-                                                                                                                                                                                                                                             .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                             .offset = offsetof(TR, opt.values),
-                                                                                                                                                                                                                                             .lo = 1,
-                                                                                                                                                                                                                                             .hi = 1 << 20,
-                                                                                                                                                                                                                                             .help = "values (32)"}, {.key = "noise",
-                                                                                                                                                                                                                                                                                                                   .type = EPAR_FIELD_DOUBLE,
-                                                                                                                                                                                                                                                                                                                   .offset = offsetof(TR, opt.noise),
-                                                                                                                                                                                                                                                                                                                   .flags = EPAR_FIELD_NONNEG,
-                                                                                                                                                                                                                                                                                                                   .help = "share of noisy tokens"}, {.key = "shuffle",
-                                                                                                                                                                                                                                                                                                                                                                                           .type = EPAR_FIELD_BOOL,
-                                                                                                                                                                                                                                                                                                                                                                                           .offset = offsetof(TR, opt.shuffle),
-                                                                                                                                                                                                                                                                                                                                                                                           .help = "non-sequential: positions shuffled"},
+    TASK_OPTIONS_(TR, opt),
     {0}};
 #undef TR
-static const struct epar_field task_options[] = {{.key = "pairs", .type = EPAR_FIELD_INT,
-                                                  .offset = offsetof(struct epar_bench_task, task.pairs), .lo = 1,
-                                                  .hi = 1 << 20, .help = "facts per sequence"}, {.key = "queries",
-                                                                                                                                                  .type = EPAR_FIELD_INT,
-                                                                                                                                                  .offset = offsetof(struct epar_bench_task, task.queries),
-                                                                                                                                                  .lo = 0,
-                                                                                                                                                  .hi = 1 << 20,
-                                                                                                                                                  .help = "questions per sequence"}, {.key = "keys",
-                                                                                                                                                                                                                                                          .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                          .offset = offsetof(struct epar_bench_task, task.keys),
-                                                                                                                                                                                                                                                          .lo = 1,
-                                                                                                                                                                                                                                                          .hi = 1 << 20,
-                                                                                                                                                                                                                                                          .help = "key vocabulary (32)"}, {.key = "values",
-                                                                                                                                                                                                                                                                                                                                                         .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                                                                                                                         .offset = offsetof(struct epar_bench_task, task.values),
-                                                                                                                                                                                                                                                                                                                                                         .lo = 1,
-                                                                                                                                                                                                                                                                                                                                                         .hi = 1 << 20,
-                                                                                                                                                                                                                                                                                                                                                         .help = "values (32)"}, {.key = "noise",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                    .type = EPAR_FIELD_DOUBLE,
-                                                                                                                                                                                                                                                                                                                                                                                                                                                    .offset = offsetof(struct epar_bench_task, task.noise),
-                                                                                                                                                                                                                                                                                                                                                                                                                                                    .flags = EPAR_FIELD_NONNEG,
-                                                                                                                                                                                                                                                                                                                                                                                                                                                    .help = "share of noisy tokens"}, {.key = "shuffle",
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                 .type = EPAR_FIELD_BOOL,
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                 .offset = offsetof(struct epar_bench_task, task.shuffle),
-                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                 .help = "non-sequential: positions shuffled"}, {0}};
+static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench_task, task), {0}};
+#undef TASK_OPTIONS_
 
 /* the benchmark section (its "preset" is read with the run's parameters) */
 struct bench_read {
@@ -193,8 +162,8 @@ static const struct epar_field bench_fields[] = {
      .help = "the mechanisms of the grid"},
     {.key = "equalise", .type = EPAR_FIELD_STRING, .offset = offsetof(BS, equalise),
      .help = "mlp (the MLP width equalises the parameter counts) or none"},
-    {.key = "param_tolerance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, param_tol), .flags = EPAR_FIELD_NONNEG,
-     .help = "largest relative parameter-count difference"},
+    {.key = "param_tolerance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, param_tol),
+     .flags = EPAR_FIELD_NONNEG, .help = "largest relative parameter-count difference"},
     {.key = "distance_bins", .type = EPAR_FIELD_INT, .offset = offsetof(BS, distance_bins), .lo = 1, .hi = 1024,
      .help = "bins of needle distance"},
     {.key = "sanity_margin", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, sanity_margin),

@@ -46,7 +46,8 @@ static const struct epar_field attn_rows[] = {
      .flags = EPAR_FIELD_OPTIONAL},
     {.key = "distance_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, distance_ratio),
      .flags = EPAR_FIELD_OPTIONAL},
-    {.key = "first_share", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, first_share), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "first_share", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, first_share),
+     .flags = EPAR_FIELD_OPTIONAL},
     {.key = "relevant_share", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, relevant_share),
      .flags = EPAR_FIELD_OPTIONAL},
     {.key = "relevant_uniform", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, relevant_uniform),
@@ -145,7 +146,8 @@ static const struct epar_field cost_cell_rows[] = {
     {.key = "cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, cpu_seconds)},
     {.key = "setup_cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, setup_seconds)},
     {.key = "limit_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, limit_seconds)},
-    {.key = "widest_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, widest), .flags = EPAR_FIELD_OPTIONAL},   /* absent: an interval not yet defined (one generation) */
+    {.key = "widest_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, widest),
+     .flags = EPAR_FIELD_OPTIONAL},   /* absent: an interval not yet defined (one generation) */
     {.key = "target_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, target)},
     {.key = "mechanisms", .type = EPAR_FIELD_OLIST, .offset = offsetof(CC, mech), .count_offset = offsetof(CC, n_mech),
      .max = EPAR_MECH_COUNT, .stride = sizeof(struct cost_mech), .sub = cost_mech_rows, .flags = EPAR_FIELD_REQUIRED},
@@ -190,7 +192,8 @@ static const struct epar_field cell_config_rows[] = {
      .count_offset = offsetof(CF, n_extrap), .max = EPAR_BENCH_MAX_EXTRAP, .flags = EPAR_FIELD_OPTIONAL},
     {.key = "extrapolation_tokens", .type = EPAR_FIELD_INT, .offset = offsetof(CF, extrap_tokens),
      .flags = EPAR_FIELD_OPTIONAL},
-    {.key = "extrapolation_study", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, study), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "extrapolation_study", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, study),
+     .flags = EPAR_FIELD_OPTIONAL},
     {0}};
 static const struct epar_field cost_config_rows[] = {
     {.key = "mechanisms", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, mechanisms)},

@@ -507,37 +507,28 @@ struct bench_run {
 };
 #define RT struct run_task
 static const struct epar_field run_task_rows[] = {
-    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, id)}, {.key = "task", .type = EPAR_FIELD_STRING,
-                                                      .offset = offsetof(RT, task)},
-    {.key = "paper", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, paper)}, {.key = "condition", .type = EPAR_FIELD_STRING,
-                                                            .offset = offsetof(RT, condition)},
+    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, id)},
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, task)},
+    {.key = "paper", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, paper)},
+    {.key = "condition", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, condition)},
     {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(RT, length)}, {0}};
 #undef RT
 #define RB struct run_budget
 static const struct epar_field run_budget_rows[] = {
     {.key = "name", .type = EPAR_FIELD_STRING, .offset = offsetof(RB, name)},
-    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.layers)}, {.key = "dim", .type = EPAR_FIELD_INT,
-                                                             .offset = offsetof(RB, b.dim)}, {.key = "heads",
-                                                                                                               .type = EPAR_FIELD_INT,
-                                                                                                               .offset = offsetof(RB, b.heads)}, {.key = "mlp",
-                                                                                                                                                                     .type = EPAR_FIELD_INT,
-                                                                                                                                                                     .offset = offsetof(RB, b.mlp)}, {.key = "batch",
-                                                                                                                                                                                                                       .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                       .offset = offsetof(RB, b.batch)}, {.key = "steps",
-                                                                                                                                                                                                                                                                             .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                                             .offset = offsetof(RB, b.steps)}, {.key = "warmup",
-                                                                                                                                                                                                                                                                                                                                   .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                                                                                                   .offset = offsetof(RB, b.warmup)},
-    {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.lr)}, {.key = "lr_min_ratio", .type = EPAR_FIELD_DOUBLE,
-                                                        .offset = offsetof(RB, b.lr_min_ratio)}, {.key = "weight_decay",
-                                                                                                                               .type = EPAR_FIELD_DOUBLE,
-                                                                                                                               .offset = offsetof(RB, b.weight_decay)}, {.key = "lm_length",
-                                                                                                                                                                                                      .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                      .offset = offsetof(RB, b.lm_length)}, {.key = "short_length",
-                                                                                                                                                                                                                                                                    .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                                    .offset = offsetof(RB, b.short_length)}, {.key = "long_length",
-                                                                                                                                                                                                                                                                                                                                        .type = EPAR_FIELD_INT,
-                                                                                                                                                                                                                                                                                                                                        .offset = offsetof(RB, b.long_length)},
+    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.layers)},
+    {.key = "dim", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.dim)},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.heads)},
+    {.key = "mlp", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.mlp)},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.batch)},
+    {.key = "steps", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.steps)},
+    {.key = "warmup", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.warmup)},
+    {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.lr)},
+    {.key = "lr_min_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.lr_min_ratio)},
+    {.key = "weight_decay", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.weight_decay)},
+    {.key = "lm_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.lm_length)},
+    {.key = "short_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.short_length)},
+    {.key = "long_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.long_length)},
     {.key = "extrapolation", .type = EPAR_FIELD_ILIST, .offset = offsetof(RB, b.extrap),
      .count_offset = offsetof(RB, b.n_extrap), .max = EPAR_BENCH_MAX_EXTRAP},
     {.key = "tokens_per_cell_short", .type = EPAR_FIELD_INT, .offset = offsetof(RB, tokens_short)},
@@ -559,7 +550,8 @@ static const struct epar_field bench_run_rows[] = {
     {.key = "param_max_rel_diff", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, worst)},
     {.key = "posfx_L", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, posfx_L)},
     {.key = "lr_sweep", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, lr_sweep)},
-    {.key = "learned_z", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, learned_z)},   /* main_table.csv learned: beyond chance by z se */
+    /* main_table.csv learned: beyond chance by z se */
+    {.key = "learned_z", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, learned_z)},
     {.key = "sanity", .type = EPAR_FIELD_OBJ, .offset = offsetof(BR, sanity), .sub = run_sanity_rows},
     {0}};
 #undef BR

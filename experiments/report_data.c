@@ -78,9 +78,10 @@ static const struct epar_field section_map = {.key = "experiments", .type = EPAR
                                               .offset = offsetof(RP, sections),
                                               .count_offset = offsetof(RP, n_sections), .max = RP_MAX_MEMBERS,
                                               .stride = sizeof(struct rp_section), .sub = section_rows};
-static const struct epar_field preset_map = {.key = "presets", .type = EPAR_FIELD_OLIST, .offset = offsetof(RP, preset),
-                                             .count_offset = offsetof(RP, n_presets), .max = RP_MAX_MEMBERS,
-                                             .stride = sizeof(struct rp_preset), .sub = preset_rows};
+static const struct epar_field preset_map = {.key = "presets", .type = EPAR_FIELD_OLIST,
+                                             .offset = offsetof(RP, preset), .count_offset = offsetof(RP, n_presets),
+                                             .max = RP_MAX_MEMBERS, .stride = sizeof(struct rp_preset),
+                                             .sub = preset_rows};
 #undef RP
 
 /* *out (free it) or an error naming the JSON path of the malformed part */

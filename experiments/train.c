@@ -280,7 +280,8 @@ static const struct epar_field *cfg_tail(enum epar_task_id task)
 
 /* "position"'s last row: "mechanism_params", the catalogue parameters that mechanism m's training reads (their rows
  * come from the catalogue: mp), or none (row[0] ends the table) */
-static void mech_params_row(enum epar_mech_id m, struct epar_field row[2], struct epar_field mp[EPAR_MECH_MAX_PARAMS + 1])
+static void mech_params_row(enum epar_mech_id m, struct epar_field row[2],
+                            struct epar_field mp[EPAR_MECH_MAX_PARAMS + 1])
 {
     row[0] = row[1] = (struct epar_field){0};
     if (!epar_nnpos_table[m].uses_params || !epar_mech_table[m].params[0].name) return;

@@ -164,7 +164,8 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
          .flags = EPAR_FIELD_OPTIONAL},
         {.key = "eval_value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, eval_value),
          .flags = EPAR_FIELD_OPTIONAL},
-        {.key = "eval_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, eval_loss), .flags = EPAR_FIELD_OPTIONAL},
+        {.key = "eval_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, eval_loss),
+         .flags = EPAR_FIELD_OPTIONAL},
         {0}};
 #undef RR
     json_t *extra = x.data && x.config ? epar_fields_json(rows, &x, NULL) : NULL;

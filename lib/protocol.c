@@ -617,10 +617,9 @@ int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experimen
         double v[EPAR_MAX_LIST];
         int n;
     } list = {.n = -1};
-    int st = section_row(p, experiment,
-                         (struct epar_field){.key = key, .type = EPAR_FIELD_DLIST, .count_offset = offsetof(struct dlist_in, n),
-                                             .max = max < EPAR_MAX_LIST ? max : EPAR_MAX_LIST},
-                         &list);
+    struct epar_field row = {.key = key, .type = EPAR_FIELD_DLIST, .count_offset = offsetof(struct dlist_in, n),
+                             .max = max < EPAR_MAX_LIST ? max : EPAR_MAX_LIST};
+    int st = section_row(p, experiment, row, &list);
     if (st || list.n < 0) return st;
     memcpy(out, list.v, (size_t)list.n * sizeof *out);
     *n = list.n;

@@ -21,7 +21,7 @@
 struct epar_protocol {
     json_t *root;
     char path[4096];
-    char hash[32];           /* "fnv1a64:" + 16 hex digits of the canonical JSON without "claims" (see below) */
+    char hash[32];           /* "fnv1a64:" + 16 hex digits (epar_protocol_load) */
     const char *kind;        /* in messages, "invalid <kind> '<path>'": NULL for "protocol" */
     int status;              /* the status of a reading error: 0 for EPAR_EPROTOCOL */
     int saved;               /* reading a record saved from settings rows (epar_fields_reader) */
@@ -41,6 +41,8 @@ struct epar_params {
                              * order ("" when none): with protocol_hash, preset and seeds, what makes a run the
                              * protocol's own run or not (the audit marks claims read from another run stale) */
 };
+
+/* ---- the protocol file ---- */
 
 /* Load and check path (p->hash: the protocol's fingerprint, FNV-1a 64 of its canonical JSON, sorted keys and compact,
  * with "claims", "audit" and "reference_defects" left out, so editing a claim does not make the experiments' runs

@@ -90,8 +90,8 @@ static const struct epar_field run_params_rows[] = {
     {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, heads)},
     {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, batch)},
     {.key = "runs", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, runs)},
-    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(RPRM, seeds), .count_offset = offsetof(RPRM, n_seeds),
-     .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_EMPTY_OK},
+    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(RPRM, seeds),
+     .count_offset = offsetof(RPRM, n_seeds), .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_EMPTY_OK},
     {0}};
 #undef RPRM
 static const struct epar_field run_rows[] = {

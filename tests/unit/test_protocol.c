@@ -209,7 +209,7 @@ static void test_saved(void)
                             {"{\"layers\":1.5,\"alpha\":1,\"text\":null,\"o\":{\"k\":1}}", "$.layers"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         check_int(read_saved(bad[k][0], &r), EPAR_EIO, "saved read: bad text %zu", k);
-        check_true(strstr(epar_err_message(), bad[k][1]) != NULL && strstr(epar_err_message(), "checkpoint config 'c.bin'"),
+        check_true(strstr(epar_err_message(), bad[k][1]) && strstr(epar_err_message(), "checkpoint config 'c.bin'"),
                    "saved read: bad text %zu names '%s': %s", k, bad[k][1], epar_err_message());
     }
     /* not saved (epar_fields_loadb): the protocol's range holds, write-only rows are not read, null is no string */
