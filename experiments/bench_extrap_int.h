@@ -8,7 +8,6 @@
 #include <string.h>
 #include <jansson.h>
 #include "bench_extrap.h"
-#include "benchmark.h"
 
 /* the index of benchmark task id in c->tasks (-1: none) */
 static inline int task_index(const struct epar_bench_cfg *c, const char *id)

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include "lib/csvout.h"
 #include "lib/stats.h"
+#include "bench_extrap.h"
 #include "benchmark.h"
 #include "inspect.h"
 
@@ -36,7 +37,6 @@ struct cost_design {
 /* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
  * of one mechanism (the cell stops before a block could pass it) */
 #define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
-#define EPAR_BENCH_MAX_COST_STEPS 65536
 
 /* the mechanism index of id in c->mech (-1: not in the grid) */
 int epar_bench_mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
