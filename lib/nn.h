@@ -112,7 +112,6 @@ enum {
     EPAR_NN_OP_LAYERNORM_BWD,
     EPAR_NN_NOPS
 };
-const char *epar_nn_op_name(int op);
 
 struct epar_nn {
     struct epar_nn_config cfg;
