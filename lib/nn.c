@@ -11,6 +11,7 @@
 #include <omp.h>
 #include "err.h"
 #include "nn.h"
+#include "seams.h"
 #include "stream.h"
 
 #define ROWS 64         /* row block of the row reductions (fixed: determinism) */

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include "err.h"
 #include "sparse.h"
+#include "seams.h"
 
 /* ================================================================== vector helpers
  * max of a range, and z <- exp(z - m) with the sum of the results. libmvec's exp (glibc, at most 4 ulp)

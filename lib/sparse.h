@@ -91,10 +91,9 @@ void epar_sparse_ws_free(struct epar_sparse_ws *ws);
 void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, const double *K, const double *V,
                         int ld, int d, double scale, double *O, int ldo, struct epar_sparse_ws *ws);
 
-/* The vector kernels: "avx512" (AVX-512F and VL: also the two products of a dense tile), "avx2" (AVX2 and FMA),
- * "c" (portable; with "avx2", dense tiles go through cblas_dgemm), or NULL: the best the CPU has (the default).
- * For tests and benchmarks; EPAR_EINVAL for a name the CPU cannot run. Not thread-safe. */
-int epar_sparse_set_isa(const char *name);
+/* The vector kernels: "avx512" (AVX-512F and VL: also the two products of a dense tile), "avx2" (AVX2 and FMA) or
+ * "c" (portable; with "avx2", dense tiles go through cblas_dgemm): the best the CPU has (the tests force each one
+ * with epar_sparse_set_isa, lib/seams.h). */
 
 /* The dense kernel the speed-ups are timed against: O (L, ldo) <- softmax(scale Q K^T) V over every key (causal:
  * keys 0..i for row i), the way a user's dense attention runs: blocks of EPAR_SPARSE_DENSE_ROWS query rows, the

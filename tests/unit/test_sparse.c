@@ -22,6 +22,7 @@
 #include "lib/mech.h"
 #include "lib/rng.h"
 #include "lib/sparse.h"
+#include "lib/seams.h"
 #include "check.h"
 
 #define TOL 1e-12
