@@ -384,7 +384,7 @@ static int cost_step(struct epar_train_run *r, struct cost_mech *m)
 }
 
 /* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
- * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (epar_bench_cost_block) put each comparison's two steps next to each other, so both see
  * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
  * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
  * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in

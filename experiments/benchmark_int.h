@@ -4,7 +4,8 @@
  * benchmark_cells.c (a cell's run and its files: resume, shards, merge, and the grid of numbers read back from them),
  * benchmark_stats.c (the statistics the tables report, from that grid: lib/stats applied to the benchmark's pairs).
  * Writing: benchmark_tables.c (the CSV tables, main_table.md, run.json) and benchmark_figures.c (the gnuplot figures),
- * both taking the computed grid. Prefix epar_bench_. */
+ * both taking the computed grid. The types and a cell's configuration and folder, shared with the extrapolation study
+ * (bench_extrap*.c, which this module calls and which calls nothing here): bench_grid.{h,c}. Prefix epar_bench_. */
 #ifndef EPAR_EXP_BENCHMARK_INT_H
 #define EPAR_EXP_BENCHMARK_INT_H
 
