@@ -38,6 +38,8 @@ struct cost_design {
 /* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
  * of one mechanism (the cell stops before a block could pass it) */
 #define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
+/* the cost cell's spacers before each model's set-up: up to this many bytes (in steps of 64), about an L2 cache's size */
+#define COST_SPACER_MAX (2u << 20)
 
 /* the mechanism index of id in c->mech (-1: not in the grid) */
 int epar_bench_mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
