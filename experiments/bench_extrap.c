@@ -14,7 +14,6 @@
 #include "lib/rng.h"
 #include "lib/stats.h"
 #include "bench_extrap_int.h"
-#include "benchmark.h"
 #include "common.h"
 
 /* ------------------------------------------------------------------------------------------------ */

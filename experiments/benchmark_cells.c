@@ -11,6 +11,7 @@
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
+#include "lib/rng.h"
 #include "benchmark_int.h"
 #include "common.h"
 #include "inspect.h"
@@ -158,7 +159,7 @@ static const struct epar_field cost_cell_rows[] = {
 #undef CC
 
 /* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
-#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
+#define COST_DESIGN "adjacent step pairs in generations of fresh models at random places; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -412,13 +413,17 @@ static int cost_step(struct epar_train_run *r, struct cost_mech *m)
 }
 
 /* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
- * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (epar_bench_cost_block) put each comparison's two steps next to each other, so both see
  * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
  * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
- * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
- * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
- * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
- * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, at random
+ * places, set up in a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long
+ * as it lives (two models of the same mechanism differed by that much), so one set-up would give every pair of a
+ * run the same bias; over generations it varies and the interval (pair_overhead) includes it. Freeing and setting
+ * up one model at a time gave each model its own memory back, so the bias stayed for the whole process (runs of
+ * the cell in separate processes spread twice as far as their intervals said, bench/README.md 2026-11-26): every
+ * model of a generation is freed first, and a touched spacer of random size (up to COST_SPACER_MAX) goes before
+ * each set-up. Generations run until the interval of
  * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
  * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
  * only, never at where they lie, so it does not push them towards a threshold. */
@@ -434,10 +439,13 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                           .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
     size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
+    void *spacer[EPAR_MECH_COUNT] = {0};
+    gsl_rng *place = epar_rng_alloc(c->b.seeds[0], 7000UL, EPAR_RNG_EXTRA);   /* the spacers' sizes */
     double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
-    if (!runs || !store) {
+    if (!runs || !store || !place) {
         free(runs);
         free(store);
+        if (place) gsl_rng_free(place);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
     for (int m = 0; m < M; m++, scratch += 2 * cap)
@@ -452,11 +460,26 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
          * activations' pages touched for the first time) untimed */
         int g = x.generations;
         double c0 = epar_nn_thread_cpu();
-        for (int i = 0; i < M && !st; i++) {
-            int m = (i + g) % M;
+        /* every model of the generation freed before any is set up (freed one at a time, each got its own memory
+         * back and kept its placement for the whole process), and a spacer of random size (touched) before each
+         * set-up, so that where a model's buffers land, in addresses and in physical pages, varies with the
+         * generation */
+        for (int m = 0; m < M; m++) {
             if (g && !d.fresh[m]) continue;
             epar_exp_train_free(&runs[m]);
             memset(&runs[m], 0, sizeof runs[m]);
+            free(spacer[m]);
+            spacer[m] = NULL;
+        }
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            size_t bytes = 64 * (1 + gsl_rng_uniform_int(place, COST_SPACER_MAX / 64));
+            if (!(spacer[m] = malloc(bytes))) {
+                st = epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
+                break;
+            }
+            memset(spacer[m], 1, bytes);
             struct epar_train_cfg tc;
             struct epar_bench_cell mc = plan->cells[k];
             mc.mech = m;
@@ -504,7 +527,11 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             break;
         }
     }
-    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+    for (int m = 0; m < M; m++) {
+        epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+        free(spacer[m]);
+    }
+    gsl_rng_free(place);
     free(runs);
     if (!st) {
         x.config = cell_config_json(c, plan, &plan->cells[k]);
