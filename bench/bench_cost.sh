@@ -62,6 +62,10 @@ one_run() { # label
                        100 * $c["overhead_vs_none"], 100 * $c["overhead_vs_none_lo"], 100 * $c["overhead_vs_none_hi"],
                        100 * $c["overhead_vs_basic"], 100 * $c["overhead_vs_basic_lo"], 100 * $c["overhead_vs_basic_hi"],
                        $c["repeats"] }' "$out/benchmark/cost.csv")
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             $1 == "epar-enhanced" { print $c["overhead_vs_none"], $c["overhead_vs_none_lo"], $c["overhead_vs_none_hi"],
+                 $c["overhead_vs_basic"], $c["overhead_vs_basic_lo"], $c["overhead_vs_basic_hi"], $c["generations"] }' \
+        "$out/benchmark/cost.csv" >> "$tmp/runs.txt"
     stop=$(jq -r '"\(.blocks) \(.stopped) \(.cpu_seconds * 10 | round / 10)"' "$out/benchmark/cells/cost/cell.json")
     printf "%-10s %s %6s %-9s %6s %6.1f %5s %5s  %-13s %-13s\n" "$1" "$row" $stop "$(echo "$t1 - $t0" | bc)" \
         "$l0" "$(cut -d' ' -f1 /proc/loadavg)" "$(verdict proxy_cost_training_overhead)" "$(verdict proxy_cost_enhanced_time)"
@@ -80,3 +84,24 @@ for i in $(seq 1 "$RUNS"); do
 done
 echo "   intervals: t intervals across generations of freshly set-up models at the audit's level; the claims hold when the interval lies"
 echo "   wholly below 2.4 % and 1.2 %; load0/load1: load average at the start and the end of the run"
+
+# Are the intervals honest across processes? Each run's interval is a t interval across the generations of one
+# process; if something fixed for a process's life (where its memory landed) moved the overhead, the runs' means
+# would spread more than their intervals say. Between-run sd of the means against the root mean square of the
+# runs' standard errors (half-width / t quantile): a ratio near 1 says the intervals hold across processes.
+python3 - "$tmp/runs.txt" <<'EOF'
+import math, statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+def tq(df, z=1.959964):   # t quantile at 97.5 %, Cornish-Fisher expansion in 1/df
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+if len(rows) < 3:
+    print("   calibration: needs 3 runs or more (BENCH_COST_RUNS >= 2 gives 4)")
+    sys.exit(0)
+for name, k in (("enhanced vs none", 0), ("enhanced vs basic", 3)):
+    means = [100 * r[k] for r in rows]
+    ses = [100 * (r[k + 2] - r[k + 1]) / 2 / tq(r[6] - 1) for r in rows]
+    sd = statistics.stdev(means)
+    rms = math.sqrt(sum(s * s for s in ses) / len(ses))
+    print("   calibration, %s: %d runs, means %s %%; between-run sd %.2f %%, within-run se (rms) %.2f %%, ratio %.2f"
+          % (name, len(rows), " ".join("%+.2f" % m for m in means), sd, rms, sd / rms))
+EOF

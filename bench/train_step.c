@@ -81,9 +81,13 @@ struct run {
     double *t_ops;                                     /* (NPROF, steps) with --profile */
 };
 
-/* profile rows: lib/nn's ops, then the two outside it */
+/* profile rows: lib/nn's ops (in the order of its EPAR_NN_OP_ enum), then the two outside it */
 enum { PROF_ZERO = EPAR_NN_NOPS, PROF_ADAMW, NPROF };
-static const char *prof_name(int k) { return k == PROF_ZERO ? "zero-grad" : k == PROF_ADAMW ? "adamw" : epar_nn_op_name(k); }
+static const char *const prof_names[NPROF] = {
+    "embedding", "layernorm", "linear", "position", "attention", "gelu", "loss", "linear-backward",
+    "attention-backward", "gelu-backward", "layernorm-backward", "zero-grad", "adamw"};
+_Static_assert(EPAR_NN_NOPS == 11, "a name for every op of lib/nn (prof_names)");
+static const char *prof_name(int k) { return prof_names[k]; }
 
 /* timed step i of a run: started at CPU time c0 and wall time t0, forward done at t1, backward at t2, the
  * optimizer at t3 (= t2: none); the CPU time is read now */

@@ -45,6 +45,21 @@ static void scale_progress(void *ctx, int rep, int repeats, double seconds)
     else cli_progress(c, "scale: repetition %d of %d took %.3g s; writing the tables", rep, repeats, seconds);
 }
 
+/* experiments.scale: the mechanism and path by name, the materialised length limit and the repeats */
+struct scale_in {
+    const char *mechanism, *path;
+    int materialized_max_length, repeats;
+};
+#define SI struct scale_in
+static const struct epar_field scale_rows[] = {
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(SI, mechanism)},
+    {.key = "path", .type = EPAR_FIELD_STRING, .offset = offsetof(SI, path)},
+    {.key = "materialized_max_length", .type = EPAR_FIELD_INT, .offset = offsetof(SI, materialized_max_length),
+     .lo = 0, .hi = 1 << 24},
+    {.key = "repeats", .type = EPAR_FIELD_INT, .offset = offsetof(SI, repeats), .lo = 1, .hi = 1000},
+    {0}};
+#undef SI
+
 int cmd_scale(int argc, char **argv)
 {
     struct cli_common c = {0};
@@ -72,13 +87,14 @@ int cmd_scale(int argc, char **argv)
     struct epar_protocol proto;
     struct epar_scale_cfg cfg = {.path = EPAR_STREAM_AUTO, .materialized_max_length = 2048, .repeats = 3};
     if ((rc = cli_resolve(&c, opts, "scale", &proto, &cfg.prm))) return rc;
-    const char *mech = NULL, *pname = NULL;
+    struct scale_in in = {NULL, NULL, cfg.materialized_max_length, cfg.repeats};
     int st = epar_protocol_check_keys(&proto, "scale", epar_exp_scale_keys);
-    if (!st) st = epar_protocol_get_string(&proto, "scale", "mechanism", &mech);
-    if (!st) st = epar_protocol_get_string(&proto, "scale", "path", &pname);
-    if (!st) st = epar_protocol_get_int(&proto, "scale", "materialized_max_length", &cfg.materialized_max_length, 0,
-                                        1 << 24);
-    if (!st) st = epar_protocol_get_int(&proto, "scale", "repeats", &cfg.repeats, 1, 1000);
+    if (!st)
+        st = epar_protocol_obj_fields(&proto, epar_protocol_section(&proto, "scale"), "$.experiments.scale", scale_rows,
+                                      &in);
+    const char *mech = in.mechanism, *pname = in.path;
+    cfg.materialized_max_length = in.materialized_max_length;
+    cfg.repeats = in.repeats;
     /* bad values inside the protocol file are protocol errors naming the file and the key */
     if (!st && mech && epar_exp_scale_mechanism(mech, &cfg.prm.form))
         st = epar_protocol_blame(&proto, "$.experiments.scale.mechanism");

@@ -14,7 +14,6 @@
 #include "lib/rng.h"
 #include "lib/stats.h"
 #include "bench_extrap_int.h"
-#include "benchmark.h"
 #include "common.h"
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -27,14 +26,19 @@ struct bx_read {
 };
 #define BR struct bx_read
 static const struct epar_field bx_rows[] = {
-    EPAR_FIELD_STR_(BR, "lm_task", lm_task, "benchmark task id of the bpc study (an lm task in order)"),
-    EPAR_FIELD_STR_(BR, "retrieval_task", retrieval_task, "benchmark task id of the retrieval grid (a needle task)"),
-    EPAR_FIELD_INT_(BR, "depth_bins", depth_bins, 1, 1024, "bins of the fact's depth in the retrieval grid"),
-    EPAR_FIELD_(BR, "variants", EPAR_FIELD_JSON, variants, 0),
-    EPAR_FIELD_STR_(BR, "finetune", finetune, "series continued at the longer lengths (comma-separated)"),
-    EPAR_FIELD_(BR, "pairs", EPAR_FIELD_JSON, pairs, 0),
-    EPAR_FIELD_REQ_(BR, "budgets", EPAR_FIELD_JSON, budgets, 0, 0, "the study's sizes by budget"),
-    EPAR_FIELD_END_};
+    {.key = "lm_task", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, lm_task),
+     .help = "benchmark task id of the bpc study (an lm task in order)"},
+    {.key = "retrieval_task", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, retrieval_task),
+     .help = "benchmark task id of the retrieval grid (a needle task)"},
+    {.key = "depth_bins", .type = EPAR_FIELD_INT, .offset = offsetof(BR, depth_bins), .lo = 1, .hi = 1024,
+     .help = "bins of the fact's depth in the retrieval grid"},
+    {.key = "variants", .type = EPAR_FIELD_JSON, .offset = offsetof(BR, variants)},
+    {.key = "finetune", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, finetune),
+     .help = "series continued at the longer lengths (comma-separated)"},
+    {.key = "pairs", .type = EPAR_FIELD_JSON, .offset = offsetof(BR, pairs)},
+    {.key = "budgets", .type = EPAR_FIELD_JSON, .offset = offsetof(BR, budgets), .flags = EPAR_FIELD_REQUIRED,
+     .help = "the study's sizes by budget"},
+    {0}};
 #undef BR
 static const char *const bx_extra[] = {"description", NULL};
 
@@ -45,11 +49,14 @@ struct bx_budget_read {
 };
 #define BB struct bx_budget_read
 static const struct epar_field bx_budget_rows[] = {
-    EPAR_FIELD_(BB, "cells", EPAR_FIELD_JSON, cells, 0),
-    EPAR_FIELD_INT_(BB, "retrieval_sequences", retrieval_sequences, 1, 1000000, "needle items at each length"),
-    EPAR_FIELD_INT_(BB, "finetune_steps", ft_steps, 0, 1 << 30, "steps of each fine-tuning arm (0: none)"),
-    EPAR_FIELD_STR_(BB, "finetune_lengths", ft_lengths, "lengths the arms continue at (comma-separated)"),
-    EPAR_FIELD_END_};
+    {.key = "cells", .type = EPAR_FIELD_JSON, .offset = offsetof(BB, cells)},
+    {.key = "retrieval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(BB, retrieval_sequences), .lo = 1,
+     .hi = 1000000, .help = "needle items at each length"},
+    {.key = "finetune_steps", .type = EPAR_FIELD_INT, .offset = offsetof(BB, ft_steps), .lo = 0, .hi = 1 << 30,
+     .help = "steps of each fine-tuning arm (0: none)"},
+    {.key = "finetune_lengths", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, ft_lengths),
+     .help = "lengths the arms continue at (comma-separated)"},
+    {0}};
 #undef BB
 
 static const struct epar_bx_variant *find_variant(const struct epar_bench_extrap *x, const char *name)
@@ -390,38 +397,48 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
 /* the records of the cell file (struct lm_row, ret_row, study_rec: bench_extrap_int.h) */
 #define LR struct lm_row
 static const struct epar_field lm_row_rows[] = {
-    EPAR_FIELD_(LR, "series", EPAR_FIELD_STRING, series, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(LR, "length", EPAR_FIELD_INT, length, 2, 1 << 20, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(LR, "defined", EPAR_FIELD_BOOL, defined, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(LR, "bpc", EPAR_FIELD_DOUBLE, bpc, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(LR, "past_train_length", EPAR_FIELD_DOUBLE, past, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_LIST_(LR, "buckets", EPAR_FIELD_DLIST, bucket, n_bucket, EPAR_BX_MAX_BUCKETS,
-                     EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_RANGE_(LR, "tokens", EPAR_FIELD_LONG, tokens, 0, 1e15, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_RANGE_(LR, "finetune_steps", EPAR_FIELD_INT, ft_steps, 0, 1 << 30, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(LR, "finetune_tokens", EPAR_FIELD_DOUBLE, ft_tokens, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
+    {.key = "series", .type = EPAR_FIELD_STRING, .offset = offsetof(LR, series), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(LR, length), .lo = 2, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(LR, defined), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "bpc", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, bpc), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "past_train_length", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, past), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "buckets", .type = EPAR_FIELD_DLIST, .offset = offsetof(LR, bucket),
+     .count_offset = offsetof(LR, n_bucket), .max = EPAR_BX_MAX_BUCKETS,
+     .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
+    {.key = "tokens", .type = EPAR_FIELD_LONG, .offset = offsetof(LR, tokens), .lo = 0, .hi = 1e15,
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "finetune_steps", .type = EPAR_FIELD_INT, .offset = offsetof(LR, ft_steps), .lo = 0, .hi = 1 << 30,
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "finetune_tokens", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, ft_tokens),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {0}};
 #undef LR
 
 #define RR struct ret_row
 static const struct epar_field ret_row_rows[] = {
-    EPAR_FIELD_(RR, "series", EPAR_FIELD_STRING, series, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(RR, "length", EPAR_FIELD_INT, length, 2, 1 << 20, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(RR, "defined", EPAR_FIELD_BOOL, defined, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_LIST_(RR, "distance_correct", EPAR_FIELD_LLIST, correct, n_correct, 1 << 20,
-                     EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC),
-    EPAR_FIELD_LIST_(RR, "distance_scored", EPAR_FIELD_LLIST, scored, n_scored, 1 << 20,
-                     EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC),
-    EPAR_FIELD_END_};
+    {.key = "series", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, series), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(RR, length), .lo = 2, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(RR, defined), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(RR, correct),
+     .count_offset = offsetof(RR, n_correct), .max = 1 << 20, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(RR, scored),
+     .count_offset = offsetof(RR, n_scored), .max = 1 << 20, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {0}};
 #undef RR
 
 #define SR struct study_rec
 static const struct epar_field study_rows[] = {
-    EPAR_FIELD_(SR, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_OLIST_(SR, "lm", lm, n_lm, BX_MAX_ROWS, lm_row_rows, EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_OLIST_(SR, "retrieval", ret, n_ret, EPAR_BX_MAX_SERIES * 16, ret_row_rows,
-                      EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SR, cpu_seconds),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "lm", .type = EPAR_FIELD_OLIST, .offset = offsetof(SR, lm), .count_offset = offsetof(SR, n_lm),
+     .max = BX_MAX_ROWS, .stride = sizeof(struct lm_row), .sub = lm_row_rows,
+     .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
+    {.key = "retrieval", .type = EPAR_FIELD_OLIST, .offset = offsetof(SR, ret), .count_offset = offsetof(SR, n_ret),
+     .max = EPAR_BX_MAX_SERIES * 16, .stride = sizeof(struct ret_row), .sub = ret_row_rows,
+     .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
+    {0}};
 #undef SR
 
 /* sums of loss and weight over positions [lo, hi) as bpc (NaN when nothing was scored) */
@@ -590,14 +607,16 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
 /* what a cell file gives the study (struct cell_read, bench_extrap_int.h) */
 #define CR struct cell_read
 static const struct epar_field cell_read_rows[] = {
-    EPAR_FIELD_RANGE_(CR, "seed", EPAR_FIELD_LONG, seed, 0, 1e15, 0),
-    EPAR_FIELD_(CR, "chance", EPAR_FIELD_DOUBLE, chance, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_LIST_(CR, "distance_correct", EPAR_FIELD_LLIST, correct, n_correct, 65537, EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC),
-    EPAR_FIELD_LIST_(CR, "distance_scored", EPAR_FIELD_LLIST, scored, n_scored, 65537, EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC),
-    EPAR_FIELD_END_};
+    {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(CR, seed), .lo = 0, .hi = 1e15},
+    {.key = "chance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, chance), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, correct),
+     .count_offset = offsetof(CR, n_correct), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, scored),
+     .count_offset = offsetof(CR, n_scored), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {0}};
 #undef CR
 static const struct epar_field cell_study_rows[] = {
-    {"extrapolation_study", EPAR_FIELD_OBJ, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, study_rows, 0}, EPAR_FIELD_END_};
+    {.key = "extrapolation_study", .type = EPAR_FIELD_OBJ, .offset = 0, .sub = study_rows}, {0}};
 
 static int cell_index(const struct epar_bench_plan *plan, int t, int m, int s)
 {

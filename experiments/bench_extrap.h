@@ -27,52 +27,10 @@
 #define EPAR_EXP_BENCH_EXTRAP_H
 
 #include <jansson.h>
-#include "lib/mech.h"
+#include "bench_grid.h"
 
-#define EPAR_BX_MAX_SERIES 32
-#define EPAR_BX_MAX_PAIRS 64
-#define EPAR_BX_MAX_FT 8
-#define EPAR_BX_MAX_CELLS 8         /* tasks with the study's own cells */
 #define EPAR_BX_MAX_BUCKETS 12      /* position buckets: within L, then doublings */
 
-/* a variant: the weights of the `trained` mechanism's cells read as `as` (log-n stacked when logn) */
-struct epar_bx_variant {
-    char name[40];
-    enum epar_mech_id trained, as;
-    int logn;
-};
-
-struct epar_bx_cells {              /* the study's own cells on one task of the grid */
-    char task[32];
-    int n_mech;
-    enum epar_mech_id mech[EPAR_MECH_COUNT];
-};
-
-struct epar_bench_extrap {
-    int on;                         /* 1: the protocol has the study */
-    char lm_task[32], retrieval_task[32];   /* benchmark task ids ("" : none) */
-    int depth_bins;
-    int n_variants;
-    struct epar_bx_variant variants[EPAR_BX_MAX_SERIES];
-    int n_ft;
-    char ft[EPAR_BX_MAX_FT][40];    /* series continued at the longer lengths ("+ft" appended to their names) */
-    int n_pairs;
-    char pair_a[EPAR_BX_MAX_PAIRS][48], pair_b[EPAR_BX_MAX_PAIRS][48];
-    /* the budget's */
-    int n_cells;
-    struct epar_bx_cells cells[EPAR_BX_MAX_CELLS];
-    int retrieval_sequences;        /* needle items at each length */
-    int ft_steps;
-    int n_ft_lengths;
-    int ft_lengths[16];
-    /* set by the grid */
-    int restricted;                 /* 1: --mechanisms chose the grid: no cells of the study's own */
-    int n_extra;                    /* the study's own mechanisms, after the grid's in cfg->mech */
-};
-
-struct epar_bench_cfg;
-struct epar_bench_plan;
-struct epar_bench_cell;
 struct epar_train_run;
 struct epar_protocol;
 struct epar_out;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <jansson.h>
 #include "bench_extrap.h"
-#include "benchmark.h"
 #include "lib/stats.h"
 
 /* the index of benchmark task id in c->tasks (-1: none) */
@@ -90,7 +89,7 @@ struct cell_read {
     json_t *doc;   /* the study's document (its rows' strings borrow from it) */
 };
 
-/* read cell (t, m, s) under root into r (r->study allocated); EPAR_EIO when it is missing; free with free_cell */
+/* read cell (t, m, s) under root into r (r->study allocated); EPAR_EIO when it is missing; free with epar_bx_free_cell */
 int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root, int t,
                       int m, int s, struct cell_read *r);
 void epar_bx_free_cell(struct cell_read *r);

@@ -8,7 +8,6 @@
 #include "lib/err.h"
 #include "lib/stats.h"
 #include "bench_extrap_int.h"
-#include "benchmark.h"
 
 
 

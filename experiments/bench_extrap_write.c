@@ -11,7 +11,6 @@
 #include "lib/plot.h"
 #include "lib/stats.h"
 #include "bench_extrap_int.h"
-#include "benchmark.h"
 #include "common.h"
 
 /* ------------------------------------------------------------------------------------------------ */

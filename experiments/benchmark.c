@@ -1,6 +1,7 @@
 /* The benchmark grid: configuration, plan (equal parameter counts), the cost cell's design and the learning-rate
  * study. The cells: benchmark_cells.c; the statistics: benchmark_stats.c; the tables and figures: benchmark_tables.c,
- * benchmark_figures.c (benchmark_int.h: what they share). */
+ * benchmark_figures.c (benchmark_int.h: what they share); the types, a cell's configuration and folder, which the
+ * length-extrapolation study (bench_extrap.c) reads too: bench_grid.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -37,44 +38,71 @@ struct budget_read {
     json_t *lr_scale;
 };
 #define BB struct budget_read
-#define INT_(key, member, lo, hi, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_INT, b.member, lo, hi, help)
-#define DBL_(key, member, lo, incl, help) EPAR_FIELD_REQ_(BB, key, EPAR_FIELD_DOUBLE, b.member, lo, incl, help)
 static const struct epar_field budget_fields[] = {
-    INT_("layers", layers, 1, 1024, "Transformer blocks"),
-    INT_("dim", dim, 1, 65536, "model width"),
-    INT_("heads", heads, 1, 65536, "attention heads (divide dim)"),
-    INT_("mlp", mlp, 1, 1 << 20, "MLP width of none (the others' are equalised to its count)"),
-    INT_("batch", batch, 1, 65536, "sequences per step"),
-    INT_("long_batch", long_batch, 1, 65536, "sequences per step of the long tasks"),
-    INT_("steps", steps, 1, 1 << 30, "optimiser steps of every cell"),
-    INT_("warmup", warmup, 0, 1 << 30, "linear warm-up steps"),
-    INT_("eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
-    INT_("eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
-    INT_("eval_sequences", eval_sequences, 1, 1000000, "fixed evaluation set of a synthetic task"),
-    INT_("lm_eval_sequences", lm_eval_sequences, 1, 1000000, "held-out windows of lm"),
-    INT_("lm_length", lm_length, 2, 65536, "lm's length"),
-    INT_("short_length", short_length, 3, 65536, "the short tasks' length"),
-    INT_("long_length", long_length, 3, 65536, "the long tasks' length"),
-    INT_("extrapolation_tokens", extrap_tokens, 1, 1 << 30, "tokens at each extrapolation length"),
-    INT_("cost_length", cost_length, 2, 65536, "length of the cost cell"),
-    INT_("cost_repeats", cost_repeats, 1, 4000, "least blocks of adjacent step pairs of the cost cell"),
-    INT_("cost_max_repeats", cost_max_repeats, 1, 4000, "most blocks of the cost cell"),
-    INT_("cost_generation", cost_generation, 1, 4000, "blocks of the cost cell between fresh set-ups of its models"),
-    DBL_("lr", lr, 0, 0, "peak learning rate"),
-    DBL_("lr_min_ratio", lr_min_ratio, 0, 1, "final learning rate / peak"),
-    DBL_("weight_decay", weight_decay, 0, 1, "AdamW weight decay"),
-    DBL_("clip", clip, 0, 1, "global gradient-norm clip"),
-    DBL_("init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    DBL_("cost_halfwidth", cost_halfwidth, 0, 0, "blocks until the cost claims' intervals are this narrow"),
-    DBL_("cost_seconds", cost_seconds, 0, 0, "... or until the cost cell's timed steps took this many CPU seconds"),
-    EPAR_FIELD_LISTR_(BB, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, 0, 4294967295.0,
-                      EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_REQ_(BB, "extrapolation", EPAR_FIELD_STRING, extrap, 0, 0, "comma-separated lm evaluation lengths"),
-    EPAR_FIELD_REQ_(BB, "cost_task", EPAR_FIELD_STRING, cost_task, 0, 0, "task of the cost cell"),
-    EPAR_FIELD_(BB, "lr_scale", EPAR_FIELD_JSON, lr_scale, 0),
-    EPAR_FIELD_END_};
-#undef DBL_
-#undef INT_
+    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.layers), .lo = 1, .hi = 1024,
+     .flags = EPAR_FIELD_REQUIRED, .help = "Transformer blocks"},
+    {.key = "dim", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.dim), .lo = 1, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "model width"},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.heads), .lo = 1, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "attention heads (divide dim)"},
+    {.key = "mlp", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.mlp), .lo = 1, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED, .help = "MLP width of none (the others' are equalised to its count)"},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.batch), .lo = 1, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "sequences per step"},
+    {.key = "long_batch", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.long_batch), .lo = 1, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "sequences per step of the long tasks"},
+    {.key = "steps", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.steps), .lo = 1, .hi = 1 << 30,
+     .flags = EPAR_FIELD_REQUIRED, .help = "optimiser steps of every cell"},
+    {.key = "warmup", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.warmup), .lo = 0, .hi = 1 << 30,
+     .flags = EPAR_FIELD_REQUIRED, .help = "linear warm-up steps"},
+    {.key = "eval_every", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.eval_every), .lo = 1, .hi = 1 << 30,
+     .flags = EPAR_FIELD_REQUIRED, .help = "steps between evaluations"},
+    {.key = "eval_batches", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.eval_batches), .lo = 1, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED, .help = "evaluation batches at those points"},
+    {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.eval_sequences), .lo = 1, .hi = 1000000,
+     .flags = EPAR_FIELD_REQUIRED, .help = "fixed evaluation set of a synthetic task"},
+    {.key = "lm_eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.lm_eval_sequences), .lo = 1,
+     .hi = 1000000, .flags = EPAR_FIELD_REQUIRED, .help = "held-out windows of lm"},
+    {.key = "lm_length", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.lm_length), .lo = 2, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "lm's length"},
+    {.key = "short_length", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.short_length), .lo = 3, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "the short tasks' length"},
+    {.key = "long_length", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.long_length), .lo = 3, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "the long tasks' length"},
+    {.key = "extrapolation_tokens", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.extrap_tokens), .lo = 1,
+     .hi = 1 << 30, .flags = EPAR_FIELD_REQUIRED, .help = "tokens at each extrapolation length"},
+    {.key = "cost_length", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_length), .lo = 2, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED, .help = "length of the cost cell"},
+    {.key = "cost_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_repeats), .lo = 1, .hi = 4000,
+     .flags = EPAR_FIELD_REQUIRED, .help = "least blocks of adjacent step pairs of the cost cell"},
+    {.key = "cost_max_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_max_repeats), .lo = 1,
+     .hi = 4000, .flags = EPAR_FIELD_REQUIRED, .help = "most blocks of the cost cell"},
+    {.key = "cost_generation", .type = EPAR_FIELD_INT, .offset = offsetof(BB, b.cost_generation), .lo = 1, .hi = 4000,
+     .flags = EPAR_FIELD_REQUIRED, .help = "blocks of the cost cell between fresh set-ups of its models"},
+    {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.lr),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_POSITIVE, .help = "peak learning rate"},
+    {.key = "lr_min_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.lr_min_ratio),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_NONNEG, .help = "final learning rate / peak"},
+    {.key = "weight_decay", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.weight_decay),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_NONNEG, .help = "AdamW weight decay"},
+    {.key = "clip", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.clip),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_NONNEG, .help = "global gradient-norm clip"},
+    {.key = "init_sd", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.init_sd),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_NONNEG, .help = "sd of the initial weights"},
+    {.key = "cost_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.cost_halfwidth),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_POSITIVE,
+     .help = "blocks until the cost claims' intervals are this narrow"},
+    {.key = "cost_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BB, b.cost_seconds),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_POSITIVE,
+     .help = "... or until the cost cell's timed steps took this many CPU seconds"},
+    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(BB, seeds), .lo = 0, .hi = 4294967295.0,
+     .count_offset = offsetof(BB, n_seeds), .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_REQUIRED},
+    {.key = "extrapolation", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, extrap), .flags = EPAR_FIELD_REQUIRED,
+     .help = "comma-separated lm evaluation lengths"},
+    {.key = "cost_task", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, cost_task), .flags = EPAR_FIELD_REQUIRED,
+     .help = "task of the cost cell"},
+    {.key = "lr_scale", .type = EPAR_FIELD_JSON, .offset = offsetof(BB, lr_scale)},
+    {0}};
 #undef BB
 
 /* a task: its id, task, the paper's row and condition, length class (lm, short, long) and options. Read twice:
@@ -86,28 +114,39 @@ struct task_read {
     int eval_sequences;
     struct epar_task_cfg opt;
 };
-#define TASK_OPTIONS_(S, m)                                                                        \
-    EPAR_FIELD_INT_(S, "pairs", m.pairs, 1, 1 << 20, "facts per sequence"),                        \
-    EPAR_FIELD_INT_(S, "queries", m.queries, 0, 1 << 20, "questions per sequence"),                \
-    EPAR_FIELD_INT_(S, "keys", m.keys, 1, 1 << 20, "key vocabulary (32)"),                         \
-    EPAR_FIELD_INT_(S, "values", m.values, 1, 1 << 20, "values (32)"),                             \
-    EPAR_FIELD_DBL_(S, "noise", m.noise, 0, 1, "share of noisy tokens"),                           \
-    EPAR_FIELD_BOOL_(S, "shuffle", m.shuffle, "non-sequential: positions shuffled")
+/* the task options' rows, in the struct S at its member m (a struct epar_task_cfg) */
+#define TASK_OPTIONS_(S, m)                                                                                           \
+    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.pairs), .lo = 1, .hi = 1 << 20,                  \
+     .help = "facts per sequence"},                                                                                   \
+    {.key = "queries", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.queries), .lo = 0, .hi = 1 << 20,              \
+     .help = "questions per sequence"},                                                                               \
+    {.key = "keys", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.keys), .lo = 1, .hi = 1 << 20,                    \
+     .help = "key vocabulary (32)"},                                                                                  \
+    {.key = "values", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.values), .lo = 1, .hi = 1 << 20,                \
+     .help = "values (32)"},                                                                                          \
+    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(S, m.noise), .flags = EPAR_FIELD_NONNEG,           \
+     .help = "share of noisy tokens"},                                                                                \
+    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(S, m.shuffle),                                     \
+     .help = "non-sequential: positions shuffled"}
 #define TR struct task_read
 static const struct epar_field task_fields[] = {
-    EPAR_FIELD_(TR, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(TR, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(TR, "paper", EPAR_FIELD_STRING, paper, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(TR, "condition", EPAR_FIELD_STRING, condition, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(TR, "length", EPAR_FIELD_STRING, length, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_STR_(TR, "primary", primary, "final, final_loss, curve, curve_loss or online_loss (default final)"),
-    EPAR_FIELD_DBL_(TR, "steps_scale", steps_scale, 0, 0, "the task's steps: the budget's times this (default 1)"),
-    EPAR_FIELD_INT_(TR, "eval_sequences", eval_sequences, 1, 1000000, "its evaluation set (default: the budget's)"),
-    EPAR_FIELD_STR_(TR, "lr_family", lr_family, "tasks whose learning rates are chosen together (default: its id)"),
+    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, id), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, task), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "paper", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, paper), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "condition", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, condition), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "length", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, length), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "primary", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, primary),
+     .help = "final, final_loss, curve, curve_loss or online_loss (default final)"},
+    {.key = "steps_scale", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TR, steps_scale),
+     .flags = EPAR_FIELD_POSITIVE, .help = "the task's steps: the budget's times this (default 1)"},
+    {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TR, eval_sequences), .lo = 1, .hi = 1000000,
+     .help = "its evaluation set (default: the budget's)"},
+    {.key = "lr_family", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, lr_family),
+     .help = "tasks whose learning rates are chosen together (default: its id)"},
     TASK_OPTIONS_(TR, opt),
-    EPAR_FIELD_END_};
+    {0}};
 #undef TR
-static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench_task, task), EPAR_FIELD_END_};
+static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench_task, task), {0}};
 #undef TASK_OPTIONS_
 
 /* the benchmark section (its "preset" is read with the run's parameters) */
@@ -120,15 +159,22 @@ struct bench_read {
 };
 #define BS struct bench_read
 static const struct epar_field bench_fields[] = {
-    EPAR_FIELD_REQ_(BS, "mechanisms", EPAR_FIELD_STRING, mechanisms, 0, 0, "the mechanisms of the grid"),
-    EPAR_FIELD_STR_(BS, "equalise", equalise, "mlp (the MLP width equalises the parameter counts) or none"),
-    EPAR_FIELD_DBL_(BS, "param_tolerance", param_tol, 0, 1, "largest relative parameter-count difference"),
-    EPAR_FIELD_INT_(BS, "distance_bins", distance_bins, 1, 1024, "bins of needle distance"),
-    EPAR_FIELD_DBL_(BS, "sanity_margin", sanity_margin, 0, 1, "margin of the sanity checks"),
-    {"tasks", EPAR_FIELD_OLIST, offsetof(BS, tasks), 0, 0, 0, "the tasks", 0, 0, offsetof(BS, n_tasks),
-     EPAR_BENCH_MAX_TASKS, EPAR_FIELD_REQUIRED | EPAR_FIELD_STRICT, task_fields, sizeof(struct task_read)},
-    EPAR_FIELD_REQ_(BS, "budgets", EPAR_FIELD_JSON, budgets, 0, 0, "the budgets by name"),
-    EPAR_FIELD_END_};
+    {.key = "mechanisms", .type = EPAR_FIELD_STRING, .offset = offsetof(BS, mechanisms), .flags = EPAR_FIELD_REQUIRED,
+     .help = "the mechanisms of the grid"},
+    {.key = "equalise", .type = EPAR_FIELD_STRING, .offset = offsetof(BS, equalise),
+     .help = "mlp (the MLP width equalises the parameter counts) or none"},
+    {.key = "param_tolerance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, param_tol),
+     .flags = EPAR_FIELD_NONNEG, .help = "largest relative parameter-count difference"},
+    {.key = "distance_bins", .type = EPAR_FIELD_INT, .offset = offsetof(BS, distance_bins), .lo = 1, .hi = 1024,
+     .help = "bins of needle distance"},
+    {.key = "sanity_margin", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, sanity_margin),
+     .flags = EPAR_FIELD_NONNEG, .help = "margin of the sanity checks"},
+    {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(BS, tasks), .count_offset = offsetof(BS, n_tasks),
+     .max = EPAR_BENCH_MAX_TASKS, .stride = sizeof(struct task_read), .sub = task_fields,
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_STRICT, .help = "the tasks"},
+    {.key = "budgets", .type = EPAR_FIELD_JSON, .offset = offsetof(BS, budgets), .flags = EPAR_FIELD_REQUIRED,
+     .help = "the budgets by name"},
+    {0}};
 #undef BS
 static const char *const bench_extra[] = {"description", "preset", "set", "extrapolation", NULL};
 
@@ -245,9 +291,10 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
             if (!strcmp(c->tasks[k].id, c->tasks[i].id)) return epar_protocol_error(p, tjp, "repeated id");
     }
     const struct epar_field options[] = {
-        {"tasks", EPAR_FIELD_OLIST, offsetof(struct epar_bench_cfg, tasks), 0, 0, 0, NULL, 0, 0,
-         offsetof(struct epar_bench_cfg, n_tasks), EPAR_BENCH_MAX_TASKS, 0, task_options, sizeof(struct epar_bench_task)},
-        EPAR_FIELD_END_};
+        {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(struct epar_bench_cfg, tasks),
+         .count_offset = offsetof(struct epar_bench_cfg, n_tasks), .max = EPAR_BENCH_MAX_TASKS,
+         .stride = sizeof(struct epar_bench_task), .sub = task_options},
+        {0}};
     if ((st = epar_protocol_obj_fields(p, epar_protocol_section(p, "benchmark"), jp, options, c))) return st;
     json_t *bo = json_object_get(r->budgets, budget);
     if (!json_is_object(bo)) {
@@ -477,46 +524,6 @@ static int cost_block_steps(const struct cost_design *d)
 {
     int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT];
     return epar_bench_cost_block(d, 0, -1, seq, pa, pb);
-}
-
-void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
-{
-    const struct epar_bench_budget *b = &c->b;
-    *t = c->base;
-    if (cell->task >= 0) {
-        t->task = c->tasks[cell->task].task;
-    } else {
-        epar_task_cfg_default(&t->task, b->cost_task);
-        t->task.length = b->cost_length;
-        t->task.eval_sequences = b->batch;
-    }
-    t->task.cache_dir = c->cache_dir;
-    t->mechanism = c->mech[cell->mech];
-    t->layers = b->layers;
-    t->dim = b->dim;
-    t->heads = b->heads;
-    t->mlp = cell->mlp;
-    t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
-    /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
-    const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
-    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
-    t->optim.warmup = b->warmup;
-    t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
-    t->optim.lr_min_ratio = b->lr_min_ratio;
-    t->optim.weight_decay = b->weight_decay;
-    t->optim.clip = b->clip;
-    t->init_sd = b->init_sd;
-    t->eval_every = cell->task >= 0 ? b->eval_every : t->optim.steps + 1;
-    t->eval_batches = cell->task >= 0 ? b->eval_batches : 1;
-    t->seed = b->seeds[cell->seed];
-    t->task.seed = t->seed;
-}
-
-void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
-{
-    if (cell->task < 0) snprintf(buf, n, "cells/cost");
-    else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
-                  c->b.seeds[cell->seed]);
 }
 
 /* the vocabulary of a task (lm: of the text) */

@@ -11,6 +11,7 @@
 #include "lib/csvout.h"
 #include "lib/err.h"
 #include "lib/outdir.h"
+#include "lib/rng.h"
 #include "benchmark_int.h"
 #include "common.h"
 #include "inspect.h"
@@ -22,126 +23,151 @@
 
 #define CE struct cell_extrap
 static const struct epar_field extrap_rows[] = {
-    EPAR_FIELD_RANGE_(CE, "length", EPAR_FIELD_INT, length, 2, 65536, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CE, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CE, "defined", EPAR_FIELD_BOOL, defined, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(CE, "sequences", EPAR_FIELD_LONG, sequences, 0, 1e15, 0),
-    EPAR_FIELD_END_};
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(CE, length), .lo = 2, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CE, value), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(CE, defined), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "sequences", .type = EPAR_FIELD_LONG, .offset = offsetof(CE, sequences), .lo = 0, .hi = 1e15},
+    {0}};
 #undef CE
 
 /* the trained heads' summaries in a cell: epar inspect's, over TRAINED_ITEMS evaluation items */
 #define TRAINED_ITEMS 16
 #define AS struct epar_inspect_summary
 static const struct epar_field attn_rows[] = {
-    EPAR_FIELD_INT_(AS, "items", items, 0, 1 << 30, "evaluation items"),
-    EPAR_FIELD_INT_(AS, "heads", heads, 0, 1 << 20, "layers x heads"),
-    EPAR_FIELD_INT_(AS, "length", length, 0, 1 << 20, "sequence length"),
-    EPAR_FIELD_(AS, "distance_spearman", EPAR_FIELD_DOUBLE, distance_spearman, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "distance_spearman_sd", EPAR_FIELD_DOUBLE, distance_spearman_sd, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "distance_ratio", EPAR_FIELD_DOUBLE, distance_ratio, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "first_share", EPAR_FIELD_DOUBLE, first_share, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "relevant_share", EPAR_FIELD_DOUBLE, relevant_share, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "relevant_uniform", EPAR_FIELD_DOUBLE, relevant_uniform, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(AS, "profile_spearman", EPAR_FIELD_DOUBLE, profile_spearman, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
+    {.key = "items", .type = EPAR_FIELD_INT, .offset = offsetof(AS, items), .lo = 0, .hi = 1 << 30,
+     .help = "evaluation items"},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(AS, heads), .lo = 0, .hi = 1 << 20,
+     .help = "layers x heads"},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(AS, length), .lo = 0, .hi = 1 << 20,
+     .help = "sequence length"},
+    {.key = "distance_spearman", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, distance_spearman),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "distance_spearman_sd", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, distance_spearman_sd),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "distance_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, distance_ratio),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "first_share", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, first_share),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "relevant_share", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, relevant_share),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "relevant_uniform", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, relevant_uniform),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "profile_spearman", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, profile_spearman),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {0}};
 #undef AS
 
 #define TCL struct train_cell
-#define LONG_(key, member) EPAR_FIELD_RANGE_(TCL, key, EPAR_FIELD_LONG, member, 0, 1e15, 0)
-#define DISTANCES_(key, member, count) \
-    EPAR_FIELD_LIST_(TCL, key, EPAR_FIELD_LLIST, member, count, 65537, EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC)
 static const struct epar_field train_cell_rows[] = {
-    EPAR_FIELD_(TCL, "config", EPAR_FIELD_JSON, config, 0),
-    EPAR_FIELD_(TCL, "task", EPAR_FIELD_STRING, task, 0),
-    EPAR_FIELD_(TCL, "task_kind", EPAR_FIELD_STRING, task_kind, 0),
-    EPAR_FIELD_(TCL, "mechanism", EPAR_FIELD_STRING, mechanism, 0),
-    LONG_("seed", seed),
-    LONG_("params", params),
-    EPAR_FIELD_(TCL, "metric", EPAR_FIELD_STRING, metric, 0),
-    EPAR_FIELD_(TCL, "value", EPAR_FIELD_DOUBLE, value, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(TCL, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, 0),
+    {.key = "config", .type = EPAR_FIELD_JSON, .offset = offsetof(TCL, config)},
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, task)},
+    {.key = "task_kind", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, task_kind)},
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, mechanism)},
+    {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, seed), .lo = 0, .hi = 1e15},
+    {.key = "params", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, params), .lo = 0, .hi = 1e15},
+    {.key = "metric", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, metric)},
+    {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, value), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "eval_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, eval_loss)},
     /* sample efficiency: means over the learning curve (curve_means) */
-    EPAR_FIELD_(TCL, "curve_metric", EPAR_FIELD_DOUBLE, curve_metric, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(TCL, "curve_loss", EPAR_FIELD_DOUBLE, curve_loss, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(TCL, "online_loss", EPAR_FIELD_DOUBLE, online_loss, EPAR_FIELD_OPTIONAL),
-    LONG_("scored", scored),
-    LONG_("sequences", sequences),
-    LONG_("steps", steps),
-    EPAR_FIELD_(TCL, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
+    {.key = "curve_metric", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, curve_metric),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "curve_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, curve_loss), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "online_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, online_loss),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "scored", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, scored), .lo = 0, .hi = 1e15},
+    {.key = "sequences", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, sequences), .lo = 0, .hi = 1e15},
+    {.key = "steps", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, steps), .lo = 0, .hi = 1e15},
+    {.key = "tokens", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, tokens)},
     /* the best constant answer on the same items: what "learned nothing" looks like (absent: NaN) */
-    EPAR_FIELD_(TCL, "chance", EPAR_FIELD_DOUBLE, chance, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(TCL, "chance_se", EPAR_FIELD_DOUBLE, chance_se, EPAR_FIELD_OPTIONAL),
-    DISTANCES_("distance_correct", correct, n_correct),
-    DISTANCES_("distance_scored", answers, n_answers),
-    EPAR_FIELD_OLIST_(TCL, "extrapolation", extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, extrap_rows, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(TCL, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
+    {.key = "chance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, chance), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "chance_se", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, chance_se), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(TCL, correct),
+     .count_offset = offsetof(TCL, n_correct), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(TCL, answers),
+     .count_offset = offsetof(TCL, n_answers), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
+    {.key = "extrapolation", .type = EPAR_FIELD_OLIST, .offset = offsetof(TCL, extrap),
+     .count_offset = offsetof(TCL, n_extrap), .max = EPAR_BENCH_MAX_EXTRAP, .stride = sizeof(struct cell_extrap),
+     .sub = extrap_rows, .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "extrapolation_study", .type = EPAR_FIELD_JSON, .offset = offsetof(TCL, study),
+     .flags = EPAR_FIELD_OPTIONAL},
     /* wall clock: not used by the tables except cost (which has its own cell) */
-    EPAR_FIELD_(TCL, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
-    EPAR_FIELD_(TCL, "train_step_seconds", EPAR_FIELD_DOUBLE, step_seconds, 0),
-    EPAR_FIELD_(TCL, "checkpoint", EPAR_FIELD_STRING, checkpoint, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_BOOL_(TCL, "attention_measured", have_attn, "the attention summaries below were measured"),
-    EPAR_FIELD_OBJ_(TCL, "attention", attn, attn_rows, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
-#undef DISTANCES_
-#undef LONG_
+    {.key = "seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, seconds)},
+    {.key = "train_step_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, step_seconds)},
+    {.key = "checkpoint", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, checkpoint), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "attention_measured", .type = EPAR_FIELD_BOOL, .offset = offsetof(TCL, have_attn),
+     .help = "the attention summaries below were measured"},
+    {.key = "attention", .type = EPAR_FIELD_OBJ, .offset = offsetof(TCL, attn), .sub = attn_rows,
+     .flags = EPAR_FIELD_OPTIONAL},
+    {0}};
 #undef TCL
 
 #define CM struct cost_mech
-#define TIMES_(S, key, member, count, flags) \
-    EPAR_FIELD_LIST_(S, key, EPAR_FIELD_DLIST, member, count, EPAR_BENCH_MAX_COST_STEPS, EPAR_FIELD_ALLOC | (flags))
 static const struct epar_field cost_mech_rows[] = {
-    EPAR_FIELD_(CM, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(CM, "params", EPAR_FIELD_LONG, params, 0, 1e15, 0),
-    EPAR_FIELD_(CM, "bytes", EPAR_FIELD_DOUBLE, bytes, 0),
-    TIMES_(CM, "step_seconds", step, n_step, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),   /* empty: never its turn */
-    TIMES_(CM, "attention_seconds", attention, n_attention, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(CM, mechanism), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "params", .type = EPAR_FIELD_LONG, .offset = offsetof(CM, params), .lo = 0, .hi = 1e15},
+    {.key = "bytes", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CM, bytes)},
+    {.key = "step_seconds", .type = EPAR_FIELD_DLIST, .offset = offsetof(CM, step),
+     .count_offset = offsetof(CM, n_step), .max = EPAR_BENCH_MAX_COST_STEPS,
+     .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK)},   /* empty: never its turn */
+    {.key = "attention_seconds", .type = EPAR_FIELD_DLIST, .offset = offsetof(CM, attention),
+     .count_offset = offsetof(CM, n_attention), .max = EPAR_BENCH_MAX_COST_STEPS,
+     .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_EMPTY_OK)},
+    {0}};
 #undef CM
 #define CP struct cost_pair
 static const struct epar_field cost_pair_rows[] = {
-    EPAR_FIELD_(CP, "mechanism", EPAR_FIELD_STRING, mechanism, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CP, "against", EPAR_FIELD_STRING, against, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CP, "decides", EPAR_FIELD_BOOL, decides, 0),
-    TIMES_(CP, "seconds", a, n_a, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
-    TIMES_(CP, "against_seconds", b, n_b, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
-    TIMES_(CP, "generation", gen, n_gen, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(CP, mechanism), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "against", .type = EPAR_FIELD_STRING, .offset = offsetof(CP, against), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "decides", .type = EPAR_FIELD_BOOL, .offset = offsetof(CP, decides)},
+    {.key = "seconds", .type = EPAR_FIELD_DLIST, .offset = offsetof(CP, a), .count_offset = offsetof(CP, n_a),
+     .max = EPAR_BENCH_MAX_COST_STEPS, .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK)},
+    {.key = "against_seconds", .type = EPAR_FIELD_DLIST, .offset = offsetof(CP, b), .count_offset = offsetof(CP, n_b),
+     .max = EPAR_BENCH_MAX_COST_STEPS, .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK)},
+    {.key = "generation", .type = EPAR_FIELD_DLIST, .offset = offsetof(CP, gen), .count_offset = offsetof(CP, n_gen),
+     .max = EPAR_BENCH_MAX_COST_STEPS, .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK)},
+    {0}};
 #undef CP
-#undef TIMES_
 #define CC struct cost_cell
 static const struct epar_field cost_cell_rows[] = {
-    EPAR_FIELD_(CC, "config", EPAR_FIELD_JSON, config, 0),
-    EPAR_FIELD_(CC, "task", EPAR_FIELD_STRING, task, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(CC, "length", EPAR_FIELD_INT, length, 1, 1 << 30, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(CC, "batch", EPAR_FIELD_INT, batch, 1, 1 << 30, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CC, "threads", EPAR_FIELD_INT, threads, 0),
-    EPAR_FIELD_(CC, "clock", EPAR_FIELD_STRING, clock, 0),
-    EPAR_FIELD_(CC, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-    EPAR_FIELD_(CC, "design", EPAR_FIELD_STRING, design, 0),
-    EPAR_FIELD_(CC, "blocks", EPAR_FIELD_INT, blocks, 0),
-    EPAR_FIELD_(CC, "generations", EPAR_FIELD_INT, generations, 0),
-    EPAR_FIELD_(CC, "generation_blocks", EPAR_FIELD_INT, generation_blocks, 0),
-    EPAR_FIELD_(CC, "stopped", EPAR_FIELD_STRING, stopped, 0),
-    EPAR_FIELD_(CC, "cpu_seconds", EPAR_FIELD_DOUBLE, cpu_seconds, 0),
-    EPAR_FIELD_(CC, "setup_cpu_seconds", EPAR_FIELD_DOUBLE, setup_seconds, 0),
-    EPAR_FIELD_(CC, "limit_seconds", EPAR_FIELD_DOUBLE, limit_seconds, 0),
-    EPAR_FIELD_(CC, "widest_halfwidth", EPAR_FIELD_DOUBLE, widest, EPAR_FIELD_OPTIONAL),   /* absent: an interval not yet defined (one generation) */
-    EPAR_FIELD_(CC, "target_halfwidth", EPAR_FIELD_DOUBLE, target, 0),
-    EPAR_FIELD_OLIST_(CC, "mechanisms", mech, n_mech, EPAR_MECH_COUNT, cost_mech_rows, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_OLIST_(CC, "pairs", pair, n_pair, EPAR_MECH_COUNT, cost_pair_rows, EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "config", .type = EPAR_FIELD_JSON, .offset = offsetof(CC, config)},
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(CC, task), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(CC, length), .lo = 1, .hi = 1 << 30,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(CC, batch), .lo = 1, .hi = 1 << 30,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "threads", .type = EPAR_FIELD_INT, .offset = offsetof(CC, threads)},
+    {.key = "clock", .type = EPAR_FIELD_STRING, .offset = offsetof(CC, clock)},
+    {.key = "blas_core", .type = EPAR_FIELD_STRING, .offset = offsetof(CC, blas_core)},
+    {.key = "design", .type = EPAR_FIELD_STRING, .offset = offsetof(CC, design)},
+    {.key = "blocks", .type = EPAR_FIELD_INT, .offset = offsetof(CC, blocks)},
+    {.key = "generations", .type = EPAR_FIELD_INT, .offset = offsetof(CC, generations)},
+    {.key = "generation_blocks", .type = EPAR_FIELD_INT, .offset = offsetof(CC, generation_blocks)},
+    {.key = "stopped", .type = EPAR_FIELD_STRING, .offset = offsetof(CC, stopped)},
+    {.key = "cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, cpu_seconds)},
+    {.key = "setup_cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, setup_seconds)},
+    {.key = "limit_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, limit_seconds)},
+    {.key = "widest_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, widest),
+     .flags = EPAR_FIELD_OPTIONAL},   /* absent: an interval not yet defined (one generation) */
+    {.key = "target_halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, target)},
+    {.key = "mechanisms", .type = EPAR_FIELD_OLIST, .offset = offsetof(CC, mech), .count_offset = offsetof(CC, n_mech),
+     .max = EPAR_MECH_COUNT, .stride = sizeof(struct cost_mech), .sub = cost_mech_rows, .flags = EPAR_FIELD_REQUIRED},
+    {.key = "pairs", .type = EPAR_FIELD_OLIST, .offset = offsetof(CC, pair), .count_offset = offsetof(CC, n_pair),
+     .max = EPAR_MECH_COUNT, .stride = sizeof(struct cost_pair), .sub = cost_pair_rows,
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_EMPTY_OK},
+    {0}};
 #undef CC
 
 /* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
-#define COST_DESIGN "adjacent step pairs in generations of fresh models; mean of the generations' median log ratios, t interval"
+#define COST_DESIGN "adjacent step pairs in generations of fresh models at random places; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
     json_t *config;
 };
 static const struct epar_field cell_head_rows[] = {
-    EPAR_FIELD_(struct cell_head, "config", EPAR_FIELD_JSON, config, 0),
-    EPAR_FIELD_END_};
+    {.key = "config", .type = EPAR_FIELD_JSON, .offset = offsetof(struct cell_head, config)},
+    {0}};
 
 /* a cell's configuration: a training cell's is its run's (train's rows) with the benchmark's evaluation; the cost
  * cell's every mechanism's (it times them all) */
@@ -158,24 +184,27 @@ struct cell_config {
 };
 #define CF struct cell_config
 static const struct epar_field cell_config_rows[] = {
-    EPAR_FIELD_(CF, "benchmark_task", EPAR_FIELD_STRING, task, 0),
-    EPAR_FIELD_(CF, "noise", EPAR_FIELD_DOUBLE, noise, 0),
-    EPAR_FIELD_(CF, "shuffle", EPAR_FIELD_BOOL, shuffle, 0),
-    EPAR_FIELD_(CF, "eval_sequences", EPAR_FIELD_INT, eval_sequences, 0),
+    {.key = "benchmark_task", .type = EPAR_FIELD_STRING, .offset = offsetof(CF, task)},
+    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CF, noise)},
+    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(CF, shuffle)},
+    {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(CF, eval_sequences)},
     /* lm cells in order only */
-    EPAR_FIELD_LIST_(CF, "extrapolation", EPAR_FIELD_ILIST, extrap, n_extrap, EPAR_BENCH_MAX_EXTRAP, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(CF, "extrapolation_tokens", EPAR_FIELD_INT, extrap_tokens, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(CF, "extrapolation_study", EPAR_FIELD_JSON, study, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
+    {.key = "extrapolation", .type = EPAR_FIELD_ILIST, .offset = offsetof(CF, extrap),
+     .count_offset = offsetof(CF, n_extrap), .max = EPAR_BENCH_MAX_EXTRAP, .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "extrapolation_tokens", .type = EPAR_FIELD_INT, .offset = offsetof(CF, extrap_tokens),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "extrapolation_study", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, study),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {0}};
 static const struct epar_field cost_config_rows[] = {
-    EPAR_FIELD_(CF, "mechanisms", EPAR_FIELD_JSON, mechanisms, 0),
-    EPAR_FIELD_(CF, "design", EPAR_FIELD_STRING, design, 0),
-    EPAR_FIELD_(CF, "repeats", EPAR_FIELD_INT, repeats, 0),
-    EPAR_FIELD_(CF, "max_repeats", EPAR_FIELD_INT, max_repeats, 0),
-    EPAR_FIELD_(CF, "generation", EPAR_FIELD_INT, generation, 0),
-    EPAR_FIELD_(CF, "halfwidth", EPAR_FIELD_DOUBLE, halfwidth, 0),
-    EPAR_FIELD_(CF, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
-    EPAR_FIELD_END_};
+    {.key = "mechanisms", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, mechanisms)},
+    {.key = "design", .type = EPAR_FIELD_STRING, .offset = offsetof(CF, design)},
+    {.key = "repeats", .type = EPAR_FIELD_INT, .offset = offsetof(CF, repeats)},
+    {.key = "max_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(CF, max_repeats)},
+    {.key = "generation", .type = EPAR_FIELD_INT, .offset = offsetof(CF, generation)},
+    {.key = "halfwidth", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CF, halfwidth)},
+    {.key = "seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CF, seconds)},
+    {0}};
 #undef CF
 
 static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
@@ -384,13 +413,17 @@ static int cost_step(struct epar_train_run *r, struct cost_mech *m)
 }
 
 /* the cost cell: generations of freshly set up models (each model's first step left untimed; the models of the
- * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (cost_block) put each comparison's two steps next to each other, so both see
+ * comparisons in turn are set up once), cost_generation blocks each; a block's single steps (epar_bench_cost_block) put each comparison's two steps next to each other, so both see
  * the same state of the machine (other processes' load drifts over seconds; neighbouring steps' times correlate),
  * each step timed in the thread's CPU time (the cell runs on one thread: time other processes hold the core does
- * not count) with the share spent in the position mechanism and attention. Fresh models each generation, set up in
- * a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long as it lives (two
- * models of the same mechanism differed by that much), so one set-up would give every pair of a run the same bias;
- * over generations it varies and the interval (pair_overhead) includes it. Generations run until the interval of
+ * not count) with the share spent in the position mechanism and attention. Fresh models each generation, at random
+ * places, set up in a rotating order: where a model's memory lands shifts its speed by up to about 1 % for as long
+ * as it lives (two models of the same mechanism differed by that much), so one set-up would give every pair of a
+ * run the same bias; over generations it varies and the interval (pair_overhead) includes it. Freeing and setting
+ * up one model at a time gave each model its own memory back, so the bias stayed for the whole process (runs of
+ * the cell in separate processes spread twice as far as their intervals said, bench/README.md 2026-11-26): every
+ * model of a generation is freed first, and a touched spacer of random size (up to COST_SPACER_MAX) goes before
+ * each set-up. Generations run until the interval of
  * every deciding comparison's overhead is at most cost_halfwidth wide (at least cost_repeats blocks), or
  * cost_max_repeats blocks, or cost_seconds CPU seconds (set-ups included). The stop looks at the intervals' width
  * only, never at where they lie, so it does not push them towards a threshold. */
@@ -406,10 +439,13 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                           .limit_seconds = c->b.cost_seconds, .n_mech = M, .n_pair = d.n_pair};
     size_t cap = EPAR_BENCH_MAX_COST_STEPS;
     struct epar_train_run *runs = calloc((size_t)M, sizeof *runs);
+    void *spacer[EPAR_MECH_COUNT] = {0};
+    gsl_rng *place = epar_rng_alloc(c->b.seeds[0], 7000UL, EPAR_RNG_EXTRA);   /* the spacers' sizes */
     double *store = calloc((size_t)M * 2 * cap + (size_t)d.n_pair * 3 * Bmax + Bmax, sizeof *store), *scratch = store;
-    if (!runs || !store) {
+    if (!runs || !store || !place) {
         free(runs);
         free(store);
+        if (place) gsl_rng_free(place);
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
     for (int m = 0; m < M; m++, scratch += 2 * cap)
@@ -424,11 +460,26 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
          * activations' pages touched for the first time) untimed */
         int g = x.generations;
         double c0 = epar_nn_thread_cpu();
-        for (int i = 0; i < M && !st; i++) {
-            int m = (i + g) % M;
+        /* every model of the generation freed before any is set up (freed one at a time, each got its own memory
+         * back and kept its placement for the whole process), and a spacer of random size (touched) before each
+         * set-up, so that where a model's buffers land, in addresses and in physical pages, varies with the
+         * generation */
+        for (int m = 0; m < M; m++) {
             if (g && !d.fresh[m]) continue;
             epar_exp_train_free(&runs[m]);
             memset(&runs[m], 0, sizeof runs[m]);
+            free(spacer[m]);
+            spacer[m] = NULL;
+        }
+        for (int i = 0; i < M && !st; i++) {
+            int m = (i + g) % M;
+            if (g && !d.fresh[m]) continue;
+            size_t bytes = 64 * (1 + gsl_rng_uniform_int(place, COST_SPACER_MAX / 64));
+            if (!(spacer[m] = malloc(bytes))) {
+                st = epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
+                break;
+            }
+            memset(spacer[m], 1, bytes);
             struct epar_train_cfg tc;
             struct epar_bench_cell mc = plan->cells[k];
             mc.mech = m;
@@ -476,7 +527,11 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             break;
         }
     }
-    for (int m = 0; m < M; m++) epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+    for (int m = 0; m < M; m++) {
+        epar_exp_train_free(&runs[m]);   /* (safe on one never set up: zeroed) */
+        free(spacer[m]);
+    }
+    gsl_rng_free(place);
     free(runs);
     if (!st) {
         x.config = cell_config_json(c, plan, &plan->cells[k]);

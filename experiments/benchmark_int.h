@@ -4,13 +4,15 @@
  * benchmark_cells.c (a cell's run and its files: resume, shards, merge, and the grid of numbers read back from them),
  * benchmark_stats.c (the statistics the tables report, from that grid: lib/stats applied to the benchmark's pairs).
  * Writing: benchmark_tables.c (the CSV tables, main_table.md, run.json) and benchmark_figures.c (the gnuplot figures),
- * both taking the computed grid. Prefix epar_bench_. */
+ * both taking the computed grid. The types and a cell's configuration and folder, shared with the extrapolation study
+ * (bench_extrap*.c, which this module calls and which calls nothing here): bench_grid.{h,c}. Prefix epar_bench_. */
 #ifndef EPAR_EXP_BENCHMARK_INT_H
 #define EPAR_EXP_BENCHMARK_INT_H
 
 #include <jansson.h>
 #include "lib/csvout.h"
 #include "lib/stats.h"
+#include "bench_extrap.h"
 #include "benchmark.h"
 #include "inspect.h"
 
@@ -36,7 +38,8 @@ struct cost_design {
 /* the longest block: every unit (its two steps and a spacer before it) and the unit in turn; the most timed steps
  * of one mechanism (the cell stops before a block could pass it) */
 #define COST_MAX_SEQ (6 * EPAR_MECH_COUNT + 3)
-#define EPAR_BENCH_MAX_COST_STEPS 65536
+/* the cost cell's spacers before each model's set-up: up to this many bytes (in steps of 64), about an L2 cache's size */
+#define COST_SPACER_MAX (2u << 20)
 
 /* the mechanism index of id in c->mech (-1: not in the grid) */
 int epar_bench_mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);

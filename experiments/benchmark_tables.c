@@ -484,40 +484,53 @@ struct bench_run {
 };
 #define RT struct run_task
 static const struct epar_field run_task_rows[] = {
-    EPAR_FIELD_(RT, "id", EPAR_FIELD_STRING, id, 0), EPAR_FIELD_(RT, "task", EPAR_FIELD_STRING, task, 0),
-    EPAR_FIELD_(RT, "paper", EPAR_FIELD_STRING, paper, 0), EPAR_FIELD_(RT, "condition", EPAR_FIELD_STRING, condition, 0),
-    EPAR_FIELD_(RT, "length", EPAR_FIELD_INT, length, 0), EPAR_FIELD_END_};
+    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, id)},
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, task)},
+    {.key = "paper", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, paper)},
+    {.key = "condition", .type = EPAR_FIELD_STRING, .offset = offsetof(RT, condition)},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(RT, length)}, {0}};
 #undef RT
 #define RB struct run_budget
-#define INT_(key) EPAR_FIELD_(RB, #key, EPAR_FIELD_INT, b.key, 0)
-#define DBL_(key) EPAR_FIELD_(RB, #key, EPAR_FIELD_DOUBLE, b.key, 0)
 static const struct epar_field run_budget_rows[] = {
-    EPAR_FIELD_(RB, "name", EPAR_FIELD_STRING, name, 0),
-    INT_(layers), INT_(dim), INT_(heads), INT_(mlp), INT_(batch), INT_(steps), INT_(warmup),
-    DBL_(lr), DBL_(lr_min_ratio), DBL_(weight_decay), INT_(lm_length), INT_(short_length), INT_(long_length),
-    EPAR_FIELD_LIST_(RB, "extrapolation", EPAR_FIELD_ILIST, b.extrap, b.n_extrap, EPAR_BENCH_MAX_EXTRAP, 0),
-    EPAR_FIELD_(RB, "tokens_per_cell_short", EPAR_FIELD_INT, tokens_short, 0),
-    EPAR_FIELD_END_};
-#undef DBL_
-#undef INT_
+    {.key = "name", .type = EPAR_FIELD_STRING, .offset = offsetof(RB, name)},
+    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.layers)},
+    {.key = "dim", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.dim)},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.heads)},
+    {.key = "mlp", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.mlp)},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.batch)},
+    {.key = "steps", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.steps)},
+    {.key = "warmup", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.warmup)},
+    {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.lr)},
+    {.key = "lr_min_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.lr_min_ratio)},
+    {.key = "weight_decay", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RB, b.weight_decay)},
+    {.key = "lm_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.lm_length)},
+    {.key = "short_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.short_length)},
+    {.key = "long_length", .type = EPAR_FIELD_INT, .offset = offsetof(RB, b.long_length)},
+    {.key = "extrapolation", .type = EPAR_FIELD_ILIST, .offset = offsetof(RB, b.extrap),
+     .count_offset = offsetof(RB, b.n_extrap), .max = EPAR_BENCH_MAX_EXTRAP},
+    {.key = "tokens_per_cell_short", .type = EPAR_FIELD_INT, .offset = offsetof(RB, tokens_short)},
+    {0}};
 #undef RB
 static const struct epar_field run_sanity_rows[] = {
-    EPAR_FIELD_(struct run_sanity, "margin", EPAR_FIELD_DOUBLE, margin, 0),
-    EPAR_FIELD_(struct run_sanity, "failed", EPAR_FIELD_INT, failed, 0), EPAR_FIELD_END_};
+    {.key = "margin", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(struct run_sanity, margin)},
+    {.key = "failed", .type = EPAR_FIELD_INT, .offset = offsetof(struct run_sanity, failed)}, {0}};
 #define BR struct bench_run
 static const struct epar_field bench_run_rows[] = {
-    EPAR_FIELD_OBJ_(BR, "budget", budget, run_budget_rows, 0),
-    EPAR_FIELD_OLIST_(BR, "tasks", tasks, n_tasks, EPAR_BENCH_MAX_TASKS, run_task_rows, 0),
-    EPAR_FIELD_LIST_(BR, "mechanisms", EPAR_FIELD_SLIST, mechs, n_mechs, EPAR_MECH_COUNT, 0),
-    EPAR_FIELD_(BR, "cells", EPAR_FIELD_INT, cells, 0),
-    EPAR_FIELD_(BR, "equalise", EPAR_FIELD_STRING, equalise, 0),
-    EPAR_FIELD_(BR, "param_tolerance", EPAR_FIELD_DOUBLE, param_tol, 0),
-    EPAR_FIELD_(BR, "param_max_rel_diff", EPAR_FIELD_DOUBLE, worst, 0),
-    EPAR_FIELD_(BR, "posfx_L", EPAR_FIELD_STRING, posfx_L, 0),
-    EPAR_FIELD_(BR, "lr_sweep", EPAR_FIELD_STRING, lr_sweep, 0),
-    EPAR_FIELD_(BR, "learned_z", EPAR_FIELD_DOUBLE, learned_z, 0),   /* main_table.csv learned: beyond chance by z se */
-    EPAR_FIELD_OBJ_(BR, "sanity", sanity, run_sanity_rows, 0),
-    EPAR_FIELD_END_};
+    {.key = "budget", .type = EPAR_FIELD_OBJ, .offset = offsetof(BR, budget), .sub = run_budget_rows},
+    {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(BR, tasks), .count_offset = offsetof(BR, n_tasks),
+     .max = EPAR_BENCH_MAX_TASKS, .stride = sizeof(struct run_task), .sub = run_task_rows},
+    {.key = "mechanisms", .type = EPAR_FIELD_SLIST, .offset = offsetof(BR, mechs),
+     .count_offset = offsetof(BR, n_mechs), .max = EPAR_MECH_COUNT},
+    {.key = "cells", .type = EPAR_FIELD_INT, .offset = offsetof(BR, cells)},
+    {.key = "equalise", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, equalise)},
+    {.key = "param_tolerance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, param_tol)},
+    {.key = "param_max_rel_diff", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, worst)},
+    {.key = "posfx_L", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, posfx_L)},
+    {.key = "lr_sweep", .type = EPAR_FIELD_STRING, .offset = offsetof(BR, lr_sweep)},
+    /* main_table.csv learned: beyond chance by z se */
+    {.key = "learned_z", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, learned_z)},
+    {.key = "sanity", .type = EPAR_FIELD_OBJ, .offset = offsetof(BR, sanity), .sub = run_sanity_rows},
+    {0}};
 #undef BR
 
 static int write_run_json(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, struct epar_out *o,

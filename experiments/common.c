@@ -90,9 +90,9 @@ void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_
     const struct epar_mech_param *q = epar_mech_table[id].params;
     int n = 0;
     for (; n < EPAR_MECH_MAX_PARAMS && q[n].name; n++)
-        rows[n] = (struct epar_field){.key = q[n].name, .type = EPAR_FIELD_DOUBLE, .offset = (size_t)n * sizeof(double),
-                                      .lo = -1e300, .hi = 1e300};
-    rows[n] = (struct epar_field)EPAR_FIELD_END_;
+        rows[n] = (struct epar_field){.key = q[n].name, .type = EPAR_FIELD_DOUBLE,
+                                      .offset = (size_t)n * sizeof(double)};
+    rows[n] = (struct epar_field){0};
 }
 
 int epar_exp_write_table(struct epar_out *o, const char *name, const struct epar_table *t)

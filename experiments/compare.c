@@ -23,16 +23,25 @@
 /* experiments.compare: one row per scalar setting (default, range, help); the lists, mechanisms and set apart */
 #define CC struct epar_compare_cfg
 static const struct epar_field compare_fields[] = {
-    EPAR_FIELD_INTD_(CC, "causal", causal, 0, 0, 1, "1: causal attention (look-ahead fixed patterns dropped)"),
-    EPAR_FIELD_INTD_(CC, "local_window", local_window, 2, 0, 1 << 20, "|i-j| of the local-mass metric"),
-    EPAR_FIELD_INTD_(CC, "extrapolation_length", extrap_length, 64, 2, 1 << 16, "training length of the extrapolation"),
-    EPAR_FIELD_DBLD_(CC, "ablation_beta", ablation_beta, 1.0, 0, 0, "beta of the ablation"),
-    EPAR_FIELD_INTD_(CC, "table_length", table_length, 12, 2, 256, "length of the printed tables"),
-    EPAR_FIELD_INTD_(CC, "claims_length", claims_length, 2048, 64, 1 << 16, "length of the seeds' claims"),
-    EPAR_FIELD_INTD_(CC, "speed_head_dim", speed_head_dim, 64, 1, 4096, "head width of the kernel timings"),
-    EPAR_FIELD_INTD_(CC, "speed_repeats", speed_repeats, 3, 1, 1000, "repeats of each timing"),
-    EPAR_FIELD_INTD_(CC, "speed_tile", speed_tile, 0, 0, 1 << 16, "rows per tile of the structured kernels (0: default)"),
-    EPAR_FIELD_END_};
+    {.key = "causal", .type = EPAR_FIELD_INT, .offset = offsetof(CC, causal), .lo = 0, .hi = 1, .def = 0,
+     .help = "1: causal attention (look-ahead fixed patterns dropped)"},
+    {.key = "local_window", .type = EPAR_FIELD_INT, .offset = offsetof(CC, local_window), .lo = 0, .hi = 1 << 20,
+     .def = 2, .help = "|i-j| of the local-mass metric"},
+    {.key = "extrapolation_length", .type = EPAR_FIELD_INT, .offset = offsetof(CC, extrap_length), .lo = 2,
+     .hi = 1 << 16, .def = 64, .help = "training length of the extrapolation"},
+    {.key = "ablation_beta", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CC, ablation_beta), .def = 1.0,
+     .flags = EPAR_FIELD_POSITIVE, .help = "beta of the ablation"},
+    {.key = "table_length", .type = EPAR_FIELD_INT, .offset = offsetof(CC, table_length), .lo = 2, .hi = 256,
+     .def = 12, .help = "length of the printed tables"},
+    {.key = "claims_length", .type = EPAR_FIELD_INT, .offset = offsetof(CC, claims_length), .lo = 64, .hi = 1 << 16,
+     .def = 2048, .help = "length of the seeds' claims"},
+    {.key = "speed_head_dim", .type = EPAR_FIELD_INT, .offset = offsetof(CC, speed_head_dim), .lo = 1, .hi = 4096,
+     .def = 64, .help = "head width of the kernel timings"},
+    {.key = "speed_repeats", .type = EPAR_FIELD_INT, .offset = offsetof(CC, speed_repeats), .lo = 1, .hi = 1000,
+     .def = 3, .help = "repeats of each timing"},
+    {.key = "speed_tile", .type = EPAR_FIELD_INT, .offset = offsetof(CC, speed_tile), .lo = 0, .hi = 1 << 16, .def = 0,
+     .help = "rows per tile of the structured kernels (0: default)"},
+    {0}};
 #undef CC
 static const char *const compare_extra[] = {"mechanisms", "extrapolation_factors", "speed_lengths", "set", NULL};
 

@@ -41,7 +41,8 @@ struct cmp_not_run {
     int n;
 };
 static const struct epar_field cmp_not_run_fields[] = {
-    EPAR_FIELD_LIST_(struct cmp_not_run, "_not_run", EPAR_FIELD_SLIST, ids, n, EPAR_MECH_COUNT, 0), EPAR_FIELD_END_};
+    {.key = "_not_run", .type = EPAR_FIELD_SLIST, .offset = offsetof(struct cmp_not_run, ids),
+     .count_offset = offsetof(struct cmp_not_run, n), .max = EPAR_MECH_COUNT}, {0}};
 
 static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
 {
@@ -54,7 +55,7 @@ static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
                                       .offset = offsetof(struct epar_compare_cfg, p) + cfg->mech[k] * sizeof cfg->p[0],
                                       .sub = sub[k]};
     }
-    rows[K] = (struct epar_field)EPAR_FIELD_END_;
+    rows[K] = (struct epar_field){0};
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {   /* not selected, or dropped under --causal (look-ahead patterns) */
         int in = 0;
         for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;

@@ -39,37 +39,49 @@ const char *epar_report_group_title(const char *id)
 }
 
 /* ---- the protocol's parts the report reads, as rows (report_int.h) ---- */
-static const struct epar_field posfx_rows[] = {EPAR_FIELD_(struct rp_posfx, "L", EPAR_FIELD_INT, L, 0),
-                                               EPAR_FIELD_END_};
-static const struct epar_field measure_rows[] = {EPAR_FIELD_OBJ_(struct rp_measure, "posfx", posfx, posfx_rows, 0),
-                                                 EPAR_FIELD_END_};
+static const struct epar_field posfx_rows[] = {{.key = "L", .type = EPAR_FIELD_INT,
+                                                .offset = offsetof(struct rp_posfx, L)},
+                                               {0}};
+static const struct epar_field measure_rows[] = {{.key = "posfx", .type = EPAR_FIELD_OBJ,
+                                                  .offset = offsetof(struct rp_measure, posfx), .sub = posfx_rows},
+                                                 {0}};
 static const struct epar_field claim_rows[] = {
-    EPAR_FIELD_(struct rp_claim, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(struct rp_claim, "reported", EPAR_FIELD_JSON, reported, 0),
-    EPAR_FIELD_OBJ_(struct rp_claim, "measure", measure, measure_rows, 0),
-    EPAR_FIELD_END_};
+    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(struct rp_claim, id), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "reported", .type = EPAR_FIELD_JSON, .offset = offsetof(struct rp_claim, reported)},
+    {.key = "measure", .type = EPAR_FIELD_OBJ, .offset = offsetof(struct rp_claim, measure), .sub = measure_rows},
+    {0}};
 static const struct epar_field defect_rows[] = {
-    EPAR_FIELD_(struct rp_defect, "title", EPAR_FIELD_STRING, title, 0),
-    EPAR_FIELD_(struct rp_defect, "text", EPAR_FIELD_STRING, text, 0),
-    EPAR_FIELD_LIST_(struct rp_defect, "shown_by", EPAR_FIELD_SLIST, shown_by, n_shown, RP_MAX_SHOWN,
-                     EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
-static const struct epar_field section_rows[] = {EPAR_FIELD_(struct rp_section, "length", EPAR_FIELD_INT, length, 0),
-                                                 EPAR_FIELD_END_};
-static const struct epar_field preset_rows[] = {RP_NUMBER(struct rp_preset, "beta", beta),
-                                                RP_NUMBER(struct rp_preset, "gamma", gamma), EPAR_FIELD_END_};
+    {.key = "title", .type = EPAR_FIELD_STRING, .offset = offsetof(struct rp_defect, title)},
+    {.key = "text", .type = EPAR_FIELD_STRING, .offset = offsetof(struct rp_defect, text)},
+    {.key = "shown_by", .type = EPAR_FIELD_SLIST, .offset = offsetof(struct rp_defect, shown_by),
+     .count_offset = offsetof(struct rp_defect, n_shown), .max = RP_MAX_SHOWN, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
+static const struct epar_field section_rows[] = {{.key = "length", .type = EPAR_FIELD_INT,
+                                                  .offset = offsetof(struct rp_section, length)},
+                                                 {0}};
+static const struct epar_field preset_rows[] = {{.key = "beta", .type = EPAR_FIELD_DOUBLE,
+                                                 .offset = offsetof(struct rp_preset, beta)},
+                                                {.key = "gamma", .type = EPAR_FIELD_DOUBLE,
+                                                 .offset = offsetof(struct rp_preset, gamma)}, {0}};
 #define RP struct epar_report_proto
 static const struct epar_field proto_rows[] = {
-    EPAR_FIELD_(RP, "experiments", EPAR_FIELD_JSON, experiments, 0),
-    EPAR_FIELD_(RP, "presets", EPAR_FIELD_JSON, presets, 0),
-    EPAR_FIELD_OLIST_(RP, "claims", claims, n_claims, RP_MAX_CLAIMS, claim_rows, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_OLIST_(RP, "reference_defects", defects, n_defects, RP_MAX_DEFECTS, defect_rows, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "experiments", .type = EPAR_FIELD_JSON, .offset = offsetof(RP, experiments)},
+    {.key = "presets", .type = EPAR_FIELD_JSON, .offset = offsetof(RP, presets)},
+    {.key = "claims", .type = EPAR_FIELD_OLIST, .offset = offsetof(RP, claims), .count_offset = offsetof(RP, n_claims),
+     .max = RP_MAX_CLAIMS, .stride = sizeof(struct rp_claim), .sub = claim_rows, .flags = EPAR_FIELD_EMPTY_OK},
+    {.key = "reference_defects", .type = EPAR_FIELD_OLIST, .offset = offsetof(RP, defects),
+     .count_offset = offsetof(RP, n_defects), .max = RP_MAX_DEFECTS, .stride = sizeof(struct rp_defect),
+     .sub = defect_rows, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
 /* the members of "experiments" and "presets" */
-static const struct epar_field section_map = EPAR_FIELD_OLIST_(RP, "experiments", sections, n_sections, RP_MAX_MEMBERS,
-                                                               section_rows, 0);
-static const struct epar_field preset_map = EPAR_FIELD_OLIST_(RP, "presets", preset, n_presets, RP_MAX_MEMBERS,
-                                                              preset_rows, 0);
+static const struct epar_field section_map = {.key = "experiments", .type = EPAR_FIELD_OLIST,
+                                              .offset = offsetof(RP, sections),
+                                              .count_offset = offsetof(RP, n_sections), .max = RP_MAX_MEMBERS,
+                                              .stride = sizeof(struct rp_section), .sub = section_rows};
+static const struct epar_field preset_map = {.key = "presets", .type = EPAR_FIELD_OLIST,
+                                             .offset = offsetof(RP, preset), .count_offset = offsetof(RP, n_presets),
+                                             .max = RP_MAX_MEMBERS, .stride = sizeof(struct rp_preset),
+                                             .sub = preset_rows};
 #undef RP
 
 /* *out (free it) or an error naming the JSON path of the malformed part */

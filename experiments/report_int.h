@@ -55,10 +55,6 @@ struct epar_report_proto {
     const char *section_name[RP_MAX_MEMBERS], *preset_name[RP_MAX_MEMBERS];
 };
 
-/* DOUBLE rows: any finite number (>= -1e300; a DOUBLE row's hi is its lo-inclusive flag, read as an int, so not the
- * 1e300 of EPAR_FIELD_) */
-#define RP_NUMBER(S, key, member) EPAR_FIELD_RANGE_(S, key, EPAR_FIELD_DOUBLE, member, -1e300, 1, 0)
-
 /* ---- SUMMARY.md and summary.json: the headline numbers, computed from the audit ----
  * Exactly the sentences README.md quotes: its opening (block "summary") and its benchmark section (block
  * "benchmark"), each between the markers <!-- <block>:begin --> and <!-- <block>:end -->. README quotes the copy of

@@ -49,23 +49,25 @@ const char *epar_exp_sensitivity_range(enum epar_sens_param which, double v)
     return which == EPAR_SENS_P_BETA ? "beta must be >= 0" : "gamma must be >= 0";
 }
 
-static int read_list(const struct epar_protocol *p, enum epar_sens_param which, double *v, int *n)
-{
-    const char *key = which == EPAR_SENS_P_ALPHA  ? "alpha_values"
-                      : which == EPAR_SENS_P_BETA ? "beta_values"
-                                                  : "gamma_values";
-    int st = epar_protocol_get_dlist(p, "sensitivity", key, v, EPAR_MAX_LIST, n);
-    if (st) return st;
-    for (int i = 0; i < *n; i++) {
-        const char *bad = epar_exp_sensitivity_range(which, v[i]);
-        if (bad) {
-            char jp[160];
-            snprintf(jp, sizeof jp, "$.experiments.sensitivity.%s[%d]", key, i);
-            return epar_protocol_error(p, jp, "%s, got %g", bad, v[i]);
-        }
-    }
-    return EPAR_OK;
-}
+/* the sweeps (each value in the range of its parameter: epar_exp_sensitivity_range), the locality window and the
+ * draws */
+#define SC struct epar_sensitivity_cfg
+static const struct epar_field sweep_rows[] = {
+    {.key = "alpha_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, alpha_values),
+     .count_offset = offsetof(SC, n_alpha), .max = EPAR_MAX_LIST, .flags = EPAR_FIELD_POSITIVE},
+    {.key = "beta_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, beta_values),
+     .count_offset = offsetof(SC, n_beta), .max = EPAR_MAX_LIST, .flags = EPAR_FIELD_NONNEG},
+    {.key = "gamma_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, gamma_values),
+     .count_offset = offsetof(SC, n_gamma), .max = EPAR_MAX_LIST, .flags = EPAR_FIELD_NONNEG},
+    {.key = "locality_window", .type = EPAR_FIELD_INT, .offset = offsetof(SC, locality_window), .lo = 0, .hi = 1 << 20},
+    {0}};
+#undef SC
+struct draws_in {
+    const char *draws;
+};
+static const struct epar_field draws_rows[] = {
+    {.key = "draws", .type = EPAR_FIELD_STRING, .offset = offsetof(struct draws_in, draws)},
+    {0}};
 
 static const char *const claim_ids[] = {"mid_range_gain", "max_distance_gain", "enhanced_max_retention",
                                         "basic_max_retention", NULL};
@@ -81,16 +83,19 @@ struct claims_in {
 };
 #define CI struct claim_in
 static const struct epar_field claim_rows[] = {
-    EPAR_FIELD_(CI, "id", EPAR_FIELD_STRING, id, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(CI, "text", EPAR_FIELD_STRING, text, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_RANGE_(CI, "value", EPAR_FIELD_DOUBLE, value, 0, 0, EPAR_FIELD_REQUIRED),  /* finite, > 0 */
-    EPAR_FIELD_RANGE_(CI, "unit", EPAR_FIELD_DOUBLE, unit, 0, 0, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_END_};
+    {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(CI, id), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "text", .type = EPAR_FIELD_STRING, .offset = offsetof(CI, text), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CI, value),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_POSITIVE},  /* finite, > 0 */
+    {.key = "unit", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CI, unit),
+     .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_POSITIVE},
+    {0}};
 #undef CI
 static const struct epar_field claims_rows[] = {
-    EPAR_FIELD_OLIST_(struct claims_in, "retention_claims", c, n, EPAR_SENS_MAX_CLAIMS, claim_rows,
-                      EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT),
-    EPAR_FIELD_END_};
+    {.key = "retention_claims", .type = EPAR_FIELD_OLIST, .offset = offsetof(struct claims_in, c),
+     .count_offset = offsetof(struct claims_in, n), .max = EPAR_SENS_MAX_CLAIMS, .stride = sizeof(struct claim_in),
+     .sub = claim_rows, .flags = EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT},
+    {0}};
 
 static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cfg *cfg)
 {
@@ -122,14 +127,13 @@ int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensi
 {
     int st = epar_protocol_check_keys(p, "sensitivity", epar_exp_sensitivity_keys);
     if (st) return st;
-    if ((st = read_list(p, EPAR_SENS_P_ALPHA, cfg->alpha_values, &cfg->n_alpha))) return st;
-    if ((st = read_list(p, EPAR_SENS_P_BETA, cfg->beta_values, &cfg->n_beta))) return st;
-    if ((st = read_list(p, EPAR_SENS_P_GAMMA, cfg->gamma_values, &cfg->n_gamma))) return st;
+    json_t *sec = epar_protocol_section(p, "sensitivity");
+    const char *jp = "$.experiments.sensitivity";
     cfg->locality_window = 1;
-    if ((st = epar_protocol_get_int(p, "sensitivity", "locality_window", &cfg->locality_window, 0, 1 << 20)))
-        return st;
-    const char *draws = "fresh";
-    if ((st = epar_protocol_get_string(p, "sensitivity", "draws", &draws))) return st;
+    struct draws_in in = {"fresh"};
+    if ((st = epar_protocol_obj_fields(p, sec, jp, sweep_rows, cfg))) return st;
+    if ((st = epar_protocol_obj_fields(p, sec, jp, draws_rows, &in))) return st;
+    const char *draws = in.draws;
     if (strcmp(draws, "fresh") && strcmp(draws, "common"))
         return epar_protocol_error(p, "$.experiments.sensitivity.draws", "expected \"fresh\" or \"common\"");
     cfg->common_draws = !strcmp(draws, "common");

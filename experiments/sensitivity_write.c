@@ -10,19 +10,11 @@
 #include "common.h"
 #include "sensitivity.h"
 
-/* the configuration and the result, with the result's layout at hand */
+/* what every writer reads: the configuration and the result */
 struct ctx {
     const struct epar_sensitivity_cfg *cfg;
     const struct epar_sensitivity_result *r;
-    int L, S, R;
-    const struct epar_sens_point *pts;
-    const int *first, *count;
 };
-
-static struct ctx ctx_of(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *r)
-{
-    return (struct ctx){cfg, r, r->L, r->S, r->R, r->pts, r->first, r->count};
-}
 
 static double value(const struct ctx *c, int p, int f, const char *name) { return epar_sens_value(c->r, p, f, name); }
 static void ratio_stats(const struct ctx *c, int p, int fn, int dn, int fd, int dd, double *mean, double *sd)
@@ -56,7 +48,8 @@ static int fill_row(struct epar_table *t, const struct ctx *c, int p, int f)
     for (int col = 0; col < t->ncols; col++) {
         const char *n = t->cols[col];
         if (!strcmp(n, "form") || !strcmp(n, "sweep")) {
-            const char *s = !strcmp(n, "form") ? epar_posfx_form_name((enum epar_form)f) : epar_sens_block_name[c->pts[p].blk];
+            const char *s = !strcmp(n, "form") ? epar_posfx_form_name((enum epar_form)f)
+                                                : epar_sens_block_name[c->r->pts[p].blk];
             if (!(row[col].s = dupstr(s))) return EPAR_ENOMEM;
         } else row[col].v = value(c, p, f, n);
     }
@@ -99,8 +92,8 @@ static const char *const cols_baseline =
 static int block_table(struct epar_table **t, const char *cols, const struct ctx *c, int b, int f)
 {
     if (!(*t = epar_csv_new(cols))) return EPAR_ENOMEM;
-    for (int k = 0; k < c->count[b]; k++) {
-        int st = fill_row(*t, c, c->first[b] + k, f);
+    for (int k = 0; k < c->r->count[b]; k++) {
+        int st = fill_row(*t, c, c->r->first[b] + k, f);
         if (st) return st;
     }
     return EPAR_OK;
@@ -109,7 +102,8 @@ static int block_table(struct epar_table **t, const char *cols, const struct ctx
 /* retention.csv: pre-softmax retention and measured attention at d = L/2 and L-1, per setting */
 static int retention_rows(const struct ctx *c, struct tables *res)
 {
-    int L = c->L, mid = L / 2, mx = L - 1;
+    const struct epar_sensitivity_result *r = c->r;
+    int L = r->L, mid = L / 2, mx = L - 1;
     res->retention = epar_csv_new(
         "setting,alpha,beta,gamma,length,d_mid,d_max,basic_mid,enhanced_mid,ratio_mid,basic_max,enhanced_max,"
         "ratio_max,basic_at_L,enhanced_at_L,ratio_at_L,attn_none_mid,attn_basic_mid,attn_enhanced_mid,"
@@ -121,9 +115,9 @@ static int retention_rows(const struct ctx *c, struct tables *res)
     int blocks[] = {EPAR_SENS_DEFAULTS, EPAR_SENS_PAPER, EPAR_SENS_BG};
     for (int bi = 0; bi < 3; bi++) {
         int b = blocks[bi];
-        for (int k = 0; k < c->count[b]; k++) {
-            int p = c->first[b] + k;
-            const struct epar_sens_point *pt = &c->pts[p];
+        for (int k = 0; k < r->count[b]; k++) {
+            int p = r->first[b] + k;
+            const struct epar_sens_point *pt = &r->pts[p];
             double pre[2][3], a[3][2], sd;
             int ds[3] = {mid, mx, L};
             for (int f = 0; f < 2; f++)
@@ -145,7 +139,7 @@ static int retention_rows(const struct ctx *c, struct tables *res)
                                 pre[1][1], pre[1][1] / pre[0][1], pre[0][2], pre[1][2], pre[1][2] / pre[0][2],
                                 a[EPAR_FORM_NONE][0], a[EPAR_FORM_BASIC][0], a[EPAR_FORM_ENHANCED][0], rm, rms, gm,
                                 gms, a[EPAR_FORM_NONE][1], a[EPAR_FORM_BASIC][1], a[EPAR_FORM_ENHANCED][1], rx, rxs,
-                                gx, gxs, bb, bbs, ee, ees, c->S))
+                                gx, gxs, bb, bbs, ee, ees, r->S))
                 return EPAR_ENOMEM;
         }
     }
@@ -155,20 +149,21 @@ static int retention_rows(const struct ctx *c, struct tables *res)
 /* retention_curves.csv: the curves at the defaults (and the paper's parameters) */
 static int retention_curves(const struct ctx *c, struct tables *res)
 {
-    int L = c->L;
+    const struct epar_sensitivity_result *r = c->r;
+    int L = r->L;
     res->curves = epar_csv_new("distance,basic,enhanced,basic_paper,enhanced_paper,attn_none,attn_none_sd,"
                                "attn_basic,attn_basic_sd,attn_enhanced,attn_enhanced_sd");
     if (!res->curves) return EPAR_ENOMEM;
-    int p0 = c->first[EPAR_SENS_DEFAULTS], pp = c->count[EPAR_SENS_PAPER] ? c->first[EPAR_SENS_PAPER] : -1;
+    int p0 = r->first[EPAR_SENS_DEFAULTS], pp = r->count[EPAR_SENS_PAPER] ? r->first[EPAR_SENS_PAPER] : -1;
     for (int d = 0; d < L; d++) {
         double an, ans, ab, abs_, ae, aes;
         prof_stats(c, p0, EPAR_FORM_NONE, d, &an, &ans);
         prof_stats(c, p0, EPAR_FORM_BASIC, d, &ab, &abs_);
         prof_stats(c, p0, EPAR_FORM_ENHANCED, d, &ae, &aes);
-        if (epar_csv_append(res->curves, "idddddddddd", d, epar_sens_retention_pre(EPAR_FORM_BASIC, &c->pts[p0], d, L),
-                            epar_sens_retention_pre(EPAR_FORM_ENHANCED, &c->pts[p0], d, L),
-                            pp >= 0 ? epar_sens_retention_pre(EPAR_FORM_BASIC, &c->pts[pp], d, L) : NAN,
-                            pp >= 0 ? epar_sens_retention_pre(EPAR_FORM_ENHANCED, &c->pts[pp], d, L) : NAN, an, ans, ab,
+        if (epar_csv_append(res->curves, "idddddddddd", d, epar_sens_retention_pre(EPAR_FORM_BASIC, &r->pts[p0], d, L),
+                            epar_sens_retention_pre(EPAR_FORM_ENHANCED, &r->pts[p0], d, L),
+                            pp >= 0 ? epar_sens_retention_pre(EPAR_FORM_BASIC, &r->pts[pp], d, L) : NAN,
+                            pp >= 0 ? epar_sens_retention_pre(EPAR_FORM_ENHANCED, &r->pts[pp], d, L) : NAN, an, ans, ab,
                             abs_, ae, aes))
             return EPAR_ENOMEM;
     }
@@ -179,7 +174,8 @@ static int retention_curves(const struct ctx *c, struct tables *res)
  * parameters */
 static int retention_claims(const struct ctx *c, struct tables *res)
 {
-    int L = c->L;
+    const struct epar_sensitivity_result *r = c->r;
+    int L = r->L;
     res->claims = epar_csv_new("claim,claimed,definition,setting,alpha,beta,gamma,measured,measured_sd,agrees,"
                                "beta_needed");
     if (!res->claims) return EPAR_ENOMEM;
@@ -190,13 +186,13 @@ static int retention_claims(const struct ctx *c, struct tables *res)
         for (int q = 0; q < nd; q++)
             for (int bi = 0; bi < 2; bi++) {
                 int b = bi ? EPAR_SENS_PAPER : EPAR_SENS_DEFAULTS;
-                if (!c->count[b]) continue;
-                int p = c->first[b];
+                if (!r->count[b]) continue;
+                int p = r->first[b];
                 char name[160];
                 epar_sens_definition_name(&defs[q], L, name, sizeof name);
                 double v, sd, bn;
                 epar_sens_definition_measure(c->r, p, &defs[q], cl->value, &v, &sd, &bn);
-                const struct epar_sens_point *pt = &c->pts[p];
+                const struct epar_sens_point *pt = &r->pts[p];
                 if (epar_csv_append(res->claims, "sdssdddddsd", cl->id, cl->value, name, epar_sens_block_name[b], pt->alpha,
                                     pt->beta, pt->gamma, v, sd, epar_sens_agrees(v, cl) ? "yes" : "no", bn))
                     return EPAR_ENOMEM;
@@ -210,12 +206,13 @@ static int retention_claims(const struct ctx *c, struct tables *res)
  * sets: a construction, labelled as such), appended to retention_claims.csv */
 static int retention_mixed(const struct ctx *c, struct tables *res)
 {
-    int L = c->L;
+    const struct epar_sensitivity_result *r = c->r;
+    int L = r->L;
     const struct epar_sens_claim *cb = NULL;
     for (int i = 0; i < c->cfg->n_claims; i++)
         if (!strcmp(c->cfg->claims[i].id, "basic_max_retention")) cb = &c->cfg->claims[i];
-    if (cb && c->count[EPAR_SENS_PAPER]) {
-        const struct epar_sens_point *pt = &c->pts[c->first[EPAR_SENS_PAPER]];
+    if (cb && r->count[EPAR_SENS_PAPER]) {
+        const struct epar_sens_point *pt = &r->pts[r->first[EPAR_SENS_PAPER]];
         for (int i = 0; i < c->cfg->n_claims; i++) {
             const struct epar_sens_claim *cl = &c->cfg->claims[i];
             int mid_claim = !strcmp(cl->id, "mid_range_gain");
@@ -252,13 +249,14 @@ static int retention_tables(const struct ctx *c, struct tables *res)
 
 static int baseline_table(const struct ctx *c, struct tables *res)
 {
+    const struct epar_sensitivity_result *r = c->r;
     if (!(res->baseline = epar_csv_new(cols_baseline))) return EPAR_ENOMEM;
     for (int b = 0; b < EPAR_SENS_NBLK; b++) {
-        if (!c->count[b]) continue;
+        if (!r->count[b]) continue;
         double v[2 * EPAR_SENS_NMETRIC];
         for (int m = 0; m < EPAR_SENS_NMETRIC; m++) epar_sens_block_baseline(c->r, b, m, &v[2 * m], &v[2 * m + 1]);
-        if (epar_csv_append(res->baseline, "siiddddddddddsi", epar_sens_block_name[b], c->count[b], c->count[b] * c->R, v[0],
-                            v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], "none", c->S))
+        if (epar_csv_append(res->baseline, "siiddddddddddsi", epar_sens_block_name[b], r->count[b], r->count[b] * r->R, v[0],
+                            v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], "none", r->S))
             return EPAR_ENOMEM;
     }
     return EPAR_OK;
@@ -281,8 +279,8 @@ static int block_arg(const struct ctx *c, int b, int f, const char *name, int si
 {
     int best = -1;
     double bv = 0;
-    for (int k = 0; k < c->count[b]; k++) {
-        double v = sign * value(c, c->first[b] + k, f, name);
+    for (int k = 0; k < c->r->count[b]; k++) {
+        double v = sign * value(c, c->r->first[b] + k, f, name);
         if (!isnan(v) && (best < 0 || v > bv)) { bv = v; best = k; }
     }
     return best;
@@ -292,7 +290,7 @@ static int block_arg(const struct ctx *c, int b, int f, const char *name, int si
 static void trend(FILE *f, const struct ctx *c, int b, int form, const char *metric, const char *pname,
                   const char *label)
 {
-    int n = c->count[b], p0 = c->first[b], p1 = p0 + n - 1;
+    int n = c->r->count[b], p0 = c->r->first[b], p1 = p0 + n - 1;
     double v0 = value(c, p0, form, metric), v1 = value(c, p1, form, metric);
     double x0 = value(c, p0, form, pname), x1 = value(c, p1, form, pname);
     int kmax = block_arg(c, b, form, metric, 1), kmin = block_arg(c, b, form, metric, -1);
@@ -309,14 +307,15 @@ static void trend(FILE *f, const struct ctx *c, int b, int form, const char *met
 /* across-sweep range of a stochastic metric vs its typical across-seed sd */
 static double sweep_range_ratio(const struct ctx *c, int b, int f, const char *metric)
 {
+    const struct epar_sensitivity_result *r = c->r;
     char sdn[96];
     snprintf(sdn, sizeof sdn, "%s_sd", metric);
     double lo = INFINITY, hi = -INFINITY, sds = 0.0;
-    for (int k = 0; k < c->count[b]; k++) {
-        double v = value(c, c->first[b] + k, f, metric);
+    for (int k = 0; k < r->count[b]; k++) {
+        double v = value(c, r->first[b] + k, f, metric);
         if (v < lo) lo = v;
         if (v > hi) hi = v;
-        sds += value(c, c->first[b] + k, f, sdn) / c->count[b];
+        sds += value(c, r->first[b] + k, f, sdn) / r->count[b];
     }
     return sds > 0 ? (hi - lo) / sds : INFINITY;
 }
@@ -329,7 +328,7 @@ static void gain_line(FILE *f, const struct ctx *c, int p, int form, const char 
     fprintf(f, "%s: attention locality %.4f +- %.4f vs baseline %.4f (paired gain %+.4f +- %.4f, %s)\n", pdesc, m, sd,
             b, dm, dsd,
             dm == 0 && dsd == 0 ? "P = 1 here: identical to the baseline"
-            : c->S < 2          ? "one seed: no spread"
+            : c->r->S < 2          ? "one seed: no spread"
             : fabs(dm) > 2 * dsd ? "larger than 2 sd across seeds"
                                  : "within 2 sd across seeds: not distinguishable from seed noise");
 }
@@ -337,24 +336,26 @@ static void gain_line(FILE *f, const struct ctx *c, int p, int form, const char 
 /* the title and what every number is: the run's settings, seeds, draws, baseline */
 static void report_head(FILE *f, const struct ctx *c)
 {
+    const struct epar_sensitivity_result *r = c->r;
     const struct epar_sensitivity_cfg *cfg = c->cfg;
     const struct epar_params *prm = &cfg->prm;
-    int L = c->L;
+    int L = r->L;
     char seeds[600] = "";
-    for (int s = 0; s < c->S; s++)
+    for (int s = 0; s < r->S; s++)
         snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lu", s ? "," : "", prm->seeds[s]);
 
     fprintf(f, "=== Parameter Sensitivity Analysis Report ===\n");
     fprintf(f, "(epar: preset %s, form %s, L=%d, hidden %d, heads %d, batch %d, seeds %s, %d run(s) per seed, %s draws.\n"
                " Stochastic values: mean over the %d seeds, +- sample sd across seeds. Baseline: the same metric with form\n"
                " none on the same weights and data. attention_locality window |i-j| <= %d. Every number is measured.)\n\n",
-            prm->preset, epar_posfx_form_name(prm->form), L, prm->hidden, prm->heads, prm->batch, seeds, c->R,
-            cfg->common_draws ? "common" : "fresh", c->S, cfg->locality_window);
+            prm->preset, epar_posfx_form_name(prm->form), L, prm->hidden, prm->heads, prm->batch, seeds, r->R,
+            cfg->common_draws ? "common" : "fresh", r->S, cfg->locality_window);
 }
 
 /* sections 1-3: the alpha, beta and gamma sweeps, the trend and every point */
 static void report_sweeps(FILE *f, const struct ctx *c)
 {
+    const struct epar_sensitivity_result *r = c->r;
     const struct epar_sensitivity_cfg *cfg = c->cfg;
     const struct epar_params *prm = &cfg->prm;
     int fs = prm->form;
@@ -363,10 +364,10 @@ static void report_sweeps(FILE *f, const struct ctx *c)
     fprintf(f, "   α multiplies every score (P(i,i) = α): it acts as an inverse temperature of the whole row\n");
     trend(f, c, b, fs, "attention_concentration", "alpha", "attention concentration");
     trend(f, c, b, fs, "attention_locality", "alpha", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
+    for (int k = 0; k < r->count[b]; k++) {
+        int p = r->first[b] + k;
         fprintf(f, "   α=%g: Position Strength=%.4f, Attention Concentration=%.4g (+- %.2g; baseline %.4g)\n",
-                c->pts[p].alpha, value(c, p, fs, "position_strength"), value(c, p, fs, "attention_concentration"),
+                r->pts[p].alpha, value(c, p, fs, "position_strength"), value(c, p, fs, "attention_concentration"),
                 value(c, p, fs, "attention_concentration_sd"), value(c, p, fs, "attention_concentration_baseline"));
     }
     b = EPAR_SENS_BETA;
@@ -374,9 +375,9 @@ static void report_sweeps(FILE *f, const struct ctx *c)
     fprintf(f, "   β sets how fast P decays with |i-j|/L\n");
     trend(f, c, b, fs, "decay_speed", "beta", "decay speed (mean P[c,c+k])");
     trend(f, c, b, fs, "attention_locality", "beta", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
-        fprintf(f, "   β=%g: Decay Speed=%.4f, Attention Locality=%.4f (+- %.4f; baseline %.4f)\n", c->pts[p].beta,
+    for (int k = 0; k < r->count[b]; k++) {
+        int p = r->first[b] + k;
+        fprintf(f, "   β=%g: Decay Speed=%.4f, Attention Locality=%.4f (+- %.4f; baseline %.4f)\n", r->pts[p].beta,
                 value(c, p, fs, "decay_speed"), value(c, p, fs, "attention_locality"),
                 value(c, p, fs, "attention_locality_sd"), value(c, p, fs, "attention_locality_baseline"));
     }
@@ -390,11 +391,11 @@ static void report_sweeps(FILE *f, const struct ctx *c)
                 epar_posfx_form_name(prm->form));
     trend(f, c, b, fs, "position_strength", "gamma", "position strength");
     trend(f, c, b, fs, "attention_locality", "gamma", "attention locality");
-    for (int k = 0; k < c->count[b]; k++) {
-        int p = c->first[b] + k;
+    for (int k = 0; k < r->count[b]; k++) {
+        int p = r->first[b] + k;
         fprintf(f, "   γ=%g: Position Strength=%.4f, Decay Speed=%.4f, Attention Concentration=%.4g, "
                    "Attention Locality=%.4f (+- %.4f; baseline %.4f)\n",
-                c->pts[p].gamma, value(c, p, fs, "position_strength"), value(c, p, fs, "decay_speed"),
+                r->pts[p].gamma, value(c, p, fs, "position_strength"), value(c, p, fs, "decay_speed"),
                 value(c, p, fs, "attention_concentration"), value(c, p, fs, "attention_locality"),
                 value(c, p, fs, "attention_locality_sd"), value(c, p, fs, "attention_locality_baseline"));
     }
@@ -404,25 +405,26 @@ static void report_sweeps(FILE *f, const struct ctx *c)
  * values */
 static void report_suggestions(FILE *f, const struct ctx *c)
 {
+    const struct epar_sensitivity_result *r = c->r;
     const struct epar_sensitivity_cfg *cfg = c->cfg;
     const struct epar_params *prm = &cfg->prm;
     int fs = prm->form;
     fprintf(f, "\n4. Parameter Combination Suggestions (derived from the measurements above and the grids):\n");
     int k = block_arg(c, EPAR_SENS_AB, fs, "attention_locality", 1);
     char d[160];
-    snprintf(d, sizeof d, "   - Most local attention on the α x β grid: α=%g, β=%g", c->pts[c->first[EPAR_SENS_AB] + k].alpha,
-             c->pts[c->first[EPAR_SENS_AB] + k].beta);
-    gain_line(f, c, c->first[EPAR_SENS_AB] + k, fs, d);
+    snprintf(d, sizeof d, "   - Most local attention on the α x β grid: α=%g, β=%g", r->pts[r->first[EPAR_SENS_AB] + k].alpha,
+             r->pts[r->first[EPAR_SENS_AB] + k].beta);
+    gain_line(f, c, r->first[EPAR_SENS_AB] + k, fs, d);
     k = block_arg(c, EPAR_SENS_AB, fs, "attention_locality", -1);
-    snprintf(d, sizeof d, "   - Least local on the α x β grid: α=%g, β=%g", c->pts[c->first[EPAR_SENS_AB] + k].alpha,
-             c->pts[c->first[EPAR_SENS_AB] + k].beta);
-    gain_line(f, c, c->first[EPAR_SENS_AB] + k, fs, d);
+    snprintf(d, sizeof d, "   - Least local on the α x β grid: α=%g, β=%g", r->pts[r->first[EPAR_SENS_AB] + k].alpha,
+             r->pts[r->first[EPAR_SENS_AB] + k].beta);
+    gain_line(f, c, r->first[EPAR_SENS_AB] + k, fs, d);
     k = block_arg(c, EPAR_SENS_BG, EPAR_FORM_ENHANCED, "attention_locality", 1);
-    snprintf(d, sizeof d, "   - Most local on the β x γ grid (enhanced): β=%g, γ=%g", c->pts[c->first[EPAR_SENS_BG] + k].beta,
-             c->pts[c->first[EPAR_SENS_BG] + k].gamma);
-    gain_line(f, c, c->first[EPAR_SENS_BG] + k, EPAR_FORM_ENHANCED, d);
+    snprintf(d, sizeof d, "   - Most local on the β x γ grid (enhanced): β=%g, γ=%g", r->pts[r->first[EPAR_SENS_BG] + k].beta,
+             r->pts[r->first[EPAR_SENS_BG] + k].gamma);
+    gain_line(f, c, r->first[EPAR_SENS_BG] + k, EPAR_FORM_ENHANCED, d);
     snprintf(d, sizeof d, "   - At the run's parameters (α=%g, β=%g, γ=%g)", prm->alpha, prm->beta, prm->gamma);
-    gain_line(f, c, c->first[EPAR_SENS_DEFAULTS], fs, d);
+    gain_line(f, c, r->first[EPAR_SENS_DEFAULTS], fs, d);
     const char *pn[3] = {"α", "β", "γ"};
     int pb[3] = {EPAR_SENS_ALPHA, EPAR_SENS_BETA, EPAR_SENS_GAMMA}, most = 0;
     double rr[3];
@@ -433,7 +435,7 @@ static void report_suggestions(FILE *f, const struct ctx *c)
     fprintf(f, "   - Sensitivity of attention locality (range over the sweep / mean across-seed sd): α %.3g, β %.3g, γ %.3g"
                " -> most sensitive: %s\n", rr[0], rr[1], rr[2], pn[most]);
     for (int q = 0; q < 3; q++) {
-        int kk = block_arg(c, pb[q], fs, "correlation_improvement_pct", 1), p = c->first[pb[q]] + kk;
+        int kk = block_arg(c, pb[q], fs, "correlation_improvement_pct", 1), p = r->first[pb[q]] + kk;
         if (kk < 0) continue; /* baseline correlation 0: no relative improvement */
         double im = value(c, p, fs, "correlation_improvement_pct"), isd = value(c, p, fs, "correlation_improvement_pct_sd");
         fprintf(f, "   - The reference's 'optimal' %s (largest position_correlation_mean improvement over the measured "
@@ -441,7 +443,7 @@ static void report_suggestions(FILE *f, const struct ctx *c)
                 pn[q], value(c, p, fs, "position_correlation_mean_baseline"), pn[q],
                 value(c, p, fs, q == 0 ? "alpha" : q == 1 ? "beta" : "gamma"), im, isd,
                 im == 0 && isd == 0 ? "P = 1 here: identical to the baseline"
-                : c->S < 2          ? "one seed"
+                : r->S < 2          ? "one seed"
                 : fabs(im) > 2 * isd ? "larger than 2 sd"
                                      : "within 2 sd: noise");
     }
@@ -467,7 +469,7 @@ static void report_baseline(FILE *f, const struct ctx *c, const struct tables *r
                 epar_csv_get(res->baseline, r, "position_correlation_std_sd"));
 
     fprintf(f, "\n6. Basic vs Enhanced (same weights and data, at α=%g, β=%g, γ=%g):\n", prm->alpha, prm->beta, prm->gamma);
-    int p0 = c->first[EPAR_SENS_DEFAULTS];
+    int p0 = c->r->first[EPAR_SENS_DEFAULTS];
     for (int fo = EPAR_FORM_NONE; fo < EPAR_SENS_NF; fo++)
         fprintf(f, "   %-8s position strength %.4f, decay speed %.4f, locality %.4f +- %.4f, concentration %.4g +- %.2g, "
                    "correlation off-diagonal %.4f +- %.4f\n",
@@ -517,7 +519,7 @@ static void report_claims(FILE *f, const struct ctx *c, const struct tables *res
 static void report_notes(FILE *f, const struct ctx *c)
 {
     const struct epar_sensitivity_cfg *cfg = c->cfg;
-    int L = c->L;
+    int L = c->r->L;
     char lb[4096];
     fprintf(f, "\n8. Notes:\n");
     fprintf(f, "   - position_correlation_mean includes the diagonal (all ones), which alone contributes 1/L = %.6g;\n"
@@ -552,7 +554,7 @@ static char *build_report(const struct ctx *c, const struct tables *res)
 static void print_summary(FILE *f, const struct ctx *c, const struct tables *res)
 {
     const struct epar_params *prm = &c->cfg->prm;
-    int p0 = c->first[EPAR_SENS_DEFAULTS], fs = prm->form;
+    int p0 = c->r->first[EPAR_SENS_DEFAULTS], fs = prm->form;
     fprintf(f, "  at alpha=%g beta=%g gamma=%g (%s): position strength %.6g, decay speed %.6g\n", prm->alpha,
             prm->beta, prm->gamma, epar_posfx_form_name(prm->form), value(c, p0, fs, "position_strength"),
             value(c, p0, fs, "decay_speed"));
@@ -599,9 +601,9 @@ static int tables_build(const struct ctx *c, struct tables *res)
         return EPAR_ENOMEM;
     if (!(res->basic_vs_enhanced = epar_csv_new(cols_bve))) return EPAR_ENOMEM;
     for (int b = EPAR_SENS_ALPHA; b <= EPAR_SENS_GAMMA; b++)
-        for (int k = 0; k < c->count[b]; k++)
+        for (int k = 0; k < c->r->count[b]; k++)
             for (int f = EPAR_FORM_BASIC; f <= EPAR_FORM_ENHANCED; f++)
-                if (fill_row(res->basic_vs_enhanced, c, c->first[b] + k, f)) return EPAR_ENOMEM;
+                if (fill_row(res->basic_vs_enhanced, c, c->r->first[b] + k, f)) return EPAR_ENOMEM;
     if (baseline_table(c, res) || retention_tables(c, res)) return EPAR_ENOMEM;
     return EPAR_OK;
 }
@@ -609,7 +611,7 @@ static int tables_build(const struct ctx *c, struct tables *res)
 int epar_exp_sensitivity_summary(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *r,
                                  FILE *f)
 {
-    struct ctx c = ctx_of(cfg, r);
+    const struct ctx c = {cfg, r};
     struct tables t = {0};
     int st = retention_tables(&c, &t);
     if (!st) print_summary(f, &c, &t);
@@ -747,15 +749,18 @@ static int write_text(struct epar_out *o, const char *name, const char *text)
 /* run.json: the common fields, the sweeps, the draws and the paper's parameters */
 #define SC struct epar_sensitivity_cfg
 static const struct epar_field sweep_rows[] = {
-    EPAR_FIELD_LIST_(SC, "alpha_values", EPAR_FIELD_DLIST, alpha_values, n_alpha, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "beta_values", EPAR_FIELD_DLIST, beta_values, n_beta, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_LIST_(SC, "gamma_values", EPAR_FIELD_DLIST, gamma_values, n_gamma, EPAR_MAX_LIST, 0),
-    EPAR_FIELD_END_};
+    {.key = "alpha_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, alpha_values),
+     .count_offset = offsetof(SC, n_alpha), .max = EPAR_MAX_LIST},
+    {.key = "beta_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, beta_values),
+     .count_offset = offsetof(SC, n_beta), .max = EPAR_MAX_LIST},
+    {.key = "gamma_values", .type = EPAR_FIELD_DLIST, .offset = offsetof(SC, gamma_values),
+     .count_offset = offsetof(SC, n_gamma), .max = EPAR_MAX_LIST},
+    {0}};
 static const struct epar_field paper_rows[] = {
-    EPAR_FIELD_(SC, "alpha", EPAR_FIELD_DOUBLE, paper_alpha, 0),
-    EPAR_FIELD_(SC, "beta", EPAR_FIELD_DOUBLE, paper_beta, 0),
-    EPAR_FIELD_(SC, "gamma", EPAR_FIELD_DOUBLE, paper_gamma, 0),
-    EPAR_FIELD_END_};
+    {.key = "alpha", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_alpha)},
+    {.key = "beta", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_beta)},
+    {.key = "gamma", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SC, paper_gamma)},
+    {0}};
 #undef SC
 
 static int write_run_json(const struct epar_sensitivity_cfg *cfg, struct epar_out *o, const char *protocol_path)
@@ -974,7 +979,7 @@ static int write_all(const struct epar_sensitivity_cfg *cfg, const struct tables
 int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *r,
                                struct epar_out *o, const char *protocol_path)
 {
-    struct ctx c = ctx_of(cfg, r);
+    const struct ctx c = {cfg, r};
     struct tables t = {0};
     char *report = NULL;
     int st = tables_build(&c, &t);

@@ -21,48 +21,86 @@
  * order run.json and the checkpoint write them */
 #define TC struct epar_train_cfg
 static const struct epar_field run_fields[] = {
-    EPAR_FIELD_INT_(TC, "layers", layers, 1, 1024, "Transformer blocks"),
-    EPAR_FIELD_INT_(TC, "dim", dim, 1, 65536, "model width"),
-    EPAR_FIELD_INT_(TC, "heads", heads, 1, 65536, "attention heads (must divide dim)"),
-    EPAR_FIELD_INT_(TC, "mlp", mlp, 1, 1 << 20, "MLP hidden width"),
-    EPAR_FIELD_INT_(TC, "length", task.length, 2, 65536, "sequence length"),
-    EPAR_FIELD_INT_(TC, "batch", batch, 1, 65536, "sequences per step"),
-    EPAR_FIELD_INT_(TC, "steps", optim.steps, 1, 1 << 30, "optimiser steps"),
-    EPAR_FIELD_DBL_(TC, "lr", optim.lr, 0, 0, "peak learning rate (AdamW)"),
-    EPAR_FIELD_DBL_(TC, "lr_min_ratio", optim.lr_min_ratio, 0, 1, "final learning rate / peak (cosine decay)"),
-    EPAR_FIELD_INT_(TC, "warmup", optim.warmup, 0, 1 << 30, "linear warm-up steps"),
-    EPAR_FIELD_DBL_(TC, "weight_decay", optim.weight_decay, 0, 1, "AdamW weight decay (embedding and weight matrices)"),
-    EPAR_FIELD_DBL_(TC, "beta1", optim.beta1, 0, 1, "AdamW beta1"),
-    EPAR_FIELD_DBL_(TC, "beta2", optim.beta2, 0, 1, "AdamW beta2"),
-    EPAR_FIELD_DBL_(TC, "eps", optim.eps, 0, 0, "AdamW epsilon"),
-    EPAR_FIELD_DBL_(TC, "clip", optim.clip, 0, 1, "global gradient-norm clip (0: off)"),
-    EPAR_FIELD_DBL_(TC, "init_sd", init_sd, 0, 1, "sd of the initial weights"),
-    EPAR_FIELD_INT_(TC, "eval_every", eval_every, 1, 1 << 30, "steps between evaluations"),
-    EPAR_FIELD_INT_(TC, "eval_batches", eval_batches, 1, 1 << 20, "evaluation batches at those points"),
-    EPAR_FIELD_END_};
+    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(TC, layers), .lo = 1, .hi = 1024,
+     .help = "Transformer blocks"},
+    {.key = "dim", .type = EPAR_FIELD_INT, .offset = offsetof(TC, dim), .lo = 1, .hi = 65536, .help = "model width"},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(TC, heads), .lo = 1, .hi = 65536,
+     .help = "attention heads (must divide dim)"},
+    {.key = "mlp", .type = EPAR_FIELD_INT, .offset = offsetof(TC, mlp), .lo = 1, .hi = 1 << 20,
+     .help = "MLP hidden width"},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.length), .lo = 2, .hi = 65536,
+     .help = "sequence length"},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(TC, batch), .lo = 1, .hi = 65536,
+     .help = "sequences per step"},
+    {.key = "steps", .type = EPAR_FIELD_INT, .offset = offsetof(TC, optim.steps), .lo = 1, .hi = 1 << 30,
+     .help = "optimiser steps"},
+    {.key = "lr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.lr), .flags = EPAR_FIELD_POSITIVE,
+     .help = "peak learning rate (AdamW)"},
+    {.key = "lr_min_ratio", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.lr_min_ratio),
+     .flags = EPAR_FIELD_NONNEG, .help = "final learning rate / peak (cosine decay)"},
+    {.key = "warmup", .type = EPAR_FIELD_INT, .offset = offsetof(TC, optim.warmup), .lo = 0, .hi = 1 << 30,
+     .help = "linear warm-up steps"},
+    {.key = "weight_decay", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.weight_decay),
+     .flags = EPAR_FIELD_NONNEG, .help = "AdamW weight decay (embedding and weight matrices)"},
+    {.key = "beta1", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.beta1), .flags = EPAR_FIELD_NONNEG,
+     .help = "AdamW beta1"},
+    {.key = "beta2", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.beta2), .flags = EPAR_FIELD_NONNEG,
+     .help = "AdamW beta2"},
+    {.key = "eps", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.eps), .flags = EPAR_FIELD_POSITIVE,
+     .help = "AdamW epsilon"},
+    {.key = "clip", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, optim.clip), .flags = EPAR_FIELD_NONNEG,
+     .help = "global gradient-norm clip (0: off)"},
+    {.key = "init_sd", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, init_sd), .flags = EPAR_FIELD_NONNEG,
+     .help = "sd of the initial weights"},
+    {.key = "eval_every", .type = EPAR_FIELD_INT, .offset = offsetof(TC, eval_every), .lo = 1, .hi = 1 << 30,
+     .help = "steps between evaluations"},
+    {.key = "eval_batches", .type = EPAR_FIELD_INT, .offset = offsetof(TC, eval_batches), .lo = 1, .hi = 1 << 20,
+     .help = "evaluation batches at those points"},
+    {0}};
 
 /* the position mechanism's settings (alpha, beta, gamma come from the preset: written, not read) */
 static const struct epar_field pos_fields[] = {
-    {"alpha", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.alpha), 0, 0, 1, "EPAR alpha (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
-    {"beta", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.beta), 0, 1, 1, "EPAR beta (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
-    {"gamma", EPAR_FIELD_DOUBLE, offsetof(TC, pos.fx.gamma), 0, 1, 1, "EPAR gamma (the preset's)", 0, 0, 0, 0, 0, NULL, 0},
-    EPAR_FIELD_BOOL_(TC, "learn_posfx", pos.learn_posfx, "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))"),
-    EPAR_FIELD_INT_(TC, "posfx_length", pos.posfx_length, 0, 1 << 30, "L in P(i,j,L): 0 = the sequence length (default), N = fixed"),
-    EPAR_FIELD_END_};
+    {.key = "alpha", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, pos.fx.alpha), .write_only = 1,
+     .flags = EPAR_FIELD_POSITIVE, .help = "EPAR alpha (the preset's)"},
+    {.key = "beta", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, pos.fx.beta), .write_only = 1,
+     .flags = EPAR_FIELD_NONNEG, .help = "EPAR beta (the preset's)"},
+    {.key = "gamma", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, pos.fx.gamma), .write_only = 1,
+     .flags = EPAR_FIELD_NONNEG, .help = "EPAR gamma (the preset's)"},
+    {.key = "learn_posfx", .type = EPAR_FIELD_BOOL, .offset = offsetof(TC, pos.learn_posfx),
+     .help = "train alpha, beta, gamma per layer and head (kept > 0 as exp(theta))"},
+    {.key = "posfx_length", .type = EPAR_FIELD_INT, .offset = offsetof(TC, pos.posfx_length), .lo = 0, .hi = 1 << 30,
+     .help = "L in P(i,j,L): 0 = the sequence length (default), N = fixed"},
+    {0}};
 
 /* the task's options (in its object): lm's, then the synthetic tasks' */
 static const struct epar_field lm_fields[] = {
-    EPAR_FIELD_STR_(TC, "text", task.text_path, "UTF-8 file instead of the King James Bible"),
-    EPAR_FIELD_DBL_(TC, "holdout", task.holdout, 0, 0, "lm: share of the text held out at its end (0.1)"),
-    EPAR_FIELD_END_};
+    {.key = "text", .type = EPAR_FIELD_STRING, .offset = offsetof(TC, task.text_path),
+     .help = "UTF-8 file instead of the King James Bible"},
+    {.key = "holdout", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, task.holdout), .flags = EPAR_FIELD_POSITIVE,
+     .help = "lm: share of the text held out at its end (0.1)"},
+    {0}};
 static const struct epar_field synth_fields[] = {
-    EPAR_FIELD_INT_(TC, "pairs", task.pairs, 1, 1 << 20, "facts per sequence; select: data symbols"),
-    EPAR_FIELD_INT_(TC, "queries", task.queries, 0, 1 << 20, "recall: questions per sequence (0: as many as pairs)"),
-    EPAR_FIELD_INT_(TC, "keys", task.keys, 1, 1 << 20, "key vocabulary; set: items"),
-    EPAR_FIELD_INT_(TC, "values", task.values, 1, 1 << 20, "values / symbols / classes / largest count"),
-    EPAR_FIELD_INT_(TC, "eval_sequences", task.eval_sequences, 1, 1000000, "synthetic tasks: size of the fixed evaluation set"),
-    EPAR_FIELD_END_};
+    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.pairs), .lo = 1, .hi = 1 << 20,
+     .help = "facts per sequence; select: data symbols"},
+    {.key = "queries", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.queries), .lo = 0, .hi = 1 << 20,
+     .help = "recall: questions per sequence (0: as many as pairs)"},
+    {.key = "keys", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.keys), .lo = 1, .hi = 1 << 20,
+     .help = "key vocabulary; set: items"},
+    {.key = "values", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.values), .lo = 1, .hi = 1 << 20,
+     .help = "values / symbols / classes / largest count"},
+    {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.eval_sequences), .lo = 1,
+     .hi = 1000000, .help = "synthetic tasks: size of the fixed evaluation set"},
+    {0}};
 #undef TC
+
+/* the task and the mechanism, by name */
+struct train_names {
+    const char *task, *mechanism;
+};
+static const struct epar_field name_fields[] = {
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(struct train_names, task)},
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(struct train_names, mechanism)},
+    {0}};
 
 static const char *const train_extra[] = {"task", "mechanism", "mechanism_params", "lm", "recall", "needle", "transduce",
                                           "classify", "select", "set", NULL};
@@ -148,14 +186,14 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
                          !strcmp(unused[k], "form") ? "the mechanism sets the form" : "one run per seed");
             st = EPAR_EPROTOCOL;
         }
-    const char *s = NULL;
-    if (!st) st = epar_protocol_obj_string(p, sec, jp, "task", &s);
-    if (!st && s && epar_task_find(s, &c->task.id)) st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.task: unknown task '%s'", p->path, jp, s);
+    struct train_names names = {NULL, NULL};
+    if (!st) st = epar_protocol_obj_fields(p, sec, jp, name_fields, &names);
+    if (!st && names.task && epar_task_find(names.task, &c->task.id))
+        st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.task: unknown task '%s'", p->path, jp, names.task);
     if (task >= 0) c->task.id = (enum epar_task_id)task;
-    s = NULL;
-    if (!st) st = epar_protocol_obj_string(p, sec, jp, "mechanism", &s);
-    if (!st && s && epar_nnpos_find(s, &c->mechanism))
-        st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanism: unknown mechanism '%s'", p->path, jp, s);
+    if (!st && names.mechanism && epar_nnpos_find(names.mechanism, &c->mechanism))
+        st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanism: unknown mechanism '%s'", p->path, jp,
+                          names.mechanism);
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, run_fields, c);
     if (!st) st = epar_protocol_obj_fields(p, sec, jp, pos_fields, c);
     if (!st && sec)
@@ -219,31 +257,37 @@ int epar_exp_train_check(const struct epar_train_cfg *c)
 
 #define CR struct cfg_record
 static const struct epar_field cfg_head_fields[] = {
-    EPAR_FIELD_(CR, "task", EPAR_FIELD_STRING, task, 0),
-    EPAR_FIELD_(CR, "mechanism", EPAR_FIELD_STRING, mechanism, 0),
-    EPAR_FIELD_(CR, "preset", EPAR_FIELD_STRING, preset, 0),
-    EPAR_FIELD_RANGE_(CR, "seed", EPAR_FIELD_LONG, seed, 0, 4294967295.0, 0),
-    EPAR_FIELD_END_};
+    {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(CR, task)},
+    {.key = "mechanism", .type = EPAR_FIELD_STRING, .offset = offsetof(CR, mechanism)},
+    {.key = "preset", .type = EPAR_FIELD_STRING, .offset = offsetof(CR, preset)},
+    {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(CR, seed), .lo = 0, .hi = 4294967295.0},
+    {0}};
 
-void epar_exp_train_cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_id task)
+/* the rest of the section after the head and the run's settings, per kind of task: "position" and "task_options" */
+static const struct epar_field cfg_lm_fields[] = {
+    {.key = "position", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = pos_fields},
+    {.key = "task_options", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = lm_fields},
+    {0}};
+static const struct epar_field cfg_synth_fields[] = {
+    {.key = "position", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = pos_fields},
+    {.key = "task_options", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = synth_fields},
+    {0}};
+
+static const struct epar_field *cfg_tail(enum epar_task_id task)
 {
-    int n = epar_fields_append(t->top, 0, 48, cfg_head_fields), np = epar_fields_append(t->pos, 0, 24, pos_fields);
-    n = epar_fields_append(t->top, n, 48, run_fields);
-    epar_fields_append(t->opt, 0, 12, task == EPAR_TASK_LM ? lm_fields : synth_fields);
-    t->mp[0] = (struct epar_field)EPAR_FIELD_END_;
-    if (epar_nnpos_table[m].uses_params && epar_mech_table[m].params[0].name) {
-        epar_exp_mech_param_rows(m, t->mp);
-        t->pos[np++] = (struct epar_field){.key = "mechanism_params", .type = EPAR_FIELD_OBJ, .sub = t->mp,
-                                           .offset = offsetof(CR, c.pos.mp) + (size_t)m * sizeof(double[EPAR_MECH_MAX_PARAMS])};
-        t->pos[np] = (struct epar_field)EPAR_FIELD_END_;
-    }
-    t->top[n++] = (struct epar_field)EPAR_FIELD_OBJ_(CR, "position", c, t->pos, 0);
-    t->top[n++] = (struct epar_field)EPAR_FIELD_OBJ_(CR, "task_options", c, t->opt, 0);
-    t->top[n] = (struct epar_field)EPAR_FIELD_END_;
-    epar_fields_saved(t->top);
-    epar_fields_saved(t->pos);
-    epar_fields_saved(t->mp);
-    epar_fields_saved(t->opt);
+    return task == EPAR_TASK_LM ? cfg_lm_fields : cfg_synth_fields;
+}
+
+/* "position"'s last row: "mechanism_params", the catalogue parameters that mechanism m's training reads (their rows
+ * come from the catalogue: mp), or none (row[0] ends the table) */
+static void mech_params_row(enum epar_mech_id m, struct epar_field row[2],
+                            struct epar_field mp[EPAR_MECH_MAX_PARAMS + 1])
+{
+    row[0] = row[1] = (struct epar_field){0};
+    if (!epar_nnpos_table[m].uses_params || !epar_mech_table[m].params[0].name) return;
+    epar_exp_mech_param_rows(m, mp);
+    row[0] = (struct epar_field){.key = "mechanism_params", .type = EPAR_FIELD_OBJ, .sub = mp,
+                                 .offset = offsetof(CR, c.pos.mp) + (size_t)m * sizeof(double[EPAR_MECH_MAX_PARAMS])};
 }
 
 void epar_exp_train_cfg_record(struct cfg_record *r, const struct epar_train_cfg *c)
@@ -252,15 +296,25 @@ void epar_exp_train_cfg_record(struct cfg_record *r, const struct epar_train_cfg
                              .preset = c->preset, .seed = (long)c->seed};
 }
 
+json_t *epar_exp_train_cfg_record_json(const struct epar_train_cfg *c)
+{
+    struct cfg_record r;
+    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1];
+    epar_exp_train_cfg_record(&r, c);
+    mech_params_row(c->mechanism, row, mp);
+    json_t *j = epar_fields_json(cfg_head_fields, &r, NULL), *pos = NULL;
+    if (j && epar_fields_json(run_fields, &r, j) && epar_fields_json(cfg_tail(c->task.id), &r, j) &&
+        (pos = json_object_get(j, "position")) && epar_fields_json(row, &r, pos))
+        return j;
+    json_decref(j);
+    return NULL;
+}
+
 json_t *epar_exp_train_cfg_json(const struct epar_train_cfg *c)
 {
-    struct cfg_table t;
-    struct cfg_record r;
     struct epar_train_cfg rc = *c;
     epar_nnpos_resolve(&rc.pos, rc.task.length);   /* the trained length recorded, not "0" */
-    epar_exp_train_cfg_table(&t, c->mechanism, c->task.id);
-    epar_exp_train_cfg_record(&r, &rc);
-    return epar_fields_json(t.top, &r, NULL);
+    return epar_exp_train_cfg_record_json(&rc);
 }
 #undef CR
 
@@ -571,14 +625,22 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
     else if (epar_task_find(r.task, &r.c.task.id) || epar_nnpos_find(r.mechanism, &r.c.mechanism))
         st = epar_err_set(EPAR_EIO, "checkpoint '%s' is of a task or mechanism this epar does not know ('%.40s', '%.40s')",
                           path, r.task, r.mechanism);
-    json_decref(doc);
-    if (st) return st;
-    struct cfg_table t;
-    epar_exp_train_cfg_table(&t, r.c.mechanism, r.c.task.id);
-    if ((st = epar_fields_loadb(sec, len, "checkpoint config", path, t.top, &r, &doc))) {
+    /* then every row, as saved: the head, the run's settings, position and task options, the catalogue parameters */
+    struct epar_protocol rd;
+    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1];
+    epar_fields_reader(&rd, path, "checkpoint config", 1);
+    if (!st) {
+        mech_params_row(r.c.mechanism, row, mp);
+        st = epar_protocol_obj_fields(&rd, doc, "$", cfg_head_fields, &r);
+    }
+    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", run_fields, &r);
+    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", cfg_tail(r.c.task.id), &r);
+    if (!st) st = epar_protocol_obj_fields(&rd, json_object_get(doc, "position"), "$.position", row, &r);
+    if (st) {
         if (strstr(epar_err_message(), "missing key"))
             epar_err_hint("a checkpoint of another epar version may lack keys of this one: inspect it with the epar "
                           "that wrote it, or train the run again");
+        json_decref(doc);
         return st;
     }
     /* the catalogue parameters through their setter: the catalogue's ranges */
@@ -606,9 +668,9 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
 
 /* the data section's conditions (noise, shuffle; not in the config section), when it has them */
 static const struct epar_field data_fields[] = {
-    EPAR_FIELD_(struct epar_train_cfg, "noise", EPAR_FIELD_DOUBLE, task.noise, 0),
-    EPAR_FIELD_(struct epar_train_cfg, "shuffle", EPAR_FIELD_BOOL, task.shuffle, 0),
-    EPAR_FIELD_END_};
+    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(struct epar_train_cfg, task.noise)},
+    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(struct epar_train_cfg, task.shuffle)},
+    {0}};
 
 /* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold; the batch set to 1 */
 static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path, char *text, size_t ntext,

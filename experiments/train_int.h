@@ -14,13 +14,9 @@ struct cfg_record {
     long seed;
 };
 
-/* the section's rows for mechanism m and task t, in its order: the head, the run's settings, "position" (with the
- * catalogue parameters the mechanism's training reads) and "task_options"; rows of a saved record (every one
- * required when read back) */
-struct cfg_table {
-    struct epar_field top[48], pos[24], mp[EPAR_MECH_MAX_PARAMS + 1], opt[12];
-};
-void epar_exp_train_cfg_table(struct cfg_table *t, enum epar_mech_id m, enum epar_task_id task);
 void epar_exp_train_cfg_record(struct cfg_record *r, const struct epar_train_cfg *c);
+/* the section as JSON, in its order: the head, the run's settings, "position" (with the catalogue parameters the
+ * mechanism's training reads) and "task_options" (epar_exp_train_cfg_json: after resolving posfx_length) */
+json_t *epar_exp_train_cfg_record_json(const struct epar_train_cfg *c);
 
 #endif

@@ -100,7 +100,7 @@ unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)
 /* run.json after its head (epar_exp_write_run_json): the config, the model's size, the data, the machine, progress */
 struct run_record {
     const char *status;
-    struct cfg_record config;
+    json_t *config;
     long parameters, tensors[EPAR_NN_NTENSORS];
     json_t *data;
     const char *blas_core, *blas_config;
@@ -118,8 +118,6 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
 {
 #define RR struct run_record
     const struct epar_train_cfg *c = &r->cfg;
-    struct cfg_table ct;
-    epar_exp_train_cfg_table(&ct, c->mechanism, c->task.id);
     struct epar_field tensor_rows[EPAR_NN_NTENSORS + 1];
     struct run_record x = {
         .status = status, .parameters = (long)r->model.n_params, .data = epar_task_json(&r->task),
@@ -134,39 +132,45 @@ static int write_run_json(const struct epar_train_run *r, struct epar_out *o, co
     char fnv[32];
     snprintf(fnv, sizeof fnv, "%016llx", epar_exp_train_params_hash(r));
     x.params_fnv1a = fnv;
-    epar_exp_train_cfg_record(&x.config, c);
+    x.config = epar_exp_train_cfg_record_json(c);
     for (int k = 0; k < EPAR_NN_NTENSORS; k++) {   /* {"<tensor>": size} over x.tensors */
         x.tensors[k] = (long)r->model.sizes[k];
         tensor_rows[k] = (struct epar_field){.key = epar_nn_tensor_name(k), .type = EPAR_FIELD_LONG,
-                                             .offset = (size_t)k * sizeof(long), .lo = -1e300, .hi = 1e300};
+                                             .offset = (size_t)k * sizeof(long)};
     }
-    tensor_rows[EPAR_NN_NTENSORS] = (struct epar_field)EPAR_FIELD_END_;
+    tensor_rows[EPAR_NN_NTENSORS] = (struct epar_field){0};
     const struct epar_field rows[] = {
-        EPAR_FIELD_(RR, "status", EPAR_FIELD_STRING, status, 0),
-        EPAR_FIELD_OBJ_(RR, "config", config, ct.top, 0),
-        EPAR_FIELD_(RR, "parameters", EPAR_FIELD_LONG, parameters, 0),
-        EPAR_FIELD_OBJ_(RR, "parameter_tensors", tensors, tensor_rows, 0),
-        EPAR_FIELD_(RR, "data", EPAR_FIELD_JSON, data, 0),
-        EPAR_FIELD_(RR, "blas_core", EPAR_FIELD_STRING, blas_core, 0),
-        EPAR_FIELD_(RR, "blas_config", EPAR_FIELD_STRING, blas_config, 0),
-        EPAR_FIELD_(RR, "threads", EPAR_FIELD_INT, threads, 0),
-        EPAR_FIELD_(RR, "score_scale", EPAR_FIELD_STRING, score_scale, 0),
-        EPAR_FIELD_(RR, "posfx_L", EPAR_FIELD_STRING, posfx_L, 0),
-        EPAR_FIELD_(RR, "checkpoint", EPAR_FIELD_STRING, checkpoint, 0),
-        EPAR_FIELD_(RR, "steps_done", EPAR_FIELD_LONG, steps_done, 0),
-        EPAR_FIELD_(RR, "params_fnv1a", EPAR_FIELD_STRING, params_fnv1a, 0),
-        EPAR_FIELD_(RR, "tokens", EPAR_FIELD_DOUBLE, tokens, 0),
-        EPAR_FIELD_(RR, "seconds", EPAR_FIELD_DOUBLE, seconds, 0),
-        EPAR_FIELD_(RR, "train_step_seconds", EPAR_FIELD_DOUBLE, train_step_seconds, 0),
-        EPAR_FIELD_(RR, "tokens_per_second", EPAR_FIELD_DOUBLE, tokens_per_second, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "resumed_from_step", EPAR_FIELD_LONG, resumed_from_step, EPAR_FIELD_NULLNEG),
-        EPAR_FIELD_(RR, "eval_metric", EPAR_FIELD_STRING, eval_metric, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "eval_value", EPAR_FIELD_DOUBLE, eval_value, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_(RR, "eval_loss", EPAR_FIELD_DOUBLE, eval_loss, EPAR_FIELD_OPTIONAL),
-        EPAR_FIELD_END_};
+        {.key = "status", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, status)},
+        {.key = "config", .type = EPAR_FIELD_JSON, .offset = offsetof(RR, config)},
+        {.key = "parameters", .type = EPAR_FIELD_LONG, .offset = offsetof(RR, parameters)},
+        {.key = "parameter_tensors", .type = EPAR_FIELD_OBJ, .offset = offsetof(RR, tensors), .sub = tensor_rows},
+        {.key = "data", .type = EPAR_FIELD_JSON, .offset = offsetof(RR, data)},
+        {.key = "blas_core", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, blas_core)},
+        {.key = "blas_config", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, blas_config)},
+        {.key = "threads", .type = EPAR_FIELD_INT, .offset = offsetof(RR, threads)},
+        {.key = "score_scale", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, score_scale)},
+        {.key = "posfx_L", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, posfx_L)},
+        {.key = "checkpoint", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, checkpoint)},
+        {.key = "steps_done", .type = EPAR_FIELD_LONG, .offset = offsetof(RR, steps_done)},
+        {.key = "params_fnv1a", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, params_fnv1a)},
+        {.key = "tokens", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, tokens)},
+        {.key = "seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, seconds)},
+        {.key = "train_step_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, train_step_seconds)},
+        {.key = "tokens_per_second", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, tokens_per_second),
+         .flags = EPAR_FIELD_OPTIONAL},
+        {.key = "resumed_from_step", .type = EPAR_FIELD_LONG, .offset = offsetof(RR, resumed_from_step),
+         .flags = EPAR_FIELD_NULLNEG},
+        {.key = "eval_metric", .type = EPAR_FIELD_STRING, .offset = offsetof(RR, eval_metric),
+         .flags = EPAR_FIELD_OPTIONAL},
+        {.key = "eval_value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, eval_value),
+         .flags = EPAR_FIELD_OPTIONAL},
+        {.key = "eval_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RR, eval_loss),
+         .flags = EPAR_FIELD_OPTIONAL},
+        {0}};
 #undef RR
-    json_t *extra = x.data ? epar_fields_json(rows, &x, NULL) : NULL;
+    json_t *extra = x.data && x.config ? epar_fields_json(rows, &x, NULL) : NULL;
     json_decref(x.data);
+    json_decref(x.config);
     if (!extra) return epar_err_set(EPAR_ENOMEM, "out of memory building run.json");
     return epar_exp_write_run_json(o, "train", c->protocol, NULL, extra);
 }

@@ -5,7 +5,7 @@
  *   epar: error: <message>
  *   hint: <hint>
  * and maps the status to the process exit code in one place (cli_exit_code). The buffer is thread-local: a
- * message set inside an OpenMP worker is carried to the caller with epar_err_save / epar_err_restore. */
+ * message set inside an OpenMP worker is carried to the caller with epar_err_keep / epar_err_carried (below). */
 #ifndef EPAR_ERR_H
 #define EPAR_ERR_H
 

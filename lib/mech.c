@@ -234,18 +234,6 @@ long epar_mech_pi_union_pairs(int L, int pi, int r, int ring)
     return n;
 }
 
-long epar_mech_mask_csr(const unsigned char *M, int L, int *rowptr, int *cols)
-{
-    long n = 0;
-    for (int i = 0; i < L; i++) {
-        rowptr[i] = (int)n;
-        for (int j = 0; j < L; j++)
-            if (M[(size_t)i * L + j]) cols[n++] = j;
-    }
-    rowptr[L] = (int)n;
-    return n;
-}
-
 int epar_mech_gqa_group(int h, int H, int G) { return h / (H / G); }
 
 double epar_mech_elu1(double x) { return x > 0 ? x + 1.0 : exp(x); }
@@ -369,24 +357,6 @@ void epar_mech_masked_output_dense(const double *Q, const double *K, const doubl
         else z[i] = 1.0;
     }
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, 1.0, S, L, V, d, 0.0, O, d);
-}
-
-void epar_mech_masked_output_sparse(const double *Q, const double *K, const double *V, const int *rowptr,
-                                    const int *cols, int L, int d, double scale, double *O, double *z)
-{
-    for (int i = 0; i < L; i++) {
-        int a = rowptr[i], b = rowptr[i + 1], n = b - a;
-        double *o = O + (size_t)i * d;
-        memset(o, 0, (size_t)d * sizeof *o);
-        if (n == 0) { memcpy(o, V + (size_t)i * d, (size_t)d * sizeof *o); continue; }
-        double mx = -INFINITY, sum = 0.0;
-        for (int t = 0; t < n; t++) {
-            z[t] = scale * cblas_ddot(d, Q + (size_t)i * d, 1, K + (size_t)cols[a + t] * d, 1);
-            if (z[t] > mx) mx = z[t];
-        }
-        for (int t = 0; t < n; t++) { z[t] = exp(z[t] - mx); sum += z[t]; }
-        for (int t = 0; t < n; t++) cblas_daxpy(d, z[t] / sum, V + (size_t)cols[a + t] * d, 1, o, 1);
-    }
 }
 
 void epar_mech_boost(const double *a, int n, int j, double b, double *out)

@@ -180,14 +180,10 @@ int epar_mech_kernel_attention(const double *phiq, const double *phik, int L, in
  * causal), O(L nf dv). work is (nf*(dv+1)). Empty rows give v_i (policy self). */
 void epar_mech_kernel_output(const double *phiq, const double *phik, const double *V, int L, int nf, int dv,
                              int causal, double eps, double *O, double *work);
-/* Masked softmax attention output O (L,d) = softmax(scale Q K^T | mask) V with Q, K, V (L,d):
- * dense = full score matrix (BLAS), then masked rows (S (L,L) workspace);
- * sparse = only the allowed pairs, from the mask in CSR form (rowptr (L+1), cols (nnz); z (L) workspace). */
+/* Masked softmax attention output O (L,d) = softmax(scale Q K^T | mask) V with Q, K, V (L,d): the full score
+ * matrix (BLAS), then masked rows (S (L,L) workspace). The sparse path over the allowed pairs only: lib/sparse. */
 void epar_mech_masked_output_dense(const double *Q, const double *K, const double *V, const unsigned char *M,
                                    int L, int d, double scale, double *O, double *S);
-long epar_mech_mask_csr(const unsigned char *M, int L, int *rowptr, int *cols);
-void epar_mech_masked_output_sparse(const double *Q, const double *K, const double *V, const int *rowptr,
-                                    const int *cols, int L, int d, double scale, double *O, double *z);
 /* Boost key j of row a (n) by factor b (§30): + ln b before the softmax, as a re-weighting of weights. */
 void epar_mech_boost(const double *a, int n, int j, double b, double *out);
 

@@ -12,20 +12,6 @@ void epar_metric_value(const double *A, const double *I, int L, double *V)
     cblas_dgemv(CblasRowMajor, CblasNoTrans, L, L, 1.0, A, L, I, 1, 0.0, V, 1);
 }
 
-size_t epar_metric_argmax(const double *x, size_t n)
-{
-    size_t best = 0;
-    double bv = -INFINITY;
-    int found = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isnan(x[i]) && (!found || x[i] > bv)) {
-            bv = x[i];
-            best = i;
-            found = 1;
-        }
-    return best;
-}
-
 size_t epar_metric_argmax_tied(const double *x, size_t n, double rtol)
 {
     double scale = 0.0, top = -INFINITY;
@@ -72,18 +58,6 @@ void epar_metric_entropy_ref_rows(const double *A, int L, double *Hrow)
         for (int j = 0; j < L; j++) h -= a[j] * log(a[j] + 1e-8);
         Hrow[i] = h;
     }
-}
-
-double epar_metric_entropy_ref(const double *A, int L)
-{
-    double total = 0.0;
-    for (int i = 0; i < L; i++) {
-        const double *a = A + (size_t)i * L;
-        double h = 0.0;
-        for (int j = 0; j < L; j++) h -= a[j] * log(a[j] + 1e-8);
-        total += h;
-    }
-    return total / L;
 }
 
 void epar_metric_mean_distance(const double *A, int L, double *D)
@@ -160,12 +134,6 @@ void epar_metric_row_mean(const double *A, int L, double *m)
         for (int j = 0; j < L; j++) sum += a[j];
         m[i] = sum / L;
     }
-}
-
-void epar_metric_actual_score(const double *A, const double *I, int L, double *s)
-{
-    epar_metric_row_mean(A, L, s);
-    for (int i = 0; i < L; i++) s[i] *= I[i];
 }
 
 void epar_metric_tie_merge(double *x, size_t n, double rtol, size_t *perm)

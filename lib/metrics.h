@@ -8,18 +8,14 @@
 /* V (L) = A (L,L) . imp (L)  (BLAS dgemv). (No parameter is called I: <complex.h>, which OpenBLAS's cblas.h
  * includes, defines I as a macro.) */
 void epar_metric_value(const double *A, const double *imp, int L, double *V);
-/* index of the largest entry, first one on exact ties; 0 if all NaN */
-size_t epar_metric_argmax(const double *x, size_t n);
 /* argmax under the tie rule: the lowest index of the top tie group, where a tie group is a run of sorted values
- * whose consecutive gaps are <= rtol * max|x| (the groups of epar_metric_tie_merge, so this equals
- * epar_metric_argmax of the merged vector). Every argmax taken on BLAS output goes through this: rounding that
+ * whose consecutive gaps are <= rtol * max|x| (the groups of epar_metric_tie_merge, so this equals the plain argmax
+ * of the merged vector, the first largest entry); 0 if all NaN. Every argmax taken on BLAS output goes through this: rounding that
  * differs between BLAS kernels (~1e-16 relative) cannot reorder values that are tied. NaN never wins. */
 size_t epar_metric_argmax_tied(const double *x, size_t n, double rtol);
 
 /* H (L): per-row entropy -sum_{A>0} A ln A. */
 void epar_metric_row_entropy(const double *A, int L, double *H);
-/* The reference's entropy: mean over rows of -sum_j A_ij log(A_ij + 1e-8). */
-double epar_metric_entropy_ref(const double *A, int L);
 /* Hrow (L): the reference's entropy of each row, -sum_j A_ij log(A_ij + 1e-8). */
 void epar_metric_entropy_ref_rows(const double *A, int L, double *Hrow);
 /* D (L): mean attended distance sum_j A_ij |i-j|. */
@@ -91,8 +87,6 @@ struct epar_metric_optimal {
 
 /* m (L) <- row means of A (L,L). */
 void epar_metric_row_mean(const double *A, int L, double *m);
-/* s (L) <- (mean_j A_ij) I_i, A (L,L), I (L). */
-void epar_metric_actual_score(const double *A, const double *imp, int L, double *s);
 /* In place on x (n): every group of values whose consecutive sorted gaps are <= rtol * max|x| is set to
  * the group's smallest value, so ties are exact. perm is (n) scratch. */
 void epar_metric_tie_merge(double *x, size_t n, double rtol, size_t *perm);

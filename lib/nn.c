@@ -11,6 +11,7 @@
 #include <omp.h>
 #include "err.h"
 #include "nn.h"
+#include "seams.h"
 #include "stream.h"
 
 #define ROWS 64         /* row block of the row reductions (fixed: determinism) */
@@ -1475,12 +1476,6 @@ void epar_nn_init(struct epar_nn *m, gsl_rng *r)
 }
 
 void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params * sizeof(float)); }
-
-static const char *const op_names[EPAR_NN_NOPS] = {
-    "embedding", "layernorm", "linear", "position", "attention", "gelu", "loss", "linear-backward",
-    "attention-backward", "gelu-backward", "layernorm-backward"};
-
-const char *epar_nn_op_name(int op) { return op >= 0 && op < EPAR_NN_NOPS ? op_names[op] : "?"; }
 
 /* the per-op profile: PROF(m, op, statement) times the statement when m->profile is set (1: wall clock, 2: the
  * calling thread's CPU time) */

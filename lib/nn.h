@@ -112,7 +112,6 @@ enum {
     EPAR_NN_OP_LAYERNORM_BWD,
     EPAR_NN_NOPS
 };
-const char *epar_nn_op_name(int op);
 
 struct epar_nn {
     struct epar_nn_config cfg;
@@ -189,11 +188,9 @@ void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float
 /* dinp (N, C) += ...; dw, db (C) += ...; part: (ceil(N/64), 2C) scratch */
 void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                 const float *w, const float *mean, const float *rstd, int N, int C, float *part);
-/* GELU, tanh approximation (GPT-2); backward: dinp (n) = dout gelu'(inp) (in place allowed: dinp == dout) */
-/* 1: the elementwise ops use portable C (libm expf) instead of AVX2 + libmvec (the tests compare both) */
-void epar_nn_set_portable(int portable);
-/* 1 when the AVX2 path runs (CPU has AVX2+FMA and not set portable) */
+/* 1 when the AVX2 path runs (CPU has AVX2+FMA and not forced portable by epar_nn_set_portable, lib/seams.h) */
 int epar_nn_simd(void);
+/* GELU, tanh approximation (GPT-2); backward: dinp (n) = dout gelu'(inp) (in place allowed: dinp == dout) */
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n);
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "err.h"
 #include "optim.h"
+#include "seams.h"
 
 #define NORM_BLOCK 4096
 

@@ -46,9 +46,7 @@ double epar_optim_lr(const struct epar_optim_config *c, int step);
 /* ||g||_2 of g (n) */
 double epar_optim_grad_norm(struct epar_optim *o, const float *g);
 /* One AdamW update of params (n) with grads (n) scaled by min(1, clip / norm) (grads are not modified);
- * returns the norm before clipping. */
-/* 1: the update runs the scalar C loop instead of the AVX2 one (the tests compare both: the same bits) */
-void epar_optim_set_portable(int portable);
+ * returns the norm before clipping. The AVX2 loop where the CPU has it, else the scalar C one: the same bits. */
 double epar_optim_step(struct epar_optim *o, float *params, float *grads, const struct epar_optim_segment *seg,
                        int nseg, double lr);
 

@@ -18,11 +18,6 @@
  * binary, and every script carries a copy, so a figure folder renders wherever it is copied. */
 #include "plot_style.h"
 
-const char *epar_plot_style(void)
-{
-    return epar_plot_style_text;
-}
-
 int epar_plot_script(struct epar_out *o, const char *name, const char *title, const char *body)
 {
     char file[300];

@@ -6,8 +6,6 @@
 
 #include "outdir.h"
 
-/* The shared gnuplot style (the text of plots/epar.gp at build time). */
-const char *epar_plot_style(void);
 
 /* Write <name>.gp into the staging folder of o: a header (title, how to run it), the shared style, the
  * output file name, then body. */

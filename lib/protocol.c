@@ -140,7 +140,7 @@ static int read_model_keys(const struct epar_protocol *p, json_t *obj, const cha
     return EPAR_OK;
 }
 
-void epar_protocol_hash(json_t *root, char out[32])
+static void protocol_hash(json_t *root, char out[32])
 {
     json_t *copy = json_copy(root); /* shallow: only the top-level "claims" key is removed */
     if (copy) { /* what judges runs, not what makes them */
@@ -231,7 +231,7 @@ int epar_protocol_load(const char *path, struct epar_protocol *p)
     }
     json_t *claims = json_object_get(p->root, "claims");
     if (claims && !json_is_array(claims)) { st = perr(p, "$.claims", "expected an array"); goto fail; }
-    epar_protocol_hash(p->root, p->hash);
+    protocol_hash(p->root, p->hash);
     return EPAR_OK;
 fail:
     json_decref(p->root);
@@ -259,86 +259,12 @@ int epar_protocol_check_keys(const struct epar_protocol *p, const char *experime
     return check_keys(p, s, jp, common_keys, allowed);
 }
 
-#define SECTION_VALUE(key)                                                  \
-    json_t *s = epar_protocol_section(p, experiment);                       \
-    json_t *v = s ? json_object_get(s, key) : NULL;                         \
-    if (!v) return EPAR_OK;                                                 \
-    char jp[512];                                                           \
-    snprintf(jp, sizeof jp, "$.experiments.%s.%s", experiment, key)
-
-int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
-                          int lo, int hi)
-{
-    SECTION_VALUE(key);
-    return read_int(p, v, jp, out, lo, hi);
-}
-
-int epar_protocol_get_double(const struct epar_protocol *p, const char *experiment, const char *key,
-                             double *out, double lo, int lo_inclusive)
-{
-    SECTION_VALUE(key);
-    return read_double(p, v, jp, out, lo, lo_inclusive);
-}
-
-/* a non-empty array of at most max finite numbers */
-static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n);
-
-int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
-                            double *out, int max, int *n)
-{
-    SECTION_VALUE(key);
-    return read_dlist(p, v, jp, out, max, n);
-}
-
-static int read_dlist(const struct epar_protocol *p, json_t *v, const char *jp, double *out, int max, int *n)
-{
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > (size_t)max) {
-        char w[96];
-        snprintf(w, sizeof w, "expected a non-empty array of at most %d numbers", max);
-        return perr(p, jp, w);
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(v, i, e) {
-        char ep[560];
-        snprintf(ep, sizeof ep, "%s[%zu]", jp, i);
-        if (!json_is_number(e) || !isfinite(json_number_value(e))) return perr(p, ep, "expected a finite number");
-        out[i] = json_number_value(e);
-    }
-    *n = (int)json_array_size(v);
-    return EPAR_OK;
-}
-
-int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
-                             const char **out)
-{
-    SECTION_VALUE(key);
-    if (!json_is_string(v)) return perr(p, jp, "expected a string");
-    *out = json_string_value(v);
-    return EPAR_OK;
-}
-
-#define OBJ_VALUE(key)                                                      \
-    json_t *v = obj ? json_object_get(obj, key) : NULL;                     \
-    if (!v) return EPAR_OK;                                                 \
-    char jp[640];                                                           \
-    snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, key)
-
 int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath,
                                  const char *const *allowed)
 {
     if (!obj) return EPAR_OK;
     if (!json_is_object(obj)) return perr(p, jpath, "expected an object");
     return check_keys(p, obj, jpath, allowed, NULL);
-}
-
-int epar_protocol_obj_string(const struct epar_protocol *p, json_t *obj, const char *jpath, const char *key,
-                             const char **out)
-{
-    OBJ_VALUE(key);
-    if (!json_is_string(v)) return perr(p, jp, "expected a string");
-    *out = json_string_value(v);
-    return EPAR_OK;
 }
 
 void epar_protocol_key_list(json_t *obj, char *out, size_t n)
@@ -480,6 +406,23 @@ static int read_integer(const struct epar_protocol *p, json_t *v, const char *jp
 static int read_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                        void *base);
 
+/* the integer range of row f: its [lo, hi], or [tmin, tmax] (its C type's) when it gives none or the reader reads a
+ * saved record */
+static void int_range(const struct epar_protocol *p, const struct epar_field *f, double tmin, double tmax, double *lo,
+                      double *hi)
+{
+    int any = p->saved || (f->lo == 0 && f->hi == 0);
+    *lo = any ? tmin : f->lo;
+    *hi = any ? tmax : f->hi;
+}
+
+/* a DOUBLE row's value (a DLIST's element) by its POSITIVE or NONNEG flag (none, or a saved record: any finite) */
+static int read_real(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, double *out)
+{
+    unsigned sign = p->saved ? 0 : f->flags & (EPAR_FIELD_POSITIVE | EPAR_FIELD_NONNEG);
+    return read_double(p, v, jp, out, sign ? 0 : -HUGE_VAL, sign != EPAR_FIELD_POSITIVE);
+}
+
 /* a nested object by the row's sub rows (STRICT: no other keys) */
 static int read_object(const struct epar_protocol *p, json_t *v, const char *jp, const struct epar_field *f, void *at)
 {
@@ -497,15 +440,17 @@ static int read_object(const struct epar_protocol *p, json_t *v, const char *jp,
 static int read_element(const struct epar_protocol *p, json_t *e, const char *ep, const struct epar_field *f, void *at)
 {
     long x;
+    double lo, hi;
     int st;
     switch (f->type) {
     case EPAR_FIELD_DLIST:
         if (!json_is_number(e) || !isfinite(json_number_value(e))) return perr(p, ep, "expected a finite number");
-        *(double *)at = json_number_value(e);
-        return EPAR_OK;
+        return read_real(p, e, ep, f, at);
     case EPAR_FIELD_ILIST:
     case EPAR_FIELD_LLIST:
-        if ((st = read_integer(p, e, ep, f->lo, f->hi, &x))) return st;
+        int_range(p, f, f->type == EPAR_FIELD_ILIST ? INT_MIN : (double)LONG_MIN,
+                  f->type == EPAR_FIELD_ILIST ? INT_MAX : (double)LONG_MAX, &lo, &hi);
+        if ((st = read_integer(p, e, ep, lo, hi, &x))) return st;
         if (f->type == EPAR_FIELD_ILIST) *(int *)at = (int)x;
         else *(long *)at = x;
         return EPAR_OK;
@@ -565,9 +510,11 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
 {
     void *at = (char *)base + f->offset;
     long x;
+    double lo, hi;
     int st;
-    if (json_is_null(v) && (f->flags & EPAR_FIELD_NULLNEG) &&
-        (f->type == EPAR_FIELD_INT || f->type == EPAR_FIELD_LONG || f->type == EPAR_FIELD_STRING)) {
+    if (json_is_null(v) && (((f->flags & EPAR_FIELD_NULLNEG) &&
+                             (f->type == EPAR_FIELD_INT || f->type == EPAR_FIELD_LONG)) ||
+                            (f->type == EPAR_FIELD_STRING && (f->flags & EPAR_FIELD_NULLNEG || p->saved)))) {
         if (f->type == EPAR_FIELD_INT) *(int *)at = -1;
         else if (f->type == EPAR_FIELD_LONG) *(long *)at = -1;
         else *(const char **)at = NULL;
@@ -575,8 +522,9 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
     }
     switch (f->type) {
     case EPAR_FIELD_INT:
-        return read_int(p, v, jp, at, clamp_int(f->lo), clamp_int(f->hi));
-    case EPAR_FIELD_DOUBLE: return read_double(p, v, jp, at, f->lo, f->hi != 0);
+        int_range(p, f, INT_MIN, INT_MAX, &lo, &hi);
+        return read_int(p, v, jp, at, clamp_int(lo), clamp_int(hi));
+    case EPAR_FIELD_DOUBLE: return read_real(p, v, jp, f, at);
     case EPAR_FIELD_BOOL:
         if (!json_is_boolean(v)) return perr(p, jp, "expected true or false");
         *(int *)at = json_is_true(v);
@@ -586,7 +534,8 @@ static int read_field(const struct epar_protocol *p, json_t *v, const char *jp, 
         *(const char **)at = json_string_value(v);
         return EPAR_OK;
     case EPAR_FIELD_LONG:
-        if ((st = read_integer(p, v, jp, f->lo, f->hi, &x))) return st;
+        int_range(p, f, (double)LONG_MIN, (double)LONG_MAX, &lo, &hi);
+        if ((st = read_integer(p, v, jp, lo, hi, &x))) return st;
         *(long *)at = x;
         return EPAR_OK;
     case EPAR_FIELD_JSON: *(json_t **)at = v; return EPAR_OK;
@@ -599,11 +548,11 @@ static int read_fields(const struct epar_protocol *p, json_t *obj, const char *j
                        void *base)
 {
     for (; f->key; f++) {
-        if (f->write_only) continue;
+        if (f->write_only && !p->saved) continue;
         json_t *v = obj ? json_object_get(obj, f->key) : NULL;
         char jp[640];
         snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
-        if (!v && (f->flags & EPAR_FIELD_REQUIRED)) {
+        if (!v && ((f->flags & EPAR_FIELD_REQUIRED) || p->saved)) {
             char w[160];
             snprintf(w, sizeof w, "missing key '%.100s'", f->key);
             return perr(p, jpath, w);
@@ -620,20 +569,90 @@ int epar_protocol_obj_fields(const struct epar_protocol *p, json_t *obj, const c
     return read_fields(p, obj, jpath, f, base);
 }
 
+int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
+                          void *base, const char **names)
+{
+    int *count = (int *)((char *)base + list->count_offset);
+    *count = 0;
+    if (!obj) return EPAR_OK;
+    if (!json_is_object(obj)) return perr(p, jpath, "expected an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        if (ignorable_key(k)) continue;
+        char jp[640];
+        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, k);
+        if (*count >= list->max) {
+            char w[96];
+            snprintf(w, sizeof w, "expected an object of at most %d members", list->max);
+            return perr(p, jpath, w);
+        }
+        int st = read_element(p, v, jp, list, (char *)base + list->offset + (size_t)*count * list->stride);
+        if (st) return st;
+        names[(*count)++] = k;
+    }
+    return EPAR_OK;
+}
+
+/* ---- getters: one row on experiments.<experiment> ---- */
+
+static int section_row(const struct epar_protocol *p, const char *experiment, struct epar_field row, void *base)
+{
+    char jp[256];
+    snprintf(jp, sizeof jp, "$.experiments.%.200s", experiment);
+    const struct epar_field f[2] = {row, {0}};
+    return read_fields(p, epar_protocol_section(p, experiment), jp, f, base);
+}
+
+int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
+                          int lo, int hi)
+{
+    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_INT, .lo = lo, .hi = hi}, out);
+}
+
+int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
+                            double *out, int max, int *n)
+{
+    struct dlist_in {
+        double v[EPAR_MAX_LIST];
+        int n;
+    } list = {.n = -1};
+    struct epar_field row = {.key = key, .type = EPAR_FIELD_DLIST, .count_offset = offsetof(struct dlist_in, n),
+                             .max = max < EPAR_MAX_LIST ? max : EPAR_MAX_LIST};
+    int st = section_row(p, experiment, row, &list);
+    if (st || list.n < 0) return st;
+    memcpy(out, list.v, (size_t)list.n * sizeof *out);
+    *n = list.n;
+    return EPAR_OK;
+}
+
+int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
+                             const char **out)
+{
+    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_STRING}, out);
+}
+
+void epar_fields_reader(struct epar_protocol *rd, const char *path, const char *kind, int saved)
+{
+    memset(rd, 0, sizeof *rd);
+    snprintf(rd->path, sizeof rd->path, "%s", path);
+    rd->kind = kind;
+    rd->status = EPAR_EIO;
+    rd->saved = saved;
+}
+
 /* the rows of f from the parsed document root (NULL: json_error je says why); the document kept in *doc or freed */
 static int load_root(json_t *root, const json_error_t *je, const char *kind, const char *path,
                      const struct epar_field *f, void *base, json_t **doc)
 {
     if (doc) *doc = NULL;
     if (!root) return epar_err_set(EPAR_EIO, "cannot read %s '%s': %s (line %d)", kind, path, je->text, je->line);
-    struct epar_protocol *p = calloc(1, sizeof *p);
+    struct epar_protocol *p = malloc(sizeof *p);
     if (!p) {
         json_decref(root);
         return epar_err_set(EPAR_ENOMEM, "out of memory reading '%s'", path);
     }
-    snprintf(p->path, sizeof p->path, "%s", path);
-    p->kind = kind;
-    p->status = EPAR_EIO;
+    epar_fields_reader(p, path, kind, 0);
     int st = json_is_object(root) ? read_fields(p, root, "$", f, base) : perr(p, "$", "expected an object");
     free(p);
     if (st || !doc) json_decref(root);
@@ -665,7 +684,6 @@ void epar_fields_free(const struct epar_field *f, void *base)
 void epar_fields_defaults(const struct epar_field *f, void *base)
 {
     for (; f->key; f++) {
-        if (!f->has_def) continue;
         void *at = (char *)base + f->offset;
         if (f->type == EPAR_FIELD_DOUBLE) *(double *)at = f->def;
         else if (f->type == EPAR_FIELD_INT || f->type == EPAR_FIELD_BOOL) *(int *)at = (int)f->def;
@@ -774,35 +792,25 @@ int epar_fields_keys(const struct epar_field *f, const char *const *extra, const
     return n;
 }
 
-/* ---- added for train/compare ---- */
-
-int epar_fields_append(struct epar_field *dst, int n, int max, const struct epar_field *src)
-{
-    int m = 0;
-    while (src[m].key) m++;
-    if (n + m + 1 > max) return -1;
-    memcpy(dst + n, src, (size_t)m * sizeof *src);
-    dst[n + m] = (struct epar_field)EPAR_FIELD_END_;
-    return n + m;
-}
-
-void epar_fields_saved(struct epar_field *f)
-{
-    for (; f->key; f++) {
-        f->write_only = 0;
-        f->flags |= EPAR_FIELD_REQUIRED;
-        if (f->type == EPAR_FIELD_STRING) f->flags |= EPAR_FIELD_NULLNEG;   /* NULL was written as null */
-        f->lo = -1e300;
-        f->hi = 1e300;   /* DOUBLE: lo inclusive */
-    }
-}
-
 int epar_fields_loadb(const void *text, size_t len, const char *kind, const char *path, const struct epar_field *f,
                       void *base, json_t **doc)
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
     return load_root(root, &je, kind, path, f, base, doc);
+}
+
+/* j as the file path (lib/outdir's checked writer) */
+static int dump_file(const char *path, const json_t *j, size_t json_flags)
+{
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    if (!f) return EPAR_EIO;
+    if (json_dumpf(j, f, json_flags) != 0 && !ferror(f)) { /* not a write error: a value jansson cannot encode */
+        epar_out_fdiscard(&w);
+        return epar_err_set(EPAR_EIO, "cannot write '%s': the JSON could not be encoded", path);
+    }
+    return epar_out_fclose(&w);
 }
 
 int epar_fields_save(const char *path, const struct epar_field *f, const void *base, json_t *extra, size_t json_flags)
@@ -814,22 +822,11 @@ int epar_fields_save(const char *path, const struct epar_field *f, const void *b
         json_decref(j);
         return epar_err_set(EPAR_ENOMEM, "out of memory building '%s'", path);
     }
-    int st = epar_fields_dump(path, j, json_flags);
+    int st = dump_file(path, j, json_flags);
     json_decref(j);
     return st;
 }
 
-int epar_fields_dump(const char *path, const json_t *j, size_t json_flags)
-{
-    struct epar_out_file w;
-    FILE *f = epar_out_fopen(&w, path);
-    if (!f) return EPAR_EIO;
-    if (json_dumpf(j, f, json_flags) != 0 && !ferror(f)) { /* not a write error: a value jansson cannot encode */
-        epar_out_fdiscard(&w);
-        return epar_err_set(EPAR_EIO, "cannot write '%s': the JSON could not be encoded", path);
-    }
-    return epar_out_fclose(&w);
-}
 
 /* compact sorted JSON of v (any value) into out, truncated */
 static void dump_into(const json_t *v, char *out, size_t n)
@@ -859,35 +856,6 @@ int epar_fields_differ(const void *saved, size_t len, json_t *now, const char **
     json_decref(old);
     return *key != NULL;
 }
-/* ---- end of added for train/compare ---- */
-
-/* ---- added for report/sensitivity ---- */
-
-int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *list,
-                          void *base, const char **names)
-{
-    int *count = (int *)((char *)base + list->count_offset);
-    *count = 0;
-    if (!obj) return EPAR_OK;
-    if (!json_is_object(obj)) return perr(p, jpath, "expected an object");
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v) {
-        if (ignorable_key(k)) continue;
-        char jp[640];
-        snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, k);
-        if (*count >= list->max) {
-            char w[96];
-            snprintf(w, sizeof w, "expected an object of at most %d members", list->max);
-            return perr(p, jpath, w);
-        }
-        int st = read_element(p, v, jp, list, (char *)base + list->offset + (size_t)*count * list->stride);
-        if (st) return st;
-        names[(*count)++] = k;
-    }
-    return EPAR_OK;
-}
-
 
 int epar_protocol_blame(const struct epar_protocol *p, const char *jpath)
 {

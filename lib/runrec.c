@@ -17,14 +17,16 @@ struct run_head {
 };
 #define RH struct run_head
 static const struct epar_field run_head_fields[] = {
-    EPAR_FIELD_(RH, "experiment", EPAR_FIELD_STRING, experiment, 0),
-    EPAR_FIELD_(RH, "epar_version", EPAR_FIELD_STRING, epar_version, 0),
-    EPAR_FIELD_(RH, "protocol", EPAR_FIELD_STRING, protocol, 0),
-    EPAR_FIELD_(RH, "protocol_version", EPAR_FIELD_INT, protocol_version, 0),
-    EPAR_FIELD_(RH, "protocol_hash", EPAR_FIELD_STRING, protocol_hash, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(RH, "cli_overrides", EPAR_FIELD_STRING, cli_overrides, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(RH, "parameters", EPAR_FIELD_JSON, parameters, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_END_};
+    {.key = "experiment", .type = EPAR_FIELD_STRING, .offset = offsetof(RH, experiment)},
+    {.key = "epar_version", .type = EPAR_FIELD_STRING, .offset = offsetof(RH, epar_version)},
+    {.key = "protocol", .type = EPAR_FIELD_STRING, .offset = offsetof(RH, protocol)},
+    {.key = "protocol_version", .type = EPAR_FIELD_INT, .offset = offsetof(RH, protocol_version)},
+    {.key = "protocol_hash", .type = EPAR_FIELD_STRING, .offset = offsetof(RH, protocol_hash),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "cli_overrides", .type = EPAR_FIELD_STRING, .offset = offsetof(RH, cli_overrides),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "parameters", .type = EPAR_FIELD_JSON, .offset = offsetof(RH, parameters), .flags = EPAR_FIELD_OPTIONAL},
+    {0}};
 #undef RH
 
 int epar_runrec_write(const char *path, const char *experiment, const char *protocol_path,
@@ -76,55 +78,55 @@ void epar_runrec_fp_free(struct epar_runrec_fp *fp)
     memset(fp, 0, sizeof *fp);
 }
 
-/* DOUBLE rows: any finite number (>= -1e300; a DOUBLE row's hi is its lo-inclusive flag, read as an int, so not the
- * 1e300 of EPAR_FIELD_) */
-#define RR_NUMBER(S, key, member) EPAR_FIELD_RANGE_(S, key, EPAR_FIELD_DOUBLE, member, -1e300, 1, 0)
-
 /* what the report reads back from an experiment's run.json: its "parameters" (epar_params_json) */
 #define RPRM struct epar_runrec_params
 static const struct epar_field run_params_rows[] = {
-    EPAR_FIELD_(RPRM, "form", EPAR_FIELD_STRING, form, 0),
-    RR_NUMBER(RPRM, "alpha", alpha),
-    RR_NUMBER(RPRM, "beta", beta),
-    RR_NUMBER(RPRM, "gamma", gamma),
-    EPAR_FIELD_(RPRM, "length", EPAR_FIELD_INT, length, 0),
-    EPAR_FIELD_(RPRM, "hidden", EPAR_FIELD_INT, hidden, 0),
-    EPAR_FIELD_(RPRM, "heads", EPAR_FIELD_INT, heads, 0),
-    EPAR_FIELD_(RPRM, "batch", EPAR_FIELD_INT, batch, 0),
-    EPAR_FIELD_(RPRM, "runs", EPAR_FIELD_INT, runs, 0),
-    EPAR_FIELD_LIST_(RPRM, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "form", .type = EPAR_FIELD_STRING, .offset = offsetof(RPRM, form)},
+    {.key = "alpha", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RPRM, alpha)},
+    {.key = "beta", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RPRM, beta)},
+    {.key = "gamma", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RPRM, gamma)},
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, length)},
+    {.key = "hidden", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, hidden)},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, heads)},
+    {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, batch)},
+    {.key = "runs", .type = EPAR_FIELD_INT, .offset = offsetof(RPRM, runs)},
+    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(RPRM, seeds),
+     .count_offset = offsetof(RPRM, n_seeds), .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
 #undef RPRM
 static const struct epar_field run_rows[] = {
-    EPAR_FIELD_OBJ_(struct epar_runrec_run, "parameters", parameters, run_params_rows, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_END_};
+    {.key = "parameters", .type = EPAR_FIELD_OBJ, .offset = offsetof(struct epar_runrec_run, parameters),
+     .sub = run_params_rows, .flags = EPAR_FIELD_REQUIRED},
+    {0}};
 
 /* what the report reads back from the benchmark's run.json */
 static const struct epar_field bench_budget_rows[] = {
-    EPAR_FIELD_(struct epar_runrec_budget, "name", EPAR_FIELD_STRING, name, 0), EPAR_FIELD_END_};
+    {.key = "name", .type = EPAR_FIELD_STRING, .offset = offsetof(struct epar_runrec_budget, name)}, {0}};
 static const struct epar_field bench_params_rows[] = {
-    EPAR_FIELD_LIST_(struct epar_runrec_seeds, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS,
-                     EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(struct epar_runrec_seeds, seeds),
+     .count_offset = offsetof(struct epar_runrec_seeds, n_seeds), .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
 #define BR struct epar_runrec_bench
 static const struct epar_field bench_rows[] = {
-    EPAR_FIELD_OBJ_(BR, "budget", budget, bench_budget_rows, 0),
-    EPAR_FIELD_OBJ_(BR, "parameters", parameters, bench_params_rows, 0),
-    EPAR_FIELD_(BR, "cells", EPAR_FIELD_LONG, cells, 0),
-    RR_NUMBER(BR, "param_max_rel_diff", param_max_rel_diff),
-    RR_NUMBER(BR, "learned_z", learned_z),
-    EPAR_FIELD_LIST_(BR, "mechanisms", EPAR_FIELD_SLIST, mechanisms, n_mechanisms, EPAR_MAX_LIST, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "budget", .type = EPAR_FIELD_OBJ, .offset = offsetof(BR, budget), .sub = bench_budget_rows},
+    {.key = "parameters", .type = EPAR_FIELD_OBJ, .offset = offsetof(BR, parameters), .sub = bench_params_rows},
+    {.key = "cells", .type = EPAR_FIELD_LONG, .offset = offsetof(BR, cells)},
+    {.key = "param_max_rel_diff", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, param_max_rel_diff)},
+    {.key = "learned_z", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BR, learned_z)},
+    {.key = "mechanisms", .type = EPAR_FIELD_SLIST, .offset = offsetof(BR, mechanisms),
+     .count_offset = offsetof(BR, n_mechanisms), .max = EPAR_MAX_LIST, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
 #undef BR
 
 /* what summary.json and the opening line say about the run: the audit's run.json (written before the report) */
 #define AR struct epar_runrec_audit
 static const struct epar_field audit_run_rows[] = {
-    EPAR_FIELD_(AR, "preset", EPAR_FIELD_STRING, preset, 0),
-    EPAR_FIELD_(AR, "protocol_hash", EPAR_FIELD_STRING, hash, 0),
-    EPAR_FIELD_(AR, "epar_version", EPAR_FIELD_STRING, version, 0),
-    EPAR_FIELD_LIST_(AR, "seeds", EPAR_FIELD_LLIST, seeds, n_seeds, EPAR_MAX_SEEDS, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_END_};
+    {.key = "preset", .type = EPAR_FIELD_STRING, .offset = offsetof(AR, preset)},
+    {.key = "protocol_hash", .type = EPAR_FIELD_STRING, .offset = offsetof(AR, hash)},
+    {.key = "epar_version", .type = EPAR_FIELD_STRING, .offset = offsetof(AR, version)},
+    {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(AR, seeds), .count_offset = offsetof(AR, n_seeds),
+     .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_EMPTY_OK},
+    {0}};
 #undef AR
 
 int epar_runrec_read_run(const char *path, struct epar_runrec_run *r, json_t **doc)

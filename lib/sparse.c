@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include "err.h"
 #include "sparse.h"
+#include "seams.h"
 
 /* ================================================================== vector helpers
  * max of a range, and z <- exp(z - m) with the sum of the results. libmvec's exp (glibc, at most 4 ulp)
@@ -1165,42 +1166,7 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
 
 /* ================================================================== the dense kernel */
 
-/* the allowed entries of row z (j < jmax with mk[j]) -> tmp, their indices -> idx; returns their number */
-static int compact(const double *z, const unsigned char *mk, int jmax, double *tmp, int *idx)
-{
-    int n = 0;
-    for (int j = 0; j < jmax; j++)
-        if (mk[j]) { idx[n] = j; tmp[n] = z[j]; n++; }
-    return n;
-}
-
-/* z[idx[k]] += w softmax(tmp)_k (n entries), or z[i] += w when n = 0 (policy self) */
-static void scatter_softmax(double *z, int i, double *tmp, const int *idx, int n, double w, const struct vops *ops)
-{
-    if (!n) { z[i] += w; return; }
-    double f = w / ops->expsum(tmp, n, ops->max(tmp, n));
-    for (int k = 0; k < n; k++) z[idx[k]] += f * tmp[k];
-}
-
-void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, double gate, int causal, int L,
-                              const double *Q, const double *K, const double *V, int ld, int d, double scale,
-                              double *O, int ldo, double *S, double *row, int *idx)
-{
-    const struct vops *ops = vops();
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, d, scale, Q, ld, K, ld, 0.0, S, L);
-    for (int i = 0; i < L; i++) {
-        double *z = S + (size_t)i * L;
-        int jmax = causal ? i + 1 : L;
-        int n1 = compact(z, M + (size_t)i * L, jmax, row, idx), n2 = 0;
-        if (M2) n2 = compact(z, M2 + (size_t)i * L, jmax, row + L, idx + L);
-        memset(z, 0, (size_t)L * sizeof *z);
-        scatter_softmax(z, i, row, idx, n1, M2 ? gate : 1.0, ops);
-        if (M2) scatter_softmax(z, i, row + L, idx + L, n2, 1.0 - gate, ops);
-    }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, 1.0, S, L, V, ld, 0.0, O, ldo);
-}
-
-/* ---- the dense kernel used for timing: no mask, no compaction, one pass per block of query rows ---- */
+/* used for timing: no mask, no compaction, one pass per block of query rows */
 
 size_t epar_sparse_dense_fast_ws(int L) { return (size_t)EPAR_SPARSE_DENSE_ROWS * (size_t)L; }
 

@@ -23,8 +23,7 @@
  *   pi-attention (27)    ring band rd(i,j) <= r (its own softmax) and the pi residue classes (i-j) mod pi = 0 (its
  *                        own softmax), mixed g A_loc V + (1-g) A_step V
  *
- * epar_sparse_dense_output is the dense kernel they are timed against: all L x L scores by one dgemm, the
- * masked row softmax (the same vector exp, on the allowed entries only), one dgemm A V.
+ * epar_sparse_dense_fast (below) is the dense kernel they are timed against.
  * Results agree with the dense masked path of lib/mech (epar_mech_forward, epar_mech_masked_output_dense) to
  * rounding (about 1e-15, tested at 1e-12); they are not bit-identical to it (other summation orders, and
  * libmvec's exp differs from libm's by a few ulp), nor between CPUs with and without AVX-512. Scores must be
@@ -92,23 +91,14 @@ void epar_sparse_ws_free(struct epar_sparse_ws *ws);
 void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, const double *K, const double *V,
                         int ld, int d, double scale, double *O, int ldo, struct epar_sparse_ws *ws);
 
-/* The vector kernels: "avx512" (AVX-512F and VL: also the two products of a dense tile), "avx2" (AVX2 and FMA),
- * "c" (portable; with "avx2", dense tiles go through cblas_dgemm), or NULL: the best the CPU has (the default).
- * For tests and benchmarks; EPAR_EINVAL for a name the CPU cannot run. Not thread-safe. */
-int epar_sparse_set_isa(const char *name);
-
-/* The dense kernel: O (L, ldo) <- softmax_M(scale Q K^T) V with the mask M (L,L) (1 = allowed) and the causal
- * flag, computed on all L x L scores; with M2 (L,L) non-NULL (pi-attention) O = g A_M V + (1-g) A_M2 V.
- * S is (L,L) and row (2L) workspace; idx (2L) ints. */
-void epar_sparse_dense_output(const unsigned char *M, const unsigned char *M2, double gate, int causal, int L,
-                              const double *Q, const double *K, const double *V, int ld, int d, double scale,
-                              double *O, int ldo, double *S, double *row, int *idx);
+/* The vector kernels: "avx512" (AVX-512F and VL: also the two products of a dense tile), "avx2" (AVX2 and FMA) or
+ * "c" (portable; with "avx2", dense tiles go through cblas_dgemm): the best the CPU has (the tests force each one
+ * with epar_sparse_set_isa, lib/seams.h). */
 
 /* The dense kernel the speed-ups are timed against: O (L, ldo) <- softmax(scale Q K^T) V over every key (causal:
  * keys 0..i for row i), the way a user's dense attention runs: blocks of EPAR_SPARSE_DENSE_ROWS query rows, the
  * block's scores by cblas_dgemm, each row's max and exp-sum by the vector kernels above, P V by cblas_dgemm and a
- * division by the sums. No mask is read and no row is compacted or scattered (epar_sparse_dense_output, the
- * masked reference, stays for exactness tests). S is (EPAR_SPARSE_DENSE_ROWS, L) workspace:
+ * division by the sums. No mask is read and no row is compacted or scattered. S is (EPAR_SPARSE_DENSE_ROWS, L) workspace:
  * epar_sparse_dense_fast_ws(L) doubles. Does not allocate. */
 #define EPAR_SPARSE_DENSE_ROWS 128
 size_t epar_sparse_dense_fast_ws(int L);

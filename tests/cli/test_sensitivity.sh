@@ -109,7 +109,7 @@ bad 2 "invalid value for --draws: 'sometimes'" --draws sometimes
 bad 2 "invalid value for --locality-window" --locality-window -1
 bad 2 "gamma must be a finite number >= 0" --gamma -1
 sed 's/"beta_values": \[0.5,/"beta_values": [-0.5,/' paper_protocol.json > "$T_TMP/negbeta.json"
-bad 3 '\$.experiments.sensitivity.beta_values\[0\]: beta must be >= 0, got -0.5' --protocol "$T_TMP/negbeta.json"
+bad 3 '\$.experiments.sensitivity.beta_values\[0\]: expected a number >= 0, got -0.5' --protocol "$T_TMP/negbeta.json"
 sed 's/"id": "mid_range_gain"/"id": "mid_range"/' paper_protocol.json > "$T_TMP/claim.json"
 bad 3 '\$.experiments.sensitivity.retention_claims\[0\]: unknown claim id' --protocol "$T_TMP/claim.json"
 sed 's/"draws": "fresh"/"draws": "often"/' paper_protocol.json > "$T_TMP/draws.json"

@@ -41,10 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t e = 0; e < sizeof exps / sizeof exps[0]; e++) {
         epar_protocol_check_keys(&p, exps[e], extra);
         int iv = 0;
-        double dv = 0, list[EPAR_MAX_LIST];
+        double list[EPAR_MAX_LIST];
         const char *sv = NULL;
         epar_protocol_get_int(&p, exps[e], "distance_curve", &iv, 1, 1 << 20);
-        epar_protocol_get_double(&p, exps[e], "alpha", &dv, 0, 0);
         int n = 0;
         epar_protocol_get_dlist(&p, exps[e], "alphas", list, EPAR_MAX_LIST, &n);
         epar_protocol_get_string(&p, exps[e], "name", &sv);

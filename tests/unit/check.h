@@ -65,6 +65,21 @@ static inline void check_true(int cond, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The tests' oracle of an argmax: index of the largest entry, the first one on exact ties, NaN skipped, 0 if all are
+ * NaN. The library takes every argmax with epar_metric_argmax_tied (ties within rounding); this plain one is what
+ * the tests compare it with (equal after epar_metric_tie_merge) and the naive form of one-pass statistics. */
+static inline size_t ref_argmax(const double *x, size_t n)
+{
+    size_t best = 0;
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i]) && (!found || x[i] > x[best])) {
+            best = i;
+            found = 1;
+        }
+    return best;
+}
+
 static inline int check_summary(const char *prog)
 {
     printf("# %s: %d passed, %d failed\n", prog, check_passed, check_failed);

@@ -443,27 +443,6 @@ static void test_masks(void)
     epar_mech_free(&m);
     epar_attn_ws_free(&ws);
     epar_attn_layer_free(&ly);
-
-    /* dense masked vs genuinely sparse output agree */
-    {
-        int L = 40, d = 8;
-        gsl_rng *r = epar_rng_alloc(5, 0, EPAR_RNG_EXTRA);
-        double Q[320], K[320], V[320], O1[320], O2[320], S[1600], z[40];
-        unsigned char MM[1600];
-        int rp[41], cols[1600];
-        epar_rng_normal(r, Q, 320, 1); epar_rng_normal(r, K, 320, 1); epar_rng_normal(r, V, 320, 1);
-        epar_rng_free(r);
-        epar_mech_mask_pi_local(L, 3, 1, MM);
-        unsigned char st[1600];
-        epar_mech_mask_pi_step(L, 7, st);
-        for (int t = 0; t < 1600; t++) MM[t] |= st[t];
-        epar_mech_mask_csr(MM, L, rp, cols);
-        epar_mech_masked_output_dense(Q, K, V, MM, L, d, 0.35, O1, S);
-        epar_mech_masked_output_sparse(Q, K, V, rp, cols, L, d, 0.35, O2, z);
-        double worst = 0;
-        for (int t = 0; t < 320; t++) if (fabs(O1[t] - O2[t]) > worst) worst = fabs(O1[t] - O2[t]);
-        check_true(worst < 1e-12, "masked softmax: dense vs sparse path agree (max diff %g)", worst);
-    }
 }
 
 static void test_gqa_orth_boost(void)

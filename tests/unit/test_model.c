@@ -195,7 +195,7 @@ int main(void)
         check_rel(rsx.entropy, gsl_stats_mean(Hn, 1, n), 1e-10, "one-pass entropy = naive");
         check_rel(rsx.distance, gsl_stats_mean(Dn, 1, n), 1e-10, "one-pass mean distance = naive");
         check_rel(rsx.local, gsl_stats_mean(Wn, 1, n), 1e-10, "one-pass local mass (w=2) = naive");
-        size_t tpos = epar_metric_argmax(Vn, n), apos = epar_metric_argmax(I, n);
+        size_t tpos = ref_argmax(Vn, n), apos = ref_argmax(I, n);
         double sim = 1 - fabs(Vn[tpos] - Vn[apos]) / (Vn[tpos] + 1e-8), prox = 1 - fabs((double)tpos - apos) / n;
         check_rel(rsx.consistency, (sim + prox) / 2, 1e-10, "one-pass structured consistency = naive");
         free(P);

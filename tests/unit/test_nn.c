@@ -23,6 +23,7 @@
 #include "lib/nnpos.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
+#include "lib/seams.h"
 #include "check.h"
 
 static gsl_rng *R;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "lib/err.h"
 #include "lib/optim.h"
+#include "lib/seams.h"
 #include "check.h"
 
 int main(void)

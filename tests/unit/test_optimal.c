@@ -107,7 +107,8 @@ int main(void)
         check_true(mo.row_sum_dev < 1e-13, "softmax rows sum to 1 up to rounding (%g)", mo.row_sum_dev);
         double Vn[L], s[L], rv[L], rs[L];
         epar_metric_value(S, Ib, L, Vn);
-        epar_metric_actual_score(S, Ib, L, s);
+        epar_metric_row_mean(S, L, s);   /* s = (mean_j A_ij) I_i, as epar_metric_optimal forms it */
+        for (int j = 0; j < L; j++) s[j] *= Ib[j];
         for (int j = 0; j < L; j++) { rv[j] = Vn[j]; rs[j] = Ib[j]; }
         check_rel(mo.ranking, naive_spearman(rv, rs, L), 1e-12, "softmax rows: ranking = Spearman of V vs I");
         /* without merging, rounding of the row means could split the tie; merged, s has the ties of I */

@@ -103,7 +103,6 @@ int main(void)
     char root[300], p[600];
     snprintf(p, sizeof p, "mkdir -p %s/out/deep", tmpdir);
     if (system(p) != 0) return 2;
-    check_true(strstr(epar_plot_style(), "set datafile separator comma") != NULL, "the compiled-in style is plots/epar.gp");
     titles();
     png_size(tmpdir);
 
@@ -115,7 +114,8 @@ int main(void)
               EPAR_OK, "write a script");
     const char *gp = epar_out_path(&o, "fig.gp");
     check_true(!file_has(gp, "load "), "the script loads no other file");
-    check_true(file_has(gp, "epar_heatmap = "), "the script carries the shared style");
+    check_true(file_has(gp, "epar_heatmap = ") && file_has(gp, "set datafile separator comma"),
+               "the script carries the shared style (plots/epar.gp, compiled in)");
     check_true(file_has(gp, "set output 'fig.png'"), "script names its PNG");
     check_true(file_has(gp, "# A test figure"), "script starts with its title");
     if (epar_plot_available()) {

@@ -54,27 +54,30 @@ struct rec {
 };
 #define RI struct rec_item
 static const struct epar_field item_rows[] = {
-    EPAR_FIELD_RANGE_(RI, "length", EPAR_FIELD_INT, length, 2, 65536, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(RI, "value", EPAR_FIELD_DOUBLE, value, 0),
-    EPAR_FIELD_(RI, "defined", EPAR_FIELD_BOOL, defined, 0),
-    EPAR_FIELD_(RI, "sequences", EPAR_FIELD_LONG, sequences, 0),
-    EPAR_FIELD_END_};
+    {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(RI, length), .lo = 2, .hi = 65536,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RI, value)},
+    {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(RI, defined)},
+    {.key = "sequences", .type = EPAR_FIELD_LONG, .offset = offsetof(RI, sequences)},
+    {0}};
 #undef RI
 #define R struct rec
 static const struct epar_field rec_rows[] = {
-    EPAR_FIELD_(R, "name", EPAR_FIELD_STRING, name, EPAR_FIELD_REQUIRED),
-    EPAR_FIELD_(R, "big", EPAR_FIELD_LONG, big, 0),
-    EPAR_FIELD_(R, "resumed", EPAR_FIELD_LONG, resumed, EPAR_FIELD_NULLNEG),
-    EPAR_FIELD_(R, "x", EPAR_FIELD_DOUBLE, x, 0),
-    EPAR_FIELD_(R, "nan_opt", EPAR_FIELD_DOUBLE, nan_opt, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_(R, "absent", EPAR_FIELD_INT, absent, EPAR_FIELD_OPTIONAL),
-    EPAR_FIELD_LIST_(R, "ints", EPAR_FIELD_ILIST, ints, ni, 4, 0),
-    EPAR_FIELD_LIST_(R, "longs", EPAR_FIELD_LLIST, longs, nl, 4, 0),
-    EPAR_FIELD_LIST_(R, "strs", EPAR_FIELD_SLIST, strs, ns, 4, EPAR_FIELD_EMPTY_OK),
-    EPAR_FIELD_LIST_(R, "d", EPAR_FIELD_DLIST, d, nd, 4, 0),
-    EPAR_FIELD_OLIST_(R, "items", items, nitems, 3, item_rows, 0),
-    EPAR_FIELD_OBJ_(R, "one", one, item_rows, 0),
-    EPAR_FIELD_END_};
+    {.key = "name", .type = EPAR_FIELD_STRING, .offset = offsetof(R, name), .flags = EPAR_FIELD_REQUIRED},
+    {.key = "big", .type = EPAR_FIELD_LONG, .offset = offsetof(R, big)},
+    {.key = "resumed", .type = EPAR_FIELD_LONG, .offset = offsetof(R, resumed), .flags = EPAR_FIELD_NULLNEG},
+    {.key = "x", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(R, x)},
+    {.key = "nan_opt", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(R, nan_opt), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "absent", .type = EPAR_FIELD_INT, .offset = offsetof(R, absent), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "ints", .type = EPAR_FIELD_ILIST, .offset = offsetof(R, ints), .count_offset = offsetof(R, ni), .max = 4},
+    {.key = "longs", .type = EPAR_FIELD_LLIST, .offset = offsetof(R, longs), .count_offset = offsetof(R, nl), .max = 4},
+    {.key = "strs", .type = EPAR_FIELD_SLIST, .offset = offsetof(R, strs), .count_offset = offsetof(R, ns), .max = 4,
+     .flags = EPAR_FIELD_EMPTY_OK},
+    {.key = "d", .type = EPAR_FIELD_DLIST, .offset = offsetof(R, d), .count_offset = offsetof(R, nd), .max = 4},
+    {.key = "items", .type = EPAR_FIELD_OLIST, .offset = offsetof(R, items), .count_offset = offsetof(R, nitems),
+     .max = 3, .stride = sizeof(struct rec_item), .sub = item_rows},
+    {.key = "one", .type = EPAR_FIELD_OBJ, .offset = offsetof(R, one), .sub = item_rows},
+    {0}};
 #undef R
 
 static void test_records(void)
@@ -126,8 +129,10 @@ static void test_records(void)
     /* allocated lists (freed by epar_fields_free, also after a failed read) and strict nested objects */
     struct alloc_rec { long *v; int n; struct rec_item one; } ar = {NULL, 0, {0, 0, 0, 0}};
     static const struct epar_field alloc_rows[] = {
-        EPAR_FIELD_LIST_(struct alloc_rec, "v", EPAR_FIELD_LLIST, v, n, 100, EPAR_FIELD_ALLOC),
-        EPAR_FIELD_OBJ_(struct alloc_rec, "one", one, item_rows, EPAR_FIELD_STRICT), EPAR_FIELD_END_};
+        {.key = "v", .type = EPAR_FIELD_LLIST, .offset = offsetof(struct alloc_rec, v),
+         .count_offset = offsetof(struct alloc_rec, n), .max = 100, .flags = EPAR_FIELD_ALLOC},
+        {.key = "one", .type = EPAR_FIELD_OBJ, .offset = offsetof(struct alloc_rec, one), .sub = item_rows,
+         .flags = EPAR_FIELD_STRICT}, {0}};
     write_file("rec.json", "{\"v\":[5,6,7],\"one\":{\"length\":3}}");
     check_int(epar_fields_load(path, "cell file", alloc_rows, &ar, NULL), EPAR_OK, "allocated list read");
     check_true(ar.n == 3 && ar.v && ar.v[2] == 7 && ar.one.length == 3, "allocated list values");
@@ -154,9 +159,8 @@ static void test_records(void)
     json_decref(b);
 }
 
-/* ---- added for train/compare ---- */
-/* saved records: tables appended and made saved (every row required and read, sanity ranges), read from text in
- * memory (null strings), written as a file with extra keys, compared with a saved text */
+/* saved records: settings tables written in turn and read back in turn by a reader of saved records (every row
+ * required and read, no ranges, null strings), written as a file with extra keys, compared with a saved text */
 struct saved {
     int layers;
     double alpha;
@@ -165,45 +169,67 @@ struct saved {
 };
 #define SV struct saved
 static const struct epar_field saved_a[] = {
-    EPAR_FIELD_INT_(SV, "layers", layers, 1, 4, "a setting with a protocol range"),
-    {"alpha", EPAR_FIELD_DOUBLE, offsetof(SV, alpha), 0, 0, 1, "write-only in the protocol", 0, 0, 0, 0, 0, NULL, 0},
-    EPAR_FIELD_END_};
-static const struct epar_field saved_b[] = {EPAR_FIELD_STR_(SV, "text", text, "a string"), EPAR_FIELD_END_};
-static const struct epar_field saved_sub[] = {EPAR_FIELD_(SV, "k", EPAR_FIELD_INT, sub.k, 0), EPAR_FIELD_END_};
+    {.key = "layers", .type = EPAR_FIELD_INT, .offset = offsetof(SV, layers), .lo = 1, .hi = 4,
+     .help = "a setting with a protocol range"},
+    {.key = "alpha", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(SV, alpha), .write_only = 1,
+     .flags = EPAR_FIELD_POSITIVE, .help = "write-only in the protocol"},
+    {0}};
+static const struct epar_field saved_b[] = {
+    {.key = "text", .type = EPAR_FIELD_STRING, .offset = offsetof(SV, text), .help = "a string"},
+    {0}};
+static const struct epar_field saved_sub[] = {{.key = "k", .type = EPAR_FIELD_INT, .offset = offsetof(SV, sub.k)}, {0}};
+static const struct epar_field saved_o[] = {{.key = "o", .type = EPAR_FIELD_OBJ, .sub = saved_sub}, {0}};
+
+/* the text s read as a saved record by the three tables in turn */
+static int read_saved(const char *s, struct saved *r)
+{
+    struct epar_protocol rd;
+    epar_fields_reader(&rd, "c.bin", "checkpoint config", 1);
+    json_t *doc = json_loads(s, 0, NULL);
+    int st = epar_protocol_obj_fields(&rd, doc, "$", saved_a, r);
+    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", saved_b, r);
+    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", saved_o, r);
+    json_decref(doc);
+    return st;
+}
 
 static void test_saved(void)
 {
-    struct epar_field t[8], sub[2];
-    int n = epar_fields_append(t, 0, 8, saved_a);
-    check_int(n, 2, "append: two rows");
-    n = epar_fields_append(t, n, 8, saved_b);
-    check_int(n, 3, "append: three rows");
-    check_int(epar_fields_append(t, n, 5, saved_a), -1, "append: no room");
-    check_true(t[3].key == NULL, "append: still ended");
-    epar_fields_append(sub, 0, 2, saved_sub);
-    t[n++] = (struct epar_field)EPAR_FIELD_OBJ_(SV, "o", layers, sub, 0);
-    t[n] = (struct epar_field)EPAR_FIELD_END_;
-    epar_fields_saved(t);
-    epar_fields_saved(sub);
     struct saved w = {9, 0.5, NULL, {3}}, r = {0, 0, "x", {0}};
-    json_t *j = epar_fields_json(t, &w, NULL);
+    json_t *j = epar_fields_json(saved_a, &w, NULL);
+    check_true(j && epar_fields_json(saved_b, &w, j) && epar_fields_json(saved_o, &w, j), "tables written in turn");
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     check_true(s && !strcmp(s, "{\"layers\":9,\"alpha\":0.5,\"text\":null,\"o\":{\"k\":3}}"), "saved written: %s",
                s ? s : "(null)");
-    check_int(epar_fields_loadb(s, strlen(s), "checkpoint config", "c.bin", t, &r, NULL), EPAR_OK, "loadb: %s",
-              epar_err_message());
+    check_int(read_saved(s, &r), EPAR_OK, "saved read: %s", epar_err_message());
     check_true(r.layers == 9 && r.alpha == 0.5 && r.text == NULL && r.sub.k == 3,
-               "loadb: out-of-range setting, write-only row, null string, nested object read back");
+               "saved read: out-of-range setting, write-only row, null string, nested object read back");
     const char *bad[][2] = {{"{\"layers\":1,\"text\":null,\"o\":{\"k\":1}}", "$: missing key 'alpha'"},
                             {"{\"layers\":1,\"alpha\":1,\"text\":null,\"o\":{}}", "$.o: missing key 'k'"},
-                            {"{\"layers\":1.5,\"alpha\":1,\"text\":null,\"o\":{\"k\":1}}", "$.layers"},
-                            {"{\"layers\":", "cannot read checkpoint config 'c.bin'"}};
+                            {"{\"layers\":1.5,\"alpha\":1,\"text\":null,\"o\":{\"k\":1}}", "$.layers"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        check_int(epar_fields_loadb(bad[k][0], strlen(bad[k][0]), "checkpoint config", "c.bin", t, &r, NULL), EPAR_EIO,
-                  "loadb: bad text %zu", k);
-        check_true(strstr(epar_err_message(), bad[k][1]) != NULL, "loadb: bad text %zu names '%s': %s", k, bad[k][1],
-                   epar_err_message());
+        check_int(read_saved(bad[k][0], &r), EPAR_EIO, "saved read: bad text %zu", k);
+        check_true(strstr(epar_err_message(), bad[k][1]) && strstr(epar_err_message(), "checkpoint config 'c.bin'"),
+                   "saved read: bad text %zu names '%s': %s", k, bad[k][1], epar_err_message());
     }
+    /* not saved (epar_fields_loadb): the protocol's range holds, write-only rows are not read, null is no string */
+    const char *text = "{\"layers\":2,\"alpha\":-1}";
+    r.alpha = 7;
+    check_int(epar_fields_loadb(text, strlen(text), "checkpoint config", "c.bin", saved_a, &r, NULL), EPAR_OK,
+              "loadb: %s", epar_err_message());
+    check_true(r.layers == 2 && r.alpha == 7, "loadb: write-only row not read");
+    text = "{\"layers\":9}";
+    check_int(epar_fields_loadb(text, strlen(text), "checkpoint config", "c.bin", saved_a, &r, NULL), EPAR_EIO,
+              "loadb: range");
+    check_true(strstr(epar_err_message(), "$.layers: expected an integer in [1, 4], got 9") != NULL, "loadb: %s",
+               epar_err_message());
+    text = "{\"text\":null}";
+    check_int(epar_fields_loadb(text, strlen(text), "checkpoint config", "c.bin", saved_b, &r, NULL), EPAR_EIO,
+              "loadb: null string");
+    check_int(epar_fields_loadb("{\"layers\":", 10, "checkpoint config", "c.bin", saved_a, &r, NULL), EPAR_EIO,
+              "loadb: malformed");
+    check_true(strstr(epar_err_message(), "cannot read checkpoint config 'c.bin'") != NULL, "loadb: %s",
+               epar_err_message());
     const char *key;
     char was[8], is[81];
     check_int(epar_fields_differ(s, strlen(s), j, &key, was, sizeof was, is, sizeof is), 0, "differ: the same");
@@ -218,11 +244,11 @@ static void test_saved(void)
     check_int(epar_fields_differ("{", 1, j, &key, was, sizeof was, is, sizeof is), -1, "differ: not JSON");
     char path[256];
     snprintf(path, sizeof path, "%s/saved.json", tmpdir);
-    check_int(epar_fields_save(path, t, &w, json_pack("{s:i, s:s}", "layers", 2, "extra", "e"), EPAR_SAVE_RUN), EPAR_OK,
-              "save");
+    check_int(epar_fields_save(path, saved_a, &w, json_pack("{s:i, s:s}", "layers", 2, "extra", "e"), EPAR_SAVE_RUN),
+              EPAR_OK, "save");
     json_t *back = json_load_file(path, 0, NULL);
     char *b = json_dumps(back, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    check_true(b && !strcmp(b, "{\"layers\":2,\"alpha\":0.5,\"text\":null,\"o\":{\"k\":3},\"extra\":\"e\"}"),
+    check_true(b && !strcmp(b, "{\"layers\":2,\"alpha\":0.5,\"extra\":\"e\"}"),
                "save: rows then extra's keys, a key of both in its place with extra's value: %s", b ? b : "(null)");
     snprintf(path, sizeof path, "%s/no/such/dir.json", tmpdir);
     check_int(epar_fields_save(path, NULL, NULL, NULL, EPAR_SAVE_RUN), EPAR_EIO, "save: unwritable path");
@@ -232,7 +258,55 @@ static void test_saved(void)
     json_decref(j);
 }
 #undef SV
-/* ---- end of added for train/compare ---- */
+
+/* ranges: a list's per-element range (DLIST by POSITIVE/NONNEG, ILIST by lo, hi), a row without one (any value of
+ * its C type), defaults of every scalar row */
+struct ranged {
+    double v[4], d;
+    int nv, iv[3], niv, i, k;
+    long l;
+};
+#define RG struct ranged
+static const struct epar_field ranged_rows[] = {
+    {.key = "v", .type = EPAR_FIELD_DLIST, .offset = offsetof(RG, v), .count_offset = offsetof(RG, nv), .max = 4,
+     .flags = EPAR_FIELD_POSITIVE},
+    {.key = "iv", .type = EPAR_FIELD_ILIST, .offset = offsetof(RG, iv), .count_offset = offsetof(RG, niv), .max = 3,
+     .lo = 1, .hi = 9},
+    {.key = "d", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(RG, d), .def = 0.5},
+    {.key = "i", .type = EPAR_FIELD_INT, .offset = offsetof(RG, i), .def = 3},
+    {.key = "k", .type = EPAR_FIELD_INT, .offset = offsetof(RG, k)},
+    {.key = "l", .type = EPAR_FIELD_LONG, .offset = offsetof(RG, l)},
+    {0}};
+#undef RG
+
+static void test_ranges(void)
+{
+    struct epar_protocol p = {.path = "r.json"};
+    struct ranged r = {.k = 7};
+    epar_fields_defaults(ranged_rows, &r);
+    check_true(r.d == 0.5 && r.i == 3 && r.k == 0, "defaults: every scalar row's def, 0 when it gives none");
+    json_t *o = json_loads("{\"v\":[0.5,2],\"iv\":[1,9],\"d\":-1e300,\"i\":-2147483648,\"l\":-9000000000}", 0,
+                           NULL);
+    check_int(epar_protocol_obj_fields(&p, o, "$.x", ranged_rows, &r), EPAR_OK, "ranges: good values: %s",
+              epar_err_message());
+    check_true(r.nv == 2 && r.v[1] == 2 && r.niv == 2 && r.iv[1] == 9 && r.d == -1e300 && r.i == -2147483647 - 1 &&
+                   r.l == -9000000000L,
+               "ranges: lists read; rows without a range take any value of their type");
+    json_decref(o);
+    const char *bad[][2] = {{"{\"v\":[1,0]}", "$.x.v[1]: expected a number > 0, got 0"},
+                            {"{\"v\":[1,\"a\"]}", "$.x.v[1]: expected a finite number"},
+                            {"{\"v\":[1,2,3,4,5]}", "$.x.v: expected a non-empty array of at most 4 elements"},
+                            {"{\"iv\":[3,10]}", "$.x.iv[1]: expected an integer in [1, 9], got 10"},
+                            {"{\"i\":2147483648}", "$.x.i: expected an integer in [-2147483648, 2147483647]"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        o = json_loads(bad[k][0], 0, NULL);
+        check_int(epar_protocol_obj_fields(&p, o, "$.x", ranged_rows, &r), EPAR_EPROTOCOL, "ranges: bad %zu", k);
+        check_true(strstr(epar_err_message(), bad[k][1]) != NULL, "ranges: bad %zu names '%s': %s", k, bad[k][1],
+                   epar_err_message());
+        json_decref(o);
+    }
+}
+
 static void test_map_closed(void);
 
 int main(void)
@@ -287,12 +361,12 @@ int main(void)
     check_int(epar_protocol_load("/nonexistent/p.json", &p), EPAR_EIO, "missing protocol -> EPAR_EIO");
     test_records();
     test_saved();
+    test_ranges();
     test_map_closed();
     cleanup();
     return check_summary("test_protocol");
 }
 
-/* ---- added for report/sensitivity ---- */
 /* epar_protocol_obj_map: the members of an object as list elements, in file order, ignorable keys skipped, names
  * borrowed; STRICT rows: nested objects may have only their rows' keys */
 struct map_doc {
@@ -303,11 +377,14 @@ struct map_doc {
 };
 #define MD struct map_doc
 static const struct epar_field map_top_rows[] = {
-    EPAR_FIELD_(MD, "presets", EPAR_FIELD_JSON, presets, 0),
-    EPAR_FIELD_OLIST_(MD, "items", items, nitems, 3, item_rows, EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT),
-    EPAR_FIELD_OBJ_(MD, "one", one, item_rows, EPAR_FIELD_STRICT),
-    EPAR_FIELD_END_};
-static const struct epar_field map_rows[] = {EPAR_FIELD_OLIST_(MD, "", items, nitems, 3, item_rows, 0), EPAR_FIELD_END_};
+    {.key = "presets", .type = EPAR_FIELD_JSON, .offset = offsetof(MD, presets)},
+    {.key = "items", .type = EPAR_FIELD_OLIST, .offset = offsetof(MD, items), .count_offset = offsetof(MD, nitems),
+     .max = 3, .stride = sizeof(struct rec_item), .sub = item_rows, .flags = EPAR_FIELD_EMPTY_OK | EPAR_FIELD_STRICT},
+    {.key = "one", .type = EPAR_FIELD_OBJ, .offset = offsetof(MD, one), .sub = item_rows, .flags = EPAR_FIELD_STRICT},
+    {0}};
+static const struct epar_field map_rows[] = {{.key = "", .type = EPAR_FIELD_OLIST, .offset = offsetof(MD, items),
+                                              .count_offset = offsetof(MD, nitems), .max = 3,
+                                              .stride = sizeof(struct rec_item), .sub = item_rows}, {0}};
 #undef MD
 
 static void test_map_closed(void)

@@ -1,0 +1,47 @@
+/* The benchmark grid's shared part (bench_grid.h): a cell's training configuration and its folder, used by the grid
+ * (benchmark*.c) and the length-extrapolation study (bench_extrap*.c) alike. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "lib/nnpos.h"
+#include "bench_grid.h"
+
+void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
+{
+    const struct epar_bench_budget *b = &c->b;
+    *t = c->base;
+    if (cell->task >= 0) {
+        t->task = c->tasks[cell->task].task;
+    } else {
+        epar_task_cfg_default(&t->task, b->cost_task);
+        t->task.length = b->cost_length;
+        t->task.eval_sequences = b->batch;
+    }
+    t->task.cache_dir = c->cache_dir;
+    t->mechanism = c->mech[cell->mech];
+    t->layers = b->layers;
+    t->dim = b->dim;
+    t->heads = b->heads;
+    t->mlp = cell->mlp;
+    t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
+    /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
+    const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
+    t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
+    t->optim.warmup = b->warmup;
+    t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
+    t->optim.lr_min_ratio = b->lr_min_ratio;
+    t->optim.weight_decay = b->weight_decay;
+    t->optim.clip = b->clip;
+    t->init_sd = b->init_sd;
+    t->eval_every = cell->task >= 0 ? b->eval_every : t->optim.steps + 1;
+    t->eval_batches = cell->task >= 0 ? b->eval_batches : 1;
+    t->seed = b->seeds[cell->seed];
+    t->task.seed = t->seed;
+}
+
+void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
+{
+    if (cell->task < 0) snprintf(buf, n, "cells/cost");
+    else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
+                  c->b.seeds[cell->seed]);
+}
