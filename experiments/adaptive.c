@@ -57,9 +57,11 @@ static const struct epar_field adaptive_fields[] = {
      .flags = EPAR_FIELD_NONNEG, .help = "when-to-use: noise sd"},
     {.key = "when_content_corr", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AC, when_content_corr), .def = 0.9,
      .flags = EPAR_FIELD_NONNEG, .help = "when-to-use: content correlation"},
+    {.key = "when_lengths", .type = EPAR_FIELD_ILIST, .offset = offsetof(AC, when_lengths),
+     .count_offset = offsetof(AC, n_when), .max = EPAR_MAX_LIST, .lo = 2, .hi = 1 << 20,
+     .help = "when-to-use: sequence lengths"},
     {0}};
 #undef AC
-static const char *const adaptive_extra[] = {"when_lengths", NULL};
 
 enum { COND_CLEAN = EPAR_ADP_CLEAN, COND_SHUFFLED = EPAR_ADP_SHUFFLED, COND_NOISY = EPAR_ADP_NOISY,
        N_COND = EPAR_ADP_NCOND };
@@ -81,22 +83,9 @@ int epar_exp_adaptive_config(const struct epar_protocol *p, struct epar_adaptive
     cfg->n_when = 7;
     memcpy(cfg->when_lengths, wl, sizeof wl);
     const char *E = "adaptive", *keys[40];
-    epar_fields_keys(adaptive_fields, adaptive_extra, keys, 40);
+    epar_fields_keys(adaptive_fields, NULL, keys, 40);
     int st = epar_protocol_check_keys(p, E, keys);
     if (!st) st = epar_protocol_obj_fields(p, epar_protocol_section(p, E), "$.experiments.adaptive", adaptive_fields, cfg);
-    if (!st) {
-        double l[EPAR_MAX_LIST];
-        int n = 0;
-        st = epar_protocol_get_dlist(p, E, "when_lengths", l, EPAR_MAX_LIST, &n);
-        for (int i = 0; !st && i < n; i++) {
-            if (l[i] != floor(l[i]) || l[i] < 2 || l[i] > 1 << 20) {
-                epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.adaptive.when_lengths[%d]: expected an integer >= 2",
-                             p->path, i);
-                st = EPAR_EPROTOCOL;
-            } else cfg->when_lengths[i] = (int)l[i];
-        }
-        if (!st && n) cfg->n_when = n;
-    }
     return st;
 }
 

@@ -41,9 +41,22 @@ static const struct epar_field compare_fields[] = {
      .def = 3, .help = "repeats of each timing"},
     {.key = "speed_tile", .type = EPAR_FIELD_INT, .offset = offsetof(CC, speed_tile), .lo = 0, .hi = 1 << 16, .def = 0,
      .help = "rows per tile of the structured kernels (0: default)"},
+    {.key = "extrapolation_factors", .type = EPAR_FIELD_ILIST, .offset = offsetof(CC, factors),
+     .count_offset = offsetof(CC, n_factors), .max = EPAR_COMPARE_MAX_FACTORS, .lo = 1, .hi = 64,
+     .help = "extrapolation: lengths as multiples of the training length"},
+    {.key = "speed_lengths", .type = EPAR_FIELD_ILIST, .offset = offsetof(CC, speed_lengths),
+     .count_offset = offsetof(CC, n_speed), .max = EPAR_COMPARE_MAX_FACTORS, .lo = 1, .hi = 16384,
+     .help = "lengths of the kernel timings"},
     {0}};
 #undef CC
-static const char *const compare_extra[] = {"mechanisms", "extrapolation_factors", "speed_lengths", "set", NULL};
+/* the mechanisms to compare, a comma-separated list of catalogue ids (checked by epar_exp_compare_select) */
+struct compare_list {
+    const char *mechanisms;
+};
+static const struct epar_field compare_list_fields[] = {
+    {.key = "mechanisms", .type = EPAR_FIELD_STRING, .offset = offsetof(struct compare_list, mechanisms)},
+    {0}};
+static const char *const compare_extra[] = {"mechanisms", "set", NULL};
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -107,35 +120,13 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
     epar_fields_keys(compare_fields, compare_extra, keys, 32);
     int st = epar_protocol_check_keys(proto, E, keys);
     if (st) return st;
-    const char *list = NULL;
-    double f[EPAR_COMPARE_MAX_FACTORS], sl[EPAR_COMPARE_MAX_FACTORS];
-    int nf = 0, nsl = 0;
-    if ((st = epar_protocol_obj_fields(proto, epar_protocol_section(proto, E), "$.experiments.compare", compare_fields,
-                                       cfg)) ||
-        (st = epar_protocol_get_dlist(proto, E, "extrapolation_factors", f, EPAR_COMPARE_MAX_FACTORS, &nf)) ||
-        (st = epar_protocol_get_dlist(proto, E, "speed_lengths", sl, EPAR_COMPARE_MAX_FACTORS, &nsl)) ||
-        (st = epar_protocol_get_string(proto, E, "mechanisms", &list)))
+    struct compare_list list = {NULL};
+    json_t *sec = epar_protocol_section(proto, E);
+    if ((st = epar_protocol_obj_fields(proto, sec, "$.experiments.compare", compare_fields, cfg)) ||
+        (st = epar_protocol_obj_fields(proto, sec, "$.experiments.compare", compare_list_fields, &list)))
         return st;
-    if (nf) {
-        cfg->n_factors = nf;
-        for (int k = 0; k < nf; k++) {
-            if (f[k] < 1 || f[k] > 64 || f[k] != floor(f[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.extrapolation_factors[%d]: "
-                                    "expected an integer in [1, 64]", proto->path, k);
-            cfg->factors[k] = (int)f[k];
-        }
-    }
-    if (nsl) {
-        cfg->n_speed = nsl;
-        for (int k = 0; k < nsl; k++) {
-            if (sl[k] < 1 || sl[k] > 16384 || sl[k] != floor(sl[k]))
-                return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.compare.speed_lengths[%d]: expected "
-                                    "an integer in [1, 16384]", proto->path, k);
-            cfg->speed_lengths[k] = (int)sl[k];
-        }
-    }
-    if (list && (st = epar_exp_compare_select(cfg, list))) return epar_protocol_blame(proto, "$.experiments.compare.mechanisms");
-    st = epar_exp_sets(proto, json_object_get(epar_protocol_section(proto, E), "set"), "$.experiments.compare.set",
+    if (list.mechanisms && (st = epar_exp_compare_select(cfg, list.mechanisms))) return epar_protocol_blame(proto, "$.experiments.compare.mechanisms");
+    st = epar_exp_sets(proto, json_object_get(sec, "set"), "$.experiments.compare.set",
                        compare_set, cfg);
     if (st) return st;
     return EPAR_OK;

@@ -390,9 +390,16 @@ int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_c
 {
     int st = epar_protocol_check_keys(p, "optimal-position", epar_exp_optimal_keys);
     if (st || cfg->n_types) return st;
-    const char *pt = "random,structured,sparse,dense,clustered";
-    if ((st = epar_protocol_get_string(p, "optimal-position", "types", &pt))) return st;
-    if (epar_exp_optimal_parse_types(pt, cfg)) {
+    struct {
+        const char *types;
+    } in = {"random,structured,sparse,dense,clustered"};
+    static const struct epar_field rows[] = {
+        {.key = "types", .type = EPAR_FIELD_STRING, .offset = 0, .help = "importance types, comma-separated"},
+        {0}};
+    if ((st = epar_protocol_obj_fields(p, epar_protocol_section(p, "optimal-position"), "$.experiments.optimal-position",
+                                       rows, &in)))
+        return st;
+    if (epar_exp_optimal_parse_types(in.types, cfg)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", epar_err_message());
         return epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': $.experiments.optimal-position.types: %s", p->path,

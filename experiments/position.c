@@ -310,9 +310,14 @@ void epar_exp_position_free(struct epar_position_result *res)
 
 int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg)
 {
-    cfg->distance_curve = 20;
+    static const struct epar_field rows[] = {
+        {.key = "distance_curve", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_position_cfg, distance_curve),
+         .lo = 1, .hi = 1 << 20, .def = 20, .help = "distances of distance_curve.csv"},
+        {0}};
+    epar_fields_defaults(rows, cfg);
     int st = epar_protocol_check_keys(p, "position-effect", epar_exp_position_keys);
-    if (!st) st = epar_protocol_get_int(p, "position-effect", "distance_curve", &cfg->distance_curve, 1, 1 << 20);
+    if (!st) st = epar_protocol_obj_fields(p, epar_protocol_section(p, "position-effect"), "$.experiments.position-effect",
+                                           rows, cfg);
     return st;
 }
 

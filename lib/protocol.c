@@ -81,17 +81,30 @@ static int read_double(const struct epar_protocol *p, json_t *v, const char *jp,
     return EPAR_OK;
 }
 
-static int read_int(const struct epar_protocol *p, json_t *v, const char *jp, int *out, int lo, int hi)
+static int read_integer(const struct epar_protocol *p, json_t *v, const char *jp, double lo, double hi, long *out)
 {
-    if (!json_is_integer(v)) return perr(p, jp, "expected an integer");
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        char w[96];
-        snprintf(w, sizeof w, "expected an integer in [%d, %d], got %lld", lo, hi, (long long)x);
+    char w[160];
+    if (!json_is_integer(v)) {   /* the value as written (2.5, "8", true), shortened */
+        char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        snprintf(w, sizeof w, "expected an integer in [%.0f, %.0f], got %.40s", lo, hi, got ? got : "?");
+        free(got);
         return perr(p, jp, w);
     }
-    *out = (int)x;
+    json_int_t x = json_integer_value(v);
+    if ((double)x < lo || (double)x > hi) {
+        snprintf(w, sizeof w, "expected an integer in [%.0f, %.0f], got %lld", lo, hi, (long long)x);
+        return perr(p, jp, w);
+    }
+    *out = (long)x;
     return EPAR_OK;
+}
+
+static int read_int(const struct epar_protocol *p, json_t *v, const char *jp, int *out, int lo, int hi)
+{
+    long x;
+    int st = read_integer(p, v, jp, lo, hi, &x);
+    if (!st) *out = (int)x;
+    return st;
 }
 
 static int read_seeds(const struct epar_protocol *p, json_t *v, const char *jp, struct epar_params *prm)
@@ -311,11 +324,22 @@ int epar_protocol_params(const struct epar_protocol *p, const char *experiment, 
     snprintf(jp, sizeof jp, "$.experiments.%s", experiment);
     json_t *sec = epar_protocol_section(p, experiment);
     if (sec) {
-        if ((st = epar_protocol_get_int(p, experiment, "length", &out->length, 1, 1 << 30))) return st;
-        if ((st = epar_protocol_get_int(p, experiment, "hidden", &out->hidden, 1, 1 << 20))) return st;
-        if ((st = epar_protocol_get_int(p, experiment, "batch", &out->batch, 1, 1 << 20))) return st;
-        if ((st = epar_protocol_get_int(p, experiment, "runs", &out->runs, 1, 1 << 24))) return st;
-        if (!preset && (st = epar_protocol_get_string(p, experiment, "preset", &preset))) return st;
+        /* the sizes an experiment section may give (the preset's model keys come after) */
+        static const struct epar_field size_rows[] = {
+            {.key = "length", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_params, length), .lo = 1,
+             .hi = 1 << 30},
+            {.key = "hidden", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_params, hidden), .lo = 1,
+             .hi = 1 << 20},
+            {.key = "batch", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_params, batch), .lo = 1, .hi = 1 << 20},
+            {.key = "runs", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_params, runs), .lo = 1, .hi = 1 << 24},
+            {0}};
+        struct {
+            const char *preset;
+        } in = {NULL};
+        static const struct epar_field preset_rows[] = {{.key = "preset", .type = EPAR_FIELD_STRING, .offset = 0}, {0}};
+        if ((st = epar_protocol_obj_fields(p, sec, jp, size_rows, out))) return st;
+        if (!preset && (st = epar_protocol_obj_fields(p, sec, jp, preset_rows, &in))) return st;
+        if (!preset) preset = in.preset;
     }
     if (!preset) preset = json_string_value(json_object_get(p->root, "default_preset"));
     json_t *presets = json_object_get(p->root, "presets");
@@ -390,18 +414,6 @@ static int read_array(const struct epar_protocol *p, json_t *v, const char *jp, 
     return perr(p, jp, w);
 }
 
-static int read_integer(const struct epar_protocol *p, json_t *v, const char *jp, double lo, double hi, long *out)
-{
-    if (!json_is_integer(v)) return perr(p, jp, "expected an integer");
-    json_int_t x = json_integer_value(v);
-    if ((double)x < lo || (double)x > hi) {
-        char w[128];
-        snprintf(w, sizeof w, "expected an integer in [%.0f, %.0f], got %lld", lo, hi, (long long)x);
-        return perr(p, jp, w);
-    }
-    *out = (long)x;
-    return EPAR_OK;
-}
 
 static int read_fields(const struct epar_protocol *p, json_t *obj, const char *jpath, const struct epar_field *f,
                        void *base);
@@ -592,44 +604,6 @@ int epar_protocol_obj_map(const struct epar_protocol *p, json_t *obj, const char
         names[(*count)++] = k;
     }
     return EPAR_OK;
-}
-
-/* ---- getters: one row on experiments.<experiment> ---- */
-
-static int section_row(const struct epar_protocol *p, const char *experiment, struct epar_field row, void *base)
-{
-    char jp[256];
-    snprintf(jp, sizeof jp, "$.experiments.%.200s", experiment);
-    const struct epar_field f[2] = {row, {0}};
-    return read_fields(p, epar_protocol_section(p, experiment), jp, f, base);
-}
-
-int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
-                          int lo, int hi)
-{
-    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_INT, .lo = lo, .hi = hi}, out);
-}
-
-int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
-                            double *out, int max, int *n)
-{
-    struct dlist_in {
-        double v[EPAR_MAX_LIST];
-        int n;
-    } list = {.n = -1};
-    struct epar_field row = {.key = key, .type = EPAR_FIELD_DLIST, .count_offset = offsetof(struct dlist_in, n),
-                             .max = max < EPAR_MAX_LIST ? max : EPAR_MAX_LIST};
-    int st = section_row(p, experiment, row, &list);
-    if (st || list.n < 0) return st;
-    memcpy(out, list.v, (size_t)list.n * sizeof *out);
-    *n = list.n;
-    return EPAR_OK;
-}
-
-int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
-                             const char **out)
-{
-    return section_row(p, experiment, (struct epar_field){.key = key, .type = EPAR_FIELD_STRING}, out);
 }
 
 void epar_fields_reader(struct epar_protocol *rd, const char *path, const char *kind, int saved)

@@ -82,15 +82,6 @@ int epar_params_validate(const struct epar_params *prm);
 /* The params as a JSON object (for run.json). */
 json_t *epar_params_json(const struct epar_params *prm);
 
-/* Typed getters on experiments.<experiment>.<key> for the sections not read by rows yet (each reads one row as
- * epar_protocol_obj_fields does; get_int's range is [lo, hi], not both 0): absent -> *out unchanged and EPAR_OK; a
- * value of another type or out of range is the protocol error naming its path. */
-int epar_protocol_get_int(const struct epar_protocol *p, const char *experiment, const char *key, int *out,
-                          int lo, int hi);
-int epar_protocol_get_dlist(const struct epar_protocol *p, const char *experiment, const char *key,
-                            double *out, int max, int *n);
-int epar_protocol_get_string(const struct epar_protocol *p, const char *experiment, const char *key,
-                             const char **out);
 /* Reject the keys of obj (NULL: none) not in allowed (NULL-terminated); jpath names obj in the message. */
 int epar_protocol_obj_check_keys(const struct epar_protocol *p, json_t *obj, const char *jpath,
                                  const char *const *allowed);

@@ -40,13 +40,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const extra[] = {"distance_curve", "alphas", "name", NULL};
     for (size_t e = 0; e < sizeof exps / sizeof exps[0]; e++) {
         epar_protocol_check_keys(&p, exps[e], extra);
-        int iv = 0;
-        double list[EPAR_MAX_LIST];
-        const char *sv = NULL;
-        epar_protocol_get_int(&p, exps[e], "distance_curve", &iv, 1, 1 << 20);
-        int n = 0;
-        epar_protocol_get_dlist(&p, exps[e], "alphas", list, EPAR_MAX_LIST, &n);
-        epar_protocol_get_string(&p, exps[e], "name", &sv);
+        /* a section read by rows of each kind the experiments use: an int with a range, a list, a string */
+        struct {
+            int iv;
+            double list[EPAR_MAX_LIST];
+            int n;
+            const char *sv;
+        } in = {0};
+        const struct epar_field rows[] = {
+            {.key = "distance_curve", .type = EPAR_FIELD_INT, .offset = offsetof(__typeof__(in), iv), .lo = 1, .hi = 1 << 20},
+            {.key = "alphas", .type = EPAR_FIELD_DLIST, .offset = offsetof(__typeof__(in), list),
+             .count_offset = offsetof(__typeof__(in), n), .max = EPAR_MAX_LIST},
+            {.key = "name", .type = EPAR_FIELD_STRING, .offset = offsetof(__typeof__(in), sv)},
+            {0}};
+        epar_protocol_obj_fields(&p, epar_protocol_section(&p, exps[e]), "$.experiments.x", rows, &in);
         for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
             struct epar_params prm;
             st = epar_protocol_params(&p, exps[e], presets[k], &prm);

@@ -329,10 +329,17 @@ int main(void)
     check_int(prm.hidden, 768, "hidden = heads x head_dim");
     check_int(prm.n_seeds, 1, "preset seeds override top-level");
     check_int(epar_protocol_params(&p, "e", "nope", &prm), EPAR_EINVAL, "unknown preset is a usage error");
-    double list[8];
-    int n = 0;
-    check_int(epar_protocol_get_dlist(&p, "e", "extra", list, 8, &n), EPAR_OK, "list getter");
-    check_int(n, 2, "list length");
+    struct {
+        double v[8];
+        int n;
+    } list = {{0}, 0};
+    const struct epar_field list_rows[] = {{.key = "extra", .type = EPAR_FIELD_DLIST, .offset = 0,
+                                            .count_offset = offsetof(__typeof__(list), n), .max = 8},
+                                           {0}};
+    check_int(epar_protocol_obj_fields(&p, epar_protocol_section(&p, "e"), "$.experiments.e", list_rows, &list), EPAR_OK,
+              "a section's list by a row");
+    check_int(list.n, 2, "list length");
+    check_rel(list.v[1], 2.5, 0, "list element");
     const char *const allowed[] = {"extra", NULL};
     check_int(epar_protocol_check_keys(&p, "e", allowed), EPAR_OK, "known keys pass");
     check_int(epar_protocol_check_keys(&p, "e", NULL), EPAR_EPROTOCOL, "unknown section key rejected");
