@@ -62,8 +62,8 @@ one_run() { # label
                        100 * $c["overhead_vs_none"], 100 * $c["overhead_vs_none_lo"], 100 * $c["overhead_vs_none_hi"],
                        100 * $c["overhead_vs_basic"], 100 * $c["overhead_vs_basic_lo"], 100 * $c["overhead_vs_basic_hi"],
                        $c["repeats"] }' "$out/benchmark/cost.csv")
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-             $1 == "epar-enhanced" { print $c["overhead_vs_none"], $c["overhead_vs_none_lo"], $c["overhead_vs_none_hi"],
+    awk -F, -v cond="${1%% *}" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             $1 == "epar-enhanced" { print cond, $c["overhead_vs_none"], $c["overhead_vs_none_lo"], $c["overhead_vs_none_hi"],
                  $c["overhead_vs_basic"], $c["overhead_vs_basic_lo"], $c["overhead_vs_basic_hi"], $c["generations"] }' \
         "$out/benchmark/cost.csv" >> "$tmp/runs.txt"
     stop=$(jq -r '"\(.blocks) \(.stopped) \(.cpu_seconds * 10 | round / 10)"' "$out/benchmark/cells/cost/cell.json")
@@ -91,17 +91,23 @@ echo "   wholly below 2.4 % and 1.2 %; load0/load1: load average at the start an
 # runs' standard errors (half-width / t quantile): a ratio near 1 says the intervals hold across processes.
 python3 - "$tmp/runs.txt" <<'EOF'
 import math, statistics, sys
-rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [(r[0], list(map(float, r[1:]))) for r in rows]
 def tq(df, z=1.959964):   # t quantile at 97.5 %, Cornish-Fisher expansion in 1/df
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
-if len(rows) < 3:
-    print("   calibration: needs 3 runs or more (BENCH_COST_RUNS >= 2 gives 4)")
-    sys.exit(0)
-for name, k in (("enhanced vs none", 0), ("enhanced vs basic", 3)):
-    means = [100 * r[k] for r in rows]
-    ses = [100 * (r[k + 2] - r[k + 1]) / 2 / tq(r[6] - 1) for r in rows]
-    sd = statistics.stdev(means)
-    rms = math.sqrt(sum(s * s for s in ses) / len(ses))
-    print("   calibration, %s: %d runs, means %s %%; between-run sd %.2f %%, within-run se (rms) %.2f %%, ratio %.2f"
-          % (name, len(rows), " ".join("%+.2f" % m for m in means), sd, rms, sd / rms))
+def calib(label, rs):
+    if len(rs) < 2:
+        return
+    for name, k in (("enhanced vs none", 0), ("enhanced vs basic", 3)):
+        means = [100 * r[k] for r in rs]
+        ses = [100 * (r[k + 2] - r[k + 1]) / 2 / tq(r[6] - 1) for r in rs]
+        sd = statistics.stdev(means)
+        rms = math.sqrt(sum(s * s for s in ses) / len(ses))
+        print("   calibration (%s), %s: %d runs, means %s %%; between-run sd %.2f %%, within-run se (rms) %.2f %%, ratio %.2f"
+              % (label, name, len(rs), " ".join("%+.2f" % m for m in means), sd, rms, sd / rms))
+# within one condition the ratio says whether an interval holds across processes; over both conditions it also
+# carries what the load itself does to the overhead (a difference between conditions, not noise)
+for cond in ("quiet", "busy"):
+    calib(cond, [r for c, r in rows if c == cond])
+calib("all runs", [r for c, r in rows])
 EOF
