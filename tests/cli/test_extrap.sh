@@ -117,6 +117,11 @@ expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mech
 expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
 expect_grep '"cells_run": false' "$r/benchmark/run.json"
 
+# ---- --set on the command line wins over a task's own "set" too (classify's radius 2)
+r=$T_TMP/s
+expect_exit 0 "--set over a task's set" -- "$EPAR" benchmark --budget smoke --tasks classify --seeds 42 --set sliding-window.radius=3 --quiet --no-render --out "$r"
+expect_grep '"radius": 3' "$r/benchmark/cells/classify/sliding-window/seed-42/cell.json"
+
 # ---- protocol errors: exit 3, the JSON path named, nothing written
 bad() {   # name, sed expression
     sed "$2" paper_protocol.json > "$T_TMP/p.json"
