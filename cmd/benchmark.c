@@ -338,6 +338,12 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
     cfg->extrap.restricted = mechs != NULL;
     if (!st) st = epar_exp_benchmark_select(cfg, tasks, mechs);
     if (!st) st = cli_each_set(argc, argv, epar_exp_train_set, &cfg->base);
+    for (int i = 0; !st && i < cfg->n_tasks; i++) {   /* the command line over a task's own "set" too */
+        if (!cfg->tasks[i].own_pos) continue;
+        struct epar_train_cfg t = cfg->base;
+        t.pos = cfg->tasks[i].pos;
+        if (!(st = cli_each_set(argc, argv, epar_exp_train_set, &t))) cfg->tasks[i].pos = t.pos;
+    }
     if (st) {
         epar_protocol_free(proto);
         return cli_fail(st);

@@ -609,6 +609,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
 static const struct epar_field cell_read_rows[] = {
     {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(CR, seed), .lo = 0, .hi = 1e15},
     {.key = "chance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, chance), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, value), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, correct),
      .count_offset = offsetof(CR, n_correct), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
     {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, scored),
@@ -630,7 +631,7 @@ int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_pl
                      int s, struct cell_read *r)
 {
     memset(r, 0, sizeof *r);
-    r->chance = NAN;
+    r->chance = r->value = NAN;
     int k = cell_index(plan, t, m, s);
     if (k < 0) return epar_err_set(EPAR_EINVAL, "no cell of task %s, %s, seed %lu in the plan", c->tasks[t].id,
                                    epar_nnpos_name(c->mech[m]), c->b.seeds[s]);

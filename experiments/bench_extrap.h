@@ -17,11 +17,13 @@
  *   - fine-tuning arms: a cell's weights continued at k L as one of its series for finetune_steps steps (a few % of
  *     the training, the same tokens per step, the schedule's final learning rate, one data stream shared by the arms)
  *     and evaluated again there ("interpolation+ft"): "without fine-tuning poor, with it good" on one checkpoint;
- *   - the study's own cells: mechanisms the grid does not train (shaw, sliding-window) on the tasks named by the
- *     budget's "cells", only there.
+ *   - the study's own cells: mechanisms the grid does not train (sliding-window, multiplicative-pe, linear-elu,
+ *     performer) on the tasks named by the budget's "cells", only there (a task's own "set" over the section's).
  * Every cell records its raw numbers (cell.json "extrapolation_study"); the tables are computed from the cell files
  * only, as the grid's. Paired tables (pairs.csv): per named pair of series, per length and bin, the per-seed paired
- * difference (bpc, G, accuracy), its interval at the audit's level and n, for the claims.
+ * difference (bpc, its relative form, G, accuracy), its interval at the audit's level and n, for the claims; the grid's
+ * other tasks too where both have cells (a needle task by depth, over all and past a sliding window's reach, with each
+ * series' z against the chance level there; any other task its final metric).
  * Configuration: $.experiments.benchmark.extrapolation, with sizes per budget in its "budgets". Prefix epar_bx_. */
 #ifndef EPAR_EXP_BENCH_EXTRAP_H
 #define EPAR_EXP_BENCH_EXTRAP_H

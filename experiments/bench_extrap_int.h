@@ -82,7 +82,7 @@ static inline void bucket_edges(int j, int L, int T, int *lo, int *hi)
 /* what a cell file gives the study: its seed, chance level, study rows and the grid's needle counts */
 struct cell_read {
     long seed;
-    double chance;
+    double chance, value;   /* the cell's chance level and its final metric */
     struct study_rec *study;
     long *correct, *scored;
     int n_correct, n_scored;

@@ -119,9 +119,32 @@ static int pair_row(struct epar_table *t, const struct epar_bench_cfg *c, const 
                ? EPAR_ENOMEM : EPAR_OK;
 }
 
-/* the grid's needle tasks other than the retrieval task, at their own length: per depth bin from the cells' counts */
-static int grid_needle_pairs(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
-                             struct epar_table *t, int pi)
+/* the fact-at-distance accuracy of series `who` (cells cr, S seeds) against the cells' chance level over distances
+ * [dlo, dhi], as a row of b = "chance", quantity z_vs_chance: (mean accuracy - chance) / chance_se, chance_se =
+ * sqrt(chance (1 - chance) / answers) over the answers of every seed there (the best constant answer's binomial
+ * standard error at that count); one number, no interval across seeds */
+static int chance_row(struct epar_table *t, const struct epar_bench_cfg *c, int tk, const char *who, struct cell_read *cr,
+                      int S, int T, const char *bin, int dlo, int dhi)
+{
+    long *cc[EPAR_MAX_SEEDS], *ss[EPAR_MAX_SEEDS], answers = 0;
+    double acc[EPAR_MAX_SEEDS], ch[EPAR_MAX_SEEDS], m, sd, chance, chsd;
+    for (int s = 0; s < S; s++) cc[s] = cr[s].correct, ss[s] = cr[s].scored, ch[s] = cr[s].chance;
+    answers = epar_bx_acc_values((const long *const *)cc, (const long *const *)ss, S, 1, dlo, dhi, acc);
+    epar_stats_mean_sd(acc, S, &m, &sd);
+    epar_stats_mean_sd(ch, S, &chance, &chsd);
+    double se = answers > 0 ? sqrt(chance * (1 - chance) / (double)answers) : NAN, z = se > 0 ? (m - chance) / se : NAN;
+    if (!isfinite(z)) return EPAR_OK;
+    return epar_csv_append(t, "ssssiisidddddd", c->tasks[tk].id, who, "chance", "z_vs_chance", T, 1, bin, S, z, NAN, NAN,
+                           NAN, NAN, NAN) ? EPAR_ENOMEM : EPAR_OK;
+}
+
+/* the grid's tasks other than the study's own two (lm_task, retrieval_task), at their own length, where both
+ * mechanisms of pair pi have cells: a needle task per depth bin, over every distance ("all") and past a sliding
+ * window's reach ("past_reach": the distances of distance.csv's bins whose distance_lo exceeds layers x
+ * sliding-window.radius), from the cells' counts, with each series' z_vs_chance there (chance_row; once per series);
+ * any other task its final metric (bin "all") */
+static int grid_pairs(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
+                      struct epar_table *t, int pi, unsigned char *zdone)
 {
     const struct epar_bench_extrap *x = &c->extrap;
     enum epar_mech_id ia, ib;
@@ -133,7 +156,8 @@ static int grid_needle_pairs(const struct epar_bench_cfg *c, const struct epar_b
     }
     if (ma < 0 || mb < 0) return EPAR_OK;
     for (int tk = 0; tk < c->n_tasks && !st; tk++) {
-        if (c->tasks[tk].task.id != EPAR_TASK_NEEDLE || !strcmp(c->tasks[tk].id, x->retrieval_task) ||
+        int needle = c->tasks[tk].task.id == EPAR_TASK_NEEDLE;
+        if (!strcmp(c->tasks[tk].id, x->retrieval_task) || !strcmp(c->tasks[tk].id, x->lm_task) ||
             !epar_bx_has_cell(c, tk, ma) || !epar_bx_has_cell(c, tk, mb))
             continue;
         long *cc[2][EPAR_MAX_SEEDS] = {{NULL}}, *ss[2][EPAR_MAX_SEEDS] = {{NULL}};
@@ -145,19 +169,40 @@ static int grid_needle_pairs(const struct epar_bench_cfg *c, const struct epar_b
                 cc[w][s] = cr[w][s].correct;
                 ss[w][s] = cr[w][s].scored;
             }
-        int T = c->tasks[tk].task.length, P = T - 3 * c->tasks[tk].task.pairs + 1, nb = x->depth_bins < P ? x->depth_bins : P;
-        int sized = 1;
-        for (int w = 0; w < 2 && !st; w++)
+        int T = c->tasks[tk].task.length;
+        if (!needle && !st) {
+            double va[EPAR_MAX_SEEDS], vb[EPAR_MAX_SEEDS];
+            for (int s = 0; s < S; s++) va[s] = cr[0][s].value, vb[s] = cr[1][s].value;
+            st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], epar_task_table[c->tasks[tk].task.id].metric,
+                          T, 1, "all", va, vb, S);
+        }
+        int P = T - 3 * c->tasks[tk].task.pairs + 1, nb = x->depth_bins < P ? x->depth_bins : P;
+        int sized = needle;
+        for (int w = 0; w < 2 && !st && needle; w++)
             for (int s = 0; s < S; s++) sized &= cr[w][s].n_correct > P && cr[w][s].n_scored > P;
-        for (int b = -1; b < nb && !st && sized; b++) {
+        /* bins -1 "all", the depth bins, then nb "past_reach" */
+        int reach = epar_exp_benchmark_window_reach(c, tk), rlo = 0;
+        for (int k = 0, nd = sized ? epar_exp_benchmark_distance_bin(c, tk, 0, NULL, NULL) : 0; k < nd && !rlo; k++) {
+            int lo, hi;
+            epar_exp_benchmark_distance_bin(c, tk, k, &lo, &hi);
+            if (lo > reach) rlo = lo;
+        }
+        for (int b = -1; b <= nb && !st && sized; b++) {
             int dlo = 1, dhi = P;
-            if (b >= 0) epar_bx_depth_bin(b, nb, P, &dlo, &dhi);
+            if (b >= 0 && b < nb) epar_bx_depth_bin(b, nb, P, &dlo, &dhi);
+            if (b == nb && !rlo) break;
+            if (b == nb) dlo = rlo;
             double va[EPAR_MAX_SEEDS], vb[EPAR_MAX_SEEDS];
             epar_bx_acc_values((const long *const *)cc[0], (const long *const *)ss[0], S, 1, dlo, dhi, va);
             epar_bx_acc_values((const long *const *)cc[1], (const long *const *)ss[1], S, 1, dlo, dhi, vb);
             char bn[16];
-            snprintf(bn, sizeof bn, b < 0 ? "all" : "%d", b);
+            snprintf(bn, sizeof bn, b < 0 ? "all" : b == nb ? "past_reach" : "%d", b);
             st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "accuracy", T, 1, bn, va, vb, S);
+            for (int w = 0; w < 2 && !st && b == nb; w++) {
+                unsigned char *done = &zdone[(size_t)tk * EPAR_MECH_COUNT + (w ? ib : ia)];
+                if (!*done) st = chance_row(t, c, tk, w ? x->pair_b[pi] : x->pair_a[pi], cr[w], S, T, bn, dlo, dhi);
+                *done = 1;
+            }
         }
         for (int w = 0; w < 2; w++)
             for (int s = 0; s < S; s++) epar_bx_free_cell(&cr[w][s]);
@@ -171,7 +216,10 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
     const struct epar_bench_extrap *x = &c->extrap;
     struct epar_table *t = epar_csv_new("task,a,b,quantity,length,k,bin,seeds,mean,sd,lo,hi,t,p");
     if (!t) *st = EPAR_ENOMEM;
-    double ba[EPAR_MAX_SEEDS], bb[EPAR_MAX_SEEDS], sa[EPAR_MAX_SEEDS], sb[EPAR_MAX_SEEDS];
+    double ba[EPAR_MAX_SEEDS], bb[EPAR_MAX_SEEDS], sa[EPAR_MAX_SEEDS], sb[EPAR_MAX_SEEDS], rel[EPAR_MAX_SEEDS],
+        one[EPAR_MAX_SEEDS];
+    unsigned char *zdone = calloc((size_t)EPAR_BENCH_MAX_TASKS * EPAR_MECH_COUNT, 1);   /* a series' z_vs_chance written */
+    if (!zdone) *st = EPAR_ENOMEM;
     for (int pi = 0; t && !*st && pi < x->n_pairs; pi++) {
         const char *a = x->pair_a[pi], *b = x->pair_b[pi];
         for (int q = 0; lm->n && q < NBIN && !*st; q++)
@@ -182,6 +230,9 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
                 bin_name(q, bn, sizeof bn);
                 if (!epar_bx_group_values(lm, a, e, q, ba, sa) || !epar_bx_group_values(lm, b, e, q, bb, sb)) continue;
                 *st = pair_row(t, c, x->lm_task, a, b, "bpc", T, T / lm->L, bn, ba, bb, lm->S);
+                /* the relative difference (a - b) / b per seed: a over b against 1 */
+                for (int s = 0; s < lm->S; s++) rel[s] = ba[s] / bb[s], one[s] = 1.0;
+                if (!*st) *st = pair_row(t, c, x->lm_task, a, b, "bpc_rel", T, T / lm->L, bn, rel, one, lm->S);
                 if (!*st) *st = pair_row(t, c, x->lm_task, a, b, "share", T, T / lm->L, bn, sa, sb, lm->S);
             }
         int ra = -1, rb = -1;
@@ -204,8 +255,9 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
                 *st = pair_row(t, c, x->retrieval_task, a, b, "accuracy", T, T / rt->L, bn, ba, bb, rt->S);
             }
         }
-        if (!*st) *st = grid_needle_pairs(c, plan, root, t, pi);
+        if (!*st) *st = grid_pairs(c, plan, root, t, pi, zdone);
     }
+    free(zdone);
     if (*st) {
         epar_csv_free(t);
         return NULL;

@@ -26,6 +26,7 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
     /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
     const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
+    if (bt && bt->own_pos) t->pos = bt->pos;   /* the task's own mechanism parameters ("set" of the task) */
     t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
@@ -44,4 +45,18 @@ void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct ep
     if (cell->task < 0) snprintf(buf, n, "cells/cost");
     else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
                   c->b.seeds[cell->seed]);
+}
+
+int epar_exp_benchmark_distance_bin(const struct epar_bench_cfg *c, int i, int bin, int *lo, int *hi)
+{
+    int D = epar_task_max_group(&c->tasks[i].task), nb = c->distance_bins < D ? c->distance_bins : D;
+    /* distances 1 .. D (lib/tasks' needle) in nb bins of (nearly) equal width */
+    if (lo && hi) *lo = 1 + (int)((long)bin * D / nb), *hi = (int)((long)(bin + 1) * D / nb);
+    return nb;
+}
+
+int epar_exp_benchmark_window_reach(const struct epar_bench_cfg *c, int i)
+{
+    const struct epar_nnpos_settings *s = i >= 0 && c->tasks[i].own_pos ? &c->tasks[i].pos : &c->base.pos;
+    return c->b.layers * (int)s->mp[EPAR_MECH_SLIDING_WINDOW][0];   /* sliding-window.radius per layer */
 }

@@ -83,6 +83,8 @@ struct epar_bench_task {
     double lr_scale[EPAR_MECH_COUNT];   /* by mechanism id: its learning rate on this task = the budget's lr x this, from
                                          * the budget's "lr_scale" {family: {mechanism: scale}} (chosen on seeds that are
                                          * not table seeds, docs/TASKS.md); 1 where it says nothing */
+    int own_pos;                        /* 1: the task's "set" gave its cells their own mechanism parameters, pos */
+    struct epar_nnpos_settings pos;     /* (the section's set with the task's over it) */
 };
 
 struct epar_bench_budget {
@@ -147,6 +149,11 @@ struct epar_bench_plan {
 
 /* The training configuration of cell k. */
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t);
+/* distance.csv's bins of needle task i: bin `bin`'s distances [*lo, *hi] (lo, hi may be NULL); returns the bins' count */
+int epar_exp_benchmark_distance_bin(const struct epar_bench_cfg *c, int i, int bin, int *lo, int *hi);
+/* the farthest distance a causal sliding window reaches on task i's cells: layers x sliding-window.radius (the task's
+ * "set" or the section's) */
+int epar_exp_benchmark_window_reach(const struct epar_bench_cfg *c, int i);
 /* cells/<task>/<mech>/seed-<seed> (or cells/cost) under <out>/benchmark */
 void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n);
 

@@ -112,6 +112,7 @@ struct task_read {
     const char *id, *task, *paper, *condition, *length, *primary, *lr_family;
     double steps_scale;
     int eval_sequences;
+    json_t *set;
     struct epar_task_cfg opt;
 };
 /* the task options' rows, in the struct S at its member m (a struct epar_task_cfg) */
@@ -143,6 +144,8 @@ static const struct epar_field task_fields[] = {
      .help = "its evaluation set (default: the budget's)"},
     {.key = "lr_family", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, lr_family),
      .help = "tasks whose learning rates are chosen together (default: its id)"},
+    {.key = "set", .type = EPAR_FIELD_JSON, .offset = offsetof(TR, set),
+     .help = "mechanism parameters on this task's cells, over the section's \"set\" (e.g. {\"sliding-window.radius\": 2})"},
     TASK_OPTIONS_(TR, opt),
     {0}};
 #undef TR
@@ -342,9 +345,20 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     c->sanity_margin = r->sanity_margin;
     if (!st) st = epar_audit_level(p->root, p->path, &c->level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
-    free(r);
-    /* issue 33: mechanism parameters of the protocol (as --set), then the length-extrapolation study */
+    /* issue 33: mechanism parameters of the protocol (as --set), a task's own over them, then the length-extrapolation
+     * study */
     if (!st) st = epar_exp_sets(p, json_object_get(sec, "set"), "$.experiments.benchmark.set", epar_exp_train_set, &c->base);
+    for (int i = 0; !st && i < c->n_tasks; i++) {
+        if (!r->tasks[i].set) continue;
+        char tjp[300];
+        snprintf(tjp, sizeof tjp, "$.experiments.benchmark.tasks[%d].set", i);
+        struct epar_train_cfg t = c->base;
+        if (!(st = epar_exp_sets(p, r->tasks[i].set, tjp, epar_exp_train_set, &t))) {
+            c->tasks[i].pos = t.pos;
+            c->tasks[i].own_pos = 1;
+        }
+    }
+    free(r);
     if (!st) st = epar_bx_config(c, p, budget);
     if (st) return st;
     snprintf(c->b.name, sizeof c->b.name, "%s", budget);

@@ -251,11 +251,10 @@ void epar_bench_sanity(const struct epar_bench_cfg *c, const struct grid *g, int
 /* accuracy by distance (struct distance_bin) */
 int epar_bench_distance_bins(const struct epar_bench_cfg *c, const struct grid *g, int i, int m, struct distance_bin *b)
 {
-    int D = epar_task_max_group(&c->tasks[i].task), nb = c->distance_bins;
-    if (nb > D) nb = D;
+    int nb = epar_exp_benchmark_distance_bin(c, i, 0, NULL, NULL);
     for (int bin = 0; bin < nb; bin++) {
-        /* distances 1 .. D (lib/tasks' needle) in nb bins of (nearly) equal width */
-        int lo = 1 + (int)((long)bin * D / nb), hi = (int)((long)(bin + 1) * D / nb);
+        int lo, hi;
+        epar_exp_benchmark_distance_bin(c, i, bin, &lo, &hi);
         double acc[EPAR_MAX_SEEDS];
         long answers = 0;
         for (int s = 0; s < g->S; s++) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The length-extrapolation study of epar benchmark (issue 33) on the smoke budget, lm and the needle tasks, 2 seeds:
-# its files and columns, the study's own cells (sliding-window with the protocol's radius, multiplicative-pe; shaw is a grid mechanism), the same weights
+# The length-extrapolation study of epar benchmark (issue 33) on the smoke budget, lm, the needle tasks and classify,
+# 2 seeds:
+# its files and columns, the study's own cells (sliding-window with the protocol's radius, on classify with the task's
+# own; multiplicative-pe, linear-elu, performer; shaw is a grid mechanism), the same weights
 # read as ntk-rope / interpolation / log-n (equal to rope / none at L, different past it), learned-ape undefined past
 # L, pairs.csv's differences agreeing with the series' means, retrieval rows by depth, the claims' specs fitting the
 # files, --mechanisms restricting the study to the grid, and protocol errors naming their JSON path (exit 3).
 . "$(dirname "$0")/lib.sh"
-grid="--budget smoke --tasks lm,needle,needle-long --seeds 42,43 --quiet --no-render"
+grid="--budget smoke --tasks lm,needle,needle-long,classify --seeds 42,43 --quiet --no-render"
 a=$T_TMP/a
 expect_exit 0 "smoke study" -- "$EPAR" benchmark $grid --jobs 2 --out "$a"
 b=$a/benchmark
@@ -67,6 +69,41 @@ expect_grep '^needle,rope,rope,rope,0,320,8,40,0,0,0.125,' "$b/retrieval.csv"
 expect_grep '^needle,ntk-rope,rope,ntk-rope,0,320,8,40,all,0,1,1,318,1,2,64,' "$b/retrieval.csv"
 # the grid's needle-long cells give pairs by depth at their own length
 expect_grep '^needle-long,epar-basic,none,accuracy,72,1,0,2,' "$b/pairs.csv"
+# the study's cells on other tasks: sliding-window on needle-long (radius 8) and classify (the task's "set": radius 2);
+# linear-elu and performer on lm
+for f in cells/needle-long/sliding-window/seed-43 cells/classify/sliding-window/seed-42 cells/lm/linear-elu/seed-42 \
+         cells/lm/performer/seed-43; do expect_file "$b/$f/cell.json"; done
+expect_grep '"radius": 8' "$b/cells/needle-long/sliding-window/seed-42/cell.json"
+expect_grep '"radius": 2' "$b/cells/classify/sliding-window/seed-42/cell.json"
+! grep -q '"radius": 8' "$b/cells/classify/sliding-window/seed-42/cell.json" && ok || fail "classify's sliding-window kept radius 8"
+expect_grep '^lm,linear-elu,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+expect_grep '^lm,performer,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+# pairs of the grid's other tasks recomputed from the cells: classify's final accuracy; needle-long past the window's
+# reach (smoke: 1 layer x radius 8; distance.csv's bins of distances 1..70: the first with distance_lo > 8 starts at 9)
+# and sliding-window's z_vs_chance there
+python3 - "$b" <<'PY' && ok || fail "the grid pairs disagree with the cells"
+import csv, json, math, sys
+b = sys.argv[1]
+rows = {(r["task"], r["a"], r["b"], r["quantity"], r["bin"]): r for r in csv.DictReader(open(b + "/pairs.csv"))}
+cell = lambda t, m, s: json.load(open(f"{b}/cells/{t}/{m}/seed-{s}/cell.json"))
+seeds = (42, 43)
+d = [cell("classify", "sliding-window", s)["value"] - cell("classify", "none", s)["value"] for s in seeds]
+r = rows[("classify", "sliding-window", "none", "accuracy", "all")]
+assert abs(float(r["mean"]) - sum(d) / 2) < 1e-9 and r["length"] == "40", r
+def acc(m, s, lo, hi):
+    c = cell("needle-long", m, s)
+    return sum(c["distance_correct"][lo:hi + 1]), sum(c["distance_scored"][lo:hi + 1]), c["chance"]
+a = [acc("sliding-window", s, 9, 70) for s in seeds]
+n = [acc("none", s, 9, 70) for s in seeds]
+d = [x[0] / x[1] - y[0] / y[1] for x, y in zip(a, n)]
+r = rows[("needle-long", "sliding-window", "none", "accuracy", "past_reach")]
+assert abs(float(r["mean"]) - sum(d) / 2) < 1e-9, (r, d)
+m, ch, ans = sum(x[0] / x[1] for x in a) / 2, sum(x[2] for x in a) / 2, sum(x[1] for x in a)
+z = (m - ch) / math.sqrt(ch * (1 - ch) / ans)
+r = rows[("needle-long", "sliding-window", "chance", "z_vs_chance", "past_reach")]
+assert abs(float(r["mean"]) - z) < 1e-6 * max(1, abs(z)) and r["sd"] == "nan", (r, z)
+assert sum(1 for k in rows if k[3] == "z_vs_chance" and k[1] == "sliding-window") == 1
+PY
 # the claims read these files: every spec fits (2 seeds: judged, not 'needs >= 2 seeds')
 expect_exit 0 "audit" -- "$EPAR" run-all --audit-only --out "$a" --no-render --quiet
 n=$(grep -c ',extrapolation,' "$a/report/claims.csv")
@@ -79,6 +116,11 @@ expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mech
 [ ! -d "$r/benchmark/cells/lm/sliding-window" ] && ok || fail "--mechanisms rope trained sliding-window"
 expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
 expect_grep '"cells_run": false' "$r/benchmark/run.json"
+
+# ---- --set on the command line wins over a task's own "set" too (classify's radius 2)
+r=$T_TMP/s
+expect_exit 0 "--set over a task's set" -- "$EPAR" benchmark --budget smoke --tasks classify --seeds 42 --set sliding-window.radius=3 --quiet --no-render --out "$r"
+expect_grep '"radius": 3' "$r/benchmark/cells/classify/sliding-window/seed-42/cell.json"
 
 # ---- protocol errors: exit 3, the JSON path named, nothing written
 bad() {   # name, sed expression
@@ -96,4 +138,6 @@ bad "a budget without the study's sizes" 's/"smoke": {"cells": /"smoked": {"cell
 expect_error_line 'extrapolation.budgets.smoke: missing' "the budget named"
 bad "a fine-tuning length the budget does not evaluate" 's/"finetune_steps": 3, "finetune_lengths": "128,256"/"finetune_steps": 3, "finetune_lengths": "96"/'
 expect_error_line 'finetune_lengths: 96 is not one of the budget' "the length named"
+bad "a task's set of an unknown parameter" 's/"set": {"sliding-window.radius": 2}/"set": {"sliding-window.radiu": 2}/'
+expect_error_line 'tasks\[7\]\.set\.sliding-window\.radiu' "the task's set named"
 finish
