@@ -88,7 +88,9 @@ int cmd_scale(int argc, char **argv)
     struct epar_scale_cfg cfg = {.path = EPAR_STREAM_AUTO, .materialized_max_length = 2048, .repeats = 3};
     if ((rc = cli_resolve(&c, opts, "scale", &proto, &cfg.prm))) return rc;
     struct scale_in in = {NULL, NULL, cfg.materialized_max_length, cfg.repeats};
-    int st = epar_protocol_check_keys(&proto, "scale", epar_exp_scale_keys);
+    const char *keys[8];
+    epar_fields_keys(scale_rows, NULL, keys, 8);
+    int st = epar_protocol_check_keys(&proto, "scale", keys);
     if (!st)
         st = epar_protocol_obj_fields(&proto, epar_protocol_section(&proto, "scale"), "$.experiments.scale", scale_rows,
                                       &in);

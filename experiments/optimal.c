@@ -21,7 +21,14 @@
 /* OpenBLAS (Debian's pthreads build) would start its own threads inside every OpenMP job and spin-wait
  * (half the run time here): the jobs are the parallelism, so BLAS runs single-threaded during them. */
 
-const char *const epar_exp_optimal_keys[] = {"types", NULL};
+/* experiments.optimal-position's own settings, read into struct optimal_in */
+struct optimal_in {
+    const char *types;
+};
+static const struct epar_field optimal_rows[] = {
+    {.key = "types", .type = EPAR_FIELD_STRING, .offset = offsetof(struct optimal_in, types),
+     .help = "importance types, comma-separated"},
+    {0}};
 
 static const enum epar_form form_of[EPAR_OPT_NFORMS] = {EPAR_FORM_BASIC, EPAR_FORM_ENHANCED, EPAR_FORM_NONE};
 
@@ -388,16 +395,13 @@ void epar_exp_optimal_free(struct epar_optimal_result *res)
 
 int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_cfg *cfg)
 {
-    int st = epar_protocol_check_keys(p, "optimal-position", epar_exp_optimal_keys);
+    const char *keys[8];
+    epar_fields_keys(optimal_rows, NULL, keys, 8);
+    int st = epar_protocol_check_keys(p, "optimal-position", keys);
     if (st || cfg->n_types) return st;
-    struct {
-        const char *types;
-    } in = {"random,structured,sparse,dense,clustered"};
-    static const struct epar_field rows[] = {
-        {.key = "types", .type = EPAR_FIELD_STRING, .offset = 0, .help = "importance types, comma-separated"},
-        {0}};
+    struct optimal_in in = {"random,structured,sparse,dense,clustered"};
     if ((st = epar_protocol_obj_fields(p, epar_protocol_section(p, "optimal-position"), "$.experiments.optimal-position",
-                                       rows, &in)))
+                                       optimal_rows, &in)))
         return st;
     if (epar_exp_optimal_parse_types(in.types, cfg)) {
         char msg[512];

@@ -55,8 +55,6 @@ extern const int epar_exp_optimal_pairs[3][2];
 /* the reference's verdict rule: Excellent, Good or Needs Improvement */
 const char *epar_exp_optimal_verdict(double cons, double rank);
 
-/* Protocol keys of experiments.optimal-position beyond the common ones. */
-extern const char *const epar_exp_optimal_keys[];
 /* experiments.optimal-position of the protocol -> cfg: the importance types, unless cfg already has some (the
  * command line's --types or --importance norm win); unknown keys refused. */
 int epar_exp_optimal_config(const struct epar_protocol *p, struct epar_optimal_cfg *cfg);

@@ -16,7 +16,11 @@
 #include "position.h"
 #include "experiments/experiment.h"
 
-const char *const epar_exp_position_keys[] = {"distance_curve", NULL};
+/* experiments.position-effect's own settings */
+static const struct epar_field position_rows[] = {
+    {.key = "distance_curve", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_position_cfg, distance_curve),
+     .lo = 1, .hi = 1 << 20, .def = 20, .help = "distances of distance_curve.csv"},
+    {0}};
 
 struct job_out {
     int *pos;        /* (B) pos* per item */
@@ -310,14 +314,12 @@ void epar_exp_position_free(struct epar_position_result *res)
 
 int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg)
 {
-    static const struct epar_field rows[] = {
-        {.key = "distance_curve", .type = EPAR_FIELD_INT, .offset = offsetof(struct epar_position_cfg, distance_curve),
-         .lo = 1, .hi = 1 << 20, .def = 20, .help = "distances of distance_curve.csv"},
-        {0}};
-    epar_fields_defaults(rows, cfg);
-    int st = epar_protocol_check_keys(p, "position-effect", epar_exp_position_keys);
+    const char *keys[8];
+    epar_fields_keys(position_rows, NULL, keys, 8);
+    epar_fields_defaults(position_rows, cfg);
+    int st = epar_protocol_check_keys(p, "position-effect", keys);
     if (!st) st = epar_protocol_obj_fields(p, epar_protocol_section(p, "position-effect"), "$.experiments.position-effect",
-                                           rows, cfg);
+                                           position_rows, cfg);
     return st;
 }
 

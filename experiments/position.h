@@ -53,8 +53,6 @@ struct epar_position_result {
     int properties_failed;
 };
 
-/* Protocol keys of experiments.position-effect beyond the common ones. */
-extern const char *const epar_exp_position_keys[];
 /* experiments.position-effect of the protocol -> cfg (distance_curve, default 20); unknown keys refused. */
 int epar_exp_position_config(const struct epar_protocol *p, struct epar_position_cfg *cfg);
 

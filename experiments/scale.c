@@ -31,8 +31,6 @@ static const char *blas_core_source(void)
     return buf;
 }
 
-const char *const epar_exp_scale_keys[] = {"mechanism", "path", "materialized_max_length", "repeats", NULL};
-
 static const struct { const char *name; enum epar_form form; } mechanisms[] = {
     {"epar-enhanced", EPAR_FORM_ENHANCED}, {"epar-basic", EPAR_FORM_BASIC}, {"none", EPAR_FORM_NONE}};
 

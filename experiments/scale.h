@@ -30,8 +30,6 @@ struct epar_scale_result {
     struct epar_table *scale, *summary;
 };
 
-extern const char *const epar_exp_scale_keys[];
-
 /* "epar-enhanced" | "epar-basic" | "none" -> form; EPAR_EINVAL otherwise. */
 int epar_exp_scale_mechanism(const char *name, enum epar_form *form);
 const char *epar_exp_scale_mechanism_name(enum epar_form form);

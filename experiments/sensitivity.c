@@ -15,8 +15,6 @@
 #include "sensitivity.h"
 #include "experiments/experiment.h"
 
-const char *const epar_exp_sensitivity_keys[] = {"alpha_values", "beta_values", "gamma_values", "locality_window",
-                                             "draws", "retention_claims", NULL};
 
 /* ---- points, blocks, metrics ---- */
 
@@ -125,7 +123,11 @@ static int read_claims(const struct epar_protocol *p, struct epar_sensitivity_cf
 
 int epar_exp_sensitivity_config(const struct epar_protocol *p, struct epar_sensitivity_cfg *cfg)
 {
-    int st = epar_protocol_check_keys(p, "sensitivity", epar_exp_sensitivity_keys);
+    /* the section's keys: the sweep rows', then draws (draws_rows) and retention_claims (read_claims) */
+    static const char *const more[] = {"draws", "retention_claims", NULL};
+    const char *keys[16];
+    epar_fields_keys(sweep_rows, more, keys, 16);
+    int st = epar_protocol_check_keys(p, "sensitivity", keys);
     if (st) return st;
     json_t *sec = epar_protocol_section(p, "sensitivity");
     const char *jp = "$.experiments.sensitivity";

@@ -65,8 +65,6 @@ struct epar_sensitivity_result {
     double *sp;     /* (P,S,NF,L) per-seed distance profile: mean attention weight of a pair at distance d */
 };
 
-/* Protocol keys of experiments.sensitivity beyond the common ones. */
-extern const char *const epar_exp_sensitivity_keys[];
 
 /* Read the sweeps, locality_window, draws, retention_claims of experiments.sensitivity (and the alpha,
  * beta, gamma of preset "paper") into cfg; protocol errors name the JSON path (EPAR_EPROTOCOL). */
