@@ -377,6 +377,8 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
     json_object_set_new(o, "lengths", lj);
     if (kind == KIND_LM) {
         json_object_set_new(o, "tokens", json_integer(c->b.extrap_tokens));
+        /* what a row measures: a cell written before the attention entropy was is run again */
+        json_object_set_new(o, "measures", json_pack("[s, s]", "bpc", "attention_entropy"));
         if (na && x->ft_steps > 0 && x->n_ft_lengths) {
             json_t *aj = json_array(), *fl = json_array();
             for (int i = 0; i < na; i++) json_array_append_new(aj, json_string(a[i].name));
@@ -403,6 +405,10 @@ static const struct epar_field lm_row_rows[] = {
     {.key = "defined", .type = EPAR_FIELD_BOOL, .offset = offsetof(LR, defined), .flags = EPAR_FIELD_REQUIRED},
     {.key = "bpc", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, bpc), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "past_train_length", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, past), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "entropy", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, entropy), .flags = EPAR_FIELD_OPTIONAL,
+     .help = "mean attention entropy (nats) of the rows of the window's second half, every layer and head"},
+    {.key = "uniformity", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(LR, uniformity), .flags = EPAR_FIELD_OPTIONAL,
+     .help = "the same rows' mean H / ln n (n: a row's positive weights): 1 is uniform"},
     {.key = "buckets", .type = EPAR_FIELD_DLIST, .offset = offsetof(LR, bucket),
      .count_offset = offsetof(LR, n_bucket), .max = EPAR_BX_MAX_BUCKETS,
      .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_EMPTY_OK},
@@ -463,13 +469,17 @@ static int lm_eval(struct epar_train_run *r, const struct epar_train_cfg *e, lon
         return epar_err_set(EPAR_ENOMEM, "out of memory evaluating by position");
     }
     struct epar_train_eval ev;
+    double ent[3] = {0, 0, 0};
     r->pos_loss = loss;
     r->pos_weight = w;
+    r->att_entropy = ent;
     int st = epar_exp_train_evaluate_as(r, e, windows, &ev);
-    r->pos_loss = r->pos_weight = NULL;
+    r->pos_loss = r->pos_weight = r->att_entropy = NULL;
     if (!st) {
         row->defined = 1;
         row->bpc = ev.metric;
+        row->entropy = ent[2] > 0 ? ent[0] / ent[2] : NAN;
+        row->uniformity = ent[2] > 0 ? ent[1] / ent[2] : NAN;
         row->tokens = ev.scored;
         row->n_bucket = n_buckets(T, L);
         for (int j = 0; j < row->n_bucket; j++) {
@@ -576,7 +586,8 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
             int defined = epar_exp_train_as(&r->cfg, s[i].as, s[i].logn, T, &f);
             if (kind == KIND_LM) {
                 struct lm_row *row = &rec->lm[rec->n_lm++];
-                *row = (struct lm_row){s[i].name, T, 0, NAN, NAN, {0}, 0, -1, -1, NAN};
+                *row = (struct lm_row){.series = s[i].name, .length = T, .bpc = NAN, .past = NAN, .entropy = NAN,
+                                       .uniformity = NAN, .tokens = -1, .ft_steps = -1, .ft_tokens = NAN};
                 long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
                 if (defined) st = lm_eval(r, &f, windows, L, row);
             } else {
@@ -588,7 +599,8 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
     for (int i = 0; i < na && !st && x->ft_steps > 0; i++)
         for (int e = 0; e < x->n_ft_lengths && !st; e++) {
             struct lm_row *row = &rec->lm[rec->n_lm++];
-            *row = (struct lm_row){a[i].name, x->ft_lengths[e], 0, NAN, NAN, {0}, 0, -1, -1, NAN};
+            *row = (struct lm_row){.series = a[i].name, .length = x->ft_lengths[e], .bpc = NAN, .past = NAN, .entropy = NAN,
+                                   .uniformity = NAN, .tokens = -1, .ft_steps = -1, .ft_tokens = NAN};
             if (!epar_nnpos_fixed_length(a[i].as, &r->cfg.pos)) st = lm_finetune(c, r, &a[i], x->ft_lengths[e], row);
         }
     rec->cpu_seconds = epar_nn_thread_cpu() - c0;

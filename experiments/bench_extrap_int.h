@@ -41,6 +41,7 @@ struct lm_row {
     const char *series;
     int length, defined;
     double bpc, past;
+    double entropy, uniformity;   /* the attention of the window's second half: mean row entropy (nats) and mean H / ln n */
     double bucket[EPAR_BX_MAX_BUCKETS];
     int n_bucket;
     long tokens;
@@ -104,6 +105,7 @@ struct lm_series {
     struct series s;
     int m;                          /* mechanism index of its cells */
     double *v;                      /* (S, NL, NBIN) bpc; NaN: absent */
+    double *att;                    /* (S, NL, 2) the window's attention entropy and uniformity (lm_row); NaN: absent */
     double *ref, *H;                /* (S) b(1) (the window at the trained length of the series, or of the arm's base) and H */
     int ft_steps;
     double ft_tokens;
@@ -138,6 +140,15 @@ struct lm_stats {
     struct epar_stats_paired ps, pr;
 };
 
+/* series i at length e: the attention entropy (q 0) or uniformity (q 1) of its window across the seeds (mean, sd),
+ * and its per-seed change from the trained length (the series' own, an arm's base series'): mean, sd, paired
+ * interval; ok 0: some seed lacks one */
+struct att_stats {
+    int ok;
+    double m, sd, mr, sr;
+    struct epar_stats_paired pr;
+};
+
 /* series i at length e over distances [dlo, dhi] across the seeds (acc_values; nothing when not in_grid): the
  * answers, whether every seed's accuracy is defined (ok), their mean, sd and paired interval */
 struct ret_stats {
@@ -161,6 +172,8 @@ int epar_bx_lm_values(const struct lm_study *d, int i, int e, int b, double *bpc
 int epar_bx_group_values(const struct lm_study *d, const char *name, int e, int b, double *bpc, double *share);
 /* does bin b exist at length T (training length L)? */
 int epar_bx_bin_exists(int b, int T, int L);
+/* series i at length e, attention quantity q (struct att_stats) across the seeds */
+void epar_bx_att_stats(const struct lm_study *d, int i, int e, int q, double level, struct att_stats *x);
 /* series i at length e, bin b across the seeds */
 void epar_bx_lm_stats(const struct lm_study *d, int i, int e, int b, double level, struct lm_stats *x);
 int epar_bx_ret_study_build(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,

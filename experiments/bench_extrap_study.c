@@ -49,10 +49,12 @@ int epar_bx_lm_study_build(const struct epar_bench_cfg *c, const struct epar_ben
                 ls->s = sv[i];
                 ls->m = m;
                 ls->v = malloc((size_t)S * NL * NBIN * sizeof *ls->v);
+                ls->att = malloc((size_t)S * NL * 2 * sizeof *ls->att);
                 ls->ref = malloc((size_t)S * sizeof *ls->ref);
                 ls->H = malloc((size_t)S * sizeof *ls->H);
-                if (!ls->v || !ls->ref || !ls->H) return epar_err_set(EPAR_ENOMEM, "out of memory");
+                if (!ls->v || !ls->att || !ls->ref || !ls->H) return epar_err_set(EPAR_ENOMEM, "out of memory");
                 for (size_t q = 0; q < (size_t)S * NL * NBIN; q++) ls->v[q] = NAN;
+                for (size_t q = 0; q < (size_t)S * NL * 2; q++) ls->att[q] = NAN;
                 for (int q = 0; q < S; q++) ls->ref[q] = ls->H[q] = NAN;
             }
         }
@@ -74,6 +76,8 @@ int epar_bx_lm_study_build(const struct epar_bench_cfg *c, const struct epar_ben
                 *epar_bx_lmv(d, i, s, e, 0) = row->bpc;
                 *epar_bx_lmv(d, i, s, e, 1) = row->past;
                 for (int j = 0; j < row->n_bucket && j < EPAR_BX_MAX_BUCKETS; j++) *epar_bx_lmv(d, i, s, e, 2 + j) = row->bucket[j];
+                ls->att[((size_t)s * NL + e) * 2] = row->entropy;
+                ls->att[((size_t)s * NL + e) * 2 + 1] = row->uniformity;
                 if (row->ft_steps >= 0) {
                     ls->ft_steps = row->ft_steps;
                     ls->ft_tokens = row->ft_tokens;
@@ -99,6 +103,7 @@ void epar_bx_lm_study_free(struct lm_study *d)
 {
     for (int i = 0; d->s && i < d->n; i++) {
         free(d->s[i].v);
+        free(d->s[i].att);
         free(d->s[i].ref);
         free(d->s[i].H);
     }
@@ -148,6 +153,24 @@ int epar_bx_group_values(const struct lm_study *d, const char *name, int e, int 
 int epar_bx_bin_exists(int b, int T, int L)
 {
     return b == 0 || (b == 1 && T > L) || (b >= 2 && b - 2 < n_buckets(T, L));
+}
+
+void epar_bx_att_stats(const struct lm_study *d, int i, int e, int q, double level, struct att_stats *x)
+{
+    double v[EPAR_MAX_SEEDS], r[EPAR_MAX_SEEDS];
+    int e1 = -1, from = d->s[i].s.ft ? epar_bx_lm_find(d, d->s[i].s.base) : i, ok = from >= 0;
+    for (int k = 0; k < d->NL; k++)
+        if (d->lengths[k] == d->L) e1 = k;
+    ok &= e1 >= 0;
+    for (int s = 0; s < d->S; s++) {
+        v[s] = d->s[i].att[((size_t)s * d->NL + e) * 2 + q];
+        r[s] = ok ? v[s] - d->s[from].att[((size_t)s * d->NL + e1) * 2 + q] : NAN;
+        ok &= isfinite(v[s]) && isfinite(r[s]);
+    }
+    x->ok = ok;
+    epar_stats_paired(r, ok ? d->S : 0, level, &x->pr);
+    epar_stats_mean_sd(v, ok ? (size_t)d->S : 0, &x->m, &x->sd);
+    epar_stats_mean_sd(r, ok ? (size_t)d->S : 0, &x->mr, &x->sr);
 }
 
 void epar_bx_lm_stats(const struct lm_study *d, int i, int e, int b, double level, struct lm_stats *x)

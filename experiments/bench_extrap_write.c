@@ -70,6 +70,39 @@ static struct epar_table *lm_table(const struct epar_bench_cfg *c, const struct 
     return t;
 }
 
+/* the attention of each series' window at each length: entropy and uniformity, and their change from the trained
+ * length; first[i], last[i]: series i's rows (-1: none) */
+static struct epar_table *att_table(const struct epar_bench_cfg *c, const struct lm_study *d, int *first, int *last)
+{
+    struct epar_table *t = epar_csv_new("task,series,trained,as,log_n,finetuned,length,k,train_length,defined,seeds,"
+                                        "entropy,entropy_sd,entropy_rise,entropy_rise_sd,entropy_rise_lo,"
+                                        "entropy_rise_hi,uniformity,uniformity_sd,uniformity_rise,uniformity_rise_sd,"
+                                        "uniformity_rise_lo,uniformity_rise_hi");
+    for (int i = 0; t && i < d->n; i++) {
+        first[i] = last[i] = -1;
+        for (int e = 0; e < d->NL; e++) {
+            int T = d->lengths[e];
+            const struct lm_series *ls = &d->s[i];
+            int isft = ls->s.ft, at_ft = 0;
+            for (int q = 0; isft && q < c->extrap.n_ft_lengths; q++) at_ft |= c->extrap.ft_lengths[q] == T;
+            if (isft && !at_ft) continue;
+            struct att_stats h, u;
+            epar_bx_att_stats(d, i, e, 0, c->level, &h);
+            epar_bx_att_stats(d, i, e, 1, c->level, &u);
+            if (first[i] < 0) first[i] = (int)t->nrows;
+            last[i] = (int)t->nrows;
+            if (epar_csv_append(t, "ssssiiiiiiidddddddddddd", c->extrap.lm_task, ls->s.name,
+                                epar_nnpos_name(ls->s.trained), epar_nnpos_name(ls->s.as), ls->s.logn, isft, T,
+                                T / d->L, d->L, h.ok && u.ok, d->S, h.m, h.sd, h.mr, h.sr, h.pr.lo, h.pr.hi, u.m, u.sd,
+                                u.mr, u.sr, u.pr.lo, u.pr.hi)) {
+                epar_csv_free(t);
+                return NULL;
+            }
+        }
+    }
+    return t;
+}
+
 static struct epar_table *ret_table(const struct epar_bench_cfg *c, const struct ret_study *d, int *grid_first,
                                     int *grid_last)
 {
@@ -235,6 +268,16 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
                 if (!*st) *st = pair_row(t, c, x->lm_task, a, b, "bpc_rel", T, T / lm->L, bn, rel, one, lm->S);
                 if (!*st) *st = pair_row(t, c, x->lm_task, a, b, "share", T, T / lm->L, bn, sa, sb, lm->S);
             }
+        /* the windows' attention entropy, a - b per seed (two series, not groups) */
+        int ia = epar_bx_lm_find(lm, a), ib = epar_bx_lm_find(lm, b);
+        for (int e = 0; ia >= 0 && ib >= 0 && e < lm->NL && !*st; e++) {
+            for (int s = 0; s < lm->S; s++) {
+                ba[s] = lm->s[ia].att[((size_t)s * lm->NL + e) * 2];
+                bb[s] = lm->s[ib].att[((size_t)s * lm->NL + e) * 2];
+            }
+            *st = pair_row(t, c, x->lm_task, a, b, "entropy", lm->lengths[e], lm->lengths[e] / lm->L, "window", ba, bb,
+                           lm->S);
+        }
         int ra = -1, rb = -1;
         for (int q = 0; q < rt->n; q++) {
             if (!strcmp(rt->s[q].s.name, a)) ra = q;
@@ -333,6 +376,56 @@ static int lm_figure(const struct epar_bench_cfg *c, const struct lm_study *d, c
     return st;
 }
 
+/* entropy and uniformity of the attention against the evaluation length: each mechanism on its own weights */
+static int att_figure(const struct lm_study *d, const int *first, const int *last, struct epar_out *o)
+{
+    size_t cap = 32768, len = 0;
+    char *body = malloc(cap);
+    if (!body) return EPAR_ENOMEM;
+#define P(...) len += (size_t)snprintf(body + len, len < cap ? cap - len : 0, __VA_ARGS__)
+    int maxk = d->lengths[d->NL - 1] / d->L;
+    P("set terminal @epar_term size 1500,560\n"
+      "set multiplot layout 1,2 title 'lm trained at L = %d: attention of the second half of held-out windows of k L, "
+      "every layer and head (mean over %d seed(s); band: ± sd across seeds)'\n"
+      "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'evaluation length (log scale; dashed: the training length)'\n"
+      "set key outside right top font ',8'\nset arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#555555'\n"
+      "set style fill transparent solid 0.15 noborder\n",
+      d->L, d->S, d->L / 1.25, d->L * maxk * 1.25, d->L, d->L);
+    static const char *const ylab[2] = {"row entropy H (nats)", "uniformity H / ln n (1: uniform over the keys)"};
+    for (int panel = 0; panel < 2; panel++) {
+        int col = panel ? 18 : 12;
+        char cond[4096];
+        size_t cl = (size_t)snprintf(cond, sizeof cond, "0");
+        for (int i = 0; i < d->n; i++) {
+            const struct lm_series *ls = &d->s[i];
+            if (ls->s.ft || ls->s.as != ls->s.trained || ls->s.logn || first[i] < 0) continue;
+            if (cl < sizeof cond) cl += (size_t)snprintf(cond + cl, sizeof cond - cl, " || ($0 >= %d && $0 <= %d)", first[i], last[i]);
+        }
+        if (cl >= sizeof cond) return free(body), epar_err_set(EPAR_ENOMEM, "the figure script is too long");
+        P("set title '%s'\nset ylabel '%s'\neval epar_check('extrapolation_entropy.csv', '((%s) ? $7 : NaN):%d')\n"
+          "if (epar_ok) {\nplot ", panel ? "tends to uniform?" : "entropy", ylab[panel], cond, col);
+        int lt = 0;
+        for (int i = 0; i < d->n; i++) {
+            const struct lm_series *ls = &d->s[i];
+            if (ls->s.ft || ls->s.as != ls->s.trained || ls->s.logn || first[i] < 0) continue;
+            int ty = lt % 8 + 1, dt = lt / 8 + 1;
+            P("%s'extrapolation_entropy.csv' skip 1 every ::%d::%d using 7:($%d-sd(%d)):($%d+sd(%d)) with filledcurves "
+              "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:%d with linespoints lt %d dt %d title '%s'",
+              lt ? ", \\\n " : "", first[i], last[i], col, col + 1, col, col + 1, ty, first[i], last[i], col, ty, dt,
+              ls->s.name);
+            lt++;
+        }
+        if (!lt) P("NaN notitle");
+        P(EPAR_PLOT_END);
+    }
+    P("unset multiplot\n");
+#undef P
+    int st = len < cap ? epar_plot_script(o, "extrapolation_entropy", "Length extrapolation of lm: attention entropy", body)
+                       : epar_err_set(EPAR_ENOMEM, "the figure script is too long");
+    free(body);
+    return st;
+}
+
 static int ret_figure(const struct epar_bench_cfg *c, const struct ret_study *d, const int *first, const int *last,
                       struct epar_out *o)
 {
@@ -404,22 +497,31 @@ int epar_bx_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *
     struct ret_study rt;
     struct fig_range fr;
     int gf[EPAR_MECH_COUNT * (EPAR_BX_MAX_SERIES + 1)], gl[EPAR_MECH_COUNT * (EPAR_BX_MAX_SERIES + 1)];
-    struct epar_table *lt = NULL, *rtt = NULL, *pt = NULL;
+    struct epar_table *lt = NULL, *rtt = NULL, *pt = NULL, *at = NULL;
+    int *af = NULL, *al = NULL;   /* the entropy table's rows of each series */
     int st = epar_bx_lm_study_build(c, plan, root, &lm);
     if (!st) st = epar_bx_ret_study_build(c, plan, root, &rt);
     else memset(&rt, 0, sizeof rt);
     if (!st && lm.n && !(lt = lm_table(c, &lm, &fr))) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    if (!st && lm.n && (!(af = calloc((size_t)lm.n, sizeof *af)) || !(al = calloc((size_t)lm.n, sizeof *al)) ||
+                        !(at = att_table(c, &lm, af, al))))
+        st = epar_err_set(EPAR_ENOMEM, "out of memory");
     if (!st && rt.n && !(rtt = ret_table(c, &rt, gf, gl))) st = epar_err_set(EPAR_ENOMEM, "out of memory");
     if (!st) pt = pairs_table(c, plan, root, &lm, &rt, &st);
     if (!st && lt) st = epar_exp_write_table(o, "extrapolation_bpc.csv", lt);
+    if (!st && at) st = epar_exp_write_table(o, "extrapolation_entropy.csv", at);
     if (!st && rtt) st = epar_exp_write_table(o, "retrieval.csv", rtt);
     if (!st && pt) st = epar_exp_write_table(o, "pairs.csv", pt);
     if (!st && lt) st = lm_figure(c, &lm, &fr, o);
+    if (!st && at) st = att_figure(&lm, af, al, o);
     if (!st && rtt) st = ret_figure(c, &rt, gf, gl, o);
     if (!st && run_extra) json_object_set_new(run_extra, "extrapolation_study", study_json(c));
     epar_csv_free(lt);
     epar_csv_free(rtt);
     epar_csv_free(pt);
+    epar_csv_free(at);
+    free(af);
+    free(al);
     epar_bx_lm_study_free(&lm);
     epar_bx_ret_study_free(&rt);
     return st;

@@ -157,11 +157,10 @@ void epar_inspect_head_stats(const float *A, const unsigned char *rel, int T, do
     for (int d = 0; d < T; d++) mass[d] = 0;
     for (int i = 0; i < T; i++) {
         const float *a = A + (size_t)i * T;
-        double h = 0, r = 0;
+        double h = epar_metric_entropy_f(a, i + 1, NULL), r = 0;
         int nr = 0;
         for (int j = 0; j <= i; j++) {
             dist += (double)a[j] * (i - j);
-            if (a[j] > 0) h -= (double)a[j] * log((double)a[j]);
             mass[i - j] += a[j];
             if (rel && rel[(size_t)i * T + j]) {
                 r += a[j];

@@ -7,6 +7,7 @@
 #include "lib/blas.h"
 #include "lib/ckpt.h"
 #include "lib/err.h"
+#include "lib/metrics.h"
 #include "lib/plot.h"
 #include "lib/rng.h"
 #include "experiments/common.h"
@@ -764,6 +765,22 @@ static long eval_item_at(const struct epar_train_run *r, long k, long n)
     return n == count ? k : (long)((double)k * count / n);
 }
 
+/* the attention entropy of the window's second half after a forward of nb sequences of length T (att_entropy) */
+static void att_entropy(struct epar_train_run *r, int nb, int T)
+{
+    int NL = r->model.cfg.NL, NH = r->model.cfg.NH;
+    size_t nA = (size_t)nb * NH * T * T;
+    for (int l = 0; l < NL; l++)
+        for (int bh = 0; bh < nb * NH; bh++)
+            for (int i = T / 2; i < T; i++) {
+                int n;
+                double h = epar_metric_entropy_f(r->model.a.att + l * nA + ((size_t)bh * T + i) * T, i + 1, &n);
+                r->att_entropy[0] += h;
+                r->att_entropy[1] += n > 1 ? h / log((double)n) : 0.0;
+                r->att_entropy[2] += 1;
+            }
+}
+
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
@@ -791,6 +808,7 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
                 r->pos_loss[i % T] += r->model.a.losses[i];
                 r->pos_weight[i % T] += r->mask[i];
             }
+        if (r->att_entropy) att_entropy(r, nb, T);
         long c, s;
         epar_nn_accuracy(&r->model, &c, &s);
         for (int b = 0; r->eval_item && b < nb; b++) {   /* per sequence: its correct and scored positions */
@@ -945,6 +963,7 @@ int epar_exp_train_evaluate_as(struct epar_train_run *r, const struct epar_train
     int st = epar_exp_train_derive(&x, r, c);
     x.pos_loss = r->pos_loss;
     x.pos_weight = r->pos_weight;
+    x.att_entropy = r->att_entropy;
     if (!st) st = epar_exp_train_evaluate(&x, max_sequences, e);
     epar_exp_train_free(&x);
     return st;

@@ -85,6 +85,10 @@ struct epar_train_run {
     /* set by the caller, may be NULL: per position t of the evaluated length, the sums of the scored tokens' loss
      * and of their mask weight over every evaluation (epar_exp_train_evaluate*) until reset: bpc by position */
     double *pos_loss, *pos_weight;
+    /* set by the caller, may be NULL: over the rows of the window's second half (queries t in [T/2, T)) of every
+     * layer, head and evaluated sequence, the sums of the row's attention entropy H (nats) and of H / ln n (n its
+     * positive weights; rows with n <= 1 add 0), and the count of rows, added by every evaluation until reset */
+    double *att_entropy;   /* [3] */
 };
 
 

@@ -50,6 +50,19 @@ void epar_metric_row_entropy(const double *A, int L, double *H)
     }
 }
 
+double epar_metric_entropy_f(const float *a, int n, int *nonzero)
+{
+    double h = 0.0;
+    int nz = 0;
+    for (int j = 0; j < n; j++)
+        if (a[j] > 0) {
+            h -= (double)a[j] * log((double)a[j]);
+            nz++;
+        }
+    if (nonzero) *nonzero = nz;
+    return h;
+}
+
 void epar_metric_entropy_ref_rows(const double *A, int L, double *Hrow)
 {
     for (int i = 0; i < L; i++) {

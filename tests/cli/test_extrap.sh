@@ -60,6 +60,31 @@ z = [r for r in csv.DictReader(open(sys.argv[2])) if r["a"] == "ntk-rope" and r[
 assert len(z) == 1 and float(z[0]["mean"]) == 0 and float(z[0]["sd"]) == 0 and z[0]["lo"] == "nan", z
 assert n > 100, n
 PY
+# the attention's entropy by length (F7): the table from the cells' rows, its rise from L per seed; alibi's heads stay
+# local (smoke: 30 steps), so its rows get less uniform past L while none's do not
+expect_grep '^task,series,trained,as,log_n,finetuned,length,k,train_length,defined,seeds,entropy,entropy_sd,entropy_rise,entropy_rise_sd,entropy_rise_lo,entropy_rise_hi,uniformity,uniformity_sd,uniformity_rise,uniformity_rise_sd,uniformity_rise_lo,uniformity_rise_hi$' "$b/extrapolation_entropy.csv"
+expect_file "$b/extrapolation_entropy.gp"
+python3 - "$b" <<'PY' && ok || fail "extrapolation_entropy.csv disagrees with the cells"
+import csv, json, sys
+b = sys.argv[1]
+t = {(r["series"], int(r["k"])): r for r in csv.DictReader(open(b + "/extrapolation_entropy.csv"))}
+def row(m, s, T, series=None):
+    c = json.load(open(f"{b}/cells/lm/{m}/seed-{s}/cell.json"))
+    return next(r for r in c["extrapolation_study"]["lm"] if r["series"] == (series or m) and r["length"] == T)
+for m in ("rope", "none", "alibi"):
+    h = [row(m, s, 256)["entropy"] - row(m, s, 32)["entropy"] for s in (42, 43)]
+    u = [row(m, s, 256)["uniformity"] - row(m, s, 32)["uniformity"] for s in (42, 43)]
+    r = t[(m, 8)]
+    assert abs(float(r["entropy_rise"]) - sum(h) / 2) < 1e-9 and abs(float(r["uniformity_rise"]) - sum(u) / 2) < 1e-9, r
+    assert float(t[(m, 1)]["entropy_rise"]) == 0 and 0 < float(r["uniformity"]) <= 1, r
+    assert float(r["entropy"]) > 0, r
+# ntk-rope reads rope's weights: the same entropy at L
+assert row("rope", 42, 32, "ntk-rope")["entropy"] == row("rope", 42, 32)["entropy"]
+assert t[("learned-ape", 8)]["defined"] == "0" and t[("learned-ape", 8)]["entropy"] == "nan"
+assert float(t[("alibi", 8)]["uniformity_rise"]) < 0 < float(t[("none", 8)]["uniformity_rise"])
+p = [r for r in csv.DictReader(open(b + "/pairs.csv")) if r["quantity"] == "entropy" and r["a"] == "rope+log-n" and r["k"] == "8"]
+assert len(p) == 1 and float(p[0]["mean"]) < 0, p   # log n sharpens every row past L
+PY
 # groups: the per-seed mean of the members
 expect_grep '^lm,shaw\|t5\|alibi,sinusoidal,share,256,8,past_L,2,' "$b/pairs.csv"
 # retrieval: every series x length x (8 depth bins + all); learned-ape undefined past L; depth bins cover 1..P

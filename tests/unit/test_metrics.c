@@ -17,6 +17,16 @@ int main(void)
     check_int((long)epar_metric_argmax_tied(V, 4, EPAR_METRIC_TIE_RTOL), 3, "pos* = 3");
     epar_metric_row_entropy(A, 4, H);
     for (int i = 0; i < 4; i++) check_rel(H[i], wh[i], 1e-5, "entropy row %d", i);
+    {   /* a float row (a trained model's): the same worked entropies, its positive weights counted */
+        const float f0[4] = {0.7f, 0.1f, 0.1f, 0.1f}, f3[4] = {0, 0, 0, 1}, f2[3] = {0.5f, 0, 0.5f};
+        int n;
+        check_rel(epar_metric_entropy_f(f0, 4, &n), wh[0], 1e-6, "float row 0 entropy");
+        check_int(n, 4, "float row 0: 4 positive weights");
+        check_abs(epar_metric_entropy_f(f3, 4, &n), 0, 0, "one-hot float row: 0");
+        check_int(n, 1, "one-hot: 1 positive weight");
+        check_rel(epar_metric_entropy_f(f2, 3, &n), log(2.0), 1e-7, "two halves: ln 2");
+        check_int(n, 2, "a zero weight is not counted");
+    }
     epar_metric_mean_distance(A, 4, D);
     for (int i = 0; i < 4; i++) check_rel(D[i], wd[i], 1e-12, "mean distance row %d", i);
     epar_metric_local_mass(A, 4, 1, W);
