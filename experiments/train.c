@@ -393,6 +393,8 @@ double epar_exp_train_bytes(const struct epar_train_cfg *c, int vocab)
 /* ------------------------------------------------------------------------------------------------ */
 /* set up, resume                                                                                     */
 
+
+
 int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *c)
 {
     memset(r, 0, sizeof *r);
@@ -412,9 +414,9 @@ int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *
     struct epar_nn_config n = nn_config(c, r->task.V);
     if ((st = epar_nn_alloc(&r->model, &n))) return st;
     if ((st = epar_optim_alloc(&r->opt, &c->optim, r->model.n_params))) return st;
-    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
-        if (r->model.sizes[k])
-            r->seg[r->nseg++] = (struct epar_optim_segment){r->model.offsets[k], r->model.sizes[k], epar_nn_decayed(k)};
+    size_t maxseg = (size_t)EPAR_NN_NTENSORS + 2 * (size_t)c->layers;
+    if (!(r->seg = epar_err_alloc(maxseg, sizeof *r->seg, "the optimiser's segments"))) return EPAR_ENOMEM;
+    r->nseg = epar_nn_segments(&r->model, r->seg, (int)maxseg);
     size_t BT = (size_t)c->batch * c->task.length;
     r->tok = epar_err_alloc(BT, sizeof *r->tok, "the batch");
     r->tgt = epar_err_alloc(BT, sizeof *r->tgt, "the batch");
@@ -428,10 +430,10 @@ int epar_exp_train_setup(struct epar_train_run *r, const struct epar_train_cfg *
         epar_rng_free(w);
         return EPAR_ENOMEM;
     }
-    epar_nn_init(&r->model, w);
+    st = epar_nn_init(&r->model, w);
     epar_rng_free(w);
     r->last_lr = epar_optim_lr(&c->optim, 0);
-    return EPAR_OK;
+    return st;
 }
 
 /* sections of the checkpoint: config and data (JSON text, compared on resume), state (doubles), params,
@@ -843,6 +845,7 @@ static int train_step(struct epar_train_run *r)
     if (st) return st;
     epar_nn_zero_grad(&r->model);
     epar_nn_backward(&r->model);
+    epar_nn_frozen_grad_zero(&r->model);
     r->last_lr = epar_optim_lr(&r->cfg.optim, (int)r->step);
     r->last_norm = epar_optim_step(&r->opt, r->model.params_mem, r->model.grads_mem, r->seg, r->nseg, r->last_lr);
     r->last_loss = r->model.loss;
@@ -984,6 +987,9 @@ void epar_exp_train_free(struct epar_train_run *r)
     epar_optim_free(&r->opt);
     epar_rng_free(r->data);
     free(r->tok); free(r->tgt); free(r->mask); free(r->curve);
+    free(r->seg);
+    r->seg = NULL;
+    r->nseg = 0;
     r->data = NULL;
     r->tok = r->tgt = NULL;
     r->mask = NULL;

@@ -49,7 +49,7 @@ struct epar_train_run {
     struct epar_task task;
     struct epar_nn model;
     struct epar_optim opt;
-    struct epar_optim_segment seg[EPAR_NN_NTENSORS];
+    struct epar_optim_segment *seg;     /* the ranges AdamW updates (epar_nn_segments: frozen ones left out) */
     int nseg;
     gsl_rng *data;                      /* training batches: stream (seed, 0, EPAR_RNG_DATA) */
     int *tok, *tgt;                     /* (batch, length) */

@@ -904,19 +904,25 @@ done:
     return st;
 }
 
+int epar_mech_orthogonal_qk_draw(gsl_rng *r, int D, int dk, int H, int jl, double *Wq, double *Wk)
+{
+    int st;
+    double s = jl ? sqrt((double)D / dk) : 1.0;
+    for (int h = 0; h < H; h++) {
+        if ((st = haar_thin(r, Wq + (size_t)h * D * dk, D, dk))) return st;
+        if ((st = haar_thin(r, Wk + (size_t)h * D * dk, D, dk))) return st;
+    }
+    for (size_t t = 0; t < (size_t)H * D * dk; t++) { Wq[t] *= s; Wk[t] *= s; }
+    return EPAR_OK;
+}
+
 static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
 {
     int D = m->D, dk = m->dk, st;
     if ((st = alloc_d(&m->Wq, (size_t)m->H * D * dk, "orthogonal W_Q")) ||
         (st = alloc_d(&m->Wk, (size_t)m->H * D * dk, "orthogonal W_K")))
         return st;
-    double jl = (int)m->p[0] ? sqrt((double)D / dk) : 1.0;
-    for (int h = 0; h < m->H; h++) {
-        if ((st = haar_thin(r, m->Wq + (size_t)h * D * dk, D, dk))) return st;
-        if ((st = haar_thin(r, m->Wk + (size_t)h * D * dk, D, dk))) return st;
-    }
-    for (size_t t = 0; t < (size_t)m->H * D * dk; t++) { m->Wq[t] *= jl; m->Wk[t] *= jl; }
-    return EPAR_OK;
+    return epar_mech_orthogonal_qk_draw(r, D, dk, m->H, (int)m->p[0], m->Wq, m->Wk);
 }
 
 /* ================================================================== the table */

@@ -170,6 +170,9 @@ double epar_mech_elu1(double x);
  * else one global c over all rows and features. */
 void epar_mech_performer_blocks(int m, int d, int *full, int *rest);
 int epar_mech_performer_omega(gsl_rng *r, int m, int d, int orthogonal, int scaling, double *Omega);
+/* orthogonal-qk's frozen projections: per head h, W_Q^h then W_K^h (D, dk) with orthonormal columns (Haar, sign-fixed),
+ * times sqrt(D / dk) when jl; Wq, Wk are (H, D, dk). The draws compare's mechanism and a trained model's share. */
+int epar_mech_orthogonal_qk_draw(gsl_rng *r, int D, int dk, int H, int jl, double *Wq, double *Wk);
 void epar_mech_performer_features(const double *Omega, int m, int d, const double *x, int n, int is_query,
                                   double eps, double *phi);
 /* Kernel attention from features: A (L,L) naive, materialised; empty rows (den <= eps) follow policy self.

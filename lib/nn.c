@@ -1459,7 +1459,67 @@ static void fill_normal(gsl_rng *r, float *x, size_t n, double sd)
     for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
 }
 
-void epar_nn_init(struct epar_nn *m, gsl_rng *r)
+/* orthogonal-qk: layer l's q rows h hs + c = column c of W_Q^h (C, hs), the k rows likewise; their biases stay 0 */
+static int init_frozen_qk(struct epar_nn *m, gsl_rng *r)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    int C = c->C, NH = c->NH, hs = C / NH, W = epar_nn_qkv_width(c);
+    double *Wq = malloc((size_t)NH * C * hs * sizeof *Wq), *Wk = malloc((size_t)NH * C * hs * sizeof *Wk);
+    int st = Wq && Wk ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory drawing the frozen q, k projections");
+    for (int l = 0; l < c->NL && !st; l++) {
+        if ((st = epar_mech_orthogonal_qk_draw(r, C, hs, NH, (int)m->pos.mp[0], Wq, Wk))) break;
+        float *q = m->p.qkvw + (size_t)l * W * C, *k = q + (size_t)C * C;
+        for (int h = 0; h < NH; h++)
+            for (int o = 0; o < hs; o++)
+                for (int i = 0; i < C; i++) {
+                    q[(size_t)(h * hs + o) * C + i] = (float)Wq[((size_t)h * C + i) * hs + o];
+                    k[(size_t)(h * hs + o) * C + i] = (float)Wk[((size_t)h * C + i) * hs + o];
+                }
+    }
+    free(Wq);
+    free(Wk);
+    return st;
+}
+
+int epar_nn_frozen(const struct epar_nn *m, size_t *offset, size_t *size, int max)
+{
+    const struct epar_nn_config *c = &m->cfg;
+    if (!epar_nnpos_frozen_qk(m->pos.id)) return 0;
+    int n = 0, C = c->C, W = epar_nn_qkv_width(c);
+    for (int l = 0; l < c->NL && n < max; l++) {   /* the tensors in params_mem's order: QKVW before QKVB */
+        offset[n] = m->offsets[EPAR_NN_QKVW] + (size_t)l * W * C;
+        size[n++] = (size_t)2 * C * C;
+    }
+    for (int l = 0; l < c->NL && n < max; l++) {
+        offset[n] = m->offsets[EPAR_NN_QKVB] + (size_t)l * W;
+        size[n++] = (size_t)2 * C;
+    }
+    return n;
+}
+
+int epar_nn_segments(const struct epar_nn *m, struct epar_optim_segment *seg, int max)
+{
+    size_t off[2 * 1024], size[2 * 1024];   /* NL <= 1024 (epar_nn_config_validate) */
+    int nf = epar_nn_frozen(m, off, size, 2 * 1024), n = 0;
+    for (int k = 0, f = 0; k < EPAR_NN_NTENSORS; k++) {
+        size_t at = m->offsets[k], end = at + m->sizes[k];
+        for (; f < nf && off[f] < end; f++) {
+            if (off[f] > at && n < max) seg[n++] = (struct epar_optim_segment){at, off[f] - at, epar_nn_decayed(k)};
+            at = off[f] + size[f];
+        }
+        if (end > at && n < max) seg[n++] = (struct epar_optim_segment){at, end - at, epar_nn_decayed(k)};
+    }
+    return n;
+}
+
+void epar_nn_frozen_grad_zero(struct epar_nn *m)
+{
+    size_t off[2 * 1024], size[2 * 1024];
+    int nf = epar_nn_frozen(m, off, size, 2 * 1024);
+    for (int f = 0; f < nf; f++) memset(m->grads_mem + off[f], 0, size[f] * sizeof(float));
+}
+
+int epar_nn_init(struct epar_nn *m, gsl_rng *r)
 {
     const struct epar_nn_config *c = &m->cfg;
     double sd = c->init_sd, sd_res = c->init_sd / sqrt(2.0 * c->NL);
@@ -1473,6 +1533,7 @@ void epar_nn_init(struct epar_nn *m, gsl_rng *r)
     for (size_t i = 0; i < m->sizes[EPAR_NN_LNFW]; i++) m->p.lnfw[i] = 1.0f;
     epar_nnpos_init(&m->pos, r);
     m->pos.T = 0;
+    return epar_nnpos_frozen_qk(m->pos.id) ? init_frozen_qk(m, r) : EPAR_OK;
 }
 
 void epar_nn_zero_grad(struct epar_nn *m) { memset(m->grads_mem, 0, m->n_params * sizeof(float)); }

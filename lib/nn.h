@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <gsl/gsl_rng.h>
 #include "nnpos.h"
+#include "optim.h"
 
 struct epar_nn_config {
     int V;              /* vocabulary */
@@ -156,8 +157,18 @@ double epar_nn_bytes(const struct epar_nn_config *c, int nthreads);
 int epar_nn_alloc(struct epar_nn *m, const struct epar_nn_config *c);
 void epar_nn_free(struct epar_nn *m);
 /* GPT-2 init from r: weights N(0, init_sd^2), residual projections N(0, init_sd^2 / (2 NL)), biases 0,
- * LayerNorm 1 and 0, then the mechanism's parameters. */
-void epar_nn_init(struct epar_nn *m, gsl_rng *r);
+ * LayerNorm 1 and 0, then the mechanism's parameters; orthogonal-qk then draws each layer's frozen q and k rows
+ * (lib/mech's epar_mech_orthogonal_qk_draw, biases 0). EPAR_ENOMEM when that draw cannot allocate. */
+int epar_nn_init(struct epar_nn *m, gsl_rng *r);
+/* The parameters training keeps at their initial values (orthogonal-qk: every layer's q and k rows of the QKV
+ * projection and their biases): up to max (offset, size) ranges of params_mem, increasing; returns their count
+ * (0: none). The gradient is computed for them as for any parameter; the trainer leaves them out: */
+int epar_nn_frozen(const struct epar_nn *m, size_t *offset, size_t *size, int max);
+/* AdamW's segments (lib/optim): every tensor with its weight decay (epar_nn_decayed), less the frozen ranges; returns
+ * their count, at most EPAR_NN_NTENSORS + 2 NL (max) */
+int epar_nn_segments(const struct epar_nn *m, struct epar_optim_segment *seg, int max);
+/* the frozen ranges' gradient set to 0 after a backward: no share of the clipping norm */
+void epar_nn_frozen_grad_zero(struct epar_nn *m);
 /* Weight decay applies to tensor k (the embedding and the four weight matrices per layer). */
 int epar_nn_decayed(int k);
 const char *epar_nn_tensor_name(int k);

@@ -713,6 +713,9 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                                 MASK_FNS(NULL, prepare_block)},
     [EPAR_MECH_GLOBAL_LOCAL] = {H_(MASK, 1, 0, "causal band U the first globals keys (global rows dense)"),
                                 MASK_FNS(NULL, prepare_global_local)},
+    [EPAR_MECH_ORTHOGONAL_QK] = {H_(PROJ, 1, 0, "q and k projections frozen at independent Haar orthonormal rows per layer and "
+                                          "head (no bias; jl: times sqrt(dim/hs)); v and the rest learned"),
+                                 NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
 };
 #undef H_
 #undef FIXED_FNS
@@ -731,6 +734,11 @@ int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settin
 {
     if (!epar_nnpos_trainable(id)) return 0;
     return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
+}
+
+int epar_nnpos_frozen_qk(enum epar_mech_id id)
+{
+    return epar_nnpos_trainable(id) && epar_nnpos_table[id].hook == EPAR_NNPOS_H_PROJ;
 }
 
 int epar_nnpos_trainable(enum epar_mech_id id)

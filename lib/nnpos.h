@@ -66,7 +66,8 @@
 /* how a mechanism enters the model; NONE: not trainable */
 enum epar_nnpos_hook { EPAR_NNPOS_H_NONE = 0, EPAR_NNPOS_H_BASELINE, EPAR_NNPOS_H_INPUT, EPAR_NNPOS_H_QK,
                        EPAR_NNPOS_H_BIAS, EPAR_NNPOS_H_FACTOR, EPAR_NNPOS_H_MASK, EPAR_NNPOS_H_FIXED,
-                       EPAR_NNPOS_H_KERNEL, EPAR_NNPOS_H_HEADS, EPAR_NNPOS_H_PI };
+                       EPAR_NNPOS_H_KERNEL, EPAR_NNPOS_H_HEADS, EPAR_NNPOS_H_PI,
+                       EPAR_NNPOS_H_PROJ /* frozen q, k projections (lib/nn draws and keeps them) */ };
 
 /* Settings of the mechanisms (from the protocol; defaults in epar_nnpos_settings_default). */
 struct epar_nnpos_settings {
@@ -161,6 +162,8 @@ int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *
 int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
+/* 1: the model's q and k projections are frozen at orthogonal-qk's draws (hook PROJ; lib/nn) */
+int epar_nnpos_frozen_qk(enum epar_mech_id id);
 /* catalogue id string -> id of a trainable mechanism; EPAR_EINVAL naming the value, with the trainable list as
  * hint. "learned" (the name training used before the catalogue was one) is read as learned-ape. */
 int epar_nnpos_find(const char *name, enum epar_mech_id *id);

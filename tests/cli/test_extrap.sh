@@ -102,6 +102,7 @@ expect_grep '"radius": 8' "$b/cells/needle-long/sliding-window/seed-42/cell.json
 expect_grep '"radius": 2' "$b/cells/classify/sliding-window/seed-42/cell.json"
 ! grep -q '"radius": 8' "$b/cells/classify/sliding-window/seed-42/cell.json" && ok || fail "classify's sliding-window kept radius 8"
 expect_grep '^lm,linear-elu,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+expect_grep '^lm,orthogonal-qk,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 expect_grep '^lm,performer,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 # pairs of the grid's other tasks recomputed from the cells: classify's final accuracy; needle-long past the window's
 # reach (smoke: 1 layer x radius 8; distance.csv's bins of distances 1..70: the first with distance_lo > 8 starts at 9)

@@ -713,6 +713,13 @@ static void test_reference_fp64(enum epar_mech_id id)
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
     }
+    if (!st && id == EPAR_MECH_ORTHOGONAL_QK)   /* compare's frozen W_Q^h, W_K^h (D, dk): the model's layer-0 draws */
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < C; i++)
+                for (int o = 0; o < hs; o++) {
+                    mm.Wq[((size_t)h * C + i) * hs + o] = m.p.qkvw[(size_t)(h * hs + o) * C + i];
+                    mm.Wk[((size_t)h * C + i) * hs + o] = m.p.qkvw[(size_t)(C + h * hs + o) * C + i];
+                }
     if (!st && id == EPAR_MECH_TXL) {   /* the trained r_0h(d) = W_R^{0h} R_d (compare's row d + T - 1), u and v */
         const float *rt = epar_nnpos_rel(&m.pos, 0), *u = epar_nnpos_rel_u(&m.pos, 0), *v = epar_nnpos_rel_v(&m.pos, 0);
         for (int h = 0; h < NH; h++) {
@@ -899,6 +906,50 @@ static double cond_entropy(const int *x, const int *y, int n, int V)
 }
 
 /* a tiny model fits one fixed batch of random tokens: the loss falls from ln V to near zero */
+/* orthogonal-qk: each layer's q and k rows of one head are orthonormal (W_Q^h's columns), biases 0; the frozen ranges
+ * are the q, k rows and biases, and the segments cover every other parameter exactly once */
+static void test_frozen_qk(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_ORTHOGONAL_QK, 0);
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "frozen qk: alloc"); return; }
+    gsl_rng *r = epar_rng_alloc(5, 0, EPAR_RNG_WEIGHTS);
+    check_int(epar_nn_init(&m, r), EPAR_OK, "orthogonal-qk: init");
+    int C = c.C, hs = C / c.NH, W = epar_nn_qkv_width(&c);
+    double worst = 0;
+    for (int l = 0; l < c.NL; l++)
+        for (int blk = 0; blk < 2; blk++)
+            for (int h = 0; h < c.NH; h++)
+                for (int a = 0; a < hs; a++)
+                    for (int b = 0; b < hs; b++) {
+                        const float *ra = m.p.qkvw + ((size_t)l * W + blk * C + h * hs + a) * C,
+                                    *rb = m.p.qkvw + ((size_t)l * W + blk * C + h * hs + b) * C;
+                        double d = 0;
+                        for (int i = 0; i < C; i++) d += (double)ra[i] * rb[i];
+                        worst = fmax(worst, fabs(d - (a == b)));
+                    }
+    check_abs(worst, 0, 1e-6, "orthogonal-qk: every head's q and k rows orthonormal (worst |<r_a, r_b> - [a = b]|)");
+    size_t off[8], size[8];
+    int nf = epar_nn_frozen(&m, off, size, 8);
+    check_int(nf, 2 * c.NL, "frozen ranges: q, k rows and biases per layer");
+    check_int((long)size[0], 2L * C * C, "a layer's frozen rows: 2 C x C");
+    check_int((long)size[c.NL], 2L * C, "a layer's frozen biases: 2 C");
+    struct epar_optim_segment seg[EPAR_NN_NTENSORS + 8];
+    int ns = epar_nn_segments(&m, seg, EPAR_NN_NTENSORS + 8);
+    size_t covered = 0, frozen = 0;
+    for (int k = 0; k < ns; k++) covered += seg[k].size;
+    for (int f = 0; f < nf; f++) frozen += size[f];
+    check_int((long)(covered + frozen), (long)m.n_params, "segments + frozen ranges = every parameter");
+    for (int k = 0; k + 1 < ns; k++) check_true(seg[k].offset + seg[k].size <= seg[k + 1].offset, "segments in order");
+    epar_rng_free(r);
+    epar_nn_free(&m);
+    /* none: no frozen range, one segment per tensor */
+    c = tiny(EPAR_MECH_NONE, 0);
+    if (epar_nn_alloc(&m, &c)) return;
+    check_int(epar_nn_frozen(&m, off, size, 8), 0, "none: nothing frozen");
+    epar_nn_free(&m);
+}
+
 static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
@@ -933,15 +984,26 @@ static void test_overfit(enum epar_mech_id id)
                                    .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.0, .clip = 1.0};
     struct epar_optim o;
     epar_optim_alloc(&o, &oc, m.n_params);
-    struct epar_optim_segment seg = {0, m.n_params, 0};
+    struct epar_optim_segment seg[EPAR_NN_NTENSORS + 4];   /* orthogonal-qk: its frozen q, k rows left out */
+    int nseg = epar_nn_segments(&m, seg, EPAR_NN_NTENSORS + 4);
+    for (int k = 0; k < nseg; k++) seg[k].decay = 0;
+    size_t foff[4], fsize[4];
+    int nf = epar_nn_frozen(&m, foff, fsize, 4);
+    float *frozen0 = malloc(m.n_params * sizeof *frozen0);
+    if (frozen0) memcpy(frozen0, m.params_mem, m.n_params * sizeof *frozen0);
     double first = 0;
     for (int s = 0; s < oc.steps; s++) {
         epar_nn_forward(&m, tok, tgt, mask, B, T);
         if (s == 0) first = m.loss;
         epar_nn_zero_grad(&m);
         epar_nn_backward(&m);
-        epar_optim_step(&o, m.params_mem, m.grads_mem, &seg, 1, epar_optim_lr(&oc, s));
+        epar_nn_frozen_grad_zero(&m);
+        epar_optim_step(&o, m.params_mem, m.grads_mem, seg, nseg, epar_optim_lr(&oc, s));
     }
+    for (int f = 0; f < nf && frozen0; f++)
+        check_true(!memcmp(frozen0 + foff[f], m.params_mem + foff[f], fsize[f] * sizeof(float)),
+                   "%s: frozen range %d (%zu floats) unchanged by training", epar_nnpos_name(id), f, fsize[f]);
+    free(frozen0);
     epar_nn_forward(&m, tok, tgt, mask, B, T);
     check_rel(first, log(16.0), 0.05, "%s: initial loss is about ln V", epar_nnpos_name(id));
     /* fixed-current mixes no positions: it sees the current token only, so its best loss on the batch is the
@@ -986,6 +1048,7 @@ int main(void)
     test_performer_scale(8);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
+    test_frozen_qk();
     /* (last: the draws of the cases above stay as they were) */
     test_crossentropy_paths();
     test_attention_paths(37, 1, 24, 2);
