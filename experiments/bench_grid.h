@@ -116,6 +116,8 @@ struct epar_bench_cfg {
     int equalise_mlp;                   /* 1: equalise by the MLP width, 0: only check */
     int distance_bins;
     double sanity_margin;               /* every mechanism's bpc at least this share below the chance level */
+    double head_pattern, head_similarity;   /* trained_heads.csv: a head is positional at a best pattern correlation of
+                                             * at least head_pattern, two heads highly similar at head_similarity */
     double level;                       /* the audit's confidence level (audit.level): intervals, Holm, MDE */
     double lr_scale;                    /* > 0: every cell at the budget's lr times this instead of its mechanism's
                                          * scale (--lr-scale: the learning-rate study of docs/TASKS.md); 0: the scales */

@@ -155,7 +155,7 @@ static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench
 /* the benchmark section (its "preset" is read with the run's parameters) */
 struct bench_read {
     const char *mechanisms, *equalise;
-    double param_tol, sanity_margin;
+    double param_tol, sanity_margin, head_pattern, head_similarity;
     int distance_bins, n_tasks;
     struct task_read tasks[EPAR_BENCH_MAX_TASKS];
     json_t *budgets;
@@ -172,6 +172,10 @@ static const struct epar_field bench_fields[] = {
      .help = "bins of needle distance"},
     {.key = "sanity_margin", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, sanity_margin),
      .flags = EPAR_FIELD_NONNEG, .help = "margin of the sanity checks"},
+    {.key = "head_pattern_threshold", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, head_pattern),
+     .help = "a trained head is positional when its best fixed-pattern correlation is at least this (trained_heads.csv)"},
+    {.key = "head_similarity_threshold", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, head_similarity),
+     .help = "two trained heads are highly similar when their similarity is at least this (trained_heads.csv)"},
     {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(BS, tasks), .count_offset = offsetof(BS, n_tasks),
      .max = EPAR_BENCH_MAX_TASKS, .stride = sizeof(struct task_read), .sub = task_fields,
      .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_STRICT, .help = "the tasks"},
@@ -335,6 +339,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     r->param_tol = 0.01;
     r->distance_bins = 8;
     r->sanity_margin = 0.15;
+    r->head_pattern = r->head_similarity = 0.8;
     st = epar_protocol_obj_fields(p, sec, jp, bench_fields, r);
     if (!st && (st = epar_exp_benchmark_select(c, NULL, r->mechanisms)))
         st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
@@ -343,6 +348,8 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     c->param_tol = r->param_tol;
     c->distance_bins = r->distance_bins;
     c->sanity_margin = r->sanity_margin;
+    c->head_pattern = r->head_pattern;
+    c->head_similarity = r->head_similarity;
     if (!st) st = epar_audit_level(p->root, p->path, &c->level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
     /* issue 33: mechanism parameters of the protocol (as --set), a task's own over them, then the length-extrapolation

@@ -33,6 +33,23 @@ static const struct epar_field extrap_rows[] = {
 
 /* the trained heads' summaries in a cell: epar inspect's, over TRAINED_ITEMS evaluation items */
 #define TRAINED_ITEMS 16
+/* ... and per head (trained_heads.csv); a double left out (NaN) reads back as NaN */
+#define AH struct epar_inspect_head
+#define AH_D(k, m) {.key = k, .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AH, m), .def = NAN, .flags = EPAR_FIELD_OPTIONAL}
+static const struct epar_field attn_head_rows[] = {
+    {.key = "layer", .type = EPAR_FIELD_INT, .offset = offsetof(AH, layer), .lo = 0, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED},
+    {.key = "head", .type = EPAR_FIELD_INT, .offset = offsetof(AH, head), .lo = 0, .hi = 1 << 20,
+     .flags = EPAR_FIELD_REQUIRED},
+    AH_D("mean_distance", mean_distance), AH_D("entropy", entropy),
+    AH_D("pattern_current", pattern[EPAR_INSPECT_PATTERN_CURRENT]),
+    AH_D("pattern_previous", pattern[EPAR_INSPECT_PATTERN_PREVIOUS]),
+    AH_D("pattern_left", pattern[EPAR_INSPECT_PATTERN_LEFT]), AH_D("pattern_first", pattern[EPAR_INSPECT_PATTERN_FIRST]),
+    AH_D("pattern_best", pattern_best), AH_D("similar_layer", similar_layer), AH_D("similar_other", similar_other),
+    AH_D("slope", slope),
+    {0}};
+#undef AH_D
+#undef AH
 #define AS struct epar_inspect_summary
 static const struct epar_field attn_rows[] = {
     {.key = "items", .type = EPAR_FIELD_INT, .offset = offsetof(AS, items), .lo = 0, .hi = 1 << 30,
@@ -55,6 +72,9 @@ static const struct epar_field attn_rows[] = {
      .flags = EPAR_FIELD_OPTIONAL},
     {.key = "profile_spearman", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(AS, profile_spearman),
      .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "per_head", .type = EPAR_FIELD_OLIST, .offset = offsetof(AS, head), .count_offset = offsetof(AS, n_head),
+     .max = 1 << 20, .stride = sizeof(struct epar_inspect_head), .sub = attn_head_rows,
+     .flags = EPAR_FIELD_ALLOC | EPAR_FIELD_OPTIONAL},
     {0}};
 #undef AS
 
@@ -158,6 +178,10 @@ static const struct epar_field cost_cell_rows[] = {
     {0}};
 #undef CC
 
+/* what a training cell reads of its trained heads (in its configuration: a cell of an earlier epar, without the
+ * per-head record of trained_heads.csv, is redone rather than read as missing) */
+#define HEADS_DESIGN "epar inspect's summaries over 16 items, per head: fixed-pattern correlations and head similarity"
+
 /* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
 #define COST_DESIGN "adjacent step pairs in generations of fresh models at random places; mean of the generations' median log ratios, t interval"
 
@@ -178,6 +202,7 @@ struct cell_config {
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
     json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
+    const char *heads;   /* HEADS_DESIGN */
     const char *design;
     int repeats, max_repeats, generation;
     double halfwidth, seconds;
@@ -195,6 +220,7 @@ static const struct epar_field cell_config_rows[] = {
      .flags = EPAR_FIELD_OPTIONAL},
     {.key = "extrapolation_study", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, study),
      .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "attention_heads", .type = EPAR_FIELD_STRING, .offset = offsetof(CF, heads)},
     {0}};
 static const struct epar_field cost_config_rows[] = {
     {.key = "mechanisms", .type = EPAR_FIELD_JSON, .offset = offsetof(CF, mechanisms)},
@@ -220,6 +246,7 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
         x.noise = t.task.noise;
         x.shuffle = t.task.shuffle;
         x.eval_sequences = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : c->b.eval_sequences;
+        x.heads = HEADS_DESIGN;
         if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
             x.n_extrap = c->b.n_extrap;
             memcpy(x.extrap, c->b.extrap, sizeof x.extrap);
@@ -396,6 +423,7 @@ done:
     json_decref(x.study);
     free(x.correct);
     free(x.answers);
+    free(x.attn.head);
     epar_exp_train_free(&r);
     return st;
 }

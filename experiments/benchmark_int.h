@@ -268,7 +268,21 @@ struct trained_attn {
     int task, mech, seed;
     const struct epar_inspect_summary *a;
     double distance_ratio_vs_none;
+    /* from the per-head record (NaN without it): the share of heads whose best fixed-pattern correlation is at least
+     * head_pattern, and minus none's; the shares whose most similar head of the layer (of another layer) is at least
+     * head_similarity; the mean over the layers of the Spearman correlation of ALiBi's slopes with the heads' mean
+     * distances (epar_bench_slope_spearman) */
+    double positional_share, positional_share_vs_none, similar_layer_share, similar_other_share, slope_spearman;
+    /* their run-level standard errors, floors of the spread across seeds when every seed gives the same value (the
+     * audit's se_run_column): a share's the plus-four (Agresti-Coull) se over the model's heads, sqrt(p~ (1 - p~) /
+     * (n + 4)), p~ = (k + 2) / (n + 4); the slope correlation's the sd of a Spearman correlation of n heads under no
+     * association, 1 / sqrt(n - 1), of the mean over the layers: 1 / sqrt((n - 1) layers) (conservative: a real
+     * association spreads less) */
+    double positional_share_se, similar_layer_share_se, similar_other_share_se, slope_spearman_se;
 };
+/* the Spearman correlation over the heads of layer l of a->head's slopes and mean distances (NaN: no slopes, or fewer
+ * than 2 heads) */
+double epar_bench_slope_spearman(const struct epar_inspect_summary *a, int l);
 /* rows: room for NT * M * S; returns their number, or -1 (out of memory) */
 int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
                                  const struct grid *g, struct trained_attn *rows);

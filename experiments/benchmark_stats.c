@@ -8,6 +8,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include "lib/csvout.h"
 #include "lib/err.h"
+#include "lib/metrics.h"
 #include "lib/stats.h"
 #include "benchmark_int.h"
 
@@ -362,6 +363,53 @@ int epar_bench_param_rows(const struct epar_bench_cfg *c, const struct epar_benc
     return n;
 }
 
+double epar_bench_slope_spearman(const struct epar_inspect_summary *a, int l)
+{
+    double x[64], y[64], work[128];
+    int n = 0;
+    for (int k = 0; k < a->n_head; k++)
+        if (a->head[k].layer == l && n < 64) {
+            x[n] = a->head[k].slope;
+            y[n++] = a->head[k].mean_distance;
+            if (!isfinite(x[n - 1]) || !isfinite(y[n - 1])) return NAN;
+        }
+    return n >= 2 ? epar_metric_spearman(x, y, (size_t)n, work) : NAN;
+}
+
+/* the plus-four standard error of a share k / n */
+static double share_se(int k, int n)
+{
+    double p = (k + 2.0) / (n + 4.0);
+    return n > 0 ? sqrt(p * (1 - p) / (n + 4.0)) : NAN;
+}
+
+/* the per-head shares of a cell's summary (NaN without its per-head record) */
+static void head_shares(const struct epar_bench_cfg *c, const struct epar_inspect_summary *a, struct trained_attn *r)
+{
+    r->positional_share = r->similar_layer_share = r->similar_other_share = r->slope_spearman = NAN;
+    r->positional_share_se = r->similar_layer_share_se = r->similar_other_share_se = r->slope_spearman_se = NAN;
+    if (a->n_head < 1) return;
+    int pos = 0, sl = 0, so = 0, nsl = 0, nso = 0, layers = 0;
+    for (int k = 0; k < a->n_head; k++) {
+        const struct epar_inspect_head *h = &a->head[k];
+        pos += h->pattern_best >= c->head_pattern;
+        if (!isnan(h->similar_layer)) nsl++, sl += h->similar_layer >= c->head_similarity;
+        if (!isnan(h->similar_other)) nso++, so += h->similar_other >= c->head_similarity;
+        if (h->layer + 1 > layers) layers = h->layer + 1;
+    }
+    r->positional_share = (double)pos / a->n_head;
+    r->similar_layer_share = nsl ? (double)sl / nsl : NAN;
+    r->similar_other_share = nso ? (double)so / nso : NAN;
+    r->positional_share_se = share_se(pos, a->n_head);
+    r->similar_layer_share_se = nsl ? share_se(sl, nsl) : NAN;
+    r->similar_other_share_se = nso ? share_se(so, nso) : NAN;
+    double sum = 0;
+    for (int l = 0; l < layers; l++) sum += epar_bench_slope_spearman(a, l);
+    r->slope_spearman = sum / layers;
+    int per_layer = a->n_head / layers;
+    r->slope_spearman_se = isfinite(r->slope_spearman) && per_layer > 1 ? 1 / sqrt((per_layer - 1.0) * layers) : NAN;
+}
+
 int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
                                  const struct grid *g, struct trained_attn *rows)
 {
@@ -378,10 +426,15 @@ int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct ep
                 int k = at[gi(g, task, m, s)] - 1, kn = none >= 0 ? at[gi(g, task, none, s)] - 1 : -1;
                 if (k < 0 || !g->cell[k].have_attn) continue;
                 const struct epar_inspect_summary *a = &g->cell[k].attn;
-                rows[n++] = (struct trained_attn){
+                int hn = kn >= 0 && g->cell[kn].have_attn;
+                rows[n] = (struct trained_attn){
                     .task = task, .mech = m, .seed = s, .a = a,
-                    .distance_ratio_vs_none =
-                        kn >= 0 && g->cell[kn].have_attn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN};
+                    .distance_ratio_vs_none = hn ? a->distance_ratio - g->cell[kn].attn.distance_ratio : NAN};
+                head_shares(c, a, &rows[n]);
+                struct trained_attn rn = {0};
+                if (hn) head_shares(c, &g->cell[kn].attn, &rn);
+                rows[n].positional_share_vs_none = hn ? rows[n].positional_share - rn.positional_share : NAN;
+                n++;
             }
     free(at);
     return n;

@@ -568,6 +568,38 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     return epar_exp_write_run_json(o, "benchmark", c->protocol, &prm, extra);
 }
 
+/* trained_heads.csv: every trained head of every cell of trained_attention.csv (its per-head record): mean distance,
+ * entropy, the fixed-pattern correlations, the best and whether it reaches head_pattern (positional), the most
+ * similar head of the layer and of another layer, ALiBi's slope and its layer's slope-distance Spearman correlation.
+ * Not written when no cell has the per-head record. */
+static int trained_heads(const struct epar_bench_cfg *c, const struct trained_attn *rows, int n, struct epar_out *o)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,layer,head,items,length,mean_distance,entropy,"
+                                        "pattern_current,pattern_previous,pattern_left,pattern_first,pattern_best,"
+                                        "best_pattern,positional,similar_layer,similar_other,slope,layer_slope_spearman");
+    int st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < n; k++) {
+        const struct epar_inspect_summary *a = rows[k].a;
+        for (int q = 0; !st && q < a->n_head; q++) {
+            const struct epar_inspect_head *h = &a->head[q];
+            int best = 0;
+            for (int p = 1; p < EPAR_INSPECT_NPATTERNS; p++)
+                if (h->pattern[p] > h->pattern[best]) best = p;
+            if (epar_csv_append(t, "ssiiiiidddddddsidddd", c->tasks[rows[k].task].id,
+                                epar_nnpos_name(c->mech[rows[k].mech]), (int)c->b.seeds[rows[k].seed], h->layer, h->head,
+                                a->items, a->length, h->mean_distance, h->entropy, h->pattern[0], h->pattern[1],
+                                h->pattern[2], h->pattern[3], h->pattern_best,
+                                isnan(h->pattern_best) ? "" : epar_inspect_pattern_names[best],
+                                h->pattern_best >= c->head_pattern, h->similar_layer, h->similar_other, h->slope,
+                                epar_bench_slope_spearman(a, h->layer)))
+                st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_heads.csv");
+        }
+    }
+    if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_heads.csv", t);
+    epar_csv_free(t);
+    return st;
+}
+
 /* trained_attention.csv: what every cell's trained heads attend to (epar inspect's summaries over TRAINED_ITEMS
  * evaluation items, measured when the cell finished), one row per task x mechanism x seed; the distance ratio also
  * relative to none's of the same seed on the same items. Not written when no cell has the summaries (cells of an
@@ -577,20 +609,27 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
 {
     struct epar_table *t = epar_csv_new("task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,"
                                         "distance_ratio,distance_ratio_vs_none,first_share,relevant_share,"
-                                        "relevant_uniform,profile_spearman");
+                                        "relevant_uniform,profile_spearman,pattern_threshold,positional_share,"
+                                        "positional_share_se,positional_share_vs_none,similarity_threshold,"
+                                        "similar_layer_share,similar_layer_share_se,similar_other_share,"
+                                        "similar_other_share_se,slope_spearman,slope_spearman_se");
     struct trained_attn *rows = malloc(((size_t)g->NT * g->M * g->S + 1) * sizeof *rows);
     int n = t && rows ? epar_bench_trained_attention(c, plan, g, rows) : -1;
     int st = n < 0 ? epar_err_set(EPAR_ENOMEM, "out of memory") : EPAR_OK;
     for (int k = 0; !st && k < n; k++) {
         const struct trained_attn *r = &rows[k];
         const struct epar_inspect_summary *a = r->a;
-        if (epar_csv_append(t, "ssiiiidddddddd", c->tasks[r->task].id, epar_nnpos_name(c->mech[r->mech]),
+        if (epar_csv_append(t, "ssiiiidddddddddddddddddddd", c->tasks[r->task].id, epar_nnpos_name(c->mech[r->mech]),
                             (int)c->b.seeds[r->seed], a->items, a->heads, a->length, a->distance_spearman,
                             a->distance_spearman_sd, a->distance_ratio, r->distance_ratio_vs_none, a->first_share,
-                            a->relevant_share, a->relevant_uniform, a->profile_spearman))
+                            a->relevant_share, a->relevant_uniform, a->profile_spearman, c->head_pattern,
+                            r->positional_share, r->positional_share_se, r->positional_share_vs_none, c->head_similarity,
+                            r->similar_layer_share, r->similar_layer_share_se, r->similar_other_share,
+                            r->similar_other_share_se, r->slope_spearman, r->slope_spearman_se))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building trained_attention.csv");
     }
     if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
+    if (!st) st = trained_heads(c, rows, n, o);
     free(rows);
     epar_csv_free(t);
     return st;

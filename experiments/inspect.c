@@ -64,10 +64,10 @@ static int selection(const int *list, int nlist, int n, int *out)
 static void free_input(struct epar_inspect *x)
 {
     free(x->tok); free(x->tgt); free(x->mask); free(x->pred); free(x->p_target); free(x->att); free(x->rel);
-    free(x->stats); free(x->mass); free(x->peff);
+    free(x->stats); free(x->mass); free(x->peff); free(x->sim);
     x->tok = x->tgt = x->pred = NULL;
     x->mask = x->att = NULL;
-    x->p_target = x->stats = x->mass = x->peff = NULL;
+    x->p_target = x->stats = x->mass = x->peff = x->sim = NULL;
     x->rel = NULL;
 }
 
@@ -86,7 +86,9 @@ static int alloc_input(struct epar_inspect *x, int T)
     x->stats = epar_err_alloc(NLH * EPAR_INSPECT_NSTATS, sizeof *x->stats, "the head summaries");
     x->mass = epar_err_alloc(NLH * T, sizeof *x->mass, "the distance profiles");
     x->peff = epar_err_alloc(NLH * T, sizeof *x->peff, "the distance profiles");
-    return x->tok && x->tgt && x->mask && x->pred && x->p_target && x->att && x->rel && x->stats && x->mass && x->peff
+    x->sim = epar_err_alloc(NLH * NLH, sizeof *x->sim, "the head similarities");
+    return x->tok && x->tgt && x->mask && x->pred && x->p_target && x->att && x->rel && x->stats && x->mass && x->peff &&
+                   x->sim
                ? EPAR_OK : EPAR_ENOMEM;
 }
 
@@ -211,6 +213,111 @@ void epar_inspect_uniform_mass(int T, double *u)
     }
 }
 
+const char *const epar_inspect_pattern_names[EPAR_INSPECT_NPATTERNS] = {"current", "previous", "left", "first"};
+
+/* the Pearson correlation of x and y (n); a constant row has none: 1 when both are constant, else 0 (the values are
+ * shifted by their first, so a row of equal values has a variance of exactly 0) */
+static double row_pearson(const double *x, const double *y, int n)
+{
+    double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+    for (int j = 0; j < n; j++) {
+        mx += x[j] - x[0];
+        my += y[j] - y[0];
+    }
+    mx /= n;
+    my /= n;
+    for (int j = 0; j < n; j++) {
+        double a = x[j] - x[0] - mx, b = y[j] - y[0] - my;
+        sxx += a * a;
+        syy += b * b;
+        sxy += a * b;
+    }
+    if (sxx == 0 || syy == 0) return sxx == 0 && syy == 0 ? 1.0 : 0.0;
+    return sxy / sqrt(sxx * syy);
+}
+
+/* pattern p's row i (keys 0..i) into q */
+static void pattern_row(int p, int i, double *q)
+{
+    for (int j = 0; j <= i; j++) q[j] = 0;
+    if (p == EPAR_INSPECT_PATTERN_CURRENT) q[i] = 1;
+    else if (p == EPAR_INSPECT_PATTERN_PREVIOUS) q[i - 1] = 1;
+    else if (p == EPAR_INSPECT_PATTERN_FIRST) q[0] = 1;
+    else {
+        double z = 0;
+        for (int j = 0; j <= i - 2; j++) z += pow(j + 1.0, 3);
+        for (int j = 0; j <= i - 2; j++) q[j] = pow(j + 1.0, 3) / z;
+    }
+}
+
+void epar_inspect_patterns(const float *A, int T, double pat[EPAR_INSPECT_NPATTERNS])
+{
+    double *a = T >= 3 ? malloc(2 * (size_t)T * sizeof *a) : NULL, *q = a ? a + T : NULL;
+    for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) pat[p] = a ? 0.0 : NAN;
+    if (!a) return;
+    for (int i = 2; i < T; i++) {
+        for (int j = 0; j <= i; j++) a[j] = A[(size_t)i * T + j];
+        for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) {
+            pattern_row(p, i, q);
+            pat[p] += row_pearson(a, q, i + 1);
+        }
+    }
+    for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) pat[p] /= T - 2;
+    free(a);
+}
+
+double epar_inspect_similarity(const float *A, const float *B, int T)
+{
+    double *a = T >= 3 ? malloc(2 * (size_t)T * sizeof *a) : NULL, *b = a ? a + T : NULL, s = 0;
+    if (!a) return NAN;
+    for (int i = 2; i < T; i++) {
+        for (int j = 0; j <= i; j++) {
+            a[j] = A[(size_t)i * T + j];
+            b[j] = B[(size_t)i * T + j];
+        }
+        s += row_pearson(a, b, i + 1);
+    }
+    free(a);
+    return s / (T - 2);
+}
+
+void epar_inspect_most_similar(const double *sim, int NL, int NH, int k, double *in_layer, double *other)
+{
+    int H = NL * NH;
+    *in_layer = *other = NAN;
+    for (int q = 0; q < H; q++) {
+        double v = sim[(size_t)k * H + q], *to = q / NH == k / NH ? in_layer : other;
+        if (q != k && !isnan(v) && (isnan(*to) || v > *to)) *to = v;
+    }
+}
+
+/* every head's fixed-pattern correlations, the similarity of every pair and each head's most similar other head in its
+ * layer and in another layer; ALiBi's slopes */
+static void patterns_and_similarity(struct epar_inspect *x)
+{
+    int T = x->T, NH = x->NH, H = x->NL * NH;
+    const double *slopes = x->run.cfg.mechanism == EPAR_MECH_ALIBI ? x->run.model.pos.slopes : NULL;
+    for (int k = 0; k < H; k++) {
+        double *s = x->stats + (size_t)k * EPAR_INSPECT_NSTATS, pat[EPAR_INSPECT_NPATTERNS];
+        epar_inspect_patterns(x->att + (size_t)k * T * T, T, pat);
+        s[EPAR_INSPECT_PAT_BEST] = -INFINITY;
+        for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) {
+            s[EPAR_INSPECT_PAT_CURRENT + p] = pat[p];
+            s[EPAR_INSPECT_PAT_BEST] = fmax(s[EPAR_INSPECT_PAT_BEST], pat[p]);
+        }
+        if (isnan(pat[0])) s[EPAR_INSPECT_PAT_BEST] = NAN;
+        s[EPAR_INSPECT_SLOPE] = slopes ? slopes[k % NH] : NAN;
+        x->sim[(size_t)k * H + k] = 1.0;
+        for (int q = 0; q < k; q++)
+            x->sim[(size_t)k * H + q] = x->sim[(size_t)q * H + k] =
+                epar_inspect_similarity(x->att + (size_t)k * T * T, x->att + (size_t)q * T * T, T);
+    }
+    for (int k = 0; k < H; k++) {
+        double *s = x->stats + (size_t)k * EPAR_INSPECT_NSTATS;
+        epar_inspect_most_similar(x->sim, x->NL, NH, k, &s[EPAR_INSPECT_SIM_LAYER], &s[EPAR_INSPECT_SIM_OTHER]);
+    }
+}
+
 static int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 
 /* §4.3 on every trained head (lib/metrics' consistency family, as `optimal-position` scores random layers): I_j =
@@ -280,6 +387,7 @@ static int summarise(struct epar_inspect *x)
             s[EPAR_INSPECT_PROFILE_SPEARMAN] = epar && T > 2 ? epar_metric_spearman(relm, pe, (size_t)T, work) : NAN;
         }
     free(work);
+    patterns_and_similarity(x);
     return optimal_position(x);
 }
 
@@ -325,12 +433,49 @@ static void finite_mean_sd(const double *v, int n, double *mean, double *sd)
     *sd = k > 1 ? sqrt(q / (k - 1)) : NAN;
 }
 
+/* the per-head columns of the summary, and the pair similarities, summed over the items */
+static const int head_cols[] = {EPAR_INSPECT_DISTANCE, EPAR_INSPECT_ENTROPY, EPAR_INSPECT_PAT_CURRENT,
+                                EPAR_INSPECT_PAT_PREVIOUS, EPAR_INSPECT_PAT_LEFT, EPAR_INSPECT_PAT_FIRST};
+#define NHEAD_COLS ((int)(sizeof head_cols / sizeof head_cols[0]))
+
+/* the per-head means (acc: (H, NHEAD_COLS) sums, simsum: (H, H) sums over n items) into out->head */
+static int head_means(const struct epar_inspect *x, const double *acc, double *simsum, long n,
+                      struct epar_inspect_summary *out)
+{
+    int H = x->NL * x->NH;
+    out->head = EPAR_MALLOC(((size_t)H + 1) * sizeof *out->head);
+    if (!out->head) return EPAR_ENOMEM;
+    out->n_head = H;
+    for (size_t q = 0; q < (size_t)H * H; q++) simsum[q] /= (double)n;
+    for (int k = 0; k < H; k++) {
+        const double *a = acc + (size_t)k * NHEAD_COLS;
+        struct epar_inspect_head *h = &out->head[k];
+        *h = (struct epar_inspect_head){.layer = k / x->NH, .head = k % x->NH, .mean_distance = a[0] / n,
+                                        .entropy = a[1] / n, .pattern_best = NAN,
+                                        .slope = x->stats[(size_t)k * EPAR_INSPECT_NSTATS + EPAR_INSPECT_SLOPE]};
+        for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) {
+            h->pattern[p] = a[2 + p] / n;
+            if (isnan(h->pattern_best) || h->pattern[p] > h->pattern_best) h->pattern_best = h->pattern[p];
+        }
+        epar_inspect_most_similar(simsum, x->NL, x->NH, k, &h->similar_layer, &h->similar_other);
+    }
+    return EPAR_OK;
+}
+
 int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_inspect_summary *out)
 {
     long count = epar_task_eval_count(&x->run.task), n = n_items < count ? n_items : count;
     int H = x->NL * x->NH;
     double *v = EPAR_MALLOC((size_t)n * H * 6 * sizeof(double));   /* (6 summaries, n items x H heads) */
-    if (!v) return EPAR_ENOMEM;
+    double *acc = EPAR_MALLOC(((size_t)H * NHEAD_COLS + (size_t)H * H) * sizeof(double)), *simsum = acc ? acc + (size_t)H * NHEAD_COLS : NULL;
+    out->head = NULL;
+    out->n_head = 0;
+    if (!v || !acc) {
+        free(v);
+        free(acc);
+        return EPAR_ENOMEM;
+    }
+    memset(acc, 0, ((size_t)H * NHEAD_COLS + (size_t)H * H) * sizeof(double));
     static const int cols[6] = {EPAR_INSPECT_DIST_SPEARMAN, EPAR_INSPECT_DISTANCE, EPAR_INSPECT_FIRST,
                                 EPAR_INSPECT_RELEVANT, EPAR_INSPECT_RELEVANT_UNIFORM, EPAR_INSPECT_PROFILE_SPEARMAN};
     int st = EPAR_OK;
@@ -343,13 +488,18 @@ int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_insp
                 if (c == 1) val /= (x->T - 1) / 4.0;   /* mean distance over a uniform causal row's, (T - 1) / 4 */
                 v[((size_t)c * n + k) * H + hh] = val;
             }
+        for (int hh = 0; !st && hh < H; hh++)
+            for (int c = 0; c < NHEAD_COLS; c++) acc[(size_t)hh * NHEAD_COLS + c] += x->stats[(size_t)hh * EPAR_INSPECT_NSTATS + head_cols[c]];
+        for (size_t q = 0; !st && q < (size_t)H * H; q++) simsum[q] += x->sim[q];
     }
     if (!st) {
         double m[6], sd[6];
         for (int c = 0; c < 6; c++) finite_mean_sd(v + (size_t)c * n * H, (int)n * H, &m[c], &sd[c]);
-        *out = (struct epar_inspect_summary){(int)n, H, x->T, m[0], sd[0], m[1], m[2], m[3], m[4], m[5]};
+        *out = (struct epar_inspect_summary){(int)n, H, x->T, m[0], sd[0], m[1], m[2], m[3], m[4], m[5], NULL, 0};
+        st = head_means(x, acc, simsum, n, out);
     }
     free(v);
+    free(acc);
     return st;
 }
 
@@ -420,17 +570,21 @@ static struct epar_table *heads_table(const struct epar_inspect *x, const int *l
     struct epar_table *t = epar_csv_new("layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,"
                                         "relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,"
                                         "gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,"
-                                        "ranking");
+                                        "ranking,pattern_current,pattern_previous,pattern_left,pattern_first,"
+                                        "pattern_best,similar_layer,similar_other,slope");
     for (int a = 0; t && a < nl; a++)
         for (int b = 0; t && b < nh; b++) {
             const double *s = x->stats + ((size_t)ls[a] * x->NH + hs[b]) * EPAR_INSPECT_NSTATS;
-            if (epar_csv_append(t, "iidddddddiddddddiidd", ls[a], hs[b], s[EPAR_INSPECT_DISTANCE],
+            if (epar_csv_append(t, "iidddddddiddddddiidddddddddd", ls[a], hs[b], s[EPAR_INSPECT_DISTANCE],
                                 s[EPAR_INSPECT_ENTROPY], s[EPAR_INSPECT_ENTROPY_UNIFORM], s[EPAR_INSPECT_PREVIOUS],
                                 s[EPAR_INSPECT_FIRST], s[EPAR_INSPECT_RELEVANT], s[EPAR_INSPECT_RELEVANT_UNIFORM],
                                 x->rel_rows, s[EPAR_INSPECT_DIST_SPEARMAN], s[EPAR_INSPECT_ALPHA], s[EPAR_INSPECT_BETA],
                                 s[EPAR_INSPECT_GAMMA], s[EPAR_INSPECT_PROFILE_PEARSON], s[EPAR_INSPECT_PROFILE_SPEARMAN],
                                 (int)s[EPAR_INSPECT_POS_STAR], (int)s[EPAR_INSPECT_POS_ACTUAL],
-                                s[EPAR_INSPECT_CONSISTENCY], s[EPAR_INSPECT_RANKING])) {
+                                s[EPAR_INSPECT_CONSISTENCY], s[EPAR_INSPECT_RANKING], s[EPAR_INSPECT_PAT_CURRENT],
+                                s[EPAR_INSPECT_PAT_PREVIOUS], s[EPAR_INSPECT_PAT_LEFT], s[EPAR_INSPECT_PAT_FIRST],
+                                s[EPAR_INSPECT_PAT_BEST], s[EPAR_INSPECT_SIM_LAYER], s[EPAR_INSPECT_SIM_OTHER],
+                                s[EPAR_INSPECT_SLOPE])) {
                 epar_csv_free(t);
                 t = NULL;
             }

@@ -32,8 +32,18 @@ enum {
     EPAR_INSPECT_FIRST, EPAR_INSPECT_RELEVANT, EPAR_INSPECT_RELEVANT_UNIFORM, EPAR_INSPECT_DIST_SPEARMAN,
     EPAR_INSPECT_ALPHA, EPAR_INSPECT_BETA, EPAR_INSPECT_GAMMA, EPAR_INSPECT_PROFILE_PEARSON,
     EPAR_INSPECT_PROFILE_SPEARMAN, EPAR_INSPECT_POS_STAR, EPAR_INSPECT_POS_ACTUAL, EPAR_INSPECT_CONSISTENCY,
-    EPAR_INSPECT_RANKING, EPAR_INSPECT_NSTATS
+    EPAR_INSPECT_RANKING,
+    /* S1's fixed patterns (current, previous, left context, first token: EPAR_INSPECT_PATTERN_*), their best, the
+     * largest similarity to another head of the same layer and to a head of another layer, ALiBi's slope m_h */
+    EPAR_INSPECT_PAT_CURRENT, EPAR_INSPECT_PAT_PREVIOUS, EPAR_INSPECT_PAT_LEFT, EPAR_INSPECT_PAT_FIRST,
+    EPAR_INSPECT_PAT_BEST, EPAR_INSPECT_SIM_LAYER, EPAR_INSPECT_SIM_OTHER, EPAR_INSPECT_SLOPE, EPAR_INSPECT_NSTATS
 };
+
+/* S1's fixed attention patterns (001:37-59), in the order of the EPAR_INSPECT_PAT_ columns: current j = i, previous
+ * j = i - 1, left context f(j) = (j + 1)^3 / sum_{j' <= i-2} (j' + 1)^3 over j <= i - 2, first token j = 0 */
+enum { EPAR_INSPECT_PATTERN_CURRENT, EPAR_INSPECT_PATTERN_PREVIOUS, EPAR_INSPECT_PATTERN_LEFT,
+       EPAR_INSPECT_PATTERN_FIRST, EPAR_INSPECT_NPATTERNS };
+extern const char *const epar_inspect_pattern_names[EPAR_INSPECT_NPATTERNS];
 
 struct epar_inspect {
     char path[4096];                    /* the checkpoint */
@@ -53,6 +63,7 @@ struct epar_inspect {
     double *stats;                      /* (NL, NH, EPAR_INSPECT_NSTATS) */
     double *mass;                       /* (NL, NH, T) mean weight at distance d over the queries i >= d */
     double *peff;                       /* (NL, NH, T) the EPAR factor P(d) of the head (NaN: not EPAR) */
+    double *sim;                        /* (NL NH, NL NH) epar_inspect_similarity of every pair of heads */
 };
 
 /* Read and check checkpoint path (EPAR_EIO for anything a checkpoint of this epar would not hold) and open its
@@ -79,10 +90,23 @@ void epar_inspect_free(struct epar_inspect *x);
  * uniform causal rows' does; its sd across items and heads),
  * the mean attended distance over a uniform causal row's ((T - 1) / 4: below 1 is more local), the first-token
  * share, the answer-relevant share and a uniform row's, and (EPAR) the Spearman correlation of the mass with P(d). */
+struct epar_inspect_head {
+    int layer, head;
+    double mean_distance, entropy;                  /* heads.csv's, mean over the items */
+    double pattern[EPAR_INSPECT_NPATTERNS];         /* epar_inspect_patterns, mean over the items */
+    double pattern_best;                            /* the largest of pattern[] */
+    double similar_layer, similar_other;            /* the largest mean similarity (over the items) to another head
+                                                     * of the layer, to a head of another layer (NaN: none) */
+    double slope;                                   /* ALiBi's m_h (NaN: another mechanism) */
+};
+/* ... and per head (head: NL NH records, layer-major, allocated by epar_inspect_summarise: free() it) the means over
+ * the same items of mean_distance, entropy, the fixed-pattern correlations and the pair similarities. */
 struct epar_inspect_summary {
     int items, heads, length;
     double distance_spearman, distance_spearman_sd, distance_ratio, first_share, relevant_share, relevant_uniform,
         profile_spearman;
+    struct epar_inspect_head *head;
+    int n_head;
 };
 int epar_inspect_summarise(struct epar_inspect *x, int n_items, struct epar_inspect_summary *s);
 
@@ -94,5 +118,17 @@ void epar_inspect_head_stats(const float *A, const unsigned char *rel, int T, do
 /* u (T): the mass by distance of uniform causal rows (row i: 1 / (i + 1) on each key), u[d] = mean over i >= d of
  * 1 / (i + 1). It falls with d by itself, so distance_spearman and the profile correlations use mass / u. */
 void epar_inspect_uniform_mass(int T, double *u);
+/* One head's attention A (T, T) against S1's fixed patterns: pat[p] = the mean over the queries i = 2 .. T-1 of the
+ * Pearson correlation of row i (keys 0..i) with pattern p's row (keys 0..i); a constant row (uniform attention)
+ * correlates 0 with a pattern (no pattern row is constant for i >= 2). NaN when T < 3. */
+void epar_inspect_patterns(const float *A, int T, double pat[EPAR_INSPECT_NPATTERNS]);
+/* The similarity of two heads' attention A and B (T, T) on the same input: the mean over the queries i = 2 .. T-1 of
+ * the Pearson correlation of their rows i (keys 0..i): the measure of the patterns, so "like a pattern" and "like
+ * another head" read on one scale; two constant rows (both uniform) count 1, one constant row against another 0. NaN
+ * when T < 3. */
+double epar_inspect_similarity(const float *A, const float *B, int T);
+/* Head k's largest similarity in sim ((NL NH)^2, layer-major) to another head of its layer (*in_layer) and to a head
+ * of another layer (*other); NaN where there is none. */
+void epar_inspect_most_similar(const double *sim, int NL, int NH, int k, double *in_layer, double *other);
 
 #endif

@@ -511,6 +511,8 @@ static int read_list(const struct epar_protocol *p, json_t *v, const char *jp, c
         char ep[700];
         snprintf(ep, sizeof ep, "%.600s[%zu]", jp, i);
         *count = (int)i + 1;   /* counted before it is read: epar_fields_free reaches what a failed one allocated */
+        /* a freshly allocated record starts from its rows' defaults (an OPTIONAL double left out: its def, e.g. NaN) */
+        if (f->type == EPAR_FIELD_OLIST && (f->flags & EPAR_FIELD_ALLOC)) epar_fields_defaults(f->sub, to + i * element_size(f));
         if ((st = read_element(p, e, ep, f, to + i * element_size(f)))) return st;
     }
     *count = (int)json_array_size(v);

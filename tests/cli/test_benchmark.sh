@@ -143,12 +143,38 @@ expect_grep '"benchmark_task": "needle"' "$T_TMP/i/inspect/needle-epar-enhanced-
 # trained_attention.csv: one row per task x mechanism x seed (every cell measures its trained heads), the same after
 # shards + merge
 ta=$b/trained_attention.csv
-expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman$' "$ta"
+expect_grep '^task,mechanism,seed,items,heads,length,distance_spearman,distance_spearman_sd,distance_ratio,distance_ratio_vs_none,first_share,relevant_share,relevant_uniform,profile_spearman,pattern_threshold,positional_share,positional_share_se,positional_share_vs_none,similarity_threshold,similar_layer_share,similar_layer_share_se,similar_other_share,similar_other_share_se,slope_spearman,slope_spearman_se$' "$ta"
 [ "$(tail -n +2 "$ta" | wc -l)" -eq 18 ] && ok || fail "trained_attention.csv: $(tail -n +2 "$ta" | wc -l) rows, want 18 (9 cells x 2 seeds)"
 expect_grep '^needle,none,42,16,2,40,[^,]+,[^,]+,[^,]+,0,' "$ta"
 awk -F, 'NR > 1 && $2 != "epar-enhanced" && $14 != "nan" { exit 1 } NR > 1 && $2 == "epar-enhanced" && $14 == "nan" { exit 1 }' "$ta" &&
     ok || fail "trained_attention.csv: profile_spearman for EPAR only"
 cmp -s "$ta" "$T_TMP/m/benchmark/trained_attention.csv" && ok || fail "trained_attention.csv differs after shards + merge"
+# trained_heads.csv: one row per task x mechanism x seed x layer x head (smoke: 1 layer x 2 heads), the same after
+# shards + merge; a share of trained_attention.csv is the share of its heads' rows (positional: pattern_best >= 0.8)
+th=$b/trained_heads.csv
+expect_grep '^task,mechanism,seed,layer,head,items,length,mean_distance,entropy,pattern_current,pattern_previous,pattern_left,pattern_first,pattern_best,best_pattern,positional,similar_layer,similar_other,slope,layer_slope_spearman$' "$th"
+[ "$(tail -n +2 "$th" | wc -l)" -eq 36 ] && ok || fail "trained_heads.csv: $(tail -n +2 "$th" | wc -l) rows, want 36 (18 cells x 2 heads)"
+python3 - "$th" "$ta" <<'PYEOF' && ok || fail "trained_heads.csv: rows, best pattern, positional or shares do not agree"
+import csv, math, sys
+heads = list(csv.DictReader(open(sys.argv[1])))
+models = {(r["task"], r["mechanism"], r["seed"]): r for r in csv.DictReader(open(sys.argv[2]))}
+names = ["current", "previous", "left", "first"]
+for r in heads:
+    p = [float(r["pattern_" + n]) for n in names]
+    assert float(r["pattern_best"]) == max(p) and r["best_pattern"] == names[p.index(max(p))], r
+    assert r["positional"] == ("1" if max(p) >= 0.8 else "0"), r
+    assert r["similar_other"] == "nan" and r["slope"] == "nan", r      # one layer; no alibi here
+    assert -1 <= float(r["similar_layer"]) <= 1, r
+for key, m in models.items():
+    hs = [r for r in heads if (r["task"], r["mechanism"], r["seed"]) == key]
+    assert len(hs) == 2
+    assert math.isclose(float(m["positional_share"]), sum(r["positional"] == "1" for r in hs) / 2), key
+    assert math.isclose(float(m["similar_layer_share"]), sum(float(r["similar_layer"]) >= 0.8 for r in hs) / 2), key
+    # plus-four se of k of 2 heads
+    k = sum(r["positional"] == "1" for r in hs); q = (k + 2) / 6
+    assert math.isclose(float(m["positional_share_se"]), math.sqrt(q * (1 - q) / 6)), key
+PYEOF
+cmp -s "$th" "$T_TMP/m/benchmark/trained_heads.csv" && ok || fail "trained_heads.csv differs after shards + merge"
 
 # ---- MPI (optional): 2 ranks share the cells, rank 0 writes the same tables
 # EPAR_MPI: the MPI build of the same objects as $EPAR (make test sets it; empty in the sanitizer and coverage builds,
@@ -176,6 +202,10 @@ expect_exit 0 "catalogue mechanisms" -- "$EPAR" benchmark --budget smoke --tasks
 expect_grep ',none_mean,none_sd,sliding-window_mean,sliding-window_sd,fixed-left_mean,' "$T_TMP/cat/benchmark/main_table.csv"
 expect_grep '"radius": 3' "$T_TMP/cat/benchmark/cells/recall/sliding-window/seed-42/cell.json"
 expect_grep '"base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
+# fixed-left is S1's left-context pattern: its heads correlate 1 with it and are positional; alibi's records carry
+# the slopes and their layer's Spearman correlation with the mean distance
+awk -F, '$2 == "fixed-left" { n++; if ($12 < 0.999999 || $15 != "left" || $16 != 1) bad = 1 } END { exit !(n == 2 && !bad) }' \
+    "$T_TMP/cat/benchmark/trained_heads.csv" && ok || fail "trained_heads.csv: fixed-left heads not the left-context pattern"
 # cells written by the epar before one namespace (position: rope_base, alibi_max_bias, t5_buckets, t5_max_distance)
 # are the same cells: the folder resumes without running any of them again
 python3 - "$T_TMP/cat/benchmark/cells" <<'PYEOF'
@@ -201,6 +231,22 @@ expect_exit 0 "resume a folder of old cells" -- "$EPAR" benchmark --budget smoke
     --set sliding-window.radius=3 --set rope.base=20000 --seeds 42 --no-render --out "$T_TMP/cat"
 expect_grep '0 to run here' "$T_TMP/err"
 expect_grep '"rope_base": 20000' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
+# a cell written before the per-head record (its configuration lacks attention_heads) is redone, not read as missing
+python3 - "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+del d["config"]["attention_heads"], d["attention"]["per_head"]
+json.dump(d, open(sys.argv[1], "w", encoding="utf-8"), indent=1)
+PYEOF
+expect_exit 0 "a cell without the per-head record" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,sliding-window,fixed-left,rope \
+    --set sliding-window.radius=3 --set rope.base=20000 --seeds 42 --no-render --out "$T_TMP/cat"
+expect_grep '1 to run here \(4 done already' "$T_TMP/err"
+expect_grep '"per_head"' "$T_TMP/cat/benchmark/cells/recall/rope/seed-42/cell.json"
+[ "$(grep -c '^recall,rope,' "$T_TMP/cat/benchmark/trained_heads.csv")" -eq 2 ] && ok || fail "rope's heads missing after the redo"
+expect_exit 0 "alibi" -- "$EPAR" benchmark --budget smoke --tasks lm --mechanisms none,alibi --seeds 42 --quiet --no-render \
+    --out "$T_TMP/alibi"
+awk -F, '$2 == "alibi" { n++; s[$5] = $19; if ($20 == "nan") bad = 1 } END { exit !(n == 2 && !bad && s[0] == 0.0625 && s[1] == 0.00390625) }' \
+    "$T_TMP/alibi/benchmark/trained_heads.csv" && ok || fail "trained_heads.csv: alibi's slopes 2^-4, 2^-8 and their correlation"
 # transformer-xl (the paper's named baseline, not in the quick list): its cells run and record init_sd
 expect_exit 0 "transformer-xl" -- "$EPAR" benchmark --budget smoke --tasks recall --mechanisms none,transformer-xl \
     --set transformer-xl.init_sd=0.05 --seeds 42 --quiet --no-render --out "$T_TMP/txl"

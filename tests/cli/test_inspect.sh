@@ -15,7 +15,11 @@ expect_grep '^layer,head,query,key,weight$' "$d/attention.csv"
 expect_grep '^position,token,symbol,target,target_symbol,scored,prediction,prediction_symbol,correct,p_target,relevant_keys$' "$d/tokens.csv"
 # correct: 1 or 0 at the scored positions (the argmax is the target or not), nan elsewhere
 awk -F, 'NR > 1 && !($6 == 1 ? $9 == ($7 == $4) : $9 == "nan") { exit 1 }' "$d/tokens.csv" && ok || fail "tokens.csv: correct is not prediction == target at the scored positions"
-expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,ranking$' "$d/heads.csv"
+expect_grep '^layer,head,mean_distance,entropy,entropy_uniform,previous_share,first_share,relevant_share,relevant_uniform,relevant_queries,distance_spearman,alpha,beta,gamma,profile_pearson,profile_spearman,pos_star,importance_argmax,consistency,ranking,pattern_current,pattern_previous,pattern_left,pattern_first,pattern_best,similar_layer,similar_other,slope$' "$d/heads.csv"
+# S1's fixed patterns (F17): the best is the largest of the four; similarities are correlations; no slope but alibi's
+awk -F, 'NR > 1 { m = $21; for (c = 22; c <= 24; c++) if ($c > m) m = $c
+                  if ($25 != m || $26 < -1 || $26 > 1 || $27 < -1 || $27 > 1 || $28 != "nan") exit 1 }' "$d/heads.csv" &&
+    ok || fail "heads.csv: pattern_best, similar_layer/_other or slope out of place"
 expect_grep '^layer,head,distance,attention_mass,uniform_mass,queries,p_effect$' "$d/profile.csv"
 # causal (key <= query), every (layer, head, query) row complete and summing to 1 within 1e-5
 msg=$(awk -F, 'NR > 1 { if ($4 > $3) bad = bad " non-causal " $0; k = $1 "," $2 "," $3; s[k] += $5; n[k]++ }
@@ -37,6 +41,9 @@ expect_grep "^set xtics \('k" "$d/attention_layer0.gp"   # token labels on the a
 # ---- --layers, --heads, --text, several checkpoints
 expect_exit 0 "inspect --layers 1 --heads 0,2" -- "$EPAR" inspect "$ck" --layers 1 --heads 0,2 --out "$T_TMP/s" -q --no-render
 s=$T_TMP/s/inspect/recall-epar-enhanced-seed42-item0
+# the similarities are to every head of the model, whichever are written
+[ "$(grep '^1,2,' "$s/heads.csv" | cut -d, -f26,27)" = "$(grep '^1,2,' "$d/heads.csv" | cut -d, -f26,27)" ] && ok ||
+    fail "heads.csv: similar_layer/_other depend on --heads"
 [ "$(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')" = "1,0 1,2 " ] && ok ||
     fail "--layers 1 --heads 0,2 writes other heads: $(cut -d, -f1,2 "$s/attention.csv" | tail -n +2 | sort -u | tr '\n' ' ')"
 [ ! -e "$s/attention_layer0.gp" ] && [ -f "$s/attention_layer1.gp" ] && ok || fail "one heatmap per selected layer"

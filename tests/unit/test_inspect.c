@@ -188,6 +188,119 @@ static void test_head_stats(void)
     check_true(isnan(s[EPAR_INSPECT_RELEVANT]), "no relevant positions: NaN share");
 }
 
+/* S1's fixed patterns and the head similarity on hand-made attention (rows 0 and 1 are never read: queries i >= 2).
+ * By hand, Pearson is invariant to scale, so rows are written as integers: row 2 = (2, 3, 5)/10 centred x3 is
+ * (-4, -1, 5), sxx = 42; current (0, 0, 1) centred x3 (-1, -1, 2), syy 6, sxy 15: r = 15/sqrt(252) = 5/(2 sqrt 7);
+ * previous (-1, 2, -1): sxy -3, r = -1/(2 sqrt 7); left context at i = 2 is key 0 alone (f(0) = 1), as first token
+ * (2, -1, -1): sxy -12, r = -2/sqrt 7. Row 3 = (1, 2, 3, 4)/10 centred x2 (-3, -1, 1, 3), sxx 20; current centred x4
+ * (-1, -1, -1, 3), syy 12, sxy 12: r = 3/sqrt 15; previous (-1, -1, 3, -1): sxy 4, r = 1/sqrt 15; first (3, -1, -1,
+ * -1): sxy -12, r = -3/sqrt 15; left context (j <= 1: 1/9, 8/9) scaled (1, 8, 0, 0) centred x4 (-5, 23, -9, -9), syy
+ * 716, sxy 15 - 23 - 9 - 27 = -44: r = -44/sqrt(14320). */
+static void test_patterns_similarity(void)
+{
+    float A3[9] = {1, 0, 0, 0.9f, 0.1f, 0, 0.2f, 0.3f, 0.5f};
+    double pat[EPAR_INSPECT_NPATTERNS], r7 = sqrt(7.0), r15 = sqrt(15.0);
+    epar_inspect_patterns(A3, 3, pat);
+    check_rel(pat[EPAR_INSPECT_PATTERN_CURRENT], 5 / (2 * r7), 1e-6, "T = 3: current-token correlation 5/(2 sqrt 7)");
+    check_rel(pat[EPAR_INSPECT_PATTERN_PREVIOUS], -1 / (2 * r7), 1e-6, "T = 3: previous-token correlation");
+    check_rel(pat[EPAR_INSPECT_PATTERN_LEFT], -2 / r7, 1e-6, "T = 3: left context at i = 2 is key 0 alone");
+    check_rel(pat[EPAR_INSPECT_PATTERN_FIRST], -2 / r7, 1e-6, "T = 3: first-token correlation");
+    float A4[16] = {1, 0, 0, 0, 0.6f, 0.4f, 0, 0, 0.2f, 0.3f, 0.5f, 0, 0.1f, 0.2f, 0.3f, 0.4f};
+    epar_inspect_patterns(A4, 4, pat);
+    check_rel(pat[EPAR_INSPECT_PATTERN_CURRENT], (5 / (2 * r7) + 3 / r15) / 2, 1e-6, "T = 4: current, mean of rows 2, 3");
+    check_rel(pat[EPAR_INSPECT_PATTERN_PREVIOUS], (-1 / (2 * r7) + 1 / r15) / 2, 1e-6, "T = 4: previous");
+    check_rel(pat[EPAR_INSPECT_PATTERN_LEFT], (-2 / r7 - 44 / sqrt(14320.0)) / 2, 1e-6,
+              "T = 4: left context (j + 1)^3 over j <= i - 2");
+    check_rel(pat[EPAR_INSPECT_PATTERN_FIRST], (-2 / r7 - 3 / r15) / 2, 1e-6, "T = 4: first token");
+    /* a head that is the pattern correlates 1 with it */
+    float P4[16] = {1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+    epar_inspect_patterns(P4, 4, pat);
+    check_rel(pat[EPAR_INSPECT_PATTERN_PREVIOUS], 1, 1e-12, "a previous-token head: correlation 1");
+    /* uniform rows have no pattern: 0 */
+    float U3[9] = {1, 0, 0, 0.5f, 0.5f, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3};
+    epar_inspect_patterns(U3, 3, pat);
+    check_abs(fabs(pat[0]) + fabs(pat[1]) + fabs(pat[2]) + fabs(pat[3]), 0, 0, "a uniform row correlates 0 with every pattern");
+    float Z2[4] = {1, 0, 0.5f, 0.5f};
+    epar_inspect_patterns(Z2, 2, pat);
+    check_true(isnan(pat[0]), "T = 2: no query i >= 2, NaN");
+    /* similarity: row 2 (2, 3, 5) against (5, 3, 2): centred x3 (-4, -1, 5), (5, -1, -4): sxy -39, r = -39/42 */
+    float B3[9] = {1, 0, 0, 0.1f, 0.9f, 0, 0.5f, 0.3f, 0.2f};
+    check_rel(epar_inspect_similarity(A3, B3, 3), -13.0 / 14, 1e-6, "similarity of two heads: row Pearson -13/14");
+    check_rel(epar_inspect_similarity(A3, A3, 3), 1, 1e-12, "a head is similar 1 to itself");
+    check_rel(epar_inspect_similarity(U3, U3, 3), 1, 0, "two uniform heads: 1");
+    check_abs(epar_inspect_similarity(U3, A3, 3), 0, 0, "a uniform head against another: 0");
+    /* T = 4: the mean over rows 2 and 3; row 3 of A4 (1, 2, 3, 4) against P4's (0, 0, 1, 0): r = 1/sqrt 15, row 2
+     * against (0, 1, 0): -1/(2 sqrt 7) */
+    check_rel(epar_inspect_similarity(A4, P4, 4), (-1 / (2 * r7) + 1 / r15) / 2, 1e-6, "similarity: mean over rows 2..T-1");
+    /* the most similar head: 2 layers x 2 heads */
+    double sim[16] = {1, 0.3, 0.9, 0.2,  0.3, 1, 0.1, 0.4,  0.9, 0.1, 1, 0.5,  0.2, 0.4, 0.5, 1};
+    double in, other;
+    epar_inspect_most_similar(sim, 2, 2, 0, &in, &other);
+    check_true(in == 0.3 && other == 0.9, "head 0: 0.3 in its layer, 0.9 in the other (got %g, %g)", in, other);
+    epar_inspect_most_similar(sim, 2, 2, 3, &in, &other);
+    check_true(in == 0.5 && other == 0.4, "head 3: 0.5 in its layer, 0.4 in the other (got %g, %g)", in, other);
+    epar_inspect_most_similar(sim, 1, 4, 3, &in, &other);
+    check_true(in == 0.5 && isnan(other), "one layer: no other layer (NaN)");
+}
+
+/* the per-head record of epar_inspect_summarise is the mean over its items of each item's heads (pattern_best: the
+ * largest mean, not the mean of the largest; similarities: the largest mean), ALiBi's slopes its heads' */
+static void test_summary_per_head(void)
+{
+    char path[256];
+    int st = train_small(EPAR_MECH_ALIBI, 0, 8, path, sizeof path);
+    struct epar_inspect x;
+    struct epar_inspect_summary sm = {0};
+    if (!st) st = epar_inspect_open(&x, path, tmpdir);
+    if (!st) st = epar_inspect_summarise(&x, 2, &sm);
+    check_int(st, EPAR_OK, "alibi: summarised over 2 items (%s)", st ? epar_err_message() : "");
+    if (st) return;
+    int H = x.NL * x.NH;
+    check_int(sm.n_head, H, "one record per head");
+    long count = epar_task_eval_count(&x.run.task);
+    double *sum = calloc((size_t)H * (EPAR_INSPECT_NPATTERNS + 2), sizeof *sum), *ssum = calloc((size_t)H * H, sizeof *ssum);
+    for (long k = 0; k < 2; k++) {
+        struct epar_inspect_opts o = {.item = k * count / 2};
+        epar_inspect_run(&x, &o);
+        for (int h = 0; h < H; h++) {
+            const double *s = x.stats + (size_t)h * EPAR_INSPECT_NSTATS;
+            for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) sum[h * (EPAR_INSPECT_NPATTERNS + 2) + p] += s[EPAR_INSPECT_PAT_CURRENT + p] / 2;
+            sum[h * (EPAR_INSPECT_NPATTERNS + 2) + EPAR_INSPECT_NPATTERNS] += s[EPAR_INSPECT_DISTANCE] / 2;
+            sum[h * (EPAR_INSPECT_NPATTERNS + 2) + EPAR_INSPECT_NPATTERNS + 1] += s[EPAR_INSPECT_ENTROPY] / 2;
+            for (int q = 0; q < H; q++) ssum[h * H + q] += epar_inspect_similarity(x.att + (size_t)h * x.T * x.T,
+                                                                                 x.att + (size_t)q * x.T * x.T, x.T) / 2;
+        }
+    }
+    double worst = 0;
+    int bad = 0;
+    for (int h = 0; h < H; h++) {
+        const struct epar_inspect_head *r = &sm.head[h];
+        const double *w = sum + h * (EPAR_INSPECT_NPATTERNS + 2);
+        double best = -INFINITY, in = -INFINITY, other = -INFINITY;
+        for (int p = 0; p < EPAR_INSPECT_NPATTERNS; p++) {
+            worst = fmax(worst, fabs(r->pattern[p] - w[p]));
+            best = fmax(best, w[p]);
+        }
+        for (int q = 0; q < H; q++)
+            if (q != h) {
+                if (q / x.NH == h / x.NH) in = fmax(in, ssum[h * H + q]);
+                else other = fmax(other, ssum[h * H + q]);
+            }
+        worst = fmax(worst, fabs(r->pattern_best - best));
+        worst = fmax(worst, fabs(r->mean_distance - w[EPAR_INSPECT_NPATTERNS]));
+        worst = fmax(worst, fabs(r->entropy - w[EPAR_INSPECT_NPATTERNS + 1]));
+        worst = fmax(worst, fmax(fabs(r->similar_layer - in), fabs(r->similar_other - other)));
+        bad += r->layer != h / x.NH || r->head != h % x.NH ||
+               fabs(r->slope - pow(2.0, -8.0 * (h % x.NH + 1) / x.NH)) > 1e-12;
+    }
+    check_abs(worst, 0, 1e-12, "every head's record is the mean over the items of its per-item summaries");
+    check_int(bad, 0, "layer, head and ALiBi slope 2^(-8 (h + 1) / heads) of every record");
+    free(sum);
+    free(ssum);
+    free(sm.head);
+    epar_inspect_free(&x);
+}
+
 /* recall's symbols round-trip through the text parser, and a question's relevant key is its fact */
 static void test_symbols_relevance(void)
 {
@@ -312,6 +425,8 @@ int main(void)
     test_attention_by_hand(EPAR_MECH_ROPE, 0);
     test_attention_by_hand(EPAR_MECH_NONE, 0);
     test_head_stats();
+    test_patterns_similarity();
+    test_summary_per_head();
     test_symbols_relevance();
     test_relevance_tasks();
     test_bad_checkpoints();
