@@ -229,7 +229,7 @@ static int run_job(const struct epar_compare_cfg *cfg, enum epar_mech_id id, uns
     idx = EPAR_MALLOC(LL * sizeof *idx);
     Vo = EPAR_MALLOC((size_t)L * D * sizeof *Vo);
     O = EPAR_MALLOC((size_t)L * D * sizeof *O);
-    if (m.info->kind == EPAR_MK_MASK) {
+    if (m.info->kind == EPAR_MK_MASK && epar_sparse_has_kernel(id)) {
         if ((st = epar_sparse_pattern_from_mech(&m, &pat)) || (st = epar_sparse_ws_alloc(&sws, &pat, m.dk))) goto done;
         sparse = 1;
     }

@@ -163,6 +163,43 @@ long epar_mech_mask_strided(int L, int l, int openai_local, unsigned char *M)
     return mask_count(M, L);
 }
 
+/* splitmix64 of x: a uniform 64-bit word */
+static unsigned long long mix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+long epar_mech_mask_random(int L, int l, int k, unsigned long long key, unsigned char *M)
+{
+    for (int i = 0; i < L; i++) {
+        unsigned char *row = M + (size_t)i * L;
+        int c = i - l > 0 ? i - l : 0;            /* candidates 0 .. c - 1, before the band */
+        int need = k > 0 ? k : i / l - 1;
+        if (need > c) need = c;
+        if (need < 0) need = 0;
+        unsigned long long ki = mix64(key ^ mix64((unsigned long long)i + 1));
+        for (int j = 0; j < L; j++) row[j] = (unsigned char)(j <= i && j >= i - l);
+        /* selection sampling (Knuth's Algorithm S): candidate j is taken with probability need / (c - j) */
+        for (int j = 0; j < c && need > 0; j++) {
+            double u = (double)(mix64(ki ^ mix64(0x5851f42d4c957f2dULL + (unsigned long long)j)) >> 11) * 0x1.0p-53;
+            if (u * (c - j) < need) {
+                row[j] = 1;
+                need--;
+            }
+        }
+    }
+    return mask_count(M, L);
+}
+
+unsigned long long epar_mech_random_key(gsl_rng *r)
+{
+    unsigned long long hi = gsl_rng_get(r) & 0xffffffffULL, lo = gsl_rng_get(r) & 0xffffffffULL;
+    return hi << 32 | lo;
+}
+
 long epar_mech_mask_sparse_fixed(int L, int l, int c, unsigned char *M)
 {
     for (int i = 0; i < L; i++)
@@ -811,6 +848,13 @@ static int build_strided(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
+static int build_random(struct epar_mech *m, gsl_rng *r)
+{
+    if (!alloc_mask(m)) return EPAR_ENOMEM;
+    epar_mech_mask_random(m->L, auto_stride(m, m->p[0]), (int)m->p[1], epar_mech_random_key(r), m->mask);
+    return EPAR_OK;
+}
+
 static int build_sparse_fixed(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;
@@ -1028,6 +1072,10 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_ORTHOGONAL_QK] = {"orthogonal-qk", EPAR_MK_QK, "S1 §4", "§29",
         {{"jl", 0, 0, 1, 1, "1: scale by sqrt(D/dk)"}, P_END}, build_orthogonal,
         "frozen Haar W_Q, W_K (independent), exploratory (the seed's hypothesis)"},
+    [EPAR_MECH_RANDOM_SPARSE] = {"random-sparse", EPAR_MK_MASK, "S2 1.2, 4.1", "§22b",
+        {{"window", 0, 0, 1 << 20, 1, "l: band {i-l..i} (0: round(sqrt(L)), strided's)"},
+         {"keys", 0, 0, 1 << 20, 1, "random earlier keys per row (0: strided's count, floor(i/l) - 1)"}, P_END},
+        build_random, "causal band U random earlier keys drawn once from the seed (as many as strided's)"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

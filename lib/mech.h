@@ -32,7 +32,7 @@ enum epar_mech_id {
     EPAR_MECH_FIXED_LEFT, EPAR_MECH_FIXED_RIGHT, EPAR_MECH_FIXED_START, EPAR_MECH_FIXED_END,
     EPAR_MECH_LINEAR_ELU, EPAR_MECH_LINEAR_COS, EPAR_MECH_PERFORMER, EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED,
     EPAR_MECH_SLIDING_WINDOW, EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_PI_ATTENTION,
-    EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK,
+    EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE,
     EPAR_MECH_COUNT
 };
 
@@ -153,6 +153,15 @@ int epar_mech_deberta_delta(int i, int j, int k);
 int epar_mech_fixed_pattern(int pattern, int L, double *W);
 /* masks (L,L) (§22-27); return the number of allowed pairs */
 long epar_mech_mask_strided(int L, int l, int openai_local, unsigned char *M);
+/* random-sparse (S2 1.2 "random sparse", BigBird's random part with its window): causal, row i keeps its band
+ * {i-l..i} and n_i keys drawn uniformly without replacement from the earlier keys {0..i-l-1}: n_i = k, or when k is 0
+ * strided's count there, max(0, floor(i/l) - 1) (the same keys per row as strided at stride l). The draw of row i is a
+ * function of (key, i) only (splitmix64 of key, i, j; selection sampling), so a row is the same at every L (the mask at
+ * L is the top-left corner of the mask at any longer length) and the same key gives the same mask in compare and in
+ * a trained model. */
+long epar_mech_mask_random(int L, int l, int k, unsigned long long key, unsigned char *M);
+/* the key of random-sparse's draw for a run's seed: the first 64 bits of lib/mech's stream (seed, 1000 + id) */
+unsigned long long epar_mech_random_key(gsl_rng *r);
 long epar_mech_mask_sparse_fixed(int L, int l, int c, unsigned char *M);
 long epar_mech_mask_window(int L, int w, unsigned char *M);
 long epar_mech_mask_block(int L, int b, int nb, int causal, unsigned char *M);

@@ -539,6 +539,24 @@ static void prepare_strided(struct epar_nnpos *p, int T)
     mask_to_pair(p, p->pair, p->work, T);
 }
 
+/* random-sparse: the band of strided's l and random earlier keys, drawn from the key of the run's seed (the draw of
+ * row i does not depend on T) */
+static int build_random(struct epar_nnpos *p)
+{
+    gsl_rng *r = epar_rng_alloc(p->s.seed, 1000UL + (unsigned long)p->id, EPAR_RNG_MECH);
+    int st = !r ? EPAR_ENOMEM : build_mask(p);
+    if (!st) p->mask_key = epar_mech_random_key(r);
+    epar_rng_free(r);
+    return st;
+}
+
+static void prepare_random(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    epar_mech_mask_random(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->mask_key, p->work);
+    mask_to_pair(p, p->pair, p->work, T);
+}
+
 static void prepare_sparse_fixed(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
@@ -716,6 +734,9 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_ORTHOGONAL_QK] = {H_(PROJ, 1, 0, "q and k projections frozen at independent Haar orthonormal rows per layer and "
                                           "head (no bias; jl: times sqrt(dim/hs)); v and the rest learned"),
                                  NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+    [EPAR_MECH_RANDOM_SPARSE] = {H_(MASK, 1, 0, "causal {i-l..i} U random earlier keys, as many as strided's, drawn once from "
+                                          "the seed"),
+                                 NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL},
 };
 #undef H_
 #undef FIXED_FNS

@@ -19,7 +19,8 @@
  *                                                   / sqrt(hs), r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]);
  *                                                   W_R, u, v learned per layer (and head); no segment memory
  *   factor       epar-basic, epar-enhanced          z_ij = s_ij m_lh(i - j)
- *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local
+ *   mask         strided, sparse-fixed, sliding-window, block-sparse, global-local, random-sparse (its random keys
+ *                drawn once from lib/mech's stream for the run's seed: the mask compare builds for that seed)
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
  *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
@@ -116,6 +117,7 @@ struct epar_nnpos {
     float *omega;               /* (nf, hs) Performer's random features: lib/mech's for the same seed */
     double eps;                 /* kernel denominator guard / Performer stabiliser */
     void *work;                 /* (Tmax, Tmax) scratch of the pair table's builder (mask bytes or fp64 weights) */
+    unsigned long long mask_key;/* random-sparse: the key of its draw (lib/mech's epar_mech_random_key for the seed) */
 };
 
 /* what the attention backward of one layer hands the mechanism (NULL: not computed) */

@@ -522,6 +522,11 @@ static const struct from_mech {
 };
 #undef F_
 
+int epar_sparse_has_kernel(enum epar_mech_id id)
+{
+    return id >= 0 && id < EPAR_MECH_COUNT && from_mech[id].has;
+}
+
 int epar_sparse_pattern_from_mech(const struct epar_mech *m, struct epar_sparse_pattern *p)
 {
     memset(p, 0, sizeof *p);

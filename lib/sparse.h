@@ -58,6 +58,8 @@ struct epar_sparse_pattern {
 
 /* The pattern of an instantiated mask mechanism (kind EPAR_MK_MASK); EPAR_EINVAL for any other. */
 int epar_sparse_pattern_from_mech(const struct epar_mech *m, struct epar_sparse_pattern *p);
+/* 1: mask mechanism id has a structured kernel here (random-sparse has none: compare takes the dense path for it) */
+int epar_sparse_has_kernel(enum epar_mech_id id);
 /* Kernel name for reports, e.g. "band tiles + residue-class tiles, two softmaxes". */
 const char *epar_sparse_kernel_name(enum epar_sparse_kind kind);
 

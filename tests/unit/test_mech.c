@@ -627,13 +627,62 @@ static void test_all_mechanisms(void)
     epar_attn_layer_free(&ly);
 }
 
+/* random-sparse (§22b): causal, the band {i-l..i}, strided's count of keys per row (k = 0) or k more, one draw per row
+ * that no length changes, a key that changes it, and each earlier key taken with probability need / candidates */
+static void test_random_mask(void)
+{
+    enum { L = 40, S = 25 };
+    static unsigned char M[L * L], M2[L * L], Ms[L * L];
+    long n = epar_mech_mask_random(L, 4, 0, 12345ULL, M);
+    long ns = epar_mech_mask_strided(L, 4, 0, Ms);
+    check_int(n, ns, "random-sparse keeps as many keys as strided (l = 4, L = 40)");
+    int future = 0, band = 0, rows = 0, corner = 0, differ = 0, moreok = 0;
+    for (int i = 0; i < L; i++) {
+        int a = 0, b = 0;
+        for (int j = 0; j < L; j++) {
+            future += j > i && M[i * L + j];
+            band += j <= i && j >= i - 4 && !M[i * L + j];
+            a += M[i * L + j];
+            b += Ms[i * L + j];
+        }
+        rows += a == b;
+    }
+    check_int(future, 0, "random-sparse is causal");
+    check_int(band, 0, "random-sparse keeps the band {i-l..i}");
+    check_int(rows, L, "random-sparse: every row has strided's number of keys");
+    epar_mech_mask_random(S, 4, 0, 12345ULL, M2);
+    for (int i = 0; i < S; i++)
+        for (int j = 0; j < S; j++) corner += M2[i * S + j] != M[i * L + j];
+    check_int(corner, 0, "random-sparse at L = 25 is the corner of the mask at L = 40 (rows drawn independently of L)");
+    epar_mech_mask_random(L, 4, 0, 12346ULL, M2);
+    for (size_t t = 0; t < (size_t)L * L; t++) differ += M2[t] != M[t];
+    check_true(differ > 0, "another key draws another mask (%d entries differ)", differ);
+    epar_mech_mask_random(L, 4, 3, 99ULL, M2);
+    for (int i = 0; i < L; i++) {
+        int a = 0, c = i - 4 > 0 ? i - 4 : 0;
+        for (int j = 0; j < L; j++) a += M2[i * L + j];
+        moreok += a == (i < 4 ? i : 4) + 1 + (c < 3 ? c : 3);
+    }
+    check_int(moreok, L, "random-sparse.keys = 3: the band and min(3, i - l) earlier keys per row");
+    /* uniform: row 39 at l = 4 takes 39 / 4 - 1 = 8 of the 35 earlier keys; over 4000 keys each is taken 8/35 of the
+     * time (binomial sd about 26.5 counts): every count within 5 sd */
+    long cnt[35] = {0};
+    for (unsigned long long key = 0; key < 4000; key++) {
+        epar_mech_mask_random(L, 4, 0, key * 7919ULL + 1, M2);
+        for (int j = 0; j < 35; j++) cnt[j] += M2[39 * L + j];
+    }
+    double p = 8.0 / 35, mu = 4000 * p, sd = sqrt(4000 * p * (1 - p)), worst = 0;
+    for (int j = 0; j < 35; j++) worst = fmax(worst, fabs(cnt[j] - mu) / sd);
+    check_true(worst < 5, "random-sparse draws every earlier key with probability need / candidates (worst %.2f sd)", worst);
+}
+
 static void test_registry(void)
 {
     enum epar_mech_id id;
     const char *ids = "none epar-basic epar-enhanced sinusoidal learned-ape floater multiplicative-pe shaw transformer-xl t5 "
                       "deberta tupe rope ntk-rope interpolation log-n alibi fixed-current fixed-previous fixed-next fixed-left "
                       "fixed-right fixed-start fixed-end linear-elu linear-cos performer strided sparse-fixed sliding-window "
-                      "block-sparse global-local pi-attention gqa orthogonal-qk";
+                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse";
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", ids);
     int n = 0;
@@ -641,7 +690,7 @@ static void test_registry(void)
         check_int(epar_mech_find(t, &id), EPAR_OK, "canonical id %s", t);
         check_int(id, n, "id %s in canonical order", t);
     }
-    check_int(n, EPAR_MECH_COUNT, "36 canonical ids");
+    check_int(n, EPAR_MECH_COUNT, "37 canonical ids");
     check_int(epar_mech_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
     double p[EPAR_MECH_MAX_PARAMS];
     epar_mech_defaults(EPAR_MECH_ALIBI, p);
@@ -705,6 +754,7 @@ int main(void)
     test_fixed();
     test_kernels();
     test_masks();
+    test_random_mask();
     test_gqa_orth_boost();
     test_all_mechanisms();
     test_registry();

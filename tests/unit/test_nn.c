@@ -505,6 +505,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
+    c.pos_settings.mp[EPAR_MECH_RANDOM_SPARSE][0] = 1;   /* band {i-1, i} and 2 random earlier keys per row */
+    c.pos_settings.mp[EPAR_MECH_RANDOM_SPARSE][1] = 2;
     return c;
 }
 

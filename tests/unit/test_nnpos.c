@@ -111,7 +111,7 @@ static void test_patterns(void)
 {
     static const enum epar_mech_id ids[] = {EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED, EPAR_MECH_SLIDING_WINDOW,
                                             EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_FIXED_CURRENT,
-                                            EPAR_MECH_FIXED_PREVIOUS, EPAR_MECH_FIXED_LEFT};
+                                            EPAR_MECH_FIXED_PREVIOUS, EPAR_MECH_FIXED_LEFT, EPAR_MECH_RANDOM_SPARSE};
     int Tmax = 40, C = 8, H = 2;
     struct epar_nnpos_settings s = settings();
     s.mp[EPAR_MECH_BLOCK_SPARSE][1] = 1;
