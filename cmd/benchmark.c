@@ -116,7 +116,7 @@ static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cf
                 const struct epar_bench_cell *cell = &plan->cells[k];
                 if (cell->task >= 0)
                     cli_progress(c, "benchmark: [%d/%d] %s / %s / seed %lu done in %.1f s, ETA %s", rs->done, rs->total,
-                                 cfg->tasks[cell->task].id, epar_nnpos_name(cfg->mech[cell->mech]),
+                                 cfg->tasks[cell->task].id, epar_bench_mech_name(cfg, cell->mech),
                                  cfg->b.seeds[cell->seed], dt, e1);
                 else
                     cli_progress(c, "benchmark: [%d/%d] cost cell done in %.1f s", rs->done, rs->total, dt);

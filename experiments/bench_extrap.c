@@ -81,6 +81,13 @@ static int parse_series(const struct epar_bench_extrap *x, const char *name, enu
         for (int i = 0; i < x->n_ft; i++) listed |= !strcmp(x->ft[i], base);
         if (!listed) return 0;
     }
+    if (strchr(base, '@')) {   /* a study cell's own parameters: "pi-attention@step=4" */
+        struct epar_bench_mvar mv;
+        if (*ft || epar_bench_mvar_parse(base, trained, &mv)) return 0;
+        *as = *trained;
+        *logn = 0;
+        return 1;
+    }
     const struct epar_bx_variant *v = find_variant(x, base);
     if (v) {
         *trained = v->trained;
@@ -162,8 +169,12 @@ static int read_budget(struct epar_bench_cfg *c, const struct epar_protocol *p, 
         snprintf(buf, sizeof buf, "%s", json_string_value(tv));
         for (char *save = NULL, *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
             enum epar_mech_id id;
-            if (epar_nnpos_find(m, &id)) return epar_protocol_error(p, kjp, "%s", epar_err_message());
-            if (cl->n_mech < EPAR_MECH_COUNT) cl->mech[cl->n_mech++] = id;
+            struct epar_bench_mvar v;
+            if (epar_bench_mvar_parse(m, &id, &v)) return epar_protocol_error(p, kjp, "%s", epar_err_message());
+            if (cl->n_mech < EPAR_MECH_COUNT) {
+                cl->var[cl->n_mech] = v;
+                cl->mech[cl->n_mech++] = id;
+            }
         }
     }
     return EPAR_OK;
@@ -280,14 +291,20 @@ void epar_bx_select(struct epar_bench_cfg *c)
 {
     struct epar_bench_extrap *x = &c->extrap;
     x->n_extra = 0;
+    memset(c->mvar, 0, sizeof c->mvar);   /* the grid's own mechanisms have no parameters of their own */
     if (!x->on || x->restricted) return;
     for (int i = 0; i < x->n_cells; i++) {
         if (task_index(c, x->cells[i].task) < 0) continue;
         for (int k = 0; k < x->cells[i].n_mech; k++) {
             enum epar_mech_id id = x->cells[i].mech[k];
+            const struct epar_bench_mvar *v = &x->cells[i].var[k];
+            const char *name = v->name[0] ? v->name : epar_nnpos_name(id);
             int have = 0;
-            for (int m = 0; m < c->n_mech + x->n_extra; m++) have |= c->mech[m] == id;
-            if (!have && c->n_mech + x->n_extra < EPAR_MECH_COUNT) c->mech[c->n_mech + x->n_extra++] = id;
+            for (int m = 0; m < c->n_mech + x->n_extra; m++) have |= !strcmp(epar_bench_mech_name(c, m), name);
+            if (!have && c->n_mech + x->n_extra < EPAR_MECH_COUNT) {
+                c->mvar[c->n_mech + x->n_extra] = *v;
+                c->mech[c->n_mech + x->n_extra++] = id;
+            }
         }
     }
 }
@@ -298,7 +315,7 @@ int epar_bx_has_cell(const struct epar_bench_cfg *c, int t, int m)
     if (m >= c->n_mech + c->extrap.n_extra || t < 0 || t >= c->n_tasks) return 0;
     const struct epar_bx_cells *cl = cells_of(&c->extrap, c->tasks[t].id);
     for (int k = 0; cl && k < cl->n_mech; k++)
-        if (cl->mech[k] == c->mech[m]) return 1;
+        if (!strcmp(cl->var[k].name[0] ? cl->var[k].name : epar_nnpos_name(cl->mech[k]), epar_bench_mech_name(c, m))) return 1;
     return 0;
 }
 
@@ -306,11 +323,13 @@ int epar_bx_has_cell(const struct epar_bench_cfg *c, int t, int m)
 /* the series of a cell                                                                               */
 
 /* the series of the study on trained mechanism `mech` (struct series, bench_extrap_int.h) */
-int epar_bx_cell_series(const struct epar_bench_extrap *x, enum epar_mech_id mech, struct series *s, int max)
+int epar_bx_cell_series(const struct epar_bench_extrap *x, enum epar_mech_id mech, const char *name, struct series *s,
+                        int max)
 {
     int n = 0;
     s[n++] = (struct series){.trained = mech, .as = mech};
-    snprintf(s[0].name, sizeof s[0].name, "%s", epar_nnpos_name(mech));
+    snprintf(s[0].name, sizeof s[0].name, "%s", name);
+    if (strchr(name, '@')) return n;   /* a study cell's own parameters: its own series only */
     for (int i = 0; i < x->n_variants && n < max; i++)
         if (x->variants[i].trained == mech) {
             s[n] = (struct series){.trained = mech, .as = x->variants[i].as, .logn = x->variants[i].logn};
@@ -358,7 +377,8 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
     const struct epar_bench_extrap *x = &c->extrap;
     struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
     enum epar_mech_id mech = c->mech[cell->mech];
-    int ns = epar_bx_cell_series(x, mech, s, EPAR_BX_MAX_SERIES), na = kind == KIND_LM ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
+        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
     json_t *o = json_object(), *sj = json_array(), *lj = json_array();
     struct epar_train_cfg t, f;
     epar_exp_benchmark_cell_cfg(c, cell, &t);
@@ -574,7 +594,8 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
     const struct epar_bench_extrap *x = &c->extrap;
     struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
     enum epar_mech_id mech = c->mech[cell->mech];
-    int ns = epar_bx_cell_series(x, mech, s, EPAR_BX_MAX_SERIES), na = kind == KIND_LM ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
+        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
     struct study_rec *rec = EPAR_CALLOC(1, sizeof *rec);
     if (!rec) return EPAR_ENOMEM;
     int st = EPAR_OK, L = r->cfg.task.length;
@@ -646,7 +667,7 @@ int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_pl
     r->chance = r->value = NAN;
     int k = cell_index(plan, t, m, s);
     if (k < 0) return epar_err_set(EPAR_EINVAL, "no cell of task %s, %s, seed %lu in the plan", c->tasks[t].id,
-                                   epar_nnpos_name(c->mech[m]), c->b.seeds[s]);
+                                   epar_bench_mech_name(c, m), c->b.seeds[s]);
     char dir[512], path[4800];
     epar_exp_benchmark_cell_dir(c, &plan->cells[k], dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%s/cell.json", root, dir);

@@ -30,7 +30,9 @@ struct series {
 };
 
 /* the series of trained mechanism `mech` (into s, at most max; returns how many), and its fine-tuning arms */
-int epar_bx_cell_series(const struct epar_bench_extrap *x, enum epar_mech_id mech, struct series *s, int max);
+/* name: the cell's (epar_bench_mech_name); a study cell with its own parameters has no variants */
+int epar_bx_cell_series(const struct epar_bench_extrap *x, enum epar_mech_id mech, const char *name, struct series *s,
+                        int max);
 int epar_bx_cell_arms(const struct epar_bench_extrap *x, enum epar_mech_id mech, struct series *s, int max);
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -43,7 +43,8 @@ int epar_bx_lm_study_build(const struct epar_bench_cfg *c, const struct epar_ben
         for (int m = 0; m < M; m++) {
             if (!epar_bx_has_cell(c, t, m)) continue;
             struct series sv[EPAR_BX_MAX_SERIES];
-            int n = pass == 2 ? epar_bx_cell_arms(x, c->mech[m], sv, EPAR_BX_MAX_FT) : epar_bx_cell_series(x, c->mech[m], sv, EPAR_BX_MAX_SERIES);
+            int n = pass == 2 ? (c->mvar[m].name[0] ? 0 : epar_bx_cell_arms(x, c->mech[m], sv, EPAR_BX_MAX_FT))
+                             : epar_bx_cell_series(x, c->mech[m], epar_bench_mech_name(c, m), sv, EPAR_BX_MAX_SERIES);
             for (int i = pass == 1 ? 1 : 0; i < (pass == 0 ? 1 : n) && d->n < cap; i++) {
                 struct lm_series *ls = &d->s[d->n++];
                 ls->s = sv[i];
@@ -220,7 +221,7 @@ int epar_bx_ret_study_build(const struct epar_bench_cfg *c, const struct epar_be
         for (int m = 0; m < M; m++) {
             if (!epar_bx_has_cell(c, t, m)) continue;
             struct series sv[EPAR_BX_MAX_SERIES];
-            int n = epar_bx_cell_series(x, c->mech[m], sv, EPAR_BX_MAX_SERIES);
+            int n = epar_bx_cell_series(x, c->mech[m], epar_bench_mech_name(c, m), sv, EPAR_BX_MAX_SERIES);
             for (int i = pass; i < (pass == 0 ? 1 : n) && d->n < cap; i++) {
                 struct ret_series *rs = &d->s[d->n++];
                 rs->s = sv[i];

@@ -2,9 +2,44 @@
  * (benchmark*.c) and the length-extrapolation study (bench_extrap*.c) alike. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "lib/err.h"
 #include "lib/nnpos.h"
 #include "bench_grid.h"
+
+const char *epar_bench_mech_name(const struct epar_bench_cfg *c, int m)
+{
+    return c->mvar[m].name[0] ? c->mvar[m].name : epar_nnpos_name(c->mech[m]);
+}
+
+int epar_bench_mvar_parse(const char *s, enum epar_mech_id *id, struct epar_bench_mvar *v)
+{
+    char buf[64];
+    memset(v, 0, sizeof *v);
+    if (strlen(s) >= sizeof v->name) return epar_err_set(EPAR_EINVAL, "'%s': a name of at most 47 characters", s);
+    snprintf(buf, sizeof buf, "%s", s);
+    char *at = strchr(buf, '@');
+    if (at) *at = '\0';
+    int st = epar_nnpos_find(buf, id);
+    if (st || !at) return st;
+    double p[EPAR_MECH_MAX_PARAMS];
+    epar_mech_defaults(*id, p);
+    for (char *save = NULL, *a = strtok_r(at + 1, "@", &save); a; a = strtok_r(NULL, "@", &save)) {
+        char *eq = strchr(a, '='), *end = NULL;
+        if (eq) *eq = '\0';
+        double x = eq ? strtod(eq + 1, &end) : 0;
+        int k = epar_mech_param_index(*id, a);
+        if (!eq || end == eq + 1 || *end || k < 0 || v->n >= EPAR_BENCH_MVAR_MAX)
+            return epar_err_set(EPAR_EINVAL, "'%s': expected mechanism@parameter=value (a parameter of %s, at most %d)", s,
+                                epar_nnpos_name(*id), EPAR_BENCH_MVAR_MAX);
+        if ((st = epar_mech_set_param(*id, p, a, x))) return st;
+        v->idx[v->n] = k;
+        v->val[v->n++] = x;
+    }
+    snprintf(v->name, sizeof v->name, "%s", s);
+    return EPAR_OK;
+}
 
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t)
 {
@@ -27,6 +62,8 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */
     const struct epar_bench_task *bt = cell->task >= 0 ? &c->tasks[cell->task] : NULL;
     if (bt && bt->own_pos) t->pos = bt->pos;   /* the task's own mechanism parameters ("set" of the task) */
+    for (int k = 0; k < c->mvar[cell->mech].n; k++)   /* a study cell's own ("pi-attention@step=4") over both */
+        t->pos.mp[t->mechanism][c->mvar[cell->mech].idx[k]] = c->mvar[cell->mech].val[k];
     t->optim.steps = bt ? (int)lround(b->steps * bt->steps_scale) : 1 + EPAR_BENCH_MAX_COST_STEPS;
     t->optim.warmup = b->warmup;
     t->optim.lr = b->lr * (c->lr_scale > 0 ? c->lr_scale : bt ? bt->lr_scale[c->mech[cell->mech]] : 1.0);
@@ -43,7 +80,7 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
 void epar_exp_benchmark_cell_dir(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, char *buf, size_t n)
 {
     if (cell->task < 0) snprintf(buf, n, "cells/cost");
-    else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
+    else snprintf(buf, n, "cells/%s/%s/seed-%lu", c->tasks[cell->task].id, epar_bench_mech_name(c, cell->mech),
                   c->b.seeds[cell->seed]);
 }
 

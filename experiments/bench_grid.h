@@ -26,10 +26,21 @@ struct epar_bx_variant {
     int logn;
 };
 
+/* a study cell's mechanism with parameters of its own, "pi-attention@step=4" (several: "m@a=1@b=2"): the cell trains
+ * m with those catalogue parameters over the benchmark's; name "" : the mechanism as the benchmark sets it */
+#define EPAR_BENCH_MVAR_MAX 4
+struct epar_bench_mvar {
+    char name[48];
+    int n;
+    int idx[EPAR_BENCH_MVAR_MAX];
+    double val[EPAR_BENCH_MVAR_MAX];
+};
+
 struct epar_bx_cells {              /* the study's own cells on one task of the grid */
     char task[32];
     int n_mech;
     enum epar_mech_id mech[EPAR_MECH_COUNT];
+    struct epar_bench_mvar var[EPAR_MECH_COUNT];
 };
 
 struct epar_bench_extrap {
@@ -129,6 +140,7 @@ struct epar_bench_cfg {
     char cache_dir[4200];               /* lm: where the Bible text is cached */
     struct epar_bench_extrap extrap;    /* the length-extrapolation study's settings (the study: bench_extrap.h): its
                                          * own mechanisms follow the grid's in mech (n_mech counts the grid's only) */
+    struct epar_bench_mvar mvar[EPAR_MECH_COUNT];   /* by index into mech: a study cell's own parameters (name "": none) */
 };
 
 /* One cell of the grid; task < 0 is the cost cell (every mechanism timed, interleaved). */
@@ -148,6 +160,11 @@ struct epar_bench_plan {
 
 /* the cost cell: one untimed step, then at most this many timed ones */
 #define EPAR_BENCH_MAX_COST_STEPS 65536
+
+/* the name of mechanism m of the grid: its catalogue id, or a study cell's "mechanism@param=value" */
+const char *epar_bench_mech_name(const struct epar_bench_cfg *c, int m);
+/* "mechanism" or "mechanism@param=value[@...]" -> *id and *v (v->name "" without '@'); EPAR_EINVAL naming the part */
+int epar_bench_mvar_parse(const char *s, enum epar_mech_id *id, struct epar_bench_mvar *v);
 
 /* The training configuration of cell k. */
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t);

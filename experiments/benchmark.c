@@ -702,7 +702,7 @@ int epar_exp_benchmark_lr_choose(const struct epar_bench_cfg *c, const char *con
         if (!first) continue;
         json_t *fj = json_object();
         for (int m = 0; m < c->n_mech && !st; m++) {
-            const char *mech = epar_nnpos_name(c->mech[m]);
+            const char *mech = epar_bench_mech_name(c, m);
             double score[EPAR_BENCH_MAX_SCALES];
             int ntask, best = lr_scores(c, (const struct epar_table *const *)in, n, one, i, mech, score, &ntask);
             for (int k = 0; k < n && !st; k++)

@@ -477,9 +477,9 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
     for (int m = 0; m < M; m++, scratch += 2 * cap)
-        x.mech[m] = (struct cost_mech){epar_nnpos_name(c->mech[m]), 0, 0, scratch, scratch + cap, 0, 0};
+        x.mech[m] = (struct cost_mech){epar_bench_mech_name(c, m), 0, 0, scratch, scratch + cap, 0, 0};
     for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
-        x.pair[p] = (struct cost_pair){epar_nnpos_name(c->mech[d.unit[p].a]), epar_nnpos_name(c->mech[d.unit[p].b]),
+        x.pair[p] = (struct cost_pair){epar_bench_mech_name(c, d.unit[p].a), epar_bench_mech_name(c, d.unit[p].b),
                                        d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
     int seq[COST_MAX_SEQ], pa[2 * EPAR_MECH_COUNT], pb[2 * EPAR_MECH_COUNT], prev = -1, full = 0;
     double t[COST_MAX_SEQ];

@@ -13,7 +13,7 @@ static void mech_words(const struct epar_bench_cfg *c, char *buf, size_t n)
     buf[0] = '\0';
     for (int m = 0; m < c->n_mech; m++) {
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%s", m ? " " : "", epar_nnpos_name(c->mech[m]));
+        snprintf(buf + l, n - l, "%s%s", m ? " " : "", epar_bench_mech_name(c, m));
     }
 }
 
@@ -32,7 +32,7 @@ static int steps_figure(const struct epar_bench_cfg *c, struct epar_out *o, cons
                       "k/n: how many seeds learned\" noenhanced\n"
                       "unset key\nset grid xtics noytics\nset yrange [M + 0.6:0.4]\nset ytics (",
                   mech, 80 + 380 * cols, 60 + panel_h * rows, rows, cols, LEARNED_Z);
-    for (int m = 0; m < M; m++) epar_plot_add(&b, "%s'%s' %d", m ? ", " : "", epar_nnpos_name(c->mech[m]), m + 1);
+    for (int m = 0; m < M; m++) epar_plot_add(&b, "%s'%s' %d", m ? ", " : "", epar_bench_mech_name(c, m), m + 1);
     epar_plot_add(&b, ") noenhanced font ',8'\nset xtics font ',8'\nset xlabel 'optimiser steps' font ',9'\n"
                       "set style fill solid 0.75 noborder\nset errorbars small\n");
     for (int i = 0; i < NT; i++) {
@@ -67,7 +67,7 @@ static int curves_figure(const struct epar_bench_cfg *c, const struct grid *g, s
     snprintf(name, sizeof name, "curves_%s", id);
     snprintf(title, sizeof title, "Learning curves on %s (L=%d): eval %s of every mechanism, seed %lu", id,
              c->tasks[i].task.length, metric, seed);
-    snprintf(first, sizeof first, "../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv", id, epar_nnpos_name(c->mech[0]), seed);
+    snprintf(first, sizeof first, "../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv", id, epar_bench_mech_name(c, 0), seed);
     struct epar_plot_text b = {0};
     epar_plot_add(&b, "set terminal @epar_term size 900,550\nset title '%s' noenhanced\n"
                       "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right noenhanced\n"
@@ -75,7 +75,7 @@ static int curves_figure(const struct epar_bench_cfg *c, const struct grid *g, s
                   title, metric, task_hib(c, i) ? "0" : "graph 0.05", first);
     for (int m = 0; m < c->n_mech; m++)
         epar_plot_add(&b, "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
-                      m ? ", \\\n     " : "", id, epar_nnpos_name(c->mech[m]), seed, m + 1, epar_nnpos_name(c->mech[m]));
+                      m ? ", \\\n     " : "", id, epar_bench_mech_name(c, m), seed, m + 1, epar_bench_mech_name(c, m));
     double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
     if (epar_bench_task_learned(c, g, i, &chance, &chance_se) >= 0)
         epar_plot_add(&b, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance: %.3g'", chance, chance);

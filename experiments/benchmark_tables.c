@@ -50,7 +50,7 @@ static struct epar_table *comparisons_table(const struct epar_bench_cfg *c, cons
                 if (is_epar(c->mech[m])) continue;
                 const struct versus *v = &vs[m];
                 const char *better = v->pr.lo > 0 ? "epar" : v->pr.mean < 0 && v->p_holm < 1 - c->level ? "baseline" : "";
-                if (epar_csv_append(t, "sssidddddddds", c->tasks[i].id, epar_nnpos_name(ep[e]), epar_nnpos_name(c->mech[m]),
+                if (epar_csv_append(t, "sssidddddddds", c->tasks[i].id, epar_nnpos_name(ep[e]), epar_bench_mech_name(c, m),
                                     g->S, v->pr.mean, v->pr.sd, v->pr.lo, v->pr.hi, v->pr.t, v->pr.p, v->p_holm,
                                     v->pr.mde, better)) {
                     epar_csv_free(t);
@@ -103,7 +103,7 @@ static struct epar_table *metrics_table(const struct epar_bench_cfg *c, const st
             for (int k = 0; k < EPAR_BENCH_NPRIMARY; k++) {
                 double mean, sd;
                 epar_stats_mean_sd(g->cand[k] + gi(g, i, m, 0), g->S, &mean, &sd);
-                if (epar_csv_append(t, "sssiiddi", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+                if (epar_csv_append(t, "sssiiddi", c->tasks[i].id, epar_bench_mech_name(c, m),
                                     epar_bench_primary_names[k], (int)(c->tasks[i].primary == (enum epar_bench_primary)k),
                                     cand_hib(c, i, k), mean, sd, g->S)) {
                     epar_csv_free(t);
@@ -118,7 +118,7 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
     char head[4096] = "task,paper,condition,length,metric,higher_is_better,seeds";
     for (int m = 0; m < c->n_mech; m++) {
         size_t l = strlen(head);
-        snprintf(head + l, sizeof head - l, ",%s_mean,%s_sd", epar_nnpos_name(c->mech[m]), epar_nnpos_name(c->mech[m]));
+        snprintf(head + l, sizeof head - l, ",%s_mean,%s_sd", epar_bench_mech_name(c, m), epar_bench_mech_name(c, m));
     }
     strcat(head, ",best_baseline,best_baseline_mean,best_baseline_sd,chance,chance_se,learned,baselines");
     for (int k = 0; k < 2; k++) {
@@ -147,14 +147,14 @@ static struct epar_table *main_table(const struct epar_bench_cfg *c, const struc
         for (int m = 0; m < c->n_mech; m++) {
             double mean, sd;
             epar_stats_mean_sd(gv(g, i, m, 0), g->S, &mean, &sd);
-            snprintf(col, sizeof col, "%s_mean", epar_nnpos_name(c->mech[m]));
+            snprintf(col, sizeof col, "%s_mean", epar_bench_mech_name(c, m));
             set_num(t, col, mean);
-            snprintf(col, sizeof col, "%s_sd", epar_nnpos_name(c->mech[m]));
+            snprintf(col, sizeof col, "%s_sd", epar_bench_mech_name(c, m));
             set_num(t, col, sd);
         }
         struct epar_cell *row = t->cells + (t->nrows - 1) * (size_t)t->ncols;
         int bc = epar_csv_col(t, "best_baseline");
-        row[bc].s = strdup(best >= 0 ? epar_nnpos_name(c->mech[best]) : "");
+        row[bc].s = strdup(best >= 0 ? epar_bench_mech_name(c, best) : "");
         if (!row[bc].s) {
             epar_csv_free(t);
             return NULL;
@@ -237,7 +237,7 @@ static struct epar_table *learn_table(const struct epar_bench_cfg *c, const stru
             double mean = r.mean, sd = r.sd;
             int n = r.learned;
             int T = c->tasks[i].task.length, B = !strcmp(c->tasks[i].length_class, "long") ? c->b.long_batch : c->b.batch;
-            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_nnpos_name(c->mech[m]),
+            if (!*st && epar_csv_append(t, "ssiiiddd", c->tasks[i].id, epar_bench_mech_name(c, m),
                                         (int)lround(c->b.steps * c->tasks[i].steps_scale), g->S, n,
                                         mean, sd, mean * B * T)) {
                 epar_csv_free(t);
@@ -259,7 +259,7 @@ static struct epar_table *sanity_table(const struct epar_bench_cfg *c, const str
             struct sanity s;
             epar_bench_sanity(c, g, i, m, &s);
             *failed += s.meets == 0;
-            if (epar_csv_append(t, "ssddddddds", c->tasks[i].id, epar_nnpos_name(c->mech[m]), s.mean, s.chance, s.se, s.z,
+            if (epar_csv_append(t, "ssddddddds", c->tasks[i].id, epar_bench_mech_name(c, m), s.mean, s.chance, s.se, s.z,
                                 s.rel, (double)s.learned, s.meets >= 0 ? c->sanity_margin : NAN,
                                 s.meets < 0 ? "" : s.meets ? "yes" : "no")) {
                 epar_csv_free(t);
@@ -281,7 +281,7 @@ static struct epar_table *extrap_table(const struct epar_bench_cfg *c, const str
                 epar_bench_extrap_point(c, g, i, m, e, &x);
                 const char *L = c->base.pos.posfx_length > 0 ? "fixed (posfx_length)" : "the evaluation length";
                 if (!is_epar(c->mech[m])) L = "";
-                if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_nnpos_name(c->mech[m]), c->b.extrap[e],
+                if (epar_csv_append(t, "ssiiddiis", c->tasks[i].id, epar_bench_mech_name(c, m), c->b.extrap[e],
                                     c->tasks[i].task.length, x.mean, x.sd, g->S, x.defined, L)) {
                     epar_csv_free(t);
                     return NULL;
@@ -307,7 +307,7 @@ static struct epar_table *distance_table(const struct epar_bench_cfg *c, const s
                 int lo = db[bin].lo, hi = db[bin].hi;
                 double mean = db[bin].mean, sd = db[bin].sd;
                 long answers = db[bin].answers;
-                if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_nnpos_name(c->mech[m]), bin, lo, hi, mean, sd,
+                if (epar_csv_append(t, "ssiiiddii", c->tasks[i].id, epar_bench_mech_name(c, m), bin, lo, hi, mean, sd,
                                     g->S, (int)answers)) {
                     free(db);
                     epar_csv_free(t);
@@ -326,7 +326,7 @@ static struct epar_table *params_table(const struct epar_bench_cfg *c, const str
     int n = rows ? epar_bench_param_rows(c, plan, rows, worst) : 0;
     for (int k = 0; t && rows && k < n; k++) {
         const struct param_row *r = &rows[k];
-        if (epar_csv_append(t, "ssdididdi", r->task >= 0 ? c->tasks[r->task].id : "cost", epar_nnpos_name(c->mech[r->mech]),
+        if (epar_csv_append(t, "ssdididdi", r->task >= 0 ? c->tasks[r->task].id : "cost", epar_bench_mech_name(c, r->mech),
                             r->params, r->mlp, r->rel, r->within, r->lr, r->lr_scale, r->steps)) {
             epar_csv_free(t);
             t = NULL;
@@ -545,7 +545,7 @@ static int write_run_json(const struct epar_bench_cfg *c, const struct epar_benc
     for (int i = 0; i < c->n_tasks; i++)
         x->tasks[i] = (struct run_task){c->tasks[i].id, epar_task_name(c->tasks[i].task.id), c->tasks[i].paper,
                                         c->tasks[i].condition, c->tasks[i].task.length};
-    for (int m = 0; m < c->n_mech; m++) x->mechs[m] = epar_nnpos_name(c->mech[m]);
+    for (int m = 0; m < c->n_mech; m++) x->mechs[m] = epar_bench_mech_name(c, m);
     x->n_tasks = c->n_tasks;
     x->n_mechs = c->n_mech;
     x->cells = plan->n;
@@ -586,7 +586,7 @@ static int trained_heads(const struct epar_bench_cfg *c, const struct trained_at
             for (int p = 1; p < EPAR_INSPECT_NPATTERNS; p++)
                 if (h->pattern[p] > h->pattern[best]) best = p;
             if (epar_csv_append(t, "ssiiiiidddddddsidddd", c->tasks[rows[k].task].id,
-                                epar_nnpos_name(c->mech[rows[k].mech]), (int)c->b.seeds[rows[k].seed], h->layer, h->head,
+                                epar_bench_mech_name(c, rows[k].mech), (int)c->b.seeds[rows[k].seed], h->layer, h->head,
                                 a->items, a->length, h->mean_distance, h->entropy, h->pattern[0], h->pattern[1],
                                 h->pattern[2], h->pattern[3], h->pattern_best,
                                 isnan(h->pattern_best) ? "" : epar_inspect_pattern_names[best],
@@ -619,7 +619,7 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
     for (int k = 0; !st && k < n; k++) {
         const struct trained_attn *r = &rows[k];
         const struct epar_inspect_summary *a = r->a;
-        if (epar_csv_append(t, "ssiiiidddddddddddddddddddd", c->tasks[r->task].id, epar_nnpos_name(c->mech[r->mech]),
+        if (epar_csv_append(t, "ssiiiidddddddddddddddddddd", c->tasks[r->task].id, epar_bench_mech_name(c, r->mech),
                             (int)c->b.seeds[r->seed], a->items, a->heads, a->length, a->distance_spearman,
                             a->distance_spearman_sd, a->distance_ratio, r->distance_ratio_vs_none, a->first_share,
                             a->relevant_share, a->relevant_uniform, a->profile_spearman, c->head_pattern,
