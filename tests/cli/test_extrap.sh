@@ -103,6 +103,12 @@ expect_grep '"radius": 2' "$b/cells/classify/sliding-window/seed-42/cell.json"
 ! grep -q '"radius": 8' "$b/cells/classify/sliding-window/seed-42/cell.json" && ok || fail "classify's sliding-window kept radius 8"
 expect_grep '^lm,linear-elu,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 expect_grep '^lm,orthogonal-qk,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+# study cells with parameters of their own (mechanism@parameter=value): their own folder, configuration and pairs
+expect_grep '"step": 4' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"
+expect_grep '"radius": 2' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"
+! grep -q '"step": 4' "$b/cells/lm/pi-attention@step=8/seed-42/cell.json" && ok || fail "pi-attention@step=8 trained with step 4"
+expect_grep '^lm,pi-attention@step=8,pi-attention@step=4,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+expect_grep '^lm,random-sparse,strided,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 expect_grep '^lm,performer,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 # pairs of the grid's other tasks recomputed from the cells: classify's final accuracy; needle-long past the window's
 # reach (smoke: 1 layer x radius 8; distance.csv's bins of distances 1..70: the first with distance_lo > 8 starts at 9)
@@ -166,4 +172,6 @@ bad "a fine-tuning length the budget does not evaluate" 's/"finetune_steps": 3, 
 expect_error_line 'finetune_lengths: 96 is not one of the budget' "the length named"
 bad "a task's set of an unknown parameter" 's/"set": {"sliding-window.radius": 2}/"set": {"sliding-window.radiu": 2}/'
 expect_error_line 'tasks\[7\]\.set\.sliding-window\.radiu' "the task's set named"
+bad "a study cell's unknown parameter" 's/pi-attention@step=4,/pi-attention@stepp=4,/'
+expect_error_line "cells.lm: 'pi-attention@stepp=4': expected mechanism@parameter=value" "the cell named"
 finish
