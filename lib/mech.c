@@ -1028,6 +1028,9 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_ORTHOGONAL_QK] = {"orthogonal-qk", EPAR_MK_QK, "S1 §4", "§29",
         {{"jl", 0, 0, 1, 1, "1: scale by sqrt(D/dk)"}, P_END}, build_orthogonal,
         "frozen Haar W_Q, W_K (independent), exploratory (the seed's hypothesis)"},
+    [EPAR_MECH_ALIBI_LEARNED] = {"alibi-learned", EPAR_MK_BIAS, "S3 §3", "§18",
+        {{"max_bias", 8, 0, 64, 0, "initial slopes 2^(-max_bias (h+1)/n)"}, P_END}, build_alibi,
+        "ALiBi with the per-head slopes m_h learned (trained from ALiBi's); untrained: alibi's bias"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

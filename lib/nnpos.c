@@ -188,6 +188,39 @@ static int build_alibi(struct epar_nnpos *p)
     return EPAR_OK;
 }
 
+/* ---- alibi-learned (§18): theta = the NH slopes m_h, shared by the layers, initialised at ALiBi's (alibi-learned.max_bias);
+ * bias[h][d] = -m_h d as ALiBi's, prepared from theta before every forward; dL/dm_h = -sum_{b, d} d gbias[b][h][d] ---- */
+
+static size_t n_alibi_learned(const struct epar_nnpos *p) { return (size_t)p->NH; }
+
+static void init_alibi_learned(struct epar_nnpos *p, gsl_rng *r)
+{
+    (void)r;
+    for (int h = 0; h < p->NH; h++) p->theta[h] = (float)p->slopes[h];
+}
+
+static void prepare_alibi_learned(struct epar_nnpos *p, int T)
+{
+    for (int h = 0; h < p->NH; h++) {
+        p->slopes[h] = p->theta[h];   /* what inspect reports as the head's slope: the learned one */
+        for (int d = 0; d < T; d++) p->bias[(size_t)h * p->Tmax + d] = -p->theta[h] * (float)d;
+    }
+}
+
+static void backward_alibi_learned(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *gr, int B, int T)
+{
+    (void)l;
+    /* fixed order: b, then d, for each head (deterministic whatever the thread count); fp64 sum per head */
+    for (int h = 0; h < p->NH; h++) {
+        double g = 0;
+        for (int b = 0; b < B; b++) {
+            const float *gb = gr->gbias + ((size_t)b * p->NH + h) * T;
+            for (int d = 1; d < T; d++) g -= (double)d * gb[d];
+        }
+        p->dtheta[h] += (float)g;
+    }
+}
+
 /* ---- T5 (§11): theta = B (buckets, NH), causal (unidirectional) buckets of rel = j - i = -d; t5.num_buckets,
  * t5.max_distance, the table drawn N(0, t5.init_sd^2) ---- */
 
@@ -692,6 +725,10 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                         NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_ALIBI] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), standard slopes"),
                          NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+    [EPAR_MECH_ALIBI_LEARNED] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), the slopes m_h learned (from ALiBi's), shared by "
+                                         "the layers"),
+                                 NULL, build_alibi, n_alibi_learned, init_alibi_learned, prepare_alibi_learned,
+                                 backward_alibi_learned, NULL},
     [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
     [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),

@@ -950,6 +950,53 @@ static void test_frozen_qk(void)
     epar_nn_free(&m);
 }
 
+/* alibi-learned (F15): untrained it is alibi (the same weights draw, the same loss), its parameters are the NH slopes
+ * at ALiBi's values, the bias table follows the slopes it is given (-m_h d), a slope's gradient is the finite
+ * difference's, and the fitted slopes leave ALiBi's */
+static void test_alibi_learned(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_ALIBI_LEARNED, 0), ca = tiny(EPAR_MECH_ALIBI, 0);
+    struct epar_nn m, a;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "alibi-learned: alloc"); return; }
+    if (epar_nn_alloc(&a, &ca)) { check_true(0, "alibi: alloc"); epar_nn_free(&m); return; }
+    gsl_rng *r = epar_rng_alloc(9, 0, EPAR_RNG_WEIGHTS), *ra = epar_rng_alloc(9, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_nn_init(&a, ra);
+    check_int((long)m.sizes[EPAR_NN_POS], c.NH, "alibi-learned: one learned slope per head");
+    check_int((long)(m.n_params - a.n_params), c.NH, "alibi-learned: alibi's parameters and the slopes");
+    double want[8];
+    epar_mech_alibi_slopes(c.NH, 8, want);
+    for (int h = 0; h < c.NH; h++) check_rel(m.pos.theta[h], want[h], 1e-6, "alibi-learned: initial slope %d is ALiBi's", h);
+    int B = 2, T = 8, tok[16], tgt[16];
+    float mask[16];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_forward(&a, tok, tgt, mask, B, T);
+    check_abs(m.loss, a.loss, 0, "alibi-learned untrained = alibi (same draw, same loss)");
+    m.pos.theta[0] = 0.7f;
+    m.pos.theta[1] = -0.2f;
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    const float *bias = epar_nnpos_bias(&m.pos);
+    double worst = 0;
+    for (int h = 0; h < 2; h++)
+        for (int d = 0; d < T; d++) worst = fmax(worst, fabs(bias[(size_t)h * c.Tmax + d] - -(h ? -0.2 : 0.7) * d));
+    check_abs(worst, 0, 1e-6, "alibi-learned: the bias is -m_h d for the slopes it holds");
+    check_rel(m.pos.slopes[0], 0.7, 1e-6, "alibi-learned: the slope inspect reads is the learned one");
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    for (int h = 0; h < 2; h++) {
+        double an = m.pos.dtheta[h];
+        double num = (4 * central_diff(&m, &m.pos.theta[h], 5e-3f, tok, tgt, mask, B, T) -
+                      central_diff(&m, &m.pos.theta[h], 1e-2f, tok, tgt, mask, B, T)) / 3;
+        check_true(fabs(an) > 1e-4, "alibi-learned: slope %d has a gradient (%g)", h, an);
+        check_abs(an, num, 1e-2 * fabs(num) + 1e-5, "alibi-learned: dL/dm_%d = finite difference", h);
+    }
+    epar_rng_free(r);
+    epar_rng_free(ra);
+    epar_nn_free(&m);
+    epar_nn_free(&a);
+}
+
 static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
@@ -1049,6 +1096,7 @@ int main(void)
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
     test_frozen_qk();
+    test_alibi_learned();
     /* (last: the draws of the cases above stay as they were) */
     test_crossentropy_paths();
     test_attention_paths(37, 1, 24, 2);
