@@ -124,6 +124,32 @@ static void fold_ape_ext(struct epar_nnpos *p, int T)
     }
 }
 
+int epar_nnpos_ape_grow(struct epar_nnpos *p, const float *theta, int n)
+{
+    if ((p->id != EPAR_MECH_APE_RAND && p->id != EPAR_MECH_APE_HIER) || n < 1 || n > p->ntrain || !p->theta)
+        return epar_err_set(EPAR_EINVAL, "%s cannot take a table of %d rows", epar_nnpos_name(p->id), n);
+    int C = p->C;
+    memmove(p->theta, theta, (size_t)n * C * sizeof *p->theta);
+    double *row = epar_err_alloc((size_t)C, sizeof *row, "the position table");
+    if (!row) return EPAR_ENOMEM;
+    for (int t = n; t < p->ntrain; t++) {
+        if (p->id == EPAR_MECH_APE_RAND) {
+            epar_mech_ape_rand_row(p->s.seed, t, C, p->s.init_sd, row);
+        } else {
+            int idx[3];
+            double w[3];
+            epar_mech_ape_hier_coef(t, n, p->mp[1], idx, w);
+            for (int c = 0; c < C; c++)
+                row[c] = w[0] * p->theta[(size_t)idx[0] * C + c] + w[1] * p->theta[(size_t)idx[1] * C + c] +
+                         w[2] * p->theta[(size_t)idx[2] * C + c];
+        }
+        for (int c = 0; c < C; c++) p->theta[(size_t)t * C + c] = (float)row[c];
+    }
+    free(row);
+    p->T = 0;
+    return EPAR_OK;
+}
+
 /* ---- FLOATER (§7): the recursive rotation's table, scaled as the sinusoid ---- */
 
 static int build_floater(struct epar_nnpos *p)

@@ -165,6 +165,11 @@ int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settin
 int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
 /* EPAR_EINVAL naming the value when mechanism id cannot run with NH heads (gqa: groups must divide NH) */
 int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
+/* learned-ape-rand / -hier at a longer train_length (a fine-tuning arm, S3 003:20): the table theta (n rows, the
+ * trained model's) copied into p's, and p's rows n .. train_length - 1, now parameters, initialised as the shorter
+ * model reads them (rand: its random rows; hier: the decomposition of the n rows). EPAR_EINVAL for another mechanism
+ * or n outside [1, train_length]. */
+int epar_nnpos_ape_grow(struct epar_nnpos *p, const float *theta, int n);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* 1: the model's q and k projections are frozen at orthogonal-qk's draws (hook PROJ; lib/nn) */

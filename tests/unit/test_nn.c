@@ -1057,6 +1057,38 @@ static void test_ape_ext(void)
                "learned-ape-rand: a random row is the same whatever the table's length");
     epar_nnpos_free(&q9);
     epar_nnpos_free(&q12);
+    /* a fine-tuning arm's table (train_length 9: every row a parameter) grown from 3 trained rows starts as the 3-row
+     * model reads its 9 positions; another mechanism is refused */
+    for (int v = 0; v < 2; v++) {
+        enum epar_mech_id id = v ? EPAR_MECH_APE_HIER : EPAR_MECH_APE_RAND;
+        struct epar_nnpos sh, lg;
+        struct epar_nnpos_settings s2 = s;
+        s2.mp[id][0] = 3;
+        if (epar_nnpos_alloc(&sh, id, &s2, 9, 4, 2, 1)) return;
+        s2.mp[id][0] = 9;
+        if (epar_nnpos_alloc(&lg, id, &s2, 9, 4, 2, 1)) { epar_nnpos_free(&sh); return; }
+        float th3[12], th9[36];
+        for (int k = 0; k < 12; k++) th3[k] = (float)gsl_ran_gaussian(R, 1.0);
+        sh.theta = th3;
+        lg.theta = th9;
+        epar_nnpos_prepare(&sh, 9);
+        check_int(epar_nnpos_ape_grow(&lg, th3, 3), EPAR_OK, "%s: grow 3 -> 9 rows", epar_nnpos_name(id));
+        epar_nnpos_prepare(&lg, 9);
+        double dev = 0;
+        for (int k = 0; k < 36; k++) dev = fmax(dev, fabs(lg.ext[k] - sh.ext[k]));
+        check_abs(dev, 0, 1e-6, "%s: the grown table reads as the trained one did", epar_nnpos_name(id));
+        sh.theta = lg.theta = NULL;
+        epar_nnpos_free(&sh);
+        epar_nnpos_free(&lg);
+    }
+    struct epar_nnpos_settings s3;
+    epar_nnpos_settings_default(&s3);
+    struct epar_nnpos t5;
+    if (!epar_nnpos_alloc(&t5, EPAR_MECH_ALIBI, &s3, 9, 4, 2, 1)) {
+        float th[4] = {0};
+        check_int(epar_nnpos_ape_grow(&t5, th, 1), EPAR_EINVAL, "grow refused for alibi");
+        epar_nnpos_free(&t5);
+    }
 }
 
 static void test_overfit(enum epar_mech_id id)
