@@ -523,6 +523,10 @@ static int lm_finetune(const struct epar_bench_cfg *c, struct epar_train_run *r,
     const struct epar_bench_extrap *x = &c->extrap;
     struct epar_train_cfg f;
     epar_exp_train_as(&r->cfg, a->as, a->logn, T, &f);
+    /* learned-ape-rand / -hier: the rows past L become parameters of the arm, initialised as the model read them (S3
+     * 003:20: random rows, then fine-tuned; the decomposition as the longer table's start) */
+    int tl = epar_mech_param_index(a->as, "train_length");
+    if ((a->as == EPAR_MECH_APE_RAND || a->as == EPAR_MECH_APE_HIER) && tl >= 0) f.pos.mp[a->as][tl] = T;
     f.optim.steps = x->ft_steps;
     f.optim.warmup = x->ft_steps / 10;
     f.optim.lr = r->cfg.optim.lr * r->cfg.optim.lr_min_ratio;

@@ -600,6 +600,41 @@ static int trained_heads(const struct epar_bench_cfg *c, const struct trained_at
     return st;
 }
 
+/* alibi_slopes.csv: the slopes of every alibi and alibi-learned cell with the per-head record (the grid's and the
+ * extrapolation study's own; layer 0's heads: the slopes are shared by the layers), each head's initial slope (ALiBi's
+ * for the cell's max_bias) and the one the model ends with (alibi: the same), their ratio and its log2. Not written
+ * when no such cell has the record. */
+static int alibi_slopes(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const struct grid *g,
+                        struct epar_out *o)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,head,heads,max_bias,initial_slope,slope,ratio,log2_ratio");
+    int st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < plan->n; k++) {
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        if (cell->task < 0 || !g->cell[k].have_attn) continue;
+        enum epar_mech_id id = c->mech[cell->mech];
+        if (id != EPAR_MECH_ALIBI && id != EPAR_MECH_ALIBI_LEARNED) continue;
+        const struct epar_inspect_summary *a = &g->cell[k].attn;
+        const struct epar_nnpos_settings *ps = c->tasks[cell->task].own_pos ? &c->tasks[cell->task].pos : &c->base.pos;
+        int NH = 0;
+        for (int q = 0; q < a->n_head; q++) NH += a->head[q].layer == 0;
+        double init[1024], max_bias = ps->mp[id][0];
+        if (NH < 1 || NH > 1024) continue;
+        epar_mech_alibi_slopes(NH, max_bias, init);
+        for (int q = 0; !st && q < a->n_head; q++) {
+            const struct epar_inspect_head *h = &a->head[q];
+            if (h->layer != 0 || h->head < 0 || h->head >= NH) continue;
+            double r = h->slope / init[h->head];
+            if (epar_csv_append(t, "ssiiiddddd", c->tasks[cell->task].id, epar_nnpos_name(id), (int)c->b.seeds[cell->seed],
+                                h->head, NH, max_bias, init[h->head], h->slope, r, r > 0 ? log2(r) : NAN))
+                st = epar_err_set(EPAR_ENOMEM, "out of memory building alibi_slopes.csv");
+        }
+    }
+    if (!st && t->nrows > 0) st = epar_exp_write_table(o, "alibi_slopes.csv", t);
+    epar_csv_free(t);
+    return st;
+}
+
 /* trained_attention.csv: what every cell's trained heads attend to (epar inspect's summaries over TRAINED_ITEMS
  * evaluation items, measured when the cell finished), one row per task x mechanism x seed; the distance ratio also
  * relative to none's of the same seed on the same items. Not written when no cell has the summaries (cells of an
@@ -630,6 +665,7 @@ static int trained_attention(const struct epar_bench_cfg *c, const struct epar_b
     }
     if (!st && t->nrows > 0) st = epar_exp_write_table(o, "trained_attention.csv", t);
     if (!st) st = trained_heads(c, rows, n, o);
+    if (!st) st = alibi_slopes(c, plan, g, o);
     free(rows);
     epar_csv_free(t);
     return st;

@@ -296,7 +296,8 @@ void epar_inspect_most_similar(const double *sim, int NL, int NH, int k, double 
 static void patterns_and_similarity(struct epar_inspect *x)
 {
     int T = x->T, NH = x->NH, H = x->NL * NH;
-    const double *slopes = x->run.cfg.mechanism == EPAR_MECH_ALIBI ? x->run.model.pos.slopes : NULL;
+    const double *slopes = x->run.cfg.mechanism == EPAR_MECH_ALIBI || x->run.cfg.mechanism == EPAR_MECH_ALIBI_LEARNED
+                              ? x->run.model.pos.slopes : NULL;   /* alibi-learned: its learned slopes */
     for (int k = 0; k < H; k++) {
         double *s = x->stats + (size_t)k * EPAR_INSPECT_NSTATS, pat[EPAR_INSPECT_NPATTERNS];
         epar_inspect_patterns(x->att + (size_t)k * T * T, T, pat);

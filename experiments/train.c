@@ -915,10 +915,23 @@ int epar_exp_train_param_count(const struct epar_train_cfg *c, int vocab, size_t
 int epar_exp_train_derive(struct epar_train_run *x, const struct epar_train_run *r, const struct epar_train_cfg *c)
 {
     int st = epar_exp_train_setup(x, c);
-    if (!st && x->model.n_params != r->model.n_params)
+    /* learned-ape-rand / -hier with more rows than the trained table (a fine-tuning arm): every other tensor copied,
+     * the table grown by lib/nnpos (the rows past the trained ones initialised as the trained model reads them) */
+    int grow = !st && x->model.n_params != r->model.n_params && x->model.cfg.pos == r->model.cfg.pos &&
+               (c->mechanism == EPAR_MECH_APE_RAND || c->mechanism == EPAR_MECH_APE_HIER) &&
+               x->model.sizes[EPAR_NN_POS] > r->model.sizes[EPAR_NN_POS];
+    for (int k = 0; grow && k < EPAR_NN_NTENSORS; k++) grow &= k == EPAR_NN_POS || x->model.sizes[k] == r->model.sizes[k];
+    if (!st && x->model.n_params != r->model.n_params && !grow)
         st = epar_err_set(EPAR_EINVAL, "%s at length %d has %zu parameters, not the trained model's %zu",
                           epar_nnpos_name(c->mechanism), c->task.length, x->model.n_params, r->model.n_params);
-    if (!st) {
+    if (!st && grow) {
+        for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+            if (k != EPAR_NN_POS)
+                memcpy(x->model.params_mem + x->model.offsets[k], r->model.params_mem + r->model.offsets[k],
+                       x->model.sizes[k] * sizeof(float));
+        st = epar_nnpos_ape_grow(&x->model.pos, r->model.params_mem + r->model.offsets[EPAR_NN_POS],
+                                 (int)(r->model.sizes[EPAR_NN_POS] / (size_t)r->model.cfg.C));
+    } else if (!st) {
         memcpy(x->model.params_mem, r->model.params_mem, r->model.n_params * sizeof(float));
         x->model.pos.T = 0;   /* tables rebuilt from the copied parameters */
     }

@@ -553,6 +553,59 @@ static int build_learned(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
+void epar_mech_ape_hier_coef(int p, int n, double alpha, int idx[3], double w[3])
+{
+    if (p < n) {
+        idx[0] = idx[1] = idx[2] = p;
+        w[0] = 1;
+        w[1] = w[2] = 0;
+        return;
+    }
+    idx[0] = p / n;
+    idx[1] = p % n;
+    idx[2] = 0;
+    w[0] = alpha / (1 - alpha);
+    w[1] = 1;
+    w[2] = -alpha / (1 - alpha);
+}
+
+void epar_mech_ape_rand_row(unsigned long seed, int p, int C, double sd, double *row)
+{
+    gsl_rng *r = epar_rng_alloc(seed, EPAR_MECH_APE_RAND_RUN + (unsigned long)p, EPAR_RNG_WEIGHTS);
+    if (!r) {
+        for (int c = 0; c < C; c++) row[c] = NAN;
+        return;
+    }
+    epar_rng_normal(r, row, (size_t)C, sd);
+    epar_rng_free(r);
+}
+
+/* learned-ape-rand / -hier (§6): a synthetic trained table of min(L, train_length) rows N(0, 0.02^2), the rows past it
+ * random (rand, seed 0) or the hierarchical decomposition of the table (hier) */
+static int build_ape_ext(struct epar_mech *m, gsl_rng *r)
+{
+    int n = (int)m->p[0] < m->L ? (int)m->p[0] : m->L, D = m->D;
+    if (m->id == EPAR_MECH_APE_HIER && (long)n * n < m->L)
+        return epar_err_set(EPAR_EINVAL, "learned-ape-hier covers train_length^2 = %ld positions, sequence length '%d' exceeds it",
+                            (long)n * n, m->L);
+    int st = alloc_d(&m->pe, (size_t)m->L * D, "learned PE");
+    if (st) return st;
+    epar_rng_normal(r, m->pe, (size_t)n * D, 0.02);
+    for (int p = n; p < m->L; p++) {
+        double *row = m->pe + (size_t)p * D;
+        if (m->id == EPAR_MECH_APE_RAND) {
+            epar_mech_ape_rand_row(0, p, D, 0.02, row);
+            continue;
+        }
+        int idx[3];
+        double w[3];
+        epar_mech_ape_hier_coef(p, n, m->p[1], idx, w);
+        for (int c = 0; c < D; c++)
+            row[c] = w[0] * m->pe[(size_t)idx[0] * D + c] + w[1] * m->pe[(size_t)idx[1] * D + c] + w[2] * m->pe[(size_t)idx[2] * D + c];
+    }
+    return EPAR_OK;
+}
+
 static int build_floater(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;
@@ -1076,6 +1129,14 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
         {{"window", 0, 0, 1 << 20, 1, "l: band {i-l..i} (0: round(sqrt(L)), strided's)"},
          {"keys", 0, 0, 1 << 20, 1, "random earlier keys per row (0: strided's count, floor(i/l) - 1)"}, P_END},
         build_random, "causal band U random earlier keys drawn once from the seed (as many as strided's)"},
+    [EPAR_MECH_ALIBI_LEARNED] = {"alibi-learned", EPAR_MK_BIAS, "S3 §3", "§18",
+        {{"max_bias", 8, 0, 64, 0, "initial slopes 2^(-max_bias (h+1)/n)"}, P_END}, build_alibi,
+        "ALiBi with the per-head slopes m_h learned (trained from ALiBi's); untrained: alibi's bias"},
+    [EPAR_MECH_APE_RAND] = {"learned-ape-rand", EPAR_MK_INPUT, "S3 1.1(1)", "§6", {P_TRAIN, P_END}, build_ape_ext,
+        "learned-ape's table of train_length rows; rows past it random N(0, sd^2), fixed (S3 003:20)"},
+    [EPAR_MECH_APE_HIER] = {"learned-ape-hier", EPAR_MK_INPUT, "S3 1.1(1)", "§6",
+        {P_TRAIN, {"alpha", 0.4, 0, 0.99, 0, "hierarchical decomposition: p = i n + j -> alpha u_i + (1 - alpha) u_j"}, P_END},
+        build_ape_ext, "learned-ape's table of train_length rows; past it Su's hierarchical decomposition of the table"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

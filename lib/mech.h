@@ -32,7 +32,7 @@ enum epar_mech_id {
     EPAR_MECH_FIXED_LEFT, EPAR_MECH_FIXED_RIGHT, EPAR_MECH_FIXED_START, EPAR_MECH_FIXED_END,
     EPAR_MECH_LINEAR_ELU, EPAR_MECH_LINEAR_COS, EPAR_MECH_PERFORMER, EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED,
     EPAR_MECH_SLIDING_WINDOW, EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_PI_ATTENTION,
-    EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE,
+    EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE, EPAR_MECH_ALIBI_LEARNED, EPAR_MECH_APE_RAND, EPAR_MECH_APE_HIER,
     EPAR_MECH_COUNT
 };
 
@@ -146,6 +146,15 @@ double epar_mech_logn(double n, double train_length, int clamp);
 int epar_mech_t5_bucket(int rel, int bidirectional, int num_buckets, int max_distance);
 /* ALiBi slopes m (n) for n heads (§18); max_bias 8 is the paper's */
 void epar_mech_alibi_slopes(int n, double max_bias, double *m);
+/* Learned absolute PE past its n trained rows theta_0 .. theta_{n-1} (S3 003:20; Su's hierarchical decomposition):
+ * position p = i n + j (0 <= j < n) reads alpha u_i + (1 - alpha) u_j with u_k = (theta_k - alpha theta_0) / (1 - alpha),
+ * = w[0] theta_idx[0] + w[1] theta_idx[1] + w[2] theta_idx[2] (idx = i, j, 0; w = alpha / (1 - alpha), 1,
+ * -alpha / (1 - alpha)); for p < n it is theta_p. Defined for p < n^2 and 0 <= alpha < 1. */
+void epar_mech_ape_hier_coef(int p, int n, double alpha, int idx[3], double w[3]);
+/* learned-ape-rand's row p past the trained rows: N(0, sd^2) from the stream (seed, EPAR_MECH_APE_RAND_RUN + p) of
+ * lib/rng's weights, the same values whatever the table's length (an evaluation and a fine-tuning arm share them) */
+#define EPAR_MECH_APE_RAND_RUN 1048576UL
+void epar_mech_ape_rand_row(unsigned long seed, int p, int C, double sd, double *row);
 /* Shaw table row of rel = j - i clipped to [-k, k] (§9); DeBERTa delta(i, j) (§12) */
 int epar_mech_shaw_index(int rel, int k);
 int epar_mech_deberta_delta(int i, int j, int k);

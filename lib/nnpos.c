@@ -63,6 +63,93 @@ static void backward_learned(struct epar_nnpos *p, int l, const struct epar_nnpo
     backward_nothing(p, l, g, B, T);
 }
 
+/* ---- learned-ape-rand / -hier (§6, S3 003:20): theta = E (n, C), n = train_length (the trained length: the same
+ * parameters and draws as learned-ape's table there); ext = the table read: E's rows, then past n lib/mech's random rows
+ * (rand: fixed, N(0, init_sd^2) from the run's seed) or E's hierarchical decomposition (hier, alpha) ---- */
+
+static size_t n_ape_ext(const struct epar_nnpos *p) { return (size_t)p->ntrain * p->C; }
+static void init_ape_ext(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_ape_ext(p), p->s.init_sd); }
+
+static int build_ape_ext(struct epar_nnpos *p)
+{
+    p->ntrain = (int)p->mp[0];
+    if (p->id == EPAR_MECH_APE_HIER && (long)p->ntrain * p->ntrain < p->Tmax)
+        return epar_err_set(EPAR_EINVAL, "learned-ape-hier covers train_length^2 = %ld positions, length '%d' exceeds it",
+                            (long)p->ntrain * p->ntrain, p->Tmax);
+    size_t n = (size_t)p->Tmax * p->C;
+    if (need(&p->ext, n, sizeof *p->ext, "the position table") || need(&p->dext, n, sizeof *p->dext, "the position table"))
+        return EPAR_ENOMEM;
+    if (p->id != EPAR_MECH_APE_RAND) return EPAR_OK;
+    double *row = epar_err_alloc((size_t)p->C, sizeof *row, "the position table");
+    if (!row) return EPAR_ENOMEM;
+    for (int t = p->ntrain; t < p->Tmax; t++) {
+        epar_mech_ape_rand_row(p->s.seed, t, p->C, p->s.init_sd, row);
+        for (int c = 0; c < p->C; c++) p->ext[(size_t)t * p->C + c] = (float)row[c];
+    }
+    free(row);
+    return EPAR_OK;
+}
+
+static void prepare_ape_ext(struct epar_nnpos *p, int T)
+{
+    int C = p->C, n = p->ntrain < T ? p->ntrain : T;
+    memcpy(p->ext, p->theta, (size_t)n * C * sizeof *p->ext);
+    for (int t = n; t < T && p->id == EPAR_MECH_APE_HIER; t++) {
+        int idx[3];
+        double w[3];
+        epar_mech_ape_hier_coef(t, p->ntrain, p->mp[1], idx, w);
+        for (int c = 0; c < C; c++)
+            p->ext[(size_t)t * C + c] = (float)(w[0] * p->theta[(size_t)idx[0] * C + c] + w[1] * p->theta[(size_t)idx[1] * C + c] +
+                                                w[2] * p->theta[(size_t)idx[2] * C + c]);
+    }
+}
+
+/* dext (T rows, the embedding backward's) folded into dtheta: row t < n its own; hier's row t >= n through its three
+ * coefficients (in order of t: deterministic); rand's rows past n are fixed */
+static void fold_ape_ext(struct epar_nnpos *p, int T)
+{
+    int C = p->C;
+    for (int t = 0; t < T; t++) {
+        const float *g = p->dext + (size_t)t * C;
+        if (t < p->ntrain) {
+            for (int c = 0; c < C; c++) p->dtheta[(size_t)t * C + c] += g[c];
+            continue;
+        }
+        if (p->id != EPAR_MECH_APE_HIER) continue;
+        int idx[3];
+        double w[3];
+        epar_mech_ape_hier_coef(t, p->ntrain, p->mp[1], idx, w);
+        for (int k = 0; k < 3; k++)
+            for (int c = 0; c < C; c++) p->dtheta[(size_t)idx[k] * C + c] += (float)(w[k] * g[c]);
+    }
+}
+
+int epar_nnpos_ape_grow(struct epar_nnpos *p, const float *theta, int n)
+{
+    if ((p->id != EPAR_MECH_APE_RAND && p->id != EPAR_MECH_APE_HIER) || n < 1 || n > p->ntrain || !p->theta)
+        return epar_err_set(EPAR_EINVAL, "%s cannot take a table of %d rows", epar_nnpos_name(p->id), n);
+    int C = p->C;
+    memmove(p->theta, theta, (size_t)n * C * sizeof *p->theta);
+    double *row = epar_err_alloc((size_t)C, sizeof *row, "the position table");
+    if (!row) return EPAR_ENOMEM;
+    for (int t = n; t < p->ntrain; t++) {
+        if (p->id == EPAR_MECH_APE_RAND) {
+            epar_mech_ape_rand_row(p->s.seed, t, C, p->s.init_sd, row);
+        } else {
+            int idx[3];
+            double w[3];
+            epar_mech_ape_hier_coef(t, n, p->mp[1], idx, w);
+            for (int c = 0; c < C; c++)
+                row[c] = w[0] * p->theta[(size_t)idx[0] * C + c] + w[1] * p->theta[(size_t)idx[1] * C + c] +
+                         w[2] * p->theta[(size_t)idx[2] * C + c];
+        }
+        for (int c = 0; c < C; c++) p->theta[(size_t)t * C + c] = (float)row[c];
+    }
+    free(row);
+    p->T = 0;
+    return EPAR_OK;
+}
+
 /* ---- FLOATER (§7): the recursive rotation's table, scaled as the sinusoid ---- */
 
 static int build_floater(struct epar_nnpos *p)
@@ -186,6 +273,39 @@ static int build_alibi(struct epar_nnpos *p)
     for (int h = 0; h < p->NH; h++)
         for (int d = 0; d < p->Tmax; d++) p->bias[(size_t)h * p->Tmax + d] = (float)(-p->slopes[h] * d);
     return EPAR_OK;
+}
+
+/* ---- alibi-learned (§18): theta = the NH slopes m_h, shared by the layers, initialised at ALiBi's (alibi-learned.max_bias);
+ * bias[h][d] = -m_h d as ALiBi's, prepared from theta before every forward; dL/dm_h = -sum_{b, d} d gbias[b][h][d] ---- */
+
+static size_t n_alibi_learned(const struct epar_nnpos *p) { return (size_t)p->NH; }
+
+static void init_alibi_learned(struct epar_nnpos *p, gsl_rng *r)
+{
+    (void)r;
+    for (int h = 0; h < p->NH; h++) p->theta[h] = (float)p->slopes[h];
+}
+
+static void prepare_alibi_learned(struct epar_nnpos *p, int T)
+{
+    for (int h = 0; h < p->NH; h++) {
+        p->slopes[h] = p->theta[h];   /* what inspect reports as the head's slope: the learned one */
+        for (int d = 0; d < T; d++) p->bias[(size_t)h * p->Tmax + d] = -p->theta[h] * (float)d;
+    }
+}
+
+static void backward_alibi_learned(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *gr, int B, int T)
+{
+    (void)l;
+    /* fixed order: b, then d, for each head (deterministic whatever the thread count); fp64 sum per head */
+    for (int h = 0; h < p->NH; h++) {
+        double g = 0;
+        for (int b = 0; b < B; b++) {
+            const float *gb = gr->gbias + ((size_t)b * p->NH + h) * T;
+            for (int d = 1; d < T; d++) g -= (double)d * gb[d];
+        }
+        p->dtheta[h] += (float)g;
+    }
 }
 
 /* ---- T5 (§11): theta = B (buckets, NH), causal (unidirectional) buckets of rel = j - i = -d; t5.num_buckets,
@@ -689,6 +809,11 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                               NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_LEARNED_APE] = {H_(INPUT, 0, 1, "learned absolute table added to the embeddings"),
                                NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL},
+    [EPAR_MECH_APE_RAND] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it random, fixed"),
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL},
+    [EPAR_MECH_APE_HIER] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it its "
+                                            "hierarchical decomposition"),
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL},
     [EPAR_MECH_FLOATER] = {H_(INPUT, 1, 0, "init_sd times the FLOATER rotation table added to the embeddings"),
                            NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
@@ -710,6 +835,10 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                         NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_ALIBI] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), standard slopes"),
                          NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+    [EPAR_MECH_ALIBI_LEARNED] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), the slopes m_h learned (from ALiBi's), shared by "
+                                         "the layers"),
+                                 NULL, build_alibi, n_alibi_learned, init_alibi_learned, prepare_alibi_learned,
+                                 backward_alibi_learned, NULL},
     [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
     [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
@@ -889,7 +1018,7 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 
 void epar_nnpos_free(struct epar_nnpos *p)
 {
-    free(p->pe); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
+    free(p->pe); free(p->ext); free(p->dext); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
     free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega);
     free(p->rdist); free(p->reltab);
     p->rdist = p->reltab = NULL;
@@ -919,7 +1048,7 @@ void epar_nnpos_backward(struct epar_nnpos *p, int l, const struct epar_nnpos_gr
 static const float *input_table(const struct epar_nnpos *p)
 {
     if (epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return NULL;
-    return p->pe ? p->pe : p->theta;
+    return p->ext ? p->ext : p->pe ? p->pe : p->theta;
 }
 
 void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T)
@@ -943,14 +1072,15 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
 {
     const float *tab = input_table(p);
     if (!tab) return;
-    int C = p->C, learned = tab == p->theta, mul = p->pe_mul;
+    int C = p->C, learned = tab == p->theta || tab == p->ext, mul = p->pe_mul;
     if (!learned && !mul) return;   /* a fixed added table passes dx on unchanged */
+    if (tab == p->ext) memset(p->dext, 0, (size_t)T * C * sizeof *p->dext);
     /* the learned table: each position's row sums over b in order (parallel over t, deterministic); added: dx,
      * multiplied: dx e. Then a multiplied table passes dx p on to the token rows. */
 #pragma omp parallel for schedule(static) if ((double)B * T * C > 262144)
     for (int t = 0; t < T; t++) {
         const float *pr = tab + (size_t)t * C;
-        float *g = learned ? p->dtheta + (size_t)t * C : NULL;
+        float *g = !learned ? NULL : tab == p->ext ? p->dext + (size_t)t * C : p->dtheta + (size_t)t * C;
         for (int b = 0; b < B; b++) {
             float *d = dx + ((size_t)b * T + t) * C;
             const float *er = wte + (size_t)tokens[(size_t)b * T + t] * C;
@@ -960,6 +1090,7 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
                 for (int c = 0; c < C; c++) d[c] *= pr[c];
         }
     }
+    if (tab == p->ext) fold_ape_ext(p, T);
 }
 
 /* rotate the (2i, 2i+1) pairs of every head of q and k at position t by +angle (dir 1) or -angle (dir -1) */

@@ -11,6 +11,8 @@
  *   baseline     none                               causal mask only
  *   input        sinusoidal, floater, mult-pe       x_t = e_t + init_sd p_t (added), or e_t * p_t (multiplied)
  *   input        learned-ape                        x_t = e_t + E[t], E (Tmax, C) learned
+ *   input        learned-ape-rand, learned-ape-hier x_t = e_t + E[t], E (train_length, C) learned; rows t >= train_length
+ *                                                   random and fixed (rand) or Su's decomposition of E (hier)
  *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
@@ -97,6 +99,9 @@ struct epar_nnpos {
     float *theta, *dtheta;      /* learned parameters and their gradient (in lib/nn's flat buffers), or NULL */
     /* tables (NULL when the kind does not use them) */
     float *pe;                  /* (Tmax, C) input PE (sinusoidal, floater, fixed mult-pe) */
+    float *ext, *dext;          /* (Tmax, C) learned-ape-rand / -hier: the table read (theta's rows, then the rows past
+                                 * train_length) and its gradient by row */
+    int ntrain;                 /* learned-ape-rand / -hier: the trained rows (train_length) */
     int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
     float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
     float *qscale;              /* (Tmax) log-n kappa_t multiplying q_t */
@@ -162,6 +167,11 @@ int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settin
 int epar_nnpos_kv_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
 /* EPAR_EINVAL naming the value when mechanism id cannot run with NH heads (gqa: groups must divide NH) */
 int epar_nnpos_check_heads(enum epar_mech_id id, const struct epar_nnpos_settings *s, int NH);
+/* learned-ape-rand / -hier at a longer train_length (a fine-tuning arm, S3 003:20): the table theta (n rows, the
+ * trained model's) copied into p's, and p's rows n .. train_length - 1, now parameters, initialised as the shorter
+ * model reads them (rand: its random rows; hier: the decomposition of the n rows). EPAR_EINVAL for another mechanism
+ * or n outside [1, train_length]. */
+int epar_nnpos_ape_grow(struct epar_nnpos *p, const float *theta, int n);
 /* 1 when mechanism id can be trained */
 int epar_nnpos_trainable(enum epar_mech_id id);
 /* 1: the model's q and k projections are frozen at orthogonal-qk's draws (hook PROJ; lib/nn) */

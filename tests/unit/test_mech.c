@@ -682,7 +682,7 @@ static void test_registry(void)
     const char *ids = "none epar-basic epar-enhanced sinusoidal learned-ape floater multiplicative-pe shaw transformer-xl t5 "
                       "deberta tupe rope ntk-rope interpolation log-n alibi fixed-current fixed-previous fixed-next fixed-left "
                       "fixed-right fixed-start fixed-end linear-elu linear-cos performer strided sparse-fixed sliding-window "
-                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse";
+                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier";
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", ids);
     int n = 0;

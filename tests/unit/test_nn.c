@@ -498,6 +498,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_NTK_ROPE][1] = 5;
     c.pos_settings.mp[EPAR_MECH_INTERPOLATION][1] = 5;
     c.pos_settings.mp[EPAR_MECH_LOGN][0] = 3;
+    c.pos_settings.mp[EPAR_MECH_APE_RAND][0] = 3;   /* 3 trained rows: T = 8 reads 5 random (fixed) rows past them */
+    c.pos_settings.mp[EPAR_MECH_APE_HIER][0] = 3;   /* ... or their decomposition (3^2 = 9 = Tmax positions) */
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
@@ -952,6 +954,145 @@ static void test_frozen_qk(void)
     epar_nn_free(&m);
 }
 
+/* alibi-learned (F15): untrained it is alibi (the same weights draw, the same loss), its parameters are the NH slopes
+ * at ALiBi's values, the bias table follows the slopes it is given (-m_h d), a slope's gradient is the finite
+ * difference's, and the fitted slopes leave ALiBi's */
+static void test_alibi_learned(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_ALIBI_LEARNED, 0), ca = tiny(EPAR_MECH_ALIBI, 0);
+    struct epar_nn m, a;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "alibi-learned: alloc"); return; }
+    if (epar_nn_alloc(&a, &ca)) { check_true(0, "alibi: alloc"); epar_nn_free(&m); return; }
+    gsl_rng *r = epar_rng_alloc(9, 0, EPAR_RNG_WEIGHTS), *ra = epar_rng_alloc(9, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_nn_init(&a, ra);
+    check_int((long)m.sizes[EPAR_NN_POS], c.NH, "alibi-learned: one learned slope per head");
+    check_int((long)(m.n_params - a.n_params), c.NH, "alibi-learned: alibi's parameters and the slopes");
+    double want[8];
+    epar_mech_alibi_slopes(c.NH, 8, want);
+    for (int h = 0; h < c.NH; h++) check_rel(m.pos.theta[h], want[h], 1e-6, "alibi-learned: initial slope %d is ALiBi's", h);
+    int B = 2, T = 8, tok[16], tgt[16];
+    float mask[16];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_forward(&a, tok, tgt, mask, B, T);
+    check_abs(m.loss, a.loss, 0, "alibi-learned untrained = alibi (same draw, same loss)");
+    m.pos.theta[0] = 0.7f;
+    m.pos.theta[1] = -0.2f;
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    const float *bias = epar_nnpos_bias(&m.pos);
+    double worst = 0;
+    for (int h = 0; h < 2; h++)
+        for (int d = 0; d < T; d++) worst = fmax(worst, fabs(bias[(size_t)h * c.Tmax + d] - -(h ? -0.2 : 0.7) * d));
+    check_abs(worst, 0, 1e-6, "alibi-learned: the bias is -m_h d for the slopes it holds");
+    check_rel(m.pos.slopes[0], 0.7, 1e-6, "alibi-learned: the slope inspect reads is the learned one");
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    for (int h = 0; h < 2; h++) {
+        double an = m.pos.dtheta[h];
+        double num = (4 * central_diff(&m, &m.pos.theta[h], 5e-3f, tok, tgt, mask, B, T) -
+                      central_diff(&m, &m.pos.theta[h], 1e-2f, tok, tgt, mask, B, T)) / 3;
+        check_true(fabs(an) > 1e-4, "alibi-learned: slope %d has a gradient (%g)", h, an);
+        check_abs(an, num, 1e-2 * fabs(num) + 1e-5, "alibi-learned: dL/dm_%d = finite difference", h);
+    }
+    epar_rng_free(r);
+    epar_rng_free(ra);
+    epar_nn_free(&m);
+    epar_nn_free(&a);
+}
+
+/* learned-ape-rand / -hier (F5, F6): with train_length = the model's length they are learned-ape (same draws, same
+ * loss); past train_length hier's row p = i n + j is alpha u_i + (1 - alpha) u_j, u_k = (E_k - alpha E_0) / (1 - alpha)
+ * (Su's decomposition, written out here), and rand's rows are the same whatever the table's length */
+static void test_ape_ext(void)
+{
+    for (int v = 0; v < 2; v++) {
+        enum epar_mech_id id = v ? EPAR_MECH_APE_HIER : EPAR_MECH_APE_RAND;
+        struct epar_nn_config c = tiny(id, 0), ca = tiny(EPAR_MECH_LEARNED_APE, 0);
+        c.pos_settings.mp[id][0] = c.Tmax;
+        struct epar_nn m, a;
+        if (epar_nn_alloc(&m, &c)) { check_true(0, "%s: alloc", epar_nnpos_name(id)); return; }
+        if (epar_nn_alloc(&a, &ca)) { epar_nn_free(&m); return; }
+        gsl_rng *r = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS), *ra = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS);
+        epar_nn_init(&m, r);
+        epar_nn_init(&a, ra);
+        epar_rng_free(r);
+        epar_rng_free(ra);
+        check_int((long)m.n_params, (long)a.n_params, "%s at train_length = Tmax: learned-ape's parameter count", epar_nnpos_name(id));
+        int B = 2, T = 8, tok[16], tgt[16];
+        float mask[16];
+        batch(B, T, c.V, tok, tgt, mask);
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        epar_nn_forward(&a, tok, tgt, mask, B, T);
+        check_abs(m.loss, a.loss, 0, "%s = learned-ape within the trained rows (same draws, same loss)", epar_nnpos_name(id));
+        epar_nn_free(&m);
+        epar_nn_free(&a);
+    }
+    /* hier past 3 trained rows, alpha 0.4 */
+    struct epar_nnpos_settings s;
+    epar_nnpos_settings_default(&s);
+    s.mp[EPAR_MECH_APE_HIER][0] = 3;
+    s.init_sd = 0.5;
+    struct epar_nnpos p;
+    if (epar_nnpos_alloc(&p, EPAR_MECH_APE_HIER, &s, 9, 4, 2, 1)) { check_true(0, "hier alloc"); return; }
+    float theta[12];
+    for (int k = 0; k < 12; k++) theta[k] = (float)gsl_ran_gaussian(R, 1.0);
+    p.theta = theta;
+    epar_nnpos_prepare(&p, 9);
+    double worst = 0, al = 0.4;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int cc = 0; cc < 4; cc++) {
+                double ui = (theta[i * 4 + cc] - al * theta[cc]) / (1 - al), uj = (theta[j * 4 + cc] - al * theta[cc]) / (1 - al);
+                worst = fmax(worst, fabs(p.ext[(i * 3 + j) * 4 + cc] - (al * ui + (1 - al) * uj)));
+            }
+    check_abs(worst, 0, 1e-5, "learned-ape-hier: row i n + j = alpha u_i + (1 - alpha) u_j (rows < n: the table's)");
+    p.theta = NULL;
+    epar_nnpos_free(&p);
+    /* rand: row 5 past 3 trained rows, in tables of 9 and 12 rows */
+    struct epar_nnpos q9, q12;
+    s.mp[EPAR_MECH_APE_RAND][0] = 3;
+    s.seed = 42;
+    if (epar_nnpos_alloc(&q9, EPAR_MECH_APE_RAND, &s, 9, 4, 2, 1)) return;
+    if (epar_nnpos_alloc(&q12, EPAR_MECH_APE_RAND, &s, 12, 4, 2, 1)) { epar_nnpos_free(&q9); return; }
+    check_true(!memcmp(q9.ext + 5 * 4, q12.ext + 5 * 4, 4 * sizeof(float)) && q9.ext[20] != 0,
+               "learned-ape-rand: a random row is the same whatever the table's length");
+    epar_nnpos_free(&q9);
+    epar_nnpos_free(&q12);
+    /* a fine-tuning arm's table (train_length 9: every row a parameter) grown from 3 trained rows starts as the 3-row
+     * model reads its 9 positions; another mechanism is refused */
+    for (int v = 0; v < 2; v++) {
+        enum epar_mech_id id = v ? EPAR_MECH_APE_HIER : EPAR_MECH_APE_RAND;
+        struct epar_nnpos sh, lg;
+        struct epar_nnpos_settings s2 = s;
+        s2.mp[id][0] = 3;
+        if (epar_nnpos_alloc(&sh, id, &s2, 9, 4, 2, 1)) return;
+        s2.mp[id][0] = 9;
+        if (epar_nnpos_alloc(&lg, id, &s2, 9, 4, 2, 1)) { epar_nnpos_free(&sh); return; }
+        float th3[12], th9[36];
+        for (int k = 0; k < 12; k++) th3[k] = (float)gsl_ran_gaussian(R, 1.0);
+        sh.theta = th3;
+        lg.theta = th9;
+        epar_nnpos_prepare(&sh, 9);
+        check_int(epar_nnpos_ape_grow(&lg, th3, 3), EPAR_OK, "%s: grow 3 -> 9 rows", epar_nnpos_name(id));
+        epar_nnpos_prepare(&lg, 9);
+        double dev = 0;
+        for (int k = 0; k < 36; k++) dev = fmax(dev, fabs(lg.ext[k] - sh.ext[k]));
+        check_abs(dev, 0, 1e-6, "%s: the grown table reads as the trained one did", epar_nnpos_name(id));
+        sh.theta = lg.theta = NULL;
+        epar_nnpos_free(&sh);
+        epar_nnpos_free(&lg);
+    }
+    struct epar_nnpos_settings s3;
+    epar_nnpos_settings_default(&s3);
+    struct epar_nnpos t5;
+    if (!epar_nnpos_alloc(&t5, EPAR_MECH_ALIBI, &s3, 9, 4, 2, 1)) {
+        float th[4] = {0};
+        check_int(epar_nnpos_ape_grow(&t5, th, 1), EPAR_EINVAL, "grow refused for alibi");
+        epar_nnpos_free(&t5);
+    }
+}
+
 static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
@@ -1051,6 +1192,8 @@ int main(void)
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_overfit((enum epar_mech_id)id);
     test_frozen_qk();
+    test_alibi_learned();
+    test_ape_ext();
     /* (last: the draws of the cases above stay as they were) */
     test_crossentropy_paths();
     test_attention_paths(37, 1, 24, 2);
