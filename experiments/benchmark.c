@@ -334,8 +334,8 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     const char *jp = "$.experiments.benchmark";
     json_t *sec = epar_protocol_section(p, "benchmark");
     if (!sec) return epar_protocol_error(p, jp, "missing (the benchmark needs its section)");
-    const char *keys[16];
-    epar_fields_keys(bench_fields, bench_extra, keys, 16);
+    const char *keys[24];
+    epar_fields_keys(bench_fields, bench_extra, keys, 24);
     int st = epar_protocol_check_keys(p, "benchmark", keys);
     if (st) return st;
     /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
