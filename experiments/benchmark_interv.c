@@ -87,10 +87,10 @@ static int boost_figure(const struct epar_bench_cfg *c, struct epar_out *o)
 {
     struct epar_plot_text b = {0};
     epar_plot_add(&b, "set terminal @epar_term size 900,550\n"
-                      "set title \"Attention boost at evaluation (004:707-726): the answer-relevant keys' weights in the "
-                      "last layer times the factor\\nchange of accuracy against the unboosted model, mean over the "
-                      "learned recall and needle models (first seed of each mechanism), whiskers: sd\" noenhanced\n"
-                      "set xlabel 'boost factor'\nset logscale x 2\nset ylabel 'accuracy change'\nset key top left noenhanced\n"
+                      "set title \"Attention boost at evaluation (004:707-726): the answer's keys' weights in the last "
+                      "layer times the factor\\naccuracy change against the unboosted model: mean over the learned "
+                      "recall and needle models, whiskers sd\" noenhanced\n"
+                      "set xlabel 'boost factor'\nset logscale x 2\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\nset ylabel 'accuracy change'\nset key top left noenhanced\n"
                       "set grid\nset xzeroaxis lt -1\nsel(m) = strcol(1) eq 'all' && strcol(3) eq m ? 1 : NaN\n"
                       EPAR_PLOT_IF("'boost_summary.csv', '2:5'")
                       "plot 'boost_summary.csv' skip 1 using 2:($5 * sel('as-written')):6 with yerrorlines lt 1 title "
@@ -135,8 +135,8 @@ int epar_bench_interventions(const struct epar_bench_cfg *c, const struct epar_b
         mean_sd(v, n, &mu, &sd);
         if (n && epar_csv_append(hs, "sidddi", t < 0 ? "all" : c->tasks[t].id, n, mu, sd, c->head_mask_threshold, heads))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building head_masking_summary.csv");
-        for (int f = 0; !st && f < NB; f++)
-            for (int rn = 0; !st && rn < 2; rn++) {
+        for (int rn = 0; !st && rn < 2; rn++)   /* a mode's factors in a row: the figure's lines */
+            for (int f = 0; !st && f < NB; f++) {
                 n = 0;
                 for (int tt = 0; tt < NT; tt++)
                     for (int m = 0; (t < 0 || tt == t) && boosted_task(c, tt) && m < M; m++)
@@ -156,7 +156,7 @@ int epar_bench_interventions(const struct epar_bench_cfg *c, const struct epar_b
     if (!st && bt->nrows > 0) {
         struct epar_exp_file files[] = {{"boost.csv", bt}, {"boost_summary.csv", bs}};
         st = epar_exp_write_tables(o, files, 2);
-        if (!st && bs->nrows > 0) st = boost_figure(c, o);
+        if (!st) st = boost_figure(c, o);   /* drawn empty (a note) when no model learned */
     }
     epar_csv_free(ht); epar_csv_free(bt); epar_csv_free(hs); epar_csv_free(bs);
     free(share); free(bd); free(lr); free(have);
