@@ -1017,7 +1017,8 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
 /* the folder                                                                                         */
 
 /* inspect.json: what was read and written, then the checkpoint's config */
-static int write_json(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
+static int write_json(const struct epar_inspect *x, const struct epar_inspect_opts *op, const int *ls, int nl, const int *hs,
+                      int nh, struct epar_out *o)
 {
     const struct epar_train_cfg *c = &x->run.cfg;
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s, s:I, s:s*, s:o}",
@@ -1030,6 +1031,11 @@ static int write_json(const struct epar_inspect *x, const int *ls, int nl, const
                           "lib/nn epar_nn_forward (the training forward pass), batch 1: m->a.att",
                           x->from_text ? "text" : "item", (json_int_t)(x->from_text ? x->T : x->item),
                           "benchmark_task", x->run.label[0] ? x->run.label : NULL, "config", epar_exp_train_cfg_json(c));
+    if (j && x->interventions)   /* the weights written are the intervened ones (intervention.csv: the evaluation) */
+        json_object_set_new(j, "interventions",
+                            json_pack("{s:s*, s:f, s:i, s:s*}", "heads_masked", op->mask_heads, "boost",
+                                      op->boost > 0 ? op->boost : 1.0, "boost_layer", op->boost > 0 ? x->NL - 1 : -1,
+                                      "boost_mode", op->boost > 0 ? (op->boost_renorm ? "renormalised" : "as-written") : NULL));
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building inspect.json");
     return epar_fields_save(epar_out_path(o, "inspect.json"), NULL, NULL, j, EPAR_SAVE_RUN);
 }
@@ -1066,7 +1072,7 @@ int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_o
     for (int a = 0; !st && a < nl; a++) st = heatmap_layer(x, ls[a], hs, nh, out);
     if (!st) st = profile_figure(x, ls, nl, hs, nh, out);
     if (!st) st = head_view(x, ls, nl, hs, nh, out);
-    if (!st) st = write_json(x, ls, nl, hs, nh, out);
+    if (!st) st = write_json(x, o, ls, nl, hs, nh, out);
     if (!st && x->interventions) st = intervention_table(x, o, out);
     epar_csv_free(att);
     epar_csv_free(tok);

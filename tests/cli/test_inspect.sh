@@ -105,6 +105,7 @@ line=$(tail -1 "$m/intervention.csv")
 case $line in '"0.1,1.3",1,-1,,64,accuracy,'*) ok ;; *) fail "intervention.csv: the masked heads, 64 items, accuracy: $line" ;; esac
 echo "${line#\"0.1,1.3\",}" | awk -F, '{ x = $7 - $6 - $8; if (x < 0) x = -x; exit !($11 != 0 && x < 1e-9) }' && ok ||
     fail "intervention.csv: masking two heads changes nothing, or delta is not intervened - base: $line"
+expect_grep '"heads_masked": "0.1,1.3"' "$m/inspect.json"
 expect_exit 0 "inspect --boost 1" -- "$EPAR" inspect "$ck" --boost 1 --eval-items 64 --out "$T_TMP/iv" -q --no-render
 b1=$T_TMP/iv/inspect/recall-epar-enhanced-seed42-item0-boost1
 # boost 1 is the identity: the same attention as without (within float rounding), no change of the evaluation
