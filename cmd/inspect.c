@@ -75,6 +75,10 @@ static void summary(const struct cli_common *c, const char *root, const struct e
             if (x->rel_rows) printf(", answer-relevant %.3f (uniform %.3f)", s[EPAR_INSPECT_RELEVANT], s[EPAR_INSPECT_RELEVANT_UNIFORM]);
             putchar('\n');
         }
+    if (x->interventions)
+        printf("  intervention on %ld items: %s %.4g -> %.4g (%+.4g), loss %.4g -> %.4g nats\n", x->interv_base.sequences,
+               x->run.task.info->metric, x->interv_base.metric, x->interv_eval.metric,
+               x->interv_eval.metric - x->interv_base.metric, x->interv_base.loss, x->interv_eval.loss);
 }
 
 static int run(const struct cli_common *c, const char **paths, int n, const struct epar_inspect_opts *o)
@@ -101,11 +105,17 @@ int cmd_inspect(int argc, char **argv)
     struct cli_common c = {0};
     struct epar_inspect_opts o = {0};
     const char *layers = NULL, *heads = NULL, *paths[MAX_CHECKPOINTS];
-    int item = 0, n = 0;
+    int item = 0, n = 0, interv_items = 256;
     struct opt opts[] = {
         {"Input", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"item", 0, OPT_INT, &item, "N", "item N of the task's evaluation set (default 0)", 0},
         {"text", 0, OPT_STRING, &o.text, "STRING", "this input instead: lm its characters; other tasks the symbols of tokens.csv, space-separated", 0},
+        {"Interventions (the input's forward runs with them; intervention.csv: the evaluation without and with)", 0,
+         OPT_GROUP, NULL, NULL, NULL, 0},
+        {"mask-heads", 0, OPT_STRING, &o.mask_heads, "L.H,..", "zero these heads' outputs (layer.head, from 0), e.g. 0.1,1.3", 0},
+        {"boost", 0, OPT_DOUBLE, &o.boost, "X", "multiply the answer-relevant keys' attention weights in the last layer by X > 0 (004:716)", 0},
+        {"boost-renorm", 0, OPT_FLAG, &o.boost_renorm, NULL, "renormalise the boosted rows (= ln X added to those logits); default: as written, rows no longer sum to 1", 0},
+        {"eval-items", 0, OPT_INT, &interv_items, "N", "evaluation items of intervention.csv (default 256)", 0},
         {"What to write", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"layers", 0, OPT_STRING, &layers, "L,..", "only these layers (from 0; default all)", 0},
         {"heads", 0, OPT_STRING, &heads, "H,..", "only these heads (from 0; default all)", 0},
@@ -115,7 +125,7 @@ int cmd_inspect(int argc, char **argv)
         {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
         {"jobs", 'j', OPT_INT, &c.jobs, "N", "threads (default: all cores)", 0},
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
-    int rc = cli_parse_args("inspect", "CHECKPOINT... [--item N | --text STRING] [--layers L,..] [--heads H,..] [options]",
+    int rc = cli_parse_args("inspect", "CHECKPOINT... [--item N | --text STRING] [--layers L,..] [--heads H,..] [--mask-heads L.H,..] [--boost X] [options]",
                             opts, argc, argv, paths, MAX_CHECKPOINTS, &n);
     if (rc >= 0) return rc;
     if (cli_seen(opts, "jobs") && c.jobs < 1) return cli_usage_error("invalid value for --jobs: '%d' (expected >= 1)", c.jobs);
@@ -131,6 +141,15 @@ int cmd_inspect(int argc, char **argv)
         fputs("hint: give the input's characters (lm) or symbols (the other tasks), or --item N\n", stderr);
         return 2;
     }
+    if (cli_seen(opts, "boost") && !(o.boost > 0 && isfinite(o.boost)))
+        return cli_usage_error("invalid value for --boost: '%g' (expected a finite number > 0)", o.boost);
+    if (o.boost_renorm && !cli_seen(opts, "boost")) return cli_usage_error("option '--boost-renorm' needs '--boost X'");
+    if (cli_seen(opts, "eval-items") && (interv_items < 1 || !(o.mask_heads || cli_seen(opts, "boost"))))
+        return cli_usage_error(interv_items < 1 ? "invalid value for --eval-items: '%d' (expected >= 1)"
+                                                : "option '--eval-items' needs '--mask-heads' or '--boost' (got %d)",
+                               interv_items);
+    if (o.mask_heads && !*o.mask_heads) return cli_usage_error("invalid value for --mask-heads: '' (expected L.H,...)");
+    o.interv_items = interv_items;
     if (layers && (rc = parse_indices("layers", layers, o.layers, &o.n_layers))) return rc;
     if (heads && (rc = parse_indices("heads", heads, o.heads, &o.n_heads))) return rc;
     o.item = item;

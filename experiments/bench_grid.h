@@ -70,6 +70,7 @@ struct epar_bench_extrap {
 
 #define EPAR_BENCH_MAX_TASKS 32
 #define EPAR_BENCH_MAX_EXTRAP 16
+#define EPAR_BENCH_MAX_BOOST 16
 
 /* A cell's candidate primary metrics (chosen per task in the protocol, from the power study of docs/TASKS.md):
  *   FINAL        the task's metric on the whole evaluation set at the end (accuracy, or bits per character)
@@ -129,6 +130,10 @@ struct epar_bench_cfg {
     double sanity_margin;               /* every mechanism's bpc at least this share below the chance level */
     double head_pattern, head_similarity;   /* trained_heads.csv: a head is positional at a best pattern correlation of
                                              * at least head_pattern, two heads highly similar at head_similarity */
+    int interv_sequences;               /* evaluation items of the interventions (head_masking.csv, boost.csv) */
+    double head_mask_threshold;         /* a head is removable below this relative worsening of the metric */
+    int n_boost;
+    double boost[EPAR_BENCH_MAX_BOOST]; /* the attention boost factors of boost.csv (none: no boost sweep) */
     double level;                       /* the audit's confidence level (audit.level): intervals, Holm, MDE */
     double lr_scale;                    /* > 0: every cell at the budget's lr times this instead of its mechanism's
                                          * scale (--lr-scale: the learning-rate study of docs/TASKS.md); 0: the scales */

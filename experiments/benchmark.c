@@ -155,8 +155,9 @@ static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench
 /* the benchmark section (its "preset" is read with the run's parameters) */
 struct bench_read {
     const char *mechanisms, *equalise;
-    double param_tol, sanity_margin, head_pattern, head_similarity;
-    int distance_bins, n_tasks;
+    double param_tol, sanity_margin, head_pattern, head_similarity, head_mask_threshold;
+    double boost[EPAR_BENCH_MAX_BOOST];
+    int distance_bins, n_tasks, interv_sequences, n_boost;
     struct task_read tasks[EPAR_BENCH_MAX_TASKS];
     json_t *budgets;
 };
@@ -176,6 +177,13 @@ static const struct epar_field bench_fields[] = {
      .help = "a trained head is positional when its best fixed-pattern correlation is at least this (trained_heads.csv)"},
     {.key = "head_similarity_threshold", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, head_similarity),
      .help = "two trained heads are highly similar when their similarity is at least this (trained_heads.csv)"},
+    {.key = "intervention_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(BS, interv_sequences), .lo = 1,
+     .hi = 1 << 20, .help = "evaluation items of the interventions on the kept checkpoints (head_masking.csv, boost.csv)"},
+    {.key = "head_mask_threshold", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(BS, head_mask_threshold),
+     .flags = EPAR_FIELD_NONNEG,
+     .help = "a head is removable when masking it worsens the metric by less than this share of it (head_masking.csv)"},
+    {.key = "boost_factors", .type = EPAR_FIELD_DLIST, .offset = offsetof(BS, boost), .count_offset = offsetof(BS, n_boost),
+     .max = EPAR_BENCH_MAX_BOOST, .help = "the attention boost factors of boost.csv (each > 0)"},
     {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(BS, tasks), .count_offset = offsetof(BS, n_tasks),
      .max = EPAR_BENCH_MAX_TASKS, .stride = sizeof(struct task_read), .sub = task_fields,
      .flags = EPAR_FIELD_REQUIRED | EPAR_FIELD_STRICT, .help = "the tasks"},
@@ -326,8 +334,8 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     const char *jp = "$.experiments.benchmark";
     json_t *sec = epar_protocol_section(p, "benchmark");
     if (!sec) return epar_protocol_error(p, jp, "missing (the benchmark needs its section)");
-    const char *keys[16];
-    epar_fields_keys(bench_fields, bench_extra, keys, 16);
+    const char *keys[24];
+    epar_fields_keys(bench_fields, bench_extra, keys, 24);
     int st = epar_protocol_check_keys(p, "benchmark", keys);
     if (st) return st;
     /* the train section's defaults: optimiser constants, mechanism settings, the preset's alpha, beta, gamma */
@@ -340,7 +348,11 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     r->distance_bins = 8;
     r->sanity_margin = 0.15;
     r->head_pattern = r->head_similarity = 0.8;
+    r->interv_sequences = 256;
+    r->head_mask_threshold = 0.02;
     st = epar_protocol_obj_fields(p, sec, jp, bench_fields, r);
+    for (int i = 0; !st && i < r->n_boost; i++)
+        if (!(r->boost[i] > 0) || !isfinite(r->boost[i])) st = epar_protocol_error(p, jp, "boost_factors are numbers > 0");
     if (!st && (st = epar_exp_benchmark_select(c, NULL, r->mechanisms)))
         st = epar_err_set(EPAR_EPROTOCOL, "invalid protocol '%s': %s.mechanisms: %s", p->path, jp, epar_err_message());
     if (!st && strcmp(r->equalise, "mlp") && strcmp(r->equalise, "none")) st = epar_protocol_error(p, jp, "equalise is 'mlp' or 'none'");
@@ -350,6 +362,10 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     c->sanity_margin = r->sanity_margin;
     c->head_pattern = r->head_pattern;
     c->head_similarity = r->head_similarity;
+    c->interv_sequences = r->interv_sequences;
+    c->head_mask_threshold = r->head_mask_threshold;
+    c->n_boost = r->n_boost;
+    memcpy(c->boost, r->boost, sizeof c->boost);
     if (!st) st = epar_audit_level(p->root, p->path, &c->level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
     /* issue 33: mechanism parameters of the protocol (as --set), a task's own over them, then the length-extrapolation

@@ -283,6 +283,10 @@ struct trained_attn {
 /* the Spearman correlation over the heads of layer l of a->head's slopes and mean distances (NaN: no slopes, or fewer
  * than 2 heads) */
 double epar_bench_slope_spearman(const struct epar_inspect_summary *a, int l);
+/* head_masking.csv, head_masking_summary.csv, boost.csv, boost_summary.csv and boost.png from the kept checkpoints
+ * under root (benchmark_interv.c) */
+int epar_bench_interventions(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const struct grid *g,
+                             const char *root, struct epar_out *o);
 /* rows: room for NT * M * S; returns their number, or -1 (out of memory) */
 int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan,
                                  const struct grid *g, struct trained_attn *rows);

@@ -11,6 +11,7 @@
 #include "lib/version.h"
 #include "common.h"
 #include "inspect.h"
+#include "interv.h"
 
 /* ------------------------------------------------------------------------------------------------ */
 /* reading the checkpoint                                                                             */
@@ -64,7 +65,8 @@ static int selection(const int *list, int nlist, int n, int *out)
 static void free_input(struct epar_inspect *x)
 {
     free(x->tok); free(x->tgt); free(x->mask); free(x->pred); free(x->p_target); free(x->att); free(x->rel);
-    free(x->stats); free(x->mass); free(x->peff); free(x->sim);
+    free(x->stats); free(x->mass); free(x->peff); free(x->sim); free(x->head_mask);
+    x->head_mask = NULL;
     x->tok = x->tgt = x->pred = NULL;
     x->mask = x->att = NULL;
     x->p_target = x->stats = x->mass = x->peff = x->sim = NULL;
@@ -124,11 +126,21 @@ static int make_input(struct epar_inspect *x, const struct epar_inspect_opts *o)
 }
 
 /* the forward pass of training on the input (batch 1); attention, predictions */
-static int forward(struct epar_inspect *x)
+static int forward(struct epar_inspect *x, const struct epar_inspect_opts *o)
 {
     struct epar_nn *m = &x->run.model;
-    int T = x->T, NH = x->NH, V = m->cfg.V;
-    int st = epar_nn_forward(m, x->tok, NULL, NULL, 1, T);
+    int T = x->T, NH = x->NH, V = m->cfg.V, st = EPAR_OK;
+    if (o && o->boost > 0) {   /* the keys the answer needs, boosted in the last layer (the source's attentions[-1]) */
+        int *scratch = EPAR_MALLOC((size_t)x->run.task.V * sizeof(int));
+        if (!scratch) return EPAR_ENOMEM;
+        epar_task_relevant(&x->run.task, x->tok, T, x->rel, scratch);
+        free(scratch);
+        m->boost = (struct epar_nn_boost){o->boost, x->NL - 1, o->boost_renorm, x->rel};
+    }
+    m->head_mask = x->head_mask;
+    st = epar_nn_forward(m, x->tok, NULL, NULL, 1, T);
+    m->head_mask = NULL;
+    memset(&m->boost, 0, sizeof m->boost);
     if (st) return st;
     size_t nA = (size_t)NH * T * T;   /* one layer of m->a.att at batch 1: (NH, T, T) */
     for (int l = 0; l < x->NL; l++)
@@ -403,11 +415,37 @@ int epar_inspect_run(struct epar_inspect *x, const struct epar_inspect_opts *o)
 {
     int st = epar_inspect_check_selection(x, o);
     if (!st) st = make_input(x, o);
-    if (!st) st = forward(x);
+    x->interventions = o->mask_heads || o->boost > 0;
+    if (!st && o->mask_heads) {
+        x->head_mask = EPAR_MALLOC((size_t)x->NL * x->NH);
+        st = x->head_mask ? epar_interv_parse_heads(o->mask_heads, x->NL, x->NH, x->head_mask) : EPAR_ENOMEM;
+        if (st == EPAR_EINVAL) {   /* the message copied first: epar_err_set writes where it lives */
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", epar_err_message());
+            epar_err_set(EPAR_EINVAL, "invalid value for --mask-heads: %s", msg);
+        }
+    }
+    if (!st) st = forward(x, o);
     if (!st) st = summarise(x);
-    char tag[32];
+    if (!st && x->interventions) {
+        struct epar_interv iv = {x->head_mask, o->boost > 0 ? o->boost : 1.0, o->boost > 0 ? x->NL - 1 : -1,
+                                 o->boost_renorm}, none = {NULL, 1.0, -1, 0};
+        long n = o->interv_items > 0 ? o->interv_items : 256;
+        st = epar_interv_eval(&x->run, n, &none, &x->interv_base);
+        if (!st) st = epar_interv_eval(&x->run, n, &iv, &x->interv_eval);
+    }
+    char tag[32], itag[48] = "";
     epar_inspect_input_tag(o, tag, sizeof tag);
-    snprintf(x->folder, sizeof x->folder, "%s-%s", x->name, tag);
+    /* an intervention's folder beside the plain one: "-mask<L.H+L.H>" (a long list: 8 hex digits of its FNV-1a hash),
+     * then "-boost<X>" ("r": renormalised) */
+    if (o->mask_heads && strlen(o->mask_heads) <= 20) {
+        snprintf(itag, sizeof itag, "-mask%s", o->mask_heads);
+        for (char *q = itag; *q; q++) if (*q == ',') *q = '+';
+    } else if (o->mask_heads)
+        snprintf(itag, sizeof itag, "-mask%08lx", (unsigned long)(epar_ckpt_fnv1a(EPAR_CKPT_FNV_INIT, o->mask_heads,
+                                                                                    strlen(o->mask_heads)) & 0xffffffffUL));
+    if (o->boost > 0) snprintf(itag + strlen(itag), sizeof itag - strlen(itag), "-boost%g%s", o->boost, o->boost_renorm ? "r" : "");
+    snprintf(x->folder, sizeof x->folder, "%s-%s%s", x->name, tag, itag);
     return st;
 }
 
@@ -980,7 +1018,8 @@ static int head_view(const struct epar_inspect *x, const int *ls, int nl, const 
 /* the folder                                                                                         */
 
 /* inspect.json: what was read and written, then the checkpoint's config */
-static int write_json(const struct epar_inspect *x, const int *ls, int nl, const int *hs, int nh, struct epar_out *o)
+static int write_json(const struct epar_inspect *x, const struct epar_inspect_opts *op, const int *ls, int nl, const int *hs,
+                      int nh, struct epar_out *o)
 {
     const struct epar_train_cfg *c = &x->run.cfg;
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:o, s:o, s:i, s:i, s:i, s:s, s:I, s:s*, s:o}",
@@ -993,8 +1032,31 @@ static int write_json(const struct epar_inspect *x, const int *ls, int nl, const
                           "lib/nn epar_nn_forward (the training forward pass), batch 1: m->a.att",
                           x->from_text ? "text" : "item", (json_int_t)(x->from_text ? x->T : x->item),
                           "benchmark_task", x->run.label[0] ? x->run.label : NULL, "config", epar_exp_train_cfg_json(c));
+    if (j && x->interventions)   /* the weights written are the intervened ones (intervention.csv: the evaluation) */
+        json_object_set_new(j, "interventions",
+                            json_pack("{s:s*, s:f, s:i, s:s*}", "heads_masked", op->mask_heads, "boost",
+                                      op->boost > 0 ? op->boost : 1.0, "boost_layer", op->boost > 0 ? x->NL - 1 : -1,
+                                      "boost_mode", op->boost > 0 ? (op->boost_renorm ? "renormalised" : "as-written") : NULL));
     if (!j) return epar_err_set(EPAR_ENOMEM, "out of memory building inspect.json");
     return epar_fields_save(epar_out_path(o, "inspect.json"), NULL, NULL, j, EPAR_SAVE_RUN);
+}
+
+/* intervention.csv: the evaluation on the same items without and with the interventions of the options */
+static int intervention_table(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out)
+{
+    struct epar_table *t = epar_csv_new("heads_masked,boost,boost_layer,boost_mode,items,metric,base,intervened,delta,"
+                                        "loss_base,loss_intervened,loss_delta");
+    const struct epar_train_eval *b = &x->interv_base, *e = &x->interv_eval;
+    int st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    if (!st && epar_csv_append(t, "sdisisdddddd", o->mask_heads ? o->mask_heads : "", o->boost > 0 ? o->boost : 1.0,
+                               o->boost > 0 ? x->NL - 1 : -1,
+                               o->boost > 0 ? (o->boost_renorm ? "renormalised" : "as-written") : "",
+                               (int)b->sequences, x->run.task.info->metric, b->metric, e->metric, e->metric - b->metric,
+                               b->loss, e->loss, e->loss - b->loss))
+        st = epar_err_set(EPAR_ENOMEM, "out of memory building intervention.csv");
+    if (!st) st = epar_exp_write_table(out, "intervention.csv", t);
+    epar_csv_free(t);
+    return st;
 }
 
 int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_opts *o, struct epar_out *out)
@@ -1011,7 +1073,8 @@ int epar_inspect_write(const struct epar_inspect *x, const struct epar_inspect_o
     for (int a = 0; !st && a < nl; a++) st = heatmap_layer(x, ls[a], hs, nh, out);
     if (!st) st = profile_figure(x, ls, nl, hs, nh, out);
     if (!st) st = head_view(x, ls, nl, hs, nh, out);
-    if (!st) st = write_json(x, ls, nl, hs, nh, out);
+    if (!st) st = write_json(x, o, ls, nl, hs, nh, out);
+    if (!st && x->interventions) st = intervention_table(x, o, out);
     epar_csv_free(att);
     epar_csv_free(tok);
     epar_csv_free(heads);

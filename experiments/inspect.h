@@ -24,6 +24,13 @@ struct epar_inspect_opts {
     const char *text;                   /* ... or this text (lm: characters; others: symbols), when not NULL */
     int n_layers, layers[EPAR_INSPECT_MAX_SEL];   /* layers written (n_layers 0: all) */
     int n_heads, heads[EPAR_INSPECT_MAX_SEL];     /* heads written (n_heads 0: all) */
+    /* interventions at evaluation (experiments/interv; F8, F9): the input's forward runs with them (attention.csv and
+     * the rest show the changed weights) and intervention.csv compares the evaluation on interv_items items with and
+     * without them */
+    const char *mask_heads;             /* "L.H,...": these heads' outputs zeroed (NULL: none) */
+    double boost;                       /* > 0: the answer-relevant keys' weights times this in the last layer ... */
+    int boost_renorm;                   /* ... as written (0, rows no longer sum to 1) or renormalised (1) */
+    long interv_items;                  /* evaluation items of intervention.csv (<= 0: 256) */
 };
 
 /* the per-head summaries of heads.csv, in its column order after layer and head */
@@ -64,6 +71,10 @@ struct epar_inspect {
     double *mass;                       /* (NL, NH, T) mean weight at distance d over the queries i >= d */
     double *peff;                       /* (NL, NH, T) the EPAR factor P(d) of the head (NaN: not EPAR) */
     double *sim;                        /* (NL NH, NL NH) epar_inspect_similarity of every pair of heads */
+    /* the interventions of the options (interventions 0: none) */
+    int interventions;
+    unsigned char *head_mask;           /* (NL, NH) the masked heads (NULL: none) */
+    struct epar_train_eval interv_base, interv_eval;   /* the evaluation without and with them */
 };
 
 /* Read and check checkpoint path (EPAR_EIO for anything a checkpoint of this epar would not hold) and open its

@@ -799,7 +799,16 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
             mask_sum += r->mask[i];
             if (r->mask[i] > 0) counts[r->tgt[i]]++;
         }
-        int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
+        int st = EPAR_OK;
+        if (r->boost_keys) {   /* each sequence's answer-relevant keys (scratch: the target counts are V longs) */
+            int *scratch = malloc((size_t)r->task.V * sizeof *scratch);
+            if (!scratch) st = epar_err_set(EPAR_ENOMEM, "out of memory finding the relevant keys");
+            for (int b = 0; !st && b < nb; b++)
+                epar_task_relevant(&r->task, r->tok + (size_t)b * T, T, r->boost_keys + (size_t)b * T * T, scratch);
+            free(scratch);
+            r->model.boost.keys = r->boost_keys;
+        }
+        if (!st) st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, nb, T);
         if (st) {
             free(counts);
             return st;

@@ -89,6 +89,10 @@ struct epar_train_run {
      * layer, head and evaluated sequence, the sums of the row's attention entropy H (nats) and of H / ln n (n its
      * positive weights; rows with n <= 1 add 0), and the count of rows, added by every evaluation until reset */
     double *att_entropy;   /* [3] */
+    /* set by the caller, may be NULL: (batch, length, length) bytes; then every evaluation sets each sequence's
+     * answer-relevant keys (epar_task_relevant) as the model's boost keys (model.boost, lib/nn) before its forward:
+     * the attention boost of F8 on the keys the answer needs (experiments/interv) */
+    unsigned char *boost_keys;
 };
 
 

@@ -1558,6 +1558,49 @@ double epar_nn_thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* head masking: the masked heads' columns of atty (B T, C) set to 0 (mask (NH) of this layer) */
+static void mask_heads(float *atty, const unsigned char *mask, int N, int C, int NH)
+{
+    int hs = C / NH;
+    for (int h = 0; h < NH; h++)
+        if (mask[h])
+            for (int i = 0; i < N; i++) memset(atty + (size_t)i * C + (size_t)h * hs, 0, (size_t)hs * sizeof(float));
+}
+
+/* the attention boost of one layer (struct epar_nn_boost): att (B, NH, T, T) changed in place on the selected keys,
+ * and the changed rows' output out (B, T, C) recomputed from qkv (B, T, 3C) in double */
+static void boost_layer(const struct epar_nn_boost *bo, float *att, float *out, const float *qkv, int B, int T, int C,
+                        int NH)
+{
+    int hs = C / NH;
+    float f = (float)bo->factor;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                const unsigned char *k = bo->keys + ((size_t)b * T + i) * T;
+                float *a = att + (((size_t)b * NH + h) * T + i) * T;
+                int any = 0;
+                for (int j = 0; j <= i; j++)
+                    if (k[j]) {
+                        a[j] *= f;
+                        any = 1;
+                    }
+                if (!any) continue;
+                if (bo->renorm) {
+                    double sum = 0.0;
+                    for (int j = 0; j <= i; j++) sum += a[j];
+                    if (sum > 0)
+                        for (int j = 0; j <= i; j++) a[j] = (float)(a[j] / sum);
+                }
+                float *o = out + ((size_t)b * T + i) * C + (size_t)h * hs;
+                for (int d = 0; d < hs; d++) {
+                    double acc = 0.0;
+                    for (int j = 0; j <= i; j++) acc += (double)a[j] * qkv[((size_t)b * T + j) * 3 * C + 2 * C + (size_t)h * hs + d];
+                    o[d] = (float)acc;
+                }
+            }
+}
+
 int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, const float *mask, int B, int T)
 {
     const struct epar_nn_config *c = &m->cfg;
@@ -1609,6 +1652,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
         PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
+        if (m->boost.keys && m->boost.layer == l) boost_layer(&m->boost, LAYER(a->att, l, nA), atty, qkv, B, T, C, NH);
+        if (m->head_mask) mask_heads(atty, m->head_mask + (size_t)l * NH, N, C, NH);
         PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res2, res, atty, p->attprojw + (size_t)l * C * C,
                                                               p->attprojb + (size_t)l * C, N, C, C));
         PROF(m, EPAR_NN_OP_LAYERNORM, epar_nn_layernorm_forward(ln2, LAYER(a->ln2_mean, l, N), LAYER(a->ln2_rstd, l, N),
@@ -1692,6 +1737,7 @@ void epar_nn_backward(struct epar_nn *m)
         PROF(m, EPAR_NN_OP_LINEAR_BWD,
              epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
                                      LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part));
+        if (m->head_mask) mask_heads(s->datty, m->head_mask + (size_t)l * NH, N, C, NH);   /* a masked head: no gradient */
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),

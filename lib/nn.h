@@ -98,6 +98,24 @@ struct epar_nn_scratch {
     float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
 
+/* Evaluation-time interventions on a trained model (F8, F9 of docs/SOURCE_STATEMENTS.md): default none (a zeroed
+ * struct epar_nn has none), and then the forward pass is the one training runs, bit for bit.
+ * Head masking (001:89, "heads can be pruned"): head h of layer l with head_mask[l NH + h] != 0 has its output zeroed
+ * before the attention projection (its columns h hs .. of atty), so the residual stream gets only the projection's
+ * bias and the other heads. The backward honours it (the masked heads' output gradient is 0).
+ * Attention boost (004:707-726, enforce_attention): in layer `layer` every weight A_ij of query i on a key j with
+ * keys[(b T + i) T + j] != 0 is multiplied by `factor`, then the layer's output is recomputed from the changed weights
+ * (O_i = sum_j A_ij v_j). As written (renorm 0) the rows then no longer sum to 1; renorm 1 divides each changed row by
+ * its new sum, which is the same as adding ln(factor) to those keys' logits before the softmax. att keeps the changed
+ * weights (epar inspect shows them). Forward only: a backward after a boosted forward is not that forward's. */
+struct epar_nn_boost {
+    double factor;              /* the multiplier of the selected weights (1: the weights unchanged) */
+    int layer;                  /* the layer it acts on (0 .. NL-1) */
+    int renorm;                 /* 0: as written (rows no longer sum to 1); 1: changed rows renormalised */
+    const unsigned char *keys;  /* (B, T, T) of the next forward: 1 where query i's weight on key j <= i is boosted;
+                                 * NULL: no boost */
+};
+
 /* the ops of a step, for the per-op profile (struct epar_nn's profile, op_seconds) */
 enum {
     EPAR_NN_OP_EMBED,        /* token rows and the input position term, forward and backward */
@@ -140,6 +158,8 @@ struct epar_nn {
                                          * profile): 1 wall clock around the whole op (all its threads), 2 the calling
                                          * thread's CPU time (for one thread: not inflated by other processes) */
     double op_seconds[EPAR_NN_NOPS];
+    const unsigned char *head_mask;     /* (NL, NH) 1: that head's output zeroed (above); NULL: none */
+    struct epar_nn_boost boost;         /* keys NULL: none (above) */
 };
 
 /* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by other processes holding the cores */

@@ -176,6 +176,46 @@ for key, m in models.items():
 PYEOF
 cmp -s "$th" "$T_TMP/m/benchmark/trained_heads.csv" && ok || fail "trained_heads.csv differs after shards + merge"
 
+# interventions on the kept checkpoints (F8, F9): every first-seed model's heads masked one at a time
+# (head_masking.csv: 9 models x 1 layer x 2 heads at smoke) and, on recall and needle, the boost sweep (6 factors x 2
+# modes x 6 models); hurt and removable from the row's own numbers, boost 1 leaves the evaluation as it was, the
+# summaries over the learned models recomputed (none learns at smoke: header only), the same after shards + merge
+hm=$b/head_masking.csv; bo=$b/boost.csv
+expect_grep '^task,mechanism,seed,layer,head,metric,base,masked,delta,hurt,loss_base,loss_masked,threshold,removable,learned$' "$hm"
+expect_grep '^task,models,removable_share,removable_share_sd,threshold,heads_per_model$' "$b/head_masking_summary.csv"
+expect_grep '^task,mechanism,seed,factor,mode,layer,metric,base,boosted,delta,loss_base,loss_boosted,items,learned$' "$bo"
+expect_grep '^task,factor,mode,models,delta_mean,delta_sd$' "$b/boost_summary.csv"
+expect_file "$b/boost.gp"
+python3 - "$hm" "$b/head_masking_summary.csv" "$bo" "$b/boost_summary.csv" <<'PYEOF' && ok || fail "head_masking/boost: rows, hurt, removable, boost 1 or the summaries do not agree"
+import csv, math, statistics, sys
+hm, hs, bo, bs = (list(csv.DictReader(open(f))) for f in sys.argv[1:5])
+assert len(hm) == 18 and {r["seed"] for r in hm} == {"42"}, len(hm)
+for r in hm:
+    b, x = float(r["base"]), float(r["masked"])
+    assert math.isclose(float(r["hurt"]), (b - x) / abs(b), abs_tol=1e-9), r      # accuracy: worse is lower
+    assert r["removable"] == ("1" if float(r["hurt"]) < float(r["threshold"]) else "0"), r
+    assert math.isclose(float(r["delta"]), x - b, abs_tol=1e-9), r
+assert len(bo) == 2 * 3 * 6 * 2 and {r["task"] for r in bo} == {"recall", "needle"}, len(bo)
+for r in bo:
+    if float(r["factor"]) == 1:
+        assert float(r["delta"]) == 0 and abs(float(r["loss_boosted"]) - float(r["loss_base"])) < 1e-5, r
+def models(rows, task):
+    return [k for k in {(r["task"], r["mechanism"]) for r in rows if r["learned"] == "1"} if task in ("all", k[0])]
+for s in hs:
+    ms = models(hm, s["task"])
+    shares = [sum(r["removable"] == "1" for r in hm if (r["task"], r["mechanism"]) == m) / int(s["heads_per_model"]) for m in ms]
+    assert int(s["models"]) == len(ms) and math.isclose(float(s["removable_share"]), statistics.mean(shares)), s
+for s in bs:
+    ms = models(bo, s["task"])
+    d = [float(r["delta"]) for r in bo if (r["task"], r["mechanism"]) in ms and r["mode"] == s["mode"]
+         and float(r["factor"]) == float(s["factor"])]
+    assert int(s["models"]) == len(d) and math.isclose(float(s["delta_mean"]), statistics.mean(d)), s
+assert all(r["learned"] == "0" for r in hm) == (len(hs) == 0), "a summary without learned models"
+PYEOF
+for f in head_masking.csv boost.csv; do
+    cmp -s "$b/$f" "$T_TMP/m/benchmark/$f" && ok || fail "$f differs after shards + merge"
+done
+
 # ---- MPI (optional): 2 ranks share the cells, rank 0 writes the same tables
 # EPAR_MPI: the MPI build of the same objects as $EPAR (make test sets it; empty in the sanitizer and coverage builds,
 # whose optimisation level differs from ./epar-mpi's, so float results could differ in the last bits)

@@ -96,6 +96,40 @@ expect_exit 2 "bad head list" -- "$EPAR" inspect "$ck" --heads 0,x --out "$T_TMP
 expect_exit 2 "unknown symbol in --text" -- "$EPAR" inspect "$ck" --text 'k1? zz' --out "$T_TMP/u"
 expect_error_line "token 'zz'" "unknown symbol message"
 [ ! -e "$T_TMP/u" ] && ok || fail "a usage error wrote files"
+# ---- interventions at evaluation (F8, F9): --mask-heads zeroes heads' outputs, --boost multiplies the answer-relevant
+# keys' weights in the last layer (as written, or renormalised); intervention.csv compares the evaluation
+expect_exit 0 "inspect --mask-heads 0.1,1.3" -- "$EPAR" inspect "$ck" --mask-heads 0.1,1.3 --eval-items 64 --out "$T_TMP/iv" -q --no-render
+m=$T_TMP/iv/inspect/recall-epar-enhanced-seed42-item0-mask0.1+1.3
+expect_grep '^heads_masked,boost,boost_layer,boost_mode,items,metric,base,intervened,delta,loss_base,loss_intervened,loss_delta$' "$m/intervention.csv"
+line=$(tail -1 "$m/intervention.csv")
+case $line in '"0.1,1.3",1,-1,,64,accuracy,'*) ok ;; *) fail "intervention.csv: the masked heads, 64 items, accuracy: $line" ;; esac
+echo "${line#\"0.1,1.3\",}" | awk -F, '{ x = $7 - $6 - $8; if (x < 0) x = -x; exit !($11 != 0 && x < 1e-9) }' && ok ||
+    fail "intervention.csv: masking two heads changes nothing, or delta is not intervened - base: $line"
+expect_grep '"heads_masked": "0.1,1.3"' "$m/inspect.json"
+expect_exit 0 "inspect --boost 1" -- "$EPAR" inspect "$ck" --boost 1 --eval-items 64 --out "$T_TMP/iv" -q --no-render
+b1=$T_TMP/iv/inspect/recall-epar-enhanced-seed42-item0-boost1
+# boost 1 is the identity: the same attention as without (within float rounding), no change of the evaluation
+paste -d, <(tail -n +2 "$d/attention.csv") <(tail -n +2 "$b1/attention.csv") |
+    awk -F, '{ x = $5 - $10; if (x < 0) x = -x; if (x > 1e-6 || $1 != $6 || $4 != $9) exit 1 }' && ok || fail "--boost 1 changed the attention"
+awk -F, 'NR == 2 { x = $12; if (x < 0) x = -x; exit !($9 == 0 && x < 1e-6) }' "$b1/intervention.csv" && ok ||
+    fail "--boost 1 changed the evaluation: $(tail -1 "$b1/intervention.csv")"
+expect_exit 0 "inspect --boost 4" -- "$EPAR" inspect "$ck" --boost 4 --eval-items 64 --out "$T_TMP/iv" -q --no-render
+expect_exit 0 "inspect --boost 4 --boost-renorm" -- "$EPAR" inspect "$ck" --boost 4 --boost-renorm --eval-items 64 --out "$T_TMP/iv" -q --no-render
+b4=$T_TMP/iv/inspect/recall-epar-enhanced-seed42-item0-boost4; b4r=${b4}r
+expect_grep '^,4,1,as-written,64,' "$b4/intervention.csv"
+expect_grep '^,4,1,renormalised,64,' "$b4r/intervention.csv"
+# as written the last layer's rows with a relevant key sum to more than 1; renormalised every row sums to 1
+awk -F, 'NR > 1 && $1 == 1 { s[$2 "," $3] += $5 } END { for (k in s) if (s[k] > 1.01) n++; exit !(n > 0) }' "$b4/attention.csv" &&
+    ok || fail "--boost 4 as written: no row of the last layer sums above 1"
+awk -F, 'NR > 1 { s[$1 "," $2 "," $3] += $5 } END { for (k in s) { x = s[k] - 1; if (x < 0) x = -x; if (x > 1e-5) exit 1 } }' \
+    "$b4r/attention.csv" && ok || fail "--boost 4 --boost-renorm: a row does not sum to 1"
+for a in "--boost 0" "--boost -2" "--boost nan" "--boost x" "--mask-heads 2.0" "--mask-heads 0.4" "--mask-heads 0.1,0.1" \
+         "--mask-heads a" "--mask-heads 0-1" "--boost-renorm" "--boost 2 --eval-items 0" "--eval-items 5"; do
+    # shellcheck disable=SC2086
+    expect_exit 2 "inspect $a" -- "$EPAR" inspect "$ck" $a --out "$T_TMP/ivbad" -q --no-render
+    expect_error_line "(--boost|--mask-heads|--eval-items)" "inspect $a"
+done
+[ ! -e "$T_TMP/ivbad" ] && ok || fail "a bad intervention wrote files"
 expect_exit 0 "help" -- "$EPAR" inspect --help
 expect_grep 'CHECKPOINT' "$T_TMP/out"
 finish

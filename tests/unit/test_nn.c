@@ -1161,6 +1161,132 @@ static void test_overfit(enum epar_mech_id id)
     epar_nn_free(&m);
 }
 
+
+/* F9 head masking: a masked head contributes nothing. By hand: residual2 of layer 0 = residual + attprojb + sum over
+ * the heads of atty_h W_h^T, so masking head h changes it by exactly -atty_h W_h^T (atty_h, W_h its columns) computed
+ * from the unmasked forward; the other heads' outputs of layer 0 are unchanged; an all-zero mask changes no bit; the
+ * gradient of a masked forward matches central differences (the masked head gets no gradient through its output). */
+static void test_head_mask(enum epar_mech_id id)
+{
+    struct epar_nn_config c = tiny(id, 0);
+    struct epar_nn m;
+    epar_nn_alloc(&m, &c);
+    epar_nn_init(&m, R);
+    int B = 2, T = 8, C = c.C, NH = c.NH, hs = C / NH, N = B * T;
+    int tok[2 * 8], tgt[2 * 8];
+    float mask[2 * 8];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    double loss0 = m.loss;
+    size_t nC = (size_t)N * C;
+    float *atty0 = malloc(nC * sizeof(float)), *res20 = malloc(nC * sizeof(float));
+    memcpy(atty0, m.a.atty, nC * sizeof(float));        /* layer 0 */
+    memcpy(res20, m.a.residual2, nC * sizeof(float));
+    unsigned char hm[64] = {0};
+    m.head_mask = hm;                                   /* all zero: no head masked */
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    check_true(m.loss == loss0, "nn %s: an all-zero head mask changes no bit of the loss", epar_nnpos_name(id));
+    hm[1] = 1;                                          /* layer 0, head 1 */
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    double worst = 0, zero = 0, others = 0;
+    for (int i = 0; i < N; i++) {
+        for (int o = 0; o < C; o++) {
+            double want = res20[(size_t)i * C + o];
+            for (int d = 0; d < hs; d++)
+                want -= (double)atty0[(size_t)i * C + hs + d] * m.p.attprojw[(size_t)o * C + hs + d];
+            worst = fmax(worst, fabs(m.a.residual2[(size_t)i * C + o] - want));
+        }
+        for (int d = 0; d < C; d++) {
+            if (d >= hs && d < 2 * hs) zero = fmax(zero, fabs(m.a.atty[(size_t)i * C + d]));
+            else others = fmax(others, fabs(m.a.atty[(size_t)i * C + d] - atty0[(size_t)i * C + d]));
+        }
+    }
+    check_abs(worst, 0, 1e-5, "nn %s: masking layer 0 head 1 removes exactly its projected output (hand computation)",
+              epar_nnpos_name(id));
+    check_true(zero == 0 && others == 0, "nn %s: the masked head's output is 0, the other heads' unchanged",
+               epar_nnpos_name(id));
+    check_true(m.loss != loss0, "nn %s: the masked model's loss differs", epar_nnpos_name(id));
+    /* the backward of a masked forward: a query weight of the masked head gets no gradient at all, another head's
+     * weight matches central differences */
+    hm[NH + 0] = 1;                                     /* and layer 1, head 0 */
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    size_t qm = (size_t)(1 * hs) * C + 3, qo = (size_t)(0 * hs) * C + 3;   /* layer 0: q row of head 1, of head 0 */
+    check_true(m.g.qkvw[qm] == 0.0f, "nn %s: a masked head's q weights get no gradient", epar_nnpos_name(id));
+    double fd = central_diff(&m, &m.p.qkvw[qo], 1e-2f, tok, tgt, mask, B, T);
+    check_true(close_enough(m.g.qkvw[qo], fd), "nn %s: masked forward, another head's gradient = central difference "
+               "(%g vs %g)", epar_nnpos_name(id), m.g.qkvw[qo], fd);
+    m.head_mask = NULL;
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    check_true(m.loss == loss0, "nn %s: no mask again: the loss as before, bit for bit", epar_nnpos_name(id));
+    free(atty0);
+    free(res20);
+    epar_nn_free(&m);
+}
+
+/* F8 attention boost: factor 1 is the identity (as written and renormalised: the loss within float rounding); a boost
+ * of f on one key of a row, checked by hand against the unboosted weights a: as written a'_j = f a_j, the others
+ * unchanged; renormalised a'_j = f a_j / (1 + (f - 1) a_j), the others a_k / (1 + (f - 1) a_j); the layer's output
+ * then sum_j a'_j v_j */
+static void test_boost(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_ROPE, 0);
+    struct epar_nn m;
+    epar_nn_alloc(&m, &c);
+    epar_nn_init(&m, R);
+    int B = 2, T = 8, C = c.C, NH = c.NH, hs = C / NH;
+    int tok[2 * 8], tgt[2 * 8];
+    float mask[2 * 8];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    double loss0 = m.loss;
+    size_t nA = (size_t)B * NH * T * T, nC = (size_t)B * T * C;
+    float *att0 = malloc(nA * sizeof(float));
+    memcpy(att0, m.a.att + nA, nA * sizeof(float));       /* layer 1 */
+    unsigned char keys[2 * 8 * 8] = {0};
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) keys[((size_t)b * T + i) * T + i / 2] = 1;   /* key i / 2 of every query */
+    for (int rn = 0; rn < 2; rn++) {
+        m.boost = (struct epar_nn_boost){1.0, 1, rn, keys};
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        check_abs(m.loss, loss0, 1e-6, "nn: boost factor 1 is the identity (%s)", rn ? "renormalised" : "as written");
+        double f = 2.5, wa = 0, wo = 0, rs = 0;
+        m.boost = (struct epar_nn_boost){f, 1, rn, keys};
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        const float *qkv = m.a.qkv + 3 * nC;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++)
+                for (int i = 0; i < T; i++) {
+                    const float *a0 = att0 + (((size_t)b * NH + h) * T + i) * T;
+                    const float *a1 = m.a.att + nA + (((size_t)b * NH + h) * T + i) * T;
+                    int jb = i / 2;
+                    double den = rn ? 1.0 + (f - 1.0) * a0[jb] : 1.0, sum = 0;
+                    for (int j = 0; j <= i; j++) {
+                        double want = (j == jb ? f : 1.0) * a0[j] / den;
+                        wa = fmax(wa, fabs(a1[j] - want));
+                        sum += a1[j];
+                    }
+                    if (rn) rs = fmax(rs, fabs(sum - 1.0));
+                    for (int d = 0; d < hs; d++) {
+                        double o = 0;
+                        for (int j = 0; j <= i; j++)
+                            o += (j == jb ? f : 1.0) * a0[j] / den * qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * hs + d];
+                        wo = fmax(wo, fabs(m.a.atty[nC + ((size_t)b * T + i) * C + h * hs + d] - o));
+                    }
+                }
+        check_abs(wa, 0, 1e-6, "nn: boost 2.5 on one key, the weights by hand (%s)", rn ? "renormalised" : "as written");
+        check_abs(wo, 0, 1e-5, "nn: boost 2.5, the layer's output = sum_j a'_j v_j (%s)", rn ? "renormalised" : "as written");
+        if (rn) check_abs(rs, 0, 1e-6, "nn: renormalised boost: rows sum to 1");
+        check_true(m.loss != loss0, "nn: boost 2.5 changes the loss (%s)", rn ? "renormalised" : "as written");
+    }
+    m.boost.keys = NULL;
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    check_true(m.loss == loss0, "nn: no boost again: the loss as before, bit for bit");
+    free(att0);
+    epar_nn_free(&m);
+}
+
 int main(void)
 {
     epar_blas_threads(1);
@@ -1200,6 +1326,9 @@ int main(void)
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
     test_txl();
+    test_head_mask(EPAR_MECH_NONE);
+    test_head_mask(EPAR_MECH_ALIBI);
+    test_boost();
     gsl_rng_free(R);
     return check_summary("test_nn");
 }
