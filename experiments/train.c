@@ -79,6 +79,9 @@ static const struct epar_field lm_fields[] = {
      .help = "UTF-8 file instead of the King James Bible"},
     {.key = "holdout", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, task.holdout), .flags = EPAR_FIELD_POSITIVE,
      .help = "lm: share of the text held out at its end (0.1)"},
+    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
+     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
+     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
     {0}};
 static const struct epar_field synth_fields[] = {
     {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.pairs), .lo = 1, .hi = 1 << 20,
@@ -91,6 +94,9 @@ static const struct epar_field synth_fields[] = {
      .help = "values / symbols / classes / largest count"},
     {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.eval_sequences), .lo = 1,
      .hi = 1000000, .help = "synthetic tasks: size of the fixed evaluation set"},
+    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
+     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
+     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
     {0}};
 #undef TC
 
