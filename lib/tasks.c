@@ -921,6 +921,16 @@ static int open_pool(struct epar_task *t)
 
 long epar_task_eval_count(const struct epar_task *t) { return t->info->eval_count(t); }
 
+long epar_task_pool_count(const struct epar_task *t) { return t->pool_tok ? t->cfg.train_sequences : 0; }
+
+void epar_task_pool_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+{
+    size_t T = (size_t)t->cfg.length;
+    memcpy(tok, t->pool_tok + k * T, T * sizeof *tok);
+    memcpy(tgt, t->pool_tgt + k * T, T * sizeof *tgt);
+    memcpy(mask, t->pool_mask + k * T, T * sizeof *mask);
+}
+
 void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
 {
     t->info->eval_item(t, k, tok, tgt, mask);

@@ -120,6 +120,9 @@ void epar_task_close(struct epar_task *t);
 /* B training sequences: the task's fresh draws from r, or (train_sequences N > 0) B picks from its pool of N */
 void epar_task_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask);
 long epar_task_eval_count(const struct epar_task *t);
+/* the training pool (train_sequences > 0): its size (0: none) and sequence k of it (T each) */
+long epar_task_pool_count(const struct epar_task *t);
+void epar_task_pool_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
 void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
 /* The task's metric from a mean cross-entropy (nats per scored token) and the count of correct argmax
  * predictions: bpc = loss / ln 2, accuracy = correct / scored. */
