@@ -756,7 +756,10 @@ int epar_mech_looks_ahead(enum epar_mech_id id)
     return epar_mech_table[id].kind == EPAR_MK_FIXED && pattern_looks_ahead(fixed_pattern_of(id));
 }
 
-int epar_mech_trained_only(enum epar_mech_id id) { return id == EPAR_MECH_FIXED_MIX || id == EPAR_MECH_LEARNABLE_ONLY; }
+int epar_mech_trained_only(enum epar_mech_id id)
+{
+    return id == EPAR_MECH_FIXED_MIX || id == EPAR_MECH_LEARNABLE_ONLY || id == EPAR_MECH_FIXED_ONLY;
+}
 
 static int build_trained_only(struct epar_mech *m, gsl_rng *r)
 {
@@ -1044,6 +1047,9 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
         "learned softmax (S1's 7F+1L at 8 heads); trained only"},
     [EPAR_MECH_LEARNABLE_ONLY] = {"learnable-only", EPAR_MK_HEADS, "S1 §1.3", "§19", {P_END}, build_trained_only,
         "fixed-mix without its fixed heads: only head H-1 attends (S1's 1L ablation), the others output 0; trained only"},
+    [EPAR_MECH_FIXED_ONLY] = {"fixed-only", EPAR_MK_HEADS, "S1 §1.3, §4.1", "§19", {P_END}, build_trained_only,
+        "fixed-mix with its last head fixed too: every head a causal Raganato pattern, cycled (S1's all-fixed models, 001:462); "
+        "trained only"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

@@ -33,7 +33,7 @@ enum epar_mech_id {
     EPAR_MECH_LINEAR_ELU, EPAR_MECH_LINEAR_COS, EPAR_MECH_PERFORMER, EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED,
     EPAR_MECH_SLIDING_WINDOW, EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_PI_ATTENTION,
     EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK,
-    EPAR_MECH_FIXED_MIX, EPAR_MECH_LEARNABLE_ONLY,   /* trained only (epar train, benchmark): per-head, no compare form */
+    EPAR_MECH_FIXED_MIX, EPAR_MECH_LEARNABLE_ONLY, EPAR_MECH_FIXED_ONLY,   /* trained only (epar train, benchmark): per-head, no compare form */
     EPAR_MECH_COUNT
 };
 
@@ -106,7 +106,8 @@ int epar_mech_find(const char *name, enum epar_mech_id *id);
 void epar_mech_defaults(enum epar_mech_id id, double *p);
 /* Set parameter `name` of mechanism id in p; EPAR_EINVAL for an unknown name or a value out of range. */
 int epar_mech_set_param(enum epar_mech_id id, double *p, const char *name, double value);
-/* 1: the mechanism exists only as a trained model (per-head mixes of S1's fixed patterns: fixed-mix, learnable-only);
+/* 1: the mechanism exists only as a trained model (per-head mixes of S1's fixed patterns: fixed-mix, learnable-only,
+ * fixed-only);
  * compare leaves it out of its default list and refuses it by name */
 int epar_mech_trained_only(enum epar_mech_id id);
 /* 1: the mechanism needs keys after the query (a look-ahead fixed pattern): refused under --causal */

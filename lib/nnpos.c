@@ -665,7 +665,8 @@ int epar_nnpos_mix_pattern(int h)
 
 static int build_mix(struct epar_nnpos *p)
 {
-    if (p->NH < 2) {
+    int learned = p->id != EPAR_MECH_FIXED_ONLY;   /* the last head learned (fixed-mix, learnable-only) */
+    if (p->NH < 1 + learned) {
         epar_err_set(EPAR_EINVAL, "mechanism '%s' needs at least 2 heads (fixed heads and one learned), got %d",
                      epar_mech_table[p->id].id, p->NH);
         epar_err_hint("set --heads 8 for S1's 7 fixed + 1 learned heads");
@@ -676,7 +677,7 @@ static int build_mix(struct epar_nnpos *p)
     if (need(&p->pair, n * p->NH, sizeof *p->pair, "the per-head patterns") || need(&p->work, n, sizeof(double), "the patterns") ||
         need(&p->fac, (size_t)p->NL * p->NH * p->Tmax, sizeof *p->fac, "the per-head factor"))
         return EPAR_ENOMEM;
-    for (int l = 0; l < p->NL; l++)   /* the learned head's factor 1; the fixed heads' 0 (no gradient to their q, k) */
+    for (int l = 0; l < p->NL && learned; l++)   /* the learned head's factor 1; the fixed heads' 0 (no q, k gradient) */
         for (int d = 0; d < p->Tmax; d++) p->fac[((size_t)l * p->NH + p->NH - 1) * p->Tmax + d] = 1.0f;
     if (p->id == EPAR_MECH_LEARNABLE_ONLY) {
         if (need(&p->head_off, (size_t)p->NH, 1, "the removed heads")) return EPAR_ENOMEM;
@@ -689,7 +690,8 @@ static void prepare_mix(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     double *W = p->work;
-    for (int h = 0; h < p->NH - 1; h++) {   /* the last head's table stays 0 (its causal rows: the kernel's j <= i) */
+    int nfix = p->id == EPAR_MECH_FIXED_ONLY ? p->NH : p->NH - 1;
+    for (int h = 0; h < nfix; h++) {   /* a learned last head's table stays 0 (its causal rows: the kernel's j <= i) */
         float *pair = p->pair + (size_t)h * p->pair_head;
         epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, W);
         for (int i = 0; i < T; i++)
@@ -768,6 +770,8 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
     [EPAR_MECH_LEARNABLE_ONLY] = {H_(FIXED, 0, 0, "head H-1 learned softmax, heads 0..H-2 output 0"),
                                   NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+    [EPAR_MECH_FIXED_ONLY] = {H_(FIXED, 0, 0, "every head h: A = W_h (current, previous, left, first token, cycled)"),
+                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
 };
 #undef H_
 #undef FIXED_FNS

@@ -24,7 +24,7 @@
  *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
  *   fixed-mix    per layer heads 0..NH-2 fixed (patterns current, previous, left, first token, cycled: the pair table
  *                and factor 0 per head), head NH-1 learned softmax (factor 1, no pair); learnable-only: the same
- *                learned head, the others' output 0 (S1's 7F+1L and 1L at 8 heads)
+ *                learned head, the others' output 0 (S1's 7F+1L and 1L at 8 heads); fixed-only: every head fixed
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
  *                                                   or FAVOR+ with lib/mech's random features for the run's seed
  *                                                   (stabilised per query and per key, no eps: lib/nn)
@@ -226,7 +226,8 @@ const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_pair(const struct epar_nnpos *p);
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p);
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p);
-/* fixed-mix's pattern of head h < NH - 1 (lib/mech's numbering: current 1, previous 2, left 4, first token 8, cycled) */
+/* fixed-mix's pattern of head h < NH - 1, fixed-only's of every head (lib/mech's numbering: current 1, previous 2,
+ * left 4, first token 8, cycled) */
 int epar_nnpos_mix_pattern(int h);
 /* pi-attention: the pi-step mask (T, T), row stride Tmax, and layer l's gate parameters (NH, 3 hs + 1), or NULL */
 const float *epar_nnpos_pair2(const struct epar_nnpos *p);

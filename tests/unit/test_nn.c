@@ -737,9 +737,9 @@ static void test_reference_fp64(enum epar_mech_id id)
     }
     if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
         epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
-        for (int h = 0; mix && h < NH - 1; h++) {
+        for (int h = 0; mix && h < (id == EPAR_MECH_FIXED_ONLY ? NH : NH - 1); h++) {
             double *Ah = A + (size_t)h * T * T;
-            if (id == EPAR_MECH_FIXED_MIX) epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, Ah);
+            if (id != EPAR_MECH_LEARNABLE_ONLY) epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, Ah);
             else memset(Ah, 0, (size_t)T * T * sizeof *Ah);
         }
         double e = 0;
@@ -1113,6 +1113,8 @@ int main(void)
     test_reference_fp64(EPAR_MECH_FIXED_MIX);
     test_model_gradient(EPAR_MECH_LEARNABLE_ONLY, 0);
     test_reference_fp64(EPAR_MECH_LEARNABLE_ONLY);
+    test_model_gradient(EPAR_MECH_FIXED_ONLY, 0);
+    test_reference_fp64(EPAR_MECH_FIXED_ONLY);
     test_mix_heads();
     TINY_NH = 2;
     test_model_gradient(EPAR_MECH_EPAR_BASIC, 1);
