@@ -501,6 +501,10 @@ static json_t *study_json(const struct epar_bench_cfg *c)
     json_object_set_new(o, "pairs", pairs);
     json_object_set_new(o, "share", json_string("(b(k) - b(1)) / (H - b(1)) per seed: b bits per character, H the held-out "
                                                 "characters' entropy (the cell's chance level)"));
+    json_object_set_new(o, "captured", json_string("(H - m_a) / (H - m_b) per seed, m the final metric, H the cell's chance "
+                                                   "level: the share of b's gain over the best constant answer a reaches"));
+    json_object_set_new(o, "gap", json_string("held-out metric minus the final model's on its training pool "
+                                              "(train_sequences), a - b per seed: the difference in overfitting"));
     return o;
 }
 
