@@ -19,7 +19,8 @@ static void list_mechanisms(void)
                      in->params[q].name, in->params[q].def);
         /* "§" is 2 bytes: the section column is one wider in bytes */
         printf("%-18s %-22s %-8s %-6s %s\n", in->id, epar_mech_kind_name(in->kind), in->section,
-               epar_nnpos_trainable((enum epar_mech_id)id) ? "yes" : "-", params[0] ? params : "-");
+               epar_mech_trained_only((enum epar_mech_id)id) ? "only"   /* no compare form: epar train, benchmark */
+               : epar_nnpos_trainable((enum epar_mech_id)id) ? "yes" : "-", params[0] ? params : "-");
         printf("%-18s %-22s %-8s %-6s   %s [%s]\n", "", "", "", "", in->note, in->seeds);
         if (epar_nnpos_trainable((enum epar_mech_id)id))
             printf("%-18s %-22s %-8s %-6s   trained: %s\n", "", "", "", "", epar_nnpos_table[id].summary);

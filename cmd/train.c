@@ -19,7 +19,7 @@ struct train_opts {
     const char *task, *mechanism, *resume, *text;
     int until;
     int length, layers, dim, heads, mlp, steps, batch, warmup, eval_every, eval_batches, learn_posfx, posfx_length;
-    int pairs, queries, keys, values, eval_sequences;
+    int pairs, queries, keys, values, eval_sequences, train_sequences;
     double lr, lr_min_ratio, weight_decay, clip, holdout;
     const char *set;    /* the last --set (every one is read from argv) */
     int argc;
@@ -102,6 +102,7 @@ static int apply_options(struct epar_train_cfg *cfg, const struct opt *opts, con
     SET("keys", cfg->task.keys, t->keys);
     SET("values", cfg->task.values, t->values);
     SET("eval-sequences", cfg->task.eval_sequences, t->eval_sequences);
+    SET("train-sequences", cfg->task.train_sequences, t->train_sequences);
 #undef SET
     if (t->mechanism && epar_nnpos_find(t->mechanism, &cfg->mechanism)) return EPAR_EINVAL;
     return cli_each_set(t->argc, t->argv, epar_exp_train_set, cfg);
@@ -302,6 +303,7 @@ int cmd_train(int argc, char **argv)
         {"keys", 0, OPT_INT, &t.keys, "N", "recall, needle: size of the key vocabulary; set: items", 0},
         {"values", 0, OPT_INT, &t.values, "N", "recall, needle: values; transduce, select: symbols; classify: classes; set: largest count", 0},
         {"eval-sequences", 0, OPT_INT, &t.eval_sequences, "N", NULL, 0},
+        {"train-sequences", 0, OPT_INT, &t.train_sequences, "N", NULL, 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
         {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the train section's, paper)", 0},

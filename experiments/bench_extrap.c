@@ -311,8 +311,8 @@ void epar_bx_select(struct epar_bench_cfg *c)
 
 int epar_bx_has_cell(const struct epar_bench_cfg *c, int t, int m)
 {
-    if (m < c->n_mech) return 1;
-    if (m >= c->n_mech + c->extrap.n_extra || t < 0 || t >= c->n_tasks) return 0;
+    if (m < c->n_mech && t < c->n_tasks) return 1;   /* a grid cell (a study-only task has only its listed cells) */
+    if (m >= c->n_mech + c->extrap.n_extra || t < 0 || t >= c->n_tasks + c->n_study) return 0;
     const struct epar_bx_cells *cl = cells_of(&c->extrap, c->tasks[t].id);
     for (int k = 0; cl && k < cl->n_mech; k++)
         if (!strcmp(cl->var[k].name[0] ? cl->var[k].name : epar_nnpos_name(cl->mech[k]), epar_bench_mech_name(c, m))) return 1;
@@ -647,6 +647,7 @@ static const struct epar_field cell_read_rows[] = {
     {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(CR, seed), .lo = 0, .hi = 1e15},
     {.key = "chance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, chance), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, value), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "train_pool_value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, pool), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, correct),
      .count_offset = offsetof(CR, n_correct), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
     {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, scored),
@@ -668,7 +669,7 @@ int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_pl
                      int s, struct cell_read *r)
 {
     memset(r, 0, sizeof *r);
-    r->chance = r->value = NAN;
+    r->chance = r->value = r->pool = NAN;
     int k = cell_index(plan, t, m, s);
     if (k < 0) return epar_err_set(EPAR_EINVAL, "no cell of task %s, %s, seed %lu in the plan", c->tasks[t].id,
                                    epar_bench_mech_name(c, m), c->b.seeds[s]);

@@ -10,10 +10,10 @@
 #include "bench_extrap.h"
 #include "lib/stats.h"
 
-/* the index of benchmark task id in c->tasks (-1: none) */
+/* the index of benchmark task id in c->tasks, the study-only ones included (-1: none) */
 static inline int task_index(const struct epar_bench_cfg *c, const char *id)
 {
-    for (int k = 0; id && *id && k < c->n_tasks; k++)
+    for (int k = 0; id && *id && k < c->n_tasks + c->n_study; k++)
         if (!strcmp(c->tasks[k].id, id)) return k;
     return -1;
 }
@@ -86,6 +86,7 @@ static inline void bucket_edges(int j, int L, int T, int *lo, int *hi)
 struct cell_read {
     long seed;
     double chance, value;   /* the cell's chance level and its final metric */
+    double pool;            /* its metric on its training pool (train_sequences; NaN: none) */
     struct study_rec *study;
     long *correct, *scored;
     int n_correct, n_scored;

@@ -188,7 +188,7 @@ static int grid_pairs(const struct epar_bench_cfg *c, const struct epar_bench_pl
         if (c->mech[m] == ib) mb = m;
     }
     if (ma < 0 || mb < 0) return EPAR_OK;
-    for (int tk = 0; tk < c->n_tasks && !st; tk++) {
+    for (int tk = 0; tk < c->n_tasks + c->n_study && !st; tk++) {
         int needle = c->tasks[tk].task.id == EPAR_TASK_NEEDLE;
         if (!strcmp(c->tasks[tk].id, x->retrieval_task) || !strcmp(c->tasks[tk].id, x->lm_task) ||
             !epar_bx_has_cell(c, tk, ma) || !epar_bx_has_cell(c, tk, mb))
@@ -208,6 +208,21 @@ static int grid_pairs(const struct epar_bench_cfg *c, const struct epar_bench_pl
             for (int s = 0; s < S; s++) va[s] = cr[0][s].value, vb[s] = cr[1][s].value;
             st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], epar_task_table[c->tasks[tk].task.id].metric,
                           T, 1, "all", va, vb, S);
+            /* captured: the share of b's gain over the best constant answer that a reaches, (H - b_a) / (H - b_b) per
+             * seed for bits per character, (acc_a - ch) / (acc_b - ch) for accuracy (against 0: its mean) */
+            double cap[EPAR_MAX_SEEDS], zero[EPAR_MAX_SEEDS], ga[EPAR_MAX_SEEDS], gb[EPAR_MAX_SEEDS];
+            for (int s = 0; s < S; s++) {
+                cap[s] = (cr[0][s].chance - va[s]) / (cr[1][s].chance - vb[s]);
+                zero[s] = 0.0;
+                ga[s] = va[s] - cr[0][s].pool;   /* gap: held-out metric - training-pool metric */
+                gb[s] = vb[s] - cr[1][s].pool;
+            }
+            double rel[EPAR_MAX_SEEDS], one[EPAR_MAX_SEEDS];   /* bits per character: (a - b) / b per seed */
+            for (int s = 0; s < S; s++) rel[s] = va[s] / vb[s], one[s] = 1.0;
+            if (!st && c->tasks[tk].task.id == EPAR_TASK_LM)
+                st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "bpc_rel", T, 1, "all", rel, one, S);
+            if (!st) st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "captured", T, 1, "all", cap, zero, S);
+            if (!st) st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "gap", T, 1, "all", ga, gb, S);
         }
         int P = T - 3 * c->tasks[tk].task.pairs + 1, nb = x->depth_bins < P ? x->depth_bins : P;
         int sized = needle;
@@ -486,6 +501,10 @@ static json_t *study_json(const struct epar_bench_cfg *c)
     json_object_set_new(o, "pairs", pairs);
     json_object_set_new(o, "share", json_string("(b(k) - b(1)) / (H - b(1)) per seed: b bits per character, H the held-out "
                                                 "characters' entropy (the cell's chance level)"));
+    json_object_set_new(o, "captured", json_string("(H - m_a) / (H - m_b) per seed, m the final metric, H the cell's chance "
+                                                   "level: the share of b's gain over the best constant answer a reaches"));
+    json_object_set_new(o, "gap", json_string("held-out metric minus the final model's on its training pool "
+                                              "(train_sequences), a - b per seed: the difference in overfitting"));
     return o;
 }
 

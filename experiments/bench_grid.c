@@ -56,7 +56,7 @@ void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct ep
     t->mechanism = c->mech[cell->mech];
     t->layers = b->layers;
     t->dim = b->dim;
-    t->heads = b->heads;
+    t->heads = cell->task >= 0 && c->tasks[cell->task].heads > 0 ? c->tasks[cell->task].heads : b->heads;
     t->mlp = cell->mlp;
     t->batch = cell->task >= 0 && !strcmp(c->tasks[cell->task].length_class, "long") ? b->long_batch : b->batch;
     /* the cost cell: one untimed step, then up to EPAR_BENCH_MAX_COST_STEPS timed ones */

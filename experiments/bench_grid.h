@@ -96,6 +96,8 @@ struct epar_bench_task {
                                          * the budget's "lr_scale" {family: {mechanism: scale}} (chosen on seeds that are
                                          * not table seeds, docs/TASKS.md); 1 where it says nothing */
     int own_pos;                        /* 1: the task's "set" gave its cells their own mechanism parameters, pos */
+    int study;                          /* 1: study-only ("study": true): no grid cells, only the study's own */
+    int heads;                          /* its models' heads (0: the budget's) */
     struct epar_nnpos_settings pos;     /* (the section's set with the task's over it) */
 };
 
@@ -120,7 +122,9 @@ struct epar_bench_budget {
 
 struct epar_bench_cfg {
     struct epar_bench_budget b;
-    int n_tasks;
+    int n_tasks;                        /* the grid's tasks; the study-only ones ("study": true) follow them in tasks */
+    int n_study;                        /* study-only tasks: tasks[n_tasks .. n_tasks + n_study), only the
+                                         * extrapolation study's cells of them are run (no grid cells, no tables) */
     struct epar_bench_task tasks[EPAR_BENCH_MAX_TASKS];
     int n_mech;
     enum epar_mech_id mech[EPAR_MECH_COUNT];

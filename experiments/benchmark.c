@@ -111,7 +111,7 @@ static const struct epar_field budget_fields[] = {
 struct task_read {
     const char *id, *task, *paper, *condition, *length, *primary, *lr_family;
     double steps_scale;
-    int eval_sequences;
+    int eval_sequences, study, heads;
     json_t *set;
     struct epar_task_cfg opt;
 };
@@ -128,7 +128,9 @@ struct task_read {
     {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(S, m.noise), .flags = EPAR_FIELD_NONNEG,           \
      .help = "share of noisy tokens"},                                                                                \
     {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(S, m.shuffle),                                     \
-     .help = "non-sequential: positions shuffled"}
+     .help = "non-sequential: positions shuffled"},                                                                   \
+    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.train_sequences), .lo = 0,             \
+     .hi = 10000000, .help = "the training pool (low resource; default 0: a fresh draw every batch)"}
 #define TR struct task_read
 static const struct epar_field task_fields[] = {
     {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, id), .flags = EPAR_FIELD_REQUIRED},
@@ -144,6 +146,10 @@ static const struct epar_field task_fields[] = {
      .help = "its evaluation set (default: the budget's)"},
     {.key = "lr_family", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, lr_family),
      .help = "tasks whose learning rates are chosen together (default: its id)"},
+    {.key = "heads", .type = EPAR_FIELD_INT, .offset = offsetof(TR, heads), .lo = 1, .hi = 65536,
+     .help = "its models' attention heads (default: the budget's; must divide its dim)"},
+    {.key = "study", .type = EPAR_FIELD_BOOL, .offset = offsetof(TR, study),
+     .help = "1: study-only: only the extrapolation study's cells of it (budgets' cells), no grid cells or tables"},
     {.key = "set", .type = EPAR_FIELD_JSON, .offset = offsetof(TR, set),
      .help = "mechanism parameters on this task's cells, over the section's \"set\" (e.g. {\"sliding-window.radius\": 2})"},
     TASK_OPTIONS_(TR, opt),
@@ -252,6 +258,8 @@ static int check_task(struct epar_bench_task *t, const struct task_read *r, cons
         if (!strcmp(r->primary ? r->primary : "final", epar_bench_primary_names[k])) t->primary = (enum epar_bench_primary)k;
     if (t->primary == EPAR_BENCH_NPRIMARY) return epar_protocol_error(p, jp, "primary: final, final_loss, curve, curve_loss or online_loss");
     t->steps_scale = r->steps_scale > 0 ? r->steps_scale : 1.0;
+    t->study = r->study;
+    t->heads = r->heads;
     t->eval_sequences = r->eval_sequences;
     const char *fam = r->lr_family ? r->lr_family : id;
     if (strlen(fam) >= sizeof t->lr_family) return epar_protocol_error(p, jp, "lr_family: at most 15 characters");
@@ -382,12 +390,26 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
         }
     }
     free(r);
+    /* the study-only tasks after the grid's (the order of each kept): n_tasks counts the grid's */
+    if (!st) {
+        struct epar_bench_task *keep = EPAR_CALLOC(EPAR_BENCH_MAX_TASKS, sizeof *keep);
+        if (!keep) return EPAR_ENOMEM;
+        int n = 0, all = c->n_tasks;
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < all; k++)
+                if (c->tasks[k].study == pass) keep[n++] = c->tasks[k];
+        memcpy(c->tasks, keep, (size_t)all * sizeof *keep);
+        free(keep);
+        c->n_study = 0;
+        for (int k = 0; k < all; k++) c->n_study += c->tasks[k].study;
+        c->n_tasks = all - c->n_study;
+    }
     if (!st) st = epar_bx_config(c, p, budget);
     if (st) return st;
     snprintf(c->b.name, sizeof c->b.name, "%s", budget);
     /* lengths from the budget, the evaluation set size, then every task checked as it will run */
     char tjp[300];
-    for (int k = 0; k < c->n_tasks; k++) {
+    for (int k = 0; k < c->n_tasks + c->n_study; k++) {
         struct epar_bench_task *t = &c->tasks[k];
         t->task.length = !strcmp(t->length_class, "lm") ? c->b.lm_length
                          : !strcmp(t->length_class, "short") ? c->b.short_length : c->b.long_length;
@@ -421,18 +443,18 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
     }
     if (tasks) {
         struct epar_bench_task keep[EPAR_BENCH_MAX_TASKS];
-        int n = 0;
+        int n = 0, all = c->n_tasks + c->n_study;
         snprintf(buf, sizeof buf, "%s", tasks);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             int found = -1;
-            for (int k = 0; k < c->n_tasks; k++)
+            for (int k = 0; k < all; k++)
                 if (!strcmp(c->tasks[k].id, tok)) found = k;
             if (found < 0) {
                 epar_err_set(EPAR_EINVAL, "unknown benchmark task '%s'", tok);
                 char list[512] = "";
                 struct epar_nearest near;
                 epar_nearest_init(&near, tok);
-                for (int k = 0; k < c->n_tasks; k++) {
+                for (int k = 0; k < all; k++) {
                     size_t l = strlen(list);
                     snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
                     epar_nearest_add(&near, c->tasks[k].id);
@@ -446,8 +468,13 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
             keep[n++] = c->tasks[found];
         }
         if (!n) return epar_err_set(EPAR_EINVAL, "no task in '%s'", tasks);
-        memcpy(c->tasks, keep, (size_t)n * sizeof keep[0]);
-        c->n_tasks = n;
+        int g = 0;   /* the grid's tasks first, then the study-only ones */
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < n; k++)
+                if (keep[k].study == pass) c->tasks[g++] = keep[k];
+        c->n_study = 0;
+        for (int k = 0; k < n; k++) c->n_study += keep[k].study;
+        c->n_tasks = n - c->n_study;
     }
     epar_bx_select(c);   /* the extrapolation study's own mechanisms after the grid's */
     return EPAR_OK;
@@ -582,9 +609,11 @@ static double cell_weight(const struct epar_train_cfg *t)
 
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
 {
-    int S = c->b.n_seeds, M = c->n_mech, X = c->extrap.n_extra, nx = 0;
-    for (int i = 0; i < c->n_tasks; i++)   /* the extrapolation study's own cells: after the grid's (tables index those) */
-        for (int m = M; m < M + X; m++) nx += epar_bx_has_cell(c, i, m);
+    int S = c->b.n_seeds, M = c->n_mech, X = c->extrap.n_extra, nx = 0, NT = c->n_tasks, cost = NT + c->n_study;
+    /* the extrapolation study's own cells: after the grid's (tables index those), those of the study-only tasks (any
+     * mechanism it lists) last; then the cost cell */
+    for (int i = 0; i < cost; i++)
+        for (int m = i < NT ? M : 0; m < M + X; m++) nx += epar_bx_has_cell(c, i, m);
     plan->n = c->n_tasks * M * S + nx * S + 1;
     struct cost_design cd;
     epar_bench_cost_design(c, &cd);
@@ -592,8 +621,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
     plan->cells = calloc((size_t)plan->n, sizeof *plan->cells);
     if (!plan->cells) return epar_err_set(EPAR_ENOMEM, "out of memory planning the grid");
     int k = 0, kx = c->n_tasks * M * S;
-    for (int i = 0; i <= c->n_tasks; i++) {
-        struct epar_bench_cell probe = {i < c->n_tasks ? i : -1, 0, 0, c->b.mlp, 0, 0};
+    for (int i = 0; i <= cost; i++) {
+        struct epar_bench_cell probe = {i < cost ? i : -1, 0, 0, c->b.mlp, 0, 0};
         struct epar_train_cfg t;
         epar_exp_benchmark_cell_cfg(c, &probe, &t);
         int V, st;
@@ -604,7 +633,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
         t.mechanism = EPAR_MECH_NONE;
         if ((st = epar_exp_train_param_count(&t, V, &ref))) return st;
         for (int m = 0; m < M + X; m++) {
-            if (m >= M && (i == c->n_tasks || !epar_bx_has_cell(c, i, m))) continue;
+            if (i == cost ? m >= M : (m >= M || i >= NT) && !epar_bx_has_cell(c, i, m)) continue;
             struct epar_train_cfg u = t;
             u.mechanism = c->mech[m];
             u.mlp = c->b.mlp;
@@ -621,23 +650,23 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
             }
             if (rel > c->param_tol) {
                 epar_err_set(EPAR_ECHECK, "%s on %s has %zu parameters, %.2f%% from none's %zu (tolerance %g%%)",
-                             epar_nnpos_name(u.mechanism), i < c->n_tasks ? c->tasks[i].id : "the cost task", n0,
+                             epar_nnpos_name(u.mechanism), i < cost ? c->tasks[i].id : "the cost task", n0,
                              100 * rel, ref, 100 * c->param_tol);
                 epar_err_hint("raise param_tolerance or set equalise to 'mlp' in $.experiments.benchmark");
                 return EPAR_ECHECK;
             }
-            if (i == c->n_tasks) {
+            if (i == cost) {
                 plan->cost_mlp[m] = u.mlp;
                 plan->cost_params[m] = n0;
             }
-            int nseeds = i < c->n_tasks ? S : (m == 0 ? 1 : 0);   /* the cost cell: one for all mechanisms */
+            int nseeds = i < cost ? S : (m == 0 ? 1 : 0);   /* the cost cell: one for all mechanisms */
             for (int s = 0; s < nseeds; s++) {
-                struct epar_bench_cell *cell = &plan->cells[i == c->n_tasks ? plan->n - 1 : m < M ? k++ : kx++];
-                *cell = (struct epar_bench_cell){i < c->n_tasks ? i : -1, m, s, u.mlp, n0, 0};
+                struct epar_bench_cell *cell = &plan->cells[i == cost ? plan->n - 1 : m < M && i < NT ? k++ : kx++];
+                *cell = (struct epar_bench_cell){i < cost ? i : -1, m, s, u.mlp, n0, 0};
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
                 /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
-                cell->weight = cell_weight(&w) * (i < c->n_tasks ? 1 : (double)cost_steps_least / (double)w.optim.steps);
+                cell->weight = cell_weight(&w) * (i < cost ? 1 : (double)cost_steps_least / (double)w.optim.steps);
             }
         }
     }

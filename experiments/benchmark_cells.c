@@ -95,6 +95,11 @@ static const struct epar_field train_cell_rows[] = {
     {.key = "curve_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, curve_loss), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "online_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, online_loss),
      .flags = EPAR_FIELD_OPTIONAL},
+    /* low resource (train_sequences): the final model on its training pool (absent without a pool) */
+    {.key = "train_pool_value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, pool_value),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "train_pool_loss", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, pool_loss),
+     .flags = EPAR_FIELD_OPTIONAL},
     {.key = "scored", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, scored), .lo = 0, .hi = 1e15},
     {.key = "sequences", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, sequences), .lo = 0, .hi = 1e15},
     {.key = "steps", .type = EPAR_FIELD_LONG, .offset = offsetof(TCL, steps), .lo = 0, .hi = 1e15},
@@ -343,7 +348,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     epar_exp_benchmark_cell_cfg(c, cell, &t);
     struct epar_train_run r;
     int st = epar_exp_train_setup(&r, &t);
-    struct train_cell x = {.config = NULL};
+    struct train_cell x = {.config = NULL, .pool_value = NAN, .pool_loss = NAN};
     if (st) goto done;
     r.stop = stop;
     if ((st = epar_exp_train_loop(&r))) goto done;
@@ -365,6 +370,12 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     if ((st = epar_exp_train_evaluate(&r, nev, &r.final))) goto done;
     r.have_final = 1;
     r.eval_item = NULL;
+    if (t.task.train_sequences > 0) {   /* low resource: the fit to the pool it trained on (the gap: overfitting) */
+        struct epar_train_eval pe;
+        if ((st = epar_exp_train_evaluate_pool(&r, &pe))) goto done;
+        x.pool_value = pe.metric;
+        x.pool_loss = pe.loss;
+    }
     if (t.task.id == EPAR_TASK_LM && !t.task.shuffle)
         for (int e = 0; e < c->b.n_extrap && !st; e++) {
             int L = c->b.extrap[e], defined;
@@ -666,12 +677,12 @@ int epar_bench_grid_read(struct grid *g, const struct epar_bench_cfg *c, const s
         }
         /* a cell written before epar recorded them */
         g->cell[k].chance = g->cell[k].chance_se = g->cell[k].curve_metric = g->cell[k].curve_loss = NAN;
-        g->cell[k].online_loss = NAN;
+        g->cell[k].online_loss = g->cell[k].pool_value = g->cell[k].pool_loss = NAN;
         struct epar_inspect_summary *as = &g->cell[k].attn;
         as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
         as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;
         if ((st = epar_fields_load(path, "cell file", train_cell_rows, &g->cell[k], &g->doc[k]))) break;
-        if (cell->mech >= c->n_mech) continue;   /* the extrapolation study's own cell (bench_extrap reads it) */
+        if (cell->mech >= c->n_mech || cell->task >= c->n_tasks) continue;   /* the study's own cell (bench_extrap's) */
         size_t at = gi(g, cell->task, cell->mech, cell->seed);
         const struct train_cell *x = &g->cell[k];
         g->cand[EPAR_BENCH_FINAL][at] = x->value;

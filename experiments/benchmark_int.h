@@ -65,6 +65,8 @@ struct train_cell {
     long seed, params, scored, sequences, steps;
     double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
     double curve_metric, curve_loss, online_loss;   /* learning-curve means (curve_means); NaN in older cells */
+    double pool_value, pool_loss;   /* train_sequences > 0: the final model's metric and loss on its training pool (NaN:
+                                     * no pool, not written) */
     struct epar_inspect_summary attn;               /* what the trained heads attend to (epar inspect's summaries) */
     int have_attn;
     long *correct, *answers;   /* (T + 1) per needle distance */

@@ -418,7 +418,7 @@ int epar_bench_trained_attention(const struct epar_bench_cfg *c, const struct ep
     int *at = calloc((size_t)g->NT * g->M * g->S, sizeof *at);
     if (!at) return -1;
     for (int k = 0; k < plan->n; k++)
-        if (plan->cells[k].task >= 0 && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
+        if (plan->cells[k].task >= 0 && plan->cells[k].task < c->n_tasks && plan->cells[k].mech < c->n_mech)   /* not the study's own cells */
             at[gi(g, plan->cells[k].task, plan->cells[k].mech, plan->cells[k].seed)] = k + 1;
     for (int task = 0; task < c->n_tasks; task++)
         for (int m = 0; m < c->n_mech; m++)

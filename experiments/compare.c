@@ -71,6 +71,11 @@ int epar_exp_compare_select(struct epar_compare_cfg *cfg, const char *list)
         enum epar_mech_id id;
         int st = epar_mech_find(t, &id);
         if (st) return st;
+        if (epar_mech_trained_only(id)) {
+            epar_err_set(EPAR_EINVAL, "mechanism '%s' exists only as a trained model", t);
+            epar_err_hint("train it with 'epar train --mechanism %s'; compare has no per-head form of it", t);
+            return EPAR_EINVAL;
+        }
         for (int k = 0; k < cfg->n_mech; k++)
             if (cfg->mech[k] == id) return epar_err_set(EPAR_EINVAL, "mechanism listed twice '%s'", t);
         cfg->mech[cfg->n_mech++] = id;
@@ -109,8 +114,9 @@ int epar_exp_compare_config(const struct epar_protocol *proto, struct epar_compa
 {
     const char *E = "compare";
     for (int id = 0; id < EPAR_MECH_COUNT; id++) epar_mech_defaults((enum epar_mech_id)id, cfg->p[id]);
-    cfg->n_mech = EPAR_MECH_COUNT;
-    for (int id = 0; id < EPAR_MECH_COUNT; id++) cfg->mech[id] = (enum epar_mech_id)id;
+    cfg->n_mech = 0;   /* every mechanism with an analysis form (not the trained-only per-head mixes) */
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (!epar_mech_trained_only((enum epar_mech_id)id)) cfg->mech[cfg->n_mech++] = (enum epar_mech_id)id;
     epar_fields_defaults(compare_fields, cfg);
     cfg->n_factors = 4;
     for (int k = 0; k < 4; k++) cfg->factors[k] = 1 << k;

@@ -59,7 +59,7 @@ static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {   /* not selected, or dropped under --causal (look-ahead patterns) */
         int in = 0;
         for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;
-        if (!in) nr.ids[nr.n++] = epar_mech_table[id].id;
+        if (!in && !epar_mech_trained_only((enum epar_mech_id)id)) nr.ids[nr.n++] = epar_mech_table[id].id;
     }
     json_t *m = epar_fields_json(rows, cfg, NULL);
     return m ? epar_fields_json(cmp_not_run_fields, &nr, m) : NULL;

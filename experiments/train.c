@@ -79,6 +79,9 @@ static const struct epar_field lm_fields[] = {
      .help = "UTF-8 file instead of the King James Bible"},
     {.key = "holdout", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, task.holdout), .flags = EPAR_FIELD_POSITIVE,
      .help = "lm: share of the text held out at its end (0.1)"},
+    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
+     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
+     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
     {0}};
 static const struct epar_field synth_fields[] = {
     {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.pairs), .lo = 1, .hi = 1 << 20,
@@ -91,6 +94,9 @@ static const struct epar_field synth_fields[] = {
      .help = "values / symbols / classes / largest count"},
     {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.eval_sequences), .lo = 1,
      .hi = 1000000, .help = "synthetic tasks: size of the fixed evaluation set"},
+    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
+     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
+     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
     {0}};
 #undef TC
 
@@ -783,18 +789,21 @@ static void att_entropy(struct epar_train_run *r, int nb, int T)
             }
 }
 
-int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
+/* the evaluation on n items: the evaluation set's (eval_item_at), or (pool) the training pool's k = 0 .. n-1 without the
+ * per-position, attention and per-item records */
+static int evaluate_items(struct epar_train_run *r, long n, int pool, struct epar_train_eval *e)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
-    long n = eval_n(r, max_sequences), *counts = calloc((size_t)r->task.V, sizeof *counts);   /* scored targets */
+    long *counts = calloc((size_t)r->task.V, sizeof *counts);   /* scored targets */
     if (!counts) return epar_err_set(EPAR_ENOMEM, "out of memory counting the evaluation targets");
     double loss = 0.0, mask_sum = 0.0;
     long correct = 0, scored = 0;
     for (long k0 = 0; k0 < n; k0 += B) {
         int nb = (int)(n - k0 < B ? n - k0 : B);
         for (int b = 0; b < nb; b++)
-            epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T,
-                                r->mask + (size_t)b * T);
+            if (pool) epar_task_pool_item(&r->task, k0 + b, r->tok + (size_t)b * T, r->tgt + (size_t)b * T, r->mask + (size_t)b * T);
+            else epar_task_eval_item(&r->task, eval_item_at(r, k0 + b, n), r->tok + (size_t)b * T, r->tgt + (size_t)b * T,
+                                     r->mask + (size_t)b * T);
         for (int i = 0; i < nb * T; i++) {
             mask_sum += r->mask[i];
             if (r->mask[i] > 0) counts[r->tgt[i]]++;
@@ -814,15 +823,15 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
             return st;
         }
         for (int i = 0; i < nb * T; i++) loss += r->model.a.losses[i];
-        if (r->pos_loss)   /* per position t: the scored tokens' loss and weight (the same mask as the mean's) */
+        if (r->pos_loss && !pool)   /* per position t: the scored tokens' loss and weight (the same mask as the mean's) */
             for (int i = 0; i < nb * T; i++) {
                 r->pos_loss[i % T] += r->model.a.losses[i];
                 r->pos_weight[i % T] += r->mask[i];
             }
-        if (r->att_entropy) att_entropy(r, nb, T);
+        if (r->att_entropy && !pool) att_entropy(r, nb, T);
         long c, s;
         epar_nn_accuracy(&r->model, &c, &s);
-        for (int b = 0; r->eval_item && b < nb; b++) {   /* per sequence: its correct and scored positions */
+        for (int b = 0; r->eval_item && !pool && b < nb; b++) {   /* per sequence: its correct and scored positions */
             long ci = 0, si = 0;
             for (int q = 0; q < T; q++)
                 if (r->model.mask[(size_t)b * T + q] > 0) {
@@ -842,6 +851,18 @@ int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct
     epar_task_chance(&r->task, counts, r->task.V, &e->chance, &e->chance_se);
     free(counts);
     return EPAR_OK;
+}
+
+int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e)
+{
+    return evaluate_items(r, eval_n(r, max_sequences), 0, e);
+}
+
+int epar_exp_train_evaluate_pool(struct epar_train_run *r, struct epar_train_eval *e)
+{
+    long n = epar_task_pool_count(&r->task);
+    if (n <= 0) return epar_err_set(EPAR_EINVAL, "the run has no training pool (train_sequences 0)");
+    return evaluate_items(r, n, 1, e);
 }
 
 /* one optimiser step on a fresh batch */

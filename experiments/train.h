@@ -132,6 +132,9 @@ int epar_exp_train_loop(struct epar_train_run *r);
 /* Evaluate on max_sequences of the evaluation set (evenly spread; <= 0: all of it); with the chance level of
  * the same items (epar_task_chance, from their scored targets). */
 int epar_exp_train_evaluate(struct epar_train_run *r, long max_sequences, struct epar_train_eval *e);
+/* The same on every sequence of the training pool (train_sequences > 0; EPAR_EINVAL without one): the trained model's
+ * fit to what it saw, against which the evaluation's gap is its overfitting */
+int epar_exp_train_evaluate_pool(struct epar_train_run *r, struct epar_train_eval *e);
 /* The trained weights evaluated at another length: a model of Tmax = length gets a copy of the parameters and
  * the task is opened at that length (lm: consecutive held-out windows of that length); max_sequences as above,
  * batch scaled so a batch holds about as many tokens as a training batch. L in P(i, j, L) is the evaluation

@@ -130,6 +130,7 @@ int epar_mech_fixed_pattern(int pattern, int L, double *W)
         case 5: for (int j = i + 2; j < L; j++) { w[j] = pow((double)(L - j), 3); sum += w[j]; } break;
         case 6: for (int j = 0; j < L; j++) { w[j] = pow(j + 1.0, 3); sum += w[j]; } break;
         case 7: for (int j = 0; j < L; j++) { w[j] = pow((double)(L - j), 3); sum += w[j]; } break;
+        case 8: w[0] = 1; sum = 1; break;
         default: break;
         }
         if (sum <= 0) {     /* empty context: epar's self fallback (§19) */
@@ -845,6 +846,19 @@ int epar_mech_looks_ahead(enum epar_mech_id id)
     return epar_mech_table[id].kind == EPAR_MK_FIXED && pattern_looks_ahead(fixed_pattern_of(id));
 }
 
+int epar_mech_trained_only(enum epar_mech_id id)
+{
+    return id == EPAR_MECH_FIXED_MIX || id == EPAR_MECH_LEARNABLE_ONLY || id == EPAR_MECH_FIXED_ONLY;
+}
+
+static int build_trained_only(struct epar_mech *m, gsl_rng *r)
+{
+    (void)r;
+    epar_err_set(EPAR_EINVAL, "mechanism '%s' exists only as a trained model", m->info->id);
+    epar_err_hint("train it with 'epar train --mechanism %s' (compare has no per-head form of it)", m->info->id);
+    return EPAR_EINVAL;
+}
+
 static int build_fixed(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;
@@ -1137,6 +1151,14 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_APE_HIER] = {"learned-ape-hier", EPAR_MK_INPUT, "S3 1.1(1)", "§6",
         {P_TRAIN, {"alpha", 0.4, 0, 0.99, 0, "hierarchical decomposition: p = i n + j -> alpha u_i + (1 - alpha) u_j"}, P_END},
         build_ape_ext, "learned-ape's table of train_length rows; past it Su's hierarchical decomposition of the table"},
+    [EPAR_MECH_FIXED_MIX] = {"fixed-mix", EPAR_MK_HEADS, "S1 §1.3, §4.1", "§19", {P_END}, build_trained_only,
+        "per layer heads 0..H-2 causal Raganato patterns (current, previous, left, first token, cycled), head H-1 "
+        "learned softmax (S1's 7F+1L at 8 heads); trained only"},
+    [EPAR_MECH_LEARNABLE_ONLY] = {"learnable-only", EPAR_MK_HEADS, "S1 §1.3", "§19", {P_END}, build_trained_only,
+        "fixed-mix without its fixed heads: only head H-1 attends (S1's 1L ablation), the others output 0; trained only"},
+    [EPAR_MECH_FIXED_ONLY] = {"fixed-only", EPAR_MK_HEADS, "S1 §1.3, §4.1", "§19", {P_END}, build_trained_only,
+        "fixed-mix with its last head fixed too: every head a causal Raganato pattern, cycled (S1's all-fixed models, 001:462); "
+        "trained only"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

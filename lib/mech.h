@@ -33,6 +33,7 @@ enum epar_mech_id {
     EPAR_MECH_LINEAR_ELU, EPAR_MECH_LINEAR_COS, EPAR_MECH_PERFORMER, EPAR_MECH_STRIDED, EPAR_MECH_SPARSE_FIXED,
     EPAR_MECH_SLIDING_WINDOW, EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_PI_ATTENTION,
     EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE, EPAR_MECH_ALIBI_LEARNED, EPAR_MECH_APE_RAND, EPAR_MECH_APE_HIER,
+    EPAR_MECH_FIXED_MIX, EPAR_MECH_LEARNABLE_ONLY, EPAR_MECH_FIXED_ONLY,   /* trained only (epar train, benchmark): per-head, no compare form */
     EPAR_MECH_COUNT
 };
 
@@ -105,6 +106,10 @@ int epar_mech_find(const char *name, enum epar_mech_id *id);
 void epar_mech_defaults(enum epar_mech_id id, double *p);
 /* Set parameter `name` of mechanism id in p; EPAR_EINVAL for an unknown name or a value out of range. */
 int epar_mech_set_param(enum epar_mech_id id, double *p, const char *name, double value);
+/* 1: the mechanism exists only as a trained model (per-head mixes of S1's fixed patterns: fixed-mix, learnable-only,
+ * fixed-only);
+ * compare leaves it out of its default list and refuses it by name */
+int epar_mech_trained_only(enum epar_mech_id id);
 /* 1: the mechanism needs keys after the query (a look-ahead fixed pattern): refused under --causal */
 int epar_mech_looks_ahead(enum epar_mech_id id);
 /* Index of parameter `name` of id, -1 if absent. */
@@ -160,6 +165,7 @@ int epar_mech_shaw_index(int rel, int k);
 int epar_mech_deberta_delta(int i, int j, int k);
 /* Raganato pattern p = 1..7 (§19) -> W (L,L); returns the number of rows that fell back to self */
 int epar_mech_fixed_pattern(int pattern, int L, double *W);
+/* pattern 8: the first token, W_i0 = 1 (causal; fixed-mix's heads, not a catalogue row of its own) */
 /* masks (L,L) (§22-27); return the number of allowed pairs */
 long epar_mech_mask_strided(int L, int l, int openai_local, unsigned char *M);
 /* random-sparse (S2 1.2 "random sparse", BigBird's random part with its window): causal, row i keeps its band

@@ -914,6 +914,12 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
             const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
             const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
+            const float *pairh = pos && pos->pair ? pos->pair + (size_t)h * pos->pair_head : NULL;
+            if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: weights and output 0 */
+                memset(A, 0, (size_t)T * T * sizeof *A);
+                for (int t = 0; t < T; t++) memset(O + (size_t)t * C, 0, (size_t)hs * sizeof *O);
+                continue;
+            }
             if (pos && pos->kernel) {
                 kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf),
                                   T, C, hs);
@@ -956,8 +962,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
-                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pos && pos->pair ? pos->pair + (size_t)i * pos->ld : NULL, i,
-                        i1);
+                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
                     int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
                     for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
@@ -1038,6 +1043,14 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
             float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
             if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
             if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
+            if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: no gradient to its q, k, v */
+                for (int t = 0; t < T; t++) {
+                    memset(dQ + (size_t)t * C3, 0, (size_t)hs * sizeof *dQ);
+                    memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
+                    memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
+                }
+                continue;
+            }
             if (pos && pos->kernel) {
                 kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
                                    pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf), T, C, hs);
@@ -1646,7 +1659,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
                                       epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
                                       m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
-                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l)};
+                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
+                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos)};
         /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
          * softmaxes (saves a (B, NH, T, T) store and load) */
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
@@ -1744,7 +1758,8 @@ void epar_nn_backward(struct epar_nn *m)
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
                                       m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
-                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l)};
+                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
+                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos)};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,

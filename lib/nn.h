@@ -232,7 +232,8 @@ struct epar_nn_attn_pos {
     int ld;             /* row stride of fac and bias (>= T) */
     float *gfac;        /* (B, NH, T) out of backward, NULL: not needed */
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
-    const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns), NULL: none */
+    const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns; per head: pair_head
+                         * below), NULL: none */
     const float *rel;   /* (nrel, hs) Shaw's key table, shared by the heads: z_ij += q_i . rel[min(i-j, nrel-1)] / sqrt(hs)
                          * (Transformer-XL: per head, below) */
     int nrel;
@@ -257,6 +258,10 @@ struct epar_nn_attn_pos {
      * then du, dv. rel_head 0: Shaw's table shared by the heads */
     int rel_head;
     const float *rel_u, *rel_v;
+    /* fixed-mix, learnable-only: pair + h pair_head is head h's table (0: pair shared by the heads); head_off (NH, or
+     * NULL): 1 marks a head whose output is 0 (its weights 0, no gradient to its q, k, v) */
+    size_t pair_head;
+    const unsigned char *head_off;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

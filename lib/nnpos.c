@@ -791,6 +791,55 @@ static void prepare_fixed_current(struct epar_nnpos *p, int T) { prepare_pattern
 static void prepare_fixed_previous(struct epar_nnpos *p, int T) { prepare_pattern(p, T, 2); }
 static void prepare_fixed_left(struct epar_nnpos *p, int T) { prepare_pattern(p, T, 4); }
 
+/* ---- fixed-mix and learnable-only (S1 §1.3, Raganato et al.'s 7F+1L and 1L): per layer the last head learned,
+ * heads 0..NH-2 fixed patterns (factor 0, their own pair table) or removed (output 0); one pair table per head, the
+ * same in every layer ---- */
+
+int epar_nnpos_mix_pattern(int h)
+{
+    static const int pattern[] = {1, 2, 4, 8};   /* the causal ones of S1's current, previous, next, left, right, first */
+    return pattern[h % 4];
+}
+
+static int build_mix(struct epar_nnpos *p)
+{
+    int learned = p->id != EPAR_MECH_FIXED_ONLY;   /* the last head learned (fixed-mix, learnable-only) */
+    if (p->NH < 1 + learned) {
+        epar_err_set(EPAR_EINVAL, "mechanism '%s' needs at least 2 heads (fixed heads and one learned), got %d",
+                     epar_mech_table[p->id].id, p->NH);
+        epar_err_hint("set --heads 8 for S1's 7 fixed + 1 learned heads");
+        return EPAR_EINVAL;
+    }
+    size_t n = (size_t)p->Tmax * p->Tmax;
+    p->pair_head = n;
+    if (need(&p->pair, n * p->NH, sizeof *p->pair, "the per-head patterns") || need(&p->work, n, sizeof(double), "the patterns") ||
+        need(&p->fac, (size_t)p->NL * p->NH * p->Tmax, sizeof *p->fac, "the per-head factor"))
+        return EPAR_ENOMEM;
+    for (int l = 0; l < p->NL && learned; l++)   /* the learned head's factor 1; the fixed heads' 0 (no q, k gradient) */
+        for (int d = 0; d < p->Tmax; d++) p->fac[((size_t)l * p->NH + p->NH - 1) * p->Tmax + d] = 1.0f;
+    if (p->id == EPAR_MECH_LEARNABLE_ONLY) {
+        if (need(&p->head_off, (size_t)p->NH, 1, "the removed heads")) return EPAR_ENOMEM;
+        memset(p->head_off, 1, (size_t)p->NH - 1);
+    }
+    return EPAR_OK;
+}
+
+static void prepare_mix(struct epar_nnpos *p, int T)
+{
+    if (p->T == T) return;
+    double *W = p->work;
+    int nfix = p->id == EPAR_MECH_FIXED_ONLY ? p->NH : p->NH - 1;
+    for (int h = 0; h < nfix; h++) {   /* a learned last head's table stays 0 (its causal rows: the kernel's j <= i) */
+        float *pair = p->pair + (size_t)h * p->pair_head;
+        epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, W);
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j <= i; j++) {
+                double w = W[(size_t)i * T + j];
+                pair[(size_t)i * p->Tmax + j] = w > 0 ? (float)log(w) : -INFINITY;
+            }
+    }
+}
+
 /* ---- the registry: one row per trainable catalogue mechanism ---- */
 
 #define H_(hook, uses, fixed_len, summary) EPAR_NNPOS_H_##hook, uses, fixed_len, summary
@@ -866,6 +915,13 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_RANDOM_SPARSE] = {H_(MASK, 1, 0, "causal {i-l..i} U random earlier keys, as many as strided's, drawn once from "
                                           "the seed"),
                                  NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL},
+    [EPAR_MECH_FIXED_MIX] = {H_(FIXED, 0, 0, "heads 0..H-2: A = W_h (current, previous, left, first token, cycled), head "
+                                             "H-1 learned softmax"),
+                             NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+    [EPAR_MECH_LEARNABLE_ONLY] = {H_(FIXED, 0, 0, "head H-1 learned softmax, heads 0..H-2 output 0"),
+                                  NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+    [EPAR_MECH_FIXED_ONLY] = {H_(FIXED, 0, 0, "every head h: A = W_h (current, previous, left, first token, cycled)"),
+                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
 };
 #undef H_
 #undef FIXED_FNS
@@ -1019,7 +1075,9 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 void epar_nnpos_free(struct epar_nnpos *p)
 {
     free(p->pe); free(p->ext); free(p->dext); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
-    free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega);
+    free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega); free(p->head_off);
+    p->head_off = NULL;
+    p->pair_head = 0;
     free(p->rdist); free(p->reltab);
     p->rdist = p->reltab = NULL;
     p->pair2 = NULL;
@@ -1145,6 +1203,8 @@ const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
 
 const float *epar_nnpos_bias(const struct epar_nnpos *p) { return p->bias; }
 const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }
+size_t epar_nnpos_pair_head(const struct epar_nnpos *p) { return p->pair_head; }
+const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p) { return p->head_off; }
 const float *epar_nnpos_pair2(const struct epar_nnpos *p) { return p->pair2; }
 
 const float *epar_nnpos_gate(const struct epar_nnpos *p, int l)

@@ -25,6 +25,9 @@
  *                drawn once from lib/mech's stream for the run's seed: the mask compare builds for that seed)
  *                                                   z_ij = s_ij + (0 if allowed, -inf if not), (T, T) table
  *   fixed        fixed-current, -previous, -left    z_ij = 0 s_ij + ln W_ij: A = W, no gradient to q, k
+ *   fixed-mix    per layer heads 0..NH-2 fixed (patterns current, previous, left, first token, cycled: the pair table
+ *                and factor 0 per head), head NH-1 learned softmax (factor 1, no pair); learnable-only: the same
+ *                learned head, the others' output 0 (S1's 7F+1L and 1L at 8 heads); fixed-only: every head fixed
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
  *                                                   or FAVOR+ with lib/mech's random features for the run's seed
  *                                                   (stabilised per query and per key, no eps: lib/nn)
@@ -111,6 +114,9 @@ struct epar_nnpos {
     float *fac;                 /* (NL, NH, Tmax) factor m(d) (epar) */
     float *dfac;                /* (NL, NH, 3, Tmax) dm(d)/dtheta_k (epar with learn_posfx) */
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
+    size_t pair_head;           /* floats between two heads' pair tables (fixed-mix, learnable-only: (NH, Tmax, Tmax));
+                                 * 0: one table shared by the heads */
+    unsigned char *head_off;    /* (NH) 1: the head's output is 0 (learnable-only's removed heads), or NULL */
     float *pair2;               /* (Tmax, Tmax) pi-attention's second mask (pi-step; pair is the local one) */
     int ngate;                  /* pi-attention: gate parameters per layer and head (3 hs + 1) in theta; 0: none */
     int nrel;                   /* Shaw: k + 1 rows of the per-layer table w_l (nrel, hs) in theta; Transformer-XL: T
@@ -227,8 +233,14 @@ const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 int epar_nnpos_rel_head(const struct epar_nnpos *p);
 const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
-/* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL */
+/* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL; the floats between two heads' tables
+ * (0: shared by the heads; fixed-mix and learnable-only: one per head); the heads whose output is 0 (NH), or NULL */
 const float *epar_nnpos_pair(const struct epar_nnpos *p);
+size_t epar_nnpos_pair_head(const struct epar_nnpos *p);
+const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p);
+/* fixed-mix's pattern of head h < NH - 1, fixed-only's of every head (lib/mech's numbering: current 1, previous 2,
+ * left 4, first token 8, cycled) */
+int epar_nnpos_mix_pattern(int h);
 /* pi-attention: the pi-step mask (T, T), row stride Tmax, and layer l's gate parameters (NH, 3 hs + 1), or NULL */
 const float *epar_nnpos_pair2(const struct epar_nnpos *p);
 const float *epar_nnpos_gate(const struct epar_nnpos *p, int l);

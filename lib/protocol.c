@@ -566,6 +566,11 @@ static int read_fields(const struct epar_protocol *p, json_t *obj, const char *j
         json_t *v = obj ? json_object_get(obj, f->key) : NULL;
         char jp[640];
         snprintf(jp, sizeof jp, "%.500s.%.100s", jpath, f->key);
+        if (!v && p->saved && (f->flags & EPAR_FIELD_ZERO_OMIT)) {   /* a record omits it when 0 */
+            if (f->type == EPAR_FIELD_LONG) *(long *)((char *)base + f->offset) = 0;
+            else *(int *)((char *)base + f->offset) = 0;
+            continue;
+        }
         if (!v && ((f->flags & EPAR_FIELD_REQUIRED) || p->saved)) {
             char w[160];
             snprintf(w, sizeof w, "missing key '%.100s'", f->key);
@@ -718,7 +723,7 @@ static json_t *field_json(const struct epar_field *f, const void *base, int *fai
     case EPAR_FIELD_INT:
     case EPAR_FIELD_LONG:
         x = f->type == EPAR_FIELD_INT ? *(const int *)at : *(const long *)at;
-        if (x < 0 && opt) return NULL;
+        if ((x < 0 && opt) || (x == 0 && (f->flags & EPAR_FIELD_ZERO_OMIT))) return NULL;
         v = x < 0 && (f->flags & EPAR_FIELD_NULLNEG) ? json_null() : json_integer(x);
         break;
     case EPAR_FIELD_DOUBLE:

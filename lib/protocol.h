@@ -120,6 +120,8 @@ enum epar_field_type {
 #define EPAR_FIELD_EMPTY_OK 32u  /* read: a list may be empty */
 #define EPAR_FIELD_STRICT 64u    /* read, OBJ and OLIST rows: a key of the nested object that no row names is an error
                                   * (keys starting with '_', "description" and "comment" excepted) */
+#define EPAR_FIELD_ZERO_OMIT 256u   /* INT/LONG: written only when not 0 (a knob whose default older records lack);
+                                     * a saved record without it reads 0 */
 #define EPAR_FIELD_ALLOC 128u    /* lists: the member is a pointer to the elements (the reader allocates them,
                                   * epar_fields_free frees them) instead of an array */
 

@@ -782,6 +782,9 @@ int epar_task_validate(const struct epar_task_cfg *c)
     if (c->id < 0 || c->id >= EPAR_TASK_COUNT) return epar_err_set(EPAR_EINVAL, "unknown task id %d", (int)c->id);
     if (c->length < 2) return epar_err_set(EPAR_EINVAL, "length must be >= 2, got '%d'", c->length);
     const char *name = epar_task_name(c->id);
+    if (c->train_sequences < 0 || c->train_sequences > 10000000)
+        return epar_err_set(EPAR_EINVAL, "train_sequences must be in [0, 10000000] (0: a fresh draw every time), got '%d'",
+                            c->train_sequences);
     if (c->id == EPAR_TASK_LM) {
         if (!(c->holdout > 0 && c->holdout < 1))
             return epar_err_set(EPAR_EINVAL, "holdout must be in (0, 1), got '%g'", c->holdout);
@@ -857,6 +860,8 @@ int epar_task_validate(const struct epar_task_cfg *c)
     return EPAR_OK;
 }
 
+static int open_pool(struct epar_task *t);
+
 int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c)
 {
     memset(t, 0, sizeof *t);
@@ -864,14 +869,17 @@ int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c)
     if (st) return st;
     t->cfg = *c;
     t->info = &epar_task_table[c->id];
-    if ((st = t->info->open(t))) epar_task_close(t);
+    if (!(st = t->info->open(t)) && c->train_sequences > 0) st = open_pool(t);
+    if (st) epar_task_close(t);
     return st;
 }
 
 void epar_task_close(struct epar_task *t)
 {
     free(t->ids); free(t->chars); free(t->eval_tok); free(t->eval_tgt); free(t->eval_mask); free(t->perm);
-    free(t->slots); free(t->eval_group); free(t->counts);
+    free(t->slots); free(t->eval_group); free(t->counts); free(t->pool_tok); free(t->pool_tgt); free(t->pool_mask);
+    t->pool_tok = t->pool_tgt = NULL;
+    t->pool_mask = NULL;
     t->ids = t->eval_tok = t->eval_tgt = t->slots = t->eval_group = t->counts = NULL;
     t->chars = NULL;
     t->eval_mask = NULL;
@@ -880,10 +888,48 @@ void epar_task_close(struct epar_task *t)
 
 void epar_task_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
 {
-    t->info->train_batch(t, r, B, tok, tgt, mask);
+    if (!t->pool_tok) {
+        t->info->train_batch(t, r, B, tok, tgt, mask);
+        return;
+    }
+    size_t T = (size_t)t->cfg.length;
+    for (int b = 0; b < B; b++) {
+        size_t k = gsl_rng_uniform_int(r, (unsigned long)t->cfg.train_sequences);
+        memcpy(tok + b * T, t->pool_tok + k * T, T * sizeof *tok);
+        memcpy(tgt + b * T, t->pool_tgt + k * T, T * sizeof *tgt);
+        memcpy(mask + b * T, t->pool_mask + k * T, T * sizeof *mask);
+    }
+}
+
+/* the low-resource pool (train_sequences N > 0): N training draws of the task from stream (seed, 2, EPAR_RNG_EXTRA),
+ * the same for every mechanism of a seed */
+static int open_pool(struct epar_task *t)
+{
+    size_t n = (size_t)t->cfg.train_sequences * t->cfg.length;
+    t->pool_tok = epar_err_alloc(n, sizeof *t->pool_tok, "the training pool");
+    t->pool_tgt = epar_err_alloc(n, sizeof *t->pool_tgt, "the training pool");
+    t->pool_mask = epar_err_alloc(n, sizeof *t->pool_mask, "the training pool");
+    gsl_rng *r = epar_rng_alloc(t->cfg.seed, 2, EPAR_RNG_EXTRA);
+    if (!t->pool_tok || !t->pool_tgt || !t->pool_mask || !r) {
+        gsl_rng_free(r);
+        return epar_err_set(EPAR_ENOMEM, "out of memory drawing the training pool of %d sequences", t->cfg.train_sequences);
+    }
+    t->info->train_batch(t, r, t->cfg.train_sequences, t->pool_tok, t->pool_tgt, t->pool_mask);
+    gsl_rng_free(r);
+    return EPAR_OK;
 }
 
 long epar_task_eval_count(const struct epar_task *t) { return t->info->eval_count(t); }
+
+long epar_task_pool_count(const struct epar_task *t) { return t->pool_tok ? t->cfg.train_sequences : 0; }
+
+void epar_task_pool_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
+{
+    size_t T = (size_t)t->cfg.length;
+    memcpy(tok, t->pool_tok + k * T, T * sizeof *tok);
+    memcpy(tgt, t->pool_tgt + k * T, T * sizeof *tgt);
+    memcpy(mask, t->pool_mask + k * T, T * sizeof *mask);
+}
 
 void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask)
 {
@@ -948,6 +994,7 @@ json_t *epar_task_json(const struct epar_task *t)
         json_object_set_new(j, "eval_sequences", json_integer(c->eval_sequences));
         json_object_set_new(j, "noise", json_real(c->noise));
     }
+    if (c->train_sequences > 0) json_object_set_new(j, "train_sequences", json_integer(c->train_sequences));
     return j;
 }
 

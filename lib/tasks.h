@@ -58,6 +58,9 @@ struct epar_task_cfg {
     int queries;                /* Q queries (<= N: distinct keys; 0: Q = N) */
     int keys, values;           /* sizes of the key and value vocabularies */
     int eval_sequences;         /* size of the fixed evaluation set */
+    int train_sequences;        /* every task: 0 = a fresh training sequence every draw (lm: a random window); N > 0 =
+                                 * a fixed pool of N training sequences (the low-resource setting), drawn once from
+                                 * stream (seed, 2, EPAR_RNG_EXTRA), batches sampled from it with replacement */
     /* conditions */
     double noise;               /* synthetic tasks: share of unscored input tokens replaced at random (0) */
     int shuffle;                /* lm: 1 = words of every line shuffled (0) */
@@ -97,6 +100,8 @@ struct epar_task {
     int *slots;                 /* (T) scratch of the query placement */
     int *eval_group;            /* (eval_sequences) group of each evaluation item (needle: distance), synthetic */
     int *counts;                /* (max(keys, values) + 1) scratch of classify and set */
+    int *pool_tok, *pool_tgt;   /* (train_sequences, T) the training pool, or NULL (train_sequences 0) */
+    float *pool_mask;
 };
 
 extern const struct epar_task_info epar_task_table[EPAR_TASK_COUNT];
@@ -112,8 +117,12 @@ int epar_task_validate(const struct epar_task_cfg *c);
  * as hint), EPAR_EINVAL for a text too short for the length or not UTF-8. */
 int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c);
 void epar_task_close(struct epar_task *t);
+/* B training sequences: the task's fresh draws from r, or (train_sequences N > 0) B picks from its pool of N */
 void epar_task_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask);
 long epar_task_eval_count(const struct epar_task *t);
+/* the training pool (train_sequences > 0): its size (0: none) and sequence k of it (T each) */
+long epar_task_pool_count(const struct epar_task *t);
+void epar_task_pool_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
 void epar_task_eval_item(const struct epar_task *t, long k, int *tok, int *tgt, float *mask);
 /* The task's metric from a mean cross-entropy (nats per scored token) and the count of correct argmax
  * predictions: bpc = loss / ln 2, accuracy = correct / scored. */

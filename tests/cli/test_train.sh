@@ -39,10 +39,15 @@ done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
 for m in shaw transformer-xl linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
-         sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier; do
+         sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
+# train_sequences (low resource): recorded only when set (older records and the benchmark's cells stay as they were)
+expect_exit 0 "--train-sequences 5" -- "$EPAR" train $small --mechanism none --steps 3 --train-sequences 5 --out "$T_TMP/pool"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["config"]["task_options"]; b=json.load(open(sys.argv[2]))["config"]["task_options"]; sys.exit(0 if a.get("train_sequences")==5 and "train_sequences" not in b else 1)' \
+    "$(d "$T_TMP/pool" none)/run.json" "$(d "$T_TMP/m" none)/run.json" && ok || fail "run.json: train_sequences 5 recorded, absent by default"
+expect_exit 2 "--train-sequences -1 refused" -- "$EPAR" train $small --mechanism none --steps 3 --train-sequences -1 --out "$T_TMP/pool2"
 expect_exit 0 "--set sliding-window.radius=3" -- "$EPAR" train $small --mechanism sliding-window \
     --set sliding-window.radius=3 --steps 3 --out "$T_TMP/set"
 [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["position"]["mechanism_params"]["radius"])' "$(d "$T_TMP/set" sliding-window)/run.json")" = 3.0 ] && ok || fail "run.json records sliding-window.radius 3"

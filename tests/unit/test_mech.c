@@ -524,6 +524,10 @@ static void test_all_mechanisms(void)
             int lookahead = id == EPAR_MECH_FIXED_NEXT || id == EPAR_MECH_FIXED_RIGHT || id == EPAR_MECH_FIXED_START ||
                             id == EPAR_MECH_FIXED_END;
             if (causal && lookahead) { check_int(st, EPAR_EINVAL, "%s refused under causal", name); continue; }
+            if (epar_mech_trained_only((enum epar_mech_id)id)) {   /* no compare form: refused, naming it */
+                check_int(st, EPAR_EINVAL, "%s (trained only) refused by compare's init (causal %d)", name, causal);
+                continue;
+            }
             check_int(st, EPAR_OK, "%s init (causal %d)", name, causal);
             if (st) continue;
             int empty = -1;
@@ -682,7 +686,7 @@ static void test_registry(void)
     const char *ids = "none epar-basic epar-enhanced sinusoidal learned-ape floater multiplicative-pe shaw transformer-xl t5 "
                       "deberta tupe rope ntk-rope interpolation log-n alibi fixed-current fixed-previous fixed-next fixed-left "
                       "fixed-right fixed-start fixed-end linear-elu linear-cos performer strided sparse-fixed sliding-window "
-                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier";
+                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only";
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", ids);
     int n = 0;
@@ -690,7 +694,7 @@ static void test_registry(void)
         check_int(epar_mech_find(t, &id), EPAR_OK, "canonical id %s", t);
         check_int(id, n, "id %s in canonical order", t);
     }
-    check_int(n, EPAR_MECH_COUNT, "37 canonical ids");
+    check_int(n, EPAR_MECH_COUNT, "42 canonical ids");
     check_int(epar_mech_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
     double p[EPAR_MECH_MAX_PARAMS];
     epar_mech_defaults(EPAR_MECH_ALIBI, p);

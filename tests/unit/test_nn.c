@@ -313,7 +313,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL};
+                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -364,7 +364,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -435,7 +435,7 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL};
+                                   0, NULL, NULL, 0, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -700,7 +700,7 @@ static void test_reference_fp64(enum epar_mech_id id)
         layer.bk[o] = m.p.qkvb[ko];
         layer.bv[o] = m.p.qkvb[vo];
     }
-    double X[8 * 8], A[4 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];   /* up to 4 heads (GQA) */
+    double X[8 * 8], A[8 * 8 * 8], prm[EPAR_MECH_MAX_PARAMS];   /* up to 8 heads (fixed-mix's 7 fixed + 1 learned) */
     for (int t = 0; t < T * C; t++) X[t] = m.a.ln1[t];
     memcpy(prm, c.pos_settings.mp[id], sizeof prm);
     if (id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED) {
@@ -710,7 +710,10 @@ static void test_reference_fp64(enum epar_mech_id id)
     }
     struct epar_mech mm;
     struct epar_attn_ws ws;
-    int st = epar_mech_init(&mm, id, prm, T, C, NH, 1, 42);
+    /* fixed-mix, learnable-only (no compare form): the learned head is compare's none on the same weights, the others
+     * lib/mech's fp64 pattern (epar_mech_fixed_pattern) or 0 (removed), filled in below */
+    int mix = epar_mech_trained_only(id);
+    int st = epar_mech_init(&mm, mix ? EPAR_MECH_NONE : id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
         int k = (int)prm[0];
@@ -738,6 +741,11 @@ static void test_reference_fp64(enum epar_mech_id id)
     }
     if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
         epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
+        for (int h = 0; mix && h < (id == EPAR_MECH_FIXED_ONLY ? NH : NH - 1); h++) {
+            double *Ah = A + (size_t)h * T * T;
+            if (id != EPAR_MECH_LEARNABLE_ONLY) epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, Ah);
+            else memset(Ah, 0, (size_t)T * T * sizeof *Ah);
+        }
         double e = 0;
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++)
@@ -1093,6 +1101,68 @@ static void test_ape_ext(void)
     }
 }
 
+/* fixed-mix and learnable-only at 8 heads: the fixed heads' attention is their pattern whatever the weights, and no
+ * gradient reaches their q, k (factor 0); learnable-only's removed heads attend nowhere and get no q, k, v gradient,
+ * its learned head (the last) does; fixed-mix's learned head has the same attention as learnable-only's on the same
+ * weights (the heads do not mix inside a layer's attention) */
+static void test_mix_heads(void)
+{
+    struct epar_nn_config cf = tiny(EPAR_MECH_FIXED_MIX, 0), cl = tiny(EPAR_MECH_LEARNABLE_ONLY, 0);
+    struct epar_nn mf, ml;
+    if (epar_nn_alloc(&mf, &cf) || epar_nn_alloc(&ml, &cl)) { check_true(0, "fixed-mix: alloc"); return; }
+    gsl_rng *r = epar_rng_alloc(23, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&mf, r);
+    epar_rng_free(r);
+    memcpy(ml.params_mem, mf.params_mem, mf.n_params * sizeof *mf.params_mem);
+    int B = 2, T = 8, C = cf.C, NH = cf.NH, hs = C / NH, W = epar_nn_qkv_width(&cf);
+    int tok[16], tgt[16];
+    float mask[16];
+    batch(B, T, cf.V, tok, tgt, mask);
+    epar_nn_forward(&mf, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&mf);
+    epar_nn_backward(&mf);
+    epar_nn_forward(&ml, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&ml);
+    epar_nn_backward(&ml);
+    double pat = 0, off = 0, same = 0, gfix = 0, goff = 0, glearn = 0;
+    double Wp[8 * 8];
+    size_t nA = (size_t)B * NH * T * T;
+    for (int h = 0; h < NH - 1; h++) {
+        epar_mech_fixed_pattern(epar_nnpos_mix_pattern(h), T, Wp);
+        for (int l = 0; l < cf.NL; l++)
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < T * T; t++) {
+                    size_t at = l * nA + ((size_t)b * NH + h) * T * T + t;
+                    pat = fmax(pat, fabs(mf.a.att[at] - Wp[t]));
+                    off = fmax(off, fabs(ml.a.att[at]));
+                }
+    }
+    for (int l = 0; l < cf.NL; l++)
+        for (int b = 0; b < B && l == 0; b++)   /* layer 0: the same input to both models */
+            for (int t = 0; t < T * T; t++) {
+                size_t at = ((size_t)b * NH + NH - 1) * T * T + t;
+                same = fmax(same, fabs(mf.a.att[at] - ml.a.att[at]));
+            }
+    for (int l = 0; l < cf.NL; l++)
+        for (int part = 0; part < 3; part++)   /* q, k, v rows of the layer's projection */
+            for (int h = 0; h < NH; h++)
+                for (int o = 0; o < hs; o++)
+                    for (int i = 0; i < C; i++) {
+                        size_t at = (size_t)l * W * C + (size_t)(part * C + h * hs + o) * C + i;
+                        if (h < NH - 1 && part < 2) gfix = fmax(gfix, fabs(mf.g.qkvw[at]));
+                        if (h < NH - 1) goff = fmax(goff, fabs(ml.g.qkvw[at]));
+                        else glearn = fmax(glearn, fabs(ml.g.qkvw[at]));
+                    }
+    check_abs(pat, 0, 1e-6, "fixed-mix: heads 0..6 attend by their patterns (current, previous, left, first, cycled)");
+    check_abs(off, 0, 0, "learnable-only: heads 0..6 have no attention");
+    check_abs(same, 0, 1e-7, "fixed-mix's learned head = learnable-only's on the same weights (layer 0)");
+    check_abs(gfix, 0, 0, "fixed-mix: no gradient reaches the fixed heads' q, k rows");
+    check_abs(goff, 0, 0, "learnable-only: no gradient reaches the removed heads' q, k, v rows");
+    check_true(glearn > 1e-6, "learnable-only: the learned head's q, k, v rows get a gradient (largest %g)", glearn);
+    epar_nn_free(&mf);
+    epar_nn_free(&ml);
+}
+
 static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
@@ -1307,6 +1377,14 @@ int main(void)
     test_model_gradient(EPAR_MECH_GQA, 0);
     test_reference_fp64(EPAR_MECH_GQA);
     test_gqa_shape();
+    TINY_NH = 8;   /* S1's 7 fixed + 1 learned heads (hs = 1): every pattern of the cycle, the last head learned */
+    test_model_gradient(EPAR_MECH_FIXED_MIX, 0);
+    test_reference_fp64(EPAR_MECH_FIXED_MIX);
+    test_model_gradient(EPAR_MECH_LEARNABLE_ONLY, 0);
+    test_reference_fp64(EPAR_MECH_LEARNABLE_ONLY);
+    test_model_gradient(EPAR_MECH_FIXED_ONLY, 0);
+    test_reference_fp64(EPAR_MECH_FIXED_ONLY);
+    test_mix_heads();
     TINY_NH = 2;
     test_model_gradient(EPAR_MECH_EPAR_BASIC, 1);
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);

@@ -467,6 +467,82 @@ static void test_chance(void)
     check_true(isnan(v) && isnan(se), "no scored token: NaN");
 }
 
+/* train_sequences (F11, low resource): every training batch is made of the pool's N sequences, the same pool for the
+ * same seed whatever the data stream, another for another seed; with 0 the draws are fresh (more than N distinct);
+ * the evaluation set does not change; out of range refused */
+static int distinct_rows(const int *tok, int B, int T, int *first)
+{
+    int n = 0;
+    for (int b = 0; b < B; b++) {
+        int seen = 0;
+        for (int q = 0; q < b && !seen; q++) seen = !memcmp(tok + (size_t)b * T, tok + (size_t)q * T, T * sizeof *tok);
+        if (!seen) first[n++] = b;
+    }
+    return n;
+}
+
+static void test_train_pool(void)
+{
+    enum epar_task_id ids[] = {EPAR_TASK_RECALL, EPAR_TASK_TRANSDUCE};
+    for (int k = 0; k < 2; k++) {
+        struct epar_task_cfg c;
+        epar_task_cfg_default(&c, ids[k]);
+        c.length = 40;
+        c.pairs = 6;
+        c.keys = 10;
+        c.values = 7;
+        c.eval_sequences = 20;
+        struct epar_task t0, t1, t2, t3;
+        check_int(epar_task_open(&t0, &c), EPAR_OK, "open %s", epar_task_name(ids[k]));
+        c.train_sequences = 3;
+        check_int(epar_task_open(&t1, &c), EPAR_OK, "open %s with 3 training sequences", epar_task_name(ids[k]));
+        check_int(epar_task_open(&t2, &c), EPAR_OK, "open it again");
+        c.seed = 43;
+        check_int(epar_task_open(&t3, &c), EPAR_OK, "open it at another seed");
+        int B = 60, T = 40, first[60];
+        int *a = calloc((size_t)B * T, sizeof *a), *b = calloc((size_t)B * T, sizeof *b), *g = calloc((size_t)B * T, sizeof *g);
+        float *m = calloc((size_t)B * T, sizeof *m);
+        gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937), *r2 = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(r, 5);
+        gsl_rng_set(r2, 6);
+        epar_task_train_batch(&t0, r, B, a, g, m);
+        check_true(distinct_rows(a, B, T, first) > 3, "%s: fresh draws without a pool", epar_task_name(ids[k]));
+        epar_task_train_batch(&t1, r, B, a, g, m);
+        int n1 = distinct_rows(a, B, T, first);
+        check_int(n1, 3, "%s: 60 draws from a pool of 3 give its 3 sequences", epar_task_name(ids[k]));
+        epar_task_train_batch(&t2, r2, B, b, g, m);   /* another data stream, the same pool */
+        int same = 1;
+        for (int i = 0; i < B; i++) {
+            int in = 0;
+            for (int q = 0; q < n1 && !in; q++) in = !memcmp(b + (size_t)i * T, a + (size_t)first[q] * T, T * sizeof *b);
+            same &= in;
+        }
+        check_true(same, "%s: the pool depends on the seed only", epar_task_name(ids[k]));
+        epar_task_train_batch(&t3, r2, B, b, g, m);
+        int other = 0;
+        for (int i = 0; i < B; i++)
+            for (int q = 0; q < n1; q++) other += !memcmp(b + (size_t)i * T, a + (size_t)first[q] * T, T * sizeof *b);
+        check_int(other, 0, "%s: another seed, another pool", epar_task_name(ids[k]));
+        int e0[40], e1[40], ge[40];
+        float me[40];
+        epar_task_eval_item(&t0, 7, e0, ge, me);
+        epar_task_eval_item(&t1, 7, e1, ge, me);
+        check_true(!memcmp(e0, e1, sizeof e0), "%s: the evaluation set does not depend on the pool", epar_task_name(ids[k]));
+        free(a); free(b); free(g); free(m);
+        gsl_rng_free(r);
+        gsl_rng_free(r2);
+        epar_task_close(&t0);
+        epar_task_close(&t1);
+        epar_task_close(&t2);
+        epar_task_close(&t3);
+    }
+    struct epar_task_cfg c;
+    epar_task_cfg_default(&c, EPAR_TASK_RECALL);
+    c.train_sequences = -1;
+    struct epar_task t;
+    check_int(epar_task_open(&t, &c), EPAR_EINVAL, "train_sequences -1 refused");
+}
+
 int main(void)
 {
     test_chance();
@@ -480,5 +556,6 @@ int main(void)
     test_set();
     test_noise();
     test_shuffle();
+    test_train_pool();
     return check_summary("test_tasks");
 }
