@@ -116,7 +116,8 @@ int epar_bench_interventions(const struct epar_bench_cfg *c, const struct epar_b
     int st = ht && bt && hs && bs && share && bd && lr && have ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
     for (int k = 0; !st && k < plan->n; k++) {
         const struct epar_bench_cell *cell = &plan->cells[k];
-        if (cell->task < 0 || cell->mech >= M || cell->seed != 0 || !g->cell[k].checkpoint) continue;
+        /* the grid's tasks only: a study-only task (index >= NT) has no row in the summaries */
+        if (cell->task < 0 || cell->task >= NT || cell->mech >= M || cell->seed != 0 || !g->cell[k].checkpoint) continue;
         char dir[512], path[4800];
         epar_exp_benchmark_cell_dir(c, cell, dir, sizeof dir);
         snprintf(path, sizeof path, "%s/%s/%s", root, dir, g->cell[k].checkpoint);

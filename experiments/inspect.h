@@ -55,7 +55,7 @@ extern const char *const epar_inspect_pattern_names[EPAR_INSPECT_NPATTERNS];
 struct epar_inspect {
     char path[4096];                    /* the checkpoint */
     char name[64];                      /* <task>-<mechanism>-seed<S>: the run */
-    char folder[96];                    /* <name>-<input tag>: its output folder (epar_inspect_run) */
+    char folder[160];                   /* <name>-<input tag>: its output folder (epar_inspect_run) */
     struct epar_train_run run;          /* configuration, task and weights */
     int NL, NH, T;
     int from_text;                      /* 1: --text, 0: an evaluation item */
