@@ -13,6 +13,8 @@
  *   input        learned-ape                        x_t = e_t + E[t], E (Tmax, C) learned
  *   input        learned-ape-rand, learned-ape-hier x_t = e_t + E[t], E (train_length, C) learned; rows t >= train_length
  *                                                   random and fixed (rand) or Su's decomposition of E (hier)
+ *   input        floater-learned                    x_t = e_t + init_sd p_t, p_{t+1} = R p_t + W2 tanh(W1 p_t + b1 + tau_t w) + b2
+ *                                                   (FLOATER's rotation R plus a learned map; BPTT over positions)
  *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
@@ -104,6 +106,8 @@ struct epar_nnpos {
     float *pe;                  /* (Tmax, C) input PE (sinusoidal, floater, fixed mult-pe) */
     float *ext, *dext;          /* (Tmax, C) learned-ape-rand / -hier: the table read (theta's rows, then the rows past
                                  * train_length) and its gradient by row */
+    double *ode;                /* floater-learned: its recursion's states p_t (Tmax, C), a_t (Tmax, H), the rotation's
+                                 * cos / sin and the backward's adjoints (nnpos.c) */
     int ntrain;                 /* learned-ape-rand / -hier: the trained rows (train_length) */
     int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
     float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
