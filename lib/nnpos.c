@@ -1251,8 +1251,13 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
                 for (int c = 0; c < C; c++) d[c] *= pr[c];
         }
     }
-    if (tab == p->ext && p->id == EPAR_MECH_FLOATER_LEARNED) fold_floater_learned(p, T);
-    else if (tab == p->ext) fold_ape_ext(p, T);
+}
+
+void epar_nnpos_input_fold(struct epar_nnpos *p, int T)
+{
+    if (!p->ext || epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return;
+    if (p->id == EPAR_MECH_FLOATER_LEARNED) fold_floater_learned(p, T);
+    else fold_ape_ext(p, T);
 }
 
 /* rotate the (2i, 2i+1) pairs of every head of q and k at position t by +angle (dir 1) or -angle (dir -1) */

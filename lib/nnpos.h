@@ -202,6 +202,9 @@ void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length);
  * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings: EPAR,
  * learned-ape). Values training cannot honour are refused later, by epar_nnpos_validate. */
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);
+/* after epar_nnpos_embed_backward: the input table's row gradients (ext) folded into dtheta (learned-ape-rand / -hier:
+ * by row; floater-learned: back through its recursion); nothing for the other mechanisms */
+void epar_nnpos_input_fold(struct epar_nnpos *p, int T);
 
 /* Check the settings for mechanism id with head width hs (EPAR_EINVAL with a message). */
 int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs);
