@@ -119,6 +119,11 @@ static const struct epar_field train_cell_rows[] = {
     /* wall clock: not used by the tables except cost (which has its own cell) */
     {.key = "seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, seconds)},
     {.key = "train_step_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, step_seconds)},
+    /* floater-learned: the training steps' thread CPU seconds and those of its recursion (absent for the others) */
+    {.key = "train_step_cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, step_cpu),
+     .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "train_position_cpu_seconds", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TCL, pos_cpu),
+     .flags = EPAR_FIELD_OPTIONAL},
     {.key = "checkpoint", .type = EPAR_FIELD_STRING, .offset = offsetof(TCL, checkpoint), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "attention_measured", .type = EPAR_FIELD_BOOL, .offset = offsetof(TCL, have_attn),
      .help = "the attention summaries below were measured"},
@@ -348,7 +353,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     epar_exp_benchmark_cell_cfg(c, cell, &t);
     struct epar_train_run r;
     int st = epar_exp_train_setup(&r, &t);
-    struct train_cell x = {.config = NULL, .pool_value = NAN, .pool_loss = NAN};
+    struct train_cell x = {.config = NULL, .pool_value = NAN, .pool_loss = NAN, .step_cpu = NAN, .pos_cpu = NAN};
     if (st) goto done;
     r.stop = stop;
     if ((st = epar_exp_train_loop(&r))) goto done;
@@ -427,6 +432,7 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
     x.chance_se = r.final.chance_se;
     x.seconds = r.seconds;
     x.step_seconds = r.step_seconds;
+    if (t.mechanism == EPAR_MECH_FLOATER_LEARNED) x.step_cpu = r.step_cpu_seconds, x.pos_cpu = r.step_pos_cpu_seconds;
     st = x.config ? epar_fields_save(epar_out_path(o, "cell.json"), train_cell_rows, &x, NULL, EPAR_SAVE_EXACT)
                   : epar_err_set(EPAR_ENOMEM, "out of memory writing a cell");
 done:
@@ -678,6 +684,7 @@ int epar_bench_grid_read(struct grid *g, const struct epar_bench_cfg *c, const s
         /* a cell written before epar recorded them */
         g->cell[k].chance = g->cell[k].chance_se = g->cell[k].curve_metric = g->cell[k].curve_loss = NAN;
         g->cell[k].online_loss = g->cell[k].pool_value = g->cell[k].pool_loss = NAN;
+        g->cell[k].step_cpu = g->cell[k].pos_cpu = NAN;
         struct epar_inspect_summary *as = &g->cell[k].attn;
         as->distance_spearman = as->distance_spearman_sd = as->distance_ratio = as->first_share = NAN;
         as->relevant_share = as->relevant_uniform = as->profile_spearman = NAN;

@@ -64,6 +64,8 @@ struct train_cell {
     const char *task, *task_kind, *mechanism, *metric, *checkpoint;
     long seed, params, scored, sequences, steps;
     double value, eval_loss, tokens, chance, chance_se, seconds, step_seconds;
+    double step_cpu, pos_cpu;  /* thread CPU seconds of the training steps and of the input position table in them
+                                * (floater-learned's recursion; recorded for that mechanism only, NaN otherwise) */
     double curve_metric, curve_loss, online_loss;   /* learning-curve means (curve_means); NaN in older cells */
     double pool_value, pool_loss;   /* train_sequences > 0: the final model's metric and loss on its training pool (NaN:
                                      * no pool, not written) */

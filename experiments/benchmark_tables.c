@@ -635,6 +635,27 @@ static int alibi_slopes(const struct epar_bench_cfg *c, const struct epar_bench_
     return st;
 }
 
+/* position_cost.csv: the cost of a position table computed by a recursion (S3 003:49, floater-learned), per cell that
+ * recorded it: the training steps' thread CPU seconds, those spent preparing the table and folding its gradient back
+ * through the recursion, and their share of the steps. Not written when no cell has the record. */
+static int position_cost(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const struct grid *g,
+                         struct epar_out *o)
+{
+    struct epar_table *t = epar_csv_new("task,mechanism,seed,steps,step_cpu_seconds,position_cpu_seconds,position_share");
+    int st = t ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < plan->n; k++) {
+        const struct epar_bench_cell *cell = &plan->cells[k];
+        const struct train_cell *x = &g->cell[k];
+        if (cell->task < 0 || !isfinite(x->pos_cpu) || !(x->step_cpu > 0)) continue;
+        if (epar_csv_append(t, "ssiiddd", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
+                            (int)c->b.seeds[cell->seed], (int)x->steps, x->step_cpu, x->pos_cpu, x->pos_cpu / x->step_cpu))
+            st = epar_err_set(EPAR_ENOMEM, "out of memory building position_cost.csv");
+    }
+    if (!st && t->nrows > 0) st = epar_exp_write_table(o, "position_cost.csv", t);
+    epar_csv_free(t);
+    return st;
+}
+
 /* trained_attention.csv: what every cell's trained heads attend to (epar inspect's summaries over TRAINED_ITEMS
  * evaluation items, measured when the cell finished), one row per task x mechanism x seed; the distance ratio also
  * relative to none's of the same seed on the same items. Not written when no cell has the summaries (cells of an
@@ -703,6 +724,7 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
     if (!st) st = epar_bench_write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
     if (!st) st = trained_attention(c, plan, &g, o);
+    if (!st) st = position_cost(c, plan, &g, o);
     if (!st) st = epar_bench_interventions(c, plan, &g, root, o);   /* F8, F9 on the kept checkpoints */
     if (!st) st = epar_bx_write(c, plan, root, o, run_extra);   /* the length-extrapolation study's tables */
     if (!st) {

@@ -869,7 +869,7 @@ int epar_exp_train_evaluate_pool(struct epar_train_run *r, struct epar_train_eva
 static int train_step(struct epar_train_run *r)
 {
     int B = r->cfg.batch, T = r->cfg.task.length;
-    double t0 = now(), c0 = epar_nn_thread_cpu();
+    double t0 = now(), c0 = epar_nn_thread_cpu(), p0 = r->model.pos_cpu_seconds;
     epar_task_train_batch(&r->task, r->data, B, r->tok, r->tgt, r->mask);
     int st = epar_nn_forward(&r->model, r->tok, r->tgt, r->mask, B, T);
     if (st) return st;
@@ -891,6 +891,7 @@ static int train_step(struct epar_train_run *r)
     r->tokens += (double)B * T;
     r->step_seconds += now() - t0;
     r->step_cpu_seconds += epar_nn_thread_cpu() - c0;
+    r->step_pos_cpu_seconds += r->model.pos_cpu_seconds - p0;
     return EPAR_OK;
 }
 

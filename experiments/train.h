@@ -60,6 +60,7 @@ struct epar_train_run {
     double step_seconds;                /* of which inside training steps */
     double step_cpu_seconds;            /* the calling thread's CPU seconds inside training steps (not checkpointed:
                                          * the benchmark's cost cell times single-threaded steps with it) */
+    double step_pos_cpu_seconds;        /* of which in the input position table both ways (lib/nn pos_cpu_seconds) */
     double loss_sum;                    /* train loss since the last curve row ... */
     long loss_count;                    /* ... and its count */
     double last_lr, last_norm, last_loss;

@@ -34,20 +34,39 @@ void epar_mech_sinusoid(double k, int D, double base, int concat, double *p)
     }
 }
 
+void epar_mech_floater_angles(int D, double base, double *cs)
+{
+    for (int t = 0; 2 * t < D; t++) {
+        double w = pow(base, -2.0 * t / D);
+        cs[2 * t] = cos(w);
+        cs[2 * t + 1] = sin(w);
+    }
+}
+
+void epar_mech_floater_rotate(int D, const double *cs, int dir, const double *a, double *b)
+{
+    /* each pair (x,y) -> (x cos w + y sin w, -x sin w + y cos w); dir -1: sin w -> -sin w (the transpose) */
+    for (int t = 0; 2 * t < D; t++) {
+        double c = cs[2 * t], s = dir * cs[2 * t + 1];
+        double x = a[2 * t], y = 2 * t + 1 < D ? a[2 * t + 1] : 0.0;
+        b[2 * t] = x * c + y * s;
+        if (2 * t + 1 < D) b[2 * t + 1] = -x * s + y * c;
+    }
+}
+
 void epar_mech_floater(int L, int D, double base, double *P)
 {
-    /* p_0 = [0,1,0,1,...]; each pair (x,y) -> (x cos w + y sin w, -x sin w + y cos w) per step */
+    /* p_0 = [0,1,0,1,...]; p_k = R p_{k-1} */
     for (int t = 0; t < D; t++) P[t] = (t & 1) ? 1.0 : 0.0;
-    for (int k = 1; k < L; k++) {
-        const double *a = P + (size_t)(k - 1) * D;
-        double *b = P + (size_t)k * D;
-        for (int t = 0; 2 * t < D; t++) {
-            double w = pow(base, -2.0 * t / D), c = cos(w), s = sin(w);
-            double x = a[2 * t], y = 2 * t + 1 < D ? a[2 * t + 1] : 0.0;
-            b[2 * t] = x * c + y * s;
-            if (2 * t + 1 < D) b[2 * t + 1] = -x * s + y * c;
-        }
+    if (L < 2) return;
+    double *cs = malloc((size_t)(D + 1) * sizeof *cs);
+    if (!cs) {
+        for (size_t i = 0; i < (size_t)L * D; i++) P[i] = NAN;
+        return;
     }
+    epar_mech_floater_angles(D, base, cs);
+    for (int k = 1; k < L; k++) epar_mech_floater_rotate(D, cs, 1, P + (size_t)(k - 1) * D, P + (size_t)k * D);
+    free(cs);
 }
 
 void epar_mech_rope_rotate(double *v, int d, double pos, double base, int half)
@@ -1159,6 +1178,11 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_FIXED_ONLY] = {"fixed-only", EPAR_MK_HEADS, "S1 §1.3, §4.1", "§19", {P_END}, build_trained_only,
         "fixed-mix with its last head fixed too: every head a causal Raganato pattern, cycled (S1's all-fixed models, 001:462); "
         "trained only"},
+    [EPAR_MECH_FLOATER_LEARNED] = {"floater-learned", EPAR_MK_INPUT, "S3 1.1(3)", "§7",
+        {P_BASE, {"hidden", 16, 1, 4096, 1, "width H of the learned map h"},
+         {"train_length", 512, 2, 1 << 24, 0, "time scale of h's input t / train_length"}, P_END}, build_floater,
+        "FLOATER with learned dynamics p_{t+1} = R p_t + W2 tanh(W1 p_t + b1 + (t / train_length) w) + b2 (S3 003:45-49); "
+        "untrained (W2 = b2 = 0): floater's table"},
 };
 static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
 

@@ -34,6 +34,7 @@ enum epar_mech_id {
     EPAR_MECH_SLIDING_WINDOW, EPAR_MECH_BLOCK_SPARSE, EPAR_MECH_GLOBAL_LOCAL, EPAR_MECH_PI_ATTENTION,
     EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE, EPAR_MECH_ALIBI_LEARNED, EPAR_MECH_APE_RAND, EPAR_MECH_APE_HIER,
     EPAR_MECH_FIXED_MIX, EPAR_MECH_LEARNABLE_ONLY, EPAR_MECH_FIXED_ONLY,   /* trained only (epar train, benchmark): per-head, no compare form */
+    EPAR_MECH_FLOATER_LEARNED,
     EPAR_MECH_COUNT
 };
 
@@ -141,6 +142,10 @@ double epar_mech_flops_row(const struct epar_mech *m);
 void epar_mech_sinusoid(double k, int D, double base, int concat, double *p);
 /* P (L,D) <- FLOATER recursive rotation from p_0 = [0,1,0,1,...] (§7) */
 void epar_mech_floater(int L, int D, double base, double *P);
+/* FLOATER's one-step rotation R (§7): cs (2 ceil(D/2)) <- cos w_i, sin w_i of the pairs, w_i = base^(-2i/D);
+ * b <- R a (dir 1, the step p_{t+1} = R p_t of epar_mech_floater) or R^T a (dir -1, its adjoint); b != a */
+void epar_mech_floater_angles(int D, double base, double *cs);
+void epar_mech_floater_rotate(int D, const double *cs, int dir, const double *a, double *b);
 /* v (d) rotated by position pos (§14); half: pairs (t, t+d/2) */
 void epar_mech_rope_rotate(double *v, int d, double pos, double base, int half);
 /* NTK-aware base (§15): base * s^(d/(d-2)) */

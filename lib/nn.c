@@ -1629,7 +1629,9 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
     struct epar_nn_params *p = &m->p;
     struct epar_nn_acts *a = &m->a;
+    double pc0 = epar_nn_thread_cpu();
     PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_prepare(&m->pos, T));
+    m->pos_cpu_seconds += epar_nn_thread_cpu() - pc0;
 
     /* encoder: token embedding plus the input position term */
     double prof_t0 = m->profile ? prof_now(m) : 0;
@@ -1793,4 +1795,7 @@ void epar_nn_backward(struct epar_nn *m)
         }
     }
     if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
+    double pc0 = epar_nn_thread_cpu();
+    PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_input_fold(&m->pos, T));
+    m->pos_cpu_seconds += epar_nn_thread_cpu() - pc0;
 }

@@ -154,6 +154,8 @@ struct epar_nn {
     int time_attention;                 /* 1: add the calling thread's CPU seconds in the position mechanism and
                                          * attention (forward and backward) to attn_cpu_seconds; one thread only */
     double attn_cpu_seconds;
+    double pos_cpu_seconds;     /* the calling thread's CPU seconds in the input position table's preparation and the
+                                 * fold of its gradient (floater-learned's recursion both ways), always measured */
     int profile;                        /* add each op's seconds to op_seconds[EPAR_NN_OP_*] (bench/train_step's per-op
                                          * profile): 1 wall clock around the whole op (all its threads), 2 the calling
                                          * thread's CPU time (for one thread: not inflated by other processes) */

@@ -164,6 +164,105 @@ static int build_floater(struct epar_nnpos *p)
     return EPAR_OK;
 }
 
+/* ---- FLOATER with learned dynamics (§7, S3 003:45-49): p_0 = floater's p_0 (fixed), one explicit Euler step per
+ * position p_{t+1} = p_t + h(p_t, t) with h(p, t) = (R - I) p + W2 tanh(W1 p + b1 + tau_t w) + b2, i.e.
+ * p_{t+1} = R p_t + W2 a_t + b2, a_t = tanh(W1 p_t + b1 + tau_t w), tau_t = t / train_length; R is floater's rotation
+ * (the sinusoid's dynamics, fixed), the rest of h learned. theta = W1 (H, C), b1 (H), w (H), W2 (C, H), b2 (C),
+ * H = floater-learned.hidden; init W1 ~ N(0, 1/C), w ~ N(0, 1), b1 = W2 = b2 = 0, so the table starts as floater's
+ * (the particular solution h = (R - I) p). ext = init_sd p_t (floater's scale), computed once per forward for the
+ * length T (batch independent, O(T H C)); its gradient goes back through the recursion (BPTT over positions) ---- */
+
+#define FL_H(p) ((int)(p)->mp[1])
+static size_t n_floater_learned(const struct epar_nnpos *p)
+{
+    size_t H = (size_t)FL_H(p), C = (size_t)p->C;
+    return 2 * H * C + 2 * H + C;
+}
+
+static void init_floater_learned(struct epar_nnpos *p, gsl_rng *r)
+{
+    size_t H = (size_t)FL_H(p), C = (size_t)p->C;
+    memset(p->theta, 0, n_floater_learned(p) * sizeof *p->theta);
+    fill_normal(r, p->theta, H * C, 1 / sqrt((double)C));
+    fill_normal(r, p->theta + H * C + H, H, 1.0);
+}
+
+static int build_floater_learned(struct epar_nnpos *p)
+{
+    int H = FL_H(p), C = p->C;
+    size_t n = (size_t)p->Tmax * C;
+    if (need(&p->ext, n, sizeof *p->ext, "the FLOATER table") || need(&p->dext, n, sizeof *p->dext, "the FLOATER table"))
+        return EPAR_ENOMEM;
+    /* ode: states p_t (Tmax, C), activations a_t (Tmax, H), the rotation's cos / sin (C + 1), adjoints (3 C), dz (H) */
+    size_t nw = n + (size_t)p->Tmax * H + (size_t)(C + 1) + 3 * (size_t)C + (size_t)H;
+    if (need(&p->ode, nw, sizeof *p->ode, "the FLOATER recursion")) return EPAR_ENOMEM;
+    epar_mech_floater_angles(C, p->mp[0], p->ode + n + (size_t)p->Tmax * H);
+    return EPAR_OK;
+}
+
+static void prepare_floater_learned(struct epar_nnpos *p, int T)
+{
+    int H = FL_H(p), C = p->C;
+    const float *W1 = p->theta, *b1 = W1 + (size_t)H * C, *w = b1 + H, *W2 = w + H, *b2 = W2 + (size_t)C * H;
+    double *P = p->ode, *A = P + (size_t)p->Tmax * C, *cs = A + (size_t)p->Tmax * H;
+    epar_mech_floater(1, C, p->mp[0], P);
+    for (int t = 0; t < T; t++) {
+        const double *pt = P + (size_t)t * C;
+        double *at = A + (size_t)t * H;
+        for (int c = 0; c < C; c++) p->ext[(size_t)t * C + c] = (float)(p->s.init_sd * pt[c]);
+        if (t + 1 == T) break;
+        double tau = t / p->mp[2];
+        for (int k = 0; k < H; k++) {
+            double z = b1[k] + tau * w[k];
+            for (int c = 0; c < C; c++) z += (double)W1[(size_t)k * C + c] * pt[c];
+            at[k] = tanh(z);
+        }
+        double *nx = P + (size_t)(t + 1) * C;
+        epar_mech_floater_rotate(C, cs, 1, pt, nx);
+        for (int c = 0; c < C; c++) {
+            double v = b2[c];
+            for (int k = 0; k < H; k++) v += (double)W2[(size_t)c * H + k] * at[k];
+            nx[c] += v;
+        }
+    }
+}
+
+/* dext (T rows: dL/d ext_t) back through the recursion: lambda_t = dL/dp_t = init_sd dext_t + R^T lambda_{t+1}
+ * + W1^T dz_t, dz_t = (1 - a_t^2) (W2^T lambda_{t+1}); dW2 += lambda_{t+1} a_t^T, db2 += lambda_{t+1}, dW1 += dz_t p_t^T,
+ * db1 += dz_t, dw += tau_t dz_t (p_0 fixed) */
+static void fold_floater_learned(struct epar_nnpos *p, int T)
+{
+    int H = FL_H(p), C = p->C;
+    const float *W1 = p->theta, *W2 = W1 + (size_t)H * C + 2 * (size_t)H;
+    float *gW1 = p->dtheta, *gb1 = gW1 + (size_t)H * C, *gw = gb1 + H, *gW2 = gw + H, *gb2 = gW2 + (size_t)C * H;
+    double *P = p->ode, *A = P + (size_t)p->Tmax * C, *cs = A + (size_t)p->Tmax * H, *lam = cs + (C + 1), *nxt = lam + C,
+           *tmp = nxt + C, *dz = tmp + C;
+    for (int c = 0; c < C; c++) lam[c] = p->s.init_sd * p->dext[(size_t)(T - 1) * C + c];
+    for (int t = T - 2; t >= 0; t--) {
+        memcpy(nxt, lam, (size_t)C * sizeof *nxt);   /* lambda_{t+1} */
+        const double *pt = P + (size_t)t * C, *at = A + (size_t)t * H;
+        double tau = t / p->mp[2];
+        for (int c = 0; c < C; c++) {
+            gb2[c] += (float)nxt[c];
+            for (int k = 0; k < H; k++) gW2[(size_t)c * H + k] += (float)(nxt[c] * at[k]);
+        }
+        for (int k = 0; k < H; k++) {
+            double v = 0;
+            for (int c = 0; c < C; c++) v += (double)W2[(size_t)c * H + k] * nxt[c];
+            dz[k] = (1 - at[k] * at[k]) * v;
+            gb1[k] += (float)dz[k];
+            gw[k] += (float)(tau * dz[k]);
+            for (int c = 0; c < C; c++) gW1[(size_t)k * C + c] += (float)(dz[k] * pt[c]);
+        }
+        epar_mech_floater_rotate(C, cs, -1, nxt, tmp);
+        for (int c = 0; c < C; c++) {
+            double v = tmp[c] + p->s.init_sd * p->dext[(size_t)t * C + c];
+            for (int k = 0; k < H; k++) v += (double)W1[(size_t)k * C + c] * dz[k];
+            lam[c] = v;
+        }
+    }
+}
+
 /* ---- multiplicative PE (§8): x_t = e_t * p_t; variant 0 learns p (from 1 + N(0, sd^2)), 1 and 2 are fixed
  * (sinusoid, 1 + sinusoid) ---- */
 
@@ -865,6 +964,10 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                             NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL},
     [EPAR_MECH_FLOATER] = {H_(INPUT, 1, 0, "init_sd times the FLOATER rotation table added to the embeddings"),
                            NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+    [EPAR_MECH_FLOATER_LEARNED] = {H_(INPUT, 1, 0, "init_sd times FLOATER's table with learned dynamics p_{t+1} = R p_t + "
+                                                  "W2 tanh(W1 p_t + b1 + tau_t w) + b2 added to the embeddings"),
+                                   NULL, build_floater_learned, n_floater_learned, init_floater_learned,
+                                   prepare_floater_learned, backward_nothing, NULL},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
                            NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
@@ -1074,7 +1177,7 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
 
 void epar_nnpos_free(struct epar_nnpos *p)
 {
-    free(p->pe); free(p->ext); free(p->dext); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
+    free(p->pe); free(p->ode); free(p->ext); free(p->dext); free(p->rcos); free(p->rsin); free(p->qscale); free(p->bias); free(p->bucket); free(p->slopes);
     free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega); free(p->head_off);
     p->head_off = NULL;
     p->pair_head = 0;
@@ -1148,7 +1251,13 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
                 for (int c = 0; c < C; c++) d[c] *= pr[c];
         }
     }
-    if (tab == p->ext) fold_ape_ext(p, T);
+}
+
+void epar_nnpos_input_fold(struct epar_nnpos *p, int T)
+{
+    if (!p->ext || epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return;
+    if (p->id == EPAR_MECH_FLOATER_LEARNED) fold_floater_learned(p, T);
+    else fold_ape_ext(p, T);
 }
 
 /* rotate the (2i, 2i+1) pairs of every head of q and k at position t by +angle (dir 1) or -angle (dir -1) */

@@ -13,6 +13,8 @@
  *   input        learned-ape                        x_t = e_t + E[t], E (Tmax, C) learned
  *   input        learned-ape-rand, learned-ape-hier x_t = e_t + E[t], E (train_length, C) learned; rows t >= train_length
  *                                                   random and fixed (rand) or Su's decomposition of E (hier)
+ *   input        floater-learned                    x_t = e_t + init_sd p_t, p_{t+1} = R p_t + W2 tanh(W1 p_t + b1 + tau_t w) + b2
+ *                                                   (FLOATER's rotation R plus a learned map; BPTT over positions)
  *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
@@ -104,6 +106,8 @@ struct epar_nnpos {
     float *pe;                  /* (Tmax, C) input PE (sinusoidal, floater, fixed mult-pe) */
     float *ext, *dext;          /* (Tmax, C) learned-ape-rand / -hier: the table read (theta's rows, then the rows past
                                  * train_length) and its gradient by row */
+    double *ode;                /* floater-learned: its recursion's states p_t (Tmax, C), a_t (Tmax, H), the rotation's
+                                 * cos / sin and the backward's adjoints (nnpos.c) */
     int ntrain;                 /* learned-ape-rand / -hier: the trained rows (train_length) */
     int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
     float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
@@ -198,6 +202,9 @@ void epar_nnpos_resolve(struct epar_nnpos_settings *s, int trained_length);
  * unknown mechanism or parameter, value out of range, or a mechanism whose training uses its own settings: EPAR,
  * learned-ape). Values training cannot honour are refused later, by epar_nnpos_validate. */
 int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment);
+/* after epar_nnpos_embed_backward: the input table's row gradients (ext) folded into dtheta (learned-ape-rand / -hier:
+ * by row; floater-learned: back through its recursion); nothing for the other mechanisms */
+void epar_nnpos_input_fold(struct epar_nnpos *p, int T);
 
 /* Check the settings for mechanism id with head width hs (EPAR_EINVAL with a message). */
 int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs);

@@ -5,8 +5,8 @@ small="--length 32 --hidden 32 --heads 4 --batch 1 --seeds 42,43 --quiet --no-re
 mset="none,epar-enhanced,alibi,t5,rope,fixed-left,performer,strided,pi-attention,gqa"
 
 expect_exit 0 "--list" -- "$EPAR" compare --list
-n=$(grep -c -E '^(none|epar-basic|epar-enhanced|sinusoidal|learned-ape|floater|multiplicative-pe|shaw|transformer-xl|t5|deberta|tupe|rope|ntk-rope|interpolation|log-n|alibi|fixed-current|fixed-previous|fixed-next|fixed-left|fixed-right|fixed-start|fixed-end|linear-elu|linear-cos|performer|strided|sparse-fixed|sliding-window|block-sparse|global-local|pi-attention|gqa|orthogonal-qk|alibi-learned|learned-ape-rand|learned-ape-hier) ' "$T_TMP/out")
-[ "$n" -eq 38 ] && ok || fail "--list shows $n of the 38 canonical ids"
+n=$(grep -c -E '^(none|epar-basic|epar-enhanced|sinusoidal|learned-ape|floater|multiplicative-pe|shaw|transformer-xl|t5|deberta|tupe|rope|ntk-rope|interpolation|log-n|alibi|fixed-current|fixed-previous|fixed-next|fixed-left|fixed-right|fixed-start|fixed-end|linear-elu|linear-cos|performer|strided|sparse-fixed|sliding-window|block-sparse|global-local|pi-attention|gqa|orthogonal-qk|alibi-learned|learned-ape-rand|learned-ape-hier|floater-learned) ' "$T_TMP/out")
+[ "$n" -eq 39 ] && ok || fail "--list shows $n of the 39 canonical ids"
 # the registry's size, as --list shows it (one line per mechanism: id, kind, section, parameters)
 # (train "only": trained-only per-head mixes, which compare leaves out and refuses)
 nmech=$(awk 'NR > 1 && /^[a-z0-9-]+ +/ && !/ only +/ {n++} END {print n + 0}' "$T_TMP/out")

@@ -39,7 +39,7 @@ done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
 for m in shaw transformer-xl linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
-         sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only; do
+         sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only floater-learned; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done

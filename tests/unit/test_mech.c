@@ -686,7 +686,8 @@ static void test_registry(void)
     const char *ids = "none epar-basic epar-enhanced sinusoidal learned-ape floater multiplicative-pe shaw transformer-xl t5 "
                       "deberta tupe rope ntk-rope interpolation log-n alibi fixed-current fixed-previous fixed-next fixed-left "
                       "fixed-right fixed-start fixed-end linear-elu linear-cos performer strided sparse-fixed sliding-window "
-                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only";
+                      "block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only "
+                      "floater-learned";
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", ids);
     int n = 0;
@@ -694,7 +695,7 @@ static void test_registry(void)
         check_int(epar_mech_find(t, &id), EPAR_OK, "canonical id %s", t);
         check_int(id, n, "id %s in canonical order", t);
     }
-    check_int(n, EPAR_MECH_COUNT, "42 canonical ids");
+    check_int(n, EPAR_MECH_COUNT, "43 canonical ids");
     check_int(epar_mech_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
     double p[EPAR_MECH_MAX_PARAMS];
     epar_mech_defaults(EPAR_MECH_ALIBI, p);

@@ -501,6 +501,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_APE_RAND][0] = 3;   /* 3 trained rows: T = 8 reads 5 random (fixed) rows past them */
     c.pos_settings.mp[EPAR_MECH_APE_HIER][0] = 3;   /* ... or their decomposition (3^2 = 9 = Tmax positions) */
     c.pos_settings.mp[EPAR_MECH_MULT_PE][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_FLOATER_LEARNED][1] = 3;   /* floater-learned.hidden: h of width 3 */
+    c.pos_settings.mp[EPAR_MECH_FLOATER_LEARNED][2] = 5;   /* tau_t = t / 5 */
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_TXL][0] = 0.3;
@@ -551,6 +553,10 @@ static void test_model_gradient(enum epar_mech_id id, int learn)
     for (int k = 0; k < EPAR_NN_NTENSORS; k++)
         if (!epar_nn_decayed(k) && k != EPAR_NN_POS)
             for (size_t i = 0; i < m.sizes[k]; i++) m.params_mem[m.offsets[k] + i] += (float)gsl_ran_gaussian(R, 0.2);
+    /* floater-learned: W2, b2 start at 0 (its table is floater's) and W1, b1, w would get no gradient: learned-looking
+     * values for every parameter of h */
+    for (size_t i = 0; id == EPAR_MECH_FLOATER_LEARNED && i < m.sizes[EPAR_NN_POS]; i++)
+        m.params_mem[m.offsets[EPAR_NN_POS] + i] += (float)gsl_ran_gaussian(R, 0.5);
     int B = 3, T = 8;
     int tok[27], tgt[27];
     float mask[27];
@@ -1163,6 +1169,68 @@ static void test_mix_heads(void)
     epar_nn_free(&ml);
 }
 
+/* floater-learned (S3 003:45-49): at its initialisation (W2 = b2 = 0) the model is floater's (same loss); with a
+ * learned-looking h its table is the fp64 recursion p_0 = floater's, p_{t+1} = p_t + h(p_t, t), h(p, t) =
+ * (R - I) p + W2 tanh(W1 p + b1 + (t / train_length) w) + b2, written out here (R: the rotation by base^(-2i/C) of
+ * each pair (x, y) -> (x cos + y sin, -x sin + y cos)) */
+static void test_floater_learned(void)
+{
+    struct epar_nn_config c = tiny(EPAR_MECH_FLOATER_LEARNED, 0), cf = tiny(EPAR_MECH_FLOATER, 0);
+    struct epar_nn m, f;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "floater-learned: alloc"); return; }
+    if (epar_nn_alloc(&f, &cf)) { epar_nn_free(&m); return; }
+    gsl_rng *r = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS), *rf = epar_rng_alloc(11, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_nn_init(&f, rf);
+    epar_rng_free(r);
+    epar_rng_free(rf);
+    int B = 2, T = 8, tok[16], tgt[16];
+    float mask[16];
+    batch(B, T, c.V, tok, tgt, mask);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    double worst = 0;
+    for (int i = 0; i < T * c.C; i++) worst = fmax(worst, fabs(m.pos.ext[i] - f.pos.pe[i]));
+    check_abs(worst, 0, 1e-7, "floater-learned at init (W2 = b2 = 0): floater's table");
+    /* the other draws of the model differ (h's draws come first in the stream): compare tables, not losses */
+    epar_nn_free(&f);
+    /* a learned-looking h, against the fp64 recursion */
+    int H = 3, C = c.C;
+    float *th = m.p.pos;
+    for (size_t i = 0; i < m.sizes[EPAR_NN_POS]; i++) th[i] = (float)gsl_ran_gaussian(R, 0.7);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    const float *W1 = th, *b1 = W1 + H * C, *w = b1 + H, *W2 = w + H, *b2 = W2 + C * H;
+    double pt[64], nx[64], base = c.pos_settings.mp[EPAR_MECH_FLOATER_LEARNED][0];
+    for (int k = 0; k < C; k++) pt[k] = k % 2;
+    worst = 0;
+    double norm = 0;
+    for (int t = 0; t < T; t++) {
+        for (int k = 0; k < C; k++) {
+            worst = fmax(worst, fabs(m.pos.ext[t * C + k] - c.pos_settings.init_sd * pt[k]));
+            norm = fmax(norm, fabs(pt[k]));
+        }
+        double a[3];
+        for (int j = 0; j < H; j++) {
+            double z = b1[j] + (t / 5.0) * w[j];
+            for (int k = 0; k < C; k++) z += W1[j * C + k] * pt[k];
+            a[j] = tanh(z);
+        }
+        for (int i = 0; i < C / 2; i++) {
+            double om = pow(base, -2.0 * i / C), x = pt[2 * i], y = pt[2 * i + 1];
+            nx[2 * i] = x * cos(om) + y * sin(om) - x;   /* (R - I) p */
+            nx[2 * i + 1] = -x * sin(om) + y * cos(om) - y;
+        }
+        for (int k = 0; k < C; k++) {
+            double v = nx[k] + b2[k];
+            for (int j = 0; j < H; j++) v += W2[k * H + j] * a[j];
+            nx[k] = pt[k] + v;   /* explicit Euler: p + h(p, t) */
+        }
+        memcpy(pt, nx, sizeof pt);
+    }
+    check_abs(worst / (c.pos_settings.init_sd * norm), 0, 1e-5,
+              "floater-learned: table = init_sd x the fp64 Euler recursion p_{t+1} = p_t + h(p_t, t) (relative)");
+    epar_nn_free(&m);
+}
+
 static void test_overfit(enum epar_mech_id id)
 {
     struct epar_nn_config c;
@@ -1398,6 +1466,7 @@ int main(void)
     test_frozen_qk();
     test_alibi_learned();
     test_ape_ext();
+    test_floater_learned();
     /* (last: the draws of the cases above stay as they were) */
     test_crossentropy_paths();
     test_attention_paths(37, 1, 24, 2);
