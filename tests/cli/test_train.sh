@@ -38,7 +38,7 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
 done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in shaw transformer-xl linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+for m in shaw transformer-xl deberta linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
          sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"

@@ -313,7 +313,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
+                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -364,7 +364,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -435,7 +435,7 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL, 0, NULL};
+                                   0, NULL, NULL, 0, NULL, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -504,6 +504,8 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_TXL][0] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][0] = 3;   /* deberta.span k < T - 1: both tables' row k shared by d >= 3 */
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
@@ -713,12 +715,33 @@ static void test_reference_fp64(enum epar_mech_id id)
     /* fixed-mix, learnable-only (no compare form): the learned head is compare's none on the same weights, the others
      * lib/mech's fp64 pattern (epar_mech_fixed_pattern) or 0 (removed), filled in below */
     int mix = epar_mech_trained_only(id);
+    /* DeBERTa: compare's 2k' table reaches, causally, k' + min(d, k' - 1) (key term) and k' - min(d, k') (its third
+     * term); at k' = k + 1 the first is the trained min(d, k) and the second is, once its rows 0 and 1 hold the same
+     * Qr[k], too (filled below) */
+    if (id == EPAR_MECH_DEBERTA) prm[0] += 1;
     int st = epar_mech_init(&mm, mix ? EPAR_MECH_NONE : id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
         int k = (int)prm[0];
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
+    }
+    if (!st && id == EPAR_MECH_DEBERTA) {
+        /* the trained Kr, Qr of layer 0 in compare's rows r0 .. r1 (qr: tab, kr: tab2, per head), times sqrt(3) with
+         * the content factor 1: compare's 1/sqrt(3 dk) becomes the trained 1/sqrt(hs) on every term */
+        int k1 = (int)prm[0], k = k1 - 1, r0 = k1 - (T - 1) < 0 ? 0 : k1 - (T - 1);
+        int r1 = k1 + (T - 1) > 2 * k1 - 1 ? 2 * k1 - 1 : k1 + (T - 1), n = r1 - r0 + 1;
+        const float *kr = epar_nnpos_rel(&m.pos, 0), *qr = epar_nnpos_rel_q(&m.pos, 0);
+        check_true(qr == kr + (size_t)(k + 1) * hs, "deberta: Qr follows Kr in the layer's parameters");
+        for (int h = 0; h < NH; h++)
+            for (int rr = r0; rr <= r1; rr++)
+                for (int q = 0; q < hs; q++) {
+                    double *tq = mm.tab + ((size_t)h * n + rr - r0) * hs + q, *tk = mm.tab2 + ((size_t)h * n + rr - r0) * hs + q;
+                    int dq = k1 - rr < k ? k1 - rr : k;   /* rr <= k1: distance k1 - rr, clipped at k */
+                    *tq = rr <= k1 ? sqrt(3.0) * qr[(size_t)dq * hs + q] : 0.0;
+                    *tk = rr >= k1 ? sqrt(3.0) * kr[(size_t)(rr - k1) * hs + q] : 0.0;
+                }
+        for (size_t t = 0; t < (size_t)T * T; t++) mm.factor[t] = 1.0;
     }
     if (!st && id == EPAR_MECH_ORTHOGONAL_QK)   /* compare's frozen W_Q^h, W_K^h (D, dk): the model's layer-0 draws */
         for (int h = 0; h < NH; h++)
