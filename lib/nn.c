@@ -1670,6 +1670,11 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
         const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
+        /* DeBERTa's EMD: the absolute table added to the last layer's input, in place (layer NL - 2's backward does
+         * not read its output; the encoder's backward does not read encoded) */
+        if (l == c->NL - 1)
+            PROF(m, EPAR_NN_OP_POSITION,
+                 epar_nnpos_emd_forward(&m->pos, l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC), B, T));
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
@@ -1808,6 +1813,7 @@ void epar_nn_backward(struct epar_nn *m)
              epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
                                         p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,
                                         C, s->part));
+        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_emd_backward(&m->pos, s->dres, B, T));
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
     double prof_t0 = m->profile ? prof_now(m) : 0;

@@ -459,13 +459,21 @@ static void backward_epar(struct epar_nnpos *p, int l, const struct epar_nnpos_g
 /* tables per layer: Shaw 1 (w), DeBERTa 2 (Kr, Qr) */
 static size_t rel_tables(enum epar_mech_id id) { return id == EPAR_MECH_DEBERTA ? 2 : 1; }
 
+/* DeBERTa's EMD (deberta.absolute = 1; He et al. §3.3, S3 003:136): a learned absolute table E (Tmax, C),
+ * N(0, deberta.init_sd^2), after the layers' Kr, Qr in theta, added to the input of the last layer only (lib/nn:
+ * epar_nnpos_emd_forward / _backward); the other layers see relative positions only */
+static int emd_on(const struct epar_nnpos *p) { return p->id == EPAR_MECH_DEBERTA && p->mp[2] != 0; }
+
 static int build_shaw(struct epar_nnpos *p)
 {
     p->nrel = (int)p->mp[0] + 1;
     return EPAR_OK;
 }
 
-static size_t n_shaw(const struct epar_nnpos *p) { return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs; }
+static size_t n_shaw(const struct epar_nnpos *p)
+{
+    return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
+}
 static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
 
 static void scratch_shaw(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
@@ -953,7 +961,8 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
 int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
 {
     if (!epar_nnpos_trainable(id)) return 0;
-    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
+    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0) ||
+           (id == EPAR_MECH_DEBERTA && s->mp[id][2] != 0);   /* the EMD's absolute table */
 }
 
 int epar_nnpos_frozen_qk(enum epar_mech_id id)
@@ -1230,6 +1239,24 @@ const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 {
     if (p->reltab) return p->reltab + (size_t)l * p->NH * p->Tmax * p->hs;
     return p->nrel && p->theta ? p->theta + (size_t)l * rel_tables(p->id) * p->nrel * p->hs : NULL;
+}
+
+void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T)
+{
+    if (!emd_on(p) || !p->theta) return;
+    const float *E = p->theta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    size_t tc = (size_t)T * p->C;
+    for (int b = 0; b < B; b++)
+        for (size_t t = 0; t < tc; t++) x[(size_t)b * tc + t] += E[t];
+}
+
+void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T)
+{
+    if (!emd_on(p) || !p->dtheta) return;
+    float *dE = p->dtheta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    size_t tc = (size_t)T * p->C;
+    for (int b = 0; b < B; b++)   /* fixed order: b (deterministic whatever the thread count) */
+        for (size_t t = 0; t < tc; t++) dE[t] += dx[(size_t)b * tc + t];
 }
 
 const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l)

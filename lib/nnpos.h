@@ -235,6 +235,10 @@ const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 int epar_nnpos_rel_head(const struct epar_nnpos *p);
 const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
+/* DeBERTa's EMD (deberta.absolute = 1): x (B, T, C), the last layer's input, += E[t]; backward: E's gradient from that
+ * input's dx (B, T, C), dx unchanged. Nothing for any other mechanism. */
+void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T);
+void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T);
 /* DeBERTa's position-to-content table Qr of layer l (nrel, hs), shared by the heads, or NULL (its Kr: epar_nnpos_rel) */
 const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL; the floats between two heads' tables

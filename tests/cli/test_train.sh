@@ -69,6 +69,17 @@ ptensor() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["par
     fail "pi-attention's gates: 2 layers x 4 heads x (3 x 8 + 1), got $(ptensor "$(d "$T_TMP/m" pi-attention)" pos)"
 [ "$(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)" = $((2 * (32 * 32 + 2 * 32))) ] && ok ||
     fail "transformer-xl's W_R, u, v: 2 layers x (32 x 32 + 2 x 32), got $(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)"
+# deberta: Kr, Qr (span + 1 rows of 8) per layer; with deberta.absolute=1 (the EMD) also the absolute table (32 x 32),
+# and compare refuses the training-only parameter
+expect_exit 0 "deberta.span=8" -- "$EPAR" train $small --mechanism deberta --set deberta.span=8 --steps 3 --out "$T_TMP/deb"
+[ "$(ptensor "$(d "$T_TMP/deb" deberta)" pos)" = $((2 * 2 * 9 * 8)) ] && ok ||
+    fail "deberta's Kr, Qr: 2 layers x 2 x 9 x 8, got $(ptensor "$(d "$T_TMP/deb" deberta)" pos)"
+expect_exit 0 "deberta.absolute=1" -- "$EPAR" train $small --mechanism deberta --set deberta.span=8 --set deberta.absolute=1 \
+    --steps 3 --out "$T_TMP/emd"
+[ "$(ptensor "$(d "$T_TMP/emd" deberta)" pos)" = $((2 * 2 * 9 * 8 + 32 * 32)) ] && ok ||
+    fail "deberta EMD: 2 layers x 2 x 9 x 8 + 32 x 32, got $(ptensor "$(d "$T_TMP/emd" deberta)" pos)"
+expect_exit 2 "compare refuses deberta.absolute=1" -- "$EPAR" compare --mechanisms deberta --set deberta.absolute=1 --out "$T_TMP/cmp"
+expect_grep "deberta.absolute '1': the EMD's absolute table is trained only" "$T_TMP/err"
 expect_exit 2 "gqa.groups=3 with 4 heads" -- "$EPAR" train $small --mechanism gqa --set gqa.groups=3 --steps 3 --out "$T_TMP/g3"
 expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 
@@ -164,7 +175,7 @@ grep -q "^hint: did you mean 'alibi'? (training supports: none, epar-basic, epar
 bad 2 "unknown mechanism 'qwertz'" --mechanism qwertz
 grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local, .*gqa.*$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint: $(cat "$T_TMP/err")"
-bad 2 "untrainable mechanism 'deberta'" --mechanism deberta
+bad 2 "untrainable mechanism 'tupe'" --mechanism tupe
 bad 2 "pi-attention.gate '0' must be in \\(0, 1\\) for training" --mechanism pi-attention --set pi-attention.gate=0
 bad 2 "'epar-enhanced.alpha=2': training sets epar-enhanced through --alpha --beta --gamma" --set epar-enhanced.alpha=2
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2

@@ -480,6 +480,8 @@ static void test_attention(void)
 
 static int TINY_NH = 2;   /* heads of the tiny model (4 for GQA with two groups) */
 
+static int DEBERTA_ABS;   /* deberta.absolute of tiny() (the EMD's table) */
+
 static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
 {
     struct epar_nn_config c;
@@ -506,6 +508,7 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_TXL][0] = 0.3;
     c.pos_settings.mp[EPAR_MECH_DEBERTA][0] = 3;   /* deberta.span k < T - 1: both tables' row k shared by d >= 3 */
     c.pos_settings.mp[EPAR_MECH_DEBERTA][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][2] = DEBERTA_ABS;
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
@@ -898,6 +901,63 @@ static void test_performer_scale(double gain)
 
 /* causal: changing the last token changes no earlier position's prediction (pi-attention's gate reads the means of
  * q, k, v over the positions seen so far; Performer's key stabiliser is the maximum over the keys a row sees) */
+/* DeBERTa's EMD (deberta.absolute = 1): the absolute table E (Tmax, C) ends the position parameters; every entry of it
+ * against finite differences (rows >= T: gradient 0); with E = 0 the model is deberta without EMD on the same weights;
+ * with E != 0 the first position's output moves (the table reaches the last layer) */
+static void test_causal(enum epar_mech_id id);
+
+static void test_deberta_emd(void)
+{
+    DEBERTA_ABS = 1;
+    struct epar_nn_config c = tiny(EPAR_MECH_DEBERTA, 0);
+    DEBERTA_ABS = 0;
+    struct epar_nn_config c0 = tiny(EPAR_MECH_DEBERTA, 0);
+    struct epar_nn m, m0;
+    if (epar_nn_alloc(&m, &c) || epar_nn_alloc(&m0, &c0)) { check_true(0, "deberta EMD: alloc"); return; }
+    size_t ne = (size_t)c.Tmax * c.C, np = m.sizes[EPAR_NN_POS];
+    check_int((long)(np - m0.sizes[EPAR_NN_POS]), (long)ne, "deberta EMD: Tmax x C more position parameters");
+    gsl_rng *r = epar_rng_alloc(7, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+        memcpy(m0.params_mem + m0.offsets[k], m.params_mem + m.offsets[k], m0.sizes[k] * sizeof(float));
+    float *E = m.params_mem + m.offsets[EPAR_NN_POS] + np - ne;
+    int B = 3, T = 8, tok[24], tgt[24];
+    float mask[24];
+    batch(B, T, c.V, tok, tgt, mask);
+    float *keep = malloc(ne * sizeof *keep);
+    memcpy(keep, E, ne * sizeof *keep);
+    memset(E, 0, ne * sizeof *E);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_forward(&m0, tok, tgt, mask, B, T);
+    double e = 0;
+    for (size_t i = 0; i < (size_t)B * T * c.V; i++) e = fmax(e, fabs(m.a.probs[i] - m0.a.probs[i]));
+    check_abs(e, 0, 0, "deberta EMD: E = 0 is deberta without EMD (same weights)");
+    memcpy(E, keep, ne * sizeof *keep);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    e = 0;
+    for (int v = 0; v < c.V; v++) e = fmax(e, fabs(m.a.probs[v] - m0.a.probs[v]));
+    check_true(e > 1e-4, "deberta EMD: the table moves position 0's prediction (by %g)", e);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    const float *gE = m.grads_mem + m.offsets[EPAR_NN_POS] + np - ne;
+    int bad = 0;
+    for (size_t i = 0; i < ne; i++) {
+        double num = (4 * central_diff(&m, E + i, 5e-3f, tok, tgt, mask, B, T) -
+                      central_diff(&m, E + i, 1e-2f, tok, tgt, mask, B, T)) / 3;
+        if (i >= (size_t)T * c.C ? gE[i] != 0.0f : !close_enough(gE[i], num))
+            if (bad++ < 4) printf("  deberta EMD: dE[%zu] analytic %g numeric %g\n", i, gE[i], num);
+    }
+    check_int(bad, 0, "deberta EMD: every entry of E's gradient against finite differences (%zu)", ne);
+    free(keep);
+    epar_nn_free(&m);
+    epar_nn_free(&m0);
+    DEBERTA_ABS = 1;   /* the whole-model checks with the EMD on */
+    test_model_gradient(EPAR_MECH_DEBERTA, 0);
+    test_causal(EPAR_MECH_DEBERTA);
+    DEBERTA_ABS = 0;
+}
+
 static void test_causal(enum epar_mech_id id)
 {
     struct epar_nn_config c = tiny(id, 0);
@@ -1413,6 +1473,7 @@ int main(void)
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
+    test_deberta_emd();
     test_performer_scale(1);
     test_performer_scale(4);
     test_performer_scale(8);
