@@ -103,6 +103,11 @@ expect_grep '"radius": 2' "$b/cells/classify/sliding-window/seed-42/cell.json"
 ! grep -q '"radius": 8' "$b/cells/classify/sliding-window/seed-42/cell.json" && ok || fail "classify's sliding-window kept radius 8"
 expect_grep '^lm,linear-elu,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 expect_grep '^lm,orthogonal-qk,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+# S3-16: deberta (relative only) and deberta@absolute=1 (the EMD's absolute table in the last layer; defined at L only)
+expect_grep '"absolute": 1' "$b/cells/lm/deberta@absolute=1/seed-42/cell.json"
+! grep -q '"absolute": 1' "$b/cells/lm/deberta/seed-42/cell.json" && ok || fail "deberta trained with the EMD"
+expect_grep '^lm,deberta@absolute=1,deberta,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+expect_grep '^lm,deberta,deberta@absolute=1,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 # study cells with parameters of their own (mechanism@parameter=value): their own folder, configuration and pairs
 expect_grep '"step": 4' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"
 expect_grep '"radius": 2' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"

@@ -33,11 +33,11 @@ expect_problem "reason removed" "row S3-22 \\(static part" "$tab" "$pro" "$T_TMP
 { cat "$pen"; echo "S3-15 waits"; } >"$T_TMP/pen4"
 expect_problem "static row pending" "S3-15 has no PROXY part" "$tab" "$pro" "$md" "$T_TMP/pen4"
 # a pending row that has got a trained claim meanwhile
-awk -F'|' 'BEGIN{OFS="|"} $2 == " S3-16 " {$5 = " `proxy_wtu_shuffled_order` "} 1' "$tab" >"$T_TMP/t5.md"
-expect_problem "pending row covered" "S3-16 is covered now" "$T_TMP/t5.md" "$pro" "$md" "$pen"
+awk -F'|' 'BEGIN{OFS="|"} $2 == " S3-09 " {$5 = " `proxy_wtu_shuffled_order` "} 1' "$tab" >"$T_TMP/t5.md"
+expect_problem "pending row covered" "S3-09 is covered now" "$T_TMP/t5.md" "$pro" "$md" "$pen"
 # a trained row missing from the pending list
-grep -v '^S3-16 ' "$pen" >"$T_TMP/pen6"
-expect_problem "proxy row neither claimed nor pending" "row S3-16 \\(proxy part" "$tab" "$pro" "$md" "$T_TMP/pen6"
+grep -v '^S3-09 ' "$pen" >"$T_TMP/pen6"
+expect_problem "proxy row neither claimed nor pending" "row S3-09 \\(proxy part" "$tab" "$pro" "$md" "$T_TMP/pen6"
 # a static claim does not cover a trained part (S0-09 keeps its static claims without the proxy one)
 sed 's/; `proxy_trained_attention_decay`//' "$tab" >"$T_TMP/t7.md"
 expect_problem "static claim for a proxy part" "row S0-09 \\(proxy part" "$T_TMP/t7.md" "$pro" "$md" "$pen"
