@@ -154,6 +154,23 @@ expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mech
 expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
 expect_grep '"cells_run": false' "$r/benchmark/run.json"
 
+# ---- study cells with parameters of their own pair on the grid's other tasks too (by name: deberta@absolute=1 and
+# deberta share a catalogue id): transduce's final accuracy, a - b per seed as the cells give it
+python3 -c 'import json,sys; p=json.load(open("paper_protocol.json")); p["experiments"]["benchmark"]["mechanisms"]="none"; json.dump(p,open(sys.argv[1],"w"))' "$T_TMP/deb.json"
+r=$T_TMP/deb
+expect_exit 0 "deberta study cells on transduce" -- "$EPAR" benchmark --budget smoke --tasks transduce --seeds 42,43 --protocol "$T_TMP/deb.json" --quiet --no-render --out "$r"
+python3 - "$r/benchmark" <<'PY' && ok || fail "transduce's deberta@absolute=1 - deberta pair disagrees with the cells"
+import csv, json, sys
+b = sys.argv[1]
+rows = {(r["task"], r["a"], r["b"], r["quantity"], r["bin"]): r for r in csv.DictReader(open(b + "/pairs.csv"))}
+cell = lambda m, s: json.load(open(f"{b}/cells/transduce/{m}/seed-{s}/cell.json"))["value"]
+d = [cell("deberta@absolute=1", s) - cell("deberta", s) for s in (42, 43)]
+r = rows[("transduce", "deberta@absolute=1", "deberta", "accuracy", "all")]
+assert abs(float(r["mean"]) - sum(d) / 2) < 1e-9 and r["seeds"] == "2", (r, d)
+r = rows[("transduce", "deberta", "deberta@absolute=1", "accuracy", "all")]
+assert abs(float(r["mean"]) + sum(d) / 2) < 1e-9, (r, d)
+PY
+
 # ---- --set on the command line wins over a task's own "set" too (classify's radius 2)
 r=$T_TMP/s
 expect_exit 0 "--set over a task's set" -- "$EPAR" benchmark --budget smoke --tasks classify --seeds 42 --set sliding-window.radius=3 --quiet --no-render --out "$r"
