@@ -181,11 +181,17 @@ static int grid_pairs(const struct epar_bench_cfg *c, const struct epar_bench_pl
 {
     const struct epar_bench_extrap *x = &c->extrap;
     enum epar_mech_id ia, ib;
-    if (epar_mech_find(x->pair_a[pi], &ia) || epar_mech_find(x->pair_b[pi], &ib)) return EPAR_OK;
+    struct epar_bench_mvar va_, vb_;
+    /* a pair names cells: catalogue ids or study cells with parameters of their own ("deberta@absolute=1"), found by
+     * name (zdone, the chance rows done, is by catalogue id: a variant on a needle task shares its base's) */
+    if (epar_bench_mvar_parse(x->pair_a[pi], &ia, &va_) || epar_bench_mvar_parse(x->pair_b[pi], &ib, &vb_)) {
+        epar_err_clear();
+        return EPAR_OK;
+    }
     int ma = -1, mb = -1, S = c->b.n_seeds, st = EPAR_OK;
     for (int m = 0; m < c->n_mech + x->n_extra; m++) {
-        if (c->mech[m] == ia) ma = m;
-        if (c->mech[m] == ib) mb = m;
+        if (!strcmp(epar_bench_mech_name(c, m), x->pair_a[pi])) ma = m;
+        if (!strcmp(epar_bench_mech_name(c, m), x->pair_b[pi])) mb = m;
     }
     if (ma < 0 || mb < 0) return EPAR_OK;
     for (int tk = 0; tk < c->n_tasks + c->n_study && !st; tk++) {

@@ -17,7 +17,7 @@
 #define EPAR_BX_MAX_SERIES 32
 #define EPAR_BX_MAX_PAIRS 64
 #define EPAR_BX_MAX_FT 8
-#define EPAR_BX_MAX_CELLS 8         /* tasks with the study's own cells */
+#define EPAR_BX_MAX_CELLS 16        /* tasks with the study's own cells */
 
 /* a variant: the weights of the `trained` mechanism's cells read as `as` (log-n stacked when logn) */
 struct epar_bx_variant {

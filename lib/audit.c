@@ -343,7 +343,7 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
                                            "n_column", "against_column", "learned_column", "holm_column", "aggregate",
-                                           "group_by", "lo_column", "hi_column", "nonsup_column", "posfx", "needs", "readings", NULL};
+                                           "group_by", "lo_column", "hi_column", "nonsup_column", "posfx", "needs", "readings", "quorum", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
                                            "holm_column", "aggregate", "group_by", "lo_column", "hi_column",
@@ -567,6 +567,13 @@ static int check_claim(struct vctx *v, json_t *c, size_t i)
             return verr(v, "rule beats_all judges the lower end of the interval: add \"lo_column\" (and \"hi_column\")");
         }
         json_decref(one);
+    }
+    json_t *quorum = json_object_get(m, "quorum");
+    if (quorum) {
+        snprintf(v->jp, sizeof v->jp, "%s.quorum", mb);
+        if (!json_is_integer(quorum) || !json_is_array(rd) || json_integer_value(quorum) < 1 ||
+            (size_t)json_integer_value(quorum) > json_array_size(rd))
+            return verr(v, "expected an integer from 1 to the number of readings");
     }
     if (!rd) {
         if ((st = check_one_measure(v, m, mb))) return st;

@@ -617,7 +617,10 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
              outcome_word(rd->out));
 }
 
-static enum epar_audit_verdict combine(const struct reading *rd, int n)
+/* quorum k > 0 (the measure's "quorum": the statement holds when k of the n readings do, "most tasks", "some task"):
+ * reproduced when at least k hold, not reproduced when fewer than k can (more than n - k fail), else inconclusive;
+ * 0: every reading (all hold, all fail, partly) */
+static enum epar_audit_verdict combine(const struct reading *rd, int n, int quorum)
 {
     int nh = 0, nf = 0, ns = 0, nu = 0; /* open and unlearned readings are the rest: with them, inconclusive */
     for (int i = 0; i < n; i++) {
@@ -629,6 +632,8 @@ static enum epar_audit_verdict combine(const struct reading *rd, int n)
     }
     if (nu) return EPAR_AUDIT_NOT_HERE;
     if (ns) return EPAR_AUDIT_NEEDS_SEEDS;
+    if (quorum > 0) return nh >= quorum ? EPAR_AUDIT_REPRODUCED : nf > n - quorum ? EPAR_AUDIT_NOT_REPRODUCED
+                                                                                  : EPAR_AUDIT_INCONCLUSIVE;
     if (nh == n) return EPAR_AUDIT_REPRODUCED;
     if (nf == n) return EPAR_AUDIT_NOT_REPRODUCED;
     if (nh && nf) return EPAR_AUDIT_PARTLY;
@@ -791,7 +796,9 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             stale |= rd[i].stale;
         }
         if (!rds && json_object_get(m, "posfx")) alternatives_note(c, m, &tol, &rd[0], ctx->level, note, sizeof note);
-        v = combine(rd, nrd);
+        json_t *qj = json_object_get(m, "quorum");
+        v = combine(rd, nrd, qj ? (int)json_integer_value(qj) : 0);
+        if (qj) note_add(note, sizeof note, "quorum: %d of %d readings", (int)json_integer_value(qj), nrd);
         const char *triv = jstr(c, "trivial", NULL), *ill = jstr(c, "ill_posed", NULL);
         if (triv && v == EPAR_AUDIT_REPRODUCED) v = EPAR_AUDIT_TRIVIAL;
         else if (triv && v == EPAR_AUDIT_NOT_REPRODUCED) {

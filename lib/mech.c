@@ -722,6 +722,9 @@ static int build_deberta(struct epar_mech *m, gsl_rng *r)
     int r0 = k - (L - 1) < 0 ? 0 : k - (L - 1), r1 = k + (L - 1) > 2 * k - 1 ? 2 * k - 1 : k + (L - 1);
     int n = r1 - r0 + 1;
     double *P = NULL, *W = NULL;
+    if (m->p[2] != 0)
+        return epar_err_set(EPAR_EINVAL, "deberta.absolute '%g': the EMD's absolute table is trained only (epar train)",
+                            m->p[2]);
     if ((st = need_bias(m)) || (st = alloc_d(&m->factor, (size_t)L * L, "DeBERTa factor")) ||
         (st = alloc_d(&m->tab, (size_t)H * n * dk, "DeBERTa qr")) ||
         (st = alloc_d(&m->tab2, (size_t)H * n * dk, "DeBERTa kr")) ||
@@ -1095,7 +1098,9 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
          P_SD, P_END},
         build_t5, "+ B_h[bucket(j-i)], bidirectional unless --causal; added to the scaled score"},
     [EPAR_MECH_DEBERTA] = {"deberta", EPAR_MK_BIAS, "S3 1.2(4)", "§12",
-        {{"span", 512, 1, 1 << 20, 1, "relative span k"}, P_SD, P_END}, build_deberta,
+        {{"span", 512, 1, 1 << 20, 1, "relative span k"}, P_SD,
+         {"absolute", 0, 0, 1, 1, "1: EMD, a learned absolute table added to the last layer's input (training only)"},
+         P_END}, build_deberta,
         "(qc.kc + qc.kr_delta(i,j) + kc.qr_delta(j,i)) / sqrt(3 dk)"},
     [EPAR_MECH_TUPE] = {"tupe", EPAR_MK_BIAS, "S3 1.2(3)", "§13",
         {{"cls_untie", 0, 0, 1, 1, "1: token 0 is [CLS] (theta1 row, theta2 column)"},

@@ -600,18 +600,21 @@ void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, siz
     gelu_run(NULL, dinp, inp, dout, n);
 }
 
-/* ---- relative tables (Shaw; Transformer-XL adds a table per head, u and v) ---- */
+/* ---- relative tables (Shaw; Transformer-XL adds a table per head, u and v; DeBERTa a second table, Qr) ---- */
 
-/* floats of per-thread scratch: R (T, nrel) and a bias row (T); Transformer-XL also q + v (T, hs) and u . k (T) */
+/* floats of per-thread scratch: R (T, nrel) and a bias row (T); Transformer-XL also q + v (T, hs) and u . k (T);
+ * DeBERTa also P (T, nrel) */
 static size_t rel_work(const struct epar_nn_attn_pos *pos, int T, int hs)
 {
-    return (size_t)T * (pos->nrel + 1) + (pos->rel_u ? (size_t)T * (hs + 1) : 0);
+    return (size_t)T * (pos->nrel + 1) + (pos->rel_u ? (size_t)T * (hs + 1) : 0) +
+           (pos->rel_q ? (size_t)T * pos->nrel : 0);
 }
 
-/* floats of grel per (b, h): the table's gradient (nrel, hs), then Transformer-XL's du, dv (hs each) */
+/* floats of grel per (b, h): the table's gradient (nrel, hs), then Transformer-XL's du, dv (hs each) or DeBERTa's
+ * Qr gradient (nrel, hs) */
 static size_t rel_gstride(const struct epar_nn_attn_pos *pos, int hs)
 {
-    return (size_t)pos->nrel * hs + (pos->rel_u ? 2 * (size_t)hs : 0);
+    return (size_t)pos->nrel * hs + (pos->rel_u ? 2 * (size_t)hs : 0) + (pos->rel_q ? (size_t)pos->nrel * hs : 0);
 }
 
 /* rb (i+1) <- row i's relative bias by distance d: r[min(d, nrel - 1)] (+ the head's bias table, if any; + u . k_{i-d},
@@ -622,17 +625,31 @@ static void rel_row(float *rb, const float *r, int nrel, const float *bias, cons
         rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f) + (uk ? uk[i - d] : 0.0f);
 }
 
+/* DeBERTa's position-to-content term of row i: rb[d] += P[i - d][min(d, nrel - 1)], P = scale K Qr^T (rel_scores) */
+static void rel_row_pk(float *rb, const float *P, int nrel, int i)
+{
+    for (int d = 0; d <= i; d++) rb[d] += P[(size_t)(i - d) * nrel + (d < nrel ? d : nrel - 1)];
+}
+
 /* one (b, h) of the forward's relative terms into its thread's work: R (T, nrel) = scale Q rel_h^T (Transformer-XL:
- * scale (Q + v_h) rel_h^T, and uk (T) = scale u_h . k_j); returns R, *uk NULL for Shaw */
+ * scale (Q + v_h) rel_h^T, and uk (T) = scale u_h . k_j); returns R, *uk NULL for Shaw. DeBERTa: also
+ * *pk = P (T, nrel) = scale K rel_q^T (after R and the bias row), else NULL */
 static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, int h, int T, int hs,
-                         int C3, float scale, const float **uk)
+                         int C3, float scale, const float **uk, const float **pk)
 {
     int nrel = pos->nrel;
     float *R = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
     const float *relh = pos->rel + (size_t)h * pos->rel_head;
     *uk = NULL;
+    *pk = NULL;
     if (!pos->rel_u) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, Q, C3, relh, hs, 0.0f, R, nrel);
+        if (pos->rel_q) {
+            float *P = R + (size_t)T * (nrel + 1);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, K, C3, pos->rel_q, hs, 0.0f, P,
+                        nrel);
+            *pk = P;
+        }
         return R;
     }
     const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
@@ -947,9 +964,9 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
             }
             /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
             float *R = NULL, *rb = NULL;
-            const float *uk = NULL;
+            const float *uk = NULL, *pk = NULL;
             if (rel) {
-                R = rel_scores(pos, Q, K, h, T, hs, C3, scale, &uk);
+                R = rel_scores(pos, Q, K, h, T, hs, C3, scale, &uk, &pk);
                 rb = R + (size_t)T * pos->nrel;
             }
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
@@ -962,6 +979,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
                 for (int i = i0; i < i1; i++) {
                     float *a = A + (size_t)i * T;
                     if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
+                    if (pk) rel_row_pk(rb, pk, pos->nrel, i);
                     row(a, S + (size_t)i * T, fac, rel ? rb : bias, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
                     /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
                     int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
@@ -978,7 +996,8 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
 /* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then
  * dQ += scale dR rel_h and grel[bh] = scale dR^T Q (thread-private rows of pos->work). Transformer-XL:
  * grel[bh] = scale dR^T (Q + v_h), dv = scale sum_d (sum_i dR[i][d]) rel_h[d]; and the u . k_j term:
- * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h */
+ * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h. DeBERTa's k_j . Qr[min(i - j, k)] term:
+ * dP[j][min(i - j, k)] += dz_ij, dK += scale dP Qr, grel[bh]'s second table = scale dP^T K */
 static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K, float *dQ,
                          float *dK, int h, size_t bh, int T, int hs, int C3, float scale)
 {
@@ -988,18 +1007,28 @@ static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, co
     float *g = pos->grel + bh * rel_gstride(pos, hs);
     /* Transformer-XL's c (T) after Q + v (T, hs) in the thread's work, summed in the same pass over dA as dR */
     float *Qv = dR + (size_t)T * (nrel + 1), *c = pos->rel_u ? Qv + (size_t)T * hs : NULL;
+    float *dP = pos->rel_q ? dR + (size_t)T * (nrel + 1) : NULL;   /* DeBERTa (no Qv, c) */
     memset(dR, 0, (size_t)T * nrel * sizeof *dR);
     if (c) memset(c, 0, (size_t)T * sizeof *c);
+    if (dP) memset(dP, 0, (size_t)T * nrel * sizeof *dP);
     for (int i = 0; i < T; i++) {
         const float *d = dA + (size_t)i * T;
         float *r = dR + (size_t)i * nrel;
         for (int j = 0; j <= i; j++) r[i - j < nrel ? i - j : nrel - 1] += d[j];
         if (c)
             for (int j = 0; j <= i; j++) c[j] += d[j];
+        if (dP)
+            for (int j = 0; j <= i; j++) dP[(size_t)j * nrel + (i - j < nrel ? i - j : nrel - 1)] += d[j];
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, relh, hs, 1.0f, dQ, C3);
     if (!c) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f, g, hs);
+        if (dP) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dP, nrel, pos->rel_q, hs, 1.0f,
+                        dK, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dP, nrel, K, C3, 0.0f,
+                        g + (size_t)nrel * hs, hs);
+        }
         return;
     }
     const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
@@ -1643,6 +1672,11 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
         const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
+        /* DeBERTa's EMD: the absolute table added to the last layer's input, in place (layer NL - 2's backward does
+         * not read its output; the encoder's backward does not read encoded) */
+        if (l == c->NL - 1)
+            PROF(m, EPAR_NN_OP_POSITION,
+                 epar_nnpos_emd_forward(&m->pos, l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC), B, T));
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
@@ -1662,7 +1696,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
                                       m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
-                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos)};
+                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
+                                      epar_nnpos_rel_q(&m->pos, l)};
         /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
          * softmaxes (saves a (B, NH, T, T) store and load) */
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
@@ -1761,7 +1796,8 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
-                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos)};
+                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
+                                      epar_nnpos_rel_q(&m->pos, l)};
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,
@@ -1779,6 +1815,7 @@ void epar_nn_backward(struct epar_nn *m)
              epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
                                         p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,
                                         C, s->part));
+        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_emd_backward(&m->pos, s->dres, B, T));
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
     double prof_t0 = m->profile ? prof_now(m) : 0;

@@ -264,6 +264,10 @@ struct epar_nn_attn_pos {
      * NULL): 1 marks a head whose output is 0 (its weights 0, no gradient to its q, k, v) */
     size_t pair_head;
     const unsigned char *head_off;
+    /* DeBERTa (rel_q set, rel_u NULL): the position-to-content table Qr (nrel, hs), shared by the heads as rel (Kr):
+     * z_ij += [q_i . rel[min(i-j, nrel-1)] + k_j . rel_q[min(i-j, nrel-1)]] / sqrt(hs); work per thread T (2 nrel + 1)
+     * floats; grel (B, NH, 2 nrel hs) out of backward: Kr's gradient, then Qr's */
+    const float *rel_q;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the
  * scores are not kept; backward then must not be asked for gfac). Row i of att holds the weights of keys

@@ -547,27 +547,46 @@ static void backward_epar(struct epar_nnpos *p, int l, const struct epar_nnpos_g
  * (lib/mech's table row k - d is w[d]: causal keys have j - i = -d >= -k). The value term a^V of Shaw et al. is not
  * trained: the catalogue's form changes A only (docs/MECHANISMS.md §9). ---- */
 
+/* DeBERTa (§12) extends it with the position-to-content term, causal: z_ij = [q_i.k_j + q_i.Kr_l[min(i-j, k)] +
+ * k_j.Qr_l[min(i-j, k)]] / sqrt(hs), k = deberta.span; theta = per layer Kr (k + 1, hs) then Qr (k + 1, hs), shared by
+ * the heads as Shaw's table is, ~ N(0, sd^2). The content-to-position term is Shaw's key term (the same table path of
+ * lib/nn); the scale is the content score's 1/sqrt(hs), not DeBERTa's 1/sqrt(3 hs) (the learned tables absorb a
+ * constant on the position terms; one scale keeps q.k's as in every other mechanism). The relative table P of DeBERTa
+ * with its own projections W_qr, W_kr is folded into the learned Kr, Qr (a table times a projection is a table).
+ * No EMD (absolute positions in the last layers): see docs/MECHANISMS.md. ---- */
+
+/* tables per layer: Shaw 1 (w), DeBERTa 2 (Kr, Qr) */
+static size_t rel_tables(enum epar_mech_id id) { return id == EPAR_MECH_DEBERTA ? 2 : 1; }
+
+/* DeBERTa's EMD (deberta.absolute = 1; He et al. §3.3, S3 003:136): a learned absolute table E (Tmax, C),
+ * N(0, deberta.init_sd^2), after the layers' Kr, Qr in theta, added to the input of the last layer only (lib/nn:
+ * epar_nnpos_emd_forward / _backward); the other layers see relative positions only */
+static int emd_on(const struct epar_nnpos *p) { return p->id == EPAR_MECH_DEBERTA && p->mp[2] != 0; }
+
 static int build_shaw(struct epar_nnpos *p)
 {
     p->nrel = (int)p->mp[0] + 1;
     return EPAR_OK;
 }
 
-static size_t n_shaw(const struct epar_nnpos *p) { return (size_t)p->NL * p->nrel * p->hs; }
+static size_t n_shaw(const struct epar_nnpos *p)
+{
+    return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
+}
 static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
 
 static void scratch_shaw(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
                          size_t *per_bh)
 {
     size_t nrel = (size_t)s->mp[id][0] + 1;
-    *per_thread = (size_t)Tmax * (nrel + 1);
-    *per_bh = nrel * hs;
+    *per_thread = (size_t)Tmax * (rel_tables(id) * nrel + 1);
+    *per_bh = rel_tables(id) * nrel * hs;
 }
 
 static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
     (void)T;
-    size_t n = (size_t)p->nrel * p->hs;
+    size_t n = rel_tables(p->id) * p->nrel * p->hs;
     float *dw = p->dtheta + (size_t)l * n;
     /* fixed order: b, then h (deterministic whatever the thread count) */
     for (int b = 0; b < B; b++)
@@ -972,6 +991,9 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
                            NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
                         NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
+    [EPAR_MECH_DEBERTA] = {H_(BIAS, 1, 0, "learned tables Kr, Qr per layer: + [q_i . Kr[min(i-j, k)] + k_j . Qr[min(i-j, k)]] "
+                                          "/ sqrt(hs) (no EMD)"),
+                           NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
     [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
                                       "layer (and head); no segment memory"),
                        NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl},
@@ -1042,7 +1064,8 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
 int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
 {
     if (!epar_nnpos_trainable(id)) return 0;
-    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0);
+    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0) ||
+           (id == EPAR_MECH_DEBERTA && s->mp[id][2] != 0);   /* the EMD's absolute table */
 }
 
 int epar_nnpos_frozen_qk(enum epar_mech_id id)
@@ -1324,7 +1347,31 @@ const float *epar_nnpos_gate(const struct epar_nnpos *p, int l)
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 {
     if (p->reltab) return p->reltab + (size_t)l * p->NH * p->Tmax * p->hs;
-    return p->nrel && p->theta ? p->theta + (size_t)l * p->nrel * p->hs : NULL;
+    return p->nrel && p->theta ? p->theta + (size_t)l * rel_tables(p->id) * p->nrel * p->hs : NULL;
+}
+
+void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T)
+{
+    if (!emd_on(p) || !p->theta) return;
+    const float *E = p->theta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    size_t tc = (size_t)T * p->C;
+    for (int b = 0; b < B; b++)
+        for (size_t t = 0; t < tc; t++) x[(size_t)b * tc + t] += E[t];
+}
+
+void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T)
+{
+    if (!emd_on(p) || !p->dtheta) return;
+    float *dE = p->dtheta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    size_t tc = (size_t)T * p->C;
+    for (int b = 0; b < B; b++)   /* fixed order: b (deterministic whatever the thread count) */
+        for (size_t t = 0; t < tc; t++) dE[t] += dx[(size_t)b * tc + t];
+}
+
+const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l)
+{
+    const float *kr = p->id == EPAR_MECH_DEBERTA ? epar_nnpos_rel(p, l) : NULL;
+    return kr ? kr + (size_t)p->nrel * p->hs : NULL;
 }
 
 int epar_nnpos_rel_head(const struct epar_nnpos *p) { return p->reltab ? p->Tmax * p->hs : 0; }

@@ -19,6 +19,8 @@
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
  *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
+ *   bias         deberta                            z_ij = s_ij + [q_i . Kr_l[min(i - j, k)] + k_j . Qr_l[min(i - j, k)]] / sqrt(hs),
+ *                                                   Kr, Qr learned per layer, shared by the heads (no EMD)
  *   bias         transformer-xl                     z_ij = s_ij + [q_i . r_lh(i - j) + u_lh . k_j + v_lh . r_lh(i - j)]
  *                                                   / sqrt(hs), r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]);
  *                                                   W_R, u, v learned per layer (and head); no segment memory
@@ -240,6 +242,12 @@ const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
 int epar_nnpos_rel_head(const struct epar_nnpos *p);
 const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
+/* DeBERTa's EMD (deberta.absolute = 1): x (B, T, C), the last layer's input, += E[t]; backward: E's gradient from that
+ * input's dx (B, T, C), dx unchanged. Nothing for any other mechanism. */
+void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T);
+void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T);
+/* DeBERTa's position-to-content table Qr of layer l (nrel, hs), shared by the heads, or NULL (its Kr: epar_nnpos_rel) */
+const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l);
 /* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL; the floats between two heads' tables
  * (0: shared by the heads; fixed-mix and learnable-only: one per head); the heads whose output is 0 (NH), or NULL */
 const float *epar_nnpos_pair(const struct epar_nnpos *p);

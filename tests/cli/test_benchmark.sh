@@ -230,7 +230,7 @@ fi
 
 # ---- bad options: exit 2, nothing written
 for bad in "--budget nope" "--shard 3/2" "--shard 0/2" "--shard x" "--tasks nope" "--mechanisms none,none" "--merge" \
-           "--mechanisms none,deberta" "--set epar-enhanced.alpha=2" "--set rope.base=0.5" "--set sliding-window.radius=-1"; do
+           "--mechanisms none,tupe" "--set epar-enhanced.alpha=2" "--set rope.base=0.5" "--set sliding-window.radius=-1"; do
     expect_exit 2 "bad option $bad" -- "$EPAR" benchmark --budget smoke $bad --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $bad"
 done

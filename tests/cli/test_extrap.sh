@@ -103,6 +103,11 @@ expect_grep '"radius": 2' "$b/cells/classify/sliding-window/seed-42/cell.json"
 ! grep -q '"radius": 8' "$b/cells/classify/sliding-window/seed-42/cell.json" && ok || fail "classify's sliding-window kept radius 8"
 expect_grep '^lm,linear-elu,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 expect_grep '^lm,orthogonal-qk,none,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+# S3-16: deberta (relative only) and deberta@absolute=1 (the EMD's absolute table in the last layer; defined at L only)
+expect_grep '"absolute": 1' "$b/cells/lm/deberta@absolute=1/seed-42/cell.json"
+! grep -q '"absolute": 1' "$b/cells/lm/deberta/seed-42/cell.json" && ok || fail "deberta trained with the EMD"
+expect_grep '^lm,deberta@absolute=1,deberta,bpc_rel,32,1,window,2,' "$b/pairs.csv"
+expect_grep '^lm,deberta,deberta@absolute=1,bpc_rel,32,1,window,2,' "$b/pairs.csv"
 # study cells with parameters of their own (mechanism@parameter=value): their own folder, configuration and pairs
 expect_grep '"step": 4' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"
 expect_grep '"radius": 2' "$b/cells/lm/pi-attention@step=4/seed-42/cell.json"
@@ -148,6 +153,23 @@ expect_exit 0 "restricted" -- "$EPAR" benchmark --budget smoke --tasks lm --mech
 [ ! -d "$r/benchmark/cells/lm/sliding-window" ] && ok || fail "--mechanisms rope trained sliding-window"
 expect_grep '^lm,ntk-rope,rope,' "$r/benchmark/extrapolation_bpc.csv"
 expect_grep '"cells_run": false' "$r/benchmark/run.json"
+
+# ---- study cells with parameters of their own pair on the grid's other tasks too (by name: deberta@absolute=1 and
+# deberta share a catalogue id): transduce's final accuracy, a - b per seed as the cells give it
+python3 -c 'import json,sys; p=json.load(open("paper_protocol.json")); p["experiments"]["benchmark"]["mechanisms"]="none"; json.dump(p,open(sys.argv[1],"w"))' "$T_TMP/deb.json"
+r=$T_TMP/deb
+expect_exit 0 "deberta study cells on transduce" -- "$EPAR" benchmark --budget smoke --tasks transduce --seeds 42,43 --protocol "$T_TMP/deb.json" --quiet --no-render --out "$r"
+python3 - "$r/benchmark" <<'PY' && ok || fail "transduce's deberta@absolute=1 - deberta pair disagrees with the cells"
+import csv, json, sys
+b = sys.argv[1]
+rows = {(r["task"], r["a"], r["b"], r["quantity"], r["bin"]): r for r in csv.DictReader(open(b + "/pairs.csv"))}
+cell = lambda m, s: json.load(open(f"{b}/cells/transduce/{m}/seed-{s}/cell.json"))["value"]
+d = [cell("deberta@absolute=1", s) - cell("deberta", s) for s in (42, 43)]
+r = rows[("transduce", "deberta@absolute=1", "deberta", "accuracy", "all")]
+assert abs(float(r["mean"]) - sum(d) / 2) < 1e-9 and r["seeds"] == "2", (r, d)
+r = rows[("transduce", "deberta", "deberta@absolute=1", "accuracy", "all")]
+assert abs(float(r["mean"]) + sum(d) / 2) < 1e-9, (r, d)
+PY
 
 # ---- --set on the command line wins over a task's own "set" too (classify's radius 2)
 r=$T_TMP/s

@@ -32,12 +32,16 @@ expect_problem "reason removed" "row S3-22 \\(static part" "$tab" "$pro" "$T_TMP
 # a static row put on the pending list
 { cat "$pen"; echo "S3-15 waits"; } >"$T_TMP/pen4"
 expect_problem "static row pending" "S3-15 has no PROXY part" "$tab" "$pro" "$md" "$T_TMP/pen4"
-# a pending row that has got a trained claim meanwhile
-awk -F'|' 'BEGIN{OFS="|"} $2 == " S3-16 " {$5 = " `proxy_wtu_shuffled_order` "} 1' "$tab" >"$T_TMP/t5.md"
-expect_problem "pending row covered" "S3-16 is covered now" "$T_TMP/t5.md" "$pro" "$md" "$pen"
-# a trained row missing from the pending list
-grep -v '^S3-16 ' "$pen" >"$T_TMP/pen6"
-expect_problem "proxy row neither claimed nor pending" "row S3-16 \\(proxy part" "$tab" "$pro" "$md" "$T_TMP/pen6"
+# a pending row that has got a trained claim meanwhile (S3-09's trained claims are in the table)
+{ cat "$pen"; echo "S3-09  PROXY+F: waits"; } >"$T_TMP/pen5"
+expect_problem "pending row covered" "S3-09 is covered now" "$tab" "$pro" "$md" "$T_TMP/pen5"
+# a trained row that loses its trained claims and is not on the pending list (its static claim stays)
+sed '/^| S3-09 /s/; `seed003_floater_learned_extrapolates`, `seed003_floater_recursion_cost`//' "$tab" >"$T_TMP/t6.md"
+grep -q '^| S3-09 | [^|]*|[^|]*| `seed003_floater_sinusoid` |' "$T_TMP/t6.md" && ok || fail "the S3-09 row was not cut to its static claim"
+expect_problem "proxy row neither claimed nor pending" "row S3-09 \\(proxy part" "$T_TMP/t6.md" "$pro" "$md" "$pen"
+# ... and is fine once it is pending again
+{ cat "$pen"; echo "S3-09  PROXY+F: waits"; } >"$T_TMP/pen6"
+python3 "$chk" "$T_TMP/t6.md" "$pro" "$md" "$T_TMP/pen6" >"$T_TMP/out" 2>&1 && ok || fail "a pending trained row: $(grep '^problem' "$T_TMP/out" | head -3)"
 # a static claim does not cover a trained part (S0-09 keeps its static claims without the proxy one)
 sed 's/; `proxy_trained_attention_decay`//' "$tab" >"$T_TMP/t7.md"
 expect_problem "static claim for a proxy part" "row S0-09 \\(proxy part" "$T_TMP/t7.md" "$pro" "$md" "$pen"

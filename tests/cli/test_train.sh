@@ -38,7 +38,7 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
 done
 
 # ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in shaw transformer-xl linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
+for m in shaw transformer-xl deberta linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
          sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only floater-learned; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
@@ -69,6 +69,17 @@ ptensor() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["par
     fail "pi-attention's gates: 2 layers x 4 heads x (3 x 8 + 1), got $(ptensor "$(d "$T_TMP/m" pi-attention)" pos)"
 [ "$(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)" = $((2 * (32 * 32 + 2 * 32))) ] && ok ||
     fail "transformer-xl's W_R, u, v: 2 layers x (32 x 32 + 2 x 32), got $(ptensor "$(d "$T_TMP/m" transformer-xl)" pos)"
+# deberta: Kr, Qr (span + 1 rows of 8) per layer; with deberta.absolute=1 (the EMD) also the absolute table (32 x 32),
+# and compare refuses the training-only parameter
+expect_exit 0 "deberta.span=8" -- "$EPAR" train $small --mechanism deberta --set deberta.span=8 --steps 3 --out "$T_TMP/deb"
+[ "$(ptensor "$(d "$T_TMP/deb" deberta)" pos)" = $((2 * 2 * 9 * 8)) ] && ok ||
+    fail "deberta's Kr, Qr: 2 layers x 2 x 9 x 8, got $(ptensor "$(d "$T_TMP/deb" deberta)" pos)"
+expect_exit 0 "deberta.absolute=1" -- "$EPAR" train $small --mechanism deberta --set deberta.span=8 --set deberta.absolute=1 \
+    --steps 3 --out "$T_TMP/emd"
+[ "$(ptensor "$(d "$T_TMP/emd" deberta)" pos)" = $((2 * 2 * 9 * 8 + 32 * 32)) ] && ok ||
+    fail "deberta EMD: 2 layers x 2 x 9 x 8 + 32 x 32, got $(ptensor "$(d "$T_TMP/emd" deberta)" pos)"
+expect_exit 2 "compare refuses deberta.absolute=1" -- "$EPAR" compare --mechanisms deberta --set deberta.absolute=1 --out "$T_TMP/cmp"
+expect_grep "deberta.absolute '1': the EMD's absolute table is trained only" "$T_TMP/err"
 expect_exit 2 "gqa.groups=3 with 4 heads" -- "$EPAR" train $small --mechanism gqa --set gqa.groups=3 --steps 3 --out "$T_TMP/g3"
 expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 
@@ -77,9 +88,9 @@ expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 # in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them), shaw (per-thread rows,
 # its table's gradient summed over (b, h) in order), performer (kernel attention, per-thread features), gqa
 # (K/V heads copied to and summed from their query heads) and pi-attention (per-thread rows, its gates' gradient
-# summed over (b, h) in order), transformer-xl (per-thread rows, its tables' gradients summed over (b, h) in order)
+# summed over (b, h) in order), transformer-xl (per-thread rows, its tables' gradients summed over (b, h) in order), deberta (the same with its second table, P and dP in the per-thread rows)
 big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
-for m in t5 epar-enhanced shaw transformer-xl performer gqa pi-attention; do
+for m in t5 epar-enhanced shaw transformer-xl deberta performer gqa pi-attention; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"
     [ "$(numbers "$(d "$T_TMP/j1" $m)")" = "$(numbers "$(d "$T_TMP/j2" $m)")" ] && ok ||
@@ -164,7 +175,7 @@ grep -q "^hint: did you mean 'alibi'? (training supports: none, epar-basic, epar
 bad 2 "unknown mechanism 'qwertz'" --mechanism qwertz
 grep -q '^hint: training supports: none, epar-basic, epar-enhanced, sinusoidal, learned-ape, .*, alibi, .*, global-local, .*gqa.*$' "$T_TMP/err" && ok ||
     fail "no list of mechanisms in the hint: $(cat "$T_TMP/err")"
-bad 2 "untrainable mechanism 'deberta'" --mechanism deberta
+bad 2 "untrainable mechanism 'tupe'" --mechanism tupe
 bad 2 "pi-attention.gate '0' must be in \\(0, 1\\) for training" --mechanism pi-attention --set pi-attention.gate=0
 bad 2 "'epar-enhanced.alpha=2': training sets epar-enhanced through --alpha --beta --gamma" --set epar-enhanced.alpha=2
 bad 2 "sliding-window.radius.*-2|out of range|must be" --mechanism sliding-window --set sliding-window.radius=-2

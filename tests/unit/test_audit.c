@@ -227,11 +227,13 @@ static void validation(void)
         C("\"reported\": 0.78, \"measure\": {\"posfx\": {\"quantity\": \"value\", \"L\": 8}}, \"tolerance\": {\"rule\": \"printed\"}"),
         C("\"reported\": 1, \"measure\": {\"readings\": [{\"file\": \"e/x.csv\", \"column\": \"c\"}]}, \"tolerance\": {\"rule\": \"exact\"}"),
         C("\"reported\": 1, \"measure\": {\"file\": \"e/x.csv\", \"column\": \"c\"}, \"tolerance\": {\"rule\": \"exact\"}, \"trivial\": true"),
+        C("\"reported\": 1, \"measure\": {\"quorum\": 2, \"readings\": [{\"label\": \"a\", \"file\": \"e/x.csv\", \"column\": \"c\"}]}, \"tolerance\": {\"rule\": \"exact\"}"),
     };
     const char *path[] = {"$.claims[0].tolerance", "$.claims[0].tolerance.rule", "$.claims[0].measure.file",
                           "$.claims[0].measure.posfx.L", "$.claims[0].measure", "$.claims[0].tolerence",
                           "$.claims[1].id", "$.claims[0].tolerance.why", "$.claims[0].reported",
-                          "$.claims[0].measure.readings[0].label", "$.claims[0].trivial"};
+                          "$.claims[0].measure.readings[0].label", "$.claims[0].trivial",
+                          "$.claims[0].measure.quorum"};
 #undef C
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         json_t *j = J(bad[i]);
@@ -297,6 +299,8 @@ static void evaluation(void)
         "{\"id\": \"brokenident\", " N "\"reported\": 0.0, \"measure\": {\"posfx\": {\"quantity\": \"bound_margin\", \"form\": \"enhanced\", \"beta\": 0, \"gamma\": 0.5, \"L\": 8}}, \"tolerance\": {\"rule\": \"above\"}, \"trivial\": \"e^x > 0\"},"
         "{\"id\": \"ret\", " N "\"reported\": \"2.8%\", \"measure\": {\"posfx\": {\"quantity\": \"retention\", \"form\": \"basic\", \"beta\": 1, \"L\": 100, \"d\": \"L\"}}, \"tolerance\": {\"rule\": \"printed\"}, \"alternatives\": [{\"label\": \"steep\", \"beta\": 3.57555}]},"
         "{\"id\": \"partly\", " N "\"reported\": \"0.9\", \"measure\": {\"readings\": [{\"label\": \"structured\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\"}, {\"label\": \"clustered\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"clustered\"}, \"column\": \"consistency\"}]}, \"tolerance\": {\"rule\": \"printed\"}},"
+        "{\"id\": \"quorum1\", " N "\"reported\": \"0.9\", \"measure\": {\"quorum\": 1, \"readings\": [{\"label\": \"structured\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\"}, {\"label\": \"clustered\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"clustered\"}, \"column\": \"consistency\"}]}, \"tolerance\": {\"rule\": \"printed\"}},"
+        "{\"id\": \"quorum2\", " N "\"reported\": \"0.9\", \"measure\": {\"quorum\": 2, \"readings\": [{\"label\": \"structured\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"structured\"}, \"column\": \"consistency\"}, {\"label\": \"clustered\", \"file\": \"exp/metrics.csv\", \"where\": {\"info_type\": \"clustered\"}, \"column\": \"consistency\"}]}, \"tolerance\": {\"rule\": \"printed\"}},"
         "{\"id\": \"ill\", " N "\"reported\": 1, \"measure\": {\"readings\": [{\"label\": \"a\", \"posfx\": {\"quantity\": \"infimum\", \"form\": \"none\", \"L\": 8}}]}, \"tolerance\": {\"rule\": \"exact\"}, \"ill_posed\": \"dimensions differ\"}"
         "]");
 #undef M
@@ -342,8 +346,12 @@ static void evaluation(void)
     check_true(r && strstr(r->note, "alternative reading (steep") && strstr(r->note, "would match"),
                "alternative named, verdict kept: %s", r ? r->note : "");
     check_true((r = row_of(&a, "partly")) && r->verdict == EPAR_AUDIT_PARTLY, "one reading of two -> partly");
+    check_true((r = row_of(&a, "quorum1")) && r->verdict == EPAR_AUDIT_REPRODUCED && strstr(r->note, "quorum: 1 of 2"),
+               "quorum 1: one reading of two holds -> reproduced");
+    check_true((r = row_of(&a, "quorum2")) && r->verdict == EPAR_AUDIT_NOT_REPRODUCED,
+               "quorum 2: one reading of two fails -> not reproduced");
     check_true((r = row_of(&a, "ill")) && r->verdict == EPAR_AUDIT_ILL_POSED, "ill-posed flag -> ill-posed");
-    check_int(a.counts[EPAR_AUDIT_REPRODUCED], 2, "count reproduced");
+    check_int(a.counts[EPAR_AUDIT_REPRODUCED], 3, "count reproduced");
     check_int(a.stale, 1, "count stale");
     struct epar_table *t = epar_audit_table(&a);
     check_true(t && t->ncols == 19 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[18], "note") &&

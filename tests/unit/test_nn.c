@@ -313,7 +313,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
+                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -364,7 +364,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -435,7 +435,7 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL, 0, NULL};
+                                   0, NULL, NULL, 0, NULL, NULL};
     for (int p = 0; p < 2; p++) {
         epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
@@ -480,6 +480,8 @@ static void test_attention(void)
 
 static int TINY_NH = 2;   /* heads of the tiny model (4 for GQA with two groups) */
 
+static int DEBERTA_ABS;   /* deberta.absolute of tiny() (the EMD's table) */
+
 static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
 {
     struct epar_nn_config c;
@@ -506,6 +508,9 @@ static struct epar_nn_config tiny(enum epar_mech_id pos, int learn)
     c.pos_settings.mp[EPAR_MECH_SHAW][0] = 3;      /* k < T - 1: distances 4..7 share the clipped row */
     c.pos_settings.mp[EPAR_MECH_SHAW][1] = 0.3;
     c.pos_settings.mp[EPAR_MECH_TXL][0] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][0] = 3;   /* deberta.span k < T - 1: both tables' row k shared by d >= 3 */
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][1] = 0.3;
+    c.pos_settings.mp[EPAR_MECH_DEBERTA][2] = DEBERTA_ABS;
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;   /* local band of 3 keys, pi-step 3 (§27's worked example) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 3;
     c.pos_settings.mp[EPAR_MECH_GQA][0] = TINY_NH / 2;   /* 2 heads: MQA (one K/V head); 4 heads: 2 K/V heads */
@@ -719,12 +724,33 @@ static void test_reference_fp64(enum epar_mech_id id)
     /* fixed-mix, learnable-only (no compare form): the learned head is compare's none on the same weights, the others
      * lib/mech's fp64 pattern (epar_mech_fixed_pattern) or 0 (removed), filled in below */
     int mix = epar_mech_trained_only(id);
+    /* DeBERTa: compare's 2k' table reaches, causally, k' + min(d, k' - 1) (key term) and k' - min(d, k') (its third
+     * term); at k' = k + 1 the first is the trained min(d, k) and the second is, once its rows 0 and 1 hold the same
+     * Qr[k], too (filled below) */
+    if (id == EPAR_MECH_DEBERTA) prm[0] += 1;
     int st = epar_mech_init(&mm, mix ? EPAR_MECH_NONE : id, prm, T, C, NH, 1, 42);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
         int k = (int)prm[0];
         for (int d = 0; d <= k; d++)
             for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
+    }
+    if (!st && id == EPAR_MECH_DEBERTA) {
+        /* the trained Kr, Qr of layer 0 in compare's rows r0 .. r1 (qr: tab, kr: tab2, per head), times sqrt(3) with
+         * the content factor 1: compare's 1/sqrt(3 dk) becomes the trained 1/sqrt(hs) on every term */
+        int k1 = (int)prm[0], k = k1 - 1, r0 = k1 - (T - 1) < 0 ? 0 : k1 - (T - 1);
+        int r1 = k1 + (T - 1) > 2 * k1 - 1 ? 2 * k1 - 1 : k1 + (T - 1), n = r1 - r0 + 1;
+        const float *kr = epar_nnpos_rel(&m.pos, 0), *qr = epar_nnpos_rel_q(&m.pos, 0);
+        check_true(qr == kr + (size_t)(k + 1) * hs, "deberta: Qr follows Kr in the layer's parameters");
+        for (int h = 0; h < NH; h++)
+            for (int rr = r0; rr <= r1; rr++)
+                for (int q = 0; q < hs; q++) {
+                    double *tq = mm.tab + ((size_t)h * n + rr - r0) * hs + q, *tk = mm.tab2 + ((size_t)h * n + rr - r0) * hs + q;
+                    int dq = k1 - rr < k ? k1 - rr : k;   /* rr <= k1: distance k1 - rr, clipped at k */
+                    *tq = rr <= k1 ? sqrt(3.0) * qr[(size_t)dq * hs + q] : 0.0;
+                    *tk = rr >= k1 ? sqrt(3.0) * kr[(size_t)(rr - k1) * hs + q] : 0.0;
+                }
+        for (size_t t = 0; t < (size_t)T * T; t++) mm.factor[t] = 1.0;
     }
     if (!st && id == EPAR_MECH_ORTHOGONAL_QK)   /* compare's frozen W_Q^h, W_K^h (D, dk): the model's layer-0 draws */
         for (int h = 0; h < NH; h++)
@@ -881,6 +907,63 @@ static void test_performer_scale(double gain)
 
 /* causal: changing the last token changes no earlier position's prediction (pi-attention's gate reads the means of
  * q, k, v over the positions seen so far; Performer's key stabiliser is the maximum over the keys a row sees) */
+/* DeBERTa's EMD (deberta.absolute = 1): the absolute table E (Tmax, C) ends the position parameters; every entry of it
+ * against finite differences (rows >= T: gradient 0); with E = 0 the model is deberta without EMD on the same weights;
+ * with E != 0 the first position's output moves (the table reaches the last layer) */
+static void test_causal(enum epar_mech_id id);
+
+static void test_deberta_emd(void)
+{
+    DEBERTA_ABS = 1;
+    struct epar_nn_config c = tiny(EPAR_MECH_DEBERTA, 0);
+    DEBERTA_ABS = 0;
+    struct epar_nn_config c0 = tiny(EPAR_MECH_DEBERTA, 0);
+    struct epar_nn m, m0;
+    if (epar_nn_alloc(&m, &c) || epar_nn_alloc(&m0, &c0)) { check_true(0, "deberta EMD: alloc"); return; }
+    size_t ne = (size_t)c.Tmax * c.C, np = m.sizes[EPAR_NN_POS];
+    check_int((long)(np - m0.sizes[EPAR_NN_POS]), (long)ne, "deberta EMD: Tmax x C more position parameters");
+    gsl_rng *r = epar_rng_alloc(7, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    for (int k = 0; k < EPAR_NN_NTENSORS; k++)
+        memcpy(m0.params_mem + m0.offsets[k], m.params_mem + m.offsets[k], m0.sizes[k] * sizeof(float));
+    float *E = m.params_mem + m.offsets[EPAR_NN_POS] + np - ne;
+    int B = 3, T = 8, tok[24], tgt[24];
+    float mask[24];
+    batch(B, T, c.V, tok, tgt, mask);
+    float *keep = malloc(ne * sizeof *keep);
+    memcpy(keep, E, ne * sizeof *keep);
+    memset(E, 0, ne * sizeof *E);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_forward(&m0, tok, tgt, mask, B, T);
+    double e = 0;
+    for (size_t i = 0; i < (size_t)B * T * c.V; i++) e = fmax(e, fabs(m.a.probs[i] - m0.a.probs[i]));
+    check_abs(e, 0, 0, "deberta EMD: E = 0 is deberta without EMD (same weights)");
+    memcpy(E, keep, ne * sizeof *keep);
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    e = 0;
+    for (int v = 0; v < c.V; v++) e = fmax(e, fabs(m.a.probs[v] - m0.a.probs[v]));
+    check_true(e > 1e-4, "deberta EMD: the table moves position 0's prediction (by %g)", e);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    const float *gE = m.grads_mem + m.offsets[EPAR_NN_POS] + np - ne;
+    int bad = 0;
+    for (size_t i = 0; i < ne; i++) {
+        double num = (4 * central_diff(&m, E + i, 5e-3f, tok, tgt, mask, B, T) -
+                      central_diff(&m, E + i, 1e-2f, tok, tgt, mask, B, T)) / 3;
+        if (i >= (size_t)T * c.C ? gE[i] != 0.0f : !close_enough(gE[i], num))
+            if (bad++ < 4) printf("  deberta EMD: dE[%zu] analytic %g numeric %g\n", i, gE[i], num);
+    }
+    check_int(bad, 0, "deberta EMD: every entry of E's gradient against finite differences (%zu)", ne);
+    free(keep);
+    epar_nn_free(&m);
+    epar_nn_free(&m0);
+    DEBERTA_ABS = 1;   /* the whole-model checks with the EMD on */
+    test_model_gradient(EPAR_MECH_DEBERTA, 0);
+    test_causal(EPAR_MECH_DEBERTA);
+    DEBERTA_ABS = 0;
+}
+
 static void test_causal(enum epar_mech_id id)
 {
     struct epar_nn_config c = tiny(id, 0);
@@ -1458,6 +1541,7 @@ int main(void)
     test_model_gradient(EPAR_MECH_EPAR_ENHANCED, 1);
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
+    test_deberta_emd();
     test_performer_scale(1);
     test_performer_scale(4);
     test_performer_scale(8);
