@@ -376,7 +376,7 @@ static int lm_figure(const struct epar_bench_cfg *c, const struct lm_study *d, c
                     continue;
                 }
                 P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:($15-sd(16)):($15+sd(16)) with filledcurves "
-                  "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s'",
+                  "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s' noenhanced",
                   any ? ", \\\n " : "", a, b, ty, a, b, ty, dt, ls->s.ft ? "pt 6 ps 1.2" : "", ls->s.name);
                 if (bin == 1 && !ls->s.ft && fr->first[i][0] >= 0)   /* the reference at L: the window's first row */
                     P(", \\\n '' skip 1 every ::%d::%d using 7:15:(sd(16)) with yerrorbars lt %d notitle",
@@ -431,7 +431,7 @@ static int att_figure(const struct lm_study *d, const int *first, const int *las
             if (ls->s.ft || ls->s.as != ls->s.trained || ls->s.logn || first[i] < 0) continue;
             int ty = lt % 8 + 1, dt = lt / 8 + 1;
             P("%s'extrapolation_entropy.csv' skip 1 every ::%d::%d using 7:($%d-sd(%d)):($%d+sd(%d)) with filledcurves "
-              "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:%d with linespoints lt %d dt %d title '%s'",
+              "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:%d with linespoints lt %d dt %d title '%s' noenhanced",
               lt ? ", \\\n " : "", first[i], last[i], col, col + 1, col, col + 1, ty, first[i], last[i], col, ty, dt,
               ls->s.name);
             lt++;
