@@ -50,7 +50,8 @@ static int check_keys(const struct epar_protocol *p, json_t *obj, const char *jp
         char jp[512];
         snprintf(jp, sizeof jp, "%s.%s", jpath, k);
         int st = perr(p, jp, "unknown key");
-        epar_err_hint("check the spelling; keys starting with '_' are ignored (use them for comments)");
+        epar_err_hint("check the spelling; keys starting with '_' are ignored (use them for comments); a protocol newer "
+                      "than this epar binary needs it rebuilt (make)");
         return st;
     }
     return EPAR_OK;
