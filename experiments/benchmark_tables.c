@@ -625,7 +625,7 @@ static int alibi_slopes(const struct epar_bench_cfg *c, const struct epar_bench_
             const struct epar_inspect_head *h = &a->head[q];
             if (h->layer != 0 || h->head < 0 || h->head >= NH) continue;
             double r = h->slope / init[h->head];
-            if (epar_csv_append(t, "ssiiiddddd", c->tasks[cell->task].id, epar_nnpos_name(id), (int)c->b.seeds[cell->seed],
+            if (epar_csv_append(t, "ssiiiddddd", c->tasks[cell->task].id, epar_bench_mech_name(c, cell->mech), (int)c->b.seeds[cell->seed],
                                 h->head, NH, max_bias, init[h->head], h->slope, r, r > 0 ? log2(r) : NAN))
                 st = epar_err_set(EPAR_ENOMEM, "out of memory building alibi_slopes.csv");
         }
@@ -647,7 +647,7 @@ static int position_cost(const struct epar_bench_cfg *c, const struct epar_bench
         const struct epar_bench_cell *cell = &plan->cells[k];
         const struct train_cell *x = &g->cell[k];
         if (cell->task < 0 || !isfinite(x->pos_cpu) || !(x->step_cpu > 0)) continue;
-        if (epar_csv_append(t, "ssiiddd", c->tasks[cell->task].id, epar_nnpos_name(c->mech[cell->mech]),
+        if (epar_csv_append(t, "ssiiddd", c->tasks[cell->task].id, epar_bench_mech_name(c, cell->mech),
                             (int)c->b.seeds[cell->seed], (int)x->steps, x->step_cpu, x->pos_cpu, x->pos_cpu / x->step_cpu))
             st = epar_err_set(EPAR_ENOMEM, "out of memory building position_cost.csv");
     }
