@@ -9,7 +9,7 @@ grid="--budget smoke --tasks recall,needle,set --mechanisms none,learned-ape,epa
 # every table that does not hold wall-clock numbers, and the numbers of every cell
 tables() {
     local b=$1/benchmark
-    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv retrieval.csv pairs.csv; do
+    for f in main_table.csv main_table.md when_to_use.csv extrapolation.csv distance.csv params.csv retrieval.csv pairs.csv head_masking.csv boost.csv; do
         echo "== $f"; cat "$b/$f"
     done
     for c in $(cd "$b" && find cells -name cell.json ! -path '*cost*' | sort); do
