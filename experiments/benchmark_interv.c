@@ -153,7 +153,7 @@ int epar_bench_interventions(const struct epar_bench_cfg *c, const struct epar_b
     /* the models side by side, one thread each, as the cells trained (the bits do not depend on it); the rows then in
      * the grid's order, and the first failing model's error (in that order) is the one reported */
     int jobs = omp_get_max_threads();
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(jobs) if (!st && nm > 1)
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(jobs) if (nm > 1)
     for (int i = 0; i < nm; i++) {
         const struct epar_bench_cell *cell = &plan->cells[me[i].k];
         char dir[512], path[4800];

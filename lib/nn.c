@@ -1671,12 +1671,10 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
 
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
-        const float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
+        float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
         /* DeBERTa's EMD: the absolute table added to the last layer's input, in place (layer NL - 2's backward does
          * not read its output; the encoder's backward does not read encoded) */
-        if (l == c->NL - 1)
-            PROF(m, EPAR_NN_OP_POSITION,
-                 epar_nnpos_emd_forward(&m->pos, l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC), B, T));
+        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_emd_forward(&m->pos, res, B, T));
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);

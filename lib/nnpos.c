@@ -553,7 +553,7 @@ static void backward_epar(struct epar_nnpos *p, int l, const struct epar_nnpos_g
  * lib/nn); the scale is the content score's 1/sqrt(hs), not DeBERTa's 1/sqrt(3 hs) (the learned tables absorb a
  * constant on the position terms; one scale keeps q.k's as in every other mechanism). The relative table P of DeBERTa
  * with its own projections W_qr, W_kr is folded into the learned Kr, Qr (a table times a projection is a table).
- * No EMD (absolute positions in the last layers): see docs/MECHANISMS.md. ---- */
+ * deberta.absolute = 1 adds DeBERTa's EMD (below). ---- */
 
 /* tables per layer: Shaw 1 (w), DeBERTa 2 (Kr, Qr) */
 static size_t rel_tables(enum epar_mech_id id) { return id == EPAR_MECH_DEBERTA ? 2 : 1; }
@@ -562,6 +562,8 @@ static size_t rel_tables(enum epar_mech_id id) { return id == EPAR_MECH_DEBERTA 
  * N(0, deberta.init_sd^2), after the layers' Kr, Qr in theta, added to the input of the last layer only (lib/nn:
  * epar_nnpos_emd_forward / _backward); the other layers see relative positions only */
 static int emd_on(const struct epar_nnpos *p) { return p->id == EPAR_MECH_DEBERTA && p->mp[2] != 0; }
+/* where theta's EMD table starts: after every layer's relative tables */
+static size_t emd_offset(const struct epar_nnpos *p) { return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs; }
 
 static int build_shaw(struct epar_nnpos *p)
 {
@@ -571,7 +573,7 @@ static int build_shaw(struct epar_nnpos *p)
 
 static size_t n_shaw(const struct epar_nnpos *p)
 {
-    return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
+    return emd_offset(p) + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
 }
 static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
 
@@ -992,7 +994,7 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
                         NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
     [EPAR_MECH_DEBERTA] = {H_(BIAS, 1, 0, "learned tables Kr, Qr per layer: + [q_i . Kr[min(i-j, k)] + k_j . Qr[min(i-j, k)]] "
-                                          "/ sqrt(hs) (no EMD)"),
+                                          "/ sqrt(hs) (deberta.absolute = 1: + EMD's absolute table in the last layer)"),
                            NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
     [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
                                       "layer (and head); no segment memory"),
@@ -1353,7 +1355,7 @@ const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T)
 {
     if (!emd_on(p) || !p->theta) return;
-    const float *E = p->theta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    const float *E = p->theta + emd_offset(p);
     size_t tc = (size_t)T * p->C;
     for (int b = 0; b < B; b++)
         for (size_t t = 0; t < tc; t++) x[(size_t)b * tc + t] += E[t];
@@ -1362,7 +1364,7 @@ void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T)
 void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T)
 {
     if (!emd_on(p) || !p->dtheta) return;
-    float *dE = p->dtheta + (size_t)p->NL * 2 * p->nrel * p->hs;
+    float *dE = p->dtheta + emd_offset(p);
     size_t tc = (size_t)T * p->C;
     for (int b = 0; b < B; b++)   /* fixed order: b (deterministic whatever the thread count) */
         for (size_t t = 0; t < tc; t++) dE[t] += dx[(size_t)b * tc + t];

@@ -20,7 +20,8 @@
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
  *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
  *   bias         deberta                            z_ij = s_ij + [q_i . Kr_l[min(i - j, k)] + k_j . Qr_l[min(i - j, k)]] / sqrt(hs),
- *                                                   Kr, Qr learned per layer, shared by the heads (no EMD)
+ *                                                   Kr, Qr learned per layer, shared by the heads (deberta.absolute = 1:
+ *                                                   + EMD's absolute table E (Tmax, C) on the last layer's input)
  *   bias         transformer-xl                     z_ij = s_ij + [q_i . r_lh(i - j) + u_lh . k_j + v_lh . r_lh(i - j)]
  *                                                   / sqrt(hs), r_lh(d) = W_R^{lh} R_d (R_d the sinusoid of d, [sin | cos]);
  *                                                   W_R, u, v learned per layer (and head); no segment memory
