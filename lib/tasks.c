@@ -291,35 +291,65 @@ static int shuffle_words(uint32_t *cp, long n)
     return EPAR_OK;
 }
 
-static int lm_open(struct epar_task *t)
+/* The decoded text of the lm tasks, shared by every task of the process that reads the same bytes: a benchmark
+ * opens its text about ten times per lm cell (training, evaluation at each length, the cost cell), and decoding
+ * 4.3 M characters into 40 MB of fresh pages took 0.1-0.3 s each time, more than training some cells. The text
+ * is read every time and compared byte for byte with the entry's, so a file edited between two opens is decoded
+ * again. An entry is immutable once made; tasks hold a reference; entries no task holds are kept for the next
+ * open (at most LM_TEXTS_KEPT of them) and freed at exit. */
+#define LM_TEXTS_KEPT 4
+struct epar_task_text {
+    struct epar_task_text *next;
+    char *raw;                  /* the bytes read */
+    size_t len;
+    int shuffle;
+    char source[512];
+    int refs;
+    int V;
+    long n;
+    int *ids;                   /* (n) token ids */
+    uint32_t *chars;            /* (V) code points, ascending */
+};
+static pthread_mutex_t lm_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct epar_task_text *lm_texts;
+
+static void lm_text_free(struct epar_task_text *x)
 {
-    const struct epar_task_cfg *c = &t->cfg;
-    char *text = NULL;
-    size_t len = 0;
-    int st;
-    if (c->text_path) {
-        if ((st = read_file(c->text_path, &text, &len))) return st;
-        snprintf(t->source, sizeof t->source, "%s", c->text_path);
-    } else if ((st = epar_task_kjv_text(c->cache_dir ? c->cache_dir : ".", &text, &len, t->source, sizeof t->source))) {
-        return st;
+    free(x->raw);
+    free(x->ids);
+    free(x->chars);
+    free(x);
+}
+
+__attribute__((destructor)) static void lm_texts_free(void)
+{
+    while (lm_texts) {
+        struct epar_task_text *x = lm_texts;
+        lm_texts = x->next;
+        lm_text_free(x);
     }
+}
+
+/* decode x->raw into x's token ids and vocabulary */
+static int lm_text_decode(const struct epar_task_cfg *c, struct epar_task_text *x)
+{
     const char *name = c->text_path ? c->text_path : "the Bible text";
-    uint32_t *cp = epar_err_alloc(len ? len : 1, sizeof *cp, "the decoded text");
+    uint32_t *cp = epar_err_alloc(x->len ? x->len : 1, sizeof *cp, "the decoded text");
     int32_t *map = epar_err_alloc(0x110000, sizeof *map, "the character table");
     if (!cp || !map) {
-        free(text); free(cp); free(map);
+        free(cp); free(map);
         return EPAR_ENOMEM;
     }
     size_t bad = 0;
-    long n = utf8_decode((const unsigned char *)text, len, cp, &bad);
-    free(text);
+    long n = utf8_decode((const unsigned char *)x->raw, x->len, cp, &bad);
+    int st;
     if (n < 0) {
         free(cp); free(map);
         epar_err_set(EPAR_EINVAL, "text '%s' is not UTF-8 (bad byte sequence at offset %zu)", name, bad);
         epar_err_hint("convert it, e.g. iconv -f latin1 -t utf-8");
         return EPAR_EINVAL;
     }
-    if (c->shuffle && (st = shuffle_words(cp, n))) {
+    if (x->shuffle && (st = shuffle_words(cp, n))) {
         free(cp); free(map);
         return st;
     }
@@ -329,30 +359,99 @@ static int lm_open(struct epar_task *t)
     for (uint32_t u = 0; u < 0x110000; u++)
         if (map[u]) map[u] = V++;
     st = EPAR_OK;
-    long held = (long)floor(c->holdout * (double)n);
     if (V > MAX_VOCAB) st = epar_err_set(EPAR_EINVAL, "text '%s' has %d distinct characters (at most %d)", name, V, MAX_VOCAB);
     else if (V < 2) st = epar_err_set(EPAR_EINVAL, "text '%s' has fewer than 2 distinct characters", name);
-    else if (n - held < c->length + 1 || held < c->length + 1) {
-        st = epar_err_set(EPAR_EINVAL,
-                          "text '%s' is too short for length %d: %ld characters, %ld held out (each part needs length + 1)",
-                          name, c->length, n, held);
-        epar_err_hint("use a longer text or a smaller --length");
+    if (!st) {
+        x->ids = malloc((size_t)(n ? n : 1) * sizeof *x->ids);
+        x->chars = malloc((size_t)V * sizeof *x->chars);
+        if (!x->ids || !x->chars) st = epar_err_set(EPAR_ENOMEM, "out of memory holding the text (%ld characters)", n);
     }
     if (!st) {
-        t->ids = malloc((size_t)n * sizeof *t->ids);
-        t->chars = malloc((size_t)V * sizeof *t->chars);
-        if (!t->ids || !t->chars) st = epar_err_set(EPAR_ENOMEM, "out of memory holding the text (%ld characters)", n);
-    }
-    if (!st) {
-        for (long i = 0; i < n; i++) t->ids[i] = map[cp[i]];
-        for (long i = 0; i < n; i++) t->chars[t->ids[i]] = cp[i];
-        t->V = V;
-        t->n_text = n;
-        t->n_train = n - held;
+        for (long i = 0; i < n; i++) x->ids[i] = map[cp[i]];
+        for (long i = 0; i < n; i++) x->chars[x->ids[i]] = cp[i];
+        x->V = V;
+        x->n = n;
     }
     free(cp);
     free(map);
     return st;
+}
+
+/* the decoded text of c, shared, referenced once more, into *out */
+static int lm_text_get(const struct epar_task_cfg *c, struct epar_task_text **out)
+{
+    struct epar_task_text key = {.shuffle = c->shuffle != 0};
+    int st = c->text_path ? read_file(c->text_path, &key.raw, &key.len)
+                          : epar_task_kjv_text(c->cache_dir ? c->cache_dir : ".", &key.raw, &key.len, key.source,
+                                               sizeof key.source);
+    if (st) return st;
+    if (c->text_path) snprintf(key.source, sizeof key.source, "%s", c->text_path);
+    pthread_mutex_lock(&lm_lock);   /* held while decoding: a second thread wanting the same text waits for it */
+    struct epar_task_text *x = lm_texts;
+    for (; x; x = x->next)
+        if (x->shuffle == key.shuffle && x->len == key.len && !strcmp(x->source, key.source) &&
+            !memcmp(x->raw, key.raw, key.len))
+            break;
+    if (x) {
+        free(key.raw);
+    } else if (!(x = malloc(sizeof *x))) {
+        free(key.raw);
+        st = epar_err_set(EPAR_ENOMEM, "out of memory holding the text");
+    } else {
+        *x = key;
+        if ((st = lm_text_decode(c, x))) {
+            lm_text_free(x);
+            x = NULL;
+        } else {
+            x->next = lm_texts;
+            lm_texts = x;
+            int kept = 0;   /* forget the oldest texts no task holds */
+            for (struct epar_task_text **p = &lm_texts; *p;) {
+                if ((*p)->refs == 0 && *p != x && ++kept >= LM_TEXTS_KEPT) {
+                    struct epar_task_text *old = *p;
+                    *p = old->next;
+                    lm_text_free(old);
+                } else {
+                    p = &(*p)->next;
+                }
+            }
+        }
+    }
+    if (x) x->refs++;
+    pthread_mutex_unlock(&lm_lock);
+    *out = x;
+    return st;
+}
+
+static void lm_text_put(struct epar_task_text *x)
+{
+    if (!x) return;
+    pthread_mutex_lock(&lm_lock);
+    x->refs--;
+    pthread_mutex_unlock(&lm_lock);
+}
+
+static int lm_open(struct epar_task *t)
+{
+    const struct epar_task_cfg *c = &t->cfg;
+    struct epar_task_text *x;
+    int st = lm_text_get(c, &x);
+    if (st) return st;
+    t->text = x;
+    t->ids = x->ids;
+    t->chars = x->chars;
+    t->V = x->V;
+    t->n_text = x->n;
+    snprintf(t->source, sizeof t->source, "%s", x->source);
+    long held = (long)floor(c->holdout * (double)x->n);
+    t->n_train = x->n - held;
+    if (x->n - held < c->length + 1 || held < c->length + 1) {
+        epar_err_set(EPAR_EINVAL, "text '%s' is too short for length %d: %ld characters, %ld held out (each part needs length + 1)",
+                     c->text_path ? c->text_path : "the Bible text", c->length, x->n, held);
+        epar_err_hint("use a longer text or a smaller --length");
+        return EPAR_EINVAL;
+    }
+    return EPAR_OK;
 }
 
 static void lm_train_batch(struct epar_task *t, gsl_rng *r, int B, int *tok, int *tgt, float *mask)
@@ -876,11 +975,14 @@ int epar_task_open(struct epar_task *t, const struct epar_task_cfg *c)
 
 void epar_task_close(struct epar_task *t)
 {
-    free(t->ids); free(t->chars); free(t->eval_tok); free(t->eval_tgt); free(t->eval_mask); free(t->perm);
+    lm_text_put(t->text);
+    t->text = NULL;
+    free(t->eval_tok); free(t->eval_tgt); free(t->eval_mask); free(t->perm);
     free(t->slots); free(t->eval_group); free(t->counts); free(t->pool_tok); free(t->pool_tgt); free(t->pool_mask);
     t->pool_tok = t->pool_tgt = NULL;
     t->pool_mask = NULL;
-    t->ids = t->eval_tok = t->eval_tgt = t->slots = t->eval_group = t->counts = NULL;
+    t->ids = NULL;
+    t->eval_tok = t->eval_tgt = t->slots = t->eval_group = t->counts = NULL;
     t->chars = NULL;
     t->eval_mask = NULL;
     t->perm = NULL;

@@ -89,9 +89,10 @@ struct epar_task {
     const struct epar_task_info *info;
     int V;                      /* vocabulary size */
     /* lm */
-    int *ids;                   /* (n_text) token ids of the text */
+    struct epar_task_text *text; /* the decoded text, shared by the tasks of the process that read it */
+    const int *ids;             /* (n_text) token ids of the text */
     long n_text, n_train;       /* characters; the first n_train are for training */
-    uint32_t *chars;            /* (V) the code point of every token id, ascending */
+    const uint32_t *chars;      /* (V) the code point of every token id, ascending */
     char source[512];           /* where the text came from */
     /* recall */
     int *eval_tok, *eval_tgt;   /* (eval_sequences, T) */

@@ -72,7 +72,25 @@ static void test_lm(void)
     epar_rng_free(r);
     double m = epar_task_metric(&t, log(2.0) * 1.5, 0, 10);
     check_rel(m, 1.5, 1e-12, "bits per character = loss / ln 2");
+    /* the decoded text is shared by the tasks reading the same bytes, and read again when they change */
+    struct epar_task t2;
+    c.length = 4;
+    check_int(epar_task_open(&t2, &c), EPAR_OK, "open the same text again (another length)");
+    check_true(t2.ids == t.ids && t2.n_text == 90 && t2.n_train == 72, "the same text: one decoded copy, shared");
+    c.shuffle = 1;
+    epar_task_close(&t2);
+    check_int(epar_task_open(&t2, &c), EPAR_OK, "open the text with its words shuffled");
+    check_true(t2.ids != t.ids, "shuffled: its own copy");
+    epar_task_close(&t2);
+    c.shuffle = 0;
     epar_task_close(&t);
+    for (char *q = text; *q; q++)   /* the same size, other bytes */
+        if (*q == 'a') *q = 'b';
+    write_text(text);
+    check_int(epar_task_open(&t2, &c), EPAR_OK, "open the edited text");
+    check_int(t2.V, 9, "an edited file is decoded again (no a any more)");
+    epar_task_close(&t2);
+    c.length = 8;
     /* errors */
     c.length = 40;
     check_int(epar_task_open(&t, &c), EPAR_EINVAL, "a text too short for the length is refused");
