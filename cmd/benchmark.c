@@ -35,9 +35,8 @@ static void fmt_time(double s, char *buf, size_t n)
 /* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism), on one thread as
  * the cells run, in the thread's CPU time (threads of the previous step of run-all still spinning on the other
  * core made three wall-clock steps look twelve times slower) */
-static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
+static double calibrate_one(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
 {
-    int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     struct epar_bench_cell cell = plan->cells[k];
     if (cell.task < 0) {
@@ -62,8 +61,23 @@ static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_
         }
     }
     epar_exp_train_free(&r);
-    omp_set_num_threads(threads);
     return spw;
+}
+
+/* the same, `jobs` copies at once as the cells will run: cells side by side are each 20-30 % slower than alone
+ * (shared caches and memory; measured on 2 cores), and one copy alone made the first estimate of a quick run-all
+ * 15 minutes for 22 */
+static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, int jobs)
+{
+    int threads = omp_get_max_threads(), n = 0;
+    double sum = 0;
+#pragma omp parallel num_threads(jobs) reduction(+ : sum, n)
+    {
+        double s = calibrate_one(c, plan, k);
+        if (isfinite(s)) sum += s, n++;
+    }
+    omp_set_num_threads(threads);
+    return n ? sum / n : NAN;
 }
 
 static int parse_shard(const char *s, int *k, int *n)
@@ -234,15 +248,19 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
             pending[j - 1] = tmp;
         }
     rs.total = np + cost_pending;
-    /* the estimate: each task's own seconds per unit of weight (a few steps of one of its cells: small models
-     * use the cores less well per FLOP than the cost cell's), times the weight of its pending cells */
-    double spw[EPAR_BENCH_MAX_TASKS + 1], est_s = 0;
-    for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++) spw[t] = NAN;
+    /* the estimate: each task's and mechanism's own seconds per unit of weight (a few steps of one of its cells:
+     * small models use the cores less well per FLOP than the cost cell's, and T5 or Shaw cost more than none),
+     * times the weight of its pending cells */
+    static double spw[EPAR_BENCH_MAX_TASKS + 1][EPAR_MECH_COUNT];
+    double est_s = 0;
+    for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
+        for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
     for (int i = 0; i < np + cost_pending; i++) {
         int k = i < np ? pending[i] : plan->n - 1;   /* the cost cell last */
-        int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task;
-        if (isnan(spw[t])) spw[t] = calibrate(cfg, plan, k);
-        est_s += spw[t] * plan->cells[k].weight;
+        int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task, m = plan->cells[k].mech;
+        if (t == EPAR_BENCH_MAX_TASKS) m = 0;
+        if (isnan(spw[t][m])) spw[t][m] = calibrate(cfg, plan, k, np > jobs ? jobs : (np ? np : 1));
+        est_s += spw[t][m] * plan->cells[k].weight;
     }
     char est[32], own[96] = "";
     fmt_time(est_s / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
