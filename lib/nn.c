@@ -240,12 +240,24 @@ static int nn_portable;
 void epar_nn_set_portable(int portable) { nn_portable = portable != 0; }
 int epar_nn_simd(void) { return !nn_portable && epar_stream_simd(); }
 
-static void gelu_block_c(float *out, float *dinp, const float *inp, const float *dout, int n)
+/* out (n) = gelu(inp) and, sv non-NULL, sv (n) = s; or (out NULL) dinp (n) = gelu'(inp) dout, with s read from sv
+ * when given (the forward's, bit for bit the same) instead of computed again */
+static void gelu_block_c(float *out, float *dinp, const float *inp, const float *dout, float *sv, int n)
 {
     for (int i = 0; i < n; i++) {
-        float x = inp[i], u = GELU_K * (x + GELU_A * x * x * x), s = 1.0f / (1.0f + expf(-2.0f * u));
-        if (out) out[i] = x * s;
-        else dinp[i] = (s + 2.0f * x * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_A * x * x)) * dout[i];
+        float x = inp[i], s;
+        if (out || !sv) {
+            float u = GELU_K * (x + GELU_A * x * x * x);
+            s = 1.0f / (1.0f + expf(-2.0f * u));
+        } else {
+            s = sv[i];
+        }
+        if (out) {
+            out[i] = x * s;
+            if (sv) sv[i] = s;
+        } else {
+            dinp[i] = (s + 2.0f * x * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_A * x * x)) * dout[i];
+        }
     }
 }
 
@@ -301,27 +313,41 @@ static void softmax_row_backward_c(float *d, const float *a, const float *s, con
 #include <immintrin.h>
 __m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
 
-/* out (n) = gelu(inp), or (out NULL) dinp (n) = gelu'(inp) dout; the same arithmetic as gelu_block_c */
-static void gelu_block_avx2(float *out, float *dinp, const float *inp, const float *dout, int n)
+/* gelu_block_c 8 lanes at a time: the same arithmetic */
+static void gelu_block_avx2(float *out, float *dinp, const float *inp, const float *dout, float *sv, int n)
 {
     const __m256 k = _mm256_set1_ps(GELU_K), a = _mm256_set1_ps(GELU_A), one = _mm256_set1_ps(1.0f);
     const __m256 m2 = _mm256_set1_ps(-2.0f), two = _mm256_set1_ps(2.0f), a3 = _mm256_set1_ps(3.0f * GELU_A);
     for (int i = 0; i < n; i += 8) {
         int w = n - i < 8 ? n - i : 8;
-        float xb[8] = {0}, db[8] = {0}, ob[8];
-        const float *xp = inp + i, *dp = out ? NULL : dout + i;
+        float xb[8] = {0}, db[8] = {0}, sb[8] = {0}, ob[8];
+        const float *xp = inp + i, *dp = out ? NULL : dout + i, *sp = sv && !out ? sv + i : NULL;
         if (w < 8) {   /* the tail, padded */
             memcpy(xb, xp, (size_t)w * sizeof(float));
             if (dp) memcpy(db, dp, (size_t)w * sizeof(float));
+            if (sp) memcpy(sb, sp, (size_t)w * sizeof(float));
             xp = xb;
             dp = dp ? db : NULL;
+            sp = sp ? sb : NULL;
         }
-        __m256 x = _mm256_loadu_ps(xp), x2 = _mm256_mul_ps(x, x);
-        __m256 u = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(a, x2), x)));
-        __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_mul_ps(m2, u))));
+        __m256 x = _mm256_loadu_ps(xp), x2 = _mm256_mul_ps(x, x), s;
+        if (sp) {
+            s = _mm256_loadu_ps(sp);
+        } else {
+            __m256 u = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(a, x2), x)));
+            s = _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_mul_ps(m2, u))));
+        }
         __m256 r;
         if (out) {
             r = _mm256_mul_ps(x, s);
+            if (sv) {
+                if (w == 8) {
+                    _mm256_storeu_ps(sv + i, s);
+                } else {
+                    _mm256_storeu_ps(ob, s);
+                    memcpy(sv + i, ob, (size_t)w * sizeof(float));
+                }
+            }
         } else {
             __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), s), _mm256_sub_ps(one, s));
             t = _mm256_mul_ps(_mm256_mul_ps(t, k), _mm256_add_ps(one, _mm256_mul_ps(a3, x2)));
@@ -581,23 +607,31 @@ static void att_values_t(float *D, int ldd, const float *P, int ldp, const float
     }
 }
 
-static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, size_t n)
+static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, float *sv, size_t n)
 {
-    void (*f)(float *, float *, const float *, const float *, int) = epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
+    void (*f)(float *, float *, const float *, const float *, float *, int) =
+        epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
     size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
 #pragma omp parallel for schedule(static) PAR(n)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * EW_BLOCK;
         int w = (int)(n - i0 < EW_BLOCK ? n - i0 : EW_BLOCK);
-        f(out ? out + i0 : NULL, out ? NULL : dinp + i0, inp + i0, out ? NULL : dout + i0, w);
+        f(out ? out + i0 : NULL, out ? NULL : dinp + i0, inp + i0, out ? NULL : dout + i0, sv ? sv + i0 : NULL, w);
     }
 }
 
-void epar_nn_gelu_forward(float *out, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, n); }
+void epar_nn_gelu_forward(float *out, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, NULL, n); }
+
+void epar_nn_gelu_forward_keep(float *out, float *s, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, s, n); }
+
+void epar_nn_gelu_backward_kept(float *dinp, const float *inp, const float *s, const float *dout, size_t n)
+{
+    gelu_run(NULL, dinp, inp, dout, (float *)s, n);   /* read only: the backward never writes s */
+}
 
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-    gelu_run(NULL, dinp, inp, dout, n);
+    gelu_run(NULL, dinp, inp, dout, NULL, n);
 }
 
 /* ---- relative tables (Shaw; Transformer-XL adds a table per head, u and v; DeBERTa a second table, Qr) ---- */
@@ -1349,7 +1383,7 @@ static size_t act_floats(const struct epar_nn_config *c, size_t *out_att)
            + 4 * L * BT * C          /* ln1, atty, residual2, ln2 */
            + L * BT * 3 * C          /* qkv */
            + 2 * att                 /* preatt, att */
-           + 2 * L * BT * c->F       /* fch, fch_gelu */
+           + 3 * L * BT * c->F       /* fch, fch_gelu, fch_s */
            + L * BT * C              /* residual3 */
            + BT * C                  /* lnf */
            + 4 * L * BT              /* ln1/ln2 mean, rstd */
@@ -1415,6 +1449,7 @@ static void point_acts(float *mem, const struct epar_nn_config *c, struct epar_n
     CARVE(att, att);
     CARVE(fch, L * BT * c->F);
     CARVE(fch_gelu, L * BT * c->F);
+    CARVE(fch_s, L * BT * c->F);
     CARVE(residual3, L * BT * C);
     CARVE(lnf, BT * C);
     CARVE(ln1_mean, L * BT);
@@ -1709,7 +1744,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
                                                                 res2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C));
         PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward(fch, ln2, p->fcw + (size_t)l * F * C, p->fcb + (size_t)l * F,
                                                           N, C, F, 0));
-        PROF(m, EPAR_NN_OP_GELU, epar_nn_gelu_forward(fchg, fch, nF));
+        PROF(m, EPAR_NN_OP_GELU, epar_nn_gelu_forward_keep(fchg, LAYER(a->fch_s, l, nF), fch, nF));
         PROF(m, EPAR_NN_OP_LINEAR, epar_nn_matmul_forward_res(res3, res2, fchg, p->fcprojw + (size_t)l * C * F,
                                                               p->fcprojb + (size_t)l * C, N, F, C));
     }
@@ -1774,7 +1809,8 @@ void epar_nn_backward(struct epar_nn *m)
         PROF(m, EPAR_NN_OP_LINEAR_BWD,
              epar_nn_matmul_backward(s->dfch, g->fcprojw + (size_t)l * C * F, g->fcprojb + (size_t)l * C, s->dres,
                                      LAYER(a->fch_gelu, l, nF), p->fcprojw + (size_t)l * C * F, N, F, C, 0, s->part));
-        PROF(m, EPAR_NN_OP_GELU_BWD, epar_nn_gelu_backward(s->dfch, LAYER(a->fch, l, nF), s->dfch, nF));
+        PROF(m, EPAR_NN_OP_GELU_BWD,
+             epar_nn_gelu_backward_kept(s->dfch, LAYER(a->fch, l, nF), LAYER(a->fch_s, l, nF), s->dfch, nF));
         PROF(m, EPAR_NN_OP_LINEAR_BWD,
              epar_nn_matmul_backward(s->dln, g->fcw + (size_t)l * F * C, g->fcb + (size_t)l * F, s->dfch,
                                      LAYER(a->ln2, l, nC), p->fcw + (size_t)l * F * C, N, C, F, 0, s->part));

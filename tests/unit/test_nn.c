@@ -229,6 +229,23 @@ static void test_gelu(void)
     double pd = 0;
     for (int i = 0; i < n; i++) pd = fmax(pd, fabs(y[i] - yp[i]) / (fabs(yp[i]) + 1e-30));
     check_true(pd < 4e-6, "gelu: AVX2 path and portable path agree to 4e-6 relative (%.2g)", pd);
+    /* the model's form: the forward keeps s, the backward reads it; the bits of the plain form on both paths (a length
+     * that is not a multiple of 8: the tail too) */
+    int same[2] = {1, 1};
+    for (int path = 0; path < 2; path++) {
+        epar_nn_set_portable(path);
+        float s[200], yk[200], dk[200], d0[200], g[200];
+        for (int i = 0; i < n; i++) g[i] = 0.5f + 0.01f * (float)i;
+        epar_nn_gelu_forward(y, x, 197);
+        epar_nn_gelu_backward(d0, x, g, 197);
+        epar_nn_gelu_forward_keep(yk, s, x, 197);
+        memcpy(dk, g, sizeof dk);
+        epar_nn_gelu_backward_kept(dk, x, s, dk, 197);   /* in place, as the model calls it */
+        same[path] = !memcmp(y, yk, 197 * sizeof *y) && !memcmp(d0, dk, 197 * sizeof *d0);
+    }
+    epar_nn_set_portable(0);
+    check_true(same[0] && same[1], "gelu with s kept: forward and backward bit-identical to the plain form (AVX2 %d, C %d)",
+               same[0], same[1]);
 }
 
 static void test_crossentropy(void)
