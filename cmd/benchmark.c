@@ -507,9 +507,10 @@ int cmd_benchmark(int argc, char **argv)
     snprintf(root, sizeof root, "%s/benchmark", c.out);
     if (!st) st = epar_bench_plan(&cfg, &plan);
     if (st) goto done;
-    /* staging folders of cells a killed run left (cells/<task>/<mechanism>/seed-<s>.tmp-...): a folder another
-     * process (a shard, an MPI rank) is writing holds its lock and stays (lib/outdir.h) */
-    int swept = epar_out_sweep(root, 3);
+    /* staging folders a killed run left, of its cells (cells/<task>/<mechanism>/seed-<s>.tmp-...) and of its tables
+     * (benchmark.tmp-...: killed while writing them): a folder another process (a shard, an MPI rank) is writing
+     * holds its lock and stays (lib/outdir.h) */
+    int swept = epar_out_sweep(root, 3) + epar_out_sweep_section(c.out, "benchmark");
     if (swept) cli_progress(&c, "benchmark: removed %d staging folder(s) left by a killed run", swept);
 
     if (merging) {

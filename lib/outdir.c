@@ -174,6 +174,13 @@ int epar_out_sweep(const char *dir, int depth)
     return sweep_at(dir, "", depth);
 }
 
+int epar_out_sweep_section(const char *root, const char *section)
+{
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", section);
+    return sweep_at(root, prefix, 0);
+}
+
 int epar_out_begin(struct epar_out *o, const char *root, const char *section)
 {
     memset(o, 0, sizeof *o);
@@ -187,9 +194,7 @@ int epar_out_begin(struct epar_out *o, const char *root, const char *section)
         return EPAR_EIO;
     }
     pthread_once(&host_once, host_init);
-    char prefix[80];
-    snprintf(prefix, sizeof prefix, "%s.tmp-", section);
-    sweep_at(root, prefix, 0); /* what a killed run of this section left */
+    epar_out_sweep_section(root, section); /* what a killed run of this section left */
     if (snprintf(o->final_dir, sizeof o->final_dir, "%s/%s", root, section) >= (int)sizeof o->final_dir ||
         snprintf(o->stage_dir, sizeof o->stage_dir, "%s/%s.tmp-%s-%ld-XXXXXX", root, section, host_tag,
                  (long)getpid()) >= (int)sizeof o->stage_dir)

@@ -55,6 +55,9 @@ void epar_out_abort_all(void);
 /* Remove the staging folders under dir, down to `depth` levels of sub-folders, that no running process owns
  * (the rule above); for a store kept across runs (the benchmark's cells/). Returns how many were removed. */
 int epar_out_sweep(const char *dir, int depth);
+/* Remove the staging folders of `section` in root that no running process owns (what epar_out_begin does first);
+ * returns how many were removed. */
+int epar_out_sweep_section(const char *root, const char *section);
 
 /* A file written all or nothing, with every write checked: epar_out_fopen opens <path>.tmp.<pid> (a path
  * that exists and is not a regular file, e.g. /dev/full or a FIFO, is refused), the caller writes w->f
