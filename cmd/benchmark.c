@@ -251,19 +251,18 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
     /* the estimate: each task's and mechanism's own seconds per unit of weight (a few steps of one of its cells:
      * small models use the cores less well per FLOP than the cost cell's, and T5 or Shaw cost more than none),
      * times the weight of its pending cells */
-    static double spw[EPAR_BENCH_MAX_TASKS + 1][EPAR_MECH_COUNT];
-    double est_s = 0;
+    double spw[EPAR_BENCH_MAX_TASKS + 1][EPAR_MECH_COUNT], est_s = 0;
+    int at_once = np > jobs ? jobs : (np ? np : 1);   /* cells side by side */
     for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
         for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
     for (int i = 0; i < np + cost_pending; i++) {
-        int k = i < np ? pending[i] : plan->n - 1;   /* the cost cell last */
+        int k = i < np ? pending[i] : plan->n - 1;   /* the cost cell last (its mech is 0) */
         int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task, m = plan->cells[k].mech;
-        if (t == EPAR_BENCH_MAX_TASKS) m = 0;
-        if (isnan(spw[t][m])) spw[t][m] = calibrate(cfg, plan, k, np > jobs ? jobs : (np ? np : 1));
+        if (isnan(spw[t][m])) spw[t][m] = calibrate(cfg, plan, k, at_once);
         est_s += spw[t][m] * plan->cells[k].weight;
     }
     char est[32], own[96] = "";
-    fmt_time(est_s / (np > jobs ? jobs : (np ? np : 1)), est, sizeof est);
+    fmt_time(est_s / at_once, est, sizeof est);
     int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
     if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
         snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);

@@ -674,7 +674,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
                 /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
-                cell->weight = cell_weight(c, &w, i < cost) * (i < cost ? 1 : (double)cost_steps_least / (double)w.optim.steps);
+                cell->weight = i < cost ? cell_weight(c, &w, 1)
+                                        : cell_weight(c, &w, 0) * (double)cost_steps_least / (double)w.optim.steps;
             }
         }
     }
