@@ -371,6 +371,15 @@ static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... th
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 
+/* lane k < w: t[w-1-k], from one masked load of t[0 .. w-1] (lanes from w on: 0); the tail of a row, whose last w
+ * keys are at distances w-1 .. 0 (a scalar gather there stalled on its stores, read back as a vector) */
+static inline __m256 tail_rev(const float *t, __m256i m, int w)
+{
+    __m256i idx = _mm256_and_si256(_mm256_sub_epi32(_mm256_set1_epi32(w - 1), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                   _mm256_set1_epi32(7));
+    return _mm256_permutevar8x32_ps(_mm256_maskload_ps(t, m), idx);
+}
+
 /* lanes j .. j+w-1 of row i (w <= 8): z, with fac and bias read at distances i-j-7 .. i-j reversed, pr at j..; -inf in
  * the lanes from w on */
 static inline __m256 row_z(const float *s, const float *fac, const float *bias, const float *pr, int i, int j, int w)
@@ -384,15 +393,8 @@ static inline __m256 row_z(const float *s, const float *fac, const float *bias, 
     }
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 z = _mm256_maskload_ps(s + j, m);   /* lanes from w on: 0, memory not read */
-    if (fac || bias) {   /* the tables are read backwards from i - j: gather the w lanes */
-        float fb[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bb[8] = {0};
-        for (int k = 0; k < w; k++) {
-            if (fac) fb[k] = fac[i - j - k];
-            if (bias) bb[k] = bias[i - j - k];
-        }
-        if (fac) z = _mm256_mul_ps(z, _mm256_loadu_ps(fb));
-        if (bias) z = _mm256_add_ps(z, _mm256_loadu_ps(bb));
-    }
+    if (fac) z = _mm256_mul_ps(z, tail_rev(fac, m, w));   /* the row's last w keys: i - j = w - 1 */
+    if (bias) z = _mm256_add_ps(z, tail_rev(bias, m, w));
     if (pr) z = _mm256_add_ps(z, _mm256_maskload_ps(pr + j, m));
     return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z, _mm256_castsi256_ps(m));
 }
@@ -438,17 +440,18 @@ static void softmax_row_avx2(float *a, const float *s, const float *fac, const f
                             _mm256_mul_ps(zt, inv));
 }
 
-/* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version) */
-static void softmax_row_backward_avx2(float *d, const float *a, const float *fac, int i)
+/* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version); the tail's lanes are
+ * written whole when row i may be written up to lim (the caller zeroes the keys after i), else w of them */
+static void softmax_row_backward_avx2(float *d, const float *a, const float *fac, int i, int lim)
 {
-    int n = i + 1, n8 = n & ~7;
-    __m256 vdot = _mm256_setzero_ps();
-    float ab[8] = {0}, db[8] = {0}, fb[8];
+    int n = i + 1, n8 = n & ~7, w = n - n8;
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 vdot = _mm256_setzero_ps(), at = vdot, dt = vdot;
     for (int j = 0; j < n8; j += 8) vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(d + j)));
-    if (n8 < n) {
-        memcpy(ab, a + n8, (size_t)(n - n8) * sizeof(float));
-        memcpy(db, d + n8, (size_t)(n - n8) * sizeof(float));
-        vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_loadu_ps(db)));
+    if (w) {   /* lanes from w on: 0 */
+        at = _mm256_maskload_ps(a + n8, m);
+        dt = _mm256_maskload_ps(d + n8, m);
+        vdot = _mm256_add_ps(vdot, _mm256_mul_ps(at, dt));
     }
     __m256 dot = _mm256_set1_ps(hsum8(vdot));
     for (int j = 0; j < n8; j += 8) {
@@ -456,14 +459,16 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
         if (fac) dz = _mm256_mul_ps(dz, rev8(_mm256_loadu_ps(fac + i - j - 7)));
         _mm256_storeu_ps(d + j, dz);
     }
-    if (n8 < n) {
-        __m256 dz = _mm256_mul_ps(_mm256_loadu_ps(ab), _mm256_sub_ps(_mm256_loadu_ps(db), dot));
-        if (fac) {
-            for (int k = 0; k < 8; k++) fb[k] = n8 + k < n ? fac[i - n8 - k] : 0.0f;
-            dz = _mm256_mul_ps(dz, _mm256_loadu_ps(fb));
+    if (w) {
+        __m256 dz = _mm256_mul_ps(at, _mm256_sub_ps(dt, dot));
+        if (fac) dz = _mm256_mul_ps(dz, tail_rev(fac, m, w));
+        if (n8 + 8 <= lim) {
+            _mm256_storeu_ps(d + n8, dz);
+        } else {
+            float db[8];
+            _mm256_storeu_ps(db, dz);
+            memcpy(d + n8, db, (size_t)w * sizeof(float));
         }
-        _mm256_storeu_ps(db, dz);
-        memcpy(d + n8, db, (size_t)(n - n8) * sizeof(float));
     }
 }
 /* ---- the attention's products (AVX2 + FMA) ----
@@ -1140,7 +1145,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                     att_scores(dA, T, dO, C, Vv, C3, vt, ldk, vbuf, i0, i1, hs, 1.0f);
                     for (int i = i0; i < i1; i++) {
                         float *d = dA + (size_t)i * T;
-                        if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                        if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
                         else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
                         for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
                     }
@@ -1173,7 +1178,7 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
                 /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
                 for (int i = i0; i < i1; i++) {
                     float *d = dA + (size_t)i * T;
-                    if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i);
+                    if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
                     else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
                     for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
                 }
