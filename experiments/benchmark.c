@@ -529,6 +529,8 @@ void epar_bench_cost_design(const struct epar_bench_cfg *c, struct cost_design *
  * that model's weights and optimiser state in the caches and is faster: 2-5 % here, bench/README.md): a unit that
  * would start with the last step's model waits for the next, and when all would, a step of another model is put
  * in between (a spacer: timed, in no pair) */
+int epar_bench_cost_turn(const struct cost_design *d, int B) { return d->n_oth && !(B & 1) ? d->oth[B / 2 % d->n_oth] : -1; }
+
 int epar_bench_cost_block(const struct cost_design *d, int B, int prev, int *seq, int *pa, int *pb)
 {
     int order[2 * EPAR_MECH_COUNT + 1], flip[2 * EPAR_MECH_COUNT + 1], nu = 0, n = 0;
@@ -536,8 +538,8 @@ int epar_bench_cost_block(const struct cost_design *d, int B, int prev, int *seq
         order[nu] = d->dec[i];
         flip[nu++] = B & 1;
     }
-    if (d->n_oth && !(B & 1)) {   /* every other block: its turn T = B / 2 */
-        order[nu] = d->oth[B / 2 % d->n_oth];
+    if (epar_bench_cost_turn(d, B) >= 0) {   /* every other block: its turn T = B / 2 */
+        order[nu] = epar_bench_cost_turn(d, B);
         flip[nu++] = (B / 2 / d->n_oth) & 1;
     }
     /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */

@@ -143,6 +143,7 @@ static const struct epar_field cost_mech_rows[] = {
     {.key = "attention_seconds", .type = EPAR_FIELD_DLIST, .offset = offsetof(CM, attention),
      .count_offset = offsetof(CM, n_attention), .max = EPAR_BENCH_MAX_COST_STEPS,
      .flags = EPAR_FIELD_ALLOC | (EPAR_FIELD_EMPTY_OK)},
+    {.key = "warm_steps", .type = EPAR_FIELD_INT, .offset = offsetof(CM, warm_steps), .lo = 0, .hi = 1e9},
     {0}};
 #undef CM
 #define CP struct cost_pair
@@ -193,7 +194,7 @@ static const struct epar_field cost_cell_rows[] = {
 #define HEADS_DESIGN "epar inspect's summaries over 16 items, per head: fixed-pattern correlations and head similarity"
 
 /* what the cost cell does (in its configuration: a cell of an earlier design is redone) */
-#define COST_DESIGN "adjacent step pairs in generations of fresh models at random places; mean of the generations' median log ratios, t interval"
+#define COST_DESIGN "adjacent step pairs in generations of fresh models at random places, a model in turn warmed by an untimed step; mean of the generations' median log ratios, t interval"
 
 /* the configuration a cell folder was run with (whichever its kind) */
 struct cell_head {
@@ -494,7 +495,7 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         return epar_err_set(EPAR_ENOMEM, "out of memory timing the mechanisms");
     }
     for (int m = 0; m < M; m++, scratch += 2 * cap)
-        x.mech[m] = (struct cost_mech){epar_bench_mech_name(c, m), 0, 0, scratch, scratch + cap, 0, 0};
+        x.mech[m] = (struct cost_mech){epar_bench_mech_name(c, m), 0, 0, scratch, scratch + cap, 0, 0, 0};
     for (int p = 0; p < d.n_pair; p++, scratch += 3 * (size_t)Bmax)
         x.pair[p] = (struct cost_pair){epar_bench_mech_name(c, d.unit[p].a), epar_bench_mech_name(c, d.unit[p].b),
                                        d.decides[p], scratch, scratch + Bmax, scratch + 2 * (size_t)Bmax, 0, 0, 0};
@@ -543,6 +544,22 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
         for (int b = 0; b < GB && !st && x.blocks < Bmax; b++) {
             for (int m = 0; m < M; m++) full |= x.mech[m].n_step > EPAR_BENCH_MAX_COST_STEPS - COST_MAX_SEQ;
             if (full) break;
+            /* the models of the unit in turn (set up once) take one untimed step first: a model left alone for
+             * seconds here ran its next step up to 3.5x slower in the thread's CPU time (every op of the forward,
+             * no page faults; the step after it at full speed), which no user's training sees; the block does not
+             * then start with that model (no two steps in a row) */
+            int u = epar_bench_cost_turn(&d, x.blocks);
+            for (int e = 0; u >= 0 && e < 2 && !st; e++) {
+                int w = e ? d.unit[u].b : d.unit[u].a;
+                if (w < 0 || d.fresh[w]) continue;
+                double w0 = epar_nn_thread_cpu();
+                runs[w].until = runs[w].step + 1;
+                st = epar_exp_train_loop(&runs[w]);
+                x.setup_seconds += epar_nn_thread_cpu() - w0;
+                x.mech[w].warm_steps++;
+                prev = w;
+            }
+            if (st) break;
             int n = epar_bench_cost_block(&d, x.blocks, prev, seq, pa, pb);
             prev = seq[n - 1];
             for (int i = 0; i < n && !st; i++) {

@@ -46,6 +46,8 @@ int epar_bench_mech_index(const struct epar_bench_cfg *c, enum epar_mech_id id);
 static inline int is_epar(enum epar_mech_id id) { return id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED; }
 /* the cost cell's design from the grid's mechanisms */
 void epar_bench_cost_design(const struct epar_bench_cfg *c, struct cost_design *d);
+/* the unit in turn in block B of the cost cell (an index into d->unit), -1 in a block without one */
+int epar_bench_cost_turn(const struct cost_design *d, int B);
 /* block B of the cost cell as a sequence of steps (benchmark.c: the orders it follows); returns its length */
 int epar_bench_cost_block(const struct cost_design *d, int B, int prev, int *seq, int *pa, int *pb);
 
@@ -84,6 +86,7 @@ struct cost_mech {
     double bytes;
     double *step, *attention;   /* (n_step) thread CPU seconds of each timed step in order, and of its attention */
     int n_step, n_attention;
+    int warm_steps;             /* untimed steps before its turns (a model set up once: see run_cost_cell) */
 };
 
 /* a comparison: `mechanism` against `against`, timed as pairs of one step of each, adjacent in time */

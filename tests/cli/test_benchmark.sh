@@ -61,6 +61,10 @@ tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"epar-enhanced","
     tr -d ' \n' < "$b/cells/cost/cell.json" | grep -q '"mechanism":"learned-ape","against":"none","decides":false,' &&
     ok || fail "cost cell: its pairs and which decide"
 expect_grep '"blocks": 12' "$b/cells/cost/cell.json"
+# learned-ape's model, set up once, takes an untimed step before each of its 6 turns; the fresh models none
+python3 -c 'import json, sys; m = {x["mechanism"]: x["warm_steps"] for x in json.load(open(sys.argv[1]))["mechanisms"]}
+sys.exit(m != {"none": 0, "learned-ape": 6, "epar-enhanced": 0})' "$b/cells/cost/cell.json" &&
+    ok || fail "cost cell: a warm-up step before each turn of a model set up once"
 expect_grep '"generations": 4' "$b/cells/cost/cell.json"
 expect_grep '^recall,SQuAD 2.0 F1 \(retrieval QA\),short,40,curve:accuracy,1,2,' "$b/main_table.csv"
 expect_grep '^needle,' "$b/main_table.csv"
