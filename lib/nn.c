@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cblas.h>
@@ -1489,6 +1490,21 @@ static void point_scratch(float *mem, const struct epar_nn_config *c, int nthrea
 #undef CARVE
 }
 
+/* n zeroed floats for the activations and the backward's scratch (tens of MB: every pass of a step walks them): from
+ * 4 MiB on, 2 MiB aligned with transparent huge pages asked for (MADV_HUGEPAGE; the kernel may decline: then they
+ * are ordinary pages, as calloc's). free() releases it either way. */
+static float *alloc_big(size_t n, const char *what)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (n < ((size_t)1 << 20) || n > (SIZE_MAX - huge) / sizeof(float)) return epar_err_alloc(n, sizeof(float), what);
+    size_t bytes = n * sizeof(float), len = (bytes + huge - 1) & ~(huge - 1);
+    void *p = NULL;
+    if (posix_memalign(&p, huge, len)) return epar_err_alloc(n, sizeof(float), what);
+    madvise(p, len, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
+}
+
 int epar_nn_alloc(struct epar_nn *m, const struct epar_nn_config *c)
 {
     memset(m, 0, sizeof *m);
@@ -1506,8 +1522,8 @@ int epar_nn_alloc(struct epar_nn *m, const struct epar_nn_config *c)
     st = EPAR_ENOMEM;
     if (!(m->params_mem = epar_err_alloc(m->n_params, sizeof(float), "the model parameters"))) goto fail;
     if (!(m->grads_mem = epar_err_alloc(m->n_params, sizeof(float), "the gradients"))) goto fail;
-    if (!(m->acts_mem = epar_err_alloc(act_floats(c, NULL), sizeof(float), "the activations"))) goto fail;
-    if (!(m->scratch_mem = epar_err_alloc(scratch_floats(c, m->nthreads), sizeof(float), "the backward scratch")))
+    if (!(m->acts_mem = alloc_big(act_floats(c, NULL), "the activations"))) goto fail;
+    if (!(m->scratch_mem = alloc_big(scratch_floats(c, m->nthreads), "the backward scratch")))
         goto fail;
     if (!(m->a.correct = epar_err_alloc(BT, 1, "the predictions"))) goto fail;
     if (!(m->targets = epar_err_alloc(BT, sizeof *m->targets, "the targets"))) goto fail;
