@@ -363,6 +363,11 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
     }
 }
 
+static inline __m256i att_mask(int n)   /* lanes < n (masked loads and stores of a row's tail) */
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 static inline __m256 rev8(__m256 v) { return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
 
 static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... then pairs */
@@ -392,7 +397,7 @@ static inline __m256 row_z(const float *s, const float *fac, const float *bias, 
         if (pr) z = _mm256_add_ps(z, _mm256_loadu_ps(pr + j));
         return z;
     }
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i m = att_mask(w);
     __m256 z = _mm256_maskload_ps(s + j, m);   /* lanes from w on: 0, memory not read */
     if (fac) z = _mm256_mul_ps(z, tail_rev(fac, m, w));   /* the row's last w keys: i - j = w - 1 */
     if (bias) z = _mm256_add_ps(z, tail_rev(bias, m, w));
@@ -437,8 +442,7 @@ static void softmax_row_avx2(float *a, const float *s, const float *fac, const f
     for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
     if (w && n8 + 8 <= lim) _mm256_storeu_ps(a + n8, _mm256_mul_ps(zt, inv));   /* exp(-inf) inv = 0 after i */
     else if (w)
-        _mm256_maskstore_ps(a + n8, _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                            _mm256_mul_ps(zt, inv));
+        _mm256_maskstore_ps(a + n8, att_mask(w), _mm256_mul_ps(zt, inv));
 }
 
 /* as softmax_row_backward_c without the per-distance sums (learned T5/EPAR use the C version); the tail's lanes are
@@ -446,7 +450,7 @@ static void softmax_row_avx2(float *a, const float *s, const float *fac, const f
 static void softmax_row_backward_avx2(float *d, const float *a, const float *fac, int i, int lim)
 {
     int n = i + 1, n8 = n & ~7, w = n - n8;
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i m = att_mask(w);
     __m256 vdot = _mm256_setzero_ps(), at = vdot, dt = vdot;
     for (int j = 0; j < n8; j += 8) vdot = _mm256_add_ps(vdot, _mm256_mul_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(d + j)));
     if (w) {   /* lanes from w on: 0 */
@@ -481,11 +485,6 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
  *   A V and dS K:            A = the weight rows, B = the value (key) rows, k over keys;
  *   A^T dO and dS^T Q:       A = columns of the weights (lda 1, ak = T), B = the query-side rows, k over queries.
  * B's columns beyond cols are never read (masked loads), so B may be a head's slice of a wider row. */
-static inline __m256i att_mask(int n)   /* lanes < n */
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
                           float *c, ptrdiff_t ldc, float alpha)
 {
@@ -1223,7 +1222,7 @@ static double ce_row_avx2(float *p, const float *z, float mx, int V)
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
     if (v < V) {   /* the tail, -inf in the padding lanes (exp 0) */
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(V - v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i m = att_mask(V - v);
         __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
         __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(x, vm));
         float eb[8];
