@@ -538,8 +538,9 @@ int epar_bench_cost_block(const struct cost_design *d, int B, int prev, int *seq
         order[nu] = d->dec[i];
         flip[nu++] = B & 1;
     }
-    if (epar_bench_cost_turn(d, B) >= 0) {   /* every other block: its turn T = B / 2 */
-        order[nu] = epar_bench_cost_turn(d, B);
+    int turn = epar_bench_cost_turn(d, B);
+    if (turn >= 0) {   /* every other block: its turn T = B / 2 */
+        order[nu] = turn;
         flip[nu++] = (B / 2 / d->n_oth) & 1;
     }
     /* the units' order: a Fisher-Yates shuffle by a splitmix64 stream seeded with B */

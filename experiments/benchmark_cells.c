@@ -446,13 +446,13 @@ done:
     return st;
 }
 
-/* one training step of r, its thread CPU seconds and those of its attention */
+/* one training step of r, its thread CPU seconds and those of its attention into m (NULL: an untimed step) */
 static int cost_step(struct epar_train_run *r, struct cost_mech *m)
 {
     double c0 = r->step_cpu_seconds, a0 = r->model.attn_cpu_seconds;
     r->until = r->step + 1;
     int st = epar_exp_train_loop(r);
-    if (st) return st;
+    if (st || !m) return st;
     m->step[m->n_step++] = r->step_cpu_seconds - c0;
     m->attention[m->n_attention++] = r->model.attn_cpu_seconds - a0;
     return EPAR_OK;
@@ -534,8 +534,7 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
             struct epar_train_run *r = &runs[m];
             if ((st = epar_exp_train_setup(r, &tc))) break;
             r->stop = stop;
-            r->until = 1;
-            st = epar_exp_train_loop(r);
+            st = cost_step(r, NULL);
             r->model.time_attention = 1;
             x.mech[m].params = (long)r->model.n_params;
             x.mech[m].bytes = epar_exp_train_bytes(&tc, r->task.V);
@@ -553,8 +552,7 @@ static int run_cost_cell(const struct epar_bench_cfg *c, const struct epar_bench
                 int w = e ? d.unit[u].b : d.unit[u].a;
                 if (w < 0 || d.fresh[w]) continue;
                 double w0 = epar_nn_thread_cpu();
-                runs[w].until = runs[w].step + 1;
-                st = epar_exp_train_loop(&runs[w]);
+                st = cost_step(&runs[w], NULL);
                 x.setup_seconds += epar_nn_thread_cpu() - w0;
                 x.mech[w].warm_steps++;
                 prev = w;
