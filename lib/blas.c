@@ -43,6 +43,8 @@ const char *epar_blas_upgrade_core(void)
     return epar_blas_upgrade_for(epar_blas_core(), __builtin_cpu_supports("avx512f"), getenv("OPENBLAS_CORETYPE"));
 }
 
+int epar_omp_fork(double work, double threshold) { return work > threshold && omp_get_max_threads() > 1; }
+
 const char *epar_omp_wait_default(const char *policy, const char *spincount)
 {
     if ((policy && policy[0]) || (spincount && spincount[0])) return NULL;

@@ -10,6 +10,7 @@
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
 #include <omp.h>
+#include "blas.h"
 #include "err.h"
 #include "nn.h"
 #include "seams.h"
@@ -38,14 +39,37 @@
  * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. */
 #define PAR_MACS 4194304.0      /* ~40-80 us of sgemm */
 #define PAR_ELEMS 262144.0
-#define PAR(work) if ((double)(work) > PAR_ELEMS)
-#define PAR_MM(macs) if ((double)(macs) > PAR_MACS)
+/* below them a loop runs on the calling thread without a team (lib/blas.h: EPAR_OMP_FOR) */
+static inline int fork_elems(double n) { return epar_omp_fork(n, PAR_ELEMS); }
+static inline int fork_macs(double macs) { return epar_omp_fork(macs, PAR_MACS); }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* ops                                                                                               */
+
+/* row block blk of epar_nn_matmul_forward_res */
+static void mm_forward_block(float *out, const float *res, const float *inp, const float *W, const float *bias, int N,
+                             int C, int OC, int blk)
+{
+    int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
+    float *o = out + (size_t)r0 * OC;
+    const float *rs = res ? res + (size_t)r0 * OC : NULL;
+    if (bias)
+        for (int r = 0; r < rows; r++) {
+            float *orow = o + (size_t)r * OC;
+            const float *rrow = rs ? rs + (size_t)r * OC : NULL;
+            if (rrow)
+                for (int k = 0; k < OC; k++) orow[k] = rrow[k] + bias[k];
+            else
+                memcpy(orow, bias, (size_t)OC * sizeof *orow);
+        }
+    else if (rs && rs != o)
+        memcpy(o, rs, (size_t)rows * OC * sizeof *o);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
+                bias || rs ? 1.0f : 0.0f, o, OC);
+}
 
 void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, const float *W, const float *bias,
                                 int N, int C, int OC)
@@ -54,26 +78,8 @@ void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, 
      * Each row tile of out is first set to res + bias (while it is written anyway) and the product then added
      * with beta = 1: no separate pass of the bias over out afterwards, and no zeroing of out by sgemm's
      * beta = 0 (a pass of its own in OpenBLAS) when there is a bias. */
-    int nb = nblocks(N, MM_ROWS);
-#pragma omp parallel for schedule(static) PAR_MM((double)N * C * OC)
-    for (int blk = 0; blk < nb; blk++) {
-        int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
-        float *o = out + (size_t)r0 * OC;
-        const float *rs = res ? res + (size_t)r0 * OC : NULL;
-        if (bias)
-            for (int r = 0; r < rows; r++) {
-                float *orow = o + (size_t)r * OC;
-                const float *rrow = rs ? rs + (size_t)r * OC : NULL;
-                if (rrow)
-                    for (int k = 0; k < OC; k++) orow[k] = rrow[k] + bias[k];
-                else
-                    memcpy(orow, bias, (size_t)OC * sizeof *orow);
-            }
-        else if (rs && rs != o)
-            memcpy(o, rs, (size_t)rows * OC * sizeof *o);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f, inp + (size_t)r0 * C, C, W, C,
-                    bias || rs ? 1.0f : 0.0f, o, OC);
-    }
+    EPAR_OMP_FOR(fork_macs((double)N * C * OC), int, blk, nblocks(N, MM_ROWS),
+                 mm_forward_block(out, res, inp, W, bias, N, C, OC, blk));
 }
 
 void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
@@ -93,35 +99,63 @@ static void bias_part(float *pp, const float *dout, int r0, int rows, int OC)
     }
 }
 
+/* weight-gradient tile t of epar_nn_matmul_backward: dW tile (o0.., c0..) reduces over all N rows inside one sgemm
+ * (no cross-thread sum) */
+static void mm_backward_dw(float *dW, const float *dout, const float *inp, int N, int C, int OC, int t)
+{
+    int nc = nblocks(C, COL_BLOCK);
+    int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
+    int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
+                dW + (size_t)o0 * C + c0, C);
+}
+
+/* row tile blk of the input gradient, and the bias sums of its ROWS-row blocks while the tile of dout is in cache (the
+ * same blocks as a pass of their own: MM_ROWS is a multiple of ROWS) */
+static void mm_backward_dinp(float *dinp, const float *dout, const float *W, float *part, int dbias, int N, int C,
+                             int OC, int accumulate, int blk)
+{
+    int nb = nblocks(N, ROWS), r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC, OC, W, C,
+                accumulate ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
+    if (dbias)
+        for (int b = r0 / ROWS; b < nb && b * ROWS < r0 + rows; b++)
+            bias_part(part + (size_t)b * OC, dout, b * ROWS, imin(ROWS, N - b * ROWS), OC);
+}
+
+/* dbias[k] += the sum of the row blocks' partial sums, in block order */
+static void bias_sum(float *dbias, const float *part, int nb, int OC, int k)
+{
+    float acc = 0.0f;
+    for (int blk = 0; blk < nb; blk++) acc += part[(size_t)blk * OC + k];
+    dbias[k] += acc;
+}
+
 void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *dout, const float *inp,
                              const float *W, int N, int C, int OC, int accumulate_dinp, float *part)
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
-    int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), no = nblocks(OC, OUT_BLOCK), nc = nblocks(C, COL_BLOCK);
-#pragma omp parallel PAR_MM((double)N * C * OC)
+    int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), ndw = nblocks(OC, OUT_BLOCK) * nblocks(C, COL_BLOCK);
+    if (!fork_macs((double)N * C * OC)) {
+        for (int t = 0; t < ndw; t++) mm_backward_dw(dW, dout, inp, N, C, OC, t);
+        for (int blk = 0; dinp && blk < nbm; blk++)
+            mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, blk);
+        if (!dbias) return;
+        for (int blk = 0; !dinp && blk < nb; blk++)
+            bias_part(part + (size_t)blk * OC, dout, blk * ROWS, imin(ROWS, N - blk * ROWS), OC);
+        for (int k = 0; k < OC; k++) bias_sum(dbias, part, nb, OC, k);
+        return;
+    }
+#pragma omp parallel
     {
-        /* dW tile (o0.., c0..) reduces over all N rows inside one sgemm: no cross-thread sum. The weight-gradient
-         * tiles first, all loops dynamic and nowait: a thread that takes a (large) dW tile leaves the row tiles
-         * of dinp to the others, and joins them when done */
+        /* the weight-gradient tiles first, all loops dynamic and nowait: a thread that takes a (large) dW tile leaves
+         * the row tiles of dinp to the others, and joins them when done */
 #pragma omp for schedule(dynamic) nowait
-        for (int t = 0; t < no * nc; t++) {
-            int o0 = t / nc * OUT_BLOCK, cnt = imin(OUT_BLOCK, OC - o0);
-            int c0 = t % nc * COL_BLOCK, ccnt = imin(COL_BLOCK, C - c0);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cnt, ccnt, N, 1.0f, dout + o0, OC, inp + c0, C, 1.0f,
-                        dW + (size_t)o0 * C + c0, C);
-        }
+        for (int t = 0; t < ndw; t++) mm_backward_dw(dW, dout, inp, N, C, OC, t);
         if (dinp) {
 #pragma omp for schedule(dynamic) nowait
-            for (int blk = 0; blk < nbm; blk++) {
-                int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC,
-                            OC, W, C, accumulate_dinp ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
-                /* the bias sums of this tile's ROWS-row blocks while the tile of dout is in cache (the same
-                 * blocks as a pass of their own: MM_ROWS is a multiple of ROWS) */
-                if (dbias)
-                    for (int b = r0 / ROWS; b < nb && b * ROWS < r0 + rows; b++)
-                        bias_part(part + (size_t)b * OC, dout, b * ROWS, imin(ROWS, N - b * ROWS), OC);
-            }
+            for (int blk = 0; blk < nbm; blk++)
+                mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, blk);
         }
         if (dbias) {
             if (!dinp) {
@@ -131,11 +165,7 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
             }
 #pragma omp barrier
 #pragma omp for schedule(static)
-            for (int k = 0; k < OC; k++) {
-                float acc = 0.0f;
-                for (int blk = 0; blk < nb; blk++) acc += part[(size_t)blk * OC + k];
-                dbias[k] += acc;
-            }
+            for (int k = 0; k < OC; k++) bias_sum(dbias, part, nb, OC, k);
         }
     }
 }
@@ -191,9 +221,31 @@ void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float
                                const float *b, int N, int C)
 {
     /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
-#pragma omp parallel for schedule(static) PAR((double)N * C)
-    for (int r = 0; r < N; r++)
-        ln_row_forward(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C, w, b, C);
+    EPAR_OMP_FOR(fork_elems((double)N * C), int, r, N,
+                 ln_row_forward(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C, w, b, C));
+}
+
+/* row block blk of epar_nn_layernorm_backward: dinp of its rows, and its partial sums of dw and db into part */
+static void ln_backward_block(float *dinp, const float *dout, const float *inp, const float *w, const float *mean,
+                              const float *rstd, int N, int C, float *part, int blk)
+{
+    float *pw = part + (size_t)blk * 2 * C, *pb = pw + C;
+    for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
+    int r0 = blk * ROWS, r1 = imin(N, r0 + ROWS);
+    for (int r = r0; r < r1; r++)
+        ln_row_backward(dinp + (size_t)r * C, pw, pb, dout + (size_t)r * C, inp + (size_t)r * C, w, mean[r], rstd[r], C);
+}
+
+/* column c of dw and db += the blocks' partial sums, in block order */
+static void ln_backward_sum(float *dw, float *db, const float *part, int nb, int C, int c)
+{
+    float aw = 0.0f, ab = 0.0f;
+    for (int blk = 0; blk < nb; blk++) {
+        aw += part[(size_t)blk * 2 * C + c];
+        ab += part[(size_t)blk * 2 * C + C + c];
+    }
+    dw[c] += aw;
+    db[c] += ab;
 }
 
 void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -201,27 +253,17 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
 {
     /* dinp (N, C) +=, dw and db (C) +=, dout and inp (N, C), mean and rstd (N), part (ceil(N/ROWS), 2C) */
     int nb = nblocks(N, ROWS);
-#pragma omp parallel PAR((double)N * C)
+    if (!fork_elems((double)N * C)) {
+        for (int blk = 0; blk < nb; blk++) ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk);
+        for (int c = 0; c < C; c++) ln_backward_sum(dw, db, part, nb, C, c);
+        return;
+    }
+#pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (int blk = 0; blk < nb; blk++) {
-            float *pw = part + (size_t)blk * 2 * C, *pb = pw + C;
-            for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
-            int r0 = blk * ROWS, r1 = imin(N, r0 + ROWS);
-            for (int r = r0; r < r1; r++)
-                ln_row_backward(dinp + (size_t)r * C, pw, pb, dout + (size_t)r * C, inp + (size_t)r * C, w, mean[r],
-                                rstd[r], C);
-        }
+        for (int blk = 0; blk < nb; blk++) ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk);
 #pragma omp for schedule(static)
-        for (int c = 0; c < C; c++) {
-            float aw = 0.0f, ab = 0.0f;
-            for (int blk = 0; blk < nb; blk++) {
-                aw += part[(size_t)blk * 2 * C + c];
-                ab += part[(size_t)blk * 2 * C + C + c];
-            }
-            dw[c] += aw;
-            db[c] += ab;
-        }
+        for (int c = 0; c < C; c++) ln_backward_sum(dw, db, part, nb, C, c);
     }
 }
 
@@ -612,17 +654,21 @@ static void att_values_t(float *D, int ldd, const float *P, int ldp, const float
     }
 }
 
+/* element block b of gelu_run */
+static void gelu_block(void (*f)(float *, float *, const float *, const float *, float *, int), float *out,
+                       float *dinp, const float *inp, const float *dout, float *sv, size_t n, size_t b)
+{
+    size_t i0 = b * EW_BLOCK;
+    int w = (int)(n - i0 < EW_BLOCK ? n - i0 : EW_BLOCK);
+    f(out ? out + i0 : NULL, out ? NULL : dinp + i0, inp + i0, out ? NULL : dout + i0, sv ? sv + i0 : NULL, w);
+}
+
 static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, float *sv, size_t n)
 {
     void (*f)(float *, float *, const float *, const float *, float *, int) =
         epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
     size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
-#pragma omp parallel for schedule(static) PAR(n)
-    for (size_t b = 0; b < nb; b++) {
-        size_t i0 = b * EW_BLOCK;
-        int w = (int)(n - i0 < EW_BLOCK ? n - i0 : EW_BLOCK);
-        f(out ? out + i0 : NULL, out ? NULL : dinp + i0, inp + i0, out ? NULL : dout + i0, sv ? sv + i0 : NULL, w);
-    }
+    EPAR_OMP_FOR(fork_elems((double)n), size_t, b, nb, gelu_block(f, out, dinp, inp, dout, sv, n, b));
 }
 
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, NULL, n); }
@@ -674,10 +720,10 @@ static void rel_row_pk(float *rb, const float *P, int nrel, int i)
  * scale (Q + v_h) rel_h^T, and uk (T) = scale u_h . k_j); returns R, *uk NULL for Shaw. DeBERTa: also
  * *pk = P (T, nrel) = scale K rel_q^T (after R and the bias row), else NULL */
 static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, int h, int T, int hs,
-                         int C3, float scale, const float **uk, const float **pk)
+                         int C3, float scale, int tid, const float **uk, const float **pk)
 {
     int nrel = pos->nrel;
-    float *R = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
+    float *R = pos->work + (size_t)tid * rel_work(pos, T, hs);
     const float *relh = pos->rel + (size_t)h * pos->rel_head;
     *uk = NULL;
     *pk = NULL;
@@ -951,6 +997,91 @@ static void pi_backward_bh(const struct epar_nn_attn_pos *pos, const float *w, c
 /* floats of per-thread scratch pi-attention takes (lib/nnpos's scratch_pi sizes it for Tmax) */
 static size_t pi_work(int T, int hs) { return (size_t)4 * T + 3 * (size_t)hs; }
 
+/* what every (batch, head) of the attention forward shares */
+struct att_fwd {
+    float *out, *preatt, *att;
+    const float *qkv, *rel;
+    const struct epar_nn_attn_pos *pos;
+    void (*row)(float *, const float *, const float *, const float *, const float *, int, int);
+    int T, C, NH, hs, C3, fast, ldk;
+    float scale;
+};
+
+/* (batch b, head h) of epar_nn_attention_forward, on thread tid of its team (its share of pos->work) */
+static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
+{
+    float *out = x->out, *preatt = x->preatt, *att = x->att;
+    const float *qkv = x->qkv, *rel = x->rel;
+    const struct epar_nn_attn_pos *pos = x->pos;
+    void (*row)(float *, const float *, const float *, const float *, const float *, int, int) = x->row;
+    int T = x->T, C = x->C, NH = x->NH, hs = x->hs, C3 = x->C3, fast = x->fast, ldk = x->ldk;
+    float scale = x->scale;
+    const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
+    size_t bh = ((size_t)b * NH + h) * T * T;
+    float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
+    const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
+    const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
+    const float *pairh = pos && pos->pair ? pos->pair + (size_t)h * pos->pair_head : NULL;
+    if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: weights and output 0 */
+        memset(A, 0, (size_t)T * T * sizeof *A);
+        for (int t = 0; t < T; t++) memset(O + (size_t)t * C, 0, (size_t)hs * sizeof *O);
+        return;
+    }
+    if (pos && pos->kernel) {
+        kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)tid * kernel_work(T, pos->nf),
+                          T, C, hs);
+        return;
+    }
+    if (pos && pos->pair2) {
+        pi_forward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, O,
+                      pos->work + (size_t)tid * pi_work(T, hs), T, C, hs, scale);
+        return;
+    }
+    float kbuf[ATT_KT], vpk[ATT_KT];   /* K transposed (att_scores), V packed (unused on the portable path) */
+    const float *kt = NULL;
+    if (fast && (size_t)ldk * hs <= ATT_KT) {   /* every key at once, else a chunk at a time */
+        att_kt(kbuf, ldk, K, C3, T, hs);
+        kt = kbuf;
+    }
+    /* V's rows of this head packed together when they span several cache lines (hs >= 32: the products then
+     * read them in sequence; measured 6-25 % faster at hs 32 and 64, slower at hs 16) */
+    const float *vp = Vv;
+    int vld = C3;
+    if (fast && hs >= 32 && (size_t)T * hs <= ATT_KT) {
+        att_pack(vpk, Vv, C3, T, hs);
+        vp = vpk;
+        vld = hs;
+    }
+    /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
+    float *R = NULL, *rb = NULL;
+    const float *uk = NULL, *pk = NULL;
+    if (rel) {
+        R = rel_scores(pos, Q, K, h, T, hs, C3, scale, tid, &uk, &pk);
+        rb = R + (size_t)T * pos->nrel;
+    }
+    for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+        /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
+        if (fast) att_scores(S, T, Q, C3, K, C3, kt, ldk, kbuf, i0, i1, hs, scale);
+        else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
+                         C3, 0.0f, S + (size_t)i0 * T, T);
+        /* pass 2: position factor and bias, causal row softmax */
+        for (int i = i0; i < i1; i++) {
+            float *a = A + (size_t)i * T;
+            if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
+            if (pk) rel_row_pk(rb, pk, pos->nrel, i);
+            row(a, S + (size_t)i * T, fac, rel ? rb : bias, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
+            /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
+            int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
+            for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
+        }
+        /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
+        if (fast) att_values(O, C, A, T, vp, vld, i0, i1, hs, 1.0f);
+        else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv,
+                         C3, 0.0f, O + (size_t)i0 * C, C);
+    }
+}
+
 void epar_nn_attention_forward(float *out, float *preatt, float *att, const float *qkv,
                                const struct epar_nn_attn_pos *pos, int B, int T, int C, int NH)
 {
@@ -962,74 +1093,15 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     const float *rel = pos && pos->rel ? pos->rel : NULL;
     int nt = rel || (pos && (pos->kernel || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
     int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
+    struct att_fwd x = {out, preatt, att, qkv, rel, pos, row, T, C, NH, hs, C3, fast, ldk, scale};
+    if (!fork_macs((double)B * T * T * C) || nt < 2) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) att_forward_bh(&x, b, h, 0);
+        return;
+    }
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
-            size_t bh = ((size_t)b * NH + h) * T * T;
-            float *A = att + bh, *O = out + (size_t)b * T * C + h * hs, *S = preatt ? preatt + bh : A;
-            const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
-            const float *bias = pos && pos->bias ? pos->bias + (size_t)h * pos->ld : NULL;
-            const float *pairh = pos && pos->pair ? pos->pair + (size_t)h * pos->pair_head : NULL;
-            if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: weights and output 0 */
-                memset(A, 0, (size_t)T * T * sizeof *A);
-                for (int t = 0; t < T; t++) memset(O + (size_t)t * C, 0, (size_t)hs * sizeof *O);
-                continue;
-            }
-            if (pos && pos->kernel) {
-                kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf),
-                                  T, C, hs);
-                continue;
-            }
-            if (pos && pos->pair2) {
-                pi_forward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, O,
-                              pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
-                continue;
-            }
-            float kbuf[ATT_KT], vpk[ATT_KT];   /* K transposed (att_scores), V packed (unused on the portable path) */
-            const float *kt = NULL;
-            if (fast && (size_t)ldk * hs <= ATT_KT) {   /* every key at once, else a chunk at a time */
-                att_kt(kbuf, ldk, K, C3, T, hs);
-                kt = kbuf;
-            }
-            /* V's rows of this head packed together when they span several cache lines (hs >= 32: the products then
-             * read them in sequence; measured 6-25 % faster at hs 32 and 64, slower at hs 16) */
-            const float *vp = Vv;
-            int vld = C3;
-            if (fast && hs >= 32 && (size_t)T * hs <= ATT_KT) {
-                att_pack(vpk, Vv, C3, T, hs);
-                vp = vpk;
-                vld = hs;
-            }
-            /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
-            float *R = NULL, *rb = NULL;
-            const float *uk = NULL, *pk = NULL;
-            if (rel) {
-                R = rel_scores(pos, Q, K, h, T, hs, C3, scale, &uk, &pk);
-                rb = R + (size_t)T * pos->nrel;
-            }
-            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
-                int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-                /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
-                if (fast) att_scores(S, T, Q, C3, K, C3, kt, ldk, kbuf, i0, i1, hs, scale);
-                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, scale, Q + (size_t)i0 * C3, C3, K,
-                                 C3, 0.0f, S + (size_t)i0 * T, T);
-                /* pass 2: position factor and bias, causal row softmax */
-                for (int i = i0; i < i1; i++) {
-                    float *a = A + (size_t)i * T;
-                    if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
-                    if (pk) rel_row_pk(rb, pk, pos->nrel, i);
-                    row(a, S + (size_t)i * T, fac, rel ? rb : bias, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
-                    /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
-                    int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
-                    for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
-                }
-                /* pass 3: weighted sum of the values of keys 0 .. i1-1 */
-                if (fast) att_values(O, C, A, T, vp, vld, i0, i1, hs, 1.0f);
-                else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv,
-                                 C3, 0.0f, O + (size_t)i0 * C, C);
-            }
-        }
+        for (int h = 0; h < NH; h++) att_forward_bh(&x, b, h, omp_get_thread_num());
 }
 
 /* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then
@@ -1038,11 +1110,11 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
  * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h. DeBERTa's k_j . Qr[min(i - j, k)] term:
  * dP[j][min(i - j, k)] += dz_ij, dK += scale dP Qr, grel[bh]'s second table = scale dP^T K */
 static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K, float *dQ,
-                         float *dK, int h, size_t bh, int T, int hs, int C3, float scale)
+                         float *dK, int h, size_t bh, int T, int hs, int C3, float scale, int tid)
 {
     int nrel = pos->nrel;
     const float *relh = pos->rel + (size_t)h * pos->rel_head;
-    float *dR = pos->work + (size_t)omp_get_thread_num() * rel_work(pos, T, hs);
+    float *dR = pos->work + (size_t)tid * rel_work(pos, T, hs);
     float *g = pos->grel + bh * rel_gstride(pos, hs);
     /* Transformer-XL's c (T) after Q + v (T, hs) in the thread's work, summed in the same pass over dA as dR */
     float *Qv = dR + (size_t)T * (nrel + 1), *c = pos->rel_u ? Qv + (size_t)T * hs : NULL;
@@ -1088,6 +1160,114 @@ static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, co
         }
 }
 
+/* what every (batch, head) of the attention backward shares */
+struct att_bwd {
+    float *dqkv, *datt;
+    const float *dout, *qkv, *preatt, *att;
+    const struct epar_nn_attn_pos *pos;
+    int T, C, NH, hs, C3, simd, fast, ldk;
+    float scale;
+};
+
+/* (batch b, head h) of epar_nn_attention_backward, on thread tid of its team (its dA scratch, its share of pos->work) */
+static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
+{
+    float *dqkv = x->dqkv, *datt = x->datt;
+    const float *dout = x->dout, *qkv = x->qkv, *preatt = x->preatt, *att = x->att;
+    const struct epar_nn_attn_pos *pos = x->pos;
+    int T = x->T, C = x->C, NH = x->NH, hs = x->hs, C3 = x->C3, simd = x->simd, fast = x->fast, ldk = x->ldk;
+    float scale = x->scale;
+    float *dA = datt + (size_t)tid * T * T;
+    const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
+    float *dQ = dqkv + (size_t)b * T * C3 + h * hs, *dK = dQ + C, *dV = dQ + 2 * C;
+    const float *dO = dout + (size_t)b * T * C + h * hs;
+    size_t bh = ((size_t)b * NH + h) * T * T;
+    const float *S = preatt + bh, *A = att + bh;
+    const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
+    float *gf = pos && pos->gfac ? pos->gfac + ((size_t)b * NH + h) * T : NULL;
+    float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
+    if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
+    if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
+    if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: no gradient to its q, k, v */
+        for (int t = 0; t < T; t++) {
+            memset(dQ + (size_t)t * C3, 0, (size_t)hs * sizeof *dQ);
+            memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
+            memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
+        }
+        return;
+    }
+    if (pos && pos->kernel) {
+        kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                           pos->work + (size_t)tid * kernel_work(T, pos->nf), T, C, hs);
+        return;
+    }
+    if (pos && pos->pair2) {
+        pi_backward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                       pos->grel + ((size_t)b * NH + h) * (3 * hs + 1),
+                       pos->work + (size_t)tid * pi_work(T, hs), T, C, hs, scale);
+        return;
+    }
+    if (fast) {
+        /* dA = dO V^T on the causal tiles, then the softmax backward row by row (dS in place in dA), then the
+         * four products of lib/nn's own tiles over all rows at once: dV = A^T dO, dQ = scale dS K,
+         * dK = scale dS^T Q (each element one FMA chain in a fixed order) */
+        float vbuf[ATT_KT], pk[3][ATT_KT];   /* V transposed; dO, K, Q packed */
+        const float *vt = NULL;
+        if ((size_t)ldk * hs <= ATT_KT) {
+            att_kt(vbuf, ldk, Vv, C3, T, hs);
+            vt = vbuf;
+        }
+        for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+            int i1 = imin(T, i0 + ATT_BLOCK);
+            att_scores(dA, T, dO, C, Vv, C3, vt, ldk, vbuf, i0, i1, hs, 1.0f);
+            for (int i = i0; i < i1; i++) {
+                float *d = dA + (size_t)i * T;
+                if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
+                else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+                for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+            }
+        }
+        const float *dOp = dO, *Kp = K, *Qp = Q;
+        int ldo = C, ldq = C3;
+        if (hs >= 32 && (size_t)T * hs <= ATT_KT) {   /* as V in the forward */
+            att_pack(pk[0], dO, C, T, hs);
+            att_pack(pk[1], K, C3, T, hs);
+            att_pack(pk[2], Q, C3, T, hs);
+            dOp = pk[0], Kp = pk[1], Qp = pk[2];
+            ldo = ldq = hs;
+        }
+        att_values_t(dV, C3, A, T, dOp, ldo, T, hs, 1.0f);
+        att_values(dQ, C3, dA, T, Kp, ldq, 0, T, hs, scale);
+        att_values_t(dK, C3, dA, T, Qp, ldq, T, hs, scale);
+        if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale, tid);
+        return;
+    }
+    /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
+     * the other blocks add to them (no zeroing pass over dK, dV) */
+    for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
+        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
+        float beta = i1 == T ? 0.0f : 1.0f;
+        /* dA = dO V^T and dV += A^T dO over keys 0 .. i1-1 */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3,
+                    0.0f, dA + (size_t)i0 * T, T);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
+                    dO + (size_t)i0 * C, C, beta, dV, C3);
+        /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
+        for (int i = i0; i < i1; i++) {
+            float *d = dA + (size_t)i * T;
+            if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
+            else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+            for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
+        }
+        /* dQ = scale dS K, dK += scale dS^T Q */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, scale, dA + (size_t)i0 * T, T, K, C3,
+                    0.0f, dQ + (size_t)i0 * C3, C3);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
+                    Q + (size_t)i0 * C3, C3, beta, dK, C3);
+    }
+    if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale, tid);
+}
+
 void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
                                 const float *att, const struct epar_nn_attn_pos *pos, float *datt, int nscratch,
                                 int B, int T, int C, int NH)
@@ -1097,99 +1277,15 @@ void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv
     float scale = 1.0f / sqrtf((float)hs);
     int nt = imin(omp_get_max_threads(), nscratch), simd = epar_nn_simd();
     int fast = simd && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
-#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt) PAR_MM((double)B * T * T * C)
+    struct att_bwd x = {dqkv, datt, dout, qkv, preatt, att, pos, T, C, NH, hs, C3, simd, fast, ldk, scale};
+    if (!fork_macs((double)B * T * T * C) || nt < 2) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) att_backward_bh(&x, b, h, 0);
+        return;
+    }
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(nt)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            float *dA = datt + (size_t)omp_get_thread_num() * T * T;
-            const float *Q = qkv + (size_t)b * T * C3 + h * hs, *K = Q + C, *Vv = Q + 2 * C;
-            float *dQ = dqkv + (size_t)b * T * C3 + h * hs, *dK = dQ + C, *dV = dQ + 2 * C;
-            const float *dO = dout + (size_t)b * T * C + h * hs;
-            size_t bh = ((size_t)b * NH + h) * T * T;
-            const float *S = preatt + bh, *A = att + bh;
-            const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
-            float *gf = pos && pos->gfac ? pos->gfac + ((size_t)b * NH + h) * T : NULL;
-            float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
-            if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
-            if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
-            if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: no gradient to its q, k, v */
-                for (int t = 0; t < T; t++) {
-                    memset(dQ + (size_t)t * C3, 0, (size_t)hs * sizeof *dQ);
-                    memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof *dK);
-                    memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof *dV);
-                }
-                continue;
-            }
-            if (pos && pos->kernel) {
-                kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                                   pos->work + (size_t)omp_get_thread_num() * kernel_work(T, pos->nf), T, C, hs);
-                continue;
-            }
-            if (pos && pos->pair2) {
-                pi_backward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                               pos->grel + ((size_t)b * NH + h) * (3 * hs + 1),
-                               pos->work + (size_t)omp_get_thread_num() * pi_work(T, hs), T, C, hs, scale);
-                continue;
-            }
-            if (fast) {
-                /* dA = dO V^T on the causal tiles, then the softmax backward row by row (dS in place in dA), then the
-                 * four products of lib/nn's own tiles over all rows at once: dV = A^T dO, dQ = scale dS K,
-                 * dK = scale dS^T Q (each element one FMA chain in a fixed order) */
-                float vbuf[ATT_KT], pk[3][ATT_KT];   /* V transposed; dO, K, Q packed */
-                const float *vt = NULL;
-                if ((size_t)ldk * hs <= ATT_KT) {
-                    att_kt(vbuf, ldk, Vv, C3, T, hs);
-                    vt = vbuf;
-                }
-                for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
-                    int i1 = imin(T, i0 + ATT_BLOCK);
-                    att_scores(dA, T, dO, C, Vv, C3, vt, ldk, vbuf, i0, i1, hs, 1.0f);
-                    for (int i = i0; i < i1; i++) {
-                        float *d = dA + (size_t)i * T;
-                        if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
-                        else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
-                        for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
-                    }
-                }
-                const float *dOp = dO, *Kp = K, *Qp = Q;
-                int ldo = C, ldq = C3;
-                if (hs >= 32 && (size_t)T * hs <= ATT_KT) {   /* as V in the forward */
-                    att_pack(pk[0], dO, C, T, hs);
-                    att_pack(pk[1], K, C3, T, hs);
-                    att_pack(pk[2], Q, C3, T, hs);
-                    dOp = pk[0], Kp = pk[1], Qp = pk[2];
-                    ldo = ldq = hs;
-                }
-                att_values_t(dV, C3, A, T, dOp, ldo, T, hs, 1.0f);
-                att_values(dQ, C3, dA, T, Kp, ldq, 0, T, hs, scale);
-                att_values_t(dK, C3, dA, T, Qp, ldq, T, hs, scale);
-                if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale);
-                continue;
-            }
-            /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
-             * the other blocks add to them (no zeroing pass over dK, dV) */
-            for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
-                int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-                float beta = i1 == T ? 0.0f : 1.0f;
-                /* dA = dO V^T and dV += A^T dO over keys 0 .. i1-1 */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3,
-                            0.0f, dA + (size_t)i0 * T, T);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
-                            dO + (size_t)i0 * C, C, beta, dV, C3);
-                /* softmax backward dz, the position tables' sums, then ds = dz * factor (in place in dA) */
-                for (int i = i0; i < i1; i++) {
-                    float *d = dA + (size_t)i * T;
-                    if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
-                    else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
-                    for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
-                }
-                /* dQ = scale dS K, dK += scale dS^T Q */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, scale, dA + (size_t)i0 * T, T, K, C3,
-                            0.0f, dQ + (size_t)i0 * C3, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
-                            Q + (size_t)i0 * C3, C3, beta, dK, C3);
-            }
-            if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale);
-        }
+        for (int h = 0; h < NH; h++) att_backward_bh(&x, b, h, omp_get_thread_num());
 }
 
 /* One row of the softmax cross-entropy: p (V) = softmax(z) in place allowed; returns ln sum_v exp(z_v - mx) in double.
@@ -1246,39 +1342,48 @@ static double ce_row_avx2(float *p, const float *z, float mx, int V)
 }
 #pragma GCC pop_options
 
+/* row r of epar_nn_crossentropy_forward */
+static void ce_forward_row(double (*row)(float *, const float *, float, int), float *probs, float *losses,
+                           unsigned char *correct, const float *logits, const int *targets, const float *mask, int V, int r)
+{
+    const float *z = logits + (size_t)r * V;
+    float *p = probs + (size_t)r * V;
+    float mx = z[0];
+    int arg = 0;
+    for (int v = 1; v < V; v++)
+        if (z[v] > mx) { mx = z[v]; arg = v; }
+    int t = targets ? targets[r] : -1;
+    double zt = t >= 0 ? (double)z[t] : 0.0;   /* read before z is overwritten (in place) */
+    double lse = row(p, z, mx, V);
+    double w = mask ? mask[r] : 1.0;
+    if (losses) losses[r] = t >= 0 && w != 0.0 ? (float)(w * ((double)mx + lse - zt)) : 0.0f;
+    if (correct) correct[r] = t >= 0 && arg == t;
+}
+
 void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *correct, const float *logits,
                                   const int *targets, const float *mask, int N, int V)
 {
     /* probs and logits (N, V) (may alias), losses and correct (N), targets and mask (N) */
     double (*row)(float *, const float *, float, int) = epar_nn_simd() ? ce_row_avx2 : ce_row_c;
-#pragma omp parallel for schedule(static) PAR((double)N * V)
-    for (int r = 0; r < N; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *p = probs + (size_t)r * V;
-        float mx = z[0];
-        int arg = 0;
-        for (int v = 1; v < V; v++)
-            if (z[v] > mx) { mx = z[v]; arg = v; }
-        int t = targets ? targets[r] : -1;
-        double zt = t >= 0 ? (double)z[t] : 0.0;   /* read before z is overwritten (in place) */
-        double lse = row(p, z, mx, V);
-        double w = mask ? mask[r] : 1.0;
-        if (losses) losses[r] = t >= 0 && w != 0.0 ? (float)(w * ((double)mx + lse - zt)) : 0.0f;
-        if (correct) correct[r] = t >= 0 && arg == t;
-    }
+    EPAR_OMP_FOR(fork_elems((double)N * V), int, r, N,
+                 ce_forward_row(row, probs, losses, correct, logits, targets, mask, V, r));
+}
+
+/* row r of epar_nn_crossentropy_backward */
+static void ce_backward_row(float *dlogits, const float *probs, const int *targets, const float *mask, double scale,
+                            int V, int r)
+{
+    float w = (float)((mask ? mask[r] : 1.0f) * scale);
+    const float *p = probs + (size_t)r * V;
+    float *d = dlogits + (size_t)r * V;
+    int t = targets[r];
+    for (int v = 0; v < V; v++) d[v] = (p[v] - (v == t ? 1.0f : 0.0f)) * w;
 }
 
 void epar_nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
                                    double scale, int N, int V)
 {
-#pragma omp parallel for schedule(static) PAR((double)N * V)
-    for (int r = 0; r < N; r++) {
-        float w = (float)((mask ? mask[r] : 1.0f) * scale);
-        const float *p = probs + (size_t)r * V;
-        float *d = dlogits + (size_t)r * V;
-        int t = targets[r];
-        for (int v = 0; v < V; v++) d[v] = (p[v] - (v == t ? 1.0f : 0.0f)) * w;
-    }
+    EPAR_OMP_FOR(fork_elems((double)N * V), int, r, N, ce_backward_row(dlogits, probs, targets, mask, scale, V, r));
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -1324,40 +1429,44 @@ static int shared_kv(const struct epar_nn_config *c) { return epar_nn_kv_heads(c
 
 /* qkv (N, 3C) <- the projection's output c (N, W = C + 2 G hs): q as is, k and v of query head h from K/V head
  * floor(h / (NH/G)) */
-static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
+static void kv_expand_row(float *qkv, const float *qc, int C, int NH, int G, int hs, int n)
 {
     int W = C + 2 * G * hs;
-#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
-    for (int n = 0; n < N; n++) {
-        float *d = qkv + (size_t)n * 3 * C;
-        const float *x = qc + (size_t)n * W;
-        memcpy(d, x, (size_t)C * sizeof *d);
-        for (int h = 0; h < NH; h++) {
-            int g = epar_mech_gqa_group(h, NH, G);
-            memcpy(d + C + h * hs, x + C + g * hs, (size_t)hs * sizeof *d);
-            memcpy(d + 2 * C + h * hs, x + C + (G + g) * hs, (size_t)hs * sizeof *d);
+    float *d = qkv + (size_t)n * 3 * C;
+    const float *x = qc + (size_t)n * W;
+    memcpy(d, x, (size_t)C * sizeof *d);
+    for (int h = 0; h < NH; h++) {
+        int g = epar_mech_gqa_group(h, NH, G);
+        memcpy(d + C + h * hs, x + C + g * hs, (size_t)hs * sizeof *d);
+        memcpy(d + 2 * C + h * hs, x + C + (G + g) * hs, (size_t)hs * sizeof *d);
+    }
+}
+
+static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
+{
+    EPAR_OMP_FOR(fork_elems((double)N * 3 * C), int, n, N, kv_expand_row(qkv, qc, C, NH, G, hs, n));
+}
+
+/* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
+static void kv_reduce_row(float *dqc, const float *dqkv, int C, int NH, int G, int hs, int n)
+{
+    int W = C + 2 * G * hs;
+    const float *d = dqkv + (size_t)n * 3 * C;
+    float *x = dqc + (size_t)n * W;
+    memcpy(x, d, (size_t)C * sizeof *x);
+    memset(x + C, 0, (size_t)2 * G * hs * sizeof *x);
+    for (int h = 0; h < NH; h++) {
+        int g = epar_mech_gqa_group(h, NH, G);
+        for (int t = 0; t < hs; t++) {
+            x[C + g * hs + t] += d[C + h * hs + t];
+            x[C + (G + g) * hs + t] += d[2 * C + h * hs + t];
         }
     }
 }
 
-/* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
 static void kv_reduce(float *dqc, const float *dqkv, int N, int C, int NH, int G, int hs)
 {
-    int W = C + 2 * G * hs;
-#pragma omp parallel for schedule(static) PAR((double)N * 3 * C)
-    for (int n = 0; n < N; n++) {
-        const float *d = dqkv + (size_t)n * 3 * C;
-        float *x = dqc + (size_t)n * W;
-        memcpy(x, d, (size_t)C * sizeof *x);
-        memset(x + C, 0, (size_t)2 * G * hs * sizeof *x);
-        for (int h = 0; h < NH; h++) {
-            int g = epar_mech_gqa_group(h, NH, G);
-            for (int t = 0; t < hs; t++) {
-                x[C + g * hs + t] += d[C + h * hs + t];
-                x[C + (G + g) * hs + t] += d[2 * C + h * hs + t];
-            }
-        }
-    }
+    EPAR_OMP_FOR(fork_elems((double)N * 3 * C), int, n, N, kv_reduce_row(dqc, dqkv, C, NH, G, hs, n));
 }
 
 static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
@@ -1719,8 +1828,8 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
 
     /* encoder: token embedding plus the input position term */
     double prof_t0 = m->profile ? prof_now(m) : 0;
-#pragma omp parallel for schedule(static) PAR((double)N * C)
-    for (int i = 0; i < N; i++) memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
+    EPAR_OMP_FOR(fork_elems((double)N * C), int, i, N,
+                 memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float)));
     epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
     if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
 
@@ -1803,6 +1912,17 @@ void epar_nn_accuracy(const struct epar_nn *m, long *correct, long *scored)
     *scored = n;
 }
 
+/* columns cb*EMB_BLOCK.. of the token-embedding gradient: each column sums the positions in order */
+static void wte_backward_block(float *gwte, const float *dres, const int *tokens, int N, int C, int cb)
+{
+    int c0 = cb * EMB_BLOCK, c1 = imin(C, c0 + EMB_BLOCK);
+    for (int i = 0; i < N; i++) {
+        float *row = gwte + (size_t)tokens[i] * C;
+        const float *d = dres + (size_t)i * C;
+        for (int k = c0; k < c1; k++) row[k] += d[k];
+    }
+}
+
 void epar_nn_backward(struct epar_nn *m)
 {
     const struct epar_nn_config *c = &m->cfg;
@@ -1875,16 +1995,8 @@ void epar_nn_backward(struct epar_nn *m)
     double prof_t0 = m->profile ? prof_now(m) : 0;
     epar_nnpos_embed_backward(&m->pos, s->dres, p->wte, m->tokens, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
-    int ncb = nblocks(C, EMB_BLOCK);
-#pragma omp parallel for schedule(static) PAR((double)N * C)
-    for (int cb = 0; cb < ncb; cb++) {
-        int c0 = cb * EMB_BLOCK, c1 = imin(C, c0 + EMB_BLOCK);
-        for (int i = 0; i < N; i++) {
-            float *row = g->wte + (size_t)m->tokens[i] * C;
-            const float *d = s->dres + (size_t)i * C;
-            for (int k = c0; k < c1; k++) row[k] += d[k];
-        }
-    }
+    EPAR_OMP_FOR(fork_elems((double)N * C), int, cb, nblocks(C, EMB_BLOCK),
+                 wte_backward_block(g->wte, s->dres, m->tokens, N, C, cb));
     if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
     double pc0 = epar_nn_thread_cpu();
     PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_input_fold(&m->pos, T));

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
+#include "blas.h"
 #include "err.h"
 #include "mech.h"
 #include "nnpos.h"
@@ -1237,21 +1238,39 @@ static const float *input_table(const struct epar_nnpos *p)
     return p->ext ? p->ext : p->pe ? p->pe : p->theta;
 }
 
+/* row bt = b T + t of x: plus (times) the table's row t */
+static void embed_row(float *x, const float *tab, int C, int mul, int T, int bt)
+{
+    float *xr = x + (size_t)bt * C;
+    const float *pr = tab + (size_t)(bt % T) * C;
+    if (mul)
+        for (int c = 0; c < C; c++) xr[c] *= pr[c];
+    else
+        for (int c = 0; c < C; c++) xr[c] += pr[c];
+}
+
 void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T)
 {
     const float *tab = input_table(p);
     if (!tab) return;
     int C = p->C, mul = p->pe_mul;
-#pragma omp parallel for collapse(2) schedule(static) if ((double)B * T * C > 262144)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float *xr = x + ((size_t)b * T + t) * C;
-            const float *pr = tab + (size_t)t * C;
-            if (mul)
-                for (int c = 0; c < C; c++) xr[c] *= pr[c];
-            else
-                for (int c = 0; c < C; c++) xr[c] += pr[c];
-        }
+    EPAR_OMP_FOR(epar_omp_fork((double)B * T * C, 262144), int, bt, B * T, embed_row(x, tab, C, mul, T, bt));
+}
+
+/* position t of epar_nnpos_embed_backward: the table's gradient row t (gtab, or none) sums over b in order */
+static void embed_backward_pos(float *dx, float *gtab, const float *tab, const float *wte, const int *tokens, int B,
+                               int T, int C, int mul, int t)
+{
+    const float *pr = tab + (size_t)t * C;
+    float *g = gtab ? gtab + (size_t)t * C : NULL;
+    for (int b = 0; b < B; b++) {
+        float *d = dx + ((size_t)b * T + t) * C;
+        const float *er = wte + (size_t)tokens[(size_t)b * T + t] * C;
+        if (g)
+            for (int c = 0; c < C; c++) g[c] += mul ? d[c] * er[c] : d[c];
+        if (mul)
+            for (int c = 0; c < C; c++) d[c] *= pr[c];
+    }
 }
 
 void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte, const int *tokens, int B, int T)
@@ -1263,19 +1282,9 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
     if (tab == p->ext) memset(p->dext, 0, (size_t)T * C * sizeof *p->dext);
     /* the learned table: each position's row sums over b in order (parallel over t, deterministic); added: dx,
      * multiplied: dx e. Then a multiplied table passes dx p on to the token rows. */
-#pragma omp parallel for schedule(static) if ((double)B * T * C > 262144)
-    for (int t = 0; t < T; t++) {
-        const float *pr = tab + (size_t)t * C;
-        float *g = !learned ? NULL : tab == p->ext ? p->dext + (size_t)t * C : p->dtheta + (size_t)t * C;
-        for (int b = 0; b < B; b++) {
-            float *d = dx + ((size_t)b * T + t) * C;
-            const float *er = wte + (size_t)tokens[(size_t)b * T + t] * C;
-            if (g)
-                for (int c = 0; c < C; c++) g[c] += mul ? d[c] * er[c] : d[c];
-            if (mul)
-                for (int c = 0; c < C; c++) d[c] *= pr[c];
-        }
-    }
+    float *gtab = !learned ? NULL : tab == p->ext ? p->dext : p->dtheta;
+    EPAR_OMP_FOR(epar_omp_fork((double)B * T * C, 262144), int, t, T,
+                 embed_backward_pos(dx, gtab, tab, wte, tokens, B, T, C, mul, t));
 }
 
 void epar_nnpos_input_fold(struct epar_nnpos *p, int T)
@@ -1286,24 +1295,26 @@ void epar_nnpos_input_fold(struct epar_nnpos *p, int T)
 }
 
 /* rotate the (2i, 2i+1) pairs of every head of q and k at position t by +angle (dir 1) or -angle (dir -1) */
+/* row bt = b T + t of qkv: q and k of every head rotated (rope_apply) */
+static void rope_row(const struct epar_nnpos *p, float *qkv, int T, float dir, int bt)
+{
+    int C = p->C, hs = p->hs, h2 = hs / 2, NH = p->NH, t = bt % T;
+    float *row = qkv + (size_t)bt * 3 * C;
+    const float *cs = p->rcos + (size_t)t * h2, *sn = p->rsin + (size_t)t * h2;
+    for (int part = 0; part < 2; part++)       /* q, then k */
+        for (int h = 0; h < NH; h++) {
+            float *v = row + part * C + h * hs;
+            for (int i = 0; i < h2; i++) {
+                float a = v[2 * i], c2 = v[2 * i + 1], co = cs[i], si = dir * sn[i];
+                v[2 * i] = a * co - c2 * si;
+                v[2 * i + 1] = a * si + c2 * co;
+            }
+        }
+}
+
 static void rope_apply(const struct epar_nnpos *p, float *qkv, int B, int T, float dir)
 {
-    int C = p->C, hs = p->hs, h2 = hs / 2, NH = p->NH;
-#pragma omp parallel for collapse(2) schedule(static) if ((double)B * T * C > 262144)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float *row = qkv + ((size_t)b * T + t) * 3 * C;
-            const float *cs = p->rcos + (size_t)t * h2, *sn = p->rsin + (size_t)t * h2;
-            for (int part = 0; part < 2; part++)       /* q, then k */
-                for (int h = 0; h < NH; h++) {
-                    float *v = row + part * C + h * hs;
-                    for (int i = 0; i < h2; i++) {
-                        float a = v[2 * i], c2 = v[2 * i + 1], co = cs[i], si = dir * sn[i];
-                        v[2 * i] = a * co - c2 * si;
-                        v[2 * i + 1] = a * si + c2 * co;
-                    }
-                }
-        }
+    EPAR_OMP_FOR(epar_omp_fork((double)B * T * p->C, 262144), int, bt, B * T, rope_row(p, qkv, T, dir, bt));
 }
 
 /* q_t (every head) times kappa_t; its own transpose */

@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "blas.h"
 #include "err.h"
 #include "optim.h"
 #include "seams.h"
@@ -59,16 +60,19 @@ double epar_optim_lr(const struct epar_optim_config *c, int step)
     return lr_min + (c->lr - lr_min) * 0.5 * (1.0 + cos(M_PI * u));
 }
 
+/* the sum of squares of block b of g into o->partial[b] */
+static void norm_block(struct epar_optim *o, const float *g, size_t b)
+{
+    size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < o->n ? i0 + NORM_BLOCK : o->n;
+    double s = 0.0;
+    for (size_t i = i0; i < i1; i++) s += (double)g[i] * g[i];
+    o->partial[b] = s;
+}
+
 double epar_optim_grad_norm(struct epar_optim *o, const float *g)
 {
-    size_t nb = o->nblocks, n = o->n;
-#pragma omp parallel for schedule(static) if (nb > 8)
-    for (size_t b = 0; b < nb; b++) {
-        size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
-        double s = 0.0;
-        for (size_t i = i0; i < i1; i++) s += (double)g[i] * g[i];
-        o->partial[b] = s;
-    }
+    size_t nb = o->nblocks;
+    EPAR_OMP_FOR(epar_omp_fork((double)nb, 8), size_t, b, nb, norm_block(o, g, b));
     double s = 0.0;
     for (size_t b = 0; b < nb; b++) s += o->partial[b];
     return sqrt(s);
@@ -121,6 +125,14 @@ void epar_optim_set_portable(int portable) { optim_portable = portable != 0; }
 
 #define STEP_BLOCK 65536   /* elements per parallel chunk (any split gives the same bits: elementwise) */
 
+/* block b of the segment [i0, i0 + n) */
+static void step_block(void (*span)(float *, const float *, float *, float *, size_t, const float *), struct epar_optim *o,
+                       float *params, const float *grads, size_t i0, size_t n, size_t b, const float *kk)
+{
+    size_t j = i0 + b * STEP_BLOCK, w = n - b * STEP_BLOCK < STEP_BLOCK ? n - b * STEP_BLOCK : STEP_BLOCK;
+    span(params + j, grads + j, o->m + j, o->v + j, w, kk);
+}
+
 double epar_optim_step(struct epar_optim *o, float *params, float *grads, const struct epar_optim_segment *seg,
                        int nseg, double lr)
 {
@@ -137,11 +149,8 @@ double epar_optim_step(struct epar_optim *o, float *params, float *grads, const 
     for (int k = 0; k < nseg; k++) {
         const float kk[8] = {gscale, b1, b2, c1, c2, eps, flr, seg[k].decay ? (float)c->weight_decay : 0.0f};
         size_t i0 = seg[k].offset, n = seg[k].size, nb = (n + STEP_BLOCK - 1) / STEP_BLOCK;
-#pragma omp parallel for schedule(static) if (n > 262144)
-        for (size_t b = 0; b < nb; b++) {
-            size_t j = i0 + b * STEP_BLOCK, w = n - b * STEP_BLOCK < STEP_BLOCK ? n - b * STEP_BLOCK : STEP_BLOCK;
-            span(params + j, grads + j, o->m + j, o->v + j, w, kk);
-        }
+        EPAR_OMP_FOR(epar_omp_fork((double)n, 262144), size_t, b, nb,
+                     step_block(span, o, params, grads, i0, n, b, kk));
     }
     return norm;
 }
