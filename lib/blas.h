@@ -34,6 +34,9 @@ void epar_omp_wait_reexec(char **argv);
  * such loops (6-9 % of its step at length 32). A body run this way that wants per-thread scratch takes the thread's
  * index as an argument: outside a team of its own, omp_get_thread_num() is the enclosing team's. */
 int epar_omp_fork(double work, double threshold);
+/* The threshold of an elementwise loop, in elements (a few ns each): below it the fork and join cost more than the
+ * loop (lib/nn.c says how it was chosen) */
+#define EPAR_OMP_MIN_ELEMS 262144.0
 /* for (I = 0; I < N; I++) CALL: by a team of threads (static schedule) when FORK, else on the calling thread. One
  * body for both (CALL, usually a function of I); the iterations must be independent, as in any `omp for`. */
 #define EPAR_OMP_FOR(FORK, TYPE, I, N, CALL)                                                                  \

@@ -38,7 +38,7 @@
  * with products of ~1.5M multiply-adds forked). Products (sgemm, ~100 GFLOP/s) count multiply-adds,
  * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. */
 #define PAR_MACS 4194304.0      /* ~40-80 us of sgemm */
-#define PAR_ELEMS 262144.0
+#define PAR_ELEMS EPAR_OMP_MIN_ELEMS
 /* below them a loop runs on the calling thread without a team (lib/blas.h: EPAR_OMP_FOR) */
 static inline int fork_elems(double n) { return epar_omp_fork(n, PAR_ELEMS); }
 static inline int fork_macs(double macs) { return epar_omp_fork(macs, PAR_MACS); }
@@ -252,19 +252,9 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
                                 const float *w, const float *mean, const float *rstd, int N, int C, float *part)
 {
     /* dinp (N, C) +=, dw and db (C) +=, dout and inp (N, C), mean and rstd (N), part (ceil(N/ROWS), 2C) */
-    int nb = nblocks(N, ROWS);
-    if (!fork_elems((double)N * C)) {
-        for (int blk = 0; blk < nb; blk++) ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk);
-        for (int c = 0; c < C; c++) ln_backward_sum(dw, db, part, nb, C, c);
-        return;
-    }
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int blk = 0; blk < nb; blk++) ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk);
-#pragma omp for schedule(static)
-        for (int c = 0; c < C; c++) ln_backward_sum(dw, db, part, nb, C, c);
-    }
+    int nb = nblocks(N, ROWS), fork = fork_elems((double)N * C);
+    EPAR_OMP_FOR(fork, int, blk, nb, ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk));
+    EPAR_OMP_FOR(fork, int, c, C, ln_backward_sum(dw, db, part, nb, C, c));
 }
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2 / pi) */
