@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 #include "lib/blas.h"
@@ -1400,6 +1401,71 @@ static void test_overfit(enum epar_mech_id id)
 }
 
 
+/* one forward and backward of a small model of mechanism id (test_overfit's configuration, seed 42) on the calling
+ * thread's thread count: its loss and a copy of its gradient (NULL when out of memory) */
+static float *nested_step(enum epar_mech_id id, double *loss, size_t *n)
+{
+    struct epar_nn_config c;
+    memset(&c, 0, sizeof c);
+    c.V = 16; c.Tmax = 16; c.Bmax = 4; c.C = 32; c.NH = 2; c.NL = 2; c.F = 64;
+    c.pos = id;
+    c.init_sd = 0.02;
+    epar_nnpos_settings_default(&c.pos_settings);
+    c.pos_settings.mp[EPAR_MECH_GQA][0] = 1;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;
+    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 4;
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) return NULL;
+    gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int B = 4, T = 16, tok[64], tgt[64];
+    float mask[64];
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (i * 7 + 3) % c.V;
+        tgt[i] = (i * 5 + 1) % c.V;
+        mask[i] = 1.0f;
+    }
+    epar_nn_forward(&m, tok, tgt, mask, B, T);
+    epar_nn_zero_grad(&m);
+    epar_nn_backward(&m);
+    *loss = m.loss;
+    *n = m.n_params;
+    float *g = malloc(m.n_params * sizeof *g);
+    if (g) memcpy(g, m.grads_mem, m.n_params * sizeof *g);
+    epar_nn_free(&m);
+    return g;
+}
+
+/* A model stepped by a thread of an enclosing team, itself given one thread (as the benchmark's cells run: its loops
+ * then run without a team of their own, and per-thread scratch must be indexed by the loop's thread, not by
+ * omp_get_thread_num(), which is the enclosing team's): the same loss and gradient, bit for bit, as alone */
+static void test_nested_team(enum epar_mech_id id)
+{
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double loss = 0, tl[2] = {0, 0};
+    size_t n = 0, tn[2] = {0, 0};
+    float *g = nested_step(id, &loss, &n), *tg[2] = {NULL, NULL};
+    int team = 0;
+#pragma omp parallel num_threads(2)
+    {
+        int k = omp_get_thread_num();
+        if (k == 0) team = omp_get_num_threads();
+        omp_set_num_threads(1);
+        tg[k] = nested_step(id, &tl[k], &tn[k]);
+    }
+    omp_set_num_threads(threads);
+    check_true(team == 2, "%s: the enclosing team has 2 threads (has %d)", epar_nnpos_name(id), team);
+    for (int k = 0; k < 2; k++)
+        check_true(g && tg[k] && tn[k] == n && tl[k] == loss && !memcmp(g, tg[k], n * sizeof *g),
+                   "%s: thread %d of an enclosing team, one thread of its own: loss and gradient as alone",
+                   epar_nnpos_name(id), k);
+    free(g);
+    free(tg[0]);
+    free(tg[1]);
+}
+
 /* F9 head masking: a masked head contributes nothing. By hand: residual2 of layer 0 = residual + attprojb + sum over
  * the heads of atty_h W_h^T, so masking head h changes it by exactly -atty_h W_h^T (atty_h, W_h its columns) computed
  * from the unmasked forward; the other heads' outputs of layer 0 are unchanged; an all-zero mask changes no bit; the
@@ -1574,6 +1640,8 @@ int main(void)
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
     test_txl();
+    for (int id = 0; id < EPAR_MECH_COUNT; id++)
+        if (epar_nnpos_trainable((enum epar_mech_id)id)) test_nested_team((enum epar_mech_id)id);
     test_head_mask(EPAR_MECH_NONE);
     test_head_mask(EPAR_MECH_ALIBI);
     test_boost();
