@@ -218,8 +218,10 @@ static int check_merge(const char *const *merge, int n_merge)
     return 0;
 }
 
-/* the cells of shard K/N not done yet in root: the heaviest first, then the cost cell alone; *stopped = 128 + the
- * signal when interrupted (finished cells are kept) */
+/* the cells of shard K/N not done yet in root: the cost cell first, beside the others (its claims read ratios of
+ * adjacent steps in thread CPU time, which keep their verdicts with a training job on the other core:
+ * bench/README.md 2026-11-28; alone at the end it left a core idle for its 100-150 s), then the heaviest first;
+ * *stopped = 128 + the signal when interrupted (finished cells are kept) */
 static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
                     const char *root, int K, int N, int jobs, int size, int *stopped)
 {
@@ -247,7 +249,12 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
             pending[j] = pending[j - 1];
             pending[j - 1] = tmp;
         }
-    rs.total = np + cost_pending;
+    if (cost_pending) {
+        memmove(pending + 1, pending, (size_t)np * sizeof *pending);
+        pending[0] = plan->n - 1;
+        np++;
+    }
+    rs.total = np;
     /* the estimate: each task's and mechanism's own seconds per unit of weight (a few steps of one of its cells:
      * small models use the cores less well per FLOP than the cost cell's, and T5 or Shaw cost more than none),
      * times the weight of its pending cells */
@@ -255,8 +262,8 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
     int at_once = np > jobs ? jobs : (np ? np : 1);   /* cells side by side */
     for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
         for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
-    for (int i = 0; i < np + cost_pending; i++) {
-        int k = i < np ? pending[i] : plan->n - 1;   /* the cost cell last (its mech is 0) */
+    for (int i = 0; i < np; i++) {
+        int k = pending[i];
         int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task, m = plan->cells[k].mech;
         if (isnan(spw[t][m])) spw[t][m] = calibrate(cfg, plan, k, at_once);
         est_s += spw[t][m] * plan->cells[k].weight;
@@ -276,13 +283,6 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
     rs.t0 = omp_get_wtime();
     /* the lm text is read (and cached) once before the threads start */
     st = run_cells(c, cfg, plan, root, pending, np, jobs, &rs);
-#ifdef EPAR_MPI
-    if (size > 1) MPI_Barrier(MPI_COMM_WORLD);   /* the cost cell is timed when every rank is idle */
-#endif
-    if (!st && cost_pending && !cli_stop_signal) {
-        int one[1] = {plan->n - 1};
-        st = run_cells(c, cfg, plan, root, one, 1, 1, &rs);
-    }
     cli_catch_stop(0);
     if (cli_stop_signal) {
         fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
