@@ -501,6 +501,7 @@ static int lm_eval(struct epar_train_run *r, const struct epar_train_cfg *e, lon
         row->entropy = ent[2] > 0 ? ent[0] / ent[2] : NAN;
         row->uniformity = ent[2] > 0 ? ent[1] / ent[2] : NAN;
         row->tokens = ev.scored;
+        row->sequences = ev.sequences;
         row->n_bucket = n_buckets(T, L);
         for (int j = 0; j < row->n_bucket; j++) {
             int lo, hi;
@@ -590,9 +591,10 @@ static int ret_eval(const struct epar_bench_cfg *c, struct epar_train_run *r, co
 }
 
 int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_run *r,
-                     json_t **out)
+                     json_t **out, struct epar_bx_own *own)
 {
     *out = NULL;
+    own->n = 0;
     enum cell_kind kind = kind_of(c, cell);
     if (kind == KIND_NONE) return EPAR_OK;
     const struct epar_bench_extrap *x = &c->extrap;
@@ -615,6 +617,14 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
                                        .uniformity = NAN, .tokens = -1, .ft_steps = -1, .ft_tokens = NAN};
                 long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
                 if (defined) st = lm_eval(r, &f, windows, L, row);
+                /* series 0 reads the weights as trained (without a stacked log-n): at the budget's lengths it is
+                 * the cell's own extrapolation evaluation, which then takes it from here instead of a second pass */
+                if (i == 0 && !st && T == c->b.extrap[e] && r->cfg.pos.logn_length == 0) {
+                    own->defined[e] = defined;
+                    own->bpc[e] = defined ? row->bpc : 0.0;
+                    own->sequences[e] = defined ? row->sequences : 0;
+                    own->n += own->n == e;
+                }
             } else {
                 struct ret_row *row = &rec->ret[rec->n_ret++];
                 *row = (struct ret_row){s[i].name, T, 0, NULL, NULL, 0, 0};

@@ -47,9 +47,18 @@ void epar_bx_select(struct epar_bench_cfg *c);
 int epar_bx_has_cell(const struct epar_bench_cfg *c, int t, int m);
 /* The study's settings a cell runs with (part of its configuration: another study redoes it), NULL: none */
 json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell);
-/* After a cell trained (r): its study numbers (NULL: nothing to do) into *out (a new reference). */
+/* The study's own series of an lm cell (the weights read as trained) at the budget's extrapolation lengths: the
+ * evaluation the cell's `extrapolation` list reports (n = 0: the study did not make it) */
+struct epar_bx_own {
+    int n;
+    int defined[EPAR_BENCH_MAX_EXTRAP];
+    double bpc[EPAR_BENCH_MAX_EXTRAP];
+    long sequences[EPAR_BENCH_MAX_EXTRAP];
+};
+/* After a cell trained (r): its study numbers (NULL: nothing to do) into *out (a new reference), and its own
+ * series' bpc at the extrapolation lengths into *own. */
 int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_run *r,
-                     json_t **out);
+                     json_t **out, struct epar_bx_own *own);
 /* The tables and figures from the cells under root into o; *run_extra gets the study's settings (run.json). */
 int epar_bx_write(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, const char *root,
                   struct epar_out *o, json_t *run_extra);

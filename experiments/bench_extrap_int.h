@@ -46,7 +46,7 @@ struct lm_row {
     double entropy, uniformity;   /* the attention of the window's second half: mean row entropy (nats) and mean H / ln n */
     double bucket[EPAR_BX_MAX_BUCKETS];
     int n_bucket;
-    long tokens;
+    long tokens, sequences;   /* sequences: the windows read (not in the cell file) */
     int ft_steps;
     double ft_tokens;
 };

@@ -382,15 +382,21 @@ static int run_training_cell(const struct epar_bench_cfg *c, const struct epar_b
         x.pool_value = pe.metric;
         x.pool_loss = pe.loss;
     }
+    struct epar_bx_own own;
+    if ((st = epar_bx_cell_run(c, cell, &r, &x.study, &own))) goto done;   /* the extrapolation study's evaluations */
     if (t.task.id == EPAR_TASK_LM && !t.task.shuffle)
         for (int e = 0; e < c->b.n_extrap && !st; e++) {
             int L = c->b.extrap[e], defined;
             struct epar_train_eval ev;
             long n = c->b.extrap_tokens / L > 0 ? c->b.extrap_tokens / L : 1;
-            st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
-            x.extrap[x.n_extrap++] = (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
+            if (e < own.n)   /* the study read the weights as trained at L: the same evaluation */
+                x.extrap[x.n_extrap++] = (struct cell_extrap){L, own.defined[e], own.bpc[e], own.sequences[e]};
+            else {
+                st = epar_exp_train_evaluate_at(&r, L, n, &ev, &defined);
+                x.extrap[x.n_extrap++] =
+                    (struct cell_extrap){L, defined, defined ? ev.metric : 0.0, defined ? ev.sequences : 0};
+            }
         }
-    if (!st) st = epar_bx_cell_run(c, cell, &r, &x.study);   /* the extrapolation study's evaluations */
     if (st) goto done;
     struct epar_table *curve = epar_exp_train_curve_table(&r);
     st = curve ? epar_csv_write(curve, epar_out_path(o, "learning_curve.csv"))

@@ -137,9 +137,43 @@ static void test_trained_run(void)
     epar_exp_train_free(&r);
 }
 
+/* the benchmark's lm cell takes its `extrapolation` list from the study's own series (bench_extrap's lm_eval: the
+ * weights read as trained, with the per-position sums and the attention entropies collected) instead of a second
+ * pass of epar_exp_train_evaluate_at: the two must agree bit for bit, at L and past it */
+static void test_own_series(void)
+{
+    int L = 16;
+    struct epar_train_cfg c = cfg(EPAR_MECH_ROPE, L);
+    struct epar_train_run r;
+    check_int(epar_exp_train_setup(&r, &c), EPAR_OK, "a rope model at L = 16");
+    check_int(epar_exp_train_loop(&r), EPAR_OK, "trained a few steps");
+    for (int T = L; T <= 4 * L; T *= 2) {
+        struct epar_train_eval a, b;
+        struct epar_train_cfg f;
+        int defined = 0;
+        check_int(epar_exp_train_evaluate_at(&r, T, 8, &a, &defined), EPAR_OK, "evaluate_at");
+        check_int(epar_exp_train_as(&r.cfg, EPAR_MECH_ROPE, 0, T, &f), 1, "rope read as itself at T");
+        double *loss = calloc((size_t)T, sizeof *loss), *w = calloc((size_t)T, sizeof *w), ent[3] = {0, 0, 0};
+        r.pos_loss = loss;
+        r.pos_weight = w;
+        r.att_entropy = ent;
+        check_int(epar_exp_train_evaluate_as(&r, &f, 8, &b), EPAR_OK, "evaluate_as with the study's sums");
+        r.pos_loss = r.pos_weight = r.att_entropy = NULL;
+        char what[96];
+        snprintf(what, sizeof what, "at T = %d: the study's own series is evaluate_at's evaluation, bit for bit", T);
+        check_true(defined && a.metric == b.metric && a.loss == b.loss && a.sequences == b.sequences &&
+                       a.scored == b.scored && ent[2] > 0,
+                   what);
+        free(loss);
+        free(w);
+    }
+    epar_exp_train_free(&r);
+}
+
 int main(void)
 {
     test_same_weights();
+    test_own_series();
     test_trained_run();
     return check_summary("test_extrap");
 }
