@@ -113,6 +113,10 @@ done
 one=$T_TMP/one
 expect_exit 0 "smoke grid, --jobs 1" -- "$EPAR" benchmark $grid --jobs 1 --out "$one"
 [ "$(tables "$a")" = "$(tables "$one")" ] && ok || fail "--jobs 1 and --jobs 2 differ: $(diff <(tables "$a") <(tables "$one") | head -5)"
+# the cost cell runs first (with --jobs 2 beside the grid's first cells, so no core idles while it alone runs at
+# the end): with one job its cell file is the oldest
+first=$(cd "$one/benchmark" && find cells -name cell.json -printf '%T@ %p\n' | sort -n | head -1 | cut -d' ' -f2)
+[ "$first" = "cells/cost/cell.json" ] && ok || fail "the first cell done with --jobs 1 is $first, not the cost cell"
 
 # ---- a rerun finds every cell done
 before=$(stat -c %Y "$b/cells/recall/none/seed-42/cell.json")
