@@ -259,26 +259,26 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
      * models use the cores less well per FLOP than the cost cell's, and T5 or Shaw cost more than none), times the
      * weight of its pending cells. Every mechanism is timed on one reference task (the one with the most
      * mechanisms); every other task on one mechanism, scaled by that mechanism's ratios on the reference task
-     * (timing all ~130 pairs of a quick run-all took about 5 s before its first cell, 40 pairs about 2 s); a pair the reference task cannot
-     * scale, and the cost cell, are timed themselves. */
+     * (timing all ~130 pairs of a quick run-all took about 5 s before its first cell, 40 pairs about 2 s); a pair
+     * the reference task cannot scale, and the cost cell, are timed themselves. */
     double spw[EPAR_BENCH_MAX_TASKS + 1][EPAR_MECH_COUNT], est_s = 0;
     int at_once = np > jobs ? jobs : (np ? np : 1);   /* cells side by side */
     int n_of[EPAR_BENCH_MAX_TASKS] = {0}, ref = -1, one[EPAR_BENCH_MAX_TASKS];
+    unsigned char seen[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT] = {{0}};
     for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
         for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
-    for (int i = 0; i < np; i++) {   /* the reference task: the most mechanisms pending (spw marks them seen) */
+    for (int i = 0; i < np; i++) {   /* the reference task: the most mechanisms pending */
         int t = plan->cells[pending[i]].task, m = plan->cells[pending[i]].mech;
-        if (t >= 0 && isnan(spw[t][m])) n_of[t]++, spw[t][m] = 0;
+        if (t >= 0 && !seen[t][m]) n_of[t]++, seen[t][m] = 1;
     }
-    for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
-        for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
     for (int t = 0; t < EPAR_BENCH_MAX_TASKS; t++) {
         if (n_of[t] && (ref < 0 || n_of[t] > n_of[ref])) ref = t;
         one[t] = -1;
     }
     for (int i = 0; i < np; i++) {   /* the reference task's every mechanism */
         int k = pending[i], m = plan->cells[k].mech;
-        if (ref >= 0 && plan->cells[k].task == ref && isnan(spw[ref][m])) spw[ref][m] = calibrate(cfg, plan, k, at_once);
+        if (ref >= 0 && plan->cells[k].task == ref && isnan(spw[ref][m]))
+            spw[ref][m] = calibrate(cfg, plan, k, at_once);
     }
     for (int i = 0; i < np; i++) {
         int k = pending[i];
