@@ -1332,7 +1332,8 @@ static void test_floater_learned(void)
     epar_nn_free(&m);
 }
 
-static void test_overfit(enum epar_mech_id id)
+/* the small model of test_overfit and test_nested_team: V 16, T 16, batch 4, 2 layers of width 32, mechanism id */
+static struct epar_nn_config small_config(enum epar_mech_id id)
 {
     struct epar_nn_config c;
     memset(&c, 0, sizeof c);
@@ -1348,6 +1349,12 @@ static void test_overfit(enum epar_mech_id id)
      * both masks matter (a row sees its 2 predecessors and every 4th key before it) */
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;
     c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 4;
+    return c;
+}
+
+static void test_overfit(enum epar_mech_id id)
+{
+    struct epar_nn_config c = small_config(id);
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) { check_true(0, "overfit alloc %s", epar_nnpos_name(id)); return; }
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS), *rd = epar_rng_alloc(42, 0, EPAR_RNG_DATA);
@@ -1401,19 +1408,11 @@ static void test_overfit(enum epar_mech_id id)
 }
 
 
-/* one forward and backward of a small model of mechanism id (test_overfit's configuration, seed 42) on the calling
+/* one forward and backward of a small model of mechanism id (small_config, seed 42) on the calling
  * thread's thread count: its loss and a copy of its gradient (NULL when out of memory) */
 static float *nested_step(enum epar_mech_id id, double *loss, size_t *n)
 {
-    struct epar_nn_config c;
-    memset(&c, 0, sizeof c);
-    c.V = 16; c.Tmax = 16; c.Bmax = 4; c.C = 32; c.NH = 2; c.NL = 2; c.F = 64;
-    c.pos = id;
-    c.init_sd = 0.02;
-    epar_nnpos_settings_default(&c.pos_settings);
-    c.pos_settings.mp[EPAR_MECH_GQA][0] = 1;
-    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][0] = 2;
-    c.pos_settings.mp[EPAR_MECH_PI_ATTENTION][1] = 4;
+    struct epar_nn_config c = small_config(id);
     struct epar_nn m;
     if (epar_nn_alloc(&m, &c)) return NULL;
     gsl_rng *r = epar_rng_alloc(42, 0, EPAR_RNG_WEIGHTS);
