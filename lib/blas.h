@@ -37,6 +37,8 @@ int epar_omp_fork(double work, double threshold);
 /* The threshold of an elementwise loop, in elements (a few ns each): below it the fork and join cost more than the
  * loop (lib/nn.c says how it was chosen) */
 #define EPAR_OMP_MIN_ELEMS 262144.0
+/* epar_omp_fork for an elementwise loop over n elements */
+static inline int epar_omp_fork_elems(double n) { return epar_omp_fork(n, EPAR_OMP_MIN_ELEMS); }
 /* for (I = 0; I < N; I++) CALL: by a team of threads (static schedule) when FORK, else on the calling thread. One
  * body for both (CALL, usually a function of I); the iterations must be independent, as in any `omp for`. */
 #define EPAR_OMP_FOR(FORK, TYPE, I, N, CALL)                                                                  \

@@ -38,9 +38,7 @@
  * with products of ~1.5M multiply-adds forked). Products (sgemm, ~100 GFLOP/s) count multiply-adds,
  * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. */
 #define PAR_MACS 4194304.0      /* ~40-80 us of sgemm */
-#define PAR_ELEMS EPAR_OMP_MIN_ELEMS
 /* below them a loop runs on the calling thread without a team (lib/blas.h: EPAR_OMP_FOR) */
-static inline int fork_elems(double n) { return epar_omp_fork(n, PAR_ELEMS); }
 static inline int fork_macs(double macs) { return epar_omp_fork(macs, PAR_MACS); }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
@@ -221,7 +219,7 @@ void epar_nn_layernorm_forward(float *out, float *mean, float *rstd, const float
                                const float *b, int N, int C)
 {
     /* out (N, C), mean and rstd (N), inp (N, C), w and b (C); eps 1e-5 as in PyTorch */
-    EPAR_OMP_FOR(fork_elems((double)N * C), int, r, N,
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * C), int, r, N,
                  ln_row_forward(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C, w, b, C));
 }
 
@@ -252,7 +250,7 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
                                 const float *w, const float *mean, const float *rstd, int N, int C, float *part)
 {
     /* dinp (N, C) +=, dw and db (C) +=, dout and inp (N, C), mean and rstd (N), part (ceil(N/ROWS), 2C) */
-    int nb = nblocks(N, ROWS), fork = fork_elems((double)N * C);
+    int nb = nblocks(N, ROWS), fork = epar_omp_fork_elems((double)N * C);
     EPAR_OMP_FOR(fork, int, blk, nb, ln_backward_block(dinp, dout, inp, w, mean, rstd, N, C, part, blk));
     EPAR_OMP_FOR(fork, int, c, C, ln_backward_sum(dw, db, part, nb, C, c));
 }
@@ -658,7 +656,7 @@ static void gelu_run(float *out, float *dinp, const float *inp, const float *dou
     void (*f)(float *, float *, const float *, const float *, float *, int) =
         epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
     size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
-    EPAR_OMP_FOR(fork_elems((double)n), size_t, b, nb, gelu_block(f, out, dinp, inp, dout, sv, n, b));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)n), size_t, b, nb, gelu_block(f, out, dinp, inp, dout, sv, n, b));
 }
 
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n) { gelu_run(out, NULL, inp, NULL, NULL, n); }
@@ -1355,7 +1353,7 @@ void epar_nn_crossentropy_forward(float *probs, float *losses, unsigned char *co
 {
     /* probs and logits (N, V) (may alias), losses and correct (N), targets and mask (N) */
     double (*row)(float *, const float *, float, int) = epar_nn_simd() ? ce_row_avx2 : ce_row_c;
-    EPAR_OMP_FOR(fork_elems((double)N * V), int, r, N,
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * V), int, r, N,
                  ce_forward_row(row, probs, losses, correct, logits, targets, mask, V, r));
 }
 
@@ -1373,7 +1371,8 @@ static void ce_backward_row(float *dlogits, const float *probs, const int *targe
 void epar_nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
                                    double scale, int N, int V)
 {
-    EPAR_OMP_FOR(fork_elems((double)N * V), int, r, N, ce_backward_row(dlogits, probs, targets, mask, scale, V, r));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * V), int, r, N,
+                 ce_backward_row(dlogits, probs, targets, mask, scale, V, r));
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -1434,7 +1433,7 @@ static void kv_expand_row(float *qkv, const float *qc, int C, int NH, int G, int
 
 static void kv_expand(float *qkv, const float *qc, int N, int C, int NH, int G, int hs)
 {
-    EPAR_OMP_FOR(fork_elems((double)N * 3 * C), int, n, N, kv_expand_row(qkv, qc, C, NH, G, hs, n));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * 3 * C), int, n, N, kv_expand_row(qkv, qc, C, NH, G, hs, n));
 }
 
 /* its transpose: dc (N, W) <- dq as is, dk and dv of K/V head g the sums over its query heads (in head order) */
@@ -1456,7 +1455,7 @@ static void kv_reduce_row(float *dqc, const float *dqkv, int C, int NH, int G, i
 
 static void kv_reduce(float *dqc, const float *dqkv, int N, int C, int NH, int G, int hs)
 {
-    EPAR_OMP_FOR(fork_elems((double)N * 3 * C), int, n, N, kv_reduce_row(dqc, dqkv, C, NH, G, hs, n));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * 3 * C), int, n, N, kv_reduce_row(dqc, dqkv, C, NH, G, hs, n));
 }
 
 static void param_sizes(const struct epar_nn_config *c, size_t n_pos, size_t *sz)
@@ -1818,7 +1817,7 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
 
     /* encoder: token embedding plus the input position term */
     double prof_t0 = m->profile ? prof_now(m) : 0;
-    EPAR_OMP_FOR(fork_elems((double)N * C), int, i, N,
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * C), int, i, N,
                  memcpy(a->encoded + (size_t)i * C, p->wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float)));
     epar_nnpos_embed_forward(&m->pos, a->encoded, B, T);
     if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
@@ -1985,7 +1984,7 @@ void epar_nn_backward(struct epar_nn *m)
     double prof_t0 = m->profile ? prof_now(m) : 0;
     epar_nnpos_embed_backward(&m->pos, s->dres, p->wte, m->tokens, B, T);
     /* token rows: parallel over column blocks, each column summing the positions in order */
-    EPAR_OMP_FOR(fork_elems((double)N * C), int, cb, nblocks(C, EMB_BLOCK),
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)N * C), int, cb, nblocks(C, EMB_BLOCK),
                  wte_backward_block(g->wte, s->dres, m->tokens, N, C, cb));
     if (m->profile) m->op_seconds[EPAR_NN_OP_EMBED] += prof_now(m) - prof_t0;
     double pc0 = epar_nn_thread_cpu();

@@ -1254,7 +1254,7 @@ void epar_nnpos_embed_forward(const struct epar_nnpos *p, float *x, int B, int T
     const float *tab = input_table(p);
     if (!tab) return;
     int C = p->C, mul = p->pe_mul;
-    EPAR_OMP_FOR(epar_omp_fork((double)B * T * C, EPAR_OMP_MIN_ELEMS), int, bt, B * T, embed_row(x, tab, C, mul, T, bt));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)B * T * C), int, bt, B * T, embed_row(x, tab, C, mul, T, bt));
 }
 
 /* position t of epar_nnpos_embed_backward: the table's gradient row t (gtab, or none) sums over b in order */
@@ -1283,7 +1283,7 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
     /* the learned table: each position's row sums over b in order (parallel over t, deterministic); added: dx,
      * multiplied: dx e. Then a multiplied table passes dx p on to the token rows. */
     float *gtab = !learned ? NULL : tab == p->ext ? p->dext : p->dtheta;
-    EPAR_OMP_FOR(epar_omp_fork((double)B * T * C, EPAR_OMP_MIN_ELEMS), int, t, T,
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)B * T * C), int, t, T,
                  embed_backward_pos(dx, gtab, tab, wte, tokens, B, T, C, mul, t));
 }
 
@@ -1314,7 +1314,7 @@ static void rope_row(const struct epar_nnpos *p, float *qkv, int T, float dir, i
 
 static void rope_apply(const struct epar_nnpos *p, float *qkv, int B, int T, float dir)
 {
-    EPAR_OMP_FOR(epar_omp_fork((double)B * T * p->C, EPAR_OMP_MIN_ELEMS), int, bt, B * T, rope_row(p, qkv, T, dir, bt));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)B * T * p->C), int, bt, B * T, rope_row(p, qkv, T, dir, bt));
 }
 
 /* q_t (every head) times kappa_t; its own transpose */

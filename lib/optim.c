@@ -149,7 +149,7 @@ double epar_optim_step(struct epar_optim *o, float *params, float *grads, const 
     for (int k = 0; k < nseg; k++) {
         const float kk[8] = {gscale, b1, b2, c1, c2, eps, flr, seg[k].decay ? (float)c->weight_decay : 0.0f};
         size_t i0 = seg[k].offset, n = seg[k].size, nb = (n + STEP_BLOCK - 1) / STEP_BLOCK;
-        EPAR_OMP_FOR(epar_omp_fork((double)n, EPAR_OMP_MIN_ELEMS), size_t, b, nb,
+        EPAR_OMP_FOR(epar_omp_fork_elems((double)n), size_t, b, nb,
                      step_block(span, o, params, grads, i0, n, b, kk));
     }
     return norm;
