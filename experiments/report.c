@@ -435,7 +435,8 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
                    "**at_least** (a wall-clock speed-up, with a stated slack).");
     epar_pub_li(d, "Identities and by-construction properties are **trivially true** (the reason is given) when their "
                    "check holds; a statement that cannot be true or false as written is **ill-posed** (its readings "
-                   "are shown); a claim with several readings is **partly reproduced** when some hold; a claim whose "
+                   "are shown); a claim with several readings, every one of which must hold, is **partly reproduced** "
+                   "when some hold and some fail, **not reproduced** when some fail and none holds; a claim whose "
                    "input comes from another run than the one audited (protocol hash, preset, seeds, epar version or "
                    "command-line changes differ) is **stale**; **not reproducible here** gives the reason (training a "
                    "110M model, or an experiment that did not run: rerun it). Nearby settings that would match are "

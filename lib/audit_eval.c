@@ -619,7 +619,9 @@ static void reading_note(const struct reading *rd, char *note, size_t n)
 
 /* quorum k > 0 (the measure's "quorum": the statement holds when k of the n readings do, "most tasks", "some task"):
  * reproduced when at least k hold, not reproduced when fewer than k can (more than n - k fail), else inconclusive;
- * 0: every reading (all hold, all fail, partly) */
+ * 0: every reading must hold: reproduced when all do, partly reproduced when some hold and some fail, not reproduced
+ * when some fail and none holds (the open ones, whatever they turn out to be, cannot make the claim reproduced: at
+ * best partly), inconclusive when none fails and some are open */
 static enum epar_audit_verdict combine(const struct reading *rd, int n, int quorum)
 {
     int nh = 0, nf = 0, ns = 0, nu = 0; /* open and unlearned readings are the rest: with them, inconclusive */
@@ -635,9 +637,16 @@ static enum epar_audit_verdict combine(const struct reading *rd, int n, int quor
     if (quorum > 0) return nh >= quorum ? EPAR_AUDIT_REPRODUCED : nf > n - quorum ? EPAR_AUDIT_NOT_REPRODUCED
                                                                                   : EPAR_AUDIT_INCONCLUSIVE;
     if (nh == n) return EPAR_AUDIT_REPRODUCED;
-    if (nf == n) return EPAR_AUDIT_NOT_REPRODUCED;
     if (nh && nf) return EPAR_AUDIT_PARTLY;
+    if (nf) return EPAR_AUDIT_NOT_REPRODUCED;
     return EPAR_AUDIT_INCONCLUSIVE;
+}
+
+static int nfail(const struct reading *rd, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) k += rd[i].out == EPAR_AUDIT_FAILS;
+    return k;
 }
 
 static const char *verdict_reason(enum epar_audit_verdict v)
@@ -829,6 +838,9 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
                                                     "(none beat the best constant answer)"
                                                   : "inconclusive: no model learned the task of %d of the %d readings at "
                                                     "this budget; the others alone do not decide the claim", nl, nrd);
+        else if (v == EPAR_AUDIT_NOT_REPRODUCED && !qj && nfail(rd, nrd) < nrd)
+            note_add(note, sizeof note, "not reproduced: %d of the %d readings do not meet the rule and none does; the "
+                     "%d open ones could at best make it partly reproduced", nfail(rd, nrd), nrd, nrd - nfail(rd, nrd));
         else
             note_add(note, sizeof note, "%s", verdict_reason(v));
         if (triv) note_add(note, sizeof note, "by construction: %s", triv);

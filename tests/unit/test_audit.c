@@ -376,7 +376,8 @@ static void not_learned(void)
     char p[256];
     snprintf(p, sizeof p, "%s/bench", dir);
     mkdir(p, 0777);
-    write_file(dir, "bench/main_table.csv", "task,rel,rel_sd,learned\nnone,0.2,0.01,0\nsome,0.2,0.01,2\nunknown,0.2,0.01,nan\n");
+    write_file(dir, "bench/main_table.csv", "task,rel,rel_sd,learned\nnone,0.2,0.01,0\nsome,0.2,0.01,2\nunknown,0.2,0.01,nan\n"
+                                            "worse,-0.2,0.01,2\n");
     write_file(dir, "bench/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
                                       " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3]}}");
 #define R(t) "{\"file\": \"bench/main_table.csv\", \"where\": {\"task\": \"" t "\"}, \"column\": \"rel\", \"sd_column\": \"rel_sd\", \"learned_column\": \"learned\"}"
@@ -386,7 +387,9 @@ static void not_learned(void)
         "{\"id\": \"none\", " N "\"measure\": " R("none") "},"
         "{\"id\": \"some\", " N "\"measure\": " R("some") "},"
         "{\"id\": \"unknown\", " N "\"measure\": " R("unknown") "},"
-        "{\"id\": \"mixed\", " N "\"measure\": {\"readings\": [" RL("some") ", " RL("none") "]}}"
+        "{\"id\": \"mixed\", " N "\"measure\": {\"readings\": [" RL("some") ", " RL("none") "]}},"
+        "{\"id\": \"failopen\", " N "\"measure\": {\"readings\": [" RL("worse") ", " RL("none") "]}},"
+        "{\"id\": \"failopen2\", " N "\"measure\": {\"quorum\": 1, \"readings\": [" RL("worse") ", " RL("none") "]}}"
         "]");
 #undef R
 #undef RL
@@ -405,6 +408,12 @@ static void not_learned(void)
     r = row_of(&a, "mixed");
     check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->note, "1 of the 2 readings"),
                "one reading not learned -> inconclusive: %s", r ? r->note : "");
+    r = row_of(&a, "failopen");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED && strstr(r->note, "1 of the 2 readings do not meet") &&
+               strstr(r->note, "at best make it partly"),
+               "every reading must hold, one fails, the other open -> not reproduced, said why: %s", r ? r->note : "");
+    check_true((r = row_of(&a, "failopen2")) && r->verdict == EPAR_AUDIT_INCONCLUSIVE,
+               "quorum 1 of 2: one fails, the other open -> inconclusive (the open one could still carry it)");
     epar_audit_free(&a);
     json_decref(claims);
     claims = J("[{\"id\": \"x\", \"source\": \"s\", \"statement\": \"t\", \"reported\": 0, \"measure\": "
