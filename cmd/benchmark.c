@@ -55,8 +55,8 @@ static double calibrate_one(const struct epar_bench_cfg *c, const struct epar_be
         double first = r.step_cpu_seconds;
         r.until = 0;
         if (!epar_exp_train_loop(&r) && r.step > 1) {
-            double T = t.task.length, C = t.dim;
-            double w = (double)(r.step - 1) * t.batch * T * (12.0 * C * C + 2.0 * t.mlp * C + 4.0 * T * C) * t.layers;
+            double T = t.task.length;
+            double w = (double)(r.step - 1) * t.batch * T * epar_bench_token_work(&t, T);
             spw = (r.step_cpu_seconds - first) / w;
         }
     }

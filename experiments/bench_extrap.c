@@ -648,6 +648,38 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
     return st;
 }
 
+double epar_bx_cell_work(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell,
+                         const struct epar_train_cfg *t)
+{
+    enum cell_kind kind = kind_of(c, cell);
+    if (kind == KIND_NONE) return 0;
+    const struct epar_bench_extrap *x = &c->extrap;
+    struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
+    enum epar_mech_id mech = c->mech[cell->mech];
+    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
+        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    double w = 0;
+    struct epar_train_cfg f;
+    for (int i = 0; i < ns; i++)   /* as epar_bx_cell_run: lm windows of extrap_tokens, or the needle's items */
+        for (int e = 0; e < c->b.n_extrap; e++) {
+            int T = eval_length(c, cell, e);
+            if (!epar_exp_train_as(t, s[i].as, s[i].logn, T, &f)) continue;
+            long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+            double seqs = kind == KIND_LM ? (double)windows : x->retrieval_sequences;
+            w += seqs * T * epar_bench_token_work(&f, T) / 3.0;
+        }
+    for (int i = 0; i < na && x->ft_steps > 0; i++)   /* as lm_finetune: its steps, one evaluation batch, the windows */
+        for (int e = 0; e < x->n_ft_lengths; e++) {
+            int T = x->ft_lengths[e];
+            if (epar_nnpos_fixed_length(a[i].as, &t->pos)) continue;
+            epar_exp_train_as(t, a[i].as, a[i].logn, T, &f);
+            long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+            w += ((double)x->ft_steps * f.batch + (f.batch + (double)windows) / 3.0) * T *
+                 epar_bench_token_work(&f, T);
+        }
+    return w;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* a cell's numbers read back                                                                         */
 

@@ -55,6 +55,11 @@ struct epar_bx_own {
     double bpc[EPAR_BENCH_MAX_EXTRAP];
     long sequences[EPAR_BENCH_MAX_EXTRAP];
 };
+/* The work epar_bx_cell_run does in cell (trained with t), in the unit of the cell's weight (tokens x
+ * epar_bench_token_work; an evaluation a third of a training step per token): each series' evaluation at each length
+ * where it is defined, each fine-tuning arm's steps and evaluation; 0 for a cell outside the study */
+double epar_bx_cell_work(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell,
+                         const struct epar_train_cfg *t);
 /* After a cell trained (r): its study numbers (NULL: nothing to do) into *out (a new reference), and its own
  * series' bpc at the extrapolation lengths into *own. */
 int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_run *r,

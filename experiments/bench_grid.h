@@ -175,6 +175,10 @@ const char *epar_bench_mech_name(const struct epar_bench_cfg *c, int m);
 /* "mechanism" or "mechanism@param=value[@...]" -> *id and *v (v->name "" without '@'); EPAR_EINVAL naming the part */
 int epar_bench_mvar_parse(const char *s, enum epar_mech_id *id, struct epar_bench_mvar *v);
 
+/* Work of one token of a training step of t at sequence length T (multiply-adds of the weights and the attention;
+ * a forward-only evaluation does a third of it): the unit of cell weights and of the estimate's timing */
+double epar_bench_token_work(const struct epar_train_cfg *t, double T);
+
 /* The training configuration of cell k. */
 void epar_exp_benchmark_cell_cfg(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, struct epar_train_cfg *t);
 /* distance.csv's bins of needle task i: bin `bin`'s distances [*lo, *hi] (lo, hi may be NULL); returns the bins' count */

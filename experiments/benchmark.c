@@ -603,19 +603,26 @@ static int task_vocab(const struct epar_task_cfg *tc, int *V)
     return st;
 }
 
-/* relative work of a cell: tokens x (weights + attention) per token, of the training steps and the evaluations
- * (eval_batches batches every eval_every steps, then the final evaluation set; the forward only, a third of a
- * training step's work per token; the cost cell evaluates nothing). The schedule's and the estimate's unit:
- * cmd/benchmark.c times a few training steps of it. */
-static double cell_weight(const struct epar_bench_cfg *c, const struct epar_train_cfg *t, int evaluated)
+double epar_bench_token_work(const struct epar_train_cfg *t, double T)
 {
-    double T = t->task.length, C = t->dim, evals = 0, final = 0;
+    double C = t->dim;
+    return (12.0 * C * C + 2.0 * t->mlp * C + 4.0 * T * C) * t->layers;
+}
+
+/* relative work of a cell: tokens x epar_bench_token_work, of the training steps and the evaluations (eval_batches
+ * batches every eval_every steps, then the final evaluation set; the forward only, a third of a training step's work
+ * per token; the cost cell evaluates nothing), and of the extrapolation study's evaluations and fine-tuning in the
+ * cell. The schedule's and the estimate's unit: cmd/benchmark.c times a few training steps of it. */
+static double cell_weight(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell,
+                          const struct epar_train_cfg *t, int evaluated)
+{
+    double T = t->task.length, evals = 0, final = 0, study = 0;
     if (evaluated) {
         evals = t->eval_every > 0 ? floor((double)t->optim.steps / t->eval_every) * t->eval_batches * t->batch : 0;
         final = t->task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : t->task.eval_sequences;
+        study = epar_bx_cell_work(c, cell, t);
     }
-    return ((double)t->optim.steps * t->batch + (evals + final) / 3.0) * T *
-           (12.0 * C * C + 2.0 * t->mlp * C + 4.0 * T * C) * t->layers;
+    return ((double)t->optim.steps * t->batch + (evals + final) / 3.0) * T * epar_bench_token_work(t, T) + study;
 }
 
 int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan)
@@ -677,8 +684,8 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
                 struct epar_train_cfg w;
                 epar_exp_benchmark_cell_cfg(c, cell, &w);
                 /* the cost cell: the steps of its least number of blocks (more when the intervals need them) */
-                cell->weight = i < cost ? cell_weight(c, &w, 1)
-                                        : cell_weight(c, &w, 0) * (double)cost_steps_least / (double)w.optim.steps;
+                cell->weight = i < cost ? cell_weight(c, cell, &w, 1)
+                                        : cell_weight(c, cell, &w, 0) * (double)cost_steps_least / (double)w.optim.steps;
             }
         }
     }

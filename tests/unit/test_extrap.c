@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/err.h"
+#include "lib/protocol.h"
+#include "experiments/bench_extrap.h"
+#include "experiments/benchmark.h"
 #include "experiments/train.h"
 #include "check.h"
 
@@ -170,8 +173,65 @@ static void test_own_series(void)
     epar_exp_train_free(&r);
 }
 
+/* the plan's cell weights count the extrapolation study's work in a cell (the schedule and the start-up estimate):
+ * the protocol's quick grid; a cell outside the study gets none; an lm cell of rope its three series (as trained,
+ * ntk-rope, interpolation, and their log-n stacks) at each length and its fine-tuning arm; learned-ape's series is
+ * undefined past L, so its lm cell has less study work than rope's */
+static void test_study_weight(void)
+{
+    struct epar_protocol p;
+    struct epar_params prm;
+    struct epar_bench_cfg c;
+    struct epar_bench_plan plan = {0};
+    if (epar_protocol_load("paper_protocol.json", &p) != EPAR_OK) {
+        check_true(0, "paper_protocol.json loads: %s", epar_err_message());
+        return;
+    }
+    check_int(epar_protocol_params(&p, "benchmark", NULL, &prm), EPAR_OK, "parameters");
+    check_int(epar_exp_benchmark_config(&c, &p, &prm, "quick"), EPAR_OK, "the quick grid: %s", epar_err_message());
+    check_int(epar_bench_plan(&c, &plan), EPAR_OK, "planned");
+    int lm = -1, needle = -1, recall = -1;
+    for (int i = 0; i < c.n_tasks; i++) {
+        if (!strcmp(c.tasks[i].id, c.extrap.lm_task)) lm = i;
+        if (!strcmp(c.tasks[i].id, c.extrap.retrieval_task)) needle = i;
+        if (!strcmp(c.tasks[i].id, "recall")) recall = i;
+    }
+    check_true(c.extrap.on && lm >= 0 && needle >= 0 && recall >= 0, "the study is on, on lm and needle");
+    double w_rope = NAN, w_ape = NAN, w_needle = NAN, w_recall = NAN, t_rope = NAN, t_needle = NAN, want = 0;
+    for (int k = 0; k < plan.n - 1; k++) {
+        const struct epar_bench_cell *cell = &plan.cells[k];
+        enum epar_mech_id m = c.mech[cell->mech];
+        if (cell->seed || c.mvar[cell->mech].name[0]) continue;
+        struct epar_train_cfg t;
+        epar_exp_benchmark_cell_cfg(&c, cell, &t);
+        double w = epar_bx_cell_work(&c, cell, &t);
+        check_true(w >= 0 && w < cell->weight, "the study's work is part of the cell's weight");
+        if (cell->task == lm && m == EPAR_MECH_ROPE) w_rope = w, t_rope = cell->weight - w;
+        if (cell->task == lm && m == EPAR_MECH_LEARNED_APE) w_ape = w;
+        if (cell->task == needle && m == EPAR_MECH_ALIBI) {
+            w_needle = w, t_needle = cell->weight - w;
+            /* one series (its own): retrieval_sequences items at each multiple of the needle's length */
+            for (int e = 0; e < c.b.n_extrap; e++) {
+                double T = (double)c.b.extrap[e] / c.b.lm_length * t.task.length;
+                want += c.extrap.retrieval_sequences * T * epar_bench_token_work(&t, T) / 3.0;
+            }
+        }
+        if (cell->task == recall && m == EPAR_MECH_ALIBI) w_recall = w;
+    }
+    check_true(w_recall == 0, "recall is outside the study: no study work");
+    check_rel(w_needle, want, 1e-12, "alibi's needle cell: its items at each evaluation length, forward only");
+    check_true(w_rope > w_ape && w_ape > 0, "rope's lm cell (variants, a fine-tuning arm) > learned-ape's (undefined "
+               "past L): %g, %g", w_rope, w_ape);
+    check_true(w_rope > 0.05 * t_rope && w_needle > 0.05 * t_needle,
+               "the study is a visible share of those cells (rope lm %.2f, alibi needle %.2f of their training)",
+               w_rope / t_rope, w_needle / t_needle);
+    epar_exp_benchmark_plan_free(&plan);
+    epar_protocol_free(&p);
+}
+
 int main(void)
 {
+    test_study_weight();
     test_same_weights();
     test_own_series();
     test_trained_run();
