@@ -295,9 +295,11 @@ static void gelu_block_c(float *out, float *dinp, const float *inp, const float 
 /* Causal attention rows. Row i of a head: z_j = s_j fac[i-j] + bias[i-j] + pr[j] (fac, bias, the pair row pr may
  * be NULL; pr holds 0 / -inf for masks, ln W for fixed patterns, and a row keeps at least one finite z), j <= i;
  * a = softmax(z) over j <= i; backward: dz_j = a_j (d_j - sum_k a_k d_k), ds_j = dz_j fac[i-j].
- * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (no FMA
- * contraction, libmvec expf, sums in 8 lanes then a fixed horizontal order), so a run uses one of them
- * throughout and its bits do not depend on the thread count either way. */
+ * The C versions are the reference; the AVX2 versions do the same arithmetic 8 lanes at a time (libmvec expf, sums
+ * in 8 lanes then a fixed horizontal order; GCC fuses the backward's dot-product multiply-adds into FMAs, GNU C's
+ * default -ffp-contract=fast, where the C build for baseline x86-64 has none), so the two agree to a few ulp, not
+ * bit for bit: a run uses one of them throughout and its bits depend neither on the thread count nor on which
+ * AVX2 CPU runs it. */
 static void softmax_row_c(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
                           int lim)
 {
@@ -344,7 +346,8 @@ static void softmax_row_backward_c(float *d, const float *a, const float *s, con
 #include <immintrin.h>
 __m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
 
-/* gelu_block_c 8 lanes at a time: the same arithmetic */
+/* gelu_block_c 8 lanes at a time: the same arithmetic but libmvec's expf, and the multiply-adds GCC fuses
+ * into FMAs (the C build has none): a few ulp apart (test_nn) */
 static void gelu_block_avx2(float *out, float *dinp, const float *inp, const float *dout, float *sv, int n)
 {
     const __m256 k = _mm256_set1_ps(GELU_K), a = _mm256_set1_ps(GELU_A), one = _mm256_set1_ps(1.0f);
