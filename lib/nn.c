@@ -509,8 +509,9 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
         }
     }
 }
-/* ---- the attention's products (AVX2 + FMA) ----
- * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 4, c < cols <= 16, with
+/* ---- the attention's products (AVX2 + FMA; AVX-512 where the CPU has it) ----
+ * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 4 (8 with AVX-512: att_rows),
+ * c < cols <= 16, with
  * A(r, k) = a[r lda + k ak] (broadcast) and B(k, c) = b[k ldb + c] (rows of B loaded as vectors). Every output
  * element is one FMA chain over k = 0, 1, ..., K-1 from 0, times alpha at the end: its bits depend on neither the
  * tile shape, the vector width nor the thread count. With strides this one tile serves all six products:
@@ -572,13 +573,72 @@ static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, co
     }
 }
 
-static inline void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
-                            ptrdiff_t ldc, float alpha, int rows, int cols)
+static inline void att_tile4(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                             float *c, ptrdiff_t ldc, float alpha, int rows, int cols)
 {
     if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
     else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
 }
 #pragma GCC pop_options
+
+/* The same tile, 8 rows of 16 columns in AVX-512 registers (cols < 16: masked loads and stores), on CPUs that have
+ * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile4's; at 16 lanes a
+ * register the 8 chains keep both FMA units busy where 4 rows of 16 would wait on the FMA latency. */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                              float *c, ptrdiff_t ldc, float alpha, int cols)
+{
+    const __mmask16 m = (__mmask16)((1u << cols) - 1u);
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak;
+        __m512 bv = cols == 16 ? _mm512_loadu_ps(b + k * ldb) : _mm512_maskz_loadu_ps(m, b + k * ldb);
+        c0 = _mm512_fmadd_ps(_mm512_set1_ps(ar[0]), bv, c0);
+        c1 = _mm512_fmadd_ps(_mm512_set1_ps(ar[lda]), bv, c1);
+        c2 = _mm512_fmadd_ps(_mm512_set1_ps(ar[2 * lda]), bv, c2);
+        c3 = _mm512_fmadd_ps(_mm512_set1_ps(ar[3 * lda]), bv, c3);
+        c4 = _mm512_fmadd_ps(_mm512_set1_ps(ar[4 * lda]), bv, c4);
+        c5 = _mm512_fmadd_ps(_mm512_set1_ps(ar[5 * lda]), bv, c5);
+        c6 = _mm512_fmadd_ps(_mm512_set1_ps(ar[6 * lda]), bv, c6);
+        c7 = _mm512_fmadd_ps(_mm512_set1_ps(ar[7 * lda]), bv, c7);
+    }
+    const __m512 al = _mm512_set1_ps(alpha);
+    _mm512_mask_storeu_ps(c, m, _mm512_mul_ps(c0, al));
+    _mm512_mask_storeu_ps(c + ldc, m, _mm512_mul_ps(c1, al));
+    _mm512_mask_storeu_ps(c + 2 * ldc, m, _mm512_mul_ps(c2, al));
+    _mm512_mask_storeu_ps(c + 3 * ldc, m, _mm512_mul_ps(c3, al));
+    _mm512_mask_storeu_ps(c + 4 * ldc, m, _mm512_mul_ps(c4, al));
+    _mm512_mask_storeu_ps(c + 5 * ldc, m, _mm512_mul_ps(c5, al));
+    _mm512_mask_storeu_ps(c + 6 * ldc, m, _mm512_mul_ps(c6, al));
+    _mm512_mask_storeu_ps(c + 7 * ldc, m, _mm512_mul_ps(c7, al));
+}
+#pragma GCC pop_options
+
+/* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
+ * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
+_Static_assert(ATT_BLOCK % 8 == 0, "a tile's rows lie in one query block");
+static int att_rows_forced;   /* 4: AVX2 tiles even with AVX-512 (lib/seams.h) */
+
+static int att_rows(void) { return att_rows_forced != 4 && __builtin_cpu_supports("avx512f") ? 8 : 4; }
+
+int epar_nn_set_att_rows(int rows)
+{
+    att_rows_forced = rows;
+    return att_rows();
+}
+
+/* rows <= att_rows() of a tile */
+static void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                     ptrdiff_t ldc, float alpha, int rows, int cols)
+{
+    if (rows == 8) att_tile_8x16_512(K, a, lda, ak, b, ldb, c, ldc, alpha, cols);
+    else if (rows > 4) {   /* the last rows of an AVX-512 block */
+        att_tile4(K, a, lda, ak, b, ldb, c, ldc, alpha, 4, cols);
+        att_tile4(K, a + 4 * lda, lda, ak, b, ldb, c + 4 * ldc, ldc, alpha, rows - 4, cols);
+    } else
+        att_tile4(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+}
 
 /* keys of the transposed-key buffer on the stack of an attention (b, h): 64 KB; heads wider than ATT_KT / 16 = 1024
  * take the portable (cblas) path */
@@ -600,20 +660,20 @@ static void att_pack(float *p, const float *X, int ldx, int n, int hs)
     for (int j = 0; j < n; j++) memcpy(p + (size_t)j * hs, X + (size_t)j * ldx, (size_t)hs * sizeof *p);
 }
 
-/* S[i][j] (row stride lds) = alpha X[i] . Y[j] for queries i in [i0, i1) and keys j in [0, i1), on the 4 x 16 tiles
+/* S[i][j] (row stride lds) = alpha X[i] . Y[j] for queries i in [i0, i1) and keys j in [0, i1), on the 8 x 16 tiles
  * that hold some j <= i (the others are not written; the rest of a written tile above the diagonal is garbage the
  * softmax never reads). X, Y: rows of hs floats at strides ldx, ldy. kt: Y transposed for every key (stride ldk), or
  * NULL: transposed here into buf (ATT_KT floats) a chunk of keys at a time. */
 static void att_scores(float *S, int lds, const float *X, int ldx, const float *Y, int ldy, const float *kt, int ldk,
                        float *buf, int i0, int i1, int hs, float alpha)
 {
-    int kc = kt ? i1 : (ATT_KT / hs) & ~15;
+    int kc = kt ? i1 : (ATT_KT / hs) & ~15, R = att_rows();
     for (int j0 = 0; j0 < i1; j0 += kc) {
         int j1 = imin(i1, j0 + kc), ld = kt ? ldk : (j1 - j0 + 15) & ~15;
         const float *B = kt ? kt : buf - j0;   /* B + j: key j's column */
         if (!kt) att_kt(buf, ld, Y + (size_t)j0 * ldy, ldy, j1 - j0, hs);
-        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) & ~3 : 0); r0 < i1; r0 += 4) {
-            int rows = imin(4, i1 - r0);
+        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) & ~(R - 1) : 0); r0 < i1; r0 += R) {
+            int rows = imin(R, i1 - r0);
             for (int c0 = j0; c0 < j1 && c0 < r0 + rows; c0 += 16)
                 att_tile(hs, X + (size_t)r0 * ldx, ldx, 1, B + c0, ld, S + (size_t)r0 * lds + c0, lds, alpha, rows,
                          imin(16, j1 - c0));
@@ -626,8 +686,8 @@ static void att_scores(float *S, int lds, const float *X, int ldx, const float *
 static void att_values(float *O, int ldo, const float *P, int ldp, const float *Y, int ldy, int i0, int i1, int hs,
                        float alpha)
 {
-    for (int r0 = i0; r0 < i1; r0 += 4) {
-        int rows = imin(4, i1 - r0);
+    for (int r0 = i0, R = att_rows(); r0 < i1; r0 += R) {
+        int rows = imin(R, i1 - r0);
         for (int c = 0; c < hs; c += 16)
             att_tile(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y + c, ldy, O + (size_t)r0 * ldo + c, ldo, alpha, rows,
                      imin(16, hs - c));
@@ -637,8 +697,8 @@ static void att_values(float *O, int ldo, const float *P, int ldp, const float *
 /* D[j] (row stride ldd, hs columns) = alpha sum_{i >= j} P[i][j] X[i] for j in [0, T) (P as for att_values) */
 static void att_values_t(float *D, int ldd, const float *P, int ldp, const float *X, int ldx, int T, int hs, float alpha)
 {
-    for (int j0 = 0; j0 < T; j0 += 4) {
-        int rows = imin(4, T - j0);
+    for (int j0 = 0, R = att_rows(); j0 < T; j0 += R) {
+        int rows = imin(R, T - j0);
         for (int c = 0; c < hs; c += 16)
             att_tile(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx + c, ldx, D + (size_t)j0 * ldd + c,
                      ldd, alpha, rows, imin(16, hs - c));

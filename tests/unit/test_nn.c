@@ -479,6 +479,43 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     free(qkv); free(w); free(fac); free(bias); free(datt); free(pair);
 }
 
+/* the attention's products in AVX-512 tiles of 8 rows (where the CPU has them) and in AVX2 tiles of 4: the same bits,
+ * forward and backward, at lengths that cross a query block and end inside a tile, with position factors and biases */
+static void test_attention_rows(int T, int C, int NH)
+{
+    int B = 2, ld = T + 3;
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    float *qkv = malloc(nq * sizeof *qkv), *w = malloc(no * sizeof *w), *fac = malloc(NH * ld * sizeof *fac);
+    float *bias = malloc(NH * ld * sizeof *bias), *datt = malloc(64 * T * T * sizeof *datt);
+    float *out[2], *pre[2], *att[2], *dq[2];
+    for (int p = 0; p < 2; p++) {
+        out[p] = malloc(no * sizeof(float)); pre[p] = malloc(na * sizeof(float));
+        att[p] = calloc(na, sizeof(float)); dq[p] = malloc(nq * sizeof(float));
+    }
+    randn(qkv, nq, 1.5); randn(w, no, 1.0);
+    for (int i = 0; i < NH * ld; i++) {
+        fac[i] = (float)(0.5 + gsl_rng_uniform(R));
+        bias[i] = (float)gsl_ran_gaussian(R, 0.5);
+    }
+    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
+                                   0, NULL, NULL, 0, NULL, NULL};
+    int rows[2];
+    for (int p = 0; p < 2; p++) {
+        rows[p] = epar_nn_set_att_rows(p ? 4 : 0);
+        epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
+        epar_nn_attention_backward(dq[p], w, qkv, pre[p], att[p], &pos, datt, 64, B, T, C, NH);
+    }
+    epar_nn_set_att_rows(0);
+    int same = !memcmp(out[0], out[1], no * sizeof(float)) && !memcmp(dq[0], dq[1], nq * sizeof(float));
+    for (int b = 0; b < B * NH; b++)   /* the weights on and below the diagonal (above it: scratch) */
+        for (int i = 0; i < T; i++)
+            same &= !memcmp(att[0] + ((size_t)b * T + i) * T, att[1] + ((size_t)b * T + i) * T, (i + 1) * sizeof(float));
+    check_true(same, "attention in tiles of %d rows and of %d: the same bits (T=%d hs=%d)%s", rows[0], rows[1], T,
+               C / NH, rows[0] == 4 ? " (no AVX-512 here: both AVX2)" : "");
+    for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
+    free(qkv); free(w); free(fac); free(bias); free(datt);
+}
+
 static void test_attention(void)
 {
     test_attention_paths(67, 0, 16, 2);
@@ -1638,6 +1675,9 @@ int main(void)
     test_attention_paths(37, 1, 24, 2);
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
+    test_attention_rows(37, 64, 4);
+    test_attention_rows(131, 32, 2);
+    test_attention_rows(200, 96, 2);
     test_txl();
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_nested_team((enum epar_mech_id)id);
