@@ -435,7 +435,10 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
  * one (cblas products, C rows): forward weights, output and dqkv with a factor and a bias (no table gradients: the
  * path fixed EPAR runs), at lengths that leave ragged 8-lane and 4-row tails, head widths that leave partial 16-column
  * tiles (hs 8, 12, 40), and a head too wide for its transposed keys at once (hs 64, T 300: keys in chunks) */
-static void test_attention_paths(int T, int use_pair, int C, int NH)
+/* the attention forward and backward run two ways on the same inputs: the AVX2 path against the portable one
+ * (rows 0: agreement to rounding), or (rows 1) the products in AVX-512 tiles of 8 rows (where the CPU has them)
+ * against AVX2 tiles of 4: the same bits */
+static void attention_two_ways(int T, int use_pair, int C, int NH, int rows)
 {
     int B = 2, ld = T + 3;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
@@ -454,12 +457,25 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
                                    0, NULL, NULL, 0, NULL, NULL};
+    int tile[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
-        epar_nn_set_portable(p);
+        if (rows) tile[p] = epar_nn_set_att_rows(p ? 4 : 0);
+        else epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
         epar_nn_attention_backward(dq[p], w, qkv, pre[p], att[p], &pos, datt, 64, B, T, C, NH);
     }
     epar_nn_set_portable(0);
+    epar_nn_set_att_rows(0);
+    if (rows) {
+        int same = !memcmp(out[0], out[1], no * sizeof(float)) && !memcmp(dq[0], dq[1], nq * sizeof(float));
+        for (int b = 0; b < B * NH; b++)   /* the weights on and below the diagonal (above it: scratch) */
+            for (int i = 0; i < T; i++)
+                same &= !memcmp(att[0] + ((size_t)b * T + i) * T, att[1] + ((size_t)b * T + i) * T,
+                                (size_t)(i + 1) * sizeof(float));
+        check_true(same, "attention in tiles of %d rows and of %d: the same bits (T=%d pair=%d hs=%d)%s", tile[0],
+                   tile[1], T, use_pair, C / NH, tile[0] == 4 ? " (no AVX-512 here: both AVX2)" : "");
+        goto done;
+    }
     double ea = 0, eo = 0, ed = 0, sd = 0;
     for (size_t i = 0; i < na; i++) ea = fmax(ea, fabs(att[0][i] - att[1][i]));
     for (size_t i = 0; i < no; i++) eo = fmax(eo, fabs(out[0][i] - out[1][i]));
@@ -475,46 +491,14 @@ static void test_attention_paths(int T, int use_pair, int C, int NH)
     check_abs(eo, 0, 1e-5, "attention output: AVX2 path = portable path to 1e-5 (T=%d hs=%d)", T, C / NH);
     check_abs(ed / sd, 0, 1e-5, "attention dqkv: AVX2 path = portable path to 1e-5 of its largest entry (T=%d hs=%d)", T,
               C / NH);
+done:
     for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
     free(qkv); free(w); free(fac); free(bias); free(datt); free(pair);
 }
 
-/* the attention's products in AVX-512 tiles of 8 rows (where the CPU has them) and in AVX2 tiles of 4: the same bits,
- * forward and backward, at lengths that cross a query block and end inside a tile, with position factors and biases */
-static void test_attention_rows(int T, int C, int NH)
-{
-    int B = 2, ld = T + 3;
-    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
-    float *qkv = malloc(nq * sizeof *qkv), *w = malloc(no * sizeof *w), *fac = malloc(NH * ld * sizeof *fac);
-    float *bias = malloc(NH * ld * sizeof *bias), *datt = malloc(64 * T * T * sizeof *datt);
-    float *out[2], *pre[2], *att[2], *dq[2];
-    for (int p = 0; p < 2; p++) {
-        out[p] = malloc(no * sizeof(float)); pre[p] = malloc(na * sizeof(float));
-        att[p] = calloc(na, sizeof(float)); dq[p] = malloc(nq * sizeof(float));
-    }
-    randn(qkv, nq, 1.5); randn(w, no, 1.0);
-    for (int i = 0; i < NH * ld; i++) {
-        fac[i] = (float)(0.5 + gsl_rng_uniform(R));
-        bias[i] = (float)gsl_ran_gaussian(R, 0.5);
-    }
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL, 0, NULL, NULL};
-    int rows[2];
-    for (int p = 0; p < 2; p++) {
-        rows[p] = epar_nn_set_att_rows(p ? 4 : 0);
-        epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
-        epar_nn_attention_backward(dq[p], w, qkv, pre[p], att[p], &pos, datt, 64, B, T, C, NH);
-    }
-    epar_nn_set_att_rows(0);
-    int same = !memcmp(out[0], out[1], no * sizeof(float)) && !memcmp(dq[0], dq[1], nq * sizeof(float));
-    for (int b = 0; b < B * NH; b++)   /* the weights on and below the diagonal (above it: scratch) */
-        for (int i = 0; i < T; i++)
-            same &= !memcmp(att[0] + ((size_t)b * T + i) * T, att[1] + ((size_t)b * T + i) * T, (i + 1) * sizeof(float));
-    check_true(same, "attention in tiles of %d rows and of %d: the same bits (T=%d hs=%d)%s", rows[0], rows[1], T,
-               C / NH, rows[0] == 4 ? " (no AVX-512 here: both AVX2)" : "");
-    for (int p = 0; p < 2; p++) { free(out[p]); free(pre[p]); free(att[p]); free(dq[p]); }
-    free(qkv); free(w); free(fac); free(bias); free(datt);
-}
+static void test_attention_paths(int T, int use_pair, int C, int NH) { attention_two_ways(T, use_pair, C, NH, 0); }
+
+static void test_attention_rows(int T, int use_pair, int C, int NH) { attention_two_ways(T, use_pair, C, NH, 1); }
 
 static void test_attention(void)
 {
@@ -1675,9 +1659,9 @@ int main(void)
     test_attention_paths(37, 1, 24, 2);
     test_attention_paths(70, 0, 80, 2);
     test_attention_paths(300, 0, 128, 2);
-    test_attention_rows(37, 64, 4);
-    test_attention_rows(131, 32, 2);
-    test_attention_rows(200, 96, 2);
+    test_attention_rows(37, 0, 64, 4);
+    test_attention_rows(131, 1, 32, 2);
+    test_attention_rows(200, 0, 96, 2);
     test_txl();
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_nested_team((enum epar_mech_id)id);
