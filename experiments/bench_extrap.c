@@ -370,15 +370,29 @@ static int eval_length(const struct epar_bench_cfg *c, const struct epar_bench_c
     return c->b.extrap[e] / c->b.lm_length * c->tasks[cell->task].task.length;
 }
 
+/* a cell's series (returned, into s) and, for an lm cell of a catalogue mechanism, its fine-tuning arms (*na, into
+ * a): what epar_bx_cell_config records, epar_bx_cell_run evaluates and epar_bx_cell_work counts */
+static int cell_series(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell, enum cell_kind kind,
+                       struct series *s, struct series *a, int *na)
+{
+    enum epar_mech_id mech = c->mech[cell->mech];
+    *na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(&c->extrap, mech, a, EPAR_BX_MAX_FT) : 0;
+    return epar_bx_cell_series(&c->extrap, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES);
+}
+
+/* lm windows of length T in the budget's extrap_tokens (at least one) */
+static long lm_windows(const struct epar_bench_cfg *c, int T)
+{
+    return c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+}
+
 json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell)
 {
     enum cell_kind kind = kind_of(c, cell);
     if (kind == KIND_NONE) return NULL;
     const struct epar_bench_extrap *x = &c->extrap;
     struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
-    enum epar_mech_id mech = c->mech[cell->mech];
-    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
-        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    int na, ns = cell_series(c, cell, kind, s, a, &na);
     json_t *o = json_object(), *sj = json_array(), *lj = json_array();
     struct epar_train_cfg t, f;
     epar_exp_benchmark_cell_cfg(c, cell, &t);
@@ -544,7 +558,7 @@ static int lm_finetune(const struct epar_bench_cfg *c, struct epar_train_run *r,
     y.stop = r->stop;
     if (!st) st = epar_exp_train_loop(&y);
     if (!st) {
-        long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+        long windows = lm_windows(c, T);
         st = lm_eval(&y, &f, windows, r->cfg.task.length, row);
         row->ft_steps = (int)y.step;
         row->ft_tokens = y.tokens;
@@ -599,9 +613,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
     if (kind == KIND_NONE) return EPAR_OK;
     const struct epar_bench_extrap *x = &c->extrap;
     struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
-    enum epar_mech_id mech = c->mech[cell->mech];
-    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
-        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    int na, ns = cell_series(c, cell, kind, s, a, &na);
     struct study_rec *rec = EPAR_CALLOC(1, sizeof *rec);
     if (!rec) return EPAR_ENOMEM;
     int st = EPAR_OK, L = r->cfg.task.length;
@@ -615,7 +627,7 @@ int epar_bx_cell_run(const struct epar_bench_cfg *c, const struct epar_bench_cel
                 struct lm_row *row = &rec->lm[rec->n_lm++];
                 *row = (struct lm_row){.series = s[i].name, .length = T, .bpc = NAN, .past = NAN, .entropy = NAN,
                                        .uniformity = NAN, .tokens = -1, .ft_steps = -1, .ft_tokens = NAN};
-                long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+                long windows = lm_windows(c, T);
                 if (defined) st = lm_eval(r, &f, windows, L, row);
                 /* series 0 reads the weights as trained (without a stacked log-n): at the budget's lengths it is
                  * the cell's own extrapolation evaluation, which then takes it from here instead of a second pass */
@@ -655,16 +667,14 @@ double epar_bx_cell_work(const struct epar_bench_cfg *c, const struct epar_bench
     if (kind == KIND_NONE) return 0;
     const struct epar_bench_extrap *x = &c->extrap;
     struct series s[EPAR_BX_MAX_SERIES], a[EPAR_BX_MAX_FT];
-    enum epar_mech_id mech = c->mech[cell->mech];
-    int ns = epar_bx_cell_series(x, mech, epar_bench_mech_name(c, cell->mech), s, EPAR_BX_MAX_SERIES),
-        na = kind == KIND_LM && !c->mvar[cell->mech].name[0] ? epar_bx_cell_arms(x, mech, a, EPAR_BX_MAX_FT) : 0;
+    int na, ns = cell_series(c, cell, kind, s, a, &na);
     double w = 0;
     struct epar_train_cfg f;
     for (int i = 0; i < ns; i++)   /* as epar_bx_cell_run: lm windows of extrap_tokens, or the needle's items */
         for (int e = 0; e < c->b.n_extrap; e++) {
             int T = eval_length(c, cell, e);
             if (!epar_exp_train_as(t, s[i].as, s[i].logn, T, &f)) continue;
-            long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+            long windows = lm_windows(c, T);
             double seqs = kind == KIND_LM ? (double)windows : x->retrieval_sequences;
             w += seqs * T * epar_bench_token_work(&f, T) / 3.0;
         }
@@ -673,7 +683,7 @@ double epar_bx_cell_work(const struct epar_bench_cfg *c, const struct epar_bench
             int T = x->ft_lengths[e];
             if (epar_nnpos_fixed_length(a[i].as, &t->pos)) continue;
             epar_exp_train_as(t, a[i].as, a[i].logn, T, &f);
-            long windows = c->b.extrap_tokens / T > 0 ? c->b.extrap_tokens / T : 1;
+            long windows = lm_windows(c, T);
             w += ((double)x->ft_steps * f.batch + (f.batch + (double)windows) / 3.0) * T *
                  epar_bench_token_work(&f, T);
         }
