@@ -642,13 +642,6 @@ static enum epar_audit_verdict combine(const struct reading *rd, int n, int quor
     return EPAR_AUDIT_INCONCLUSIVE;
 }
 
-static int nfail(const struct reading *rd, int n)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++) k += rd[i].out == EPAR_AUDIT_FAILS;
-    return k;
-}
-
 static const char *verdict_reason(enum epar_audit_verdict v)
 {
     switch (v) {
@@ -822,10 +815,11 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             note_add(note, sizeof note, "would be: %s", epar_audit_verdict_name(v));
             v = EPAR_AUDIT_STALE;
         }
-        int nl = 0, nz = 0;
+        int nl = 0, nz = 0, nf = 0;
         for (int i = 0; i < nrd; i++) {
             nl += rd[i].out == EPAR_AUDIT_NOT_LEARNED;
             nz += rd[i].out == EPAR_AUDIT_NO_SPREAD;
+            nf += rd[i].out == EPAR_AUDIT_FAILS;
         }
         if (v == EPAR_AUDIT_INCONCLUSIVE && nz && !nl)
             note_add(note, sizeof note, nz == nrd ? "inconclusive: the measurement has no interval (every seed gave the "
@@ -838,9 +832,9 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
                                                     "(none beat the best constant answer)"
                                                   : "inconclusive: no model learned the task of %d of the %d readings at "
                                                     "this budget; the others alone do not decide the claim", nl, nrd);
-        else if (v == EPAR_AUDIT_NOT_REPRODUCED && !qj && nfail(rd, nrd) < nrd)
+        else if (v == EPAR_AUDIT_NOT_REPRODUCED && !qj && nf < nrd)
             note_add(note, sizeof note, "not reproduced: %d of the %d readings do not meet the rule and none does; the "
-                     "%d open ones could at best make it partly reproduced", nfail(rd, nrd), nrd, nrd - nfail(rd, nrd));
+                     "%d open ones could at best make it partly reproduced", nf, nrd, nrd - nf);
         else
             note_add(note, sizeof note, "%s", verdict_reason(v));
         if (triv) note_add(note, sizeof note, "by construction: %s", triv);
