@@ -346,8 +346,9 @@ static void softmax_row_backward_c(float *d, const float *a, const float *s, con
 #include <immintrin.h>
 __m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
 
-/* gelu_block_c 8 lanes at a time: the same arithmetic but libmvec's expf, and the multiply-adds GCC fuses
- * into FMAs (the C build has none): a few ulp apart (test_nn) */
+/* gelu_block_c 8 lanes at a time: the same arithmetic but libmvec's expf, and three of the multiply-adds fused
+ * (written as FMAs, so that no compiler's contraction choice moves a bit; the C build for baseline x86-64 has
+ * none): a few ulp apart (test_nn). gelu_block_512 below does exactly this 16 lanes at a time. */
 static void gelu_block_avx2(float *out, float *dinp, const float *inp, const float *dout, float *sv, int n)
 {
     const __m256 k = _mm256_set1_ps(GELU_K), a = _mm256_set1_ps(GELU_A), one = _mm256_set1_ps(1.0f);
@@ -368,7 +369,7 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
         if (sp) {
             s = _mm256_loadu_ps(sp);
         } else {
-            __m256 u = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(a, x2), x)));
+            __m256 u = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(a, x2), x, x));
             s = _mm256_div_ps(one, _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_mul_ps(m2, u))));
         }
         __m256 r;
@@ -383,9 +384,8 @@ static void gelu_block_avx2(float *out, float *dinp, const float *inp, const flo
                 }
             }
         } else {
-            __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), s), _mm256_sub_ps(one, s));
-            t = _mm256_mul_ps(_mm256_mul_ps(t, k), _mm256_add_ps(one, _mm256_mul_ps(a3, x2)));
-            r = _mm256_mul_ps(_mm256_add_ps(s, t), _mm256_loadu_ps(dp));
+            __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), s), _mm256_sub_ps(one, s)), k);
+            r = _mm256_mul_ps(_mm256_fmadd_ps(t, _mm256_fmadd_ps(a3, x2, one), s), _mm256_loadu_ps(dp));
         }
         if (w == 8) {
             _mm256_storeu_ps((out ? out : dinp) + i, r);
@@ -445,6 +445,45 @@ static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does
     return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
 }
 
+__m512 _ZGVeN16v_expf(__m512 x);   /* glibc libmvec: bit for bit _ZGVdN8v_expf's (every float, glibc 2.36; test_nn) */
+
+/* the exp pass of softmax_row_avx2 with AVX-512: exp(a[j] - mx) in place for j < n8 and *zt = exp(*zt - mx) (the tail
+ * of w lanes, when w), two 8-lane groups per call of libmvec's 16-lane expf (the last group with the tail), each
+ * group added to *vsum in the 8-lane order: the bits of the 8-lane pass, with half the calls. The lanes past the
+ * row are set to 0 after the call instead of passing -inf to it (exp(-inf) = 0 too, but libmvec computes every
+ * lane outside its range again with scalar expf). */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *vsum)
+{
+    const __m512 M = _mm512_set1_ps(mx);
+    __m256 sum = *vsum;
+    int j = 0;
+    for (; j + 16 <= n8; j += 16) {
+        __m512 e = _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(a + j), M));
+        _mm512_storeu_ps(a + j, e);
+        sum = _mm256_add_ps(_mm256_add_ps(sum, _mm512_castps512_ps256(e)), _mm512_extractf32x8_ps(e, 1));
+    }
+    if (j < n8 || w) {   /* lanes past the row (the tail's padding, -inf, or no group at all) get exp(0), then 0 */
+        const __mmask16 tail = (__mmask16)((1u << w) - 1u), in = j < n8 ? (__mmask16)(0xffu | tail << 8) : tail;
+        __m256 lo = j < n8 ? _mm256_loadu_ps(a + j) : *zt, hi = j < n8 && w ? *zt : _mm256_setzero_ps();
+        __m512 z = _mm512_mask_blend_ps(in, M, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
+        __m512 e = _mm512_maskz_mov_ps(in, _ZGVeN16v_expf(_mm512_sub_ps(z, M)));
+        __m256 el = _mm512_castps512_ps256(e), eh = _mm512_extractf32x8_ps(e, 1);
+        sum = _mm256_add_ps(sum, el);
+        if (j < n8) {
+            _mm256_storeu_ps(a + j, el);
+            if (w) *zt = eh, sum = _mm256_add_ps(sum, eh);
+        } else {
+            *zt = el;
+        }
+    }
+    *vsum = sum;
+}
+#pragma GCC pop_options
+
+static int nn_avx512(void);
+
 /* the tail (lanes from n8 on) stays in a register between the passes; it is written whole (zeros after i) when the
  * caller allows writing a[0 .. lim-1] that far, else by a masked store (slow on AMD Zen: microcoded) */
 static void softmax_row_avx2(float *a, const float *s, const float *fac, const float *bias, const float *pr, int i,
@@ -461,15 +500,21 @@ static void softmax_row_avx2(float *a, const float *s, const float *fac, const f
         zt = row_z(s, fac, bias, pr, i, n8, w);   /* -inf in the padding lanes */
         vmax = _mm256_max_ps(vmax, zt);
     }
-    __m256 vM = _mm256_set1_ps(hmax8(vmax)), vsum = _mm256_setzero_ps();
-    for (int j = 0; j < n8; j += 8) {
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
-        _mm256_storeu_ps(a + j, e);
-        vsum = _mm256_add_ps(vsum, e);
-    }
-    if (w) {
-        zt = _ZGVdN8v_expf(_mm256_sub_ps(zt, vM));   /* exp(-inf) = 0 */
-        vsum = _mm256_add_ps(vsum, zt);
+    float mx = hmax8(vmax);
+    __m256 vM = _mm256_set1_ps(mx), vsum = _mm256_setzero_ps();
+    if (nn_avx512()) {
+        row_exp_512(a, n8, w, mx, &zt, &vsum);
+    } else {
+        for (int j = 0; j < n8; j += 8) {
+            __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(a + j), vM));
+            _mm256_storeu_ps(a + j, e);
+            vsum = _mm256_add_ps(vsum, e);
+        }
+        if (w) {   /* the padding lanes (-inf) get exp(0), then 0: libmvec redoes any lane outside its range in scalar */
+            const __m256 in = _mm256_castsi256_ps(att_mask(w));
+            zt = _mm256_and_ps(_ZGVdN8v_expf(_mm256_sub_ps(_mm256_blendv_ps(vM, zt, in), vM)), in);
+            vsum = _mm256_add_ps(vsum, zt);
+        }
     }
     __m256 inv = _mm256_set1_ps(1.0f / hsum8(vsum));
     for (int j = 0; j < n8; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
@@ -613,20 +658,61 @@ static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak
     _mm512_mask_storeu_ps(c + 6 * ldc, m, _mm512_mul_ps(c6, al));
     _mm512_mask_storeu_ps(c + 7 * ldc, m, _mm512_mul_ps(c7, al));
 }
+
+/* gelu_block_avx2 16 lanes at a time: the same operations in the same order, libmvec's 16-lane expf (whose results
+ * are its 8-lane one's), the tail by masked loads and stores: the same bits, with half the calls of expf. Masked
+ * loads only in the tail: on Zen 5 a masked load of a full vector made the loop slower than the 8-lane one once its
+ * operands came from beyond L2 (a whole step +1 %, where plain loads give -4 %). */
+static void gelu_block_512(float *out, float *dinp, const float *inp, const float *dout, float *sv, int n)
+{
+    const __m512 k = _mm512_set1_ps(GELU_K), a = _mm512_set1_ps(GELU_A), one = _mm512_set1_ps(1.0f);
+    const __m512 m2 = _mm512_set1_ps(-2.0f), two = _mm512_set1_ps(2.0f), a3 = _mm512_set1_ps(3.0f * GELU_A);
+    for (int i = 0; i < n; i += 16) {
+        const int full = n - i >= 16;
+        const __mmask16 m = full ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+#define LD(p) (full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p))
+#define ST(p, v) (full ? _mm512_storeu_ps(p, v) : _mm512_mask_storeu_ps(p, m, v))
+        __m512 x = LD(inp + i), x2 = _mm512_mul_ps(x, x), s, r;
+        if (sv && !out) {
+            s = LD(sv + i);
+        } else {
+            __m512 u = _mm512_mul_ps(k, _mm512_fmadd_ps(_mm512_mul_ps(a, x2), x, x));
+            s = _mm512_div_ps(one, _mm512_add_ps(one, _ZGVeN16v_expf(_mm512_mul_ps(m2, u))));
+        }
+        if (out) {
+            r = _mm512_mul_ps(x, s);
+            if (sv) ST(sv + i, s);
+        } else {
+            __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(two, x), s), _mm512_sub_ps(one, s)), k);
+            r = _mm512_mul_ps(_mm512_fmadd_ps(t, _mm512_fmadd_ps(a3, x2, one), s), LD(dout + i));
+        }
+        ST((out ? out : dinp) + i, r);
+#undef LD
+#undef ST
+    }
+}
 #pragma GCC pop_options
+
+/* The AVX-512 forms (the 8-row tiles, the 16-lane GELU) where the CPU has AVX-512 (F and DQ: libmvec's 16-lane expf
+ * then runs its SKX code) and the AVX2 forms are chosen (epar_nn_simd): the same bits as the AVX2 forms. */
+static int avx512_off;   /* 1: the AVX2 forms even with AVX-512 (lib/seams.h) */
+
+static int nn_avx512(void)
+{
+    return !avx512_off && epar_nn_simd() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
+
+int epar_nn_set_no_avx512(int off)
+{
+    avx512_off = off != 0;
+    return nn_avx512();
+}
 
 /* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
  * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
 _Static_assert(ATT_BLOCK % 8 == 0, "a tile's rows lie in one query block");
-static int att_rows_forced;   /* 4: AVX2 tiles even with AVX-512 (lib/seams.h) */
 
-static int att_rows(void) { return att_rows_forced != 4 && __builtin_cpu_supports("avx512f") ? 8 : 4; }
-
-int epar_nn_set_att_rows(int rows)
-{
-    att_rows_forced = rows;
-    return att_rows();
-}
+static int att_rows(void) { return nn_avx512() ? 8 : 4; }
 
 /* rows <= att_rows() of a tile */
 static void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
@@ -717,7 +803,7 @@ static void gelu_block(void (*f)(float *, float *, const float *, const float *,
 static void gelu_run(float *out, float *dinp, const float *inp, const float *dout, float *sv, size_t n)
 {
     void (*f)(float *, float *, const float *, const float *, float *, int) =
-        epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
+        nn_avx512() ? gelu_block_512 : epar_nn_simd() ? gelu_block_avx2 : gelu_block_c;
     size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
     EPAR_OMP_FOR(epar_omp_fork_elems((double)n), size_t, b, nb, gelu_block(f, out, dinp, inp, dout, sv, n, b));
 }
@@ -1368,10 +1454,10 @@ static double ce_row_avx2(float *p, const float *z, float mx, int V)
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
-    if (v < V) {   /* the tail, -inf in the padding lanes (exp 0) */
+    if (v < V) {   /* the tail: exp(0) in the padding lanes, then 0 (an exp of -inf there, libmvec's scalar redo) */
         const __m256i m = att_mask(V - v);
-        __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(x, vm));
+        __m256 x = _mm256_blendv_ps(vm, _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
+        __m256 e = _mm256_and_ps(_ZGVdN8v_expf(_mm256_sub_ps(x, vm)), _mm256_castsi256_ps(m));
         float eb[8];
         _mm256_storeu_ps(eb, e);
         memcpy(p + v, eb, (size_t)(V - v) * sizeof(float));

@@ -12,9 +12,10 @@
 /* lib/nn: 1 = the kernels with an AVX2 form (GELU, softmax rows, cross-entropy, the attention kernel) run their
  * portable C form (libm expf) instead of AVX2 + libmvec (epar_nn_simd() then 0); 0 = the CPU's choice (the default) */
 void epar_nn_set_portable(int portable);
-/* lib/nn: 4 = the attention's products in AVX2 tiles of 4 rows even where the CPU has AVX-512 (whose tiles of 8 rows
- * give the same bits); 0 = the CPU's choice (the default). Returns the rows the products now use. */
-int epar_nn_set_att_rows(int rows);
+/* lib/nn: 1 = the AVX2 forms (the attention's products in tiles of 4 rows, GELU 8 lanes at a time) even where the CPU
+ * has AVX-512 (whose forms, tiles of 8 rows and GELU in 16 lanes, give the same bits); 0 = the CPU's choice (the
+ * default). Returns 1 when the AVX-512 forms now run. */
+int epar_nn_set_no_avx512(int off);
 /* lib/optim: 1 = the AdamW update runs the scalar C loop instead of the AVX2 one (the same bits); 0 = the default */
 void epar_optim_set_portable(int portable);
 /* lib/sparse: the vector kernels "avx512", "avx2" or "c" (lib/sparse.h), or NULL: the best the CPU has (the

@@ -11,6 +11,7 @@
  * and are checked to 1e-2 relative. */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,40 @@ static void test_layernorm(void)
     free(x); free(g); free(b); free(y); free(w); free(mean); free(rstd); free(dx); free(dg); free(db); free(part);
 }
 
+/* libmvec's 16-lane expf against its 8-lane one, which lib/nn's AVX-512 forms rely on for their bits: a million
+ * floats spread over all 2^32 bit patterns (every one agreed with glibc 2.36, checked once outside the tests) */
+#include <immintrin.h>
+__m256 _ZGVdN8v_expf(__m256 x);
+__m512 _ZGVeN16v_expf(__m512 x);
+
+__attribute__((target("avx512f,avx512dq,avx2,fma"))) static long expf_lanes_differ(long *tried)
+{
+    long diff = 0;
+    *tried = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += 16 * 4093) {
+        uint32_t b[16];
+        float o16[16], o8[16];
+        for (int k = 0; k < 16; k++) b[k] = (uint32_t)(u + (uint64_t)k * 4093);
+        __m512 x = _mm512_loadu_ps((const float *)b);
+        _mm512_storeu_ps(o16, _ZGVeN16v_expf(x));
+        _mm256_storeu_ps(o8, _ZGVdN8v_expf(_mm512_castps512_ps256(x)));
+        _mm256_storeu_ps(o8 + 8, _ZGVdN8v_expf(_mm256_loadu_ps((const float *)b + 8)));
+        for (int k = 0; k < 16; k++) diff += memcmp(o16 + k, o8 + k, 4) && !(isnan(o16[k]) && isnan(o8[k]));
+        *tried += 16;
+    }
+    return diff;
+}
+
+static void test_expf_lanes(void)
+{
+    if (!epar_nn_set_no_avx512(0)) {
+        check_true(1, "libmvec expf in 16 lanes against 8: skipped (no AVX-512 forms here)");
+        return;
+    }
+    long tried, diff = expf_lanes_differ(&tried);
+    check_true(diff == 0, "libmvec expf in 16 lanes = in 8, bit for bit (%ld of %ld floats differ)", diff, tried);
+}
+
 static void test_gelu(void)
 {
     int n = 200, bad = 0;
@@ -247,6 +282,27 @@ static void test_gelu(void)
     epar_nn_set_portable(0);
     check_true(same[0] && same[1], "gelu with s kept: forward and backward bit-identical to the plain form (AVX2 %d, C %d)",
                same[0], same[1]);
+    /* where the CPU has AVX-512: GELU 16 lanes at a time against 8, forward (with s kept) and backward, on lengths
+     * whose tails are ragged in both (1, 7, 9, 15, 17, 197) and on values over [-12, 12] (exp saturates past it) */
+    float xs[1000], gs[1000], out[2][3][1000];
+    for (int i = 0; i < 1000; i++) {
+        xs[i] = (float)gsl_ran_gaussian(R, i < 500 ? 2.0 : 6.0);
+        gs[i] = (float)gsl_ran_gaussian(R, 1.0);
+    }
+    int lens[] = {1, 7, 9, 15, 17, 197, 1000}, wide = 0, bits = 1;
+    for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+        for (int p = 0; p < 2; p++) {
+            int on = epar_nn_set_no_avx512(p);
+            if (!p) wide = on;
+            memset(out[p], 0, sizeof out[p]);
+            epar_nn_gelu_forward_keep(out[p][0], out[p][1], xs, lens[c]);
+            epar_nn_gelu_backward_kept(out[p][2], xs, out[p][1], gs, lens[c]);
+        }
+        bits &= !memcmp(out[0], out[1], sizeof out[0]);
+    }
+    epar_nn_set_no_avx512(0);
+    check_true(bits, "gelu in 16 lanes and in 8: the same bits, forward, s and backward%s",
+               wide ? "" : " (no AVX-512 here: both AVX2)");
 }
 
 static void test_crossentropy(void)
@@ -436,8 +492,8 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
  * path fixed EPAR runs), at lengths that leave ragged 8-lane and 4-row tails, head widths that leave partial 16-column
  * tiles (hs 8, 12, 40), and a head too wide for its transposed keys at once (hs 64, T 300: keys in chunks) */
 /* the attention forward and backward run two ways on the same inputs: the AVX2 path against the portable one
- * (rows 0: agreement to rounding), or (rows 1) the products in AVX-512 tiles of 8 rows (where the CPU has them)
- * against AVX2 tiles of 4: the same bits */
+ * (rows 0: agreement to rounding), or (rows 1) the AVX-512 forms (where the CPU has them: products in tiles of 8 rows,
+ * the softmax's exps 16 lanes at a time) against the AVX2 ones (tiles of 4, exps 8 at a time): the same bits */
 static void attention_two_ways(int T, int use_pair, int C, int NH, int rows)
 {
     int B = 2, ld = T + 3;
@@ -459,21 +515,21 @@ static void attention_two_ways(int T, int use_pair, int C, int NH, int rows)
                                    0, NULL, NULL, 0, NULL, NULL};
     int tile[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
-        if (rows) tile[p] = epar_nn_set_att_rows(p ? 4 : 0);
+        if (rows) tile[p] = epar_nn_set_no_avx512(p) ? 8 : 4;
         else epar_nn_set_portable(p);
         epar_nn_attention_forward(out[p], pre[p], att[p], qkv, &pos, B, T, C, NH);
         epar_nn_attention_backward(dq[p], w, qkv, pre[p], att[p], &pos, datt, 64, B, T, C, NH);
     }
     epar_nn_set_portable(0);
-    epar_nn_set_att_rows(0);
+    epar_nn_set_no_avx512(0);
     if (rows) {
         int same = !memcmp(out[0], out[1], no * sizeof(float)) && !memcmp(dq[0], dq[1], nq * sizeof(float));
         for (int b = 0; b < B * NH; b++)   /* the weights on and below the diagonal (above it: scratch) */
             for (int i = 0; i < T; i++)
                 same &= !memcmp(att[0] + ((size_t)b * T + i) * T, att[1] + ((size_t)b * T + i) * T,
                                 (size_t)(i + 1) * sizeof(float));
-        check_true(same, "attention in tiles of %d rows and of %d: the same bits (T=%d pair=%d hs=%d)%s", tile[0],
-                   tile[1], T, use_pair, C / NH, tile[0] == 4 ? " (no AVX-512 here: both AVX2)" : "");
+        check_true(same, "attention in tiles of %d rows and of %d (exps in 16 lanes and in 8): the same bits (T=%d pair=%d "
+                   "hs=%d)%s", tile[0], tile[1], T, use_pair, C / NH, tile[0] == 4 ? " (no AVX-512 here: both AVX2)" : "");
         goto done;
     }
     double ea = 0, eo = 0, ed = 0, sd = 0;
@@ -1620,6 +1676,7 @@ int main(void)
     test_layernorm();
     test_matmul_tiles(1030, 140, 515);   /* three row blocks, two dW tiles (the second 3 rows) */
     test_matmul_tiles(300, 516, 135);    /* one row block, dW tiles 135 x 512 and 135 x 4 */
+    test_expf_lanes();
     test_gelu();
     test_crossentropy();
     test_attention();
