@@ -532,10 +532,12 @@ int cmd_benchmark(int argc, char **argv)
     if (!st) st = epar_bench_plan(&cfg, &plan);
     if (st) goto done;
     /* staging folders a killed run left, of its cells (cells/<task>/<mechanism>/seed-<s>.tmp-...) and of its tables
-     * (benchmark.tmp-...: killed while writing them): a folder another process (a shard, an MPI rank) is writing
-     * holds its lock and stays (lib/outdir.h) */
+     * (benchmark.tmp-...: killed while writing them), and a corpus cache file it was writing (train/data): a folder
+     * another process (a shard, an MPI rank) is writing holds its lock and stays (lib/outdir.h) */
     int swept = epar_out_sweep(root, 3) + epar_out_sweep_section(c.out, "benchmark");
+    int files = epar_out_sweep_files(cfg.cache_dir);
     if (swept) cli_progress(&c, "benchmark: removed %d staging folder(s) left by a killed run", swept);
+    if (files) cli_progress(&c, "benchmark: removed %d temp file(s) left by a killed run in %s", files, cfg.cache_dir);
 
     if (merging) {
         st = merge_cells(&c, &cfg, &plan, root, merge, n_merge);

@@ -34,7 +34,7 @@ const char *epar_csv_get_str(const struct epar_table *t, size_t row, const char 
 /* Format one number the way every epar file does (buf >= 32 bytes). */
 void epar_csv_format_number(double v, char *buf, size_t n);
 
-/* Write atomically to path (lib/outdir's epar_out_fopen: temp file <path>.tmp.<pid>, every write checked,
+/* Write atomically to path (lib/outdir's epar_out_fopen: temp file <path>.tmp.<host>.<pid>, every write checked,
  * then rename). EPAR_EIO with the path and errno text on failure; no file left behind. A path that exists
  * and is not a regular file (/dev/full, a FIFO, a folder) is refused, never renamed over. An interrupt's
  * epar_out_abort_all removes the temp file. */

@@ -107,6 +107,24 @@ static int parse_stage(const char *name, char *host, size_t nh, long *pid)
 
 static void remove_dir(const char *dir);
 
+/* Remove dir/name if it is the temp file of an epar_out_fopen of this host ("<path>.tmp.<host>.<pid>") whose process
+ * is not running here (killed before its rename); 1 when removed */
+static int sweep_file(const char *dir, const char *name)
+{
+    size_t len = strlen(name), b = len;
+    while (b > 0 && name[b - 1] >= '0' && name[b - 1] <= '9') b--;
+    if (b == len || len - b > 9) return 0;
+    long pid = atol(name + b);
+    char tail[96], path[PATH_MAX];
+    pthread_once(&host_once, host_init);
+    int tl = snprintf(tail, sizeof tail, ".tmp.%s.%ld", host_tag, pid);
+    if (tl >= (int)sizeof tail || (size_t)tl >= len || strcmp(name + len - tl, tail) != 0) return 0;
+    if (pid <= 0 || pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0;
+}
+
 /* Remove the staging folder dir/name if no running process owns it; 1 when removed. Only folders of this
  * host and not of this process; the flock on its lock file decides, or without one, whether its pid runs. */
 static int sweep_one(const char *dir, const char *name)
@@ -172,6 +190,19 @@ static int sweep_at(const char *dir, const char *prefix, int depth)
 int epar_out_sweep(const char *dir, int depth)
 {
     return sweep_at(dir, "", depth);
+}
+
+int epar_out_sweep_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))   /* unlinking a file while reading its folder: at worst one is seen next time */
+        if ((de->d_type == DT_REG || de->d_type == DT_UNKNOWN) && strstr(de->d_name, ".tmp."))
+            removed += sweep_file(dir, de->d_name);
+    closedir(d);
+    return removed;
 }
 
 int epar_out_sweep_section(const char *root, const char *section)
@@ -441,7 +472,7 @@ void epar_out_abort_all(void)
 /* Temp files being written right now, so an interrupt can remove them (abort_files). A slot is claimed
  * atomically; 0 free, 1 being filled, 2 holds a path. */
 #define TMP_SLOTS 64
-static struct { int state; char path[PATH_MAX + 32]; } tmp_slots[TMP_SLOTS];
+static struct { int state; char path[PATH_MAX + 64]; } tmp_slots[TMP_SLOTS];
 
 static int tmp_claim(const char *tmp)
 {
@@ -505,7 +536,8 @@ FILE *epar_out_fopen(struct epar_out_file *w, const char *path)
     w->slot = -1;
     struct stat st;
     if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path || !path[0] ||
-        snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof w->tmp) {
+        (pthread_once(&host_once, host_init),
+         snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%s.%ld", path, host_tag, (long)getpid()) >= (int)sizeof w->tmp)) {
         epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(ENAMETOOLONG));
         return NULL;
     }

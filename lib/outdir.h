@@ -55,11 +55,15 @@ void epar_out_abort_all(void);
 /* Remove the staging folders under dir, down to `depth` levels of sub-folders, that no running process owns
  * (the rule above); for a store kept across runs (the benchmark's cells/). Returns how many were removed. */
 int epar_out_sweep(const char *dir, int depth);
+/* Remove the temp files of epar_out_fopen in dir (not its sub-folders) that a process of this host no longer running
+ * left (kill -9 before the rename: <file>.tmp.<host>.<pid>); for files written outside a staging folder (the corpus
+ * cache). Returns how many were removed. */
+int epar_out_sweep_files(const char *dir);
 /* Remove the staging folders of `section` in root that no running process owns (what epar_out_begin does first);
  * returns how many were removed. */
 int epar_out_sweep_section(const char *root, const char *section);
 
-/* A file written all or nothing, with every write checked: epar_out_fopen opens <path>.tmp.<pid> (a path
+/* A file written all or nothing, with every write checked: epar_out_fopen opens <path>.tmp.<host>.<pid> (a path
  * that exists and is not a regular file, e.g. /dev/full or a FIFO, is refused), the caller writes w->f
  * with stdio, and epar_out_fclose flushes, closes and renames it to path. The first failed write(2) or
  * close(2) is remembered, so the message names its reason: EPAR_EIO "cannot write '<path>': No space left
@@ -69,7 +73,7 @@ struct epar_out_file {
     FILE *f;
     int fd, err, slot;
     char path[PATH_MAX];
-    char tmp[PATH_MAX + 32];
+    char tmp[PATH_MAX + 64];
 };
 /* NULL (EPAR_EIO message set) when the file cannot be created. */
 FILE *epar_out_fopen(struct epar_out_file *w, const char *path);

@@ -135,6 +135,40 @@ static void test_files_and_owners(const char *base)
     check_int(system(cmd), 0, "make a nested stale folder");
     check_int(epar_out_sweep(root, 2), 0, "not found above its depth");
     check_int(epar_out_sweep(root, 3), 1, "found at cells/<task>/<mechanism>/ (depth 3)");
+    /* temp files of checked writes: one a process killed before its rename left goes; this process's own open one,
+     * another host's and a name with no owner stay */
+    char fdir[500], fpath[600];
+    snprintf(fdir, sizeof fdir, "%s/cache", root);
+    mkdir(fdir, 0755);
+    snprintf(fpath, sizeof fpath, "%s/kjv.txt", fdir);
+    pid_t writer = fork();
+    if (writer == 0) {
+        struct epar_out_file cw;
+        FILE *cf = epar_out_fopen(&cw, fpath);
+        if (cf) fputs("half a corpus", cf), fflush(cf);
+        kill(getpid(), SIGKILL);   /* before epar_out_fclose: no rename, no cleanup */
+        _exit(1);
+    }
+    waitpid(writer, NULL, 0);
+    snprintf(cmd, sizeof cmd, "test $(ls %s/kjv.txt.tmp.%s.%ld | wc -l) = 1", fdir, host, (long)writer);
+    check_int(system(cmd), 0, "a killed writer leaves <file>.tmp.<host>.<pid>");
+    struct epar_out_file ow;
+    char opath[600], foreign[300], bare[300];
+    snprintf(opath, sizeof opath, "%s/open.csv", fdir);
+    FILE *of = epar_out_fopen(&ow, opath);
+    snprintf(foreign, sizeof foreign, "x.csv.tmp.another.host.%ld", (long)writer);
+    snprintf(bare, sizeof bare, "y.csv.tmp.%ld", (long)writer);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "touch %s/%s", fdir, k ? bare : foreign);
+        check_int(system(cmd), 0, "make a temp file that is not this host's");
+    }
+    check_int(epar_out_sweep(fdir, 0), 0, "a sweep of staging folders leaves temp files alone");
+    check_int(epar_out_sweep_files(fdir), 1, "a sweep of temp files removes one");
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls %s/kjv.txt.tmp.* 2>/dev/null)\"", fdir);
+    check_int(system(cmd), 0, "the killed writer's temp file is gone");
+    check_true(of && access(ow.tmp, F_OK) == 0 && exists(fdir, foreign) && exists(fdir, bare),
+               "this process's open temp file, another host's and an ownerless one stay");
+    if (of) check_int(epar_out_fclose(&ow), EPAR_OK, "the open file still closes into place");
     /* the error of an aborted folder names the final folder, not the staging one */
     epar_err_set(EPAR_EIO, "cannot write '%s': No space left on device", epar_out_path(&o, "a.csv"));
     epar_out_abort(&o);
