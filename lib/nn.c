@@ -649,6 +649,17 @@ static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak
         c7 = _mm512_fmadd_ps(_mm512_set1_ps(ar[7 * lda]), bv, c7);
     }
     const __m512 al = _mm512_set1_ps(alpha);
+    if (cols == 16) {   /* plain stores where the whole row is written (see gelu_block_512 on masks) */
+        _mm512_storeu_ps(c, _mm512_mul_ps(c0, al));
+        _mm512_storeu_ps(c + ldc, _mm512_mul_ps(c1, al));
+        _mm512_storeu_ps(c + 2 * ldc, _mm512_mul_ps(c2, al));
+        _mm512_storeu_ps(c + 3 * ldc, _mm512_mul_ps(c3, al));
+        _mm512_storeu_ps(c + 4 * ldc, _mm512_mul_ps(c4, al));
+        _mm512_storeu_ps(c + 5 * ldc, _mm512_mul_ps(c5, al));
+        _mm512_storeu_ps(c + 6 * ldc, _mm512_mul_ps(c6, al));
+        _mm512_storeu_ps(c + 7 * ldc, _mm512_mul_ps(c7, al));
+        return;
+    }
     _mm512_mask_storeu_ps(c, m, _mm512_mul_ps(c0, al));
     _mm512_mask_storeu_ps(c + ldc, m, _mm512_mul_ps(c1, al));
     _mm512_mask_storeu_ps(c + 2 * ldc, m, _mm512_mul_ps(c2, al));
