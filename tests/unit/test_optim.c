@@ -74,5 +74,30 @@ int main(void)
         epar_optim_free(&oa);
         epar_optim_free(&ob);
     }
+    /* the gradient norm: per block of 4096 a sum of squares in double from the block's first element, the blocks' sums
+     * in order; the same bits whatever order the blocks are computed in (lengths with 4-block groups, leftover whole
+     * blocks and a partial one) */
+    size_t lens[] = {1, 4096, 4097, 4 * 4096, 9 * 4096 + 123, 7 * 4096};
+    for (size_t c2 = 0; c2 < sizeof lens / sizeof *lens; c2++) {
+        size_t n = lens[c2];
+        float *gg = malloc(n * sizeof *gg);
+        unsigned x = 777u;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1103515245u + 12345u;
+            gg[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.01f;
+        }
+        double total = 0.0;
+        for (size_t b0 = 0; b0 < n; b0 += 4096) {
+            double sb = 0.0;
+            for (size_t i = b0; i < n && i < b0 + 4096; i++) sb += (double)gg[i] * gg[i];
+            total += sb;
+        }
+        struct epar_optim on;
+        check_int(epar_optim_alloc(&on, &c, n), EPAR_OK, "alloc %zu", n);
+        double got = epar_optim_grad_norm(&on, gg), ref = sqrt(total);
+        check_true(!memcmp(&got, &ref, sizeof got), "n = %zu: gradient norm = the block-by-block sum, bit for bit", n);
+        epar_optim_free(&on);
+        free(gg);
+    }
     return check_summary("test_optim");
 }
