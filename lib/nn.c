@@ -480,6 +480,19 @@ static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *v
     }
     *vsum = sum;
 }
+
+/* p[v] = exp(z[v] - mx) for v < V, 16 lanes per call of libmvec's 16-lane expf (the tail by masked loads and stores,
+ * the lanes past V given exp(0) and never stored): the cross-entropy's exps, the values of its 8-lane pass */
+static void ce_exps_512(float *p, const float *z, float mx, int V)
+{
+    const __m512 M = _mm512_set1_ps(mx);
+    int v = 0;
+    for (; v + 16 <= V; v += 16) _mm512_storeu_ps(p + v, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(z + v), M)));
+    if (v < V) {
+        const __mmask16 m = (__mmask16)((1u << (V - v)) - 1u);
+        _mm512_mask_storeu_ps(p + v, m, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_mask_loadu_ps(M, m, z + v), M)));
+    }
+}
 #pragma GCC pop_options
 
 static int nn_avx512(void);
@@ -1453,25 +1466,37 @@ static double ce_row_c(float *p, const float *z, float mx, int V)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-/* ce_row_c 8 lanes at a time: the sum in two 4-lane double accumulators added in a fixed order */
+/* ce_row_c 8 lanes at a time: the sum in two 4-lane double accumulators added in a fixed order; with AVX-512 the
+ * exps 16 at a time first (ce_exps_512: the same values), then the same sums over them */
 static double ce_row_avx2(float *p, const float *z, float mx, int V)
 {
     const __m256 vm = _mm256_set1_ps(mx);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0;
-    int v = 0;
+    int v = 0, wide = nn_avx512();
+    if (wide) ce_exps_512(p, z, mx, V);
     for (; v + 8 <= V; v += 8) {
-        __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + v), vm));
-        _mm256_storeu_ps(p + v, e);
+        __m256 e;
+        if (wide) {
+            e = _mm256_loadu_ps(p + v);
+        } else {
+            e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + v), vm));
+            _mm256_storeu_ps(p + v, e);
+        }
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
     if (v < V) {   /* the tail: exp(0) in the padding lanes, then 0 (an exp of -inf there, libmvec's scalar redo) */
         const __m256i m = att_mask(V - v);
-        __m256 x = _mm256_blendv_ps(vm, _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
-        __m256 e = _mm256_and_ps(_ZGVdN8v_expf(_mm256_sub_ps(x, vm)), _mm256_castsi256_ps(m));
-        float eb[8];
-        _mm256_storeu_ps(eb, e);
-        memcpy(p + v, eb, (size_t)(V - v) * sizeof(float));
+        __m256 e;
+        if (wide) {
+            e = _mm256_maskload_ps(p + v, m);
+        } else {
+            __m256 x = _mm256_blendv_ps(vm, _mm256_maskload_ps(z + v, m), _mm256_castsi256_ps(m));
+            e = _mm256_and_ps(_ZGVdN8v_expf(_mm256_sub_ps(x, vm)), _mm256_castsi256_ps(m));
+            float eb[8];
+            _mm256_storeu_ps(eb, e);
+            memcpy(p + v, eb, (size_t)(V - v) * sizeof(float));
+        }
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }

@@ -12,9 +12,9 @@
 /* lib/nn: 1 = the kernels with an AVX2 form (GELU, softmax rows, cross-entropy, the attention kernel) run their
  * portable C form (libm expf) instead of AVX2 + libmvec (epar_nn_simd() then 0); 0 = the CPU's choice (the default) */
 void epar_nn_set_portable(int portable);
-/* lib/nn: 1 = the AVX2 forms (the attention's products in tiles of 4 rows, GELU 8 lanes at a time) even where the CPU
- * has AVX-512 (whose forms, tiles of 8 rows and GELU in 16 lanes, give the same bits); 0 = the CPU's choice (the
- * default). Returns 1 when the AVX-512 forms now run. */
+/* lib/nn: 1 = the AVX2 forms (the attention's products in tiles of 4 rows; GELU and the exps of the softmax and the
+ * cross-entropy 8 lanes at a time) even where the CPU has AVX-512 (whose forms, tiles of 8 rows and 16 lanes, give the
+ * same bits); 0 = the CPU's choice (the default). Returns 1 when the AVX-512 forms now run. */
 int epar_nn_set_no_avx512(int off);
 /* lib/optim: 1 = the AdamW update runs the scalar C loop instead of the AVX2 one (the same bits); 0 = the default */
 void epar_optim_set_portable(int portable);
