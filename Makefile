@@ -138,7 +138,10 @@ test-valgrind: $(EPAR_BIN) $(TEST_BIN)
 	@VALGRIND=1 EPAR=./$(EPAR_BIN) TESTBIN=$(BUILD)/tests tests/run.sh unit
 	@EPAR=./$(EPAR_BIN) tests/valgrind_cli.sh
 
-run-all: $(EPAR_BIN)
+# the build on every core unless make was given -j (a clean clone's `make run-all` compiled serially: ~30 s of the run)
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+run-all:
+	@$(MAKE) --no-print-directory $(if $(findstring j,$(MAKEFLAGS)),,-j$(NPROC)) $(EPAR_BIN)
 	./$(EPAR_BIN) run-all
 
 regress: $(EPAR_BIN)
