@@ -473,7 +473,10 @@ static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *v
         sum = _mm256_add_ps(sum, el);
         if (j < n8) {
             _mm256_storeu_ps(a + j, el);
-            if (w) *zt = eh, sum = _mm256_add_ps(sum, eh);
+            if (w) {
+                *zt = eh;
+                sum = _mm256_add_ps(sum, eh);
+            }
         } else {
             *zt = el;
         }

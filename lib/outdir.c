@@ -535,9 +535,9 @@ FILE *epar_out_fopen(struct epar_out_file *w, const char *path)
     w->fd = -1;
     w->slot = -1;
     struct stat st;
+    pthread_once(&host_once, host_init);
     if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path || !path[0] ||
-        (pthread_once(&host_once, host_init),
-         snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%s.%ld", path, host_tag, (long)getpid()) >= (int)sizeof w->tmp)) {
+        snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%s.%ld", path, host_tag, (long)getpid()) >= (int)sizeof w->tmp) {
         epar_err_set(EPAR_EIO, "cannot write '%s': %s", path, strerror(ENAMETOOLONG));
         return NULL;
     }

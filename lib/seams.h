@@ -16,6 +16,9 @@ void epar_nn_set_portable(int portable);
  * cross-entropy 8 lanes at a time) even where the CPU has AVX-512 (whose forms, tiles of 8 rows and 16 lanes, give the
  * same bits); 0 = the CPU's choice (the default). Returns 1 when the AVX-512 forms now run. */
 int epar_nn_set_no_avx512(int off);
+/* lib/stream: 1 = the streaming rows' exps 8 lanes at a time even where the CPU has AVX-512 (16 lanes: the same bits);
+ * 0 = the CPU's choice (the default). Returns 1 when the 16-lane exps now run. */
+int epar_stream_set_no_avx512(int off);
 /* lib/optim: 1 = the AdamW update runs the scalar C loop instead of the AVX2 one (the same bits); 0 = the default */
 void epar_optim_set_portable(int portable);
 /* lib/sparse: the vector kernels "avx512", "avx2" or "c" (lib/sparse.h), or NULL: the best the CPU has (the
