@@ -720,8 +720,9 @@ static void gelu_block_512(float *out, float *dinp, const float *inp, const floa
 }
 #pragma GCC pop_options
 
-/* The AVX-512 forms (the 8-row tiles, the 16-lane GELU) where the CPU has AVX-512 (F and DQ: libmvec's 16-lane expf
- * then runs its SKX code) and the AVX2 forms are chosen (epar_nn_simd): the same bits as the AVX2 forms. */
+/* The AVX-512 forms (the 8-row tiles; GELU and the exps of the softmax and the cross-entropy in 16 lanes) where the
+ * CPU has AVX-512 (F and DQ: libmvec's 16-lane expf then runs its SKX code) and the AVX2 forms are chosen
+ * (epar_nn_simd): the same bits as the AVX2 forms. */
 static int avx512_off;   /* 1: the AVX2 forms even with AVX-512 (lib/seams.h) */
 
 static int nn_avx512(void)
