@@ -758,12 +758,39 @@ static void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const f
  * take the portable (cblas) path */
 #define ATT_KT 16384
 
-/* kt (hs, ldk) <- rows 0 .. n-1 of X (stride ldx) transposed; columns n .. ldk-1 zero */
-static void att_kt(float *kt, int ldk, const float *X, int ldx, int n, int hs)
+/* kt (hs, ldk) <- rows 0 .. n-1 of X (stride ldx) transposed; columns n .. ldk-1 zero. Whole 8 x 8 blocks go through
+ * registers (AVX2 unpacks and lane permutes: moves only, no arithmetic); the edges element by element. */
+__attribute__((target("avx2,fma"))) static void att_kt(float *kt, int ldk, const float *X, int ldx, int n, int hs)
 {
+    int n8 = n & ~7, h8 = hs & ~7;
+    for (int d0 = 0; d0 < h8; d0 += 8)
+        for (int j0 = 0; j0 < n8; j0 += 8) {
+            const float *src = X + (size_t)j0 * ldx + d0;
+            __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ldx), r2 = _mm256_loadu_ps(src + 2 * ldx);
+            __m256 r3 = _mm256_loadu_ps(src + 3 * ldx), r4 = _mm256_loadu_ps(src + 4 * ldx);
+            __m256 r5 = _mm256_loadu_ps(src + 5 * ldx), r6 = _mm256_loadu_ps(src + 6 * ldx);
+            __m256 r7 = _mm256_loadu_ps(src + 7 * ldx);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *dst = kt + (size_t)d0 * ldk + j0;
+            _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(dst + ldk, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(dst + 2 * (size_t)ldk, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(dst + 3 * (size_t)ldk, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(dst + 4 * (size_t)ldk, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(dst + 5 * (size_t)ldk, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(dst + 6 * (size_t)ldk, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(dst + 7 * (size_t)ldk, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
     for (int d = 0; d < hs; d++) {
         float *dst = kt + (size_t)d * ldk;
-        for (int j = 0; j < n; j++) dst[j] = X[(size_t)j * ldx + d];
+        for (int j = d < h8 ? n8 : 0; j < n; j++) dst[j] = X[(size_t)j * ldx + d];
         for (int j = n; j < ldk; j++) dst[j] = 0.0f;
     }
 }
