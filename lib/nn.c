@@ -483,19 +483,6 @@ static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *v
     }
     *vsum = sum;
 }
-
-/* p[v] = exp(z[v] - mx) for v < V, 16 lanes per call of libmvec's 16-lane expf (the tail by masked loads and stores,
- * the lanes past V given exp(0) and never stored): the cross-entropy's exps, the values of its 8-lane pass */
-static void ce_exps_512(float *p, const float *z, float mx, int V)
-{
-    const __m512 M = _mm512_set1_ps(mx);
-    int v = 0;
-    for (; v + 16 <= V; v += 16) _mm512_storeu_ps(p + v, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(z + v), M)));
-    if (v < V) {
-        const __mmask16 m = (__mmask16)((1u << (V - v)) - 1u);
-        _mm512_mask_storeu_ps(p + v, m, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_mask_loadu_ps(M, m, z + v), M)));
-    }
-}
 #pragma GCC pop_options
 
 static int nn_avx512(void);
@@ -721,14 +708,10 @@ static void gelu_block_512(float *out, float *dinp, const float *inp, const floa
 #pragma GCC pop_options
 
 /* The AVX-512 forms (the 8-row tiles; GELU and the exps of the softmax and the cross-entropy in 16 lanes) where the
- * CPU has AVX-512 (F and DQ: libmvec's 16-lane expf then runs its SKX code) and the AVX2 forms are chosen
- * (epar_nn_simd): the same bits as the AVX2 forms. */
+ * CPU has them (epar_stream_avx512) and the AVX2 forms are chosen (epar_nn_simd): the same bits as the AVX2 forms. */
 static int avx512_off;   /* 1: the AVX2 forms even with AVX-512 (lib/seams.h) */
 
-static int nn_avx512(void)
-{
-    return !avx512_off && epar_nn_simd() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
+static int nn_avx512(void) { return !avx512_off && epar_nn_simd() && epar_stream_avx512(); }
 
 int epar_nn_set_no_avx512(int off)
 {
@@ -1498,13 +1481,13 @@ static double ce_row_c(float *p, const float *z, float mx, int V)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 /* ce_row_c 8 lanes at a time: the sum in two 4-lane double accumulators added in a fixed order; with AVX-512 the
- * exps 16 at a time first (ce_exps_512: the same values), then the same sums over them */
+ * exps 16 at a time first (epar_stream_exps16: the same values), then the same sums over them */
 static double ce_row_avx2(float *p, const float *z, float mx, int V)
 {
     const __m256 vm = _mm256_set1_ps(mx);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0;
     int v = 0, wide = nn_avx512();
-    if (wide) ce_exps_512(p, z, mx, V);
+    if (wide) epar_stream_exps16(p, z, mx, V);
     for (; v + 8 <= V; v += 8) {
         __m256 e;
         if (wide) {

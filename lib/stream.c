@@ -79,6 +79,14 @@ int epar_stream_simd(void)
     return have_simd();
 }
 
+int epar_stream_avx512(void)
+{
+    static int cached = -1;
+    if (cached < 0)
+        cached = have_simd() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    return cached;
+}
+
 static int tile_rows(const struct epar_stream_cfg *cfg) { return cfg->row_block > 0 ? cfg->row_block : DEFAULT_ROW_BLOCK; }
 static int tile_keys(const struct epar_stream_cfg *cfg) { return cfg->key_block > 0 ? cfg->key_block : DEFAULT_KEY_BLOCK; }
 
@@ -276,26 +284,24 @@ static inline double hsum4(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)));
 }
 
-/* ebuf[j] = exp(z[j] - M) for j < n8 (a multiple of 8), 16 lanes per call of libmvec's 16-lane expf, which gives its
- * 8-lane one's bits (every float, glibc 2.36; test_nn), the last 8 by the 8-lane one */
-__m512 _ZGVeN16v_expf(__m512 x);
+__m512 _ZGVeN16v_expf(__m512 x);   /* glibc libmvec: 16 lanes (AVX-512) */
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
-static void exps_512(float *ebuf, const float *z, float M, int n8)
+void epar_stream_exps16(float *out, const float *z, float M, int n)
 {
     const __m512 vM = _mm512_set1_ps(M);
     int j = 0;
-    for (; j + 16 <= n8; j += 16) _mm512_storeu_ps(ebuf + j, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(z + j), vM)));
-    if (j < n8) _mm256_storeu_ps(ebuf + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), _mm256_set1_ps(M))));
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(out + j, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(z + j), vM)));
+    if (j < n) {   /* the lanes past n get exp(0) and are not stored */
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        _mm512_mask_storeu_ps(out + j, m, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_mask_loadu_ps(vM, m, z + j), vM)));
+    }
 }
 #pragma GCC pop_options
 
 static int no_avx512;   /* 1: the 8-lane exps even with AVX-512 (lib/seams.h) */
 
-static int have_avx512(void)
-{
-    return !no_avx512 && have_simd() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
+static int have_avx512(void) { return !no_avx512 && epar_stream_avx512(); }
 
 int epar_stream_set_no_avx512(int off)
 {
@@ -328,7 +334,7 @@ static void row_block_avx2(float *z, const float *m, const double *imp, int n, i
     __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
     /* exp in its own loop: libmvec's calls clobber every ymm register, so no accumulator lives across it */
     if (have_avx512())
-        exps_512(ebuf, z, M, n8);
+        epar_stream_exps16(ebuf, z, M, n8);
     else
         for (j = 0; j < n8; j += 8) _mm256_storeu_ps(ebuf + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), vM)));
     for (j = 0; j < n8; j += 8) {

@@ -75,5 +75,12 @@ double epar_stream_flops(int L, int d);
 
 /* 1 when the inner loops of the streaming path run the AVX2+FMA code on this CPU. */
 int epar_stream_simd(void);
+/* 1 when this CPU also has AVX-512 F and DQ, so that glibc's 16-lane expf runs its SKX code, whose results are its
+ * 8-lane one's bit for bit (every float, glibc 2.36; tests/unit/test_nn.c re-checks a million): the 16-lane forms of
+ * lib/stream and lib/nn give the AVX2 forms' bits. */
+int epar_stream_avx512(void);
+/* out[j] = exp(z[j] - M) for j < n (out may be z), 16 lanes per call of that expf, the tail masked: the values of the
+ * 8-lane calls. Only where epar_stream_avx512(). */
+void epar_stream_exps16(float *out, const float *z, float M, int n);
 
 #endif
