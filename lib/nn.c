@@ -627,6 +627,20 @@ static inline void att_tile4(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak,
     if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
     else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
 }
+
+/* out[j] = exp(z[j] - M) for j < n (out may be z), 8 lanes per libmvec call; the lanes past n get exp(0) and are not
+ * stored. The values of epar_stream_exps16 (16 lanes). */
+static void exps_avx2(float *out, const float *z, float M, int n)
+{
+    const __m256 vM = _mm256_set1_ps(M);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(out + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), vM)));
+    if (j < n) {
+        const __m256i m = att_mask(n - j);
+        __m256 x = _mm256_blendv_ps(vM, _mm256_maskload_ps(z + j, m), _mm256_castsi256_ps(m));
+        _mm256_maskstore_ps(out + j, m, _ZGVdN8v_expf(_mm256_sub_ps(x, vM)));
+    }
+}
 #pragma GCC pop_options
 
 /* The same tile, 8 rows of 16 columns in AVX-512 registers (cols < 16: masked loads and stores), on CPUs that have
@@ -718,6 +732,55 @@ int epar_nn_set_no_avx512(int off)
     avx512_off = off != 0;
     return nn_avx512();
 }
+
+/* out[j] = exp(z[j] - M), j < n (out may be z; every z[j] - M finite): libmvec 16 or 8 lanes a call (the same
+ * values), scalar expf in the C form */
+static void nn_exps(float *out, const float *z, float M, int n)
+{
+    if (nn_avx512()) epar_stream_exps16(out, z, M, n);
+    else if (epar_nn_simd()) exps_avx2(out, z, M, n);
+    else
+        for (int j = 0; j < n; j++) out[j] = expf(z[j] - M);
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* FAVOR+'s features of one row in place: m = max_q f[q], f[q] = s exp(f[q] - m); returns m. The largest lane
+ * (exact in any order; a NaN is passed over as by the C form's comparison), then elementwise operations: the C form's
+ * values but for its expf */
+static float favor_row_avx2(float *f, int nf, float s)
+{
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    int q = 0;
+    for (; q + 8 <= nf; q += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(f + q), vmax);
+    float mx = hmax8(vmax);
+    for (; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
+    nn_exps(f, f, mx, nf);
+    const __m256 vs = _mm256_set1_ps(s);
+    for (q = 0; q + 8 <= nf; q += 8) _mm256_storeu_ps(f + q, _mm256_mul_ps(_mm256_loadu_ps(f + q), vs));
+    for (; q < nf; q++) f[q] *= s;
+    return mx;
+}
+
+/* FAVOR+'s backward of one row: g[q] *= F[q] in place, returns sum_q g[q] (8 lane sums, then hsum8's order, then the
+ * tail: a few ulp from the C form's running sum) */
+static float favor_grad_row_avx2(float *g, const float *F, int nf)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int q = 0;
+    for (; q + 8 <= nf; q += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(g + q), _mm256_loadu_ps(F + q));
+        _mm256_storeu_ps(g + q, v);
+        acc = _mm256_add_ps(acc, v);
+    }
+    float gs = hsum8(acc);
+    for (; q < nf; q++) {
+        g[q] *= F[q];
+        gs += g[q];
+    }
+    return gs;
+}
+#pragma GCC pop_options
 
 /* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
  * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
@@ -956,8 +1019,12 @@ static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, 
         float *f = F + (size_t)i * nf, nx = 0.0f, mx = -INFINITY;
         for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
         nx *= s * s * 0.5f;
-        for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
-        for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
+        if (epar_nn_simd()) {
+            mx = favor_row_avx2(f, nf, inv);
+        } else {
+            for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
+            for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
+        }
         if (c) c[i] = mx - nx;
     }
 }
@@ -980,9 +1047,13 @@ static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const f
     float s = powf((float)hs, -0.25f);
     for (int i = 0; i < n; i++) {
         float *g = dF + (size_t)i * nf, gs = 0.0f;
-        for (int q = 0; q < nf; q++) {
-            g[q] *= F[(size_t)i * nf + q];
-            gs += g[q];
+        if (epar_nn_simd()) {
+            gs = favor_grad_row_avx2(g, F + (size_t)i * nf, nf);
+        } else {
+            for (int q = 0; q < nf; q++) {
+                g[q] *= F[(size_t)i * nf + q];
+                gs += g[q];
+            }
         }
         for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
     }
@@ -1003,10 +1074,7 @@ static void kernel_key_max(const float *ck, float *cm, int T)
     for (int j = 0; j < T; j++) cm[j] = j && cm[j - 1] > ck[j] ? cm[j - 1] : ck[j];
 }
 
-/* the floats of per-thread scratch kernel attention takes at length T (nnpos's scratch_kernel sizes it for Tmax) */
-static size_t kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 2); }
-
-/* one (b, h) of the forward: N into S, A, O = A V; work: kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
+/* one (b, h) of the forward: N into S, A, O = A V; work: epar_nnpos_kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
  * exp(c_j - M_i) (the stabilised numerators: every row's largest key weight is 1, so the denominator is never small
  * relative to its terms, whatever the scale of q and k) */
 static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
@@ -1024,8 +1092,10 @@ static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q
         for (int i = i0; i < i1; i++) {
             float *n = S + (size_t)i * T;
             float *a = A + (size_t)i * T, den = 0.0f;
-            if (pos->omega)
-                for (int j = 0; j <= i; j++) n[j] *= expf(ck[j] - cm[i]);
+            if (pos->omega) {   /* the key weights into a's row first (it is written below) */
+                nn_exps(a, ck, cm[i], i + 1);
+                for (int j = 0; j <= i; j++) n[j] *= a[j];
+            }
             for (int j = 0; j <= i; j++) den += n[j];
             if (kernel_row_ok(pos, den))
                 for (int j = 0; j <= i; j++) a[j] = n[j] / den;
@@ -1040,14 +1110,14 @@ static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q
 
 /* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row (FAVOR+: times the key weights w_ij, the
  * gradient of the features' product), dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then through phi into dQ, dK
- * (overwritten); dA (T, T) scratch, work: kernel_work floats */
+ * (overwritten); dA (T, T) scratch, work: epar_nnpos_kernel_work floats */
 static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
                                const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
                                float *dA, float *work, int T, int C, int hs)
 {
     int C3 = 3 * C, nf = pos->nf;
     float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
-    float *ck = work + (size_t)4 * T * nf, *cm = ck + T;
+    float *ck = work + (size_t)4 * T * nf, *cm = ck + T, *wk = cm + T;
     kernel_features(pos, Q, C3, T, hs, Fq, NULL);
     kernel_features(pos, K, C3, T, hs, Fk, ck);
     if (pos->omega) kernel_key_max(ck, cm, T);
@@ -1065,8 +1135,10 @@ static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *
             for (int j = 0; j <= i; j++) dot += a[j] * d[j];
             int ok = kernel_row_ok(pos, den);
             for (int j = 0; j <= i; j++) d[j] = ok ? (d[j] - dot) / den : 0.0f;
-            if (ok && pos->omega)
-                for (int j = 0; j <= i; j++) d[j] *= expf(ck[j] - cm[i]);
+            if (ok && pos->omega) {
+                nn_exps(wk, ck, cm[i], i + 1);
+                for (int j = 0; j <= i; j++) d[j] *= wk[j];
+            }
             for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
@@ -1203,7 +1275,7 @@ static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
         return;
     }
     if (pos && pos->kernel) {
-        kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)tid * kernel_work(T, pos->nf),
+        kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)tid * epar_nnpos_kernel_work(T, pos->nf),
                           T, C, hs);
         return;
     }
@@ -1373,7 +1445,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
     }
     if (pos && pos->kernel) {
         kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                           pos->work + (size_t)tid * kernel_work(T, pos->nf), T, C, hs);
+                           pos->work + (size_t)tid * epar_nnpos_kernel_work(T, pos->nf), T, C, hs);
         return;
     }
     if (pos && pos->pair2) {

@@ -678,10 +678,12 @@ static int features_of(const struct epar_nnpos_settings *s, enum epar_mech_id id
     return id == EPAR_MECH_PERFORMER ? (int)s->mp[id][0] : hs;
 }
 
+size_t epar_nnpos_kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 3); }
+
 static void scratch_kernel(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs,
                            size_t *per_thread, size_t *per_bh)
 {
-    *per_thread = (size_t)Tmax * (4 * (size_t)features_of(s, id, hs) + 2);   /* lib/nn's kernel_work */
+    *per_thread = epar_nnpos_kernel_work(Tmax, features_of(s, id, hs));
     *per_bh = 0;
 }
 

@@ -234,6 +234,10 @@ void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int 
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_bias(const struct epar_nnpos *p);
+/* floats of per-thread scratch kernel attention (linear-elu, Performer) takes at length T with nf features per
+ * head: phi(Q), phi(K) and their gradients (T nf each), the keys' stabilisers, their running maximum and one row's
+ * key weights (T each) */
+size_t epar_nnpos_kernel_work(int T, int nf);
 /* the attention kernel's scratch for mechanism id (lib/nn sizes its arena with it) */
 void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
                         size_t *per_bh);

@@ -1112,6 +1112,51 @@ static void test_causal(enum epar_mech_id id)
     epar_nn_free(&m);
 }
 
+/* kernel attention's vector forms (FAVOR+'s features and their gradient, the key weights: libmvec exps, 8-lane sums)
+ * on a whole model: the AVX2 path against the portable one to rounding, and the AVX-512 exps against the AVX2 ones bit
+ * for bit; nf features per head (Performer; a multiple of 16 and ragged tails) */
+static void test_kernel_paths(enum epar_mech_id id, int nf)
+{
+    struct epar_nn_config c = tiny(id, 0);
+    if (nf) c.pos_settings.mp[EPAR_MECH_PERFORMER][0] = nf;
+    nf = id == EPAR_MECH_PERFORMER ? (int)c.pos_settings.mp[id][0] : c.C / c.NH;
+    struct epar_nn m;
+    if (epar_nn_alloc(&m, &c)) { check_true(0, "kernel paths: alloc %s", epar_nnpos_name(id)); return; }
+    gsl_rng *r = epar_rng_alloc(19, 0, EPAR_RNG_WEIGHTS);
+    epar_nn_init(&m, r);
+    epar_rng_free(r);
+    int B = 3, T = 8, tok[24], tgt[24];
+    float mask[24];
+    batch(B, T, c.V, tok, tgt, mask);
+    float *g[3];
+    double loss[3];
+    for (int p = 0; p < 3; p++) {   /* 0: the CPU's forms, 1: AVX2 without AVX-512, 2: portable C */
+        epar_nn_set_no_avx512(p == 1);
+        epar_nn_set_portable(p == 2);
+        epar_nn_forward(&m, tok, tgt, mask, B, T);
+        epar_nn_zero_grad(&m);
+        epar_nn_backward(&m);
+        loss[p] = m.loss;
+        g[p] = malloc(m.n_params * sizeof(float));
+        memcpy(g[p], m.grads_mem, m.n_params * sizeof(float));
+    }
+    epar_nn_set_no_avx512(0);
+    epar_nn_set_portable(0);
+    double e = 0, sc = 0;
+    for (size_t i = 0; i < m.n_params; i++) {
+        e = fmax(e, fabs(g[0][i] - g[2][i]));
+        sc = fmax(sc, fabs(g[2][i]));
+    }
+    check_true(loss[0] == loss[1] && !memcmp(g[0], g[1], m.n_params * sizeof(float)),
+               "%s (%d features): 16-lane and 8-lane exps, the same loss and gradient bits", epar_nnpos_name(id), nf);
+    check_abs(loss[0], loss[2], 1e-6 * fabs(loss[2]), "%s (%d features): loss, AVX2 path = portable path to 1e-6",
+              epar_nnpos_name(id), nf);
+    check_abs(e / sc, 0, 2e-6, "%s (%d features): gradient, AVX2 path = portable path to 2e-6 of its largest entry%s",
+              epar_nnpos_name(id), nf, epar_nn_simd() ? "" : " (no AVX2 here)");
+    for (int p = 0; p < 3; p++) free(g[p]);
+    epar_nn_free(&m);
+}
+
 /* H(y | x) in nats, mean over the n pairs (x, y) in [0, V)^2 */
 static double cond_entropy(const int *x, const int *y, int n, int V)
 {
@@ -1728,6 +1773,9 @@ int main(void)
     for (int id = 0; id < EPAR_MECH_COUNT; id++)
         if (epar_nnpos_trainable((enum epar_mech_id)id)) test_reference_fp64((enum epar_mech_id)id);
     test_deberta_emd();
+    test_kernel_paths(EPAR_MECH_PERFORMER, 0);
+    test_kernel_paths(EPAR_MECH_PERFORMER, 37);
+    test_kernel_paths(EPAR_MECH_LINEAR_ELU, 0);
     test_performer_scale(1);
     test_performer_scale(4);
     test_performer_scale(8);
