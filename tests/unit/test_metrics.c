@@ -1,4 +1,5 @@
 /* metrics: the worked example of docs/MECHANISMS.md §1, correlation vs naive, Spearman, ties. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_statistics_double.h>
@@ -26,6 +27,33 @@ int main(void)
         check_int(n, 1, "one-hot: 1 positive weight");
         check_rel(epar_metric_entropy_f(f2, 3, &n), log(2.0), 1e-7, "two halves: ln 2");
         check_int(n, 2, "a zero weight is not counted");
+        /* rows of every length to 67 (the 4-lane body and its tail) with zeros among them, against the terms in long
+         * double one at a time */
+        float row[67];
+        unsigned u = 12345;
+        double worst = 0;
+        int counts_ok = 1;
+        for (int len = 1; len <= 67; len++) {
+            long double ref = 0, tot = 0;
+            int want = 0;
+            for (int j = 0; j < len; j++) {
+                u = u * 1103515245u + 12345u;
+                row[j] = (u >> 8) % 5 == 0 ? 0.0f : (float)((u >> 8) % 1000 + 1) * 1e-3f;
+                tot += row[j];
+            }
+            for (int j = 0; j < len; j++) {
+                row[j] = (float)(row[j] / tot);
+                if (row[j] > 0) {
+                    ref -= (long double)row[j] * logl((long double)row[j]);
+                    want++;
+                }
+            }
+            double h = epar_metric_entropy_f(row, len, &n);
+            worst = fmax(worst, fabs(h - (double)ref) / fmax(1e-300, fabs((double)ref)));
+            counts_ok &= n == want;
+        }
+        check_abs(worst, 0, 1e-14, "float rows of length 1-67 with zeros: entropy to 1e-14 of long double's");
+        check_true(counts_ok, "float rows of length 1-67: positive weights counted");
     }
     epar_metric_mean_distance(A, 4, D);
     for (int i = 0; i < 4; i++) check_rel(D[i], wd[i], 1e-12, "mean distance row %d", i);
