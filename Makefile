@@ -175,6 +175,7 @@ build-fuzz/obj/lib/plot.o: $(BUILD)/gen/plot_style.h
 FUZZ_TARGET_nn     = -mavx2 -mfma -mavx512f -mavx512dq
 FUZZ_TARGET_stream = -mavx2 -mfma -mavx512f
 FUZZ_TARGET_optim  = -mavx2
+FUZZ_TARGET_metrics = -mavx2 -mfma
 FUZZ_TARGET_sparse = -mavx2 -mfma -mavx512f -mavx512vl -mavx512dq
 build-fuzz/libepar.a: $(FUZZ_OBJ)
 	ar rcs $@ $^
