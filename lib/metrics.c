@@ -56,53 +56,34 @@ void epar_metric_row_entropy(const double *A, int L, double *H)
 /* glibc libmvec: 4-lane double log (AVX2), within 4 ulp of log */
 __m256d _ZGVdN4v_log(__m256d x);
 
-/* the terms 4 at a time: a weight <= 0 (or NaN) enters as 1, whose term is 1 ln 1 = 0, and is not counted; the four
- * lane sums added in a fixed order, then the tail in index order */
-__attribute__((target("avx2,fma"))) static double entropy_f_avx2(const float *a, int n, int *nz)
+/* the terms of a[0 .. n4-1] (n4 a multiple of 4) 4 at a time into *h, the positive weights counted into *nz: a weight
+ * <= 0 (or NaN) enters as 1, whose term 1 ln 1 is 0, and is not counted; the four lane sums added in a fixed order */
+__attribute__((target("avx2,fma"))) static void entropy_f_avx2(const float *a, int n4, double *h, int *nz)
 {
     const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
-    __m256d h = _mm256_setzero_pd();
-    int j = 0, cnt = 0;
-    for (; j + 4 <= n; j += 4) {
+    __m256d acc = _mm256_setzero_pd();
+    for (int j = 0; j < n4; j += 4) {
         __m128 f = _mm_loadu_ps(a + j), pos = _mm_cmpgt_ps(f, zero);
-        cnt += __builtin_popcount((unsigned)_mm_movemask_ps(pos));
+        *nz += __builtin_popcount((unsigned)_mm_movemask_ps(pos));
         __m256d x = _mm256_cvtps_pd(_mm_blendv_ps(one, f, pos));
-        h = _mm256_fnmadd_pd(x, _ZGVdN4v_log(x), h);
+        acc = _mm256_fnmadd_pd(x, _ZGVdN4v_log(x), acc);
     }
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
-    double r = _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-    for (; j < n; j++)
-        if (a[j] > 0) {
-            r -= (double)a[j] * log((double)a[j]);
-            cnt++;
-        }
-    *nz = cnt;
-    return r;
-}
-
-static int entropy_simd(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return cached;
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+    *h = _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 #endif
 
 double epar_metric_entropy_f(const float *a, int n, int *nonzero)
 {
     double h = 0.0;
-    int nz = 0;
+    int nz = 0, j = 0;
 #if defined(__x86_64__)
-    if (entropy_simd()) {
-        h = entropy_f_avx2(a, n, &nz);
-        if (nonzero) *nonzero = nz;
-        return h;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {   /* the body; the tail below */
+        j = n & ~3;
+        entropy_f_avx2(a, j, &h, &nz);
     }
 #endif
-    for (int j = 0; j < n; j++)
+    for (; j < n; j++)
         if (a[j] > 0) {
             h -= (double)a[j] * log((double)a[j]);
             nz++;
