@@ -25,9 +25,11 @@
  * 512-row blocks and 512 x 512 weight-gradient tiles (at dim 128 / MLP 512 each weight gradient is one
  * sgemm, each operand packed once instead of once per 128-wide tile of the other): -2% of a whole step
  * against 256 rows and 128 x 128 (steps interleaved in one process, 60 pairs; 1024 rows measured the same
- * as 512). Query blocks of the attention: 32 and 64 measured alike, 128 and 256 slower (more of the
- * masked upper triangle computed). */
-#define MM_ROWS 512     /* row block of the products over rows (forward, input gradient); a multiple of ROWS */
+ * as 512). Since 2026-11-30: row blocks of up to 1536 rows, equal in size (mm_rows): at the benchmark's
+ * quick sizes, L 128 batch 24 (3072 rows), 2 calls of sgemm instead of 6 per product, 2-3 % of a step.
+ * Query blocks of the attention: 32 and 64 measured alike, 128 and 256 slower (more of the masked upper
+ * triangle computed). */
+#define MM_ROWS 1536    /* most rows of a row block of the products over rows (forward, input gradient) */
 #define OUT_BLOCK 512   /* weight-gradient tile: output features ... */
 #define COL_BLOCK 512   /* ... x input features */
 #define EMB_BLOCK 128   /* column block of the token-embedding gradient */
@@ -47,11 +49,21 @@ static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
 /* ------------------------------------------------------------------------------------------------ */
 /* ops                                                                                               */
 
-/* row block blk of epar_nn_matmul_forward_res */
-static void mm_forward_block(float *out, const float *res, const float *inp, const float *W, const float *bias, int N,
-                             int C, int OC, int blk)
+/* the rows of each row block of a product over N rows: N split into as few blocks of at most MM_ROWS as there can
+ * be, of equal size rounded up to a multiple of ROWS (no ragged little block at the end). A function of N only,
+ * never of the thread count: an sgemm of M x N x K <= 1e6 runs OpenBLAS's small-matrix kernel, whose bits differ
+ * from the large one's, so the blocks must be the same however many threads share them (test_nn) */
+static inline int mm_rows(int N)
 {
-    int r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
+    int nb = nblocks(N, MM_ROWS);
+    return (nblocks(N, nb) + ROWS - 1) / ROWS * ROWS;
+}
+
+/* row block blk (of mr rows) of epar_nn_matmul_forward_res */
+static void mm_forward_block(float *out, const float *res, const float *inp, const float *W, const float *bias, int N,
+                             int C, int OC, int mr, int blk)
+{
+    int r0 = blk * mr, rows = imin(mr, N - r0);
     float *o = out + (size_t)r0 * OC;
     const float *rs = res ? res + (size_t)r0 * OC : NULL;
     if (bias)
@@ -76,8 +88,8 @@ void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, 
      * Each row tile of out is first set to res + bias (while it is written anyway) and the product then added
      * with beta = 1: no separate pass of the bias over out afterwards, and no zeroing of out by sgemm's
      * beta = 0 (a pass of its own in OpenBLAS) when there is a bias. */
-    EPAR_OMP_FOR(fork_macs((double)N * C * OC), int, blk, nblocks(N, MM_ROWS),
-                 mm_forward_block(out, res, inp, W, bias, N, C, OC, blk));
+    int fork = fork_macs((double)N * C * OC), mr = mm_rows(N);
+    EPAR_OMP_FOR(fork, int, blk, nblocks(N, mr), mm_forward_block(out, res, inp, W, bias, N, C, OC, mr, blk));
 }
 
 void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
@@ -108,12 +120,12 @@ static void mm_backward_dw(float *dW, const float *dout, const float *inp, int N
                 dW + (size_t)o0 * C + c0, C);
 }
 
-/* row tile blk of the input gradient, and the bias sums of its ROWS-row blocks while the tile of dout is in cache (the
- * same blocks as a pass of their own: MM_ROWS is a multiple of ROWS) */
+/* row tile blk (of mr rows) of the input gradient, and the bias sums of its ROWS-row blocks while the tile of dout is
+ * in cache (the same blocks as a pass of their own: mr is a multiple of ROWS) */
 static void mm_backward_dinp(float *dinp, const float *dout, const float *W, float *part, int dbias, int N, int C,
-                             int OC, int accumulate, int blk)
+                             int OC, int accumulate, int mr, int blk)
 {
-    int nb = nblocks(N, ROWS), r0 = blk * MM_ROWS, rows = imin(MM_ROWS, N - r0);
+    int nb = nblocks(N, ROWS), r0 = blk * mr, rows = imin(mr, N - r0);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout + (size_t)r0 * OC, OC, W, C,
                 accumulate ? 1.0f : 0.0f, dinp + (size_t)r0 * C, C);
     if (dbias)
@@ -133,11 +145,12 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
                              const float *W, int N, int C, int OC, int accumulate_dinp, float *part)
 {
     /* dinp (N, C), dW (OC, C), dbias (OC), dout (N, OC), inp (N, C), W (OC, C), part (ceil(N/ROWS), OC) */
-    int nb = nblocks(N, ROWS), nbm = nblocks(N, MM_ROWS), ndw = nblocks(OC, OUT_BLOCK) * nblocks(C, COL_BLOCK);
-    if (!fork_macs((double)N * C * OC)) {
+    int fork = fork_macs((double)N * C * OC), mr = mm_rows(N);
+    int nb = nblocks(N, ROWS), nbm = nblocks(N, mr), ndw = nblocks(OC, OUT_BLOCK) * nblocks(C, COL_BLOCK);
+    if (!fork) {
         for (int t = 0; t < ndw; t++) mm_backward_dw(dW, dout, inp, N, C, OC, t);
         for (int blk = 0; dinp && blk < nbm; blk++)
-            mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, blk);
+            mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, mr, blk);
         if (!dbias) return;
         for (int blk = 0; !dinp && blk < nb; blk++)
             bias_part(part + (size_t)blk * OC, dout, blk * ROWS, imin(ROWS, N - blk * ROWS), OC);
@@ -153,7 +166,7 @@ void epar_nn_matmul_backward(float *dinp, float *dW, float *dbias, const float *
         if (dinp) {
 #pragma omp for schedule(dynamic) nowait
             for (int blk = 0; blk < nbm; blk++)
-                mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, blk);
+                mm_backward_dinp(dinp, dout, W, part, dbias != NULL, N, C, OC, accumulate_dinp, mr, blk);
         }
         if (dbias) {
             if (!dinp) {

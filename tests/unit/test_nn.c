@@ -156,6 +156,32 @@ static void test_matmul_tiles(int N, int C, int OC)
     free(y0);
 }
 
+/* The linear layers' products on one thread and on a team of two: forward, input gradient, weight gradient and bias
+ * sums bit for bit the same. Row blocks chosen by the thread count would fail it: one sgemm of 1030 rows against
+ * blocks of 512, 512 and 6, the last small enough for OpenBLAS's small-matrix kernel, differs in the last bits */
+static void test_matmul_threads(int N, int C, int OC)
+{
+    size_t nx = (size_t)N * C, nw = (size_t)OC * C, ny = (size_t)N * OC;
+    float *x = malloc(nx * sizeof *x), *W = malloc(nw * sizeof *W), *bias = malloc(OC * sizeof *bias);
+    float *dy = malloc(ny * sizeof *dy), *part = malloc((size_t)((N + 63) / 64) * OC * sizeof *part);
+    float *y[2], *dx[2], *dW[2], *db[2];
+    randn(x, nx, 1); randn(W, nw, 1); randn(bias, OC, 1); randn(dy, ny, 1);
+    int threads = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        y[k] = malloc(ny * sizeof **y); dx[k] = calloc(nx, sizeof **dx); dW[k] = calloc(nw, sizeof **dW);
+        db[k] = calloc(OC, sizeof **db);
+        omp_set_num_threads(k + 1);
+        epar_nn_matmul_forward(y[k], x, W, bias, N, C, OC, 0);
+        epar_nn_matmul_backward(dx[k], dW[k], db[k], dy, x, W, N, C, OC, 1, part);
+    }
+    omp_set_num_threads(threads);
+    check_true(!memcmp(y[0], y[1], ny * sizeof **y) && !memcmp(dx[0], dx[1], nx * sizeof **dx) &&
+                   !memcmp(dW[0], dW[1], nw * sizeof **dW) && !memcmp(db[0], db[1], OC * sizeof **db),
+               "matmul %d x %d -> %d: one thread and two, bit for bit", N, C, OC);
+    for (int k = 0; k < 2; k++) { free(y[k]); free(dx[k]); free(dW[k]); free(db[k]); }
+    free(x); free(W); free(bias); free(dy); free(part);
+}
+
 static void test_layernorm(void)
 {
     int N = 67, C = 9;
@@ -1749,6 +1775,8 @@ int main(void)
     test_layernorm();
     test_matmul_tiles(1030, 140, 515);   /* three row blocks, two dW tiles (the second 3 rows) */
     test_matmul_tiles(300, 516, 135);    /* one row block, dW tiles 135 x 512 and 135 x 4 */
+    test_matmul_threads(520, 64, 192);     /* a model's qkv product */
+    test_matmul_threads(1030, 140, 515);
     test_expf_lanes();
     test_gelu();
     test_crossentropy();
