@@ -309,8 +309,9 @@ int epar_stream_set_no_avx512(int off)
     return have_avx512();
 }
 
-static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
-                           float *ebuf)
+/* The first passes of row_block_avx2 over one row: z *= m, the running max rebased, ebuf (n8) = exp(z - M) for the
+ * whole groups of 8 lanes; returns n8 */
+static int row_prep_avx2(float *z, const float *m, int n, struct row_acc *a, float *ebuf)
 {
     int n8 = n & ~7, j;
     __m256 vmax = _mm256_set1_ps(-INFINITY);
@@ -329,14 +330,39 @@ static void row_block_avx2(float *z, const float *m, const double *imp, int n, i
     acc_rebase(a, bmax);
     float M = (float)a->M;
     __m256 vM = _mm256_set1_ps(M);
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
-    const __m256d sign = _mm256_set1_pd(-0.0), step = _mm256_set1_pd(8.0);
-    __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
     /* exp in its own loop: libmvec's calls clobber every ymm register, so no accumulator lives across it */
     if (have_avx512())
         epar_stream_exps16(ebuf, z, M, n8);
     else
         for (j = 0; j < n8; j += 8) _mm256_storeu_ps(ebuf + j, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(z + j), vM)));
+    return n8;
+}
+
+/* The last pass: sums[0..3] (S, SV, SZ, SD of lanes j < n8, from ebuf) and the lanes from n8 on in scalar, added
+ * to the row's accumulators */
+static void row_finish(const float *z, const double *imp, int n, int n8, int off, struct row_acc *a,
+                       const double *sums)
+{
+    double S = sums[0], SV = sums[1], SZ = sums[2], SD = sums[3];
+    float M = (float)a->M;
+    for (int j = n8; j < n; j++) {
+        double e = expf(z[j] - M);
+        S += e;
+        SV += e * imp[j];
+        SZ += e * z[j];
+        SD += e * fabs((double)(off + j));
+    }
+    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+}
+
+/* AVX2 + FMA form of row_block_c: sums in double over 8 lanes (two vectors of 4) */
+static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
+                           float *ebuf)
+{
+    int n8 = row_prep_avx2(z, m, n, a, ebuf), j;
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
+    const __m256d sign = _mm256_set1_pd(-0.0), step = _mm256_set1_pd(8.0);
+    __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
     for (j = 0; j < n8; j += 8) {
         __m256 zz = _mm256_loadu_ps(z + j);
         __m256 e = _mm256_loadu_ps(ebuf + j);
@@ -353,16 +379,50 @@ static void row_block_avx2(float *z, const float *m, const double *imp, int n, i
         dlo = _mm256_add_pd(dlo, step);
         dhi = _mm256_add_pd(dhi, step);
     }
-    double S = hsum4(_mm256_add_pd(s0, s1)), SV = hsum4(_mm256_add_pd(v0, v1));
-    double SZ = hsum4(_mm256_add_pd(z0, z1)), SD = hsum4(_mm256_add_pd(d0, d1));
-    for (; j < n; j++) {
-        double e = expf(z[j] - M);
-        S += e;
-        SV += e * imp[j];
-        SZ += e * z[j];
-        SD += e * fabs((double)(off + j));
+    double sums[4] = {hsum4(_mm256_add_pd(s0, s1)), hsum4(_mm256_add_pd(v0, v1)), hsum4(_mm256_add_pd(z0, z1)),
+                      hsum4(_mm256_add_pd(d0, d1))};
+    row_finish(z, imp, n, n8, off, a, sums);
+}
+#pragma GCC pop_options
+
+/* Two rows of one key block (rows i and i + 1: z and z + ld, m and m - 1, off and off - 1; ebuf and ebuf + ld) with
+ * AVX-512: the sums of row_block_avx2 in 8 double lanes a vector, lane k holding what its s0 (k < 4) or s1 (k >= 4)
+ * holds, folded the same way at the end: each row's sums bit for bit the AVX2 form's (test_stream). Each row's sums
+ * are chains of dependent adds (4-cycle FMAs, one per 8 keys); two rows at once keep twice as many in flight. */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+static inline double fold8(__m512d v)
+{
+    return hsum4(_mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)));
+}
+
+static void row_pair_512(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a, float *ebuf,
+                         ptrdiff_t ld)
+{
+    int n8 = row_prep_avx2(z, m, n, a, ebuf);
+    row_prep_avx2(z + ld, m - 1, n, a + 1, ebuf + ld);
+    const float *zb = z + ld, *eb = ebuf + ld;
+    __m512d sa = _mm512_setzero_pd(), va = sa, za = sa, da = sa, sb = sa, vb = sa, zbs = sa, db = sa;
+    const __m512d step = _mm512_set1_pd(8.0), one = _mm512_set1_pd(1.0);
+    __m512d dv = _mm512_setr_pd(off, off + 1, off + 2, off + 3, off + 4, off + 5, off + 6, off + 7);
+    for (int j = 0; j < n8; j += 8) {
+        __m512d w = _mm512_loadu_pd(imp + j);
+        __m512d ea = _mm512_cvtps_pd(_mm256_loadu_ps(ebuf + j)), xa = _mm512_cvtps_pd(_mm256_loadu_ps(z + j));
+        __m512d e2 = _mm512_cvtps_pd(_mm256_loadu_ps(eb + j)), x2 = _mm512_cvtps_pd(_mm256_loadu_ps(zb + j));
+        sa = _mm512_add_pd(sa, ea);
+        sb = _mm512_add_pd(sb, e2);
+        va = _mm512_fmadd_pd(ea, w, va);
+        vb = _mm512_fmadd_pd(e2, w, vb);
+        za = _mm512_fmadd_pd(ea, xa, za);
+        zbs = _mm512_fmadd_pd(e2, x2, zbs);
+        da = _mm512_fmadd_pd(ea, _mm512_abs_pd(dv), da);
+        db = _mm512_fmadd_pd(e2, _mm512_abs_pd(_mm512_sub_pd(dv, one)), db);
+        dv = _mm512_add_pd(dv, step);
     }
-    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+    double sums_a[4] = {fold8(sa), fold8(va), fold8(za), fold8(da)};
+    double sums_b[4] = {fold8(sb), fold8(vb), fold8(zbs), fold8(db)};
+    row_finish(z, imp, n, n8, off, a, sums_a);
+    row_finish(zb, imp, n, n8, off - 1, a + 1, sums_b);
 }
 #pragma GCC pop_options
 
@@ -393,7 +453,8 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     if (T > nb) T = nb;
     /* per-thread tiles allocated up front: no barrier inside the parallel region, so a thread that the
      * OS schedules late (a busy machine) never holds up the others */
-    size_t tile = ((size_t)Br + 1) * Bc;   /* scores (Br,Bc), then one row of exp */
+    int pairs = kernel == row_block_avx2 && have_avx512();
+    size_t tile = ((size_t)Br + 2) * Bc;   /* scores (Br,Bc), then two rows of exp */
     float *tiles = malloc((size_t)T * tile * sizeof *tiles);
     struct row_acc *accs = malloc((size_t)T * Br * sizeof *accs);
     if (!tiles || !accs) {
@@ -412,7 +473,14 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
             int nc = L - c0 < Bc ? L - c0 : Bc;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, d, (float)cfg->scale,
                         Q + (size_t)r0 * d, d, K + (size_t)c0 * d, d, 0.0f, Sb, Bc);
-            for (int t = 0; t < nr; t++) {
+            int t = 0;
+            if (pairs)   /* rows in pairs (AVX-512), an odd last one alone */
+                for (; t + 1 < nr; t += 2) {
+                    int i = r0 + t;
+                    row_pair_512(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t,
+                                 Sb + (size_t)Br * Bc, Bc);
+                }
+            for (; t < nr; t++) {
                 int i = r0 + t;
                 kernel(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t, Sb + (size_t)Br * Bc);
             }

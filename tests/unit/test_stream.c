@@ -143,13 +143,14 @@ int main(void)
         int same = !memcmp(str1.V, str.V, bytes) && !memcmp(str1.H, str.H, bytes) && !memcmp(str1.D, str.D, bytes) &&
                    !memcmp(str3.V, str.V, bytes) && !memcmp(str3.H, str.H, bytes) && !memcmp(str3.D, str.D, bytes);
         check_true(same, "%s: streaming byte-identical for 1, 2, 3 threads", fn);
-        /* the rows' exps 8 lanes at a time where the CPU would take 16: the same bits (key blocks of 100: pairs of
-         * 8-lane groups, a lone group and a scalar tail) */
+        /* the rows' exps 8 lanes at a time where the CPU would take 16, and their sums one row at a time in 4-lane
+         * vectors where it would take two rows at once in 8-lane ones: the same bits (key blocks of 100: pairs of
+         * 8-lane groups, a lone group and a scalar tail). Fails when the second row's distances are off by one */
         epar_stream_set_no_avx512(1);
         epar_stream_streaming(&cfg, Qf, Kf, imp, &str3);
         int wide = epar_stream_set_no_avx512(0);
         check_true(!memcmp(str1.V, str3.V, bytes) && !memcmp(str1.H, str3.H, bytes) && !memcmp(str1.D, str3.D, bytes),
-                   "%s: streaming exps in 16 lanes and in 8: the same bits%s", fn,
+                   "%s: streaming exps in 16 lanes and in 8, sums of row pairs and of single rows: the same bits%s", fn,
                    wide ? "" : " (no AVX-512 here: both 8)");
         cfg.threads = 1;
         epar_stream_materialized(&cfg, Q, K, imp, work, &str1);
