@@ -246,6 +246,22 @@ static inline void acc_rebase(struct row_acc *a, double bmax)
     }
 }
 
+/* s[0..3] += the sums S, SV, SZ, SD over keys j0 .. n-1 of a row (e = exp(z_j - M) in float, summed in double, in
+ * key order). Inlined into each form and compiled for its target (the AVX2 form's tail contracts to FMAs). */
+static inline __attribute__((always_inline)) void row_sums(const float *z, const double *imp, int j0, int n, int off,
+                                                          float M, double *s)
+{
+    double S = s[0], SV = s[1], SZ = s[2], SD = s[3];
+    for (int j = j0; j < n; j++) {
+        double e = expf(z[j] - M);
+        S += e;
+        SV += e * imp[j];
+        SZ += e * z[j];
+        SD += e * fabs((double)(off + j));
+    }
+    s[0] = S; s[1] = SV; s[2] = SZ; s[3] = SD;
+}
+
 /* One row of one key block, portable C. z (n) scores in, overwritten; m (n) effect; imp (n) importance;
  * off = c0 - i, so key j is at signed offset off + j. */
 static void row_block_c(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
@@ -258,16 +274,9 @@ static void row_block_c(float *z, const float *m, const double *imp, int n, int 
         if (z[j] > bmax) bmax = z[j];
     }
     acc_rebase(a, bmax);
-    float M = (float)a->M;
-    double S = 0, SV = 0, SZ = 0, SD = 0;
-    for (int j = 0; j < n; j++) {
-        double e = expf(z[j] - M);
-        S += e;
-        SV += e * imp[j];
-        SZ += e * z[j];
-        SD += e * fabs((double)(off + j));
-    }
-    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+    double s[4] = {0, 0, 0, 0};
+    row_sums(z, imp, 0, n, off, (float)a->M, s);
+    a->S += s[0]; a->SV += s[1]; a->SZ += s[2]; a->SD += s[3];
 }
 
 #pragma GCC push_options
@@ -340,19 +349,10 @@ static int row_prep_avx2(float *z, const float *m, int n, struct row_acc *a, flo
 
 /* The last pass: sums[0..3] (S, SV, SZ, SD of lanes j < n8, from ebuf) and the lanes from n8 on in scalar, added
  * to the row's accumulators */
-static void row_finish(const float *z, const double *imp, int n, int n8, int off, struct row_acc *a,
-                       const double *sums)
+static void row_finish(const float *z, const double *imp, int n, int n8, int off, struct row_acc *a, double *sums)
 {
-    double S = sums[0], SV = sums[1], SZ = sums[2], SD = sums[3];
-    float M = (float)a->M;
-    for (int j = n8; j < n; j++) {
-        double e = expf(z[j] - M);
-        S += e;
-        SV += e * imp[j];
-        SZ += e * z[j];
-        SD += e * fabs((double)(off + j));
-    }
-    a->S += S; a->SV += SV; a->SZ += SZ; a->SD += SD;
+    row_sums(z, imp, n8, n, off, (float)a->M, sums);
+    a->S += sums[0]; a->SV += sums[1]; a->SZ += sums[2]; a->SD += sums[3];
 }
 
 /* AVX2 + FMA form of row_block_c: sums in double over 8 lanes (two vectors of 4) */
