@@ -50,12 +50,15 @@ static inline int nblocks(int n, int blk) { return (n + blk - 1) / blk; }
 /* ops                                                                                               */
 
 /* the rows of each row block of a product over N rows: N split into as few blocks of at most MM_ROWS as there can
- * be, of equal size rounded up to a multiple of ROWS (no ragged little block at the end). A function of N only,
- * never of the thread count: an sgemm of M x N x K <= 1e6 runs OpenBLAS's small-matrix kernel, whose bits differ
- * from the large one's, so the blocks must be the same however many threads share them (test_nn) */
+ * be, their number rounded up to an even one when there are several (two threads then share them equally: three
+ * blocks on two threads ran the forward products at 1.5x one thread), of equal size rounded up to a multiple of
+ * ROWS (no ragged little block at the end). A function of N only, never of the thread count: an sgemm of
+ * M x N x K <= 1e6 runs OpenBLAS's small-matrix kernel, whose bits differ from the large one's, so the blocks must
+ * be the same however many threads share them (test_nn) */
 static inline int mm_rows(int N)
 {
     int nb = nblocks(N, MM_ROWS);
+    nb += nb > 1 && nb % 2;
     return (nblocks(N, nb) + ROWS - 1) / ROWS * ROWS;
 }
 
