@@ -92,7 +92,7 @@ static void norm_quad(struct epar_optim *o, const float *g, size_t q)
 double epar_optim_grad_norm(struct epar_optim *o, const float *g)
 {
     size_t nb = o->nblocks, nq = (nb + 3) / 4;
-    EPAR_OMP_FOR(epar_omp_fork((double)nb, 8), size_t, q, nq, norm_quad(o, g, q));
+    EPAR_OMP_FOR(epar_omp_fork_elems((double)o->n), size_t, q, nq, norm_quad(o, g, q));
     double s = 0.0;
     for (size_t b = 0; b < nb; b++) s += o->partial[b];
     return sqrt(s);

@@ -84,12 +84,13 @@ expect_exit 2 "gqa.groups=3 with 4 heads" -- "$EPAR" train $small --mechanism gq
 expect_grep "gqa.groups '3' must divide the number of heads 4" "$T_TMP/err"
 
 # ---- determinism: --jobs 1 and --jobs 2 byte-identical, at sizes above lib/nn's threading thresholds
-# (products 8.4M-12.6M multiply-adds > 4M, GELU 524k elements > 262k): t5 (learned bias, C softmax rows
+# (2560 rows in two row blocks; qkv and MLP products 31M-84M multiply-adds > 2^24, attention 21M > 2^24,
+# GELU 1.3M elements > 262k): t5 (learned bias, C softmax rows
 # in backward), epar-enhanced (fixed factor, the AVX2 rows where the CPU has them), shaw (per-thread rows,
 # its table's gradient summed over (b, h) in order), performer (kernel attention, per-thread features), gqa
 # (K/V heads copied to and summed from their query heads) and pi-attention (per-thread rows, its gates' gradient
 # summed over (b, h) in order), transformer-xl (per-thread rows, its tables' gradients summed over (b, h) in order), deberta (the same with its second table, P and dP in the per-thread rows)
-big="$small --dim 64 --length 128 --pairs 8 --batch 8 --mlp 512 --steps 6 --eval-every 3"
+big="$small --dim 64 --length 128 --pairs 8 --batch 20 --mlp 512 --steps 6 --eval-every 3"
 for m in t5 epar-enhanced shaw transformer-xl deberta performer gqa pi-attention; do
     expect_exit 0 "jobs 1 $m" -- "$EPAR" train $big --mechanism $m --jobs 1 --out "$T_TMP/j1"
     expect_exit 0 "jobs 2 $m" -- "$EPAR" train $big --mechanism $m --jobs 2 --out "$T_TMP/j2"

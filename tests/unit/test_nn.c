@@ -1776,7 +1776,7 @@ int main(void)
     test_matmul_tiles(1030, 140, 515);   /* one row block, two dW tiles (the second 3 rows) */
     test_matmul_tiles(1600, 140, 70);    /* two row blocks (832 and 768 rows), the bias sums across them */
     test_matmul_tiles(300, 516, 135);    /* one row block, dW tiles 135 x 512 and 135 x 4 */
-    test_matmul_threads(520, 64, 192);     /* a model's qkv product: one row block */
+    test_matmul_threads(1400, 64, 192);    /* a qkv product of one row block: dW and dinp forked (17M > 2^24) */
     test_matmul_threads(1030, 140, 515);   /* one block of 1030 rows, not 512 + 512 + 6 */
     test_matmul_threads(3100, 64, 192);    /* four blocks (832 x 3 and 604 rows; three made even) the team shares */
     test_expf_lanes();
