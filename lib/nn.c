@@ -39,10 +39,10 @@
  * a 2-layer dim-32 model trained 3-10x slower with --jobs 2 than with 1 on the loaded 2-core machine,
  * with products of ~1.5M multiply-adds forked). Products (sgemm, ~100 GFLOP/s) count multiply-adds,
  * elementwise ops (a few ns each) count elements. Changes the thread count, never a result. Products: 2^24
- * multiply-adds since 2026-12 (was 2^22): on an idle 2-core VM, waking a passive thread costs 25-90 us and the next
- * op reads half its input from the other core's cache, so at the benchmark's short tasks (1024 rows, dim 64, products
- * of 4-17M multiply-adds) two threads ran a step 0.86-0.95x as fast as one; with 2^24, 0.97-1.0x (L 128, batch 24,
- * products of 12-50M: unchanged, 1.3x one thread; 2^25 lost that: 1.1x). */
+ * multiply-adds, was 2^22 (bench/README.md, "Two threads"): on an idle 2-core VM, waking a passive thread costs
+ * 25-90 us and the next op reads half its input from the other core's cache, so at the benchmark's short tasks
+ * (1024 rows, dim 64, products of 4-17M multiply-adds) two threads ran a step 0.86-0.95x as fast as one; with 2^24,
+ * 0.97-1.0x (L 128, batch 24, products of 12-50M: unchanged, 1.3x one thread; 2^25 lost that: 1.1x). */
 #define PAR_MACS 16777216.0     /* ~100-200 us of sgemm */
 /* below them a loop runs on the calling thread without a team (lib/blas.h: EPAR_OMP_FOR) */
 static inline int fork_macs(double macs) { return epar_omp_fork(macs, PAR_MACS); }
