@@ -95,8 +95,8 @@ void epar_nn_matmul_forward_res(float *out, const float *res, const float *inp, 
      * Each row tile of out is first set to res + bias (while it is written anyway) and the product then added
      * with beta = 1: no separate pass of the bias over out afterwards, and no zeroing of out by sgemm's
      * beta = 0 (a pass of its own in OpenBLAS) when there is a bias. */
-    int mr = mm_rows(N), nb = nblocks(N, mr), fork = nb > 1 && fork_macs((double)N * C * OC);
-    EPAR_OMP_FOR(fork, int, blk, nb, mm_forward_block(out, res, inp, W, bias, N, C, OC, mr, blk));
+    int fork = fork_macs((double)N * C * OC), mr = mm_rows(N);
+    EPAR_OMP_FOR(fork, int, blk, nblocks(N, mr), mm_forward_block(out, res, inp, W, bias, N, C, OC, mr, blk));
 }
 
 void epar_nn_matmul_forward(float *out, const float *inp, const float *W, const float *bias, int N, int C, int OC,
