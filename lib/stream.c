@@ -92,15 +92,18 @@ static int tile_keys(const struct epar_stream_cfg *cfg) { return cfg->key_block 
 
 size_t epar_stream_bytes(enum epar_stream_path path, int L, int d, int threads)
 {
-    (void)d;
-    if (L < 1 || threads < 1) return 0;
+    if (L < 1 || d < 1 || threads < 1) return 0;
     size_t l = (size_t)L;
     if (path == EPAR_STREAM_MATERIALIZED) {
         if (l > SIZE_MAX / l / sizeof(double) / 2) return SIZE_MAX;
         return l * l * sizeof(double) + (2 * l) * sizeof(double);
     }
-    size_t tile = (size_t)DEFAULT_ROW_BLOCK * DEFAULT_KEY_BLOCK * sizeof(float) + 5 * DEFAULT_ROW_BLOCK * sizeof(double);
-    return 2 * l * sizeof(float) + (size_t)threads * tile;
+    /* the effect table, the keys packed in panels (a copy of K: L d floats, rounded up to whole key blocks), and per
+     * thread a tile of scores with two rows of exps and the rows' accumulators */
+    size_t tile = ((size_t)DEFAULT_ROW_BLOCK + 2) * DEFAULT_KEY_BLOCK * sizeof(float) +
+                  5 * DEFAULT_ROW_BLOCK * sizeof(double);
+    size_t keys = (l + DEFAULT_KEY_BLOCK - 1) / DEFAULT_KEY_BLOCK * DEFAULT_KEY_BLOCK * (size_t)d * sizeof(float);
+    return (2 * l + 32) * sizeof(float) + keys + (size_t)threads * tile;
 }
 
 /* memory available now, in bytes (0 if unknown) */
@@ -262,17 +265,14 @@ static inline __attribute__((always_inline)) void row_sums(const float *z, const
     s[0] = S; s[1] = SV; s[2] = SZ; s[3] = SD;
 }
 
-/* One row of one key block, portable C. z (n) scores in, overwritten; m (n) effect; imp (n) importance;
- * off = c0 - i, so key j is at signed offset off + j. */
-static void row_block_c(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
-                        float *ebuf)
+/* One row of one key block, portable C. z (n) the row's scores, the effect already applied (score_tile); imp (n)
+ * importance; off = c0 - i, so key j is at signed offset off + j. */
+static void row_block_c(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
 {
     (void)ebuf;
     float bmax = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        z[j] *= m[j];
+    for (int j = 0; j < n; j++)
         if (z[j] > bmax) bmax = z[j];
-    }
     acc_rebase(a, bmax);
     double s[4] = {0, 0, 0, 0};
     row_sums(z, imp, 0, n, off, (float)a->M, s);
@@ -318,24 +318,27 @@ int epar_stream_set_no_avx512(int off)
     return have_avx512();
 }
 
-/* The first passes of row_block_avx2 over one row: z *= m, the running max rebased, ebuf (n8) = exp(z - M) for the
- * whole groups of 8 lanes; returns n8 */
-static int row_prep_avx2(float *z, const float *m, int n, struct row_acc *a, float *ebuf)
+/* The first passes of row_block_avx2 over one row (scores z with the effect applied): the running max rebased,
+ * ebuf (n8) = exp(z - M) for the whole groups of 8 lanes; returns n8 */
+static int row_prep_avx2(const float *z, int n, struct row_acc *a, float *ebuf)
 {
-    int n8 = n & ~7, j;
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    for (j = 0; j < n8; j += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(z + j), _mm256_loadu_ps(m + j));
-        _mm256_storeu_ps(z + j, v);
-        vmax = _mm256_max_ps(vmax, v);
+    int n8 = n & ~7, j = 0;
+    /* four independent chains of max (one chain waited on each max's latency: 16 % of the analysis); the max is exact,
+     * so the order does not matter */
+    __m256 vmax = _mm256_set1_ps(-INFINITY), x1 = vmax, x2 = vmax, x3 = vmax;
+    for (; j + 32 <= n8; j += 32) {
+        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(z + j));
+        x1 = _mm256_max_ps(x1, _mm256_loadu_ps(z + j + 8));
+        x2 = _mm256_max_ps(x2, _mm256_loadu_ps(z + j + 16));
+        x3 = _mm256_max_ps(x3, _mm256_loadu_ps(z + j + 24));
     }
+    for (; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(z + j));
+    vmax = _mm256_max_ps(_mm256_max_ps(vmax, x1), _mm256_max_ps(x2, x3));
     float lanes[8], bmax = -INFINITY;
     _mm256_storeu_ps(lanes, vmax);
     for (int k = 0; k < 8; k++) if (lanes[k] > bmax) bmax = lanes[k];
-    for (; j < n; j++) {
-        z[j] *= m[j];
+    for (; j < n; j++)
         if (z[j] > bmax) bmax = z[j];
-    }
     acc_rebase(a, bmax);
     float M = (float)a->M;
     __m256 vM = _mm256_set1_ps(M);
@@ -356,10 +359,9 @@ static void row_finish(const float *z, const double *imp, int n, int n8, int off
 }
 
 /* AVX2 + FMA form of row_block_c: sums in double over 8 lanes (two vectors of 4) */
-static void row_block_avx2(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a,
-                           float *ebuf)
+static void row_block_avx2(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
 {
-    int n8 = row_prep_avx2(z, m, n, a, ebuf), j;
+    int n8 = row_prep_avx2(z, n, a, ebuf), j;
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
     const __m256d sign = _mm256_set1_pd(-0.0), step = _mm256_set1_pd(8.0);
     __m256d dlo = _mm256_setr_pd(off, off + 1, off + 2, off + 3), dhi = _mm256_add_pd(dlo, _mm256_set1_pd(4.0));
@@ -385,7 +387,7 @@ static void row_block_avx2(float *z, const float *m, const double *imp, int n, i
 }
 #pragma GCC pop_options
 
-/* Two rows of one key block (rows i and i + 1: z and z + ld, m and m - 1, off and off - 1; ebuf and ebuf + ld) with
+/* Two rows of one key block (rows i and i + 1: z and z + ld, off and off - 1; ebuf and ebuf + ld) with
  * AVX-512: the sums of row_block_avx2 in 8 double lanes a vector, lane k holding what its s0 (k < 4) or s1 (k >= 4)
  * holds, folded the same way at the end: each row's sums bit for bit the AVX2 form's (test_stream). Each row's sums
  * are chains of dependent adds (4-cycle FMAs, one per 8 keys); two rows at once keep twice as many in flight. */
@@ -396,11 +398,10 @@ static inline double fold8(__m512d v)
     return hsum4(_mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)));
 }
 
-static void row_pair_512(float *z, const float *m, const double *imp, int n, int off, struct row_acc *a, float *ebuf,
-                         ptrdiff_t ld)
+static void row_pair_512(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf, ptrdiff_t ld)
 {
-    int n8 = row_prep_avx2(z, m, n, a, ebuf);
-    row_prep_avx2(z + ld, m - 1, n, a + 1, ebuf + ld);
+    int n8 = row_prep_avx2(z, n, a, ebuf);
+    row_prep_avx2(z + ld, n, a + 1, ebuf + ld);
     const float *zb = z + ld, *eb = ebuf + ld;
     __m512d sa = _mm512_setzero_pd(), va = sa, za = sa, da = sa, sb = sa, vb = sa, zbs = sa, db = sa;
     const __m512d step = _mm512_set1_pd(8.0), one = _mm512_set1_pd(1.0);
@@ -426,6 +427,153 @@ static void row_pair_512(float *z, const float *m, const double *imp, int n, int
 }
 #pragma GCC pop_options
 
+/* ---------------- the score tiles ---------------- */
+
+/* The scores of a row block against a key block: z_ij = ((q_i . k_j) * scale) * m(|i - j|) / T, each dot product one
+ * chain of fused multiply-adds in the order of the d components (k = 0, 1, ...), from zero. Every form below computes
+ * exactly that, so the scores have the same bits on every CPU and under every BLAS kernel (cblas_sgemm's order of
+ * summation depends on the kernel OpenBLAS picks). The keys are packed once per analysis (pack_keys) into panels of
+ * SP keys, d rows of SP floats each, so that a tile of rows reads one panel from L1 in vector loads and each row's
+ * components are broadcast: at d = 64 and 128 x 512 tiles this ran at 83-84 % of one core's fp32 FMA peak where
+ * cblas_sgemm (OpenBLAS 0.3.21, SkylakeX kernel, Intel Xeon) reached 58-59 %: OpenBLAS packs both operands again in
+ * every call, for a product of K = 64 only (bench/README.md). */
+#define SP 32   /* keys per packed panel */
+
+static int panels(int nc) { return (nc + SP - 1) / SP; }
+
+/* Kp <- K (L, d) by key blocks of Bc keys: block b at Kp + b * panels(Bc) * SP * d, its keys in panels of SP (key
+ * c0 + SP p + j of the block at column j of row k of panel p), zero past the block's last key */
+static void pack_keys(float *Kp, const float *K, int L, int d, int Bc)
+{
+    for (int c0 = 0; c0 < L; c0 += Bc) {
+        int nc = L - c0 < Bc ? L - c0 : Bc;
+        float *blk = Kp + (size_t)(c0 / Bc) * panels(Bc) * SP * d;
+        for (int p = 0; p < panels(nc); p++) {
+            float *pn = blk + (size_t)p * SP * d;
+            for (int j = 0; j < SP; j++) {
+                int key = p * SP + j;
+                for (int k = 0; k < d; k++) pn[(size_t)k * SP + j] = key < nc ? K[(size_t)(c0 + key) * d + k] : 0.0f;
+            }
+        }
+    }
+}
+
+/* One tile of `rows` rows (q: row i's d components, rows at stride d) against one panel kp: z (rows at stride ldz)
+ * columns 0 .. SP-1; m: the effect of row i at the panel's first key (row i + r reads m - r). Portable C. */
+static void tile_c(const float *q, int d, const float *kp, float *z, ptrdiff_t ldz, const float *m, float scale,
+                   int rows)
+{
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < SP; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < d; k++) s = fmaf(q[(size_t)r * d + k], kp[(size_t)k * SP + j], s);
+            z[r * ldz + j] = s * scale * m[j - r];
+        }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* tile_c with AVX2: R rows x 16 keys (half a panel) in 2R 8-lane accumulators, R <= 6 */
+static inline __attribute__((always_inline)) void tile_avx2_r(int R, const float *q, int d, const float *kp, float *z,
+                                                               ptrdiff_t ldz, const float *m, float scale)
+{
+    __m256 a0[6], a1[6];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_ps();
+    for (int k = 0; k < d; k++) {
+        __m256 b0 = _mm256_loadu_ps(kp + (size_t)k * SP), b1 = _mm256_loadu_ps(kp + (size_t)k * SP + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m256 qv = _mm256_set1_ps(q[(size_t)r * d + k]);
+            a0[r] = _mm256_fmadd_ps(qv, b0, a0[r]);
+            a1[r] = _mm256_fmadd_ps(qv, b1, a1[r]);
+        }
+    }
+    const __m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(z + r * ldz, _mm256_mul_ps(_mm256_mul_ps(a0[r], sc), _mm256_loadu_ps(m - r)));
+        _mm256_storeu_ps(z + r * ldz + 8, _mm256_mul_ps(_mm256_mul_ps(a1[r], sc), _mm256_loadu_ps(m - r + 8)));
+    }
+}
+
+static void tile_avx2(const float *q, int d, const float *kp, float *z, ptrdiff_t ldz, const float *m, float scale,
+                      int rows)
+{
+    for (int t = 0; t < rows; t += 6) {
+        const float *qt = q + (size_t)t * d, *mt = m - t;
+        float *zt = z + t * ldz;
+        for (int h = 0; h < SP; h += 16) switch (rows - t < 6 ? rows - t : 6) {
+            case 6: tile_avx2_r(6, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            case 5: tile_avx2_r(5, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            case 4: tile_avx2_r(4, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            case 3: tile_avx2_r(3, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            case 2: tile_avx2_r(2, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            default: tile_avx2_r(1, qt, d, kp + h, zt + h, ldz, mt + h, scale); break;
+            }
+    }
+}
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+/* tile_c with AVX-512: R rows x the whole panel (32 keys) in 2R 16-lane accumulators, R <= 8 */
+static inline __attribute__((always_inline)) void tile_512_r(int R, const float *q, int d, const float *kp, float *z,
+                                                              ptrdiff_t ldz, const float *m, float scale)
+{
+    __m512 a0[8], a1[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
+    for (int k = 0; k < d; k++) {
+        __m512 b0 = _mm512_loadu_ps(kp + (size_t)k * SP), b1 = _mm512_loadu_ps(kp + (size_t)k * SP + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 qv = _mm512_set1_ps(q[(size_t)r * d + k]);
+            a0[r] = _mm512_fmadd_ps(qv, b0, a0[r]);
+            a1[r] = _mm512_fmadd_ps(qv, b1, a1[r]);
+        }
+    }
+    const __m512 sc = _mm512_set1_ps(scale);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        _mm512_storeu_ps(z + r * ldz, _mm512_mul_ps(_mm512_mul_ps(a0[r], sc), _mm512_loadu_ps(m - r)));
+        _mm512_storeu_ps(z + r * ldz + 16, _mm512_mul_ps(_mm512_mul_ps(a1[r], sc), _mm512_loadu_ps(m - r + 16)));
+    }
+}
+
+static void tile_512(const float *q, int d, const float *kp, float *z, ptrdiff_t ldz, const float *m, float scale,
+                     int rows)
+{
+    for (int t = 0; t < rows; t += 8) {
+        const float *qt = q + (size_t)t * d, *mt = m - t;
+        float *zt = z + t * ldz;
+        switch (rows - t < 8 ? rows - t : 8) {
+        case 8: tile_512_r(8, qt, d, kp, zt, ldz, mt, scale); break;
+        case 7: tile_512_r(7, qt, d, kp, zt, ldz, mt, scale); break;
+        case 6: tile_512_r(6, qt, d, kp, zt, ldz, mt, scale); break;
+        case 5: tile_512_r(5, qt, d, kp, zt, ldz, mt, scale); break;
+        case 4: tile_512_r(4, qt, d, kp, zt, ldz, mt, scale); break;
+        case 3: tile_512_r(3, qt, d, kp, zt, ldz, mt, scale); break;
+        case 2: tile_512_r(2, qt, d, kp, zt, ldz, mt, scale); break;
+        default: tile_512_r(1, qt, d, kp, zt, ldz, mt, scale); break;
+        }
+    }
+}
+#pragma GCC pop_options
+
+typedef void (*tile_fn)(const float *, int, const float *, float *, ptrdiff_t, const float *, float, int);
+
+/* the scores of rows r0 .. r0+nr-1 against the key block at c0 (nc keys, packed at kb) into Sb (stride ldz, which
+ * holds whole panels); mt: the effect table (padded by SP past its 2L - 1 entries) */
+static void score_block(tile_fn tile, const float *Q, int d, int r0, int nr, const float *kb, int c0, int nc,
+                        float *Sb, ptrdiff_t ldz, const float *mt, int L, float scale)
+{
+    /* a panel outermost: its d x SP floats stay in L1 while the row tiles pass over it */
+    for (int p = 0; p < panels(nc); p++)
+        tile(Q + (size_t)r0 * d, d, kb + (size_t)p * SP * d, Sb + p * SP, ldz, mt + (L - 1) + c0 + p * SP - r0, scale,
+             nr);
+}
+
 int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, const float *K, const double *imp,
                           struct epar_stream_result *r)
 {
@@ -434,18 +582,20 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     int L = cfg->L, d = cfg->d, Br = tile_rows(cfg), Bc = tile_keys(cfg);
     if (Br > L) Br = L;
     if (Bc > L) Bc = L;
-    float *mt = epar_err_alloc(2 * (size_t)L, sizeof *mt, "position-effect table");
+    /* the effect table, padded with SP zeros: the last panel of a row's tiles reads past key L - 1 */
+    float *mt = epar_err_alloc(2 * (size_t)L + SP, sizeof *mt, "position-effect table");
     double *mtd = epar_err_alloc(2 * (size_t)L, sizeof *mtd, "position-effect table");
     if (!mt || !mtd) {
         free(mt); free(mtd);
         return EPAR_ENOMEM;
     }
     effect_table_d(cfg, mtd);
-    for (size_t k = 0; k + 1 < 2 * (size_t)L; k++) mt[k] = (float)mtd[k];
+    for (size_t k = 0; k < 2 * (size_t)L + SP; k++) mt[k] = k + 1 < 2 * (size_t)L ? (float)mtd[k] : 0.0f;
     free(mtd);
 
-    void (*kernel)(float *, const float *, const double *, int, int, struct row_acc *, float *) =
-        have_simd() && !cfg->portable ? row_block_avx2 : row_block_c;
+    int simd = have_simd() && !cfg->portable, pairs = simd && have_avx512();
+    void (*kernel)(float *, const double *, int, int, struct row_acc *, float *) = simd ? row_block_avx2 : row_block_c;
+    tile_fn tile = pairs ? tile_512 : simd ? tile_avx2 : tile_c;
     int nb = (L + Br - 1) / Br, T = cfg->threads;
     /* small problems: a fork-join costs more than it saves (and a scheduler quantum on a busy machine);
      * the thread count never changes the result */
@@ -453,36 +603,37 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     if (T > nb) T = nb;
     /* per-thread tiles allocated up front: no barrier inside the parallel region, so a thread that the
      * OS schedules late (a busy machine) never holds up the others */
-    int pairs = kernel == row_block_avx2 && have_avx512();
-    size_t tile = ((size_t)Br + 2) * Bc;   /* scores (Br,Bc), then two rows of exp */
-    float *tiles = malloc((size_t)T * tile * sizeof *tiles);
+    ptrdiff_t ldz = (ptrdiff_t)panels(Bc) * SP;   /* a row of scores holds whole panels */
+    size_t tile_sz = ((size_t)Br + 2) * ldz;       /* scores (Br, ldz), then two rows of exp */
+    size_t kp_sz = (size_t)((L + Bc - 1) / Bc) * panels(Bc) * SP * d;
+    float *tiles = malloc((size_t)T * tile_sz * sizeof *tiles);
+    float *Kp = aligned_alloc(64, (kp_sz * sizeof *Kp + 63) / 64 * 64);
     struct row_acc *accs = malloc((size_t)T * Br * sizeof *accs);
-    if (!tiles || !accs) {
-        free(tiles); free(accs); free(mt);
+    if (!tiles || !accs || !Kp) {
+        free(tiles); free(accs); free(Kp); free(mt);
         return epar_err_set(EPAR_ENOMEM, "out of memory for the streaming tiles (length %d)", L);
     }
-    int old = epar_blas_threads(1);    /* parallelism comes from the row blocks */
+    pack_keys(Kp, K, L, d, Bc);
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1)
     for (int rb = 0; rb < nb; rb++) {
         int tid = omp_get_thread_num();
-        float *Sb = tiles + (size_t)tid * tile;
+        float *Sb = tiles + (size_t)tid * tile_sz, *ebuf = Sb + (size_t)Br * ldz;
         struct row_acc *acc = accs + (size_t)tid * Br;
         int r0 = rb * Br, nr = L - r0 < Br ? L - r0 : Br;
         for (int t = 0; t < nr; t++) acc[t] = (struct row_acc){-INFINITY, 0, 0, 0, 0};
         for (int c0 = 0; c0 < L; c0 += Bc) {
             int nc = L - c0 < Bc ? L - c0 : Bc;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, d, (float)cfg->scale,
-                        Q + (size_t)r0 * d, d, K + (size_t)c0 * d, d, 0.0f, Sb, Bc);
+            score_block(tile, Q, d, r0, nr, Kp + (size_t)(c0 / Bc) * panels(Bc) * SP * d, c0, nc, Sb, ldz, mt, L,
+                        (float)cfg->scale);
             int t = 0;
             if (pairs)   /* rows in pairs (AVX-512), an odd last one alone */
                 for (; t + 1 < nr; t += 2) {
                     int i = r0 + t;
-                    row_pair_512(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t,
-                                 Sb + (size_t)Br * Bc, Bc);
+                    row_pair_512(Sb + (size_t)t * ldz, imp + c0, nc, c0 - i, acc + t, ebuf, ldz);
                 }
             for (; t < nr; t++) {
                 int i = r0 + t;
-                kernel(Sb + (size_t)t * Bc, mt + (L - 1) + c0 - i, imp + c0, nc, c0 - i, acc + t, Sb + (size_t)Br * Bc);
+                kernel(Sb + (size_t)t * ldz, imp + c0, nc, c0 - i, acc + t, ebuf);
             }
         }
         for (int t = 0; t < nr; t++) {
@@ -495,7 +646,7 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     }
     free(tiles);
     free(accs);
-    epar_blas_threads(old);
+    free(Kp);
     free(mt);
     summarise(r, L);
     return EPAR_OK;

@@ -9,14 +9,16 @@
  *  - materialised: double precision; S = scale Q K^T by one BLAS dgemm per block of 128 rows into an
  *    (L,L) buffer, then one fused sweep per row (factor, max, exp, sum, normalise, V, H, D) that leaves A in the buffer.
  *    Memory O(L^2). The reference for every test.
- *  - streaming: Q, K stored as float; blocks of rows x blocks of keys; scores of a block by BLAS
- *    sgemm, the position effect read from a (2L-1) table of m(|i-j|)/T, online softmax with the
- *    running max, and V, H, D accumulated in double without storing any (L,L) array. Memory O(L d).
- *    Inner loops use AVX2+FMA (and glibc's libmvec expf) when the CPU has them, else portable C.
+ *  - streaming: Q, K stored as float; blocks of rows x blocks of keys; scores of a block by lib/stream's own
+ *    tiles over K packed once in panels (each score one chain of FMAs in the order of d, the same bits in the
+ *    AVX-512, AVX2 and portable forms and under every BLAS kernel), the position effect read from a (2L-1) table
+ *    of m(|i-j|)/T and applied in the tile, online softmax with the running max, and V, H, D accumulated in
+ *    double without storing any (L,L) array. Memory O(L d): the packed keys are a second copy of K.
+ *    Inner loops use AVX-512 or AVX2+FMA (and glibc's libmvec expf) when the CPU has them, else portable C.
  *
  * Threads: OpenMP over row blocks. Every row is computed by the same sequence of operations whatever
  * the thread count (blocks are fixed, each row belongs to one block), so results are byte-identical for
- * any number of threads. BLAS runs single-threaded inside the parallel region on both paths (no
+ * any number of threads. The materialised path's BLAS runs single-threaded inside the parallel region (no
  * oversubscription; a multi-threaded dgemm also splits its work by thread count and is not bit-stable).
  *
  * H uses ln A_ij = z_ij - M_i - ln S_i, so no logarithm per element: H_i = M_i + ln S_i - sum_j A_ij z_ij. */
