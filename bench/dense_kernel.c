@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         if (fl / t > peak) peak = fl / t;
     }
     double *Q = malloc(sizeof(double) * L * d), *K = malloc(sizeof(double) * L * d), *V = malloc(sizeof(double) * L * d);
-    double *O = malloc(sizeof(double) * L * d), *S = malloc(sizeof(double) * epar_sparse_dense_fast_ws(L));
+    double *O = malloc(sizeof(double) * L * d), *S = malloc(sizeof(double) * epar_sparse_dense_fast_ws(L, d));
     if (!Q || !K || !V || !O || !S) return 3;
     for (long i = 0; i < (long)L * d; i++) {
         Q[i] = (double)((i * 7919) % 1000) / 1000.0 - 0.5;

@@ -82,7 +82,7 @@ static int speed_measure(const struct epar_compare_cfg *cfg, enum epar_mech_id i
     if ((st = epar_sparse_ws_alloc(&ws, &pat, d))) goto done;
     st = EPAR_ENOMEM;
     if (!(Q = EPAR_MALLOC(Ld * sizeof *Q)) || !(K = EPAR_MALLOC(Ld * sizeof *K)) || !(V = EPAR_MALLOC(Ld * sizeof *V)) ||
-        !(O = EPAR_MALLOC(Ld * sizeof *O)) || !(S = EPAR_MALLOC(epar_sparse_dense_fast_ws(L) * sizeof *S)) ||
+        !(O = EPAR_MALLOC(Ld * sizeof *O)) || !(S = EPAR_MALLOC(epar_sparse_dense_fast_ws(L, d) * sizeof *S)) ||
         !(r = epar_rng_alloc(cfg->prm.seeds[0], 2000 + id, EPAR_RNG_EXTRA)))
         goto done;
     epar_rng_normal(r, Q, Ld, 1);

@@ -208,10 +208,17 @@ __m512d _ZGVeN8v_exp(__m512d x);
 
 static double max_avx512(const double *z, int n)
 {
-    __m512d vm = _mm512_set1_pd(-INFINITY);
+    /* four independent chains (one waited on each max's latency: 5 % of the dense kernel); the max is exact */
+    __m512d vm = _mm512_set1_pd(-INFINITY), x1 = vm, x2 = vm, x3 = vm;
     int k = 0;
+    for (; k + 32 <= n; k += 32) {
+        vm = _mm512_max_pd(vm, _mm512_loadu_pd(z + k));
+        x1 = _mm512_max_pd(x1, _mm512_loadu_pd(z + k + 8));
+        x2 = _mm512_max_pd(x2, _mm512_loadu_pd(z + k + 16));
+        x3 = _mm512_max_pd(x3, _mm512_loadu_pd(z + k + 24));
+    }
     for (; k + 8 <= n; k += 8) vm = _mm512_max_pd(vm, _mm512_loadu_pd(z + k));
-    double m = _mm512_reduce_max_pd(vm);
+    double m = _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(vm, x1), _mm512_max_pd(x2, x3)));
     for (; k < n; k++)
         if (z[k] > m) m = z[k];
     return m;
@@ -1173,17 +1180,173 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
 
 /* used for timing: no mask, no compaction, one pass per block of query rows */
 
-size_t epar_sparse_dense_fast_ws(int L) { return (size_t)EPAR_SPARSE_DENSE_ROWS * (size_t)L; }
+#define DK 16     /* keys per packed panel of K (AVX-512 products) */
+#define DKC 128   /* keys per chunk of P V (AVX-512): its rows of V stay in L1 while the row tiles pass */
+#define DV 32     /* columns per packed group of V (AVX-512) */
+
+static size_t dense_panels(int L) { return (size_t)(L + DK - 1) / DK; }
+static size_t dense_groups(int d) { return (size_t)(d + DV - 1) / DV; }
+
+size_t epar_sparse_dense_fast_ws(int L, int d)
+{
+    size_t dd = (size_t)(d > 0 ? d : 0);
+    return (size_t)EPAR_SPARSE_DENSE_ROWS * (size_t)L + dense_panels(L) * DK * dd + dense_groups(d) * DV * (size_t)L;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx2,fma")
+/* scale Q K^T for R (<= 12) rows x one panel of DK keys (kp: d rows of DK), 2R accumulators, each score one FMA chain
+ * along d; the columns past the last key not stored (masks m0, m1). (Tried: each row's max kept here while the scores
+ * are in registers, so the softmax need not read them again for it: the whole kernel 0.87x as fast, alternated runs) */
+static inline __attribute__((always_inline)) void dense_qk_r(int R, int d, const double *q, int ldq, const double *kp,
+                                                              double *s, size_t lds, __m512d sc, __mmask8 m0,
+                                                              __mmask8 m1)
+{
+    __m512d a0[12], a1[12];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_pd();
+    for (int k = 0; k < d; k++) {
+        __m512d b0 = _mm512_loadu_pd(kp + (size_t)k * DK), b1 = _mm512_loadu_pd(kp + (size_t)k * DK + 8);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++) {
+            __m512d qv = _mm512_set1_pd(q[(size_t)r * ldq + k]);
+            a0[r] = _mm512_fmadd_pd(qv, b0, a0[r]);
+            a1[r] = _mm512_fmadd_pd(qv, b1, a1[r]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) {
+        _mm512_mask_storeu_pd(s + r * lds, m0, _mm512_mul_pd(sc, a0[r]));
+        _mm512_mask_storeu_pd(s + r * lds + 8, m1, _mm512_mul_pd(sc, a1[r]));
+    }
+}
+/* S (nr, kw) <- scale Q K^T with K packed (Kp); causal: a row tile skips the panels past its last row's key i0 + t + R
+ * - 1 (those scores are never read) */
+static void dense_qk_512(int nr, int kw, int d, double scale, const double *Q, int ldq, const double *Kp, double *S,
+                         int causal, int i0)
+{
+    const __m512d sc = _mm512_set1_pd(scale);
+    for (int p = 0; p < (kw + DK - 1) / DK; p++) {
+        int j0 = p * DK, nk = imin(DK, kw - j0);
+        __mmask8 m0 = (__mmask8)(nk >= 8 ? 0xff : (1u << nk) - 1), m1 = (__mmask8)(nk > 8 ? (1u << (nk - 8)) - 1 : 0);
+        const double *kp = Kp + (size_t)p * DK * d;
+        for (int t = 0; t < nr; t += 12) {
+            int R = imin(12, nr - t);
+            if (causal && i0 + t + R - 1 < j0) continue;
+            const double *q = Q + (size_t)t * ldq;
+            double *s = S + (size_t)t * kw + j0;
+            switch (R) {
+            case 12: dense_qk_r(12, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 11: dense_qk_r(11, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 10: dense_qk_r(10, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 9: dense_qk_r(9, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 8: dense_qk_r(8, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 7: dense_qk_r(7, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 6: dense_qk_r(6, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 5: dense_qk_r(5, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 4: dense_qk_r(4, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 3: dense_qk_r(3, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            case 2: dense_qk_r(2, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            default: dense_qk_r(1, d, q, ldq, kp, s, kw, sc, m0, m1); break;
+            }
+        }
+    }
+}
+
+/* O (R <= 6 rows x 32 columns at o, masks m[4]) (+)= P V over keys u0 .. u1-1 (p: the rows of P at stride ldp; v: V's
+ * rows at stride ldv from column c0), 4R accumulators; first: start from zero, else from O */
+static inline __attribute__((always_inline)) void dense_pv_r(int R, const double *p, size_t ldp, const double *v,
+                                                              size_t ldv, int u0, int u1, double *o, size_t ldo,
+                                                              const __mmask8 *m, int first)
+{
+    __m512d a[6][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            a[r][c] = first ? _mm512_setzero_pd() : _mm512_maskz_loadu_pd(m[c], o + r * ldo + 8 * c);
+    for (int u = u0; u < u1; u++) {
+        const double *vr = v + (size_t)u * ldv;
+        __m512d b0 = _mm512_loadu_pd(vr), b1 = _mm512_loadu_pd(vr + 8), b2 = _mm512_loadu_pd(vr + 16),
+                b3 = _mm512_loadu_pd(vr + 24);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512d pv = _mm512_set1_pd(p[r * ldp + u]);
+            a[r][0] = _mm512_fmadd_pd(pv, b0, a[r][0]);
+            a[r][1] = _mm512_fmadd_pd(pv, b1, a[r][1]);
+            a[r][2] = _mm512_fmadd_pd(pv, b2, a[r][2]);
+            a[r][3] = _mm512_fmadd_pd(pv, b3, a[r][3]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_mask_storeu_pd(o + r * ldo + 8 * c, m[c], a[r][c]);
+}
+
+/* O (nr, d) <- P (nr, kw) V with V packed (Vp: groups of DV columns, each L rows of DV, zero past column d - 1): each
+ * element one FMA chain over the keys in order (the chunks of DKC keys continue it from O); causal: a row tile stops
+ * at its last row's key */
+static void dense_pv_512(int nr, int kw, int d, const double *P, const double *Vp, int L, double *O, int ldo,
+                         int causal, int i0)
+{
+    for (int u0 = 0; u0 < kw; u0 += DKC)
+        for (int c0 = 0; c0 < d; c0 += DV) {
+            __mmask8 m[4];
+            for (int c = 0; c < 4; c++) {
+                int n = d - c0 - 8 * c;
+                m[c] = (__mmask8)(n >= 8 ? 0xff : n > 0 ? (1u << n) - 1 : 0);
+            }
+            const double *v = Vp + (size_t)(c0 / DV) * DV * L;
+            for (int t = 0; t < nr; t += 6) {
+                int R = imin(6, nr - t), u1 = imin(u0 + DKC, causal ? imin(kw, i0 + t + R) : kw);
+                if (u1 <= u0) continue;   /* causal: no key of this chunk for these rows (O as it is) */
+                const double *p = P + (size_t)t * kw;
+                double *o = O + (size_t)t * ldo + c0;
+                int first = u0 == 0;
+                switch (R) {
+                case 6: dense_pv_r(6, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                case 5: dense_pv_r(5, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                case 4: dense_pv_r(4, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                case 3: dense_pv_r(3, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                case 2: dense_pv_r(2, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                default: dense_pv_r(1, p, kw, v, DV, u0, u1, o, ldo, m, first); break;
+                }
+            }
+        }
+}
+#pragma GCC pop_options
 
 void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,
                             double scale, double *O, int ldo, double *S)
 {
     const struct vops *ops = vops();
     double inv[EPAR_SPARSE_DENSE_ROWS];
+    /* with AVX-512 the two products are the kernels above over K and V packed once per call (after S in the
+     * workspace): cblas_dgemm packs K and V again for every block of rows (17 % of the kernel's time, profiled) and
+     * ran the whole kernel at 43-45 % of the double FMA peak on an Intel Xeon (OpenBLAS 0.3.21 SkylakeX), these
+     * kernels at 49-54 % in alternated runs (bench/dense_kernel.c) */
+    int own = ops == &ops_avx512;
+    double *Kp = S + (size_t)EPAR_SPARSE_DENSE_ROWS * L, *Vp = Kp + dense_panels(L) * DK * d;
+    if (own) {
+        for (size_t p = 0; p < dense_panels(L); p++)
+            for (int j = 0; j < DK; j++) {
+                size_t key = p * DK + j;
+                for (int k = 0; k < d; k++) Kp[(p * d + k) * DK + j] = key < (size_t)L ? K[key * ld + k] : 0.0;
+            }
+        /* V by groups of DV columns (each group's rows contiguous: a chunk of keys maps onto all of L1's sets) */
+        for (size_t g = 0; g < dense_groups(d); g++)
+            for (int u = 0; u < L; u++)
+                for (int c = 0; c < DV; c++) {
+                    size_t col = g * DV + c;
+                    Vp[(g * L + u) * DV + c] = col < (size_t)d ? V[(size_t)u * ld + col] : 0.0;
+                }
+    }
     for (int i0 = 0; i0 < L; i0 += EPAR_SPARSE_DENSE_ROWS) {
         int nr = L - i0 < EPAR_SPARSE_DENSE_ROWS ? L - i0 : EPAR_SPARSE_DENSE_ROWS, kw = causal ? i0 + nr : L;
         /* S (nr, kw) <- scale Q_block K^T over the keys any row of the block reads */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, scale, Q + (size_t)i0 * ld, ld, K, ld, 0.0, S, kw);
+        if (own) dense_qk_512(nr, kw, d, scale, Q + (size_t)i0 * ld, ld, Kp, S, causal, i0);
+        else cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, scale, Q + (size_t)i0 * ld, ld, K, ld, 0.0, S, kw);
         for (int r = 0; r < nr; r++) {
             double *z = S + (size_t)r * kw;
             int n = causal ? i0 + r + 1 : kw;   /* causal: row i reads keys 0..i; the rest of the block's row is 0 */
@@ -1191,7 +1354,8 @@ void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K,
             if (n < kw) memset(z + n, 0, (size_t)(kw - n) * sizeof *z);
         }
         /* O_block <- P V, then each row divided by its sum */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, V, ld, 0.0, O + (size_t)i0 * ldo, ldo);
+        if (own) dense_pv_512(nr, kw, d, S, Vp, L, O + (size_t)i0 * ldo, ldo, causal, i0);
+        else cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, V, ld, 0.0, O + (size_t)i0 * ldo, ldo);
         for (int r = 0; r < nr; r++) cblas_dscal(d, inv[r], O + (size_t)(i0 + r) * ldo, 1);
     }
 }

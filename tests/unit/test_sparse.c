@@ -247,7 +247,7 @@ static void check_dense_fast(gsl_rng *r)
             size_t n = (size_t)L * ld;
             double *Q = malloc(n * sizeof *Q), *K = malloc(n * sizeof *K), *V = malloc(n * sizeof *V);
             double *O1 = calloc((size_t)L * ldo, sizeof *O1), *O2 = calloc((size_t)L * ldo, sizeof *O2);
-            double *S = malloc((size_t)L * L * sizeof *S), *W = malloc(epar_sparse_dense_fast_ws(L) * sizeof *W);
+            double *S = malloc((size_t)L * L * sizeof *S), *W = malloc(epar_sparse_dense_fast_ws(L, d) * sizeof *W);
             double *Qc = malloc((size_t)L * d * sizeof *Qc), *Kc = malloc((size_t)L * d * sizeof *Kc),
                    *Vc = malloc((size_t)L * d * sizeof *Vc);
             unsigned char *M = malloc((size_t)L * L);
