@@ -265,7 +265,7 @@ static inline __attribute__((always_inline)) void row_sums(const float *z, const
     s[0] = S; s[1] = SV; s[2] = SZ; s[3] = SD;
 }
 
-/* One row of one key block, portable C. z (n) the row's scores, the effect already applied (score_tile); imp (n)
+/* One row of one key block, portable C. z (n) the row's scores, the effect already applied (score_block); imp (n)
  * importance; off = c0 - i, so key j is at signed offset off + j. */
 static void row_block_c(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
 {
