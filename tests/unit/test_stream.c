@@ -152,6 +152,17 @@ int main(void)
         check_true(!memcmp(str1.V, str3.V, bytes) && !memcmp(str1.H, str3.H, bytes) && !memcmp(str1.D, str3.D, bytes),
                    "%s: streaming exps in 16 lanes and in 8, sums of row pairs and of single rows: the same bits%s", fn,
                    wide ? "" : " (no AVX-512 here: both 8)");
+        /* key blocks of 56 (the last one 49): a row's max over 32 + 16 + 8 lanes and over 32 + 16, whole 32-key panels
+         * and a partial one, in 16-lane and 8-lane forms: the same bits */
+        cfg.key_block = 56;
+        epar_stream_streaming(&cfg, Qf, Kf, imp, &str1);
+        epar_stream_set_no_avx512(1);
+        epar_stream_streaming(&cfg, Qf, Kf, imp, &str3);
+        epar_stream_set_no_avx512(0);
+        check_true(!memcmp(str1.V, str3.V, bytes) && !memcmp(str1.H, str3.H, bytes) && !memcmp(str1.D, str3.D, bytes),
+                   "%s: key blocks of 56: AVX-512 and AVX2 forms give the same bits%s", fn,
+                   wide ? "" : " (no AVX-512 here: both AVX2)");
+        cfg.key_block = 100;
         cfg.threads = 1;
         epar_stream_materialized(&cfg, Q, K, imp, work, &str1);
         check_true(!memcmp(str1.V, mat.V, bytes) && !memcmp(str1.H, mat.H, bytes) && !memcmp(str1.D, mat.D, bytes),
