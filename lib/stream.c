@@ -13,6 +13,7 @@
 
 #define DEFAULT_ROW_BLOCK 128
 #define DEFAULT_KEY_BLOCK 512
+#define SP 32   /* keys per packed panel of K (the score tiles, below) */
 
 int epar_stream_path_parse(const char *name, enum epar_stream_path *path)
 {
@@ -103,7 +104,7 @@ size_t epar_stream_bytes(enum epar_stream_path path, int L, int d, int threads)
     size_t tile = ((size_t)DEFAULT_ROW_BLOCK + 2) * DEFAULT_KEY_BLOCK * sizeof(float) +
                   5 * DEFAULT_ROW_BLOCK * sizeof(double);
     size_t keys = (l + DEFAULT_KEY_BLOCK - 1) / DEFAULT_KEY_BLOCK * DEFAULT_KEY_BLOCK * (size_t)d * sizeof(float);
-    return (2 * l + 32) * sizeof(float) + keys + (size_t)threads * tile;
+    return (2 * l + SP) * sizeof(float) + keys + (size_t)threads * tile;
 }
 
 /* memory available now, in bytes (0 if unknown) */
@@ -267,7 +268,7 @@ static inline __attribute__((always_inline)) void row_sums(const float *z, const
 
 /* One row of one key block, portable C. z (n) the row's scores, the effect already applied (score_block); imp (n)
  * importance; off = c0 - i, so key j is at signed offset off + j. */
-static void row_block_c(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
+static void row_block_c(const float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
 {
     (void)ebuf;
     float bmax = -INFINITY;
@@ -382,7 +383,7 @@ static void row_finish(const float *z, const double *imp, int n, int n8, int off
 }
 
 /* AVX2 + FMA form of row_block_c: sums in double over 8 lanes (two vectors of 4) */
-static void row_block_avx2(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
+static void row_block_avx2(const float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf)
 {
     int n8 = row_prep_avx2(z, n, a, ebuf), j;
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, v0 = s0, v1 = s0, z0 = s0, z1 = s0, d0 = s0, d1 = s0;
@@ -421,7 +422,8 @@ static inline double fold8(__m512d v)
     return hsum4(_mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)));
 }
 
-static void row_pair_512(float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf, ptrdiff_t ld)
+static void row_pair_512(const float *z, const double *imp, int n, int off, struct row_acc *a, float *ebuf,
+                         ptrdiff_t ld)
 {
     int n8 = row_prep_avx2(z, n, a, ebuf);
     row_prep_avx2(z + ld, n, a + 1, ebuf + ld);
@@ -457,11 +459,10 @@ static void row_pair_512(float *z, const double *imp, int n, int off, struct row
  * exactly that, so the scores have the same bits on every CPU and under every BLAS kernel (cblas_sgemm's order of
  * summation depends on the kernel OpenBLAS picks). The keys are packed once per analysis (pack_keys) into panels of
  * SP keys, d rows of SP floats each, so that a tile of rows reads one panel from L1 in vector loads and each row's
- * components are broadcast: at d = 64 and 128 x 512 tiles this ran at 83-84 % of one core's fp32 FMA peak where
+ * components are broadcast: at d = 64 and 128 x 512 tiles a stand-alone copy of the 8 x 32 tile, timed in a hot loop
+ * outside bench/ (which measures the whole analysis against its floor), ran at 83-84 % of one core's fp32 FMA peak where
  * cblas_sgemm (OpenBLAS 0.3.21, SkylakeX kernel, Intel Xeon) reached 58-59 %: OpenBLAS packs both operands again in
  * every call, for a product of K = 64 only (bench/README.md). */
-#define SP 32   /* keys per packed panel */
-
 static int panels(int nc) { return (nc + SP - 1) / SP; }
 
 /* Kp <- K (L, d) by key blocks of Bc keys: block b at Kp + b * panels(Bc) * SP * d, its keys in panels of SP (key
@@ -618,9 +619,10 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
     for (size_t k = 0; k < 2 * (size_t)L + SP; k++) mt[k] = k + 1 < 2 * (size_t)L ? (float)mtd[k] : 0.0f;
     free(mtd);
 
-    int simd = have_simd() && !cfg->portable, pairs = simd && have_avx512();
-    void (*kernel)(float *, const double *, int, int, struct row_acc *, float *) = simd ? row_block_avx2 : row_block_c;
-    tile_fn tile = pairs ? tile_512 : simd ? tile_avx2 : tile_c;
+    int simd = have_simd() && !cfg->portable, wide = simd && have_avx512();   /* the AVX-512 forms */
+    void (*kernel)(const float *, const double *, int, int, struct row_acc *, float *) =
+        simd ? row_block_avx2 : row_block_c;
+    tile_fn tile = wide ? tile_512 : simd ? tile_avx2 : tile_c;
     int nb = (L + Br - 1) / Br, T = cfg->threads;
     /* small problems: a fork-join costs more than it saves (and a scheduler quantum on a busy machine);
      * the thread count never changes the result */
@@ -651,7 +653,7 @@ int epar_stream_streaming(const struct epar_stream_cfg *cfg, const float *Q, con
             score_block(tile, Q, d, r0, nr, Kp + (size_t)(c0 / Bc) * panels(Bc) * SP * d, c0, nc, Sb, ldz, mt, L,
                         (float)cfg->scale);
             int t = 0;
-            if (pairs)   /* rows in pairs (AVX-512), an odd last one alone */
+            if (wide)   /* rows in pairs (AVX-512), an odd last one alone */
                 for (; t + 1 < nr; t += 2) {
                     int i = r0 + t;
                     row_pair_512(Sb + (size_t)t * ldz, imp + c0, nc, c0 - i, acc + t, ebuf, ldz);
