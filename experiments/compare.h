@@ -73,6 +73,7 @@ struct epar_compare_speed {
 struct epar_compare_check {
     char check[64];
     double value, reference, se;
+    double trials;      /* a share of this many independent trials (its interval: Wilson's, lib/audit); NaN otherwise */
     char detail[768];
 };
 struct epar_compare_checks {

@@ -3,6 +3,7 @@
 #ifndef EPAR_EXP_COMPARE_ROWS_H
 #define EPAR_EXP_COMPARE_ROWS_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ static inline __attribute__((format(printf, 6, 7))) int epar_exp_compare_row(str
     c->value = value;
     c->reference = reference;
     c->se = se;
+    c->trials = NAN;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);

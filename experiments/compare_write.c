@@ -395,14 +395,14 @@ static int cmp_study_tables(const struct epar_compare_cfg *cfg, const struct epa
 /* seed_checks.csv and sparse_speed.csv */
 static int cmp_check_tables(const struct epar_compare_result *res, struct epar_table **tab)
 {
-    struct epar_table *ck = tab[CT_CHECKS] = epar_csv_new("check,value,reference,se,detail");
+    struct epar_table *ck = tab[CT_CHECKS] = epar_csv_new("check,value,reference,se,trials,detail");
     struct epar_table *sp = tab[CT_SPEED] = epar_csv_new(
         "mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,fma_peak_gflops,"
         "dense_fraction_of_peak");
     if (!ck || !sp) return EPAR_ENOMEM;
     for (size_t r = 0; r < res->checks.n; r++) {
         const struct epar_compare_check *c = &res->checks.row[r];
-        if (epar_csv_append(ck, "sddds", c->check, c->value, c->reference, c->se, c->detail)) return EPAR_ENOMEM;
+        if (epar_csv_append(ck, "sdddds", c->check, c->value, c->reference, c->se, c->trials, c->detail)) return EPAR_ENOMEM;
     }
     for (int r = 0; r < res->speed.n; r++) {
         const struct epar_compare_speed_row *w = &res->speed.row[r];

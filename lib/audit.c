@@ -343,11 +343,11 @@ static const char *const claim_keys[] = {"id", "section", "source", "statement",
                                          "alternatives", NULL};
 static const char *const measure_keys[] = {"file", "where", "column", "sd_column", "se_run_column", "se_column",
                                            "n_column", "against_column", "learned_column", "holm_column", "aggregate",
-                                           "group_by", "lo_column", "hi_column", "nonsup_column", "posfx", "needs", "readings", "quorum", NULL};
+                                           "group_by", "lo_column", "hi_column", "nonsup_column", "trials_column", "posfx", "needs", "readings", "quorum", NULL};
 static const char *const reading_keys[] = {"label", "reported", "file", "where", "column", "sd_column",
                                            "se_run_column", "se_column", "n_column", "against_column", "learned_column",
                                            "holm_column", "aggregate", "group_by", "lo_column", "hi_column",
-                                           "nonsup_column", "posfx", NULL};
+                                           "nonsup_column", "trials_column", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
 static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "gain", "why", NULL};
 
@@ -445,12 +445,14 @@ static int check_one_measure(struct vctx *v, json_t *m, const char *mb)
     if ((st = check_string(v, m, mb, "column", 1))) return st;
     static const char *const cols[] = {"sd_column", "se_run_column", "se_column", "n_column", "against_column",
                                        "learned_column", "holm_column", "group_by", "lo_column", "hi_column",
-                                       "nonsup_column"};
+                                       "nonsup_column", "trials_column"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if ((st = check_string(v, m, mb, cols[k], 0))) return st;
     snprintf(v->jp, sizeof v->jp, "%s", mb);
     if (!json_object_get(m, "lo_column") != !json_object_get(m, "hi_column"))
         return verr(v, "lo_column and hi_column go together (the two ends of one interval)");
+    if (json_object_get(m, "trials_column") && (json_object_get(m, "lo_column") || json_object_get(m, "sd_column")))
+        return verr(v, "trials_column (a share of independent trials: Wilson's interval) takes no lo_column or sd_column");
     json_t *w = json_object_get(m, "where"), *ag = json_object_get(m, "aggregate");
     snprintf(v->jp, sizeof v->jp, "%s.where", mb);
     if (w && !json_is_object(w)) return verr(v, "expected an object {column: value | [values]}");

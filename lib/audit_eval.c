@@ -260,8 +260,11 @@ struct reading {
     int every;                  /* aggregate "every": each selected row's own interval is judged (every_interval) */
     int nev;                    /* ... its rows: value, sd and run-level se */
     double ev[EPAR_AUDIT_MAX_EVERY], es[EPAR_AUDIT_MAX_EVERY], er[EPAR_AUDIT_MAX_EVERY];
+    double ev_lo, ev_hi;        /* ... the lowest (below: highest) row's own interval at the level: what claims.csv shows
+                                 * (m.lo, m.hi hold the decision's two ends, which are at two levels) */
+    double ev_adj;              /* ... the adjusted level of the other end */
     char desc[512];             /* what was measured: file[where].column or the computation */
-    char accepted[320];
+    char accepted[1024];        /* what the rule accepts (beats_all with a gain: about 450 characters) */
     char why[1024];             /* why the measurement is not available */
     char input[160], hash[32], seeds[256], version[32], stale_why[512];
 };
@@ -467,6 +470,15 @@ static void every_interval(struct reading *rd, int above, double level)
     m->stochastic = m->interval = 1;
     m->lo = lo;
     m->hi = hi;
+    rd->ev_adj = adj;
+    rd->ev_lo = rd->ev_hi = NAN;
+    if (isfinite(lo) && isfinite(sd)) {   /* the deciding row's own interval, one level for both ends */
+        double s = sd;
+        for (int i = 0; i < k; i++)
+            if (rd->ev[i] == val && isfinite(rd->er[i]) && !(s >= rd->er[i])) s = rd->er[i];
+        rd->ev_lo = val - q * s / sq;
+        rd->ev_hi = val + q * s / sq;
+    }
     snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " (each of the %d rows' interval; the other "
              "end at the Holm/Bonferroni-adjusted level %.4g)", k, adj);
 }
@@ -524,6 +536,22 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
             rd->m.lo = same_rows(t, m, lc, why, sizeof why);
             rd->m.hi = same_rows(t, m, hc, why, sizeof why);
             snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " in [%s, %s]", lc, hc);
+        }
+        if (jstr(m, "trials_column", NULL)) {
+            /* a share of n independent trials: Wilson's score interval at the level, which is not certain at 0 or n
+             * successes (a Wald interval p +- z sqrt(p(1-p)/n) is [1, 1] from 10 of 10) */
+            double nt = same_rows(t, m, jstr(m, "trials_column", NULL), why, sizeof why), p = rd->m.value;
+            rd->m.stochastic = rd->m.interval = 1;
+            rd->m.lo = rd->m.hi = NAN;
+            if (nt >= 1 && p >= 0 && p <= 1) {
+                double z = epar_stats_quantile(ctx->level, 0), z2n = z * z / nt, c = (p + z2n / 2) / (1 + z2n);
+                double h = z / (1 + z2n) * sqrt(p * (1 - p) / nt + z2n / (4 * nt));
+                rd->m.lo = fmax(0, c - h);
+                rd->m.hi = fmin(1, c + h);
+                rd->m.n = (int)nt;
+            }
+            snprintf(rd->desc + strlen(rd->desc), sizeof rd->desc - strlen(rd->desc), " of %s trials (Wilson's interval)",
+                     jstr(m, "trials_column", NULL));
         }
         rd->m.holm = same_rows(t, m, jstr(m, "holm_column", NULL), why, sizeof why);
         rd->m.nonsup = same_rows(t, m, jstr(m, "nonsup_column", NULL), why, sizeof why);
@@ -679,7 +707,7 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
 {
     json_t *rj = json_object_get(c, "reported");
     const char *rtext = jstr(c, "reported_text", NULL);
-    char meas[512] = "", desc[1024] = "", acc[1024] = "", lo[512] = "", hi[512] = "";
+    char meas[512] = "", desc[1024] = "", acc[4096] = "", lo[512] = "", hi[512] = "";
     int any_interval = 0;
     for (int i = 0; i < nrd; i++) {
         size_t l = strlen(meas), ld = strlen(desc), la = strlen(acc);
@@ -688,7 +716,7 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
         snprintf(meas + l, sizeof meas - l, "%s%s", i ? "; " : "", rd[i].available && !isnan(rd[i].m.value) ? num : "");
         /* the interval of each reading, where its file gives one */
         for (int k = 0; k < 2; k++) {
-            double x = k ? rd[i].m.hi : rd[i].m.lo;
+            double x = rd[i].every ? (k ? rd[i].ev_hi : rd[i].ev_lo) : k ? rd[i].m.hi : rd[i].m.lo;
             char *b = k ? hi : lo;
             epar_csv_format_number(x, num, sizeof num);
             snprintf(b + strlen(b), sizeof lo - strlen(b), "%s%s", i ? "; " : "", rd[i].available && !isnan(x) ? num : "");
@@ -791,6 +819,15 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             }
             if (rd[i].available) rd[i].out = epar_audit_judge(&tol, rd[i].r, rd[i].u, &rd[i].m, ctx->level, rd[i].accepted,
                                                                sizeof rd[i].accepted);
+            if (rd[i].available && rd[i].every && rd[i].nev > 0 && isfinite(rd[i].m.lo)) {
+                int above = tol.rule == EPAR_AUDIT_ABOVE;
+                snprintf(rd[i].accepted, sizeof rd[i].accepted, "every one of the %d rows' intervals at level %.4g %s "
+                         "%.6g (the %s of their %s ends: %.6g); not reproduced if the %s of their %s ends at the "
+                         "Holm/Bonferroni-adjusted level %.4g is %s %.6g (it is %.6g)", rd[i].nev, ctx->level,
+                         above ? "above" : "below", rd[i].r, above ? "lowest" : "highest", above ? "lower" : "upper",
+                         above ? rd[i].m.lo : rd[i].m.hi, above ? "lowest" : "highest", above ? "upper" : "lower",
+                         rd[i].ev_adj, above ? "at or below" : "at or above", rd[i].r, above ? rd[i].m.hi : rd[i].m.lo);
+            }
             if (rd[i].available && rd[i].not_learned) rd[i].out = EPAR_AUDIT_NOT_LEARNED;
             reading_note(&rd[i], note, sizeof note);
             row->missing_file |= rd[i].missing_file;

@@ -70,7 +70,7 @@ PY
 expect_grep '"time_us_per_row": "mechanisms.csv time_us_per_row: .*structured' "$d/run.json"
 expect_grep '"speed_lengths": \[' "$d/run.json"
 # measurements only (the verdicts come from the protocol's claims in run-all): every check a claim reads exists
-expect_grep '^check,value,reference,se,detail$' "$d/seed_checks.csv"
+expect_grep '^check,value,reference,se,trials,detail$' "$d/seed_checks.csv"
 if grep -q -E ',(not )?reproduced(,|$)' "$d/seed_checks.csv"; then fail "seed_checks.csv holds a verdict"; else ok; fi
 for c in $(grep -o '"check": "[^"]*"' "$EPAR_ROOT/paper_protocol.json" | cut -d'"' -f4 | sort -u); do
     expect_grep "^$c," "$d/seed_checks.csv"

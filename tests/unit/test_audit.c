@@ -680,6 +680,62 @@ static void beats_all_file(void)
     if (system(p) != 0) check_true(0, "cleanup");
 }
 
+/* issue 51's fixes found by an outside re-derivation:
+ * - a share of n trials is judged on Wilson's interval, never certain at n of n (10 of 10: [0.722, 1]);
+ * - "every" shows the deciding row's own interval at one level in measured_lo/hi, not the decision's two ends;
+ * - a beats_all claim with a gain keeps its whole accepted text (it was cut at 319 characters, mid-number). */
+static void rederivation_fixes(void)
+{
+    char dir[] = "/tmp/epar-test-audit.XXXXXX";
+    if (!mkdtemp(dir)) { check_true(0, "mkdtemp"); return; }
+    char p[256];
+    snprintf(p, sizeof p, "%s/opt", dir);
+    mkdir(p, 0777);
+    write_file(dir, "opt/checks.csv", "check,value,trials\nten,1,10\nhundred,1,100\nnone,0,100\n");
+    write_file(dir, "opt/above.csv", "type,v,v_sd\na,0.80,0.01\nb,0.90,0.01\n");
+    write_file(dir, "opt/main.csv", "task,seeds,min_rel,min_lo,min_hi,holm_p,nonsup\nlm,4,0.0052,-0.0021,0.0125,nan,0.0077\n");
+    write_file(dir, "opt/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
+                                    " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3]}}");
+#define N "\"source\": \"s\", \"statement\": \"t\", "
+#define P(id, c) "{\"id\": \"" id "\", " N "\"reported\": 0.9, \"measure\": {\"file\": \"opt/checks.csv\", \"where\": " \
+    "{\"check\": \"" c "\"}, \"column\": \"value\", \"trials_column\": \"trials\"}, \"tolerance\": {\"rule\": \"above\"}}"
+    json_t *claims = J("[" P("ten", "ten") ", " P("hundred", "hundred") ", " P("none", "none") ", "
+        "{\"id\": \"every\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/above.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
+        "{\"id\": \"gain\", " N "\"reported\": 0, \"measure\": {\"file\": \"opt/main.csv\", \"where\": {\"task\": \"lm\"}, \"column\": \"min_rel\", \"lo_column\": \"min_lo\", \"hi_column\": \"min_hi\", \"holm_column\": \"holm_p\", \"nonsup_column\": \"nonsup\", \"n_column\": \"seeds\"}, \"tolerance\": {\"rule\": \"beats_all\", \"gain\": 0.0041}}"
+        "]");
+#undef P
+#undef N
+    check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "trials_column accepted: %s", epar_err_message());
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit a;
+    check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
+    const struct epar_audit_row *r = row_of(&a, "ten");
+    /* Wilson at z = 1.959964: (1 + z^2/20) / (1 + z^2/10) - z / (1 + z^2/10) sqrt(z^2 / 400) = 0.72246 */
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && r->measured_lo && !strncmp(r->measured_lo, "0.7224", 6),
+               "10 of 10 for 'at least 0.9': Wilson [0.7225, 1] straddles -> inconclusive (%s, lo %s)",
+               r ? epar_audit_verdict_name(r->verdict) : "", r ? r->measured_lo : "");
+    r = row_of(&a, "hundred");
+    check_true(r && r->verdict == EPAR_AUDIT_REPRODUCED, "100 of 100: Wilson's lower end 0.963 > 0.9 -> reproduced");
+    r = row_of(&a, "none");
+    check_true(r && r->verdict == EPAR_AUDIT_NOT_REPRODUCED, "0 of 100: Wilson's upper end 0.037 < 0.9 -> not reproduced");
+    r = row_of(&a, "every");
+    /* the lowest row a: 0.80 +- t(2) 4.303 x 0.01 / sqrt 3 = [0.77516, 0.82484] */
+    check_true(r && r->measured_lo && r->measured_hi && !strncmp(r->measured_lo, "0.7751", 6) &&
+               !strncmp(r->measured_hi, "0.8248", 6),
+               "every: measured_lo/hi is the lowest row's own 95 %% interval (%s, %s)", r ? r->measured_lo : "",
+               r ? r->measured_hi : "");
+    check_true(r && strstr(r->accepted, "adjusted level 0.975"), "every: accepted names the adjusted level (%s)",
+               r ? r->accepted : "");
+    r = row_of(&a, "gain");
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->accepted, "smallest upper end: 0.0077)"),
+               "beats_all with a gain: the whole accepted text, non-superiority figure 0.0077 intact (%s)",
+               r ? r->accepted : "");
+    epar_audit_free(&a);
+    json_decref(claims);
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    if (system(p) != 0) check_true(0, "cleanup");
+}
+
 int main(void)
 {
     rules();
@@ -693,5 +749,6 @@ int main(void)
     not_learned();
     rules_issue32();
     beats_all_file();
+    rederivation_fixes();
     return check_summary("test_audit");
 }
