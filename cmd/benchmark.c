@@ -18,6 +18,8 @@
 #endif
 #include "lib/err.h"
 #include "lib/outdir.h"
+#include "experiments/bench_extrap.h"
+#include "experiments/bench_stage.h"
 #include "experiments/benchmark.h"
 #include "experiments/common.h"
 #include "cli.h"
@@ -91,57 +93,6 @@ static int parse_shard(const char *s, int *k, int *n)
     *k = (int)a;
     *n = (int)b;
     return 0;
-}
-
-struct run_state {
-    int done, total;
-    double w_done, w_total, t0;
-};
-
-static int run_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                     const char *root, const int *pending, int np, int jobs, struct run_state *rs)
-{
-    int st = EPAR_OK;
-    char err[600] = "", hint[600] = "";
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(jobs)
-    for (int q = 0; q < np; q++) {
-        int failed;
-        #pragma omp atomic read
-        failed = st;
-        if (failed || cli_stop_signal) continue;
-        omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
-        int k = pending[q];
-        double t0 = omp_get_wtime();
-        int s = epar_exp_benchmark_cell_run(cfg, plan, k, root, &cli_stop_signal);
-        double dt = omp_get_wtime() - t0;
-        #pragma omp critical(bench_progress)
-        {
-            if (s && !st) {
-                st = s;
-                snprintf(err, sizeof err, "%s", epar_err_message());
-                snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
-            }
-            if (!s) {
-                rs->done++;
-                rs->w_done += plan->cells[k].weight;
-                double el = omp_get_wtime() - rs->t0, eta = el / rs->w_done * (rs->w_total - rs->w_done);
-                char e1[32];
-                fmt_time(eta, e1, sizeof e1);
-                const struct epar_bench_cell *cell = &plan->cells[k];
-                if (cell->task >= 0)
-                    cli_progress(c, "benchmark: [%d/%d] %s / %s / seed %lu done in %.1f s, ETA %s", rs->done, rs->total,
-                                 cfg->tasks[cell->task].id, epar_bench_mech_name(cfg, cell->mech),
-                                 cfg->b.seeds[cell->seed], dt, e1);
-                else
-                    cli_progress(c, "benchmark: [%d/%d] cost cell done in %.1f s", rs->done, rs->total, dt);
-            }
-        }
-    }
-    if (st && st != EPAR_EINTR) {
-        epar_err_set(st, "%s", err);
-        if (*hint) epar_err_hint("%s", hint);
-    }
-    return st;
 }
 
 /* the arguments without "--merge DIR...", and the folders it names (up to the next option) */
@@ -218,109 +169,202 @@ static int check_merge(const char *const *merge, int n_merge)
     return 0;
 }
 
-/* the cells of shard K/N not done yet in root: the cost cell first, beside the others (its claims read ratios of
- * adjacent steps in thread CPU time, which keep their verdicts with a training job on the other core:
- * bench/README.md 2026-11-28; alone at the end it left a core idle for its 100-150 s), then the heaviest first;
- * *stopped = 128 + the signal when interrupted (finished cells are kept) */
-static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                    const char *root, int K, int N, int jobs, int size, int *stopped)
+/* one cell to run, of the grid it belongs to (the first look's, or a later look's grid of one claim) */
+struct job {
+    const struct epar_bench_cfg *cfg;
+    const struct epar_bench_plan *plan;
+    int k;
+};
+
+/* seconds per unit of weight by task and mechanism name, timed once per process (every look reuses them) */
+#define MAX_SPW 512
+static struct {
+    char key[96];
+    double spw;
+} spw_cache[MAX_SPW];
+static int n_spw;
+
+static double job_spw(const struct job *j, int at_once)
 {
-    int st = EPAR_OK, total = plan->n, mine = 0, have = 0, redo = 0;
-    int *pending = malloc((size_t)plan->n * sizeof *pending), np = 0, cost_pending = 0;
-    if (!pending) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    struct run_state rs = {0, 0, 0, 0, 0};
-    for (int k = 0; k < plan->n; k++) {
-        if (k % N != K - 1) continue;
-        mine++;
-        int s = epar_exp_benchmark_cell_state(cfg, plan, k, root);
+    const struct epar_bench_cell *cell = &j->plan->cells[j->k];
+    char key[96];
+    snprintf(key, sizeof key, "%s/%s", cell->task < 0 ? "cost" : j->cfg->tasks[cell->task].id,
+             cell->task < 0 ? "" : epar_bench_mech_name(j->cfg, cell->mech));
+    for (int i = 0; i < n_spw; i++)
+        if (!strcmp(spw_cache[i].key, key)) return spw_cache[i].spw;
+    double s = calibrate(j->cfg, j->plan, j->k, at_once);
+    if (n_spw < MAX_SPW) {
+        snprintf(spw_cache[n_spw].key, sizeof spw_cache[n_spw].key, "%s", key);
+        spw_cache[n_spw++].spw = s;
+    }
+    return s;
+}
+
+struct run_state {
+    int done, total;
+    double w_done, w_total, t0;
+    const char *look;   /* "look 2/3: " or "" */
+};
+
+static int run_cells(const struct cli_common *c, const struct job *jobs, const char *root, const int *pending, int np,
+                     int njobs, struct run_state *rs)
+{
+    int st = EPAR_OK;
+    char err[600] = "", hint[600] = "";
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(njobs)
+    for (int q = 0; q < np; q++) {
+        int failed;
+        #pragma omp atomic read
+        failed = st;
+        if (failed || cli_stop_signal) continue;
+        omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
+        const struct job *j = &jobs[pending[q]];
+        double t0 = omp_get_wtime();
+        int s = epar_exp_benchmark_cell_run(j->cfg, j->plan, j->k, root, &cli_stop_signal);
+        double dt = omp_get_wtime() - t0;
+        #pragma omp critical(bench_progress)
+        {
+            if (s && !st) {
+                st = s;
+                snprintf(err, sizeof err, "%s", epar_err_message());
+                snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
+            }
+            if (!s) {
+                rs->done++;
+                rs->w_done += j->plan->cells[j->k].weight;
+                double el = omp_get_wtime() - rs->t0, eta = el / rs->w_done * (rs->w_total - rs->w_done);
+                char e1[32], e0[32];
+                fmt_time(eta, e1, sizeof e1);
+                fmt_time(el, e0, sizeof e0);
+                const struct epar_bench_cell *cell = &j->plan->cells[j->k];
+                if (cell->task >= 0)
+                    cli_progress(c, "benchmark: %s[%d/%d] %s / %s / seed %lu done in %.1f s; %d left, elapsed %s, ETA %s",
+                                 rs->look, rs->done, rs->total, j->cfg->tasks[cell->task].id,
+                                 epar_bench_mech_name(j->cfg, cell->mech), j->cfg->b.seeds[cell->seed], dt,
+                                 rs->total - rs->done, e0, e1);
+                else
+                    cli_progress(c, "benchmark: %s[%d/%d] cost cell done in %.1f s; %d left, elapsed %s, ETA %s",
+                                 rs->look, rs->done, rs->total, dt, rs->total - rs->done, e0, e1);
+            }
+        }
+    }
+    if (st && st != EPAR_EINTR) {
+        epar_err_set(st, "%s", err);
+        if (*hint) epar_err_hint("%s", hint);
+    }
+    return st;
+}
+
+/* the cells of the jobs (deduplicated: a cell several claims read is one job) of shard K/N not done yet in root; *est
+ * gets the estimated seconds at `njobs` cells at once (-1: do not estimate) */
+static int pending_jobs(const struct job *jobs, int nj, const char *root, int K, int N, int njobs, int *pending,
+                        int *np, int *have, int *redo, double *w_total, double *est)
+{
+    *np = *have = *redo = 0;
+    *w_total = 0;
+    int cost_pending = -1;
+    for (int q = 0; q < nj; q++) {
+        if (q % N != K - 1) continue;
+        int s = epar_exp_benchmark_cell_state(jobs[q].cfg, jobs[q].plan, jobs[q].k, root);
         if (s == 1) {
-            have++;
+            (*have)++;
             continue;
         }
-        redo += s < 0;
-        if (plan->cells[k].task < 0) cost_pending = 1;
-        else pending[np++] = k;
-        rs.w_total += plan->cells[k].weight;
+        *redo += s < 0;
+        if (jobs[q].plan->cells[jobs[q].k].task < 0) cost_pending = q;
+        else pending[(*np)++] = q;
+        *w_total += jobs[q].plan->cells[jobs[q].k].weight;
     }
     /* the heaviest cells first (the schedule ends with short cells on every thread) */
-    for (int i = 1; i < np; i++)
-        for (int j = i; j > 0 && plan->cells[pending[j]].weight > plan->cells[pending[j - 1]].weight; j--) {
+    for (int i = 1; i < *np; i++)
+        for (int j = i; j > 0 && jobs[pending[j]].plan->cells[jobs[pending[j]].k].weight >
+                                     jobs[pending[j - 1]].plan->cells[jobs[pending[j - 1]].k].weight; j--) {
             int tmp = pending[j];
             pending[j] = pending[j - 1];
             pending[j - 1] = tmp;
         }
-    if (cost_pending) {
-        memmove(pending + 1, pending, (size_t)np * sizeof *pending);
-        pending[0] = plan->n - 1;
-        np++;
+    /* the cost cell first, beside the others (its claims read ratios of adjacent steps in thread CPU time, which keep
+     * their verdicts with a training job on the other core: bench/README.md; alone at the end it left a core idle) */
+    if (cost_pending >= 0) {
+        memmove(pending + 1, pending, (size_t)*np * sizeof *pending);
+        pending[0] = cost_pending;
+        (*np)++;
     }
-    rs.total = np;
-    /* the estimate: seconds per unit of weight of each task and mechanism (a few steps of one of its cells: small
-     * models use the cores less well per FLOP than the cost cell's, and T5 or Shaw cost more than none), times the
-     * weight of its pending cells. Every mechanism is timed on one reference task (the one with the most
-     * mechanisms); every other task on one mechanism, scaled by that mechanism's ratios on the reference task
-     * (timing all ~130 pairs of a quick run-all took about 5 s before its first cell, 40 pairs about 2 s); a pair
-     * the reference task cannot scale, and the cost cell, are timed themselves. */
-    double spw[EPAR_BENCH_MAX_TASKS + 1][EPAR_MECH_COUNT], est_s = 0;
-    int at_once = np > jobs ? jobs : (np ? np : 1);   /* cells side by side */
-    int n_of[EPAR_BENCH_MAX_TASKS] = {0}, ref = -1, one[EPAR_BENCH_MAX_TASKS];
-    unsigned char seen[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT] = {{0}};
-    for (int t = 0; t <= EPAR_BENCH_MAX_TASKS; t++)
-        for (int m = 0; m < EPAR_MECH_COUNT; m++) spw[t][m] = NAN;
-    for (int i = 0; i < np; i++) {   /* the reference task: the most mechanisms pending */
-        int t = plan->cells[pending[i]].task, m = plan->cells[pending[i]].mech;
-        if (t >= 0 && !seen[t][m]) n_of[t]++, seen[t][m] = 1;
-    }
-    for (int t = 0; t < EPAR_BENCH_MAX_TASKS; t++) {
-        if (n_of[t] && (ref < 0 || n_of[t] > n_of[ref])) ref = t;
-        one[t] = -1;
-    }
-    for (int i = 0; i < np; i++) {   /* the reference task's every mechanism */
-        int k = pending[i], m = plan->cells[k].mech;
-        if (ref >= 0 && plan->cells[k].task == ref && isnan(spw[ref][m]))
-            spw[ref][m] = calibrate(cfg, plan, k, at_once);
-    }
-    for (int i = 0; i < np; i++) {
-        int k = pending[i];
-        int t = plan->cells[k].task < 0 ? EPAR_BENCH_MAX_TASKS : plan->cells[k].task, m = plan->cells[k].mech;
-        if (isnan(spw[t][m]) && t < EPAR_BENCH_MAX_TASKS && ref >= 0) {
-            if (one[t] < 0 && !isnan(spw[ref][m])) {   /* the task's one timed mechanism */
-                one[t] = m;
-                spw[t][m] = calibrate(cfg, plan, k, at_once);
-            } else if (one[t] >= 0 && !isnan(spw[ref][m]) && isfinite(spw[ref][one[t]]) && spw[ref][one[t]] > 0)
-                spw[t][m] = spw[t][one[t]] * spw[ref][m] / spw[ref][one[t]];
+    if (est && *est >= 0) {
+        /* the estimate: each task and mechanism's seconds per unit of weight, timed on a few steps of one of its
+         * cells (small models use the cores less well per FLOP than large ones, and T5 or Shaw cost more than none),
+         * times the weight of its pending cells; every pair timed once per process, `at_once` copies side by side
+         * as the cells will run (cells side by side are each 20-30 % slower than alone on 2 cores) */
+        int at_once = *np > njobs ? njobs : (*np ? *np : 1);
+        double s = 0;
+        for (int i = 0; i < *np; i++) {
+            const struct job *j = &jobs[pending[i]];
+            s += job_spw(j, at_once) * j->plan->cells[j->k].weight;
         }
-        if (isnan(spw[t][m])) spw[t][m] = calibrate(cfg, plan, k, at_once);
-        est_s += spw[t][m] * plan->cells[k].weight;
+        *est = s / at_once;
     }
-    char est[32], own[96] = "";
-    fmt_time(est_s / at_once, est, sizeof est);
-    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
-    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
-        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
-    cli_progress(c, "benchmark: budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost; %d to run here "
-                     "(%d done already%s), %d at once; estimated %s",
-                 cfg->b.name, cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own, rs.total, have,
-                 redo ? ", others of another configuration are redone" : "", jobs, est);
-    if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, mine, total);
+    return EPAR_OK;
+}
+
+/* train the pending cells of the jobs; *stopped = 128 + the signal when interrupted (finished cells are kept) */
+static int run_jobs(const struct cli_common *c, const struct job *jobs, int nj, const char *root, int K, int N,
+                    int njobs, const char *look, const char *what, int *stopped)
+{
+    int *pending = malloc(((size_t)nj + 1) * sizeof *pending), np, have, redo;
+    if (!pending) return epar_err_set(EPAR_ENOMEM, "out of memory");
+    struct run_state rs = {0, 0, 0, 0, 0, look};
+    double est = 0;
+    pending_jobs(jobs, nj, root, K, N, njobs, pending, &np, &have, &redo, &rs.w_total, &est);
+    rs.total = np;
+    char e[32];
+    fmt_time(est, e, sizeof e);
+    cli_progress(c, "benchmark: %s%s; %d to run here (%d done already%s), %d at once; estimated %s", look, what, np, have,
+                 redo ? ", others of another configuration are redone" : "", njobs, e);
+    if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, np + have, nj);
     cli_stop_signal = 0;
     cli_catch_stop(1);
     rs.t0 = omp_get_wtime();
-    /* the lm text is read (and cached) once before the threads start */
-    st = run_cells(c, cfg, plan, root, pending, np, jobs, &rs);
+    int st = np ? run_cells(c, jobs, root, pending, np, njobs, &rs) : EPAR_OK;
     cli_catch_stop(0);
+    free(pending);
     if (cli_stop_signal) {
         fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
         fprintf(stderr, "hint: run the same command again to resume\n");
-        free(pending);
         *stopped = 128 + cli_stop_signal;
         return EPAR_OK;
     }
-    free(pending);
-    if (!st && N > 1 && size == 1 && !c->quiet)   /* under mpirun rank 0 writes the tables instead */
+    return st;
+}
+
+/* a grid's every cell as jobs */
+static struct job *plan_jobs(const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan, int *nj)
+{
+    struct job *j = malloc(((size_t)plan->n + 1) * sizeof *j);
+    for (int k = 0; j && k < plan->n; k++) j[k] = (struct job){cfg, plan, k};
+    *nj = j ? plan->n : 0;
+    return j;
+}
+
+/* the first look's cells (the whole grid at its first seeds): what `epar benchmark` without stages ran */
+static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
+                    const char *root, int K, int N, int njobs, int size, int *stopped)
+{
+    int nj;
+    struct job *jobs = plan_jobs(cfg, plan, &nj);
+    if (!jobs) return epar_err_set(EPAR_ENOMEM, "out of memory");
+    char what[320], own[96] = "", look[32] = "";
+    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
+    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
+        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
+    if (cfg->b.n_stages > 1) snprintf(look, sizeof look, "look 1/%d: ", cfg->b.n_stages);
+    snprintf(what, sizeof what, "budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost", cfg->b.name,
+             cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own);
+    int st = run_jobs(c, jobs, nj, root, K, N, njobs, look, what, stopped);
+    free(jobs);
+    if (!st && !*stopped && N > 1 && size == 1 && !c->quiet)   /* under mpirun rank 0 writes the tables instead */
         printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
                "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
-               K, N, mine, root, cfg->b.name);
+               K, N, nj, root, cfg->b.name);
     return st;
 }
 
@@ -349,6 +393,269 @@ static int write_tables(const struct cli_common *c, const struct epar_bench_cfg 
     return st;
 }
 
+/* ---- the staged grid (experiments/bench_stage.h, docs/STAGED.md) ---- */
+
+struct trained {                /* a trained claim through the looks */
+    json_t *claim;              /* the protocol's */
+    const char *id;
+    int look, seeds, families, open;
+    enum epar_audit_verdict verdict;
+    double seeds_needed;
+    char root[320];             /* its tables' output root, relative to --out ("": the first look's) */
+};
+
+/* judge claims (a JSON array) on the tables under out_root at the look's level; r[i] from row i */
+static int judge(json_t *arr, const char *out_root, double level, struct trained *const *r)
+{
+    struct epar_audit a;
+    struct epar_audit_ctx ctx = {out_root, level, NULL, 0, NULL};
+    int st = epar_audit_run(arr, &ctx, &a);
+    for (size_t i = 0; !st && i < a.n; i++) {
+        r[i]->verdict = a.rows[i].verdict;
+        r[i]->open = a.rows[i].seeds_help && r[i]->families > 0;
+        r[i]->seeds_needed = a.rows[i].seeds_needed;
+    }
+    epar_audit_free(&a);
+    return st;
+}
+
+/* stages.json: the looks, and each trained claim's look, seeds, verdict, folder and level (run-all's audit reads it) */
+static int write_stages(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct trained *tc, int n,
+                        const int *cells, const int *open_at, int looks_run)
+{
+    json_t *looks = json_array(), *claims = json_object(), *stages = json_array();
+    for (int k = 0; k < cfg->b.n_stages; k++) json_array_append_new(stages, json_integer(cfg->b.stages[k]));
+    for (int k = 0; k < looks_run; k++)
+        json_array_append_new(looks, json_pack("{s:i, s:i, s:i, s:i}", "look", k + 1, "seeds", cfg->b.stages[k],
+                                               "cells_read", cells[k], "open_after", open_at[k]));
+    for (int i = 0; i < n; i++) {
+        const struct trained *t = &tc[i];
+        json_t *o = json_pack("{s:i, s:i, s:s, s:s, s:f, s:b, s:i}", "look", t->look, "seeds", t->seeds, "verdict",
+                              epar_audit_verdict_name(t->verdict), "root", t->root, "level", cfg->level, "open", t->open,
+                              "cells", t->families);
+        json_object_set_new(o, "seeds_needed", isfinite(t->seeds_needed) ? json_integer((json_int_t)t->seeds_needed)
+                                                                        : json_null());
+        json_object_set_new(claims, t->id, o);
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:f, s:f, s:s, s:o, s:o}", "written_by", "epar benchmark", "budget",
+                            cfg->b.name, "stages", stages, "audit_level", cfg->audit_level, "look_level", cfg->level,
+                            "spending", "Bonferroni over the planned looks: every look at 1 - (1 - audit_level) / looks",
+                            "looks", looks, "claims", claims);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/benchmark/stages.json", c->out);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    if (!text) return epar_err_set(EPAR_ENOMEM, "out of memory writing stages.json");
+    struct epar_out_file w;
+    FILE *f = epar_out_fopen(&w, path);
+    int st = f ? EPAR_OK : EPAR_EIO;
+    if (f) {
+        fputs(text, f);
+        fputc('\n', f);
+        st = epar_out_fclose(&w);
+    }
+    free(text);
+    return st;
+}
+
+/* the looks after the first (its tables written): each open claim judged again on its own cells at the next look's
+ * seeds, until none is open or the cap; then stages.json and the claims still open with what would close them */
+static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_protocol *proto,
+                  const char *root, int n_first, int njobs, int *stopped)
+{
+    json_t *claims = json_object_get(proto->root, "claims"), *cl;
+    size_t ci;
+    int n = 0, st = EPAR_OK, looks_run = 1;
+    struct trained *tc = calloc(json_array_size(claims) + 1, sizeof *tc);
+    struct trained **ptr = calloc(json_array_size(claims) + 1, sizeof *ptr);
+    unsigned char (*fam)[EPAR_MECH_COUNT] = malloc(sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
+    json_t *arr = json_array();
+    int cells[EPAR_BENCH_MAX_STAGES] = {0}, open_at[EPAR_BENCH_MAX_STAGES] = {0};
+    if (!tc || !ptr || !fam || !arr) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    json_array_foreach(claims, ci, cl) {
+        if (st || !epar_bench_stage_trained(cl)) continue;
+        struct trained *t = &tc[n];
+        t->claim = cl;
+        t->id = json_string_value(json_object_get(cl, "id"));
+        t->look = 1;
+        t->seeds = full->b.stages[0];
+        t->families = epar_bench_stage_families(full, cl, fam);
+        ptr[n++] = t;
+        json_array_append(arr, cl);
+    }
+    if (!st) st = judge(arr, c->out, full->level, ptr);
+    for (int i = 0; i < n; i++) open_at[0] += tc[i].open;
+    cells[0] = n_first;
+    for (int look = 2; !st && look <= full->b.n_stages; look++) {
+        int S = full->b.stages[look - 1], no = 0;
+        for (int i = 0; i < n; i++) no += tc[i].open;
+        if (!no) break;
+        struct epar_bench_cfg *sub = calloc((size_t)no, sizeof *sub);
+        struct epar_bench_plan *plans = calloc((size_t)no, sizeof *plans);
+        struct trained **which = calloc((size_t)no, sizeof *which);
+        int nj = 0, cap = 0;
+        struct job *jobs = NULL;
+        char (*dirs)[512] = NULL;
+        if (!sub || !plans || !which) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+        for (int i = 0, j = 0; !st && i < n; i++) {
+            if (!tc[i].open) continue;
+            which[j] = &tc[i];
+            epar_bench_stage_families(full, tc[i].claim, fam);
+            if (!(st = epar_bench_stage_restrict(full, fam, S, &sub[j]))) st = epar_bench_plan(&sub[j], &plans[j]);
+            for (int k = 0; !st && k < plans[j].n; k++) {   /* its cells, once each */
+                char d[512];
+                epar_exp_benchmark_cell_dir(&sub[j], &plans[j].cells[k], d, sizeof d);
+                int seen = 0;
+                for (int q = 0; q < nj && !seen; q++) seen = !strcmp(dirs[q], d);
+                if (seen) continue;
+                if (nj == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    struct job *nj2 = realloc(jobs, (size_t)cap * sizeof *jobs);
+                    char (*nd)[512] = realloc(dirs, (size_t)cap * sizeof *dirs);
+                    if (nj2) jobs = nj2;
+                    if (nd) dirs = nd;
+                    if (!nj2 || !nd) { st = epar_err_set(EPAR_ENOMEM, "out of memory"); break; }
+                }
+                jobs[nj] = (struct job){&sub[j], &plans[j], k};
+                snprintf(dirs[nj++], sizeof dirs[0], "%s", d);
+            }
+            j++;
+        }
+        char look_s[32], what[200];
+        snprintf(look_s, sizeof look_s, "look %d/%d: ", look, full->b.n_stages);
+        snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
+        if (!st) st = run_jobs(c, jobs, nj, root, 1, 1, njobs, look_s, what, stopped);
+        cells[look - 1] = nj;
+        for (int j = 0; !st && !*stopped && j < no; j++) {
+            struct cli_common sub_c = *c;
+            char out[4400];
+            snprintf(which[j]->root, sizeof which[j]->root, "benchmark/stages/%d/%s", look, which[j]->id);
+            snprintf(out, sizeof out, "%s/%s", c->out, which[j]->root);
+            sub_c.out = out;
+            sub_c.quiet = 1;
+            sub_c.no_render = 1;
+            if (epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
+            if (!st) st = write_tables(&sub_c, &sub[j], &plans[j], root, "staged", njobs);
+            json_t *one = json_array();
+            json_array_append(one, which[j]->claim);
+            which[j]->look = look;
+            which[j]->seeds = S;
+            if (!st) st = judge(one, out, full->level, &which[j]);
+            json_decref(one);
+        }
+        for (int j = 0; j < no && plans; j++) epar_exp_benchmark_plan_free(&plans[j]);
+        free(sub); free(plans); free(which); free(jobs); free(dirs);
+        if (*stopped) break;
+        looks_run = look;
+        for (int i = 0; i < n; i++) open_at[look - 1] += tc[i].open;
+    }
+    if (!st && !*stopped) st = write_stages(c, full, tc, n, cells, open_at, looks_run);
+    if (!st && !*stopped && !c->quiet) {
+        int decided = 0, open = 0, stuck = 0, most = 0;
+        for (int i = 0; i < n; i++) {
+            int undecided = tc[i].verdict == EPAR_AUDIT_INCONCLUSIVE || tc[i].verdict == EPAR_AUDIT_NEEDS_SEEDS;
+            decided += !undecided;
+            open += tc[i].open;
+            stuck += undecided && !tc[i].open;
+            if (tc[i].open && isfinite(tc[i].seeds_needed) && tc[i].seeds_needed > most) most = (int)tc[i].seeds_needed;
+        }
+        printf("benchmark: staged grid, %d look(s) of %d at level %.4g each: %d trained claims, %d decided, %d open at "
+               "the cap (%d seeds), %d undecidable by seeds (saturated, unlearned or not seed-dependent)\n",
+               looks_run, full->b.n_stages, full->level, n, decided, open, full->b.stages[full->b.n_stages - 1], stuck);
+        for (int i = 0; i < n; i++)
+            if (tc[i].open)
+            {
+                if (isfinite(tc[i].seeds_needed))
+                    printf("  open: %s at %d seeds; about %.0f seeds would decide it at the observed spread\n", tc[i].id,
+                           tc[i].seeds, tc[i].seeds_needed);
+                else
+                    printf("  open: %s at %d seeds; no seed count decides it at the observed mean\n", tc[i].id,
+                           tc[i].seeds);
+            }
+        if (open && most > full->b.stages[full->b.n_stages - 1])
+            printf("  more seeds (every finished cell is reused): epar benchmark --budget %s --cap %d   (or: mpirun -np N "
+                   "epar-mpi benchmark --budget %s --cap %d)\n", full->b.name, most, full->b.name, most);
+    }
+    json_decref(arr);
+    free(tc); free(ptr); free(fam);
+    return st;
+}
+
+/* --plan: each look's cells, the claims each (task, mechanism) feeds, and the estimated time here; nothing trained */
+static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
+                      const struct epar_bench_plan *plan, const struct epar_protocol *proto, const char *root, int njobs)
+{
+    json_t *claims = json_object_get(proto->root, "claims"), *cl;
+    size_t ci;
+    unsigned char (*fam)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
+    unsigned char (*all)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
+    if (!fam || !all) {
+        free(fam); free(all);
+        return epar_err_set(EPAR_ENOMEM, "out of memory");
+    }
+    int nj, np, have, redo, *pending = malloc(((size_t)plan->n + 1) * sizeof *pending), trained = 0, fixed = 0;
+    struct job *jobs = plan_jobs(first, plan, &nj);
+    double w, est = 0;
+    if (!jobs || !pending) {
+        free(fam); free(all); free(jobs); free(pending);
+        return epar_err_set(EPAR_ENOMEM, "out of memory");
+    }
+    pending_jobs(jobs, nj, root, 1, 1, njobs, pending, &np, &have, &redo, &w, &est);
+    char e[32];
+    fmt_time(est, e, sizeof e);
+    printf("benchmark --budget %s: %d look(s) at ", full->b.name, full->b.n_stages);
+    for (int k = 0; k < full->b.n_stages; k++) printf("%s%d", k ? ", " : "", full->b.stages[k]);
+    printf(" seeds; every look judges at level %.4g (the audit's %.4g over %d look(s), Bonferroni)\n", full->level,
+           full->audit_level, full->b.n_stages);
+    printf("look 1: every cell at %d seeds: %d cells (%d done already), %d to train at %d at once: estimated %s here\n",
+           first->b.n_seeds, plan->n, have, np, njobs, e);
+    printf("the claims each task and mechanism feeds (look 1 trains them all; a later look only those of open claims):\n");
+    for (int t = 0; t < full->n_tasks + full->n_study; t++)
+        for (int m = 0; m < full->n_mech + full->extrap.n_extra; m++) {
+            if (!epar_bx_has_cell(full, t, m)) continue;
+            int any = 0;
+            json_array_foreach(claims, ci, cl) {
+                if (!epar_bench_stage_trained(cl) || !epar_bench_stage_families(full, cl, fam) || !fam[t][m]) continue;
+                const char *id = json_string_value(json_object_get(cl, "id"));
+                if (any++) printf(", %s", id);
+                else printf("  %s / %s: %s", full->tasks[t].id, epar_bench_mech_name(full, m), id);
+            }
+            if (any) putchar('\n');
+        }
+    json_array_foreach(claims, ci, cl) {
+        if (!epar_bench_stage_trained(cl)) continue;
+        trained++;
+        if (!epar_bench_stage_families(full, cl, fam)) {
+            fixed++;
+            continue;
+        }
+        for (int t = 0; t < EPAR_BENCH_MAX_TASKS; t++)
+            for (int m = 0; m < EPAR_MECH_COUNT; m++) all[t][m] |= fam[t][m];
+    }
+    printf("%d trained claims; %d read what more seeds do not change (the cost cell, the first seed's interventions) and "
+           "are judged at look 1 only\n", trained, fixed);
+    for (int look = 2; look <= full->b.n_stages; look++) {   /* at most: every claim still open */
+        static struct epar_bench_cfg sub;
+        struct epar_bench_plan sp = {0};
+        int st = epar_bench_stage_restrict(full, (const unsigned char(*)[EPAR_MECH_COUNT])all, full->b.stages[look - 1], &sub);
+        if (!st) st = epar_bench_plan(&sub, &sp);
+        struct job *sj = st ? NULL : plan_jobs(&sub, &sp, &nj);
+        int *spn = sj ? malloc(((size_t)nj + 1) * sizeof *spn) : NULL;
+        if (spn) {
+            est = 0;
+            pending_jobs(sj, nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
+            fmt_time(est, e, sizeof e);
+            printf("look %d: the cells of the claims still open at %d seeds: at most %d cells (%d done already), at most "
+                   "%s here\n", look, full->b.stages[look - 1], nj, have, e);
+        }
+        free(sj); free(spn);
+        epar_exp_benchmark_plan_free(&sp);
+        if (st) break;
+    }
+    free(fam); free(all); free(jobs); free(pending);
+    return EPAR_OK;
+}
+
 static void mpi_finish(void)
 {
 #ifdef EPAR_MPI
@@ -371,9 +678,12 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
     int rc = cli_resolve(c, opts, "benchmark", proto, &prm);
     if (rc) return rc;
     int st = epar_exp_benchmark_config(cfg, proto, &prm, budget);
-    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {
+    if (!st && (cli_seen(opts, "seed") || cli_seen(opts, "seeds"))) {   /* the seeds given: one look at all of them */
         cfg->b.n_seeds = prm.n_seeds;
         memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
+        cfg->b.n_stages = 1;
+        cfg->b.stages[0] = prm.n_seeds;
+        epar_bench_stage_levels(cfg);
     }
     /* an unknown budget (EPAR_EINVAL) is a usage error; --mechanisms chooses every mechanism (no cells of the
      * extrapolation study's own) */
@@ -456,7 +766,7 @@ int cmd_benchmark(int argc, char **argv)
 
     struct cli_common c = {0};
     const char *budget = "quick", *tasks = NULL, *mechs = NULL, *shard = NULL, *set = NULL;
-    int merge_flag = 0;
+    int merge_flag = 0, cap = 0, plan_only = 0;
     double lr_scale = 0;
     struct opt_dlist study = {0};   /* --lr-study: its scales */
     struct opt opts[] = {
@@ -468,7 +778,9 @@ int cmd_benchmark(int argc, char **argv)
         {"lr-scale", 0, OPT_DOUBLE, &lr_scale, "X", "every cell at the budget's lr times X instead of its mechanism's tuned scale (the learning-rate study)", 0},
         {"lr-study", 0, OPT_DLIST, &study, "LIST", "the learning-rate study: the grid at each scale (one of them 1) into --out/x<scale>/, then each mechanism's scale per lr_family into --out/benchmark-lr/", 0},
         {"shard", 0, OPT_STRING, &shard, "K/N", "run only the cells k with k mod N = K-1 (no tables; gather with --merge)", 0},
-        {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables", 0},
+        {"merge", 0, OPT_FLAG, &merge_flag, "DIR...", "gather the cells of these --out folders into --out, then write the tables (and run the later looks here)", 0},
+        {"cap", 0, OPT_INT, &cap, "N", "one more look of the staged grid at N seeds (every look's level is then the audit's over one more look; finished cells are reused)", 0},
+        {"plan", 0, OPT_FLAG, &plan_only, NULL, "print the looks, their cells, the claims each feeds and the estimated time; train nothing", 0},
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
         {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the benchmark section's, paper)", 0},
@@ -518,6 +830,23 @@ int cmd_benchmark(int argc, char **argv)
                                      lr_scale));
     }
     cfg.lr_scale = lr_scale;
+    if (cli_seen(opts, "cap")) {   /* one more look: the pool grows by the seeds after the last when it is too small */
+        int last = cfg.b.stages[cfg.b.n_stages - 1];
+        if (cap <= last || cap > EPAR_MAX_SEEDS || cfg.b.n_stages >= EPAR_BENCH_MAX_STAGES || cli_seen(opts, "seed") ||
+            cli_seen(opts, "seeds")) {
+            epar_protocol_free(&proto);
+            mpi_finish();
+            return cli_usage_error("invalid value for --cap: '%d' (expected more seeds than the last look's %d, at most "
+                                   "%d, and no --seed/--seeds)", cap, last, EPAR_MAX_SEEDS);
+        }
+        for (int k = cfg.b.n_seeds; k < cap; k++) cfg.b.seeds[k] = cfg.b.seeds[k - 1] + 1;
+        if (cap > cfg.b.n_seeds) cfg.b.n_seeds = cap;
+        cfg.b.stages[cfg.b.n_stages++] = cap;
+        epar_bench_stage_levels(&cfg);
+    }
+    static struct epar_bench_cfg first;   /* the first look: the whole grid at its first seeds */
+    first = cfg;
+    first.b.n_seeds = cfg.b.stages[0];
     if (cli_seen(opts, "lr-study")) {
         rc = lr_study(&c, &cfg, &study, cli_seen(opts, "lr-scale") || merging || shard);
         epar_protocol_free(&proto);
@@ -529,7 +858,11 @@ int cmd_benchmark(int argc, char **argv)
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
     char root[4300];
     snprintf(root, sizeof root, "%s/benchmark", c.out);
-    if (!st) st = epar_bench_plan(&cfg, &plan);
+    if (!st) st = epar_bench_plan(&first, &plan);
+    if (!st && plan_only) {
+        st = print_plan(&cfg, &first, &plan, &proto, root, jobs);
+        goto done;
+    }
     if (st) goto done;
     /* staging folders a killed run left, of its cells (cells/<task>/<mechanism>/seed-<s>.tmp-...) and of its tables
      * (benchmark.tmp-...: killed while writing them), and a corpus cache file it was writing (train/data): a folder
@@ -540,10 +873,10 @@ int cmd_benchmark(int argc, char **argv)
     if (files) cli_progress(&c, "benchmark: removed %d temp file(s) left by a killed run in %s", files, cfg.cache_dir);
 
     if (merging) {
-        st = merge_cells(&c, &cfg, &plan, root, merge, n_merge);
+        st = merge_cells(&c, &first, &plan, root, merge, n_merge);
     } else {
         int stopped = 0;
-        st = run_here(&c, &cfg, &plan, root, K, N, jobs, size, &stopped);
+        st = run_here(&c, &first, &plan, root, K, N, jobs, size, &stopped);
         if (stopped) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
@@ -559,7 +892,17 @@ int cmd_benchmark(int argc, char **argv)
         if (rank) goto done;
     }
 #endif
-    if (!st && N == 1) st = write_tables(&c, &cfg, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
+    if (!st && N == 1) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
+    if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: on this process (under mpirun: rank 0's) */
+        int stopped = 0;
+        st = staged(&c, &cfg, &proto, root, plan.n, jobs, &stopped);
+        if (stopped) {
+            epar_exp_benchmark_plan_free(&plan);
+            epar_protocol_free(&proto);
+            mpi_finish();
+            return stopped;
+        }
+    }
 done:
     epar_exp_benchmark_plan_free(&plan);
     epar_protocol_free(&proto);

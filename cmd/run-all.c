@@ -167,13 +167,35 @@ static int any_run(const char *out, const struct expectations *x)
     return 0;
 }
 
+/* the staged benchmark's record (benchmark/stages.json, cmd/benchmark.c): each trained claim is judged on the tables
+ * of the look that decided it (or the last), at the per-look level; NULL without one (a fixed design) */
+static json_t *staged_overrides(const char *out)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/benchmark/stages.json", out);
+    json_t *doc = json_load_file(path, 0, NULL), *ov = NULL, *e;
+    const char *id;
+    json_object_foreach(json_object_get(doc, "claims"), id, e) {
+        const char *rel = json_string_value(json_object_get(e, "root"));
+        if (!ov) ov = json_object();
+        char root[4400];
+        snprintf(root, sizeof root, "%s%s%s", out, rel && *rel ? "/" : "", rel && *rel ? rel : "");
+        json_object_set_new(ov, id, json_pack("{s:s, s:O}", "root", root, "level", json_object_get(e, "level")));
+    }
+    json_decref(doc);
+    return ov;
+}
+
 static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const struct expectations *x,
                      const char *out, int no_render, int jobs, const struct runset *rs, struct epar_audit *a)
 {
     json_t *claims = json_object_get(proto->root, "claims");
-    struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n};
+    struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n, NULL};
     int st = epar_audit_level(proto->root, proto->path, &ctx.level);
-    if (st || (st = epar_audit_run(claims, &ctx, a))) return st;
+    if (!st) ctx.overrides = staged_overrides(out);
+    if (!st) st = epar_audit_run(claims, &ctx, a);
+    json_decref(ctx.overrides);
+    if (st) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
     struct epar_report_info info = {proto->path, proto, prm->preset, EPAR_VERSION, folders, 0, rs->ran,

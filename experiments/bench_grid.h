@@ -101,10 +101,14 @@ struct epar_bench_task {
     struct epar_nnpos_settings pos;     /* (the section's set with the task's over it) */
 };
 
+#define EPAR_BENCH_MAX_STAGES 8
+
 struct epar_bench_budget {
     char name[16];
     int n_seeds;
-    unsigned long seeds[EPAR_MAX_SEEDS];
+    unsigned long seeds[EPAR_MAX_SEEDS];    /* the pool of seeds: stage k trains its first stages[k] of them */
+    int n_stages;                           /* the planned looks of the staged grid (docs/STAGED.md); 1: a fixed design */
+    int stages[EPAR_BENCH_MAX_STAGES];      /* seeds of each look, increasing; the last is the cap (<= n_seeds) */
     int layers, dim, heads, mlp, batch, long_batch, steps, warmup, eval_every, eval_batches, eval_sequences, lm_eval_sequences;
     int lm_length, short_length, long_length;
     double lr, lr_min_ratio, weight_decay, clip, init_sd;
@@ -138,7 +142,11 @@ struct epar_bench_cfg {
     double head_mask_threshold;         /* a head is removable below this relative worsening of the metric */
     int n_boost;
     double boost[EPAR_BENCH_MAX_BOOST]; /* the attention boost factors of boost.csv (none: no boost sweep) */
-    double level;                       /* the audit's confidence level (audit.level): intervals, Holm, MDE */
+    double level;                       /* the level of every interval, Holm, MDE of the tables: the audit's level
+                                         * (audit.level) spent over the planned looks, 1 - (1 - audit_level) / n_stages */
+    double audit_level;                 /* audit.level */
+    int sub;                            /* 1: a staged look's grid of one claim's cells (bench_stage.c): its tables
+                                         * only (no cost cell, interventions or figures) */
     double lr_scale;                    /* > 0: every cell at the budget's lr times this instead of its mechanism's
                                          * scale (--lr-scale: the learning-rate study of docs/TASKS.md); 0: the scales */
     struct epar_train_cfg base;         /* experiments.train (optimiser betas, eps, mechanism settings) + preset */

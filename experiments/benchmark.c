@@ -22,6 +22,7 @@
 #include "lib/plot.h"
 #include "lib/stats.h"
 #include "lib/version.h"
+#include "bench_stage.h"
 #include "benchmark_int.h"
 #include "common.h"
 #include "inspect.h"
@@ -97,6 +98,10 @@ static const struct epar_field budget_fields[] = {
      .help = "... or until the cost cell's timed steps took this many CPU seconds"},
     {.key = "seeds", .type = EPAR_FIELD_LLIST, .offset = offsetof(BB, seeds), .lo = 0, .hi = 4294967295.0,
      .count_offset = offsetof(BB, n_seeds), .max = EPAR_MAX_SEEDS, .flags = EPAR_FIELD_REQUIRED},
+    {.key = "stages", .type = EPAR_FIELD_ILIST, .offset = offsetof(BB, b.stages), .count_offset = offsetof(BB, b.n_stages),
+     .max = EPAR_BENCH_MAX_STAGES, .lo = 2, .hi = EPAR_MAX_SEEDS,
+     .help = "the staged grid's looks: seeds of each, increasing, the last at most the seeds' count (default: one look "
+             "at every seed)"},
     {.key = "extrapolation", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, extrap), .flags = EPAR_FIELD_REQUIRED,
      .help = "comma-separated lm evaluation lengths"},
     {.key = "cost_task", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, cost_task), .flags = EPAR_FIELD_REQUIRED,
@@ -218,6 +223,15 @@ static int read_budget(struct epar_bench_budget *b, json_t **lr_scale, const str
     *lr_scale = r.lr_scale;
     b->n_seeds = r.n_seeds;
     for (int i = 0; i < r.n_seeds; i++) b->seeds[i] = (unsigned long)r.seeds[i];
+    char stjp[360];
+    snprintf(stjp, sizeof stjp, "%s.stages", jp);
+    for (int k = 0; k < b->n_stages; k++)
+        if ((k && b->stages[k] <= b->stages[k - 1]) || b->stages[k] > b->n_seeds)
+            return epar_protocol_error(p, stjp, "expected increasing seed counts, the last at most the budget's seeds");
+    if (b->n_stages == 0) {   /* a fixed design: one look at every seed */
+        b->n_stages = 1;
+        b->stages[0] = b->n_seeds;
+    }
     b->n_extrap = 0;
     char buf[256], sjp[360];
     snprintf(buf, sizeof buf, "%s", r.extrap);
@@ -374,8 +388,9 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
     c->head_mask_threshold = r->head_mask_threshold;
     c->n_boost = r->n_boost;
     memcpy(c->boost, r->boost, sizeof c->boost);
-    if (!st) st = epar_audit_level(p->root, p->path, &c->level);
+    if (!st) st = epar_audit_level(p->root, p->path, &c->audit_level);
     if (!st) st = read_tasks_budget(c, p, r, budget);
+    if (!st) epar_bench_stage_levels(c);
     /* issue 33: mechanism parameters of the protocol (as --set), a task's own over them, then the length-extrapolation
      * study */
     if (!st) st = epar_exp_sets(p, json_object_get(sec, "set"), "$.experiments.benchmark.set", epar_exp_train_set, &c->base);
@@ -689,6 +704,7 @@ int epar_bench_plan(const struct epar_bench_cfg *c, struct epar_bench_plan *plan
             }
         }
     }
+    if (c->sub) plan->n--;   /* a staged look's grid of one claim: no cost cell (it does not depend on the seeds) */
     return EPAR_OK;
 }
 

@@ -722,10 +722,10 @@ int epar_exp_benchmark_write(const struct epar_bench_cfg *c, const struct epar_b
         st = epar_exp_write_tables(o, files, sizeof files / sizeof files[0]);
     }
     if (!st) st = write_markdown(c, mt, epar_out_path(o, "main_table.md"));
-    if (!st) st = epar_bench_write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
+    if (!st && !c->sub) st = epar_bench_write_figures(c, &g, o, et->nrows > 0, dt->nrows > 0);
     if (!st) st = trained_attention(c, plan, &g, o);
     if (!st) st = position_cost(c, plan, &g, o);
-    if (!st) st = epar_bench_interventions(c, plan, &g, root, o);   /* F8, F9 on the kept checkpoints */
+    if (!st && !c->sub) st = epar_bench_interventions(c, plan, &g, root, o);   /* F8, F9 on the kept checkpoints */
     if (!st) st = epar_bx_write(c, plan, root, o, run_extra);   /* the length-extrapolation study's tables */
     if (!st) {
         st = write_run_json(c, plan, o, run_extra, worst, insane);

@@ -191,6 +191,10 @@ struct epar_audit_ctx {
     double level;                           /* confidence / prediction level ($.audit.level) */
     const struct epar_audit_expect *expect; /* one per experiment folder */
     int n_expect;
+    json_t *overrides;                      /* NULL, or {claim id: {"root": folder, "level": x}}: that claim's files are
+                                             * read under root instead of out_root and judged at level x (the staged
+                                             * benchmark: a claim decided at stage k on the tables of its own cells at
+                                             * that stage's seeds, at the per-look level) */
 };
 
 /* ---- the claims ---- */
@@ -204,6 +208,10 @@ struct epar_audit_row {
     int missing_file;           /* its measurement file is absent (experiment not run) */
     int needs;                  /* cannot be measured here at all (measure.needs) */
     int broken_identity;        /* a by-construction check failed: a defect of epar, or parameters outside its scope */
+    int seeds_help;             /* inconclusive (or needs >= 2 seeds) with a reading whose interval straddles its
+                                 * threshold: more seeds can decide it (a saturated or unlearned reading cannot) */
+    double seeds_needed;        /* for such a claim: the seeds at which its intervals at the observed spread would
+                                 * decide every open reading (t quantiles, the mean held); NaN: unknown or none */
     char **figures;             /* relative to the output root; NULL-terminated (may be NULL) */
 };
 

@@ -764,10 +764,53 @@ static int row_strings(struct epar_audit_row *row, json_t *c, const struct readi
 
 #define MAX_READINGS 16
 
+/* The seeds at which every open reading of a claim would be decided, its mean and spread held at what was observed:
+ * the reading's interval half-width h at n seeds scales as t(n'-1) sqrt(n) / (t(n-1) sqrt(n')), and the reading is
+ * decided when h' is below the distance from its mean to the nearest end of the rule (the threshold, the range's
+ * ends; beats_all: its reported threshold). A mean on a threshold is never decided (NaN). At most 1000 seeds. */
+static double seeds_needed(const struct reading *rd, int nrd, const struct epar_audit_tol *t, double level)
+{
+    double most = 0;
+    for (int i = 0; i < nrd; i++) {
+        if (rd[i].out != EPAR_AUDIT_OPEN && rd[i].out != EPAR_AUDIT_FEW_SEEDS) continue;
+        const struct epar_audit_meas *m = &rd[i].m;
+        int n = m->n;
+        double h = NAN, v = m->value;
+        if (m->interval && isfinite(m->lo) && isfinite(m->hi)) {
+            h = (m->hi - m->lo) / 2;
+            v = t->rule == EPAR_AUDIT_BEATS_ALL ? m->lo + h : (m->lo + m->hi) / 2;
+        } else if (n >= 2 && isfinite(m->sd)) {
+            double s = isfinite(m->se_run) && !(m->sd >= m->se_run) ? m->se_run : m->sd;
+            h = epar_stats_quantile(level, n - 1) * s / sqrt((double)n);
+        }
+        if (!(n >= 2) || !(h > 0) || !isfinite(v)) return NAN;
+        double d;
+        if (t->rule == EPAR_AUDIT_RANGE) d = fmin(fabs(v - t->lo), fabs(v - t->hi));
+        else d = fabs(v - rd[i].r);
+        if (!(d > 0)) return NAN;
+        double unit = h * sqrt((double)n) / epar_stats_quantile(level, n - 1);   /* h at one seed, without the t */
+        int k = n + 1;
+        while (k <= 1000 && epar_stats_quantile(level, k - 1) * unit / sqrt((double)k) >= d) k++;
+        if (k > 1000) return NAN;
+        most = fmax(most, k);
+    }
+    return most > 0 ? most : NAN;
+}
+
 static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_ctx *ctx)
 {
     struct epar_audit_row *row = new_row(a);
     if (!row) return epar_err_set(EPAR_ENOMEM, "out of memory in the audit");
+    row->seeds_needed = NAN;
+    struct epar_audit_ctx own;
+    json_t *ov = ctx->overrides ? json_object_get(ctx->overrides, jstr(c, "id", "")) : NULL;
+    if (ov) {   /* the staged benchmark's: this claim's own folder and level */
+        own = *ctx;
+        own.out_root = jstr(ov, "root", ctx->out_root);
+        own.level = json_is_number(json_object_get(ov, "level")) ? json_number_value(json_object_get(ov, "level"))
+                                                                  : ctx->level;
+        ctx = &own;
+    }
     json_t *m = json_object_get(c, "measure"), *rds = json_object_get(m, "readings");
     static struct reading rd[MAX_READINGS]; /* one claim at a time */
     int nrd = 0;
@@ -852,12 +895,15 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
             note_add(note, sizeof note, "would be: %s", epar_audit_verdict_name(v));
             v = EPAR_AUDIT_STALE;
         }
-        int nl = 0, nz = 0, nf = 0;
+        int nl = 0, nz = 0, nf = 0, no = 0;
         for (int i = 0; i < nrd; i++) {
             nl += rd[i].out == EPAR_AUDIT_NOT_LEARNED;
             nz += rd[i].out == EPAR_AUDIT_NO_SPREAD;
             nf += rd[i].out == EPAR_AUDIT_FAILS;
+            no += rd[i].out == EPAR_AUDIT_OPEN || rd[i].out == EPAR_AUDIT_FEW_SEEDS;
         }
+        row->seeds_help = (v == EPAR_AUDIT_INCONCLUSIVE || v == EPAR_AUDIT_NEEDS_SEEDS) && no > 0;
+        if (row->seeds_help) row->seeds_needed = seeds_needed(rd, nrd, &tol, ctx->level);
         if (v == EPAR_AUDIT_INCONCLUSIVE && nz && !nl)
             note_add(note, sizeof note, nz == nrd ? "inconclusive: the measurement has no interval (every seed gave the "
                                                     "same value: a saturated or degenerate reading)"

@@ -309,7 +309,7 @@ static void evaluation(void)
     static const unsigned long seeds5[] = {1, 2, 3, 4, 5};
     struct epar_audit_expect ex[] = {{"exp", "fnv1a64:1", "p", 5, seeds5, "9"}, {"one", "fnv1a64:1", "p", 0, NULL, "9"},
                                      {"other", "fnv1a64:1", "p", 5, seeds5, "9"}};
-    struct epar_audit_ctx ctx = {dir, 0.95, ex, 3};
+    struct epar_audit_ctx ctx = {dir, 0.95, ex, 3, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -395,7 +395,7 @@ static void not_learned(void)
 #undef RL
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "learned_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -525,7 +525,7 @@ static void own_interval(void)
     "\"column\": \"over\", \"lo_column\": \"" lo "\", \"hi_column\": \"over_hi\", \"n_column\": \"pairs\"}}"
     json_t *claims = J("[" C("a", "a", "over_lo") ", " C("b", "b", "over_lo") ", " C("gone", "a", "over_low") "]");
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "lo_column and hi_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -584,7 +584,7 @@ static void rules_issue32(void)
         "]");
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "issue-32 claims valid: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "min");
@@ -641,7 +641,7 @@ static void beats_all_file(void)
         R("same") "}]}}"
         "]");
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "beats_all claims with an interval: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "lm");
@@ -706,7 +706,7 @@ static void rederivation_fixes(void)
 #undef P
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "trials_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "ten");
