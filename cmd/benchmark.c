@@ -405,10 +405,10 @@ struct trained {                /* a trained claim through the looks */
 };
 
 /* judge claims (a JSON array) on the tables under out_root at the look's level; r[i] from row i */
-static int judge(json_t *arr, const char *out_root, double level, struct trained *const *r)
+static int judge(json_t *arr, const char *out_root, double level, json_t *eq, struct trained *const *r)
 {
     struct epar_audit a;
-    struct epar_audit_ctx ctx = {out_root, level, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {out_root, level, NULL, 0, eq, NULL};
     int st = epar_audit_run(arr, &ctx, &a);
     for (size_t i = 0; !st && i < a.n; i++) {
         r[i]->verdict = a.rows[i].verdict;
@@ -421,7 +421,7 @@ static int judge(json_t *arr, const char *out_root, double level, struct trained
 
 /* stages.json: the looks, and each trained claim's look, seeds, verdict, folder and level (run-all's audit reads it) */
 static int write_stages(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct trained *tc, int n,
-                        const int *cells, const int *open_at, int looks_run)
+                        const int *cells, const int *open_at, int looks_run, int n_cells, double tokens, int decided)
 {
     json_t *looks = json_array(), *claims = json_object(), *stages = json_array();
     for (int k = 0; k < cfg->b.n_stages; k++) json_array_append_new(stages, json_integer(cfg->b.stages[k]));
@@ -441,6 +441,9 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
                             cfg->b.name, "stages", stages, "audit_level", cfg->audit_level, "look_level", cfg->level,
                             "spending", "Bonferroni over the planned looks: every look at 1 - (1 - audit_level) / looks",
                             "looks", looks, "claims", claims);
+    json_object_set_new(doc, "cells", json_integer(n_cells));
+    json_object_set_new(doc, "trained_tokens", json_real(tokens));
+    json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
     char path[4400];
     snprintf(path, sizeof path, "%s/benchmark/stages.json", c->out);
     char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) : NULL;
@@ -458,10 +461,40 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
     return st;
 }
 
+/* the trained tokens of the cells (cell.json "tokens"), each cell once across the looks: seen holds the folders counted */
+struct counted {
+    int n, cap;
+    char (*dir)[512];
+    double tokens;
+};
+
+static void count_cell(struct counted *k, const struct epar_bench_cfg *cfg, const struct epar_bench_cell *cell,
+                       const char *root)
+{
+    char d[512], path[4800];
+    epar_exp_benchmark_cell_dir(cfg, cell, d, sizeof d);
+    for (int i = 0; i < k->n; i++)
+        if (!strcmp(k->dir[i], d)) return;
+    if (k->n == k->cap) {
+        int cap = k->cap ? 2 * k->cap : 1024;
+        char (*nd)[512] = realloc(k->dir, (size_t)cap * sizeof *nd);
+        if (!nd) return;
+        k->dir = nd;
+        k->cap = cap;
+    }
+    snprintf(k->dir[k->n++], sizeof k->dir[0], "%s", d);
+    snprintf(path, sizeof path, "%s/%s/cell.json", root, d);
+    json_t *doc = json_load_file(path, 0, NULL);
+    double t = json_number_value(json_object_get(doc, "tokens"));
+    if (isfinite(t)) k->tokens += t;
+    json_decref(doc);
+}
+
 /* the looks after the first (its tables written): each open claim judged again on its own cells at the next look's
  * seeds, until none is open or the cap; then stages.json and the claims still open with what would close them */
-static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_protocol *proto,
-                  const char *root, int n_first, int njobs, int *stopped)
+static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
+                  const struct epar_bench_plan *plan1, const struct epar_protocol *proto, const char *root, int njobs,
+                  int *stopped)
 {
     json_t *claims = json_object_get(proto->root, "claims"), *cl;
     size_t ci;
@@ -471,7 +504,9 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
     unsigned char (*fam)[EPAR_MECH_COUNT] = malloc(sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
     json_t *arr = json_array();
     int cells[EPAR_BENCH_MAX_STAGES] = {0}, open_at[EPAR_BENCH_MAX_STAGES] = {0};
+    json_t *eq = NULL;
     if (!tc || !ptr || !fam || !arr) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+    if (!st) st = epar_audit_equivalence(proto->root, proto->path, &eq);
     json_array_foreach(claims, ci, cl) {
         if (st || !epar_bench_stage_trained(cl)) continue;
         struct trained *t = &tc[n];
@@ -483,9 +518,11 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         ptr[n++] = t;
         json_array_append(arr, cl);
     }
-    if (!st) st = judge(arr, c->out, full->level, ptr);
+    if (!st) st = judge(arr, c->out, full->level, eq, ptr);
     for (int i = 0; i < n; i++) open_at[0] += tc[i].open;
-    cells[0] = n_first;
+    cells[0] = plan1->n;
+    struct counted cnt = {0, 0, NULL, 0};
+    for (int k = 0; k < plan1->n; k++) count_cell(&cnt, first, &plan1->cells[k], root);
     for (int look = 2; !st && look <= full->b.n_stages; look++) {
         int S = full->b.stages[look - 1], no = 0;
         for (int i = 0; i < n; i++) no += tc[i].open;
@@ -526,6 +563,7 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
         if (!st) st = run_jobs(c, jobs, nj, root, 1, 1, njobs, look_s, what, stopped);
         cells[look - 1] = nj;
+        for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, jobs[q].cfg, &jobs[q].plan->cells[jobs[q].k], root);
         for (int j = 0; !st && !*stopped && j < no; j++) {
             struct cli_common sub_c = *c;
             char out[4400];
@@ -540,7 +578,7 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
             json_array_append(one, which[j]->claim);
             which[j]->look = look;
             which[j]->seeds = S;
-            if (!st) st = judge(one, out, full->level, &which[j]);
+            if (!st) st = judge(one, out, full->level, eq, &which[j]);
             json_decref(one);
         }
         for (int j = 0; j < no && plans; j++) epar_exp_benchmark_plan_free(&plans[j]);
@@ -549,19 +587,25 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         looks_run = look;
         for (int i = 0; i < n; i++) open_at[look - 1] += tc[i].open;
     }
-    if (!st && !*stopped) st = write_stages(c, full, tc, n, cells, open_at, looks_run);
+    int decided = 0;
+    for (int i = 0; i < n; i++) decided += tc[i].verdict <= EPAR_AUDIT_ILL_POSED && tc[i].verdict != EPAR_AUDIT_INCONCLUSIVE;
+    if (!st && !*stopped) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
     if (!st && !*stopped && !c->quiet) {
-        int decided = 0, open = 0, stuck = 0, most = 0;
+        int open = 0, stuck = 0, here = 0, most = 0, cap = full->b.stages[full->b.n_stages - 1];
         for (int i = 0; i < n; i++) {
             int undecided = tc[i].verdict == EPAR_AUDIT_INCONCLUSIVE || tc[i].verdict == EPAR_AUDIT_NEEDS_SEEDS;
-            decided += !undecided;
             open += tc[i].open;
             stuck += undecided && !tc[i].open;
-            if (tc[i].open && isfinite(tc[i].seeds_needed) && tc[i].seeds_needed > most) most = (int)tc[i].seeds_needed;
+            here += tc[i].verdict == EPAR_AUDIT_NOT_HERE || tc[i].verdict == EPAR_AUDIT_STALE;
+            if (tc[i].open && isfinite(tc[i].seeds_needed) && tc[i].seeds_needed <= EPAR_MAX_SEEDS &&
+                tc[i].seeds_needed > most)
+                most = (int)tc[i].seeds_needed;
         }
-        printf("benchmark: staged grid, %d look(s) of %d at level %.4g each: %d trained claims, %d decided, %d open at "
-               "the cap (%d seeds), %d undecidable by seeds (saturated, unlearned or not seed-dependent)\n",
-               looks_run, full->b.n_stages, full->level, n, decided, open, full->b.stages[full->b.n_stages - 1], stuck);
+        printf("benchmark: staged grid, %d look(s) of %d, each at level %.4g: %d trained claims: %d decided, %d open at "
+               "the cap (%d seeds), %d open that more seeds cannot decide (saturated, unlearned or not seed-dependent), "
+               "%d not measured here\n", looks_run, full->b.n_stages, full->level, n, decided, open, cap, stuck, here);
+        printf("benchmark: %d cells, %.1f M trained tokens: %.2f decided trained claims per million trained tokens\n",
+               cnt.n, cnt.tokens / 1e6, cnt.tokens > 0 ? decided / (cnt.tokens / 1e6) : NAN);
         for (int i = 0; i < n; i++)
             if (tc[i].open)
             {
@@ -572,12 +616,13 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
                     printf("  open: %s at %d seeds; no seed count decides it at the observed mean\n", tc[i].id,
                            tc[i].seeds);
             }
-        if (open && most > full->b.stages[full->b.n_stages - 1])
-            printf("  more seeds (every finished cell is reused): epar benchmark --budget %s --cap %d   (or: mpirun -np N "
-                   "epar-mpi benchmark --budget %s --cap %d)\n", full->b.name, most, full->b.name, most);
+        if (open && most > cap)
+            printf("  to add the seeds (every finished cell is reused; a look more, so every look's level is the audit's "
+                   "over one more): epar benchmark --budget %s --cap %d   (or: mpirun -np N epar-mpi benchmark --budget %s "
+                   "--cap %d)\n", full->b.name, most, full->b.name, most);
     }
     json_decref(arr);
-    free(tc); free(ptr); free(fam);
+    free(tc); free(ptr); free(fam); free(cnt.dir);
     return st;
 }
 
@@ -895,7 +940,7 @@ int cmd_benchmark(int argc, char **argv)
     if (!st && N == 1) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
     if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: on this process (under mpirun: rank 0's) */
         int stopped = 0;
-        st = staged(&c, &cfg, &proto, root, plan.n, jobs, &stopped);
+        st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, &stopped);
         if (stopped) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);

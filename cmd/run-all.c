@@ -186,14 +186,51 @@ static json_t *staged_overrides(const char *out)
     return ov;
 }
 
+/* a claim still open at the staged grid's cap: what would close it, in its note */
+static int staged_notes(const char *out, struct epar_audit *a)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/benchmark/stages.json", out);
+    json_t *doc = json_load_file(path, 0, NULL), *cl = json_object_get(doc, "claims");
+    const char *budget = json_string_value(json_object_get(doc, "budget"));
+    int st = EPAR_OK;
+    for (size_t i = 0; cl && budget && i < a->n && !st; i++) {
+        struct epar_audit_row *r = &a->rows[i];
+        json_t *e = json_object_get(cl, r->id);
+        if (!json_is_true(json_object_get(e, "open")) || r->verdict != EPAR_AUDIT_INCONCLUSIVE) continue;
+        char add[512];
+        int seeds = (int)json_integer_value(json_object_get(e, "seeds"));
+        if (isfinite(r->seeds_needed) && r->seeds_needed <= EPAR_MAX_SEEDS)
+            snprintf(add, sizeof add, "; open at the staged grid's cap (%d seeds): about %.0f seeds would decide it at the "
+                     "observed spread: epar benchmark --budget %s --cap %.0f (or mpirun -np N epar-mpi benchmark --budget "
+                     "%s --cap %.0f) adds them, reusing every finished cell", seeds, r->seeds_needed, budget,
+                     r->seeds_needed, budget, r->seeds_needed);
+        else
+            snprintf(add, sizeof add, "; open at the staged grid's cap (%d seeds): %s", seeds,
+                     isfinite(r->seeds_needed) ? "more seeds than epar's pool would be needed at the observed spread"
+                                               : "no number of seeds decides it at the observed mean");
+        size_t l = strlen(r->note), la = strlen(add);
+        char *nn = realloc(r->note, l + la + 1);
+        if (!nn) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+        else {
+            memcpy(nn + l, add, la + 1);
+            r->note = nn;
+        }
+    }
+    json_decref(doc);
+    return st;
+}
+
 static int run_audit(const struct epar_params *prm, struct epar_protocol *proto, const struct expectations *x,
                      const char *out, int no_render, int jobs, const struct runset *rs, struct epar_audit *a)
 {
     json_t *claims = json_object_get(proto->root, "claims");
-    struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n, NULL};
+    struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n, NULL, NULL};
     int st = epar_audit_level(proto->root, proto->path, &ctx.level);
+    if (!st) st = epar_audit_equivalence(proto->root, proto->path, &ctx.equivalence);
     if (!st) ctx.overrides = staged_overrides(out);
     if (!st) st = epar_audit_run(claims, &ctx, a);
+    if (!st) st = staged_notes(out, a);
     json_decref(ctx.overrides);
     if (st) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];

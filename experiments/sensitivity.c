@@ -345,7 +345,7 @@ void epar_sens_definition_measure(const struct epar_sensitivity_result *c, int p
 /* the claim, as printed, agrees when the measurement rounds to it: the audit's rule for printed figures */
 int epar_sens_agrees(double measured, const struct epar_sens_claim *cl)
 {
-    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0, NAN};
+    struct epar_audit_tol printed = {EPAR_AUDIT_PRINTED, 0, 0, 0, 0, NAN, 0};
     struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
     m.value = measured;
     char acc[128];

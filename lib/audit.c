@@ -190,10 +190,14 @@ enum epar_audit_outcome epar_audit_judge(const struct epar_audit_tol *t, double 
             snprintf(acc, n, "%s %.6g for the whole interval (%s)", above ? ">" : "<", r, how);
             return no;
         }
-        snprintf(acc, n, "%s %.6g for the whole interval [%.6g, %.6g] (%s)", above ? ">" : "<", r, lo, hi, how);
+        int len = snprintf(acc, n, "%s %.6g for the whole interval [%.6g, %.6g] (%s)", above ? ">" : "<", r, lo, hi, how);
+        if (t->margin > 0 && len >= 0 && (size_t)len < n)
+            snprintf(acc + len, n - (size_t)len, "; not reproduced also when the interval lies inside %.6g +- %.4g (no "
+                     "effect as large as the family's smallest effect of interest: two one-sided tests)", r, t->margin);
         if (no) return no;
         if (above ? lo > r : hi < r) return EPAR_AUDIT_HOLDS;
         if (above ? hi <= r : lo >= r) return EPAR_AUDIT_FAILS;
+        if (t->margin > 0 && lo > r - t->margin && hi < r + t->margin) return EPAR_AUDIT_FAILS;
         return EPAR_AUDIT_OPEN;
     }
     case EPAR_AUDIT_RANGE: {
@@ -349,7 +353,7 @@ static const char *const reading_keys[] = {"label", "reported", "file", "where",
                                            "holm_column", "aggregate", "group_by", "lo_column", "hi_column",
                                            "nonsup_column", "trials_column", "posfx", NULL};
 static const char *const posfx_keys[] = {"quantity", "form", "alpha", "beta", "gamma", "L", "d", "label", NULL};
-static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "gain", "why", NULL};
+static const char *const tol_keys[] = {"rule", "tol", "lo", "hi", "slack", "gain", "why", "equivalence", NULL};
 
 /* "L", "L-1", "L/2", "0", a number -> d = frac L + off */
 int epar_audit_parse_distance(json_t *d, double *frac, double *off)
@@ -509,6 +513,10 @@ static int check_rule(struct vctx *v, json_t *t, const char *tb, enum epar_audit
     if (g && *r != EPAR_AUDIT_BEATS_ALL) return verr(v, "only rule beats_all takes a reported gain");
     if (g && (!json_is_number(g) || !(json_number_value(g) > 0)))
         return verr(v, "expected the reported gain as a number > 0 (0.047 for 4.7%%)");
+    json_t *eq = json_object_get(t, "equivalence");
+    snprintf(v->jp, sizeof v->jp, "%s.equivalence", tb);
+    if (eq && (!json_is_string(eq) || (*r != EPAR_AUDIT_ABOVE && *r != EPAR_AUDIT_BELOW)))
+        return verr(v, "expected the name of a family of $.audit.equivalence, with rule above or below");
     if (*r == EPAR_AUDIT_RANGE) {
         json_t *lo = json_object_get(t, "lo"), *hi = json_object_get(t, "hi");
         snprintf(v->jp, sizeof v->jp, "%s", tb);
@@ -631,7 +639,7 @@ int epar_audit_level(json_t *root, const char *protocol_path, double *level)
     *level = 0.95;
     json_t *a = json_object_get(root, "audit");
     if (!a) return EPAR_OK;
-    static const char *const keys[] = {"level", NULL};
+    static const char *const keys[] = {"level", "equivalence", NULL};
     if (!json_is_object(a)) return verr(&v, "expected an object {\"level\": 0.95}");
     int st = check_obj_keys(&v, a, "$.audit", keys);
     if (st) return st;
@@ -641,6 +649,33 @@ int epar_audit_level(json_t *root, const char *protocol_path, double *level)
         if (!json_is_number(l) || !(json_number_value(l) > 0.5 && json_number_value(l) < 1))
             return verr(&v, "expected a confidence level in (0.5, 1), e.g. 0.95");
         *level = json_number_value(l);
+    }
+    return EPAR_OK;
+}
+
+int epar_audit_equivalence(json_t *root, const char *protocol_path, json_t **eq)
+{
+    struct vctx v = {protocol_path, "$.audit.equivalence"};
+    *eq = json_object_get(json_object_get(root, "audit"), "equivalence");
+    if (!*eq) return EPAR_OK;
+    if (!json_is_object(*eq)) return verr(&v, "expected {family: {\"margin\": x, \"why\": ...}}");
+    const char *k;
+    json_t *f;
+    json_object_foreach(*eq, k, f) {
+        if (k[0] == '_' || !strcmp(k, "description")) continue;
+        snprintf(v.jp, sizeof v.jp, "$.audit.equivalence.%s", k);
+        json_t *m = json_object_get(f, "margin"), *w = json_object_get(f, "why");
+        if (!json_is_object(f) || !json_is_number(m) || !(json_number_value(m) > 0) || !json_is_string(w) ||
+            !*json_string_value(w))
+            return verr(&v, "expected {\"margin\": a number > 0, \"why\": why this is the smallest effect that matters}");
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(root, "claims"), i, c) {
+        json_t *fam = json_object_get(json_object_get(c, "tolerance"), "equivalence");
+        snprintf(v.jp, sizeof v.jp, "$.claims[%zu].tolerance.equivalence", i);
+        if (fam && (!json_is_string(fam) || !json_is_object(json_object_get(*eq, json_string_value(fam)))))
+            return verr(&v, "no family '%s' in $.audit.equivalence", json_is_string(fam) ? json_string_value(fam) : "?");
     }
     return EPAR_OK;
 }

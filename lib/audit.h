@@ -97,6 +97,9 @@ struct epar_audit_tol {
     double slack;       /* at_least */
     double gain;        /* beats_all: the effect the source reports ("paper: 4.7%" -> 0.047); not reproduced also when
                          * the interval of the comparison with some rival excludes it (non-superiority); NaN: none */
+    double margin;      /* above / below: the smallest effect of interest of the claim's family ($.audit.equivalence,
+                         * fixed before the run): not reproduced also when the interval lies inside r +- margin (two
+                         * one-sided tests: no effect of that size); 0: none */
 };
 
 /* A measured value and what is known of its spread. */
@@ -191,6 +194,7 @@ struct epar_audit_ctx {
     double level;                           /* confidence / prediction level ($.audit.level) */
     const struct epar_audit_expect *expect; /* one per experiment folder */
     int n_expect;
+    json_t *equivalence;                    /* NULL, or $.audit.equivalence: {family: {"margin": x, "why": ...}} */
     json_t *overrides;                      /* NULL, or {claim id: {"root": folder, "level": x}}: that claim's files are
                                              * read under root instead of out_root and judged at level x (the staged
                                              * benchmark: a claim decided at stage k on the tables of its own cells at
@@ -227,10 +231,14 @@ struct epar_audit {
 int epar_audit_check(json_t *claims, const char *protocol_path);
 /* The audit's level: $.audit.level of the protocol root (default 0.95); EPAR_EPROTOCOL when malformed. */
 int epar_audit_level(json_t *root, const char *protocol_path, double *level);
+/* $.audit.equivalence of the protocol root (NULL when absent; borrowed), checked: each family {"margin": > 0, "why":
+ * text}, and every claim's tolerance.equivalence names one of them. EPAR_EPROTOCOL when malformed. */
+int epar_audit_equivalence(json_t *root, const char *protocol_path, json_t **eq);
 /* Evaluate every claim against the files under ctx->out_root. Only allocation failures are errors. */
 int epar_audit_run(json_t *claims, const struct epar_audit_ctx *ctx, struct epar_audit *a);
 void epar_audit_free(struct epar_audit *a);
 /* claims.csv: claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,
+ * (...,note,seeds_needed: lib/audit's seeds_needed of an open claim that more seeds can decide, else nan)
  * accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note (measured_lo, measured_hi:
  * the interval of the measured value at the audit's level, where the file gives one; "a; b" like measured) */
 struct epar_table *epar_audit_table(const struct epar_audit *a);

@@ -786,7 +786,7 @@ static double seeds_needed(const struct reading *rd, int nrd, const struct epar_
         if (!(n >= 2) || !(h > 0) || !isfinite(v)) return NAN;
         double d;
         if (t->rule == EPAR_AUDIT_RANGE) d = fmin(fabs(v - t->lo), fabs(v - t->hi));
-        else d = fabs(v - rd[i].r);
+        else d = fmax(fabs(v - rd[i].r), t->margin - fabs(v - rd[i].r));   /* either side, or inside the margin */
         if (!(d > 0)) return NAN;
         double unit = h * sqrt((double)n) / epar_stats_quantile(level, n - 1);   /* h at one seed, without the t */
         int k = n + 1;
@@ -816,7 +816,7 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
     int nrd = 0;
     char note[4096] = "", rule[160] = "";
     memset(rd, 0, sizeof rd);
-    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN, 0, NAN};
+    struct epar_audit_tol tol = {EPAR_AUDIT_EXACT, 0, NAN, NAN, 0, NAN, 0};
     json_t *tj = json_object_get(c, "tolerance");
     if (tj) {
         epar_audit_rule_parse(jstr(tj, "rule", ""), &tol.rule);
@@ -825,10 +825,13 @@ static int eval_claim(struct epar_audit *a, json_t *c, const struct epar_audit_c
         tol.hi = jnum(tj, "hi", NAN);
         tol.slack = jnum(tj, "slack", 0);
         tol.gain = jnum(tj, "gain", NAN);
+        const char *fam = jstr(tj, "equivalence", NULL);
+        if (fam && ctx->equivalence) tol.margin = jnum(json_object_get(ctx->equivalence, fam), "margin", 0);
         snprintf(rule, sizeof rule, "%s", epar_audit_rule_name(tol.rule));
         if (tol.rule == EPAR_AUDIT_PREDICTION || tol.rule == EPAR_AUDIT_ESTIMATE || tol.rule == EPAR_AUDIT_ABOVE ||
             tol.rule == EPAR_AUDIT_BELOW || tol.rule == EPAR_AUDIT_RANGE)
-            snprintf(rule + strlen(rule), sizeof rule - strlen(rule), " (level %g)", ctx->level);
+            snprintf(rule + strlen(rule), sizeof rule - strlen(rule), tol.margin > 0 ? " (level %g, margin %g)" : " (level %g)",
+                     ctx->level, tol.margin);
     }
     enum epar_audit_verdict v;
     if (json_object_get(m, "needs")) {

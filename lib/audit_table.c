@@ -9,14 +9,14 @@ struct epar_table *epar_audit_table(const struct epar_audit *a)
 {
     struct epar_table *t = epar_csv_new("claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,"
                                         "measured_hi,n_seeds,rule,accepted,verdict,measurement,input,"
-                                        "run_protocol_hash,run_seeds,run_epar_version,note");
+                                        "run_protocol_hash,run_seeds,run_epar_version,note,seeds_needed");
     if (!t) return NULL;
     for (size_t i = 0; i < a->n; i++) {
         const struct epar_audit_row *r = &a->rows[i];
-        if (epar_csv_append(t, "sssssssssssssssssss", r->id, r->section, r->source, r->statement, r->reported,
+        if (epar_csv_append(t, "sssssssssssssssssssd", r->id, r->section, r->source, r->statement, r->reported,
                             r->measured, r->measured_sd, r->measured_lo, r->measured_hi, r->n_seeds, r->rule,
                             r->accepted, epar_audit_verdict_name(r->verdict), r->measurement, r->input, r->run_hash,
-                            r->run_seeds, r->run_version, r->note)) {
+                            r->run_seeds, r->run_version, r->note, r->seeds_needed)) {
             epar_csv_free(t);
             return NULL;
         }

@@ -27,7 +27,7 @@ n=$(python3 -c 'import csv,sys; print(sum(r["rule"].startswith("prediction") and
 
 # claims.csv: exact header, one of the verdicts on every row, every claim id of the protocol present
 claims=$out/report/claims.csv
-[ "$(head -1 "$claims")" = "claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note" ] && ok ||
+[ "$(head -1 "$claims")" = "claim_id,section,source,statement,reported,measured,measured_sd,measured_lo,measured_hi,n_seeds,rule,accepted,verdict,measurement,input,run_protocol_hash,run_seeds,run_epar_version,note,seeds_needed" ] && ok ||
     fail "claims.csv header: $(head -1 "$claims")"
 python_free_verdicts() { # fields may be quoted, so look for a verdict word between commas on every row
     local bad=0 n=0

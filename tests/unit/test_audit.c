@@ -22,7 +22,7 @@ static const struct epar_audit_row *row_of(const struct epar_audit *a, const cha
 static enum epar_audit_outcome J1(enum epar_audit_rule rule, double r, double u, double v, int stoch, double sd, int n,
                                    double se_run, double se)
 {
-    struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1, NAN};
+    struct epar_audit_tol t = {rule, 0, 0.885, 0.935, 0.1, NAN, 0};
     struct epar_audit_meas m = {.value = v, .stochastic = stoch, .sd = sd, .n = n, .se_run = se_run, .se = se,
                                  .holm = NAN, .lo = NAN, .hi = NAN, .nonsup = NAN};
     char acc[256];
@@ -71,7 +71,7 @@ static void rules(void)
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 1.0 / 128, 0, NAN, 0, NAN, NAN), EPAR_AUDIT_HOLDS, "exact: identical");
     check_int(J1(EPAR_AUDIT_EXACT, 0.0078125, 0, 0.0078125 * (1 + 1e-9), 0, NAN, 0, NAN, NAN), EPAR_AUDIT_FAILS,
               "exact: 1e-9 off fails");
-    struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0, NAN};
+    struct epar_audit_tol rel = {EPAR_AUDIT_RELATIVE, 1e-6, 0, 0, 0, NAN, 0};
     struct epar_audit_meas m32 = EPAR_AUDIT_MEAS_NONE;
     m32.value = 0.7406705212489787;
     char acc[256];
@@ -309,7 +309,7 @@ static void evaluation(void)
     static const unsigned long seeds5[] = {1, 2, 3, 4, 5};
     struct epar_audit_expect ex[] = {{"exp", "fnv1a64:1", "p", 5, seeds5, "9"}, {"one", "fnv1a64:1", "p", 0, NULL, "9"},
                                      {"other", "fnv1a64:1", "p", 5, seeds5, "9"}};
-    struct epar_audit_ctx ctx = {dir, 0.95, ex, 3, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, ex, 3, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -395,7 +395,7 @@ static void not_learned(void)
 #undef RL
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "learned_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -428,7 +428,7 @@ static void not_learned(void)
  * better rival (experiments/benchmark's comparisons) */
 static void beats_all(void)
 {
-    struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0, NAN};
+    struct epar_audit_tol t = {EPAR_AUDIT_BEATS_ALL, 0, 0, 0, 0, NAN, 0};
     char acc[512];
     struct epar_audit_meas m = EPAR_AUDIT_MEAS_NONE;
     m.value = 0.05;   /* the smallest improvement; lo (the smallest lower end) decides */
@@ -488,7 +488,7 @@ static void beats_all(void)
  * benchmark's cost cell computes): the threshold rules judge it, however asymmetric, instead of m +- t s / sqrt(n) */
 static void own_interval(void)
 {
-    struct epar_audit_tol t = {EPAR_AUDIT_BELOW, 0, 0, 0, 0, NAN};
+    struct epar_audit_tol t = {EPAR_AUDIT_BELOW, 0, 0, 0, 0, NAN, 0};
     char acc[256];
     /* an sd and n that alone would give 0.01 +- 2.776 x 0.05 / sqrt 5 = [-0.052, 0.072]: not used */
     struct epar_audit_meas m = {.value = 0.01, .stochastic = 1, .sd = 0.05, .n = 5, .se_run = NAN, .se = NAN, .holm = NAN,
@@ -506,7 +506,7 @@ static void own_interval(void)
     m.lo = NAN;
     check_int(epar_audit_judge(&t, 0.012, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_OPEN,
               "own interval undefined (too few values): open, not judged by the sd");
-    struct epar_audit_tol rg = {EPAR_AUDIT_RANGE, 0, 0.0, 0.02, 0, NAN};
+    struct epar_audit_tol rg = {EPAR_AUDIT_RANGE, 0, 0.0, 0.02, 0, NAN, 0};
     m.lo = 0.001;
     m.hi = 0.019;
     check_int(epar_audit_judge(&rg, 0, 0, &m, 0.95, acc, sizeof acc), EPAR_AUDIT_HOLDS, "own interval inside a range");
@@ -525,7 +525,7 @@ static void own_interval(void)
     "\"column\": \"over\", \"lo_column\": \"" lo "\", \"hi_column\": \"over_hi\", \"n_column\": \"pairs\"}}"
     json_t *claims = J("[" C("a", "a", "over_lo") ", " C("b", "b", "over_lo") ", " C("gone", "a", "over_low") "]");
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "lo_column and hi_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r;
@@ -584,7 +584,7 @@ static void rules_issue32(void)
         "]");
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "issue-32 claims valid: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "min");
@@ -641,7 +641,7 @@ static void beats_all_file(void)
         R("same") "}]}}"
         "]");
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "beats_all claims with an interval: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "lm");
@@ -706,7 +706,7 @@ static void rederivation_fixes(void)
 #undef P
 #undef N
     check_int(epar_audit_check(claims, "p.json"), EPAR_OK, "trials_column accepted: %s", epar_err_message());
-    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL};
+    struct epar_audit_ctx ctx = {dir, 0.95, NULL, 0, NULL, NULL};
     struct epar_audit a;
     check_int(epar_audit_run(claims, &ctx, &a), EPAR_OK, "audit runs");
     const struct epar_audit_row *r = row_of(&a, "ten");
