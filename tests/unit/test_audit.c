@@ -354,7 +354,7 @@ static void evaluation(void)
     check_int(a.counts[EPAR_AUDIT_REPRODUCED], 3, "count reproduced");
     check_int(a.stale, 1, "count stale");
     struct epar_table *t = epar_audit_table(&a);
-    check_true(t && t->ncols == 19 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[18], "note") &&
+    check_true(t && t->ncols == 20 && !strcmp(t->cols[0], "claim_id") && !strcmp(t->cols[18], "note") && !strcmp(t->cols[19], "seeds_needed") &&
                epar_csv_col(t, "measurement") >= 0 && epar_csv_col(t, "accepted") >= 0, "claims.csv schema");
     check_int((long)t->nrows, (long)a.n, "one row per claim");
     for (size_t i = 0; i < a.n; i++) check_true(a.rows[i].note[0] != '\0', "every note says how (%s)", a.rows[i].id);
