@@ -433,8 +433,8 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
         json_t *o = json_pack("{s:i, s:i, s:s, s:s, s:f, s:b, s:i}", "look", t->look, "seeds", t->seeds, "verdict",
                               epar_audit_verdict_name(t->verdict), "root", t->root, "level", cfg->level, "open", t->open,
                               "cells", t->families);
-        json_object_set_new(o, "seeds_needed", isfinite(t->seeds_needed) ? json_integer((json_int_t)t->seeds_needed)
-                                                                        : json_null());
+        json_object_set_new(o, "seeds_needed", isfinite(t->seeds_needed) && t->families > 0
+                                                   ? json_integer((json_int_t)t->seeds_needed) : json_null());
         json_object_set_new(claims, t->id, o);
     }
     json_t *doc = json_pack("{s:s, s:s, s:o, s:f, s:f, s:s, s:o, s:o}", "written_by", "epar benchmark", "budget",
@@ -446,7 +446,7 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
     json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
     char path[4400];
     snprintf(path, sizeof path, "%s/benchmark/stages.json", c->out);
-    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) : NULL;
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(doc);
     if (!text) return epar_err_set(EPAR_ENOMEM, "out of memory writing stages.json");
     struct epar_out_file w;

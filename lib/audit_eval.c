@@ -257,6 +257,7 @@ struct reading {
     enum epar_audit_outcome out;
     int available, missing_file, spec_problem, stale;
     int not_learned;            /* learned_column of the selected rows is 0: no model beat a constant answer */
+    int n_other;                /* its n counts something else than seeds (n_column "pairs", "trials", rows) */
     int every;                  /* aggregate "every": each selected row's own interval is judged (every_interval) */
     int nev;                    /* ... its rows: value, sd and run-level se */
     double ev[EPAR_AUDIT_MAX_EVERY], es[EPAR_AUDIT_MAX_EVERY], er[EPAR_AUDIT_MAX_EVERY];
@@ -523,6 +524,8 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        rd->n_other = (jstr(m, "n_column", NULL) && !strstr(jstr(m, "n_column", ""), "seed")) ||
+                      jstr(m, "trials_column", NULL) || (ag && !sdc);
         if (jstr(m, "lo_column", NULL)) {
             /* the measurement's own interval: columns the file must have (NaN in them: no interval at this n) */
             rd->m.stochastic = rd->m.interval = 1;
@@ -775,6 +778,7 @@ static double seeds_needed(const struct reading *rd, int nrd, const struct epar_
         if (rd[i].out != EPAR_AUDIT_OPEN && rd[i].out != EPAR_AUDIT_FEW_SEEDS) continue;
         const struct epar_audit_meas *m = &rd[i].m;
         int n = m->n;
+        if (rd[i].n_other) return NAN;   /* more seeds are not what its n counts */
         double h = NAN, v = m->value;
         if (m->interval && isfinite(m->lo) && isfinite(m->hi)) {
             h = (m->hi - m->lo) / 2;
