@@ -816,7 +816,7 @@ int cmd_benchmark(int argc, char **argv)
     struct opt_dlist study = {0};   /* --lr-study: its scales */
     struct opt opts[] = {
         {"Grid", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (4 seeds, about 20 min on 2 cores) or full (5 seeds, hours)", 0},
+        {"budget", 'b', OPT_STRING, &budget, "NAME", "smoke (CI, < 1 min), quick (looks at 3, 5 and 8 seeds; --plan estimates the time here) or full (5, 10, 20 seeds: hours)", 0},
         {"tasks", 0, OPT_STRING, &tasks, "LIST", "benchmark task ids (default: all of the protocol's)", 0},
         {"mechanisms", 'm', OPT_STRING, &mechs, "LIST", "trainable catalogue ids (default: the paper table's eight)", 0},
         {"set", 0, OPT_STRING, &set, "M.P=V", "catalogue parameter of a mechanism, as in train and compare, e.g. rope.base=20000 (repeatable)", 0},

@@ -405,7 +405,7 @@ int cmd_run_all(int argc, char **argv)
          "skip the trained benchmark (an existing <out>/benchmark/ is still audited); by default run-all runs "
          "'epar benchmark' after the experiments, reusing its finished cells", 0},
         {"benchmark-budget", 0, OPT_STRING, &budget, "NAME",
-         "budget of that benchmark: quick (default, about 20 minutes on 2 cores), smoke (seconds), full (hours)", 0},
+         "budget of that benchmark: quick (default: looks at 3, 5 and 8 seeds, docs/STAGED.md; epar benchmark --plan estimates the time here), smoke (seconds), full (hours)", 0},
         {"Regression", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"check", 0, OPT_FLAG, &check, NULL,
          "rerun the small fixed-seed runs of --golden and the full protocol (in a temporary folder unless --out), "
