@@ -700,6 +700,7 @@ static const struct epar_field cell_read_rows[] = {
     {.key = "chance", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, chance), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, value), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "train_pool_value", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, pool), .flags = EPAR_FIELD_OPTIONAL},
+    {.key = "curve_metric", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CR, curve), .flags = EPAR_FIELD_OPTIONAL},
     {.key = "distance_correct", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, correct),
      .count_offset = offsetof(CR, n_correct), .max = 65537, .flags = EPAR_FIELD_OPTIONAL | EPAR_FIELD_ALLOC},
     {.key = "distance_scored", .type = EPAR_FIELD_LLIST, .offset = offsetof(CR, scored),
@@ -721,7 +722,7 @@ int epar_bx_read_cell(const struct epar_bench_cfg *c, const struct epar_bench_pl
                      int s, struct cell_read *r)
 {
     memset(r, 0, sizeof *r);
-    r->chance = r->value = r->pool = NAN;
+    r->chance = r->value = r->pool = r->curve = NAN;
     int k = cell_index(plan, t, m, s);
     if (k < 0) return epar_err_set(EPAR_EINVAL, "no cell of task %s, %s, seed %lu in the plan", c->tasks[t].id,
                                    epar_bench_mech_name(c, m), c->b.seeds[s]);

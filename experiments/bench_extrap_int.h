@@ -87,6 +87,7 @@ struct cell_read {
     long seed;
     double chance, value;   /* the cell's chance level and its final metric */
     double pool;            /* its metric on its training pool (train_sequences; NaN: none) */
+    double curve;           /* the mean of its evaluation metric over the learning curve (NaN: not recorded) */
     struct study_rec *study;
     long *correct, *scored;
     int n_correct, n_scored;

@@ -229,6 +229,13 @@ static int grid_pairs(const struct epar_bench_cfg *c, const struct epar_bench_pl
                 st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "bpc_rel", T, 1, "all", rel, one, S);
             if (!st) st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "captured", T, 1, "all", cap, zero, S);
             if (!st) st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "gap", T, 1, "all", ga, gb, S);
+            /* the metric's mean over the learning curve (how fast it is learned): it does not saturate where the final
+             * metric does (every model at accuracy 1.0 on every seed has no spread, so no interval) */
+            double ca[EPAR_MAX_SEEDS], cb[EPAR_MAX_SEEDS];
+            int curves = 1;
+            for (int s = 0; s < S; s++) ca[s] = cr[0][s].curve, cb[s] = cr[1][s].curve, curves &= isfinite(ca[s]) && isfinite(cb[s]);
+            if (!st && curves && c->tasks[tk].task.id != EPAR_TASK_LM)
+                st = pair_row(t, c, c->tasks[tk].id, x->pair_a[pi], x->pair_b[pi], "accuracy_curve", T, 1, "all", ca, cb, S);
         }
         int P = T - 3 * c->tasks[tk].task.pairs + 1, nb = x->depth_bins < P ? x->depth_bins : P;
         int sized = needle;
