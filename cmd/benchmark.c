@@ -26,6 +26,21 @@
 
 #define MAX_MERGE 256
 
+/* under mpirun: every rank's status, the worst of them (a barrier too); st itself without MPI or with one rank */
+static int mpi_sync(int st, int size)
+{
+#ifdef EPAR_MPI
+    if (size > 1) {
+        int mine = st, any = 0;
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!st && any) st = epar_err_set(EPAR_ECHECK, "another rank failed");
+    }
+#else
+    (void)size;
+#endif
+    return st;
+}
+
 static void fmt_time(double s, char *buf, size_t n)
 {
     if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
@@ -494,7 +509,7 @@ static void count_cell(struct counted *k, const struct epar_bench_cfg *cfg, cons
  * seeds, until none is open or the cap; then stages.json and the claims still open with what would close them */
 static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
                   const struct epar_bench_plan *plan1, const struct epar_protocol *proto, const char *root, int njobs,
-                  int *stopped)
+                  int rank, int size, int *stopped)
 {
     json_t *claims = json_object_get(proto->root, "claims"), *cl;
     size_t ci;
@@ -561,7 +576,8 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         char look_s[32], what[200];
         snprintf(look_s, sizeof look_s, "look %d/%d: ", look, full->b.n_stages);
         snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
-        if (!st) st = run_jobs(c, jobs, nj, root, 1, 1, njobs, look_s, what, stopped);
+        if (!st) st = run_jobs(c, jobs, nj, root, rank + 1, size, njobs, look_s, what, stopped);
+        st = mpi_sync(st, size);   /* every rank's cells of the look are done */
         cells[look - 1] = nj;
         for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, jobs[q].cfg, &jobs[q].plan->cells[jobs[q].k], root);
         for (int j = 0; !st && !*stopped && j < no; j++) {
@@ -572,8 +588,9 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
             sub_c.out = out;
             sub_c.quiet = 1;
             sub_c.no_render = 1;
-            if (epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
-            if (!st) st = write_tables(&sub_c, &sub[j], &plans[j], root, "staged", njobs);
+            if (!rank && epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
+            if (!st && !rank) st = write_tables(&sub_c, &sub[j], &plans[j], root, "staged", njobs);
+            st = mpi_sync(st, size);   /* rank 0's tables written: every rank judges them */
             json_t *one = json_array();
             json_array_append(one, which[j]->claim);
             which[j]->look = look;
@@ -589,7 +606,7 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
     }
     int decided = 0;
     for (int i = 0; i < n; i++) decided += tc[i].verdict <= EPAR_AUDIT_ILL_POSED && tc[i].verdict != EPAR_AUDIT_INCONCLUSIVE;
-    if (!st && !*stopped) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
+    if (!st && !*stopped && !rank) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
     if (!st && !*stopped && !c->quiet) {
         int open = 0, stuck = 0, here = 0, most = 0, cap = full->b.stages[full->b.n_stages - 1];
         for (int i = 0; i < n; i++) {
@@ -928,19 +945,16 @@ int cmd_benchmark(int argc, char **argv)
             return stopped;
         }
     }
-#ifdef EPAR_MPI
     if (size > 1) {
-        int mine_st = st, any = 0;
-        MPI_Allreduce(&mine_st, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (!st && any) st = epar_err_set(EPAR_ECHECK, "another rank failed");
-        N = 1;   /* rank 0 writes the tables below; the others stop here */
-        if (rank) goto done;
+        st = mpi_sync(st, size);
+        N = 1;   /* rank 0 writes the tables below; the others wait for them (the later looks) or stop here */
+        if (rank && cfg.b.n_stages == 1) goto done;
     }
-#endif
-    if (!st && N == 1) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
-    if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: on this process (under mpirun: rank 0's) */
+    if (!st && N == 1 && !rank) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
+    if (size > 1) st = mpi_sync(st, size);
+    if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: every rank judges, the ranks share the cells */
         int stopped = 0;
-        st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, &stopped);
+        st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, rank, size, &stopped);
         if (stopped) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
