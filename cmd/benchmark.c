@@ -476,6 +476,60 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
     return st;
 }
 
+/* a later look: the grid of each of its claims' own cells at the look's seeds, and their cells once each as jobs */
+struct look {
+    int n, nj, cap;
+    struct epar_bench_cfg *sub;         /* n: claim i's grid */
+    struct epar_bench_plan *plans;
+    struct job *jobs;
+    char (*dirs)[512];                  /* the jobs' cell folders */
+};
+
+static void look_free(struct look *L)
+{
+    for (int i = 0; L->plans && i < L->n; i++) epar_exp_benchmark_plan_free(&L->plans[i]);
+    free(L->sub); free(L->plans); free(L->jobs); free(L->dirs);
+    memset(L, 0, sizeof *L);
+}
+
+static int look_collect(const struct epar_bench_cfg *full, json_t *const *claims, int n, int S, struct look *L)
+{
+    memset(L, 0, sizeof *L);
+    unsigned char (*fam)[EPAR_MECH_COUNT] = malloc(sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
+    L->sub = calloc((size_t)n + 1, sizeof *L->sub);
+    L->plans = calloc((size_t)n + 1, sizeof *L->plans);
+    int st = fam && L->sub && L->plans ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
+    for (int j = 0; !st && j < n; j++) {
+        epar_bench_stage_families(full, claims[j], fam);
+        if ((st = epar_bench_stage_restrict(full, fam, S, &L->sub[j])) || (st = epar_bench_plan(&L->sub[j], &L->plans[j])))
+            break;
+        L->n = j + 1;
+        for (int k = 0; !st && k < L->plans[j].n; k++) {   /* its cells, once each */
+            char d[512];
+            epar_exp_benchmark_cell_dir(&L->sub[j], &L->plans[j].cells[k], d, sizeof d);
+            int seen = 0;
+            for (int q = 0; q < L->nj && !seen; q++) seen = !strcmp(L->dirs[q], d);
+            if (seen) continue;
+            if (L->nj == L->cap) {
+                int cap = L->cap ? 2 * L->cap : 256;
+                struct job *nj = realloc(L->jobs, (size_t)cap * sizeof *nj);
+                if (nj) L->jobs = nj;
+                char (*nd)[512] = nj ? realloc(L->dirs, (size_t)cap * sizeof *nd) : NULL;
+                if (nd) L->dirs = nd;
+                if (!nj || !nd) {
+                    st = epar_err_set(EPAR_ENOMEM, "out of memory");
+                    break;
+                }
+                L->cap = cap;
+            }
+            L->jobs[L->nj] = (struct job){&L->sub[j], &L->plans[j], k};
+            snprintf(L->dirs[L->nj++], sizeof L->dirs[0], "%s", d);
+        }
+    }
+    free(fam);
+    return st;
+}
+
 /* the trained tokens of the cells (cell.json "tokens"), each cell once across the looks: seen holds the folders counted */
 struct counted {
     int n, cap;
@@ -542,44 +596,21 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         int S = full->b.stages[look - 1], no = 0;
         for (int i = 0; i < n; i++) no += tc[i].open;
         if (!no) break;
-        struct epar_bench_cfg *sub = calloc((size_t)no, sizeof *sub);
-        struct epar_bench_plan *plans = calloc((size_t)no, sizeof *plans);
         struct trained **which = calloc((size_t)no, sizeof *which);
-        int nj = 0, cap = 0;
-        struct job *jobs = NULL;
-        char (*dirs)[512] = NULL;
-        if (!sub || !plans || !which) st = epar_err_set(EPAR_ENOMEM, "out of memory");
-        for (int i = 0, j = 0; !st && i < n; i++) {
-            if (!tc[i].open) continue;
-            which[j] = &tc[i];
-            epar_bench_stage_families(full, tc[i].claim, fam);
-            if (!(st = epar_bench_stage_restrict(full, fam, S, &sub[j]))) st = epar_bench_plan(&sub[j], &plans[j]);
-            for (int k = 0; !st && k < plans[j].n; k++) {   /* its cells, once each */
-                char d[512];
-                epar_exp_benchmark_cell_dir(&sub[j], &plans[j].cells[k], d, sizeof d);
-                int seen = 0;
-                for (int q = 0; q < nj && !seen; q++) seen = !strcmp(dirs[q], d);
-                if (seen) continue;
-                if (nj == cap) {
-                    cap = cap ? 2 * cap : 256;
-                    struct job *nj2 = realloc(jobs, (size_t)cap * sizeof *jobs);
-                    char (*nd)[512] = realloc(dirs, (size_t)cap * sizeof *dirs);
-                    if (nj2) jobs = nj2;
-                    if (nd) dirs = nd;
-                    if (!nj2 || !nd) { st = epar_err_set(EPAR_ENOMEM, "out of memory"); break; }
-                }
-                jobs[nj] = (struct job){&sub[j], &plans[j], k};
-                snprintf(dirs[nj++], sizeof dirs[0], "%s", d);
-            }
-            j++;
-        }
+        json_t **cls = calloc((size_t)no, sizeof *cls);
+        struct look L = {0};
+        if (!which || !cls) st = epar_err_set(EPAR_ENOMEM, "out of memory");
+        for (int i = 0, j = 0; !st && i < n; i++)
+            if (tc[i].open) which[j] = &tc[i], cls[j++] = tc[i].claim;
+        if (!st) st = look_collect(full, cls, no, S, &L);
+        int nj = L.nj;
         char look_s[32], what[200];
         snprintf(look_s, sizeof look_s, "look %d/%d: ", look, full->b.n_stages);
         snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
-        if (!st) st = run_jobs(c, jobs, nj, root, rank + 1, size, njobs, look_s, what, stopped);
+        if (!st) st = run_jobs(c, L.jobs, nj, root, rank + 1, size, njobs, look_s, what, stopped);
         st = mpi_sync(st, size);   /* every rank's cells of the look are done */
         cells[look - 1] = nj;
-        for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, jobs[q].cfg, &jobs[q].plan->cells[jobs[q].k], root);
+        for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, L.jobs[q].cfg, &L.jobs[q].plan->cells[L.jobs[q].k], root);
         for (int j = 0; !st && !*stopped && j < no; j++) {
             struct cli_common sub_c = *c;
             char out[4400];
@@ -589,7 +620,7 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
             sub_c.quiet = 1;
             sub_c.no_render = 1;
             if (!rank && epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
-            if (!st && !rank) st = write_tables(&sub_c, &sub[j], &plans[j], root, "staged", njobs);
+            if (!st && !rank) st = write_tables(&sub_c, &L.sub[j], &L.plans[j], root, "staged", njobs);
             st = mpi_sync(st, size);   /* rank 0's tables written: every rank judges them */
             json_t *one = json_array();
             json_array_append(one, which[j]->claim);
@@ -598,8 +629,9 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
             if (!st) st = judge(one, out, full->level, eq, &which[j]);
             json_decref(one);
         }
-        for (int j = 0; j < no && plans; j++) epar_exp_benchmark_plan_free(&plans[j]);
-        free(sub); free(plans); free(which); free(jobs); free(dirs);
+        look_free(&L);
+        free(which);
+        free(cls);
         if (*stopped) break;
         looks_run = look;
         for (int i = 0; i < n; i++) open_at[look - 1] += tc[i].open;
@@ -650,16 +682,14 @@ static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench
     json_t *claims = json_object_get(proto->root, "claims"), *cl;
     size_t ci;
     unsigned char (*fam)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
-    unsigned char (*all)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
-    if (!fam || !all) {
-        free(fam); free(all);
+    if (!fam) {
         return epar_err_set(EPAR_ENOMEM, "out of memory");
     }
     int nj, np, have, redo, *pending = malloc(((size_t)plan->n + 1) * sizeof *pending), trained = 0, fixed = 0;
     struct job *jobs = plan_jobs(first, plan, &nj);
     double w, est = 0;
     if (!jobs || !pending) {
-        free(fam); free(all); free(jobs); free(pending);
+        free(fam); free(jobs); free(pending);
         return epar_err_set(EPAR_ENOMEM, "out of memory");
     }
     pending_jobs(jobs, nj, root, 1, 1, njobs, pending, &np, &have, &redo, &w, &est);
@@ -687,34 +717,31 @@ static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench
     json_array_foreach(claims, ci, cl) {
         if (!epar_bench_stage_trained(cl)) continue;
         trained++;
-        if (!epar_bench_stage_families(full, cl, fam)) {
-            fixed++;
-            continue;
-        }
-        for (int t = 0; t < EPAR_BENCH_MAX_TASKS; t++)
-            for (int m = 0; m < EPAR_MECH_COUNT; m++) all[t][m] |= fam[t][m];
+        fixed += !epar_bench_stage_families(full, cl, fam);
     }
     printf("%d trained claims; %d read what more seeds do not change (the cost cell, the first seed's interventions) and "
            "are judged at look 1 only\n", trained, fixed);
-    for (int look = 2; look <= full->b.n_stages; look++) {   /* at most: every claim still open */
-        static struct epar_bench_cfg sub;
-        struct epar_bench_plan sp = {0};
-        int st = epar_bench_stage_restrict(full, (const unsigned char(*)[EPAR_MECH_COUNT])all, full->b.stages[look - 1], &sub);
-        if (!st) st = epar_bench_plan(&sub, &sp);
-        struct job *sj = st ? NULL : plan_jobs(&sub, &sp, &nj);
-        int *spn = sj ? malloc(((size_t)nj + 1) * sizeof *spn) : NULL;
+    json_t **ext = calloc(json_array_size(claims) + 1, sizeof *ext);
+    int next = 0;
+    json_array_foreach(claims, ci, cl) if (ext && epar_bench_stage_trained(cl) && epar_bench_stage_families(full, cl, fam))
+        ext[next++] = cl;
+    for (int look = 2; ext && look <= full->b.n_stages; look++) {   /* at most: every claim still open */
+        struct look L;
+        int st = look_collect(full, ext, next, full->b.stages[look - 1], &L);
+        int *spn = st ? NULL : malloc(((size_t)L.nj + 1) * sizeof *spn);
         if (spn) {
             est = 0;
-            pending_jobs(sj, nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
+            pending_jobs(L.jobs, L.nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
             fmt_time(est, e, sizeof e);
             printf("look %d: the cells of the claims still open at %d seeds: at most %d cells (%d done already), at most "
-                   "%s here\n", look, full->b.stages[look - 1], nj, have, e);
+                   "%s here\n", look, full->b.stages[look - 1], L.nj, have, e);
         }
-        free(sj); free(spn);
-        epar_exp_benchmark_plan_free(&sp);
+        free(spn);
+        look_free(&L);
         if (st) break;
     }
-    free(fam); free(all); free(jobs); free(pending);
+    free(ext);
+    free(fam); free(jobs); free(pending);
     return EPAR_OK;
 }
 
