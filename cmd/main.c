@@ -78,7 +78,7 @@ static int unknown_command(const char *name)
     epar_nearest_init(&near, name);
     for (const struct cmd_entry *c = epar_commands; c->name; c++) epar_nearest_add(&near, c->name);
     epar_nearest_add(&near, "help");
-    if (near.best) fprintf(stderr, "hint: did you mean 'epar %s'?\n", near.best);
+    if (near.best) fprintf(stderr, "hint: did you mean %s?\n", epar_nearest_text(&near, "epar "));
     else fputs("hint: see 'epar --help' for the commands\n", stderr);
     return 2;
 }

@@ -233,7 +233,7 @@ int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int arg
                 epar_nearest_init(&near, name);
                 for (struct opt *p = opts; p->type != OPT_END; p++)
                     if (p->type != OPT_GROUP) epar_nearest_add(&near, p->name);
-                if (near.best) fprintf(stderr, "hint: did you mean '--%s'?\n", near.best);
+                if (near.best) fprintf(stderr, "hint: did you mean %s?\n", epar_nearest_text(&near, "--"));
                 else fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
                 return 2;
             }

@@ -47,6 +47,19 @@ expect_exit 2 "mistyped run-all" -- "$EPAR" runall
 expect_grep "did you mean 'epar run-all'" "$T_TMP/err"
 expect_exit 2 "a word far from every command" -- "$EPAR" xyz
 if grep -q 'did you mean' "$T_TMP/err"; then fail "'xyz' got a suggestion"; else ok; fi
+# the same suggestion (lib/err epar_nearest) for a swap of two letters, a form, and a family of mechanisms
+expect_exit 2 "swapped letters" -- "$EPAR" trian
+expect_grep "^hint: did you mean 'epar train'\?" "$T_TMP/err"
+expect_exit 2 "mistyped form" -- "$EPAR" position-effect --form enhance --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'enhanced'\?" "$T_TMP/err"
+expect_exit 2 "a mechanism family (compare)" -- "$EPAR" compare --mechanisms epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_exit 2 "a mechanism family (train)" -- "$EPAR" train --mechanism epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_grep "floater-learned\)$" "$T_TMP/err"
+expect_exit 2 "a mechanism family (benchmark)" -- "$EPAR" benchmark --mechanisms epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_empty_dir "$T_TMP/hint" "a mistyped name writes nothing"
 expect_exit 0 "help help" -- "$EPAR" help help
 expect_grep '^usage: epar help' "$T_TMP/out"
 expect_exit 0 "help --help" -- "$EPAR" help --help
