@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
+#include "lib/mech.h"
+#include "lib/nnpos.h"
 #include "lib/posfx.h"
+#include "lib/protocol.h"
+#include "lib/tasks.h"
+#include "experiments/scale.h"
 #include "cli.h"
 
 /* the text a command prints for --help (stdout redirected into a temporary file while it runs) */
@@ -145,20 +151,235 @@ int cli_man(FILE *f)
     return ferror(f) ? 3 : 0;
 }
 
-/* the options of a command (from its --help), space-separated */
-static void command_options(const struct cmd_entry *c, char *out, size_t n)
+/* ---- completion ---- */
+
+/* One option of a command's --help: its names ("-m", "--mechanisms") and its argument ("LIST", "FILE"; "" for a
+ * flag). */
+struct comp_opt {
+    char shortn[8], longn[64], arg[32];
+};
+
+/* the options of a command, from its --help; their count (at most max) */
+static int command_options(const struct cmd_entry *c, struct comp_opt *o, int max)
 {
-    out[0] = '\0';
+    int n = 0;
     char *help = capture_help(c), *save = NULL;
     for (char *line = help ? strtok_r(help, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
-        char left[256], text[1024];
-        if (help_line(line, left, sizeof left, text, sizeof text) != 1) continue;
-        char *l = strstr(left, "--");
-        if (!l) continue;
-        l[strcspn(l, " ")] = '\0';
-        snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", l);
+        char left[256], text[1024], *tsave = NULL;
+        if (help_line(line, left, sizeof left, text, sizeof text) != 1 || n >= max) continue;
+        struct comp_opt *p = &o[n];
+        memset(p, 0, sizeof *p);
+        for (char *tok = strtok_r(left, " ", &tsave); tok; tok = strtok_r(NULL, " ", &tsave)) {
+            size_t l = strlen(tok);
+            if (l && tok[l - 1] == ',') tok[--l] = '\0';
+            if (!strncmp(tok, "--", 2)) snprintf(p->longn, sizeof p->longn, "%s", tok);
+            else if (tok[0] == '-') snprintf(p->shortn, sizeof p->shortn, "%s", tok);
+            else snprintf(p->arg, sizeof p->arg, "%s", tok);
+        }
+        if (p->longn[0]) n++;
     }
     free(help);
+    return n;
+}
+
+/* 1 when the command's usage line names arguments before its options ("usage: epar inspect CHECKPOINT... [...]") */
+static int takes_args(const struct cmd_entry *c)
+{
+    char *help = capture_help(c);
+    char head[128];
+    snprintf(head, sizeof head, "usage: epar %s ", c->name);
+    int yes = help && !strncmp(help, head, strlen(head)) && help[strlen(head)] >= 'A' && help[strlen(head)] <= 'Z';
+    free(help);
+    return yes;
+}
+
+/* The value lists of the completion, from the tables they are checked against: tasks (lib/tasks), mechanisms (every
+ * one for compare, scale's own three, the trainable ones elsewhere), forms, and from the protocol file that epar
+ * reads by default: its presets, the benchmark's budgets and tasks. */
+struct comp_values {
+    char tasks[512], mech_all[2048], mech_train[2048], mech_scale[128], forms[128];
+    char presets[256], budgets[256], bench_tasks[512];
+};
+
+static void add_word(char *buf, size_t n, const char *w)
+{
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " " : "", w);
+}
+
+static int comp_values(struct comp_values *v)
+{
+    memset(v, 0, sizeof *v);
+    for (int k = 0; k < EPAR_TASK_COUNT; k++) add_word(v->tasks, sizeof v->tasks, epar_task_table[k].id);
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        add_word(v->mech_all, sizeof v->mech_all, epar_mech_table[k].id);
+        if (epar_nnpos_trainable((enum epar_mech_id)k)) add_word(v->mech_train, sizeof v->mech_train, epar_mech_table[k].id);
+    }
+    for (int k = 0; k < EPAR_FORM_COUNT; k++) {
+        add_word(v->forms, sizeof v->forms, epar_posfx_form_name((enum epar_form)k));
+        const char *m = epar_exp_scale_mechanism_name((enum epar_form)k);
+        if (m && strcmp(m, "?")) add_word(v->mech_scale, sizeof v->mech_scale, m);
+    }
+    char buf[4096];
+    struct epar_protocol proto;
+    int st = epar_protocol_load(cli_default_protocol(buf, sizeof buf), &proto);
+    if (st) return cli_fail(st);
+    const char *names[32];
+    int np = epar_protocol_presets(&proto, names, 32);
+    for (int k = 0; k < np && k < 32; k++) add_word(v->presets, sizeof v->presets, names[k]);
+    json_t *bench = epar_protocol_section(&proto, "benchmark"), *t;
+    const char *key;
+    json_t *val;
+    json_object_foreach(json_object_get(bench, "budgets"), key, val) {
+        if (key[0] != '_') add_word(v->budgets, sizeof v->budgets, key);
+    }
+    size_t i;
+    json_array_foreach(json_object_get(bench, "tasks"), i, t) {
+        const char *id = json_string_value(json_object_get(t, "id"));
+        if (id) add_word(v->bench_tasks, sizeof v->bench_tasks, id);
+    }
+    epar_protocol_free(&proto);
+    return 0;
+}
+
+/* what the argument of option o of command c completes to: a word list (*list: a comma-separated list of them), or
+ * "" for files (*files = 1), or NULL for nothing (a number, a free string) */
+static const char *option_values(const struct cmd_entry *c, const struct comp_opt *o, const struct comp_values *v,
+                                 int *files, int *list)
+{
+    const char *l = o->longn + 2;
+    *files = !strcmp(o->arg, "FILE") || !strncmp(o->arg, "DIR", 3);
+    *list = !strcmp(o->arg, "LIST");
+    if (*files) return "";
+    if (!strcmp(l, "form")) return v->forms;
+    if (!strcmp(l, "preset")) return v->presets;
+    if (!strcmp(l, "budget") || !strcmp(l, "benchmark-budget")) return v->budgets;
+    if (!strcmp(l, "task")) return v->tasks;
+    if (!strcmp(l, "tasks")) return v->bench_tasks;
+    if (!strcmp(l, "mechanism") || !strcmp(l, "mechanisms"))
+        return !strcmp(c->name, "compare") ? v->mech_all : !strcmp(c->name, "scale") ? v->mech_scale : v->mech_train;
+    return NULL;
+}
+
+/* "-m|--mechanisms" */
+static void option_pattern(FILE *f, const struct comp_opt *o)
+{
+    if (o->shortn[0]) fprintf(f, "%s|", o->shortn);
+    fputs(o->longn, f);
+}
+
+#define COMP_MAX_OPTS 96
+
+static void completion_bash(FILE *f, const char *cmds, const struct comp_values *v)
+{
+    fprintf(f, "# bash completion for epar %s, generated by 'epar --completion bash' from its command table, the\n"
+               "# tables of tasks and mechanisms and the protocol's presets and budgets. Registered for 'epar' and\n"
+               "# './epar' (bash looks up any other path to the binary by its last part, 'epar').\n"
+               "_epar() {\n"
+               "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts= vals= files=0 list=0 args=0\n"
+               "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+               "        COMPREPLY=($(compgen -W \"%shelp --help --version --man --completion\" -- \"$cur\")); return\n"
+               "    fi\n"
+               "    case \"${COMP_WORDS[1]}\" in\n"
+               "        --completion) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"bash zsh\" -- \"$cur\")); "
+               "return ;;\n"
+               "        help) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"%shelp\" -- \"$cur\")); return ;;\n",
+            EPAR_VERSION, cmds, cmds);
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+        struct comp_opt o[COMP_MAX_OPTS];
+        int n = command_options(c, o, COMP_MAX_OPTS), any_value = 0;
+        fprintf(f, "        %s)\n            opts=\"", c->name);
+        for (int k = 0; k < n; k++) fprintf(f, "%s%s", k ? " " : "", o[k].longn);
+        fputs("\"\n", f);
+        /* a command that takes arguments besides its options (inspect CHECKPOINT...): files */
+        if (takes_args(c)) fputs("            args=1\n", f);
+        fputs("            case \"$prev\" in\n", f);
+        for (int k = 0; k < n; k++) {
+            int files, list;
+            const char *vals = option_values(c, &o[k], v, &files, &list);
+            if (!o[k].arg[0]) continue;
+            if (!files && !vals) {
+                any_value = 1;
+                continue;
+            }
+            fputs("                ", f);
+            option_pattern(f, &o[k]);
+            if (files) fputs(") files=1 ;;\n", f);
+            else fprintf(f, ") vals=\"%s\"; list=%d ;;\n", vals, list);
+        }
+        if (any_value) {   /* options whose value is a number or a free string: nothing to offer */
+            fputs("                ", f);
+            int first = 1;
+            for (int k = 0; k < n; k++) {
+                int files, list;
+                if (!o[k].arg[0] || option_values(c, &o[k], v, &files, &list)) continue;
+                if (!first) fputc('|', f);
+                first = 0;
+                option_pattern(f, &o[k]);
+            }
+            fputs(") return ;;\n", f);
+        }
+        fputs("            esac ;;\n", f);
+    }
+    fputs("        *) return ;;\n"
+          "    esac\n"
+          "    if [ \"$files\" = 1 ]; then compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return; fi\n"
+          "    if [ -n \"$vals\" ]; then\n"
+          "        local pre=\n"
+          "        if [ \"$list\" = 1 ] && [[ $cur == *,* ]]; then pre=${cur%,*},; fi\n"
+          "        COMPREPLY=($(compgen -P \"$pre\" -W \"$vals\" -- \"${cur##*,}\")); return\n"
+          "    fi\n"
+          "    if [ \"$args\" = 1 ] && [[ $cur != -* ]]; then\n"
+          "        compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return\n"
+          "    fi\n"
+          "    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+          "}\n"
+          "complete -F _epar epar ./epar\n", f);
+}
+
+static void zsh_quoted(FILE *f, const char *s)
+{
+    for (const char *p = s; *p; p++) fputs(*p == '\'' ? "'\\''" : *p == ':' ? "\\:" : (char[]){*p, 0}, f);
+}
+
+static void completion_zsh(FILE *f, const char *cmds, const struct comp_values *v)
+{
+    fprintf(f, "#compdef epar ./epar\n# zsh completion for epar %s, generated by 'epar --completion zsh' from its command "
+               "table\n"
+               "_epar() {\n"
+               "    if (( CURRENT == 2 )); then\n"
+               "        local -a cmds\n        cmds=(\n",
+            EPAR_VERSION);
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+        fprintf(f, "            '%s:", c->name);
+        zsh_quoted(f, c->summary);
+        fputs("'\n", f);
+    }
+    fprintf(f, "            'help:the list of commands, or the options of one'\n        )\n"
+               "        _describe 'epar command' cmds; return\n    fi\n"
+               "    case $words[2] in\n"
+               "        help) (( CURRENT == 3 )) && compadd %shelp; return ;;\n", cmds);
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+        struct comp_opt o[COMP_MAX_OPTS];
+        int n = command_options(c, o, COMP_MAX_OPTS);
+        fprintf(f, "        %s)\n            case $words[CURRENT-1] in\n", c->name);
+        for (int k = 0; k < n; k++) {
+            int files, list;
+            const char *vals = option_values(c, &o[k], v, &files, &list);
+            if (!o[k].arg[0]) continue;
+            fputs("                ", f);
+            option_pattern(f, &o[k]);
+            if (files) fputs(") _files; return ;;\n", f);
+            else if (vals && list) fprintf(f, ") _values -s , values %s; return ;;\n", vals);
+            else if (vals) fprintf(f, ") compadd -- %s; return ;;\n", vals);
+            else fputs(") return ;;\n", f);
+        }
+        fputs("            esac\n", f);
+        if (takes_args(c)) fputs("            [[ $PREFIX != -* ]] && { _files; return }\n", f);
+        fputs("            compadd --", f);
+        for (int k = 0; k < n; k++) fprintf(f, " %s", o[k].longn);
+        fputs(" ;;\n", f);
+    }
+    fputs("    esac\n}\n_epar \"$@\"\n", f);
 }
 
 int cli_completion(FILE *f, const char *shell)
@@ -166,53 +387,10 @@ int cli_completion(FILE *f, const char *shell)
     char cmds[1024] = "";
     for (const struct cmd_entry *c = epar_commands; c->name; c++)
         snprintf(cmds + strlen(cmds), sizeof cmds - strlen(cmds), "%s ", c->name);
-    char forms[128] = "";
-    for (int k = 0; k < EPAR_FORM_COUNT; k++)
-        snprintf(forms + strlen(forms), sizeof forms - strlen(forms), "%s%s", k ? " " : "",
-                 epar_posfx_form_name((enum epar_form)k));
-    static char opts[64][2048];
-    int n = 0;
-    for (const struct cmd_entry *c = epar_commands; c->name && n < 64; c++, n++) command_options(c, opts[n], sizeof opts[n]);
-    if (!strcmp(shell, "bash")) {
-        fprintf(f, "# bash completion for epar %s, generated by 'epar --completion bash' from its command table\n"
-                   "_epar() {\n"
-                   "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts=\n"
-                   "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
-                   "        COMPREPLY=($(compgen -W \"%shelp --help --version\" -- \"$cur\")); return\n"
-                   "    fi\n"
-                   "    case \"$prev\" in\n"
-                   "        --protocol|--out|-o|--resume|--golden) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
-                   "        --form) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return ;;\n"
-                   "    esac\n"
-                   "    case \"${COMP_WORDS[1]}\" in\n"
-                   "        help) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"%shelp\" -- \"$cur\")); return ;;\n",
-                EPAR_VERSION, cmds, forms, cmds);
-        n = 0;
-        for (const struct cmd_entry *c = epar_commands; c->name; c++, n++)
-            fprintf(f, "        %s) opts=\"%s --help\" ;;\n", c->name, opts[n]);
-        fputs("    esac\n    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n}\ncomplete -F _epar epar\n", f);
-    } else {
-        fprintf(f, "#compdef epar\n# zsh completion for epar %s, generated by 'epar --completion zsh' from its command "
-                   "table\n"
-                   "_epar() {\n"
-                   "    if (( CURRENT == 2 )); then\n"
-                   "        local -a cmds\n        cmds=(\n",
-                EPAR_VERSION);
-        for (const struct cmd_entry *c = epar_commands; c->name; c++) {
-            fprintf(f, "            '%s:", c->name);
-            for (const char *p = c->summary; *p; p++) fputs(*p == '\'' ? "'\\''" : *p == ':' ? "\\:" : (char[]){*p, 0}, f);
-            fputs("'\n", f);
-        }
-        fputs("            'help:the list of commands, or the options of one'\n        )\n"
-              "        _describe 'epar command' cmds; return\n    fi\n"
-              "    case $words[CURRENT-1] in\n"
-              "        --protocol|--out|-o|--resume|--golden) _files; return ;;\n", f);
-        fprintf(f, "        --form) compadd %s; return ;;\n    esac\n    case $words[2] in\n"
-                   "        help) (( CURRENT == 3 )) && compadd %shelp; return ;;\n", forms, cmds);
-        n = 0;
-        for (const struct cmd_entry *c = epar_commands; c->name; c++, n++)
-            fprintf(f, "        %s) compadd -- %s --help ;;\n", c->name, opts[n]);
-        fputs("    esac\n}\n_epar \"$@\"\n", f);
-    }
+    struct comp_values v;
+    int rc = comp_values(&v);
+    if (rc) return rc;
+    if (!strcmp(shell, "bash")) completion_bash(f, cmds, &v);
+    else completion_zsh(f, cmds, &v);
     return ferror(f) ? 3 : 0;
 }

@@ -113,6 +113,35 @@ comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
 [ "$(comp epar posit)" = position-effect ] && ok || fail "bash completion of 'epar posit': '$(comp epar posit)'"
 [ "$(comp epar compare --mech)" = --mechanisms ] && ok || fail "bash completion of 'compare --mech': '$(comp epar compare --mech)'"
 [ "$(comp epar position-effect --form e)" = enhanced ] && ok || fail "bash completion of '--form e'"
+# values (issue 52): tasks, trainable mechanisms, budgets, presets, from the tables the commands check against (their
+# error hints list the same names); files for inspect's checkpoints; --help once; registered for epar and ./epar
+tasks=$("$EPAR" train --task zz 2>&1 | sed -n 's/^hint: tasks: //p' | sed 's/, / /g')
+[ -n "$tasks" ] && [ "$(comp ./epar train --task '')" = "$tasks" ] && ok ||
+    fail "bash completion of 'train --task ': '$(comp ./epar train --task '')', want '$tasks'"
+mechs=$("$EPAR" train --mechanism zz 2>&1 | sed -n 's/^hint: training supports: //p' | sed 's/, / /g')
+[ -n "$mechs" ] && [ "$(comp epar train --mechanism '')" = "$mechs" ] && ok ||
+    fail "bash completion of 'train --mechanism ': '$(comp epar train --mechanism '' | head -c 100)', want the trainable ids"
+[ "$(comp epar benchmark -m '')" = "$mechs" ] && ok || fail "bash completion of 'benchmark -m ': not the trainable ids"
+[ "$(comp epar train --mechanism epar)" = "epar-basic epar-enhanced" ] && ok || fail "bash completion of '--mechanism epar'"
+[ "$(comp epar benchmark --mechanisms none,ali)" = "none,alibi none,alibi-learned" ] && ok ||
+    fail "bash completion of a list item: '$(comp epar benchmark --mechanisms none,ali)'"
+[ "$(comp epar compare --mechanisms tup)" = tupe ] && ok || fail "compare offers every mechanism (tupe): '$(comp epar compare --mechanisms tup)'"
+[ -z "$(comp epar train --mechanism tup)" ] && ok || fail "train offers an untrainable mechanism: '$(comp epar train --mechanism tup)'"
+budgets=$(python3 -c 'import json; print(" ".join(k for k in json.load(open("paper_protocol.json"))["experiments"]["benchmark"]["budgets"] if k[0] != "_"))')
+presets=$(python3 -c 'import json; print(" ".join(json.load(open("paper_protocol.json"))["presets"]))')
+[ "$(comp epar benchmark --budget '')" = "$budgets" ] && ok || fail "bash completion of '--budget ': '$(comp epar benchmark --budget '')', want '$budgets'"
+[ "$(comp epar run-all --benchmark-budget q)" = quick ] && ok || fail "bash completion of '--benchmark-budget q'"
+[ "$(comp epar position-effect --preset '')" = "$presets" ] && ok || fail "bash completion of '--preset ': '$(comp epar position-effect --preset '')'"
+mkdir -p "$T_TMP/ck/run" && : > "$T_TMP/ck/run/checkpoint.bin"
+[ "$(comp epar inspect "$T_TMP/ck/run/che")" = "$T_TMP/ck/run/checkpoint.bin" ] && ok || fail "inspect's checkpoint: no file offered"
+[ -z "$(comp epar inspect --item '')" ] && ok || fail "inspect --item offers something: '$(comp epar inspect --item '')'"
+[ "$(comp epar train -- | tr ' ' '\n' | grep -c -x -- --help)" = 1 ] && ok || fail "train's --help offered other than once"
+for c in $cmds; do
+    n=$(comp epar "$c" -- | tr ' ' '\n' | sort | uniq -d | head -3)
+    [ -z "$n" ] && ok || fail "bash completion of '$c --' repeats: $n"
+done
+reg=$(bash -c 'source "$1"; complete -p epar; complete -p ./epar' _ "$inst/usr/share/bash-completion/completions/epar" 2>&1)
+[ "$(echo "$reg" | grep -c -- '-F _epar')" = 2 ] && ok || fail "completion not registered for epar and ./epar: $reg"
 if command -v zsh >/dev/null; then zsh -n "$inst/usr/share/zsh/site-functions/_epar" && ok || fail "zsh -n _epar"
 else echo "# skip (not counted): zsh is not installed, _epar was not parsed"; fi
 # the installed binary, run outside the source tree, names its own protocol copy as the default
