@@ -139,6 +139,9 @@ struct cmd_entry {
     const char *section;                /* paper section */
     const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
+    /* examples, pairs of a command line and what it does, NULL-terminated: --help, the manual page's EXAMPLES and
+     * tests/cli/test_docs_commands.sh (which runs or parses them) read them */
+    const char *const *examples;
 };
 extern const struct cmd_entry epar_command_table[]; /* cmd/commands.c */
 /* the table as the commands that read it see it (run-all, docgen): cmd/main.c sets it to epar_command_table, so

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "lib/err.h"
 #include "lib/mech.h"
 #include "lib/nnpos.h"
 #include "lib/posfx.h"
@@ -93,13 +94,142 @@ static void roff_option(FILE *f, const char *left)
     }
 }
 
+/* ---- the manual page ---- */
+
+/* A command's --help as groups of options: a group title ("Common options") and its options (left part, text). */
+#define MAN_MAX_GROUPS 12
+#define MAN_MAX_OPTS 48
+struct man_opt {
+    char left[256], text[1024];
+};
+struct man_group {
+    char title[256];
+    int n;
+    struct man_opt o[MAN_MAX_OPTS];
+};
+struct man_help {
+    int n;
+    struct man_group g[MAN_MAX_GROUPS];
+};
+
+static void parse_help(const struct cmd_entry *c, struct man_help *h)
+{
+    memset(h, 0, sizeof *h);
+    char *help = capture_help(c), *save = NULL;
+    struct man_group *g = NULL;
+    for (char *line = help ? strtok_r(help, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+        char left[256], text[1024];
+        int k = help_line(line, left, sizeof left, text, sizeof text);
+        if (k == 2 && h->n < MAN_MAX_GROUPS && strcmp(left, "Examples")) {
+            g = &h->g[h->n++];
+            snprintf(g->title, sizeof g->title, "%s", left);
+        } else if (k == 2) {
+            g = NULL;   /* Examples: the EXAMPLES section has them */
+        } else if (k == 1 && g && g->n < MAN_MAX_OPTS && strcmp(left, "-h, --help")) {
+            char *here = strstr(text, "; here: "); /* the path this binary resolves now: not for the manual */
+            if (here) strcpy(here, ")");
+            snprintf(g->o[g->n].left, sizeof g->o[g->n].left, "%s", left);
+            snprintf(g->o[g->n].text, sizeof g->o[g->n].text, "%s", text);
+            g->n++;
+        }
+    }
+    free(help);
+}
+
+static void man_option(FILE *f, const struct man_opt *o)
+{
+    fputs(".TP\n", f);
+    roff_option(f, o->left);
+    fputc('\n', f);
+    roff(f, o->text, 0);
+    fputc('\n', f);
+}
+
+/* the first command (in table order) whose --help has a group of this title, and that group; a group found in more
+ * than one command is "shared": the manual gives it once, under OPTIONS SHARED BY THE COMMANDS */
+static const struct man_group *shared_group(const struct man_help *all, int ncmd, const char *title, int *count)
+{
+    const struct man_group *first = NULL;
+    *count = 0;
+    for (int c = 0; c < ncmd; c++)
+        for (int k = 0; k < all[c].n; k++)
+            if (!strcmp(all[c].g[k].title, title)) {
+                if (!first) first = &all[c].g[k];
+                ++*count;
+            }
+    return first;
+}
+
+static const struct man_opt *find_opt(const struct man_group *g, const char *left)
+{
+    for (int k = 0; k < g->n; k++)
+        if (!strcmp(g->o[k].left, left)) return &g->o[k];
+    return NULL;
+}
+
+/* the long name of an option ("--out" of "-o, --out DIR") */
+static void man_long_name(FILE *f, const char *left)
+{
+    const char *l = strstr(left, "--");
+    if (!l) l = left;
+    char name[96];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(l, " "), l);
+    fputs("\\fB", f);
+    roff(f, name, 1);
+    fputs("\\fR", f);
+}
+
+/* a command's group: the whole group, or for a shared one the options it takes as the shared text has them (by
+ * name), then in full those it takes with another text or that the shared group lacks */
+static void man_command_group(FILE *f, const struct man_group *g, const struct man_group *shared, int nshared)
+{
+    fputs(".TP\n.I ", f);
+    roff(f, g->title, 0);
+    fputc('\n', f);
+    if (nshared < 2) {
+        fputs("\n", f);
+        for (int k = 0; k < g->n; k++) man_option(f, &g->o[k]);
+        return;
+    }
+    int same = 0;
+    for (int k = 0; k < g->n; k++) {
+        const struct man_opt *s = find_opt(shared, g->o[k].left);
+        same += s && !strcmp(s->text, g->o[k].text);
+    }
+    if (same == shared->n && same == g->n) fputs("all of them, as under \\fBOPTIONS SHARED BY THE COMMANDS\\fR\n", f);
+    else if (same) {
+        fputs(same == shared->n ? "all of them, as under \\fBOPTIONS SHARED BY THE COMMANDS\\fR" : "", f);
+        if (same < shared->n) {
+            int first = 1;
+            for (int k = 0; k < g->n; k++) {
+                const struct man_opt *s = find_opt(shared, g->o[k].left);
+                if (!s || strcmp(s->text, g->o[k].text)) continue;
+                fputs(first ? "" : ", ", f);
+                first = 0;
+                man_long_name(f, g->o[k].left);
+            }
+            fputs(" as under \\fBOPTIONS SHARED BY THE COMMANDS\\fR", f);
+        }
+        fputs(same < g->n ? ", and:\n" : "\n", f);
+    } else fputs("\n", f);
+    for (int k = 0; k < g->n; k++) {
+        const struct man_opt *s = find_opt(shared, g->o[k].left);
+        if (!s || strcmp(s->text, g->o[k].text)) man_option(f, &g->o[k]);
+    }
+}
+
 int cli_man(FILE *f)
 {
+    int ncmd = 0;
+    for (const struct cmd_entry *c = epar_commands; c->name; c++) ncmd++;
+    struct man_help *all = calloc((size_t)ncmd, sizeof *all);
+    if (!all) return cli_fail(epar_err_set(EPAR_ENOMEM, "out of memory for the manual page"));
+    for (int i = 0; i < ncmd; i++) parse_help(&epar_commands[i], &all[i]);
     fprintf(f, ".\\\" epar(1), generated by 'epar --man' from the command table and each command's --help\n"
                ".TH EPAR 1 \"\" \"epar %s\" \"User Commands\"\n"
                ".SH NAME\nepar \\- reproduce and audit the analyses of the EPAR paper, and compare position mechanisms\n"
                ".SH SYNOPSIS\n.B epar\n.I command\n.RI [ options ]\n.br\n.B epar help\n.RI [ command ]\n.br\n"
-               ".B epar \\-\\-version\n"
+               ".B epar \\-\\-version\n.br\n.B epar \\-\\-man\n.br\n.B epar \\-\\-completion\n.BR bash | zsh\n"
                ".SH DESCRIPTION\n"
                "epar reproduces every analysis of the paper \"EPAR: Explicit Position-Attention Relationship for "
                "Interpretable Long-Range Attention in Transformers\", audits its reported numbers against rules fixed "
@@ -107,47 +237,71 @@ int cli_man(FILE *f)
                "writes its section folder under the output root (default \\fIoutput/\\fR) as a whole: a run replaces "
                "the folder, a failed or interrupted run leaves the old one untouched.\n"
                ".SH COMMANDS\n", EPAR_VERSION);
-    for (const struct cmd_entry *c = epar_commands; c->name; c++) {
+    for (int i = 0; i < ncmd; i++) {
+        const struct cmd_entry *c = &epar_commands[i];
         fprintf(f, ".SS %s\n", c->name);
         roff(f, c->summary, 0);
         fprintf(f, " (%s; writes \\fIoutput/", c->section);
         roff(f, cli_command_folder(c), 0);
         fputc('/', f);
         fputs("\\fR).\n", f);
-        char *help = capture_help(c), *save = NULL;
-        for (char *line = help ? strtok_r(help, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
-            char left[256], text[1024];
-            int k = help_line(line, left, sizeof left, text, sizeof text);
-            if (k == 2) {
-                fputs(".TP\n.I ", f);
-                roff(f, left, 0);
-                fputc('\n', f);
-            } else if (k == 1 && strcmp(left, "-h, --help")) {
-                char *here = strstr(text, "; here: "); /* the path this binary resolves now: not for the manual */
-                if (here) strcpy(here, ")");
-                fputs(".TP\n", f);
-                roff_option(f, left);
-                fputc('\n', f);
-                roff(f, text, 0);
-                fputc('\n', f);
-            }
+        for (int k = 0; k < all[i].n; k++) {
+            int count;
+            const struct man_group *sh = shared_group(all, ncmd, all[i].g[k].title, &count);
+            man_command_group(f, &all[i].g[k], sh, count);
         }
-        free(help);
     }
     fputs(".SS help\nThe list of commands, or with a command name its options (as \\fBepar\\fR \\fIcommand\\fR "
-          "\\fB\\-\\-help\\fR).\n"
-          ".SH EXIT STATUS\n.TP\n0\nok\n.TP\n1\nran, but a check failed (e.g. \\fBrun-all \\-\\-check\\fR found a "
+          "\\fB\\-\\-help\\fR).\n", f);
+    /* the groups found in several commands, once each (as the first command in the table has them) */
+    fputs(".SH OPTIONS SHARED BY THE COMMANDS\nEvery command takes \\fB\\-h\\fR, \\fB\\-\\-help\\fR. "
+          "Command-line values override the protocol's.\n", f);
+    for (int i = 0; i < ncmd; i++)
+        for (int k = 0; k < all[i].n; k++) {
+            int count;
+            const struct man_group *sh = shared_group(all, ncmd, all[i].g[k].title, &count);
+            if (count < 2 || sh != &all[i].g[k]) continue;
+            fputs(".SS ", f);
+            roff(f, sh->title, 0);
+            fputs("\n", f);
+            for (int q = 0; q < sh->n; q++) man_option(f, &sh->o[q]);
+        }
+    fputs(".SH EXIT STATUS\n.TP\n0\nok\n.TP\n1\nran, but a check failed (e.g. \\fBrun-all \\-\\-check\\fR found a "
           "regression)\n.TP\n2\nusage error: unknown command or option, invalid value\n.TP\n3\ninput/output or "
           "protocol-file error\n.TP\n4\nresource limit: the requested size does not fit in memory\n.TP\n130, 143, 129\n"
-          "interrupted by SIGINT, SIGTERM, SIGHUP\n"
+          "interrupted by SIGINT, SIGTERM, SIGHUP (one line says so; no partial output is left)\n", f);
+    /* every variable epar reads (grep getenv), and OMP_NUM_THREADS, which libgomp reads for it */
+    fputs(".SH ENVIRONMENT\n"
+          ".TP\n.B OPENBLAS_CORETYPE\nthe OpenBLAS kernel (e.g. Haswell, Zen, SkylakeX; \\fBepar \\-\\-version\\fR "
+          "names the one in use). Decisions and verdicts are the same under every kernel; CSVs can differ in the 12th "
+          "digit. Unset on a CPU with AVX-512 whose kernel OpenBLAS chose without it, \\fBepar scale\\fR re-executes "
+          "itself once with SkylakeX.\n"
+          ".TP\n.B OMP_NUM_THREADS\nthreads when \\fB\\-\\-jobs\\fR is not given (default: all cores); results do not "
+          "depend on it.\n"
+          ".TP\n.BR OMP_WAIT_POLICY \", \" GOMP_SPINCOUNT\nhow idle OpenMP threads wait. When neither is set, epar "
+          "re-executes itself once at start with \\fBOMP_WAIT_POLICY=passive\\fR (libgomp reads it before main), so "
+          "threads sleep instead of spinning.\n"
+          ".TP\n.B TMPDIR\nwhere temporary folders go (\\fBrun-all \\-\\-check\\fR; default \\fI/tmp\\fR).\n"
+          ".TP\n.B PATH\nwhere \\fBgnuplot\\fR (figures) and \\fBbible\\fR (the text of \\fBtrain \\-\\-task lm\\fR, "
+          "package bible-kjv) are found.\n"
+          ".TP\n.B LD_PRELOAD\nread only to notice valgrind (then no re-execution for OMP_WAIT_POLICY).\n"
+          ".TP\n.B EPAR_BLAS_REEXEC\nset by \\fBepar scale\\fR for the copy of itself it re-executes; not for users.\n"
           ".SH FILES\n.TP\n.I paper_protocol.json\nthe protocol (presets, experiment sizes, seeds, claims under audit): "
           "\\fI./paper_protocol.json\\fR if present, else the copy installed with epar (\\fIPREFIX/share/epar/\\fR)\n"
           ".TP\n.I output/index.html\nthe report a reviewer reads: verdicts, claims by paper section beside their "
           "figures\n.TP\n.I output/report/REPORT.html\nthe full report (also as REPORT.md) and \\fIclaims.csv\\fR, the "
           "audit in full precision\n"
-          ".SH EXAMPLES\n.nf\nepar position\\-effect \\-\\-gamma 0.5\nepar compare \\-\\-mechanisms none,alibi,rope\n"
-          "epar run\\-all\nepar run\\-all \\-\\-check\n.fi\n"
-          ".SH SEE ALSO\n.BR gnuplot (1)\n", f);
+          ".SH EXAMPLES\n", f);
+    for (int i = 0; i < ncmd; i++)
+        for (const char *const *e = epar_commands[i].examples; e && e[0] && e[1]; e += 2) {
+            fputs(".TP\n.B ", f);
+            roff(f, e[0], 1);
+            fputc('\n', f);
+            roff(f, e[1], 0);
+            fputc('\n', f);
+        }
+    fputs(".SH SEE ALSO\n.BR gnuplot (1)\n", f);
+    free(all);
     return ferror(f) ? 3 : 0;
 }
 

@@ -351,6 +351,10 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
     fputs("  ", f);
     cli_pad(f, "-h, --help", 31);
     fputs("show this help\n", f);
+    if (ce && ce->examples) {
+        fputs("\nExamples:\n", f);
+        for (const char *const *e = ce->examples; e[0] && e[1]; e += 2) fprintf(f, "  %s\n      %s\n", e[0], e[1]);
+    }
     fputs("\nExit codes: 0 ok, 1 a check failed, 2 usage error, 3 input/output or protocol error, 4 resource limit.\n", f);
 }
 

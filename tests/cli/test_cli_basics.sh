@@ -105,6 +105,20 @@ if command -v man >/dev/null; then
     expect_grep '^EPAR\(1\)' "$T_TMP/man.txt"
     expect_grep '^ +-m, --mechanisms LIST' "$T_TMP/man.txt"
     if grep -q -i 'warning' "$T_TMP/man.err"; then fail "man -l warns: $(head -c 200 "$T_TMP/man.err")"; else ok; fi
+    # issue 52: EXAMPLES for every command, an ENVIRONMENT section, the shared options once
+    sed -n '/^EXAMPLES/,/^SEE ALSO/p' "$T_TMP/man.txt" > "$T_TMP/man.ex"
+    for c in $cmds; do
+        grep -q "^ *epar $c\( \|\$\)" "$T_TMP/man.ex" && ok || fail "epar.1 has no example of '$c'"
+    done
+    sed -n '/^ENVIRONMENT/,/^FILES/p' "$T_TMP/man.txt" > "$T_TMP/man.env"
+    # every variable the code reads (getenv), and OMP_NUM_THREADS, which libgomp reads for it
+    for v in OMP_NUM_THREADS $(grep -rho 'getenv("[A-Z_]*")' lib cmd experiments | sed 's/getenv("\(.*\)")/\1/' | sort -u); do
+        grep -q "$v" "$T_TMP/man.env" && ok || fail "epar.1's ENVIRONMENT does not name $v"
+    done
+    n=$(grep -c -E '^ +--protocol FILE$' "$T_TMP/man.txt")
+    [ "$n" = 1 ] && ok || fail "epar.1 gives --protocol $n times (the shared options once)"
+    n=$(grep -c -E '^ +--gamma X$' "$T_TMP/man.txt")
+    [ "$n" -le 3 ] && ok || fail "epar.1 gives --gamma $n times (the model parameters once, beside the commands whose text differs)"
 else
     echo "# skip (not counted): man is not installed, epar.1 was not rendered"
 fi
