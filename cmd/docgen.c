@@ -376,7 +376,11 @@ static int comp_values(struct comp_values *v)
     char buf[4096];
     struct epar_protocol proto;
     int st = epar_protocol_load(cli_default_protocol(buf, sizeof buf), &proto);
-    if (st) return cli_fail(st);
+    if (st) {
+        epar_err_hint("the completion offers the protocol's presets, budgets and benchmark tasks: run 'epar --completion' "
+                      "where paper_protocol.json is, or from an installed epar (make install)");
+        return cli_fail(st);
+    }
     const char *names[32];
     int np = epar_protocol_presets(&proto, names, 32);
     for (int k = 0; k < np && k < 32; k++) add_word(v->presets, sizeof v->presets, names[k]);

@@ -154,6 +154,11 @@ for c in $cmds; do
     n=$(comp epar "$c" -- | tr ' ' '\n' | sort | uniq -d | head -3)
     [ -z "$n" ] && ok || fail "bash completion of '$c --' repeats: $n"
 done
+# without a protocol to read the presets and budgets from: one error line, exit 3, nothing on stdout
+mkdir -p "$T_TMP/noproto" && cp "$EPAR" "$T_TMP/noproto/epar"
+expect_exit 3 "--completion without a protocol" -- bash -c 'cd "$1" && ./epar --completion bash' _ "$T_TMP/noproto"
+expect_error_line "cannot read protocol" "--completion without a protocol"
+[ ! -s "$T_TMP/out" ] && ok || fail "--completion without a protocol printed a partial script"
 reg=$(bash -c 'source "$1"; complete -p epar; complete -p ./epar' _ "$inst/usr/share/bash-completion/completions/epar" 2>&1)
 [ "$(echo "$reg" | grep -c -- '-F _epar')" = 2 ] && ok || fail "completion not registered for epar and ./epar: $reg"
 if command -v zsh >/dev/null; then zsh -n "$inst/usr/share/zsh/site-functions/_epar" && ok || fail "zsh -n _epar"
