@@ -81,6 +81,9 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
  * cmd/main.c removes the folders it created that the command left empty. cli_resolve calls it first, so every
  * command that resolves a protocol checks its --out; inspect calls it itself. */
 int cli_check_out(const char **out);
+/* The protocol file used when --protocol is not given: ./paper_protocol.json, else the copy installed beside the
+ * executable (../share/epar/); buf holds the path when it is not the first */
+const char *cli_default_protocol(char *buf, size_t n);
 /* Check --out (cli_check_out), load the protocol (from --protocol, ./paper_protocol.json or the installed copy),
  * resolve the params of `experiment` and apply the command-line overrides; validate. Returns 0 or an exit code
  * (printed). */
@@ -136,6 +139,9 @@ struct cmd_entry {
     const char *section;                /* paper section */
     const char *folder;                 /* output sub-folder of a row without exp */
     const char *summary;
+    /* examples, pairs of a command line and what it does, NULL-terminated: --help, the manual page's EXAMPLES and
+     * tests/cli/test_docs_commands.sh (which runs or parses them) read them */
+    const char *const *examples;
 };
 extern const struct cmd_entry epar_command_table[]; /* cmd/commands.c */
 /* the table as the commands that read it see it (run-all, docgen): cmd/main.c sets it to epar_command_table, so

@@ -115,7 +115,7 @@ int cmd_inspect(int argc, char **argv)
         {"mask-heads", 0, OPT_STRING, &o.mask_heads, "L.H,..", "zero these heads' outputs (layer.head, from 0), e.g. 0.1,1.3", 0},
         {"boost", 0, OPT_DOUBLE, &o.boost, "X", "multiply the answer-relevant keys' attention weights in the last layer by X > 0 (004:716)", 0},
         {"boost-renorm", 0, OPT_FLAG, &o.boost_renorm, NULL, "renormalise the boosted rows (= ln X added to those logits); default: as written, rows no longer sum to 1", 0},
-        {"eval-items", 0, OPT_INT, &interv_items, "N", "evaluation items of intervention.csv (default 256)", 0},
+        {"eval-items", 0, OPT_INT, &interv_items, "N", "evaluation items of intervention.csv (default 256, or the whole set when smaller; more than the set is an error)", 0},
         {"What to write", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"layers", 0, OPT_STRING, &layers, "L,..", "only these layers (from 0; default all)", 0},
         {"heads", 0, OPT_STRING, &heads, "H,..", "only these heads (from 0; default all)", 0},
@@ -149,7 +149,7 @@ int cmd_inspect(int argc, char **argv)
                                                 : "option '--eval-items' needs '--mask-heads' or '--boost' (got %d)",
                                interv_items);
     if (o.mask_heads && !*o.mask_heads) return cli_usage_error("invalid value for --mask-heads: '' (expected L.H,...)");
-    o.interv_items = interv_items;
+    o.interv_items = cli_seen(opts, "eval-items") ? interv_items : 0;   /* 0: 256, or the whole set when smaller */
     if (layers && (rc = parse_indices("layers", layers, o.layers, &o.n_layers))) return rc;
     if (heads && (rc = parse_indices("heads", heads, o.heads, &o.n_heads))) return rc;
     o.item = item;

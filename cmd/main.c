@@ -55,16 +55,25 @@ static void version(void)
     printf("jansson %s\n", jansson_version_str());
 }
 
-/* SIGINT/SIGTERM/SIGHUP: stop gnuplot children, remove temp files and staging folders, exit 128+sig.
- * Only async-signal-safe calls; it may run in any thread (OpenMP workers too), and only once. */
+/* SIGINT/SIGTERM/SIGHUP: stop gnuplot children, remove temp files and staging folders, say so in one line on
+ * stderr, exit 128+sig. Only async-signal-safe calls (write(2), no stdio); it may run in any thread (OpenMP workers
+ * too), and only once. */
 static void on_signal(int sig)
 {
     static int entered;
     if (__atomic_exchange_n(&entered, 1, __ATOMIC_SEQ_CST))
         for (;;) pause(); /* a second signal: the first handler is cleaning up and will exit */
     epar_plot_kill_all();
-    epar_out_abort_all();
+    int committed = epar_out_abort_all();
     epar_out_release();
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+    const char *what = committed ? "; the output folder being put into place was completed first, no partial output "
+                                   "was left\n"
+                                 : "; unfinished output removed, no partial output was left\n";
+    ssize_t w = write(STDERR_FILENO, "epar: interrupted by ", 21);
+    w += write(STDERR_FILENO, name, strlen(name));
+    w += write(STDERR_FILENO, what, strlen(what));
+    (void)w;
     _exit(128 + sig);
 }
 
@@ -78,7 +87,7 @@ static int unknown_command(const char *name)
     epar_nearest_init(&near, name);
     for (const struct cmd_entry *c = epar_commands; c->name; c++) epar_nearest_add(&near, c->name);
     epar_nearest_add(&near, "help");
-    if (near.best) fprintf(stderr, "hint: did you mean 'epar %s'?\n", near.best);
+    if (near.best) fprintf(stderr, "hint: did you mean %s?\n", epar_nearest_text(&near, "epar "));
     else fputs("hint: see 'epar --help' for the commands\n", stderr);
     return 2;
 }

@@ -233,7 +233,7 @@ int cli_parse_args(const char *cmd, const char *usage, struct opt *opts, int arg
                 epar_nearest_init(&near, name);
                 for (struct opt *p = opts; p->type != OPT_END; p++)
                     if (p->type != OPT_GROUP) epar_nearest_add(&near, p->name);
-                if (near.best) fprintf(stderr, "hint: did you mean '--%s'?\n", near.best);
+                if (near.best) fprintf(stderr, "hint: did you mean %s?\n", epar_nearest_text(&near, "--"));
                 else fprintf(stderr, "hint: see 'epar %s --help'\n", cmd);
                 return 2;
             }
@@ -312,7 +312,6 @@ void cli_pad(FILE *f, const char *s, size_t width)
     do fputc(' ', f); while (++w < width);
 }
 
-static const char *default_protocol(char *buf, size_t n);
 
 const char *cli_command_folder(const struct cmd_entry *e) { return e->exp ? e->exp->folder : e->folder; }
 
@@ -339,12 +338,12 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
         else
             snprintf(left, sizeof left, "    --%s%s%s", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
         fputs("  ", f);
-        cli_pad(f, left, 31);
+        cli_pad(f, left, cli_text_width(left) + 2 > 31 ? cli_text_width(left) + 2 : 31);   /* two spaces at least */
         if (!strcmp(p->name, "protocol") && p->type == OPT_STRING) {
             /* the default as this binary resolves it: ./paper_protocol.json, else the installed copy */
             char buf[4200];
             fprintf(f, "protocol file (default: ./paper_protocol.json if present, else the copy installed with epar; "
-                       "here: %s)\n", default_protocol(buf, sizeof buf));
+                       "here: %s)\n", cli_default_protocol(buf, sizeof buf));
             continue;
         }
         fprintf(f, "%s\n", p->help);
@@ -352,11 +351,14 @@ void cli_help(FILE *f, const char *cmd, const char *usage, const struct opt *opt
     fputs("  ", f);
     cli_pad(f, "-h, --help", 31);
     fputs("show this help\n", f);
+    if (ce && ce->examples) {
+        fputs("\nExamples:\n", f);
+        for (const char *const *e = ce->examples; e[0] && e[1]; e += 2) fprintf(f, "  %s\n      %s\n", e[0], e[1]);
+    }
     fputs("\nExit codes: 0 ok, 1 a check failed, 2 usage error, 3 input/output or protocol error, 4 resource limit.\n", f);
 }
 
-/* ./paper_protocol.json, else the copy installed beside the executable */
-static const char *default_protocol(char *buf, size_t n)
+const char *cli_default_protocol(char *buf, size_t n)
 {
     if (access("paper_protocol.json", R_OK) == 0) return "paper_protocol.json";
     char exe[4096];
@@ -424,7 +426,7 @@ int cli_resolve(struct cli_common *c, const struct opt *opts, const char *experi
     int rc = cli_check_out(&c->out);   /* first: nothing is worth resolving for a folder that cannot be written */
     if (rc) return rc;
     char buf[4200];
-    const char *path = c->protocol ? c->protocol : default_protocol(buf, sizeof buf);
+    const char *path = c->protocol ? c->protocol : cli_default_protocol(buf, sizeof buf);
     int st = epar_protocol_load(path, proto);
     if (st) return cli_fail(st);
     st = epar_protocol_params(proto, experiment, c->preset, prm);

@@ -474,7 +474,7 @@ int epar_exp_benchmark_select(struct epar_bench_cfg *c, const char *tasks, const
                     snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", c->tasks[k].id);
                     epar_nearest_add(&near, c->tasks[k].id);
                 }
-                if (near.best) epar_err_hint("did you mean '%s'? (tasks of the protocol: %s)", near.best, list);
+                if (near.best) epar_err_hint("did you mean %s? (tasks of the protocol: %s)", epar_nearest_text(&near, ""), list);
                 else epar_err_hint("tasks of the protocol: %s", list);
                 return EPAR_EINVAL;
             }

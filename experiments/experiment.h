@@ -14,7 +14,7 @@
  *
  * Adding an experiment: experiments/<name>.{c,h} with epar_exp_<name>_{config,check,run,write,free} and its
  * struct epar_experiment, cmd/<name>.c (its options, a progress line, a printed summary) and a row of the
- * command table in cmd/commands.c. See README "Adding an experiment". */
+ * command table in cmd/commands.c. See docs/DEVELOPMENT.md "Adding an experiment". */
 #ifndef EPAR_EXP_EXPERIMENT_H
 #define EPAR_EXP_EXPERIMENT_H
 

@@ -44,6 +44,13 @@ int epar_inspect_check_selection(const struct epar_inspect *x, const struct epar
         if (o->heads[k] < 0 || o->heads[k] >= x->NH)
             return epar_err_set(EPAR_EINVAL, "invalid value for --heads: '%d' (the model of '%s' has heads 0..%d)",
                                 o->heads[k], x->path, x->NH - 1);
+    long count = epar_task_eval_count(&x->run.task);
+    if ((o->mask_heads || o->boost > 0) && o->interv_items > count) {   /* never fewer items than asked, silently */
+        epar_err_set(EPAR_EINVAL, "invalid value for --eval-items: '%ld' (the evaluation set of '%s' has %ld items)",
+                     o->interv_items, x->path, count);
+        epar_err_hint("use --eval-items %ld or fewer", count);
+        return EPAR_EINVAL;
+    }
     return EPAR_OK;
 }
 

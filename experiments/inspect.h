@@ -30,7 +30,7 @@ struct epar_inspect_opts {
     const char *mask_heads;             /* "L.H,...": these heads' outputs zeroed (NULL: none) */
     double boost;                       /* > 0: the answer-relevant keys' weights times this in the last layer ... */
     int boost_renorm;                   /* ... as written (0, rows no longer sum to 1) or renormalised (1) */
-    long interv_items;                  /* evaluation items of intervention.csv (<= 0: 256) */
+    long interv_items;                  /* evaluation items of intervention.csv (<= 0: 256 or the whole set; more than the set: an error) */
 };
 
 /* the per-head summaries of heads.csv, in its column order after layer and head */

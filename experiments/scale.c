@@ -45,8 +45,8 @@ int epar_exp_scale_mechanism(const char *name, enum epar_form *form)
     struct epar_nearest near;
     epar_nearest_init(&near, name);
     for (size_t k = 0; k < sizeof mechanisms / sizeof mechanisms[0]; k++) epar_nearest_add(&near, mechanisms[k].name);
-    if (near.best) epar_err_hint("did you mean '%s'? (the scale analysis supports: epar-enhanced, epar-basic, none)",
-                                 near.best);
+    if (near.best) epar_err_hint("did you mean %s? (the scale analysis supports: epar-enhanced, epar-basic, none)",
+                                 epar_nearest_text(&near, ""));
     else epar_err_hint("the scale analysis supports: epar-enhanced, epar-basic, none");
     return EPAR_EINVAL;
 }

@@ -17,7 +17,7 @@
  *               all hold -> reproduced, some -> partly reproduced, none -> not reproduced;
  *   "needs":    what it would take (training a 110M model): "not reproducible here".
  *
- * One rule per kind of figure (README "How to read a verdict"):
+ * One rule per kind of figure (docs/commands/run-all.md "How to read a verdict"):
  *   printed     a figure printed by the paper, of a deterministic quantity: [r - u/2, r + u/2) with u one unit of
  *               the last printed digit ("78%" -> [77.5%, 78.5%));
  *   prediction  a figure of another run of a stochastic quantity: r must fall in the prediction interval of a new

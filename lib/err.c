@@ -6,8 +6,8 @@
 #include <string.h>
 #include "err.h"
 
-static _Thread_local char err_msg[512];
-static _Thread_local char err_hint[512];
+static _Thread_local char err_msg[1024];
+static _Thread_local char err_hint[1024];
 
 int epar_err_set(int code, const char *fmt, ...)
 {
@@ -31,7 +31,7 @@ static void rename_in(char *buf, size_t cap, const char *from, const char *to)
 {
     size_t lf = strlen(from);
     if (!lf || !strstr(buf, from)) return;
-    char out[512];
+    char out[1024];
     size_t n = 0;
     const char *p = buf;
     for (const char *q; (q = strstr(p, from)) && n < sizeof out; p = q + lf)
@@ -107,6 +107,8 @@ int epar_edit_distance(const char *a, const char *b)
             int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
             if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+                c = d[i - 2][j - 2] + 1;   /* two adjacent letters swapped: one edit */
             d[i][j] = c;
         }
     return d[la][lb];
@@ -114,18 +116,48 @@ int epar_edit_distance(const char *a, const char *b)
 
 void epar_nearest_init(struct epar_nearest *n, const char *name)
 {
+    memset(n, 0, sizeof *n);
     n->name = name ? name : "";
-    n->best = NULL;
-    n->d = 3;
+    n->d = 4;
 }
 
 void epar_nearest_add(struct epar_nearest *n, const char *candidate)
 {
     if (!candidate || !strcmp(candidate, n->name)) return;
+    size_t ln = strlen(n->name);
+    if (ln && !strncmp(candidate, n->name, ln) && candidate[ln] == '-') {   /* "epar" of "epar-basic" */
+        if (n->n_family < EPAR_NEAREST_FAMILY) n->family[n->n_family] = candidate;
+        n->n_family++;
+        if (n->d > 3) {
+            n->d = 3;
+            n->best = candidate;
+        }
+        return;
+    }
     int d = !strcasecmp(candidate, n->name) ? -1 : epar_edit_distance(n->name, candidate);
     int most = strlen(candidate) > 5 ? 2 : 1;   /* "rop" is rope, "rope" is not "none" */
     if (d < n->d && d <= most) {
         n->d = d;
         n->best = candidate;
     }
+}
+
+const char *epar_nearest_text(struct epar_nearest *n, const char *prefix)
+{
+    if (!n->best) return NULL;
+    if (!prefix) prefix = "";
+    if (n->d < 3 || n->n_family < 2) {
+        snprintf(n->text, sizeof n->text, "'%s%s'", prefix, n->best);
+        return n->text;
+    }
+    int shown = n->n_family < EPAR_NEAREST_FAMILY ? n->n_family : EPAR_NEAREST_FAMILY;
+    size_t k = 0;
+    n->text[0] = '\0';
+    for (int i = 0; i < shown && k < sizeof n->text; i++) {
+        const char *sep = i == 0 ? "" : i == shown - 1 && shown == n->n_family ? " or " : ", ";
+        k += (size_t)snprintf(n->text + k, sizeof n->text - k, "%s'%s%s'", sep, prefix, n->family[i]);
+    }
+    if (shown < n->n_family && k < sizeof n->text)
+        snprintf(n->text + k, sizeof n->text - k, " or one of %d more", n->n_family - shown);
+    return n->text;
 }

@@ -31,18 +31,28 @@ const char *epar_err_message(void);
 const char *epar_err_hint_text(void); /* "" when none */
 void epar_err_clear(void);
 
-/* "Did you mean": the candidate nearest to a name that was not found, for the hint of an unknown command, option,
- * task or mechanism (one rule for all of them). Feed the candidates with epar_nearest_add; best is a candidate that
- * equals the name but for letter case ("Rope" -> "rope"), else the closest within two edits (Levenshtein) of a
- * candidate longer than 5 letters, one edit of a shorter one (a typo, not another word: "rop" -> "rope", but "rope"
- * is not "none"), the first of equals; NULL when none is near. */
+/* "Did you mean": the candidates nearest to a name that was not found, for the hint of an unknown command, option,
+ * form, task or mechanism (one rule for all of them). Feed the candidates with epar_nearest_add; best is a candidate
+ * that equals the name but for letter case ("Rope" -> "rope"), else the closest within two edits of a candidate
+ * longer than 5 letters, one edit of a shorter one (insertions, deletions, substitutions and swaps of two adjacent
+ * letters: "rop" and "trian" are typos of "rope" and "train", but "rope" is not "none"), the first of equals; else,
+ * when the name is the family of hyphenated candidates ("epar" of "epar-basic" and "epar-enhanced"), the first of
+ * them (all of them are in family, up to EPAR_NEAREST_FAMILY, their count in n_family); NULL when none is near.
+ * epar_nearest_text quotes what to suggest ("'epar-basic' or 'epar-enhanced'"). */
+#define EPAR_NEAREST_FAMILY 4
 struct epar_nearest {
     const char *name, *best;
-    int d;                      /* edits from name to best (-1: equal but for case) */
+    int d;                      /* edits from name to best (-1: equal but for case; 3: a family member) */
+    const char *family[EPAR_NEAREST_FAMILY];
+    int n_family;               /* candidates of the family, also those beyond EPAR_NEAREST_FAMILY */
+    char text[256];
 };
 void epar_nearest_init(struct epar_nearest *n, const char *name);
 void epar_nearest_add(struct epar_nearest *n, const char *candidate);
-/* Levenshtein distance (strings up to 40 bytes; 99 beyond) */
+/* The suggestion as text, each candidate quoted with prefix before it ("--", "epar "): "'x'", or for a family
+ * "'a' or 'b'", "'a', 'b' or 'c'", "'a', 'b', 'c', 'd' or one of 3 more"; NULL when there is none. */
+const char *epar_nearest_text(struct epar_nearest *n, const char *prefix);
+/* Edit distance with adjacent swaps (optimal string alignment; strings up to 40 bytes; 99 beyond) */
 int epar_edit_distance(const char *a, const char *b);
 
 /* malloc/calloc that record an EPAR_ENOMEM error naming what was being allocated. */
@@ -62,7 +72,7 @@ void *epar_err_malloc(size_t bytes, const char *what, const char *where);
 struct epar_err_carry {
     int status;
     long job;
-    char msg[512], hint[512];
+    char msg[1024], hint[1024];
 };
 #define EPAR_ERR_CARRY_INIT {0, -1, "", ""}
 void epar_err_keep(struct epar_err_carry *c, int status, long job);

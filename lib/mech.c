@@ -1211,7 +1211,8 @@ int epar_mech_find(const char *name, enum epar_mech_id *id)
     struct epar_nearest near;
     epar_nearest_init(&near, name);
     for (int i = 0; i < EPAR_MECH_COUNT; i++) epar_nearest_add(&near, epar_mech_table[i].id);
-    if (near.best) epar_err_hint("did you mean '%s'? ('epar compare --list' lists the mechanisms)", near.best);
+    if (near.best)
+        epar_err_hint("did you mean %s? ('epar compare --list' lists the mechanisms)", epar_nearest_text(&near, ""));
     else epar_err_hint("see 'epar compare --list' for the mechanisms");
     return EPAR_EINVAL;
 }

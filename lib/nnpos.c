@@ -1094,7 +1094,8 @@ int epar_nnpos_find(const char *name, enum epar_mech_id *id)
         epar_nearest_init(&near, name);
         for (int q = 0; unknown && q < EPAR_MECH_COUNT; q++)
             if (epar_nnpos_trainable((enum epar_mech_id)q)) epar_nearest_add(&near, epar_mech_table[q].id);
-        if (near.best) epar_err_hint("did you mean '%s'? (training supports: %s)", near.best, epar_nnpos_list());
+        if (near.best) epar_err_hint("did you mean %s? (training supports: %s)", epar_nearest_text(&near, ""),
+                                     epar_nnpos_list());
         else epar_err_hint("training supports: %s", epar_nnpos_list());
         return EPAR_EINVAL;
     }

@@ -447,11 +447,12 @@ void epar_out_temp_remove(const char *dir)
     remove_dir(dir);
 }
 
-void epar_out_abort_all(void)
+int epar_out_abort_all(void)
 {
     /* a commit in progress (signals blocked in its thread) is let finish: its output is complete */
     struct timespec ms = {0, 1000000};
     __atomic_store_n(&interrupted, 1, __ATOMIC_SEQ_CST);
+    int was_committing = __atomic_load_n(&committing, __ATOMIC_SEQ_CST) > 0;
     for (int i = 0; __atomic_load_n(&committing, __ATOMIC_SEQ_CST) && i < 5000; i++) nanosleep(&ms, NULL);
     for (int i = 0; i < MAX_ACTIVE; i++) {
         struct epar_out *o = active_outs[i];
@@ -465,6 +466,7 @@ void epar_out_abort_all(void)
     abort_files();
     for (int i = 0; i < TEMP_DIRS; i++)   /* after the staging folders, which may be inside */
         if (__atomic_load_n(&temp_dirs[i].state, __ATOMIC_SEQ_CST) == 2) remove_dir(temp_dirs[i].path);
+    return was_committing;
 }
 
 /* ---- files: written to a temp file with every write checked, then renamed ---- */

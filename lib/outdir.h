@@ -50,8 +50,9 @@ void epar_out_keep(struct epar_out *o, const char *name);
 void epar_out_abort(struct epar_out *o);
 /* Abort every active staging folder and remove the temp files of epar_out_fopen writes in progress and the
  * folders of epar_out_temp_dir: for signal handlers (async-signal-safe). Waits (at most 5 s) for a commit in progress in another thread to
- * finish, and makes every later commit fail with EPAR_EINTR. */
-void epar_out_abort_all(void);
+ * finish, and makes every later commit fail with EPAR_EINTR. Returns 1 when a commit was in progress (its folder
+ * was let finish: complete, never partial), else 0. */
+int epar_out_abort_all(void);
 /* Remove the staging folders under dir, down to `depth` levels of sub-folders, that no running process owns
  * (the rule above); for a store kept across runs (the benchmark's cells/). Returns how many were removed. */
 int epar_out_sweep(const char *dir, int depth);

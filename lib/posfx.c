@@ -13,7 +13,11 @@ int epar_posfx_form_parse(const char *name, enum epar_form *form)
             return EPAR_OK;
         }
     epar_err_set(EPAR_EINVAL, "unknown position-effect form '%s'", name);
-    epar_err_hint("use one of: basic, enhanced, none");
+    struct epar_nearest near;
+    epar_nearest_init(&near, name);
+    for (int f = 0; f < EPAR_FORM_COUNT; f++) epar_nearest_add(&near, form_names[f]);
+    if (near.best) epar_err_hint("did you mean %s? (forms: basic, enhanced, none)", epar_nearest_text(&near, ""));
+    else epar_err_hint("use one of: basic, enhanced, none");
     return EPAR_EINVAL;
 }
 

@@ -839,7 +839,7 @@ int epar_task_find(const char *name, enum epar_task_id *id)
     struct epar_nearest near;
     epar_nearest_init(&near, name);
     for (int k = 0; k < EPAR_TASK_COUNT; k++) epar_nearest_add(&near, epar_task_table[k].id);
-    if (near.best) epar_err_hint("did you mean '%s'? (tasks: %s)", near.best, epar_task_list());
+    if (near.best) epar_err_hint("did you mean %s? (tasks: %s)", epar_nearest_text(&near, ""), epar_task_list());
     else epar_err_hint("tasks: %s", epar_task_list());
     return EPAR_EINVAL;
 }

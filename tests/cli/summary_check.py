@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""README.md's generated blocks against the pinned summary of a full run (docs/SUMMARY.md, docs/summary.json), and a
-fresh run's summary against the pin on what needs no trained benchmark.
+"""README.md's and docs/'s generated blocks against the pinned summary of a full run (docs/SUMMARY.md,
+docs/summary.json), and a fresh run's summary against the pin on what needs no trained benchmark.
 
   summary_check.py README PINNED_MD PINNED_JSON [FRESH_OUT [TIMING_FILE]]
 
-- every block of PINNED_MD (<!-- NAME:begin ... --> ... <!-- NAME:end -->) is in README exactly once, byte for byte;
+- README quotes the opening paragraph of PINNED_MD's block "summary" in a block "headline" (<!-- headline:begin ... -->
+  ... <!-- headline:end -->), exactly once, byte for byte; every other block (<!-- NAME:begin ... --> ...
+  <!-- NAME:end -->) of README and of the pages under its docs/ (PINNED_MD aside) is PINNED_MD's block NAME, byte for
+  byte;
 - PINNED_MD is what PINNED_JSON's lines make (the two files come from one run);
 - outside the blocks README states no verdict counts of its own ("16 proxy verdicts", "6 not reproduced");
 - FRESH_OUT (the --out of an `epar run-all --no-benchmark`): its report/summary.json counts are those of its
@@ -13,7 +16,9 @@ fresh run's summary against the pin on what needs no trained benchmark.
   (tests/golden/unpinned.txt: their values differ between runs), whose verdicts may also move in the counts.
 Prints one line per disagreement and exits 1 if there is one."""
 import csv
+import glob
 import json
+import os
 import re
 import sys
 
@@ -60,11 +65,26 @@ def main():
     pb, rb = blocks(pinned_md), blocks(readme)
     if not pb:
         problem(f"{sys.argv[2]}: no <!-- NAME:begin --> ... <!-- NAME:end --> block")
-    for name, text in pb.items():
-        if readme.count(text) != 1:
-            got = rb.get(name)
-            problem(f"README's block '{name}' is not the pinned one ({sys.argv[2]}): "
-                    + ("absent" if got is None else f"it differs from line {first_diff(got, text)}"))
+    # README's headline: the opening paragraph of the pinned summary (the begin marker's comment is free)
+    opening = headline_of(pb.get("summary", ""))
+    heads = re.findall(r"<!-- headline:begin[^\n]*-->\n(.*?)<!-- headline:end -->\n", readme, re.S)
+    if len(heads) != 1 or heads[0] != opening:
+        problem(f"README's block 'headline' is not the opening paragraph of the pinned summary ({sys.argv[2]}): "
+                + ("absent" if not heads else f"{len(heads)} blocks" if len(heads) > 1
+                   else f"it differs from line {first_diff(heads[0], opening)}"))
+    # every other block, in README and in the docs pages, is the pinned one
+    pages = [sys.argv[1]] + sorted(p for p in glob.glob(os.path.join(os.path.dirname(sys.argv[1]) or ".", "docs", "**",
+                                                                       "*.md"), recursive=True)
+                                   if os.path.abspath(p) != os.path.abspath(sys.argv[2]))
+    for page in pages:
+        text = readme if page == sys.argv[1] else open(page, encoding="utf-8").read()
+        for name, got in blocks(text).items():
+            if name == "headline" and page == sys.argv[1]:
+                continue
+            want = pb.get(name)
+            if want is None or text.count(want) != 1:
+                problem(f"{'README' if page == sys.argv[1] else page}: block '{name}' is not the pinned one ({sys.argv[2]}): "
+                        + ("no such pinned block" if want is None else f"it differs from line {first_diff(got, want)}"))
     # the pinned markdown is what its json's lines make (the begin markers' comments aside)
     want = md_of(pin["lines"])
     got = re.sub(r"(<!-- [a-z-]+:begin)[^\n]*-->", r"\1 -->", pinned_md)
@@ -82,6 +102,17 @@ def main():
         fresh_check(sys.argv[4], pin, sys.argv[5] if len(sys.argv) > 5 else None)
     print(f"summary_check: {len(pb)} pinned block(s), {bad} problem(s)")
     return 1 if bad else 0
+
+
+def headline_of(block):
+    """the opening paragraph of a block: its lines after the begin marker up to the first empty line (or the end)"""
+    lines = block.split("\n")[1:]
+    out = []
+    for l in lines:
+        if not l or l.startswith("<!-- "):
+            break
+        out.append(l)
+    return "\n".join(out) + "\n" if out else ""
 
 
 def first_diff(a, b):

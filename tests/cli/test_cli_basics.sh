@@ -47,6 +47,19 @@ expect_exit 2 "mistyped run-all" -- "$EPAR" runall
 expect_grep "did you mean 'epar run-all'" "$T_TMP/err"
 expect_exit 2 "a word far from every command" -- "$EPAR" xyz
 if grep -q 'did you mean' "$T_TMP/err"; then fail "'xyz' got a suggestion"; else ok; fi
+# the same suggestion (lib/err epar_nearest) for a swap of two letters, a form, and a family of mechanisms
+expect_exit 2 "swapped letters" -- "$EPAR" trian
+expect_grep "^hint: did you mean 'epar train'\?" "$T_TMP/err"
+expect_exit 2 "mistyped form" -- "$EPAR" position-effect --form enhance --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'enhanced'\?" "$T_TMP/err"
+expect_exit 2 "a mechanism family (compare)" -- "$EPAR" compare --mechanisms epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_exit 2 "a mechanism family (train)" -- "$EPAR" train --mechanism epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_grep "floater-learned\)$" "$T_TMP/err"
+expect_exit 2 "a mechanism family (benchmark)" -- "$EPAR" benchmark --mechanisms epar --out "$T_TMP/hint"
+expect_grep "^hint: did you mean 'epar-basic' or 'epar-enhanced'\?" "$T_TMP/err"
+expect_empty_dir "$T_TMP/hint" "a mistyped name writes nothing"
 expect_exit 0 "help help" -- "$EPAR" help help
 expect_grep '^usage: epar help' "$T_TMP/out"
 expect_exit 0 "help --help" -- "$EPAR" help --help
@@ -92,6 +105,20 @@ if command -v man >/dev/null; then
     expect_grep '^EPAR\(1\)' "$T_TMP/man.txt"
     expect_grep '^ +-m, --mechanisms LIST' "$T_TMP/man.txt"
     if grep -q -i 'warning' "$T_TMP/man.err"; then fail "man -l warns: $(head -c 200 "$T_TMP/man.err")"; else ok; fi
+    # issue 52: EXAMPLES for every command, an ENVIRONMENT section, the shared options once
+    sed -n '/^EXAMPLES/,/^SEE ALSO/p' "$T_TMP/man.txt" > "$T_TMP/man.ex"
+    for c in $cmds; do
+        grep -q "^ *epar $c\( \|\$\)" "$T_TMP/man.ex" && ok || fail "epar.1 has no example of '$c'"
+    done
+    sed -n '/^ENVIRONMENT/,/^FILES/p' "$T_TMP/man.txt" > "$T_TMP/man.env"
+    # every variable the code reads (getenv), and OMP_NUM_THREADS, which libgomp reads for it
+    for v in OMP_NUM_THREADS $(grep -rho 'getenv("[A-Z_]*")' lib cmd experiments | sed 's/getenv("\(.*\)")/\1/' | sort -u); do
+        grep -q "$v" "$T_TMP/man.env" && ok || fail "epar.1's ENVIRONMENT does not name $v"
+    done
+    n=$(grep -c -E '^ +--protocol FILE$' "$T_TMP/man.txt")
+    [ "$n" = 1 ] && ok || fail "epar.1 gives --protocol $n times (the shared options once)"
+    n=$(grep -c -E '^ +--gamma X$' "$T_TMP/man.txt")
+    [ "$n" -le 3 ] && ok || fail "epar.1 gives --gamma $n times (the model parameters once, beside the commands whose text differs)"
 else
     echo "# skip (not counted): man is not installed, epar.1 was not rendered"
 fi
@@ -100,6 +127,40 @@ comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
 [ "$(comp epar posit)" = position-effect ] && ok || fail "bash completion of 'epar posit': '$(comp epar posit)'"
 [ "$(comp epar compare --mech)" = --mechanisms ] && ok || fail "bash completion of 'compare --mech': '$(comp epar compare --mech)'"
 [ "$(comp epar position-effect --form e)" = enhanced ] && ok || fail "bash completion of '--form e'"
+# values (issue 52): tasks, trainable mechanisms, budgets, presets, from the tables the commands check against (their
+# error hints list the same names); files for inspect's checkpoints; --help once; registered for epar and ./epar
+tasks=$("$EPAR" train --task zz 2>&1 | sed -n 's/^hint: tasks: //p' | sed 's/, / /g')
+[ -n "$tasks" ] && [ "$(comp ./epar train --task '')" = "$tasks" ] && ok ||
+    fail "bash completion of 'train --task ': '$(comp ./epar train --task '')', want '$tasks'"
+mechs=$("$EPAR" train --mechanism zz 2>&1 | sed -n 's/^hint: training supports: //p' | sed 's/, / /g')
+[ -n "$mechs" ] && [ "$(comp epar train --mechanism '')" = "$mechs" ] && ok ||
+    fail "bash completion of 'train --mechanism ': '$(comp epar train --mechanism '' | head -c 100)', want the trainable ids"
+[ "$(comp epar benchmark -m '')" = "$mechs" ] && ok || fail "bash completion of 'benchmark -m ': not the trainable ids"
+[ "$(comp epar train --mechanism epar)" = "epar-basic epar-enhanced" ] && ok || fail "bash completion of '--mechanism epar'"
+[ "$(comp epar benchmark --mechanisms none,ali)" = "none,alibi none,alibi-learned" ] && ok ||
+    fail "bash completion of a list item: '$(comp epar benchmark --mechanisms none,ali)'"
+[ "$(comp epar compare --mechanisms tup)" = tupe ] && ok || fail "compare offers every mechanism (tupe): '$(comp epar compare --mechanisms tup)'"
+[ -z "$(comp epar train --mechanism tup)" ] && ok || fail "train offers an untrainable mechanism: '$(comp epar train --mechanism tup)'"
+budgets=$(python3 -c 'import json; print(" ".join(k for k in json.load(open("paper_protocol.json"))["experiments"]["benchmark"]["budgets"] if k[0] != "_"))')
+presets=$(python3 -c 'import json; print(" ".join(json.load(open("paper_protocol.json"))["presets"]))')
+[ "$(comp epar benchmark --budget '')" = "$budgets" ] && ok || fail "bash completion of '--budget ': '$(comp epar benchmark --budget '')', want '$budgets'"
+[ "$(comp epar run-all --benchmark-budget q)" = quick ] && ok || fail "bash completion of '--benchmark-budget q'"
+[ "$(comp epar position-effect --preset '')" = "$presets" ] && ok || fail "bash completion of '--preset ': '$(comp epar position-effect --preset '')'"
+mkdir -p "$T_TMP/ck/run" && : > "$T_TMP/ck/run/checkpoint.bin"
+[ "$(comp epar inspect "$T_TMP/ck/run/che")" = "$T_TMP/ck/run/checkpoint.bin" ] && ok || fail "inspect's checkpoint: no file offered"
+[ -z "$(comp epar inspect --item '')" ] && ok || fail "inspect --item offers something: '$(comp epar inspect --item '')'"
+[ "$(comp epar train -- | tr ' ' '\n' | grep -c -x -- --help)" = 1 ] && ok || fail "train's --help offered other than once"
+for c in $cmds; do
+    n=$(comp epar "$c" -- | tr ' ' '\n' | sort | uniq -d | head -3)
+    [ -z "$n" ] && ok || fail "bash completion of '$c --' repeats: $n"
+done
+# without a protocol to read the presets and budgets from: one error line, exit 3, nothing on stdout
+mkdir -p "$T_TMP/noproto" && cp "$EPAR" "$T_TMP/noproto/epar"
+expect_exit 3 "--completion without a protocol" -- bash -c 'cd "$1" && ./epar --completion bash' _ "$T_TMP/noproto"
+expect_error_line "cannot read protocol" "--completion without a protocol"
+[ ! -s "$T_TMP/out" ] && ok || fail "--completion without a protocol printed a partial script"
+reg=$(bash -c 'source "$1"; complete -p epar; complete -p ./epar' _ "$inst/usr/share/bash-completion/completions/epar" 2>&1)
+[ "$(echo "$reg" | grep -c -- '-F _epar')" = 2 ] && ok || fail "completion not registered for epar and ./epar: $reg"
 if command -v zsh >/dev/null; then zsh -n "$inst/usr/share/zsh/site-functions/_epar" && ok || fail "zsh -n _epar"
 else echo "# skip (not counted): zsh is not installed, _epar was not parsed"; fi
 # the installed binary, run outside the source tree, names its own protocol copy as the default

@@ -43,14 +43,14 @@ done
 
 # every docs/ page named in the code, the protocol, the README or the docs exists; no reference to the shared
 # documents that do not ship
-for d in $(grep -rhoE 'docs/[A-Z]+\.md' README.md paper_protocol.json cmd lib experiments tests docs | sort -u); do
+for d in $(grep -rhoE 'docs/[A-Z_]+\.md' README.md paper_protocol.json cmd lib experiments tests docs | sort -u); do
     [ -f "$d" ] && ok || fail "'$d' is referenced but missing"
 done
 if grep -rnE '(^|[^/A-Za-z])(MECHANISMS|REPRODUCTION)\.md' README.md paper_protocol.json cmd lib experiments | grep -v 'docs/' | head -3 | grep -q .; then
     fail "references to MECHANISMS.md / REPRODUCTION.md outside docs/"; else ok; fi
-# the README's budget table says what the protocol's budgets hold: seeds, model, steps x batch, lengths, the lm
+# the benchmark page's budget table (docs/commands/benchmark.md) says what the protocol's budgets hold: seeds, model, steps x batch, lengths, the lm
 # extrapolation lengths and their tokens (a README that drifted from the protocol said 128..1024 for 32..256)
-python3 - README.md paper_protocol.json <<'PY' >"$T_TMP/budgets" 2>&1 && ok || fail "README budget table: $(head -c 400 "$T_TMP/budgets")"
+python3 - docs/commands/benchmark.md paper_protocol.json <<'PY' >"$T_TMP/budgets" 2>&1 && ok || fail "docs/commands/benchmark.md budget table: $(head -c 400 "$T_TMP/budgets")"
 import json, re, sys
 readme, proto = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
 budgets = proto["experiments"]["benchmark"]["budgets"]
@@ -68,9 +68,9 @@ for line in readme.splitlines():
             f"{b['extrapolation'].replace(',', ', ')} ({b['extrapolation_tokens']})"]
     for got, w in zip(m.groups()[1:], want):
         if not got.strip().startswith(w):
-            bad.append(f"{m.group(1)}: README '{got.strip()}', protocol '{w}'")
+            bad.append(f"{m.group(1)}: page '{got.strip()}', protocol '{w}'")
 if seen != len(budgets):
-    bad.append(f"{seen} budget rows in the README, {len(budgets)} budgets in the protocol")
+    bad.append(f"{seen} budget rows in the page, {len(budgets)} budgets in the protocol")
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Numerical edge cases through the command (README "Failure behaviour"): huge alpha and tiny
+# Numerical edge cases through the command (docs/FAILURES.md "Failure behaviour"): huge alpha and tiny
 # temperature (scores overflow: hard-attention limit, never NaN), beta = 0, gamma = 0, L = 1,
 # form none. Each runs (exit 0) and writes finite numbers where the quantity is defined.
 . "$(dirname "$0")/lib.sh"

@@ -124,7 +124,8 @@ awk -F, 'NR > 1 && $1 == 1 { s[$2 "," $3] += $5 } END { for (k in s) if (s[k] > 
 awk -F, 'NR > 1 { s[$1 "," $2 "," $3] += $5 } END { for (k in s) { x = s[k] - 1; if (x < 0) x = -x; if (x > 1e-5) exit 1 } }' \
     "$b4r/attention.csv" && ok || fail "--boost 4 --boost-renorm: a row does not sum to 1"
 for a in "--boost 0" "--boost -2" "--boost nan" "--boost x" "--mask-heads 2.0" "--mask-heads 0.4" "--mask-heads 0.1,0.1" \
-         "--mask-heads a" "--mask-heads 0-1" "--boost-renorm" "--boost 2 --eval-items 0" "--eval-items 5"; do
+         "--mask-heads a" "--mask-heads 0-1" "--boost-renorm" "--boost 2 --eval-items 0" "--eval-items 5" \
+         "--boost 2 --eval-items 100000"; do
     # shellcheck disable=SC2086
     expect_exit 2 "inspect $a" -- "$EPAR" inspect "$ck" $a --out "$T_TMP/ivbad" -q --no-render
     expect_error_line "(--boost|--mask-heads|--eval-items)" "inspect $a"

@@ -37,6 +37,9 @@ interrupt() {
     echo "# $desc: exit $rc, last progress: $(grep '^epar: position-effect' "$T_TMP/err" | tail -1 | cut -c24-50)"
     if [ "$rc" -eq "$want" ]; then
         ok
+        # one line says so (and what was left: nothing partial)
+        [ "$(grep -c "^epar: interrupted by SIG$sig; .*no partial output was left\$" "$T_TMP/err")" = 1 ] && ok ||
+            fail "$desc: no one line 'epar: interrupted by SIG$sig; ...': $(tail -c 200 "$T_TMP/err")"
         if [ -d "$out/position" ]; then
             # only possible when the signal came after the commit: then everything is there
             complete "$out/position" "$@" && ok || fail "$desc: partial output folder: $(ls "$out/position" | tr '\n' ' ')"
@@ -65,6 +68,17 @@ interrupt INT 1.0                 # writing or rendering, depending on the machi
 interrupt TERM 1.2
 interrupt INT 1.5
 interrupt INT 0.7 --no-render     # without gnuplot: computing or writing
+
+# ---- compare (issue 52: it exited 130 without a word): one line, exit 130, nothing left under --out
+"$EPAR" compare --out "$T_TMP/cmp" >/dev/null 2>"$T_TMP/err" &
+pid=$!
+for i in $(seq 200); do grep -q 'compare: [0-9]* mechanisms' "$T_TMP/err" 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+kill -s INT "$pid" 2>/dev/null
+wait "$pid"; rc=$?
+[ "$rc" -eq 130 ] && ok || fail "compare interrupted: exit $rc, want 130 ($(tail -c 200 "$T_TMP/err"))"
+expect_grep '^epar: interrupted by SIGINT; unfinished output removed, no partial output was left$' "$T_TMP/err"
+expect_empty_dir "$T_TMP/cmp" "compare interrupted"
 
 # ---- kill -9 of the benchmark: no handler runs, so the staging folders of the cells in progress stay
 # (cells/<task>/<mechanism>/seed-<s>.tmp-<host>-<pid>-XXXXXX); the resumed run removes them (their lock is free:

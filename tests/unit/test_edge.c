@@ -1,4 +1,4 @@
-/* Numerical edge cases with defined behaviour (README "Failure behaviour"): overflowing scores (huge
+/* Numerical edge cases with defined behaviour (docs/FAILURES.md "Failure behaviour"): overflowing scores (huge
  * alpha, tiny temperature), beta = 0, gamma = 0, L = 1, all-equal scores, fully masked rows, NaN
  * reaching the softmax and the metrics; csvout never replaces a device. */
 #include <stdlib.h>

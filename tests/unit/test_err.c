@@ -58,12 +58,37 @@ int main(void)
         check_true(exp ? near.best && !strcmp(near.best, exp) : near.best == NULL, "nearest to '%s': '%s', want '%s'",
                    want[k][0], near.best ? near.best : "(none)", exp ? exp : "(none)");
     }
-    epar_nearest_init(&near, "roep");   /* not within one edit of a 4-letter name (a swap is two) */
+    epar_nearest_init(&near, "roep");   /* a swap of two adjacent letters is one edit: "trian" is "train" */
     epar_nearest_add(&near, "rope");
     epar_nearest_add(&near, "none");
-    check_true(near.best == NULL, "'roep' is two edits from 'rope': no suggestion (got '%s')", near.best ? near.best : "");
-    check_int(epar_edit_distance("kitten", "sitting"), 3, "Levenshtein kitten/sitting");
-    check_int(epar_edit_distance("", "abc"), 3, "Levenshtein from empty");
+    check_true(near.best && !strcmp(near.best, "rope"), "'roep' is one swap from 'rope' (got '%s')", near.best ? near.best : "");
+    epar_nearest_init(&near, "trian");
+    epar_nearest_add(&near, "train");
+    check_true(near.best && !strcmp(epar_nearest_text(&near, "epar "), "'epar train'"), "'trian': %s",
+               near.best ? epar_nearest_text(&near, "epar ") : "(none)");
+    epar_nearest_init(&near, "rxpx");   /* two edits from a 4-letter name: none */
+    epar_nearest_add(&near, "rope");
+    epar_nearest_add(&near, "none");
+    check_true(near.best == NULL && epar_nearest_text(&near, "") == NULL, "'rxpx': no suggestion");
+    /* a family: "epar" of the hyphenated names, all of them, after any typo match */
+    static const char *const mech[] = {"none", "epar-basic", "epar-enhanced", "rope", "fixed-a", "fixed-b", "fixed-c",
+                                       "fixed-d", "fixed-e", "fixed-f"};
+    const char *fam[][2] = {{"epar", "'epar-basic' or 'epar-enhanced'"}, {"rope-", "'rope'"}, {"tm", NULL},
+                            {"fixed", "'fixed-a', 'fixed-b', 'fixed-c', 'fixed-d' or one of 2 more"}, {"ropes", "'rope'"}};
+    for (size_t k = 0; k < sizeof fam / sizeof fam[0]; k++) {
+        epar_nearest_init(&near, fam[k][0]);
+        for (size_t q = 0; q < sizeof mech / sizeof mech[0]; q++) epar_nearest_add(&near, mech[q]);
+        const char *t = epar_nearest_text(&near, "");
+        check_true(fam[k][1] ? t && !strcmp(t, fam[k][1]) : t == NULL, "suggestion for '%s': %s, want %s", fam[k][0],
+                   t ? t : "(none)", fam[k][1] ? fam[k][1] : "(none)");
+    }
+    epar_nearest_init(&near, "epar");
+    epar_nearest_add(&near, "epar-basic");
+    epar_nearest_add(&near, "epaz");
+    check_true(near.best && !strcmp(near.best, "epaz"), "a typo beats a family (got '%s')", near.best ? near.best : "");
+    check_int(epar_edit_distance("kitten", "sitting"), 3, "edit distance kitten/sitting");
+    check_int(epar_edit_distance("trian", "train"), 1, "a swap is one edit");
+    check_int(epar_edit_distance("", "abc"), 3, "edit distance from empty");
 
     int old = epar_blas_threads(1);
     check_int(epar_blas_threads(old), 1, "BLAS thread count round-trips");
