@@ -327,7 +327,9 @@ static void write_findings(struct epar_pub_doc *d, const char *out_root, const s
 /* the style of both HTML pages: readable from 420 px up, no external fonts or scripts */
 const char epar_report_css[] =
     "*{box-sizing:border-box}[hidden]{display:none !important}\n"
-    "body{font-family:sans-serif;line-height:1.4;margin:0 auto;padding:0 12px 3em;max-width:1400px;color:#222;overflow-wrap:break-word}\n"
+    /* the sources quote Chinese: a CJK font where the reader has one (Noto / Source Han / WenQuanYi / the systems') */
+    "body{font-family:sans-serif,\"Noto Sans CJK SC\",\"Source Han Sans SC\",\"Noto Sans SC\",\"WenQuanYi Micro Hei\","
+    "\"PingFang SC\",\"Microsoft YaHei\",sans-serif;line-height:1.4;margin:0 auto;padding:0 12px 3em;max-width:1400px;color:#222;overflow-wrap:break-word}\n"
     "h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\n"
     "code{font-size:0.92em;background:#f3f3f3;padding:0 2px;overflow-wrap:anywhere}\n"
     "a{overflow-wrap:anywhere}\n"
@@ -335,7 +337,10 @@ const char epar_report_css[] =
     "table{border-collapse:collapse;font-size:0.88em}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;"
     "text-align:left}\n"
     "img{max-width:100%;height:auto}\n"
-    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:14px}\n"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,600px),1fr));gap:14px}\n"
+    ".banner{background:#fff3cd;border:2px solid #d39e00;padding:8px 12px}\n"
+    "#bottom-line{background:#f3f7fc;border:1px solid #b8cce4;padding:4px 14px}#bottom-line ul{margin:0.3em 0;"
+    "padding-left:1.2em}#bottom-line li{margin:0.15em 0}\n"
     "figure{margin:0}figure img{width:100%;border:1px solid #ddd}figcaption{font-size:0.85em;color:#333}\n"
     "nav.toc{background:#f6f6f6;padding:6px 12px;border:1px solid #ddd}nav.toc ul{margin:0.3em 0;padding-left:1.2em}\n"
     ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
@@ -361,7 +366,7 @@ static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL, 0, 0, 0, 0, 0, 0}, {0, {0}}, 0, 0, 0, 0, {NULL}, NULL};
     json_t *doc = NULL;
     if (epar_runrec_read_bench(p, &br, &doc) == EPAR_OK) {
         snprintf(run, sizeof run, " The run audited here: budget `%s`, %d seed(s), %lld cells, largest parameter-count "
@@ -402,6 +407,14 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
                   "files; the reported values are the paper's and the reference repository's. The full audit table is "
                   "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
                info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
+    char banner[1024];
+    if (epar_exp_report_banner(out_root, a, banner, sizeof banner)) {
+        if (d->html) {
+            fputs("<p class=\"banner\" id=\"budget-banner\"><strong>", d->f);
+            epar_pub_html(d->f, banner);
+            fputs("</strong></p>\n", d->f);
+        } else epar_pub_p(d, "**%s**", banner);
+    }
     write_protocol_section(d, out_root, info);
     epar_pub_h(d, 2, "verdicts", "Verdicts");
     static const char *const head[] = {"verdict", "claims"};
@@ -490,7 +503,7 @@ static int write_summary(struct epar_out *o, const char *out_root, const struct 
     }
     char p[4200];
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL, 0, 0, 0, 0, 0, 0}, {0, {0}}, 0, 0, 0, 0, {NULL}, NULL};
     json_t *bdoc = NULL;
     int have_bench = access(p, R_OK) == 0 && epar_runrec_read_bench(p, &br, &bdoc) == EPAR_OK;
     if (!have_bench) epar_err_clear();

@@ -112,6 +112,12 @@ int epar_report_count_rows(const struct epar_audit *a, const char *sec, int benc
 void epar_report_summary_lines(struct epar_report_summary *s, const char *out_root, const struct epar_audit *a,
                                const struct epar_report_info *info, const struct epar_runrec_audit *ar,
                                const struct epar_runrec_bench *br, int have_bench, const struct epar_table *im);
+/* index.html's bottom line (block "bottom"), computed from the verdicts only: first what the trained proxies say of
+ * EPAR against the baselines (the claims of rule beats_all), then one sentence per claim section in plain words
+ * (holds, holds by construction, holds where it can be judged, holds in part, does not hold, cannot be judged here)
+ * with its counts and, where something fails, up to two examples. Markdown with lib/publish's inline marks, each
+ * sentence linked to its section's claims (#claims-<section>) and each example to its claim (#claim-<id>). */
+void epar_report_bottom_line(struct epar_report_summary *s, const struct epar_audit *a);
 /* free the lines of s */
 void epar_report_summary_free(struct epar_report_summary *s);
 
