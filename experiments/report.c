@@ -145,6 +145,115 @@ static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit 
     epar_pub_table_end(d);
 }
 
+/* ---- the sizes trained models actually had: their own records ---- */
+
+/* distinct values of one quantity, sorted */
+#define SIZE_SET_MAX 32
+struct size_set {
+    int n;
+    double v[SIZE_SET_MAX];
+};
+struct trained_sizes {
+    int models;
+    struct size_set layers, dim, heads, length, batch, steps, seed, alpha, beta, gamma;
+};
+
+static void set_add(struct size_set *s, json_t *x)
+{
+    if (!json_is_number(x)) return;
+    double v = json_number_value(x);
+    int k = 0;
+    while (k < s->n && s->v[k] < v) k++;
+    if ((k < s->n && s->v[k] == v) || s->n == SIZE_SET_MAX) return;
+    memmove(s->v + k + 1, s->v + k, (size_t)(s->n - k) * sizeof *s->v);
+    s->v[k] = v;
+    s->n++;
+}
+
+/* "32, 40, 72"; "42-46 (5)" for more than four values; "" for none */
+static void set_text(const struct size_set *s, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (s->n > 4) {
+        snprintf(out, n, "%g-%g (%d values)", s->v[0], s->v[s->n - 1], s->n);
+        return;
+    }
+    for (int i = 0; i < s->n; i++) snprintf(out + strlen(out), n - strlen(out), "%s%g", i ? ", " : "", s->v[i]);
+}
+
+/* every record under dir (depth <= 4) with a training "config": the benchmark's cells (cells/<task>/<mechanism>/
+ * seed-<s>/cell.json) and epar train's runs (<task>/<mechanism>/run.json) */
+static void scan_trained(const char *dir, int depth, struct trained_sizes *t)
+{
+    DIR *dd = depth <= 4 ? opendir(dir) : NULL;
+    if (!dd) return;
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp-") || strstr(de->d_name, ".old-")) continue;
+        char p[4600];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            scan_trained(p, depth + 1, t);
+            continue;
+        }
+        if (strcmp(de->d_name, "cell.json") && strcmp(de->d_name, "run.json")) continue;
+        json_t *j = json_load_file(p, 0, NULL), *c = json_object_get(j, "config");
+        if (json_is_object(c) && json_is_number(json_object_get(c, "layers"))) {
+            t->models++;
+            set_add(&t->layers, json_object_get(c, "layers"));
+            set_add(&t->dim, json_object_get(c, "dim"));
+            set_add(&t->heads, json_object_get(c, "heads"));
+            set_add(&t->length, json_object_get(c, "length"));
+            set_add(&t->batch, json_object_get(c, "batch"));
+            set_add(&t->steps, json_object_get(c, "steps"));
+            set_add(&t->seed, json_object_get(c, "seed"));
+            const char *m = json_string_value(json_object_get(c, "mechanism"));
+            json_t *pos = json_object_get(c, "position");
+            if (m && !strncmp(m, "epar", 4) && json_is_object(pos)) {
+                set_add(&t->alpha, json_object_get(pos, "alpha"));
+                set_add(&t->beta, json_object_get(pos, "beta"));
+                if (strstr(m, "enhanced")) set_add(&t->gamma, json_object_get(pos, "gamma"));
+            }
+        }
+        json_decref(j);
+    }
+    closedir(dd);
+}
+
+/* a protocol-table row from the trained models' own records; 0 when dir holds none */
+static int trained_row(struct epar_pub_doc *d, const char *out_root, const struct epar_report_folder *fo,
+                       const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", out_root, fo->dir);
+    struct trained_sizes *t = EPAR_CALLOC(1, sizeof *t);
+    if (!t) return 0;
+    scan_trained(p, 0, t);
+    int n = t->models;
+    if (n) {
+        char v[10][400], l[160], w[160];
+        set_text(&t->alpha, v[0], sizeof v[0]);
+        set_text(&t->beta, v[1], sizeof v[1]);
+        set_text(&t->gamma, v[2], sizeof v[2]);
+        set_text(&t->length, v[3], sizeof v[3]);
+        set_text(&t->layers, l, sizeof l);
+        set_text(&t->dim, w, sizeof w);
+        snprintf(v[4], sizeof v[4], "%s x %s (layers x width)", l, w);
+        set_text(&t->heads, v[5], sizeof v[5]);
+        set_text(&t->batch, v[6], sizeof v[6]);
+        set_text(&t->steps, l, sizeof l);
+        snprintf(v[7], sizeof v[7], "%d model%s, %s steps", n, n == 1 ? "" : "s", l);
+        set_text(&t->seed, v[8], sizeof v[8]);
+        const char *cells[13] = {dir, fo->label, "ran (sizes from the models' own records)", "trained", v[0], v[1],
+                                 v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+        epar_pub_tr(d, 13, cells);
+    }
+    free(t);
+    return n;
+}
+
 static void write_protocol_section(struct epar_pub_doc *d, const char *out_root, const struct epar_report_info *info)
 {
     epar_pub_h(d, 2, "protocol", "Protocol");
@@ -160,6 +269,7 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         char p[4096], dir[80];
         snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
         snprintf(dir, sizeof dir, "`%s/`", fo->dir);
+        if (trained_row(d, out_root, fo, dir)) continue;
         struct epar_runrec_run rf = {0};
         json_t *doc = NULL;
         if (!epar_pub_file_exists(p) || epar_runrec_read_run(p, &rf, &doc)) {
@@ -171,11 +281,20 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         char seeds[256] = "", v[9][32];
         for (int i = 0; i < prm->n_seeds; i++)
             snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "", (long long)prm->seeds[i]);
-        const double num[] = {prm->alpha, prm->beta, prm->gamma};
+        double num[] = {prm->alpha, prm->beta, prm->gamma};
+        const char *form = prm->form ? prm->form : "";
+        /* an experiment of every mechanism (compare) records EPAR's parameters per mechanism: the enhanced form's */
+        json_t *mp = json_object_get(json_object_get(doc, "mechanism_parameters"), "epar-enhanced");
+        if (!prm->form && json_is_object(mp)) {
+            const char *key[] = {"alpha", "beta", "gamma"};
+            for (int k = 0; k < 3; k++) num[k] = json_number_value(json_object_get(mp, key[k]));
+            form = "every mechanism (EPAR's: epar-enhanced)";
+        }
         const int integer[] = {prm->length, prm->hidden, prm->heads, prm->batch, prm->runs};
         for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", num[k]);
-        for (int k = 0; k < 5; k++) snprintf(v[3 + k], sizeof v[3 + k], "%d", integer[k]);
-        const char *cells[13] = {dir, fo->label, "ran", prm->form ? prm->form : "", v[0], v[1], v[2], v[3], v[4], v[5],
+        for (int k = 0; k < 5; k++) /* 0: the experiment does not record it */
+            snprintf(v[3 + k], sizeof v[3 + k], integer[k] ? "%d" : "", integer[k]);
+        const char *cells[13] = {dir, fo->label, "ran", form, v[0], v[1], v[2], v[3], v[4], v[5],
                                  v[6], v[7], seeds};
         epar_pub_tr(d, 13, cells);
         json_decref(doc);

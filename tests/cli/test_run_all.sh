@@ -196,6 +196,9 @@ expect_grep '^NOTE: Reduced benchmark: .* budget smoke \(1 seed' "$T_TMP/out"
 if grep -q 'measurement spec that does not fit' "$T_TMP/err"; then fail "smoke's empty tables blamed on the specs"; else ok; fi
 for f in index.html report/REPORT.html; do expect_grep 'id="budget-banner".*Reduced benchmark' "$T_TMP/smoke/$f"; done
 expect_grep 'Reduced benchmark' "$T_TMP/smoke/report/REPORT.md"
+# the protocol table gives the sizes the cells trained (their cell.json), not the preset's
+expect_grep '^\| `benchmark/` .*\| 1 x 32 \(layers x width\) \| 2 \|' "$T_TMP/smoke/report/REPORT.md"
+expect_grep '^\| `compare/` .*\| every mechanism \(EPAR.s: epar-enhanced\) \| 1 \| 1 \| 0.5 \|' "$T_TMP/smoke/report/REPORT.md"
 cp -r tests/golden "$T_TMP/golden"
 awk -F, 'BEGIN{OFS=","} $1=="position/summary.csv" && $2=="pos_star_mean" && $3=="value" {$4=$4+0.5} {print}' \
     tests/golden/pins.csv > "$T_TMP/golden/pins.csv"
