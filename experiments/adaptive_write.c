@@ -108,30 +108,33 @@ static int fig_summary(const struct adp_fig *f, struct epar_out *o)
         return st;
     if ((st = epar_plot_scriptf(o, "adaptive_summary", "Adaptive attention: six-panel summary",
                                 "set terminal @epar_term size 1500,900\n"
-                                "set multiplot layout 2,3 title 'Adaptive attention (untrained modules, %s form, "
+                                "set multiplot layout 2,3 spacing 0.09,0.12 title 'Adaptive attention (untrained modules, %s form, "
                                 "L=%d, %d seeds x %d runs x %d items)'\n"
-                                "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
-                                "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
+                                "set title 'attention weights (%s; colour: weight)'\nset xlabel 'key position j'\n"
+                                "set ylabel 'query position i'\nunset cblabel\n@epar_heatmap\nset autoscale xfix\n"
+                                "set autoscale yfix\n"
                                 "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
                                 "%s"
-                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
+                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count (weights)'\n"
                                 EPAR_PLOT_IF("'task_weights.csv', '6'")
                                 "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
                                 EPAR_PLOT_END "%s"
-                                "set title 'content importance'\nset xlabel 'importance c_i'\n"
+                                "set title 'content importance'\nset xlabel 'importance c_i'\nset ylabel 'count (positions)'\n"
                                 EPAR_PLOT_IF("'content_importance.csv', '5'")
                                 "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
                                 EPAR_PLOT_END "%s"
-                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
+                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\nset ylabel 'count (rows)'\n"
                                 EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
                                 "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle"
                                 EPAR_PLOT_END
-                                "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
+                                "set title 'task ids: given and classified'\nset xlabel 'task id'\n"
                                 "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                "set key top center horizontal font ',9'\nset offsets 0, 0, graph 0.2, 0\n"
                                 EPAR_PLOT_IF("'task_types.csv', '1:2'")
-                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
-                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle" EPAR_PLOT_END
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'untrained classifier'" EPAR_PLOT_END
+                                "unset key\nset offsets 0, 0, 0, 0\n"
                                 "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
                                 "set ylabel 'positions'\nset boxwidth 0.6\nset xrange [-0.6:%d-0.4]\n"
                                 EPAR_PLOT_IF("'content_types.csv', '1:2'")
