@@ -28,21 +28,39 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
     int st = epar_exp_write_table(o, "verdicts.csv", t);
     epar_csv_free(t);
     if (st) return st;
-    /* one stacked bar per section, one colour per verdict (a column of verdicts.csv each) */
+    /* one horizontal stacked bar per section (the first on top), named in words, one colour per verdict (a column
+     * of verdicts.csv each); the bars' pieces are boxes from the sum of the columns before to that sum plus theirs */
     static const char *const colour[EPAR_AUDIT_VERDICT_COUNT] = {"#2ca02c", "#98df8a", "#d62728", "#ff7f0e", "#1f77b4",
                                                                  "#9467bd", "#e7ba52", "#aaaaaa", "#7f7f7f"};
-    char body[4096];
+    char body[8192];
+    int nsec = 0;
+    while (epar_report_nth_section(a, nsec)) nsec++;
     int u = snprintf(body, sizeof body,
+                     "set terminal @epar_term size 1100,%d\n"
                      "set title 'Claims audit: verdicts per section (%zu claims)'\n"
-                     "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
-                     "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
-                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\n"
-                     EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ",
-                     a->n);
+                     "set style fill solid 0.9 noborder\nset xlabel 'number of claims'\nset xrange [0:*]\n"
+                     "set yrange [%d - 0.4:-0.6]\nset ytics noenhanced font ',10'\nunset grid\nset grid x\n"
+                     "set key outside right top noenhanced\nset lmargin 56\n"
+                     "cum(k) = (k <= 2) ? 0 : cum(k - 1) + column(k - 1)\nlabel(s) = ",
+                     160 + 32 * nsec, a->n, nsec);
+    const char *sec;
+    for (int k = 0; (sec = epar_report_nth_section(a, k)) && u < (int)sizeof body; k++) {
+        char q[256];   /* a gnuplot single-quoted string: ' doubled */
+        size_t l = 0;
+        for (const char *c = epar_report_group_plain(sec); *c && l + 3 < sizeof q; c++) {
+            if (*c == '\'') q[l++] = '\'';
+            q[l++] = *c;
+        }
+        q[l] = '\0';
+        u += snprintf(body + u, sizeof body - (size_t)u, "s eq '%s' ? '%s' : ", sec, q);
+    }
+    if (u < (int)sizeof body) u += snprintf(body + u, sizeof body - (size_t)u, "s\n" EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ");
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT && u < (int)sizeof body; v++)
-        u += snprintf(body + u, sizeof body - (size_t)u, "%s'verdicts.csv' skip 1 using %d%s title '%s' lc rgb '%s'",
-                      v ? ", \\\n     " : "", v + 2, v ? "" : ":xtic(1)", epar_audit_verdict_name((enum epar_audit_verdict)v),
-                      colour[v]);
+        u += snprintf(body + u, sizeof body - (size_t)u,
+                      "%s'verdicts.csv' skip 1 using (cum(%d) + column(%d) / 2.0):0:(column(%d) / 2.0):(0.35)%s with "
+                      "boxxyerror lc rgb '%s' title '%s'",
+                      v ? ", \\\n     " : "", v + 2, v + 2, v + 2, v ? "" : ":ytic(label(strcol(1)))", colour[v],
+                      epar_audit_verdict_name((enum epar_audit_verdict)v));
     if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, EPAR_PLOT_END);
     return epar_plot_script(o, "verdicts", "Verdicts per section of the audit", body);
 }

@@ -44,7 +44,7 @@ const char *epar_report_group_title(const char *id)
     return id;
 }
 
-static const char *group_plain(const char *id)
+const char *epar_report_group_plain(const char *id)
 {
     for (size_t i = 0; i < sizeof group_titles / sizeof *group_titles; i++)
         if (!strcmp(group_titles[i].id, id)) return group_titles[i].plain;
@@ -782,7 +782,7 @@ void epar_report_bottom_line(struct epar_report_summary *s, const struct epar_au
             snprintf(what + strlen(what), sizeof what - strlen(what), "; those that hold are true by construction");
         char id[64];
         snprintf(id, sizeof id, "bottom_%s", sec);
-        sum_add(s, "bottom", id, 0, "**[%s](#claims-%s)** — %s.", group_plain(sec), sec, what);
+        sum_add(s, "bottom", id, 0, "**[%s](#claims-%s)** — %s.", epar_report_group_plain(sec), sec, what);
     }
 }
 

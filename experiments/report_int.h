@@ -79,6 +79,9 @@ extern const char epar_report_css[];
 
 /* the paper-section title of a claim group (the "section" of each claim); unknown groups: their name */
 const char *epar_report_group_title(const char *id);
+/* the few plain words the bottom line and the verdict figure call a claim group by ("Theorem 1 and its lower
+ * bound"); unknown groups: their name */
+const char *epar_report_group_plain(const char *id);
 /* *out (free it) or an error naming the JSON path of the malformed part */
 int epar_report_proto_read(const struct epar_protocol *p, struct epar_report_proto **out);
 /* (beta, gamma) pairs: those of the presets (the paper's text and the reference code) */
