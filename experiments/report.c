@@ -475,9 +475,10 @@ const char epar_report_css[] =
     "text-align:left}\n"
     "img{max-width:100%;height:auto}\n"
     ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,600px),1fr));gap:14px}\n"
-    ".banner{background:#fff3cd;border:2px solid #d39e00;padding:8px 12px}\n"
-    "#bottom-line{background:#f3f7fc;border:1px solid #b8cce4;padding:4px 14px}#bottom-line ul{margin:0.3em 0;"
-    "padding-left:1.2em}#bottom-line li{margin:0.15em 0}\n"
+    ".banner{background:#fff3cd;border:2px solid #d39e00;padding:4px 12px;margin:0.5em 0}\n"
+    "#bottom-line{background:#f3f7fc;border:1px solid #b8cce4;padding:2px 14px 4px;font-size:0.93em;line-height:1.3}"
+    "#bottom-line h2{margin:0.3em 0 0.2em;font-size:1.3em}#bottom-line ul{margin:0.2em 0;padding-left:1.2em}"
+    "#bottom-line li{margin:0.05em 0}\n"
     "figure{margin:0}figure img{width:100%;border:1px solid #ddd}figcaption{font-size:0.85em;color:#333}\n"
     "nav.toc{background:#f6f6f6;padding:6px 12px;border:1px solid #ddd}nav.toc ul{margin:0.3em 0;padding-left:1.2em}\n"
     ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
@@ -547,9 +548,9 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
     char banner[1024];
     if (epar_exp_report_banner(out_root, a, banner, sizeof banner)) {
         if (d->html) {
-            fputs("<p class=\"banner\" id=\"budget-banner\"><strong>", d->f);
-            epar_pub_html(d->f, banner);
-            fputs("</strong></p>\n", d->f);
+            fputs("<p class=\"banner\" id=\"budget-banner\">", d->f);
+            epar_report_banner_html(d->f, banner);
+            fputs("</p>\n", d->f);
         } else epar_pub_p(d, "**%s**", banner);
     }
     write_protocol_section(d, out_root, info);

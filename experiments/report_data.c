@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "lib/err.h"
 #include "lib/posfx.h"
+#include "lib/publish.h"
 #include "common.h"
 #include "report_int.h"
 
@@ -708,7 +709,7 @@ static void open_text(const int *cnt, char *out, size_t n)
             snprintf(out + strlen(out), n - strlen(out), "%s%d %s", *out ? ", " : "", cnt[open[i].v], open[i].words);
 }
 
-/* "[`id`](#claim-id)" for up to max claims of section sec (NULL: any) failing (not or partly reproduced) and, when
+/* "[id](#claim-id)" for up to max claims of section sec (NULL: any) failing (not or partly reproduced) and, when
  * rule is not NULL, of that rule */
 static void failing_links(const struct epar_audit *a, const char *sec, const char *rule, int max, char *out, size_t n)
 {
@@ -719,7 +720,7 @@ static void failing_links(const struct epar_audit *a, const char *sec, const cha
         if ((sec && strcmp(r->section, sec)) || (rule && (!r->rule || strncmp(r->rule, rule, strlen(rule)))) ||
             (r->verdict != EPAR_AUDIT_NOT_REPRODUCED && r->verdict != EPAR_AUDIT_PARTLY))
             continue;
-        snprintf(out + strlen(out), n - strlen(out), "%s[`%s`](#claim-%s)", shown++ ? ", " : "", r->id, r->id);
+        snprintf(out + strlen(out), n - strlen(out), "%s[%s](#claim-%s)", shown++ ? ", " : "", r->id, r->id);
     }
 }
 
@@ -784,6 +785,16 @@ void epar_report_bottom_line(struct epar_report_summary *s, const struct epar_au
         snprintf(id, sizeof id, "bottom_%s", sec);
         sum_add(s, "bottom", id, 0, "**[%s](#claims-%s)** — %s.", epar_report_group_plain(sec), sec, what);
     }
+}
+
+void epar_report_banner_html(FILE *f, const char *banner)
+{
+    const char *c = strchr(banner, ':');
+    size_t n = c ? (size_t)(c - banner) + 1 : 0;
+    fputs("<strong>", f);
+    epar_pub_htmln(f, banner, n);
+    fputs("</strong>", f);
+    epar_pub_html(f, banner + n);
 }
 
 int epar_exp_report_banner(const char *out_root, const struct epar_audit *a, char *buf, size_t n)

@@ -406,9 +406,9 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
           "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
     char banner[1024];
     if (epar_exp_report_banner(out_root, a, banner, sizeof banner)) {
-        fputs("<p class=\"banner\" id=\"budget-banner\"><strong>", f);
-        epar_pub_html(f, banner);
-        fputs("</strong></p>\n", f);
+        fputs("<p class=\"banner\" id=\"budget-banner\">", f);
+        epar_report_banner_html(f, banner);
+        fputs("</p>\n", f);
     }
     index_bottom_line(f, a);
     index_summary(f, a, info);

@@ -121,6 +121,8 @@ void epar_report_summary_lines(struct epar_report_summary *s, const char *out_ro
  * with its counts and, where something fails, up to two examples. Markdown with lib/publish's inline marks, each
  * sentence linked to its section's claims (#claims-<section>) and each example to its claim (#claim-<id>). */
 void epar_report_bottom_line(struct epar_report_summary *s, const struct epar_audit *a);
+/* the banner (epar_exp_report_banner) as HTML: its words up to the first ':' bold, the rest escaped */
+void epar_report_banner_html(FILE *f, const char *banner);
 /* free the lines of s */
 void epar_report_summary_free(struct epar_report_summary *s);
 
