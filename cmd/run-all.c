@@ -382,6 +382,8 @@ static void print_outcome(const struct cli_common *c, int audit_only, const stru
             printf("%s\n", rs->n_failed ? ")" : "");
         }
         print_verdicts(a, c->out);
+        char banner[1024];
+        if (epar_exp_report_banner(c->out, a, banner, sizeof banner)) printf("NOTE: %s\n", banner);
     }
     if (a->spec_problems)
         fprintf(stderr, "epar: run-all: warning: %d claim(s) have a measurement spec that does not fit its file; "

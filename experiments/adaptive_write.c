@@ -108,30 +108,33 @@ static int fig_summary(const struct adp_fig *f, struct epar_out *o)
         return st;
     if ((st = epar_plot_scriptf(o, "adaptive_summary", "Adaptive attention: six-panel summary",
                                 "set terminal @epar_term size 1500,900\n"
-                                "set multiplot layout 2,3 title 'Adaptive attention (untrained modules, %s form, "
+                                "set multiplot layout 2,3 spacing 0.09,0.12 title 'Adaptive attention (untrained modules, %s form, "
                                 "L=%d, %d seeds x %d runs x %d items)'\n"
-                                "set title 'attention weights (%s)'\nset xlabel 'key j'\nset ylabel 'query i'\n"
-                                "set cblabel 'weight'\n@epar_heatmap\nset autoscale xfix\nset autoscale yfix\n"
+                                "set title 'attention weights (%s; colour: weight)'\nset xlabel 'key position j'\n"
+                                "set ylabel 'query position i'\nunset cblabel\n@epar_heatmap\nset autoscale xfix\n"
+                                "set autoscale yfix\n"
                                 "eval epar_cells('attention_weights.csv', '2', '1', '3')\n"
                                 "unset view\nset size noratio\nset yrange [*:*] noreverse\nset grid\nset autoscale\n"
                                 "%s"
-                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count'\n"
+                                "set title 'task weights (sigmoid outputs)'\nset xlabel 'task weight'\nset ylabel 'count (weights)'\n"
                                 EPAR_PLOT_IF("'task_weights.csv', '6'")
                                 "plot 'task_weights.csv' skip 1 using (bin($6)):(1.0) smooth frequency with boxes lt 1 notitle"
                                 EPAR_PLOT_END "%s"
-                                "set title 'content importance'\nset xlabel 'importance c_i'\n"
+                                "set title 'content importance'\nset xlabel 'importance c_i'\nset ylabel 'count (positions)'\n"
                                 EPAR_PLOT_IF("'content_importance.csv', '5'")
                                 "plot 'content_importance.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 3 notitle"
                                 EPAR_PLOT_END "%s"
-                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\n"
+                                "set title 'row entropy (reference formula, 1e-8)'\nset xlabel 'entropy (nats)'\nset ylabel 'count (rows)'\n"
                                 EPAR_PLOT_IF("'entropy_by_row.csv', '5'")
                                 "plot 'entropy_by_row.csv' skip 1 using (bin($5)):(1.0) smooth frequency with boxes lt 2 notitle"
                                 EPAR_PLOT_END
-                                "set title 'task ids (given; the untrained classifier in grey)'\nset xlabel 'task id'\n"
+                                "set title 'task ids: given and classified'\nset xlabel 'task id'\n"
                                 "set ylabel 'items'\nset boxwidth 0.4\nset xrange [-0.6:%d-0.4]\nset yrange [0:*]\n"
+                                "set key top center horizontal font ',9'\nset offsets 0, 0, graph 0.2, 0\n"
                                 EPAR_PLOT_IF("'task_types.csv', '1:2'")
-                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 notitle, "
-                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 notitle" EPAR_PLOT_END
+                                "plot 'task_types.csv' skip 1 using ($1-0.2):2 with boxes lt 4 title 'given', "
+                                "'' skip 1 using ($1+0.2):4 with boxes lt 8 title 'untrained classifier'" EPAR_PLOT_END
+                                "unset key\nset offsets 0, 0, 0, 0\n"
                                 "set title 'content types (argmax of the classifier)'\nset xlabel 'content type'\n"
                                 "set ylabel 'positions'\nset boxwidth 0.6\nset xrange [-0.6:%d-0.4]\n"
                                 EPAR_PLOT_IF("'content_types.csv', '1:2'")
@@ -252,40 +255,51 @@ static int fig_grid(const struct adp_fig *f, struct epar_out *o)
     return EPAR_OK;
 }
 
-/* when_to_use: the four panels of the sweep over lengths, conditions and forms */
+/* when_to_use: a row per measure, a column per input condition, the three forms in each panel (one y range per
+ * row, so the conditions compare); error bars of the sd across seeds only with more than one seed */
 static int fig_when(const struct adp_fig *f, struct epar_out *o)
 {
     const struct epar_adaptive_cfg *cfg = f->cfg;
     const struct epar_params *prm = f->prm;
-    return epar_plot_scriptf(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise",
-                             "set terminal @epar_term size 1400,950\n"
-                             "set multiplot layout 2,2 margins 0.07,0.98,0.13,0.92 spacing 0.08,0.1 title 'When to use EPAR: plain EPAR "
-                             "layer vs none on identical weights and data (mean +- sd of %d seeds; colour = form, dash = input)'\n"
-                             "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
-                             "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\n"
-                             "dc(c) = c eq 'clean' ? 1 : c eq 'shuffled' ? 2 : 3\n"
-                             "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
-                             "set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 3 font ',9' width -1\n"
-                             "set title 'normalised entropy H / ln L'\nset ylabel 'H / ln L'\n"
-                             EPAR_PLOT_IF("'when_to_use.csv', '1:6'")
-                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $6)):(sd(5) / log($1)) with yerrorlines lt fc(f) dt dc(c) title sprintf('%%s, %%s', f, c)" EPAR_PLOT_END
-                             "unset key\n"
-                             "set title 'local mass {/Symbol S}_{|i-j|<=w} A_{ij} relative to a uniform row (w=%d)'\n"
-                             "set ylabel 'local mass / ((2w+1)/L)'\n"
-                             EPAR_PLOT_IF("'when_to_use.csv', '1:9'")
-                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $9 * $1 / (2 * $20 + 1))):(sd(10) * $1 / (2 * $20 + 1)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
-                             "set title 'mean attended distance / L'\nset ylabel 'D / L'\n"
-                             EPAR_PLOT_IF("'when_to_use.csv', '1:7'")
-                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $7/$1)):(sd(8) / $1) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
-                             "set title 'structured-importance consistency'\nset ylabel 'consistency'\n"
-                             EPAR_PLOT_IF("'when_to_use.csv', '1:11'")
-                             "plot for [c in 'clean shuffled noisy'] for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 "
-                             "using 1:(sel(c, f, $11)):(sd(12)) with yerrorlines lt fc(f) dt dc(c)" EPAR_PLOT_END
-                             "unset multiplot\n",
-                             prm->n_seeds, cfg->when_window);
+    static const struct {
+        const char *title, *ylabel, *check, *y, *e;
+    } row[4] = {
+        {"normalised entropy H / ln L", "H / ln L (1: uniform)", "1:6", "$6", "sd(5) / log($1)"},
+        {"local mass, relative to a uniform row", "local mass / ((2w+1)/L)", "1:9", "$9 * $1 / (2 * $20 + 1)",
+         "sd(10) * $1 / (2 * $20 + 1)"},
+        {"mean attended distance / L", "D / L", "1:7", "$7 / $1", "sd(8) / $1"},
+        {"structured-importance consistency", "consistency (correlation)", "1:11", "$11", "sd(12)"},
+    };
+    static const char *const cond[3] = {"clean", "shuffled", "noisy"};
+    int bars = prm->n_seeds > 1;
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size 1400,1500\n"
+                      "set multiplot layout 4,3 margins 0.07,0.98,0.07,0.93 spacing 0.06,0.07 title 'When to use EPAR: "
+                      "plain EPAR layer vs none on identical weights and data (mean%s of %d seed%s; local mass at w = %d)'\n"
+                      "set logscale x 2\nset xlabel 'sequence length L (tokens)'\n"
+                      "fc(f) = f eq 'none' ? 8 : f eq 'basic' ? 2 : 1\nfd(f) = f eq 'none' ? 1 : f eq 'basic' ? 2 : 3\n"
+                      "sel(c, f, v) = (strcol(2) eq c && strcol(3) eq f) ? v : NaN\n"
+                      "set key at screen 0.5, screen 0.005 center bottom horizontal font ',10'\n",
+                  bars ? " ± sd" : "", prm->n_seeds, prm->n_seeds == 1 ? "" : "s", cfg->when_window);
+    for (int r = 0; r < 4; r++) {
+        /* the row's y range: every condition's mean ± sd */
+        epar_plot_add(&b, "eval epar_check('when_to_use.csv', '%s')\nif (epar_ok) {\n"
+                          "stats [*:*][*:*] 'when_to_use.csv' skip 1 using (%s - %s):(%s + %s) nooutput\n"
+                          "ylo = STATS_min_x; yhi = STATS_max_y; ypad = (yhi > ylo ? yhi - ylo : 1) * 0.05\n"
+                          "set yrange [ylo - ypad:yhi + ypad]\n} else { set yrange [*:*] }\n",
+                      row[r].check, row[r].y, bars ? row[r].e : "0", row[r].y, bars ? row[r].e : "0");
+        for (int c = 0; c < 3; c++) {
+            epar_plot_add(&b, "set title '%s: %s input'\nset ylabel '%s'\n", row[r].title, cond[c],
+                          c ? "" : row[r].ylabel);
+            epar_plot_add(&b, EPAR_PLOT_IF("'when_to_use.csv', '%s'")
+                              "plot for [f in 'none basic enhanced'] 'when_to_use.csv' skip 1 using 1:(sel('%s', f, %s))%s%s%s "
+                              "with %s lt fc(f) dt fd(f) %s" EPAR_PLOT_END,
+                          row[r].check, cond[c], row[r].y, bars ? ":(" : "", bars ? row[r].e : "", bars ? ")" : "",
+                          bars ? "yerrorlines" : "linespoints", r == 0 && c == 0 ? "title f" : "notitle");
+        }
+    }
+    epar_plot_add(&b, "unset multiplot\n");
+    return epar_plot_script_text(o, "when_to_use", "When EPAR changes attention: length, shuffling, noise", &b);
 }
 
 /* ---- the tables ---- */

@@ -338,56 +338,94 @@ static struct epar_table *pairs_table(const struct epar_bench_cfg *c, const stru
 
 /* ---- figures ---- */
 
+/* the panels of the lm figure: one row per group of at most about 8 series, split by family (lib/mech), then the
+ * other readings of the same weights and the fine-tuned arms; `none` is the reference of every row */
+#define LM_GROUPS (EPAR_MF_COUNT + 2)
+static int lm_member(const struct lm_study *d, int i, int g)
+{
+    const struct series *s = &d->s[i].s;
+    int own = !s->ft && s->as == s->trained && !s->logn, read_other = 0, tuned = 0;
+    for (int q = 0; q < d->n; q++) {
+        const struct series *o = &d->s[q].s;
+        if (o->trained != s->trained) continue;
+        read_other |= !o->ft && (o->as != o->trained || o->logn);
+        tuned |= o->ft;
+    }
+    int none = own && epar_mech_family_of(s->name) == EPAR_MF_NONE;
+    if (g < EPAR_MF_COUNT) return own && (none || epar_mech_family_of(s->name) == g) && g != EPAR_MF_NONE;
+    if (g == EPAR_MF_COUNT) return (!s->ft && !own) || (own && read_other) || none;
+    return s->ft || (own && tuned) || none;
+}
+
+static const char *lm_group_title(int g)
+{
+    if (g < EPAR_MF_COUNT) return epar_mech_family_name(g);
+    return g == EPAR_MF_COUNT ? "the same weights read otherwise (scaled RoPE, log-n)" : "fine-tuned at longer lengths (+ft)";
+}
+
 static int lm_figure(const struct epar_bench_cfg *c, const struct lm_study *d, const struct fig_range *fr,
                      struct epar_out *o)
 {
-    size_t cap = 65536, len = 0;
+    size_t cap = 131072, len = 0;
     char *body = malloc(cap);
     if (!body) return EPAR_ENOMEM;
 #define P(...) len += (size_t)snprintf(body + len, len < cap ? cap - len : 0, __VA_ARGS__)
     int maxk = d->lengths[d->NL - 1] / d->L;
-    P("set terminal @epar_term size 1500,1050\n"
-      "set multiplot layout 2,2 title 'lm trained at L = %d, evaluated on held-out windows of k L (mean over %d seed(s); "
-      "band: ± sd across seeds)'\n"
-      "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'evaluation length (log scale; dashed: the training length)'\n"
-      "set ylabel 'bits per character (lower is better)'\nset key outside right top font ',8'\n"
+    /* the rows: groups with a series other than the reference */
+    int groups[LM_GROUPS], ng = 0;
+    for (int g = 0; g < LM_GROUPS; g++) {
+        int n = 0;
+        for (int i = 0; i < d->n && i < EPAR_BX_MAX_SERIES * 3; i++)
+            n += lm_member(d, i, g) && epar_mech_family_of(d->s[i].s.name) != EPAR_MF_NONE;
+        if (n) groups[ng++] = g;
+    }
+    if (!ng) groups[ng++] = EPAR_MF_EPAR;
+    char band[64] = "";
+    if (d->S > 1) snprintf(band, sizeof band, "; band: ± sd across the %d seeds", d->S);
+    P("set terminal @epar_term size 1500,%d\n"
+      "set multiplot layout %d,2 title 'lm trained at L = %d, evaluated on held-out windows of k L (mean over %d "
+      "seed%s%s); left: all positions of the window, right: positions past L only (at L: the window)'\n"
+      "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'evaluation length (tokens, log scale; dashed: "
+      "the training length)'\nset ylabel 'bits per character (lower is better)'\n"
+      "set key outside right top font ',8' width -2 samplen 2.5\n"
       "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#555555'\n"
       "set style fill transparent solid 0.15 noborder\n",
-      d->L, d->S, d->L / 1.25, d->L * maxk * 1.25, d->L, d->L);
-    static const char *const titles[4] = {"each mechanism on its own weights: all positions of the window",
-                                          "the same weights read otherwise (and fine-tuned, +ft): all positions",
-                                          "each mechanism on its own weights: positions past L only (at L: the window)",
-                                          "the same weights read otherwise: positions past L only (at L: the window)"};
-    for (int panel = 0; panel < 4; panel++) {
-        int bin = panel / 2, same = panel % 2;
+      60 + 330 * ng, ng, d->L, d->S, d->S == 1 ? "" : "s", band, d->L / 1.25, d->L * maxk * 1.25, d->L, d->L);
+    /* the x tics: the evaluation lengths */
+    {
+        char tics[256] = "";
+        for (int e = 0; e < d->NL; e++)
+            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s%d", e ? ", " : "", d->lengths[e]);
+        P("set xtics (%s)\n", tics);
+    }
+    for (int panel = 0; panel < 2 * ng; panel++) {
+        int g = groups[panel / 2], bin = panel % 2;
         /* the panel's rows, so a panel whose every value is nan (or that has none) draws "no data" (plots/epar.gp) */
         char cond[4096];
         size_t cl = (size_t)snprintf(cond, sizeof cond, "0");
         for (int pass = 0; pass < 2; pass++) {
-            if (pass) P("set title '%s'\neval epar_check('extrapolation_bpc.csv', '((%s) ? $7 : NaN):15')\n"
-                        "if (epar_ok) {\nplot ", titles[panel], cond);
-            int lt = 0, any = 0;
+            if (pass) P("set title '%s: %s' noenhanced\neval epar_check('extrapolation_bpc.csv', '((%s) ? $7 : NaN):15')\n"
+                        "if (epar_ok) {\nplot ", lm_group_title(g), bin ? "positions past L" : "all positions", cond);
+            int k = 0, any = 0;
             for (int i = 0; i < d->n && i < EPAR_BX_MAX_SERIES * 3; i++) {
                 const struct lm_series *ls = &d->s[i];
-                /* the left panels: the mechanisms' own series; the right: the variants, the arms and what they read */
-                int own = !ls->s.ft && ls->s.as == ls->s.trained && !ls->s.logn, reads = 0;
-                for (int q = 0; q < d->n; q++)
-                    reads |= (d->s[q].s.ft || d->s[q].s.as != d->s[q].s.trained || d->s[q].s.logn) &&
-                             d->s[q].s.trained == ls->s.trained;
-                if (same ? !(!own || reads) : !own) continue;
-                lt++;
+                if (!lm_member(d, i, g)) continue;
+                k++;
                 if (fr->first[i][bin] < 0) continue;
-                int a = fr->first[i][bin], b = fr->last[i][bin], ty = (lt - 1) % 8 + 1, dt = (lt - 1) / 8 + 1;
+                /* colour and dash of the k-th series of the panel: no two series of a panel share a colour */
+                int a = fr->first[i][bin], b = fr->last[i][bin], ty = (k - 1) % 12 + 1, dt = (k - 1) % 5 + 1;
                 if (!pass) {
                     if (cl < sizeof cond) cl += (size_t)snprintf(cond + cl, sizeof cond - cl, " || ($0 >= %d && $0 <= %d)", a, b);
                     continue;
                 }
-                P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:($15-sd(16)):($15+sd(16)) with filledcurves "
-                  "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s' noenhanced",
-                  any ? ", \\\n " : "", a, b, ty, a, b, ty, dt, ls->s.ft ? "pt 6 ps 1.2" : "", ls->s.name);
+                if (d->S > 1)
+                    P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:($15-sd(16)):($15+sd(16)) with "
+                      "filledcurves lt %d notitle", any ? ", \\\n " : "", a, b, ty);
+                P("%s'extrapolation_bpc.csv' skip 1 every ::%d::%d using 7:15 with linespoints lt %d dt %d %s title '%s' "
+                  "noenhanced", any || d->S > 1 ? ", \\\n " : "", a, b, ty, dt, ls->s.ft ? "pt 6 ps 1.2" : "", ls->s.name);
                 if (bin == 1 && !ls->s.ft && fr->first[i][0] >= 0)   /* the reference at L: the window's first row */
-                    P(", \\\n '' skip 1 every ::%d::%d using 7:15:(sd(16)) with yerrorbars lt %d notitle",
-                      fr->first[i][0], fr->first[i][0], ty);
+                    P(", \\\n '' skip 1 every ::%d::%d using 7:15:(sd(16)) with %s lt %d notitle", fr->first[i][0],
+                      fr->first[i][0], d->S > 1 ? "yerrorbars" : "points", ty);
                 any = 1;
             }
             if (pass && !any) P("NaN notitle");

@@ -1145,12 +1145,28 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
     char in[64];
     input_desc(&xs[0], in, sizeof in);
     struct epar_plot_text b = {0};
-    int W = 60 + 380 * cols, H = 80 + 380 * rows * bands;
+    /* one colour scale for every panel (they compare), up to the largest mean weight of rows 1.. (row 0 attends to
+     * itself alone, weight 1) over the panels; one colour bar at the right of the page */
+    double top = 0;
+    for (int c = 0; c < n; c++) {
+        int nl = selection(o->layers, o->n_layers, xs[c].NL, ls);
+        for (int a = 0; a < nl; a++) {
+            double pt = mean_row_top(&xs[c], ls[a], o);
+            if (pt > top) top = pt;
+        }
+    }
+    int W = 200 + 400 * cols, H = 100 + 420 * rows * bands;
     epar_plot_add(&b, "set terminal @epar_term size %d,%d\nset multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing "
-                  "%.4f,%.4f title \"Attention on %s, mean of the heads: query position down, key position across\\neach "
-                  "colour scale up to the largest weight of rows 1..\" noenhanced\n"
-                  "unset key\nunset grid\nset size ratio -1\nset tics out\nset colorbox\n",
-                  W, H, rows * bands, cols, 60.0 / W, 1 - 90.0 / W, 60.0 / H, 1 - 70.0 / H, 150.0 / W, 110.0 / H, in);
+                  "%.4f,%.4f title \"Attention on %s, mean of the heads\\none colour scale: up to the largest weight of the "
+                  "rows after the first (row 0 sees only itself)\" noenhanced\n"
+                  "unset key\nunset grid\nset size ratio -1\nset tics out\nunset colorbox\nset cbrange [0:%.3g]\n"
+                  "set xlabel 'key position' font ',9'\nset ylabel 'query position' font ',9'\n",
+                  W, H, rows * bands, cols, 100.0 / W, 1 - 150.0 / W, 80.0 / H, 1 - 90.0 / H, 110.0 / W, 150.0 / H, in,
+                  top > 0 ? top : 1.0);
+    int last_r = -1, last_c = -1;   /* the last panel drawn carries the colour bar */
+    for (int a = 0; a < rows; a++)
+        for (int c = 0; c < bands * cols && c < n; c++)
+            if (a < selection(o->layers, o->n_layers, xs[c].NL, ls)) last_r = a, last_c = c;
     for (int a = 0; a < rows; a++)
         for (int c = 0; c < bands * cols; c++) {
             const struct epar_inspect *x = c < n ? &xs[c] : NULL;
@@ -1159,10 +1175,12 @@ int epar_inspect_write_comparison(const struct epar_inspect *xs, int n, const st
                 epar_plot_add(&b, "set multiplot next\n");
                 continue;
             }
-            double top = mean_row_top(x, ls[a], o);
             sb_panel_axes(&b, x, 16, 8);
-            epar_plot_add(&b, "set title \"%s\\nlayer %d\" noenhanced font ',9'\nset cbrange [0:%.3g]\nset cbtics font ',7'\n",
-                          x->name, ls[a], top > 0 ? top : 1.0);
+            epar_plot_add(&b, "set title \"%s\\nlayer %d\" noenhanced font ',9'\n", x->name, ls[a]);
+            if (a == last_r && c == last_c)
+                epar_plot_add(&b, "set colorbox user origin screen %.4f, screen %.4f size screen %.4f, screen %.4f\n"
+                                  "set cblabel 'attention weight'\nset cbtics font ',8'\n",
+                              1 - 110.0 / W, 80.0 / H, 20.0 / W, 1 - 170.0 / H);
             epar_plot_add(&b, EPAR_PLOT_IF("'comparison.csv', '($1==%d && $3==%d ? $5 : NaN):6'")
                           "plot 'comparison.csv' skip 1 using ($1==%d && $3==%d ? $5 : 1/0):4:(0.52):(0.52):6 with boxxyerror "
                           "fs solid noborder fc palette notitle" EPAR_PLOT_END, c, ls[a], c, ls[a]);

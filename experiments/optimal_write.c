@@ -340,17 +340,29 @@ static int opt_write_scatter_radar(const struct epar_optimal_cfg *cfg, const str
             size_t l = strlen(words);
             snprintf(words + l, sizeof words - l, "%s%s", t ? " " : "", epar_imp_name(cfg->types[t]));
         }
-        snprintf(body, sizeof body,
-                 "set title 'Information type comparison (%s)'\n"
+        /* small multiples: one panel per type in its colour, the other types thin and grey behind it (five
+         * polygons on one radar hid each other); the radial labels from 0.25 on, clear of the centre */
+        int cols = T < 3 ? T : 3, rows = (T + cols - 1) / cols;
+        int u = snprintf(body, sizeof body,
+                 "set terminal @epar_term size %d,%d\n"
+                 "set multiplot layout %d,%d title 'Information type comparison (%s): each type in colour, the "
+                 "others in grey; performance = 0.6 c + 0.2 (r + 1)'\n"
                  "set polar\nset angles degrees\nset size square\nunset border\nunset xtics\nunset ytics\n"
                  "set raxis\nset grid polar 45 lt 1 lc rgb '#999999' lw 0.8 dt 3\nset rrange [0:1]\n"
-                 "set rtics 0.25 format '%%.2f' scale 0.5\n"
-                 "set ttics ('consistency' 45, 'ranking (r+1)/2' 315, 'mean V' 225, 'performance 0.6c+0.2(r+1)' 135) "
-                 "font ',11'\n"
-                 "set key outside right\n"
-                 "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i ? $4 : NaN):5 with linespoints lt i+1 "
-                 "lw (4.5 - 0.7 * i) dt i+1 pt 4+2*i ps 1.6 title word('%s', i+1)\n",
-                 sub, T - 1, words);
+                 "set rtics 0.25, 0.25, 1 format '%%.2f' scale 0.5 font ',8'\n"
+                 "set ttics ('consistency' 45, 'ranking (r+1)/2' 315, 'mean V' 225, 'performance' 135) "
+                 "font ',9'\nunset key\n",
+                 420 * cols, 60 + 420 * rows, rows, cols, sub);
+        for (int t = 0; t < T && u < (int)sizeof body; t++)
+            u += snprintf(body + u, sizeof body - (size_t)u,
+                          "set title '%s'\n"
+                          "plot for [i=0:%d] 'radar.csv' skip 1 using (int($2)==i && i!=%d ? $4 : NaN):5 with lines "
+                          "lc rgb '#bbbbbb' lw 1 notitle, \\\n"
+                          "     'radar.csv' skip 1 using (int($2)==%d ? $4 : NaN):5 with linespoints lt %d lw 2.5 pt 7 "
+                          "ps 1.0 notitle\n",
+                          epar_imp_name(cfg->types[t]), T - 1, t, t, t + 1);
+        if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, "unset multiplot\n");
+        (void)words;
     }
     if ((st = epar_plot_script(o, "information_type_radar_comparison", "Radar comparison of the types", body)))
         return st;

@@ -183,14 +183,16 @@ static int pos_write_curves(const struct epar_params *prm, const char *where, st
         return st;
     if ((st = epar_plot_scriptf(o, "position_scores", "Position score V(i) with pos* marked",
                                 "set title 'Position score V(i) = {/Symbol S}_j A_{ij} I_j, pos* marked (%s)'\n"
-                                "set xlabel 'position i'\nset ylabel 'V(i)'\nset key outside right\n"
+                                "set xlabel 'position i (query)'\nset ylabel 'position score V(i)'\nset xrange [0:%d]\n"
+                                "set key outside right top nobox samplen 2 font ',9'\n"
                                 EPAR_PLOT_IF("'position_scores.csv', '1:2'") "plot for [c=2:%d] 'position_scores.csv' skip 1 using 1:c with lines "
                                 "title sprintf('item %%d', c-2), \\\n"
                                 "     'pos_star.csv' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5:($3+1) "
-                                "with points pt 7 ps 1.6 lc variable title 'pos* (colour of its item)', \\\n"
+                                "with points pt 7 ps 1.6 lc variable title 'pos* (argmax)', \\\n"
                                 "     '' skip 1 using (($1==%lu && $2==%d) ? $4 : NaN):5 with points pt 6 ps 1.7 "
                                 "lc rgb 'black' notitle" EPAR_PLOT_END,
-                                where, B + 1, prm->seeds[0], prm->runs - 1, prm->seeds[0], prm->runs - 1)))
+                                where, prm->length - 1, B + 1, prm->seeds[0], prm->runs - 1, prm->seeds[0],
+                                prm->runs - 1)))
         return st;
     if ((st = epar_plot_scriptf(o, "attention_statistics", "Attention statistics per key position",
                                 "set terminal @epar_term size 1100,800\n"

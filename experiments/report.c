@@ -28,21 +28,39 @@ static int verdict_figure(struct epar_out *o, const struct epar_audit *a)
     int st = epar_exp_write_table(o, "verdicts.csv", t);
     epar_csv_free(t);
     if (st) return st;
-    /* one stacked bar per section, one colour per verdict (a column of verdicts.csv each) */
+    /* one horizontal stacked bar per section (the first on top), named in words, one colour per verdict (a column
+     * of verdicts.csv each); the bars' pieces are boxes from the sum of the columns before to that sum plus theirs */
     static const char *const colour[EPAR_AUDIT_VERDICT_COUNT] = {"#2ca02c", "#98df8a", "#d62728", "#ff7f0e", "#1f77b4",
                                                                  "#9467bd", "#e7ba52", "#aaaaaa", "#7f7f7f"};
-    char body[4096];
+    char body[8192];
+    int nsec = 0;
+    while (epar_report_nth_section(a, nsec)) nsec++;
     int u = snprintf(body, sizeof body,
+                     "set terminal @epar_term size 1100,%d\n"
                      "set title 'Claims audit: verdicts per section (%zu claims)'\n"
-                     "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
-                     "set xtics rotate by -35 noenhanced\nset xlabel 'claim section'\n"
-                     "set ylabel 'number of claims'\nset yrange [0:*]\nset key outside right top noenhanced\n"
-                     EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ",
-                     a->n);
+                     "set style fill solid 0.9 noborder\nset xlabel 'number of claims'\nset xrange [0:*]\n"
+                     "set yrange [%d - 0.4:-0.6]\nset ytics noenhanced font ',10'\nunset grid\nset grid x\n"
+                     "set key outside right top noenhanced\nset lmargin 56\n"
+                     "cum(k) = (k <= 2) ? 0 : cum(k - 1) + column(k - 1)\nlabel(s) = ",
+                     160 + 32 * nsec, a->n, nsec);
+    const char *sec;
+    for (int k = 0; (sec = epar_report_nth_section(a, k)) && u < (int)sizeof body; k++) {
+        char q[256];   /* a gnuplot single-quoted string: ' doubled */
+        size_t l = 0;
+        for (const char *c = epar_report_group_plain(sec); *c && l + 3 < sizeof q; c++) {
+            if (*c == '\'') q[l++] = '\'';
+            q[l++] = *c;
+        }
+        q[l] = '\0';
+        u += snprintf(body + u, sizeof body - (size_t)u, "s eq '%s' ? '%s' : ", sec, q);
+    }
+    if (u < (int)sizeof body) u += snprintf(body + u, sizeof body - (size_t)u, "s\n" EPAR_PLOT_IF("'verdicts.csv', '2'") "plot ");
     for (int v = 0; v < EPAR_AUDIT_VERDICT_COUNT && u < (int)sizeof body; v++)
-        u += snprintf(body + u, sizeof body - (size_t)u, "%s'verdicts.csv' skip 1 using %d%s title '%s' lc rgb '%s'",
-                      v ? ", \\\n     " : "", v + 2, v ? "" : ":xtic(1)", epar_audit_verdict_name((enum epar_audit_verdict)v),
-                      colour[v]);
+        u += snprintf(body + u, sizeof body - (size_t)u,
+                      "%s'verdicts.csv' skip 1 using (cum(%d) + column(%d) / 2.0):0:(column(%d) / 2.0):(0.35)%s with "
+                      "boxxyerror lc rgb '%s' title '%s'",
+                      v ? ", \\\n     " : "", v + 2, v + 2, v + 2, v ? "" : ":ytic(label(strcol(1)))", colour[v],
+                      epar_audit_verdict_name((enum epar_audit_verdict)v));
     if (u < (int)sizeof body) snprintf(body + u, sizeof body - (size_t)u, EPAR_PLOT_END);
     return epar_plot_script(o, "verdicts", "Verdicts per section of the audit", body);
 }
@@ -145,6 +163,115 @@ static void write_verdict_table(struct epar_pub_doc *d, const struct epar_audit 
     epar_pub_table_end(d);
 }
 
+/* ---- the sizes trained models actually had: their own records ---- */
+
+/* distinct values of one quantity, sorted */
+#define SIZE_SET_MAX 32
+struct size_set {
+    int n;
+    double v[SIZE_SET_MAX];
+};
+struct trained_sizes {
+    int models;
+    struct size_set layers, dim, heads, length, batch, steps, seed, alpha, beta, gamma;
+};
+
+static void set_add(struct size_set *s, json_t *x)
+{
+    if (!json_is_number(x)) return;
+    double v = json_number_value(x);
+    int k = 0;
+    while (k < s->n && s->v[k] < v) k++;
+    if ((k < s->n && s->v[k] == v) || s->n == SIZE_SET_MAX) return;
+    memmove(s->v + k + 1, s->v + k, (size_t)(s->n - k) * sizeof *s->v);
+    s->v[k] = v;
+    s->n++;
+}
+
+/* "32, 40, 72"; "42-46 (5)" for more than four values; "" for none */
+static void set_text(const struct size_set *s, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (s->n > 4) {
+        snprintf(out, n, "%g-%g (%d values)", s->v[0], s->v[s->n - 1], s->n);
+        return;
+    }
+    for (int i = 0; i < s->n; i++) snprintf(out + strlen(out), n - strlen(out), "%s%g", i ? ", " : "", s->v[i]);
+}
+
+/* every record under dir (depth <= 4) with a training "config": the benchmark's cells (cells/<task>/<mechanism>/
+ * seed-<s>/cell.json) and epar train's runs (<task>/<mechanism>/run.json) */
+static void scan_trained(const char *dir, int depth, struct trained_sizes *t)
+{
+    DIR *dd = depth <= 4 ? opendir(dir) : NULL;
+    if (!dd) return;
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp-") || strstr(de->d_name, ".old-")) continue;
+        char p[4600];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            scan_trained(p, depth + 1, t);
+            continue;
+        }
+        if (strcmp(de->d_name, "cell.json") && strcmp(de->d_name, "run.json")) continue;
+        json_t *j = json_load_file(p, 0, NULL), *c = json_object_get(j, "config");
+        if (json_is_object(c) && json_is_number(json_object_get(c, "layers"))) {
+            t->models++;
+            set_add(&t->layers, json_object_get(c, "layers"));
+            set_add(&t->dim, json_object_get(c, "dim"));
+            set_add(&t->heads, json_object_get(c, "heads"));
+            set_add(&t->length, json_object_get(c, "length"));
+            set_add(&t->batch, json_object_get(c, "batch"));
+            set_add(&t->steps, json_object_get(c, "steps"));
+            set_add(&t->seed, json_object_get(c, "seed"));
+            const char *m = json_string_value(json_object_get(c, "mechanism"));
+            json_t *pos = json_object_get(c, "position");
+            if (m && !strncmp(m, "epar", 4) && json_is_object(pos)) {
+                set_add(&t->alpha, json_object_get(pos, "alpha"));
+                set_add(&t->beta, json_object_get(pos, "beta"));
+                if (strstr(m, "enhanced")) set_add(&t->gamma, json_object_get(pos, "gamma"));
+            }
+        }
+        json_decref(j);
+    }
+    closedir(dd);
+}
+
+/* a protocol-table row from the trained models' own records; 0 when dir holds none */
+static int trained_row(struct epar_pub_doc *d, const char *out_root, const struct epar_report_folder *fo,
+                       const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", out_root, fo->dir);
+    struct trained_sizes *t = EPAR_CALLOC(1, sizeof *t);
+    if (!t) return 0;
+    scan_trained(p, 0, t);
+    int n = t->models;
+    if (n) {
+        char v[10][400], l[160], w[160];
+        set_text(&t->alpha, v[0], sizeof v[0]);
+        set_text(&t->beta, v[1], sizeof v[1]);
+        set_text(&t->gamma, v[2], sizeof v[2]);
+        set_text(&t->length, v[3], sizeof v[3]);
+        set_text(&t->layers, l, sizeof l);
+        set_text(&t->dim, w, sizeof w);
+        snprintf(v[4], sizeof v[4], "%s x %s (layers x width)", l, w);
+        set_text(&t->heads, v[5], sizeof v[5]);
+        set_text(&t->batch, v[6], sizeof v[6]);
+        set_text(&t->steps, l, sizeof l);
+        snprintf(v[7], sizeof v[7], "%d model%s, %s steps", n, n == 1 ? "" : "s", l);
+        set_text(&t->seed, v[8], sizeof v[8]);
+        const char *cells[13] = {dir, fo->label, "ran (sizes from the models' own records)", "trained", v[0], v[1],
+                                 v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+        epar_pub_tr(d, 13, cells);
+    }
+    free(t);
+    return n;
+}
+
 static void write_protocol_section(struct epar_pub_doc *d, const char *out_root, const struct epar_report_info *info)
 {
     epar_pub_h(d, 2, "protocol", "Protocol");
@@ -160,6 +287,7 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         char p[4096], dir[80];
         snprintf(p, sizeof p, "%s/%s/run.json", out_root, fo->dir);
         snprintf(dir, sizeof dir, "`%s/`", fo->dir);
+        if (trained_row(d, out_root, fo, dir)) continue;
         struct epar_runrec_run rf = {0};
         json_t *doc = NULL;
         if (!epar_pub_file_exists(p) || epar_runrec_read_run(p, &rf, &doc)) {
@@ -171,11 +299,20 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         char seeds[256] = "", v[9][32];
         for (int i = 0; i < prm->n_seeds; i++)
             snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%lld", i ? "," : "", (long long)prm->seeds[i]);
-        const double num[] = {prm->alpha, prm->beta, prm->gamma};
+        double num[] = {prm->alpha, prm->beta, prm->gamma};
+        const char *form = prm->form ? prm->form : "";
+        /* an experiment of every mechanism (compare) records EPAR's parameters per mechanism: the enhanced form's */
+        json_t *mp = json_object_get(json_object_get(doc, "mechanism_parameters"), "epar-enhanced");
+        if (!prm->form && json_is_object(mp)) {
+            const char *key[] = {"alpha", "beta", "gamma"};
+            for (int k = 0; k < 3; k++) num[k] = json_number_value(json_object_get(mp, key[k]));
+            form = "every mechanism (EPAR's: epar-enhanced)";
+        }
         const int integer[] = {prm->length, prm->hidden, prm->heads, prm->batch, prm->runs};
         for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", num[k]);
-        for (int k = 0; k < 5; k++) snprintf(v[3 + k], sizeof v[3 + k], "%d", integer[k]);
-        const char *cells[13] = {dir, fo->label, "ran", prm->form ? prm->form : "", v[0], v[1], v[2], v[3], v[4], v[5],
+        for (int k = 0; k < 5; k++) /* 0: the experiment does not record it */
+            snprintf(v[3 + k], sizeof v[3 + k], integer[k] ? "%d" : "", integer[k]);
+        const char *cells[13] = {dir, fo->label, "ran", form, v[0], v[1], v[2], v[3], v[4], v[5],
                                  v[6], v[7], seeds};
         epar_pub_tr(d, 13, cells);
         json_decref(doc);
@@ -327,7 +464,9 @@ static void write_findings(struct epar_pub_doc *d, const char *out_root, const s
 /* the style of both HTML pages: readable from 420 px up, no external fonts or scripts */
 const char epar_report_css[] =
     "*{box-sizing:border-box}[hidden]{display:none !important}\n"
-    "body{font-family:sans-serif;line-height:1.4;margin:0 auto;padding:0 12px 3em;max-width:1400px;color:#222;overflow-wrap:break-word}\n"
+    /* the sources quote Chinese: a CJK font where the reader has one (Noto / Source Han / WenQuanYi / the systems') */
+    "body{font-family:sans-serif,\"Noto Sans CJK SC\",\"Source Han Sans SC\",\"Noto Sans SC\",\"WenQuanYi Micro Hei\","
+    "\"PingFang SC\",\"Microsoft YaHei\",sans-serif;line-height:1.4;margin:0 auto;padding:0 12px 3em;max-width:1400px;color:#222;overflow-wrap:break-word}\n"
     "h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}\n"
     "code{font-size:0.92em;background:#f3f3f3;padding:0 2px;overflow-wrap:anywhere}\n"
     "a{overflow-wrap:anywhere}\n"
@@ -335,7 +474,11 @@ const char epar_report_css[] =
     "table{border-collapse:collapse;font-size:0.88em}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;"
     "text-align:left}\n"
     "img{max-width:100%;height:auto}\n"
-    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:14px}\n"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,600px),1fr));gap:14px}\n"
+    ".banner{background:#fff3cd;border:2px solid #d39e00;padding:4px 12px;margin:0.5em 0}\n"
+    "#bottom-line{background:#f3f7fc;border:1px solid #b8cce4;padding:2px 14px 4px;font-size:0.93em;line-height:1.3}"
+    "#bottom-line h2{margin:0.3em 0 0.2em;font-size:1.3em}#bottom-line ul{margin:0.2em 0;padding-left:1.2em}"
+    "#bottom-line li{margin:0.05em 0}\n"
     "figure{margin:0}figure img{width:100%;border:1px solid #ddd}figcaption{font-size:0.85em;color:#333}\n"
     "nav.toc{background:#f6f6f6;padding:6px 12px;border:1px solid #ddd}nav.toc ul{margin:0.3em 0;padding-left:1.2em}\n"
     ".v-reproduced,.v-trivially-true{background:#e6f4e6}.v-partly-reproduced{background:#f4f4d8}"
@@ -361,7 +504,7 @@ static void write_proxy_section(struct epar_pub_doc *d, const char *out_root)
     char p[4200], run[2048] = " No benchmark has run in this output folder (`epar benchmark --budget quick`, or "
                                 "`epar run-all` without `--no-benchmark`).";
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL, 0, 0, 0, 0, 0, 0}, {0, {0}}, 0, 0, 0, 0, {NULL}, NULL};
     json_t *doc = NULL;
     if (epar_runrec_read_bench(p, &br, &doc) == EPAR_OK) {
         snprintf(run, sizeof run, " The run audited here: budget `%s`, %d seed(s), %lld cells, largest parameter-count "
@@ -402,6 +545,14 @@ static void write_report(struct epar_pub_doc *d, const char *out_root, const str
                   "files; the reported values are the paper's and the reference repository's. The full audit table is "
                   "[claims.csv](claims.csv); the figures are collected in [../index.html](../index.html)%s.",
                info->version, d->html ? "; the same report as markdown: [REPORT.md](REPORT.md)" : "");
+    char banner[1024];
+    if (epar_exp_report_banner(out_root, a, banner, sizeof banner)) {
+        if (d->html) {
+            fputs("<p class=\"banner\" id=\"budget-banner\">", d->f);
+            epar_report_banner_html(d->f, banner);
+            fputs("</p>\n", d->f);
+        } else epar_pub_p(d, "**%s**", banner);
+    }
     write_protocol_section(d, out_root, info);
     epar_pub_h(d, 2, "verdicts", "Verdicts");
     static const char *const head[] = {"verdict", "claims"};
@@ -490,7 +641,7 @@ static int write_summary(struct epar_out *o, const char *out_root, const struct 
     }
     char p[4200];
     snprintf(p, sizeof p, "%s/benchmark/run.json", out_root);
-    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL, 0, 0, 0, 0, 0, 0}, {0, {0}}, 0, 0, 0, 0, {NULL}, NULL};
     json_t *bdoc = NULL;
     int have_bench = access(p, R_OK) == 0 && epar_runrec_read_bench(p, &br, &bdoc) == EPAR_OK;
     if (!have_bench) epar_err_clear();

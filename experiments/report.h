@@ -33,6 +33,10 @@ struct epar_report_info {
 /* claims.csv, retention_definitions.csv and REPORT.md into o's staging folder (section "report"). */
 int epar_exp_report_write(struct epar_out *o, const char *out_root, const struct epar_audit *a,
                           const struct epar_report_info *info);
+/* The budget banner: when the benchmark audited in out_root is a reduced run (the smoke budget or a subset of the
+ * grid, epar_runrec_bench_reduced), one plain-text sentence into buf saying so, how many claims read it, and how to
+ * get the real one; returns 1. 0 (buf "") when the benchmark is the whole grid of a real budget or absent. */
+int epar_exp_report_banner(const char *out_root, const struct epar_audit *a, char *buf, size_t n);
 /* <out_root>/index.html, written atomically (temp file + rename). */
 int epar_exp_report_index(const char *out_root, const struct epar_audit *a, const struct epar_report_info *info);
 

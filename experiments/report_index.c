@@ -218,6 +218,26 @@ static const char filter_js[] =
     "sel.value=b.dataset.verdict;apply();document.getElementById('claims').scrollIntoView();});});\n"
     "apply();})();\n</script>\n";
 
+/* the bottom line: the generated sentences (epar_report_bottom_line), before the counts */
+static void index_bottom_line(FILE *f, const struct epar_audit *a)
+{
+    struct epar_report_summary *s = EPAR_CALLOC(1, sizeof *s);
+    if (!s) return;
+    epar_report_bottom_line(s, a);
+    struct epar_pub_doc d = {f, 1, NULL};
+    if (s->n) {
+        fputs("<section id=\"bottom-line\"><h2>Bottom line</h2>\n<ul>\n", f);
+        for (int i = 0; i < s->n; i++) {
+            fputs("<li>", f);
+            epar_pub_inline(&d, s->line[i].text, 0);
+            fputs("</li>\n", f);
+        }
+        fputs("</ul></section>\n", f);
+    }
+    epar_report_summary_free(s);
+    free(s);
+}
+
 /* index.html's summary: counts, verdict chips, one sentence per section, failed experiments, stale claims */
 static void index_summary(FILE *f, const struct epar_audit *a, const struct epar_report_info *info)
 {
@@ -384,6 +404,13 @@ int epar_exp_report_index(const char *out_root, const struct epar_audit *a, cons
     fputs("</code>. The claims of the paper <i>EPAR: Explicit Position-Attention Relationship for Interpretable "
           "Long-Range Attention in Transformers</i>, of its reference code and of four other source documents, each "
           "judged by a rule fixed in the protocol before the results were seen.</p>\n", f);
+    char banner[1024];
+    if (epar_exp_report_banner(out_root, a, banner, sizeof banner)) {
+        fputs("<p class=\"banner\" id=\"budget-banner\">", f);
+        epar_report_banner_html(f, banner);
+        fputs("</p>\n", f);
+    }
+    index_bottom_line(f, a);
     index_summary(f, a, info);
     char **dirs;
     const char **labels;

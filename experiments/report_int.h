@@ -79,6 +79,9 @@ extern const char epar_report_css[];
 
 /* the paper-section title of a claim group (the "section" of each claim); unknown groups: their name */
 const char *epar_report_group_title(const char *id);
+/* the few plain words the bottom line and the verdict figure call a claim group by ("Theorem 1 and its lower
+ * bound"); unknown groups: their name */
+const char *epar_report_group_plain(const char *id);
 /* *out (free it) or an error naming the JSON path of the malformed part */
 int epar_report_proto_read(const struct epar_protocol *p, struct epar_report_proto **out);
 /* (beta, gamma) pairs: those of the presets (the paper's text and the reference code) */
@@ -112,6 +115,14 @@ int epar_report_count_rows(const struct epar_audit *a, const char *sec, int benc
 void epar_report_summary_lines(struct epar_report_summary *s, const char *out_root, const struct epar_audit *a,
                                const struct epar_report_info *info, const struct epar_runrec_audit *ar,
                                const struct epar_runrec_bench *br, int have_bench, const struct epar_table *im);
+/* index.html's bottom line (block "bottom"), computed from the verdicts only: first what the trained proxies say of
+ * EPAR against the baselines (the claims of rule beats_all), then one sentence per claim section in plain words
+ * (holds, holds by construction, holds where it can be judged, holds in part, does not hold, cannot be judged here)
+ * with its counts and, where something fails, up to two examples. Markdown with lib/publish's inline marks, each
+ * sentence linked to its section's claims (#claims-<section>) and each example to its claim (#claim-<id>). */
+void epar_report_bottom_line(struct epar_report_summary *s, const struct epar_audit *a);
+/* the banner (epar_exp_report_banner) as HTML: its words up to the first ':' bold, the rest escaped */
+void epar_report_banner_html(FILE *f, const char *banner);
 /* free the lines of s */
 void epar_report_summary_free(struct epar_report_summary *s);
 

@@ -77,19 +77,20 @@ static int write_figure(const struct epar_train_run *r, struct epar_out *o)
     char title[160];
     snprintf(title, sizeof title, "Learning curve of %s on %s", mech, task);
     return epar_plot_scriptf(o, "learning_curve", title,
-                             "set terminal @epar_term size 1100,450\n"
-                             "set multiplot layout 1,2 title '%s, %s (%ld parameters)'\n"
+                             "set terminal @epar_term size 1100,500\n"
+                             "set multiplot layout 1,2 margins 0.08,0.98,0.13,0.80 spacing 0.1 title '%s, %s (%ld parameters)'\n"
                              "set xlabel 'training tokens'\nset format x '%%.1s%%c'\n"   /* 50.0k, 1.5M: no crowded digits */
-                             "set ylabel 'cross-entropy (nats per scored token)'\nset key top right\n"
+                             "set ylabel 'cross-entropy (nats per scored token)'\n"
+                             "set key at graph 0.5, graph 1.03 center bottom horizontal nobox font ',9'\nset autoscale xfix\n"   /* above the axis: never on the data */
                              EPAR_PLOT_IF("'learning_curve.csv', '2:4'")
                              "plot 'learning_curve.csv' skip 1 using 2:3 with linespoints title 'train (mean since last row)', \\\n"
                              "     '' skip 1 using 2:4 with linespoints title 'eval'" EPAR_PLOT_END
-                             "set ylabel '%s'\nset key %s right\nset offsets 0, 0, graph 0.05, %s\n"   /* away from the curve's end */
+                             "set ylabel '%s'\n%s\n"   /* accuracy: its whole range [0, 1], never 1.2 */
                              EPAR_PLOT_IF("'learning_curve.csv', '2:5'")
                              "plot 'learning_curve.csv' skip 1 using 2:5 with linespoints lt 3 title 'eval %s'%s" EPAR_PLOT_END
                              "unset multiplot\n",
                              task, mech, (long)r->model.n_params, bpc ? "bits per character" : "answer accuracy",
-                             bpc ? "top" : "bottom", bpc ? "graph 0.05" : "0", metric, chance);
+                             bpc ? "set yrange [*:*]" : "set yrange [0:1]", metric, chance);
 }
 
 unsigned long long epar_exp_train_params_hash(const struct epar_train_run *r)

@@ -1198,6 +1198,36 @@ static_assert(sizeof kind_names / sizeof kind_names[0] == EPAR_MK_COUNT, "one na
 
 const char *epar_mech_kind_name(enum epar_mech_kind k) { return k < EPAR_MK_COUNT ? kind_names[k] : "?"; }
 
+int epar_mech_family_of(const char *name)
+{
+    char id[64];
+    size_t n = strcspn(name, "@+");
+    snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : sizeof id - 1), name);
+    enum epar_mech_id m = EPAR_MECH_COUNT;
+    for (int i = 0; i < EPAR_MECH_COUNT; i++)
+        if (!strcmp(id, epar_mech_table[i].id)) m = (enum epar_mech_id)i;
+    if (m == EPAR_MECH_COUNT) return -1;
+    if (m == EPAR_MECH_EPAR_BASIC || m == EPAR_MECH_EPAR_ENHANCED) return EPAR_MF_EPAR;
+    if (m == EPAR_MECH_LOGN) return EPAR_MF_QK;
+    switch (epar_mech_table[m].kind) {
+    case EPAR_MK_BASELINE: return EPAR_MF_NONE;
+    case EPAR_MK_INPUT: return EPAR_MF_INPUT;
+    case EPAR_MK_BIAS: return EPAR_MF_BIAS;
+    case EPAR_MK_QK: return EPAR_MF_QK;
+    case EPAR_MK_HEADS: return m == EPAR_MECH_GQA ? EPAR_MF_QK : EPAR_MF_SPARSE;
+    case EPAR_MK_FACTOR: return EPAR_MF_EPAR;
+    default: return EPAR_MF_SPARSE; /* mask, fixed, kernel */
+    }
+}
+
+const char *epar_mech_family_name(int family)
+{
+    static const char *const names[EPAR_MF_COUNT] = {"no position information", "input position encodings",
+                                                     "relative position biases", "q/k transforms and length scaling",
+                                                     "sparse, fixed and linear attention", "EPAR"};
+    return family >= 0 && family < EPAR_MF_COUNT ? names[family] : "?";
+}
+
 /* ================================================================== registry */
 
 int epar_mech_find(const char *name, enum epar_mech_id *id)

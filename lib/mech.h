@@ -100,6 +100,19 @@ struct epar_mech {
     int logn_stacked;           /* log-n factor multiplied in by epar_mech_stack_logn */
 };
 
+/* The families a figure splits mechanisms by (at most about 8 series a panel): no position information (none),
+ * input position encodings, relative position biases, q/k transforms and length scaling, sparse / fixed / linear
+ * attention, EPAR. From the kind, with the exceptions the kind does not tell (EPAR's two forms and log-n are
+ * factors; the per-head fixed mixes are "heads"). */
+enum epar_mech_family {
+    EPAR_MF_NONE = 0, EPAR_MF_INPUT, EPAR_MF_BIAS, EPAR_MF_QK, EPAR_MF_SPARSE, EPAR_MF_EPAR, EPAR_MF_COUNT
+};
+/* the family of a mechanism id or a series named after one ("pi-attention@step=4", "rope+ft", "rope+log-n": the id
+ * before the first '@' or '+'); -1 for a name that is no catalogue id */
+int epar_mech_family_of(const char *name);
+/* "input position encodings", ... ("?" out of range) */
+const char *epar_mech_family_name(int family);
+
 /* ---- registry ---- */
 /* id string -> enum; EPAR_EINVAL naming the id (with a near match as hint) otherwise. */
 int epar_mech_find(const char *name, enum epar_mech_id *id);

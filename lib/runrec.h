@@ -50,6 +50,7 @@ struct epar_runrec_run {
 /* The benchmark's run.json: its budget, seeds, cells, parameter-count spread, learned threshold and mechanisms. */
 struct epar_runrec_budget {
     const char *name;
+    int layers, dim, heads, mlp, batch, steps;  /* the sizes the cells trained (0: not recorded) */
 };
 struct epar_runrec_seeds {
     int n_seeds;
@@ -62,6 +63,7 @@ struct epar_runrec_bench {
     double param_max_rel_diff, learned_z;
     int n_mechanisms;
     const char *mechanisms[EPAR_MAX_LIST];
+    const char *cli_overrides;  /* "tasks=lm;mechanisms=none,rope": a subset of the grid (NULL or "": none) */
 };
 /* The audit's own record (report/run.json, run-all's): what the summary says about the run. */
 struct epar_runrec_audit {
@@ -74,5 +76,13 @@ struct epar_runrec_audit {
 int epar_runrec_read_run(const char *path, struct epar_runrec_run *r, json_t **doc);
 int epar_runrec_read_bench(const char *path, struct epar_runrec_bench *r, json_t **doc);
 int epar_runrec_read_audit(const char *path, struct epar_runrec_audit *r, json_t **doc);
+
+/* Whether a benchmark record is a reduced run, whose verdicts are not the reproduction's: the CI budget "smoke" (it
+ * only exercises the machinery: one seed, one small layer, a few steps) or a grid changed on the command line (a
+ * subset of tasks or mechanisms, other seeds, --set ...). 1 with why (if not NULL) saying so in words, e.g.
+ * "budget smoke (1 seed, 1 layer of width 32, 30 steps)" or "command-line changes tasks=lm"; 0 otherwise (why ""). */
+int epar_runrec_bench_reduced(const struct epar_runrec_bench *br, char *why, size_t n);
+/* the same read from <out_root>/benchmark/run.json; 0 when it is missing or unreadable (no message set) */
+int epar_runrec_reduced_at(const char *out_root, char *why, size_t n);
 
 #endif

@@ -25,6 +25,11 @@ set linetype 5 lc rgb '#9467bd' pt 13 ps 0.6
 set linetype 6 lc rgb '#8c564b' pt 15 ps 0.6
 set linetype 7 lc rgb '#e377c2' pt 7 ps 0.6
 set linetype 8 lc rgb '#7f7f7f' pt 5 ps 0.6
+# more colours for a panel of up to 12 series (none repeats within a panel)
+set linetype 9 lc rgb '#17becf' pt 9 ps 0.6
+set linetype 10 lc rgb '#bcbd22' pt 11 ps 0.6
+set linetype 11 lc rgb '#000000' pt 13 ps 0.6
+set linetype 12 lc rgb '#8c8cff' pt 15 ps 0.6
 # Degenerate data. gnuplot stops on a plot without one valid point ("x range is invalid"): an empty table, a
 # column of nan (nothing learned; one seed's sd). A figure whose data can be so checks first and then draws a
 # "no data" panel in place of the plot (title and axis labels kept), so the other figures still render:

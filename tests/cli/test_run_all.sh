@@ -176,6 +176,29 @@ expect_grep "did you mean '--check'" "$T_TMP/err"
 # regression: clean pins pass; a perturbed pin in a temp copy fails with exit 1 and is named
 expect_exit 0 "run-all --check on the committed pins" -- "$EPAR" run-all --check -q
 expect_grep '^regress: [0-9]+ pinned numbers checked: [0-9]+ unchanged, 0 moved, 0 missing' "$T_TMP/out"
+# index.html opens with the bottom line (generated from the verdicts, linked to the claims), then the counts; no
+# budget banner without a benchmark
+grep -q 'id="bottom-line"' "$out/index.html" && ok || fail "index.html has no bottom line"
+python3 - "$out/index.html" <<'PYEOF' && ok || fail "the bottom line does not come first or is not linked"
+import re, sys
+s = open(sys.argv[1], encoding="utf-8").read()
+b, c = s.find('id="bottom-line"'), s.find('id="summary"')
+sys.exit(not (0 < b < c and re.search(r'retention.*does not hold', s[b:c]) and 'href="#claims-thm1"' in s[b:c]))
+PYEOF
+if grep -q 'id="budget-banner"' "$out/index.html"; then fail "a budget banner without a benchmark"; else ok; fi
+# a smoke benchmark (here also a subset) is audited with a banner on stdout, index.html and REPORT.html, and its empty
+# tables are not blamed on the protocol's measurement specs
+cp -r "$out" "$T_TMP/smoke"
+expect_exit 0 "a smoke benchmark" -- "$EPAR" benchmark --budget smoke --tasks lm,recall --mechanisms none,epar-enhanced \
+    --seeds 42 --out "$T_TMP/smoke" --quiet --no-render
+expect_exit 0 "run-all --audit-only after it" -- "$EPAR" run-all --audit-only --seed 42 --out "$T_TMP/smoke" --no-render
+expect_grep '^NOTE: Reduced benchmark: .* budget smoke \(1 seed' "$T_TMP/out"
+if grep -q 'measurement spec that does not fit' "$T_TMP/err"; then fail "smoke's empty tables blamed on the specs"; else ok; fi
+for f in index.html report/REPORT.html; do expect_grep 'id="budget-banner".*Reduced benchmark' "$T_TMP/smoke/$f"; done
+expect_grep 'Reduced benchmark' "$T_TMP/smoke/report/REPORT.md"
+# the protocol table gives the sizes the cells trained (their cell.json), not the preset's
+expect_grep '^\| `benchmark/` .*\| 1 x 32 \(layers x width\) \| 2 \|' "$T_TMP/smoke/report/REPORT.md"
+expect_grep '^\| `compare/` .*\| every mechanism \(EPAR.s: epar-enhanced\) \| 1 \| 1 \| 0.5 \|' "$T_TMP/smoke/report/REPORT.md"
 cp -r tests/golden "$T_TMP/golden"
 awk -F, 'BEGIN{OFS=","} $1=="position/summary.csv" && $2=="pos_star_mean" && $3=="value" {$4=$4+0.5} {print}' \
     tests/golden/pins.csv > "$T_TMP/golden/pins.csv"

@@ -99,7 +99,7 @@ int main(void)
     write_text(path, "{\"experiment\": \"benchmark\", \"budget\": {\"name\": \"quick\"}, \"parameters\": {\"seeds\": [1, 2, "
                      "3]}, \"cells\": 369, \"param_max_rel_diff\": 0.004, \"learned_z\": 2, \"mechanisms\": [\"none\", "
                      "\"rope\"]}");
-    struct epar_runrec_bench br = {{NULL}, {0, {0}}, 0, 0, 0, 0, {NULL}};
+    struct epar_runrec_bench br = {{NULL, 0, 0, 0, 0, 0, 0}, {0, {0}}, 0, 0, 0, 0, {NULL}, NULL};
     check_int(epar_runrec_read_bench(path, &br, &doc), EPAR_OK, "the benchmark's record read");
     check_true(br.budget.name && !strcmp(br.budget.name, "quick"), "bench: budget");
     check_int(br.parameters.n_seeds, 3, "bench: seeds");
