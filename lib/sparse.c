@@ -1506,8 +1506,8 @@ void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K,
     /* with AVX-512 or AVX2 the two products are the kernels above over K and V packed once per call (after S in the
      * workspace): cblas_dgemm packs K and V again for every block of rows (17 % of the kernel's time, profiled) and
      * ran the whole kernel at 43-45 % of the double FMA peak on an Intel Xeon (OpenBLAS 0.3.21 SkylakeX), the AVX-512
-     * tiles at 49-54 %; on an AMD EPYC Zen 3 (OpenBLAS Zen kernel) dgemm gave 37-51 % and the AVX2 tiles 48-59 %, in
-     * alternated runs (bench/dense_kernel.c) */
+     * tiles at 49-54 %; on an AMD EPYC Zen 3 (OpenBLAS Zen kernel, a busy machine) dgemm gave 35-51 % (median 46 %),
+     * the AVX2 tiles 39-59 % (median 49 %), in alternated runs (bench/dense_kernel.c; bench/README.md) */
     int w512 = ops == &ops_avx512, own = w512 || ops == &ops_avx2;
     int dk = w512 ? DK : DK2, dv = w512 ? DV : DV2;
     size_t np = (size_t)(L + dk - 1) / dk, ng = (size_t)(d + dv - 1) / dv;
