@@ -170,8 +170,8 @@ static int checks_pi_speed(const struct epar_compare_cfg *cfg, const struct epar
      * kernel's per-entry overhead and the machine's load (it moved between 11x and 16x here under load), not the
      * mechanism; the raw ratio stays in the detail and in sparse_speed.csv */
     return epar_exp_compare_row(t, "pi_speedup", su < bound ? su : bound, bound, NAN,
-               "one head, L=%d, d=%d, r=%g, pi=%g, ring %s: dense kernel (all L^2 scores by dgemm, masked softmaxes, dgemm "
-               "A V) %.4g s vs the structured kernel of lib/sparse (%s) %.4g s (fastest of %d, one thread, wall clock) "
+               "one head, L=%d, d=%d, r=%g, pi=%g, ring %s: dense kernel epar_sparse_dense_fast (all L^2 scores, "
+               "softmaxes, A V) %.4g s vs the structured kernel of lib/sparse (%s) %.4g s (fastest of %d, one thread, wall clock) "
                "= %.2fx measured, %.1f%% of the pair-count bound; value = min(measured, bound); reference = the bound "
                "L^2 / pairs over the %ld distinct allowed pairs",
                L, d, p[0], p[1], p[3] != 0 && !cfg->causal ? "on" : "off", sp.dense,

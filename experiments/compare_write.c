@@ -29,8 +29,8 @@ static void cmp_timing_text(const struct epar_compare_cfg *cfg, struct cmp_timin
              cfg->speed_repeats);
     snprintf(sp, sizeof t->sp,
              "sparse_speed.csv: one head, d = %d, L = %s, one thread, Q, K, V ~ N(0,1); dense kernel "
-             "epar_sparse_dense_fast (no mask: blocks of query rows, scores by dgemm, vector max and exp-sum, dgemm "
-             "P V; its GFLOP/s against the double FMA peak measured once in the run) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
+             "epar_sparse_dense_fast (no mask: blocks of query rows, scores by lib/sparse's register tiles over K "
+             "packed once (dgemm without AVX2), vector max and exp-sum, P V the same way; its GFLOP/s against the double FMA peak measured once in the run) vs lib/sparse's structured kernel (tile %d rows; 0 = default), one "
              "untimed call each, then alternately %d timed calls each, the fastest counts; pair_bound = L^2 / the "
              "distinct allowed pairs", cfg->speed_head_dim, ln, cfg->speed_tile, cfg->speed_repeats);
 }

@@ -92,9 +92,17 @@ __m256d _ZGVdN4v_exp(__m256d x);   /* glibc libmvec, linked through libm's AS_NE
 
 static double max_avx2(const double *z, int n)
 {
-    __m256d vm = _mm256_set1_pd(-INFINITY);
+    /* four independent chains, as max_avx512 (one waits on each max's latency); the max is exact */
+    __m256d vm = _mm256_set1_pd(-INFINITY), x1 = vm, x2 = vm, x3 = vm;
     int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        vm = _mm256_max_pd(vm, _mm256_loadu_pd(z + k));
+        x1 = _mm256_max_pd(x1, _mm256_loadu_pd(z + k + 4));
+        x2 = _mm256_max_pd(x2, _mm256_loadu_pd(z + k + 8));
+        x3 = _mm256_max_pd(x3, _mm256_loadu_pd(z + k + 12));
+    }
     for (; k + 4 <= n; k += 4) vm = _mm256_max_pd(vm, _mm256_loadu_pd(z + k));
+    vm = _mm256_max_pd(_mm256_max_pd(vm, x1), _mm256_max_pd(x2, x3));
     double lane[4], m;
     _mm256_storeu_pd(lane, vm);
     m = lane[0] > lane[1] ? lane[0] : lane[1];
@@ -1187,11 +1195,6 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
 static size_t dense_panels(int L) { return (size_t)(L + DK - 1) / DK; }
 static size_t dense_groups(int d) { return (size_t)(d + DV - 1) / DV; }
 
-size_t epar_sparse_dense_fast_ws(int L, int d)
-{
-    size_t dd = (size_t)(d > 0 ? d : 0);
-    return (size_t)EPAR_SPARSE_DENSE_ROWS * (size_t)L + dense_panels(L) * DK * dd + dense_groups(d) * DV * (size_t)L;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx2,fma")
@@ -1317,44 +1320,231 @@ static void dense_pv_512(int nr, int kw, int d, const double *P, const double *V
 }
 #pragma GCC pop_options
 
+#define DK2 8     /* keys per packed panel of K (AVX2 products) */
+#define DKC2 128  /* keys per chunk of P V (AVX2): a chunk of one group of V is 8 KB of L1 */
+#define DV2 8     /* columns per packed group of V (AVX2) */
+#define DR2 6     /* rows per tile (AVX2); Q is packed by tiles of DR2 rows */
+#define DROWS2 ((EPAR_SPARSE_DENSE_ROWS + DR2 - 1) / DR2 * DR2)
+#define DPAD 16   /* the scores' rows (AVX2) are up to DPAD doubles longer than kw */
+/* the AVX2 products' stride of the scores: kw rounded up to 8, plus 8 when that is a multiple of 512 bytes (at L 4096
+ * every row of the block started on the same set of L1, the six rows a P V tile reads at once and the rows a Q K^T
+ * tile writes competed for its 8 ways: P V ran at about half the speed it has at L 4000) */
+static size_t dense_lds(int kw)
+{
+    size_t n = ((size_t)kw + 7) / 8 * 8;
+    return n % 64 ? n : n + 8;
+}
+
+/* layout: the block's scores (EPAR_SPARSE_DENSE_ROWS rows of L + DPAD), K packed, V packed, the packed Q block (AVX2).
+ * The AVX2 packing of K and V fits where the AVX-512 one goes (ceil(L/8) * 8 <= ceil(L/16) * 16, the same for d) */
+size_t epar_sparse_dense_fast_ws(int L, int d)
+{
+    size_t dd = (size_t)(d > 0 ? d : 0);
+    return (size_t)EPAR_SPARSE_DENSE_ROWS * ((size_t)L + DPAD) + dense_panels(L) * DK * dd +
+           dense_groups(d) * DV * (size_t)L + (size_t)DROWS2 * dd;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* the AVX2 forms of the two tiles above, for 16 ymm registers: 6 rows x 8 columns (12 accumulators, 2 loads of the
+ * packed K or V, a broadcast of Q or P). Q's block is packed by tiles of 6 rows (the broadcasts read one sequential
+ * stream); P is read in place, its rows dense_lds apart (packing it too cost 12 % of the kernel, more than it saved).
+ * The same order of operations as the AVX-512 tiles (each score one FMA chain along d from zero, then times the
+ * scale; each output one FMA chain over the keys in order), so the two products give the AVX-512 tiles' bits (the
+ * softmax between them is each ISA's own vector exp) */
+static inline __attribute__((always_inline)) __m256i dense_mask4(int n)
+{
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0));
+}
+
+/* nr rows of a (stride ld), n columns, into tiles of DR2 rows (zero past row nr - 1): dst[t][c][DR2] */
+static void dense_pack_rows(const double *a, size_t ld, int nr, int n, double *dst)
+{
+    for (int t = 0; t < nr; t += DR2)
+        for (int r = 0; r < DR2; r++) {
+            double *o = dst + (size_t)t * n + r;
+            if (t + r < nr) {
+                const double *x = a + (size_t)(t + r) * ld;
+                for (int c = 0; c < n; c++) o[(size_t)c * DR2] = x[c];
+            } else
+                for (int c = 0; c < n; c++) o[(size_t)c * DR2] = 0.0;
+        }
+}
+
+/* scale Q K^T for R (<= DR2) rows (q: packed, d columns of DR2) x one panel of DK2 keys (kp: d rows of DK2), nk (<=
+ * DK2) of them stored */
+static inline __attribute__((always_inline)) void dense_qk2_r(int R, int d, const double *q, const double *kp,
+                                                               double *s, size_t lds, __m256d sc, int nk)
+{
+    __m256d a0[DR2], a1[DR2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_pd();
+    for (int k = 0; k < d; k++) {
+        __m256d b0 = _mm256_loadu_pd(kp + (size_t)k * DK2), b1 = _mm256_loadu_pd(kp + (size_t)k * DK2 + 4);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m256d qv = _mm256_broadcast_sd(q + (size_t)k * DR2 + r);
+            a0[r] = _mm256_fmadd_pd(qv, b0, a0[r]);
+            a1[r] = _mm256_fmadd_pd(qv, b1, a1[r]);
+        }
+    }
+    if (nk == DK2) {
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            _mm256_storeu_pd(s + r * lds, _mm256_mul_pd(sc, a0[r]));
+            _mm256_storeu_pd(s + r * lds + 4, _mm256_mul_pd(sc, a1[r]));
+        }
+    } else {
+        __m256i m0 = dense_mask4(nk), m1 = dense_mask4(nk - 4);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            _mm256_maskstore_pd(s + r * lds, m0, _mm256_mul_pd(sc, a0[r]));
+            _mm256_maskstore_pd(s + r * lds + 4, m1, _mm256_mul_pd(sc, a1[r]));
+        }
+    }
+}
+/* S (nr, kw) <- scale Q K^T with Q packed by tiles of DR2 rows (Qp) and K by DK2 keys (Kp); causal: as dense_qk_512 */
+static void dense_qk_256(int nr, int kw, int d, double scale, const double *Qp, const double *Kp, double *S,
+                         size_t lds, int causal, int i0)
+{
+    const __m256d sc = _mm256_set1_pd(scale);
+    for (int p = 0; p < (kw + DK2 - 1) / DK2; p++) {
+        int j0 = p * DK2, nk = imin(DK2, kw - j0);
+        const double *kp = Kp + (size_t)p * DK2 * d;
+        for (int t = 0; t < nr; t += DR2) {
+            int R = imin(DR2, nr - t);
+            if (causal && i0 + t + R - 1 < j0) continue;
+            const double *q = Qp + (size_t)t * d;
+            double *s = S + (size_t)t * lds + j0;
+            switch (R) {
+            case 6: dense_qk2_r(6, d, q, kp, s, lds, sc, nk); break;
+            case 5: dense_qk2_r(5, d, q, kp, s, lds, sc, nk); break;
+            case 4: dense_qk2_r(4, d, q, kp, s, lds, sc, nk); break;
+            case 3: dense_qk2_r(3, d, q, kp, s, lds, sc, nk); break;
+            case 2: dense_qk2_r(2, d, q, kp, s, lds, sc, nk); break;
+            default: dense_qk2_r(1, d, q, kp, s, lds, sc, nk); break;
+            }
+        }
+    }
+}
+
+/* O (R <= DR2 rows x DV2 columns at o, nc of them real) (+)= P V over keys u0 .. u1-1 (p: the rows of P at stride
+ * ldp; v: a group of V packed by DV2 columns); first: start from zero, else from O */
+static inline __attribute__((always_inline)) void dense_pv2_r(int R, const double *p, size_t ldp, const double *v,
+                                                               int u0, int u1, double *o, size_t ldo, int nc, int first)
+{
+    __m256d a0[DR2], a1[DR2];
+    __m256i m0 = dense_mask4(nc), m1 = dense_mask4(nc - 4);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        if (first) a0[r] = a1[r] = _mm256_setzero_pd();
+        else if (nc == DV2) {
+            a0[r] = _mm256_loadu_pd(o + r * ldo);
+            a1[r] = _mm256_loadu_pd(o + r * ldo + 4);
+        } else {
+            a0[r] = _mm256_maskload_pd(o + r * ldo, m0);
+            a1[r] = _mm256_maskload_pd(o + r * ldo + 4, m1);
+        }
+    }
+    for (int u = u0; u < u1; u++) {
+        __m256d b0 = _mm256_loadu_pd(v + (size_t)u * DV2), b1 = _mm256_loadu_pd(v + (size_t)u * DV2 + 4);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m256d pv = _mm256_broadcast_sd(p + r * ldp + u);
+            a0[r] = _mm256_fmadd_pd(pv, b0, a0[r]);
+            a1[r] = _mm256_fmadd_pd(pv, b1, a1[r]);
+        }
+    }
+    if (nc == DV2) {
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            _mm256_storeu_pd(o + r * ldo, a0[r]);
+            _mm256_storeu_pd(o + r * ldo + 4, a1[r]);
+        }
+    } else
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            _mm256_maskstore_pd(o + r * ldo, m0, a0[r]);
+            _mm256_maskstore_pd(o + r * ldo + 4, m1, a1[r]);
+        }
+}
+
+/* O (nr, d) <- P (nr, kw, stride ldp) V with V packed by DV2 columns (Vp: groups of L rows of DV2, zero past column
+ * d - 1); each element one FMA chain over the keys in order (chunks of DKC2 keys continue it from O); causal: as
+ * dense_pv_512 */
+static void dense_pv_256(int nr, int kw, int d, const double *P, size_t ldp, const double *Vp, int L, double *O,
+                         int ldo, int causal, int i0)
+{
+    for (int u0 = 0; u0 < kw; u0 += DKC2)
+        for (int c0 = 0; c0 < d; c0 += DV2) {
+            const double *v = Vp + (size_t)(c0 / DV2) * DV2 * L;
+            int nc = imin(DV2, d - c0);
+            for (int t = 0; t < nr; t += DR2) {
+                int R = imin(DR2, nr - t), u1 = imin(u0 + DKC2, causal ? imin(kw, i0 + t + R) : kw);
+                if (u1 <= u0) continue;   /* causal: no key of this chunk for these rows (O as it is) */
+                const double *p = P + (size_t)t * ldp;
+                double *o = O + (size_t)t * ldo + c0;
+                int first = u0 == 0;
+                switch (R) {
+                case 6: dense_pv2_r(6, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                case 5: dense_pv2_r(5, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                case 4: dense_pv2_r(4, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                case 3: dense_pv2_r(3, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                case 2: dense_pv2_r(2, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                default: dense_pv2_r(1, p, ldp, v, u0, u1, o, ldo, nc, first); break;
+                }
+            }
+        }
+}
+#pragma GCC pop_options
+
 void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,
                             double scale, double *O, int ldo, double *S)
 {
     const struct vops *ops = vops();
     double inv[EPAR_SPARSE_DENSE_ROWS];
-    /* with AVX-512 the two products are the kernels above over K and V packed once per call (after S in the
+    /* with AVX-512 or AVX2 the two products are the kernels above over K and V packed once per call (after S in the
      * workspace): cblas_dgemm packs K and V again for every block of rows (17 % of the kernel's time, profiled) and
-     * ran the whole kernel at 43-45 % of the double FMA peak on an Intel Xeon (OpenBLAS 0.3.21 SkylakeX), these
-     * kernels at 49-54 % in alternated runs (bench/dense_kernel.c) */
-    int own = ops == &ops_avx512;
-    double *Kp = S + (size_t)EPAR_SPARSE_DENSE_ROWS * L, *Vp = Kp + dense_panels(L) * DK * d;
+     * ran the whole kernel at 43-45 % of the double FMA peak on an Intel Xeon (OpenBLAS 0.3.21 SkylakeX), the AVX-512
+     * tiles at 49-54 %; on an AMD EPYC Zen 3 (OpenBLAS Zen kernel, a busy machine) dgemm gave 35-51 % (median 46 %),
+     * the AVX2 tiles 39-59 % (median 49 %), in alternated runs (bench/dense_kernel.c; bench/README.md) */
+    int w512 = ops == &ops_avx512, own = w512 || ops == &ops_avx2;
+    int dk = w512 ? DK : DK2, dv = w512 ? DV : DV2;
+    size_t np = (size_t)(L + dk - 1) / dk, ng = (size_t)(d + dv - 1) / dv;
+    double *Kp = S + (size_t)EPAR_SPARSE_DENSE_ROWS * ((size_t)L + DPAD), *Vp = Kp + np * dk * d;
+    double *Qp = Kp + dense_panels(L) * DK * d + dense_groups(d) * DV * (size_t)L;
     if (own) {
-        for (size_t p = 0; p < dense_panels(L); p++)
-            for (int j = 0; j < DK; j++) {
-                size_t key = p * DK + j;
-                for (int k = 0; k < d; k++) Kp[(p * d + k) * DK + j] = key < (size_t)L ? K[key * ld + k] : 0.0;
+        for (size_t p = 0; p < np; p++)
+            for (int j = 0; j < dk; j++) {
+                size_t key = p * dk + j;
+                for (int k = 0; k < d; k++) Kp[(p * d + k) * dk + j] = key < (size_t)L ? K[key * ld + k] : 0.0;
             }
-        /* V by groups of DV columns (each group's rows contiguous: a chunk of keys maps onto all of L1's sets) */
-        for (size_t g = 0; g < dense_groups(d); g++)
+        /* V by groups of dv columns (each group's rows contiguous: a chunk of keys maps onto all of L1's sets) */
+        for (size_t g = 0; g < ng; g++)
             for (int u = 0; u < L; u++)
-                for (int c = 0; c < DV; c++) {
-                    size_t col = g * DV + c;
-                    Vp[(g * L + u) * DV + c] = col < (size_t)d ? V[(size_t)u * ld + col] : 0.0;
+                for (int c = 0; c < dv; c++) {
+                    size_t col = g * dv + c;
+                    Vp[(g * L + u) * dv + c] = col < (size_t)d ? V[(size_t)u * ld + col] : 0.0;
                 }
     }
     for (int i0 = 0; i0 < L; i0 += EPAR_SPARSE_DENSE_ROWS) {
         int nr = L - i0 < EPAR_SPARSE_DENSE_ROWS ? L - i0 : EPAR_SPARSE_DENSE_ROWS, kw = causal ? i0 + nr : L;
-        /* S (nr, kw) <- scale Q_block K^T over the keys any row of the block reads */
-        if (own) dense_qk_512(nr, kw, d, scale, Q + (size_t)i0 * ld, ld, Kp, S, causal, i0);
-        else cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, scale, Q + (size_t)i0 * ld, ld, K, ld, 0.0, S, kw);
+        size_t lds = own && !w512 ? dense_lds(kw) : (size_t)kw;
+        /* S (nr, kw; rows lds apart) <- scale Q_block K^T over the keys any row of the block reads */
+        if (w512) dense_qk_512(nr, kw, d, scale, Q + (size_t)i0 * ld, ld, Kp, S, causal, i0);
+        else if (own) {
+            dense_pack_rows(Q + (size_t)i0 * ld, (size_t)ld, nr, d, Qp);
+            dense_qk_256(nr, kw, d, scale, Qp, Kp, S, lds, causal, i0);
+        } else cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, kw, d, scale, Q + (size_t)i0 * ld, ld, K, ld, 0.0, S, kw);
         for (int r = 0; r < nr; r++) {
-            double *z = S + (size_t)r * kw;
+            double *z = S + (size_t)r * lds;
             int n = causal ? i0 + r + 1 : kw;   /* causal: row i reads keys 0..i; the rest of the block's row is 0 */
             inv[r] = 1.0 / ops->expsum(z, n, ops->max(z, n));
             if (n < kw) memset(z + n, 0, (size_t)(kw - n) * sizeof *z);
         }
         /* O_block <- P V, then each row divided by its sum */
-        if (own) dense_pv_512(nr, kw, d, S, Vp, L, O + (size_t)i0 * ldo, ldo, causal, i0);
+        if (w512) dense_pv_512(nr, kw, d, S, Vp, L, O + (size_t)i0 * ldo, ldo, causal, i0);
+        else if (own) dense_pv_256(nr, kw, d, S, lds, Vp, L, O + (size_t)i0 * ldo, ldo, causal, i0);
         else cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, d, kw, 1.0, S, kw, V, ld, 0.0, O + (size_t)i0 * ldo, ldo);
         for (int r = 0; r < nr; r++) cblas_dscal(d, inv[r], O + (size_t)(i0 + r) * ldo, 1);
     }

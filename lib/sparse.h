@@ -100,10 +100,10 @@ void epar_sparse_output(const struct epar_sparse_pattern *p, const double *Q, co
 /* The dense kernel the speed-ups are timed against: O (L, ldo) <- softmax(scale Q K^T) V over every key (causal:
  * keys 0..i for row i), the way a user's dense attention runs: blocks of EPAR_SPARSE_DENSE_ROWS query rows, the
  * block's scores by one product, each row's max and exp-sum by the vector kernels above, P V by a second product and a
- * division by the sums. The products are cblas_dgemm, or with "avx512" lib/sparse's own register tiles over K packed
- * once per call (OpenBLAS packs K and V again for every block of rows). No mask is read and no row is compacted or
- * scattered. S is workspace of epar_sparse_dense_fast_ws(L, d) doubles (the block's scores, the packed keys). Does not
- * allocate. */
+ * division by the sums. The products are lib/sparse's own register tiles over K and V packed once per call with
+ * "avx512" and "avx2" (OpenBLAS packs K and V again for every block of rows), cblas_dgemm with "c". No mask is read
+ * and no row is compacted or scattered. S is workspace of epar_sparse_dense_fast_ws(L, d) doubles (the block's scores,
+ * the packed keys, values and queries). Does not allocate. */
 #define EPAR_SPARSE_DENSE_ROWS 128
 size_t epar_sparse_dense_fast_ws(int L, int d);
 void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,

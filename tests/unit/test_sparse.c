@@ -301,7 +301,8 @@ int main(void)
     const int nset = (int)(sizeof set / sizeof set[0]);
     gsl_rng *r = epar_rng_alloc(2385, 0, EPAR_RNG_DATA);
     /* every set of vector kernels the CPU can run (AVX-512 has its own products for dense tiles, the others go
-     * through cblas_dgemm), then the default (the CPU's best) for the rest */
+     * through cblas_dgemm; the dense kernel for timing has its own products with AVX-512 and with AVX2, cblas_dgemm
+     * with c), then the default (the CPU's best) for the rest */
     static const char *const isas[] = {"c", "avx2", "avx512"};
     for (int v = 0; v < 3; v++) {
         if (epar_sparse_set_isa(isas[v])) {
