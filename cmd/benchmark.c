@@ -655,16 +655,14 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
                "%d not measured here\n", looks_run, full->b.n_stages, full->level, n, decided, open, cap, stuck, here);
         printf("benchmark: %d cells, %.1f M trained tokens: %.2f decided trained claims per million trained tokens\n",
                cnt.n, cnt.tokens / 1e6, cnt.tokens > 0 ? decided / (cnt.tokens / 1e6) : NAN);
-        for (int i = 0; i < n; i++)
-            if (tc[i].open)
-            {
-                if (isfinite(tc[i].seeds_needed))
-                    printf("  open: %s at %d seeds; about %.0f seeds would decide it at the observed spread\n", tc[i].id,
-                           tc[i].seeds, tc[i].seeds_needed);
-                else
-                    printf("  open: %s at %d seeds; no seed count decides it at the observed mean\n", tc[i].id,
-                           tc[i].seeds);
-            }
+        for (int i = 0; i < n; i++) {
+            if (!tc[i].open) continue;
+            if (isfinite(tc[i].seeds_needed))
+                printf("  open: %s at %d seeds; about %.0f seeds would decide it at the observed spread\n", tc[i].id,
+                       tc[i].seeds, tc[i].seeds_needed);
+            else
+                printf("  open: %s at %d seeds; no seed count decides it at the observed mean\n", tc[i].id, tc[i].seeds);
+        }
         if (open && most > cap)
             printf("  to add the seeds (every finished cell is reused; a look more, so every look's level is the audit's "
                    "over one more): epar benchmark --budget %s --cap %d   (or: mpirun -np N epar-mpi benchmark --budget %s "
@@ -978,7 +976,7 @@ int cmd_benchmark(int argc, char **argv)
         if (rank && cfg.b.n_stages == 1) goto done;
     }
     if (!st && N == 1 && !rank) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
-    if (size > 1) st = mpi_sync(st, size);
+    if (size > 1 && cfg.b.n_stages > 1) st = mpi_sync(st, size);   /* the other ranks wait for the first look's tables */
     if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: every rank judges, the ranks share the cells */
         int stopped = 0;
         st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, rank, size, &stopped);

@@ -170,6 +170,9 @@ static void add_measure(json_t *m, void *arg)
         int named = 0;
         for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) named += add_names(w->c, t, json_object_get(where, keys[j]), row);
         if (!named) all_cells(w->c, t, row, 0);   /* names this grid does not resolve: every cell of the task */
+        /* the trained-attention tables' columns against none (distance_ratio_vs_none, positional_share_vs_none) */
+        int none = strstr(file, "trained_") ? mech_of(w->c, t, epar_nnpos_name(EPAR_MECH_NONE)) : -1;
+        if (none >= 0) row[none] = 1;
     }
 }
 
