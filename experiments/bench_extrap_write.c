@@ -445,43 +445,61 @@ static int lm_figure(const struct epar_bench_cfg *c, const struct lm_study *d, c
 /* entropy and uniformity of the attention against the evaluation length: each mechanism on its own weights */
 static int att_figure(const struct lm_study *d, const int *first, const int *last, struct epar_out *o)
 {
-    size_t cap = 32768, len = 0;
+    size_t cap = 65536, len = 0;
     char *body = malloc(cap);
     if (!body) return EPAR_ENOMEM;
 #define P(...) len += (size_t)snprintf(body + len, len < cap ? cap - len : 0, __VA_ARGS__)
     int maxk = d->lengths[d->NL - 1] / d->L;
-    P("set terminal @epar_term size 1500,560\n"
-      "set multiplot layout 1,2 title 'lm trained at L = %d: attention of the second half of held-out windows of k L, "
-      "every layer and head (mean over %d seed(s); band: ± sd across seeds)'\n"
-      "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'evaluation length (log scale; dashed: the training length)'\n"
+    /* a row per mechanism family (lib/mech), none the reference of each: at most about 8 series a panel */
+    int groups[EPAR_MF_COUNT], ng = 0;
+    for (int g = 0; g < EPAR_MF_COUNT; g++) {
+        int n = 0;
+        for (int i = 0; i < d->n; i++)
+            n += first[i] >= 0 && lm_member(d, i, g) && epar_mech_family_of(d->s[i].s.name) != EPAR_MF_NONE;
+        if (n) groups[ng++] = g;
+    }
+    if (!ng) groups[ng++] = EPAR_MF_EPAR;
+    char band[64] = "";
+    if (d->S > 1) snprintf(band, sizeof band, "; band: ± sd across the %d seeds", d->S);
+    P("set terminal @epar_term size 1500,%d\n"
+      "set multiplot layout %d,2 title 'lm trained at L = %d: attention of the second half of held-out windows of k L, "
+      "every layer and head (mean over %d seed%s%s)'\n"
+      "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'evaluation length (tokens, log scale; dashed: the training length)'\n"
       "set key outside right top font ',8'\nset arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#555555'\n"
       "set style fill transparent solid 0.15 noborder\n",
-      d->L, d->S, d->L / 1.25, d->L * maxk * 1.25, d->L, d->L);
-    static const char *const ylab[2] = {"row entropy H (nats)", "uniformity H / ln n (1: uniform over the keys)"};
-    for (int panel = 0; panel < 2; panel++) {
-        int col = panel ? 18 : 12;
+      60 + 330 * ng, ng, d->L, d->S, d->S == 1 ? "" : "s", band, d->L / 1.25, d->L * maxk * 1.25, d->L, d->L);
+    {
+        char tics[256] = "";
+        for (int e = 0; e < d->NL; e++)
+            snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s%d", e ? ", " : "", d->lengths[e]);
+        P("set xtics (%s)\n", tics);
+    }
+    static const char *const ylab[2] = {"row entropy H (nats)", "uniformity H / ln n (1: uniform)"};
+    for (int pn = 0; pn < 2 * ng; pn++) {
+        int g = groups[pn / 2], panel = pn % 2, col = panel ? 18 : 12;
         char cond[4096];
         size_t cl = (size_t)snprintf(cond, sizeof cond, "0");
         for (int i = 0; i < d->n; i++) {
-            const struct lm_series *ls = &d->s[i];
-            if (ls->s.ft || ls->s.as != ls->s.trained || ls->s.logn || first[i] < 0) continue;
+            if (first[i] < 0 || !lm_member(d, i, g)) continue;
             if (cl < sizeof cond) cl += (size_t)snprintf(cond + cl, sizeof cond - cl, " || ($0 >= %d && $0 <= %d)", first[i], last[i]);
         }
         if (cl >= sizeof cond) return free(body), epar_err_set(EPAR_ENOMEM, "the figure script is too long");
-        P("set title '%s'\nset ylabel '%s'\neval epar_check('extrapolation_entropy.csv', '((%s) ? $7 : NaN):%d')\n"
-          "if (epar_ok) {\nplot ", panel ? "tends to uniform?" : "entropy", ylab[panel], cond, col);
-        int lt = 0;
+        P("set title '%s: %s' noenhanced\nset ylabel '%s'\neval epar_check('extrapolation_entropy.csv', '((%s) ? $7 : NaN):%d')\n"
+          "if (epar_ok) {\nplot ", epar_mech_family_name(g), panel ? "does it tend to uniform?" : "entropy", ylab[panel],
+          cond, col);
+        int k = 0;
         for (int i = 0; i < d->n; i++) {
             const struct lm_series *ls = &d->s[i];
-            if (ls->s.ft || ls->s.as != ls->s.trained || ls->s.logn || first[i] < 0) continue;
-            int ty = lt % 8 + 1, dt = lt / 8 + 1;
-            P("%s'extrapolation_entropy.csv' skip 1 every ::%d::%d using 7:($%d-sd(%d)):($%d+sd(%d)) with filledcurves "
-              "lt %d notitle, \\\n '' skip 1 every ::%d::%d using 7:%d with linespoints lt %d dt %d title '%s' noenhanced",
-              lt ? ", \\\n " : "", first[i], last[i], col, col + 1, col, col + 1, ty, first[i], last[i], col, ty, dt,
-              ls->s.name);
-            lt++;
+            if (first[i] < 0 || !lm_member(d, i, g)) continue;
+            int ty = k % 12 + 1, dt = k % 5 + 1;   /* no colour twice in a panel */
+            if (d->S > 1)
+                P("%s'extrapolation_entropy.csv' skip 1 every ::%d::%d using 7:($%d-sd(%d)):($%d+sd(%d)) with filledcurves "
+                  "lt %d notitle", k ? ", \\\n " : "", first[i], last[i], col, col + 1, col, col + 1, ty);
+            P("%s'extrapolation_entropy.csv' skip 1 every ::%d::%d using 7:%d with linespoints lt %d dt %d title '%s' "
+              "noenhanced", k || d->S > 1 ? ", \\\n " : "", first[i], last[i], col, ty, dt, ls->s.name);
+            k++;
         }
-        if (!lt) P("NaN notitle");
+        if (!k) P("NaN notitle");
         P(EPAR_PLOT_END);
     }
     P("unset multiplot\n");
@@ -501,20 +519,27 @@ static int ret_figure(const struct epar_bench_cfg *c, const struct ret_study *d,
     if (!body) return EPAR_ENOMEM;
     int cols = d->n < 4 ? d->n : 4, rows = (d->n + cols - 1) / cols, nb = c->extrap.depth_bins;
 #define P(...) len += (size_t)snprintf(body + len, len < cap ? cap - len : 0, __VA_ARGS__)
+    /* one scale [0, 1] for every panel: one colour bar, at the right of the page */
+    int W = 380 * cols + 110, H = 330 * rows + 60;
     P("set terminal @epar_term size %d,%d\n"
-      "set multiplot layout %d,%d title '%s trained at L = %d: answer accuracy by evaluation length and depth of the "
-      "fact (mean over %d seed(s); white: undefined)'\n"
+      "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title '%s trained at L = %d: answer "
+      "accuracy by evaluation length and depth of the fact (mean over %d seed%s; white: undefined)'\n"
       "set datafile missing 'NA'   # an undefined cell (nan) stays in the grid, drawn white\n"
-      "unset key\nset view map\nset cbrange [0:1]\nset tics out\nunset grid\n"
+      "unset key\nset view map\nset cbrange [0:1]\nunset colorbox\nset tics out\nunset grid\n"
       "set xlabel 'evaluation length / L'\nset ylabel 'depth of the fact (bin; 0 = the start)'\n"
       "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset ytics 1\nset xtics (",
-      380 * cols, 330 * rows + 60, rows, cols, c->extrap.retrieval_task, d->L, d->S, d->NL - 0.5, nb - 0.5);
+      W, H, rows, cols, 70.0 / W, 1 - 130.0 / W, 50.0 / H, 1 - 50.0 / H, 80.0 / W, 90.0 / H, c->extrap.retrieval_task,
+      d->L, d->S, d->S == 1 ? "" : "s", d->NL - 0.5, nb - 0.5);
     for (int e = 0; e < d->NL; e++) P("%s'%d' %g", e ? ", " : "", d->lengths[e] / d->L, log2((double)d->lengths[e] / d->L));
     P(")\n");
-    for (int i = 0; i < d->n; i++)   /* a series whose every cell is undefined draws "no data" (plots/epar.gp) */
-        P("set title '%s'\neval epar_check('retrieval.csv', '(($0 >= %d && $0 <= %d) ? log($7)/log(2) : NaN):17')\n"
+    for (int i = 0; i < d->n; i++) {   /* a series whose every cell is undefined draws "no data" (plots/epar.gp) */
+        if (i == d->n - 1)
+            P("set colorbox user origin screen %.4f, screen %.4f size screen %.4f, screen %.4f\n"
+              "set cblabel 'answer accuracy'\n", 1 - 100.0 / W, 60.0 / H, 18.0 / W, 1 - 130.0 / H);
+        P("set title '%s' noenhanced\neval epar_check('retrieval.csv', '(($0 >= %d && $0 <= %d) ? log($7)/log(2) : NaN):17')\n"
           "if (epar_ok) {\nplot '%s' skip 1 every ::%d::%d using (log($7)/log(2)):9:17 with image\n" EPAR_PLOT_END,
           d->s[i].s.name, first[i], last[i], "retrieval.csv", first[i], last[i]);
+    }
     P("unset multiplot\n");
 #undef P
     int st = len < cap ? epar_plot_script(o, "retrieval", "Retrieval at length: accuracy by length and depth", body)

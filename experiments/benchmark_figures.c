@@ -93,29 +93,33 @@ int epar_bench_write_figures(const struct epar_bench_cfg *c, const struct grid *
         int L0 = c->b.lm_length;
         char title[160];
         snprintf(title, sizeof title, "Length extrapolation: lm trained at L=%d, bits per character at longer lengths", L0);
+        char spread[64];   /* no "± sd" from one seed */
+        if (g->S > 1) snprintf(spread, sizeof spread, "mean ± sd over %d seeds", g->S);
+        else snprintf(spread, sizeof spread, "one seed");
         st = epar_plot_scriptf(o, "extrapolation", title,
                                "mech = '%s'\nset terminal @epar_term size 900,600\n"
-                               "set title 'lm trained at L=%d, evaluated at longer L (mean +- sd over %d seed(s); L in P = the evaluation length)'\n"
-                               "set xlabel 'evaluation length'\nset ylabel 'bits per character (lower is better)'\n"
+                               "set title 'lm trained at L=%d, evaluated at longer L (%s; L in P = the evaluation length)'\n"
+                               "set xlabel 'evaluation length (tokens)'\nset ylabel 'bits per character (lower is better)'\n"
                                "set logscale x 2\nset key outside right noenhanced\nset offsets graph 0.04, graph 0.04, 0, 0\n"
                                "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb '#555555'\n"
                                "set label 1 'training length L=%d' at %d, graph 0.97 left offset 0.6,0 tc rgb '#555555'\n"
                                EPAR_PLOT_IF("'extrapolation.csv', '3:5'")
                                "plot for [i=1:words(mech)] 'extrapolation.csv' skip 1 using (strcol(2) eq word(mech,i) ? $3 : NaN):5:(sd(6)) "
-                               "with yerrorlines lt i title word(mech,i)" EPAR_PLOT_END,
-                               mech, L0, g->S, L0, L0, L0, L0);
+                               "with %s lt i title word(mech,i)" EPAR_PLOT_END,
+                               mech, L0, spread, L0, L0, L0, L0, g->S > 1 ? "yerrorlines" : "linespoints");
     }
     if (!st && have_distance) {
         int nn = 0;
         for (int i = 0; i < c->n_tasks; i++) nn += c->tasks[i].task.id == EPAR_TASK_NEEDLE;
         /* one key for every panel, below them (in a panel it covered the curves) */
         struct epar_plot_text b = {0};
-        epar_plot_add(&b, "mech = '%s'\nset terminal @epar_term size %d,600\n"
-                          "set multiplot layout 1,%d margins 0.08,0.98,0.22,0.88 spacing 0.08,0 title 'needle: accuracy "
-                          "vs distance of the fact before the query (mean over %d seed(s))'\n"
-                          "set xlabel 'distance (bin centre)'\nset ylabel 'answer accuracy'\nset yrange [0:1.05]\n"
-                          "set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 2 noenhanced opaque box\n",
-                      mech, nn > 1 ? 520 * nn : 720, nn, g->S);
+        epar_plot_add(&b, "mech = '%s'\nset terminal @epar_term size %d,680\n"
+                          "set multiplot layout 1,%d margins 0.08,0.98,0.34,0.88 spacing 0.08,0 title 'needle: accuracy "
+                          "vs distance of the fact before the query (mean over %d seed%s)'\n"
+                          "set xlabel 'distance of the fact before the query (tokens, bin centre)'\n"
+                          "set ylabel 'answer accuracy'\nset yrange [0:1.05]\n"
+                          "set key at screen 0.5, screen 0.02 center bottom horizontal noenhanced nobox font ',9'\n",
+                      mech, nn > 1 ? 520 * nn : 720, nn, g->S, g->S == 1 ? "" : "s");
         for (int i = 0, k = 0; i < c->n_tasks; i++)
             if (c->tasks[i].task.id == EPAR_TASK_NEEDLE) {
                 const char *id = c->tasks[i].id;
@@ -129,22 +133,25 @@ int epar_bench_write_figures(const struct epar_bench_cfg *c, const struct grid *
         epar_plot_add(&b, "unset multiplot\n");
         st = epar_plot_script_text(o, "distance", "Needle accuracy against the distance of the fact before the query", &b);
     }
+    char wspread[64];   /* no sd bars from one seed */
+    if (g->S > 1) snprintf(wspread, sizeof wspread, "bars: sd across %d seeds", g->S);
+    else snprintf(wspread, sizeof wspread, "one seed: no spread");
     if (!st)
         st = epar_plot_scriptf(o, "when_to_use", "When to use EPAR: gain per condition",
                                "set terminal @epar_term size 1000,550\n"
-                               "set title 'EPAR gain per condition (mean relative difference over the condition''s tasks; bars: sd across %d seed(s))'\n"
+                               "set title 'EPAR gain per condition (mean relative difference over the condition''s tasks; %s)'\n"
                                "set ylabel 'relative gain (positive = EPAR better)'\nset key outside right\n"
                                "set xzeroaxis lt -1\nset boxwidth 0.9\nset xtics scale 0\n"
                                "# rows come 4 per condition: basic vs none, basic vs best, enhanced vs none, enhanced vs best\n"
                                "x(r) = int(r / 4) * 5 + int(r) %% 4\n"
                                EPAR_PLOT_IF("'when_to_use.csv', '6'")
                                "plot 'when_to_use.csv' skip 1 using (x($0)):6:(int($0) %% 4 + 1) with boxes lc variable notitle, \\\n"
-                               "     '' skip 1 using (x($0)):6:(sd(7)) with yerrorbars lt -1 pt -1 notitle, \\\n"
+                               "%s"
                                "     '' skip 1 using (x($0)):(NaN):xtic(int($0) %% 4 == 1 ? strcol(1) : '') notitle, \\\n"
                                "     NaN with boxes lt 1 title 'basic vs none', NaN with boxes lt 2 title 'basic vs best baseline', \\\n"
                                "     NaN with boxes lt 3 title 'enhanced vs none', NaN with boxes lt 4 title 'enhanced vs best baseline'"
                                EPAR_PLOT_END,
-                               g->S);
+                               wspread, g->S > 1 ? "     '' skip 1 using (x($0)):6:(sd(7)) with yerrorbars lt -1 pt -1 notitle, \\\n" : "");
     if (!st)
         st = epar_plot_scriptf(o, "cost", "Training cost per mechanism",
                                "set terminal @epar_term size 1100,480\nset multiplot layout 1,2 title 'Training step cost "

@@ -230,7 +230,7 @@ static int cmp_plot_studies(const struct epar_compare_cfg *cfg, struct epar_out 
     return epar_plot_scriptf(o, "extrapolation", "Entropy and locality beyond the base length",
                              "set terminal @epar_term size 1300,550\n"
                              "set multiplot layout 1,2 title 'Extrapolation from L_0=%d (mean over %d seeds; dashed: with log-n)'\n"
-                             "set logscale x 2\nset xlabel 'sequence length L'\nset key top left font ',8'\n"
+                             "set logscale x 2\nset xlabel 'sequence length L (tokens)'\nset key outside right top font ',8'\n"
                              "mech = 'rope ntk-rope interpolation alibi epar-enhanced'\n"
                              "shown(m) = strstrt(' '.mech.' ', ' '.m.' ') > 0\n"
                              "set ylabel 'normalised entropy'\nset title 'normalised entropy'\n"
