@@ -58,28 +58,49 @@ static int steps_figure(const struct epar_bench_cfg *c, struct epar_out *o, cons
     return epar_plot_script_text(o, "steps_to_learn", "Steps to learn each task per mechanism, with the seeds that learned", &b);
 }
 
-/* curves_<task>: the eval metric against training tokens, every mechanism, the first seed, and the chance level */
+/* curves_<task>: the eval metric against training tokens, the first seed, and the chance level; two panels (at most
+ * about 8 series each): no position information, input encodings, q/k transforms and the rest; then the relative
+ * biases and EPAR, with none in both as the reference. A mechanism keeps its colour in both panels. */
 static int curves_figure(const struct epar_bench_cfg *c, const struct grid *g, struct epar_out *o, int i)
 {
     const char *id = c->tasks[i].id, *metric = epar_task_table[c->tasks[i].task.id].metric;
     unsigned long seed = c->b.seeds[0];
     char name[64], title[256], first[512];
     snprintf(name, sizeof name, "curves_%s", id);
-    snprintf(title, sizeof title, "Learning curves on %s (L=%d): eval %s of every mechanism, seed %lu", id,
-             c->tasks[i].task.length, metric, seed);
+    snprintf(title, sizeof title, "Learning curves on %s (L=%d): eval %s, seed %lu", id, c->tasks[i].task.length, metric,
+             seed);
     snprintf(first, sizeof first, "../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv", id, epar_bench_mech_name(c, 0), seed);
-    struct epar_plot_text b = {0};
-    epar_plot_add(&b, "set terminal @epar_term size 900,550\nset title '%s' noenhanced\n"
-                      "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s'\nset key outside right noenhanced\n"
-                      "set offsets 0, 0, graph 0.05, %s\n" EPAR_PLOT_IF("'%s', '2:5'") "plot ",
-                  title, metric, task_hib(c, i) ? "0" : "graph 0.05", first);
+    int hib = task_hib(c, i), none = -1;
     for (int m = 0; m < c->n_mech; m++)
-        epar_plot_add(&b, "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints lt %d title '%s'",
-                      m ? ", \\\n     " : "", id, epar_bench_mech_name(c, m), seed, m + 1, epar_bench_mech_name(c, m));
+        if (c->mech[m] == EPAR_MECH_NONE) none = m;
     double chance, chance_se;   /* the best constant answer (main_table.csv chance), as a dashed line */
-    if (epar_bench_task_learned(c, g, i, &chance, &chance_se) >= 0)
-        epar_plot_add(&b, ", \\\n     %.10g with lines dt 2 lc rgb '#555555' title 'chance: %.3g'", chance, chance);
-    epar_plot_add(&b, EPAR_PLOT_END);
+    int have_chance = epar_bench_task_learned(c, g, i, &chance, &chance_se) >= 0;
+    struct epar_plot_text b = {0};
+    epar_plot_add(&b, "set terminal @epar_term size 1300,560\nset multiplot layout 1,2 title '%s' noenhanced\n"
+                      "set xlabel 'training tokens'\nset format x '%%.1s%%c'\nset ylabel 'eval %s%s'\n"
+                      "set key below noenhanced maxrows 3\nset bmargin 8\n%s\n",
+                  title, metric, hib ? "" : " (lower is better)", hib ? "set yrange [0:1.02]" : "set offsets 0, 0, graph 0.05, graph 0.05");
+    static const char *const titles[2] = {"no position information, input encodings, q/k transforms, sparse",
+                                          "relative position biases and EPAR (none: the reference)"};
+    for (int panel = 0; panel < 2; panel++) {
+        epar_plot_add(&b, "set title '%s'\n" EPAR_PLOT_IF("'%s', '2:5'") "plot ", titles[panel], first);
+        int any = 0;
+        for (int m = 0; m < c->n_mech; m++) {
+            int f = epar_mech_family_of(epar_bench_mech_name(c, m));
+            int second = f == EPAR_MF_BIAS || f == EPAR_MF_EPAR;
+            if (panel ? !(second || m == none) : second) continue;
+            epar_plot_add(&b, "%s'../benchmark/cells/%s/%s/seed-%lu/learning_curve.csv' skip 1 using 2:5 with linespoints "
+                              "lt %d title '%s'", any++ ? ", \\\n     " : "", id, epar_bench_mech_name(c, m), seed, m + 1,
+                          epar_bench_mech_name(c, m));
+        }
+        if (have_chance)
+            epar_plot_add(&b, "%s%.10g with lines dt 2 lc rgb '#555555' title 'chance: %.3g'", any ? ", \\\n     " : "",
+                          chance, chance);
+        else if (!any)
+            epar_plot_add(&b, "NaN notitle");
+        epar_plot_add(&b, EPAR_PLOT_END);
+    }
+    epar_plot_add(&b, "unset multiplot\n");
     return epar_plot_script_text(o, name, title, &b);
 }
 
