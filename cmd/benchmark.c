@@ -931,9 +931,6 @@ int cmd_benchmark(int argc, char **argv)
         cfg.b.stages[cfg.b.n_stages++] = cap;
         epar_bench_stage_levels(&cfg);
     }
-    static struct epar_bench_cfg first;   /* the first look: the whole grid at its first seeds */
-    first = cfg;
-    first.b.n_seeds = cfg.b.stages[0];
     if (cli_seen(opts, "lr-study")) {
         rc = lr_study(&c, &cfg, &study, cli_seen(opts, "lr-scale") || merging || shard);
         epar_protocol_free(&proto);
@@ -943,6 +940,9 @@ int cmd_benchmark(int argc, char **argv)
     int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     int st = EPAR_OK;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
+    static struct epar_bench_cfg first;   /* the first look: the whole grid at its first seeds */
+    first = cfg;
+    first.b.n_seeds = cfg.b.stages[0];
     char root[4300];
     snprintf(root, sizeof root, "%s/benchmark", c.out);
     if (!st) st = epar_bench_plan(&first, &plan);
