@@ -44,11 +44,6 @@ int epar_bench_stage_trained(json_t *claim)
     return any;
 }
 
-int epar_bench_stage_open(const struct epar_audit_row *r)
-{
-    return r->seeds_help;
-}
-
 /* ---- the families of a claim ---- */
 
 enum kind { KIND_NONE, KIND_TASK, KIND_NAMED };
@@ -195,12 +190,11 @@ int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned 
 {
     *sub = *full;
     char tasks[1024] = "", mechs[1024] = "";
-    int grid_task = 0, n_grid_mech = 0;
+    int n_grid_mech = 0;
     for (int t = 0; t < full->n_tasks + full->n_study; t++) {
         int any = 0;
         for (int m = 0; m < full->n_mech + full->extrap.n_extra; m++) any |= fam[t][m];
         if (!any) continue;
-        grid_task |= t < full->n_tasks;
         size_t l = strlen(tasks);
         snprintf(tasks + l, sizeof tasks - l, "%s%s", l ? "," : "", full->tasks[t].id);
     }
@@ -217,7 +211,6 @@ int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned 
     /* a grid task whose claim reads only the study's cells there still has a grid: none's cells (the grid needs a
      * mechanism; none is the cheapest, and the reference of most pairs) */
     if (!n_grid_mech) snprintf(mechs, sizeof mechs, "%s", epar_nnpos_name(EPAR_MECH_NONE));
-    (void)grid_task;
     /* the study's own cells: those the claim reads */
     struct epar_bench_extrap *x = &sub->extrap;
     for (int i = 0; i < x->n_cells; i++) {

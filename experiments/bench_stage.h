@@ -33,7 +33,4 @@ int epar_bench_stage_families(const struct epar_bench_cfg *c, json_t *claim,
 int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned char fam[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT],
                               int n_seeds, struct epar_bench_cfg *sub);
 
-/* 1 when the verdict is open and more seeds can decide it (lib/audit's seeds_help) */
-int epar_bench_stage_open(const struct epar_audit_row *r);
-
 #endif
