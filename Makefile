@@ -168,15 +168,8 @@ FUZZ_SRC      = $(LIB_SRC) cmd/options.c
 FUZZ_OBJ      = $(FUZZ_SRC:%.c=build-fuzz/obj/%.o)
 build-fuzz/obj/%.o: %.c $(wildcard lib/*.h experiments/*.h cmd/cli.h) | $(DEPSTAMP)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_TARGET_$(notdir $*)) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 build-fuzz/obj/lib/plot.o: $(BUILD)/gen/plot_style.h
-# clang ignores "#pragma GCC target": the files with AVX2/AVX-512 paths (chosen at run time) get the flags whole
-# (the fuzz binaries run on a CPU that has them, as CI does)
-FUZZ_TARGET_nn     = -mavx2 -mfma -mavx512f -mavx512dq
-FUZZ_TARGET_stream = -mavx2 -mfma -mavx512f
-FUZZ_TARGET_optim  = -mavx2
-FUZZ_TARGET_metrics = -mavx2 -mfma
-FUZZ_TARGET_sparse = -mavx2 -mfma -mavx512f -mavx512vl -mavx512dq
 build-fuzz/libepar.a: $(FUZZ_OBJ)
 	ar rcs $@ $^
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libepar.a

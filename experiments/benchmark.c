@@ -431,7 +431,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
         t->task.eval_sequences = t->eval_sequences > 0 ? t->eval_sequences : c->b.eval_sequences;
         if (epar_task_validate(&t->task)) {
             snprintf(tjp, sizeof tjp, "%s.tasks[%d] (%s) with budget %s", jp, k, t->id, budget);
-            return epar_protocol_error(p, tjp, epar_err_message());
+            return epar_protocol_error(p, tjp, "%s", epar_err_message());
         }
     }
     c->prm = *prm;

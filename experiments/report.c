@@ -311,7 +311,8 @@ static void write_protocol_section(struct epar_pub_doc *d, const char *out_root,
         const int integer[] = {prm->length, prm->hidden, prm->heads, prm->batch, prm->runs};
         for (int k = 0; k < 3; k++) snprintf(v[k], sizeof v[k], "%g", num[k]);
         for (int k = 0; k < 5; k++) /* 0: the experiment does not record it */
-            snprintf(v[3 + k], sizeof v[3 + k], integer[k] ? "%d" : "", integer[k]);
+            if (integer[k]) snprintf(v[3 + k], sizeof v[3 + k], "%d", integer[k]);
+            else v[3 + k][0] = '\0';
         const char *cells[13] = {dir, fo->label, "ran", form, v[0], v[1], v[2], v[3], v[4], v[5],
                                  v[6], v[7], seeds};
         epar_pub_tr(d, 13, cells);

@@ -6,6 +6,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include "err.h"
 #include "metrics.h"
+#include "target.h"
 
 void epar_metric_value(const double *A, const double *I, int L, double *V)
 {
@@ -52,13 +53,14 @@ void epar_metric_row_entropy(const double *A, int L, double *H)
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+EPAR_TARGET_BEGIN("avx2,fma")
 
 /* glibc libmvec: 4-lane double log (AVX2), within 4 ulp of log */
 __m256d _ZGVdN4v_log(__m256d x);
 
 /* the terms of a[0 .. n4-1] (n4 a multiple of 4) 4 at a time into *h, the positive weights counted into *nz: a weight
  * <= 0 (or NaN) enters as 1, whose term 1 ln 1 is 0, and is not counted; the four lane sums added in a fixed order */
-__attribute__((target("avx2,fma"))) static void entropy_f_avx2(const float *a, int n4, double *h, int *nz)
+static void entropy_f_avx2(const float *a, int n4, double *h, int *nz)
 {
     const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
     __m256d acc = _mm256_setzero_pd();
@@ -71,6 +73,7 @@ __attribute__((target("avx2,fma"))) static void entropy_f_avx2(const float *a, i
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
     *h = _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
+EPAR_TARGET_END
 #endif
 
 double epar_metric_entropy_f(const float *a, int n, int *nonzero)

@@ -15,6 +15,7 @@
 #include "nn.h"
 #include "seams.h"
 #include "stream.h"
+#include "target.h"
 
 #define ROWS 64         /* row block of the row reductions (fixed: determinism) */
 /* Tiles of the matrix products, fixed (never from the thread count): every sgemm call has the same shape
@@ -361,9 +362,8 @@ static void softmax_row_backward_c(float *d, const float *a, const float *s, con
     }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
 #include <immintrin.h>
+EPAR_TARGET_BEGIN("avx2,fma")
 __m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
 
 /* gelu_block_c 8 lanes at a time: the same arithmetic but libmvec's expf, and three of the multiply-adds fused
@@ -465,15 +465,14 @@ static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does
     return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
 }
 
-__m512 _ZGVeN16v_expf(__m512 x);   /* glibc libmvec: bit for bit _ZGVdN8v_expf's (every float, glibc 2.36; test_nn) */
-
 /* the exp pass of softmax_row_avx2 with AVX-512: exp(a[j] - mx) in place for j < n8 and *zt = exp(*zt - mx) (the tail
  * of w lanes, when w), two 8-lane groups per call of libmvec's 16-lane expf (the last group with the tail), each
  * group added to *vsum in the 8-lane order: the bits of the 8-lane pass, with half the calls. The lanes past the
  * row are set to 0 after the call instead of passing -inf to it (exp(-inf) = 0 too, but libmvec computes every
  * lane outside its range again with scalar expf). */
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx2,fma")
+EPAR_TARGET_END
+EPAR_TARGET_BEGIN("avx512f,avx512dq,avx2,fma")
+__m512 _ZGVeN16v_expf(__m512 x);   /* glibc libmvec: bit for bit _ZGVdN8v_expf's (every float, glibc 2.36; test_nn) */
 static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *vsum)
 {
     const __m512 M = _mm512_set1_ps(mx);
@@ -503,7 +502,8 @@ static void row_exp_512(float *a, int n8, int w, float mx, __m256 *zt, __m256 *v
     }
     *vsum = sum;
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
+EPAR_TARGET_BEGIN("avx2,fma")
 
 static int nn_avx512(void);
 
@@ -661,13 +661,12 @@ static void exps_avx2(float *out, const float *z, float M, int n)
         _mm256_maskstore_ps(out + j, m, _ZGVdN8v_expf(_mm256_sub_ps(x, vM)));
     }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* The same tile, 8 rows of 16 columns in AVX-512 registers (cols < 16: masked loads and stores), on CPUs that have
  * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile4's; at 16 lanes a
  * register the 8 chains keep both FMA units busy where 4 rows of 16 would wait on the FMA latency. */
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+EPAR_TARGET_BEGIN("avx512f,avx2,fma")
 static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
                               float *c, ptrdiff_t ldc, float alpha, int cols)
 {
@@ -739,7 +738,7 @@ static void gelu_block_512(float *out, float *dinp, const float *inp, const floa
 #undef ST
     }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* The AVX-512 forms (the 8-row tiles; GELU and the exps of the softmax and the cross-entropy in 16 lanes) where the
  * CPU has them (epar_stream_avx512) and the AVX2 forms are chosen (epar_nn_simd): the same bits as the AVX2 forms. */
@@ -763,8 +762,7 @@ static void nn_exps(float *out, const float *z, float M, int n)
         for (int j = 0; j < n; j++) out[j] = expf(z[j] - M);
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+EPAR_TARGET_BEGIN("avx2,fma")
 /* FAVOR+'s features of one row in place: m = max_q f[q], f[q] = s exp(f[q] - m); returns m. The largest lane
  * (exact in any order; a NaN is passed over as by the C form's comparison), then elementwise operations: the C form's
  * values but for its expf */
@@ -800,7 +798,7 @@ static float favor_grad_row_avx2(float *g, const float *F, int nf)
     }
     return gs;
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
  * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
@@ -1570,8 +1568,7 @@ static double ce_row_c(float *p, const float *z, float mx, int V)
     return log(sum);
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+EPAR_TARGET_BEGIN("avx2,fma")
 /* ce_row_c 8 lanes at a time: the sum in two 4-lane double accumulators added in a fixed order; with AVX-512 the
  * exps 16 at a time first (epar_stream_exps16: the same values), then the same sums over them */
 static double ce_row_avx2(float *p, const float *z, float mx, int V)
@@ -1619,7 +1616,7 @@ static double ce_row_avx2(float *p, const float *z, float mx, int V)
     for (; v < V; v++) p[v] = (float)((double)p[v] / sum);
     return log(sum);
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* row r of epar_nn_crossentropy_forward */
 static void ce_forward_row(double (*row)(float *, const float *, float, int), float *probs, float *losses,

@@ -5,6 +5,7 @@
 #include "err.h"
 #include "optim.h"
 #include "seams.h"
+#include "target.h"
 
 #define NORM_BLOCK 4096
 
@@ -116,9 +117,8 @@ static void adamw_c(float *params, const float *grads, float *mo, float *vo, siz
     }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2")
 #include <immintrin.h>
+EPAR_TARGET_BEGIN("avx2")
 static void adamw_avx2(float *params, const float *grads, float *mo, float *vo, size_t n, const float *k)
 {
     const __m256 gs = _mm256_set1_ps(k[0]), b1 = _mm256_set1_ps(k[1]), b2 = _mm256_set1_ps(k[2]);
@@ -138,7 +138,7 @@ static void adamw_avx2(float *params, const float *grads, float *mo, float *vo, 
     }
     adamw_c(params + i, grads + i, mo + i, vo + i, n - i, k);
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 static int optim_portable;
 void epar_optim_set_portable(int portable) { optim_portable = portable != 0; }

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "sparse.h"
 #include "seams.h"
+#include "target.h"
 
 /* ================================================================== vector helpers
  * max of a range, and z <- exp(z - m) with the sum of the results. libmvec's exp (glibc, at most 4 ulp)
@@ -86,8 +87,7 @@ static void axpys_c(double *o, double a, const double *V, int ldv, const int *u,
     }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+EPAR_TARGET_BEGIN("avx2,fma")
 __m256d _ZGVdN4v_exp(__m256d x);   /* glibc libmvec, linked through libm's AS_NEEDED libmvec */
 
 static double max_avx2(const double *z, int n)
@@ -208,10 +208,9 @@ static void axpys_avx2(double *o, double a, const double *V, int ldv, const int 
         o[c] = x;
     }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx2,fma")
+EPAR_TARGET_BEGIN("avx512f,avx512vl,avx2,fma")
 __m512d _ZGVeN8v_exp(__m512d x);
 
 static double max_avx512(const double *z, int n)
@@ -465,7 +464,7 @@ static void pv_avx512(int nr, int kw, int d, const double *P, const double *V, i
     }
 }
 #undef PV_ROW
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 static const struct vops ops_c = {max_c, expsum_c, dots_c, axpys_c, NULL, NULL},
                          ops_avx2 = {max_avx2, expsum_avx2, dots_avx2, axpys_avx2, NULL, NULL},
@@ -1196,8 +1195,7 @@ static size_t dense_panels(int L) { return (size_t)(L + DK - 1) / DK; }
 static size_t dense_groups(int d) { return (size_t)(d + DV - 1) / DV; }
 
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx2,fma")
+EPAR_TARGET_BEGIN("avx512f,avx512vl,avx2,fma")
 /* scale Q K^T for R (<= 12) rows x one panel of DK keys (kp: d rows of DK), 2R accumulators, each score one FMA chain
  * along d; the columns past the last key not stored (masks m0, m1). (Tried: each row's max kept here while the scores
  * are in registers, so the softmax need not read them again for it: the whole kernel 0.87x as fast, alternated runs) */
@@ -1318,7 +1316,7 @@ static void dense_pv_512(int nr, int kw, int d, const double *P, const double *V
             }
         }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 #define DK2 8     /* keys per packed panel of K (AVX2 products) */
 #define DKC2 128  /* keys per chunk of P V (AVX2): a chunk of one group of V is 8 KB of L1 */
@@ -1344,8 +1342,7 @@ size_t epar_sparse_dense_fast_ws(int L, int d)
            dense_groups(d) * DV * (size_t)L + (size_t)DROWS2 * dd;
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+EPAR_TARGET_BEGIN("avx2,fma")
 /* the AVX2 forms of the two tiles above, for 16 ymm registers: 6 rows x 8 columns (12 accumulators, 2 loads of the
  * packed K or V, a broadcast of Q or P). Q's block is packed by tiles of 6 rows (the broadcasts read one sequential
  * stream); P is read in place, its rows dense_lds apart (packing it too cost 12 % of the kernel, more than it saved).
@@ -1496,7 +1493,7 @@ static void dense_pv_256(int nr, int kw, int d, const double *P, size_t ldp, con
             }
         }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 void epar_sparse_dense_fast(int causal, int L, const double *Q, const double *K, const double *V, int ld, int d,
                             double scale, double *O, int ldo, double *S)

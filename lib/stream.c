@@ -10,6 +10,7 @@
 #include "err.h"
 #include "metrics.h"
 #include "stream.h"
+#include "target.h"
 
 #define DEFAULT_ROW_BLOCK 128
 #define DEFAULT_KEY_BLOCK 512
@@ -280,9 +281,8 @@ static void row_block_c(const float *z, const double *imp, int n, int off, struc
     a->S += s[0]; a->SV += s[1]; a->SZ += s[2]; a->SD += s[3];
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
 #include <immintrin.h>
+EPAR_TARGET_BEGIN("avx2,fma")
 
 /* glibc libmvec: 8-lane AVX2 expf (max 4 ulp), linked through libm's AS_NEEDED libmvec. */
 __m256 _ZGVdN8v_expf(__m256 x);
@@ -294,9 +294,9 @@ static inline double hsum4(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)));
 }
 
+EPAR_TARGET_END
+EPAR_TARGET_BEGIN("avx512f,avx2,fma")
 __m512 _ZGVeN16v_expf(__m512 x);   /* glibc libmvec: 16 lanes (AVX-512) */
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
 void epar_stream_exps16(float *out, const float *z, float M, int n)
 {
     const __m512 vM = _mm512_set1_ps(M);
@@ -324,7 +324,8 @@ static float max16(const float *z, int n)
         b = _mm512_mask_max_ps(b, 0x00ff, b, _mm512_maskz_loadu_ps(0x00ff, z + j));
     return _mm512_reduce_max_ps(_mm512_max_ps(a, b));
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
+EPAR_TARGET_BEGIN("avx2,fma")
 
 static int no_avx512;   /* 1: the 8-lane exps even with AVX-512 (lib/seams.h) */
 
@@ -409,14 +410,13 @@ static void row_block_avx2(const float *z, const double *imp, int n, int off, st
                       hsum4(_mm256_add_pd(d0, d1))};
     row_finish(z, imp, n, n8, off, a, sums);
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* Two rows of one key block (rows i and i + 1: z and z + ld, off and off - 1; ebuf and ebuf + ld) with
  * AVX-512: the sums of row_block_avx2 in 8 double lanes a vector, lane k holding what its s0 (k < 4) or s1 (k >= 4)
  * holds, folded the same way at the end: each row's sums bit for bit the AVX2 form's (test_stream). Each row's sums
  * are chains of dependent adds (4-cycle FMAs, one per 8 keys); two rows at once keep twice as many in flight. */
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+EPAR_TARGET_BEGIN("avx512f,avx2,fma")
 static inline double fold8(__m512d v)
 {
     return hsum4(_mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)));
@@ -450,7 +450,7 @@ static void row_pair_512(const float *z, const double *imp, int n, int off, stru
     row_finish(z, imp, n, n8, off, a, sums_a);
     row_finish(zb, imp, n, n8, off - 1, a + 1, sums_b);
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 /* ---------------- the score tiles ---------------- */
 
@@ -497,8 +497,7 @@ static void tile_c(const float *q, int d, const float *kp, float *z, ptrdiff_t l
         }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+EPAR_TARGET_BEGIN("avx2,fma")
 /* tile_c with AVX2: R rows x 16 keys (half a panel) in 2R 8-lane accumulators, R <= 6 */
 static inline __attribute__((always_inline)) void tile_avx2_r(int R, const float *q, int d, const float *kp, float *z,
                                                                ptrdiff_t ldz, const float *m, float scale)
@@ -539,10 +538,9 @@ static void tile_avx2(const float *q, int d, const float *kp, float *z, ptrdiff_
             }
     }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+EPAR_TARGET_BEGIN("avx512f,avx2,fma")
 /* tile_c with AVX-512: R rows x the whole panel (32 keys) in 2R 16-lane accumulators, R <= 8 */
 static inline __attribute__((always_inline)) void tile_512_r(int R, const float *q, int d, const float *kp, float *z,
                                                               ptrdiff_t ldz, const float *m, float scale)
@@ -585,7 +583,7 @@ static void tile_512(const float *q, int d, const float *kp, float *z, ptrdiff_t
         }
     }
 }
-#pragma GCC pop_options
+EPAR_TARGET_END
 
 typedef void (*tile_fn)(const float *, int, const float *, float *, ptrdiff_t, const float *, float, int);
 

@@ -18,7 +18,7 @@
 #include "cmd/cli.h"
 
 /* the command table (cmd/commands.c) is not linked: the help shows this row's summary */
-static const struct cmd_entry fuzz_command = {"fuzz", NULL, NULL, "test", "fuzz", "option parser under the fuzzer"};
+static const struct cmd_entry fuzz_command = {"fuzz", NULL, NULL, "test", "fuzz", "option parser under the fuzzer", NULL};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
