@@ -419,6 +419,15 @@ struct trained {                /* a trained claim through the looks */
     char root[320];             /* its tables' output root, relative to --out ("": the first look's) */
 };
 
+/* A later look trains a claim's cells only when the claim can close by the cap: open, and its seeds needed at the
+ * observed spread (lib/audit's seeds_needed) at most the cap. A claim that would need more (or that no seed count
+ * decides at its observed mean) stays open at the seeds it has and its note says the --cap that would close it.
+ * Stopping for futility only ever withholds a decision, so it spends no error rate (docs/STAGED.md). */
+static int extends(const struct trained *t, int cap, int all_open)
+{
+    return t->open && (all_open || (isfinite(t->seeds_needed) && t->seeds_needed <= cap));
+}
+
 /* judge claims (a JSON array) on the tables under out_root at the look's level; r[i] from row i */
 static int judge(json_t *arr, const char *out_root, double level, json_t *eq, struct trained *const *r)
 {
@@ -456,6 +465,8 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
                             cfg->b.name, "stages", stages, "audit_level", cfg->audit_level, "look_level", cfg->level,
                             "spending", "Bonferroni over the planned looks: every look at 1 - (1 - audit_level) / looks",
                             "looks", looks, "claims", claims);
+    json_object_set_new(doc, "futility", json_string("a later look adds seeds to an open claim only when its seeds_needed "
+                                                     "at the observed spread is at most the cap"));
     json_object_set_new(doc, "cells", json_integer(n_cells));
     json_object_set_new(doc, "trained_tokens", json_real(tokens));
     json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
@@ -592,16 +603,17 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
     cells[0] = plan1->n;
     struct counted cnt = {0, 0, NULL, 0};
     for (int k = 0; k < plan1->n; k++) count_cell(&cnt, first, &plan1->cells[k], root);
+    int cap = full->b.stages[full->b.n_stages - 1];
     for (int look = 2; !st && look <= full->b.n_stages; look++) {
         int S = full->b.stages[look - 1], no = 0;
-        for (int i = 0; i < n; i++) no += tc[i].open;
+        for (int i = 0; i < n; i++) no += extends(&tc[i], cap, full->b.extend_all_open);
         if (!no) break;
         struct trained **which = calloc((size_t)no, sizeof *which);
         json_t **cls = calloc((size_t)no, sizeof *cls);
         struct look L = {0};
         if (!which || !cls) st = epar_err_set(EPAR_ENOMEM, "out of memory");
         for (int i = 0, j = 0; !st && i < n; i++)
-            if (tc[i].open) which[j] = &tc[i], cls[j++] = tc[i].claim;
+            if (extends(&tc[i], cap, full->b.extend_all_open)) which[j] = &tc[i], cls[j++] = tc[i].claim;
         if (!st) st = look_collect(full, cls, no, S, &L);
         int nj = L.nj;
         char look_s[32], what[200];
@@ -640,19 +652,23 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
     for (int i = 0; i < n; i++) decided += tc[i].verdict <= EPAR_AUDIT_ILL_POSED && tc[i].verdict != EPAR_AUDIT_INCONCLUSIVE;
     if (!st && !*stopped && !rank) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
     if (!st && !*stopped && !c->quiet) {
-        int open = 0, stuck = 0, here = 0, most = 0, cap = full->b.stages[full->b.n_stages - 1];
+        int open = 0, stuck = 0, here = 0, most = 0, beyond = 0;
         for (int i = 0; i < n; i++) {
             int undecided = tc[i].verdict == EPAR_AUDIT_INCONCLUSIVE || tc[i].verdict == EPAR_AUDIT_NEEDS_SEEDS;
             open += tc[i].open;
+            beyond += tc[i].open && !extends(&tc[i], cap, full->b.extend_all_open) && tc[i].seeds < cap;
             stuck += undecided && !tc[i].open;
             here += tc[i].verdict == EPAR_AUDIT_NOT_HERE || tc[i].verdict == EPAR_AUDIT_STALE;
             if (tc[i].open && isfinite(tc[i].seeds_needed) && tc[i].seeds_needed <= EPAR_MAX_SEEDS &&
                 tc[i].seeds_needed > most)
                 most = (int)tc[i].seeds_needed;
         }
-        printf("benchmark: staged grid, %d look(s) of %d, each at level %.4g: %d trained claims: %d decided, %d open at "
-               "the cap (%d seeds), %d open that more seeds cannot decide (saturated, unlearned or not seed-dependent), "
+        printf("benchmark: staged grid, %d look(s) of %d, each at level %.4g: %d trained claims: %d decided, %d open (cap "
+               "%d seeds), %d open that more seeds cannot decide (saturated, unlearned or not seed-dependent), "
                "%d not measured here\n", looks_run, full->b.n_stages, full->level, n, decided, open, cap, stuck, here);
+        if (beyond)
+            printf("benchmark: %d of the open claims stopped before the cap: at the observed spread they need more seeds "
+                   "than the cap (futility: no error rate spent)\n", beyond);
         printf("benchmark: %d cells, %.1f M trained tokens: %.2f decided trained claims per million trained tokens\n",
                cnt.n, cnt.tokens / 1e6, cnt.tokens > 0 ? decided / (cnt.tokens / 1e6) : NAN);
         for (int i = 0; i < n; i++) {

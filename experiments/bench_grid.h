@@ -109,6 +109,8 @@ struct epar_bench_budget {
     unsigned long seeds[EPAR_MAX_SEEDS];    /* the pool of seeds: stage k trains its first stages[k] of them */
     int n_stages;                           /* the planned looks of the staged grid (docs/STAGED.md); 1: a fixed design */
     int stages[EPAR_BENCH_MAX_STAGES];      /* seeds of each look, increasing; the last is the cap (<= n_seeds) */
+    int extend_all_open;                    /* 1: a later look extends every open claim; 0: only those whose seeds
+                                             * needed at the observed spread are at most the cap (futility) */
     int layers, dim, heads, mlp, batch, long_batch, steps, warmup, eval_every, eval_batches, eval_sequences, lm_eval_sequences;
     int lm_length, short_length, long_length;
     double lr, lr_min_ratio, weight_decay, clip, init_sd;

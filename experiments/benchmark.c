@@ -102,6 +102,9 @@ static const struct epar_field budget_fields[] = {
      .max = EPAR_BENCH_MAX_STAGES, .lo = 2, .hi = EPAR_MAX_SEEDS,
      .help = "the staged grid's looks: seeds of each, increasing, the last at most the seeds' count (default: one look "
              "at every seed)"},
+    {.key = "extend_all_open", .type = EPAR_FIELD_BOOL, .offset = offsetof(BB, b.extend_all_open),
+     .help = "a later look adds seeds to every open claim, even one whose seeds needed at the observed spread exceed "
+             "the cap (default false: futility, the seeds go where they can close a claim)"},
     {.key = "extrapolation", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, extrap), .flags = EPAR_FIELD_REQUIRED,
      .help = "comma-separated lm evaluation lengths"},
     {.key = "cost_task", .type = EPAR_FIELD_STRING, .offset = offsetof(BB, cost_task), .flags = EPAR_FIELD_REQUIRED,

@@ -2,13 +2,17 @@
 # The staged grid (docs/STAGED.md) on a tiny grid of the smoke budget with three looks (2, 3 and 5 seeds): the later
 # looks train only the cells of the claims still open and write their tables under benchmark/stages/; --jobs 1 ==
 # --jobs 2, --shard 1/2 + 2/2 + --merge == one process, and kill -9 + resume == one process, byte for byte (every CSV
-# of every look and stages.json), and so is mpirun -np 2; --plan trains nothing; --cap adds a look; a bad --cap exits 2.
+# of every look and stages.json), and so is mpirun -np 2; --plan trains nothing; --cap adds a look; a bad --cap exits 2;
+# by default (futility) a claim that cannot close by the cap gets no later look (the grid above turns futility off).
 . "$(dirname "$0")/lib.sh"
-python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/staged.json" <<'PYEOF'
+python3 - "$EPAR_ROOT/paper_protocol.json" "$T_TMP/staged.json" "$T_TMP/futile.json" <<'PYEOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
 b = j["experiments"]["benchmark"]["budgets"]["smoke"]
 b.update(seeds=[42, 43, 44, 45, 46, 47], stages=[2, 3, 5])
+json.dump(j, open(sys.argv[3], "w"))
+# the smoke budget learns nothing, so no open claim can close by the cap: without futility, to run the later looks
+b.update(extend_all_open=True)
 json.dump(j, open(sys.argv[2], "w"))
 PYEOF
 grid="--protocol $T_TMP/staged.json --budget smoke --tasks recall,needle --mechanisms none,rope,epar-basic,epar-enhanced --quiet --no-render"
@@ -87,6 +91,20 @@ expect_grep '^benchmark --budget smoke: 3 look\(s\) at 2, 3, 5 seeds; every look
 expect_grep '^look 1: every cell at 2 seeds: 17 cells' "$T_TMP/plan.txt"
 expect_grep '^  needle / epar-enhanced: .*proxy_train_squad2_f1' "$T_TMP/plan.txt"
 expect_grep '^look 3: the cells of the claims still open at 5 seeds: at most' "$T_TMP/plan.txt"
+
+# futility (the default): the open claims here need more seeds than the cap (none learned), so no later look
+f=$T_TMP/f
+"$EPAR" benchmark --protocol "$T_TMP/futile.json" --budget smoke --tasks recall,needle --mechanisms none,rope,epar-basic,epar-enhanced \
+    --no-render --out "$f" > "$T_TMP/futile.txt" 2>&1
+expect_grep 'of the open claims stopped before the cap: at the observed spread they need more seeds than the cap' "$T_TMP/futile.txt"
+python3 - "$f/benchmark/stages.json" <<'PYEOF' && ok || fail "futility: one look; every open claim at 2 seeds, its seeds needed above the cap"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["looks"]) == 1 and "futility" in d, d["looks"]
+op = [c for c in d["claims"].values() if c["open"]]
+assert op and all(c["seeds"] == 2 and (c["seeds_needed"] is None or c["seeds_needed"] > 5) for c in op), op
+PYEOF
+[ "$(find "$f/benchmark/cells" -path '*seed-44*' -name cell.json | wc -l)" -eq 0 ] && ok || fail "futility: no cell at seed 44"
 
 # --cap: one more look at 6 seeds, the first cells reused (a rerun of the same grid trains only the new look's)
 expect_exit 0 "--cap 6" -- "$EPAR" benchmark $grid --cap 6 --out "$a"
