@@ -218,7 +218,8 @@ int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned 
         for (int k = 0; k < x->cells[i].n_mech; k++) {
             const char *name = x->cells[i].var[k].name[0] ? x->cells[i].var[k].name : epar_nnpos_name(x->cells[i].mech[k]);
             int keep = 0;
-            for (int m = full->n_mech; t >= 0 && m < full->n_mech + full->extrap.n_extra; m++)
+            /* by name: a study-only task's cells of a grid mechanism (lm-h8-low's none) are marked at its index */
+            for (int m = 0; t >= 0 && m < full->n_mech + full->extrap.n_extra; m++)
                 keep |= fam[t][m] && !strcmp(epar_bench_mech_name(full, m), name);
             if (!keep) continue;
             x->cells[i].mech[k2] = x->cells[i].mech[k];
