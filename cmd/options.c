@@ -52,6 +52,7 @@ int cli_fail(int st)
 void cli_progress(const struct cli_common *c, const char *fmt, ...)
 {
     if (c->quiet) return;
+    fflush(stdout);   /* what was printed before it comes first when both go to one file */
     va_list ap;
     va_start(ap, fmt);
     fputs("epar: ", stderr);

@@ -482,6 +482,7 @@ int cmd_run_all(int argc, char **argv)
         }
     }
     struct epar_audit a;
+    fflush(stdout);
     if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));
     st = run_audit(&prm, &proto, &x, c.out, c.no_render, c.jobs, &rs, &a);
     if (st) {
