@@ -524,8 +524,10 @@ static void measure_file(struct reading *rd, json_t *m, const struct epar_audit_
         rd->m.se_run = same_rows(t, m, jstr(m, "se_run_column", NULL), why, sizeof why);
         rd->m.se = same_rows(t, m, jstr(m, "se_column", NULL), why, sizeof why);
         if (jstr(m, "n_column", NULL)) rd->m.n = (int)same_rows(t, m, jstr(m, "n_column", NULL), why, sizeof why);
+        /* a mean of rows without an sd column counts rows, unless grouped by seed (n = the seeds' means, below) */
         rd->n_other = (jstr(m, "n_column", NULL) && !strstr(jstr(m, "n_column", ""), "seed")) ||
-                      jstr(m, "trials_column", NULL) || (ag && !sdc);
+                      jstr(m, "trials_column", NULL) ||
+                      (ag && !sdc && !(jstr(m, "group_by", NULL) && strstr(jstr(m, "group_by", ""), "seed")));
         if (jstr(m, "lo_column", NULL)) {
             /* the measurement's own interval: columns the file must have (NaN in them: no interval at this n) */
             rd->m.stochastic = rd->m.interval = 1;

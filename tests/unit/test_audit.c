@@ -571,6 +571,7 @@ static void rules_issue32(void)
     write_file(dir, "opt/groups.csv", "seed,type,v,v_se_run\n1,a,0.80,0.03\n1,b,0.78,0.04\n2,a,0.81,0.03\n2,b,0.79,0.04\n"
                                       "3,a,0.80,0.03\n3,b,0.785,0.04\n");
     write_file(dir, "opt/sat.csv", "task,gain,gain_sd\nrecall,0,0\n");
+    write_file(dir, "opt/gdecay.csv", "seed,task,v\n1,a,-0.12\n1,b,-0.08\n2,a,-0.03\n2,b,-0.01\n3,a,-0.05\n3,b,-0.07\n");
     write_file(dir, "opt/run.json", "{\"protocol_hash\": \"h\", \"cli_overrides\": \"\", \"epar_version\": \"9\","
                                     " \"parameters\": {\"preset\": \"p\", \"seeds\": [1, 2, 3]}}");
 #define N "\"source\": \"s\", \"statement\": \"t\", "
@@ -580,6 +581,7 @@ static void rules_issue32(void)
         "{\"id\": \"every_down\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/below.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
         "{\"id\": \"every_near\", " N "\"reported\": 0.7, \"measure\": {\"file\": \"opt/near.csv\", \"column\": \"v\", \"sd_column\": \"v_sd\", \"aggregate\": \"every\"}, \"tolerance\": {\"rule\": \"above\"}},"
         "{\"id\": \"group\", " N "\"reported\": \"0.7\", \"measure\": {\"file\": \"opt/groups.csv\", \"column\": \"v\", \"se_run_column\": \"v_se_run\", \"aggregate\": \"mean\", \"group_by\": \"seed\"}, \"tolerance\": {\"rule\": \"prediction\"}},"
+        "{\"id\": \"gdecay\", " N "\"reported\": 0, \"measure\": {\"file\": \"opt/gdecay.csv\", \"column\": \"v\", \"aggregate\": \"mean\", \"group_by\": \"seed\"}, \"tolerance\": {\"rule\": \"below\"}},"
         "{\"id\": \"sat\", " N "\"reported\": 0, \"measure\": {\"file\": \"opt/sat.csv\", \"where\": {\"task\": \"recall\"}, \"column\": \"gain\", \"sd_column\": \"gain_sd\"}, \"tolerance\": {\"rule\": \"below\"}}"
         "]");
 #undef N
@@ -603,6 +605,12 @@ static void rules_issue32(void)
     /* group means 0.79, 0.80, 0.7925: sd 0.0052; floor sqrt((0.03^2 + 0.04^2)) / 2 = 0.025 */
     check_true(r && strstr(r->accepted, "run-level floor") && strstr(r->accepted, "0.025"),
                "group_by: the group mean's run-level floor sqrt(sum se^2)/rows = 0.025 (%s)", r ? r->accepted : "");
+    r = row_of(&a, "gdecay");
+    /* seed means -0.10, -0.02, -0.06: sd 0.04, t(2) 4.30 x 0.04 / sqrt 3 = 0.099 straddles 0; n counts the seeds, so
+     * the seeds needed are computed: t(k-1) 0.04 / sqrt k < 0.06 first at k = 5 */
+    check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && r->seeds_help && r->seeds_needed == 5,
+               "group_by seed: n counts the seeds, seeds_needed 5 (%g; %s)", r ? r->seeds_needed : -1,
+               r ? r->accepted : "");
     r = row_of(&a, "sat");
     check_true(r && r->verdict == EPAR_AUDIT_INCONCLUSIVE && strstr(r->note, "no interval"),
                "saturated reading (sd 0 over 3 seeds) -> inconclusive, said why: %s", r ? r->note : "");
