@@ -678,7 +678,8 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
                 printf("  open: %s at %d seeds; about %.0f seeds would decide it at the observed spread\n", tc[i].id,
                        tc[i].seeds, tc[i].seeds_needed);
             else
-                printf("  open: %s at %d seeds; the seeds that would decide it are not known (its mean on the threshold, over 1000 seeds, or an n that counts more than seeds)\n", tc[i].id, tc[i].seeds);
+                printf("  open: %s at %d seeds; the seeds that would decide it are not known (its mean on the "
+                       "threshold, over 1000 seeds, or an n that counts more than seeds)\n", tc[i].id, tc[i].seeds);
         }
         if (open && most > cap)
             printf("  to add the seeds (every finished cell is reused; a look more, so every look's level is the audit's "
