@@ -597,11 +597,27 @@ void epar_report_summary_lines(struct epar_report_summary *s, const char *out_ro
     int cnt[EPAR_AUDIT_VERDICT_COUNT];
     epar_report_count_rows(a, NULL, -1, cnt);
     counts_text(cnt, counts, sizeof counts);
-    char bench[512];
-    if (have_bench)
+    char bench[512], stp[4400];
+    /* a staged grid (benchmark/stages.json, more than one look): its looks' seeds and its cells, not the first look's
+     * seeds alone */
+    snprintf(stp, sizeof stp, "%s/benchmark/stages.json", out_root);
+    json_t *sj = have_bench ? json_load_file(stp, 0, NULL) : NULL, *looks = json_object_get(sj, "looks");
+    if (have_bench && json_array_size(looks) > 1) {
+        char later[128] = "";   /* the later looks' seeds: "5 and 8" */
+        size_t nl = json_array_size(looks);
+        for (size_t k = 1; k < nl; k++) {
+            size_t l = strlen(later);
+            snprintf(later + l, sizeof later - l, "%s%d", k == 1 ? "" : k + 1 == nl ? " and " : ", ",
+                     (int)json_integer_value(json_object_get(json_array_get(looks, k), "seeds")));
+        }
+        snprintf(bench, sizeof bench, "the `%s` benchmark (a staged grid: seeds %s for every cell, %s seeds where a "
+                 "claim was still open; %d cells)", br->budget.name ? br->budget.name : "?", bseeds, later,
+                 (int)json_integer_value(json_object_get(sj, "cells")));
+    } else if (have_bench)
         snprintf(bench, sizeof bench, "the `%s` benchmark (seeds %s)", br->budget.name ? br->budget.name : "?", bseeds);
     else
         snprintf(bench, sizeof bench, "no trained benchmark");
+    json_decref(sj);
     sum_add(s, "summary", "total", 0, "With `%s` (preset `%s`%s%s) and %s, epar %s judges **%zu claims**: %s.",
             info->protocol_path, ar->preset ? ar->preset : info->preset ? info->preset : "?", *seeds ? ", seeds " : "",
             seeds, bench, info->version, a->n, counts);
