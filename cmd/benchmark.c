@@ -466,13 +466,15 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
                             cfg->b.name, "stages", stages, "audit_level", cfg->audit_level, "look_level", cfg->level,
                             "spending", "Bonferroni over the planned looks: every look at 1 - (1 - audit_level) / looks",
                             "looks", looks, "claims", claims);
-    json_object_set_new(doc, "futility", json_string("a later look adds seeds to an open claim only when its seeds_needed "
-                                                     "at the observed spread is at most the cap"));
+    json_object_set_new(doc, "futility", json_string(cfg->b.extend_all_open
+                                                     ? "none (extend_all_open): a later look adds seeds to every open claim"
+                                                     : "a later look adds seeds to an open claim only when its "
+                                                       "seeds_needed at the observed spread is at most the cap"));
     json_object_set_new(doc, "cells", json_integer(n_cells));
     json_object_set_new(doc, "trained_tokens", json_real(tokens));
     json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
     char path[4400];
-    snprintf(path, sizeof path, "%s/benchmark/stages.json", c->out);
+    epar_bench_stage_path(c->out, path, sizeof path);
     char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(doc);
     if (!text) return epar_err_set(EPAR_ENOMEM, "out of memory writing stages.json");

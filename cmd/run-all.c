@@ -14,6 +14,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/runrec.h"
+#include "experiments/bench_stage.h"
 #include "experiments/common.h"
 #include "experiments/experiment.h"
 #include "experiments/report.h"
@@ -169,11 +170,9 @@ static int any_run(const char *out, const struct expectations *x)
 
 /* the staged benchmark's record (benchmark/stages.json, cmd/benchmark.c): each trained claim is judged on the tables
  * of the look that decided it (or the last), at the per-look level; NULL without one (a fixed design) */
-static json_t *staged_overrides(const char *out)
+static json_t *staged_overrides(const char *out, json_t *doc)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/benchmark/stages.json", out);
-    json_t *doc = json_load_file(path, 0, NULL), *ov = NULL, *e;
+    json_t *ov = NULL, *e;
     const char *id;
     json_object_foreach(json_object_get(doc, "claims"), id, e) {
         const char *rel = json_string_value(json_object_get(e, "root"));
@@ -182,16 +181,15 @@ static json_t *staged_overrides(const char *out)
         snprintf(root, sizeof root, "%s%s%s", out, rel && *rel ? "/" : "", rel && *rel ? rel : "");
         json_object_set_new(ov, id, json_pack("{s:s, s:O}", "root", root, "level", json_object_get(e, "level")));
     }
-    json_decref(doc);
     return ov;
 }
 
-/* a claim still open at the staged grid's cap: what would close it, in its note */
-static int staged_notes(const char *out, struct epar_audit *a)
+/* a claim still open after the staged grid's looks (at the cap, or stopped before it for futility): what would close
+ * it, in its note */
+static int staged_notes(json_t *doc, struct epar_audit *a)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/benchmark/stages.json", out);
-    json_t *doc = json_load_file(path, 0, NULL), *cl = json_object_get(doc, "claims");
+    json_t *cl = json_object_get(doc, "claims"), *stages = json_object_get(doc, "stages");
+    int cap = (int)json_integer_value(json_array_get(stages, json_array_size(stages) - 1));
     const char *budget = json_string_value(json_object_get(doc, "budget"));
     int st = EPAR_OK;
     for (size_t i = 0; cl && budget && i < a->n && !st; i++) {
@@ -201,14 +199,15 @@ static int staged_notes(const char *out, struct epar_audit *a)
         char add[512];
         int seeds = (int)json_integer_value(json_object_get(e, "seeds"));
         if (isfinite(r->seeds_needed) && r->seeds_needed <= EPAR_MAX_SEEDS)
-            snprintf(add, sizeof add, "; open at the staged grid's cap (%d seeds): about %.0f seeds would decide it at the "
-                     "observed spread: epar benchmark --budget %s --cap %.0f (or mpirun -np N epar-mpi benchmark --budget "
-                     "%s --cap %.0f) adds them, reusing every finished cell", seeds, r->seeds_needed, budget,
-                     r->seeds_needed, budget, r->seeds_needed);
+            snprintf(add, sizeof add, "; open after the staged grid's looks at %d seeds (cap %d): about %.0f seeds would "
+                     "decide it at the observed spread: epar benchmark --budget %s --cap %.0f (or mpirun -np N epar-mpi "
+                     "benchmark --budget %s --cap %.0f) adds them, reusing every finished cell", seeds, cap,
+                     r->seeds_needed, budget, r->seeds_needed, budget, r->seeds_needed);
         else
-            snprintf(add, sizeof add, "; open at the staged grid's cap (%d seeds): %s", seeds,
+            snprintf(add, sizeof add, "; open after the staged grid's looks at %d seeds (cap %d): %s", seeds, cap,
                      isfinite(r->seeds_needed) ? "more seeds than epar's pool would be needed at the observed spread"
-                                               : "no number of seeds decides it at the observed mean");
+                                               : "the seeds that would decide it are not known (its mean on the "
+                                                 "threshold, over 1000 seeds, or an n that counts more than seeds)");
         size_t l = strlen(r->note), la = strlen(add);
         char *nn = realloc(r->note, l + la + 1);
         if (!nn) st = epar_err_set(EPAR_ENOMEM, "out of memory");
@@ -217,7 +216,6 @@ static int staged_notes(const char *out, struct epar_audit *a)
             r->note = nn;
         }
     }
-    json_decref(doc);
     return st;
 }
 
@@ -228,10 +226,12 @@ static int run_audit(const struct epar_params *prm, struct epar_protocol *proto,
     struct epar_audit_ctx ctx = {out, 0.95, x->e, x->n, NULL, NULL};
     int st = epar_audit_level(proto->root, proto->path, &ctx.level);
     if (!st) st = epar_audit_equivalence(proto->root, proto->path, &ctx.equivalence);
-    if (!st) ctx.overrides = staged_overrides(out);
+    json_t *stages = epar_bench_stage_record(out);
+    if (!st) ctx.overrides = staged_overrides(out, stages);
     if (!st) st = epar_audit_run(claims, &ctx, a);
-    if (!st) st = staged_notes(out, a);
+    if (!st) st = staged_notes(stages, a);
     json_decref(ctx.overrides);
+    json_decref(stages);
     if (st) return st;
     struct epar_report_folder folders[MAX_EXPERIMENTS];
     char labels[MAX_EXPERIMENTS][160];
@@ -482,8 +482,7 @@ int cmd_run_all(int argc, char **argv)
         }
     }
     struct epar_audit a;
-    fflush(stdout);
-    if (!c.quiet) fprintf(stderr, "epar: run-all: auditing %zu claims\n", json_array_size(json_object_get(proto.root, "claims")));
+    cli_progress(&c, "run-all: auditing %zu claims", json_array_size(json_object_get(proto.root, "claims")));
     st = run_audit(&prm, &proto, &x, c.out, c.no_render, c.jobs, &rs, &a);
     if (st) {
         epar_audit_free(&a);

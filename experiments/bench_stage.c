@@ -234,3 +234,15 @@ int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned 
     sub->sub = 1;
     return EPAR_OK;
 }
+
+void epar_bench_stage_path(const char *out_root, char *path, size_t n)
+{
+    snprintf(path, n, "%s/benchmark/stages.json", out_root);
+}
+
+json_t *epar_bench_stage_record(const char *out_root)
+{
+    char path[4400];
+    epar_bench_stage_path(out_root, path, sizeof path);
+    return json_load_file(path, 0, NULL);
+}

@@ -28,6 +28,11 @@ int epar_bench_stage_trained(json_t *claim);
 int epar_bench_stage_families(const struct epar_bench_cfg *c, json_t *claim,
                               unsigned char fam[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]);
 
+/* The staged benchmark's record: its path under out_root (out_root/benchmark/stages.json, written by epar benchmark)
+ * and the document (NULL without one: a fixed design, or no benchmark) */
+void epar_bench_stage_path(const char *out_root, char *path, size_t n);
+json_t *epar_bench_stage_record(const char *out_root);
+
 /* sub = full restricted to the families (its tasks, the grid mechanisms any of its grid tasks needs, the study's
  * cells it needs) at the first n_seeds seeds, flagged sub (its tables only) */
 int epar_bench_stage_restrict(const struct epar_bench_cfg *full, const unsigned char fam[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT],

@@ -10,6 +10,7 @@
 #include "lib/err.h"
 #include "lib/posfx.h"
 #include "lib/publish.h"
+#include "bench_stage.h"
 #include "common.h"
 #include "report_int.h"
 
@@ -597,11 +598,10 @@ void epar_report_summary_lines(struct epar_report_summary *s, const char *out_ro
     int cnt[EPAR_AUDIT_VERDICT_COUNT];
     epar_report_count_rows(a, NULL, -1, cnt);
     counts_text(cnt, counts, sizeof counts);
-    char bench[512], stp[4400];
+    char bench[512];
     /* a staged grid (benchmark/stages.json, more than one look): its looks' seeds and its cells, not the first look's
      * seeds alone */
-    snprintf(stp, sizeof stp, "%s/benchmark/stages.json", out_root);
-    json_t *sj = have_bench ? json_load_file(stp, 0, NULL) : NULL, *looks = json_object_get(sj, "looks");
+    json_t *sj = have_bench ? epar_bench_stage_record(out_root) : NULL, *looks = json_object_get(sj, "looks");
     if (have_bench && json_array_size(looks) > 1) {
         char later[128] = "";   /* the later looks' seeds: "5 and 8" */
         size_t nl = json_array_size(looks);
