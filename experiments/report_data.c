@@ -600,19 +600,17 @@ void epar_report_summary_lines(struct epar_report_summary *s, const char *out_ro
     counts_text(cnt, counts, sizeof counts);
     char bench[512];
     /* a staged grid (benchmark/stages.json, more than one look): its looks' seeds and its cells, not the first look's
-     * seeds alone */
+     * seeds alone (the line stays under README's 300 characters) */
     json_t *sj = have_bench ? epar_bench_stage_record(out_root) : NULL, *looks = json_object_get(sj, "looks");
     if (have_bench && json_array_size(looks) > 1) {
-        char later[128] = "";   /* the later looks' seeds: "5 and 8" */
-        size_t nl = json_array_size(looks);
-        for (size_t k = 1; k < nl; k++) {
-            size_t l = strlen(later);
-            snprintf(later + l, sizeof later - l, "%s%d", k == 1 ? "" : k + 1 == nl ? " and " : ", ",
+        char seen[128] = "";   /* every look's seeds: "3, 5, 8" */
+        for (size_t k = 0; k < json_array_size(looks); k++) {
+            size_t l = strlen(seen);
+            snprintf(seen + l, sizeof seen - l, "%s%d", k ? ", " : "",
                      (int)json_integer_value(json_object_get(json_array_get(looks, k), "seeds")));
         }
-        snprintf(bench, sizeof bench, "the `%s` benchmark (a staged grid: seeds %s for every cell, %s seeds where a "
-                 "claim was still open; %d cells)", br->budget.name ? br->budget.name : "?", bseeds, later,
-                 (int)json_integer_value(json_object_get(sj, "cells")));
+        snprintf(bench, sizeof bench, "the `%s` benchmark (staged at %s seeds; %d cells)",
+                 br->budget.name ? br->budget.name : "?", seen, (int)json_integer_value(json_object_get(sj, "cells")));
     } else if (have_bench)
         snprintf(bench, sizeof bench, "the `%s` benchmark (seeds %s)", br->budget.name ? br->budget.name : "?", bseeds);
     else
