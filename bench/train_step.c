@@ -1,6 +1,6 @@
 /* train_step: training throughput of epar's Transformer (lib/nn + lib/optim), for bench/bench_train.sh.
  *
- * One training step is what experiments/train.c's step does, minus drawing the batch: forward with the
+ * One training step is what experiments/train/train.c's step does, minus drawing the batch: forward with the
  * loss, zero the gradients, backward, AdamW with clipping (lib/optim). The batch is random tokens (fixed
  * seed), as in bench/torch_train.py, so neither side measures data loading.
  *

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/err.h"
-#include "experiments/adaptive.h"
-#include "experiments/experiment.h"
+#include "experiments/analysis/adaptive.h"
+#include "experiments/analysis/experiment.h"
 #include "cli.h"
 
 static int int_list(const char *opt, const struct opt_dlist *l, int lo, int *out)

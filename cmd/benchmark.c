@@ -18,9 +18,9 @@
 #endif
 #include "lib/err.h"
 #include "lib/outdir.h"
-#include "experiments/bench_extrap.h"
-#include "experiments/bench_stage.h"
-#include "experiments/benchmark.h"
+#include "experiments/benchmark/bench_extrap.h"
+#include "experiments/benchmark/bench_stage.h"
+#include "experiments/benchmark/benchmark.h"
 #include "experiments/common.h"
 #include "cli.h"
 
@@ -370,7 +370,7 @@ static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg
     if (!jobs) return epar_err_set(EPAR_ENOMEM, "out of memory");
     char what[320], own[96] = "", look[32] = "";
     int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
-    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/bench_extrap) */
+    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/benchmark/bench_extrap) */
         snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
     if (cfg->b.n_stages > 1) snprintf(look, sizeof look, "look 1/%d: ", cfg->b.n_stages);
     snprintf(what, sizeof what, "budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost", cfg->b.name,
@@ -409,7 +409,7 @@ static int write_tables(const struct cli_common *c, const struct epar_bench_cfg 
     return st;
 }
 
-/* ---- the staged grid (experiments/bench_stage.h, docs/STAGED.md) ---- */
+/* ---- the staged grid (experiments/benchmark/bench_stage.h, docs/STAGED.md) ---- */
 
 struct trained {                /* a trained claim through the looks */
     json_t *claim;              /* the protocol's */
@@ -790,7 +790,7 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
         memcpy(cfg->b.seeds, prm.seeds, sizeof cfg->b.seeds);
         cfg->b.n_stages = 1;
         cfg->b.stages[0] = prm.n_seeds;
-        epar_bench_stage_levels(cfg);
+        epar_bench_levels(cfg);
     }
     /* an unknown budget (EPAR_EINVAL) is a usage error; --mechanisms chooses every mechanism (no cells of the
      * extrapolation study's own) */
@@ -811,7 +811,7 @@ static int grid_config(struct cli_common *c, struct opt *opts, const char *budge
 }
 
 /* --lr-study S1,S2,...: the grid at every scale (each a benchmark of its own under --out/x<scale>/, resumable), then
- * the choice of each mechanism's scale per lr_family into --out/benchmark-lr/ (experiments/benchmark.c) */
+ * the choice of each mechanism's scale per lr_family into --out/benchmark-lr/ (experiments/benchmark/benchmark.c) */
 static int lr_study(const struct cli_common *c, struct epar_bench_cfg *cfg, const struct opt_dlist *scales, int conflict)
 {
     if (conflict) return cli_fail(epar_err_set(EPAR_EINVAL, "--lr-study runs its own grids: no --lr-scale, --shard or --merge"));
@@ -949,7 +949,7 @@ int cmd_benchmark(int argc, char **argv)
         for (int k = cfg.b.n_seeds; k < cap; k++) cfg.b.seeds[k] = cfg.b.seeds[k - 1] + 1;
         if (cap > cfg.b.n_seeds) cfg.b.n_seeds = cap;
         cfg.b.stages[cfg.b.n_stages++] = cap;
-        epar_bench_stage_levels(&cfg);
+        epar_bench_levels(&cfg);
     }
     if (cli_seen(opts, "lr-study")) {
         rc = lr_study(&c, &cfg, &study, cli_seen(opts, "lr-scale") || merging || shard);

@@ -104,7 +104,7 @@ void cli_progress(const struct cli_common *c, const char *fmt, ...) __attribute_
  * place. Returns the final status. */
 struct epar_out;
 int cli_publish(const struct cli_common *c, const char *cmd, struct epar_out *o, int st);
-/* The body every analysis command shares (experiments/experiment.h): resolve the protocol into cfg (whose first
+/* The body every analysis command shares (experiments/analysis/experiment.h): resolve the protocol into cfg (whose first
  * member is its struct epar_params), x->config, apply(cfg, opts, ctx) for the command's own options (returns 0
  * or an exit code it has printed), x->check, a progress line from describe, x->run, x->write into a staging
  * folder that replaces --out/<folder>, then summary(c, cfg, res) on stdout unless --quiet. Returns the exit code. */

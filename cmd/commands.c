@@ -3,7 +3,7 @@
  * docgen) see it through epar_commands, which cmd/main.c points here before dispatching: the table points at
  * the commands and no command points back at the table's file. */
 #include <string.h>
-#include "experiments/experiment.h"
+#include "experiments/analysis/experiment.h"
 #include "cli.h"
 
 #define EXAMPLES(...) ((const char *const[]){__VA_ARGS__, NULL})

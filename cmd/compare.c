@@ -4,8 +4,8 @@
 #include "lib/err.h"
 #include "lib/mech.h"
 #include "lib/nnpos.h"
-#include "experiments/experiment.h"
-#include "experiments/compare.h"
+#include "experiments/analysis/experiment.h"
+#include "experiments/analysis/compare.h"
 #include "cli.h"
 
 static void list_mechanisms(void)

@@ -13,7 +13,7 @@
 #include "lib/posfx.h"
 #include "lib/protocol.h"
 #include "lib/tasks.h"
-#include "experiments/scale.h"
+#include "experiments/analysis/scale.h"
 #include "cli.h"
 
 /* the text a command prints for --help (stdout redirected into a temporary file while it runs) */

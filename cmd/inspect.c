@@ -9,7 +9,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "experiments/common.h"
-#include "experiments/inspect.h"
+#include "experiments/train/inspect.h"
 #include "cli.h"
 
 #define MAX_CHECKPOINTS 16

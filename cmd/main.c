@@ -13,7 +13,7 @@
 #include "lib/outdir.h"
 #include "lib/plot.h"
 #include "lib/tasks.h"
-#include "experiments/experiment.h"
+#include "experiments/analysis/experiment.h"
 #include "cli.h"
 
 

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/err.h"
-#include "experiments/experiment.h"
-#include "experiments/optimal.h"
+#include "experiments/analysis/experiment.h"
+#include "experiments/analysis/optimal.h"
 #include "cli.h"
 
 static void describe(const void *cfgv, char *buf, size_t n)

@@ -9,7 +9,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "experiments/common.h"
-#include "experiments/experiment.h"
+#include "experiments/analysis/experiment.h"
 #include "cli.h"
 
 /* One line on stderr: control characters of values (a newline in an argument, bytes of a binary

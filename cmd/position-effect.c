@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/err.h"
-#include "experiments/experiment.h"
-#include "experiments/position.h"
+#include "experiments/analysis/experiment.h"
+#include "experiments/analysis/position.h"
 #include "cli.h"
 
 static int apply(void *cfgv, const struct opt *opts, void *ctx)

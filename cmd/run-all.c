@@ -14,10 +14,10 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/runrec.h"
-#include "experiments/bench_stage.h"
+#include "experiments/benchmark/bench_stage.h"
 #include "experiments/common.h"
-#include "experiments/experiment.h"
-#include "experiments/report.h"
+#include "experiments/analysis/experiment.h"
+#include "experiments/report/report.h"
 #include "cli.h"
 
 #define MAX_EXPERIMENTS 32

@@ -8,7 +8,7 @@
 #include "lib/blas.h"
 #include "lib/err.h"
 #include "experiments/common.h"
-#include "experiments/scale.h"
+#include "experiments/analysis/scale.h"
 #include "cli.h"
 
 /* OpenBLAS picks its kernel in a constructor, before main. When that kernel lacks AVX-512 on a CPU that has

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/err.h"
-#include "experiments/experiment.h"
-#include "experiments/sensitivity.h"
+#include "experiments/analysis/experiment.h"
+#include "experiments/analysis/sensitivity.h"
 #include "cli.h"
 
 /* a command-line sweep list: copy it, checking the parameter's range (exit 2 naming the option) */

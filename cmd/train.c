@@ -11,7 +11,7 @@
 #include "lib/ckpt.h"
 #include "lib/err.h"
 #include "experiments/common.h"
-#include "experiments/train.h"
+#include "experiments/train/train.h"
 #include "cli.h"
 
 /* command-line values; a field counts only when its option was seen */
@@ -246,7 +246,7 @@ done:
     return st ? cli_fail(st) : 0;
 }
 
-/* options without a help line take their protocol key's (experiments/train.c's field rows: one text per setting) */
+/* options without a help line take their protocol key's (experiments/train/train.c's field rows: one text per setting) */
 static void fill_help(struct opt *opts)
 {
     for (struct opt *o = opts; o->type != OPT_END; o++) {

@@ -4,7 +4,7 @@
 #include "lib/err.h"
 #include "lib/rng.h"
 #include "lib/runrec.h"
-#include "common.h"
+#include "experiments/common.h"
 
 int epar_exp_model_alloc(struct epar_exp_model *m, const struct epar_params *prm)
 {

@@ -10,7 +10,7 @@
  *   end-16  8      FNV-1a 64 checksum of every byte before it
  *   end-8   8      end mark "EPAREND\0"
  *
- * What goes in the sections is the caller's (experiments/train.c: config, state, params, optimiser
+ * What goes in the sections is the caller's (experiments/train/train.c: config, state, params, optimiser
  * moments, RNG state, learning curve). Reading checks everything before returning: a file that is not a
  * checkpoint, of another version or byte order, truncated, or whose checksum does not match is an
  * EPAR_EIO error naming the file and the problem. */

@@ -5,7 +5,7 @@
  * markdown keeps them, HTML gets the tags (and everything else escaped). Blocks are explicit calls: heading,
  * paragraph, list, table, image. Beside it: the head of an HTML page, a figure as an HTML <figure> (image at its
  * own size, caption from its .gp script's title) and the PNGs of a folder. What a report says stays with the
- * report (experiments/report*.c); run.json records are lib/runrec's. */
+ * report (experiments/report/report*.c); run.json records are lib/runrec's. */
 #ifndef EPAR_PUBLISH_H
 #define EPAR_PUBLISH_H
 

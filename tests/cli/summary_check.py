@@ -40,7 +40,7 @@ def blocks(text):
 
 
 def md_of(lines):
-    """the markdown experiments/report.c (write_summary) makes of summary.json's lines, begin markers shortened"""
+    """the markdown experiments/report/report.c (write_summary) makes of summary.json's lines, begin markers shortened"""
     parts = []
     for name in dict.fromkeys(l["block"] for l in lines):
         body, prev_item = "", True

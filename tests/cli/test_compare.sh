@@ -35,7 +35,7 @@ expect_grep '^-8,24,32,128,1$' "$d/t5_buckets.csv"
 expect_grep '^mechanism,L,d,pairs,dense_us,sparse_us,speedup,pair_bound,fraction_of_bound,dense_gflops,fma_peak_gflops,dense_fraction_of_peak$' "$d/sparse_speed.csv"
 # the structure, not the timings: the speed-ups are timed against the dense kernel without a mask path
 # (epar_sparse_dense_fast, which takes no mask), never against the masked reference (exactness tests only)
-grep -q 'epar_sparse_dense_fast(cfg->causal' "$EPAR_ROOT/experiments/compare_speed.c" && ok ||
+grep -q 'epar_sparse_dense_fast(cfg->causal' "$EPAR_ROOT/experiments/analysis/compare_speed.c" && ok ||
     fail "sparse_speed.csv must time epar_sparse_dense_fast (no mask)"
 grep -q '^void epar_sparse_dense_fast(int causal, int L, const double \*Q, const double \*K, const double \*V, int ld, int d,$' \
     "$EPAR_ROOT/lib/sparse.h" && ok || fail "epar_sparse_dense_fast's signature changed (it must take no mask)"

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the benchmark's cell reader and merge (experiments/benchmark*.c, through their public
+/* libFuzzer harness for the benchmark's cell reader and merge (experiments/benchmark/benchmark*.c, through their public
  * functions as `epar benchmark` and `--merge` use them): the input is a cell.json. The quick budget of the shipped
  * paper_protocol.json is cut to one synthetic task, the mechanism none and one seed (one training cell + the cost
  * cell); the input is written as the cell.json of every cell of a scratch output root, whose state is then read
@@ -15,7 +15,7 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "lib/protocol.h"
-#include "experiments/benchmark.h"
+#include "experiments/benchmark/benchmark.h"
 
 #define BROKEN(st) do { fprintf(stderr, "fuzz_bench_cell: contract broken at line %d: status %d, message '%s'\n", \
                                 __LINE__, (st), epar_err_message()); __builtin_trap(); } while (0)

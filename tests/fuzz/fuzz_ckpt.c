@@ -1,5 +1,5 @@
 /* libFuzzer harness for the checkpoint reader (lib/ckpt.c) and the resume of a training run
- * (experiments/train.c), as `epar train --resume FILE` does: the input is a checkpoint file. A tiny recall run
+ * (experiments/train/train.c), as `epar train --resume FILE` does: the input is a checkpoint file. A tiny recall run
  * (one layer, width 8) is configured once; each input is read by path, checked against that configuration and,
  * when it passes, restored into a freshly set-up run. When the input ends with the end mark, the harness first
  * rewrites the checksum before it, so mutations reach the sections instead of stopping at the checksum.
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include "lib/ckpt.h"
 #include "lib/err.h"
-#include "experiments/train.h"
+#include "experiments/train/train.h"
 
 static int fd = -1;
 static char path[64];

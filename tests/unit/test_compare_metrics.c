@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/err.h"
-#include "experiments/compare.h"
+#include "experiments/analysis/compare.h"
 #include "lib/metrics.h"
 #include "check.h"
 

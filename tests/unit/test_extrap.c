@@ -8,9 +8,9 @@
 #include <string.h>
 #include "lib/err.h"
 #include "lib/protocol.h"
-#include "experiments/bench_extrap.h"
-#include "experiments/benchmark.h"
-#include "experiments/train.h"
+#include "experiments/benchmark/bench_extrap.h"
+#include "experiments/benchmark/benchmark.h"
+#include "experiments/train/train.h"
 #include "check.h"
 
 static struct epar_train_cfg cfg(enum epar_mech_id mech, int T)

@@ -19,8 +19,8 @@
 #include "lib/err.h"
 #include "lib/mech.h"
 #include "lib/posfx.h"
-#include "experiments/inspect.h"
-#include "experiments/train.h"
+#include "experiments/train/inspect.h"
+#include "experiments/train/train.h"
 #include "check.h"
 
 static char tmpdir[] = "/tmp/epar-test-inspect.XXXXXX";

@@ -7,7 +7,7 @@
 #include "lib/model.h"
 #include "lib/posfx.h"
 #include "lib/rng.h"
-#include "experiments/adaptive.h"
+#include "experiments/analysis/adaptive.h"
 #include "check.h"
 
 static void range(const double *x, size_t n, double *lo, double *hi)

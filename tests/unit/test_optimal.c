@@ -1,13 +1,13 @@
 /* optimal position: the consistency family of lib/metrics on hand-made A and I (worked by hand below),
  * ties, constant V, one-hot I, Spearman against a naive implementation, the importance generators, and the
- * type-list parser of experiments/optimal. */
+ * type-list parser of experiments/analysis/optimal. */
 #include <stdlib.h>
 #include <gsl/gsl_statistics_double.h>
 #include "lib/attn.h"
 #include "lib/importance.h"
 #include "lib/metrics.h"
 #include "lib/rng.h"
-#include "experiments/optimal.h"
+#include "experiments/analysis/optimal.h"
 #include "check.h"
 
 /* naive Spearman: average ranks by counting, then Pearson (no GSL ranking) */

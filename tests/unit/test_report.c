@@ -1,11 +1,11 @@
-/* report: unit tests of the report's generated words (experiments/report_data.c): the bottom line of index.html
+/* report: unit tests of the report's generated words (experiments/report/report_data.c): the bottom line of index.html
  * follows the verdicts (a sentence changes when a verdict changes), and the budget banner shows for a reduced
  * benchmark (the smoke budget, a subset of the grid) and not for a real one (lib/runrec's rule). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "experiments/report_int.h"
+#include "experiments/report/report_int.h"
 #include "lib/err.h"
 #include "check.h"
 
