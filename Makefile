@@ -29,7 +29,7 @@ LDLIBS   = -lgsl -lopenblas -lcsv -ljansson -lm
 # the flags the build needs are kept apart from LDFLAGS, so 'make LDFLAGS=...' adds to them instead of replacing them
 EPAR_LDFLAGS = $(SANFLAGS) -fopenmp $(LDFLAGS)
 
-LIB_SRC  = $(wildcard lib/*.c) $(wildcard experiments/*.c) $(wildcard experiments/*/*.c)
+LIB_SRC  = $(wildcard lib/*.c) $(wildcard lib/mechs/*.c) $(wildcard experiments/*.c) $(wildcard experiments/*/*.c)
 CMD_SRC  = $(wildcard cmd/*.c)
 TEST_SRC = $(wildcard tests/unit/test_*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -166,7 +166,7 @@ FUZZ_FLAGS    = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefi
                 -std=gnu11 $(WARN) -Wno-unknown-pragmas -Wno-pass-failed -Wno-string-concatenation -I. -Ilib -I$(BUILD)/gen $(DEPCFLAGS) -fopenmp
 FUZZ_SRC      = $(LIB_SRC) cmd/options.c
 FUZZ_OBJ      = $(FUZZ_SRC:%.c=build-fuzz/obj/%.o)
-build-fuzz/obj/%.o: %.c $(wildcard lib/*.h experiments/*.h experiments/*/*.h cmd/cli.h) | $(DEPSTAMP)
+build-fuzz/obj/%.o: %.c $(wildcard lib/*.h lib/mechs/*.h experiments/*.h experiments/*/*.h cmd/cli.h) | $(DEPSTAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 build-fuzz/obj/lib/plot.o: $(BUILD)/gen/plot_style.h

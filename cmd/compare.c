@@ -12,7 +12,7 @@ static void list_mechanisms(void)
 {
     printf("%-18s %-22s %-7s %-6s %s\n", "id", "kind", "section", "train", "parameters (default) / what it does");
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {
-        const struct epar_mech_info *in = &epar_mech_table[id];
+        const struct epar_mech_info *in = epar_mech_row(id);
         char params[512] = "";
         for (int q = 0; q < EPAR_MECH_MAX_PARAMS && in->params[q].name; q++)
             snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s.%s=%g", q ? " " : "", in->id,
@@ -23,7 +23,7 @@ static void list_mechanisms(void)
                : epar_nnpos_trainable((enum epar_mech_id)id) ? "yes" : "-", params[0] ? params : "-");
         printf("%-18s %-22s %-8s %-6s   %s [%s]\n", "", "", "", "", in->note, in->seeds);
         if (epar_nnpos_trainable((enum epar_mech_id)id))
-            printf("%-18s %-22s %-8s %-6s   trained: %s\n", "", "", "", "", epar_nnpos_table[id].summary);
+            printf("%-18s %-22s %-8s %-6s   trained: %s\n", "", "", "", "", epar_nnpos_row(id)->summary);
     }
 }
 
@@ -85,7 +85,7 @@ static void summary(const struct cli_common *c, const void *cfgv, const void *re
     printf("  %-18s %9s %9s %9s %9s\n", "mechanism", "norm.ent", "mean.dist", "local", "sparsity");
     for (int k = 0; k < res->K; k++) {
         const double *m = res->mean + (size_t)k * EPAR_CMP_NM;
-        printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_mech_table[cfg->mech[k]].id, m[EPAR_CMP_NENT],
+        printf("  %-18s %9.4f %9.3f %9.4f %9.4f\n", epar_mech_row(cfg->mech[k])->id, m[EPAR_CMP_NENT],
                m[EPAR_CMP_DIST], m[EPAR_CMP_LOCAL], m[EPAR_CMP_SPARS]);
     }
     printf("  %zu measurements of the seeds' statements in seed_checks.csv (judged by 'epar run-all')\n",

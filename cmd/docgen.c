@@ -365,8 +365,8 @@ static int comp_values(struct comp_values *v)
     memset(v, 0, sizeof *v);
     for (int k = 0; k < EPAR_TASK_COUNT; k++) add_word(v->tasks, sizeof v->tasks, epar_task_table[k].id);
     for (int k = 0; k < EPAR_MECH_COUNT; k++) {
-        add_word(v->mech_all, sizeof v->mech_all, epar_mech_table[k].id);
-        if (epar_nnpos_trainable((enum epar_mech_id)k)) add_word(v->mech_train, sizeof v->mech_train, epar_mech_table[k].id);
+        add_word(v->mech_all, sizeof v->mech_all, epar_mech_row(k)->id);
+        if (epar_nnpos_trainable((enum epar_mech_id)k)) add_word(v->mech_train, sizeof v->mech_train, epar_mech_row(k)->id);
     }
     for (int k = 0; k < EPAR_FORM_COUNT; k++) {
         add_word(v->forms, sizeof v->forms, epar_posfx_form_name((enum epar_form)k));

@@ -87,7 +87,7 @@ int epar_exp_write_run_json(struct epar_out *o, const char *experiment, const ch
 
 void epar_exp_mech_param_rows(enum epar_mech_id id, struct epar_field rows[EPAR_MECH_MAX_PARAMS + 1])
 {
-    const struct epar_mech_param *q = epar_mech_table[id].params;
+    const struct epar_mech_param *q = epar_mech_row(id)->params;
     int n = 0;
     for (; n < EPAR_MECH_MAX_PARAMS && q[n].name; n++)
         rows[n] = (struct epar_field){.key = q[n].name, .type = EPAR_FIELD_DOUBLE,

@@ -865,7 +865,7 @@ static int pattern_looks_ahead(int pattern) { return pattern == 3 || pattern == 
 
 int epar_mech_looks_ahead(enum epar_mech_id id)
 {
-    return epar_mech_table[id].kind == EPAR_MK_FIXED && pattern_looks_ahead(fixed_pattern_of(id));
+    return epar_mech_row(id)->kind == EPAR_MK_FIXED && pattern_looks_ahead(fixed_pattern_of(id));
 }
 
 int epar_mech_trained_only(enum epar_mech_id id)
@@ -1068,7 +1068,7 @@ static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
 #define FIXED_ROW(name, p, note) \
     {name, EPAR_MK_FIXED, "S1 §1.1", "§19", {P_END}, build_fixed, "Raganato pattern " p "; " note}
 
-const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
+static const struct epar_mech_info mech_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_NONE] = {"none", EPAR_MK_BASELINE, "S1 §2.1, S4 §3", "§2", {P_END}, build_none,
                         "standard scaled dot-product attention, softmax(q.k/sqrt(dk))"},
     [EPAR_MECH_EPAR_BASIC] = {"epar-basic", EPAR_MK_FACTOR, "S0", "§3",
@@ -1189,7 +1189,28 @@ const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT] = {
         "FLOATER with learned dynamics p_{t+1} = R p_t + W2 tanh(W1 p_t + b1 + (t / train_length) w) + b2 (S3 003:45-49); "
         "untrained (W2 = b2 = 0): floater's table"},
 };
-static_assert(sizeof epar_mech_table / sizeof epar_mech_table[0] == EPAR_MECH_COUNT, "one row per mechanism");
+static_assert(sizeof mech_rows / sizeof mech_rows[0] == EPAR_MECH_COUNT, "one row per mechanism");
+
+/* the file mechanisms (lib/mechs/registry.h): their rows are theirs, mech_rows' are zero */
+#define EPAR_MECH_FILE(ID, name) extern const struct epar_mech_def epar_mech_def_##name;
+#include "mechs/registry.h"
+#undef EPAR_MECH_FILE
+static const struct epar_mech_def *const mech_files[EPAR_MECH_COUNT] = {
+#define EPAR_MECH_FILE(ID, name) [EPAR_MECH_##ID] = &epar_mech_def_##name,
+#include "mechs/registry.h"
+#undef EPAR_MECH_FILE
+};
+
+const struct epar_mech_def *epar_mech_file(enum epar_mech_id id)
+{
+    return id >= 0 && id < EPAR_MECH_COUNT ? mech_files[id] : NULL;
+}
+
+const struct epar_mech_info *epar_mech_row(enum epar_mech_id id)
+{
+    const struct epar_mech_def *d = epar_mech_file(id);
+    return d ? &d->info : &mech_rows[id];
+}
 
 static const char *const kind_names[EPAR_MK_COUNT] = {
     "baseline", "input PE", "q/k transform", "multiplicative factor", "additive bias", "mask", "fixed weights",
@@ -1205,11 +1226,11 @@ int epar_mech_family_of(const char *name)
     snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : sizeof id - 1), name);
     enum epar_mech_id m = EPAR_MECH_COUNT;
     for (int i = 0; i < EPAR_MECH_COUNT; i++)
-        if (!strcmp(id, epar_mech_table[i].id)) m = (enum epar_mech_id)i;
+        if (!strcmp(id, epar_mech_row(i)->id)) m = (enum epar_mech_id)i;
     if (m == EPAR_MECH_COUNT) return -1;
     if (m == EPAR_MECH_EPAR_BASIC || m == EPAR_MECH_EPAR_ENHANCED) return EPAR_MF_EPAR;
     if (m == EPAR_MECH_LOGN) return EPAR_MF_QK;
-    switch (epar_mech_table[m].kind) {
+    switch (epar_mech_row(m)->kind) {
     case EPAR_MK_BASELINE: return EPAR_MF_NONE;
     case EPAR_MK_INPUT: return EPAR_MF_INPUT;
     case EPAR_MK_BIAS: return EPAR_MF_BIAS;
@@ -1233,14 +1254,14 @@ const char *epar_mech_family_name(int family)
 int epar_mech_find(const char *name, enum epar_mech_id *id)
 {
     for (int i = 0; i < EPAR_MECH_COUNT; i++)
-        if (!strcmp(name, epar_mech_table[i].id)) {
+        if (!strcmp(name, epar_mech_row(i)->id)) {
             *id = (enum epar_mech_id)i;
             return EPAR_OK;
         }
     epar_err_set(EPAR_EINVAL, "unknown mechanism '%s'", name);
     struct epar_nearest near;
     epar_nearest_init(&near, name);
-    for (int i = 0; i < EPAR_MECH_COUNT; i++) epar_nearest_add(&near, epar_mech_table[i].id);
+    for (int i = 0; i < EPAR_MECH_COUNT; i++) epar_nearest_add(&near, epar_mech_row(i)->id);
     if (near.best)
         epar_err_hint("did you mean %s? ('epar compare --list' lists the mechanisms)", epar_nearest_text(&near, ""));
     else epar_err_hint("see 'epar compare --list' for the mechanisms");
@@ -1250,13 +1271,13 @@ int epar_mech_find(const char *name, enum epar_mech_id *id)
 void epar_mech_defaults(enum epar_mech_id id, double *p)
 {
     memset(p, 0, EPAR_MECH_MAX_PARAMS * sizeof *p);
-    const struct epar_mech_param *q = epar_mech_table[id].params;
+    const struct epar_mech_param *q = epar_mech_row(id)->params;
     for (int k = 0; k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) p[k] = q[k].def;
 }
 
 int epar_mech_param_index(enum epar_mech_id id, const char *name)
 {
-    const struct epar_mech_param *q = epar_mech_table[id].params;
+    const struct epar_mech_param *q = epar_mech_row(id)->params;
     for (int k = 0; k < EPAR_MECH_MAX_PARAMS && q[k].name; k++)
         if (!strcmp(q[k].name, name)) return k;
     return -1;
@@ -1264,7 +1285,7 @@ int epar_mech_param_index(enum epar_mech_id id, const char *name)
 
 int epar_mech_set_param(enum epar_mech_id id, double *p, const char *name, double value)
 {
-    const struct epar_mech_info *in = &epar_mech_table[id];
+    const struct epar_mech_info *in = epar_mech_row(id);
     int k = epar_mech_param_index(id, name);
     if (k < 0) {
         epar_err_set(EPAR_EINVAL, "unknown parameter '%s.%s'", in->id, name);
@@ -1303,7 +1324,7 @@ int epar_mech_init(struct epar_mech *m, enum epar_mech_id id, const double *p, i
     memset(m, 0, sizeof *m);
     if (id < 0 || id >= EPAR_MECH_COUNT) return epar_err_set(EPAR_EINVAL, "unknown mechanism '%d'", (int)id);
     m->id = id;
-    m->info = &epar_mech_table[id];
+    m->info = epar_mech_row(id);
     if (p) memcpy(m->p, p, sizeof m->p);
     else epar_mech_defaults(id, m->p);
     m->L = L; m->D = D; m->H = H; m->causal = causal;

@@ -1,6 +1,6 @@
 /* mech: the registry of attention and position mechanisms of docs/MECHANISMS.md, side by side.
  *
- * One enum (epar_mech_id), one name table (epar_mech_table, a row per mechanism: id, kind, seeds, section,
+ * One enum (epar_mech_id), one catalogue (epar_mech_row: a row per mechanism: id, kind, seeds, section,
  * parameters with defaults and ranges, and the function that builds its pieces), and one way of applying
  * each KIND through the composition hooks of lib/attn (docs/MECHANISMS.md §1):
  *
@@ -15,7 +15,9 @@
  *   kernel     feature map phi; A_ij = phi(q_i).phi(k_j)/sum    replaces (3)-(7)
  *   heads      query head h uses KV head floor(h/(H/G))        (2) attn qk hook
  *
- * Adding a mechanism = one enum value, one row in epar_mech_table (mech.c), and one build function.
+ * Adding a mechanism = one file lib/mechs/<name>.c (struct epar_mech_def: the row, the trained form, the docs) and its
+ * line in lib/mechs/registry.h; docs/DEVELOPMENT.md "Adding a mechanism" shows the template. The older mechanisms are
+ * rows of the table in mech.c (epar_mech_row reads both).
  * Legend: L = sequence length, D = model width, H = heads, dk = D/H head dimension. Arrays are row-major. */
 #ifndef EPAR_MECH_H
 #define EPAR_MECH_H
@@ -35,6 +37,10 @@ enum epar_mech_id {
     EPAR_MECH_GQA, EPAR_MECH_ORTHOGONAL_QK, EPAR_MECH_RANDOM_SPARSE, EPAR_MECH_ALIBI_LEARNED, EPAR_MECH_APE_RAND, EPAR_MECH_APE_HIER,
     EPAR_MECH_FIXED_MIX, EPAR_MECH_LEARNABLE_ONLY, EPAR_MECH_FIXED_ONLY,   /* trained only (epar train, benchmark): per-head, no compare form */
     EPAR_MECH_FLOATER_LEARNED,
+    /* the mechanisms that are one file each (lib/mechs/registry.h) */
+#define EPAR_MECH_FILE(ID, name) EPAR_MECH_##ID,
+#include "mechs/registry.h"
+#undef EPAR_MECH_FILE
     EPAR_MECH_COUNT
 };
 
@@ -63,7 +69,26 @@ struct epar_mech_info {
     const char *note;
 };
 
-extern const struct epar_mech_info epar_mech_table[EPAR_MECH_COUNT];
+/* A mechanism in one file, lib/mechs/<name>.c: its catalogue row (the analysis form `epar compare` runs, its parameters
+ * with defaults, ranges and help), its trained form (lib/nnpos's hooks, NULL when it is not trained), and its
+ * documentation section; registered by one line of lib/mechs/registry.h. The generic tests (gradient check, the fp64
+ * reference, causality, overfit, inspect, -j1 = -j2) run on every registered mechanism without a test of its own. */
+struct epar_nnpos_info;
+struct epar_nnpos;
+struct epar_mech_def {
+    struct epar_mech_info info;
+    const struct epar_nnpos_info *train;
+    /* the analysis form's learned pieces from a trained model's layer l (the fp64 reference test reads the trained
+     * attention through it); NULL: the analysis form at the catalogue parameters is the trained form as initialised */
+    int (*from_trained)(struct epar_mech *m, const struct epar_nnpos *p, int l);
+    const char *doc;            /* markdown: the formula, the parameters' meaning, the source and its pitfalls
+                                 * (docs/MECHANISMS.md, "Mechanisms in files", is printed from it: epar --mechanism-docs) */
+};
+
+/* the catalogue row of mechanism id (a row of lib/mech.c's table, or a file mechanism's); never NULL for a valid id */
+const struct epar_mech_info *epar_mech_row(enum epar_mech_id id);
+/* the definition of a file mechanism (lib/mechs/), NULL for a row of lib/mech.c's table */
+const struct epar_mech_def *epar_mech_file(enum epar_mech_id id);
 const char *epar_mech_kind_name(enum epar_mech_kind k);
 
 /* A mechanism instantiated for one (seed, L, D, H, causal). Not shared between threads. */

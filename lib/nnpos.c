@@ -470,7 +470,7 @@ static void init_epar(struct epar_nnpos *p, gsl_rng *r)
 struct epar_posfx epar_nnpos_effect(const struct epar_nnpos *p, int l, int h)
 {
     struct epar_posfx fx = p->s.fx;
-    if (p->theta && p->s.learn_posfx && epar_nnpos_table[p->id].hook == EPAR_NNPOS_H_FACTOR) {
+    if (p->theta && p->s.learn_posfx && epar_nnpos_row(p->id)->hook == EPAR_NNPOS_H_FACTOR) {
         const float *th = p->theta + ((size_t)l * p->NH + h) * 3;
         fx.alpha = exp((double)th[0]);
         fx.beta = exp((double)th[1]);
@@ -929,7 +929,7 @@ static int build_mix(struct epar_nnpos *p)
     int learned = p->id != EPAR_MECH_FIXED_ONLY;   /* the last head learned (fixed-mix, learnable-only) */
     if (p->NH < 1 + learned) {
         epar_err_set(EPAR_EINVAL, "mechanism '%s' needs at least 2 heads (fixed heads and one learned), got %d",
-                     epar_mech_table[p->id].id, p->NH);
+                     epar_mech_row(p->id)->id, p->NH);
         epar_err_hint("set --heads 8 for S1's 7 fixed + 1 learned heads");
         return EPAR_EINVAL;
     }
@@ -970,7 +970,7 @@ static void prepare_mix(struct epar_nnpos *p, int T)
 #define FIXED_FNS(prep) NULL, build_fixed, n_zero, init_nothing, prep, backward_nothing, NULL
 #define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing, NULL
 
-const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
+static const struct epar_nnpos_info nnpos_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_NONE] = {H_(BASELINE, 1, 0, "causal mask only, no position information"),
                         NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
     [EPAR_MECH_EPAR_BASIC] = {H_(FACTOR, 0, 0, "scaled score times alpha exp(-beta |i-j|/L)"),
@@ -1058,29 +1058,37 @@ const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT] = {
 #undef MASK_FNS
 #undef KERNEL_FNS
 
+const struct epar_nnpos_info *epar_nnpos_row(enum epar_mech_id id)
+{
+    static const struct epar_nnpos_info untrained;   /* hook NONE */
+    const struct epar_mech_def *d = epar_mech_file(id);
+    if (d) return d->train ? d->train : &untrained;
+    return id >= 0 && id < EPAR_MECH_COUNT ? &nnpos_rows[id] : &untrained;
+}
+
 void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
                         size_t *per_bh)
 {
     *per_thread = *per_bh = 0;
-    if (epar_nnpos_trainable(id) && epar_nnpos_table[id].scratch)
-        epar_nnpos_table[id].scratch(s, id, Tmax, hs, per_thread, per_bh);
+    if (epar_nnpos_trainable(id) && epar_nnpos_row(id)->scratch)
+        epar_nnpos_row(id)->scratch(s, id, Tmax, hs, per_thread, per_bh);
 }
 
 int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
 {
     if (!epar_nnpos_trainable(id)) return 0;
-    return epar_nnpos_table[id].fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0) ||
+    return epar_nnpos_row(id)->fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0) ||
            (id == EPAR_MECH_DEBERTA && s->mp[id][2] != 0);   /* the EMD's absolute table */
 }
 
 int epar_nnpos_frozen_qk(enum epar_mech_id id)
 {
-    return epar_nnpos_trainable(id) && epar_nnpos_table[id].hook == EPAR_NNPOS_H_PROJ;
+    return epar_nnpos_trainable(id) && epar_nnpos_row(id)->hook == EPAR_NNPOS_H_PROJ;
 }
 
 int epar_nnpos_trainable(enum epar_mech_id id)
 {
-    return id >= 0 && id < EPAR_MECH_COUNT && epar_nnpos_table[id].hook != EPAR_NNPOS_H_NONE;
+    return id >= 0 && id < EPAR_MECH_COUNT && epar_nnpos_row(id)->hook != EPAR_NNPOS_H_NONE;
 }
 
 int epar_nnpos_find(const char *name, enum epar_mech_id *id)
@@ -1093,7 +1101,7 @@ int epar_nnpos_find(const char *name, enum epar_mech_id *id)
         struct epar_nearest near;
         epar_nearest_init(&near, name);
         for (int q = 0; unknown && q < EPAR_MECH_COUNT; q++)
-            if (epar_nnpos_trainable((enum epar_mech_id)q)) epar_nearest_add(&near, epar_mech_table[q].id);
+            if (epar_nnpos_trainable((enum epar_mech_id)q)) epar_nearest_add(&near, epar_mech_row(q)->id);
         if (near.best) epar_err_hint("did you mean %s? (training supports: %s)", epar_nearest_text(&near, ""),
                                      epar_nnpos_list());
         else epar_err_hint("training supports: %s", epar_nnpos_list());
@@ -1105,7 +1113,7 @@ int epar_nnpos_find(const char *name, enum epar_mech_id *id)
 
 const char *epar_nnpos_name(enum epar_mech_id id)
 {
-    return id >= 0 && id < EPAR_MECH_COUNT ? epar_mech_table[id].id : "?";
+    return id >= 0 && id < EPAR_MECH_COUNT ? epar_mech_row(id)->id : "?";
 }
 
 const char *epar_nnpos_list(void)
@@ -1115,7 +1123,7 @@ const char *epar_nnpos_list(void)
         for (int k = 0; k < EPAR_MECH_COUNT; k++)
             if (epar_nnpos_trainable((enum epar_mech_id)k)) {
                 size_t n = strlen(buf);
-                snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", epar_mech_table[k].id);
+                snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", epar_mech_row(k)->id);
             }
     return buf;
 }
@@ -1152,7 +1160,7 @@ int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
     enum epar_mech_id id;
     int st = epar_nnpos_find(mech, &id);
     if (st) return st;
-    if (!epar_nnpos_table[id].uses_params) {   /* EPAR (the preset's or learned alpha, beta, gamma), learned-ape */
+    if (!epar_nnpos_row(id)->uses_params) {   /* EPAR (the preset's or learned alpha, beta, gamma), learned-ape */
         int epar = id == EPAR_MECH_EPAR_BASIC || id == EPAR_MECH_EPAR_ENHANCED;
         epar_err_set(EPAR_EINVAL, "'%s': training sets %s %s", assignment, mech,
                      epar ? "through --alpha --beta --gamma or the preset" :
@@ -1169,7 +1177,7 @@ int epar_nnpos_set(struct epar_nnpos_settings *s, const char *assignment)
 int epar_nnpos_validate(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
 {
     if (!epar_nnpos_trainable(id)) return epar_err_set(EPAR_EINVAL, "mechanism '%s' cannot be trained", epar_nnpos_name(id));
-    const struct epar_nnpos_info *in = &epar_nnpos_table[id];
+    const struct epar_nnpos_info *in = epar_nnpos_row(id);
     int st = in->check ? in->check(id, s, hs) : EPAR_OK;
     if (st) return st;
     if (s->posfx_length < 0) return epar_err_set(EPAR_EINVAL, "posfx_length must be >= 0, got '%d'", s->posfx_length);
@@ -1192,10 +1200,10 @@ int epar_nnpos_alloc(struct epar_nnpos *p, enum epar_mech_id id, const struct ep
     p->id = id;
     p->s = *s;
     p->mp = p->s.mp[id];
-    if (epar_nnpos_table[id].hook != EPAR_NNPOS_H_FACTOR) p->s.learn_posfx = 0;
+    if (epar_nnpos_row(id)->hook != EPAR_NNPOS_H_FACTOR) p->s.learn_posfx = 0;
     p->Tmax = Tmax; p->C = C; p->NH = NH; p->NL = NL; p->hs = C / NH;
     epar_nnpos_resolve(&p->s, Tmax);   /* a model built without its run's length: the length it is built at */
-    st = epar_nnpos_table[id].build(p);
+    st = epar_nnpos_row(id)->build ? epar_nnpos_row(id)->build(p) : EPAR_OK;
     if (!st && p->s.logn_length > 0) {   /* log-n stacked: q_t times kappa_t after the mechanism's own transform */
         if (need(&p->qscale, (size_t)Tmax, sizeof *p->qscale, "the log-n scales")) st = EPAR_ENOMEM;
         for (int t = 0; !st && t < Tmax; t++) p->qscale[t] = (float)epar_mech_logn(t + 1.0, p->s.logn_length, 1);
@@ -1220,24 +1228,36 @@ void epar_nnpos_free(struct epar_nnpos *p)
     p->slopes = NULL;
 }
 
-size_t epar_nnpos_n_params(const struct epar_nnpos *p) { return epar_nnpos_table[p->id].n_params(p); }
-void epar_nnpos_init(struct epar_nnpos *p, gsl_rng *r) { epar_nnpos_table[p->id].init(p, r); }
+/* a file mechanism's row leaves NULL the functions it does not need (lib/mechs/) */
+size_t epar_nnpos_n_params(const struct epar_nnpos *p)
+{
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    return in->n_params ? in->n_params(p) : 0;
+}
+
+void epar_nnpos_init(struct epar_nnpos *p, gsl_rng *r)
+{
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    if (in->init) in->init(p, r);
+}
 
 void epar_nnpos_prepare(struct epar_nnpos *p, int T)
 {
-    epar_nnpos_table[p->id].prepare(p, T);
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    if (in->prepare) in->prepare(p, T);
     p->T = T;
 }
 
 void epar_nnpos_backward(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
-    epar_nnpos_table[p->id].backward(p, l, g, B, T);
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    if (in->backward) in->backward(p, l, g, B, T);
 }
 
 /* the input table: fixed (pe) or learned (theta: learned-ape, mult-pe variant 0) */
 static const float *input_table(const struct epar_nnpos *p)
 {
-    if (epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return NULL;
+    if (epar_nnpos_row(p->id)->hook != EPAR_NNPOS_H_INPUT) return NULL;
     return p->ext ? p->ext : p->pe ? p->pe : p->theta;
 }
 
@@ -1292,7 +1312,7 @@ void epar_nnpos_embed_backward(struct epar_nnpos *p, float *dx, const float *wte
 
 void epar_nnpos_input_fold(struct epar_nnpos *p, int T)
 {
-    if (!p->ext || epar_nnpos_table[p->id].hook != EPAR_NNPOS_H_INPUT) return;
+    if (!p->ext || epar_nnpos_row(p->id)->hook != EPAR_NNPOS_H_INPUT) return;
     if (p->id == EPAR_MECH_FLOATER_LEARNED) fold_floater_learned(p, T);
     else fold_ape_ext(p, T);
 }
@@ -1349,7 +1369,10 @@ const float *epar_nnpos_factor(const struct epar_nnpos *p, int l)
     return p->fac ? p->fac + (size_t)l * p->NH * p->Tmax : NULL;
 }
 
-const float *epar_nnpos_bias(const struct epar_nnpos *p) { return p->bias; }
+const float *epar_nnpos_bias(const struct epar_nnpos *p, int l)
+{
+    return p->bias ? p->bias + (size_t)l * p->bias_layer : NULL;
+}
 const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p) { return p->pair_head; }
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p) { return p->head_off; }

@@ -115,7 +115,8 @@ struct epar_nnpos {
     int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
     float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
     float *qscale;              /* (Tmax) log-n kappa_t multiplying q_t */
-    float *bias;                /* (NH, Tmax) additive bias by distance d (alibi, t5) */
+    float *bias;                /* (NH, Tmax) additive bias by distance d (alibi, t5), per layer when bias_layer > 0 */
+    size_t bias_layer;          /* floats between two layers' bias tables; 0: one table shared by the layers */
     int *bucket;                /* (Tmax) T5 bucket of distance d */
     double *slopes;             /* (NH) ALiBi slopes */
     float *fac;                 /* (NL, NH, Tmax) factor m(d) (epar) */
@@ -169,8 +170,9 @@ struct epar_nnpos_info {
                     size_t *per_bh);
 };
 
-/* indexed by lib/mech's ids; rows of mechanisms without a causal differentiable form are zero (hook NONE) */
-extern const struct epar_nnpos_info epar_nnpos_table[EPAR_MECH_COUNT];
+/* the trained form of mechanism id: a row of nnpos.c's table or a file mechanism's (lib/mechs/); a mechanism without a
+ * causal differentiable form has hook NONE */
+const struct epar_nnpos_info *epar_nnpos_row(enum epar_mech_id id);
 
 /* 1 when a model of mechanism id with settings s has learned rows per position (learned-ape; multiplicative-pe's
  * learned variant 0): it is defined at its trained length only */
@@ -233,7 +235,7 @@ void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int 
 /* Per-head tables of layer l for the attention kernel: factor (NH, T) and bias (NH, T), or NULL.
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
-const float *epar_nnpos_bias(const struct epar_nnpos *p);
+const float *epar_nnpos_bias(const struct epar_nnpos *p, int l);
 /* floats of per-thread scratch kernel attention (linear-elu, Performer) takes at length T with nf features per
  * head: phi(Q), phi(K) and their gradients (T nf each), the keys' stabilisers, their running maximum and one row's
  * key weights (T each) */

@@ -645,13 +645,13 @@ static int cmp_patterns(struct cmp_run *c, struct epar_compare_result *res)
     res->mask_slot = EPAR_MALLOC((size_t)K * sizeof *res->mask_slot);
     if (!res->fixed || !res->n_masks || !res->mask_slot) return EPAR_ENOMEM;
     int slots = 0;
-    for (int k = 0; k < K; k++) res->mask_slot[k] = epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK ? slots++ : -1;
+    for (int k = 0; k < K; k++) res->mask_slot[k] = epar_mech_row(cfg->mech[k])->kind == EPAR_MK_MASK ? slots++ : -1;
     res->masks = slots ? EPAR_CALLOC((size_t)slots * 2 * LL, 1) : NULL;
     if (slots && !res->masks) return EPAR_ENOMEM;
     for (int f = 0; f < EPAR_CMP_NFIXED; f++)
         epar_mech_fixed_pattern(epar_compare_fixed_pattern[f], Lt, res->fixed + (size_t)f * Lt * Lt);
     for (int k = 0; k < K; k++) {
-        if (epar_mech_table[cfg->mech[k]].kind != EPAR_MK_MASK) continue;
+        if (epar_mech_row(cfg->mech[k])->kind != EPAR_MK_MASK) continue;
         struct epar_mech m;
         if ((st = epar_mech_init(&m, cfg->mech[k], cfg->p[cfg->mech[k]], L, prm->hidden, prm->heads, cfg->causal, prm->seeds[0])))
             return st;

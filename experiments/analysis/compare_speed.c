@@ -119,14 +119,14 @@ int epar_exp_compare_speed(const struct epar_compare_cfg *cfg, struct epar_compa
     memset(out, 0, sizeof *out);
     double peak = NAN;   /* measured in this run, once, before the kernels (one thread) */
     int any = 0;
-    for (int k = 0; k < cfg->n_mech; k++) any |= epar_mech_table[cfg->mech[k]].kind == EPAR_MK_MASK && epar_sparse_has_kernel(cfg->mech[k]);
+    for (int k = 0; k < cfg->n_mech; k++) any |= epar_mech_row(cfg->mech[k])->kind == EPAR_MK_MASK && epar_sparse_has_kernel(cfg->mech[k]);
     if (any && cfg->n_speed) peak = epar_sparse_fma_peak(NULL);
     if (!any || !cfg->n_speed) return EPAR_OK;
     out->row = EPAR_CALLOC((size_t)cfg->n_mech * cfg->n_speed, sizeof *out->row);
     if (!out->row) return EPAR_ENOMEM;
     for (int k = 0; k < cfg->n_mech; k++) {
         enum epar_mech_id id = cfg->mech[k];
-        if (epar_mech_table[id].kind != EPAR_MK_MASK || !epar_sparse_has_kernel(id)) continue;   /* random-sparse: none */
+        if (epar_mech_row(id)->kind != EPAR_MK_MASK || !epar_sparse_has_kernel(id)) continue;   /* random-sparse: none */
         for (int q = 0; q < cfg->n_speed; q++) {
             int L = cfg->speed_lengths[q];
             struct speed sp;

@@ -51,7 +51,7 @@ static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
     int K = cfg->n_mech;
     for (int k = 0; k < K; k++) {
         epar_exp_mech_param_rows(cfg->mech[k], sub[k]);
-        rows[k] = (struct epar_field){.key = epar_mech_table[cfg->mech[k]].id, .type = EPAR_FIELD_OBJ,
+        rows[k] = (struct epar_field){.key = epar_mech_row(cfg->mech[k])->id, .type = EPAR_FIELD_OBJ,
                                       .offset = offsetof(struct epar_compare_cfg, p) + cfg->mech[k] * sizeof cfg->p[0],
                                       .sub = sub[k]};
     }
@@ -59,7 +59,7 @@ static json_t *cmp_mech_json(const struct epar_compare_cfg *cfg)
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {   /* not selected, or dropped under --causal (look-ahead patterns) */
         int in = 0;
         for (int k = 0; k < K; k++) in |= (int)cfg->mech[k] == id;
-        if (!in && !epar_mech_trained_only((enum epar_mech_id)id)) nr.ids[nr.n++] = epar_mech_table[id].id;
+        if (!in && !epar_mech_trained_only((enum epar_mech_id)id)) nr.ids[nr.n++] = epar_mech_row(id)->id;
     }
     json_t *m = epar_fields_json(rows, cfg, NULL);
     return m ? epar_fields_json(cmp_not_run_fields, &nr, m) : NULL;
@@ -98,7 +98,7 @@ static int cmp_heatmaps(const struct epar_compare_cfg *cfg, const struct epar_co
     int st, L = prm->length, K = cfg->n_mech;
     char name[96], csv[96], title[256];
     for (int k = 0; k < K; k++) {
-        const char *id = epar_mech_table[cfg->mech[k]].id;
+        const char *id = epar_mech_row(cfg->mech[k])->id;
         snprintf(name, sizeof name, "attention_%s", id);
         snprintf(csv, sizeof csv, "attention_%s.csv", id);
         struct epar_table *heat = epar_exp_matrix_table("query,key,weight", res->heat + (size_t)k * L * L, L, L);
@@ -166,7 +166,7 @@ static int cmp_plot_consistency(const struct epar_compare_cfg *cfg, const struct
     if (st) return st;
     char tics[8192] = "set ytics (";
     for (int k = 0; k < K; k++)
-        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_table[cfg->mech[k]].id, k);
+        snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", k ? ", " : "", epar_mech_row(cfg->mech[k])->id, k);
     strcat(tics, ") font ',7'\nset xtics (");
     for (int ty = 0; ty < EPAR_IMP_COUNT; ty++)
         snprintf(tics + strlen(tics), sizeof tics - strlen(tics), "%s'%s' %d", ty ? ", " : "", epar_imp_name(ty), ty);
@@ -274,7 +274,7 @@ static int cmp_mechanism_tables(const struct epar_compare_cfg *cfg, const struct
     static const int order[] = {EPAR_CMP_EMPTY, EPAR_CMP_ENT, EPAR_CMP_NENT, EPAR_CMP_DIST, EPAR_CMP_LOCAL,
                                 EPAR_CMP_SPARS, EPAR_CMP_RMID, EPAR_CMP_RMAX, EPAR_CMP_MI};
     for (int k = 0; k < K; k++) {
-        const struct epar_mech_info *in = &epar_mech_table[cfg->mech[k]];
+        const struct epar_mech_info *in = epar_mech_row(cfg->mech[k]);
         const double *m = res->mean + (size_t)k * EPAR_CMP_NM, *sd = res->sd + (size_t)k * EPAR_CMP_NM;
         if (epar_csv_append(t, "ss", in->id, epar_mech_kind_name(in->kind))) return EPAR_ENOMEM;
         struct epar_cell *cell = t->cells + (t->nrows - 1) * t->ncols;
@@ -323,7 +323,7 @@ static int cmp_pattern_tables(const struct epar_compare_cfg *cfg, const struct e
         const double *W = res->fixed + (size_t)f * Lt * Lt;
         for (int i = 0; i < Lt; i++)
             for (int j = 0; j < Lt; j++)
-                if (epar_csv_append(fx, "siiid", epar_mech_table[EPAR_MECH_FIXED_CURRENT + f].id,
+                if (epar_csv_append(fx, "siiid", epar_mech_row(EPAR_MECH_FIXED_CURRENT + f)->id,
                                     epar_compare_fixed_pattern[f], i, j, W[(size_t)i * Lt + j]))
                     return EPAR_ENOMEM;
     }
@@ -333,7 +333,7 @@ static int cmp_pattern_tables(const struct epar_compare_cfg *cfg, const struct e
             const char *mn = res->n_masks[k] == 2 ? (pass ? "step" : "local") : "mask";
             for (int i = 0; i < L; i++)
                 for (int j = 0; j < L; j++)
-                    if (M[(size_t)i * L + j] && epar_csv_append(mk, "ssii", epar_mech_table[cfg->mech[k]].id, mn, i, j))
+                    if (M[(size_t)i * L + j] && epar_csv_append(mk, "ssii", epar_mech_row(cfg->mech[k])->id, mn, i, j))
                         return EPAR_ENOMEM;
         }
     return EPAR_OK;
@@ -375,7 +375,7 @@ static int cmp_study_tables(const struct epar_compare_cfg *cfg, const struct epa
         for (int lg = 0; lg < 2; lg++)
             for (int f = 0; f < NF; f++) {
                 int row = (e * 2 + lg) * NF + f;
-                if (epar_csv_append(ex, "siii--------s", epar_mech_table[epar_compare_extrap_mech[e]].id, lg,
+                if (epar_csv_append(ex, "siii--------s", epar_mech_row(epar_compare_extrap_mech[e])->id, lg,
                                     cfg->extrap_length * cfg->factors[f], cfg->factors[f], res->ex_note[row]))
                     return EPAR_ENOMEM;
                 struct epar_cell *cell = ex->cells + (ex->nrows - 1) * ex->ncols;
@@ -406,7 +406,7 @@ static int cmp_check_tables(const struct epar_compare_result *res, struct epar_t
     }
     for (int r = 0; r < res->speed.n; r++) {
         const struct epar_compare_speed_row *w = &res->speed.row[r];
-        if (epar_csv_append(sp, "siiiddddddddd", epar_mech_table[w->id].id, w->L, w->d, (int)w->pairs, w->dense_us,
+        if (epar_csv_append(sp, "siiiddddddddd", epar_mech_row(w->id)->id, w->L, w->d, (int)w->pairs, w->dense_us,
                             w->sparse_us, w->speedup, w->pair_bound, w->fraction_of_bound, w->dense_gflops,
                             w->fma_peak_gflops, w->dense_fraction_of_peak))
             return EPAR_ENOMEM;

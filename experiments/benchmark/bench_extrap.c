@@ -402,7 +402,7 @@ json_t *epar_bx_cell_config(const struct epar_bench_cfg *c, const struct epar_be
         epar_exp_train_as(&t, s[i].as, s[i].logn, 0, &f);
         json_t *row = json_pack("{s:s, s:s, s:i}", "series", s[i].name, "as", epar_nnpos_name(s[i].as), "log-n_length",
                                 f.pos.logn_length);
-        if (epar_nnpos_table[s[i].as].uses_params && epar_mech_table[s[i].as].params[0].name)
+        if (epar_nnpos_row(s[i].as)->uses_params && epar_mech_row(s[i].as)->params[0].name)
             json_object_set_new(row, "mechanism_params", epar_exp_train_params_json(s[i].as, f.pos.mp[s[i].as]));
         json_array_append_new(sj, row);
     }

@@ -291,7 +291,7 @@ static void mech_params_row(enum epar_mech_id m, struct epar_field row[2],
                             struct epar_field mp[EPAR_MECH_MAX_PARAMS + 1])
 {
     row[0] = row[1] = (struct epar_field){0};
-    if (!epar_nnpos_table[m].uses_params || !epar_mech_table[m].params[0].name) return;
+    if (!epar_nnpos_row(m)->uses_params || !epar_mech_row(m)->params[0].name) return;
     epar_exp_mech_param_rows(m, mp);
     row[0] = (struct epar_field){.key = "mechanism_params", .type = EPAR_FIELD_OBJ, .sub = mp,
                                  .offset = offsetof(CR, c.pos.mp) + (size_t)m * sizeof(double[EPAR_MECH_MAX_PARAMS])};
@@ -333,7 +333,7 @@ static int old_params(const json_t *cfg, enum epar_mech_id id, double mp[EPAR_ME
     int old = 0;
     for (size_t k = 0; json_is_object(pos) && k < sizeof renamed / sizeof renamed[0]; k++)
         old |= json_object_get(pos, renamed[k].old) != NULL;
-    if (!old || id < 0 || id >= EPAR_MECH_COUNT || !epar_nnpos_table[id].uses_params || !epar_mech_table[id].params[0].name)
+    if (!old || id < 0 || id >= EPAR_MECH_COUNT || !epar_nnpos_row(id)->uses_params || !epar_mech_row(id)->params[0].name)
         return 0;
     /* as training used them: the catalogue's defaults, the old keys of this mechanism, T5's table drawn at the run's
      * init_sd */
@@ -653,10 +653,10 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
         return st;
     }
     /* the catalogue parameters through their setter: the catalogue's ranges */
-    const struct epar_mech_param *q = epar_mech_table[r.c.mechanism].params;
-    for (int k = 0; !st && epar_nnpos_table[r.c.mechanism].uses_params && k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) {
+    const struct epar_mech_param *q = epar_mech_row(r.c.mechanism)->params;
+    for (int k = 0; !st && epar_nnpos_row(r.c.mechanism)->uses_params && k < EPAR_MECH_MAX_PARAMS && q[k].name; k++) {
         char a[160];
-        snprintf(a, sizeof a, "%s.%s=%.17g", epar_mech_table[r.c.mechanism].id, q[k].name,
+        snprintf(a, sizeof a, "%s.%s=%.17g", epar_mech_row(r.c.mechanism)->id, q[k].name,
                  r.c.pos.mp[r.c.mechanism][k]);
         if (epar_nnpos_set(&r.c.pos, a))
             st = epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (mechanism parameter '%s')", path, q[k].name);

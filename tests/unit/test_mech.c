@@ -220,7 +220,7 @@ static void test_relative_tables(void)
         epar_mech_forward(&m1, &ly, X, A1, &ws, NULL);
         double worst = 0;
         for (size_t t = 0; t < (size_t)H * L * L; t++) if (fabs(A1[t] - A0[t]) > worst) worst = fabs(A1[t] - A0[t]);
-        check_true(worst < 1e-14, "%s with zero tables equals plain attention (max diff %g)", epar_mech_table[zs[z]].id, worst);
+        check_true(worst < 1e-14, "%s with zero tables equals plain attention (max diff %g)", epar_mech_row(zs[z])->id, worst);
         epar_mech_free(&m1);
     }
     /* a non-zero Shaw table changes A, and its bias equals q_i . w[clip(j-i)] / sqrt(dk) */
@@ -249,10 +249,10 @@ static void test_fixed(void)
     for (int id = 0; id < EPAR_MECH_COUNT; id++) {
         struct epar_mech m;
         int st = epar_mech_init(&m, (enum epar_mech_id)id, NULL, 8, 8, 2, 1, 1);
-        int refused = st == EPAR_EINVAL && epar_mech_table[id].kind == EPAR_MK_FIXED;
+        int refused = st == EPAR_EINVAL && epar_mech_row(id)->kind == EPAR_MK_FIXED;
         if (!st) epar_mech_free(&m);   /* a refused init frees what it made */
         check_int(epar_mech_looks_ahead((enum epar_mech_id)id), refused, "%s: looks ahead iff refused under causal",
-                  epar_mech_table[id].id);
+                  epar_mech_row(id)->id);
     }
     int L = 6;
     double W[36];
@@ -515,7 +515,7 @@ static void test_all_mechanisms(void)
     epar_attn_ws_alloc(&ws, L, D);
     for (int causal = 0; causal <= 1; causal++)
         for (int id = 0; id < EPAR_MECH_COUNT; id++) {
-            const char *name = epar_mech_table[id].id;
+            const char *name = epar_mech_row(id)->id;
             double p[EPAR_MECH_MAX_PARAMS];
             epar_mech_defaults((enum epar_mech_id)id, p);
             if (id == EPAR_MECH_PI_ATTENTION) { p[0] = 3; p[1] = 5; }
@@ -545,7 +545,7 @@ static void test_all_mechanisms(void)
                     }
                     if (fabs(s - 1) > worst) worst = fabs(s - 1);
                 }
-            double tol = epar_mech_table[id].kind == EPAR_MK_KERNEL ? 1e-9 : 1e-12;
+            double tol = epar_mech_row(id)->kind == EPAR_MK_KERNEL ? 1e-9 : 1e-12;
             check_true(finite, "%s weights finite and >= 0 (causal %d)", name, causal);
             check_true(worst <= tol, "%s rows sum to 1 (causal %d, dev %g)", name, causal, worst);
             if (causal) check_true(above == 0, "%s causal: nothing above the diagonal", name);
@@ -695,7 +695,17 @@ static void test_registry(void)
         check_int(epar_mech_find(t, &id), EPAR_OK, "canonical id %s", t);
         check_int(id, n, "id %s in canonical order", t);
     }
-    check_int(n, EPAR_MECH_COUNT, "43 canonical ids");
+    /* the file mechanisms (lib/mechs/registry.h) follow the table's rows, each found by its own id */
+    int files = 0;
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        const struct epar_mech_def *d = epar_mech_file((enum epar_mech_id)k);
+        if (!d) continue;
+        files++;
+        check_true(k >= n, "file mechanism %s after the table's rows", d->info.id);
+        check_true(!epar_mech_find(d->info.id, &id) && id == (enum epar_mech_id)k, "file mechanism %s found by its id", d->info.id);
+        check_true(d->doc && strstr(d->doc, d->info.id), "file mechanism %s has its documentation", d->info.id);
+    }
+    check_int(n + files, EPAR_MECH_COUNT, "43 canonical ids of the table and the file mechanisms");
     check_int(epar_mech_find("alibii", &id), EPAR_EINVAL, "unknown mechanism refused");
     double p[EPAR_MECH_MAX_PARAMS];
     epar_mech_defaults(EPAR_MECH_ALIBI, p);

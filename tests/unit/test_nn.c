@@ -818,7 +818,7 @@ static void test_gqa_shape(void)
  * (their table is inside the LayerNorm input) and T5 (learned table) are checked table by table in test_nnpos. */
 static void test_reference_fp64(enum epar_mech_id id)
 {
-    enum epar_nnpos_hook hk = epar_nnpos_table[id].hook;
+    enum epar_nnpos_hook hk = epar_nnpos_row(id)->hook;
     if (hk == EPAR_NNPOS_H_INPUT || id == EPAR_MECH_T5) return;
     struct epar_nn_config c = tiny(id, 0);
     struct epar_posfx fx = c.pos_settings.fx;
@@ -838,6 +838,10 @@ static void test_reference_fp64(enum epar_mech_id id)
      * at logit(gate)) */
     for (int k = 0; id == EPAR_MECH_PI_ATTENTION && k < c.NL * NH; k++)
         memset(m.p.pos + (size_t)k * m.pos.ngate, 0, (size_t)(m.pos.ngate - 1) * sizeof *m.p.pos);
+    /* a file mechanism that reads its learned pieces into compare's form (lib/mechs/): those pieces moved off their
+     * initial values first, so the test compares a trained form, not two copies of the catalogue's defaults */
+    const struct epar_mech_def *fd = epar_mech_file(id);
+    for (size_t k = 0; fd && fd->from_trained && k < m.sizes[EPAR_NN_POS]; k++) m.p.pos[k] += (float)gsl_ran_gaussian(R, 0.3);
     int tok[9];
     for (int t = 0; t < T; t++) tok[t] = (int)gsl_rng_uniform_int(R, c.V);
     epar_nn_forward(&m, tok, NULL, NULL, 1, T);
@@ -875,6 +879,7 @@ static void test_reference_fp64(enum epar_mech_id id)
      * Qr[k], too (filled below) */
     if (id == EPAR_MECH_DEBERTA) prm[0] += 1;
     int st = epar_mech_init(&mm, mix ? EPAR_MECH_NONE : id, prm, T, C, NH, 1, 42);
+    if (!st && fd && fd->from_trained) st = fd->from_trained(&mm, &m.pos, 0);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
     if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
         int k = (int)prm[0];
@@ -1271,7 +1276,7 @@ static void test_alibi_learned(void)
     m.pos.theta[0] = 0.7f;
     m.pos.theta[1] = -0.2f;
     epar_nn_forward(&m, tok, tgt, mask, B, T);
-    const float *bias = epar_nnpos_bias(&m.pos);
+    const float *bias = epar_nnpos_bias(&m.pos, 0);
     double worst = 0;
     for (int h = 0; h < 2; h++)
         for (int d = 0; d < T; d++) worst = fmax(worst, fabs(bias[(size_t)h * c.Tmax + d] - -(h ? -0.2 : 0.7) * d));

@@ -23,21 +23,21 @@ static void test_registry(void)
 {
     int n = 0;
     for (int k = 0; k < EPAR_MECH_COUNT; k++) {
-        const struct epar_nnpos_info *in = &epar_nnpos_table[k];
+        const struct epar_nnpos_info *in = epar_nnpos_row(k);
         if (in->hook == EPAR_NNPOS_H_NONE) {
             enum epar_mech_id id;
-            check_int(epar_nnpos_find(epar_mech_table[k].id, &id), EPAR_EINVAL, "'%s' is refused by training",
-                      epar_mech_table[k].id);
+            check_int(epar_nnpos_find(epar_mech_row(k)->id, &id), EPAR_EINVAL, "'%s' is refused by training",
+                      epar_mech_row(k)->id);
             check_true(strstr(epar_err_message(), "untrainable") != NULL, "the error says why ('%s')",
-                       epar_mech_table[k].id);
+                       epar_mech_row(k)->id);
             continue;
         }
         n++;
         enum epar_mech_id id;
-        check_int(epar_nnpos_find(epar_mech_table[k].id, &id), EPAR_OK, "find '%s'", epar_mech_table[k].id);
-        check_int(id, k, "'%s' maps to its catalogue row", epar_mech_table[k].id);
+        check_int(epar_nnpos_find(epar_mech_row(k)->id, &id), EPAR_OK, "find '%s'", epar_mech_row(k)->id);
+        check_int(id, k, "'%s' maps to its catalogue row", epar_mech_row(k)->id);
         check_true(in->build && in->n_params && in->init && in->prepare && in->backward && in->summary,
-                   "'%s' has its function set", epar_mech_table[k].id);
+                   "'%s' has its function set", epar_mech_row(k)->id);
     }
     check_true(n >= 20, "at least 20 of the %d catalogue mechanisms are trainable (%d)", EPAR_MECH_COUNT, n);
     enum epar_mech_id id;
