@@ -520,6 +520,8 @@ static void hook_qk(void *ctx, int h, double *Q, double *K, int L, int dk, int l
         rope_apply(m, Q, L, dk, ld);
         rope_apply(m, K, L, dk, ld);
     }
+    const struct epar_mech_def *d = epar_mech_file(m->id);
+    if (d && d->qk) d->qk(m, h, Q, K, L, dk, ld);
     if (m->content_bias) content_bias(m, h, Q, K, L, dk, ld);
 }
 

@@ -81,6 +81,9 @@ struct epar_mech_def {
     /* the analysis form's learned pieces from a trained model's layer l (the fp64 reference test reads the trained
      * attention through it); NULL: the analysis form at the catalogue parameters is the trained form as initialised */
     int (*from_trained)(struct epar_mech *m, const struct epar_nnpos *p, int l);
+    /* the analysis form's own q/k transform of head h (Q, K: L rows of dk, row stride ld), after the catalogue's
+     * (lib/attn's qk hook); NULL: none */
+    void (*qk)(struct epar_mech *m, int h, double *Q, double *K, int L, int dk, int ld);
     const char *doc;            /* markdown: the formula, the parameters' meaning, the source and its pitfalls
                                  * (docs/MECHANISMS.md, "Mechanisms in files", is printed from it: epar --mechanism-docs) */
 };

@@ -1218,8 +1218,8 @@ void epar_nnpos_free(struct epar_nnpos *p)
     free(p->fac); free(p->dfac); free(p->pair); free(p->pair2); free(p->work); free(p->omega); free(p->head_off);
     p->head_off = NULL;
     p->pair_head = 0;
-    free(p->rdist); free(p->reltab);
-    p->rdist = p->reltab = NULL;
+    free(p->rdist); free(p->reltab); free(p->kcos); free(p->ksin);
+    p->rdist = p->reltab = p->kcos = p->ksin = NULL;
     p->pair2 = NULL;
     p->omega = NULL;
     p->pe = p->rcos = p->rsin = p->qscale = p->bias = p->fac = p->dfac = p->pair = NULL;
@@ -1323,8 +1323,9 @@ static void rope_row(const struct epar_nnpos *p, float *qkv, int T, float dir, i
 {
     int C = p->C, hs = p->hs, h2 = hs / 2, NH = p->NH, t = bt % T;
     float *row = qkv + (size_t)bt * 3 * C;
-    const float *cs = p->rcos + (size_t)t * h2, *sn = p->rsin + (size_t)t * h2;
-    for (int part = 0; part < 2; part++)       /* q, then k */
+    for (int part = 0; part < 2; part++) {     /* q, then k (with its own tables when it has them) */
+        const float *cs = (part && p->kcos ? p->kcos : p->rcos) + (size_t)t * h2;
+        const float *sn = (part && p->ksin ? p->ksin : p->rsin) + (size_t)t * h2;
         for (int h = 0; h < NH; h++) {
             float *v = row + part * C + h * hs;
             for (int i = 0; i < h2; i++) {
@@ -1333,6 +1334,7 @@ static void rope_row(const struct epar_nnpos *p, float *qkv, int T, float dir, i
                 v[2 * i + 1] = a * si + c2 * co;
             }
         }
+    }
 }
 
 static void rope_apply(const struct epar_nnpos *p, float *qkv, int B, int T, float dir)
@@ -1357,7 +1359,8 @@ void epar_nnpos_qk_forward(const struct epar_nnpos *p, float *qkv, int B, int T)
     if (p->qscale) qscale_apply(p, qkv, B, T);
 }
 
-/* the rotation is orthogonal: its transpose (the gradient map) is the rotation by -angle */
+/* the rotation is orthogonal: its transpose (the gradient map) is the rotation by -angle; a scaled rotation s R (xPos,
+ * YaRN's temperature: tables s cos, s sin) has the transpose s R^T, the same tables at -angle */
 void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int T)
 {
     if (p->rcos) rope_apply(p, dqkv, B, T, -1.0f);

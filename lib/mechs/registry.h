@@ -3,3 +3,5 @@
  * EPAR_MECH_<ENUM_SUFFIX> (lib/mech.h) and the catalogue's pointer to its definition (lib/mech.c) are made from it.
  * Read with EPAR_MECH_FILE defined, so no include guard. */
 EPAR_MECH_FILE(KERPLE, kerple)
+EPAR_MECH_FILE(XPOS, xpos)
+EPAR_MECH_FILE(YARN, yarn)
