@@ -1451,6 +1451,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
     const float *fac = pos && pos->fac ? pos->fac + (size_t)h * pos->ld : NULL;
     float *gf = pos && pos->gfac ? pos->gfac + ((size_t)b * NH + h) * T : NULL;
     float *gb = pos && pos->gbias ? pos->gbias + ((size_t)b * NH + h) * T : NULL;
+    float *gp = pos && pos->gpair && !fac ? pos->gpair + ((size_t)b * NH + h) * T * T : NULL;
     if (gf) memset(gf, 0, (size_t)T * sizeof *gf);
     if (gb) memset(gb, 0, (size_t)T * sizeof *gb);
     if (pos && pos->head_off && pos->head_off[h]) {   /* a removed head: no gradient to its q, k, v */
@@ -1489,6 +1490,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
                 float *d = dA + (size_t)i * T;
                 if (!gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
                 else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+                if (gp) memcpy(gp + (size_t)i * T, d, (size_t)(i + 1) * sizeof *d);
                 for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
             }
         }
@@ -1522,6 +1524,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
             float *d = dA + (size_t)i * T;
             if (simd && !gf && !gb) softmax_row_backward_avx2(d, A + (size_t)i * T, fac, i, i1);
             else softmax_row_backward_c(d, A + (size_t)i * T, S + (size_t)i * T, fac, gf, gb, i);
+            if (gp) memcpy(gp + (size_t)i * T, d, (size_t)(i + 1) * sizeof *d);
             for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         /* dQ = scale dS K, dK += scale dS^T Q */
@@ -2131,12 +2134,12 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax, NULL, NULL,
-                                      epar_nnpos_pair(&m->pos), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
+                                      epar_nnpos_pair(&m->pos, l), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
                                       m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
-                                      epar_nnpos_rel_q(&m->pos, l)};
+                                      epar_nnpos_rel_q(&m->pos, l), NULL};
         /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
          * softmaxes (saves a (B, NH, T, T) store and load) */
         float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
@@ -2242,14 +2245,14 @@ void epar_nn_backward(struct epar_nn *m)
         if (m->head_mask) mask_heads(s->datty, m->head_mask + (size_t)l * NH, N, C, NH);   /* a masked head: no gradient */
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax,
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
-                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos),
+                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos, l),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
                                       m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
-                                      epar_nnpos_rel_q(&m->pos, l)};
-        struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel};
+                                      epar_nnpos_rel_q(&m->pos, l), m->pos.dtheta && m->pos.pair_grad ? s->grel : NULL};
+        struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel, ap.gpair};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,
              epar_nn_attention_backward(s->dqkv, s->datty, LAYER(a->qkv, l, 3 * nC), LAYER(a->preatt, l, nA),

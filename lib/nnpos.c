@@ -1376,7 +1376,10 @@ const float *epar_nnpos_bias(const struct epar_nnpos *p, int l)
 {
     return p->bias ? p->bias + (size_t)l * p->bias_layer : NULL;
 }
-const float *epar_nnpos_pair(const struct epar_nnpos *p) { return p->pair; }
+const float *epar_nnpos_pair(const struct epar_nnpos *p, int l)
+{
+    return p->pair ? p->pair + (size_t)l * p->pair_layer : NULL;
+}
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p) { return p->pair_head; }
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p) { return p->head_off; }
 const float *epar_nnpos_pair2(const struct epar_nnpos *p) { return p->pair2; }

@@ -126,6 +126,9 @@ struct epar_nnpos {
     float *pair;                /* (Tmax, Tmax) additive table z_ij += pair[i][j] (masks: 0 / -inf; fixed: ln W) */
     size_t pair_head;           /* floats between two heads' pair tables (fixed-mix, learnable-only: (NH, Tmax, Tmax));
                                  * 0: one table shared by the heads */
+    size_t pair_layer;          /* floats between two layers' pair tables; 0: one shared by the layers */
+    int pair_grad;              /* 1: the pair table is learned: the attention backward hands its gradient (gpair), in
+                                 * the per-(b, h) buffer the row's scratch sizes (Tmax^2 floats per (b, h)) */
     unsigned char *head_off;    /* (NH) 1: the head's output is 0 (learnable-only's removed heads), or NULL */
     float *pair2;               /* (Tmax, Tmax) pi-attention's second mask (pi-step; pair is the local one) */
     int ngate;                  /* pi-attention: gate parameters per layer and head (3 hs + 1) in theta; 0: none */
@@ -147,6 +150,7 @@ struct epar_nnpos_grad {
     const float *gbias;         /* (B, NH, T) per-(b, h) sums over pairs at distance d of dz_ij */
     const float *grel;          /* (B, NH, nrel, hs) per-(b, h) gradient of the Shaw table; Transformer-XL:
                                  * (B, NH, nrel hs + 2 hs), its table's then du, dv; pi: (B, NH, ngate) */
+    const float *gpair;         /* (B, NH, T, T) per-(b, h) dL/dz_ij of the pair table, j <= i (pair_grad) */
 };
 
 struct epar_nnpos_info {
@@ -257,9 +261,10 @@ void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T);
 void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T);
 /* DeBERTa's position-to-content table Qr of layer l (nrel, hs), shared by the heads, or NULL (its Kr: epar_nnpos_rel) */
 const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l);
-/* (T, T) additive table of masks and fixed patterns, row stride Tmax, or NULL; the floats between two heads' tables
+/* (T, T) additive table of masks and fixed patterns (layer l's when the tables differ by layer), row stride Tmax, or
+ * NULL; the floats between two heads' tables
  * (0: shared by the heads; fixed-mix and learnable-only: one per head); the heads whose output is 0 (NH), or NULL */
-const float *epar_nnpos_pair(const struct epar_nnpos *p);
+const float *epar_nnpos_pair(const struct epar_nnpos *p, int l);
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p);
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p);
 /* fixed-mix's pattern of head h < NH - 1, fixed-only's of every head (lib/mech's numbering: current 1, previous 2,

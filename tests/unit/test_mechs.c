@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
 #include "check.h"
 #include "lib/err.h"
 #include "lib/mech.h"
@@ -166,10 +168,101 @@ static void test_yarn(void)
     epar_nnpos_free(&q);
 }
 
+/* A learned table's backward on its own: the loss sum_{b,h,i,j} G_bhij table_h(i, j) (pair tables, FIRE) or
+ * sum_{b,h,d} G_bhd table_h(d) (bias tables, KERPLE) for random G, its gradient by the mechanism's backward against
+ * central differences of its prepare, every parameter (the model's check picks 16 entries per tensor) */
+static double table_loss(struct epar_nnpos *p, const float *G, int B, int T, int l)
+{
+    epar_nnpos_prepare(p, T);
+    double s = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < p->NH; h++)
+            for (int i = 0; i < T; i++) {
+                if (p->pair_grad) {
+                    const float *row = epar_nnpos_pair(p, l) + h * p->pair_head + (size_t)i * p->Tmax;
+                    for (int j = 0; j <= i; j++) s += (double)G[(((size_t)b * p->NH + h) * T + i) * T + j] * row[j];
+                } else {
+                    s += (double)G[((size_t)b * p->NH + h) * T + i] * epar_nnpos_bias(p, l)[h * p->Tmax + i];
+                }
+            }
+    return s;
+}
+
+static void test_learned_backward(const char *name, const char *const *set)
+{
+    enum epar_mech_id id = find(name);
+    struct epar_nnpos p;
+    int T = 9, B = 2, NL = 2;
+    if (!ok(trained(&p, id, 12, 8, 2, NL, set), name)) return;
+    size_t n = epar_nnpos_n_params(&p);
+    float *th = calloc(n, sizeof *th), *dth = calloc(n, sizeof *dth), *G = calloc((size_t)B * 2 * T * T, sizeof *G);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    p.theta = th, p.dtheta = dth;
+    epar_nnpos_init(&p, r);
+    for (size_t k = 0; k < (size_t)B * 2 * T * T; k++) G[k] = (float)gsl_ran_gaussian(r, 1.0);
+    int bad = 0;
+    for (int l = 0; l < NL; l++) {
+        memset(dth, 0, n * sizeof *dth);
+        struct epar_nnpos_grad g = {NULL, p.pair_grad ? NULL : G, NULL, p.pair_grad ? G : NULL};
+        epar_nnpos_prepare(&p, T);
+        epar_nnpos_backward(&p, l, &g, B, T);
+        for (size_t k = 0; k < n; k++) {
+            float keep = th[k], h = 1e-3f * fmaxf(1, fabsf(keep));
+            th[k] = keep + h;
+            double up = table_loss(&p, G, B, T, l);
+            th[k] = keep - h;
+            double dn = table_loss(&p, G, B, T, l);
+            th[k] = keep;
+            double num = (up - dn) / (2 * h);
+            if (fabs(num - dth[k]) > 2e-2 * fmax(1, fabs(num)) && bad++ < 4)
+                printf("  %s layer %d: dtheta[%zu] analytic %g numeric %g\n", name, l, k, dth[k], num);
+        }
+    }
+    check_int(bad, 0, "%s: the backward of its tables = central differences, every parameter of both layers", name);
+    p.theta = p.dtheta = NULL;
+    epar_nnpos_free(&p);
+    gsl_rng_free(r);
+    free(th), free(dth), free(G);
+}
+
+/* FIRE (Li et al. 2023): the documentation's worked numbers through compare's form */
+static void test_fire(void)
+{
+    enum epar_mech_id id = find("fire");
+    check_abs(log(3) / log(5), 0.682606, 1e-6, "fire: x = ln 3 / ln 5 (the documentation's)");
+    /* trained: the pair table of layer 0 is the MLP at x = psi(i - j) / psi(max(L, i)), read back from theta */
+    struct epar_nnpos p;
+    const char *set[] = {"fire.train_length=4", "fire.hidden=3", NULL};
+    if (!ok(trained(&p, id, 12, 8, 2, 1, set), "fire: trained form")) return;
+    size_t n = epar_nnpos_n_params(&p);
+    check_int((long)n, 2 * 3 + 2 * 3 + 2 + 2, "fire: W1, b1 (3), W2 (2 x 3), b2 (2), ln c, L per layer");
+    float th[16] = {0.5f, -1.0f, 2.0f, /* W1 */ 0.1f, 0.3f, -0.2f, /* b1 */ 1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 0.25f, /* W2 */
+                    0.05f, -0.05f, /* b2 */ 0.0f, 4.0f /* ln c = 0, L = 4 */};
+    p.theta = th;
+    epar_nnpos_prepare(&p, 10);
+    double worst = 0;
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j <= i; j++) {
+            double x = log(1.0 + (i - j)) / log(1.0 + fmax(4, i));
+            for (int h = 0; h < 2; h++) {
+                double want = th[12 + h];
+                for (int k = 0; k < 3; k++) want += th[6 + h * 3 + k] * fmax(0, th[k] * x + th[3 + k]);
+                worst = fmax(worst, fabs(epar_nnpos_pair(&p, 0)[h * p.pair_head + (size_t)i * p.Tmax + j] - want));
+            }
+        }
+    check_abs(worst, 0, 1e-6, "fire: trained table = f_h(log(1 + (i-j)) / log(1 + max(4, i))) from the paper, every pair");
+    p.theta = NULL;
+    epar_nnpos_free(&p);
+}
+
 int main(void)
 {
     test_kerple();
     test_xpos();
     test_yarn();
+    test_fire();
+    test_learned_backward("kerple", NULL);
+    const char *fire_set[] = {"fire.train_length=5.5", "fire.hidden=4", "fire.c=0.7", NULL};   /* the threshold the max for rows 0..5 (not a tie: a kink) */
+    test_learned_backward("fire", fire_set);
     return check_summary("test_mechs");
 }

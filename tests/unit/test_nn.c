@@ -438,7 +438,7 @@ static void attn_forward(float *out, float *pre, float *att, const float *qkv, c
                          int ld, int B, int T, int C, int NH)
 {
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
+                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL};
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -489,7 +489,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
     struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL};
+                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL};
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -563,7 +563,7 @@ static void attention_two_ways(int T, int use_pair, int C, int NH, int rows)
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL, 0, NULL, NULL};
+                                   0, NULL, NULL, 0, NULL, NULL, NULL};
     int tile[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
         if (rows) tile[p] = epar_nn_set_no_avx512(p) ? 8 : 4;
