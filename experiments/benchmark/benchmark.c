@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,24 +123,9 @@ struct task_read {
     json_t *set;
     struct epar_task_cfg opt;
 };
-/* the task options' rows, in the struct S at its member m (a struct epar_task_cfg) */
-#define TASK_OPTIONS_(S, m)                                                                                           \
-    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.pairs), .lo = 1, .hi = 1 << 20,                  \
-     .help = "facts per sequence"},                                                                                   \
-    {.key = "queries", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.queries), .lo = 0, .hi = 1 << 20,              \
-     .help = "questions per sequence"},                                                                               \
-    {.key = "keys", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.keys), .lo = 1, .hi = 1 << 20,                    \
-     .help = "key vocabulary (32)"},                                                                                  \
-    {.key = "values", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.values), .lo = 1, .hi = 1 << 20,                \
-     .help = "values (32)"},                                                                                          \
-    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(S, m.noise), .flags = EPAR_FIELD_NONNEG,           \
-     .help = "share of noisy tokens"},                                                                                \
-    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(S, m.shuffle),                                     \
-     .help = "non-sequential: positions shuffled"},                                                                   \
-    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(S, m.train_sequences), .lo = 0,             \
-     .hi = 10000000, .help = "the training pool (low resource; default 0: a fresh draw every batch)"}
 #define TR struct task_read
-static const struct epar_field task_fields[] = {
+/* a task's own keys; its options (lib/tasks' rows the benchmark reads) follow them in task_fields */
+static const struct epar_field task_own_fields[] = {
     {.key = "id", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, id), .flags = EPAR_FIELD_REQUIRED},
     {.key = "task", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, task), .flags = EPAR_FIELD_REQUIRED},
     {.key = "paper", .type = EPAR_FIELD_STRING, .offset = offsetof(TR, paper), .flags = EPAR_FIELD_REQUIRED},
@@ -159,11 +145,19 @@ static const struct epar_field task_fields[] = {
      .help = "1: study-only: only the extrapolation study's cells of it (budgets' cells), no grid cells or tables"},
     {.key = "set", .type = EPAR_FIELD_JSON, .offset = offsetof(TR, set),
      .help = "mechanism parameters on this task's cells, over the section's \"set\" (e.g. {\"sliding-window.radius\": 2})"},
-    TASK_OPTIONS_(TR, opt),
     {0}};
+#define N_OWN (sizeof task_own_fields / sizeof task_own_fields[0] - 1)
+/* a task's keys: its own, then its options (into opt); filled once (task_fields_init), before the section is read */
+static struct epar_field task_fields[N_OWN + EPAR_TASK_MAX_OPTIONS + 1];
+static pthread_once_t task_fields_once = PTHREAD_ONCE_INIT;
+static void task_fields_init(void)
+{
+    memcpy(task_fields, task_own_fields, N_OWN * sizeof task_fields[0]);
+    epar_task_option_rows(EPAR_TASK_OPT_BENCH, EPAR_TASK_ALL, offsetof(TR, opt), task_fields + N_OWN,
+                          EPAR_TASK_MAX_OPTIONS + 1);
+}
+#undef N_OWN
 #undef TR
-static const struct epar_field task_options[] = {TASK_OPTIONS_(struct epar_bench_task, task), {0}};
-#undef TASK_OPTIONS_
 
 /* the benchmark section (its "preset" is read with the run's parameters) */
 struct bench_read {
@@ -281,9 +275,7 @@ static int check_task(struct epar_bench_task *t, const struct task_read *r, cons
     if (strlen(fam) >= sizeof t->lr_family) return epar_protocol_error(p, jp, "lr_family: at most 15 characters");
     snprintf(t->lr_family, sizeof t->lr_family, "%s", fam);
     for (int m = 0; m < EPAR_MECH_COUNT; m++) t->lr_scale[m] = 1.0;
-    epar_task_cfg_default(&t->task, tid);
-    t->task.keys = 32;
-    t->task.values = 32;
+    epar_task_cfg_default_for(&t->task, tid, EPAR_TASK_OPT_BENCH);
     return EPAR_OK;
 }
 
@@ -329,6 +321,9 @@ static int read_tasks_budget(struct epar_bench_cfg *c, const struct epar_protoco
         for (int k = 0; k < i; k++)
             if (!strcmp(c->tasks[k].id, c->tasks[i].id)) return epar_protocol_error(p, tjp, "repeated id");
     }
+    struct epar_field task_options[EPAR_TASK_MAX_OPTIONS + 1];
+    epar_task_option_rows(EPAR_TASK_OPT_BENCH, EPAR_TASK_ALL, offsetof(struct epar_bench_task, task), task_options,
+                          EPAR_TASK_MAX_OPTIONS + 1);
     const struct epar_field options[] = {
         {.key = "tasks", .type = EPAR_FIELD_OLIST, .offset = offsetof(struct epar_bench_cfg, tasks),
          .count_offset = offsetof(struct epar_bench_cfg, n_tasks), .max = EPAR_BENCH_MAX_TASKS,
@@ -355,6 +350,7 @@ int epar_exp_benchmark_config(struct epar_bench_cfg *c, const struct epar_protoc
                                  const char *budget)
 {
     memset(c, 0, sizeof *c);
+    pthread_once(&task_fields_once, task_fields_init);
     const char *jp = "$.experiments.benchmark";
     json_t *sec = epar_protocol_section(p, "benchmark");
     if (!sec) return epar_protocol_error(p, jp, "missing (the benchmark needs its section)");

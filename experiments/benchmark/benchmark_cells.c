@@ -208,8 +208,8 @@ static const struct epar_field cell_head_rows[] = {
  * cell's every mechanism's (it times them all) */
 struct cell_config {
     const char *task;
-    double noise;
-    int shuffle, eval_sequences, n_extrap, extrap_tokens;
+    struct epar_task_cfg data;   /* its conditions (noise, shuffle): lib/tasks' rows, written after benchmark_task */
+    int eval_sequences, n_extrap, extrap_tokens;
     int extrap[EPAR_BENCH_MAX_EXTRAP];
     json_t *mechanisms;
     json_t *study;   /* the extrapolation study's settings of the cell (NULL: none) */
@@ -219,10 +219,10 @@ struct cell_config {
     double halfwidth, seconds;
 };
 #define CF struct cell_config
-static const struct epar_field cell_config_rows[] = {
+static const struct epar_field cell_task_rows[] = {
     {.key = "benchmark_task", .type = EPAR_FIELD_STRING, .offset = offsetof(CF, task)},
-    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(CF, noise)},
-    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(CF, shuffle)},
+    {0}};
+static const struct epar_field cell_config_rows[] = {
     {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(CF, eval_sequences)},
     /* lm cells in order only */
     {.key = "extrapolation", .type = EPAR_FIELD_ILIST, .offset = offsetof(CF, extrap),
@@ -254,8 +254,7 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
     if (cell->task >= 0) {
         epar_exp_benchmark_cell_cfg(c, cell, &t);
         x.task = c->tasks[cell->task].id;
-        x.noise = t.task.noise;
-        x.shuffle = t.task.shuffle;
+        x.data = t.task;
         x.eval_sequences = t.task.id == EPAR_TASK_LM ? c->b.lm_eval_sequences : c->b.eval_sequences;
         x.heads = HEADS_DESIGN;
         if (t.task.id == EPAR_TASK_LM && !t.task.shuffle) {
@@ -263,11 +262,18 @@ static json_t *cell_config_json(const struct epar_bench_cfg *c, const struct epa
             memcpy(x.extrap, c->b.extrap, sizeof x.extrap);
             x.extrap_tokens = c->b.extrap_tokens;
         }
+        struct epar_field cond[EPAR_TASK_MAX_OPTIONS + 1];
+        epar_task_option_rows(EPAR_TASK_OPT_CONDITION, EPAR_TASK_ALL, offsetof(struct cell_config, data), cond,
+                              EPAR_TASK_MAX_OPTIONS + 1);
         json_t *j = epar_exp_train_cfg_json(&t);
         x.study = epar_bx_cell_config(c, cell);
-        json_t *r = j ? epar_fields_json(cell_config_rows, &x, j) : NULL;
+        if (j && (!epar_fields_json(cell_task_rows, &x, j) || !epar_fields_json(cond, &x, j) ||
+                  !epar_fields_json(cell_config_rows, &x, j))) {
+            json_decref(j);
+            j = NULL;
+        }
         json_decref(x.study);
-        return r;
+        return j;
     }
     x.mechanisms = json_array();
     for (int m = 0; x.mechanisms && m < c->n_mech; m++) {

@@ -73,31 +73,14 @@ static const struct epar_field pos_fields[] = {
      .help = "L in P(i,j,L): 0 = the sequence length (default), N = fixed"},
     {0}};
 
-/* the task's options (in its object): lm's, then the synthetic tasks' */
-static const struct epar_field lm_fields[] = {
-    {.key = "text", .type = EPAR_FIELD_STRING, .offset = offsetof(TC, task.text_path),
-     .help = "UTF-8 file instead of the King James Bible"},
-    {.key = "holdout", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(TC, task.holdout), .flags = EPAR_FIELD_POSITIVE,
-     .help = "lm: share of the text held out at its end (0.1)"},
-    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
-     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
-     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
-    {0}};
-static const struct epar_field synth_fields[] = {
-    {.key = "pairs", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.pairs), .lo = 1, .hi = 1 << 20,
-     .help = "facts per sequence; select: data symbols"},
-    {.key = "queries", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.queries), .lo = 0, .hi = 1 << 20,
-     .help = "recall: questions per sequence (0: as many as pairs)"},
-    {.key = "keys", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.keys), .lo = 1, .hi = 1 << 20,
-     .help = "key vocabulary; set: items"},
-    {.key = "values", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.values), .lo = 1, .hi = 1 << 20,
-     .help = "values / symbols / classes / largest count"},
-    {.key = "eval_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.eval_sequences), .lo = 1,
-     .hi = 1000000, .help = "synthetic tasks: size of the fixed evaluation set"},
-    {.key = "train_sequences", .type = EPAR_FIELD_INT, .offset = offsetof(TC, task.train_sequences), .lo = 0,
-     .hi = 10000000, .flags = EPAR_FIELD_ZERO_OMIT,
-     .help = "size of the training pool (low resource): 0 = a fresh draw every batch (default), N = N fixed sequences"},
-    {0}};
+/* the task's options (in its object, and run.json's task_options): lm's or the synthetic tasks', as lib/tasks' table
+ * has them (rows of struct epar_task_cfg), into rows (EPAR_TASK_MAX_OPTIONS + 1) */
+static const struct epar_field *task_rows(int lm, struct epar_field *rows)
+{
+    epar_task_option_rows(EPAR_TASK_OPT_TRAIN, lm ? EPAR_TASK_BIT(EPAR_TASK_LM) : EPAR_TASK_SYNTHETIC, 0, rows,
+                          EPAR_TASK_MAX_OPTIONS + 1);
+    return rows;
+}
 #undef TC
 
 /* the task and the mechanism, by name */
@@ -123,7 +106,7 @@ static const struct { const char *old; enum epar_mech_id id; const char *param; 
 
 const char *epar_exp_train_help(const char *key)
 {
-    const struct epar_field *const tables[] = {run_fields, pos_fields, lm_fields, synth_fields};
+    const struct epar_field *const tables[] = {run_fields, pos_fields};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const struct epar_field *f = tables[t]; f->key; f++)
             if (!strcmp(f->key, key)) return f->help;
@@ -143,9 +126,10 @@ static void train_keys(const char **keys, int max)
 
 static void task_keys(const char **keys, int max)
 {
-    const char *extra[16];
-    int n = epar_fields_keys(lm_fields, NULL, extra, 16);
-    epar_fields_keys(synth_fields, NULL, extra + n, 16 - n);
+    const char *extra[2 * EPAR_TASK_MAX_OPTIONS + 1];
+    struct epar_field rows[EPAR_TASK_MAX_OPTIONS + 1];
+    int n = epar_fields_keys(task_rows(1, rows), NULL, extra, EPAR_TASK_MAX_OPTIONS + 1);
+    epar_fields_keys(task_rows(0, rows), NULL, extra + n, EPAR_TASK_MAX_OPTIONS + 1);
     epar_fields_keys(run_fields, extra, keys, max);
 }
 
@@ -215,9 +199,10 @@ int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *
         snprintf(kjp, sizeof kjp, "%s.%s", jp, epar_task_table[k].id);
         st = epar_protocol_obj_check_keys(p, sec ? json_object_get(sec, epar_task_table[k].id) : NULL, kjp, tkeys);
     }
+    struct epar_field rows[EPAR_TASK_MAX_OPTIONS + 1];
     if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, run_fields, c);
-    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, lm_fields, c);
-    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, synth_fields, c);
+    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, task_rows(1, rows), &c->task);
+    if (!st) st = epar_protocol_obj_fields(p, tobj, tjp, task_rows(0, rows), &c->task);
     if (st) return st;
     /* the preset: EPAR's alpha, beta, gamma (fixed unless learn_posfx) and the seed */
     c->pos.fx = (struct epar_posfx){EPAR_FORM_ENHANCED, prm->alpha, prm->beta, prm->gamma};
@@ -270,19 +255,15 @@ static const struct epar_field cfg_head_fields[] = {
     {.key = "seed", .type = EPAR_FIELD_LONG, .offset = offsetof(CR, seed), .lo = 0, .hi = 4294967295.0},
     {0}};
 
-/* the rest of the section after the head and the run's settings, per kind of task: "position" and "task_options" */
-static const struct epar_field cfg_lm_fields[] = {
-    {.key = "position", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = pos_fields},
-    {.key = "task_options", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = lm_fields},
-    {0}};
-static const struct epar_field cfg_synth_fields[] = {
-    {.key = "position", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = pos_fields},
-    {.key = "task_options", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = synth_fields},
-    {0}};
-
-static const struct epar_field *cfg_tail(enum epar_task_id task)
+/* the rest of the section after the head and the run's settings: "position" and "task_options" (the task's kind's
+ * options), into rows (3), whose task_options row reads opts (EPAR_TASK_MAX_OPTIONS + 1) */
+static const struct epar_field *cfg_tail(enum epar_task_id task, struct epar_field rows[3], struct epar_field *opts)
 {
-    return task == EPAR_TASK_LM ? cfg_lm_fields : cfg_synth_fields;
+    rows[0] = (struct epar_field){.key = "position", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c), .sub = pos_fields};
+    rows[1] = (struct epar_field){.key = "task_options", .type = EPAR_FIELD_OBJ, .offset = offsetof(CR, c.task),
+                                  .sub = task_rows(task == EPAR_TASK_LM, opts)};
+    rows[2] = (struct epar_field){0};
+    return rows;
 }
 
 /* "position"'s last row: "mechanism_params", the catalogue parameters that mechanism m's training reads (their rows
@@ -306,11 +287,11 @@ void epar_exp_train_cfg_record(struct cfg_record *r, const struct epar_train_cfg
 json_t *epar_exp_train_cfg_record_json(const struct epar_train_cfg *c)
 {
     struct cfg_record r;
-    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1];
+    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1], tail[3], opts[EPAR_TASK_MAX_OPTIONS + 1];
     epar_exp_train_cfg_record(&r, c);
     mech_params_row(c->mechanism, row, mp);
     json_t *j = epar_fields_json(cfg_head_fields, &r, NULL), *pos = NULL;
-    if (j && epar_fields_json(run_fields, &r, j) && epar_fields_json(cfg_tail(c->task.id), &r, j) &&
+    if (j && epar_fields_json(run_fields, &r, j) && epar_fields_json(cfg_tail(c->task.id, tail, opts), &r, j) &&
         (pos = json_object_get(j, "position")) && epar_fields_json(row, &r, pos))
         return j;
     json_decref(j);
@@ -636,14 +617,14 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
                           path, r.task, r.mechanism);
     /* then every row, as saved: the head, the run's settings, position and task options, the catalogue parameters */
     struct epar_protocol rd;
-    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1];
+    struct epar_field row[2], mp[EPAR_MECH_MAX_PARAMS + 1], tail[3], opts[EPAR_TASK_MAX_OPTIONS + 1];
     epar_fields_reader(&rd, path, "checkpoint config", 1);
     if (!st) {
         mech_params_row(r.c.mechanism, row, mp);
         st = epar_protocol_obj_fields(&rd, doc, "$", cfg_head_fields, &r);
     }
     if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", run_fields, &r);
-    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", cfg_tail(r.c.task.id), &r);
+    if (!st) st = epar_protocol_obj_fields(&rd, doc, "$", cfg_tail(r.c.task.id, tail, opts), &r);
     if (!st) st = epar_protocol_obj_fields(&rd, json_object_get(doc, "position"), "$.position", row, &r);
     if (st) {
         if (strstr(epar_err_message(), "missing key"))
@@ -675,12 +656,6 @@ static int cfg_from_text(struct epar_train_cfg *c, const void *sec, size_t len, 
     return EPAR_OK;
 }
 
-/* the data section's conditions (noise, shuffle; not in the config section), when it has them */
-static const struct epar_field data_fields[] = {
-    {.key = "noise", .type = EPAR_FIELD_DOUBLE, .offset = offsetof(struct epar_train_cfg, task.noise)},
-    {.key = "shuffle", .type = EPAR_FIELD_BOOL, .offset = offsetof(struct epar_train_cfg, task.shuffle)},
-    {0}};
-
 /* the config and data sections into c: EPAR_EIO for anything a real checkpoint would not hold; the batch set to 1 */
 static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const char *path, char *text, size_t ntext,
                     const char *cache_dir)
@@ -691,9 +666,11 @@ static int load_cfg(struct epar_train_cfg *c, const struct epar_ckpt *ck, const 
     int st = !cs || !ds ? epar_err_set(EPAR_EIO, "corrupt checkpoint '%s' (its %s section is missing)", path,
                                        cs ? "data" : "config")
                         : cfg_from_json(c, cs, clen, path, text, ntext);
-    c->task.noise = 0;
-    c->task.shuffle = 0;
-    if (!st) st = epar_fields_loadb(ds, dlen, "checkpoint data", path, data_fields, c, NULL);
+    /* the data section's conditions (noise, shuffle; not in the config section) when it has them, else their defaults */
+    struct epar_field cond[EPAR_TASK_MAX_OPTIONS + 1];
+    epar_task_option_rows(EPAR_TASK_OPT_CONDITION, EPAR_TASK_ALL, 0, cond, EPAR_TASK_MAX_OPTIONS + 1);
+    epar_fields_defaults(cond, &c->task);
+    if (!st) st = epar_fields_loadb(ds, dlen, "checkpoint data", path, cond, &c->task, NULL);
     c->task.cache_dir = cache_dir;
     if (!st && (st = epar_exp_train_check(c))) {
         char msg[512];

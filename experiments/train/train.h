@@ -103,7 +103,8 @@ void epar_exp_train_defaults(struct epar_train_cfg *c);
 int epar_exp_train_config(struct epar_train_cfg *c, const struct epar_protocol *p,
                                  const struct epar_params *prm, int task);
 int epar_exp_train_check(const struct epar_train_cfg *c);
-/* the help line of the protocol key `key` of experiments.train (its field row), NULL: none */
+/* the help line of the run or position setting `key` of experiments.train (its field row), NULL: none (the task
+ * options' help is lib/tasks' table's) */
 const char *epar_exp_train_help(const char *key);
 /* "mech.param=value" (--set, mechanism_params): a catalogue parameter of a trainable mechanism (lib/nnpos) */
 int epar_exp_train_set(void *cfg, const char *assignment);

@@ -561,8 +561,98 @@ static void test_train_pool(void)
     check_int(epar_task_open(&t, &c), EPAR_EINVAL, "train_sequences -1 refused");
 }
 
+/* the option value of row f in c, as a double (INT, BOOL, DOUBLE) */
+static double option_value(const struct epar_field *f, const struct epar_task_cfg *c)
+{
+    const char *at = (const char *)c + f->offset;
+    return f->type == EPAR_FIELD_DOUBLE ? *(const double *)at : (double)*(const int *)at;
+}
+
+/* is task `name` named in help as a reader ("recall, needle: ...", "...; set: items")? */
+static int names_task(const char *help, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(help, name); p; p = strstr(p + 1, name))
+        if ((p == help || p[-1] == ' ') && (p[n] == ':' || (p[n] == ',' && p[n + 1] == ' '))) return 1;
+    return 0;
+}
+
+/* the table of the task options (lib/tasks.h): the one place of every option's key, default and help */
+static void test_options(void)
+{
+    int rows = 0;
+    for (const struct epar_task_option *o = epar_task_options; o->f.key; o++) {
+        const struct epar_field *f = &o->f;
+        rows++;
+        check_true(f->help && *f->help && o->tasks && !(o->tasks & ~EPAR_TASK_ALL) && o->use, "%s: help, tasks, use", f->key);
+        check_true(f->offset + sizeof(int) <= sizeof(struct epar_task_cfg) && f->offset >= offsetof(struct epar_task_cfg, text_path),
+                   "%s: a place among the options of struct epar_task_cfg", f->key);
+        for (const struct epar_task_option *q = epar_task_options; q < o; q++)
+            check_true(strcmp(q->f.key, f->key) && q->f.offset != f->offset, "%s: its own key and place (not %s's)", f->key,
+                       q->f.key);
+        check_true(!(o->use & EPAR_TASK_OPT_TRAIN) || f->type == EPAR_FIELD_BOOL || (o->arg && *o->arg),
+                   "%s: train's command line names its value", f->key);
+        /* a help text holds no default (the help line prints def): a "(32)" beside a default of 64 cannot come back */
+        const char *h = f->help;
+        int number_in_parens = 0;
+        for (const char *p = strchr(h, '('); p; p = strchr(p + 1, '(')) {
+            size_t d = strspn(p + 1, "0123456789.");
+            number_in_parens |= d > 0 && p[1 + d] == ')';
+        }
+        check_true(!number_in_parens && !strstr(h, "default"), "%s: no default written in its help '%s'", f->key, h);
+        /* the tasks it names are the tasks that read it: all (none named), the synthetic ones, or each by name */
+        if (o->tasks == EPAR_TASK_SYNTHETIC && strstr(h, "synthetic tasks: ")) continue;
+        for (int k = 0; k < EPAR_TASK_COUNT; k++)
+            if (o->tasks != EPAR_TASK_ALL || names_task(h, epar_task_name((enum epar_task_id)k)))
+                check_int(names_task(h, epar_task_name((enum epar_task_id)k)), !!(o->tasks & EPAR_TASK_BIT(k)),
+                          "%s: its help names task %s iff it reads the option", f->key, epar_task_name((enum epar_task_id)k));
+    }
+    check_true(rows > 0 && rows <= EPAR_TASK_MAX_OPTIONS, "the table has %d rows (at most EPAR_TASK_MAX_OPTIONS)", rows);
+
+    /* the defaults are the rows' (the benchmark's: bench_def where a row has one), for every task */
+    for (int k = 0; k < EPAR_TASK_COUNT; k++) {
+        struct epar_task_cfg c, b;
+        epar_task_cfg_default(&c, (enum epar_task_id)k);
+        epar_task_cfg_default_for(&b, (enum epar_task_id)k, EPAR_TASK_OPT_BENCH);
+        check_true((int)c.id == k && (int)b.id == k && c.length == 64 && c.seed == 42 && !c.text_path && !c.cache_dir,
+                   "%s: id, length 64, seed 42, no text", epar_task_name((enum epar_task_id)k));
+        for (const struct epar_task_option *o = epar_task_options; o->f.key; o++) {
+            if (o->f.type == EPAR_FIELD_STRING) continue;
+            check_rel(option_value(&o->f, &c), o->f.def, 0, "%s: default %s is the row's", epar_task_name((enum epar_task_id)k),
+                      o->f.key);
+            check_rel(option_value(&o->f, &b), o->bench_def != 0 ? o->bench_def : o->f.def, 0,
+                      "%s: the benchmark's default %s is the row's", epar_task_name((enum epar_task_id)k), o->f.key);
+        }
+    }
+    struct epar_task_cfg b;
+    epar_task_cfg_default_for(&b, EPAR_TASK_RECALL, EPAR_TASK_OPT_BENCH);
+    check_true(b.keys == 32 && b.values == 32, "the benchmark's tasks start from 32 keys and 32 values (its cells say so)");
+
+    /* train's rows, in the order run.json's task_options has them (its bytes, and a resumed run's, depend on it) */
+    struct epar_field r[EPAR_TASK_MAX_OPTIONS + 1];
+    const char *const want_lm[] = {"text", "holdout", "train_sequences", NULL};
+    const char *const want_synth[] = {"pairs", "queries", "keys", "values", "eval_sequences", "train_sequences", NULL};
+    const char *const want_cond[] = {"noise", "shuffle", NULL};
+    const char *const *want[] = {want_lm, want_synth, want_cond};
+    const unsigned use[] = {EPAR_TASK_OPT_TRAIN, EPAR_TASK_OPT_TRAIN, EPAR_TASK_OPT_CONDITION};
+    const unsigned tasks[] = {EPAR_TASK_BIT(EPAR_TASK_LM), EPAR_TASK_SYNTHETIC, EPAR_TASK_ALL};
+    for (int w = 0; w < 3; w++) {
+        int n = epar_task_option_rows(use[w], tasks[w], 100, r, EPAR_TASK_MAX_OPTIONS + 1), m = 0;
+        while (want[w][m]) m++;
+        check_int(n, m, "rows %d: their count", w);
+        for (int k = 0; k < n && k < m; k++) check_true(!strcmp(r[k].key, want[w][k]), "rows %d: %s at %d", w, want[w][k], k);
+        check_true(r[n].key == NULL, "rows %d: end with {0}", w);
+        for (const struct epar_task_option *o = epar_task_options; o->f.key; o++)
+            if (!strcmp(o->f.key, r[0].key))
+                check_int((long)r[0].offset, 100 + (long)o->f.offset, "rows %d: placed at base + the row's offset", w);
+    }
+    check_int(epar_task_option_rows(EPAR_TASK_OPT_TRAIN, EPAR_TASK_SYNTHETIC, 0, r, 3), 2, "at most max - 1 rows");
+    check_true(r[2].key == NULL, "... and the end");
+}
+
 int main(void)
 {
+    test_options();
     test_chance();
     test_strip();
     test_lm();
