@@ -15,7 +15,7 @@
 /* the length-extrapolation study's configuration (read by epar_bx_config, bench_extrap.c)           */
 
 #define EPAR_BX_MAX_SERIES 32
-#define EPAR_BX_MAX_PAIRS 64
+#define EPAR_BX_MAX_PAIRS 128
 #define EPAR_BX_MAX_FT 8
 #define EPAR_BX_MAX_CELLS 16        /* tasks with the study's own cells */
 

@@ -952,10 +952,10 @@ int epar_exp_train_as(const struct epar_train_cfg *c, enum epar_mech_id as, int 
     *out = *c;
     epar_nnpos_resolve(&out->pos, c->task.length);
     out->mechanism = as;
-    /* the RoPE family on rope's weights rotates with rope's base, so that up to the trained length it is rope */
-    int b = epar_mech_param_index(as, "base"), rb = epar_mech_param_index(EPAR_MECH_ROPE, "base");
-    if (c->mechanism == EPAR_MECH_ROPE && b >= 0 && (as == EPAR_MECH_NTK_ROPE || as == EPAR_MECH_INTERPOLATION))
-        out->pos.mp[as][b] = c->pos.mp[EPAR_MECH_ROPE][rb];
+    /* a reading of another mechanism's weights (ntk-rope or interpolation on rope's, ...) rotates with that
+     * mechanism's base, so that up to the trained length it is the trained mechanism */
+    int b = epar_mech_param_index(as, "base"), rb = epar_mech_param_index(c->mechanism, "base");
+    if (as != c->mechanism && b >= 0 && rb >= 0) out->pos.mp[as][b] = c->pos.mp[c->mechanism][rb];
     out->pos.logn_length = !logn ? 0 : c->pos.logn_length > 0 ? c->pos.logn_length : c->task.length;
     if (length > 0) {
         long tokens = (long)c->batch * c->task.length;
