@@ -163,6 +163,7 @@ void cli_catch_stop(int on);
  * (epar --man) and shell completion (epar --completion bash|zsh). Return an exit code. */
 int cli_man(FILE *f);
 int cli_completion(FILE *f, const char *shell);
+int cli_mechanism_docs(FILE *f);
 
 #include "lib/version.h"
 

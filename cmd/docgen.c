@@ -1,6 +1,7 @@
 /* The manual page epar(1) and the bash/zsh completion, generated from the command table (cmd/commands.c) and from each
  * command's own --help (its option table), so neither can drift from the binary. `make install` installs both;
- * `epar --man` and `epar --completion bash|zsh` print them. */
+ * `epar --man` and `epar --completion bash|zsh` print them; `epar --mechanism-docs` prints the documentation of the
+ * mechanisms that are one file each (lib/mechs/), docs/MECHANISMS.md §32. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,7 +436,7 @@ static void completion_bash(FILE *f, const char *cmds, const struct comp_values 
                "_epar() {\n"
                "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts= vals= files=0 list=0 args=0\n"
                "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
-               "        COMPREPLY=($(compgen -W \"%shelp --help --version --man --completion\" -- \"$cur\")); return\n"
+               "        COMPREPLY=($(compgen -W \"%shelp --help --version --man --completion --mechanism-docs\" -- \"$cur\")); return\n"
                "    fi\n"
                "    case \"${COMP_WORDS[1]}\" in\n"
                "        --completion) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"bash zsh\" -- \"$cur\")); "
@@ -550,5 +551,16 @@ int cli_completion(FILE *f, const char *shell)
     if (rc) return rc;
     if (!strcmp(shell, "bash")) completion_bash(f, cmds, &v);
     else completion_zsh(f, cmds, &v);
+    return ferror(f) ? 3 : 0;
+}
+
+/* the file mechanisms' documentation sections, in registry order (docs/MECHANISMS.md §32 holds this output; the
+ * docs test compares the two) */
+int cli_mechanism_docs(FILE *f)
+{
+    for (int k = 0; k < EPAR_MECH_COUNT; k++) {
+        const struct epar_mech_def *d = epar_mech_file((enum epar_mech_id)k);
+        if (d) fprintf(f, "%s\n", d->doc);
+    }
     return ferror(f) ? 3 : 0;
 }

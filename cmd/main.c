@@ -152,6 +152,7 @@ static int run(int argc, char **argv)
         return c->fn(2, hargv);
     }
     if (!strcmp(name, "--man")) return cli_man(stdout);
+    if (!strcmp(name, "--mechanism-docs")) return cli_mechanism_docs(stdout);
     if (!strcmp(name, "--completion")) {
         if (argc != 3 || (strcmp(argv[2], "bash") && strcmp(argv[2], "zsh")))
             return cli_usage_error("'--completion' needs 'bash' or 'zsh', got '%s'", argc > 2 ? argv[2] : "");

@@ -24,6 +24,8 @@ while IFS= read -r s; do
         elif [[ $p =~ ^(charles-wang888/epar-framework@[0-9a-f]+)\ ([^ ]+) ]]; then
             grep -q -F "${BASH_REMATCH[1]}" "$src" && grep -q -F "${BASH_REMATCH[2]}" "$src" ||
                 { bad=$((bad + 1)); echo "SOURCES.md does not name $p"; }
+        elif [[ $p =~ ^[A-Z][^“]*\ (19|20)[0-9][0-9],\ “([^”]+)” ]]; then   # a published paper (the literature claims)
+            grep -q -F "\"${BASH_REMATCH[2]}\"" "$src" || { bad=$((bad + 1)); echo "SOURCES.md does not name the paper of: $p"; }
         else
             bad=$((bad + 1)); echo "source of an unknown form: $p"
         fi
@@ -74,4 +76,8 @@ if seen != len(budgets):
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
+# docs/MECHANISMS.md §32 is what the file mechanisms say of themselves (epar --mechanism-docs, lib/mechs/)
+sed -n '/<!-- mechanism-docs:begin -->/,/<!-- mechanism-docs:end -->/p' docs/MECHANISMS.md | sed '1d;$d' >"$T_TMP/mdocs"
+"$EPAR" --mechanism-docs >"$T_TMP/mdocs.bin" && cmp -s "$T_TMP/mdocs" "$T_TMP/mdocs.bin" && ok ||
+    fail "docs/MECHANISMS.md §32 differs from 'epar --mechanism-docs': $(diff "$T_TMP/mdocs" "$T_TMP/mdocs.bin" | head -3)"
 finish
