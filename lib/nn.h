@@ -274,7 +274,7 @@ struct epar_nn_attn_pos {
      * floats; grel (B, NH, 2 nrel hs) out of backward: Kr's gradient, then Qr's */
     const float *rel_q;
     /* (B, NH, T, T) out of backward, NULL: not needed: per (b, h) the gradient of the additive pair table, dL/dz_ij for
-     * j <= i (a learned pair bias: FIRE); only without a factor (fac NULL), where it is the row's softmax backward */
+     * j <= i (a learned pair bias, lib/mechs/); only without a factor (fac NULL), where it is the row's softmax backward */
     float *gpair;
 };
 /* out (B, T, C) <- causal attention of qkv (B, T, 3C); preatt, att (B, NH, T, T) saved (preatt NULL: the

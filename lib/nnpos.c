@@ -1359,8 +1359,8 @@ void epar_nnpos_qk_forward(const struct epar_nnpos *p, float *qkv, int B, int T)
     if (p->qscale) qscale_apply(p, qkv, B, T);
 }
 
-/* the rotation is orthogonal: its transpose (the gradient map) is the rotation by -angle; a scaled rotation s R (xPos,
- * YaRN's temperature: tables s cos, s sin) has the transpose s R^T, the same tables at -angle */
+/* the rotation is orthogonal: its transpose (the gradient map) is the rotation by -angle; a scaled rotation s R (tables
+ * s cos, s sin: a decay or a temperature of lib/mechs/) has the transpose s R^T, the same tables at -angle */
 void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int T)
 {
     if (p->rcos) rope_apply(p, dqkv, B, T, -1.0f);

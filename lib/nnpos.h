@@ -114,8 +114,8 @@ struct epar_nnpos {
     int ntrain;                 /* learned-ape-rand / -hier: the trained rows (train_length) */
     int pe_mul;                 /* 1: x = e * pe (or * theta when learned) instead of e + pe */
     float *rcos, *rsin;         /* (Tmax, hs/2) RoPE cos / sin of pos(t) theta_i */
-    float *kcos, *ksin;         /* (Tmax, hs/2) k's own tables when they differ from q's (a scale on q or k: xPos, YaRN's
-                                 * temperature), or NULL: k rotates with rcos / rsin */
+    float *kcos, *ksin;         /* (Tmax, hs/2) k's own tables when they differ from q's (a scale on q and its inverse on
+                                 * k, lib/mechs/), or NULL: k rotates with rcos / rsin */
     float *qscale;              /* (Tmax) log-n kappa_t multiplying q_t */
     float *bias;                /* (NH, Tmax) additive bias by distance d (alibi, t5), per layer when bias_layer > 0 */
     size_t bias_layer;          /* floats between two layers' bias tables; 0: one table shared by the layers */
