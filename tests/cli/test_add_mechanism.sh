@@ -4,6 +4,12 @@
 # the generic tests (test_mech, test_nnpos, test_nn: gradient, causality, fp64 reference, overfit, threads) cover it
 # without a test of its own. Builds a second epar (about a minute on 2 cores), so the sanitizer runs skip it.
 . "$(dirname "$0")/lib.sh"
+# every file mechanism is named only by its file and its registry line among lib/, cmd/ and experiments/
+for f in lib/mechs/*.c; do
+    id=$(basename "$f" .c)
+    n=$(grep -rliw -- "$id" lib cmd experiments | wc -l)
+    [ "$n" -eq 2 ] && ok || fail "$id is named in $n files of lib/, cmd/, experiments/: $(grep -rliw -- "$id" lib cmd experiments | tr '\n' ' ')"
+done
 if [ "${EPAR_OPT:-1}" = 0 ]; then
     echo "# skip (not counted): an instrumented run; the optimised make test builds the template"
     finish; exit
