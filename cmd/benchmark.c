@@ -19,18 +19,19 @@
 #include "lib/err.h"
 #include "lib/outdir.h"
 #include "experiments/benchmark/bench_extrap.h"
+#include "experiments/benchmark/bench_sched.h"
 #include "experiments/benchmark/bench_stage.h"
 #include "experiments/benchmark/benchmark.h"
-#include "experiments/common.h"
 #include "cli.h"
 
 #define MAX_MERGE 256
 
-/* under mpirun: every rank's status, the worst of them (a barrier too); st itself without MPI or with one rank */
-static int mpi_sync(int st, int size)
+/* under mpirun: every rank's status, the worst of them (a barrier too); st itself without MPI or with one rank (size
+ * points to the number of ranks) */
+static int mpi_sync(int st, void *size)
 {
 #ifdef EPAR_MPI
-    if (size > 1) {
+    if (*(const int *)size > 1) {
         int mine = st, any = 0;
         MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (!st && any) st = epar_err_set(EPAR_ECHECK, "another rank failed");
@@ -41,61 +42,45 @@ static int mpi_sync(int st, int size)
     return st;
 }
 
-static void fmt_time(double s, char *buf, size_t n)
+static void progress(void *c, const char *fmt, va_list ap)
 {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 60) snprintf(buf, n, "%.0f s", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    cli_vprogress(c, fmt, ap);
 }
 
-/* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism), on one thread as
- * the cells run, in the thread's CPU time (threads of the previous step of run-all still spinning on the other
- * core made three wall-clock steps look twelve times slower) */
-static double calibrate_one(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
+/* what the cell scheduler takes from the command line (experiments/benchmark/bench_sched.h): one process, njobs cells
+ * at once */
+static struct epar_bench_sched sched_of(const struct cli_common *c, int njobs)
 {
-    omp_set_num_threads(1);
-    struct epar_bench_cell cell = plan->cells[k];
-    if (cell.task < 0) {
-        cell.mech = 0;
-        cell.mlp = plan->cost_mlp[0];
-    }
-    struct epar_train_cfg t;
-    epar_exp_benchmark_cell_cfg(c, &cell, &t);
-    t.optim.steps = 8;   /* 7 timed: with 2 the estimate of a quick look ran 13-26 % over the actual time, its
-                          * cells 0.44-1.65 x theirs; with 7, 6 % over, the tasks' medians 0.90-1.02 but needle's */
-    t.eval_every = t.optim.steps + 1;
-    struct epar_train_run r;
-    double spw = NAN;
-    int st = epar_exp_train_setup(&r, &t);
-    r.until = 1;   /* the first step is not timed (first touch of the activations) */
-    if (!st && !epar_exp_train_loop(&r)) {
-        double first = r.step_cpu_seconds;
-        r.until = 0;
-        if (!epar_exp_train_loop(&r) && r.step > 1) {
-            double T = t.task.length;
-            double w = (double)(r.step - 1) * t.batch * T * epar_bench_token_work(&t, T);
-            spw = (r.step_cpu_seconds - first) / w;
-        }
-    }
-    epar_exp_train_free(&r);
-    return spw;
+    return (struct epar_bench_sched){.out = c->out, .njobs = njobs, .render_jobs = c->jobs, .quiet = c->quiet,
+                                     .no_render = c->no_render, .progress = progress, .progress_ctx = (void *)c,
+                                     .stop = &cli_stop_signal, .catch_stop = cli_catch_stop, .rank = 0, .size = 1};
 }
 
-/* the same, `jobs` copies at once as the cells will run: cells side by side are each 20-30 % slower than alone
- * (shared caches and memory; measured on 2 cores), and one copy alone made the first estimate of a quick run-all
- * 15 minutes for 22 */
-static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, int jobs)
+/* a run stopped by a signal: the exit code 128 + the signal (finished cells are kept) */
+static int interrupted(const struct epar_bench_stopped *stopped)
 {
-    int threads = omp_get_max_threads(), n = 0;
-    double sum = 0;
-#pragma omp parallel num_threads(jobs) reduction(+ : sum, n)
-    {
-        double s = calibrate_one(c, plan, k);
-        if (isfinite(s)) sum += s, n++;
+    fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", stopped->kept);
+    fprintf(stderr, "hint: run the same command again to resume\n");
+    return stopped->code;
+}
+
+/* the tables into s->out/benchmark/, then that folder and the main table on stdout */
+static int write_tables(const struct cli_common *c, const struct epar_bench_sched *s, const struct epar_bench_cfg *cfg,
+                        const struct epar_bench_plan *plan, const char *root, const char *mode)
+{
+    int st = epar_bench_sched_tables(s, cfg, plan, root, mode);
+    if (!st && !c->quiet) {
+        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg->b.name, plan->n, s->out);
+        char md[4400];
+        snprintf(md, sizeof md, "%s/benchmark/main_table.md", s->out);
+        FILE *f = fopen(md, "r");
+        char line[1024];
+        int shown = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
+        if (f) fclose(f);
     }
-    omp_set_num_threads(threads);
-    return n ? sum / n : NAN;
+    return st;
 }
 
 static int parse_shard(const char *s, int *k, int *n)
@@ -130,40 +115,6 @@ static int take_merge(int argc, char **argv, char **av, int *ac, const char **me
     return -1;
 }
 
-/* --merge: every cell from the first folder that has it (this configuration), unless root has it already. Every
- * cell is found before any is copied: a merge that lacks cells copies nothing. */
-static int merge_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                       const char *root, const char *const *merge, int n_merge)
-{
-    int st = EPAR_OK, missing = 0;
-    int *from = malloc((size_t)plan->n * sizeof *from);   /* the folder of cell k (-1: root has it) */
-    if (!from) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    char dir[4300];
-    for (int k = 0; k < plan->n; k++) {
-        from[k] = -1;
-        if (epar_exp_benchmark_cell_state(cfg, plan, k, root) == 1) continue;
-        for (int d = 0; d < n_merge && from[k] < 0; d++) {
-            snprintf(dir, sizeof dir, "%s/benchmark", merge[d]);
-            if (epar_exp_benchmark_cell_state(cfg, plan, k, dir) == 1) from[k] = d;
-        }
-        missing += from[k] < 0;
-    }
-    if (missing) {
-        free(from);
-        st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan->n, n_merge);
-        epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
-        return st;
-    }
-    for (int k = 0; k < plan->n && !st; k++) {
-        if (from[k] < 0) continue;
-        snprintf(dir, sizeof dir, "%s/benchmark", merge[from[k]]);
-        st = epar_exp_benchmark_cell_copy(cfg, &plan->cells[k], dir, root);
-    }
-    free(from);
-    if (!st) cli_progress(c, "benchmark: merged %d cells from %d folder(s)", plan->n, n_merge);
-    return st;
-}
-
 /* every --merge folder is a readable folder holding benchmark/ (the --out of a shard); 0 or an exit code (printed) */
 static int check_merge(const char *const *merge, int n_merge)
 {
@@ -183,230 +134,6 @@ static int check_merge(const char *const *merge, int n_merge)
         }
     }
     return 0;
-}
-
-/* one cell to run, of the grid it belongs to (the first look's, or a later look's grid of one claim) */
-struct job {
-    const struct epar_bench_cfg *cfg;
-    const struct epar_bench_plan *plan;
-    int k;
-};
-
-/* seconds per unit of weight by task and mechanism name, timed once per process (every look reuses them) */
-#define MAX_SPW 512
-static struct {
-    char key[96];
-    double spw;
-} spw_cache[MAX_SPW];
-static int n_spw;
-
-static double job_spw(const struct job *j, int at_once)
-{
-    const struct epar_bench_cell *cell = &j->plan->cells[j->k];
-    char key[96];
-    snprintf(key, sizeof key, "%s/%s", cell->task < 0 ? "cost" : j->cfg->tasks[cell->task].id,
-             cell->task < 0 ? "" : epar_bench_mech_name(j->cfg, cell->mech));
-    for (int i = 0; i < n_spw; i++)
-        if (!strcmp(spw_cache[i].key, key)) return spw_cache[i].spw;
-    double s = calibrate(j->cfg, j->plan, j->k, at_once);
-    if (n_spw < MAX_SPW) {
-        snprintf(spw_cache[n_spw].key, sizeof spw_cache[n_spw].key, "%s", key);
-        spw_cache[n_spw++].spw = s;
-    }
-    return s;
-}
-
-struct run_state {
-    int done, total;
-    double w_done, w_total, t0;
-    const char *look;   /* "look 2/3: " or "" */
-};
-
-static int run_cells(const struct cli_common *c, const struct job *jobs, const char *root, const int *pending, int np,
-                     int njobs, struct run_state *rs)
-{
-    int st = EPAR_OK;
-    char err[600] = "", hint[600] = "";
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(njobs)
-    for (int q = 0; q < np; q++) {
-        int failed;
-        #pragma omp atomic read
-        failed = st;
-        if (failed || cli_stop_signal) continue;
-        omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
-        const struct job *j = &jobs[pending[q]];
-        double t0 = omp_get_wtime();
-        int s = epar_exp_benchmark_cell_run(j->cfg, j->plan, j->k, root, &cli_stop_signal);
-        double dt = omp_get_wtime() - t0;
-        #pragma omp critical(bench_progress)
-        {
-            if (s && !st) {
-                st = s;
-                snprintf(err, sizeof err, "%s", epar_err_message());
-                snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
-            }
-            if (!s) {
-                rs->done++;
-                rs->w_done += j->plan->cells[j->k].weight;
-                double el = omp_get_wtime() - rs->t0, eta = el / rs->w_done * (rs->w_total - rs->w_done);
-                char e1[32], e0[32];
-                fmt_time(eta, e1, sizeof e1);
-                fmt_time(el, e0, sizeof e0);
-                const struct epar_bench_cell *cell = &j->plan->cells[j->k];
-                if (cell->task >= 0)
-                    cli_progress(c, "benchmark: %s[%d/%d] %s / %s / seed %lu done in %.1f s; %d left, elapsed %s, ETA %s",
-                                 rs->look, rs->done, rs->total, j->cfg->tasks[cell->task].id,
-                                 epar_bench_mech_name(j->cfg, cell->mech), j->cfg->b.seeds[cell->seed], dt,
-                                 rs->total - rs->done, e0, e1);
-                else
-                    cli_progress(c, "benchmark: %s[%d/%d] cost cell done in %.1f s; %d left, elapsed %s, ETA %s",
-                                 rs->look, rs->done, rs->total, dt, rs->total - rs->done, e0, e1);
-            }
-        }
-    }
-    if (st && st != EPAR_EINTR) {
-        epar_err_set(st, "%s", err);
-        if (*hint) epar_err_hint("%s", hint);
-    }
-    return st;
-}
-
-/* the cells of the jobs (deduplicated: a cell several claims read is one job) of shard K/N not done yet in root; *est
- * gets the estimated seconds at `njobs` cells at once (-1: do not estimate) */
-static int pending_jobs(const struct job *jobs, int nj, const char *root, int K, int N, int njobs, int *pending,
-                        int *np, int *have, int *redo, double *w_total, double *est)
-{
-    *np = *have = *redo = 0;
-    *w_total = 0;
-    int cost_pending = -1;
-    for (int q = 0; q < nj; q++) {
-        if (q % N != K - 1) continue;
-        int s = epar_exp_benchmark_cell_state(jobs[q].cfg, jobs[q].plan, jobs[q].k, root);
-        if (s == 1) {
-            (*have)++;
-            continue;
-        }
-        *redo += s < 0;
-        if (jobs[q].plan->cells[jobs[q].k].task < 0) cost_pending = q;
-        else pending[(*np)++] = q;
-        *w_total += jobs[q].plan->cells[jobs[q].k].weight;
-    }
-    /* the heaviest cells first (the schedule ends with short cells on every thread) */
-    for (int i = 1; i < *np; i++)
-        for (int j = i; j > 0 && jobs[pending[j]].plan->cells[jobs[pending[j]].k].weight >
-                                     jobs[pending[j - 1]].plan->cells[jobs[pending[j - 1]].k].weight; j--) {
-            int tmp = pending[j];
-            pending[j] = pending[j - 1];
-            pending[j - 1] = tmp;
-        }
-    /* the cost cell first, beside the others (its claims read ratios of adjacent steps in thread CPU time, which keep
-     * their verdicts with a training job on the other core: bench/README.md; alone at the end it left a core idle) */
-    if (cost_pending >= 0) {
-        memmove(pending + 1, pending, (size_t)*np * sizeof *pending);
-        pending[0] = cost_pending;
-        (*np)++;
-    }
-    if (est && *est >= 0) {
-        /* the estimate: each task and mechanism's seconds per unit of weight, timed on a few steps of one of its
-         * cells (small models use the cores less well per FLOP than large ones, and T5 or Shaw cost more than none),
-         * times the weight of its pending cells; every pair timed once per process, `at_once` copies side by side
-         * as the cells will run (cells side by side are each 20-30 % slower than alone on 2 cores) */
-        int at_once = *np > njobs ? njobs : (*np ? *np : 1);
-        double s = 0;
-        for (int i = 0; i < *np; i++) {
-            const struct job *j = &jobs[pending[i]];
-            s += job_spw(j, at_once) * j->plan->cells[j->k].weight;
-        }
-        *est = s / at_once;
-    }
-    return EPAR_OK;
-}
-
-/* train the pending cells of the jobs; *stopped = 128 + the signal when interrupted (finished cells are kept) */
-static int run_jobs(const struct cli_common *c, const struct job *jobs, int nj, const char *root, int K, int N,
-                    int njobs, const char *look, const char *what, int *stopped)
-{
-    int *pending = malloc(((size_t)nj + 1) * sizeof *pending), np, have, redo;
-    if (!pending) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    struct run_state rs = {0, 0, 0, 0, 0, look};
-    double est = 0;
-    pending_jobs(jobs, nj, root, K, N, njobs, pending, &np, &have, &redo, &rs.w_total, &est);
-    rs.total = np;
-    char e[32];
-    fmt_time(est, e, sizeof e);
-    cli_progress(c, "benchmark: %s%s; %d to run here (%d done already%s), %d at once; estimated %s", look, what, np, have,
-                 redo ? ", others of another configuration are redone" : "", njobs, e);
-    if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, np + have, nj);
-    cli_stop_signal = 0;
-    cli_catch_stop(1);
-    rs.t0 = omp_get_wtime();
-    int st = np ? run_cells(c, jobs, root, pending, np, njobs, &rs) : EPAR_OK;
-    cli_catch_stop(0);
-    free(pending);
-    if (cli_stop_signal) {
-        fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
-        fprintf(stderr, "hint: run the same command again to resume\n");
-        *stopped = 128 + cli_stop_signal;
-        return EPAR_OK;
-    }
-    return st;
-}
-
-/* a grid's every cell as jobs */
-static struct job *plan_jobs(const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan, int *nj)
-{
-    struct job *j = malloc(((size_t)plan->n + 1) * sizeof *j);
-    for (int k = 0; j && k < plan->n; k++) j[k] = (struct job){cfg, plan, k};
-    *nj = j ? plan->n : 0;
-    return j;
-}
-
-/* the first look's cells (the whole grid at its first seeds): what `epar benchmark` without stages ran */
-static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                    const char *root, int K, int N, int njobs, int size, int *stopped)
-{
-    int nj;
-    struct job *jobs = plan_jobs(cfg, plan, &nj);
-    if (!jobs) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    char what[320], own[96] = "", look[32] = "";
-    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
-    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/benchmark/bench_extrap) */
-        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
-    if (cfg->b.n_stages > 1) snprintf(look, sizeof look, "look 1/%d: ", cfg->b.n_stages);
-    snprintf(what, sizeof what, "budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost", cfg->b.name,
-             cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own);
-    int st = run_jobs(c, jobs, nj, root, K, N, njobs, look, what, stopped);
-    free(jobs);
-    if (!st && !*stopped && N > 1 && size == 1 && !c->quiet)   /* under mpirun rank 0 writes the tables instead */
-        printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
-               "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
-               K, N, nj, root, cfg->b.name);
-    return st;
-}
-
-/* the tables into a fresh benchmark/ (cells/ carried over), published; the main table on stdout */
-static int write_tables(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                        const char *root, const char *mode, int jobs)
-{
-    int st;
-    struct epar_out o;
-    if ((st = epar_out_begin(&o, c->out, "benchmark"))) return st;
-    epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
-    json_t *extra = json_pack("{s:s, s:i}", "mode", mode, "jobs", jobs);
-    st = epar_exp_benchmark_write(cfg, plan, root, &o, extra);
-    st = cli_publish(c, "benchmark", &o, st);
-    if (!st && !c->quiet) {
-        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg->b.name, plan->n, c->out);
-        char md[4400];
-        snprintf(md, sizeof md, "%s/benchmark/main_table.md", c->out);
-        FILE *f = fopen(md, "r");
-        char line[1024];
-        int shown = 0;
-        while (f && fgets(line, sizeof line, f))
-            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
-        if (f) fclose(f);
-    }
-    return st;
 }
 
 /* ---- the staged grid (experiments/benchmark/bench_stage.h, docs/STAGED.md) ---- */
@@ -445,7 +172,7 @@ static int judge(json_t *arr, const char *out_root, double level, json_t *eq, st
 }
 
 /* stages.json: the looks, and each trained claim's look, seeds, verdict, folder and level (run-all's audit reads it) */
-static int write_stages(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct trained *tc, int n,
+static int write_stages(const char *out, const struct epar_bench_cfg *cfg, const struct trained *tc, int n,
                         const int *cells, const int *open_at, int looks_run, int n_cells, double tokens, int decided)
 {
     json_t *looks = json_array(), *claims = json_object(), *stages = json_array();
@@ -474,7 +201,7 @@ static int write_stages(const struct cli_common *c, const struct epar_bench_cfg 
     json_object_set_new(doc, "trained_tokens", json_real(tokens));
     json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
     char path[4400];
-    epar_bench_stage_path(c->out, path, sizeof path);
+    epar_bench_stage_path(out, path, sizeof path);
     char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(doc);
     if (!text) return epar_err_set(EPAR_ENOMEM, "out of memory writing stages.json");
@@ -495,7 +222,7 @@ struct look {
     int n, nj, cap;
     struct epar_bench_cfg *sub;         /* n: claim i's grid */
     struct epar_bench_plan *plans;
-    struct job *jobs;
+    struct epar_bench_job *jobs;
     char (*dirs)[512];                  /* the jobs' cell folders */
 };
 
@@ -526,7 +253,7 @@ static int look_collect(const struct epar_bench_cfg *full, json_t *const *claims
             if (seen) continue;
             if (L->nj == L->cap) {
                 int cap = L->cap ? 2 * L->cap : 256;
-                struct job *nj = realloc(L->jobs, (size_t)cap * sizeof *nj);
+                struct epar_bench_job *nj = realloc(L->jobs, (size_t)cap * sizeof *nj);
                 if (nj) L->jobs = nj;
                 char (*nd)[512] = nj ? realloc(L->dirs, (size_t)cap * sizeof *nd) : NULL;
                 if (nd) L->dirs = nd;
@@ -536,7 +263,7 @@ static int look_collect(const struct epar_bench_cfg *full, json_t *const *claims
                 }
                 L->cap = cap;
             }
-            L->jobs[L->nj] = (struct job){&L->sub[j], &L->plans[j], k};
+            L->jobs[L->nj] = (struct epar_bench_job){&L->sub[j], &L->plans[j], k};
             snprintf(L->dirs[L->nj++], sizeof L->dirs[0], "%s", d);
         }
     }
@@ -573,12 +300,18 @@ static void count_cell(struct counted *k, const struct epar_bench_cfg *cfg, cons
     json_decref(doc);
 }
 
+static int ranks_sync(const struct epar_bench_sched *s, int st)
+{
+    return s->sync ? s->sync(st, s->sync_ctx) : st;
+}
+
 /* the looks after the first (its tables written): each open claim judged again on its own cells at the next look's
  * seeds, until none is open or the cap; then stages.json and the claims still open with what would close them */
-static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
-                  const struct epar_bench_plan *plan1, const struct epar_protocol *proto, const char *root, int njobs,
-                  int rank, int size, int *stopped)
+static int staged(const struct epar_bench_sched *s, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
+                  const struct epar_bench_plan *plan1, const struct epar_protocol *proto, const char *root,
+                  struct epar_bench_stopped *stopped)
 {
+    const int rank = s->rank;
     json_t *claims = json_object_get(proto->root, "claims"), *cl;
     size_t ci;
     int n = 0, st = EPAR_OK, looks_run = 1;
@@ -601,7 +334,7 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         ptr[n++] = t;
         json_array_append(arr, cl);
     }
-    if (!st) st = judge(arr, c->out, full->level, eq, ptr);
+    if (!st) st = judge(arr, s->out, full->level, eq, ptr);
     for (int i = 0; i < n; i++) open_at[0] += tc[i].open;
     cells[0] = plan1->n;
     struct counted cnt = {0, 0, NULL, 0};
@@ -622,21 +355,21 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         char look_s[32], what[200];
         snprintf(look_s, sizeof look_s, "look %d/%d: ", look, full->b.n_stages);
         snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
-        if (!st) st = run_jobs(c, L.jobs, nj, root, rank + 1, size, njobs, look_s, what, stopped);
-        st = mpi_sync(st, size);   /* every rank's cells of the look are done */
+        if (!st) st = epar_bench_sched_run(s, L.jobs, nj, root, rank + 1, s->size, look_s, what, stopped);
+        st = ranks_sync(s, st);   /* every rank's cells of the look are done */
         cells[look - 1] = nj;
-        for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, L.jobs[q].cfg, &L.jobs[q].plan->cells[L.jobs[q].k], root);
-        for (int j = 0; !st && !*stopped && j < no; j++) {
-            struct cli_common sub_c = *c;
+        for (int q = 0; !st && !stopped->code && q < nj; q++) count_cell(&cnt, L.jobs[q].cfg, &L.jobs[q].plan->cells[L.jobs[q].k], root);
+        for (int j = 0; !st && !stopped->code && j < no; j++) {
+            struct epar_bench_sched sub = *s;   /* its tables quietly, not rendered */
             char out[4400];
             snprintf(which[j]->root, sizeof which[j]->root, "benchmark/stages/%d/%s", look, which[j]->id);
-            snprintf(out, sizeof out, "%s/%s", c->out, which[j]->root);
-            sub_c.out = out;
-            sub_c.quiet = 1;
-            sub_c.no_render = 1;
+            snprintf(out, sizeof out, "%s/%s", s->out, which[j]->root);
+            sub.out = out;
+            sub.progress = NULL;
+            sub.no_render = 1;
             if (!rank && epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
-            if (!st && !rank) st = write_tables(&sub_c, &L.sub[j], &L.plans[j], root, "staged", njobs);
-            st = mpi_sync(st, size);   /* rank 0's tables written: every rank judges them */
+            if (!st && !rank) st = epar_bench_sched_tables(&sub, &L.sub[j], &L.plans[j], root, "staged");
+            st = ranks_sync(s, st);   /* rank 0's tables written: every rank judges them */
             json_t *one = json_array();
             json_array_append(one, which[j]->claim);
             which[j]->look = look;
@@ -647,14 +380,15 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
         look_free(&L);
         free(which);
         free(cls);
-        if (*stopped) break;
+        if (stopped->code) break;
         looks_run = look;
         for (int i = 0; i < n; i++) open_at[look - 1] += tc[i].open;
     }
     int decided = 0;
     for (int i = 0; i < n; i++) decided += tc[i].verdict <= EPAR_AUDIT_ILL_POSED && tc[i].verdict != EPAR_AUDIT_INCONCLUSIVE;
-    if (!st && !*stopped && !rank) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
-    if (!st && !*stopped && !c->quiet) {
+    if (!st && !stopped->code && !rank)
+        st = write_stages(s->out, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
+    if (!st && !stopped->code && !s->quiet) {
         int open = 0, stuck = 0, here = 0, most = 0, beyond = 0;
         for (int i = 0; i < n; i++) {
             int undecided = tc[i].verdict == EPAR_AUDIT_INCONCLUSIVE || tc[i].verdict == EPAR_AUDIT_NEEDS_SEEDS;
@@ -694,9 +428,10 @@ static int staged(const struct cli_common *c, const struct epar_bench_cfg *full,
 }
 
 /* --plan: each look's cells, the claims each (task, mechanism) feeds, and the estimated time here; nothing trained */
-static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
-                      const struct epar_bench_plan *plan, const struct epar_protocol *proto, const char *root, int njobs)
+static int print_plan(const struct epar_bench_sched *s, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
+                      const struct epar_bench_plan *plan, const struct epar_protocol *proto, const char *root)
 {
+    const int njobs = s->njobs;
     json_t *claims = json_object_get(proto->root, "claims"), *cl;
     size_t ci;
     unsigned char (*fam)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
@@ -704,15 +439,15 @@ static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench
         return epar_err_set(EPAR_ENOMEM, "out of memory");
     }
     int nj, np, have, redo, *pending = malloc(((size_t)plan->n + 1) * sizeof *pending), trained = 0, fixed = 0;
-    struct job *jobs = plan_jobs(first, plan, &nj);
+    struct epar_bench_job *jobs = epar_bench_sched_jobs(first, plan, &nj);
     double w, est = 0;
     if (!jobs || !pending) {
         free(fam); free(jobs); free(pending);
         return epar_err_set(EPAR_ENOMEM, "out of memory");
     }
-    pending_jobs(jobs, nj, root, 1, 1, njobs, pending, &np, &have, &redo, &w, &est);
+    epar_bench_sched_pending(jobs, nj, root, 1, 1, njobs, pending, &np, &have, &redo, &w, &est);
     char e[32];
-    fmt_time(est, e, sizeof e);
+    epar_bench_sched_fmt_time(est, e, sizeof e);
     printf("benchmark --budget %s: %d look(s) at ", full->b.name, full->b.n_stages);
     for (int k = 0; k < full->b.n_stages; k++) printf("%s%d", k ? ", " : "", full->b.stages[k]);
     printf(" seeds; every look judges at level %.4g (the audit's %.4g over %d look(s), Bonferroni)\n", full->level,
@@ -749,8 +484,8 @@ static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench
         int *spn = st ? NULL : malloc(((size_t)L.nj + 1) * sizeof *spn);
         if (spn) {
             est = 0;
-            pending_jobs(L.jobs, L.nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
-            fmt_time(est, e, sizeof e);
+            epar_bench_sched_pending(L.jobs, L.nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
+            epar_bench_sched_fmt_time(est, e, sizeof e);
             printf("look %d: the cells of the claims still open at %d seeds: at most %d cells (%d done already), at most "
                    "%s here\n", look, full->b.stages[look - 1], L.nj, have, e);
         }
@@ -830,23 +565,23 @@ static int lr_study(const struct cli_common *c, struct epar_bench_cfg *cfg, cons
     int jobs = c->jobs > 0 ? c->jobs : omp_get_max_threads(), st = EPAR_OK;
     snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/train/data", c->out);
     for (int k = 0; k < scales->n && !st; k++) {
-        struct cli_common sub = *c;
+        struct epar_bench_sched s = sched_of(c, jobs);
         struct epar_bench_plan plan = {0};
         snprintf(dirs[k], sizeof dirs[k], "%s/x%g", c->out, scales->v[k]);
         dp[k] = dirs[k];
-        sub.out = dirs[k];
+        s.out = dirs[k];
         cfg->lr_scale = scales->v[k];
         cli_progress(c, "benchmark: learning-rate study, scale %g (%d of %d) into %s/", scales->v[k], k + 1, scales->n,
                      dirs[k]);
         char root[4300];
         snprintf(root, sizeof root, "%.4190s/benchmark", dirs[k]);
-        int stopped = 0;
-        if (!(st = epar_bench_plan(cfg, &plan))) st = run_here(&sub, cfg, &plan, root, 1, 1, jobs, 1, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        if (!(st = epar_bench_plan(cfg, &plan))) st = epar_bench_sched_first(&s, cfg, &plan, root, 1, 1, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
-            return stopped;
+            return interrupted(&stopped);
         }
-        if (!st) st = write_tables(&sub, cfg, &plan, root, "single", jobs);
+        if (!st) st = write_tables(c, &s, cfg, &plan, root, "single");
         epar_exp_benchmark_plan_free(&plan);
     }
     struct epar_out o;
@@ -959,6 +694,11 @@ int cmd_benchmark(int argc, char **argv)
     }
     int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     int st = EPAR_OK;
+    struct epar_bench_sched s = sched_of(&c, jobs);
+    s.rank = rank;
+    s.size = size;
+    s.sync = mpi_sync;
+    s.sync_ctx = &size;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
     static struct epar_bench_cfg first;   /* the first look: the whole grid at its first seeds */
     first = cfg;
@@ -967,7 +707,7 @@ int cmd_benchmark(int argc, char **argv)
     snprintf(root, sizeof root, "%s/benchmark", c.out);
     if (!st) st = epar_bench_plan(&first, &plan);
     if (!st && plan_only) {
-        st = print_plan(&cfg, &first, &plan, &proto, root, jobs);
+        st = print_plan(&s, &cfg, &first, &plan, &proto, root);
         goto done;
     }
     if (st) goto done;
@@ -980,31 +720,36 @@ int cmd_benchmark(int argc, char **argv)
     if (files) cli_progress(&c, "benchmark: removed %d temp file(s) left by a killed run in %s", files, cfg.cache_dir);
 
     if (merging) {
-        st = merge_cells(&c, &first, &plan, root, merge, n_merge);
+        st = epar_bench_sched_merge(&s, &first, &plan, root, merge, n_merge);
     } else {
-        int stopped = 0;
-        st = run_here(&c, &first, &plan, root, K, N, jobs, size, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        st = epar_bench_sched_first(&s, &first, &plan, root, K, N, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
-            return stopped;
+            return interrupted(&stopped);
         }
+        if (!st && N > 1 && size == 1 && !c.quiet)   /* under mpirun rank 0 writes the tables instead */
+            printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
+                   "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
+                   K, N, plan.n, root, cfg.b.name);
     }
     if (size > 1) {
-        st = mpi_sync(st, size);
+        st = mpi_sync(st, &size);
         N = 1;   /* rank 0 writes the tables below; the others wait for them (the later looks) or stop here */
         if (rank && cfg.b.n_stages == 1) goto done;
     }
-    if (!st && N == 1 && !rank) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
-    if (size > 1 && cfg.b.n_stages > 1) st = mpi_sync(st, size);   /* the other ranks wait for the first look's tables */
+    if (!st && N == 1 && !rank)
+        st = write_tables(&c, &s, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single");
+    if (size > 1 && cfg.b.n_stages > 1) st = mpi_sync(st, &size);   /* the other ranks wait for the first look's tables */
     if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: every rank judges, the ranks share the cells */
-        int stopped = 0;
-        st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, rank, size, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        st = staged(&s, &cfg, &first, &plan, &proto, root, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
             mpi_finish();
-            return stopped;
+            return interrupted(&stopped);
         }
     }
 done:
