@@ -5,7 +5,6 @@
  *   epar benchmark --budget full --merge DIR...       (gather the cells of other --out folders, then the tables)
  *   mpirun -np N epar benchmark --budget full         (built with make MPI=1: ranks share the cells, rank 0 writes)
  */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +17,19 @@
 #endif
 #include "lib/err.h"
 #include "lib/outdir.h"
-#include "experiments/benchmark/bench_extrap.h"
+#include "experiments/benchmark/bench_sched.h"
 #include "experiments/benchmark/bench_stage.h"
 #include "experiments/benchmark/benchmark.h"
-#include "experiments/common.h"
 #include "cli.h"
 
 #define MAX_MERGE 256
 
-/* under mpirun: every rank's status, the worst of them (a barrier too); st itself without MPI or with one rank */
-static int mpi_sync(int st, int size)
+/* under mpirun: every rank's status, the worst of them (a barrier too); st itself without MPI or with one rank (size
+ * points to the number of ranks) */
+static int mpi_sync(int st, void *size)
 {
 #ifdef EPAR_MPI
-    if (size > 1) {
+    if (*(const int *)size > 1) {
         int mine = st, any = 0;
         MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (!st && any) st = epar_err_set(EPAR_ECHECK, "another rank failed");
@@ -41,61 +40,45 @@ static int mpi_sync(int st, int size)
     return st;
 }
 
-static void fmt_time(double s, char *buf, size_t n)
+static void progress(void *c, const char *fmt, va_list ap)
 {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 60) snprintf(buf, n, "%.0f s", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    cli_vprogress(c, fmt, ap);
 }
 
-/* seconds per unit of weight for cell k: a few steps of it (the cost cell: its first mechanism), on one thread as
- * the cells run, in the thread's CPU time (threads of the previous step of run-all still spinning on the other
- * core made three wall-clock steps look twelve times slower) */
-static double calibrate_one(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k)
+/* what the cell scheduler takes from the command line (experiments/benchmark/bench_sched.h): one process, njobs cells
+ * at once */
+static struct epar_bench_sched sched_of(const struct cli_common *c, int njobs)
 {
-    omp_set_num_threads(1);
-    struct epar_bench_cell cell = plan->cells[k];
-    if (cell.task < 0) {
-        cell.mech = 0;
-        cell.mlp = plan->cost_mlp[0];
-    }
-    struct epar_train_cfg t;
-    epar_exp_benchmark_cell_cfg(c, &cell, &t);
-    t.optim.steps = 8;   /* 7 timed: with 2 the estimate of a quick look ran 13-26 % over the actual time, its
-                          * cells 0.44-1.65 x theirs; with 7, 6 % over, the tasks' medians 0.90-1.02 but needle's */
-    t.eval_every = t.optim.steps + 1;
-    struct epar_train_run r;
-    double spw = NAN;
-    int st = epar_exp_train_setup(&r, &t);
-    r.until = 1;   /* the first step is not timed (first touch of the activations) */
-    if (!st && !epar_exp_train_loop(&r)) {
-        double first = r.step_cpu_seconds;
-        r.until = 0;
-        if (!epar_exp_train_loop(&r) && r.step > 1) {
-            double T = t.task.length;
-            double w = (double)(r.step - 1) * t.batch * T * epar_bench_token_work(&t, T);
-            spw = (r.step_cpu_seconds - first) / w;
-        }
-    }
-    epar_exp_train_free(&r);
-    return spw;
+    return (struct epar_bench_sched){.out = c->out, .njobs = njobs, .render_jobs = c->jobs, .quiet = c->quiet,
+                                     .no_render = c->no_render, .progress = progress, .progress_ctx = (void *)c,
+                                     .stop = &cli_stop_signal, .catch_stop = cli_catch_stop, .rank = 0, .size = 1};
 }
 
-/* the same, `jobs` copies at once as the cells will run: cells side by side are each 20-30 % slower than alone
- * (shared caches and memory; measured on 2 cores), and one copy alone made the first estimate of a quick run-all
- * 15 minutes for 22 */
-static double calibrate(const struct epar_bench_cfg *c, const struct epar_bench_plan *plan, int k, int jobs)
+/* a run stopped by a signal: the exit code 128 + the signal (finished cells are kept) */
+static int interrupted(const struct epar_bench_stopped *stopped)
 {
-    int threads = omp_get_max_threads(), n = 0;
-    double sum = 0;
-#pragma omp parallel num_threads(jobs) reduction(+ : sum, n)
-    {
-        double s = calibrate_one(c, plan, k);
-        if (isfinite(s)) sum += s, n++;
+    fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", stopped->kept);
+    fprintf(stderr, "hint: run the same command again to resume\n");
+    return stopped->code;
+}
+
+/* the tables into s->out/benchmark/, then that folder and the main table on stdout */
+static int write_tables(const struct cli_common *c, const struct epar_bench_sched *s, const struct epar_bench_cfg *cfg,
+                        const struct epar_bench_plan *plan, const char *root, const char *mode)
+{
+    int st = epar_bench_sched_tables(s, cfg, plan, root, mode);
+    if (!st && !c->quiet) {
+        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg->b.name, plan->n, s->out);
+        char md[4400];
+        snprintf(md, sizeof md, "%s/benchmark/main_table.md", s->out);
+        FILE *f = fopen(md, "r");
+        char line[1024];
+        int shown = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
+        if (f) fclose(f);
     }
-    omp_set_num_threads(threads);
-    return n ? sum / n : NAN;
+    return st;
 }
 
 static int parse_shard(const char *s, int *k, int *n)
@@ -130,40 +113,6 @@ static int take_merge(int argc, char **argv, char **av, int *ac, const char **me
     return -1;
 }
 
-/* --merge: every cell from the first folder that has it (this configuration), unless root has it already. Every
- * cell is found before any is copied: a merge that lacks cells copies nothing. */
-static int merge_cells(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                       const char *root, const char *const *merge, int n_merge)
-{
-    int st = EPAR_OK, missing = 0;
-    int *from = malloc((size_t)plan->n * sizeof *from);   /* the folder of cell k (-1: root has it) */
-    if (!from) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    char dir[4300];
-    for (int k = 0; k < plan->n; k++) {
-        from[k] = -1;
-        if (epar_exp_benchmark_cell_state(cfg, plan, k, root) == 1) continue;
-        for (int d = 0; d < n_merge && from[k] < 0; d++) {
-            snprintf(dir, sizeof dir, "%s/benchmark", merge[d]);
-            if (epar_exp_benchmark_cell_state(cfg, plan, k, dir) == 1) from[k] = d;
-        }
-        missing += from[k] < 0;
-    }
-    if (missing) {
-        free(from);
-        st = epar_err_set(EPAR_EIO, "%d of %d cells are in none of the %d folder(s) merged", missing, plan->n, n_merge);
-        epar_err_hint("run the missing shards (same --budget, --tasks, --mechanisms, --seeds and protocol), then merge again");
-        return st;
-    }
-    for (int k = 0; k < plan->n && !st; k++) {
-        if (from[k] < 0) continue;
-        snprintf(dir, sizeof dir, "%s/benchmark", merge[from[k]]);
-        st = epar_exp_benchmark_cell_copy(cfg, &plan->cells[k], dir, root);
-    }
-    free(from);
-    if (!st) cli_progress(c, "benchmark: merged %d cells from %d folder(s)", plan->n, n_merge);
-    return st;
-}
-
 /* every --merge folder is a readable folder holding benchmark/ (the --out of a shard); 0 or an exit code (printed) */
 static int check_merge(const char *const *merge, int n_merge)
 {
@@ -183,584 +132,6 @@ static int check_merge(const char *const *merge, int n_merge)
         }
     }
     return 0;
-}
-
-/* one cell to run, of the grid it belongs to (the first look's, or a later look's grid of one claim) */
-struct job {
-    const struct epar_bench_cfg *cfg;
-    const struct epar_bench_plan *plan;
-    int k;
-};
-
-/* seconds per unit of weight by task and mechanism name, timed once per process (every look reuses them) */
-#define MAX_SPW 512
-static struct {
-    char key[96];
-    double spw;
-} spw_cache[MAX_SPW];
-static int n_spw;
-
-static double job_spw(const struct job *j, int at_once)
-{
-    const struct epar_bench_cell *cell = &j->plan->cells[j->k];
-    char key[96];
-    snprintf(key, sizeof key, "%s/%s", cell->task < 0 ? "cost" : j->cfg->tasks[cell->task].id,
-             cell->task < 0 ? "" : epar_bench_mech_name(j->cfg, cell->mech));
-    for (int i = 0; i < n_spw; i++)
-        if (!strcmp(spw_cache[i].key, key)) return spw_cache[i].spw;
-    double s = calibrate(j->cfg, j->plan, j->k, at_once);
-    if (n_spw < MAX_SPW) {
-        snprintf(spw_cache[n_spw].key, sizeof spw_cache[n_spw].key, "%s", key);
-        spw_cache[n_spw++].spw = s;
-    }
-    return s;
-}
-
-struct run_state {
-    int done, total;
-    double w_done, w_total, t0;
-    const char *look;   /* "look 2/3: " or "" */
-};
-
-static int run_cells(const struct cli_common *c, const struct job *jobs, const char *root, const int *pending, int np,
-                     int njobs, struct run_state *rs)
-{
-    int st = EPAR_OK;
-    char err[600] = "", hint[600] = "";
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(njobs)
-    for (int q = 0; q < np; q++) {
-        int failed;
-        #pragma omp atomic read
-        failed = st;
-        if (failed || cli_stop_signal) continue;
-        omp_set_num_threads(1);   /* one thread per cell: cells run side by side */
-        const struct job *j = &jobs[pending[q]];
-        double t0 = omp_get_wtime();
-        int s = epar_exp_benchmark_cell_run(j->cfg, j->plan, j->k, root, &cli_stop_signal);
-        double dt = omp_get_wtime() - t0;
-        #pragma omp critical(bench_progress)
-        {
-            if (s && !st) {
-                st = s;
-                snprintf(err, sizeof err, "%s", epar_err_message());
-                snprintf(hint, sizeof hint, "%s", epar_err_hint_text());
-            }
-            if (!s) {
-                rs->done++;
-                rs->w_done += j->plan->cells[j->k].weight;
-                double el = omp_get_wtime() - rs->t0, eta = el / rs->w_done * (rs->w_total - rs->w_done);
-                char e1[32], e0[32];
-                fmt_time(eta, e1, sizeof e1);
-                fmt_time(el, e0, sizeof e0);
-                const struct epar_bench_cell *cell = &j->plan->cells[j->k];
-                if (cell->task >= 0)
-                    cli_progress(c, "benchmark: %s[%d/%d] %s / %s / seed %lu done in %.1f s; %d left, elapsed %s, ETA %s",
-                                 rs->look, rs->done, rs->total, j->cfg->tasks[cell->task].id,
-                                 epar_bench_mech_name(j->cfg, cell->mech), j->cfg->b.seeds[cell->seed], dt,
-                                 rs->total - rs->done, e0, e1);
-                else
-                    cli_progress(c, "benchmark: %s[%d/%d] cost cell done in %.1f s; %d left, elapsed %s, ETA %s",
-                                 rs->look, rs->done, rs->total, dt, rs->total - rs->done, e0, e1);
-            }
-        }
-    }
-    if (st && st != EPAR_EINTR) {
-        epar_err_set(st, "%s", err);
-        if (*hint) epar_err_hint("%s", hint);
-    }
-    return st;
-}
-
-/* the cells of the jobs (deduplicated: a cell several claims read is one job) of shard K/N not done yet in root; *est
- * gets the estimated seconds at `njobs` cells at once (-1: do not estimate) */
-static int pending_jobs(const struct job *jobs, int nj, const char *root, int K, int N, int njobs, int *pending,
-                        int *np, int *have, int *redo, double *w_total, double *est)
-{
-    *np = *have = *redo = 0;
-    *w_total = 0;
-    int cost_pending = -1;
-    for (int q = 0; q < nj; q++) {
-        if (q % N != K - 1) continue;
-        int s = epar_exp_benchmark_cell_state(jobs[q].cfg, jobs[q].plan, jobs[q].k, root);
-        if (s == 1) {
-            (*have)++;
-            continue;
-        }
-        *redo += s < 0;
-        if (jobs[q].plan->cells[jobs[q].k].task < 0) cost_pending = q;
-        else pending[(*np)++] = q;
-        *w_total += jobs[q].plan->cells[jobs[q].k].weight;
-    }
-    /* the heaviest cells first (the schedule ends with short cells on every thread) */
-    for (int i = 1; i < *np; i++)
-        for (int j = i; j > 0 && jobs[pending[j]].plan->cells[jobs[pending[j]].k].weight >
-                                     jobs[pending[j - 1]].plan->cells[jobs[pending[j - 1]].k].weight; j--) {
-            int tmp = pending[j];
-            pending[j] = pending[j - 1];
-            pending[j - 1] = tmp;
-        }
-    /* the cost cell first, beside the others (its claims read ratios of adjacent steps in thread CPU time, which keep
-     * their verdicts with a training job on the other core: bench/README.md; alone at the end it left a core idle) */
-    if (cost_pending >= 0) {
-        memmove(pending + 1, pending, (size_t)*np * sizeof *pending);
-        pending[0] = cost_pending;
-        (*np)++;
-    }
-    if (est && *est >= 0) {
-        /* the estimate: each task and mechanism's seconds per unit of weight, timed on a few steps of one of its
-         * cells (small models use the cores less well per FLOP than large ones, and T5 or Shaw cost more than none),
-         * times the weight of its pending cells; every pair timed once per process, `at_once` copies side by side
-         * as the cells will run (cells side by side are each 20-30 % slower than alone on 2 cores) */
-        int at_once = *np > njobs ? njobs : (*np ? *np : 1);
-        double s = 0;
-        for (int i = 0; i < *np; i++) {
-            const struct job *j = &jobs[pending[i]];
-            s += job_spw(j, at_once) * j->plan->cells[j->k].weight;
-        }
-        *est = s / at_once;
-    }
-    return EPAR_OK;
-}
-
-/* train the pending cells of the jobs; *stopped = 128 + the signal when interrupted (finished cells are kept) */
-static int run_jobs(const struct cli_common *c, const struct job *jobs, int nj, const char *root, int K, int N,
-                    int njobs, const char *look, const char *what, int *stopped)
-{
-    int *pending = malloc(((size_t)nj + 1) * sizeof *pending), np, have, redo;
-    if (!pending) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    struct run_state rs = {0, 0, 0, 0, 0, look};
-    double est = 0;
-    pending_jobs(jobs, nj, root, K, N, njobs, pending, &np, &have, &redo, &rs.w_total, &est);
-    rs.total = np;
-    char e[32];
-    fmt_time(est, e, sizeof e);
-    cli_progress(c, "benchmark: %s%s; %d to run here (%d done already%s), %d at once; estimated %s", look, what, np, have,
-                 redo ? ", others of another configuration are redone" : "", njobs, e);
-    if (N > 1) cli_progress(c, "benchmark: shard %d/%d: %d of the %d cells", K, N, np + have, nj);
-    cli_stop_signal = 0;
-    cli_catch_stop(1);
-    rs.t0 = omp_get_wtime();
-    int st = np ? run_cells(c, jobs, root, pending, np, njobs, &rs) : EPAR_OK;
-    cli_catch_stop(0);
-    free(pending);
-    if (cli_stop_signal) {
-        fprintf(stderr, "epar: benchmark: interrupted; %d finished cells are kept\n", have + rs.done);
-        fprintf(stderr, "hint: run the same command again to resume\n");
-        *stopped = 128 + cli_stop_signal;
-        return EPAR_OK;
-    }
-    return st;
-}
-
-/* a grid's every cell as jobs */
-static struct job *plan_jobs(const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan, int *nj)
-{
-    struct job *j = malloc(((size_t)plan->n + 1) * sizeof *j);
-    for (int k = 0; j && k < plan->n; k++) j[k] = (struct job){cfg, plan, k};
-    *nj = j ? plan->n : 0;
-    return j;
-}
-
-/* the first look's cells (the whole grid at its first seeds): what `epar benchmark` without stages ran */
-static int run_here(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                    const char *root, int K, int N, int njobs, int size, int *stopped)
-{
-    int nj;
-    struct job *jobs = plan_jobs(cfg, plan, &nj);
-    if (!jobs) return epar_err_set(EPAR_ENOMEM, "out of memory");
-    char what[320], own[96] = "", look[32] = "";
-    int grid = cfg->n_tasks * cfg->n_mech * cfg->b.n_seeds;
-    if (plan->n - 1 > grid)   /* the extrapolation study's own cells (experiments/benchmark/bench_extrap) */
-        snprintf(own, sizeof own, " + %d of the extrapolation study", plan->n - 1 - grid);
-    if (cfg->b.n_stages > 1) snprintf(look, sizeof look, "look 1/%d: ", cfg->b.n_stages);
-    snprintf(what, sizeof what, "budget %s, %d tasks x %d mechanisms x %d seeds = %d cells%s + cost", cfg->b.name,
-             cfg->n_tasks, cfg->n_mech, cfg->b.n_seeds, grid, own);
-    int st = run_jobs(c, jobs, nj, root, K, N, njobs, look, what, stopped);
-    free(jobs);
-    if (!st && !*stopped && N > 1 && size == 1 && !c->quiet)   /* under mpirun rank 0 writes the tables instead */
-        printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
-               "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
-               K, N, nj, root, cfg->b.name);
-    return st;
-}
-
-/* the tables into a fresh benchmark/ (cells/ carried over), published; the main table on stdout */
-static int write_tables(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct epar_bench_plan *plan,
-                        const char *root, const char *mode, int jobs)
-{
-    int st;
-    struct epar_out o;
-    if ((st = epar_out_begin(&o, c->out, "benchmark"))) return st;
-    epar_out_keep(&o, "cells"); /* the cells are the grid's store (resume, merge): the tables replace the rest */
-    json_t *extra = json_pack("{s:s, s:i}", "mode", mode, "jobs", jobs);
-    st = epar_exp_benchmark_write(cfg, plan, root, &o, extra);
-    st = cli_publish(c, "benchmark", &o, st);
-    if (!st && !c->quiet) {
-        printf("benchmark (budget %s, %d cells): wrote %s/benchmark/\n", cfg->b.name, plan->n, c->out);
-        char md[4400];
-        snprintf(md, sizeof md, "%s/benchmark/main_table.md", c->out);
-        FILE *f = fopen(md, "r");
-        char line[1024];
-        int shown = 0;
-        while (f && fgets(line, sizeof line, f))
-            if (line[0] == '|' && shown++ < 40) fputs(line, stdout);
-        if (f) fclose(f);
-    }
-    return st;
-}
-
-/* ---- the staged grid (experiments/benchmark/bench_stage.h, docs/STAGED.md) ---- */
-
-struct trained {                /* a trained claim through the looks */
-    json_t *claim;              /* the protocol's */
-    const char *id;
-    int look, seeds, families, open;
-    enum epar_audit_verdict verdict;
-    double seeds_needed;
-    char root[320];             /* its tables' output root, relative to --out ("": the first look's) */
-};
-
-/* A later look trains a claim's cells only when the claim can close by the cap: open, and its seeds needed at the
- * observed spread (lib/audit's seeds_needed) at most the cap. A claim that would need more (or that no seed count
- * decides at its observed mean) stays open at the seeds it has and its note says the --cap that would close it.
- * Stopping for futility only ever withholds a decision, so it spends no error rate (docs/STAGED.md). */
-static int extends(const struct trained *t, int cap, int all_open)
-{
-    return t->open && (all_open || (isfinite(t->seeds_needed) && t->seeds_needed <= cap));
-}
-
-/* judge claims (a JSON array) on the tables under out_root at the look's level; r[i] from row i */
-static int judge(json_t *arr, const char *out_root, double level, json_t *eq, struct trained *const *r)
-{
-    struct epar_audit a;
-    struct epar_audit_ctx ctx = {out_root, level, NULL, 0, eq, NULL};
-    int st = epar_audit_run(arr, &ctx, &a);
-    for (size_t i = 0; !st && i < a.n; i++) {
-        r[i]->verdict = a.rows[i].verdict;
-        r[i]->open = a.rows[i].seeds_help && r[i]->families > 0;
-        r[i]->seeds_needed = a.rows[i].seeds_needed;
-    }
-    epar_audit_free(&a);
-    return st;
-}
-
-/* stages.json: the looks, and each trained claim's look, seeds, verdict, folder and level (run-all's audit reads it) */
-static int write_stages(const struct cli_common *c, const struct epar_bench_cfg *cfg, const struct trained *tc, int n,
-                        const int *cells, const int *open_at, int looks_run, int n_cells, double tokens, int decided)
-{
-    json_t *looks = json_array(), *claims = json_object(), *stages = json_array();
-    for (int k = 0; k < cfg->b.n_stages; k++) json_array_append_new(stages, json_integer(cfg->b.stages[k]));
-    for (int k = 0; k < looks_run; k++)
-        json_array_append_new(looks, json_pack("{s:i, s:i, s:i, s:i}", "look", k + 1, "seeds", cfg->b.stages[k],
-                                               "cells_read", cells[k], "open_after", open_at[k]));
-    for (int i = 0; i < n; i++) {
-        const struct trained *t = &tc[i];
-        json_t *o = json_pack("{s:i, s:i, s:s, s:s, s:f, s:b, s:i}", "look", t->look, "seeds", t->seeds, "verdict",
-                              epar_audit_verdict_name(t->verdict), "root", t->root, "level", cfg->level, "open", t->open,
-                              "cells", t->families);
-        json_object_set_new(o, "seeds_needed", isfinite(t->seeds_needed) && t->families > 0
-                                                   ? json_integer((json_int_t)t->seeds_needed) : json_null());
-        json_object_set_new(claims, t->id, o);
-    }
-    json_t *doc = json_pack("{s:s, s:s, s:o, s:f, s:f, s:s, s:o, s:o}", "written_by", "epar benchmark", "budget",
-                            cfg->b.name, "stages", stages, "audit_level", cfg->audit_level, "look_level", cfg->level,
-                            "spending", "Bonferroni over the planned looks: every look at 1 - (1 - audit_level) / looks",
-                            "looks", looks, "claims", claims);
-    json_object_set_new(doc, "futility", json_string(cfg->b.extend_all_open
-                                                     ? "none (extend_all_open): a later look adds seeds to every open claim"
-                                                     : "a later look adds seeds to an open claim only when its "
-                                                       "seeds_needed at the observed spread is at most the cap"));
-    json_object_set_new(doc, "cells", json_integer(n_cells));
-    json_object_set_new(doc, "trained_tokens", json_real(tokens));
-    json_object_set_new(doc, "decided_trained_claims", json_integer(decided));
-    char path[4400];
-    epar_bench_stage_path(c->out, path, sizeof path);
-    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(doc);
-    if (!text) return epar_err_set(EPAR_ENOMEM, "out of memory writing stages.json");
-    struct epar_out_file w;
-    FILE *f = epar_out_fopen(&w, path);
-    int st = f ? EPAR_OK : EPAR_EIO;
-    if (f) {
-        fputs(text, f);
-        fputc('\n', f);
-        st = epar_out_fclose(&w);
-    }
-    free(text);
-    return st;
-}
-
-/* a later look: the grid of each of its claims' own cells at the look's seeds, and their cells once each as jobs */
-struct look {
-    int n, nj, cap;
-    struct epar_bench_cfg *sub;         /* n: claim i's grid */
-    struct epar_bench_plan *plans;
-    struct job *jobs;
-    char (*dirs)[512];                  /* the jobs' cell folders */
-};
-
-static void look_free(struct look *L)
-{
-    for (int i = 0; L->plans && i < L->n; i++) epar_exp_benchmark_plan_free(&L->plans[i]);
-    free(L->sub); free(L->plans); free(L->jobs); free(L->dirs);
-    memset(L, 0, sizeof *L);
-}
-
-static int look_collect(const struct epar_bench_cfg *full, json_t *const *claims, int n, int S, struct look *L)
-{
-    memset(L, 0, sizeof *L);
-    unsigned char (*fam)[EPAR_MECH_COUNT] = malloc(sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
-    L->sub = calloc((size_t)n + 1, sizeof *L->sub);
-    L->plans = calloc((size_t)n + 1, sizeof *L->plans);
-    int st = fam && L->sub && L->plans ? EPAR_OK : epar_err_set(EPAR_ENOMEM, "out of memory");
-    for (int j = 0; !st && j < n; j++) {
-        epar_bench_stage_families(full, claims[j], fam);
-        if ((st = epar_bench_stage_restrict(full, fam, S, &L->sub[j])) || (st = epar_bench_plan(&L->sub[j], &L->plans[j])))
-            break;
-        L->n = j + 1;
-        for (int k = 0; !st && k < L->plans[j].n; k++) {   /* its cells, once each */
-            char d[512];
-            epar_exp_benchmark_cell_dir(&L->sub[j], &L->plans[j].cells[k], d, sizeof d);
-            int seen = 0;
-            for (int q = 0; q < L->nj && !seen; q++) seen = !strcmp(L->dirs[q], d);
-            if (seen) continue;
-            if (L->nj == L->cap) {
-                int cap = L->cap ? 2 * L->cap : 256;
-                struct job *nj = realloc(L->jobs, (size_t)cap * sizeof *nj);
-                if (nj) L->jobs = nj;
-                char (*nd)[512] = nj ? realloc(L->dirs, (size_t)cap * sizeof *nd) : NULL;
-                if (nd) L->dirs = nd;
-                if (!nj || !nd) {
-                    st = epar_err_set(EPAR_ENOMEM, "out of memory");
-                    break;
-                }
-                L->cap = cap;
-            }
-            L->jobs[L->nj] = (struct job){&L->sub[j], &L->plans[j], k};
-            snprintf(L->dirs[L->nj++], sizeof L->dirs[0], "%s", d);
-        }
-    }
-    free(fam);
-    return st;
-}
-
-/* the trained tokens of the cells (cell.json "tokens"), each cell once across the looks: seen holds the folders counted */
-struct counted {
-    int n, cap;
-    char (*dir)[512];
-    double tokens;
-};
-
-static void count_cell(struct counted *k, const struct epar_bench_cfg *cfg, const struct epar_bench_cell *cell,
-                       const char *root)
-{
-    char d[512], path[4800];
-    epar_exp_benchmark_cell_dir(cfg, cell, d, sizeof d);
-    for (int i = 0; i < k->n; i++)
-        if (!strcmp(k->dir[i], d)) return;
-    if (k->n == k->cap) {
-        int cap = k->cap ? 2 * k->cap : 1024;
-        char (*nd)[512] = realloc(k->dir, (size_t)cap * sizeof *nd);
-        if (!nd) return;
-        k->dir = nd;
-        k->cap = cap;
-    }
-    snprintf(k->dir[k->n++], sizeof k->dir[0], "%s", d);
-    snprintf(path, sizeof path, "%s/%s/cell.json", root, d);
-    json_t *doc = json_load_file(path, 0, NULL);
-    double t = json_number_value(json_object_get(doc, "tokens"));
-    if (isfinite(t)) k->tokens += t;
-    json_decref(doc);
-}
-
-/* the looks after the first (its tables written): each open claim judged again on its own cells at the next look's
- * seeds, until none is open or the cap; then stages.json and the claims still open with what would close them */
-static int staged(const struct cli_common *c, const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
-                  const struct epar_bench_plan *plan1, const struct epar_protocol *proto, const char *root, int njobs,
-                  int rank, int size, int *stopped)
-{
-    json_t *claims = json_object_get(proto->root, "claims"), *cl;
-    size_t ci;
-    int n = 0, st = EPAR_OK, looks_run = 1;
-    struct trained *tc = calloc(json_array_size(claims) + 1, sizeof *tc);
-    struct trained **ptr = calloc(json_array_size(claims) + 1, sizeof *ptr);
-    unsigned char (*fam)[EPAR_MECH_COUNT] = malloc(sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
-    json_t *arr = json_array();
-    int cells[EPAR_BENCH_MAX_STAGES] = {0}, open_at[EPAR_BENCH_MAX_STAGES] = {0};
-    json_t *eq = NULL;
-    if (!tc || !ptr || !fam || !arr) st = epar_err_set(EPAR_ENOMEM, "out of memory");
-    if (!st) st = epar_audit_equivalence(proto->root, proto->path, &eq);
-    json_array_foreach(claims, ci, cl) {
-        if (st || !epar_bench_stage_trained(cl)) continue;
-        struct trained *t = &tc[n];
-        t->claim = cl;
-        t->id = json_string_value(json_object_get(cl, "id"));
-        t->look = 1;
-        t->seeds = full->b.stages[0];
-        t->families = epar_bench_stage_families(full, cl, fam);
-        ptr[n++] = t;
-        json_array_append(arr, cl);
-    }
-    if (!st) st = judge(arr, c->out, full->level, eq, ptr);
-    for (int i = 0; i < n; i++) open_at[0] += tc[i].open;
-    cells[0] = plan1->n;
-    struct counted cnt = {0, 0, NULL, 0};
-    for (int k = 0; k < plan1->n; k++) count_cell(&cnt, first, &plan1->cells[k], root);
-    int cap = full->b.stages[full->b.n_stages - 1];
-    for (int look = 2; !st && look <= full->b.n_stages; look++) {
-        int S = full->b.stages[look - 1], no = 0;
-        for (int i = 0; i < n; i++) no += extends(&tc[i], cap, full->b.extend_all_open);
-        if (!no) break;
-        struct trained **which = calloc((size_t)no, sizeof *which);
-        json_t **cls = calloc((size_t)no, sizeof *cls);
-        struct look L = {0};
-        if (!which || !cls) st = epar_err_set(EPAR_ENOMEM, "out of memory");
-        for (int i = 0, j = 0; !st && i < n; i++)
-            if (extends(&tc[i], cap, full->b.extend_all_open)) which[j] = &tc[i], cls[j++] = tc[i].claim;
-        if (!st) st = look_collect(full, cls, no, S, &L);
-        int nj = L.nj;
-        char look_s[32], what[200];
-        snprintf(look_s, sizeof look_s, "look %d/%d: ", look, full->b.n_stages);
-        snprintf(what, sizeof what, "%d open claim(s) read %d cells at %d seeds", no, nj, S);
-        if (!st) st = run_jobs(c, L.jobs, nj, root, rank + 1, size, njobs, look_s, what, stopped);
-        st = mpi_sync(st, size);   /* every rank's cells of the look are done */
-        cells[look - 1] = nj;
-        for (int q = 0; !st && !*stopped && q < nj; q++) count_cell(&cnt, L.jobs[q].cfg, &L.jobs[q].plan->cells[L.jobs[q].k], root);
-        for (int j = 0; !st && !*stopped && j < no; j++) {
-            struct cli_common sub_c = *c;
-            char out[4400];
-            snprintf(which[j]->root, sizeof which[j]->root, "benchmark/stages/%d/%s", look, which[j]->id);
-            snprintf(out, sizeof out, "%s/%s", c->out, which[j]->root);
-            sub_c.out = out;
-            sub_c.quiet = 1;
-            sub_c.no_render = 1;
-            if (!rank && epar_out_mkdir_p(out) != 0) st = epar_err_set(EPAR_EIO, "cannot create '%s': %s", out, strerror(errno));
-            if (!st && !rank) st = write_tables(&sub_c, &L.sub[j], &L.plans[j], root, "staged", njobs);
-            st = mpi_sync(st, size);   /* rank 0's tables written: every rank judges them */
-            json_t *one = json_array();
-            json_array_append(one, which[j]->claim);
-            which[j]->look = look;
-            which[j]->seeds = S;
-            if (!st) st = judge(one, out, full->level, eq, &which[j]);
-            json_decref(one);
-        }
-        look_free(&L);
-        free(which);
-        free(cls);
-        if (*stopped) break;
-        looks_run = look;
-        for (int i = 0; i < n; i++) open_at[look - 1] += tc[i].open;
-    }
-    int decided = 0;
-    for (int i = 0; i < n; i++) decided += tc[i].verdict <= EPAR_AUDIT_ILL_POSED && tc[i].verdict != EPAR_AUDIT_INCONCLUSIVE;
-    if (!st && !*stopped && !rank) st = write_stages(c, full, tc, n, cells, open_at, looks_run, cnt.n, cnt.tokens, decided);
-    if (!st && !*stopped && !c->quiet) {
-        int open = 0, stuck = 0, here = 0, most = 0, beyond = 0;
-        for (int i = 0; i < n; i++) {
-            int undecided = tc[i].verdict == EPAR_AUDIT_INCONCLUSIVE || tc[i].verdict == EPAR_AUDIT_NEEDS_SEEDS;
-            open += tc[i].open;
-            beyond += tc[i].open && !extends(&tc[i], cap, full->b.extend_all_open) && tc[i].seeds < cap;
-            stuck += undecided && !tc[i].open;
-            here += tc[i].verdict == EPAR_AUDIT_NOT_HERE || tc[i].verdict == EPAR_AUDIT_STALE;
-            if (tc[i].open && isfinite(tc[i].seeds_needed) && tc[i].seeds_needed <= EPAR_MAX_SEEDS &&
-                tc[i].seeds_needed > most)
-                most = (int)tc[i].seeds_needed;
-        }
-        printf("benchmark: staged grid, %d look(s) of %d, each at level %.4g: %d trained claims: %d decided, %d open (cap "
-               "%d seeds), %d open that more seeds cannot decide (saturated, unlearned or not seed-dependent), "
-               "%d not measured here\n", looks_run, full->b.n_stages, full->level, n, decided, open, cap, stuck, here);
-        if (beyond)
-            printf("benchmark: %d of the open claims stopped before the cap: at the observed spread they need more seeds "
-                   "than the cap (futility: no error rate spent)\n", beyond);
-        printf("benchmark: %d cells, %.1f M trained tokens: %.2f decided trained claims per million trained tokens\n",
-               cnt.n, cnt.tokens / 1e6, cnt.tokens > 0 ? decided / (cnt.tokens / 1e6) : NAN);
-        for (int i = 0; i < n; i++) {
-            if (!tc[i].open) continue;
-            if (isfinite(tc[i].seeds_needed))
-                printf("  open: %s at %d seeds; about %.0f seeds would decide it at the observed spread\n", tc[i].id,
-                       tc[i].seeds, tc[i].seeds_needed);
-            else
-                printf("  open: %s at %d seeds; the seeds that would decide it are not known (its mean on the "
-                       "threshold, over 1000 seeds, or an n that counts more than seeds)\n", tc[i].id, tc[i].seeds);
-        }
-        if (open && most > cap)
-            printf("  to add the seeds (every finished cell is reused; a look more, so every look's level is the audit's "
-                   "over one more): epar benchmark --budget %s --cap %d   (or: mpirun -np N epar-mpi benchmark --budget %s "
-                   "--cap %d)\n", full->b.name, most, full->b.name, most);
-    }
-    json_decref(arr);
-    free(tc); free(ptr); free(fam); free(cnt.dir);
-    return st;
-}
-
-/* --plan: each look's cells, the claims each (task, mechanism) feeds, and the estimated time here; nothing trained */
-static int print_plan(const struct epar_bench_cfg *full, const struct epar_bench_cfg *first,
-                      const struct epar_bench_plan *plan, const struct epar_protocol *proto, const char *root, int njobs)
-{
-    json_t *claims = json_object_get(proto->root, "claims"), *cl;
-    size_t ci;
-    unsigned char (*fam)[EPAR_MECH_COUNT] = calloc(1, sizeof(unsigned char[EPAR_BENCH_MAX_TASKS][EPAR_MECH_COUNT]));
-    if (!fam) {
-        return epar_err_set(EPAR_ENOMEM, "out of memory");
-    }
-    int nj, np, have, redo, *pending = malloc(((size_t)plan->n + 1) * sizeof *pending), trained = 0, fixed = 0;
-    struct job *jobs = plan_jobs(first, plan, &nj);
-    double w, est = 0;
-    if (!jobs || !pending) {
-        free(fam); free(jobs); free(pending);
-        return epar_err_set(EPAR_ENOMEM, "out of memory");
-    }
-    pending_jobs(jobs, nj, root, 1, 1, njobs, pending, &np, &have, &redo, &w, &est);
-    char e[32];
-    fmt_time(est, e, sizeof e);
-    printf("benchmark --budget %s: %d look(s) at ", full->b.name, full->b.n_stages);
-    for (int k = 0; k < full->b.n_stages; k++) printf("%s%d", k ? ", " : "", full->b.stages[k]);
-    printf(" seeds; every look judges at level %.4g (the audit's %.4g over %d look(s), Bonferroni)\n", full->level,
-           full->audit_level, full->b.n_stages);
-    printf("look 1: every cell at %d seeds: %d cells (%d done already), %d to train at %d at once: estimated %s here\n",
-           first->b.n_seeds, plan->n, have, np, njobs, e);
-    printf("the claims each task and mechanism feeds (look 1 trains them all; a later look only those of open claims):\n");
-    for (int t = 0; t < full->n_tasks + full->n_study; t++)
-        for (int m = 0; m < full->n_mech + full->extrap.n_extra; m++) {
-            if (!epar_bx_has_cell(full, t, m)) continue;
-            int any = 0;
-            json_array_foreach(claims, ci, cl) {
-                if (!epar_bench_stage_trained(cl) || !epar_bench_stage_families(full, cl, fam) || !fam[t][m]) continue;
-                const char *id = json_string_value(json_object_get(cl, "id"));
-                if (any++) printf(", %s", id);
-                else printf("  %s / %s: %s", full->tasks[t].id, epar_bench_mech_name(full, m), id);
-            }
-            if (any) putchar('\n');
-        }
-    json_array_foreach(claims, ci, cl) {
-        if (!epar_bench_stage_trained(cl)) continue;
-        trained++;
-        fixed += !epar_bench_stage_families(full, cl, fam);
-    }
-    printf("%d trained claims; %d read what more seeds do not change (the cost cell, the first seed's interventions) and "
-           "are judged at look 1 only\n", trained, fixed);
-    json_t **ext = calloc(json_array_size(claims) + 1, sizeof *ext);
-    int next = 0;
-    json_array_foreach(claims, ci, cl) if (ext && epar_bench_stage_trained(cl) && epar_bench_stage_families(full, cl, fam))
-        ext[next++] = cl;
-    for (int look = 2; ext && look <= full->b.n_stages; look++) {   /* at most: every claim still open */
-        struct look L;
-        int st = look_collect(full, ext, next, full->b.stages[look - 1], &L);
-        int *spn = st ? NULL : malloc(((size_t)L.nj + 1) * sizeof *spn);
-        if (spn) {
-            est = 0;
-            pending_jobs(L.jobs, L.nj, root, 1, 1, njobs, spn, &np, &have, &redo, &w, &est);
-            fmt_time(est, e, sizeof e);
-            printf("look %d: the cells of the claims still open at %d seeds: at most %d cells (%d done already), at most "
-                   "%s here\n", look, full->b.stages[look - 1], L.nj, have, e);
-        }
-        free(spn);
-        look_free(&L);
-        if (st) break;
-    }
-    free(ext);
-    free(fam); free(jobs); free(pending);
-    return EPAR_OK;
 }
 
 static void mpi_finish(void)
@@ -830,23 +201,23 @@ static int lr_study(const struct cli_common *c, struct epar_bench_cfg *cfg, cons
     int jobs = c->jobs > 0 ? c->jobs : omp_get_max_threads(), st = EPAR_OK;
     snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/train/data", c->out);
     for (int k = 0; k < scales->n && !st; k++) {
-        struct cli_common sub = *c;
+        struct epar_bench_sched s = sched_of(c, jobs);
         struct epar_bench_plan plan = {0};
         snprintf(dirs[k], sizeof dirs[k], "%s/x%g", c->out, scales->v[k]);
         dp[k] = dirs[k];
-        sub.out = dirs[k];
+        s.out = dirs[k];
         cfg->lr_scale = scales->v[k];
         cli_progress(c, "benchmark: learning-rate study, scale %g (%d of %d) into %s/", scales->v[k], k + 1, scales->n,
                      dirs[k]);
         char root[4300];
         snprintf(root, sizeof root, "%.4190s/benchmark", dirs[k]);
-        int stopped = 0;
-        if (!(st = epar_bench_plan(cfg, &plan))) st = run_here(&sub, cfg, &plan, root, 1, 1, jobs, 1, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        if (!(st = epar_bench_plan(cfg, &plan))) st = epar_bench_sched_first(&s, cfg, &plan, root, 1, 1, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
-            return stopped;
+            return interrupted(&stopped);
         }
-        if (!st) st = write_tables(&sub, cfg, &plan, root, "single", jobs);
+        if (!st) st = write_tables(c, &s, cfg, &plan, root, "single");
         epar_exp_benchmark_plan_free(&plan);
     }
     struct epar_out o;
@@ -959,6 +330,11 @@ int cmd_benchmark(int argc, char **argv)
     }
     int jobs = c.jobs > 0 ? c.jobs : omp_get_max_threads();
     int st = EPAR_OK;
+    struct epar_bench_sched s = sched_of(&c, jobs);
+    s.rank = rank;
+    s.size = size;
+    s.sync = mpi_sync;
+    s.sync_ctx = &size;
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s/train/data", c.out);
     static struct epar_bench_cfg first;   /* the first look: the whole grid at its first seeds */
     first = cfg;
@@ -967,7 +343,7 @@ int cmd_benchmark(int argc, char **argv)
     snprintf(root, sizeof root, "%s/benchmark", c.out);
     if (!st) st = epar_bench_plan(&first, &plan);
     if (!st && plan_only) {
-        st = print_plan(&cfg, &first, &plan, &proto, root, jobs);
+        st = epar_bench_stage_plan(&s, &cfg, &first, &plan, &proto, root);
         goto done;
     }
     if (st) goto done;
@@ -980,31 +356,36 @@ int cmd_benchmark(int argc, char **argv)
     if (files) cli_progress(&c, "benchmark: removed %d temp file(s) left by a killed run in %s", files, cfg.cache_dir);
 
     if (merging) {
-        st = merge_cells(&c, &first, &plan, root, merge, n_merge);
+        st = epar_bench_sched_merge(&s, &first, &plan, root, merge, n_merge);
     } else {
-        int stopped = 0;
-        st = run_here(&c, &first, &plan, root, K, N, jobs, size, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        st = epar_bench_sched_first(&s, &first, &plan, root, K, N, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
-            return stopped;
+            return interrupted(&stopped);
         }
+        if (!st && N > 1 && size == 1 && !c.quiet)   /* under mpirun rank 0 writes the tables instead */
+            printf("benchmark: shard %d/%d wrote its %d cells under %s/cells/; gather every shard with\n"
+                   "  epar benchmark --budget %s --merge DIR... --out DIR (same options)\n",
+                   K, N, plan.n, root, cfg.b.name);
     }
     if (size > 1) {
-        st = mpi_sync(st, size);
+        st = mpi_sync(st, &size);
         N = 1;   /* rank 0 writes the tables below; the others wait for them (the later looks) or stop here */
         if (rank && cfg.b.n_stages == 1) goto done;
     }
-    if (!st && N == 1 && !rank) st = write_tables(&c, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single", jobs);
-    if (size > 1 && cfg.b.n_stages > 1) st = mpi_sync(st, size);   /* the other ranks wait for the first look's tables */
+    if (!st && N == 1 && !rank)
+        st = write_tables(&c, &s, &first, &plan, root, merging ? "merge" : size > 1 ? "mpi" : "single");
+    if (size > 1 && cfg.b.n_stages > 1) st = mpi_sync(st, &size);   /* the other ranks wait for the first look's tables */
     if (!st && N == 1 && cfg.b.n_stages > 1) {   /* the later looks: every rank judges, the ranks share the cells */
-        int stopped = 0;
-        st = staged(&c, &cfg, &first, &plan, &proto, root, jobs, rank, size, &stopped);
-        if (stopped) {
+        struct epar_bench_stopped stopped = {0, 0};
+        st = epar_bench_stage_looks(&s, &cfg, &first, &plan, &proto, root, &stopped);
+        if (stopped.code) {
             epar_exp_benchmark_plan_free(&plan);
             epar_protocol_free(&proto);
             mpi_finish();
-            return stopped;
+            return interrupted(&stopped);
         }
     }
 done:

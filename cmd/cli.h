@@ -5,6 +5,7 @@
 #define EPAR_CLI_H
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include "lib/protocol.h"
 
@@ -99,6 +100,8 @@ int cli_exit_code(int status);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Progress line on stderr unless quiet. */
 void cli_progress(const struct cli_common *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same from a va_list (the progress callback of a library driver that formats its own lines) */
+void cli_vprogress(const struct cli_common *c, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* The end of every experiment command: st is the status of writing into the staging folder o. On error
  * the folder is removed; otherwise the figures are rendered (unless --no-render) and the files moved into
  * place. Returns the final status. */

@@ -49,15 +49,20 @@ int cli_fail(int st)
     return cli_exit_code(st ? st : 1);
 }
 
-void cli_progress(const struct cli_common *c, const char *fmt, ...)
+void cli_vprogress(const struct cli_common *c, const char *fmt, va_list ap)
 {
     if (c->quiet) return;
     fflush(stdout);   /* what was printed before it comes first when both go to one file */
-    va_list ap;
-    va_start(ap, fmt);
     fputs("epar: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+void cli_progress(const struct cli_common *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vprogress(c, fmt, ap);
     va_end(ap);
 }
 

@@ -168,7 +168,7 @@ static int any_run(const char *out, const struct expectations *x)
     return 0;
 }
 
-/* the staged benchmark's record (benchmark/stages.json, cmd/benchmark.c): each trained claim is judged on the tables
+/* the staged benchmark's record (benchmark/stages.json, experiments/benchmark/bench_stage_looks.c): each trained claim is judged on the tables
  * of the look that decided it (or the last), at the per-look level; NULL without one (a fixed design) */
 static json_t *staged_overrides(const char *out, json_t *doc)
 {

@@ -619,7 +619,7 @@ static int task_vocab(const struct epar_task_cfg *tc, int *V)
 /* relative work of a cell: tokens x epar_bench_token_work, of the training steps and the evaluations (eval_batches
  * batches every eval_every steps, then the final evaluation set; the forward only, a third of a training step's work
  * per token; the cost cell evaluates nothing), and of the extrapolation study's evaluations and fine-tuning in the
- * cell. The schedule's and the estimate's unit: cmd/benchmark.c times a few training steps of it. */
+ * cell. The schedule's and the estimate's unit: bench_sched.c times a few training steps of it. */
 static double cell_weight(const struct epar_bench_cfg *c, const struct epar_bench_cell *cell,
                           const struct epar_train_cfg *t, int evaluated)
 {
