@@ -37,9 +37,12 @@ for m in none sinusoidal learned-ape rope alibi t5 epar-basic; do
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
 
-# ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json
-for m in shaw transformer-xl deberta linear-elu performer floater multiplicative-pe ntk-rope interpolation log-n fixed-current fixed-previous fixed-left strided \
-         sparse-fixed sliding-window block-sparse global-local pi-attention gqa orthogonal-qk random-sparse alibi-learned learned-ape-rand learned-ape-hier fixed-mix learnable-only fixed-only floater-learned; do
+# ---- the rest of the trainable catalogue (3 steps), its parameters through --set and the protocol, run.json: every id
+# compare --list marks trainable (a newly registered mechanism included), and the trained-only per-head mixes
+rest=$("$EPAR" compare --list | grep -E '^[a-z0-9-]+ ' | grep -E ' §[0-9a-z]+ +yes ' | awk '{print $1}' |
+       grep -v -x -E 'none|sinusoidal|learned-ape|rope|alibi|t5|epar-basic')
+[ "$(echo "$rest" | wc -w)" -ge 30 ] && ok || fail "compare --list marks few mechanisms trainable: $(echo $rest)"
+for m in $rest fixed-mix learnable-only fixed-only; do
     expect_exit 0 "mechanism $m" -- "$EPAR" train $small --mechanism "$m" --steps 3 --out "$T_TMP/m"
     expect_file "$(d "$T_TMP/m" "$m")/eval.csv"
 done
@@ -202,9 +205,9 @@ sed 's/"pairs": 4, "queries": 0/"pairs": 4, "querys": 0/' paper_protocol.json > 
 bad 3 'experiments.train.recall.querys: unknown key' --protocol "$T_TMP/typo2.json"
 sed 's/"layers": 4, "dim": 128/"layers": 4, "dim": "wide"/' paper_protocol.json > "$T_TMP/type.json"
 bad 3 'experiments.train.dim: expected an integer' --protocol "$T_TMP/type.json"
-sed 's/"mechanism": "epar-enhanced",$/"mechanism": "xpos",/' paper_protocol.json > "$T_TMP/mech.json"
-grep -q '"mechanism": "xpos"' "$T_TMP/mech.json" && ok || fail "test protocol edit failed"
-bad 3 "experiments.train.mechanism: unknown mechanism 'xpos'" --protocol "$T_TMP/mech.json" --mechanism rope
+sed 's/"mechanism": "epar-enhanced",$/"mechanism": "xposs",/' paper_protocol.json > "$T_TMP/mech.json"
+grep -q '"mechanism": "xposs"' "$T_TMP/mech.json" && ok || fail "test protocol edit failed"
+bad 3 "experiments.train.mechanism: unknown mechanism 'xposs'" --protocol "$T_TMP/mech.json" --mechanism rope
 
 # ---- one parameter namespace (issue 34): rope.base, alibi.max_bias, t5.* are the catalogue's parameters, set as in
 # compare and benchmark (--set, or mechanism_params in the protocol); the settings' old protocol keys are refused
