@@ -121,9 +121,9 @@ int epar_exp_compare_write(const struct epar_compare_cfg *cfg, const struct epar
                        const char *protocol_path);
 void epar_exp_compare_free(struct epar_compare_result *res);
 
-/* The measurements behind the seed claims (compare_checks.c) into *out (the rows of seed_checks.csv). Timing rows
- * (pi_speedup, linear_cost_exponent) are wall clock; pi_speedup is read from speed (measured here when it lacks
- * pi-attention with its default parameters). */
+/* The measurements behind the seed claims (compare_checks.c, compare_statements.c, compare_speed.c) into *out (the
+ * rows of seed_checks.csv). Timing rows (pi_speedup, linear_cost_exponent) are wall clock; pi_speedup is read from
+ * speed (measured here when it lacks pi-attention with its default parameters). */
 int epar_exp_compare_checks(const struct epar_compare_cfg *cfg, const struct epar_compare_speed *speed,
                             struct epar_compare_checks *out);
 /* (compare_speed.c) *out = the rows of sparse_speed.csv: every selected mask mechanism at every speed length, one head

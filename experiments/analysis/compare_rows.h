@@ -1,5 +1,6 @@
-/* compare's seed checks, shared by compare_checks.c (the static measurements) and compare_speed.c (the wall-clock
- * ones): one row of seed_checks.csv, and the timing rows. Internal to experiments/analysis/compare*.c. */
+/* compare's seed checks, shared by compare_checks.c (the static measurements of seeds 001-004), compare_statements.c
+ * (those of docs/SOURCE_STATEMENTS.md) and compare_speed.c (the wall-clock ones): one row of seed_checks.csv, and the
+ * rows of each file. Calls go one way: compare_checks.c into the other two. Internal to experiments/analysis/compare*.c. */
 #ifndef EPAR_EXP_COMPARE_ROWS_H
 #define EPAR_EXP_COMPARE_ROWS_H
 
@@ -39,8 +40,15 @@ static inline __attribute__((format(printf, 6, 7))) int epar_exp_compare_row(str
     return EPAR_OK;
 }
 
-/* The wall-clock rows: pi_speedup (read from speed when it holds pi-attention at its default parameters, else
- * measured) and the linear/performer cost exponents, with r the checks' stream. */
+/* compare_statements.c: the rows of the statements of docs/SOURCE_STATEMENTS.md with a static check, each block on its
+ * own stream (seed, 100 + k, EXTRA) */
+int epar_exp_compare_statement_checks(const struct epar_compare_cfg *cfg, struct epar_compare_checks *t);
+/* compare_statements.c: the variance of x (n) and the standard error of that variance from the fourth central
+ * moment */
+void epar_exp_compare_var_se(const double *x, int n, double *var, double *se);
+
+/* compare_speed.c: the wall-clock rows: pi_speedup (read from speed when it holds pi-attention at its default
+ * parameters, else measured) and the linear/performer cost exponents, with r the checks' stream. */
 int epar_exp_compare_timing_checks(const struct epar_compare_cfg *cfg, const struct epar_compare_speed *speed,
                                    gsl_rng *r, struct epar_compare_checks *t);
 

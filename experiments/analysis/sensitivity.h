@@ -114,7 +114,8 @@ void epar_sens_definition_measure(const struct epar_sensitivity_result *r, int p
 /* 1 when `measured` rounds to the claim as printed (the audit's rule for printed figures) */
 int epar_sens_agrees(double measured, const struct epar_sens_claim *cl);
 
-/* ---- the writer (experiments/analysis/sensitivity_write.c) ---- */
+/* ---- the writer (experiments/analysis/sensitivity_write.c; its tables in sensitivity_tables.c, its report and the
+ * summary in sensitivity_report.c) ---- */
 
 /* CSVs, report, run.json and one .gp per figure into o's staging folder, all derived from res. */
 int epar_exp_sensitivity_write(const struct epar_sensitivity_cfg *cfg, const struct epar_sensitivity_result *res,

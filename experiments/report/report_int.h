@@ -1,9 +1,11 @@
 /* The reproduction report's own parts shared by its files (private to experiments/report/report*.c; the public interface
  * is report.h):
- *   report_data.c   what the report says: the protocol's parts it reads, the retention definitions, numbers as a
- *                   reader sees them, the verdict tallies and the SUMMARY sentences
- *   report.c        writing REPORT.md / REPORT.html, the report's figures, SUMMARY.md and summary.json
- *   report_index.c  writing output/index.html
+ *   report_data.c     what the report reads and how it shows numbers: the protocol's parts it reads, the retention
+ *                     definitions, numbers as a reader sees them
+ *   report_summary.c  what the report says of the verdicts: the tallies, the SUMMARY sentences, index.html's bottom
+ *                     line, the banner
+ *   report.c          writing REPORT.md / REPORT.html, the report's figures, SUMMARY.md and summary.json
+ *   report_index.c    writing output/index.html
  * The markdown/HTML writer itself is lib/publish's (epar_pub_). Prefix epar_report_. */
 #ifndef EPAR_EXP_REPORT_INT_H
 #define EPAR_EXP_REPORT_INT_H

@@ -1,4 +1,4 @@
-/* report: unit tests of the report's generated words (experiments/report/report_data.c): the bottom line of index.html
+/* report: unit tests of the report's generated words (experiments/report/report_summary.c): the bottom line of index.html
  * follows the verdicts (a sentence changes when a verdict changes), and the budget banner shows for a reduced
  * benchmark (the smoke budget, a subset of the grid) and not for a real one (lib/runrec's rule). */
 #include <stdlib.h>
