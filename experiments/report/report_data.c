@@ -32,6 +32,8 @@ static const struct {
     {"related-work", "The paper on other position methods (paper README, epar compare)", "The paper on other position methods"},
     {"extrapolation", "Length extrapolation and the other mechanisms, trained (source documents 001-004, epar benchmark)",
      "Length extrapolation and the other mechanisms (trained)"},
+    {"literature", "What the field reports about length extrapolation, judged by the same engine (published papers, epar benchmark)",
+     "The field's published extrapolation results"},
 };
 
 const char *epar_report_group_title(const char *id)
