@@ -18,7 +18,7 @@ doc=docs/DEVELOPMENT.md
 src="$T_TMP/tree"
 mkdir -p "$src"
 cp -r Makefile lib cmd experiments plots scripts tests paper_protocol.json "$src/"
-sed -n '/<!-- template:begin -->/,/<!-- template:end -->/p' "$doc" | sed '1,2d;$d' | sed '$d' >"$src/lib/mechs/mymech.c"
+sed -n '/<!-- template begin/,/<!-- template end -->/p' "$doc" | sed '1,2d;$d' | sed '$d' >"$src/lib/mechs/mymech.c"
 grep -q 'epar_mech_def_mymech' "$src/lib/mechs/mymech.c" && ok || fail "no template between the markers of $doc"
 grep -q -F 'EPAR_MECH_FILE(<NAME>, <name>)' "$doc" && ok || fail "$doc does not show the registry line"
 echo 'EPAR_MECH_FILE(MYMECH, mymech)' >>"$src/lib/mechs/registry.h"

@@ -77,7 +77,7 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 # docs/MECHANISMS.md §32 is what the file mechanisms say of themselves (epar --mechanism-docs, lib/mechs/)
-sed -n '/<!-- mechanism-docs:begin -->/,/<!-- mechanism-docs:end -->/p' docs/MECHANISMS.md | sed '1d;$d' >"$T_TMP/mdocs"
+sed -n '/<!-- mechanism docs begin/,/<!-- mechanism docs end -->/p' docs/MECHANISMS.md | sed '1d;$d' >"$T_TMP/mdocs"
 "$EPAR" --mechanism-docs >"$T_TMP/mdocs.bin" && cmp -s "$T_TMP/mdocs" "$T_TMP/mdocs.bin" && ok ||
     fail "docs/MECHANISMS.md §32 differs from 'epar --mechanism-docs': $(diff "$T_TMP/mdocs" "$T_TMP/mdocs.bin" | head -3)"
 finish

@@ -23,7 +23,7 @@ rm -rf "$T_TMP/tree"; mkdir -p "$T_TMP/tree/output" "$T_TMP/tree/bench" "$T_TMP/
 cp -r README.md Makefile paper_protocol.json docs "$T_TMP/tree/"; cp output/README.md "$T_TMP/tree/output/"
 cp bench/README.md "$T_TMP/tree/bench/"
 t=$T_TMP/tree
-sed -i -e 's/--gamma 0.5/--gama 0.5/' -e 's/--mechanisms none,alibi,rope /--mechanisms none,alibi,ropee /' \
+sed -i -e 's/--gamma 0.5/--gama 0.5/' -e 's/--mechanisms none,alibi,rope,kerple /--mechanisms none,alibi,ropee,kerple /' \
     -e 's/--task recall --steps 600/--task recal --steps 600/' -e 's/^make run-all /make runall /' \
     -e 's/#how-to-read-a-verdict/#how-to-read-verdicts/' "$t/README.md"
 sed -i 's/--eval-items 512 /--eval-items 1024 /' "$t/docs/commands/inspect.md"

@@ -184,7 +184,7 @@ bad() {   # name, sed expression
     expect_exit 3 "$1" -- "$EPAR" benchmark --budget smoke --tasks lm --protocol "$T_TMP/p.json" --out "$T_TMP/bad" --quiet
     expect_empty_dir "$T_TMP/bad" "nothing written for $1"
 }
-bad "a variant of other weights" 's/"log-n": "none"}/"log-n": "none", "t5": "rope"}/'
+bad "a variant of other weights" 's/"yarn": "rope"}/"yarn": "rope", "t5": "rope"}/'
 expect_error_line 'extrapolation.variants.t5: t5 has other parameters than rope' "the variant named"
 bad "an unknown series in a pair" 's/\["ntk-rope", "rope"\], \["interpolation"/["ntk-rope", "ropey"], ["interpolation"/'
 expect_error_line "extrapolation.pairs\[0\]: 'ropey' is not a series" "the pair named"
