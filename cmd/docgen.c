@@ -560,7 +560,7 @@ int cli_mechanism_docs(FILE *f)
 {
     for (int k = 0; k < EPAR_MECH_COUNT; k++) {
         const struct epar_mech_def *d = epar_mech_file((enum epar_mech_id)k);
-        if (d) fprintf(f, "%s\n", d->doc);
+        if (d && d->doc) fprintf(f, "%s\n", d->doc);   /* NULL: documented in its own section */
     }
     return ferror(f) ? 3 : 0;
 }

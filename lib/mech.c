@@ -898,22 +898,22 @@ static int build_fixed(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
-static int build_kernel(struct epar_mech *m, gsl_rng *r)
+int epar_mech_kernel_pieces(struct epar_mech *m, int nf)
 {
-    int nf = m->dk, st;
-    if (m->id == EPAR_MECH_LINEAR_COS) nf = 2 * m->dk;
-    if (m->id == EPAR_MECH_PERFORMER) {
-        nf = (int)m->p[0];
-        if ((st = alloc_d(&m->omega, (size_t)nf * m->dk, "Performer Omega"))) return st;
-        if ((st = epar_mech_performer_omega(r, nf, m->dk, (int)m->p[1], (int)m->p[2], m->omega))) return st;
-        m->nfeat = nf;
-    }
+    int st;
     m->nfeat = nf;
     if ((st = alloc_d(&m->phiq, (size_t)m->L * nf, "kernel features")) ||
         (st = alloc_d(&m->phik, (size_t)m->L * nf, "kernel features")) ||
         (st = alloc_d(&m->work, (size_t)m->L * m->dk * 2, "kernel scratch")))
         return st;
     return EPAR_OK;
+}
+
+/* linear-cos (cosFormer): [relu(x) cos, relu(x) sin], 2 dk features (linear-elu and performer: lib/mechs/kernel.c) */
+static int build_kernel(struct epar_mech *m, gsl_rng *r)
+{
+    (void)r;
+    return epar_mech_kernel_pieces(m, 2 * m->dk);
 }
 
 static unsigned char *alloc_mask(struct epar_mech *m)
@@ -1128,17 +1128,9 @@ static const struct epar_mech_info mech_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_FIXED_RIGHT] = FIXED_ROW("fixed-right", "5", "(L-j)^3 for j >= i+2, looks ahead"),
     [EPAR_MECH_FIXED_START] = FIXED_ROW("fixed-start", "7", "(L-j)^3 over every j, looks ahead"),
     [EPAR_MECH_FIXED_END] = FIXED_ROW("fixed-end", "6", "(j+1)^3 over every j, looks ahead"),
-    [EPAR_MECH_LINEAR_ELU] = {"linear-elu", EPAR_MK_KERNEL, "S1 §2.1.4", "§20",
-        {{"eps", 1e-6, 0, 1, 0, "denominator guard (rows below it fall back to self)"}, P_END}, build_kernel,
-        "phi = elu + 1 on q and k without 1/sqrt(dk)"},
     [EPAR_MECH_LINEAR_COS] = {"linear-cos", EPAR_MK_KERNEL, "S1 §2.1.4", "§20",
         {{"eps", 1e-6, 0, 1, 0, "denominator guard (rows below it fall back to self)"}, P_END}, build_kernel,
         "cosFormer: relu(q).relu(k) cos(pi (i-j) / 2L) (not S1's phi = cos)"},
-    [EPAR_MECH_PERFORMER] = {"performer", EPAR_MK_KERNEL, "S1 §2.2, §3.3", "§21",
-        {{"features", 256, 1, 65536, 1, "random features m"}, {"orthogonal", 1, 0, 1, 1, "orthogonal blocks"},
-         {"scaling", 0, 0, 1, 1, "0: chi_d row norms, 1: sqrt(d)"}, {"eps", 1e-6, 0, 1, 0, "numerical stabiliser"},
-         P_END},
-        build_kernel, "FAVOR+ positive random features approximating softmax"},
     [EPAR_MECH_STRIDED] = {"strided", EPAR_MK_MASK, "S1 §2.3.2", "§22",
         {{"stride", 0, 0, 1 << 20, 1, "l (0: round(sqrt(L)))"}, {"openai_local", 0, 0, 1, 1, "1: local band of l keys"},
          P_END},
@@ -1195,12 +1187,16 @@ static_assert(sizeof mech_rows / sizeof mech_rows[0] == EPAR_MECH_COUNT, "one ro
 
 /* the file mechanisms (lib/mechs/registry.h): their rows are theirs, mech_rows' are zero */
 #define EPAR_MECH_FILE(ID, name) extern const struct epar_mech_def epar_mech_def_##name;
+#define EPAR_MECH_FILE_AT(ID, name) EPAR_MECH_FILE(ID, name)
 #include "mechs/registry.h"
 #undef EPAR_MECH_FILE
+#undef EPAR_MECH_FILE_AT
 static const struct epar_mech_def *const mech_files[EPAR_MECH_COUNT] = {
 #define EPAR_MECH_FILE(ID, name) [EPAR_MECH_##ID] = &epar_mech_def_##name,
+#define EPAR_MECH_FILE_AT(ID, name) EPAR_MECH_FILE(ID, name)
 #include "mechs/registry.h"
 #undef EPAR_MECH_FILE
+#undef EPAR_MECH_FILE_AT
 };
 
 const struct epar_mech_def *epar_mech_file(enum epar_mech_id id)

@@ -39,8 +39,10 @@ enum epar_mech_id {
     EPAR_MECH_FLOATER_LEARNED,
     /* the mechanisms that are one file each (lib/mechs/registry.h) */
 #define EPAR_MECH_FILE(ID, name) EPAR_MECH_##ID,
+#define EPAR_MECH_FILE_AT(ID, name)   /* an existing value (above) */
 #include "mechs/registry.h"
 #undef EPAR_MECH_FILE
+#undef EPAR_MECH_FILE_AT
     EPAR_MECH_COUNT
 };
 
@@ -249,6 +251,9 @@ void epar_mech_performer_features(const double *Omega, int m, int d, const doubl
  * Returns the number of empty rows. */
 int epar_mech_kernel_attention(const double *phiq, const double *phik, int L, int nf, int causal, double eps,
                                double *A);
+/* the kernel kind's analysis pieces of m with nf features per head: phi(q), phi(k) (L, nf) and the head's q, k copies
+ * (m->nfeat = nf); its build calls it (after drawing Performer's Omega into m->omega) */
+int epar_mech_kernel_pieces(struct epar_mech *m, int nf);
 /* Fast path: O (L,dv) = A V through S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j) (prefix sums when
  * causal), O(L nf dv). work is (nf*(dv+1)). Empty rows give v_i (policy self). */
 void epar_mech_kernel_output(const double *phiq, const double *phik, const double *V, int L, int nf, int dv,

@@ -34,7 +34,7 @@
 #define OUT_BLOCK 512   /* weight-gradient tile: output features ... */
 #define COL_BLOCK 512   /* ... x input features */
 #define EMB_BLOCK 128   /* column block of the token-embedding gradient */
-#define ATT_BLOCK 64    /* query block of the causal attention (keys 0..end of block) */
+#define ATT_BLOCK EPAR_NN_ATT_BLOCK   /* query block of the causal attention (keys 0..end of block; lib/nn.h) */
 /* Parallel regions only above this much work: below it the fork/join costs more than the loop, and far
  * more when the cores are shared (a thread that has lost its core holds up the join for a time slice:
  * a 2-layer dim-32 model trained 3-10x slower with --jobs 2 than with 1 on the loaded 2-core machine,
@@ -363,6 +363,7 @@ static void softmax_row_backward_c(float *d, const float *a, const float *s, con
 }
 
 #include <immintrin.h>
+#include "lanes8.h"   /* hsum8, hmax8 */
 EPAR_TARGET_BEGIN("avx2,fma")
 __m256 _ZGVdN8v_expf(__m256 x);   /* glibc libmvec (lib/stream.c uses it too) */
 
@@ -423,13 +424,6 @@ static inline __m256i att_mask(int n)   /* lanes < n (masked loads and stores of
 
 static inline __m256 rev8(__m256 v) { return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
 
-static inline float hsum8(__m256 v)   /* fixed order: lanes (0+4), (1+5), ... then pairs */
-{
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-}
-
 /* lane k < w: t[w-1-k], from one masked load of t[0 .. w-1] (lanes from w on: 0); the tail of a row, whose last w
  * keys are at distances w-1 .. 0 (a scalar gather there stalled on its stores, read back as a vector) */
 static inline __m256 tail_rev(const float *t, __m256i m, int w)
@@ -456,13 +450,6 @@ static inline __m256 row_z(const float *s, const float *fac, const float *bias, 
     if (bias) z = _mm256_add_ps(z, tail_rev(bias, m, w));
     if (pr) z = _mm256_add_ps(z, _mm256_maskload_ps(pr + j, m));
     return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), z, _mm256_castsi256_ps(m));
-}
-
-static inline float hmax8(__m256 v)   /* the largest lane (exact: the order does not matter) */
-{
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
 }
 
 /* the exp pass of softmax_row_avx2 with AVX-512: exp(a[j] - mx) in place for j < n8 and *zt = exp(*zt - mx) (the tail
@@ -752,53 +739,14 @@ int epar_nn_set_no_avx512(int off)
     return nn_avx512();
 }
 
-/* out[j] = exp(z[j] - M), j < n (out may be z; every z[j] - M finite): libmvec 16 or 8 lanes a call (the same
- * values), scalar expf in the C form */
-static void nn_exps(float *out, const float *z, float M, int n)
+/* libmvec 16 or 8 lanes a call (the same values), scalar expf in the C form (lib/nn.h) */
+void epar_nn_exps(float *out, const float *z, float M, int n)
 {
     if (nn_avx512()) epar_stream_exps16(out, z, M, n);
     else if (epar_nn_simd()) exps_avx2(out, z, M, n);
     else
         for (int j = 0; j < n; j++) out[j] = expf(z[j] - M);
 }
-
-EPAR_TARGET_BEGIN("avx2,fma")
-/* FAVOR+'s features of one row in place: m = max_q f[q], f[q] = s exp(f[q] - m); returns m. The largest lane
- * (exact in any order; a NaN is passed over as by the C form's comparison), then elementwise operations: the C form's
- * values but for its expf */
-static float favor_row_avx2(float *f, int nf, float s)
-{
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    int q = 0;
-    for (; q + 8 <= nf; q += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(f + q), vmax);
-    float mx = hmax8(vmax);
-    for (; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
-    nn_exps(f, f, mx, nf);
-    const __m256 vs = _mm256_set1_ps(s);
-    for (q = 0; q + 8 <= nf; q += 8) _mm256_storeu_ps(f + q, _mm256_mul_ps(_mm256_loadu_ps(f + q), vs));
-    for (; q < nf; q++) f[q] *= s;
-    return mx;
-}
-
-/* FAVOR+'s backward of one row: g[q] *= F[q] in place, returns sum_q g[q] (8 lane sums, then hsum8's order, then the
- * tail: a few ulp from the C form's running sum) */
-static float favor_grad_row_avx2(float *g, const float *F, int nf)
-{
-    __m256 acc = _mm256_setzero_ps();
-    int q = 0;
-    for (; q + 8 <= nf; q += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(g + q), _mm256_loadu_ps(F + q));
-        _mm256_storeu_ps(g + q, v);
-        acc = _mm256_add_ps(acc, v);
-    }
-    float gs = hsum8(acc);
-    for (; q < nf; q++) {
-        g[q] *= F[q];
-        gs += g[q];
-    }
-    return gs;
-}
-EPAR_TARGET_END
 
 /* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
  * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
@@ -1008,166 +956,6 @@ static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, con
     return R;
 }
 
-/* ---- kernel attention (linear-elu, Performer): A_ij = N_ij / D_i, N = phi(Q) phi(K)^T, D_i = sum_{j <= i} N_ij,
- * materialised causally in the same query blocks as the softmax path ---- */
-
-/* F (n, nf) <- phi of rows X (n, hs; row stride ldx). elu + 1, or FAVOR+ in float with a stabiliser per row:
- * F_rf = exp(w_f . x' - |x'|^2 / 2 - c_r) / sqrt(nf), x' = x hs^(-1/4), c_r = max_f (w_f . x' - |x'|^2 / 2), so every
- * row's largest feature is 1 / sqrt(nf); c (n) is returned (NULL: not wanted). A query's c_i multiplies row i's
- * numerators and denominator alike and cancels; a key's c_j does not: the kernel multiplies it back in as
- * exp(c_j - max_{j' <= i} c_j') (kernel_forward_bh). No eps is added (performer.eps is the stabiliser of compare's
- * untrained FAVOR+, which divides the keys by the largest feature over every key): with these stabilisers the
- * features need none, and adding eps times a row's largest feature would move the weights away from FAVOR+'s
- * once the exponents spread over tens of nats (test_nn's test_performer_scale). */
-static void kernel_features(const struct epar_nn_attn_pos *pos, const float *X, int ldx, int n, int hs, float *F,
-                            float *c)
-{
-    if (!pos->omega) {
-        for (int i = 0; i < n; i++)
-            for (int t = 0; t < hs; t++) {
-                float x = X[(size_t)i * ldx + t];
-                F[(size_t)i * hs + t] = x > 0 ? x + 1.0f : expf(x);
-            }
-        return;
-    }
-    int nf = pos->nf;
-    float s = powf((float)hs, -0.25f), inv = 1.0f / sqrtf((float)nf);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nf, hs, s, X, ldx, pos->omega, hs, 0.0f, F, nf);
-    for (int i = 0; i < n; i++) {
-        float *f = F + (size_t)i * nf, nx = 0.0f, mx = -INFINITY;
-        for (int t = 0; t < hs; t++) nx += X[(size_t)i * ldx + t] * X[(size_t)i * ldx + t];
-        nx *= s * s * 0.5f;
-        if (epar_nn_simd()) {
-            mx = favor_row_avx2(f, nf, inv);
-        } else {
-            for (int q = 0; q < nf; q++) mx = f[q] > mx ? f[q] : mx;
-            for (int q = 0; q < nf; q++) f[q] = inv * expf(f[q] - mx);
-        }
-        if (c) c[i] = mx - nx;
-    }
-}
-
-/* dX (n, hs; stride lddx, overwritten) <- the gradient through phi of dF (n, nf), F = phi(X). elu + 1: dF phi'(x);
- * FAVOR+, the row factor exp(c_r) held outside (it cancels, or the kernel's weights carry it): G = dF F,
- * dX = s G Omega - s^2 x sum_f G */
-static void kernel_features_backward(const struct epar_nn_attn_pos *pos, const float *X, int ldx, const float *F,
-                                     float *dF, int n, int hs, float *dX, int lddx)
-{
-    if (!pos->omega) {
-        for (int i = 0; i < n; i++)
-            for (int t = 0; t < hs; t++) {
-                float x = X[(size_t)i * ldx + t];
-                dX[(size_t)i * lddx + t] = dF[(size_t)i * hs + t] * (x > 0 ? 1.0f : F[(size_t)i * hs + t]);
-            }
-        return;
-    }
-    int nf = pos->nf;
-    float s = powf((float)hs, -0.25f);
-    for (int i = 0; i < n; i++) {
-        float *g = dF + (size_t)i * nf, gs = 0.0f;
-        if (epar_nn_simd()) {
-            gs = favor_grad_row_avx2(g, F + (size_t)i * nf, nf);
-        } else {
-            for (int q = 0; q < nf; q++) {
-                g[q] *= F[(size_t)i * nf + q];
-                gs += g[q];
-            }
-        }
-        for (int t = 0; t < hs; t++) dX[(size_t)i * lddx + t] = -s * s * X[(size_t)i * ldx + t] * gs;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hs, nf, s, dF, nf, pos->omega, hs, 1.0f, dX, lddx);
-}
-
-/* the kernel's row guard: elu + 1 takes linear-elu.eps; FAVOR+'s stabilised denominators are relative to the row's
- * largest weights, so a row falls back only when its denominator underflows (its best query and key features
- * disagree by ~87 nats) or is not finite */
-static int kernel_row_ok(const struct epar_nn_attn_pos *pos, float den)
-{
-    return pos->omega ? den > FLT_MIN && den < INFINITY : den > pos->eps;
-}
-
-/* FAVOR+'s key weights of row i: w_ij = exp(c_j - M_i), M_i = max_{j' <= i} c_j' (M computed into cm, (T)) */
-static void kernel_key_max(const float *ck, float *cm, int T)
-{
-    for (int j = 0; j < T; j++) cm[j] = j && cm[j - 1] > ck[j] ? cm[j - 1] : ck[j];
-}
-
-/* one (b, h) of the forward: N into S, A, O = A V; work: epar_nnpos_kernel_work floats. FAVOR+: N_ij = phi(q_i).phi(k_j)
- * exp(c_j - M_i) (the stabilised numerators: every row's largest key weight is 1, so the denominator is never small
- * relative to its terms, whatever the scale of q and k) */
-static void kernel_forward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
-                              float *S, float *A, float *O, float *work, int T, int C, int hs)
-{
-    int C3 = 3 * C, nf = pos->nf;
-    float *Fq = work, *Fk = work + (size_t)T * nf, *ck = work + (size_t)4 * T * nf, *cm = ck + T;
-    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
-    kernel_features(pos, K, C3, T, hs, Fk, ck);
-    if (pos->omega) kernel_key_max(ck, cm, T);
-    for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
-        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, nf, 1.0f, Fq + (size_t)i0 * nf, nf, Fk, nf, 0.0f,
-                    S + (size_t)i0 * T, T);
-        for (int i = i0; i < i1; i++) {
-            float *n = S + (size_t)i * T;
-            float *a = A + (size_t)i * T, den = 0.0f;
-            if (pos->omega) {   /* the key weights into a's row first (it is written below) */
-                nn_exps(a, ck, cm[i], i + 1);
-                for (int j = 0; j <= i; j++) n[j] *= a[j];
-            }
-            for (int j = 0; j <= i; j++) den += n[j];
-            if (kernel_row_ok(pos, den))
-                for (int j = 0; j <= i; j++) a[j] = n[j] / den;
-            else
-                for (int j = 0; j <= i; j++) a[j] = j == i ? 1.0f : 0.0f;   /* empty row: itself */
-            for (int j = i + 1; j < i1; j++) a[j] = 0.0f;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, hs, i1, 1.0f, A + (size_t)i0 * T, T, Vv, C3, 0.0f,
-                    O + (size_t)i0 * C, C);
-    }
-}
-
-/* one (b, h) of the backward: dV, then dN = (dA - a.dA) / D per row (FAVOR+: times the key weights w_ij, the
- * gradient of the features' product), dphi(Q) = dN phi(K), dphi(K) = dN^T phi(Q), then through phi into dQ, dK
- * (overwritten); dA (T, T) scratch, work: epar_nnpos_kernel_work floats */
-static void kernel_backward_bh(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, const float *Vv,
-                               const float *S, const float *A, const float *dO, float *dQ, float *dK, float *dV,
-                               float *dA, float *work, int T, int C, int hs)
-{
-    int C3 = 3 * C, nf = pos->nf;
-    float *Fq = work, *Fk = Fq + (size_t)T * nf, *dFq = Fk + (size_t)T * nf, *dFk = dFq + (size_t)T * nf;
-    float *ck = work + (size_t)4 * T * nf, *cm = ck + T, *wk = cm + T;
-    kernel_features(pos, Q, C3, T, hs, Fq, NULL);
-    kernel_features(pos, K, C3, T, hs, Fk, ck);
-    if (pos->omega) kernel_key_max(ck, cm, T);
-    for (int i0 = (T - 1) / ATT_BLOCK * ATT_BLOCK; i0 >= 0; i0 -= ATT_BLOCK) {
-        int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
-        float beta = i1 == T ? 0.0f : 1.0f;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ib, i1, hs, 1.0f, dO + (size_t)i0 * C, C, Vv, C3, 0.0f,
-                    dA + (size_t)i0 * T, T);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, 1.0f, A + (size_t)i0 * T, T,
-                    dO + (size_t)i0 * C, C, beta, dV, C3);
-        for (int i = i0; i < i1; i++) {
-            const float *n = S + (size_t)i * T, *a = A + (size_t)i * T;
-            float *d = dA + (size_t)i * T, den = 0.0f, dot = 0.0f;
-            for (int j = 0; j <= i; j++) den += n[j];
-            for (int j = 0; j <= i; j++) dot += a[j] * d[j];
-            int ok = kernel_row_ok(pos, den);
-            for (int j = 0; j <= i; j++) d[j] = ok ? (d[j] - dot) / den : 0.0f;
-            if (ok && pos->omega) {
-                nn_exps(wk, ck, cm[i], i + 1);
-                for (int j = 0; j <= i; j++) d[j] *= wk[j];
-            }
-            for (int j = i + 1; j < i1; j++) d[j] = 0.0f;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ib, nf, i1, 1.0f, dA + (size_t)i0 * T, T, Fk, nf, 0.0f,
-                    dFq + (size_t)i0 * nf, nf);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, nf, ib, 1.0f, dA + (size_t)i0 * T, T,
-                    Fq + (size_t)i0 * nf, nf, beta, dFk, nf);
-    }
-    kernel_features_backward(pos, Q, C3, Fq, dFq, T, hs, dQ, C3);
-    kernel_features_backward(pos, K, C3, Fk, dFk, T, hs, dK, C3);
-}
-
 /* ---- pi-attention (§27): two masked softmaxes of the same scaled scores fused by a gate per (head, row) ---- */
 
 /* g (T) <- the gate of every row: sigmoid(b + w . [qbar_i; kbar_i; vbar_i]), the bars the means over t <= i (causal;
@@ -1292,9 +1080,9 @@ static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
         for (int t = 0; t < T; t++) memset(O + (size_t)t * C, 0, (size_t)hs * sizeof *O);
         return;
     }
-    if (pos && pos->kernel) {
-        kernel_forward_bh(pos, Q, K, Vv, S, A, O, pos->work + (size_t)tid * epar_nnpos_kernel_work(T, pos->nf),
-                          T, C, hs);
+    if (pos && pos->own_forward) {   /* the mechanism's own form (lib/nnpos.h) */
+        pos->own_forward(pos->mech, pos->layer, h, Q, K, Vv, S, A, O, pos->work + (size_t)tid * pos->own_work, T, C, hs,
+                         scale);
         return;
     }
     if (pos && pos->pair2) {
@@ -1356,7 +1144,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel || (pos && (pos->kernel || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = rel || (pos && (pos->own_forward || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
     int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
     struct att_fwd x = {out, preatt, att, qkv, rel, pos, row, T, C, NH, hs, C3, fast, ldk, scale};
     if (!fork_macs((double)B * T * T * C) || nt < 2) {
@@ -1462,9 +1250,10 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
         }
         return;
     }
-    if (pos && pos->kernel) {
-        kernel_backward_bh(pos, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                           pos->work + (size_t)tid * epar_nnpos_kernel_work(T, pos->nf), T, C, hs);
+    if (pos && pos->own_backward) {   /* the mechanism's own form (lib/nnpos.h) */
+        pos->own_backward(pos->mech, pos->layer, h, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
+                          pos->grel && pos->own_grad ? pos->grel + ((size_t)b * NH + h) * pos->own_grad : NULL,
+                          pos->work + (size_t)tid * pos->own_work, T, C, hs, scale);
         return;
     }
     if (pos && pos->pair2) {
@@ -2087,6 +1876,18 @@ static void boost_layer(const struct epar_nn_boost *bo, float *att, float *out, 
             }
 }
 
+/* the mechanism's own attention form (lib/nnpos.h), if it has one, into ap: its functions, the model's mechanism and
+ * the slices of its scratch at length T (ap's layer is set by the caller) */
+static void own_form(const struct epar_nn *m, int T, struct epar_nn_attn_pos *ap)
+{
+    const struct epar_nnpos_info *in = epar_nnpos_row(m->pos.id);
+    if (!in->attn_forward) return;
+    ap->own_forward = in->attn_forward;
+    ap->own_backward = in->attn_backward;
+    ap->mech = &m->pos;
+    epar_nnpos_scratch(m->pos.id, &m->pos.s, T, m->pos.hs, &ap->own_work, &ap->own_grad);
+}
+
 int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, const float *mask, int B, int T)
 {
     const struct epar_nn_config *c = &m->cfg;
@@ -2135,14 +1936,15 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos, l), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
-                                      m->nthreads, NULL, m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      m->nthreads, NULL, NULL, NULL, NULL, l, 0, 0,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
                                       epar_nnpos_rel_q(&m->pos, l), NULL};
-        /* the scores are kept only for a learned factor's gradient, kernel attention's N and pi-attention's two
-         * softmaxes (saves a (B, NH, T, T) store and load) */
-        float *pre = (m->pos.dtheta && m->pos.fac) || m->pos.kernel || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
+        own_form(m, T, &ap);
+        /* the scores are kept only for a learned factor's gradient, a mechanism's own form (kernel attention's N) and
+         * pi-attention's two softmaxes (saves a (B, NH, T, T) store and load) */
+        float *pre = (m->pos.dtheta && m->pos.fac) || ap.own_forward || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
         PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         if (m->boost.keys && m->boost.layer == l) boost_layer(&m->boost, LAYER(a->att, l, nA), atty, qkv, B, T, C, NH);
@@ -2247,11 +2049,12 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos, l),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
-                                      m->pos.kernel, m->pos.omega, m->pos.nf, (float)m->pos.eps,
+                                      NULL, NULL, NULL, l, 0, 0,
                                       epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
                                       epar_nnpos_rel_q(&m->pos, l), m->pos.dtheta && m->pos.pair_grad ? s->grel : NULL};
+        own_form(m, T, &ap);
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel, ap.gpair};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_ATTENTION_BWD,

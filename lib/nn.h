@@ -224,6 +224,12 @@ void epar_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *
                                 const float *w, const float *mean, const float *rstd, int N, int C, float *part);
 /* 1 when the AVX2 path runs (CPU has AVX2+FMA and not forced portable by epar_nn_set_portable, lib/seams.h) */
 int epar_nn_simd(void);
+/* out[j] = exp(z[j] - M), j < n (out may be z; every z[j] - M finite): libmvec 16 or 8 lanes a call on the vector
+ * paths (the same values), scalar expf on the portable one (a mechanism's own attention form uses it, lib/mechs/) */
+void epar_nn_exps(float *out, const float *z, float M, int n);
+/* the query block of the causal attention (keys 0 .. end of block): row i of the weights is written up to the end of
+ * its block */
+#define EPAR_NN_ATT_BLOCK 64
 /* GELU, tanh approximation (GPT-2); backward: dinp (n) = dout gelu'(inp) (in place allowed: dinp == dout) */
 void epar_nn_gelu_forward(float *out, const float *inp, size_t n);
 void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
@@ -247,12 +253,15 @@ struct epar_nn_attn_pos {
     float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set (Transformer-XL: rel_work) */
     int nwork;
     float *grel;        /* (B, NH, nrel, hs) out of backward when rel is set */
-    int kernel;         /* 1: kernel attention A_ij = phi(q_i).phi(k_j) / sum_j' (no softmax; fac, bias, pair, rel
-                         * unused; preatt must be kept: it holds phi(q_i).phi(k_j)) */
-    const float *omega; /* (nf, hs) Performer's random features (phi = FAVOR+); NULL: phi = elu + 1 (nf = hs) */
-    int nf;
-    float eps;          /* elu + 1: rows whose denominator is <= eps attend to themselves (Performer: unused; rows
-                         * fall back to themselves only when their stabilised denominator underflows) */
+    /* the mechanism's own attention of one (b, h) (lib/nnpos.h: epar_nnpos_attn_fwd, _bwd; kernel attention), in place
+     * of the softmax (fac, bias, pair, rel unused; preatt must be kept), or NULL: called with mech, layer, its thread's
+     * slice of work (own_work floats apart: nwork of them) and, in the backward, the (b, h)'s slot of grel (own_grad
+     * floats apart; NULL when own_grad is 0) */
+    epar_nnpos_attn_fwd own_forward;
+    epar_nnpos_attn_bwd own_backward;
+    const struct epar_nnpos *mech;
+    int layer;
+    size_t own_work, own_grad;
     /* pi-attention (pair2 set): A_ij = g_i softmax_j(s_ij + pair_ij) + (1 - g_i) softmax_j(s_ij + pair2_ij), pair the
      * local mask, pair2 the pi-step mask; g_i = sigmoid(b_h + w_h . [mean_{t<=i} q_t; mean k_t; mean v_t]) with
      * (w_h, b_h) = gate + h (3 hs + 1) (this layer's); preatt must be kept (the scaled scores); work as for rel

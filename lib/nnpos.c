@@ -670,47 +670,6 @@ static void backward_txl(struct epar_nnpos *p, int l, const struct epar_nnpos_gr
     }
 }
 
-/* ---- kernel attention (§20, §21): linear-elu (phi = elu + 1 on q, k; no 1/sqrt(hs)) and Performer (FAVOR+ with
- * lib/mech's random features for the run's seed: the same Omega compare draws); lib/nn computes them ---- */
-
-static int features_of(const struct epar_nnpos_settings *s, enum epar_mech_id id, int hs)
-{
-    return id == EPAR_MECH_PERFORMER ? (int)s->mp[id][0] : hs;
-}
-
-size_t epar_nnpos_kernel_work(int T, int nf) { return (size_t)T * (4 * (size_t)nf + 3); }
-
-static void scratch_kernel(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs,
-                           size_t *per_thread, size_t *per_bh)
-{
-    *per_thread = epar_nnpos_kernel_work(Tmax, features_of(s, id, hs));
-    *per_bh = 0;
-}
-
-static int build_linear_elu(struct epar_nnpos *p)
-{
-    p->kernel = 1;
-    p->nf = p->hs;
-    p->eps = p->mp[0];
-    return EPAR_OK;
-}
-
-static int build_performer(struct epar_nnpos *p)
-{
-    p->kernel = 1;
-    p->nf = (int)p->mp[0];
-    p->eps = p->mp[3];
-    size_t n = (size_t)p->nf * p->hs;
-    double *om = epar_err_alloc(n, sizeof *om, "Performer's features");
-    gsl_rng *r = epar_rng_alloc(p->s.seed, 1000UL + (unsigned long)p->id, EPAR_RNG_MECH);
-    int st = !om || !r || need(&p->omega, n, sizeof *p->omega, "Performer's features") ? EPAR_ENOMEM : EPAR_OK;
-    if (!st) st = epar_mech_performer_omega(r, p->nf, p->hs, (int)p->mp[1], (int)p->mp[2], om);
-    for (size_t t = 0; !st && t < n; t++) p->omega[t] = (float)om[t];
-    free(om);
-    epar_rng_free(r);
-    return st;
-}
-
 /* ---- GQA / MQA (§28): G = gqa.groups K/V heads, each shared by NH/G query heads; lib/nn projects x onto C + 2 G hs
  * outputs (q of every head, then G k heads, then G v heads) and gives query head h the pair floor(h / (NH/G))
  * (lib/mech's epar_mech_gqa_group). Trained from the start, the G heads are learned directly: gqa.pool (how compare
@@ -966,97 +925,91 @@ static void prepare_mix(struct epar_nnpos *p, int T)
 /* ---- the registry: one row per trainable catalogue mechanism ---- */
 
 #define H_(hook, uses, fixed_len, summary) EPAR_NNPOS_H_##hook, uses, fixed_len, summary
-#define KERNEL_FNS(build) NULL, build, n_zero, init_nothing, prepare_nothing, backward_nothing, scratch_kernel
 #define FIXED_FNS(prep) NULL, build_fixed, n_zero, init_nothing, prep, backward_nothing, NULL
 #define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing, NULL
 
 static const struct epar_nnpos_info nnpos_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_NONE] = {H_(BASELINE, 1, 0, "causal mask only, no position information"),
-                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_EPAR_BASIC] = {H_(FACTOR, 0, 0, "scaled score times alpha exp(-beta |i-j|/L)"),
-                              check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL},
+                              check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL},
     [EPAR_MECH_EPAR_ENHANCED] = {H_(FACTOR, 0, 0, "scaled score times alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma)"),
-                                 check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL},
+                                 check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL},
     [EPAR_MECH_SINUSOIDAL] = {H_(INPUT, 1, 0, "init_sd times the sinusoid added to the token embeddings"),
-                              NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                              NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_LEARNED_APE] = {H_(INPUT, 0, 1, "learned absolute table added to the embeddings"),
-                               NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL},
+                               NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL, NULL, NULL},
     [EPAR_MECH_APE_RAND] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it random, fixed"),
-                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL},
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_APE_HIER] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it its "
                                             "hierarchical decomposition"),
-                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL},
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_FLOATER] = {H_(INPUT, 1, 0, "init_sd times the FLOATER rotation table added to the embeddings"),
-                           NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                           NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_FLOATER_LEARNED] = {H_(INPUT, 1, 0, "init_sd times FLOATER's table with learned dynamics p_{t+1} = R p_t + "
                                                   "W2 tanh(W1 p_t + b1 + tau_t w) + b2 added to the embeddings"),
                                    NULL, build_floater_learned, n_floater_learned, init_floater_learned,
-                                   prepare_floater_learned, backward_nothing, NULL},
+                                   prepare_floater_learned, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
-                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL},
+                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
-                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
+                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw, NULL, NULL},
     [EPAR_MECH_DEBERTA] = {H_(BIAS, 1, 0, "learned tables Kr, Qr per layer: + [q_i . Kr[min(i-j, k)] + k_j . Qr[min(i-j, k)]] "
                                           "/ sqrt(hs) (deberta.absolute = 1: + EMD's absolute table in the last layer)"),
-                           NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw},
+                           NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw, NULL, NULL},
     [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
                                       "layer (and head); no segment memory"),
-                       NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl},
+                       NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl, NULL, NULL},
     [EPAR_MECH_T5] = {H_(BIAS, 1, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
-                      check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL},
+                      check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL, NULL, NULL},
     [EPAR_MECH_ROPE] = {H_(QK, 1, 0, "q and k rotated by position (interleaved pairs)"),
-                        check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                        check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_NTK_ROPE] = {H_(QK, 1, 0, "RoPE with the NTK base for T > train_length"),
-                            check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing, NULL},
+                            check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_INTERPOLATION] = {H_(QK, 1, 0, "RoPE at positions t train_length / T for T > train_length"),
-                                 check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing, NULL},
+                                 check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_LOGN] = {H_(QK, 1, 0, "q_t scaled by log_{train_length}(t + 1)"),
-                        NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                        NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_ALIBI] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), standard slopes"),
-                         NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                         NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_ALIBI_LEARNED] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), the slopes m_h learned (from ALiBi's), shared by "
                                          "the layers"),
                                  NULL, build_alibi, n_alibi_learned, init_alibi_learned, prepare_alibi_learned,
-                                 backward_alibi_learned, NULL},
-    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current)},
-    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous)},
+                                 backward_alibi_learned, NULL, NULL, NULL},
+    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current), NULL, NULL},
+    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous), NULL, NULL},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
-                              FIXED_FNS(prepare_fixed_left)},
-    [EPAR_MECH_LINEAR_ELU] = {H_(KERNEL, 1, 0, "A_ij = phi(q_i).phi(k_j) / sum over j' <= i, phi = elu + 1 (no softmax)"),
-                              KERNEL_FNS(build_linear_elu)},
-    [EPAR_MECH_PERFORMER] = {H_(KERNEL, 1, 0, "causal FAVOR+: the same, phi = positive random features (fixed Omega)"),
-                             KERNEL_FNS(build_performer)},
+                              FIXED_FNS(prepare_fixed_left), NULL, NULL},
     [EPAR_MECH_PI_ATTENTION] = {H_(PI, 1, 0, "g softmax(local band) + (1 - g) softmax(pi-step), g a learned gate of the causal "
                                        "means of q, k, v per layer and head"),
-                                check_pi, build_pi, n_pi, init_pi, prepare_pi, backward_pi, scratch_pi},
+                                check_pi, build_pi, n_pi, init_pi, prepare_pi, backward_pi, scratch_pi, NULL, NULL},
     [EPAR_MECH_GQA] = {H_(HEADS, 1, 0, "groups K/V heads, each shared by heads/groups query heads (groups 1: MQA)"),
-                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
-    [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided)},
+                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+    [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided), NULL, NULL},
     [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
-                                MASK_FNS(check_sparse_fixed, prepare_sparse_fixed)},
-    [EPAR_MECH_SLIDING_WINDOW] = {H_(MASK, 1, 0, "the last radius + 1 keys"), MASK_FNS(NULL, prepare_window)},
+                                MASK_FNS(check_sparse_fixed, prepare_sparse_fixed), NULL, NULL},
+    [EPAR_MECH_SLIDING_WINDOW] = {H_(MASK, 1, 0, "the last radius + 1 keys"), MASK_FNS(NULL, prepare_window), NULL, NULL},
     [EPAR_MECH_BLOCK_SPARSE] = {H_(MASK, 1, 0, "causal keys of the same and nb previous blocks"),
-                                MASK_FNS(NULL, prepare_block)},
+                                MASK_FNS(NULL, prepare_block), NULL, NULL},
     [EPAR_MECH_GLOBAL_LOCAL] = {H_(MASK, 1, 0, "causal band U the first globals keys (global rows dense)"),
-                                MASK_FNS(NULL, prepare_global_local)},
+                                MASK_FNS(NULL, prepare_global_local), NULL, NULL},
     [EPAR_MECH_ORTHOGONAL_QK] = {H_(PROJ, 1, 0, "q and k projections frozen at independent Haar orthonormal rows per layer and "
                                           "head (no bias; jl: times sqrt(dim/hs)); v and the rest learned"),
-                                 NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL},
+                                 NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_RANDOM_SPARSE] = {H_(MASK, 1, 0, "causal {i-l..i} U random earlier keys, as many as strided's, drawn once from "
                                           "the seed"),
-                                 NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL},
+                                 NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_FIXED_MIX] = {H_(FIXED, 0, 0, "heads 0..H-2: A = W_h (current, previous, left, first token, cycled), head "
                                              "H-1 learned softmax"),
-                             NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+                             NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_LEARNABLE_ONLY] = {H_(FIXED, 0, 0, "head H-1 learned softmax, heads 0..H-2 output 0"),
-                                  NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+                                  NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_FIXED_ONLY] = {H_(FIXED, 0, 0, "every head h: A = W_h (current, previous, left, first token, cycled)"),
-                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL},
+                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
 };
 #undef H_
 #undef FIXED_FNS
 #undef MASK_FNS
-#undef KERNEL_FNS
 
 const struct epar_nnpos_info *epar_nnpos_row(enum epar_mech_id id)
 {

@@ -35,7 +35,8 @@
  *                learned head, the others' output 0 (S1's 7F+1L and 1L at 8 heads); fixed-only: every head fixed
  *   kernel       linear-elu, performer              A_ij = phi(q_i).phi(k_j) / sum_{j' <= i} (no softmax), phi = elu + 1
  *                                                   or FAVOR+ with lib/mech's random features for the run's seed
- *                                                   (stabilised per query and per key, no eps: lib/nn)
+ *                                                   (stabilised per query and per key, no eps: their own
+ *                                                   attention form, lib/mechs/kernel.c)
  *   pi           pi-attention                       A = g_i softmax(s + local mask) + (1 - g_i) softmax(s + pi-step
  *                                                   mask), g_i = sigmoid(b + w . [mean_{t<=i} q_t; k_t; v_t]) per layer
  *                                                   and head (w, b learned); causal: no ring
@@ -136,8 +137,7 @@ struct epar_nnpos {
                                  * (the distances of the current length); 0: none */
     float *rdist;               /* (Tmax, C) Transformer-XL's R_d, lib/mech's sinusoid of distance d ([sin | cos]) */
     float *reltab;              /* (NL, NH, Tmax, hs) Transformer-XL's r_lh(d) = W_R^{lh} R_d (prepared from theta) */
-    int kernel;                 /* 1: kernel attention (linear-elu, performer) instead of the softmax */
-    int nf;                     /* kernel features per head (elu: hs; Performer: m) */
+    int nf;                     /* kernel features per head (elu: hs; Performer: m; lib/mechs/kernel.c) */
     float *omega;               /* (nf, hs) Performer's random features: lib/mech's for the same seed */
     double eps;                 /* kernel denominator guard / Performer stabiliser */
     void *work;                 /* (Tmax, Tmax) scratch of the pair table's builder (mask bytes or fp64 weights) */
@@ -152,6 +152,22 @@ struct epar_nnpos_grad {
                                  * (B, NH, nrel hs + 2 hs), its table's then du, dv; pi: (B, NH, ngate) */
     const float *gpair;         /* (B, NH, T, T) per-(b, h) dL/dz_ij of the pair table, j <= i (pair_grad) */
 };
+
+/* A mechanism's own attention of one (batch b, head h) of layer l, in place of lib/nn's softmax (kernel attention: no
+ * softmax at all), called by lib/nn's attention forward and backward for every (b, h) (a removed head aside). Q, K, V:
+ * the head's columns of qkv, row t at + 3C t; S, A (T, T): the (b, h)'s scores (lib/nn keeps them for the backward:
+ * the form may store there what its backward needs) and weights, row stride T; row i of A holds the weights of keys
+ * j <= i and zeros up to the end of its query block (EPAR_NN_ATT_BLOCK; nothing past it is read); O, dO: row t at
+ * + C t; dQ, dK, dV: as Q, K, V, overwritten; dA (T, T): scratch; work: this thread's scratch (the row's scratch hook
+ * at length T: per_thread floats); grad: this (b, h)'s gradient slot (per_bh floats at length T, handed to the row's
+ * backward as grel), or NULL; scale = 1 / sqrt(hs). The same bits whatever the thread count. */
+typedef void (*epar_nnpos_attn_fwd)(const struct epar_nnpos *p, int l, int h, const float *Q, const float *K,
+                                    const float *V, float *S, float *A, float *O, float *work, int T, int C, int hs,
+                                    float scale);
+typedef void (*epar_nnpos_attn_bwd)(const struct epar_nnpos *p, int l, int h, const float *Q, const float *K,
+                                    const float *V, const float *S, const float *A, const float *dO, float *dQ,
+                                    float *dK, float *dV, float *dA, float *grad, float *work, int T, int C, int hs,
+                                    float scale);
 
 struct epar_nnpos_info {
     enum epar_nnpos_hook hook;
@@ -174,6 +190,10 @@ struct epar_nnpos_info {
     /* floats of per-thread scratch and of per-(b, h) gradient the attention kernel needs (NULL: none) */
     void (*scratch)(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
                     size_t *per_bh);
+    /* its own attention of one (b, h), forward and backward (both or neither; NULL: lib/nn's softmax with the tables
+     * above); its scratch sizes per_thread and per_bh (at Tmax for the arena, at T for the slices) */
+    epar_nnpos_attn_fwd attn_forward;
+    epar_nnpos_attn_bwd attn_backward;
 };
 
 /* the trained form of mechanism id: a row of nnpos.c's table or a file mechanism's (lib/mechs/); a mechanism without a
@@ -242,11 +262,8 @@ void epar_nnpos_qk_backward(const struct epar_nnpos *p, float *dqkv, int B, int 
  * The row stride of both is Tmax. */
 const float *epar_nnpos_factor(const struct epar_nnpos *p, int l);
 const float *epar_nnpos_bias(const struct epar_nnpos *p, int l);
-/* floats of per-thread scratch kernel attention (linear-elu, Performer) takes at length T with nf features per
- * head: phi(Q), phi(K) and their gradients (T nf each), the keys' stabilisers, their running maximum and one row's
- * key weights (T each) */
-size_t epar_nnpos_kernel_work(int T, int nf);
-/* the attention kernel's scratch for mechanism id (lib/nn sizes its arena with it) */
+/* the attention kernel's scratch for mechanism id at length Tmax (lib/nn sizes its arena with it, and slices it with it
+ * at the current length) */
 void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
                         size_t *per_bh);
 /* Shaw's table of layer l (nrel, hs), Transformer-XL's (NH, Tmax, hs), or NULL; the floats between two heads' tables

@@ -4,11 +4,25 @@
 # the generic tests (test_mech, test_nnpos, test_nn: gradient, causality, fp64 reference, overfit, threads) cover it
 # without a test of its own. Builds a second epar (about a minute on 2 cores), so the sanitizer runs skip it.
 . "$(dirname "$0")/lib.sh"
-# every file mechanism is named only by its file and its registry line among lib/, cmd/ and experiments/
+# every file of lib/mechs/ defines registered mechanisms (kernel.c two); a mechanism added as a file (EPAR_MECH_FILE) is
+# named only by its file and its registry line among lib/, cmd/ and experiments/; one moved into a file from lib/mech.c's
+# table (EPAR_MECH_FILE_AT) keeps the id compare and the experiments name, and is defined in that file alone
+reg=lib/mechs/registry.h
 for f in lib/mechs/*.c; do
-    id=$(basename "$f" .c)
-    n=$(grep -rliw -- "$id" lib cmd experiments | wc -l)
-    [ "$n" -eq 2 ] && ok || fail "$id is named in $n files of lib/, cmd/, experiments/: $(grep -rliw -- "$id" lib cmd experiments | tr '\n' ' ')"
+    names=$(sed -n 's/^const struct epar_mech_def epar_mech_def_\([a-z0-9_]*\) = .*/\1/p' "$f")
+    [ -n "$names" ] && ok || fail "$f defines no mechanism (const struct epar_mech_def epar_mech_def_<name> = ...)"
+    for id in $names; do
+        if grep -q -E "^EPAR_MECH_FILE\([A-Z0-9_]+, $id\)" "$reg"; then
+            n=$(grep -rliw -- "$id" lib cmd experiments | wc -l)
+            [ "$n" -eq 2 ] && ok ||
+                fail "$id is named in $n files of lib/, cmd/, experiments/: $(grep -rliw -- "$id" lib cmd experiments | tr '\n' ' ')"
+        elif grep -q -E "^EPAR_MECH_FILE_AT\([A-Z0-9_]+, $id\)" "$reg"; then
+            n=$(grep -rlw -- "epar_mech_def_$id" lib cmd experiments | wc -l)
+            [ "$n" -eq 1 ] && ok || fail "epar_mech_def_$id is named in $n files of lib/, cmd/, experiments/, want $f alone"
+        else
+            fail "$id of $f has no line in $reg"
+        fi
+    done
 done
 if [ "${EPAR_OPT:-1}" = 0 ]; then
     echo "# skip (not counted): an instrumented run; the optimised make test builds the template"

@@ -433,12 +433,25 @@ static void test_crossentropy_paths(void)
 /* attention: L = sum w * out; gradients of qkv, and of the factor/bias tables through gfac/gbias */
 static const float *PAIR;   /* the (i, j) table of the current case (stride ld), NULL: none */
 static float *KWORK;        /* kernel attention (elu + 1) of the current case: its per-thread scratch, NULL: softmax */
+static struct epar_nnpos KPOS;   /* with KWORK: linear-elu's trained form (lib/mechs/kernel.c), its own attention */
+static size_t KW;                /* its per-thread scratch at the case's T */
+
+/* with KWORK: linear-elu's own attention form into pos */
+static void attn_own(struct epar_nn_attn_pos *pos)
+{
+    if (!KWORK) return;
+    const struct epar_nnpos_info *in = epar_nnpos_row(EPAR_MECH_LINEAR_ELU);
+    pos->own_forward = in->attn_forward;
+    pos->own_backward = in->attn_backward;
+    pos->mech = &KPOS;
+    pos->own_work = KW;
+}
 
 static void attn_forward(float *out, float *pre, float *att, const float *qkv, const float *fac, const float *bias,
                          int ld, int B, int T, int C, int NH)
 {
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, PAIR, NULL, 0, KWORK, 64, NULL, KWORK != NULL, NULL,
-                                   C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL};
+    struct epar_nn_attn_pos pos = {.fac = fac, .bias = bias, .ld = ld, .pair = PAIR, .work = KWORK, .nwork = 64};
+    attn_own(&pos);
     epar_nn_attention_forward(out, pre, att, qkv, &pos, B, T, C, NH);
 }
 
@@ -470,7 +483,14 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     const float *F = use_fac ? fac : NULL, *Bi = use_bias ? bias : NULL;
     float *pair = use_pair ? random_pair(T, ld) : NULL;
     PAIR = pair;
-    KWORK = use_kernel ? malloc((size_t)64 * 4 * T * (C / NH) * sizeof *KWORK) : NULL;
+    if (use_kernel) {   /* linear-elu at its default eps (1e-6) */
+        struct epar_nnpos_settings ks;
+        size_t bh;
+        epar_nnpos_settings_default(&ks);
+        check_int(epar_nnpos_alloc(&KPOS, EPAR_MECH_LINEAR_ELU, &ks, T, C, NH, 1), EPAR_OK, "linear-elu's trained form");
+        epar_nnpos_scratch(EPAR_MECH_LINEAR_ELU, &ks, T, C / NH, &KW, &bh);
+    }
+    KWORK = use_kernel ? malloc((size_t)64 * KW * sizeof *KWORK) : NULL;
     attn_forward(out, pre, att, qkv, F, Bi, ld, B, T, C, NH);
     /* rows sum to 1, nothing is attended in the future nor where the pair table masks */
     double maxdev = 0, future = 0, masked = 0;
@@ -488,8 +508,9 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
               use_pair, use_kernel);
     check_abs(future, 0, 0, "causal: no weight on j > i (T=%d)", T);
     check_abs(masked, 0, 0, "no weight where the pair table is -inf (T=%d pair=%d)", T, use_pair);
-    struct epar_nn_attn_pos pos = {F, Bi, ld, use_fac ? gfac : NULL, use_bias ? gbias : NULL, pair, NULL, 0, KWORK, 64,
-                                   NULL, use_kernel, NULL, C / NH, 1e-6f, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL};
+    struct epar_nn_attn_pos pos = {.fac = F, .bias = Bi, .ld = ld, .gfac = use_fac ? gfac : NULL,
+                                   .gbias = use_bias ? gbias : NULL, .pair = pair, .work = KWORK, .nwork = 64};
+    attn_own(&pos);
     epar_nn_attention_backward(dqkv, w, qkv, pre, att, &pos, datt, 64, B, T, C, NH);
     int bad = 0;
     const float h = 1e-2f;
@@ -534,6 +555,7 @@ static void test_attention_case(int T, int use_fac, int use_bias, int use_pair, 
     }
     free(qkv); free(out); free(w); free(pre); free(att); free(dqkv); free(fac); free(bias); free(gfac); free(gbias);
     free(datt); free(pair); free(KWORK);
+    if (use_kernel) epar_nnpos_free(&KPOS);
     PAIR = NULL;
     KWORK = NULL;
 }
@@ -562,8 +584,7 @@ static void attention_two_ways(int T, int use_pair, int C, int NH, int rows)
         bias[i] = (float)gsl_ran_gaussian(R, 0.5);
     }
     float *pair = use_pair ? random_pair(T, ld) : NULL;
-    struct epar_nn_attn_pos pos = {fac, bias, ld, NULL, NULL, pair, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0.0f, NULL, NULL,
-                                   0, NULL, NULL, 0, NULL, NULL, NULL};
+    struct epar_nn_attn_pos pos = {.fac = fac, .bias = bias, .ld = ld, .pair = pair};
     int tile[2] = {0, 0};
     for (int p = 0; p < 2; p++) {
         if (rows) tile[p] = epar_nn_set_no_avx512(p) ? 8 : 4;
