@@ -980,20 +980,6 @@ static int build_global_local(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
-static int build_pi(struct epar_mech *m, gsl_rng *r)
-{
-    (void)r;
-    int st;
-    if (!alloc_mask(m)) return EPAR_ENOMEM;
-    if (!(m->mask2 = epar_err_alloc((size_t)m->L * m->L, 1, "pi mask"))) return EPAR_ENOMEM;
-    if ((st = alloc_d(&m->S2, (size_t)m->L * m->L, "pi scores"))) return st;
-    /* causal forces the ring off (the ring leaks the future, §27) */
-    epar_mech_mask_pi_local(m->L, (int)m->p[0], (int)m->p[3] && !m->causal, m->mask);
-    epar_mech_mask_pi_step(m->L, (int)m->p[1], m->mask2);
-    m->gate = m->p[2];
-    return EPAR_OK;
-}
-
 static int build_gqa(struct epar_mech *m, gsl_rng *r)
 {
     (void)r;
@@ -1147,10 +1133,6 @@ static const struct epar_mech_info mech_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_GLOBAL_LOCAL] = {"global-local", EPAR_MK_MASK, "S1 §2.3.4", "§26",
         {{"radius", 1, 0, 1 << 20, 1, "w"}, {"globals", 1, 0, 1 << 20, 1, "first tokens that are global"}, P_END},
         build_global_local, "band U G, global rows dense (Longformer-style)"},
-    [EPAR_MECH_PI_ATTENTION] = {"pi-attention", EPAR_MK_MASK, "S2", "§27",
-        {{"radius", 32, 0, 1 << 20, 1, "r of the ring-local mask"}, {"step", 16, 1, 1 << 20, 1, "pi"},
-         {"gate", 0.5, 0, 1, 0, "g (untrained gate sigmoid(0))"}, {"ring", 1, 0, 1, 1, "1: ring distance"}, P_END},
-        build_pi, "g softmax(local) + (1-g) softmax(step), each its own row softmax"},
     [EPAR_MECH_GQA] = {"gqa", EPAR_MK_HEADS, "S4", "§28", {{"groups", 2, 1, 4096, 1, "KV heads G (divides H)"},
                                                  {"pool", 0, 0, 1, 1, "KV head of a group: 0 mean of its K slices (GQA paper), 1 the first head's"}, P_END},
         build_gqa, "query head h uses KV head floor(h/(H/G)); K heads mean-pooled per group"},

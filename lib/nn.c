@@ -344,6 +344,8 @@ static void softmax_row_c(float *a, const float *s, const float *fac, const floa
     for (int j = 0; j <= i; j++) a[j] *= inv;
 }
 
+void epar_nn_softmax_row(float *a, const float *s, const float *pr, int i) { softmax_row_c(a, s, NULL, NULL, pr, i, i + 1); }
+
 /* d (i+1) <- ds of row i from d = dA and a = A; gf, gb (T): per-distance sums of dz s and dz (NULL: none) */
 static void softmax_row_backward_c(float *d, const float *a, const float *s, const float *fac, float *gf, float *gb,
                                    int i)
@@ -956,100 +958,6 @@ static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, con
     return R;
 }
 
-/* ---- pi-attention (§27): two masked softmaxes of the same scaled scores fused by a gate per (head, row) ---- */
-
-/* g (T) <- the gate of every row: sigmoid(b + w . [qbar_i; kbar_i; vbar_i]), the bars the means over t <= i (causal;
- * the source averages over the whole sequence); sums (3 hs) scratch */
-static void pi_gates(const float *w, const float *Q, const float *K, const float *Vv, int T, int C3, int hs, float *sums,
-                     float *g)
-{
-    memset(sums, 0, (size_t)3 * hs * sizeof *sums);
-    for (int i = 0; i < T; i++) {
-        float z = 0.0f;
-        for (int t = 0; t < hs; t++) {
-            sums[t] += Q[(size_t)i * C3 + t];
-            sums[hs + t] += K[(size_t)i * C3 + t];
-            sums[2 * hs + t] += Vv[(size_t)i * C3 + t];
-        }
-        for (int t = 0; t < 3 * hs; t++) z += w[t] * sums[t];
-        z = w[3 * hs] + z / (float)(i + 1);
-        g[i] = 1.0f / (1.0f + expf(-z));
-    }
-}
-
-/* the two softmaxes of row i of S into pl and ps (i + 1 each) */
-static void pi_rows(const struct epar_nn_attn_pos *pos, const float *S, int T, int i, float *pl, float *ps)
-{
-    softmax_row_c(pl, S + (size_t)i * T, NULL, NULL, pos->pair + (size_t)i * pos->ld, i, i + 1);
-    softmax_row_c(ps, S + (size_t)i * T, NULL, NULL, pos->pair2 + (size_t)i * pos->ld, i, i + 1);
-}
-
-/* one (b, h) of the forward: S = scale Q K^T (kept), A fused, O = A V; w: the head's gate parameters */
-static void pi_forward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
-                          const float *Vv, float *S, float *A, float *O, float *work, int T, int C, int hs, float scale)
-{
-    int C3 = 3 * C;
-    float *g = work, *ps = g + T, *sums = ps + T;
-    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, C3, K, C3, 0.0f, S, T);
-    for (int i = 0; i < T; i++) {
-        float *a = A + (size_t)i * T;
-        pi_rows(pos, S, T, i, a, ps);
-        for (int j = 0; j <= i; j++) a[j] = g[i] * a[j] + (1.0f - g[i]) * ps[j];
-        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, Vv, C3, 0.0f, O, C);
-}
-
-/* one (b, h) of the backward: dA = dO V^T, dV = A^T dO; per row the gate's dg = dA.(pl - ps) and ds = g dz(pl) +
- * (1 - g) dz(ps) (in place in dA); dQ = scale dS K, dK = scale dS^T Q; then the gate: dz_i = dg_i g_i (1 - g_i),
- * c_t = sum_{i >= t} dz_i / (i + 1), dw = sum_t c_t [q_t; k_t; v_t], db = sum_i dz_i, and dq_t, dk_t, dv_t +=
- * c_t w_q, w_k, w_v. dgate (3 hs + 1) overwritten. */
-static void pi_backward_bh(const struct epar_nn_attn_pos *pos, const float *w, const float *Q, const float *K,
-                           const float *Vv, const float *S, const float *A, const float *dO, float *dQ, float *dK,
-                           float *dV, float *dA, float *dgate, float *work, int T, int C, int hs, float scale)
-{
-    int C3 = 3 * C;
-    float *g = work, *pl = g + T, *ps = pl + T, *cz = ps + T, *sums = cz + T;
-    pi_gates(w, Q, K, Vv, T, C3, hs, sums, g);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dO, C, Vv, C3, 0.0f, dA, T);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, A, T, dO, C, 0.0f, dV, C3);
-    for (int i = 0; i < T; i++) {
-        float *d = dA + (size_t)i * T, dg = 0.0f, dl = 0.0f, dsum = 0.0f;
-        pi_rows(pos, S, T, i, pl, ps);
-        for (int j = 0; j <= i; j++) {
-            dg += d[j] * (pl[j] - ps[j]);
-            dl += d[j] * pl[j];
-            dsum += d[j] * ps[j];
-        }
-        for (int j = 0; j <= i; j++) d[j] = g[i] * pl[j] * (d[j] - dl) + (1.0f - g[i]) * ps[j] * (d[j] - dsum);
-        for (int j = i + 1; j < T; j++) d[j] = 0.0f;
-        cz[i] = dg * g[i] * (1.0f - g[i]);
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dA, T, K, C3, 0.0f, dQ, C3);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dA, T, Q, C3, 0.0f, dK, C3);
-    float db = 0.0f, acc = 0.0f;
-    for (int i = T - 1; i >= 0; i--) {   /* suffix sums, last row first */
-        db += cz[i];
-        acc += cz[i] / (float)(i + 1);
-        cz[i] = acc;
-    }
-    memset(dgate, 0, (size_t)(3 * hs + 1) * sizeof *dgate);
-    dgate[3 * hs] = db;
-    for (int t = 0; t < T; t++)
-        for (int u = 0; u < hs; u++) {
-            dgate[u] += cz[t] * Q[(size_t)t * C3 + u];
-            dgate[hs + u] += cz[t] * K[(size_t)t * C3 + u];
-            dgate[2 * hs + u] += cz[t] * Vv[(size_t)t * C3 + u];
-            dQ[(size_t)t * C3 + u] += cz[t] * w[u];
-            dK[(size_t)t * C3 + u] += cz[t] * w[hs + u];
-            dV[(size_t)t * C3 + u] += cz[t] * w[2 * hs + u];
-        }
-}
-
-/* floats of per-thread scratch pi-attention takes (lib/nnpos's scratch_pi sizes it for Tmax) */
-static size_t pi_work(int T, int hs) { return (size_t)4 * T + 3 * (size_t)hs; }
-
 /* what every (batch, head) of the attention forward shares */
 struct att_fwd {
     float *out, *preatt, *att;
@@ -1083,11 +991,6 @@ static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
     if (pos && pos->own_forward) {   /* the mechanism's own form (lib/nnpos.h) */
         pos->own_forward(pos->mech, pos->layer, h, Q, K, Vv, S, A, O, pos->work + (size_t)tid * pos->own_work, T, C, hs,
                          scale);
-        return;
-    }
-    if (pos && pos->pair2) {
-        pi_forward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, O,
-                      pos->work + (size_t)tid * pi_work(T, hs), T, C, hs, scale);
         return;
     }
     float kbuf[ATT_KT], vpk[ATT_KT];   /* K transposed (att_scores), V packed (unused on the portable path) */
@@ -1144,7 +1047,7 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
     const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel || (pos && (pos->own_forward || pos->pair2)) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = rel || (pos && pos->own_forward) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
     int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
     struct att_fwd x = {out, preatt, att, qkv, rel, pos, row, T, C, NH, hs, C3, fast, ldk, scale};
     if (!fork_macs((double)B * T * T * C) || nt < 2) {
@@ -1254,12 +1157,6 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
         pos->own_backward(pos->mech, pos->layer, h, Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
                           pos->grel && pos->own_grad ? pos->grel + ((size_t)b * NH + h) * pos->own_grad : NULL,
                           pos->work + (size_t)tid * pos->own_work, T, C, hs, scale);
-        return;
-    }
-    if (pos && pos->pair2) {
-        pi_backward_bh(pos, pos->gate + (size_t)h * (3 * hs + 1), Q, K, Vv, S, A, dO, dQ, dK, dV, dA,
-                       pos->grel + ((size_t)b * NH + h) * (3 * hs + 1),
-                       pos->work + (size_t)tid * pi_work(T, hs), T, C, hs, scale);
         return;
     }
     if (fast) {
@@ -1937,14 +1834,13 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
         struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax, NULL, NULL,
                                       epar_nnpos_pair(&m->pos, l), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
                                       m->nthreads, NULL, NULL, NULL, NULL, l, 0, 0,
-                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
                                       epar_nnpos_rel_q(&m->pos, l), NULL};
         own_form(m, T, &ap);
-        /* the scores are kept only for a learned factor's gradient, a mechanism's own form (kernel attention's N) and
-         * pi-attention's two softmaxes (saves a (B, NH, T, T) store and load) */
-        float *pre = (m->pos.dtheta && m->pos.fac) || ap.own_forward || ap.pair2 ? LAYER(a->preatt, l, nA) : NULL;
+        /* the scores are kept only for a learned factor's gradient and a mechanism's own form (kernel attention's N,
+         * pi-attention's scores of its two softmaxes) (saves a (B, NH, T, T) store and load) */
+        float *pre = (m->pos.dtheta && m->pos.fac) || ap.own_forward ? LAYER(a->preatt, l, nA) : NULL;
         PROF(m, EPAR_NN_OP_ATTENTION, epar_nn_attention_forward(atty, pre, LAYER(a->att, l, nA), qkv, &ap, B, T, C, NH));
         if (m->time_attention) m->attn_cpu_seconds += epar_nn_thread_cpu() - t0;
         if (m->boost.keys && m->boost.layer == l) boost_layer(&m->boost, LAYER(a->att, l, nA), atty, qkv, B, T, C, NH);
@@ -2050,7 +1946,6 @@ void epar_nn_backward(struct epar_nn *m)
                                       m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos, l),
                                       epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
                                       NULL, NULL, NULL, l, 0, 0,
-                                      epar_nnpos_pair2(&m->pos), epar_nnpos_gate(&m->pos, l),
                                       epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
                                       epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
                                       epar_nnpos_rel_q(&m->pos, l), m->pos.dtheta && m->pos.pair_grad ? s->grel : NULL};

@@ -227,6 +227,9 @@ int epar_nn_simd(void);
 /* out[j] = exp(z[j] - M), j < n (out may be z; every z[j] - M finite): libmvec 16 or 8 lanes a call on the vector
  * paths (the same values), scalar expf on the portable one (a mechanism's own attention form uses it, lib/mechs/) */
 void epar_nn_exps(float *out, const float *z, float M, int n);
+/* a (i + 1) <- softmax_j(s[j] + pr[j]) over keys j <= i (pr NULL: none), the portable C row of the softmax path (libm
+ * expf; pi-attention's two softmaxes, lib/mechs/pi_attention.c, run it on every path) */
+void epar_nn_softmax_row(float *a, const float *s, const float *pr, int i);
 /* the query block of the causal attention (keys 0 .. end of block): row i of the weights is written up to the end of
  * its block */
 #define EPAR_NN_ATT_BLOCK 64
@@ -262,12 +265,6 @@ struct epar_nn_attn_pos {
     const struct epar_nnpos *mech;
     int layer;
     size_t own_work, own_grad;
-    /* pi-attention (pair2 set): A_ij = g_i softmax_j(s_ij + pair_ij) + (1 - g_i) softmax_j(s_ij + pair2_ij), pair the
-     * local mask, pair2 the pi-step mask; g_i = sigmoid(b_h + w_h . [mean_{t<=i} q_t; mean k_t; mean v_t]) with
-     * (w_h, b_h) = gate + h (3 hs + 1) (this layer's); preatt must be kept (the scaled scores); work as for rel
-     * (per-thread, 4 T + 3 hs floats); grel (B, NH, 3 hs + 1) out of backward: the gate's gradient per (b, h) */
-    const float *pair2;
-    const float *gate;
     /* Transformer-XL (rel_u set): one relative table per head, rel + h rel_head (nrel >= T rows, no clipping), and
      * per-head vectors rel_u, rel_v (NH, hs): z_ij = [(q_i + u_h) . k_j + (q_i + v_h) . rel_h[i-j]] / sqrt(hs); work
      * per thread T (nrel + 1) + T (hs + 1) floats; grel (B, NH, nrel hs + 2 hs) out of backward: the table's gradient,

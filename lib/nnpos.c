@@ -719,9 +719,7 @@ static int check_sparse_fixed(enum epar_mech_id id, const struct epar_nnpos_sett
     return EPAR_OK;
 }
 
-/* pair (p->pair or pair2) <- 0 where mask M (T, T) allows j <= i, -inf elsewhere; a row with no key attends to
- * itself */
-static void mask_to_pair(struct epar_nnpos *p, float *pair, const unsigned char *M, int T)
+void epar_nnpos_mask_to_pair(const struct epar_nnpos *p, float *pair, const unsigned char *M, int T)
 {
     for (int i = 0; i < T; i++) {
         float *row = pair + (size_t)i * p->Tmax;
@@ -738,7 +736,7 @@ static void prepare_strided(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_strided(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
-    mask_to_pair(p, p->pair, p->work, T);
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 /* random-sparse: the band of strided's l and random earlier keys, drawn from the key of the run's seed (the draw of
@@ -756,104 +754,35 @@ static void prepare_random(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_random(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->mask_key, p->work);
-    mask_to_pair(p, p->pair, p->work, T);
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_sparse_fixed(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_sparse_fixed(T, epar_mech_auto_stride(p->mp[0], T), (int)p->mp[1], p->work);
-    mask_to_pair(p, p->pair, p->work, T);
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_window(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_window(T, (int)p->mp[0], p->work);
-    mask_to_pair(p, p->pair, p->work, T);
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_block(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_block(T, (int)p->mp[0], (int)p->mp[1], 1, p->work);
-    mask_to_pair(p, p->pair, p->work, T);
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 static void prepare_global_local(struct epar_nnpos *p, int T)
 {
     if (p->T == T) return;
     epar_mech_mask_global_local(T, (int)p->mp[0], (int)p->mp[1], p->work);
-    mask_to_pair(p, p->pair, p->work, T);
-}
-
-/* ---- pi-attention (§27): the local and pi-step masks of lib/mech (causal: the ring, which wraps the future onto the
- * past, is off, as compare's causal pi-attention), one softmax each, fused by a learned gate per layer and head:
- * theta = (NL, NH, 3 hs + 1) = (w, b), g_i = sigmoid(b + w . [mean_{t<=i} q_t; mean k_t; mean v_t]) (lib/nn). The
- * source's gate is sigmoid(gate_net([mean q; mean k; mean v])) over the whole sequence; docs/MECHANISMS.md §27 reads
- * it per head as one linear layer, here over the positions seen so far. w starts N(0, init_sd^2), b at
- * logit(pi-attention.gate) (0.5: b = 0). ---- */
-
-static int check_pi(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
-{
-    (void)hs;
-    double g = s->mp[id][2];
-    if (!(g > 0 && g < 1)) {
-        epar_err_set(EPAR_EINVAL, "pi-attention.gate '%g' must be in (0, 1) for training", g);
-        epar_err_hint("the gate is learned as sigmoid(b + ...), starting at b = logit(gate)");
-        return EPAR_EINVAL;
-    }
-    return EPAR_OK;
-}
-
-static int build_pi(struct epar_nnpos *p)
-{
-    size_t n = (size_t)p->Tmax * p->Tmax;
-    p->ngate = 3 * p->hs + 1;
-    if (build_pair(p, 1) || need(&p->pair2, n, sizeof *p->pair2, "the pi-step mask")) return EPAR_ENOMEM;
-    return EPAR_OK;
-}
-
-static size_t n_pi(const struct epar_nnpos *p) { return (size_t)p->NL * p->NH * p->ngate; }
-
-static void init_pi(struct epar_nnpos *p, gsl_rng *r)
-{
-    double g = p->mp[2];
-    for (int k = 0; k < p->NL * p->NH; k++) {
-        float *w = p->theta + (size_t)k * p->ngate;
-        fill_normal(r, w, (size_t)p->ngate - 1, p->s.init_sd);
-        w[p->ngate - 1] = (float)log(g / (1.0 - g));
-    }
-}
-
-static void prepare_pi(struct epar_nnpos *p, int T)
-{
-    if (p->T == T) return;
-    epar_mech_mask_pi_local(T, (int)p->mp[0], 0, p->work);
-    mask_to_pair(p, p->pair, p->work, T);
-    epar_mech_mask_pi_step(T, (int)p->mp[1], p->work);
-    mask_to_pair(p, p->pair2, p->work, T);
-}
-
-static void scratch_pi(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
-                       size_t *per_bh)
-{
-    (void)s; (void)id;
-    *per_thread = 4 * (size_t)Tmax + 3 * (size_t)hs;   /* lib/nn's pi_work */
-    *per_bh = 3 * (size_t)hs + 1;
-}
-
-static void backward_pi(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
-{
-    (void)T;
-    size_t n = (size_t)p->ngate;
-    /* fixed order: b, then h (deterministic whatever the thread count) */
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < p->NH; h++) {
-            float *dw = p->dtheta + ((size_t)l * p->NH + h) * n;
-            const float *gg = g->grel + ((size_t)b * p->NH + h) * n;
-            for (size_t t = 0; t < n; t++) dw[t] += gg[t];
-        }
+    epar_nnpos_mask_to_pair(p, p->pair, p->work, T);
 }
 
 /* Raganato pattern (lib/mech numbering) at length T: pair = ln W (-inf where W = 0) */
@@ -980,9 +909,6 @@ static const struct epar_nnpos_info nnpos_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous), NULL, NULL},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
                               FIXED_FNS(prepare_fixed_left), NULL, NULL},
-    [EPAR_MECH_PI_ATTENTION] = {H_(PI, 1, 0, "g softmax(local band) + (1 - g) softmax(pi-step), g a learned gate of the causal "
-                                       "means of q, k, v per layer and head"),
-                                check_pi, build_pi, n_pi, init_pi, prepare_pi, backward_pi, scratch_pi, NULL, NULL},
     [EPAR_MECH_GQA] = {H_(HEADS, 1, 0, "groups K/V heads, each shared by heads/groups query heads (groups 1: MQA)"),
                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided), NULL, NULL},
@@ -1335,12 +1261,6 @@ const float *epar_nnpos_pair(const struct epar_nnpos *p, int l)
 }
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p) { return p->pair_head; }
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p) { return p->head_off; }
-const float *epar_nnpos_pair2(const struct epar_nnpos *p) { return p->pair2; }
-
-const float *epar_nnpos_gate(const struct epar_nnpos *p, int l)
-{
-    return p->ngate && p->theta ? p->theta + (size_t)l * p->NH * p->ngate : NULL;
-}
 
 const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
 {

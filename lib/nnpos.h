@@ -39,7 +39,8 @@
  *                                                   attention form, lib/mechs/kernel.c)
  *   pi           pi-attention                       A = g_i softmax(s + local mask) + (1 - g_i) softmax(s + pi-step
  *                                                   mask), g_i = sigmoid(b + w . [mean_{t<=i} q_t; k_t; v_t]) per layer
- *                                                   and head (w, b learned); causal: no ring
+ *                                                   and head (w, b learned); causal: no ring (its own
+ *                                                   attention form, lib/mechs/pi_attention.c)
  *   heads        gqa                                G = gqa.groups K/V heads (G = 1: MQA), query head h reads K/V
  *                                                   head floor(h / (NH/G)); lib/nn's QKV projection is (C + 2 G hs, C)
  *
@@ -287,9 +288,9 @@ const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p);
 /* fixed-mix's pattern of head h < NH - 1, fixed-only's of every head (lib/mech's numbering: current 1, previous 2,
  * left 4, first token 8, cycled) */
 int epar_nnpos_mix_pattern(int h);
-/* pi-attention: the pi-step mask (T, T), row stride Tmax, and layer l's gate parameters (NH, 3 hs + 1), or NULL */
-const float *epar_nnpos_pair2(const struct epar_nnpos *p);
-const float *epar_nnpos_gate(const struct epar_nnpos *p, int l);
+/* pair (T, T), row stride Tmax <- 0 where mask M (T, T) allows j <= i, -inf elsewhere; a row with no key attends to
+ * itself (the masks' tables; pi-attention's two, lib/mechs/pi_attention.c) */
+void epar_nnpos_mask_to_pair(const struct epar_nnpos *p, float *pair, const unsigned char *M, int T);
 /* Current alpha, beta, gamma of layer l, head h (learned or fixed). */
 struct epar_posfx epar_nnpos_effect(const struct epar_nnpos *p, int l, int h);
 

@@ -6,6 +6,7 @@
  * streams, 1000 + id, stays). Read with both macros defined, so no include guard. */
 EPAR_MECH_FILE_AT(LINEAR_ELU, linear_elu)
 EPAR_MECH_FILE_AT(PERFORMER, performer)
+EPAR_MECH_FILE_AT(PI_ATTENTION, pi_attention)
 EPAR_MECH_FILE(KERPLE, kerple)
 EPAR_MECH_FILE(XPOS, xpos)
 EPAR_MECH_FILE(YARN, yarn)
