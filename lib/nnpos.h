@@ -64,9 +64,11 @@
  * per layer and head, and used as exp(theta): alpha, beta, gamma stay > 0 whatever the optimiser does
  * (so an initial beta or gamma of 0 cannot be learned and is refused).
  *
- * Adding a trainable mechanism: its catalogue row in lib/mech.c, one row in epar_nnpos_table (nnpos.c) with
- * its hook and functions (check, build, parameter count, init, tables for a length T, gradient of its
- * parameters), and its tests (tests/unit/test_nnpos.c tables against lib/mech; test_nn.c gradients).
+ * Adding a trainable mechanism: one file of lib/mechs/ whose struct epar_mech_def's `train` is its struct
+ * epar_nnpos_info (hook and functions: check, build, parameter count, init, tables for a length T, gradient of its
+ * parameters, scratch, or its own attention of one (b, h)), and its line in lib/mechs/registry.h (docs/DEVELOPMENT.md
+ * "Adding a mechanism"); the generic tests of test_nn.c and test_nnpos.c then cover it. The older mechanisms are
+ * rows of this module's table, read through epar_nnpos_row as the files are.
  * Legend: T = sequence length (<= Tmax), C = model width, NH heads, hs = C / NH, NL layers, B batch. */
 #ifndef EPAR_NNPOS_H
 #define EPAR_NNPOS_H
