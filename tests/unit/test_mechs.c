@@ -103,7 +103,12 @@ static void test_xpos(void)
             worst = fmax(worst, fabs(got - want) / fmax(1, fabs(want)));
         }
     check_abs(worst, 0, 1e-12, "xpos (B = 1): q_n . k_m = sum_i zeta_i^(n-m) cos((n-m) theta_i), every n, m");
-    check_abs(z[0], 0.285714285714, 1e-12, "xpos: zeta_0 = 0.4 / 1.4 (the documentation's)");
+    /* the documentation's zeta_0, measured: pair 0 alone, q_1 . k_0 = zeta_0 cos(theta_0) */
+    for (int t = 0; t < L * dk; t++) Q[t] = K[t] = t % dk == 0 ? 1 : 0;
+    d->qk(&m, 0, Q, K, L, dk, dk);
+    double q1k0 = 0;
+    for (int c = 0; c < dk; c++) q1k0 += Q[dk + c] * K[c];
+    check_abs(q1k0 / cos(1.0), 0.285714, 1e-6, "xpos: zeta_0 = 0.4 / 1.4 measured at distance 1 (the documentation's)");
     epar_mech_free(&m);
 
     /* trained tables at B = 4: q's entry times k's entry of the same pair is the rotation by (n - m) theta_i times
@@ -136,7 +141,8 @@ static void test_yarn(void)
     /* T = 16, L = 8: s = 2, theta'_0 = 0.504407, theta'_1 = 0.005, factor 0.1 ln 2 + 1 */
     epar_nnpos_prepare(&q, 16);
     double f = 0.1 * log(2) + 1, g = (8 / (2 * M_PI) - 1) / 31, th0 = (1 - g) / 2 + g;
-    check_abs(th0, 0.504407, 1e-6, "yarn: theta'_0 of the documentation");
+    check_abs(atan2(q.rsin[1 * 2 + 0], q.rcos[1 * 2 + 0]), 0.504407, 1e-6,
+              "yarn: theta'_0 measured at t = 1 (the documentation's)");
     check_abs(q.rcos[1 * 2 + 0], f * cos(th0), 1e-6, "yarn (T = 2L): pair 0 turns at theta'_0, times the factor");
     check_abs(q.rsin[3 * 2 + 1], f * sin(3 * 0.005), 1e-7, "yarn (T = 2L): pair 1 interpolated fully (0.01 / 2)");
     check_true(q.kcos == NULL, "yarn: k shares q's tables (the factor on both)");
@@ -229,7 +235,6 @@ static void test_learned_backward(const char *name, const char *const *set)
 static void test_fire(void)
 {
     enum epar_mech_id id = find("fire");
-    check_abs(log(3) / log(5), 0.682606, 1e-6, "fire: x = ln 3 / ln 5 (the documentation's)");
     /* trained: the pair table of layer 0 is the MLP at x = psi(i - j) / psi(max(L, i)), read back from theta */
     struct epar_nnpos p;
     const char *set[] = {"fire.train_length=4", "fire.hidden=3", NULL};
@@ -251,6 +256,12 @@ static void test_fire(void)
             }
         }
     check_abs(worst, 0, 1e-6, "fire: trained table = f_h(log(1 + (i-j)) / log(1 + max(4, i))) from the paper, every pair");
+    /* the documentation's x, measured: an MLP that passes its input through (head 0: relu(x)), c = 1, L = 4 */
+    float pass[16] = {1, 0, 0, /* W1 */ 0, 0, 0, /* b1 */ 1, 0, 0, 0, 0, 0, /* W2 */ 0, 0, /* b2 */ 0, 4};
+    p.theta = pass;
+    epar_nnpos_prepare(&p, 10);
+    check_abs(epar_nnpos_pair(&p, 0)[2 * p.Tmax + 0], 0.682606, 1e-6, "fire: x(i 2, j 0) = ln 3 / ln 5 measured (the documentation's)");
+    check_abs(epar_nnpos_pair(&p, 0)[8 * p.Tmax + 0], 1, 1e-6, "fire: x(i 8, j 0) = 1 past L measured (the documentation's)");
     p.theta = NULL;
     epar_nnpos_free(&p);
 }
