@@ -119,21 +119,6 @@ void epar_mech_alibi_slopes(int n, double max_bias, double *m)
     for (int k = 0; k < n - c; k++) m[c + k] = pow(2.0, -max_bias * (2 * k + 1) / (2.0 * c));
 }
 
-int epar_mech_shaw_index(int rel, int k)
-{
-    if (rel < -k) rel = -k;
-    if (rel > k) rel = k;
-    return rel + k;
-}
-
-int epar_mech_deberta_delta(int i, int j, int k)
-{
-    int n = i - j;
-    if (n <= -k) return 0;
-    if (n >= k) return 2 * k - 1;
-    return n + k;
-}
-
 int epar_mech_fixed_pattern(int pattern, int L, double *W)
 {
     memset(W, 0, (size_t)L * L * sizeof *W);
@@ -449,44 +434,6 @@ static void rope_apply(const struct epar_mech *m, double *X, int L, int dk, int 
     }
 }
 
-/* content-dependent relative biases (Shaw, TXL, DeBERTa) for head h, from its q and k */
-static void content_bias(struct epar_mech *m, int h, const double *Q, const double *K, int L, int dk, int ld)
-{
-    double *B = m->bias + (size_t)h * L * L, sc = m->cfg.scale;
-    if (m->id == EPAR_MECH_SHAW) {
-        int k = (int)m->p[0], R = 2 * k + 1;
-        double *qw = m->work; /* (L, R) q_i . w^K[r] */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, R, dk, sc, Q, ld, m->tab, dk, 0.0, qw, R);
-        for (int i = 0; i < L; i++)
-            for (int j = 0; j < L; j++) B[(size_t)i * L + j] = qw[(size_t)i * R + epar_mech_shaw_index(j - i, k)];
-    } else if (m->id == EPAR_MECH_TXL) {
-        int R = 2 * L - 1;  /* r_n = R_n W_R for n = i-j in -(L-1)..L-1, row n + L-1 */
-        const double *rn = m->tab + (size_t)h * R * dk, *u = m->tab2 + (size_t)h * 2 * dk, *v = u + dk;
-        double *qr = m->work, *uk = m->work + (size_t)L * R, *vr = uk + L; /* (L,R), (L), (R) */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, R, dk, 1.0, Q, ld, rn, dk, 0.0, qr, R);
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, L, dk, 1.0, K, ld, u, 1, 0.0, uk, 1);
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, R, dk, 1.0, rn, dk, v, 1, 0.0, vr, 1);
-        for (int i = 0; i < L; i++)
-            for (int j = 0; j < L; j++) {
-                int n = i - j + L - 1;
-                B[(size_t)i * L + j] = sc * (qr[(size_t)i * R + n] + uk[j] + vr[n]);
-            }
-    } else if (m->id == EPAR_MECH_DEBERTA) {
-        int k = (int)m->p[0]; /* rows [r0, r1] of the 2k table are the only ones within reach */
-        int r0 = k - (L - 1) < 0 ? 0 : k - (L - 1), r1 = k + (L - 1) > 2 * k - 1 ? 2 * k - 1 : k + (L - 1);
-        int n = r1 - r0 + 1;
-        const double *qr = m->tab + (size_t)h * n * dk, *kr = m->tab2 + (size_t)h * n * dk;
-        double *qkr = m->work, *kqr = m->work + (size_t)L * n; /* q_i . kr_r and k_j . qr_r: (L,n) each */
-        double s3 = 1.0 / sqrt(3.0 * dk);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, n, dk, s3, Q, ld, kr, dk, 0.0, qkr, n);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, n, dk, s3, K, ld, qr, dk, 0.0, kqr, n);
-        for (int i = 0; i < L; i++)
-            for (int j = 0; j < L; j++)
-                B[(size_t)i * L + j] = qkr[(size_t)i * n + epar_mech_deberta_delta(i, j, k) - r0] +
-                                       kqr[(size_t)j * n + epar_mech_deberta_delta(j, i, k) - r0];
-    }
-}
-
 static void hook_qk(void *ctx, int h, double *Q, double *K, int L, int dk, int ld)
 {
     struct epar_mech *m = ctx;
@@ -522,7 +469,6 @@ static void hook_qk(void *ctx, int h, double *Q, double *K, int L, int dk, int l
     }
     const struct epar_mech_def *d = epar_mech_file(m->id);
     if (d && d->qk) d->qk(m, h, Q, K, L, dk, ld);
-    if (m->content_bias) content_bias(m, h, Q, K, L, dk, ld);
 }
 
 /* ================================================================== build functions (one per mechanism) */
@@ -656,43 +602,6 @@ static int build_mult_pe(struct epar_mech *m, gsl_rng *r)
 
 static int need_bias(struct epar_mech *m) { return alloc_d(&m->bias, (size_t)m->H * m->L * m->L, "bias"); }
 
-static int build_shaw(struct epar_mech *m, gsl_rng *r)
-{
-    int k = (int)m->p[0], R = 2 * k + 1, st;
-    if ((st = need_bias(m)) || (st = alloc_d(&m->tab, (size_t)R * m->dk, "Shaw table")) ||
-        (st = alloc_d(&m->work, (size_t)m->L * R, "Shaw scratch")))
-        return st;
-    epar_rng_normal(r, m->tab, (size_t)R * m->dk, m->p[1]);   /* w^K (2k+1, dk), shared by the heads */
-    m->ntab = R;
-    m->content_bias = 1;
-    return EPAR_OK;
-}
-
-static int build_txl(struct epar_mech *m, gsl_rng *r)
-{
-    int L = m->L, D = m->D, dk = m->dk, H = m->H, R = 2 * L - 1, st;
-    double *WR = NULL, *Rn = NULL;
-    if ((st = need_bias(m)) || (st = alloc_d(&m->tab, (size_t)H * R * dk, "TXL r_n")) ||
-        (st = alloc_d(&m->tab2, (size_t)H * 2 * dk, "TXL u, v")) ||
-        (st = alloc_d(&m->work, (size_t)L * R + L + R, "TXL scratch")) ||
-        (st = alloc_d(&WR, (size_t)D * dk, "TXL W_R")) || (st = alloc_d(&Rn, (size_t)R * D, "TXL R"))) {
-        free(WR);
-        return st;
-    }
-    for (int n = -(L - 1); n <= L - 1; n++) epar_mech_sinusoid(n, D, 10000.0, 1, Rn + (size_t)(n + L - 1) * D);
-    epar_rng_normal(r, m->tab2, (size_t)H * 2 * dk, m->p[0]);
-    for (int h = 0; h < H; h++) {
-        epar_rng_normal(r, WR, (size_t)D * dk, m->p[0]);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, dk, D, 1.0, Rn, D, WR, dk, 0.0,
-                    m->tab + (size_t)h * R * dk, dk);
-    }
-    free(WR);
-    free(Rn);
-    m->ntab = R;
-    m->content_bias = 1;
-    return EPAR_OK;
-}
-
 static void t5_fill(struct epar_mech *m, const double *B, int nb, int maxd, double *bias, int add)
 {
     int L = m->L, H = m->H;
@@ -715,42 +624,6 @@ static int build_t5(struct epar_mech *m, gsl_rng *r)
     if ((st = need_bias(m)) || (st = alloc_d(&m->tab, (size_t)nb * m->H, "T5 table"))) return st;
     epar_rng_normal(r, m->tab, (size_t)nb * m->H, m->p[2]);   /* B (num_buckets, H) */
     t5_fill(m, m->tab, nb, maxd, m->bias, 0);
-    return EPAR_OK;
-}
-
-static int build_deberta(struct epar_mech *m, gsl_rng *r)
-{
-    int k = (int)m->p[0], L = m->L, D = m->D, dk = m->dk, H = m->H, st;
-    int r0 = k - (L - 1) < 0 ? 0 : k - (L - 1), r1 = k + (L - 1) > 2 * k - 1 ? 2 * k - 1 : k + (L - 1);
-    int n = r1 - r0 + 1;
-    double *P = NULL, *W = NULL;
-    if (m->p[2] != 0)
-        return epar_err_set(EPAR_EINVAL, "deberta.absolute '%g': the EMD's absolute table is trained only (epar train)",
-                            m->p[2]);
-    if ((st = need_bias(m)) || (st = alloc_d(&m->factor, (size_t)L * L, "DeBERTa factor")) ||
-        (st = alloc_d(&m->tab, (size_t)H * n * dk, "DeBERTa qr")) ||
-        (st = alloc_d(&m->tab2, (size_t)H * n * dk, "DeBERTa kr")) ||
-        (st = alloc_d(&m->work, (size_t)2 * L * n, "DeBERTa scratch")) ||
-        (st = alloc_d(&P, (size_t)2 * k * D, "DeBERTa P")) || (st = alloc_d(&W, (size_t)2 * D * D, "DeBERTa W"))) {
-        free(P);
-        return st;
-    }
-    epar_rng_normal(r, P, (size_t)2 * k * D, m->p[1]);      /* P (2k, D) relative embeddings */
-    epar_rng_linear_init(r, W, NULL, D, D);                  /* W_qr (D,D): its own projection */
-    epar_rng_linear_init(r, W + (size_t)D * D, NULL, D, D);  /* W_kr */
-    for (int h = 0; h < H; h++) {
-        /* qr = P W_qr^T head slice: rows r0..r1 only */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, dk, D, 1.0, P + (size_t)r0 * D, D,
-                    W + (size_t)h * dk * D, D, 0.0, m->tab + (size_t)h * n * dk, dk);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, dk, D, 1.0, P + (size_t)r0 * D, D,
-                    W + (size_t)D * D + (size_t)h * dk * D, D, 0.0, m->tab2 + (size_t)h * n * dk, dk);
-    }
-    free(P);
-    free(W);
-    /* content term / sqrt(3 dk): the base score is / sqrt(dk), so the factor is 1/sqrt(3) */
-    for (size_t t = 0; t < (size_t)L * L; t++) m->factor[t] = 1.0 / sqrt(3.0);
-    m->ntab = n;
-    m->content_bias = 1;
     return EPAR_OK;
 }
 
@@ -1076,20 +949,10 @@ static const struct epar_mech_info mech_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_MULT_PE] = {"multiplicative-pe", EPAR_MK_INPUT, "S3 1.1(4)", "§8",
         {{"variant", 0, 0, 2, 1, "0: 1 + N(0, init_sd^2), 1: sinusoid, 2: 1 + sinusoid"}, P_SD, P_END},
         build_mult_pe, "x * p (exploratory, unverified variant)"},
-    [EPAR_MECH_SHAW] = {"shaw", EPAR_MK_BIAS, "S0 table, S3 1.2(1)", "§9",
-        {{"max_relative", 16, 1, 4096, 1, "clip k of j-i"}, P_SD, P_END}, build_shaw,
-        "b_ij = q_i . w^K[clip(j-i)] / sqrt(dk); the value term a^V does not change A"},
-    [EPAR_MECH_TXL] = {"transformer-xl", EPAR_MK_BIAS, "S3 1.2(2)", "§10", {P_SD, P_END}, build_txl,
-        "+ q.W_R R_{i-j} + u.k_j + v.W_R R_{i-j}, all / sqrt(dk); u, v, W_R synthetic"},
     [EPAR_MECH_T5] = {"t5", EPAR_MK_BIAS, "S3 1.2(3)", "§11",
         {{"num_buckets", 32, 2, 1024, 1, "buckets"}, {"max_distance", 128, 2, 1 << 24, 1, "log-bucket horizon"},
          P_SD, P_END},
         build_t5, "+ B_h[bucket(j-i)], bidirectional unless --causal; added to the scaled score"},
-    [EPAR_MECH_DEBERTA] = {"deberta", EPAR_MK_BIAS, "S3 1.2(4)", "§12",
-        {{"span", 512, 1, 1 << 20, 1, "relative span k"}, P_SD,
-         {"absolute", 0, 0, 1, 1, "1: EMD, a learned absolute table added to the last layer's input (training only)"},
-         P_END}, build_deberta,
-        "(qc.kc + qc.kr_delta(i,j) + kc.qr_delta(j,i)) / sqrt(3 dk)"},
     [EPAR_MECH_TUPE] = {"tupe", EPAR_MK_BIAS, "S3 1.2(3)", "§13",
         {{"cls_untie", 0, 0, 1, 1, "1: token 0 is [CLS] (theta1 row, theta2 column)"},
          {"relative", 0, 0, 1, 1, "1: TUPE-R, adds the T5 bias (32 buckets, 128)"}, P_SD, P_END},
@@ -1423,6 +1286,8 @@ double epar_mech_flops_row(const struct epar_mech *m)
 {
     double L = m->L, dk = m->dk, D = m->D;
     double dense = 4 * L * dk + 3 * L; /* q.k for L keys, exp/sum/divide, weighted sum of L values */
+    const struct epar_mech_def *d = epar_mech_file(m->id);
+    if (d && d->flops_row) return d->flops_row(m);
     switch (m->info->kind) {
     case EPAR_MK_FIXED: {
         long nnz = 0;
@@ -1449,8 +1314,6 @@ double epar_mech_flops_row(const struct epar_mech *m)
         return dense + 6 * dk;
     case EPAR_MK_FACTOR: return dense + L;
     case EPAR_MK_BIAS:
-        if (m->id == EPAR_MECH_SHAW) return dense + 2 * (2 * m->p[0] + 1) * dk + L;
-        if (m->id == EPAR_MECH_TXL || m->id == EPAR_MECH_DEBERTA) return dense + 4 * L * dk + 2 * L;
         return dense + L;
     default: return dense;
     }

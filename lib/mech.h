@@ -86,6 +86,8 @@ struct epar_mech_def {
     /* the analysis form's own q/k transform of head h (Q, K: L rows of dk, row stride ld), after the catalogue's
      * (lib/attn's qk hook); NULL: none */
     void (*qk)(struct epar_mech *m, int h, double *Q, double *K, int L, int dk, int ld);
+    /* operations per query row of the analysis form (epar_mech_flops_row); NULL: its kind's count */
+    double (*flops_row)(const struct epar_mech *m);
     const char *doc;            /* markdown: the formula, the parameters' meaning, the source and its pitfalls
                                  * (docs/MECHANISMS.md, "Mechanisms in files", is printed from it: epar --mechanism-docs) */
 };
@@ -107,7 +109,6 @@ struct epar_mech {
     /* pieces (NULL when unused) */
     double *factor;             /* (L,L) */
     double *bias;               /* (H,L,L) */
-    int content_bias;           /* bias rows of head h are recomputed from q, k in the qk hook */
     unsigned char *mask;        /* (L,L), 1 = allowed */
     unsigned char *mask2;       /* (L,L) pi-attention step mask */
     double gate;                /* pi-attention: A = gate A(mask) + (1-gate) A(mask2) */

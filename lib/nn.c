@@ -891,77 +891,10 @@ void epar_nn_gelu_backward(float *dinp, const float *inp, const float *dout, siz
     gelu_run(NULL, dinp, inp, dout, NULL, n);
 }
 
-/* ---- relative tables (Shaw; Transformer-XL adds a table per head, u and v; DeBERTa a second table, Qr) ---- */
-
-/* floats of per-thread scratch: R (T, nrel) and a bias row (T); Transformer-XL also q + v (T, hs) and u . k (T);
- * DeBERTa also P (T, nrel) */
-static size_t rel_work(const struct epar_nn_attn_pos *pos, int T, int hs)
-{
-    return (size_t)T * (pos->nrel + 1) + (pos->rel_u ? (size_t)T * (hs + 1) : 0) +
-           (pos->rel_q ? (size_t)T * pos->nrel : 0);
-}
-
-/* floats of grel per (b, h): the table's gradient (nrel, hs), then Transformer-XL's du, dv (hs each) or DeBERTa's
- * Qr gradient (nrel, hs) */
-static size_t rel_gstride(const struct epar_nn_attn_pos *pos, int hs)
-{
-    return (size_t)pos->nrel * hs + (pos->rel_u ? 2 * (size_t)hs : 0) + (pos->rel_q ? (size_t)pos->nrel * hs : 0);
-}
-
-/* rb (i+1) <- row i's relative bias by distance d: r[min(d, nrel - 1)] (+ the head's bias table, if any; + u . k_{i-d},
- * already scaled, for Transformer-XL) */
-static void rel_row(float *rb, const float *r, int nrel, const float *bias, const float *uk, int i)
-{
-    for (int d = 0; d <= i; d++)
-        rb[d] = r[d < nrel ? d : nrel - 1] + (bias ? bias[d] : 0.0f) + (uk ? uk[i - d] : 0.0f);
-}
-
-/* DeBERTa's position-to-content term of row i: rb[d] += P[i - d][min(d, nrel - 1)], P = scale K Qr^T (rel_scores) */
-static void rel_row_pk(float *rb, const float *P, int nrel, int i)
-{
-    for (int d = 0; d <= i; d++) rb[d] += P[(size_t)(i - d) * nrel + (d < nrel ? d : nrel - 1)];
-}
-
-/* one (b, h) of the forward's relative terms into its thread's work: R (T, nrel) = scale Q rel_h^T (Transformer-XL:
- * scale (Q + v_h) rel_h^T, and uk (T) = scale u_h . k_j); returns R, *uk NULL for Shaw. DeBERTa: also
- * *pk = P (T, nrel) = scale K rel_q^T (after R and the bias row), else NULL */
-static float *rel_scores(const struct epar_nn_attn_pos *pos, const float *Q, const float *K, int h, int T, int hs,
-                         int C3, float scale, int tid, const float **uk, const float **pk)
-{
-    int nrel = pos->nrel;
-    float *R = pos->work + (size_t)tid * rel_work(pos, T, hs);
-    const float *relh = pos->rel + (size_t)h * pos->rel_head;
-    *uk = NULL;
-    *pk = NULL;
-    if (!pos->rel_u) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, Q, C3, relh, hs, 0.0f, R, nrel);
-        if (pos->rel_q) {
-            float *P = R + (size_t)T * (nrel + 1);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, K, C3, pos->rel_q, hs, 0.0f, P,
-                        nrel);
-            *pk = P;
-        }
-        return R;
-    }
-    const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
-    float *Qv = R + (size_t)T * (nrel + 1), *ck = Qv + (size_t)T * hs;
-    for (int i = 0; i < T; i++) {
-        float dot = 0.0f;
-        for (int t = 0; t < hs; t++) {
-            Qv[(size_t)i * hs + t] = Q[(size_t)i * C3 + t] + v[t];
-            dot += u[t] * K[(size_t)i * C3 + t];
-        }
-        ck[i] = scale * dot;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nrel, hs, scale, Qv, hs, relh, hs, 0.0f, R, nrel);
-    *uk = ck;
-    return R;
-}
-
 /* what every (batch, head) of the attention forward shares */
 struct att_fwd {
     float *out, *preatt, *att;
-    const float *qkv, *rel;
+    const float *qkv;
     const struct epar_nn_attn_pos *pos;
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int);
     int T, C, NH, hs, C3, fast, ldk;
@@ -972,7 +905,7 @@ struct att_fwd {
 static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
 {
     float *out = x->out, *preatt = x->preatt, *att = x->att;
-    const float *qkv = x->qkv, *rel = x->rel;
+    const float *qkv = x->qkv;
     const struct epar_nn_attn_pos *pos = x->pos;
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int) = x->row;
     int T = x->T, C = x->C, NH = x->NH, hs = x->hs, C3 = x->C3, fast = x->fast, ldk = x->ldk;
@@ -1008,13 +941,9 @@ static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
         vp = vpk;
         vld = hs;
     }
-    /* relative tables: R (T, nrel) = scale Q rel^T; rb (T) row i's bias by distance */
-    float *R = NULL, *rb = NULL;
-    const float *uk = NULL, *pk = NULL;
-    if (rel) {
-        R = rel_scores(pos, Q, K, h, T, hs, C3, scale, tid, &uk, &pk);
-        rb = R + (size_t)T * pos->nrel;
-    }
+    /* a bias that reads q and k (the relative tables): its per-(b, h) terms in the thread's work */
+    float *rw = pos && pos->rel_forward ? pos->work + (size_t)tid * pos->own_work : NULL;
+    if (rw) pos->rel_forward(pos->mech, pos->layer, h, Q, K, rw, T, C, hs, scale);
     for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
         int i1 = imin(T, i0 + ATT_BLOCK), ib = i1 - i0;
         /* pass 1: scaled scores of the block's queries against keys 0 .. i1-1 (into A when not kept) */
@@ -1024,9 +953,8 @@ static void att_forward_bh(const struct att_fwd *x, int b, int h, int tid)
         /* pass 2: position factor and bias, causal row softmax */
         for (int i = i0; i < i1; i++) {
             float *a = A + (size_t)i * T;
-            if (rel) rel_row(rb, R + (size_t)i * pos->nrel, pos->nrel, bias, uk, i);
-            if (pk) rel_row_pk(rb, pk, pos->nrel, i);
-            row(a, S + (size_t)i * T, fac, rel ? rb : bias, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
+            const float *rb = rw ? pos->rel_row(pos->mech, rw, bias, i, T, hs) : bias;
+            row(a, S + (size_t)i * T, fac, rb, pairh ? pairh + (size_t)i * pos->ld : NULL, i, i1);
             /* zeros only where pass 3 and the backward's dV product read them (keys < i1) */
             int g = (i + 8) & ~7;   /* the AVX2 row writes its last 8-lane group whole when it fits */
             for (int j = row == softmax_row_avx2 && g <= i1 ? g : i + 1; j < i1; j++) a[j] = 0.0f;
@@ -1046,10 +974,10 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
     float scale = 1.0f / sqrtf((float)hs);
     void (*row)(float *, const float *, const float *, const float *, const float *, int, int) =
         epar_nn_simd() ? softmax_row_avx2 : softmax_row_c;
-    const float *rel = pos && pos->rel ? pos->rel : NULL;
-    int nt = rel || (pos && pos->own_forward) ? imin(omp_get_max_threads(), pos->nwork) : omp_get_max_threads();
+    int nt = pos && (pos->rel_forward || pos->own_forward) ? imin(omp_get_max_threads(), pos->nwork)
+                                                           : omp_get_max_threads();
     int fast = epar_nn_simd() && hs <= ATT_KT / 16, ldk = (T + 15) & ~15;
-    struct att_fwd x = {out, preatt, att, qkv, rel, pos, row, T, C, NH, hs, C3, fast, ldk, scale};
+    struct att_fwd x = {out, preatt, att, qkv, pos, row, T, C, NH, hs, C3, fast, ldk, scale};
     if (!fork_macs((double)B * T * T * C) || nt < 2) {
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) att_forward_bh(&x, b, h, 0);
@@ -1060,62 +988,6 @@ void epar_nn_attention_forward(float *out, float *preatt, float *att, const floa
         for (int h = 0; h < NH; h++) att_forward_bh(&x, b, h, omp_get_thread_num());
 }
 
-/* the relative terms' share of row i's dz (in dA row i, j <= i): dR[i][min(i - j, k)] += dz_ij; then
- * dQ += scale dR rel_h and grel[bh] = scale dR^T Q (thread-private rows of pos->work). Transformer-XL:
- * grel[bh] = scale dR^T (Q + v_h), dv = scale sum_d (sum_i dR[i][d]) rel_h[d]; and the u . k_j term:
- * c_j = sum_{i >= j} dz_ij, du = scale sum_j c_j k_j, dK_j += scale c_j u_h. DeBERTa's k_j . Qr[min(i - j, k)] term:
- * dP[j][min(i - j, k)] += dz_ij, dK += scale dP Qr, grel[bh]'s second table = scale dP^T K */
-static void rel_backward(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K, float *dQ,
-                         float *dK, int h, size_t bh, int T, int hs, int C3, float scale, int tid)
-{
-    int nrel = pos->nrel;
-    const float *relh = pos->rel + (size_t)h * pos->rel_head;
-    float *dR = pos->work + (size_t)tid * rel_work(pos, T, hs);
-    float *g = pos->grel + bh * rel_gstride(pos, hs);
-    /* Transformer-XL's c (T) after Q + v (T, hs) in the thread's work, summed in the same pass over dA as dR */
-    float *Qv = dR + (size_t)T * (nrel + 1), *c = pos->rel_u ? Qv + (size_t)T * hs : NULL;
-    float *dP = pos->rel_q ? dR + (size_t)T * (nrel + 1) : NULL;   /* DeBERTa (no Qv, c) */
-    memset(dR, 0, (size_t)T * nrel * sizeof *dR);
-    if (c) memset(c, 0, (size_t)T * sizeof *c);
-    if (dP) memset(dP, 0, (size_t)T * nrel * sizeof *dP);
-    for (int i = 0; i < T; i++) {
-        const float *d = dA + (size_t)i * T;
-        float *r = dR + (size_t)i * nrel;
-        for (int j = 0; j <= i; j++) r[i - j < nrel ? i - j : nrel - 1] += d[j];
-        if (c)
-            for (int j = 0; j <= i; j++) c[j] += d[j];
-        if (dP)
-            for (int j = 0; j <= i; j++) dP[(size_t)j * nrel + (i - j < nrel ? i - j : nrel - 1)] += d[j];
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dR, nrel, relh, hs, 1.0f, dQ, C3);
-    if (!c) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Q, C3, 0.0f, g, hs);
-        if (dP) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, nrel, scale, dP, nrel, pos->rel_q, hs, 1.0f,
-                        dK, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dP, nrel, K, C3, 0.0f,
-                        g + (size_t)nrel * hs, hs);
-        }
-        return;
-    }
-    const float *u = pos->rel_u + (size_t)h * hs, *v = pos->rel_v + (size_t)h * hs;
-    float *du = g + (size_t)nrel * hs, *dv = du + hs;
-    for (int i = 0; i < T; i++)
-        for (int t = 0; t < hs; t++) Qv[(size_t)i * hs + t] = Q[(size_t)i * C3 + t] + v[t];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nrel, hs, T, scale, dR, nrel, Qv, hs, 0.0f, g, hs);
-    memset(du, 0, 2 * (size_t)hs * sizeof *du);
-    for (int d = 0; d < nrel; d++) {
-        float sd = 0.0f;
-        for (int i = 0; i < T; i++) sd += dR[(size_t)i * nrel + d];
-        for (int t = 0; t < hs; t++) dv[t] += scale * sd * relh[(size_t)d * hs + t];
-    }
-    for (int j = 0; j < T; j++)
-        for (int t = 0; t < hs; t++) {
-            du[t] += scale * c[j] * K[(size_t)j * C3 + t];
-            dK[(size_t)j * C3 + t] += scale * c[j] * u[t];
-        }
-}
-
 /* what every (batch, head) of the attention backward shares */
 struct att_bwd {
     float *dqkv, *datt;
@@ -1124,6 +996,14 @@ struct att_bwd {
     int T, C, NH, hs, C3, simd, fast, ldk;
     float scale;
 };
+
+/* the (b, h)'s share of a bias that reads q and k: dQ, dK and its gradient slot from dz (in dA) */
+static void rel_backward_bh(const struct epar_nn_attn_pos *pos, const float *dA, const float *Q, const float *K,
+                            float *dQ, float *dK, int b, int h, int NH, int T, int C, int hs, float scale, int tid)
+{
+    pos->rel_backward(pos->mech, pos->layer, h, dA, Q, K, dQ, dK, pos->grel + ((size_t)b * NH + h) * pos->own_grad,
+                      pos->work + (size_t)tid * pos->own_work, T, C, hs, scale);
+}
 
 /* (batch b, head h) of epar_nn_attention_backward, on thread tid of its team (its dA scratch, its share of pos->work) */
 static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
@@ -1192,7 +1072,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
         att_values_t(dV, C3, A, T, dOp, ldo, T, hs, 1.0f);
         att_values(dQ, C3, dA, T, Kp, ldq, 0, T, hs, scale);
         att_values_t(dK, C3, dA, T, Qp, ldq, T, hs, scale);
-        if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale, tid);
+        if (pos && pos->rel_backward) rel_backward_bh(pos, dA, Q, K, dQ, dK, b, h, NH, T, C, hs, scale, tid);
         return;
     }
     /* last query block first: it reaches every key, so its dK, dV products set them (beta = 0) and
@@ -1219,7 +1099,7 @@ static void att_backward_bh(const struct att_bwd *x, int b, int h, int tid)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, ib, scale, dA + (size_t)i0 * T, T,
                     Q + (size_t)i0 * C3, C3, beta, dK, C3);
     }
-    if (pos && pos->rel) rel_backward(pos, dA, Q, K, dQ, dK, h, (size_t)b * NH + h, T, hs, C3, scale, tid);
+    if (pos && pos->rel_backward) rel_backward_bh(pos, dA, Q, K, dQ, dK, b, h, NH, T, C, hs, scale, tid);
 }
 
 void epar_nn_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *preatt,
@@ -1496,7 +1376,7 @@ static size_t scratch_floats(const struct epar_nn_config *c, int nthreads)
 double epar_nn_bytes(const struct epar_nn_config *c, int nthreads)
 {
     size_t sz[EPAR_NN_NTENSORS], np = 0;
-    /* upper bound on n_pos (the last term: Transformer-XL's W_R, u, v per layer) */
+    /* upper bound on n_pos over the trainable mechanisms (the last term: C (C + 2) per layer, Transformer-XL's) */
     param_sizes(c, (size_t)c->Tmax * c->C + (size_t)c->NL * c->NH * 3 + (size_t)c->NL * c->C * (c->C + 2), sz);
     for (int k = 0; k < EPAR_NN_NTENSORS; k++) np += sz[k];
     double BT = (double)c->Bmax * c->Tmax;
@@ -1778,9 +1658,12 @@ static void boost_layer(const struct epar_nn_boost *bo, float *att, float *out, 
 static void own_form(const struct epar_nn *m, int T, struct epar_nn_attn_pos *ap)
 {
     const struct epar_nnpos_info *in = epar_nnpos_row(m->pos.id);
-    if (!in->attn_forward) return;
+    if (!in->attn_forward && !in->rel_forward) return;
     ap->own_forward = in->attn_forward;
     ap->own_backward = in->attn_backward;
+    ap->rel_forward = in->rel_forward;
+    ap->rel_row = in->rel_row;
+    ap->rel_backward = in->rel_backward;
     ap->mech = &m->pos;
     epar_nnpos_scratch(m->pos.id, &m->pos.s, T, m->pos.hs, &ap->own_work, &ap->own_grad);
 }
@@ -1814,9 +1697,9 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
     size_t nC = (size_t)N * C, nF = (size_t)N * F, nA = (size_t)B * NH * T * T;
     for (int l = 0; l < c->NL; l++) {
         float *res = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, nC);
-        /* DeBERTa's EMD: the absolute table added to the last layer's input, in place (layer NL - 2's backward does
-         * not read its output; the encoder's backward does not read encoded) */
-        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_emd_forward(&m->pos, res, B, T));
+        /* the mechanism's term on the last layer's input (DeBERTa's EMD), in place (layer NL - 2's backward does not
+         * read its output; the encoder's backward does not read encoded) */
+        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_last_input_forward(&m->pos, res, B, T));
         float *ln1 = LAYER(a->ln1, l, nC), *qkv = LAYER(a->qkv, l, 3 * nC), *atty = LAYER(a->atty, l, nC);
         float *res2 = LAYER(a->residual2, l, nC), *ln2 = LAYER(a->ln2, l, nC), *res3 = LAYER(a->residual3, l, nC);
         float *fch = LAYER(a->fch, l, nF), *fchg = LAYER(a->fch_gelu, l, nF);
@@ -1831,12 +1714,10 @@ int epar_nn_forward(struct epar_nn *m, const int *tokens, const int *targets, co
                                                               p->qkvb + (size_t)l * W, N, C, W, 0));
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
         PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_qk_forward(&m->pos, qkv, B, T));
-        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax, NULL, NULL,
-                                      epar_nnpos_pair(&m->pos, l), epar_nnpos_rel(&m->pos, l), m->pos.nrel, m->s.rwork,
-                                      m->nthreads, NULL, NULL, NULL, NULL, l, 0, 0,
-                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
-                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
-                                      epar_nnpos_rel_q(&m->pos, l), NULL};
+        struct epar_nn_attn_pos ap = {.fac = epar_nnpos_factor(&m->pos, l), .bias = epar_nnpos_bias(&m->pos, l),
+                                      .ld = c->Tmax, .pair = epar_nnpos_pair(&m->pos, l), .work = m->s.rwork,
+                                      .nwork = m->nthreads, .layer = l, .pair_head = epar_nnpos_pair_head(&m->pos),
+                                      .head_off = epar_nnpos_head_off(&m->pos)};
         own_form(m, T, &ap);
         /* the scores are kept only for a learned factor's gradient and a mechanism's own form (kernel attention's N,
          * pi-attention's scores of its two softmaxes) (saves a (B, NH, T, T) store and load) */
@@ -1941,14 +1822,13 @@ void epar_nn_backward(struct epar_nn *m)
              epar_nn_matmul_backward(s->datty, g->attprojw + (size_t)l * C * C, g->attprojb + (size_t)l * C, s->dres,
                                      LAYER(a->atty, l, nC), p->attprojw + (size_t)l * C * C, N, C, C, 0, s->part));
         if (m->head_mask) mask_heads(s->datty, m->head_mask + (size_t)l * NH, N, C, NH);   /* a masked head: no gradient */
-        struct epar_nn_attn_pos ap = {epar_nnpos_factor(&m->pos, l), epar_nnpos_bias(&m->pos, l), c->Tmax,
-                                      m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
-                                      m->pos.dtheta && m->pos.bias ? s->gbias : NULL, epar_nnpos_pair(&m->pos, l),
-                                      epar_nnpos_rel(&m->pos, l), m->pos.nrel, s->rwork, m->nthreads, s->grel,
-                                      NULL, NULL, NULL, l, 0, 0,
-                                      epar_nnpos_rel_head(&m->pos), epar_nnpos_rel_u(&m->pos, l), epar_nnpos_rel_v(&m->pos, l),
-                                      epar_nnpos_pair_head(&m->pos), epar_nnpos_head_off(&m->pos),
-                                      epar_nnpos_rel_q(&m->pos, l), m->pos.dtheta && m->pos.pair_grad ? s->grel : NULL};
+        struct epar_nn_attn_pos ap = {.fac = epar_nnpos_factor(&m->pos, l), .bias = epar_nnpos_bias(&m->pos, l),
+                                      .ld = c->Tmax, .gfac = m->pos.dtheta && m->pos.fac ? s->gfac : NULL,
+                                      .gbias = m->pos.dtheta && m->pos.bias ? s->gbias : NULL,
+                                      .pair = epar_nnpos_pair(&m->pos, l), .work = s->rwork, .nwork = m->nthreads,
+                                      .grel = s->grel, .layer = l, .pair_head = epar_nnpos_pair_head(&m->pos),
+                                      .head_off = epar_nnpos_head_off(&m->pos),
+                                      .gpair = m->pos.dtheta && m->pos.pair_grad ? s->grel : NULL};
         own_form(m, T, &ap);
         struct epar_nnpos_grad pg = {ap.gfac, ap.gbias, ap.grel, ap.gpair};
         double t0 = m->time_attention ? epar_nn_thread_cpu() : 0;
@@ -1967,7 +1847,7 @@ void epar_nn_backward(struct epar_nn *m)
              epar_nn_layernorm_backward(s->dres, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C, s->dln, res,
                                         p->ln1w + (size_t)l * C, LAYER(a->ln1_mean, l, N), LAYER(a->ln1_rstd, l, N), N,
                                         C, s->part));
-        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_emd_backward(&m->pos, s->dres, B, T));
+        if (l == c->NL - 1) PROF(m, EPAR_NN_OP_POSITION, epar_nnpos_last_input_backward(&m->pos, s->dres, B, T));
     }
     /* encoder: dres is d encoded; the learned position table, then the token rows in a fixed order */
     double prof_t0 = m->profile ? prof_now(m) : 0;

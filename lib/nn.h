@@ -93,9 +93,10 @@ struct epar_nn_scratch {
     float *gfac;        /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij s_ij */
     float *gbias;       /* (B, NH, T) per-(b,h) sum over pairs at distance d of dz_ij */
     float *part;        /* (nblocks, 2 max(C, V)) partial sums of the reductions over rows */
-    float *rwork;       /* (nthreads, the mechanism's per-thread floats) Shaw's rows, kernel features, pi's rows */
-    float *grel;        /* (B, NH, nrel, hs) Shaw's per-(b, h) table gradient (Transformer-XL: (B, NH, nrel hs + 2 hs),
-                         * its table's, u's and v's); pi-attention's gate (B, NH, 3 hs + 1) */
+    float *rwork;       /* (nthreads, the mechanism's per-thread floats: lib/nnpos's scratch hook) its own form's or its
+                         * content bias's scratch */
+    float *grel;        /* (B, NH, the mechanism's per-(b, h) floats) its gradient slots (relative tables, pi-attention's
+                         * gate) or a learned pair table's gradient */
     float *qkvc;        /* (B, T, C + 2 G hs) GQA's projection output (forward) and its gradient (backward); else empty */
 };
 
@@ -250,35 +251,27 @@ struct epar_nn_attn_pos {
     float *gbias;       /* (B, NH, T) out of backward, NULL: not needed */
     const float *pair;  /* (T, ld) additive table by (i, j), shared by the heads (masks, fixed patterns; per head: pair_head
                          * below), NULL: none */
-    const float *rel;   /* (nrel, hs) Shaw's key table, shared by the heads: z_ij += q_i . rel[min(i-j, nrel-1)] / sqrt(hs)
-                         * (Transformer-XL: per head, below) */
-    int nrel;
-    float *work;        /* (nwork, T (nrel + 1)) per-thread scratch when rel is set (Transformer-XL: rel_work) */
+    float *work;        /* (nwork, own_work) per-thread scratch of a mechanism's own form or content bias */
     int nwork;
-    float *grel;        /* (B, NH, nrel, hs) out of backward when rel is set */
+    float *grel;        /* (B, NH, own_grad) out of backward: a mechanism's per-(b, h) gradient slot, or NULL */
     /* the mechanism's own attention of one (b, h) (lib/nnpos.h: epar_nnpos_attn_fwd, _bwd; kernel attention), in place
-     * of the softmax (fac, bias, pair, rel unused; preatt must be kept), or NULL: called with mech, layer, its thread's
+     * of the softmax (fac, bias, pair unused; preatt must be kept), or NULL: called with mech, layer, its thread's
      * slice of work (own_work floats apart: nwork of them) and, in the backward, the (b, h)'s slot of grel (own_grad
      * floats apart; NULL when own_grad is 0) */
     epar_nnpos_attn_fwd own_forward;
     epar_nnpos_attn_bwd own_backward;
+    /* the mechanism's bias that reads q and k (lib/nnpos.h: epar_nnpos_rel_fwd, _row, _bwd; the relative tables), added
+     * to each row with bias (fac, pair still apply), or NULL: called as own_forward is (mech, layer, work, grel) */
+    epar_nnpos_rel_fwd rel_forward;
+    epar_nnpos_rel_row rel_row;
+    epar_nnpos_rel_bwd rel_backward;
     const struct epar_nnpos *mech;
     int layer;
     size_t own_work, own_grad;
-    /* Transformer-XL (rel_u set): one relative table per head, rel + h rel_head (nrel >= T rows, no clipping), and
-     * per-head vectors rel_u, rel_v (NH, hs): z_ij = [(q_i + u_h) . k_j + (q_i + v_h) . rel_h[i-j]] / sqrt(hs); work
-     * per thread T (nrel + 1) + T (hs + 1) floats; grel (B, NH, nrel hs + 2 hs) out of backward: the table's gradient,
-     * then du, dv. rel_head 0: Shaw's table shared by the heads */
-    int rel_head;
-    const float *rel_u, *rel_v;
     /* fixed-mix, learnable-only: pair + h pair_head is head h's table (0: pair shared by the heads); head_off (NH, or
      * NULL): 1 marks a head whose output is 0 (its weights 0, no gradient to its q, k, v) */
     size_t pair_head;
     const unsigned char *head_off;
-    /* DeBERTa (rel_q set, rel_u NULL): the position-to-content table Qr (nrel, hs), shared by the heads as rel (Kr):
-     * z_ij += [q_i . rel[min(i-j, nrel-1)] + k_j . rel_q[min(i-j, nrel-1)]] / sqrt(hs); work per thread T (2 nrel + 1)
-     * floats; grel (B, NH, 2 nrel hs) out of backward: Kr's gradient, then Qr's */
-    const float *rel_q;
     /* (B, NH, T, T) out of backward, NULL: not needed: per (b, h) the gradient of the additive pair table, dL/dz_ij for
      * j <= i (a learned pair bias, lib/mechs/); only without a factor (fac NULL), where it is the row's softmax backward */
     float *gpair;

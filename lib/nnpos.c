@@ -284,6 +284,8 @@ static int build_mult_pe(struct epar_nnpos *p)
 }
 
 static size_t n_mult_pe(const struct epar_nnpos *p) { return (int)p->mp[0] == 0 ? (size_t)p->Tmax * p->C : 0; }
+/* variant 0's learned table has a row per position: defined at the trained length only */
+static int fixed_mult_pe(const struct epar_nnpos_settings *s, enum epar_mech_id id) { return (int)s->mp[id][0] == 0; }
 
 static void init_mult_pe(struct epar_nnpos *p, gsl_rng *r)
 {
@@ -544,132 +546,6 @@ static void backward_epar(struct epar_nnpos *p, int l, const struct epar_nnpos_g
     }
 }
 
-/* ---- Shaw (§9), the key term: b_ij = q_i . w_l[min(i - j, k)] / sqrt(hs), theta = w (NL, k + 1, hs) ~ N(0, sd^2)
- * (lib/mech's table row k - d is w[d]: causal keys have j - i = -d >= -k). The value term a^V of Shaw et al. is not
- * trained: the catalogue's form changes A only (docs/MECHANISMS.md §9). ---- */
-
-/* DeBERTa (§12) extends it with the position-to-content term, causal: z_ij = [q_i.k_j + q_i.Kr_l[min(i-j, k)] +
- * k_j.Qr_l[min(i-j, k)]] / sqrt(hs), k = deberta.span; theta = per layer Kr (k + 1, hs) then Qr (k + 1, hs), shared by
- * the heads as Shaw's table is, ~ N(0, sd^2). The content-to-position term is Shaw's key term (the same table path of
- * lib/nn); the scale is the content score's 1/sqrt(hs), not DeBERTa's 1/sqrt(3 hs) (the learned tables absorb a
- * constant on the position terms; one scale keeps q.k's as in every other mechanism). The relative table P of DeBERTa
- * with its own projections W_qr, W_kr is folded into the learned Kr, Qr (a table times a projection is a table).
- * deberta.absolute = 1 adds DeBERTa's EMD (below). ---- */
-
-/* tables per layer: Shaw 1 (w), DeBERTa 2 (Kr, Qr) */
-static size_t rel_tables(enum epar_mech_id id) { return id == EPAR_MECH_DEBERTA ? 2 : 1; }
-
-/* DeBERTa's EMD (deberta.absolute = 1; He et al. §3.3, S3 003:136): a learned absolute table E (Tmax, C),
- * N(0, deberta.init_sd^2), after the layers' Kr, Qr in theta, added to the input of the last layer only (lib/nn:
- * epar_nnpos_emd_forward / _backward); the other layers see relative positions only */
-static int emd_on(const struct epar_nnpos *p) { return p->id == EPAR_MECH_DEBERTA && p->mp[2] != 0; }
-/* where theta's EMD table starts: after every layer's relative tables */
-static size_t emd_offset(const struct epar_nnpos *p) { return (size_t)p->NL * rel_tables(p->id) * p->nrel * p->hs; }
-
-static int build_shaw(struct epar_nnpos *p)
-{
-    p->nrel = (int)p->mp[0] + 1;
-    return EPAR_OK;
-}
-
-static size_t n_shaw(const struct epar_nnpos *p)
-{
-    return emd_offset(p) + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
-}
-static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
-
-static void scratch_shaw(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
-                         size_t *per_bh)
-{
-    size_t nrel = (size_t)s->mp[id][0] + 1;
-    *per_thread = (size_t)Tmax * (rel_tables(id) * nrel + 1);
-    *per_bh = rel_tables(id) * nrel * hs;
-}
-
-static void backward_shaw(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
-{
-    (void)T;
-    size_t n = rel_tables(p->id) * p->nrel * p->hs;
-    float *dw = p->dtheta + (size_t)l * n;
-    /* fixed order: b, then h (deterministic whatever the thread count) */
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < p->NH; h++) {
-            const float *gg = g->grel + ((size_t)b * p->NH + h) * n;
-            for (size_t t = 0; t < n; t++) dw[t] += gg[t];
-        }
-}
-
-/* ---- Transformer-XL (§10; Dai et al. 2019 §3.3), its relative attention without the segment memory:
- * z_ij = [q_i.k_j + q_i.r_lh(i-j) + u_lh.k_j + v_lh.r_lh(i-j)] / sqrt(hs), r_lh(d) = W_R^{lh} R_d, R_d lib/mech's
- * sinusoid of the distance d in the paper's [sin | cos] layout (base 10000, width C: as compare's). theta per layer:
- * W_R (C, C) (row h hs + t: head h's output t, column: entry of R_d), u (NH, hs), v (NH, hs), all N(0, init_sd^2).
- * u and v are per layer (the official code's untie_r, which its released enwik8 / WikiText-103 models use; the paper's
- * equation writes one u, v for the model): each layer's content and position biases are free as its W_R is. The
- * table r_lh (T, hs) is prepared every forward from theta (NL T C^2 multiply-adds); lib/nn's relative-table path
- * computes the scores with it and hands back the per-(b, h) gradients of r_lh, u_h, v_h. ---- */
-
-static size_t txl_layer(const struct epar_nnpos *p) { return (size_t)p->C * p->C + 2 * (size_t)p->C; }
-static size_t n_txl(const struct epar_nnpos *p) { return (size_t)p->NL * txl_layer(p); }
-static void init_txl(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_txl(p), p->mp[0]); }
-
-static int build_txl(struct epar_nnpos *p)
-{
-    size_t tc = (size_t)p->Tmax * p->C;
-    if (need(&p->rdist, tc, sizeof *p->rdist, "Transformer-XL's sinusoid") ||
-        need(&p->reltab, (size_t)p->NL * p->NH * p->Tmax * p->hs, sizeof *p->reltab, "Transformer-XL's tables") ||
-        need(&p->work, (size_t)p->Tmax * p->hs, sizeof(float), "Transformer-XL's gradient sums"))
-        return EPAR_ENOMEM;
-    double *row = epar_err_alloc((size_t)p->C, sizeof *row, "Transformer-XL's sinusoid");
-    if (!row) return EPAR_ENOMEM;
-    for (int d = 0; d < p->Tmax; d++) {
-        epar_mech_sinusoid((double)d, p->C, 10000.0, 1, row);
-        for (int c = 0; c < p->C; c++) p->rdist[(size_t)d * p->C + c] = (float)row[c];
-    }
-    free(row);
-    return EPAR_OK;
-}
-
-static void prepare_txl(struct epar_nnpos *p, int T)
-{
-    int C = p->C, hs = p->hs;
-    p->nrel = T;
-    for (int l = 0; l < p->NL; l++) {
-        const float *WR = p->theta + (size_t)l * txl_layer(p);
-        for (int h = 0; h < p->NH; h++)   /* r_lh (T, hs) = R (T, C) W_R[h hs .. h hs + hs)^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, hs, C, 1.0f, p->rdist, C, WR + (size_t)h * hs * C,
-                        C, 0.0f, p->reltab + ((size_t)l * p->NH + h) * p->Tmax * hs, hs);
-    }
-}
-
-static void scratch_txl(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
-                        size_t *per_bh)
-{
-    (void)s; (void)id;
-    *per_thread = (size_t)Tmax * (Tmax + 1) + (size_t)Tmax * (hs + 1);   /* lib/nn's rel_work at nrel = T = Tmax */
-    *per_bh = (size_t)Tmax * hs + 2 * (size_t)hs;
-}
-
-/* dW_R^{lh} += (sum_b dr_lh)^T R, du_lh, dv_lh += sum_b (b in order, then the product: deterministic) */
-static void backward_txl(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
-{
-    int C = p->C, hs = p->hs;
-    size_t gs = (size_t)T * hs + 2 * (size_t)hs, nr = (size_t)T * hs;
-    float *dWR = p->dtheta + (size_t)l * txl_layer(p), *du = dWR + (size_t)C * C, *dv = du + C, *G = p->work;
-    for (int h = 0; h < p->NH; h++) {
-        memset(G, 0, nr * sizeof *G);
-        for (int b = 0; b < B; b++) {
-            const float *gg = g->grel + ((size_t)b * p->NH + h) * gs;
-            for (size_t t = 0; t < nr; t++) G[t] += gg[t];
-            for (int t = 0; t < hs; t++) {
-                du[h * hs + t] += gg[nr + t];
-                dv[h * hs + t] += gg[nr + hs + t];
-            }
-        }
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hs, C, T, 1.0f, G, hs, p->rdist, C, 1.0f,
-                    dWR + (size_t)h * hs * C, C);
-    }
-}
-
 /* ---- GQA / MQA (§28): G = gqa.groups K/V heads, each shared by NH/G query heads; lib/nn projects x onto C + 2 G hs
  * outputs (q of every head, then G k heads, then G v heads) and gives query head h the pair floor(h / (NH/G))
  * (lib/mech's epar_mech_gqa_group). Trained from the start, the G heads are learned directly: gqa.pool (how compare
@@ -880,15 +756,8 @@ static const struct epar_nnpos_info nnpos_rows[EPAR_MECH_COUNT] = {
                                    NULL, build_floater_learned, n_floater_learned, init_floater_learned,
                                    prepare_floater_learned, backward_nothing, NULL, NULL, NULL},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
-                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL, NULL, NULL},
-    [EPAR_MECH_SHAW] = {H_(BIAS, 1, 0, "learned key table per layer: + q_i . w[min(i-j, k)] / sqrt(hs) (no value term)"),
-                        NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw, NULL, NULL},
-    [EPAR_MECH_DEBERTA] = {H_(BIAS, 1, 0, "learned tables Kr, Qr per layer: + [q_i . Kr[min(i-j, k)] + k_j . Qr[min(i-j, k)]] "
-                                          "/ sqrt(hs) (deberta.absolute = 1: + EMD's absolute table in the last layer)"),
-                           NULL, build_shaw, n_shaw, init_shaw, prepare_nothing, backward_shaw, scratch_shaw, NULL, NULL},
-    [EPAR_MECH_TXL] = {H_(BIAS, 1, 0, "+ [q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}] / sqrt(hs), W_R, u, v learned per "
-                                      "layer (and head); no segment memory"),
-                       NULL, build_txl, n_txl, init_txl, prepare_txl, backward_txl, scratch_txl, NULL, NULL},
+                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL, NULL, NULL,
+                           .fixed_length_of = fixed_mult_pe},
     [EPAR_MECH_T5] = {H_(BIAS, 1, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
                       check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL, NULL, NULL},
     [EPAR_MECH_ROPE] = {H_(QK, 1, 0, "q and k rotated by position (interleaved pairs)"),
@@ -956,8 +825,8 @@ void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *
 int epar_nnpos_fixed_length(enum epar_mech_id id, const struct epar_nnpos_settings *s)
 {
     if (!epar_nnpos_trainable(id)) return 0;
-    return epar_nnpos_row(id)->fixed_length || (id == EPAR_MECH_MULT_PE && (int)s->mp[id][0] == 0) ||
-           (id == EPAR_MECH_DEBERTA && s->mp[id][2] != 0);   /* the EMD's absolute table */
+    const struct epar_nnpos_info *in = epar_nnpos_row(id);
+    return in->fixed_length || (in->fixed_length_of && in->fixed_length_of(s, id));
 }
 
 int epar_nnpos_frozen_qk(enum epar_mech_id id)
@@ -1262,45 +1131,14 @@ const float *epar_nnpos_pair(const struct epar_nnpos *p, int l)
 size_t epar_nnpos_pair_head(const struct epar_nnpos *p) { return p->pair_head; }
 const unsigned char *epar_nnpos_head_off(const struct epar_nnpos *p) { return p->head_off; }
 
-const float *epar_nnpos_rel(const struct epar_nnpos *p, int l)
+void epar_nnpos_last_input_forward(const struct epar_nnpos *p, float *x, int B, int T)
 {
-    if (p->reltab) return p->reltab + (size_t)l * p->NH * p->Tmax * p->hs;
-    return p->nrel && p->theta ? p->theta + (size_t)l * rel_tables(p->id) * p->nrel * p->hs : NULL;
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    if (in->last_input) in->last_input(p, x, B, T);
 }
 
-void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T)
+void epar_nnpos_last_input_backward(struct epar_nnpos *p, const float *dx, int B, int T)
 {
-    if (!emd_on(p) || !p->theta) return;
-    const float *E = p->theta + emd_offset(p);
-    size_t tc = (size_t)T * p->C;
-    for (int b = 0; b < B; b++)
-        for (size_t t = 0; t < tc; t++) x[(size_t)b * tc + t] += E[t];
-}
-
-void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T)
-{
-    if (!emd_on(p) || !p->dtheta) return;
-    float *dE = p->dtheta + emd_offset(p);
-    size_t tc = (size_t)T * p->C;
-    for (int b = 0; b < B; b++)   /* fixed order: b (deterministic whatever the thread count) */
-        for (size_t t = 0; t < tc; t++) dE[t] += dx[(size_t)b * tc + t];
-}
-
-const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l)
-{
-    const float *kr = p->id == EPAR_MECH_DEBERTA ? epar_nnpos_rel(p, l) : NULL;
-    return kr ? kr + (size_t)p->nrel * p->hs : NULL;
-}
-
-int epar_nnpos_rel_head(const struct epar_nnpos *p) { return p->reltab ? p->Tmax * p->hs : 0; }
-
-const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l)
-{
-    return p->reltab && p->theta ? p->theta + (size_t)l * txl_layer(p) + (size_t)p->C * p->C : NULL;
-}
-
-const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l)
-{
-    const float *u = epar_nnpos_rel_u(p, l);
-    return u ? u + p->C : NULL;
+    const struct epar_nnpos_info *in = epar_nnpos_row(p->id);
+    if (in->last_input_backward) in->last_input_backward(p, dx, B, T);
 }

@@ -18,6 +18,7 @@
  *   qk           rope, ntk-rope, interpolation      q_t, k_t rotated by pos(t) theta_i (interleaved pairs)
  *   qk           log-n                              q_t scaled by kappa_t = log_{L_train}(t + 1) (clamped at 1)
  *   bias         alibi, t5                          z_ij = s_ij + b_h(i - j)
+ *   bias         shaw, deberta, transformer-xl      their content-dependent relative forms (lib/mechs/relative.c):
  *   bias         shaw                               z_ij = s_ij + q_i . w_l[min(i - j, k)] / sqrt(hs), w_l learned per layer
  *   bias         deberta                            z_ij = s_ij + [q_i . Kr_l[min(i - j, k)] + k_j . Qr_l[min(i - j, k)]] / sqrt(hs),
  *                                                   Kr, Qr learned per layer, shared by the heads (deberta.absolute = 1:
@@ -172,6 +173,21 @@ typedef void (*epar_nnpos_attn_bwd)(const struct epar_nnpos *p, int l, int h, co
                                     float *dK, float *dV, float *dA, float *grad, float *work, int T, int C, int hs,
                                     float scale);
 
+/* A bias that reads the content as well as the distance, z_ij += f_h(q_i, k_j, i - j) (the relative tables of Shaw,
+ * Transformer-XL, DeBERTa: lib/mechs/relative.c), in lib/nn's softmax for every (b, h) of layer l (a removed head aside).
+ * rel_fwd fills this thread's work (the row's scratch hook at length T: per_thread floats) from the head's Q, K (row t
+ * at + 3C t), once per (b, h); rel_row then returns row i's bias by distance d = i - j, d = 0 .. i (in work), the head's
+ * bias table (by distance, or NULL) added; rel_bwd reads dz (dA rows i, keys j <= i), adds to dQ, dK (as Q, K) and writes
+ * the (b, h)'s gradient slot grad (per_bh floats at length T, handed to the row's backward as grel). The same bits
+ * whatever the thread count. */
+typedef void (*epar_nnpos_rel_fwd)(const struct epar_nnpos *p, int l, int h, const float *Q, const float *K,
+                                   float *work, int T, int C, int hs, float scale);
+typedef const float *(*epar_nnpos_rel_row)(const struct epar_nnpos *p, float *work, const float *bias, int i, int T,
+                                           int hs);
+typedef void (*epar_nnpos_rel_bwd)(const struct epar_nnpos *p, int l, int h, const float *dA, const float *Q,
+                                   const float *K, float *dQ, float *dK, float *grad, float *work, int T, int C, int hs,
+                                   float scale);
+
 struct epar_nnpos_info {
     enum epar_nnpos_hook hook;
     int uses_params;            /* 1: reads its catalogue parameters (s.mp[id]); 0: the settings above (EPAR's fx,
@@ -197,6 +213,16 @@ struct epar_nnpos_info {
      * above); its scratch sizes per_thread and per_bh (at Tmax for the arena, at T for the slices) */
     epar_nnpos_attn_fwd attn_forward;
     epar_nnpos_attn_bwd attn_backward;
+    /* a bias that reads q and k (all three or none; NULL: none): above; its scratch as attn_forward's */
+    epar_nnpos_rel_fwd rel_forward;
+    epar_nnpos_rel_row rel_row;
+    epar_nnpos_rel_bwd rel_backward;
+    /* a learned term added to the last layer's input x (B, T, C) (DeBERTa's EMD), and its gradient from that input's dx
+     * (dx unchanged); NULL: none */
+    void (*last_input)(const struct epar_nnpos *p, float *x, int B, int T);
+    void (*last_input_backward)(struct epar_nnpos *p, const float *dx, int B, int T);
+    /* 1 when these settings make the model defined at its trained length only (NULL: fixed_length above) */
+    int (*fixed_length_of)(const struct epar_nnpos_settings *s, enum epar_mech_id id);
 };
 
 /* the trained form of mechanism id: a row of nnpos.c's table or a file mechanism's (lib/mechs/); a mechanism without a
@@ -269,18 +295,10 @@ const float *epar_nnpos_bias(const struct epar_nnpos *p, int l);
  * at the current length) */
 void epar_nnpos_scratch(enum epar_mech_id id, const struct epar_nnpos_settings *s, int Tmax, int hs, size_t *per_thread,
                         size_t *per_bh);
-/* Shaw's table of layer l (nrel, hs), Transformer-XL's (NH, Tmax, hs), or NULL; the floats between two heads' tables
- * (0: one table shared by the heads); Transformer-XL's u and v of layer l (NH, hs), or NULL */
-const float *epar_nnpos_rel(const struct epar_nnpos *p, int l);
-int epar_nnpos_rel_head(const struct epar_nnpos *p);
-const float *epar_nnpos_rel_u(const struct epar_nnpos *p, int l);
-const float *epar_nnpos_rel_v(const struct epar_nnpos *p, int l);
-/* DeBERTa's EMD (deberta.absolute = 1): x (B, T, C), the last layer's input, += E[t]; backward: E's gradient from that
- * input's dx (B, T, C), dx unchanged. Nothing for any other mechanism. */
-void epar_nnpos_emd_forward(const struct epar_nnpos *p, float *x, int B, int T);
-void epar_nnpos_emd_backward(struct epar_nnpos *p, const float *dx, int B, int T);
-/* DeBERTa's position-to-content table Qr of layer l (nrel, hs), shared by the heads, or NULL (its Kr: epar_nnpos_rel) */
-const float *epar_nnpos_rel_q(const struct epar_nnpos *p, int l);
+/* the mechanism's term added to the last layer's input x (B, T, C) (last_input: DeBERTa's EMD); backward: its gradient
+ * from that input's dx (B, T, C), dx unchanged. Nothing for a mechanism without one. */
+void epar_nnpos_last_input_forward(const struct epar_nnpos *p, float *x, int B, int T);
+void epar_nnpos_last_input_backward(struct epar_nnpos *p, const float *dx, int B, int T);
 /* (T, T) additive table of masks and fixed patterns (layer l's when the tables differ by layer), row stride Tmax, or
  * NULL; the floats between two heads' tables
  * (0: shared by the heads; fixed-mix and learnable-only: one per head); the heads whose output is 0 (NH), or NULL */

@@ -895,35 +895,11 @@ static void test_reference_fp64(enum epar_mech_id id)
     /* fixed-mix, learnable-only (no compare form): the learned head is compare's none on the same weights, the others
      * lib/mech's fp64 pattern (epar_mech_fixed_pattern) or 0 (removed), filled in below */
     int mix = epar_mech_trained_only(id);
-    /* DeBERTa: compare's 2k' table reaches, causally, k' + min(d, k' - 1) (key term) and k' - min(d, k') (its third
-     * term); at k' = k + 1 the first is the trained min(d, k) and the second is, once its rows 0 and 1 hold the same
-     * Qr[k], too (filled below) */
+    /* DeBERTa: compare's 2k' table reaches the trained tables at k' = k + 1 (lib/mechs/relative.c, from_trained) */
     if (id == EPAR_MECH_DEBERTA) prm[0] += 1;
     int st = epar_mech_init(&mm, mix ? EPAR_MECH_NONE : id, prm, T, C, NH, 1, 42);
     if (!st && fd && fd->from_trained) st = fd->from_trained(&mm, &m.pos, 0);
     check_int(st, EPAR_OK, "fp64 reference: compare's %s", epar_nnpos_name(id));
-    if (!st && id == EPAR_MECH_SHAW) {   /* the trained table, not compare's synthetic one: row k - d is w[d] */
-        int k = (int)prm[0];
-        for (int d = 0; d <= k; d++)
-            for (int q = 0; q < hs; q++) mm.tab[(size_t)(k - d) * hs + q] = m.p.pos[(size_t)d * hs + q];
-    }
-    if (!st && id == EPAR_MECH_DEBERTA) {
-        /* the trained Kr, Qr of layer 0 in compare's rows r0 .. r1 (qr: tab, kr: tab2, per head), times sqrt(3) with
-         * the content factor 1: compare's 1/sqrt(3 dk) becomes the trained 1/sqrt(hs) on every term */
-        int k1 = (int)prm[0], k = k1 - 1, r0 = k1 - (T - 1) < 0 ? 0 : k1 - (T - 1);
-        int r1 = k1 + (T - 1) > 2 * k1 - 1 ? 2 * k1 - 1 : k1 + (T - 1), n = r1 - r0 + 1;
-        const float *kr = epar_nnpos_rel(&m.pos, 0), *qr = epar_nnpos_rel_q(&m.pos, 0);
-        check_true(qr == kr + (size_t)(k + 1) * hs, "deberta: Qr follows Kr in the layer's parameters");
-        for (int h = 0; h < NH; h++)
-            for (int rr = r0; rr <= r1; rr++)
-                for (int q = 0; q < hs; q++) {
-                    double *tq = mm.tab + ((size_t)h * n + rr - r0) * hs + q, *tk = mm.tab2 + ((size_t)h * n + rr - r0) * hs + q;
-                    int dq = k1 - rr < k ? k1 - rr : k;   /* rr <= k1: distance k1 - rr, clipped at k */
-                    *tq = rr <= k1 ? sqrt(3.0) * qr[(size_t)dq * hs + q] : 0.0;
-                    *tk = rr >= k1 ? sqrt(3.0) * kr[(size_t)(rr - k1) * hs + q] : 0.0;
-                }
-        for (size_t t = 0; t < (size_t)T * T; t++) mm.factor[t] = 1.0;
-    }
     if (!st && id == EPAR_MECH_ORTHOGONAL_QK)   /* compare's frozen W_Q^h, W_K^h (D, dk): the model's layer-0 draws */
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < C; i++)
@@ -931,18 +907,6 @@ static void test_reference_fp64(enum epar_mech_id id)
                     mm.Wq[((size_t)h * C + i) * hs + o] = m.p.qkvw[(size_t)(h * hs + o) * C + i];
                     mm.Wk[((size_t)h * C + i) * hs + o] = m.p.qkvw[(size_t)(C + h * hs + o) * C + i];
                 }
-    if (!st && id == EPAR_MECH_TXL) {   /* the trained r_0h(d) = W_R^{0h} R_d (compare's row d + T - 1), u and v */
-        const float *rt = epar_nnpos_rel(&m.pos, 0), *u = epar_nnpos_rel_u(&m.pos, 0), *v = epar_nnpos_rel_v(&m.pos, 0);
-        for (int h = 0; h < NH; h++) {
-            for (int d = 0; d < T; d++)
-                for (int q = 0; q < hs; q++)
-                    mm.tab[((size_t)h * (2 * T - 1) + d + T - 1) * hs + q] = rt[((size_t)h * c.Tmax + d) * hs + q];
-            for (int q = 0; q < hs; q++) {
-                mm.tab2[(size_t)h * 2 * hs + q] = u[h * hs + q];
-                mm.tab2[(size_t)h * 2 * hs + hs + q] = v[h * hs + q];
-            }
-        }
-    }
     if (!st && !epar_attn_ws_alloc(&ws, T, C)) {
         epar_mech_forward(&mm, &layer, X, A, &ws, NULL);
         for (int h = 0; mix && h < (id == EPAR_MECH_FIXED_ONLY ? NH : NH - 1); h++) {
