@@ -607,13 +607,58 @@ static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, co
     _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
 }
 
-/* the same for a partial tile (rows < 4 or cols < 16): the same chains, masked loads and stores */
+/* the same for 6 rows of 16 columns: 12 accumulators, two loads of b and one broadcast a step (15 of AVX2's 16 registers):
+ * each b row loaded once for 6 rows instead of 4, and 12 chains in flight where 8 keep two FMA units only just fed.
+ * Each element is the same FMA chain, so the bits are att_tile_4x16's. */
+static void att_tile_6x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                          float *c, ptrdiff_t ldc, float alpha)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    __m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8), x;
+        x = _mm256_broadcast_ss(ar);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(ar + lda);
+        c10 = _mm256_fmadd_ps(x, b0, c10);
+        c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(ar + 2 * lda);
+        c20 = _mm256_fmadd_ps(x, b0, c20);
+        c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(ar + 3 * lda);
+        c30 = _mm256_fmadd_ps(x, b0, c30);
+        c31 = _mm256_fmadd_ps(x, b1, c31);
+        x = _mm256_broadcast_ss(ar + 4 * lda);
+        c40 = _mm256_fmadd_ps(x, b0, c40);
+        c41 = _mm256_fmadd_ps(x, b1, c41);
+        x = _mm256_broadcast_ss(ar + 5 * lda);
+        c50 = _mm256_fmadd_ps(x, b0, c50);
+        c51 = _mm256_fmadd_ps(x, b1, c51);
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+    _mm256_storeu_ps(c, _mm256_mul_ps(c00, al));
+    _mm256_storeu_ps(c + 8, _mm256_mul_ps(c01, al));
+    _mm256_storeu_ps(c + ldc, _mm256_mul_ps(c10, al));
+    _mm256_storeu_ps(c + ldc + 8, _mm256_mul_ps(c11, al));
+    _mm256_storeu_ps(c + 2 * ldc, _mm256_mul_ps(c20, al));
+    _mm256_storeu_ps(c + 2 * ldc + 8, _mm256_mul_ps(c21, al));
+    _mm256_storeu_ps(c + 3 * ldc, _mm256_mul_ps(c30, al));
+    _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
+    _mm256_storeu_ps(c + 4 * ldc, _mm256_mul_ps(c40, al));
+    _mm256_storeu_ps(c + 4 * ldc + 8, _mm256_mul_ps(c41, al));
+    _mm256_storeu_ps(c + 5 * ldc, _mm256_mul_ps(c50, al));
+    _mm256_storeu_ps(c + 5 * ldc + 8, _mm256_mul_ps(c51, al));
+}
+
+/* the same for a partial tile (rows < 6 or cols < 16): the same chains, masked loads and stores */
 static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
                           ptrdiff_t ldc, float alpha, int rows, int cols)
 {
     const __m256i m0 = att_mask(cols), m1 = att_mask(cols - 8);
-    __m256 acc[4][2];
-    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    __m256 acc[6][2];
+    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int k = 0; k < K; k++) {
         const float *ar = a + k * ak, *br = b + k * ldb;
         __m256 b0 = _mm256_maskload_ps(br, m0), b1 = cols > 8 ? _mm256_maskload_ps(br + 8, m1) : b0;
@@ -630,10 +675,12 @@ static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, co
     }
 }
 
-static inline void att_tile4(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+/* rows <= 6 of a tile in AVX2 registers */
+static inline void att_tile6(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
                              float *c, ptrdiff_t ldc, float alpha, int rows, int cols)
 {
-    if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
+    if (rows == 6 && cols == 16) att_tile_6x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
+    else if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
     else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
 }
 
@@ -653,7 +700,7 @@ static void exps_avx2(float *out, const float *z, float M, int n)
 EPAR_TARGET_END
 
 /* The same tile, 8 rows of 16 columns in AVX-512 registers (cols < 16: masked loads and stores), on CPUs that have
- * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile4's; at 16 lanes a
+ * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile_4x16's; at 16 lanes a
  * register the 8 chains keep both FMA units busy where 4 rows of 16 would wait on the FMA latency. */
 EPAR_TARGET_BEGIN("avx512f,avx2,fma")
 static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
@@ -750,22 +797,28 @@ void epar_nn_exps(float *out, const float *z, float M, int n)
         for (int j = 0; j < n; j++) out[j] = expf(z[j] - M);
 }
 
-/* the rows of a tile: 8 with AVX-512, else 4 (the callers' row blocks; the bits are the same either way). A row
- * block never crosses a query block, so the zeros after each row's diagonal reach the block's last key. */
-_Static_assert(ATT_BLOCK % 8 == 0, "a tile's rows lie in one query block");
+/* the rows of a tile: 8 with AVX-512, else 6 (the callers' row blocks; the bits are the same either way). A tile never
+ * crosses a query block (tile_rows), so the zeros after each row's diagonal reach every key a tile reads. */
+static int att_rows(void) { return nn_avx512() ? 8 : 6; }
 
-static int att_rows(void) { return nn_avx512() ? 8 : 4; }
+/* rows of the tile at row r0 < i1: at most R, and none past the end of r0's query block; with 6-row tiles the last 7
+ * or 8 rows go as 4 + 3 or 4 + 4 (a tile of 1 or 2 rows runs the masked loop, slower than 4 rows of the full one) */
+static inline int tile_rows(int r0, int i1, int R)
+{
+    int m = imin(i1, (r0 / ATT_BLOCK + 1) * ATT_BLOCK) - r0;
+    return R == 6 && (m == 7 || m == 8) ? 4 : imin(R, m);
+}
 
 /* rows <= att_rows() of a tile */
 static void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
                      ptrdiff_t ldc, float alpha, int rows, int cols)
 {
     if (rows == 8) att_tile_8x16_512(K, a, lda, ak, b, ldb, c, ldc, alpha, cols);
-    else if (rows > 4) {   /* the last rows of an AVX-512 block */
-        att_tile4(K, a, lda, ak, b, ldb, c, ldc, alpha, 4, cols);
-        att_tile4(K, a + 4 * lda, lda, ak, b, ldb, c + 4 * ldc, ldc, alpha, rows - 4, cols);
+    else if (rows > 6) {   /* the last rows of an AVX-512 block */
+        att_tile6(K, a, lda, ak, b, ldb, c, ldc, alpha, 4, cols);
+        att_tile6(K, a + 4 * lda, lda, ak, b, ldb, c + 4 * ldc, ldc, alpha, rows - 4, cols);
     } else
-        att_tile4(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+        att_tile6(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
 }
 
 /* keys of the transposed-key buffer on the stack of an attention (b, h): 64 KB; heads wider than ATT_KT / 16 = 1024
@@ -827,8 +880,8 @@ static void att_scores(float *S, int lds, const float *X, int ldx, const float *
         int j1 = imin(i1, j0 + kc), ld = kt ? ldk : (j1 - j0 + 15) & ~15;
         const float *B = kt ? kt : buf - j0;   /* B + j: key j's column */
         if (!kt) att_kt(buf, ld, Y + (size_t)j0 * ldy, ldy, j1 - j0, hs);
-        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) & ~(R - 1) : 0); r0 < i1; r0 += R) {
-            int rows = imin(R, i1 - r0);
+        for (int r0 = i0 + (j0 > i0 ? (j0 - i0) / R * R : 0), rows; r0 < i1; r0 += rows) {
+            rows = tile_rows(r0, i1, R);
             for (int c0 = j0; c0 < j1 && c0 < r0 + rows; c0 += 16)
                 att_tile(hs, X + (size_t)r0 * ldx, ldx, 1, B + c0, ld, S + (size_t)r0 * lds + c0, lds, alpha, rows,
                          imin(16, j1 - c0));
@@ -841,8 +894,8 @@ static void att_scores(float *S, int lds, const float *X, int ldx, const float *
 static void att_values(float *O, int ldo, const float *P, int ldp, const float *Y, int ldy, int i0, int i1, int hs,
                        float alpha)
 {
-    for (int r0 = i0, R = att_rows(); r0 < i1; r0 += R) {
-        int rows = imin(R, i1 - r0);
+    for (int r0 = i0, R = att_rows(), rows; r0 < i1; r0 += rows) {
+        rows = tile_rows(r0, i1, R);
         for (int c = 0; c < hs; c += 16)
             att_tile(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y + c, ldy, O + (size_t)r0 * ldo + c, ldo, alpha, rows,
                      imin(16, hs - c));
@@ -852,8 +905,8 @@ static void att_values(float *O, int ldo, const float *P, int ldp, const float *
 /* D[j] (row stride ldd, hs columns) = alpha sum_{i >= j} P[i][j] X[i] for j in [0, T) (P as for att_values) */
 static void att_values_t(float *D, int ldd, const float *P, int ldp, const float *X, int ldx, int T, int hs, float alpha)
 {
-    for (int j0 = 0, R = att_rows(); j0 < T; j0 += R) {
-        int rows = imin(R, T - j0);
+    for (int j0 = 0, R = att_rows(), rows; j0 < T; j0 += rows) {
+        rows = tile_rows(j0, T, R);
         for (int c = 0; c < hs; c += 16)
             att_tile(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx + c, ldx, D + (size_t)j0 * ldd + c,
                      ldd, alpha, rows, imin(16, hs - c));
