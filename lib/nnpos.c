@@ -732,79 +732,83 @@ static void prepare_mix(struct epar_nnpos *p, int T)
 #define H_(hook, uses, fixed_len, summary) EPAR_NNPOS_H_##hook, uses, fixed_len, summary
 #define FIXED_FNS(prep) NULL, build_fixed, n_zero, init_nothing, prep, backward_nothing, NULL
 #define MASK_FNS(check, prep) check, build_mask, n_zero, init_nothing, prep, backward_nothing, NULL
+/* no content bias (rel_forward, rel_row, rel_backward) and no term on the last layer's input (last_input, _backward):
+ * the hooks of lib/mechs/relative.c, named in every row so that no field is left to an implicit zero */
+#define NO_REL_INPUT NULL, NULL, NULL, NULL, NULL
 
 static const struct epar_nnpos_info nnpos_rows[EPAR_MECH_COUNT] = {
     [EPAR_MECH_NONE] = {H_(BASELINE, 1, 0, "causal mask only, no position information"),
-                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                        NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_EPAR_BASIC] = {H_(FACTOR, 0, 0, "scaled score times alpha exp(-beta |i-j|/L)"),
-                              check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL},
+                              check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_EPAR_ENHANCED] = {H_(FACTOR, 0, 0, "scaled score times alpha (1 + gamma exp(-beta |i-j|/L)) / (1 + gamma)"),
-                                 check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL},
+                                 check_epar, build_epar, n_epar, init_epar, prepare_epar, backward_epar, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_SINUSOIDAL] = {H_(INPUT, 1, 0, "init_sd times the sinusoid added to the token embeddings"),
-                              NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                              NULL, build_sinusoidal, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_LEARNED_APE] = {H_(INPUT, 0, 1, "learned absolute table added to the embeddings"),
-                               NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL, NULL, NULL},
+                               NULL, build_nothing, n_learned, init_learned, prepare_nothing, backward_learned, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_APE_RAND] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it random, fixed"),
-                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL},
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_APE_HIER] = {H_(INPUT, 1, 0, "learned table of train_length rows added to the embeddings; rows past it its "
                                             "hierarchical decomposition"),
-                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL},
+                            NULL, build_ape_ext, n_ape_ext, init_ape_ext, prepare_ape_ext, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_FLOATER] = {H_(INPUT, 1, 0, "init_sd times the FLOATER rotation table added to the embeddings"),
-                           NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                           NULL, build_floater, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_FLOATER_LEARNED] = {H_(INPUT, 1, 0, "init_sd times FLOATER's table with learned dynamics p_{t+1} = R p_t + "
                                                   "W2 tanh(W1 p_t + b1 + tau_t w) + b2 added to the embeddings"),
                                    NULL, build_floater_learned, n_floater_learned, init_floater_learned,
-                                   prepare_floater_learned, backward_nothing, NULL, NULL, NULL},
+                                   prepare_floater_learned, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_MULT_PE] = {H_(INPUT, 1, 0, "embeddings times p_t (variant 0: p learned from 1 + N(0, sd^2))"),
-                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL, NULL, NULL,
-                           .fixed_length_of = fixed_mult_pe},
+                           NULL, build_mult_pe, n_mult_pe, init_mult_pe, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT,
+                           fixed_mult_pe},
     [EPAR_MECH_T5] = {H_(BIAS, 1, 0, "learned bias per head and distance bucket (causal), shared by the layers"),
-                      check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL, NULL, NULL},
+                      check_t5, build_t5, n_t5, init_t5, prepare_t5, backward_t5, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_ROPE] = {H_(QK, 1, 0, "q and k rotated by position (interleaved pairs)"),
-                        check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                        check_rope, build_rope, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_NTK_ROPE] = {H_(QK, 1, 0, "RoPE with the NTK base for T > train_length"),
-                            check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing, NULL, NULL, NULL},
+                            check_rope, alloc_rope, n_zero, init_nothing, prepare_ntk, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_INTERPOLATION] = {H_(QK, 1, 0, "RoPE at positions t train_length / T for T > train_length"),
-                                 check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing, NULL, NULL, NULL},
+                                 check_rope, alloc_rope, n_zero, init_nothing, prepare_interp, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_LOGN] = {H_(QK, 1, 0, "q_t scaled by log_{train_length}(t + 1)"),
-                        NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                        NULL, build_logn, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_ALIBI] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), standard slopes"),
-                         NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                         NULL, build_alibi, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_ALIBI_LEARNED] = {H_(BIAS, 1, 0, "linear distance bias -m_h (i-j), the slopes m_h learned (from ALiBi's), shared by "
                                          "the layers"),
                                  NULL, build_alibi, n_alibi_learned, init_alibi_learned, prepare_alibi_learned,
-                                 backward_alibi_learned, NULL, NULL, NULL},
-    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current), NULL, NULL},
-    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous), NULL, NULL},
+                                 backward_alibi_learned, NULL, NULL, NULL, NO_REL_INPUT, NULL},
+    [EPAR_MECH_FIXED_CURRENT] = {H_(FIXED, 1, 0, "A = I"), FIXED_FNS(prepare_fixed_current), NULL, NULL, NO_REL_INPUT, NULL},
+    [EPAR_MECH_FIXED_PREVIOUS] = {H_(FIXED, 1, 0, "A_i,i-1 = 1 (row 0: itself)"), FIXED_FNS(prepare_fixed_previous), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_FIXED_LEFT] = {H_(FIXED, 1, 0, "(j+1)^3 over j <= i-2, normalised (rows 0, 1: themselves)"),
-                              FIXED_FNS(prepare_fixed_left), NULL, NULL},
+                              FIXED_FNS(prepare_fixed_left), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_GQA] = {H_(HEADS, 1, 0, "groups K/V heads, each shared by heads/groups query heads (groups 1: MQA)"),
-                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
-    [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided), NULL, NULL},
+                       NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
+    [EPAR_MECH_STRIDED] = {H_(MASK, 1, 0, "causal {i-l..i} U {(i-j) mod l = 0}"), MASK_FNS(NULL, prepare_strided), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_SPARSE_FIXED] = {H_(MASK, 1, 0, "causal same block U last c of every block"),
-                                MASK_FNS(check_sparse_fixed, prepare_sparse_fixed), NULL, NULL},
-    [EPAR_MECH_SLIDING_WINDOW] = {H_(MASK, 1, 0, "the last radius + 1 keys"), MASK_FNS(NULL, prepare_window), NULL, NULL},
+                                MASK_FNS(check_sparse_fixed, prepare_sparse_fixed), NULL, NULL, NO_REL_INPUT, NULL},
+    [EPAR_MECH_SLIDING_WINDOW] = {H_(MASK, 1, 0, "the last radius + 1 keys"), MASK_FNS(NULL, prepare_window), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_BLOCK_SPARSE] = {H_(MASK, 1, 0, "causal keys of the same and nb previous blocks"),
-                                MASK_FNS(NULL, prepare_block), NULL, NULL},
+                                MASK_FNS(NULL, prepare_block), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_GLOBAL_LOCAL] = {H_(MASK, 1, 0, "causal band U the first globals keys (global rows dense)"),
-                                MASK_FNS(NULL, prepare_global_local), NULL, NULL},
+                                MASK_FNS(NULL, prepare_global_local), NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_ORTHOGONAL_QK] = {H_(PROJ, 1, 0, "q and k projections frozen at independent Haar orthonormal rows per layer and "
                                           "head (no bias; jl: times sqrt(dim/hs)); v and the rest learned"),
-                                 NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL},
+                                 NULL, build_nothing, n_zero, init_nothing, prepare_nothing, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_RANDOM_SPARSE] = {H_(MASK, 1, 0, "causal {i-l..i} U random earlier keys, as many as strided's, drawn once from "
                                           "the seed"),
-                                 NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL, NULL, NULL},
+                                 NULL, build_random, n_zero, init_nothing, prepare_random, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_FIXED_MIX] = {H_(FIXED, 0, 0, "heads 0..H-2: A = W_h (current, previous, left, first token, cycled), head "
                                              "H-1 learned softmax"),
-                             NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
+                             NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_LEARNABLE_ONLY] = {H_(FIXED, 0, 0, "head H-1 learned softmax, heads 0..H-2 output 0"),
-                                  NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
+                                  NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
     [EPAR_MECH_FIXED_ONLY] = {H_(FIXED, 0, 0, "every head h: A = W_h (current, previous, left, first token, cycled)"),
-                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL},
+                              NULL, build_mix, n_zero, init_nothing, prepare_mix, backward_nothing, NULL, NULL, NULL, NO_REL_INPUT, NULL},
 };
 #undef H_
 #undef FIXED_FNS
 #undef MASK_FNS
+#undef NO_REL_INPUT
 
 const struct epar_nnpos_info *epar_nnpos_row(enum epar_mech_id id)
 {
