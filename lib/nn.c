@@ -567,7 +567,7 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
     }
 }
 /* ---- the attention's products (AVX2 + FMA; AVX-512 where the CPU has it) ----
- * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 4 (8 with AVX-512: att_rows),
+ * One register tile: C[r][c] = alpha sum_{k < K} A(r, k) B(k, c) for r < rows <= 6 (8 with AVX-512: att_rows),
  * c < cols <= 16, with
  * A(r, k) = a[r lda + k ak] (broadcast) and B(k, c) = b[k ldb + c] (rows of B loaded as vectors). Every output
  * element is one FMA chain over k = 0, 1, ..., K-1 from 0, times alpha at the end: its bits depend on neither the
@@ -576,80 +576,45 @@ static void softmax_row_backward_avx2(float *d, const float *a, const float *fac
  *   A V and dS K:            A = the weight rows, B = the value (key) rows, k over keys;
  *   A^T dO and dS^T Q:       A = columns of the weights (lda 1, ak = T), B = the query-side rows, k over queries.
  * B's columns beyond cols are never read (masked loads), so B may be a head's slice of a wider row. */
+/* R rows (4 or 6, a constant where it is inlined) of 16 columns: 2R accumulators, two loads of b and one broadcast a
+ * step. At 6 rows that is 15 of AVX2's 16 registers: each b row serves 6 rows instead of 4, and 12 chains are in flight
+ * where 8 keep two FMA units only just fed. Each element is the same FMA chain whatever R, so the bits do not depend on
+ * the tiling. */
+static inline __attribute__((always_inline)) void att_tile_r16(int R, int K, const float *a, ptrdiff_t lda,
+                                                                ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                                                                ptrdiff_t ldc, float alpha)
+{
+    __m256 c0[6], c1[6];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *ar = a + k * ak, *br = b + k * ldb;
+        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m256 x = _mm256_broadcast_ss(ar + r * lda);
+            c0[r] = _mm256_fmadd_ps(x, b0, c0[r]);
+            c1[r] = _mm256_fmadd_ps(x, b1, c1[r]);
+        }
+    }
+    const __m256 al = _mm256_set1_ps(alpha);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(c + r * ldc, _mm256_mul_ps(c0[r], al));
+        _mm256_storeu_ps(c + r * ldc + 8, _mm256_mul_ps(c1[r], al));
+    }
+}
+
 static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
                           float *c, ptrdiff_t ldc, float alpha)
 {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    for (int k = 0; k < K; k++) {
-        const float *ar = a + k * ak, *br = b + k * ldb;
-        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8), x;
-        x = _mm256_broadcast_ss(ar);
-        c00 = _mm256_fmadd_ps(x, b0, c00);
-        c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(ar + lda);
-        c10 = _mm256_fmadd_ps(x, b0, c10);
-        c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(ar + 2 * lda);
-        c20 = _mm256_fmadd_ps(x, b0, c20);
-        c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(ar + 3 * lda);
-        c30 = _mm256_fmadd_ps(x, b0, c30);
-        c31 = _mm256_fmadd_ps(x, b1, c31);
-    }
-    const __m256 al = _mm256_set1_ps(alpha);
-    _mm256_storeu_ps(c, _mm256_mul_ps(c00, al));
-    _mm256_storeu_ps(c + 8, _mm256_mul_ps(c01, al));
-    _mm256_storeu_ps(c + ldc, _mm256_mul_ps(c10, al));
-    _mm256_storeu_ps(c + ldc + 8, _mm256_mul_ps(c11, al));
-    _mm256_storeu_ps(c + 2 * ldc, _mm256_mul_ps(c20, al));
-    _mm256_storeu_ps(c + 2 * ldc + 8, _mm256_mul_ps(c21, al));
-    _mm256_storeu_ps(c + 3 * ldc, _mm256_mul_ps(c30, al));
-    _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
+    att_tile_r16(4, K, a, lda, ak, b, ldb, c, ldc, alpha);
 }
 
-/* the same for 6 rows of 16 columns: 12 accumulators, two loads of b and one broadcast a step (15 of AVX2's 16 registers):
- * each b row loaded once for 6 rows instead of 4, and 12 chains in flight where 8 keep two FMA units only just fed.
- * Each element is the same FMA chain, so the bits are att_tile_4x16's. */
 static void att_tile_6x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
                           float *c, ptrdiff_t ldc, float alpha)
 {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    __m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int k = 0; k < K; k++) {
-        const float *ar = a + k * ak, *br = b + k * ldb;
-        __m256 b0 = _mm256_loadu_ps(br), b1 = _mm256_loadu_ps(br + 8), x;
-        x = _mm256_broadcast_ss(ar);
-        c00 = _mm256_fmadd_ps(x, b0, c00);
-        c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(ar + lda);
-        c10 = _mm256_fmadd_ps(x, b0, c10);
-        c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(ar + 2 * lda);
-        c20 = _mm256_fmadd_ps(x, b0, c20);
-        c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(ar + 3 * lda);
-        c30 = _mm256_fmadd_ps(x, b0, c30);
-        c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(ar + 4 * lda);
-        c40 = _mm256_fmadd_ps(x, b0, c40);
-        c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(ar + 5 * lda);
-        c50 = _mm256_fmadd_ps(x, b0, c50);
-        c51 = _mm256_fmadd_ps(x, b1, c51);
-    }
-    const __m256 al = _mm256_set1_ps(alpha);
-    _mm256_storeu_ps(c, _mm256_mul_ps(c00, al));
-    _mm256_storeu_ps(c + 8, _mm256_mul_ps(c01, al));
-    _mm256_storeu_ps(c + ldc, _mm256_mul_ps(c10, al));
-    _mm256_storeu_ps(c + ldc + 8, _mm256_mul_ps(c11, al));
-    _mm256_storeu_ps(c + 2 * ldc, _mm256_mul_ps(c20, al));
-    _mm256_storeu_ps(c + 2 * ldc + 8, _mm256_mul_ps(c21, al));
-    _mm256_storeu_ps(c + 3 * ldc, _mm256_mul_ps(c30, al));
-    _mm256_storeu_ps(c + 3 * ldc + 8, _mm256_mul_ps(c31, al));
-    _mm256_storeu_ps(c + 4 * ldc, _mm256_mul_ps(c40, al));
-    _mm256_storeu_ps(c + 4 * ldc + 8, _mm256_mul_ps(c41, al));
-    _mm256_storeu_ps(c + 5 * ldc, _mm256_mul_ps(c50, al));
-    _mm256_storeu_ps(c + 5 * ldc + 8, _mm256_mul_ps(c51, al));
+    att_tile_r16(6, K, a, lda, ak, b, ldb, c, ldc, alpha);
 }
 
 /* the same for a partial tile (rows < 6 or cols < 16): the same chains, masked loads and stores */
