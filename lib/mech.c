@@ -1287,7 +1287,7 @@ double epar_mech_flops_row(const struct epar_mech *m)
     double L = m->L, dk = m->dk, D = m->D;
     double dense = 4 * L * dk + 3 * L; /* q.k for L keys, exp/sum/divide, weighted sum of L values */
     const struct epar_mech_def *d = epar_mech_file(m->id);
-    if (d && d->flops_row) return d->flops_row(m);
+    if (d && d->flops_extra) return dense + d->flops_extra(m);
     switch (m->info->kind) {
     case EPAR_MK_FIXED: {
         long nnz = 0;

@@ -86,8 +86,9 @@ struct epar_mech_def {
     /* the analysis form's own q/k transform of head h (Q, K: L rows of dk, row stride ld), after the catalogue's
      * (lib/attn's qk hook); NULL: none */
     void (*qk)(struct epar_mech *m, int h, double *Q, double *K, int L, int dk, int ld);
-    /* operations per query row of the analysis form (epar_mech_flops_row); NULL: its kind's count */
-    double (*flops_row)(const struct epar_mech *m);
+    /* operations per query row of the analysis form beyond the dense softmax attention's (epar_mech_flops_row adds
+     * them to its count); NULL: its kind's count */
+    double (*flops_extra)(const struct epar_mech *m);
     const char *doc;            /* markdown: the formula, the parameters' meaning, the source and its pitfalls
                                  * (docs/MECHANISMS.md, "Mechanisms in files", is printed from it: epar --mechanism-docs) */
 };

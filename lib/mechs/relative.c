@@ -152,12 +152,12 @@ static int build_deberta(struct epar_mech *m, gsl_rng *r)
     return EPAR_OK;
 }
 
-/* operations per query row: the dense softmax's and the relative terms' */
+/* operations per query row beyond the dense softmax's: the relative terms' */
 static double flops_rel(const struct epar_mech *m)
 {
-    double L = m->L, dk = m->dk, dense = 4 * L * dk + 3 * L;
-    if (m->id == EPAR_MECH_SHAW) return dense + 2 * (2 * m->p[0] + 1) * dk + L;
-    return dense + 4 * L * dk + 2 * L;
+    double L = m->L, dk = m->dk;
+    if (m->id == EPAR_MECH_SHAW) return 2 * (2 * m->p[0] + 1) * dk + L;
+    return 4 * L * dk + 2 * L;
 }
 
 /* ================================================================== the trained form (lib/nnpos, lib/nn hooks) */
@@ -528,13 +528,13 @@ const struct epar_mech_def epar_mech_def_shaw = {
     .info = {"shaw", EPAR_MK_BIAS, "S0 table, S3 1.2(1)", "§9",
              {{"max_relative", 16, 1, 4096, 1, "clip k of j-i"}, P_SD, P_END}, build_shaw,
              "b_ij = q_i . w^K[clip(j-i)] / sqrt(dk); the value term a^V does not change A"},
-    .train = &train_shaw, .from_trained = from_trained_shaw, .qk = content_bias, .flops_row = flops_rel,
+    .train = &train_shaw, .from_trained = from_trained_shaw, .qk = content_bias, .flops_extra = flops_rel,
 };
 
 const struct epar_mech_def epar_mech_def_transformer_xl = {
     .info = {"transformer-xl", EPAR_MK_BIAS, "S3 1.2(2)", "§10", {P_SD, P_END}, build_txl,
              "+ q.W_R R_{i-j} + u.k_j + v.W_R R_{i-j}, all / sqrt(dk); u, v, W_R synthetic"},
-    .train = &train_txl, .from_trained = from_trained_txl, .qk = content_bias, .flops_row = flops_rel,
+    .train = &train_txl, .from_trained = from_trained_txl, .qk = content_bias, .flops_extra = flops_rel,
 };
 
 const struct epar_mech_def epar_mech_def_deberta = {
@@ -543,5 +543,5 @@ const struct epar_mech_def epar_mech_def_deberta = {
               {"absolute", 0, 0, 1, 1, "1: EMD, a learned absolute table added to the last layer's input (training only)"},
               P_END},
              build_deberta, "(qc.kc + qc.kr_delta(i,j) + kc.qr_delta(j,i)) / sqrt(3 dk)"},
-    .train = &train_deberta, .from_trained = from_trained_deberta, .qk = content_bias, .flops_row = flops_rel,
+    .train = &train_deberta, .from_trained = from_trained_deberta, .qk = content_bias, .flops_extra = flops_rel,
 };
