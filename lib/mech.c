@@ -921,10 +921,10 @@ static int build_orthogonal(struct epar_mech *m, gsl_rng *r)
 
 /* ================================================================== the table */
 
-#define P_SD {"init_sd", 0.02, 0, 100, 0, "sd of the synthetic trained parameters (epar convention)"}
+#define P_SD EPAR_MECH_PARAM_SD
 #define P_BASE {"base", 10000, 1.0001, 1e12, 0, "rotation / sinusoid base"}
 #define P_TRAIN {"train_length", 512, 2, 1 << 24, 0, "training length L_train"}
-#define P_END {NULL, 0, 0, 0, 0, NULL}
+#define P_END EPAR_MECH_PARAM_END
 #define P_PREFIX {"prefix", 0, 0, 1, 1, "1 (causal only): L = i+1 keys so far instead of the full length (L_mode=prefix)"}
 #define FIXED_ROW(name, p, note) \
     {name, EPAR_MK_FIXED, "S1 §1.1", "§19", {P_END}, build_fixed, "Raganato pattern " p "; " note}

@@ -60,6 +60,11 @@ struct epar_mech_param {
     const char *help;
 };
 
+/* the parameter every mechanism with synthetic learned parts has (the sd of their draws; the epar convention), and
+ * the entry that ends a row's list */
+#define EPAR_MECH_PARAM_SD {"init_sd", 0.02, 0, 100, 0, "sd of the synthetic trained parameters (epar convention)"}
+#define EPAR_MECH_PARAM_END {NULL, 0, 0, 0, 0, NULL}
+
 struct epar_mech;
 struct epar_mech_info {
     const char *id;             /* canonical id, e.g. "alibi" */

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cblas.h>
-#include <gsl/gsl_randist.h>
 #include "blas.h"
 #include "err.h"
 #include "mech.h"
@@ -11,11 +10,6 @@
 #include "rng.h"
 
 /* ---- shared helpers ---- */
-
-static void fill_normal(gsl_rng *r, float *x, size_t n, double sd)
-{
-    for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
-}
 
 /* *ptr <- n zeroed elements of size sz; EPAR_ENOMEM naming what could not be allocated */
 static int need(void *ptr, size_t n, size_t sz, const char *what)
@@ -57,7 +51,7 @@ static int build_sinusoidal(struct epar_nnpos *p)
 /* ---- learned absolute (§6): theta = E (Tmax, C) ---- */
 
 static size_t n_learned(const struct epar_nnpos *p) { return (size_t)p->Tmax * p->C; }
-static void init_learned(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_learned(p), p->s.init_sd); }
+static void init_learned(struct epar_nnpos *p, gsl_rng *r) { epar_rng_normal_f(r, p->theta, n_learned(p), p->s.init_sd); }
 /* the table's gradient comes from the embedding backward (epar_nnpos_embed_backward) */
 static void backward_learned(struct epar_nnpos *p, int l, const struct epar_nnpos_grad *g, int B, int T)
 {
@@ -69,7 +63,7 @@ static void backward_learned(struct epar_nnpos *p, int l, const struct epar_nnpo
  * (rand: fixed, N(0, init_sd^2) from the run's seed) or E's hierarchical decomposition (hier, alpha) ---- */
 
 static size_t n_ape_ext(const struct epar_nnpos *p) { return (size_t)p->ntrain * p->C; }
-static void init_ape_ext(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_ape_ext(p), p->s.init_sd); }
+static void init_ape_ext(struct epar_nnpos *p, gsl_rng *r) { epar_rng_normal_f(r, p->theta, n_ape_ext(p), p->s.init_sd); }
 
 static int build_ape_ext(struct epar_nnpos *p)
 {
@@ -184,8 +178,8 @@ static void init_floater_learned(struct epar_nnpos *p, gsl_rng *r)
 {
     size_t H = (size_t)FL_H(p), C = (size_t)p->C;
     memset(p->theta, 0, n_floater_learned(p) * sizeof *p->theta);
-    fill_normal(r, p->theta, H * C, 1 / sqrt((double)C));
-    fill_normal(r, p->theta + H * C + H, H, 1.0);
+    epar_rng_normal_f(r, p->theta, H * C, 1 / sqrt((double)C));
+    epar_rng_normal_f(r, p->theta + H * C + H, H, 1.0);
 }
 
 static int build_floater_learned(struct epar_nnpos *p)
@@ -290,7 +284,7 @@ static int fixed_mult_pe(const struct epar_nnpos_settings *s, enum epar_mech_id 
 static void init_mult_pe(struct epar_nnpos *p, gsl_rng *r)
 {
     size_t n = n_mult_pe(p);
-    fill_normal(r, p->theta, n, p->mp[1]);
+    epar_rng_normal_f(r, p->theta, n, p->mp[1]);
     for (size_t t = 0; t < n; t++) p->theta[t] += 1.0f;
 }
 
@@ -414,7 +408,7 @@ static void backward_alibi_learned(struct epar_nnpos *p, int l, const struct epa
  * t5.max_distance, the table drawn N(0, t5.init_sd^2) ---- */
 
 static size_t n_t5(const struct epar_nnpos *p) { return (size_t)p->mp[0] * p->NH; }
-static void init_t5(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_t5(p), p->mp[2]); }
+static void init_t5(struct epar_nnpos *p, gsl_rng *r) { epar_rng_normal_f(r, p->theta, n_t5(p), p->mp[2]); }
 
 static int check_t5(enum epar_mech_id id, const struct epar_nnpos_settings *s, int hs)
 {

@@ -35,6 +35,11 @@ void epar_rng_normal(gsl_rng *r, double *x, size_t n, double sd)
     for (size_t i = 0; i < n; i++) x[i] = gsl_ran_gaussian_ziggurat(r, sd);
 }
 
+void epar_rng_normal_f(gsl_rng *r, float *x, size_t n, double sd)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
+}
+
 void epar_rng_uniform(gsl_rng *r, double *x, size_t n, double lo, double hi)
 {
     for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * gsl_rng_uniform(r);

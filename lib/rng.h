@@ -23,6 +23,8 @@ void epar_rng_free(gsl_rng *r);
 
 /* x (n) <- N(0, sd^2) */
 void epar_rng_normal(gsl_rng *r, double *x, size_t n, double sd);
+/* the same draws in float (the trained models' parameters) */
+void epar_rng_normal_f(gsl_rng *r, float *x, size_t n, double sd);
 /* x (n) <- U(lo, hi) */
 void epar_rng_uniform(gsl_rng *r, double *x, size_t n, double lo, double hi);
 /* PyTorch nn.Linear default init: W (out,in) and b (out, may be NULL) ~ U(-1/sqrt(in), 1/sqrt(in)). */

@@ -11,13 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cblas.h>
-#include <gsl/gsl_randist.h>
 #include "lib/err.h"
 #include "lib/nnpos.h"
 #include "lib/rng.h"
 
-#define P_SD {"init_sd", 0.02, 0, 100, 0, "sd of the synthetic trained parameters (epar convention)"}
-#define P_END {NULL, 0, 0, 0, 0, NULL}
+#define P_SD EPAR_MECH_PARAM_SD
+#define P_END EPAR_MECH_PARAM_END
 
 /* ================================================================== the analysis form (epar compare) */
 
@@ -213,11 +212,6 @@ static const float *txl_u(const struct epar_nnpos *p, int l)
     return p->theta + (size_t)l * txl_layer(p) + (size_t)p->C * p->C;
 }
 
-static void fill_normal(gsl_rng *r, float *x, size_t n, double sd)
-{
-    for (size_t i = 0; i < n; i++) x[i] = (float)gsl_ran_gaussian_ziggurat(r, sd);
-}
-
 static int train_build_shaw(struct epar_nnpos *p)
 {
     p->nrel = (int)p->mp[0] + 1;
@@ -228,7 +222,7 @@ static size_t n_shaw(const struct epar_nnpos *p)
 {
     return emd_offset(p) + (emd_on(p) ? (size_t)p->Tmax * p->C : 0);
 }
-static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_shaw(p), p->mp[1]); }
+static void init_shaw(struct epar_nnpos *p, gsl_rng *r) { epar_rng_normal_f(r, p->theta, n_shaw(p), p->mp[1]); }
 
 static void scratch_shaw(const struct epar_nnpos_settings *s, enum epar_mech_id id, int Tmax, int hs, size_t *per_thread,
                          size_t *per_bh)
@@ -273,7 +267,7 @@ static void emd_backward(struct epar_nnpos *p, const float *dx, int B, int T)
 }
 
 static size_t n_txl(const struct epar_nnpos *p) { return (size_t)p->NL * txl_layer(p); }
-static void init_txl(struct epar_nnpos *p, gsl_rng *r) { fill_normal(r, p->theta, n_txl(p), p->mp[0]); }
+static void init_txl(struct epar_nnpos *p, gsl_rng *r) { epar_rng_normal_f(r, p->theta, n_txl(p), p->mp[0]); }
 
 static int train_build_txl(struct epar_nnpos *p)
 {
