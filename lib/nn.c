@@ -605,18 +605,6 @@ static inline __attribute__((always_inline)) void att_tile_r16(int R, int K, con
     }
 }
 
-static void att_tile_4x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
-                          float *c, ptrdiff_t ldc, float alpha)
-{
-    att_tile_r16(4, K, a, lda, ak, b, ldb, c, ldc, alpha);
-}
-
-static void att_tile_6x16(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
-                          float *c, ptrdiff_t ldc, float alpha)
-{
-    att_tile_r16(6, K, a, lda, ak, b, ldb, c, ldc, alpha);
-}
-
 /* the same for a partial tile (rows < 6 or cols < 16): the same chains, masked loads and stores */
 static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
                           ptrdiff_t ldc, float alpha, int rows, int cols)
@@ -640,13 +628,18 @@ static void att_tile_part(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, co
     }
 }
 
-/* rows <= 6 of a tile in AVX2 registers */
-static inline void att_tile6(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
-                             float *c, ptrdiff_t ldc, float alpha, int rows, int cols)
+/* A strip of tiles side by side: the same rows <= 6 of A against the column tiles c0 = 0, 16, ... < n of B and C (the
+ * last one n - c0 wide). The full tiles' body is inlined in the loop: a strip costs one call, not one per tile (at
+ * K = 16, the scores of a 16-wide head, a call and its dispatch were a fifth of the tile's time). */
+static void att_strip6(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                       ptrdiff_t ldc, float alpha, int rows, int n)
 {
-    if (rows == 6 && cols == 16) att_tile_6x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
-    else if (rows == 4 && cols == 16) att_tile_4x16(K, a, lda, ak, b, ldb, c, ldc, alpha);
-    else att_tile_part(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+    int c0 = 0;
+    if (rows == 6)
+        for (; c0 + 16 <= n; c0 += 16) att_tile_r16(6, K, a, lda, ak, b + c0, ldb, c + c0, ldc, alpha);
+    else if (rows == 4)
+        for (; c0 + 16 <= n; c0 += 16) att_tile_r16(4, K, a, lda, ak, b + c0, ldb, c + c0, ldc, alpha);
+    for (; c0 < n; c0 += 16) att_tile_part(K, a, lda, ak, b + c0, ldb, c + c0, ldc, alpha, rows, imin(16, n - c0));
 }
 
 /* out[j] = exp(z[j] - M) for j < n (out may be z), 8 lanes per libmvec call; the lanes past n get exp(0) and are not
@@ -665,11 +658,12 @@ static void exps_avx2(float *out, const float *z, float M, int n)
 EPAR_TARGET_END
 
 /* The same tile, 8 rows of 16 columns in AVX-512 registers (cols < 16: masked loads and stores), on CPUs that have
- * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile_4x16's; at 16 lanes a
+ * AVX-512: each output element is the same FMA chain over k from 0, so the bits are att_tile_r16's; at 16 lanes a
  * register the 8 chains keep both FMA units busy where 4 rows of 16 would wait on the FMA latency. */
 EPAR_TARGET_BEGIN("avx512f,avx2,fma")
-static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb,
-                              float *c, ptrdiff_t ldc, float alpha, int cols)
+static inline __attribute__((always_inline)) void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda,
+                                                                     ptrdiff_t ak, const float *b, ptrdiff_t ldb,
+                                                                     float *c, ptrdiff_t ldc, float alpha, int cols)
 {
     const __mmask16 m = (__mmask16)((1u << cols) - 1u);
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
@@ -705,6 +699,13 @@ static void att_tile_8x16_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak
     _mm512_mask_storeu_ps(c + 5 * ldc, m, _mm512_mul_ps(c5, al));
     _mm512_mask_storeu_ps(c + 6 * ldc, m, _mm512_mul_ps(c6, al));
     _mm512_mask_storeu_ps(c + 7 * ldc, m, _mm512_mul_ps(c7, al));
+}
+
+/* att_strip6's strip in 8-row tiles */
+static void att_strip_512(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                          ptrdiff_t ldc, float alpha, int n)
+{
+    for (int c0 = 0; c0 < n; c0 += 16) att_tile_8x16_512(K, a, lda, ak, b + c0, ldb, c + c0, ldc, alpha, imin(16, n - c0));
 }
 
 /* gelu_block_avx2 16 lanes at a time: the same operations in the same order, libmvec's 16-lane expf (whose results
@@ -774,16 +775,16 @@ static inline int tile_rows(int r0, int i1, int R)
     return R == 6 && (m == 7 || m == 8) ? 4 : imin(R, m);
 }
 
-/* rows <= att_rows() of a tile */
-static void att_tile(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
-                     ptrdiff_t ldc, float alpha, int rows, int cols)
+/* rows <= att_rows() of A against the column tiles c0 = 0, 16, ... < n (att_strip6) */
+static void att_strip(int K, const float *a, ptrdiff_t lda, ptrdiff_t ak, const float *b, ptrdiff_t ldb, float *c,
+                      ptrdiff_t ldc, float alpha, int rows, int n)
 {
-    if (rows == 8) att_tile_8x16_512(K, a, lda, ak, b, ldb, c, ldc, alpha, cols);
+    if (rows == 8) att_strip_512(K, a, lda, ak, b, ldb, c, ldc, alpha, n);
     else if (rows > 6) {   /* the last rows of an AVX-512 block */
-        att_tile6(K, a, lda, ak, b, ldb, c, ldc, alpha, 4, cols);
-        att_tile6(K, a + 4 * lda, lda, ak, b, ldb, c + 4 * ldc, ldc, alpha, rows - 4, cols);
+        att_strip6(K, a, lda, ak, b, ldb, c, ldc, alpha, 4, n);
+        att_strip6(K, a + 4 * lda, lda, ak, b, ldb, c + 4 * ldc, ldc, alpha, rows - 4, n);
     } else
-        att_tile6(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, cols);
+        att_strip6(K, a, lda, ak, b, ldb, c, ldc, alpha, rows, n);
 }
 
 /* keys of the transposed-key buffer on the stack of an attention (b, h): 64 KB; heads wider than ATT_KT / 16 = 1024
@@ -847,9 +848,9 @@ static void att_scores(float *S, int lds, const float *X, int ldx, const float *
         if (!kt) att_kt(buf, ld, Y + (size_t)j0 * ldy, ldy, j1 - j0, hs);
         for (int r0 = i0 + (j0 > i0 ? (j0 - i0) / R * R : 0), rows; r0 < i1; r0 += rows) {
             rows = tile_rows(r0, i1, R);
-            for (int c0 = j0; c0 < j1 && c0 < r0 + rows; c0 += 16)
-                att_tile(hs, X + (size_t)r0 * ldx, ldx, 1, B + c0, ld, S + (size_t)r0 * lds + c0, lds, alpha, rows,
-                         imin(16, j1 - c0));
+            /* the tiles c0 = j0, j0 + 16, ... below j1 and r0 + rows (the last one j1 - c0 wide) */
+            int n = imin(j1, j0 + ((r0 + rows - j0 + 15) & ~15)) - j0;
+            att_strip(hs, X + (size_t)r0 * ldx, ldx, 1, B + j0, ld, S + (size_t)r0 * lds + j0, lds, alpha, rows, n);
         }
     }
 }
@@ -861,9 +862,7 @@ static void att_values(float *O, int ldo, const float *P, int ldp, const float *
 {
     for (int r0 = i0, R = att_rows(), rows; r0 < i1; r0 += rows) {
         rows = tile_rows(r0, i1, R);
-        for (int c = 0; c < hs; c += 16)
-            att_tile(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y + c, ldy, O + (size_t)r0 * ldo + c, ldo, alpha, rows,
-                     imin(16, hs - c));
+        att_strip(r0 + rows, P + (size_t)r0 * ldp, ldp, 1, Y, ldy, O + (size_t)r0 * ldo, ldo, alpha, rows, hs);
     }
 }
 
@@ -872,9 +871,8 @@ static void att_values_t(float *D, int ldd, const float *P, int ldp, const float
 {
     for (int j0 = 0, R = att_rows(), rows; j0 < T; j0 += rows) {
         rows = tile_rows(j0, T, R);
-        for (int c = 0; c < hs; c += 16)
-            att_tile(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx + c, ldx, D + (size_t)j0 * ldd + c,
-                     ldd, alpha, rows, imin(16, hs - c));
+        att_strip(T - j0, P + (size_t)j0 * ldp + j0, 1, ldp, X + (size_t)j0 * ldx, ldx, D + (size_t)j0 * ldd, ldd, alpha,
+                  rows, hs);
     }
 }
 
