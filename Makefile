@@ -105,7 +105,8 @@ $(ENOSPC_SHIM): tests/shim/enospc.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 $(WARN) -fPIC -shared -o $@ $< -ldl
 
-# The test command: unit programs, then CLI tests against the real binary; ends "N passed, N failed".
+# The test command: unit programs and CLI tests against the real binary, TEST_JOBS of them at a time (default: 2 on
+# two or more CPUs); ends "N passed, N failed".
 # (with an MPI compiler on PATH, epar-mpi is built first so tests/cli/test_benchmark.sh runs its mpirun part; not in the
 # sanitizer and coverage builds: ./epar-mpi is an -O2 build, whose float results need not match an -O1/-O0 epar's)
 test: $(EPAR_BIN) $(TEST_BIN) $(ENOSPC_SHIM)
