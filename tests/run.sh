@@ -32,12 +32,12 @@ report() { # out-file rc name seconds
     add "$p" "$f"
 }
 
-# the programs, the longest first (measured: run-all's test alone is a third of the suite), so that the last one to
+# the programs, the longest first (measured: run-all's two tests are a third of the suite), so that the last one to
 # start is a short one
 progs=()
 if [ "$what" = all ] || [ "$what" = cli ]; then
-    for t in tests/cli/test_run_all.sh tests/cli/test_blas_kernels.sh tests/cli/test_figures.sh tests/cli/test_train.sh \
-             tests/cli/test_*.sh; do
+    for t in tests/cli/test_run_all.sh tests/cli/test_run_all_check.sh tests/cli/test_blas_kernels.sh \
+             tests/cli/test_figures.sh tests/cli/test_train.sh tests/cli/test_*.sh; do
         [ -f "$t" ] && [[ " ${progs[*]} " != *" $t "* ]] && progs+=("$t")
     done
 fi
