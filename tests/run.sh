@@ -44,21 +44,22 @@ fi
 if [ "$what" = all ] || [ "$what" = unit ]; then
     for t in "$TESTBIN"/test_*; do [ -x "$t" ] && progs+=("$t"); done
 fi
-njobs=${TEST_JOBS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n < 2 ? n : 2)))}
+cpus=$(nproc 2>/dev/null || echo 1)
+njobs=${TEST_JOBS:-$((cpus < 2 ? cpus : 2))}
 [ "${VALGRIND:-0}" = 1 ] && njobs=${TEST_JOBS:-1}
 [[ "$njobs" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: TEST_JOBS must be a positive integer, not '$njobs'" >&2; exit 2; }
 outs=$(mktemp -d "${TMPDIR:-/tmp}/epar-run.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$outs"' EXIT
 declare -A name_of start_of out_of
 running=0 n=0
-finish() { # wait for one program to end and report it
+reap() { # wait for one program to end and report it
     local pid rc
     wait -n -p pid; rc=$?
     report "${out_of[$pid]}" "$rc" "${name_of[$pid]}" $((SECONDS - ${start_of[$pid]}))
     running=$((running - 1))
 }
 for t in "${progs[@]}"; do
-    [ "$running" -ge "$njobs" ] && finish
+    [ "$running" -ge "$njobs" ] && reap
     echo "== $t"   # which program runs now: a long one is visible while it runs
     if [[ "$t" == *.sh ]]; then cmd=(bash "$t")
     elif [ "${VALGRIND:-0}" = 1 ]; then cmd=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "$t")
@@ -69,6 +70,6 @@ for t in "${progs[@]}"; do
     name_of[$pid]=$t; start_of[$pid]=$SECONDS; out_of[$pid]=$outs/$n
     running=$((running + 1))
 done
-while [ "$running" -gt 0 ]; do finish; done
+while [ "$running" -gt 0 ]; do reap; done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

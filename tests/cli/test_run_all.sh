@@ -2,10 +2,6 @@
 # epar run-all: the audit files (claims.csv schema, REPORT.md, index.html links), exit codes, stale and failing
 # experiments, the smoke benchmark's audit. The regression check against tests/golden: tests/cli/test_run_all_check.sh.
 . "$(dirname "$0")/lib.sh"
-# --check's temporary folders go to a folder of this test alone: other runs of the suite on the machine (other
-# worktrees, CI jobs) create theirs in /tmp at the same time, which the "nothing left behind" check must not see
-export TMPDIR=$T_TMP/tmp
-mkdir -p "$TMPDIR"
 
 out=$T_TMP/full
 expect_exit 0 "run-all (one seed, figures rendered when gnuplot is present)" -- "$EPAR" run-all --no-benchmark --seed 42 --out "$out"
