@@ -136,7 +136,7 @@ static void linear_backward(struct epar_nn *m, float *x, float *y, float *dx, fl
 
 int main(int argc, char **argv)
 {
-    epar_omp_wait_reexec(argv);   /* epar's own default: passive OpenMP waiting unless the user chose (lib/blas.h) */
+    epar_blas_reexec(argv);   /* as epar: passive OpenMP waiting, no idle OpenBLAS workers (lib/blas.h) */
     int threads = 1, steps = 20, warm = 3, B = 16, T = 256, C = 128, NL = 4, NH = 4, F = 512, V = 63;
     char mechs[256] = "none";
     const char *profile = NULL;

@@ -94,7 +94,7 @@ static int unknown_command(const char *name)
 
 int main(int argc, char **argv)
 {
-    epar_omp_wait_reexec(argv);   /* passive OpenMP waiting unless the user chose (lib/blas.h) */
+    epar_blas_reexec(argv);   /* passive OpenMP waiting unless the user chose, no idle OpenBLAS workers (lib/blas.h) */
     gsl_set_error_handler_off();
     epar_commands = epar_command_table;
     /* BLAS calls run inside OpenMP jobs: one BLAS thread (see lib/blas.h) */

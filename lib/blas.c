@@ -51,14 +51,17 @@ const char *epar_omp_wait_default(const char *policy, const char *spincount)
     return "passive";
 }
 
-void epar_omp_wait_reexec(char **argv)
+void epar_blas_reexec(char **argv)
 {
-    const char *w = epar_omp_wait_default(getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"));
     const char *pre = getenv("LD_PRELOAD");
-    /* nothing to wait for with one thread; under valgrind the new image would run outside it */
-    if (!w || omp_get_max_threads() < 2 || (pre && strstr(pre, "vgpreload"))) return;
-    if (setenv("OMP_WAIT_POLICY", w, 1)) return;
+    if (pre && strstr(pre, "vgpreload")) return;   /* under valgrind the new image would run outside it */
+    const char *w = epar_omp_wait_default(getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"));
+    /* nothing to wait for with one OpenMP thread; OpenBLAS's pool has workers only when it has two threads or more */
+    int omp = w && omp_get_max_threads() > 1, pool = openblas_get_num_threads() > 1;
+    if (!omp && !pool) return;
+    if ((omp && setenv("OMP_WAIT_POLICY", w, 1)) || (pool && setenv("OPENBLAS_NUM_THREADS", "1", 1))) return;
     fflush(NULL);
     execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY");   /* exec failed (no /proc): carry on with libgomp's default */
+    /* exec failed (no /proc): carry on with libgomp's default (OPENBLAS_NUM_THREADS=1 says what main sets anyway) */
+    if (omp) unsetenv("OMP_WAIT_POLICY");
 }

@@ -21,11 +21,18 @@
  * from the threads with work: `epar train --task recall` took 237 s with libgomp's default and two threads against
  * 27 s with `--jobs 1` (load 9 on 2 cores), and 7 s against 6-7 s with passive waiting (200 steps, load 12). */
 const char *epar_omp_wait_default(const char *policy, const char *spincount);
-/* libgomp reads OMP_WAIT_POLICY once, in its constructor, before main; so when epar_omp_wait_default gives a
- * policy, the process re-executes itself (/proc/self/exe, same argv) with it set. Returns without exec when the
- * user set a policy, when OpenMP has one thread, under valgrind (LD_PRELOAD names vgpreload: the new image would
- * run outside it) or when exec fails. Call first thing in main. */
-void epar_omp_wait_reexec(char **argv);
+/* Two libraries read their settings once, in constructors, before main:
+ * - libgomp reads OMP_WAIT_POLICY (above);
+ * - OpenBLAS sizes its thread pool from OPENBLAS_NUM_THREADS (else OMP_NUM_THREADS, else the cores) and starts the
+ *   workers at once; an idle worker spins on sched_yield for 2^28 cycles of the time-stamp counter before it sleeps,
+ *   so every process of two threads or more ran one core flat out for its first 0.1 s (`epar scale --length 4096
+ *   --repeats 1 --jobs 1`: 0.076 s of CPU for 0.038 s of analysis), although epar calls BLAS single-threaded only
+ *   (cmd/main.c). With OPENBLAS_NUM_THREADS=1 the pool has no workers.
+ * So when epar_omp_wait_default gives a policy and OpenMP has two threads or more, or OpenBLAS's pool has two threads
+ * or more, the process re-executes itself (/proc/self/exe, same argv) with OMP_WAIT_POLICY set to that policy and
+ * OPENBLAS_NUM_THREADS=1 respectively. Returns without exec when neither is needed, under valgrind (LD_PRELOAD names
+ * vgpreload: the new image would run outside it) or when exec fails. Call first thing in main. */
+void epar_blas_reexec(char **argv);
 
 /* Whether a loop of this much work forks a team of threads: work > threshold and more than one thread to run it.
  * When not, EPAR_OMP_FOR runs the loop on the calling thread with no team at all. An `if` clause that fails (or a

@@ -26,9 +26,9 @@ import sys
 
 EPAR, ROOT, TMP = sys.argv[1:4]
 CACHE = sys.argv[4] if len(sys.argv) > 4 else TMP
-# the waiting policy epar would choose itself, set here so that it does not re-execute itself for it on each of the
-# hundred runs (lib/blas.h epar_omp_wait_reexec)
-ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY") or "passive")
+# the waiting policy and the BLAS pool epar would choose itself, set here so that it does not re-execute itself for
+# them on each of the hundred runs (lib/blas.h epar_blas_reexec)
+ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY") or "passive", OPENBLAS_NUM_THREADS="1")
 problems = 0
 checked = 0
 

@@ -9,7 +9,7 @@
 int main(int argc, char **argv)
 {
     (void)argc;
-    epar_omp_wait_reexec(argv);   /* as epar's main: this process re-executes itself with passive waiting */
+    epar_blas_reexec(argv);   /* as epar's main: re-executes itself with passive waiting and one BLAS thread */
     /* the OpenMP wait policy: passive unless the user chose a policy or a spin count */
     const char *w = epar_omp_wait_default(NULL, NULL);
     check_true(w && !strcmp(w, "passive"), "no OMP_WAIT_POLICY or GOMP_SPINCOUNT: passive");
@@ -21,8 +21,13 @@ int main(int argc, char **argv)
     const char *pol = getenv("OMP_WAIT_POLICY"), *pre = getenv("LD_PRELOAD");
     int valgrind = pre && strstr(pre, "vgpreload");
     check_true((pol && pol[0]) || getenv("GOMP_SPINCOUNT") || omp_get_max_threads() < 2 || valgrind,
-               "after epar_omp_wait_reexec a policy is set (OMP_WAIT_POLICY '%s', %d threads)", pol ? pol : "",
+               "after epar_blas_reexec a policy is set (OMP_WAIT_POLICY '%s', %d threads)", pol ? pol : "",
                omp_get_max_threads());
+    /* and OpenBLAS started with a pool of one thread: no worker spinning beside the process for its first 0.1 s */
+    const char *nt = getenv("OPENBLAS_NUM_THREADS");
+    int pool = epar_blas_threads(1);
+    check_true(pool == 1 || valgrind, "after epar_blas_reexec OpenBLAS's pool has one thread, got %d "
+               "(OPENBLAS_NUM_THREADS '%s')", pool, nt ? nt : "");
 
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", "skylakex", "COOPERLAKE"};
     static const char *const other[] = {"Haswell", "Zen", "Sandybridge", "Prescott", "", NULL};
